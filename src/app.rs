@@ -1,0 +1,157 @@
+//! The composition root: builds every service from settings, wires the
+//! handlers into the spine, starts the background loops, and stops them.
+//!
+//! Front ends (Discord, console) construct an [`App`] with their transport,
+//! call [`App::start`], feed percepts to `app.senses`, and call
+//! [`Running::stop`] on the way out. Nothing else creates services.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::attention::Spine;
+use crate::chat::Transport;
+use crate::clock::{Chance, SharedClock};
+use crate::journal::{Entry, Journal, Kind};
+use crate::reply::ReplyHandler;
+use crate::senses::Senses;
+use crate::settings::{Secrets, Settings, SettingsService};
+use crate::speech::Speech;
+use crate::store::Store;
+
+pub struct App {
+    pub settings: Arc<SettingsService>,
+    pub secrets: Secrets,
+    pub store: Store,
+    pub journal: Journal,
+    pub clock: SharedClock,
+    pub chance: Arc<Chance>,
+    pub spine: Arc<Spine>,
+    pub speech: Arc<Speech>,
+    pub senses: Senses,
+    pub data_dir: PathBuf,
+    /// What is unavailable and why, said plainly at start (console, logs, status).
+    pub notices: Vec<String>,
+}
+
+/// What a front end provides to build the app.
+pub struct Parts {
+    pub settings: Settings,
+    pub secrets: Secrets,
+    pub clock: SharedClock,
+    pub chance: Arc<Chance>,
+}
+
+impl App {
+    /// Opens the store and builds every service. `transport` is made once the
+    /// store exists (the console's transport reads channel names from it).
+    pub fn build(
+        parts: Parts,
+        transport: impl FnOnce(&Store) -> Arc<dyn Transport>,
+    ) -> anyhow::Result<Arc<App>> {
+        let Parts {
+            settings,
+            secrets,
+            clock,
+            chance,
+        } = parts;
+        let data_dir = PathBuf::from(&settings.storage.data_dir);
+        let store = Store::open(&data_dir).with_context(|| {
+            format!(
+                "cannot open the store in {} (storage.dataDir)",
+                data_dir.display()
+            )
+        })?;
+        let settings = Arc::new(SettingsService::new(settings, store.clone(), clock.clone()));
+        let journal = Journal::new(store.clone(), clock.clone());
+        let spine = Spine::new(journal.clone(), settings.clone(), clock.clone());
+        let transport = transport(&store);
+        let me = transport.me();
+        let speech = Arc::new(Speech::new(
+            transport,
+            store.clone(),
+            settings.clone(),
+            clock.clone(),
+        ));
+        let senses = Senses::new(
+            store.clone(),
+            settings.clone(),
+            spine.clone(),
+            clock.clone(),
+            me.id,
+        );
+
+        let mut notices = Vec::new();
+        let unavailable = Some(
+            "no language model is connected yet, so I can only listen and remember what is said."
+                .to_string(),
+        );
+        if let Some(why) = &unavailable {
+            notices.push(format!("no model: {why}"));
+        }
+        spine.registry.register(Arc::new(ReplyHandler::new(
+            speech.clone(),
+            journal.clone(),
+            spine.clone(),
+            settings.clone(),
+            clock.clone(),
+            unavailable,
+        )));
+
+        Ok(Arc::new(App {
+            settings,
+            secrets,
+            store,
+            journal,
+            clock,
+            chance,
+            spine,
+            speech,
+            senses,
+            data_dir,
+            notices,
+        }))
+    }
+
+    /// Starts the background loops (the attention dispatcher, and later the
+    /// initiative tick, discovery, the garden).
+    pub fn start(self: &Arc<Self>) -> Running {
+        let (shutdown, rx) = watch::channel(false);
+        self.journal
+            .record(Entry::new(Kind::System, "started").reason(format!(
+                "ambient {} with data in {}",
+                env!("CARGO_PKG_VERSION"),
+                self.data_dir.display()
+            )));
+        for notice in &self.notices {
+            tracing::warn!("{notice}");
+        }
+        let tasks = vec![tokio::spawn(self.spine.clone().run(rx))];
+        Running {
+            shutdown,
+            tasks,
+            journal: self.journal.clone(),
+        }
+    }
+}
+
+/// The running loops; [`Running::stop`] ends them gracefully.
+pub struct Running {
+    shutdown: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+    journal: Journal,
+}
+
+impl Running {
+    /// Signals every loop to stop and waits for work in flight to finish.
+    pub async fn stop(self) {
+        let _ = self.shutdown.send(true);
+        for task in self.tasks {
+            let _ = task.await;
+        }
+        self.journal.record(Entry::new(Kind::System, "stopped"));
+    }
+}

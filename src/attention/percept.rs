@@ -1,0 +1,179 @@
+//! Percepts: what the bot senses from outside (messages, reactions, joins,
+//! voice transcript lines). Front ends (Discord, console, voice) build them;
+//! `senses` stores them; attention scores and routes them.
+
+use chrono::{DateTime, Utc};
+
+use crate::ids::{ChannelId, GuildId, MessageId, UserId};
+use crate::store::messages::{Source, StoredMessage};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Author {
+    pub id: UserId,
+    pub name: String,
+    pub is_bot: bool,
+}
+
+/// Where something happened. `guild` is `None` in direct messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Place {
+    pub guild: Option<GuildId>,
+    pub channel: ChannelId,
+}
+
+impl Place {
+    pub fn is_dm(&self) -> bool {
+        self.guild.is_none()
+    }
+}
+
+/// How a message was addressed to the bot, if at all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Addressed {
+    No,
+    /// `@bot` in the text.
+    Mention,
+    /// A reply to one of the bot's messages.
+    ReplyToBot,
+    /// A direct message.
+    DirectMessage,
+    /// "hey ambient, …" (typed or spoken).
+    ByName,
+}
+
+impl Addressed {
+    pub fn is_addressed(self) -> bool {
+        self != Addressed::No
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Addressed::No => "not addressed",
+            Addressed::Mention => "mentioned the bot",
+            Addressed::ReplyToBot => "replied to the bot",
+            Addressed::DirectMessage => "direct message",
+            Addressed::ByName => "addressed the bot by name",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct MessagePercept {
+    /// The message as stored in channel history.
+    pub message: StoredMessage,
+    pub addressed: Addressed,
+    pub guild_name: Option<String>,
+    pub channel_name: Option<String>,
+}
+
+impl MessagePercept {
+    pub fn place(&self) -> Place {
+        Place {
+            guild: self.message.guild,
+            channel: self.message.channel,
+        }
+    }
+
+    pub fn is_voice(&self) -> bool {
+        self.message.source == Source::Vc
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Percept {
+    Message(MessagePercept),
+    Edit {
+        id: MessageId,
+        place: Place,
+        content: String,
+        at: DateTime<Utc>,
+    },
+    Delete {
+        id: MessageId,
+        place: Place,
+        at: DateTime<Utc>,
+    },
+    Reaction {
+        place: Place,
+        message: MessageId,
+        user: Author,
+        emoji: String,
+        added: bool,
+        at: DateTime<Utc>,
+    },
+    MemberJoin {
+        guild: GuildId,
+        user: Author,
+        at: DateTime<Utc>,
+    },
+}
+
+impl Percept {
+    pub fn place(&self) -> Option<Place> {
+        match self {
+            Percept::Message(m) => Some(m.place()),
+            Percept::Edit { place, .. }
+            | Percept::Delete { place, .. }
+            | Percept::Reaction { place, .. } => Some(*place),
+            Percept::MemberJoin { .. } => None,
+        }
+    }
+
+    pub fn guild(&self) -> Option<GuildId> {
+        match self {
+            Percept::MemberJoin { guild, .. } => Some(*guild),
+            other => other.place().and_then(|p| p.guild),
+        }
+    }
+
+    /// The person (or bot) behind it, when there is one.
+    pub fn author_id(&self) -> Option<UserId> {
+        match self {
+            Percept::Message(m) => Some(m.message.author_id),
+            Percept::Reaction { user, .. } | Percept::MemberJoin { user, .. } => Some(user.id),
+            Percept::Edit { .. } | Percept::Delete { .. } => None,
+        }
+    }
+
+    pub fn at(&self) -> DateTime<Utc> {
+        match self {
+            Percept::Message(m) => m.message.created_at,
+            Percept::Edit { at, .. }
+            | Percept::Delete { at, .. }
+            | Percept::Reaction { at, .. }
+            | Percept::MemberJoin { at, .. } => *at,
+        }
+    }
+
+    /// A few words for the journal.
+    pub fn describe(&self) -> String {
+        match self {
+            Percept::Message(m) => {
+                let kind = if m.is_voice() {
+                    "voice line"
+                } else {
+                    "message"
+                };
+                format!("{kind} {} from {}", m.message.id, m.message.author_name)
+            }
+            Percept::Edit { id, .. } => format!("edit of message {id}"),
+            Percept::Delete { id, .. } => format!("deletion of message {id}"),
+            Percept::Reaction {
+                message,
+                user,
+                emoji,
+                added,
+                ..
+            } => format!(
+                "{} {emoji} by {} on message {message}",
+                if *added {
+                    "reaction"
+                } else {
+                    "removed reaction"
+                },
+                user.name
+            ),
+            Percept::MemberJoin { user, .. } => format!("{} joined", user.name),
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! The chat transport: what a front end must do for the core to speak.
+//!
+//! Discord and the console implement [`Transport`]; the core never knows
+//! which one it talks to. Speaking goes through `speech`, which splits,
+//! rate-limits and records; a transport only delivers.
+
+use async_trait::async_trait;
+
+use crate::attention::Author;
+use crate::ids::{ChannelId, MessageId};
+use crate::store::messages::StoredMessage;
+
+/// One message to deliver (already split to fit the platform's limit).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outgoing {
+    pub content: String,
+    pub reply_to: Option<MessageId>,
+    /// Idempotency key: the same nonce is never delivered twice (Discord's
+    /// `enforce_nonce`), so a retried send cannot double-post.
+    pub nonce: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ChatError {
+    #[error("the channel is unavailable: {0}")]
+    Unavailable(String),
+    #[error("the platform refused: {0}")]
+    Refused(String),
+    #[error("transport error: {0}")]
+    Transport(String),
+}
+
+/// Keeps a typing indicator alive until dropped.
+pub struct Typing(#[allow(dead_code)] Option<Box<dyn Send + Sync>>);
+
+impl Typing {
+    pub fn none() -> Self {
+        Self(None)
+    }
+
+    /// Wraps whatever keeps the platform's indicator running; dropping it stops it.
+    pub fn holding(guard: impl Send + Sync + 'static) -> Self {
+        Self(Some(Box::new(guard)))
+    }
+}
+
+#[async_trait]
+pub trait Transport: Send + Sync {
+    /// The bot's own identity here.
+    fn me(&self) -> Author;
+
+    /// Delivers one message; returns the id the platform gave it.
+    async fn send(&self, channel: ChannelId, message: &Outgoing) -> Result<MessageId, ChatError>;
+
+    async fn react(
+        &self,
+        channel: ChannelId,
+        message: MessageId,
+        emoji: &str,
+    ) -> Result<(), ChatError>;
+
+    /// Starts the typing indicator; it stops when the returned guard is dropped.
+    fn typing(&self, channel: ChannelId) -> Typing;
+
+    /// Recent messages straight from the platform, oldest first (for backfill).
+    async fn history(
+        &self,
+        channel: ChannelId,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>, ChatError>;
+}

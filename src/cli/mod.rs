@@ -1,0 +1,169 @@
+//! The command line: verbs, global flags, logging, and dispatch.
+//!
+//! Each verb family has its own file; each stays thin and calls into the
+//! core. Exit codes: 0 success, 1 failure (bad settings, errors), 2 usage.
+
+mod console;
+mod journal;
+mod run;
+mod settings;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::settings::{Loaded, load};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "ambient",
+    version,
+    about = "A Discord companion that is present: it listens, remembers, and now and then speaks on its own."
+)]
+pub struct Cli {
+    /// Settings file [default: settings.json if present, else built-in defaults]
+    #[arg(long, global = true, value_name = "FILE")]
+    pub settings: Option<PathBuf>,
+
+    /// Log format on stderr (RUST_LOG sets the level)
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the bot on Discord (needs DISCORD_TOKEN)
+    Run,
+    /// Run the whole bot against a simulated guild in this terminal
+    Console {
+        /// One JSON object per output line, for scripts
+        #[arg(long)]
+        json: bool,
+        /// Channel to start in
+        #[arg(long, default_value = "general")]
+        channel: String,
+        /// Your name in the simulated guild [default: $USER, or "you"]
+        #[arg(long)]
+        user: Option<String>,
+    },
+    /// Check the settings file, or print the defaults
+    Settings {
+        #[command(subcommand)]
+        command: SettingsCommand,
+    },
+    /// What the bot decided, and why
+    Journal {
+        /// Time window: 30m, 24h, 7d, or a date (2026-01-31)
+        #[arg(long, default_value = "24h")]
+        since: String,
+        /// Only these types, comma-separated (route, reply, gate, initiative_post, …)
+        #[arg(long = "type", value_name = "TYPES")]
+        kinds: Option<String>,
+        /// Only this guild (id)
+        #[arg(long)]
+        guild: Option<u64>,
+        /// Only the newest N entries
+        #[arg(long)]
+        limit: Option<usize>,
+        /// One JSON object per line
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SettingsCommand {
+    /// Validate a settings file and list every problem [default: the --settings file or settings.json]
+    Check { file: Option<PathBuf> },
+    /// Print every setting with its default (the content of settings.example.json)
+    Example,
+}
+
+pub fn init_logging(cli: &Cli) {
+    use tracing_subscriber::EnvFilter;
+    // The bot itself logs at info; one-shot verbs and the console stay quiet
+    // unless asked, so their output is not buried in logs.
+    let default = match cli.command {
+        Command::Run => "info",
+        _ => "warn",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match cli.log_format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}
+
+pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Run => run::run(cli.settings.as_deref()).await,
+        Command::Console {
+            json,
+            channel,
+            user,
+        } => console::console(cli.settings.as_deref(), json, channel, user).await,
+        Command::Settings { command } => match command {
+            SettingsCommand::Check { file } => {
+                Ok(settings::check(file.as_deref().or(cli.settings.as_deref())))
+            }
+            SettingsCommand::Example => {
+                print!("{}", crate::settings::example_json());
+                Ok(ExitCode::SUCCESS)
+            }
+        },
+        Command::Journal {
+            since,
+            kinds,
+            guild,
+            limit,
+            json,
+        } => journal::journal(
+            cli.settings.as_deref(),
+            &since,
+            kinds.as_deref(),
+            guild,
+            limit,
+            json,
+        ),
+    }
+}
+
+/// Loads settings for a verb that runs the bot: every problem is printed and is fatal.
+fn load_valid(path: Option<&std::path::Path>) -> anyhow::Result<Result<Loaded, ExitCode>> {
+    let loaded = load(path)?;
+    if loaded.problems.is_empty() {
+        return Ok(Ok(loaded));
+    }
+    eprintln!(
+        "{}: {} problem(s) in the settings:",
+        loaded.source,
+        loaded.problems.len()
+    );
+    for p in &loaded.problems {
+        eprintln!("  {p}");
+    }
+    eprintln!("Fix them (ambient settings check lists them again) and start again.");
+    Ok(Err(ExitCode::FAILURE))
+}
+
+/// Loads settings for a read-only verb: problems are warnings.
+fn load_lenient(path: Option<&std::path::Path>) -> anyhow::Result<Loaded> {
+    let loaded = load(path)?;
+    for p in &loaded.problems {
+        tracing::warn!("{}: {p}", loaded.source);
+    }
+    Ok(loaded)
+}

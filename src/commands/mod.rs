@@ -1,0 +1,5 @@
+//! Commands people run (slash commands in Discord, `/…` lines in the
+//! console), as front-end-neutral functions that return the text to show.
+//! The Discord and console layers only parse arguments and display results.
+
+pub mod settings;

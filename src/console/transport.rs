@@ -1,0 +1,153 @@
+//! The console's side of the chat transport: the bot's words go to stdout.
+//!
+//! Output is either human text or, with `--json`, one JSON object per line
+//! (for scripts and tests): `ready`, `stored` (a typed line was acknowledged:
+//! it is in the store), `message`, `reaction`, `typing`, `notice`.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use serde_json::json;
+
+use crate::attention::Author;
+use crate::chat::{ChatError, Outgoing, Transport, Typing};
+use crate::clock::SharedClock;
+use crate::ids::{ChannelId, MessageId, SnowflakeGen};
+use crate::store::Store;
+use crate::store::messages::StoredMessage;
+
+/// Serialized writes to stdout, in text or JSON lines.
+pub struct ConsoleOut {
+    json: bool,
+    lock: Mutex<()>,
+}
+
+impl ConsoleOut {
+    pub fn new(json: bool) -> Arc<Self> {
+        Arc::new(Self {
+            json,
+            lock: Mutex::new(()),
+        })
+    }
+
+    pub fn is_json(&self) -> bool {
+        self.json
+    }
+
+    /// Prints `text` in text mode, or `event` in JSON mode.
+    pub fn emit(&self, text: &str, event: serde_json::Value) {
+        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let mut stdout = std::io::stdout().lock();
+        let line = if self.json {
+            event.to_string()
+        } else {
+            text.to_string()
+        };
+        // A closed stdout (e.g. piped into `head`) must not crash the bot.
+        let _ = writeln!(stdout, "{line}");
+        let _ = stdout.flush();
+    }
+
+    pub fn notice(&self, text: &str) {
+        self.emit(
+            &format!("· {text}"),
+            json!({"event": "notice", "text": text}),
+        );
+    }
+}
+
+pub struct ConsoleTransport {
+    out: Arc<ConsoleOut>,
+    store: Store,
+    clock: SharedClock,
+    me: Author,
+    ids: SnowflakeGen,
+    /// Nonces already delivered, like Discord's `enforce_nonce`.
+    delivered: Mutex<HashMap<String, MessageId>>,
+}
+
+impl ConsoleTransport {
+    pub fn new(out: Arc<ConsoleOut>, store: Store, clock: SharedClock, me: Author) -> Self {
+        Self {
+            out,
+            store,
+            clock,
+            me,
+            ids: SnowflakeGen::new(),
+            delivered: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn channel_label(&self, channel: ChannelId) -> String {
+        self.store
+            .channel_name(channel)
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| channel.to_string())
+    }
+}
+
+#[async_trait]
+impl Transport for ConsoleTransport {
+    fn me(&self) -> Author {
+        self.me.clone()
+    }
+
+    async fn send(&self, channel: ChannelId, message: &Outgoing) -> Result<MessageId, ChatError> {
+        let mut delivered = self.delivered.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(id) = delivered.get(&message.nonce) {
+            return Ok(*id);
+        }
+        let id = MessageId(self.ids.next(self.clock.now()));
+        delivered.insert(message.nonce.clone(), id);
+        drop(delivered);
+        let name = self.channel_label(channel);
+        self.out.emit(
+            &format!("[#{name}] {}: {}", self.me.name, message.content),
+            json!({
+                "event": "message",
+                "id": id.to_string(),
+                "channel": name,
+                "author": self.me.name,
+                "content": message.content,
+                "reply_to": message.reply_to.map(|m| m.to_string()),
+            }),
+        );
+        Ok(id)
+    }
+
+    async fn react(
+        &self,
+        channel: ChannelId,
+        message: MessageId,
+        emoji: &str,
+    ) -> Result<(), ChatError> {
+        let name = self.channel_label(channel);
+        self.out.emit(
+            &format!("[#{name}] {} reacted {emoji}", self.me.name),
+            json!({"event": "reaction", "channel": name, "message": message.to_string(), "emoji": emoji}),
+        );
+        Ok(())
+    }
+
+    fn typing(&self, channel: ChannelId) -> Typing {
+        let name = self.channel_label(channel);
+        self.out.emit(
+            &format!("[#{name}] {} is typing…", self.me.name),
+            json!({"event": "typing", "channel": name}),
+        );
+        Typing::none()
+    }
+
+    async fn history(
+        &self,
+        channel: ChannelId,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>, ChatError> {
+        self.store
+            .recent_messages(channel, limit)
+            .map_err(|e| ChatError::Transport(e.to_string()))
+    }
+}

@@ -1,0 +1,29 @@
+//! Settings: one typed schema with defaults, loaded from a JSON file,
+//! validated with path-named problems, and layered per guild.
+//!
+//! - `schema`: every key and its default (the single source of truth)
+//! - `validate`: collects every problem in a document
+//! - `load`: reads the file (or falls back to defaults)
+//! - `secrets`: tokens and keys, from the environment only
+//! - `service`: effective settings per guild, with stored overrides
+//! - `paths`: dotted-path helpers
+
+pub mod load;
+pub mod paths;
+pub mod schema;
+pub mod secrets;
+pub mod service;
+pub mod validate;
+
+pub use load::{Loaded, SettingsSource, load};
+pub use schema::*;
+pub use secrets::{Secret, Secrets};
+pub use service::{ChangeError, Origin, SettingsService};
+pub use validate::{Problem, validate};
+
+/// The defaults as pretty JSON: exactly what `settings.example.json` holds.
+pub fn example_json() -> String {
+    let mut text = serde_json::to_string_pretty(&Settings::default()).expect("settings serialize");
+    text.push('\n');
+    text
+}

@@ -1,0 +1,710 @@
+//! The settings schema: every key the bot understands, with its default.
+//!
+//! This is the single source of truth. `settings.example.json` is this
+//! schema's defaults serialized (a test keeps them equal), validation walks
+//! the defaults to know which keys exist and what type each has, and the
+//! README documents every leaf path (a test checks that too). Keys are
+//! camelCase in JSON, matching the seeds' names (`initiative.text.eagerness`).
+//!
+//! Secrets are deliberately absent: tokens and API keys come only from the
+//! environment (see `settings::secrets`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{ChannelId, GuildId, UserId};
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Settings {
+    pub bot: BotSettings,
+    pub discord: DiscordSettings,
+    pub storage: StorageSettings,
+    pub network: NetworkSettings,
+    pub attention: AttentionSettings,
+    pub executive: ExecutiveSettings,
+    pub budget: BudgetSettings,
+    pub permissions: PermissionsSettings,
+    pub initiative: InitiativeSettings,
+    pub memory: MemorySettings,
+    pub reflexes: ReflexSettings,
+    pub impulses: ImpulseSettings,
+    pub garden: GardenSettings,
+    pub voice: VoiceSettings,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct BotSettings {
+    /// The name people use to address the bot (`@ambient`, "hey ambient").
+    pub name: String,
+    /// Who the bot is, in a few sentences; goes at the top of every prompt.
+    pub persona: String,
+}
+
+impl Default for BotSettings {
+    fn default() -> Self {
+        Self {
+            name: "ambient".into(),
+            persona: "You are ambient, a friendly, low-key member of this Discord community. \
+                      You speak casually and briefly, like a regular here, never like an assistant. \
+                      You would rather stay quiet than say something forgettable."
+                .into(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct DiscordSettings {
+    /// Base URL of the Discord REST API. Point it at a Discord-compatible server
+    /// (or the tests' fake Discord) to run the bot elsewhere.
+    pub api_base_url: String,
+    /// When set, slash commands are registered in this guild only (instant, for development).
+    pub dev_guild_id: Option<GuildId>,
+    /// Users who may run operator-level commands everywhere.
+    pub owner_user_ids: Vec<UserId>,
+    /// Whether the bot answers direct messages.
+    pub allow_dms: bool,
+}
+
+impl Default for DiscordSettings {
+    fn default() -> Self {
+        Self {
+            api_base_url: "https://discord.com".into(),
+            dev_guild_id: None,
+            owner_user_ids: Vec::new(),
+            allow_dms: true,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct StorageSettings {
+    /// Directory holding the SQLite database and the bot's `state/` files.
+    pub data_dir: String,
+}
+
+impl Default for StorageSettings {
+    fn default() -> Self {
+        Self {
+            data_dir: "./data".into(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct NetworkSettings {
+    /// Allow outbound fetches to private, loopback and link-local addresses.
+    /// Off by default so nothing from outside can make the bot probe its own network.
+    pub allow_private_hosts: bool,
+    pub fetch_timeout_seconds: u32,
+    pub max_response_bytes: u64,
+    pub max_redirects: u32,
+    pub user_agent: String,
+}
+
+impl Default for NetworkSettings {
+    fn default() -> Self {
+        Self {
+            allow_private_hosts: false,
+            fetch_timeout_seconds: 20,
+            max_response_bytes: 2_000_000,
+            max_redirects: 5,
+            user_agent: concat!(
+                "ambient/",
+                env!("CARGO_PKG_VERSION"),
+                " (Discord companion bot)"
+            )
+            .into(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AttentionSettings {
+    /// How many inputs may be handled at once (per-channel order is always kept).
+    pub max_concurrent: u32,
+    /// How long a channel stays ACTIVE after the bot exchanged messages there.
+    pub active_conversation_minutes: u32,
+    /// Salience (0–1) an unaddressed message in a reply channel needs for an unsolicited answer.
+    pub unsolicited_reply_threshold: f64,
+}
+
+impl Default for AttentionSettings {
+    fn default() -> Self {
+        Self {
+            max_concurrent: 4,
+            active_conversation_minutes: 5,
+            unsolicited_reply_threshold: 0.6,
+        }
+    }
+}
+
+/// Which backend a model role uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// Pick from what the environment offers (API keys, a reachable Ollama).
+    #[default]
+    Auto,
+    Anthropic,
+    Openai,
+    Openrouter,
+    Ollama,
+    /// Never call a model for this role.
+    None,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RoleSettings {
+    pub provider: ProviderKind,
+    /// Empty: the provider's default for this role.
+    pub model: String,
+    /// Empty: the provider's standard URL.
+    pub base_url: String,
+    pub max_output_tokens: u32,
+}
+
+impl RoleSettings {
+    fn with_tokens(max_output_tokens: u32) -> Self {
+        Self {
+            provider: ProviderKind::Auto,
+            model: String::new(),
+            base_url: String::new(),
+            max_output_tokens,
+        }
+    }
+}
+
+impl Default for RoleSettings {
+    fn default() -> Self {
+        Self::with_tokens(1024)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RolesSettings {
+    /// Answering people (mentions, replies, DMs).
+    pub reply: RoleSettings,
+    /// Initiative decisions and the garden.
+    pub ambient: RoleSettings,
+    /// Level-2 reflexes: a small, cheap (ideally local) model.
+    pub reflex: RoleSettings,
+    /// Memory extraction.
+    pub extract: RoleSettings,
+}
+
+impl Default for RolesSettings {
+    fn default() -> Self {
+        Self {
+            reply: RoleSettings::with_tokens(1024),
+            ambient: RoleSettings::with_tokens(1024),
+            reflex: RoleSettings::with_tokens(256),
+            extract: RoleSettings::with_tokens(1024),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ContextStreamSettings {
+    /// Roles whose cold-start calls get an `[AMBIENT CONTEXT]` summary prepended (costs tokens).
+    pub roles: Vec<String>,
+    pub window_minutes: u32,
+    pub retention_hours: u32,
+}
+
+impl Default for ContextStreamSettings {
+    fn default() -> Self {
+        Self {
+            roles: Vec::new(),
+            window_minutes: 5,
+            retention_hours: 24,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ExecutiveSettings {
+    pub roles: RolesSettings,
+    /// Where Ollama is looked for when a role's provider is `auto` or `ollama`.
+    pub ollama_base_url: String,
+    pub request_timeout_seconds: u32,
+    pub max_retries: u32,
+    /// Consecutive failures after which a provider is skipped for a while.
+    pub failure_threshold: u32,
+    pub provider_cooldown_minutes: u32,
+    /// Let autonomous roles (ambient, reflex, extract) spend pay-per-token API keys.
+    pub allow_pay_per_token_for_autonomous: bool,
+    pub prompts_dir: String,
+    /// Stored channel messages included when answering someone.
+    pub reply_history_messages: u32,
+    pub max_tool_steps: u32,
+    pub max_tool_calls: u32,
+    pub context_stream: ContextStreamSettings,
+}
+
+impl Default for ExecutiveSettings {
+    fn default() -> Self {
+        Self {
+            roles: RolesSettings::default(),
+            ollama_base_url: "http://127.0.0.1:11434".into(),
+            request_timeout_seconds: 60,
+            max_retries: 3,
+            failure_threshold: 3,
+            provider_cooldown_minutes: 5,
+            allow_pay_per_token_for_autonomous: false,
+            prompts_dir: "prompts".into(),
+            reply_history_messages: 20,
+            max_tool_steps: 6,
+            max_tool_calls: 8,
+            context_stream: ContextStreamSettings::default(),
+        }
+    }
+}
+
+/// Per-day token caps. 0 means "no cap" for that role.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RoleBudgets {
+    pub reply: u64,
+    pub ambient: u64,
+    pub reflex: u64,
+    pub extract: u64,
+}
+
+impl Default for RoleBudgets {
+    fn default() -> Self {
+        Self {
+            reply: 0,
+            ambient: 200_000,
+            reflex: 100_000,
+            extract: 100_000,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct BudgetSettings {
+    pub daily_tokens: RoleBudgets,
+    /// Autonomous tokens (ambient + reflex + extract) one guild may use per day; 0 = no cap.
+    pub guild_autonomous_daily_tokens: u64,
+    /// Cap on pay-per-token autonomous use per day, when it is allowed at all.
+    pub pay_per_token_daily_tokens: u64,
+}
+
+impl Default for BudgetSettings {
+    fn default() -> Self {
+        Self {
+            daily_tokens: RoleBudgets::default(),
+            guild_autonomous_daily_tokens: 50_000,
+            pay_per_token_daily_tokens: 100_000,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PermissionsSettings {
+    pub replies: ReplyPermissions,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ReplyPermissions {
+    /// Channels the bot may post in on its own (the initiative pool).
+    pub discovery_channel_ids: Vec<ChannelId>,
+    /// Channels where the bot may answer without being addressed (a "vibe" bonus).
+    pub reply_channel_ids: Vec<ChannelId>,
+    /// If non-empty, the only channels the bot sees at all.
+    pub allowed_channel_ids: Vec<ChannelId>,
+    /// Channels the bot never sees.
+    pub blocked_channel_ids: Vec<ChannelId>,
+    /// Users the bot never sees.
+    pub blocked_user_ids: Vec<UserId>,
+    /// Most messages the bot sends per channel per hour.
+    pub max_messages_per_hour: u32,
+}
+
+impl Default for ReplyPermissions {
+    fn default() -> Self {
+        Self {
+            discovery_channel_ids: Vec::new(),
+            reply_channel_ids: Vec::new(),
+            allowed_channel_ids: Vec::new(),
+            blocked_channel_ids: Vec::new(),
+            blocked_user_ids: Vec::new(),
+            max_messages_per_hour: 20,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct InitiativeSettings {
+    pub text: InitiativeTextSettings,
+    pub discovery: DiscoverySettings,
+}
+
+/// Which model role makes the ambient-text decision.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Execution {
+    /// The strong `ambient` role (default).
+    #[default]
+    Ambient,
+    /// The cheap `reflex` role.
+    Reflex,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct InitiativeTextSettings {
+    pub enabled: bool,
+    pub execution: Execution,
+    /// Percent chance (0–100) that a tick which passed every other gate consults the model.
+    pub eagerness: u32,
+    pub min_minutes_between_posts: u32,
+    pub max_posts_per_day: u32,
+    pub lookback_messages: u32,
+    pub allow_active_curiosity: bool,
+    pub max_tool_steps: u32,
+    pub max_tool_calls: u32,
+    /// Seconds between initiative ticks.
+    pub tick_seconds: u32,
+    /// A held thought is dropped this long after it was first created.
+    pub pending_thought_max_age_minutes: u32,
+    /// Longest post the model may make; longer ones are rejected.
+    pub max_post_chars: u32,
+}
+
+impl Default for InitiativeTextSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            execution: Execution::Ambient,
+            eagerness: 20,
+            min_minutes_between_posts: 60,
+            max_posts_per_day: 6,
+            lookback_messages: 30,
+            allow_active_curiosity: false,
+            max_tool_steps: 4,
+            max_tool_calls: 6,
+            tick_seconds: 60,
+            pending_thought_max_age_minutes: 180,
+            max_post_chars: 1800,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct DiscoverySources {
+    pub reddit: bool,
+    pub rss: bool,
+    pub youtube: bool,
+    pub x: bool,
+    pub hacker_news: bool,
+}
+
+impl Default for DiscoverySources {
+    fn default() -> Self {
+        Self {
+            reddit: true,
+            rss: true,
+            youtube: true,
+            x: false,
+            hacker_news: true,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ImageGenerationSettings {
+    /// OpenAI-compatible images endpoint base URL; empty disables image generation.
+    pub base_url: String,
+    pub model: String,
+}
+
+impl Default for ImageGenerationSettings {
+    fn default() -> Self {
+        Self {
+            base_url: String::new(),
+            model: "gpt-image-1".into(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct DiscoverySettings {
+    pub sources: DiscoverySources,
+    pub reddit_subreddits: Vec<String>,
+    pub rss_feeds: Vec<String>,
+    pub youtube_channel_ids: Vec<String>,
+    pub x_handles: Vec<String>,
+    /// RSS bridge for X (X has no free API), e.g. a Nitter or RSSHub instance.
+    pub x_bridge_base_url: String,
+    pub reddit_base_url: String,
+    pub youtube_base_url: String,
+    pub hacker_news_base_url: String,
+    pub fetch_interval_minutes: u32,
+    pub freshness_hours: u32,
+    pub dedupe_hours: u32,
+    /// Most items kept from one source per fetch.
+    pub source_fetch_limit: u32,
+    pub allow_self_curation: bool,
+    pub max_sources_per_type: u32,
+    pub allow_image_posts: bool,
+    pub allow_video_posts: bool,
+    pub allow_gif_posts: bool,
+    pub allow_reply_gifs: bool,
+    pub max_images_per_day: u32,
+    pub max_videos_per_day: u32,
+    pub max_gifs_per_day: u32,
+    pub allowed_image_models: Vec<String>,
+    pub allowed_video_models: Vec<String>,
+    pub image_generation: ImageGenerationSettings,
+}
+
+impl Default for DiscoverySettings {
+    fn default() -> Self {
+        Self {
+            sources: DiscoverySources::default(),
+            reddit_subreddits: Vec::new(),
+            rss_feeds: Vec::new(),
+            youtube_channel_ids: Vec::new(),
+            x_handles: Vec::new(),
+            x_bridge_base_url: String::new(),
+            reddit_base_url: "https://www.reddit.com".into(),
+            youtube_base_url: "https://www.youtube.com".into(),
+            hacker_news_base_url: "https://hacker-news.firebaseio.com".into(),
+            fetch_interval_minutes: 30,
+            freshness_hours: 48,
+            dedupe_hours: 168,
+            source_fetch_limit: 10,
+            allow_self_curation: false,
+            max_sources_per_type: 10,
+            allow_image_posts: false,
+            allow_video_posts: false,
+            allow_gif_posts: false,
+            allow_reply_gifs: false,
+            max_images_per_day: 3,
+            max_videos_per_day: 1,
+            max_gifs_per_day: 5,
+            allowed_image_models: Vec::new(),
+            allowed_video_models: Vec::new(),
+            image_generation: ImageGenerationSettings::default(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct MemorySettings {
+    pub enabled: bool,
+    /// Extract facts from conversations the bot took part in.
+    pub extract_conversations: bool,
+    /// Extract facts, in batches, from channels the bot only listens to.
+    pub extract_listened: bool,
+    /// Minutes of quiet after which a conversation counts as ended (and is extracted).
+    pub conversation_idle_minutes: u32,
+    /// Messages per batch when extracting from listened channels.
+    pub listen_batch_size: u32,
+    pub guild_compaction_threshold: u32,
+    pub channel_compaction_threshold: u32,
+    pub user_compaction_threshold: u32,
+    /// Facts not touched for this many days expire.
+    pub ttl_days: u32,
+    /// Facts of a deleted channel are kept this many days after archival.
+    pub archive_retention_days: u32,
+    /// Recency half-life used by search scoring.
+    pub search_half_life_days: u32,
+    /// Keyword Jaccard overlap above which a new fact reinforces or supersedes an old one.
+    pub supersede_threshold: f64,
+    /// Most facts put into one prompt.
+    pub max_prompt_facts: u32,
+}
+
+impl Default for MemorySettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            extract_conversations: true,
+            extract_listened: true,
+            conversation_idle_minutes: 10,
+            listen_batch_size: 50,
+            guild_compaction_threshold: 40,
+            channel_compaction_threshold: 80,
+            user_compaction_threshold: 40,
+            ttl_days: 90,
+            archive_retention_days: 7,
+            search_half_life_days: 30,
+            supersede_threshold: 0.4,
+            max_prompt_facts: 12,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ReflexSettings {
+    pub enabled: bool,
+    /// Directory of reflex YAML files (relative paths are relative to the working directory).
+    pub dir: String,
+    /// Let the executive write new reflexes (`reflex_create`) for the operator's guilds.
+    pub allow_self_create: bool,
+}
+
+impl Default for ReflexSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            dir: "reflexes".into(),
+            allow_self_create: false,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ImpulseSettings {
+    /// Seconds between impulse checks while people are talking with the bot.
+    pub active_check_seconds: u32,
+    /// Seconds between impulse checks when idle.
+    pub idle_check_seconds: u32,
+    /// Minutes of idleness before ideas become impulses.
+    pub idea_idle_minutes: u32,
+    /// IANA timezone for cron schedules, e.g. "Europe/Berlin".
+    pub timezone: String,
+}
+
+impl Default for ImpulseSettings {
+    fn default() -> Self {
+        Self {
+            active_check_seconds: 5,
+            idle_check_seconds: 60,
+            idea_idle_minutes: 60,
+            timezone: "UTC".into(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct GardenSettings {
+    pub enabled: bool,
+    pub min_interval_minutes: u32,
+    pub max_interval_minutes: u32,
+    /// Interval used before any rate-limit headers have been seen.
+    pub default_interval_minutes: u32,
+    /// Pause (rather than only slow down) while people are talking with the bot.
+    pub pause_on_active: bool,
+    /// Prepare tasks, ideas and pending thoughts, not only tend memory.
+    pub proactive_work: bool,
+    /// Successful garden-only cycles before proactive work unlocks.
+    pub warmup_cycles: u32,
+    pub skip_warmup: bool,
+    /// Confidence half-life for the decay used by pruning.
+    pub confidence_half_life_days: u32,
+}
+
+impl Default for GardenSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            min_interval_minutes: 5,
+            max_interval_minutes: 120,
+            default_interval_minutes: 30,
+            pause_on_active: false,
+            proactive_work: true,
+            warmup_cycles: 3,
+            skip_warmup: false,
+            confidence_half_life_days: 30,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct VoiceLink {
+    pub voice_channel_id: ChannelId,
+    pub text_channel_id: ChannelId,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TranscriptionSettings {
+    /// OpenAI-compatible base URL (…/v1); empty disables voice transcription.
+    pub base_url: String,
+    pub model: String,
+    pub max_concurrent: u32,
+    pub timeout_seconds: u32,
+    pub language: String,
+}
+
+impl Default for TranscriptionSettings {
+    fn default() -> Self {
+        Self {
+            base_url: String::new(),
+            model: "whisper-1".into(),
+            max_concurrent: 2,
+            timeout_seconds: 30,
+            language: String::new(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct VoiceSettings {
+    pub enabled: bool,
+    /// Join the channels in `autoJoinChannelIds` while humans are in them.
+    pub auto_join: bool,
+    pub auto_join_channel_ids: Vec<ChannelId>,
+    /// Which text channel receives each voice channel's transcript.
+    pub links: Vec<VoiceLink>,
+    pub transcription: TranscriptionSettings,
+    /// Silence that ends an utterance.
+    pub silence_hangover_ms: u32,
+    pub max_utterance_seconds: u32,
+    pub min_utterance_ms: u32,
+    /// RMS energy (16-bit PCM) above which a frame counts as speech.
+    pub energy_threshold: u32,
+    /// Utterances waiting for transcription; beyond this the oldest is dropped.
+    pub queue_capacity: u32,
+}
+
+impl Default for VoiceSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            auto_join: false,
+            auto_join_channel_ids: Vec::new(),
+            links: Vec::new(),
+            transcription: TranscriptionSettings::default(),
+            silence_hangover_ms: 700,
+            max_utterance_seconds: 15,
+            min_utterance_ms: 300,
+            energy_threshold: 500,
+            queue_capacity: 16,
+        }
+    }
+}
+
+impl Default for VoiceLink {
+    fn default() -> Self {
+        Self {
+            voice_channel_id: ChannelId(0),
+            text_channel_id: ChannelId(0),
+        }
+    }
+}

@@ -1,0 +1,430 @@
+//! Effective settings per guild: the file's settings with the guild's stored
+//! overrides layered on top, validated by the same validator as the file.
+//!
+//! Guild admins change overrides through `/settings set` (and the console's
+//! `/settings`). Only guild-scoped keys may be overridden: the operator's
+//! infrastructure, money and network reach (data directory, model providers,
+//! budgets, fetch guards, endpoints) stay in the operator's file, so no guild
+//! can point the bot at another server or spend another guild's budget.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use serde_json::Value;
+
+use super::paths;
+use super::schema::Settings;
+use super::validate::{Problem, defaults_tree, describe, validate};
+use crate::clock::SharedClock;
+use crate::ids::{GuildId, UserId};
+use crate::store::{Store, StoreError};
+
+/// Keys (or key prefixes ending in '.') a guild may override.
+const GUILD_SCOPED: &[&str] = &[
+    "bot.persona",
+    "attention.activeConversationMinutes",
+    "attention.unsolicitedReplyThreshold",
+    "permissions.",
+    "initiative.text.",
+    "initiative.discovery.sources.",
+    "initiative.discovery.redditSubreddits",
+    "initiative.discovery.rssFeeds",
+    "initiative.discovery.youtubeChannelIds",
+    "initiative.discovery.xHandles",
+    "initiative.discovery.freshnessHours",
+    "initiative.discovery.dedupeHours",
+    "initiative.discovery.sourceFetchLimit",
+    "initiative.discovery.allowSelfCuration",
+    "initiative.discovery.maxSourcesPerType",
+    "initiative.discovery.allowImagePosts",
+    "initiative.discovery.allowVideoPosts",
+    "initiative.discovery.allowGifPosts",
+    "initiative.discovery.allowReplyGifs",
+    "memory.",
+    "impulses.timezone",
+    "impulses.ideaIdleMinutes",
+    "voice.autoJoin",
+    "voice.autoJoinChannelIds",
+    "voice.links",
+    "garden.proactiveWork",
+];
+
+pub fn is_guild_scoped(path: &str) -> bool {
+    GUILD_SCOPED
+        .iter()
+        .any(|scoped| match scoped.strip_suffix('.') {
+            Some(prefix) => path.starts_with(scoped) || path == prefix,
+            None => path == *scoped,
+        })
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ChangeError {
+    #[error("{path}: unknown setting; did you mean {suggestion}?")]
+    UnknownPath { path: String, suggestion: String },
+    #[error("{path}: is a section, not a single setting; set one of its keys, e.g. {example}")]
+    NotASetting { path: String, example: String },
+    #[error("{path}: is an operator setting and can only be changed in the settings file")]
+    OperatorOnly { path: String },
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Invalid(Vec<Problem>),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Where an effective value comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    Default,
+    File,
+    Guild,
+}
+
+impl Origin {
+    pub fn label(self) -> &'static str {
+        match self {
+            Origin::Default => "default",
+            Origin::File => "settings file",
+            Origin::Guild => "this server's override",
+        }
+    }
+}
+
+pub struct SettingsService {
+    global: Arc<Settings>,
+    global_tree: Value,
+    defaults: Value,
+    store: Store,
+    clock: SharedClock,
+    cache: RwLock<HashMap<GuildId, Arc<Settings>>>,
+}
+
+impl SettingsService {
+    pub fn new(global: Settings, store: Store, clock: SharedClock) -> Self {
+        let global_tree = serde_json::to_value(&global).expect("settings serialize");
+        Self {
+            global: Arc::new(global),
+            global_tree,
+            defaults: defaults_tree(),
+            store,
+            clock,
+            cache: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// The operator's settings, without any guild's overrides.
+    pub fn global(&self) -> Arc<Settings> {
+        self.global.clone()
+    }
+
+    /// The settings in effect for a guild (the global ones for DMs).
+    pub fn for_guild(&self, guild: Option<GuildId>) -> Arc<Settings> {
+        let Some(guild) = guild else {
+            return self.global();
+        };
+        if let Some(s) = self
+            .cache
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&guild)
+        {
+            return s.clone();
+        }
+        let settings = Arc::new(self.build_for(guild));
+        self.cache
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(guild, settings.clone());
+        settings
+    }
+
+    fn build_for(&self, guild: GuildId) -> Settings {
+        let overrides = match self.store.guild_overrides(guild) {
+            Ok(o) => o,
+            Err(e) => {
+                tracing::warn!(%guild, error = %e, "cannot read guild overrides; using the file's settings");
+                return (*self.global).clone();
+            }
+        };
+        let mut tree = self.global_tree.clone();
+        for (path, value) in &overrides {
+            // A stored override that no longer applies (e.g. the key became
+            // operator-only after an upgrade) is ignored, not fatal.
+            if is_guild_scoped(path) {
+                paths::set(&mut tree, path, value.clone());
+            } else {
+                tracing::warn!(%guild, path, "ignoring stored override of an operator setting");
+            }
+        }
+        let (settings, problems) = validate(&tree);
+        for p in &problems {
+            tracing::warn!(%guild, problem = %p, "ignoring an invalid stored override");
+        }
+        settings
+    }
+
+    /// Sets a guild override from text typed by a person; returns the stored value.
+    pub fn set_override(
+        &self,
+        guild: GuildId,
+        path: &str,
+        raw: &str,
+        by: Option<UserId>,
+    ) -> Result<Value, ChangeError> {
+        let path = path.trim();
+        let default = self.leaf_default(path)?;
+        if !is_guild_scoped(path) {
+            return Err(ChangeError::OperatorOnly { path: path.into() });
+        }
+        let value = parse_user_value(raw, &default);
+
+        let mut tree =
+            serde_json::to_value(&*self.for_guild(Some(guild))).expect("settings serialize");
+        paths::set(&mut tree, path, value.clone());
+        let (_, problems) = validate(&tree);
+        let relevant: Vec<Problem> = problems
+            .into_iter()
+            .filter(|p| {
+                p.path == path
+                    || p.path.starts_with(&format!("{path}["))
+                    || p.path.starts_with(&format!("{path}."))
+            })
+            .collect();
+        if !relevant.is_empty() {
+            return Err(ChangeError::Invalid(relevant));
+        }
+        // Cross-key rules (e.g. garden min ≤ max) can fail on another path than the one set.
+        let (_, all) = validate(&tree);
+        if !all.is_empty() {
+            return Err(ChangeError::Invalid(all));
+        }
+
+        self.store
+            .set_guild_override(guild, path, &value, by, self.clock.now())?;
+        self.invalidate(guild);
+        Ok(value)
+    }
+
+    /// Removes a guild override; returns whether there was one.
+    pub fn reset_override(&self, guild: GuildId, path: &str) -> Result<bool, ChangeError> {
+        let path = path.trim();
+        self.known(path)?;
+        let removed = self.store.remove_guild_override(guild, path)?;
+        self.invalidate(guild);
+        Ok(removed)
+    }
+
+    /// The effective value at `path` (a setting or a whole section) and where it comes from.
+    pub fn show(&self, guild: Option<GuildId>, path: &str) -> Result<(Value, Origin), ChangeError> {
+        let path = path.trim();
+        self.known(path)?;
+        let tree = serde_json::to_value(&*self.for_guild(guild)).expect("settings serialize");
+        let value = paths::get(&tree, path).cloned().unwrap_or(Value::Null);
+        let overridden = match guild {
+            Some(g) => self
+                .store
+                .guild_overrides(g)?
+                .iter()
+                .any(|(p, _)| p == path || p.starts_with(&format!("{path}."))),
+            None => false,
+        };
+        let origin = if overridden {
+            Origin::Guild
+        } else if paths::get(&self.defaults, path) != Some(&value) {
+            Origin::File
+        } else {
+            Origin::Default
+        };
+        Ok((value, origin))
+    }
+
+    /// The guild's overrides, as stored.
+    pub fn overrides(&self, guild: GuildId) -> Result<Vec<(String, Value)>, ChangeError> {
+        Ok(self.store.guild_overrides(guild)?)
+    }
+
+    fn invalidate(&self, guild: GuildId) {
+        self.cache
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&guild);
+    }
+
+    fn known(&self, path: &str) -> Result<&Value, ChangeError> {
+        paths::get(&self.defaults, path).ok_or_else(|| ChangeError::UnknownPath {
+            path: path.into(),
+            suggestion: suggest(path, &self.defaults),
+        })
+    }
+
+    fn leaf_default(&self, path: &str) -> Result<Value, ChangeError> {
+        let node = self.known(path)?;
+        if let Value::Object(map) = node {
+            let example = map
+                .keys()
+                .next()
+                .map(|k| paths::join(path, k))
+                .unwrap_or_default();
+            return Err(ChangeError::NotASetting {
+                path: path.into(),
+                example,
+            });
+        }
+        Ok(node.clone())
+    }
+}
+
+/// The known setting path closest to `path`.
+fn suggest(path: &str, defaults: &Value) -> String {
+    let lower = path.to_ascii_lowercase();
+    paths::all_paths(defaults)
+        .into_iter()
+        .map(|p| {
+            let whole = strsim::normalized_damerau_levenshtein(&lower, &p.to_ascii_lowercase());
+            let last = strsim::normalized_damerau_levenshtein(
+                paths::last_segment(&lower),
+                &paths::last_segment(&p).to_ascii_lowercase(),
+            );
+            (whole.max(last * 0.95), p)
+        })
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, p)| p)
+        .unwrap_or_default()
+}
+
+/// Interprets what a person typed for a setting whose default is `default`.
+///
+/// JSON is accepted as is (`150`, `true`, `["1","2"]`); otherwise, for text
+/// settings the words are the value, and for lists the items may be separated
+/// by commas or spaces, with Discord mentions (`<#123>`, `<@456>`) reduced to
+/// their ids. Type errors are left for the validator to explain.
+pub fn parse_user_value(raw: &str, default: &Value) -> Value {
+    let raw = raw.trim();
+    let parsed = serde_json::from_str::<Value>(raw).ok();
+    match default {
+        Value::String(_) => match parsed {
+            Some(Value::String(s)) => Value::String(s),
+            _ => Value::String(raw.to_string()),
+        },
+        Value::Array(_) => match parsed {
+            Some(v @ Value::Array(_)) => v,
+            _ => Value::Array(
+                raw.split(|c: char| c == ',' || c.is_whitespace())
+                    .filter(|s| !s.is_empty())
+                    .map(|s| Value::String(strip_mention(s).to_string()))
+                    .collect(),
+            ),
+        },
+        _ => parsed.unwrap_or_else(|| Value::String(raw.to_string())),
+    }
+}
+
+fn strip_mention(s: &str) -> &str {
+    s.strip_prefix('<')
+        .and_then(|s| s.strip_suffix('>'))
+        .map(|inner| inner.trim_start_matches(['#', '@', '!', '&']))
+        .unwrap_or(s)
+}
+
+/// A one-line rendering of a setting's value for people.
+pub fn render_value(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("{s:?}"),
+        Value::Object(_) => serde_json::to_string_pretty(v).unwrap_or_default(),
+        _ => describe(v).trim_start_matches("a list ").to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use serde_json::json;
+
+    fn service() -> SettingsService {
+        SettingsService::new(
+            Settings::default(),
+            Store::open_in_memory().unwrap(),
+            ManualClock::at_test_epoch(),
+        )
+    }
+
+    #[test]
+    fn overrides_layer_over_the_file_per_guild() {
+        let s = service();
+        let (a, b) = (GuildId(1), GuildId(2));
+        s.set_override(a, "initiative.text.eagerness", "80", None)
+            .unwrap();
+        assert_eq!(s.for_guild(Some(a)).initiative.text.eagerness, 80);
+        assert_eq!(s.for_guild(Some(b)).initiative.text.eagerness, 20);
+        assert_eq!(s.global().initiative.text.eagerness, 20);
+        assert_eq!(
+            s.show(Some(a), "initiative.text.eagerness").unwrap(),
+            (json!(80), Origin::Guild)
+        );
+        assert!(s.reset_override(a, "initiative.text.eagerness").unwrap());
+        assert_eq!(s.for_guild(Some(a)).initiative.text.eagerness, 20);
+    }
+
+    #[test]
+    fn bad_values_get_the_validators_message_and_change_nothing() {
+        let s = service();
+        let err = s
+            .set_override(GuildId(1), "initiative.text.eagerness", "150", None)
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "initiative.text.eagerness: must be between 0 and 100, got 150"
+        );
+        let err = s
+            .set_override(GuildId(1), "initiative.text.eagernes", "15", None)
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "initiative.text.eagernes: unknown setting; did you mean initiative.text.eagerness?"
+        );
+        assert!(s.overrides(GuildId(1)).unwrap().is_empty());
+    }
+
+    #[test]
+    fn operator_settings_cannot_be_overridden_by_a_guild() {
+        let s = service();
+        for path in [
+            "storage.dataDir",
+            "network.allowPrivateHosts",
+            "executive.roles.reply.baseUrl",
+            "budget.dailyTokens.ambient",
+        ] {
+            let err = s.set_override(GuildId(1), path, "x", None).unwrap_err();
+            assert!(
+                matches!(err, ChangeError::OperatorOnly { .. }),
+                "{path}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn lists_accept_mentions_and_commas() {
+        let s = service();
+        s.set_override(
+            GuildId(1),
+            "permissions.replies.discoveryChannelIds",
+            "<#123>, 456",
+            None,
+        )
+        .unwrap();
+        let ids: Vec<u64> = s
+            .for_guild(Some(GuildId(1)))
+            .permissions
+            .replies
+            .discovery_channel_ids
+            .iter()
+            .map(|c| c.get())
+            .collect();
+        assert_eq!(ids, vec![123, 456]);
+        assert_eq!(
+            parse_user_value("hello there", &json!("")),
+            json!("hello there")
+        );
+    }
+}

@@ -1,0 +1,846 @@
+//! Validation: turn untrusted JSON into [`Settings`], collecting every problem.
+//!
+//! Three passes, each adding to one list of [`Problem`]s:
+//! 1. a structural walk of the input against the schema's defaults, which
+//!    knows every key and its JSON kind: unknown keys (with the nearest known
+//!    key), secrets that belong in the environment, wrong kinds;
+//! 2. typed deserialization of what is left; serde stops at the first error,
+//!    so each error's key is removed and the pass repeats until it succeeds;
+//! 3. semantic rules on the typed result (ranges, URLs, formats).
+//!
+//! A key with a problem falls back to its default, so the returned
+//! `Settings` is always usable; callers decide whether problems are fatal.
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+use super::paths;
+use super::schema::Settings;
+
+/// One thing wrong with a settings document, named by its dotted path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    pub path: String,
+    pub message: String,
+}
+
+impl Problem {
+    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+/// Validates a whole settings document.
+pub fn validate(input: &Value) -> (Settings, Vec<Problem>) {
+    let defaults = defaults_tree();
+    let mut problems = Vec::new();
+
+    let Value::Object(_) = input else {
+        problems.push(Problem::new(
+            "(top level)",
+            format!(
+                "expected a JSON object of settings, got {}",
+                describe(input)
+            ),
+        ));
+        return (Settings::default(), problems);
+    };
+
+    let mut cleaned = input.clone();
+    let mut removals = Vec::new();
+    walk(
+        input,
+        &defaults,
+        "",
+        &defaults,
+        &mut problems,
+        &mut removals,
+    );
+    for path in &removals {
+        paths::remove(&mut cleaned, path);
+    }
+
+    let settings = deserialize_collecting(&mut cleaned, &mut problems);
+    problems.extend(semantic(&settings));
+    (settings, problems)
+}
+
+/// The schema's defaults as JSON: the map of every known key and its kind.
+pub fn defaults_tree() -> Value {
+    serde_json::to_value(Settings::default()).expect("defaults serialize")
+}
+
+fn walk(
+    input: &Value,
+    default: &Value,
+    prefix: &str,
+    root: &Value,
+    problems: &mut Vec<Problem>,
+    removals: &mut Vec<String>,
+) {
+    let (Value::Object(given), Value::Object(known)) = (input, default) else {
+        return;
+    };
+    for (key, value) in given {
+        let path = paths::join(prefix, key);
+        match known.get(key) {
+            None => {
+                problems.push(Problem::new(
+                    &path,
+                    unknown_key_message(key, prefix, known, root),
+                ));
+                removals.push(path);
+            }
+            Some(Value::Object(_)) if value.is_object() => {
+                walk(value, &known[key], &path, root, problems, removals);
+            }
+            Some(expected) => {
+                if let Some(message) = kind_mismatch(value, expected) {
+                    problems.push(Problem::new(&path, message));
+                    removals.push(path);
+                }
+            }
+        }
+    }
+}
+
+fn unknown_key_message(
+    key: &str,
+    prefix: &str,
+    siblings: &Map<String, Value>,
+    root: &Value,
+) -> String {
+    if let Some(var) = secret_env_var(key, prefix) {
+        return format!(
+            "secrets are not read from settings files; remove this key and set the {var} environment variable"
+        );
+    }
+    let nearest = nearest_known_path(key, prefix, siblings, root);
+    format!("unknown setting; did you mean {nearest}?")
+}
+
+/// Keys that look like credentials, and the environment variable that holds them instead.
+fn secret_env_var(key: &str, prefix: &str) -> Option<&'static str> {
+    let k = key.to_ascii_lowercase();
+    let looks_secret = k.ends_with("token")
+        || k.ends_with("apikey")
+        || k.ends_with("api_key")
+        || k.ends_with("secret")
+        || k.ends_with("password");
+    if !looks_secret {
+        return None;
+    }
+    let context = format!("{prefix}.{k}").to_ascii_lowercase();
+    Some(if context.contains("discord") || k == "token" {
+        "DISCORD_TOKEN"
+    } else if context.contains("anthropic") {
+        "ANTHROPIC_API_KEY"
+    } else if context.contains("openrouter") {
+        "OPENROUTER_API_KEY"
+    } else if context.contains("transcription") || context.contains("voice") {
+        "TRANSCRIPTION_API_KEY"
+    } else if context.contains("github") {
+        "GITHUB_TOKEN"
+    } else {
+        "OPENAI_API_KEY"
+    })
+}
+
+/// The known key closest to `key`: a sibling when one is similar, otherwise
+/// the best match anywhere (catching keys put in the wrong section).
+fn nearest_known_path(
+    key: &str,
+    prefix: &str,
+    siblings: &Map<String, Value>,
+    root: &Value,
+) -> String {
+    let score = |candidate: &str| {
+        strsim::normalized_damerau_levenshtein(
+            &key.to_ascii_lowercase(),
+            &candidate.to_ascii_lowercase(),
+        )
+    };
+    let best_sibling = siblings
+        .keys()
+        .map(|k| (score(k), paths::join(prefix, k)))
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    let best_anywhere = paths::all_paths(root)
+        .into_iter()
+        .map(|p| (score(paths::last_segment(&p)), p))
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    match (best_sibling, best_anywhere) {
+        (Some((s, sib)), Some((a, any))) => {
+            // Prefer the sibling unless a key elsewhere is a clearly better match.
+            if a > s + 0.15 { any } else { sib }
+        }
+        (Some((_, sib)), None) => sib,
+        (None, Some((_, any))) => any,
+        (None, None) => "(no settings here)".into(),
+    }
+}
+
+/// Compares a value's JSON kind with the default's; `None` when compatible.
+fn kind_mismatch(value: &Value, expected: &Value) -> Option<String> {
+    let ok = match expected {
+        Value::Null => true, // optional: the typed pass decides
+        Value::Bool(_) => value.is_boolean(),
+        Value::String(_) => value.is_string(),
+        Value::Number(n) if n.is_u64() => value.is_u64(),
+        Value::Number(_) => value.is_number(),
+        Value::Array(_) => value.is_array(),
+        Value::Object(_) => value.is_object(),
+    };
+    if ok {
+        return None;
+    }
+    let wanted = match expected {
+        Value::Bool(_) => "true or false",
+        Value::String(_) => "a string",
+        Value::Number(n) if n.is_u64() => "a whole number of 0 or more",
+        Value::Number(_) => "a number",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object of settings",
+        Value::Null => unreachable!("null accepts anything"),
+    };
+    Some(format!("expected {wanted}, got {}", describe(value)))
+}
+
+/// Short description of a JSON value for error messages.
+pub fn describe(v: &Value) -> String {
+    let text = v.to_string();
+    let shown = if text.chars().count() > 40 {
+        format!("{}…", text.chars().take(40).collect::<String>())
+    } else {
+        text
+    };
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(_) | Value::Number(_) => shown,
+        Value::String(_) => format!("the text {shown}"),
+        Value::Array(_) => format!("a list {shown}"),
+        Value::Object(_) => format!("an object {shown}"),
+    }
+}
+
+/// Deserializes, removing each offending key and retrying, so every type
+/// error is reported rather than only the first.
+fn deserialize_collecting(value: &mut Value, problems: &mut Vec<Problem>) -> Settings {
+    for _ in 0..256 {
+        let result: Result<Settings, _> = serde_path_to_error::deserialize(&*value);
+        match result {
+            Ok(settings) => return settings,
+            Err(err) => {
+                let path = err.path().to_string();
+                // `a.b[2].c` → remove `a.b`, the whole list, so its default applies.
+                let key = path.split('[').next().unwrap_or(&path).to_string();
+                problems.push(Problem::new(
+                    &path,
+                    humanize_serde(&err.inner().to_string()),
+                ));
+                if key.is_empty() || key == "." || !paths::remove(value, &key) {
+                    break;
+                }
+            }
+        }
+    }
+    Settings::default()
+}
+
+fn humanize_serde(msg: &str) -> String {
+    let msg = msg
+        .replace("expected u32", "expected a whole number of 0 or more")
+        .replace("expected u64", "expected a whole number of 0 or more")
+        .replace("expected f64", "expected a number");
+    msg.replace("invalid type: ", "got ")
+}
+
+/// Semantic rules: ranges, formats, and relations between keys.
+fn semantic(s: &Settings) -> Vec<Problem> {
+    let mut p = Rules::default();
+
+    p.non_empty("bot.name", &s.bot.name);
+    p.max_len("bot.name", &s.bot.name, 32);
+    p.url("discord.apiBaseUrl", &s.discord.api_base_url, false);
+    p.non_empty("storage.dataDir", &s.storage.data_dir);
+
+    let n = &s.network;
+    p.range(
+        "network.fetchTimeoutSeconds",
+        n.fetch_timeout_seconds,
+        1,
+        300,
+    );
+    p.range(
+        "network.maxResponseBytes",
+        n.max_response_bytes,
+        1_024,
+        100_000_000,
+    );
+    p.range("network.maxRedirects", n.max_redirects, 0, 20);
+    p.non_empty("network.userAgent", &n.user_agent);
+
+    let a = &s.attention;
+    p.range("attention.maxConcurrent", a.max_concurrent, 1, 64);
+    p.range(
+        "attention.activeConversationMinutes",
+        a.active_conversation_minutes,
+        1,
+        1440,
+    );
+    p.fraction(
+        "attention.unsolicitedReplyThreshold",
+        a.unsolicited_reply_threshold,
+    );
+
+    let e = &s.executive;
+    for (role, r) in [
+        ("reply", &e.roles.reply),
+        ("ambient", &e.roles.ambient),
+        ("reflex", &e.roles.reflex),
+        ("extract", &e.roles.extract),
+    ] {
+        p.url(
+            &format!("executive.roles.{role}.baseUrl"),
+            &r.base_url,
+            true,
+        );
+        p.range(
+            &format!("executive.roles.{role}.maxOutputTokens"),
+            r.max_output_tokens,
+            1,
+            200_000,
+        );
+    }
+    p.url("executive.ollamaBaseUrl", &e.ollama_base_url, true);
+    p.range(
+        "executive.requestTimeoutSeconds",
+        e.request_timeout_seconds,
+        1,
+        600,
+    );
+    p.range("executive.maxRetries", e.max_retries, 0, 10);
+    p.range("executive.failureThreshold", e.failure_threshold, 1, 100);
+    p.range(
+        "executive.providerCooldownMinutes",
+        e.provider_cooldown_minutes,
+        0,
+        1440,
+    );
+    p.non_empty("executive.promptsDir", &e.prompts_dir);
+    p.range(
+        "executive.replyHistoryMessages",
+        e.reply_history_messages,
+        0,
+        200,
+    );
+    p.range("executive.maxToolSteps", e.max_tool_steps, 1, 50);
+    p.range("executive.maxToolCalls", e.max_tool_calls, 0, 100);
+    for (i, role) in e.context_stream.roles.iter().enumerate() {
+        p.one_of(
+            &format!("executive.contextStream.roles[{i}]"),
+            role,
+            &["reply", "ambient", "reflex", "extract"],
+        );
+    }
+    p.range(
+        "executive.contextStream.windowMinutes",
+        e.context_stream.window_minutes,
+        1,
+        1440,
+    );
+    p.range(
+        "executive.contextStream.retentionHours",
+        e.context_stream.retention_hours,
+        1,
+        720,
+    );
+
+    p.range(
+        "permissions.replies.maxMessagesPerHour",
+        s.permissions.replies.max_messages_per_hour,
+        1,
+        3600,
+    );
+
+    let t = &s.initiative.text;
+    p.range("initiative.text.eagerness", t.eagerness, 0, 100);
+    p.range(
+        "initiative.text.minMinutesBetweenPosts",
+        t.min_minutes_between_posts,
+        0,
+        10_080,
+    );
+    p.range(
+        "initiative.text.maxPostsPerDay",
+        t.max_posts_per_day,
+        0,
+        1_000,
+    );
+    p.range(
+        "initiative.text.lookbackMessages",
+        t.lookback_messages,
+        1,
+        200,
+    );
+    p.range("initiative.text.maxToolSteps", t.max_tool_steps, 1, 20);
+    p.range("initiative.text.maxToolCalls", t.max_tool_calls, 0, 50);
+    p.range("initiative.text.tickSeconds", t.tick_seconds, 1, 3_600);
+    p.range(
+        "initiative.text.pendingThoughtMaxAgeMinutes",
+        t.pending_thought_max_age_minutes,
+        1,
+        10_080,
+    );
+    p.range("initiative.text.maxPostChars", t.max_post_chars, 1, 2_000);
+
+    let d = &s.initiative.discovery;
+    for (i, sub) in d.reddit_subreddits.iter().enumerate() {
+        let name = sub.trim_start_matches("r/");
+        if !(2..=21).contains(&name.len())
+            || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            p.push(
+                format!("initiative.discovery.redditSubreddits[{i}]"),
+                format!("must be a subreddit name like \"rust\" (2–21 letters, digits or _), got {sub:?}"),
+            );
+        }
+    }
+    for (i, feed) in d.rss_feeds.iter().enumerate() {
+        p.url(&format!("initiative.discovery.rssFeeds[{i}]"), feed, false);
+    }
+    for (i, id) in d.youtube_channel_ids.iter().enumerate() {
+        let ok = id.len() == 24
+            && id.starts_with("UC")
+            && id[2..]
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !ok {
+            p.push(
+                format!("initiative.discovery.youtubeChannelIds[{i}]"),
+                format!("must be a YouTube channel id (UC followed by 22 characters), got {id:?}"),
+            );
+        }
+    }
+    for (i, handle) in d.x_handles.iter().enumerate() {
+        let h = handle.trim_start_matches('@');
+        if !(1..=15).contains(&h.len()) || !h.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            p.push(
+                format!("initiative.discovery.xHandles[{i}]"),
+                format!("must be an X handle like \"@rustlang\" (1–15 letters, digits or _), got {handle:?}"),
+            );
+        }
+    }
+    if d.sources.x && !d.x_handles.is_empty() && d.x_bridge_base_url.trim().is_empty() {
+        p.push(
+            "initiative.discovery.xBridgeBaseUrl",
+            "must be set when X handles are configured (X has no free API; point this at an RSS bridge such as RSSHub or Nitter)",
+        );
+    }
+    p.url(
+        "initiative.discovery.xBridgeBaseUrl",
+        &d.x_bridge_base_url,
+        true,
+    );
+    p.url(
+        "initiative.discovery.redditBaseUrl",
+        &d.reddit_base_url,
+        false,
+    );
+    p.url(
+        "initiative.discovery.youtubeBaseUrl",
+        &d.youtube_base_url,
+        false,
+    );
+    p.url(
+        "initiative.discovery.hackerNewsBaseUrl",
+        &d.hacker_news_base_url,
+        false,
+    );
+    p.range(
+        "initiative.discovery.fetchIntervalMinutes",
+        d.fetch_interval_minutes,
+        1,
+        1_440,
+    );
+    p.range(
+        "initiative.discovery.freshnessHours",
+        d.freshness_hours,
+        1,
+        8_760,
+    );
+    p.range("initiative.discovery.dedupeHours", d.dedupe_hours, 1, 8_760);
+    p.range(
+        "initiative.discovery.sourceFetchLimit",
+        d.source_fetch_limit,
+        1,
+        100,
+    );
+    p.range(
+        "initiative.discovery.maxSourcesPerType",
+        d.max_sources_per_type,
+        0,
+        100,
+    );
+    p.range(
+        "initiative.discovery.maxImagesPerDay",
+        d.max_images_per_day,
+        0,
+        1_000,
+    );
+    p.range(
+        "initiative.discovery.maxVideosPerDay",
+        d.max_videos_per_day,
+        0,
+        1_000,
+    );
+    p.range(
+        "initiative.discovery.maxGifsPerDay",
+        d.max_gifs_per_day,
+        0,
+        1_000,
+    );
+    p.url(
+        "initiative.discovery.imageGeneration.baseUrl",
+        &d.image_generation.base_url,
+        true,
+    );
+
+    let m = &s.memory;
+    p.range(
+        "memory.conversationIdleMinutes",
+        m.conversation_idle_minutes,
+        1,
+        1_440,
+    );
+    p.range("memory.listenBatchSize", m.listen_batch_size, 1, 500);
+    p.range(
+        "memory.guildCompactionThreshold",
+        m.guild_compaction_threshold,
+        2,
+        100_000,
+    );
+    p.range(
+        "memory.channelCompactionThreshold",
+        m.channel_compaction_threshold,
+        2,
+        100_000,
+    );
+    p.range(
+        "memory.userCompactionThreshold",
+        m.user_compaction_threshold,
+        2,
+        100_000,
+    );
+    p.range("memory.ttlDays", m.ttl_days, 1, 36_500);
+    p.range(
+        "memory.archiveRetentionDays",
+        m.archive_retention_days,
+        0,
+        3_650,
+    );
+    p.range(
+        "memory.searchHalfLifeDays",
+        m.search_half_life_days,
+        1,
+        3_650,
+    );
+    if !(m.supersede_threshold > 0.0 && m.supersede_threshold < 1.0) {
+        p.push(
+            "memory.supersedeThreshold",
+            format!(
+                "must be greater than 0 and less than 1, got {}",
+                m.supersede_threshold
+            ),
+        );
+    }
+    p.range("memory.maxPromptFacts", m.max_prompt_facts, 0, 100);
+
+    p.non_empty("reflexes.dir", &s.reflexes.dir);
+
+    let i = &s.impulses;
+    p.range(
+        "impulses.activeCheckSeconds",
+        i.active_check_seconds,
+        1,
+        3_600,
+    );
+    p.range("impulses.idleCheckSeconds", i.idle_check_seconds, 1, 3_600);
+    p.range("impulses.ideaIdleMinutes", i.idea_idle_minutes, 1, 10_080);
+    if i.timezone.parse::<chrono_tz::Tz>().is_err() {
+        p.push(
+            "impulses.timezone",
+            format!(
+                "must be an IANA timezone such as \"UTC\" or \"Europe/Berlin\", got {:?}",
+                i.timezone
+            ),
+        );
+    }
+
+    let g = &s.garden;
+    p.range(
+        "garden.minIntervalMinutes",
+        g.min_interval_minutes,
+        1,
+        10_080,
+    );
+    p.range(
+        "garden.maxIntervalMinutes",
+        g.max_interval_minutes,
+        1,
+        10_080,
+    );
+    if g.max_interval_minutes < g.min_interval_minutes {
+        p.push(
+            "garden.maxIntervalMinutes",
+            format!(
+                "must be at least garden.minIntervalMinutes ({}), got {}",
+                g.min_interval_minutes, g.max_interval_minutes
+            ),
+        );
+    } else if !(g.min_interval_minutes..=g.max_interval_minutes)
+        .contains(&g.default_interval_minutes)
+    {
+        p.push(
+            "garden.defaultIntervalMinutes",
+            format!(
+                "must be between garden.minIntervalMinutes ({}) and garden.maxIntervalMinutes ({}), got {}",
+                g.min_interval_minutes, g.max_interval_minutes, g.default_interval_minutes
+            ),
+        );
+    }
+    p.range("garden.warmupCycles", g.warmup_cycles, 0, 1_000);
+    p.range(
+        "garden.confidenceHalfLifeDays",
+        g.confidence_half_life_days,
+        1,
+        3_650,
+    );
+
+    let v = &s.voice;
+    p.url(
+        "voice.transcription.baseUrl",
+        &v.transcription.base_url,
+        true,
+    );
+    p.range(
+        "voice.transcription.maxConcurrent",
+        v.transcription.max_concurrent,
+        1,
+        16,
+    );
+    p.range(
+        "voice.transcription.timeoutSeconds",
+        v.transcription.timeout_seconds,
+        1,
+        600,
+    );
+    p.range("voice.silenceHangoverMs", v.silence_hangover_ms, 100, 5_000);
+    p.range("voice.maxUtteranceSeconds", v.max_utterance_seconds, 1, 120);
+    p.range("voice.minUtteranceMs", v.min_utterance_ms, 0, 10_000);
+    if u64::from(v.min_utterance_ms) >= u64::from(v.max_utterance_seconds) * 1_000 {
+        p.push(
+            "voice.minUtteranceMs",
+            format!(
+                "must be shorter than voice.maxUtteranceSeconds ({} s), got {} ms",
+                v.max_utterance_seconds, v.min_utterance_ms
+            ),
+        );
+    }
+    p.range("voice.energyThreshold", v.energy_threshold, 1, 32_767);
+    p.range("voice.queueCapacity", v.queue_capacity, 1, 1_000);
+    for (idx, link) in v.links.iter().enumerate() {
+        if link.voice_channel_id.get() == 0 || link.text_channel_id.get() == 0 {
+            p.push(
+                format!("voice.links[{idx}]"),
+                "needs both voiceChannelId and textChannelId (Discord channel ids)",
+            );
+        }
+    }
+
+    p.0
+}
+
+/// Accumulates semantic problems; one small method per kind of rule.
+#[derive(Default)]
+struct Rules(Vec<Problem>);
+
+impl Rules {
+    fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.0.push(Problem::new(path, message));
+    }
+
+    fn range<T: Into<u64> + Copy>(&mut self, path: &str, value: T, lo: u64, hi: u64) {
+        let v = value.into();
+        if v < lo || v > hi {
+            self.push(path, format!("must be between {lo} and {hi}, got {v}"));
+        }
+    }
+
+    fn fraction(&mut self, path: &str, value: f64) {
+        if !(0.0..=1.0).contains(&value) {
+            self.push(path, format!("must be between 0 and 1, got {value}"));
+        }
+    }
+
+    fn non_empty(&mut self, path: &str, value: &str) {
+        if value.trim().is_empty() {
+            self.push(path, "must not be empty");
+        }
+    }
+
+    fn max_len(&mut self, path: &str, value: &str, max: usize) {
+        let n = value.chars().count();
+        if n > max {
+            self.push(path, format!("must be at most {max} characters, got {n}"));
+        }
+    }
+
+    fn one_of(&mut self, path: &str, value: &str, allowed: &[&str]) {
+        if !allowed.contains(&value) {
+            self.push(
+                path,
+                format!("must be one of {}, got {value:?}", allowed.join(", ")),
+            );
+        }
+    }
+
+    fn url(&mut self, path: &str, value: &str, may_be_empty: bool) {
+        if value.is_empty() {
+            if !may_be_empty {
+                self.push(
+                    path,
+                    "must be an http:// or https:// URL, got an empty string",
+                );
+            }
+            return;
+        }
+        match url::Url::parse(value) {
+            Ok(u) if (u.scheme() == "http" || u.scheme() == "https") && u.host().is_some() => {}
+            _ => self.push(
+                path,
+                format!("must be an http:// or https:// URL, got {value:?}"),
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn problems(v: Value) -> Vec<String> {
+        validate(&v).1.iter().map(|p| p.to_string()).collect()
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        assert_eq!(problems(defaults_tree()), Vec::<String>::new());
+        assert_eq!(problems(json!({})), Vec::<String>::new());
+    }
+
+    #[test]
+    fn out_of_range_names_path_and_valid_range() {
+        assert_eq!(
+            problems(json!({"initiative": {"text": {"eagerness": 150}}})),
+            vec!["initiative.text.eagerness: must be between 0 and 100, got 150"]
+        );
+    }
+
+    #[test]
+    fn every_problem_is_collected_and_bad_keys_fall_back_to_defaults() {
+        let (settings, problems) = validate(&json!({
+            "initiative": {"text": {"eagernes": 10, "maxPostsPerDay": "ten", "execution": "fast"}},
+            "permissions": {"replies": {"blockedUserIds": ["bob"], "maxMessagesPerHour": -3}},
+            "garden": {"minIntervalMinutes": 50, "maxIntervalMinutes": 10}
+        }));
+        let text: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+        assert_eq!(text.len(), 6, "{text:#?}");
+        assert!(text.contains(&"initiative.text.eagernes: unknown setting; did you mean initiative.text.eagerness?".to_string()), "{text:#?}");
+        assert!(
+            text.iter()
+                .any(|t| t.starts_with("initiative.text.maxPostsPerDay: expected a whole number")),
+            "{text:#?}"
+        );
+        assert!(
+            text.iter()
+                .any(|t| t.starts_with("initiative.text.execution: unknown variant `fast`")),
+            "{text:#?}"
+        );
+        assert!(
+            text.iter()
+                .any(|t| t
+                    .starts_with("permissions.replies.blockedUserIds[0]: expected a Discord id")),
+            "{text:#?}"
+        );
+        assert!(text.iter().any(|t| t.starts_with("permissions.replies.maxMessagesPerHour: expected a whole number of 0 or more, got -3")), "{text:#?}");
+        assert!(
+            text.iter()
+                .any(|t| t.starts_with("garden.maxIntervalMinutes: must be at least")),
+            "{text:#?}"
+        );
+        assert_eq!(settings.initiative.text.max_posts_per_day, 6);
+    }
+
+    #[test]
+    fn misplaced_key_points_to_its_real_section() {
+        assert_eq!(
+            problems(json!({"initiative": {"minMinutesBetweenPosts": 5}})),
+            vec![
+                "initiative.minMinutesBetweenPosts: unknown setting; did you mean initiative.text.minMinutesBetweenPosts?"
+            ]
+        );
+    }
+
+    #[test]
+    fn secrets_in_the_file_are_sent_to_the_environment() {
+        let p = problems(json!({"discord": {"token": "abc"}}));
+        assert_eq!(p.len(), 1);
+        assert!(
+            p[0].contains("set the DISCORD_TOKEN environment variable"),
+            "{p:?}"
+        );
+        assert!(
+            !p[0].contains("abc"),
+            "the secret itself must not be echoed: {p:?}"
+        );
+    }
+
+    #[test]
+    fn formats_are_checked() {
+        let p = problems(json!({
+            "initiative": {"discovery": {"rssFeeds": ["not a url"], "redditSubreddits": ["r/rust", "bad name!"], "youtubeChannelIds": ["UCxyz"]}},
+            "impulses": {"timezone": "Mars/Olympus"}
+        }));
+        assert_eq!(p.len(), 4, "{p:#?}");
+        assert!(
+            p.iter()
+                .any(|t| t.starts_with("initiative.discovery.rssFeeds[0]: must be an http"))
+        );
+        assert!(
+            p.iter()
+                .any(|t| t.starts_with("initiative.discovery.redditSubreddits[1]"))
+        );
+        assert!(
+            p.iter()
+                .any(|t| t.starts_with("initiative.discovery.youtubeChannelIds[0]"))
+        );
+        assert!(p.iter().any(|t| t.starts_with("impulses.timezone")));
+    }
+
+    #[test]
+    fn non_object_documents_are_refused() {
+        assert_eq!(problems(json!([1, 2])).len(), 1);
+    }
+}

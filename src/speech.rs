@@ -1,0 +1,254 @@
+//! Speech: the one place the bot says anything.
+//!
+//! Every reply and post goes through [`Speech::say`], which
+//! - refuses empty text,
+//! - honours `permissions.replies.maxMessagesPerHour` per channel,
+//! - splits long text at Discord's 2,000 characters on paragraph, line or
+//!   sentence boundaries (keeping code fences balanced),
+//! - gives each part a nonce derived from what caused it, so a retry is
+//!   deduplicated by the platform instead of posted twice,
+//! - records what was said in channel history (the bot must know its own words).
+//!
+//! Mention safety (never `@everyone`, `@here` or roles) is enforced by the
+//! Discord transport through `allowed_mentions`, where Discord enforces it.
+
+use std::sync::Arc;
+
+use crate::attention::Place;
+use crate::chat::{ChatError, Outgoing, Transport};
+use crate::clock::SharedClock;
+use crate::ids::MessageId;
+use crate::settings::SettingsService;
+use crate::store::messages::{Source, StoredMessage};
+use crate::store::{Store, StoreError};
+
+/// Discord's message length limit, in characters.
+pub const MESSAGE_LIMIT: usize = 2000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SpeechError {
+    #[error("nothing to say: the text is empty")]
+    Empty,
+    #[error(
+        "this channel already had {sent} messages from the bot in the last hour (limit {limit}, permissions.replies.maxMessagesPerHour)"
+    )]
+    RateLimited { sent: u64, limit: u32 },
+    #[error(transparent)]
+    Chat(#[from] ChatError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+pub struct Speech {
+    transport: Arc<dyn Transport>,
+    store: Store,
+    settings: Arc<SettingsService>,
+    clock: SharedClock,
+}
+
+impl Speech {
+    pub fn new(
+        transport: Arc<dyn Transport>,
+        store: Store,
+        settings: Arc<SettingsService>,
+        clock: SharedClock,
+    ) -> Self {
+        Self {
+            transport,
+            store,
+            settings,
+            clock,
+        }
+    }
+
+    pub fn transport(&self) -> &Arc<dyn Transport> {
+        &self.transport
+    }
+
+    /// Says `text` in `place`, as a reply to `reply_to` if given. `cause` is a
+    /// stable key for what prompted it (e.g. the message being answered): the
+    /// same cause yields the same nonces.
+    pub async fn say(
+        &self,
+        place: Place,
+        text: &str,
+        reply_to: Option<MessageId>,
+        cause: &str,
+    ) -> Result<Vec<MessageId>, SpeechError> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(SpeechError::Empty);
+        }
+        let parts = split_message(text, MESSAGE_LIMIT);
+        let limit = self
+            .settings
+            .for_guild(place.guild)
+            .permissions
+            .replies
+            .max_messages_per_hour;
+        let now = self.clock.now();
+        let sent = self
+            .store
+            .count_self_messages_since(place.channel, now - chrono::Duration::hours(1))?;
+        if sent + parts.len() as u64 > u64::from(limit) {
+            return Err(SpeechError::RateLimited { sent, limit });
+        }
+
+        let me = self.transport.me();
+        let mut ids = Vec::with_capacity(parts.len());
+        for (i, part) in parts.iter().enumerate() {
+            let outgoing = Outgoing {
+                content: part.clone(),
+                // Only the first part is a reply; the rest follow it.
+                reply_to: if i == 0 { reply_to } else { None },
+                nonce: nonce(cause, i),
+            };
+            let id = self.transport.send(place.channel, &outgoing).await?;
+            self.store.insert_message(&StoredMessage {
+                id,
+                guild: place.guild,
+                channel: place.channel,
+                author_id: me.id,
+                author_name: me.name.clone(),
+                author_is_bot: true,
+                is_self: true,
+                content: part.clone(),
+                attachments: Vec::new(),
+                reply_to: outgoing.reply_to,
+                source: Source::Text,
+                created_at: self.clock.now(),
+                edited_at: None,
+                deleted_at: None,
+            })?;
+            ids.push(id);
+        }
+        Ok(ids)
+    }
+}
+
+/// A Discord nonce (at most 25 characters) derived from the cause and part index.
+pub fn nonce(cause: &str, part: usize) -> String {
+    let h = crate::ids::stable_id("nonce", &format!("{cause}#{part}"));
+    format!("a{h:x}").chars().take(25).collect()
+}
+
+/// Splits text into parts of at most `limit` characters, preferring paragraph
+/// breaks, then line breaks, then sentence ends, then spaces. A code fence
+/// open at a split is closed at the end of the part and reopened in the next.
+pub fn split_message(text: &str, limit: usize) -> Vec<String> {
+    const FENCE_CLOSE: &str = "\n```";
+    let mut parts = Vec::new();
+    let mut rest = text.trim().to_string();
+    let mut reopen = String::new();
+    while !rest.is_empty() {
+        let current = format!("{reopen}{rest}");
+        if current.chars().count() <= limit {
+            parts.push(current);
+            break;
+        }
+        // Leave room to close a fence that may be open at the cut.
+        let budget = limit - FENCE_CLOSE.len();
+        let window: String = current.chars().take(budget).collect();
+        let cut = best_break(&window).unwrap_or(window.len());
+        let (head, tail) = current.split_at(cut);
+        let mut head = head.trim_end().to_string();
+        let fences_open = head.matches("```").count() % 2 == 1;
+        reopen.clear();
+        if fences_open {
+            let opener = head.rfind("```").map(|i| &head[i..]).unwrap_or("```");
+            let lang: String = opener[3..]
+                .chars()
+                .take_while(|c| !c.is_whitespace())
+                .collect();
+            reopen = format!("```{lang}\n");
+            head.push_str(FENCE_CLOSE);
+        }
+        parts.push(head);
+        rest = tail.trim_start().to_string();
+    }
+    parts
+}
+
+/// Byte index just after the best place to break `window`, if any.
+fn best_break(window: &str) -> Option<usize> {
+    let min = window.len() / 2; // never make a part tiny just to find a nice break
+    let after = |pat: &str| {
+        window
+            .rmatch_indices(pat)
+            .map(|(i, m)| i + m.len())
+            .find(|&end| end >= min)
+    };
+    after("\n\n")
+        .or_else(|| after("\n"))
+        .or_else(|| {
+            [". ", "! ", "? ", "… "]
+                .iter()
+                .filter_map(|p| after(p))
+                .max()
+        })
+        .or_else(|| after(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_text_is_one_part() {
+        assert_eq!(split_message("hello", 2000), vec!["hello"]);
+    }
+
+    #[test]
+    fn long_text_splits_on_sentences_within_the_limit() {
+        let sentence = "This is a sentence that goes on for a while. ";
+        let text = sentence.repeat(100); // 4,500 characters
+        let parts = split_message(&text, 2000);
+        assert_eq!(parts.len(), 3);
+        for p in &parts {
+            assert!(p.chars().count() <= 2000, "{}", p.len());
+            assert!(
+                p.ends_with('.'),
+                "split mid-sentence: …{}",
+                &p[p.len() - 20..]
+            );
+        }
+        let rejoined: String = parts.join(" ");
+        assert_eq!(
+            rejoined.split_whitespace().count(),
+            text.split_whitespace().count(),
+            "no words lost"
+        );
+    }
+
+    #[test]
+    fn text_without_breaks_is_cut_hard_and_multibyte_safe() {
+        let text = "é".repeat(4100);
+        let parts = split_message(&text, 2000);
+        assert_eq!(parts.len(), 3);
+        assert!(parts.iter().all(|p| p.chars().count() <= 2000));
+        assert_eq!(parts.concat().chars().count(), 4100);
+    }
+
+    #[test]
+    fn code_fences_are_closed_and_reopened() {
+        let code = format!("```rust\n{}```", "let x = 1;\n".repeat(300));
+        let parts = split_message(&code, 2000);
+        assert!(parts.len() >= 2);
+        for p in &parts {
+            assert_eq!(
+                p.matches("```").count() % 2,
+                0,
+                "unbalanced fence in part: {p}"
+            );
+            assert!(p.chars().count() <= 2000);
+        }
+        assert!(parts[1].starts_with("```rust\n"));
+    }
+
+    #[test]
+    fn nonces_are_stable_and_short() {
+        assert_eq!(nonce("msg-1", 0), nonce("msg-1", 0));
+        assert_ne!(nonce("msg-1", 0), nonce("msg-1", 1));
+        assert!(nonce("x", 0).len() <= 25);
+    }
+}

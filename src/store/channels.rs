@@ -1,0 +1,82 @@
+//! Names of guilds and channels, so prompts, the journal and the CLI can say
+//! `#memes` instead of a snowflake. Updated whenever a front end sees them.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{OptionalExtension, params};
+
+use super::{Result, Store, to_ms};
+use crate::ids::{ChannelId, GuildId};
+
+impl Store {
+    pub fn upsert_guild(&self, id: GuildId, name: &str, at: DateTime<Utc>) -> Result<()> {
+        self.lock().execute(
+            "INSERT INTO guilds (id, name, updated_at) VALUES (?1, ?2, ?3)
+             ON CONFLICT (id) DO UPDATE SET name = excluded.name, updated_at = excluded.updated_at
+             WHERE guilds.name <> excluded.name",
+            params![id.to_sql(), name, to_ms(at)],
+        )?;
+        Ok(())
+    }
+
+    pub fn upsert_channel(
+        &self,
+        id: ChannelId,
+        guild: Option<GuildId>,
+        name: &str,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        self.lock().execute(
+            "INSERT INTO channels (id, guild_id, name, updated_at) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (id) DO UPDATE SET name = excluded.name, guild_id = excluded.guild_id,
+                                            updated_at = excluded.updated_at
+             WHERE channels.name <> excluded.name",
+            params![id.to_sql(), guild.map(GuildId::to_sql), name, to_ms(at)],
+        )?;
+        Ok(())
+    }
+
+    pub fn channel_name(&self, id: ChannelId) -> Result<Option<String>> {
+        Ok(self
+            .lock()
+            .query_row(
+                "SELECT name FROM channels WHERE id = ?1",
+                [id.to_sql()],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    pub fn guild_name(&self, id: GuildId) -> Result<Option<String>> {
+        Ok(self
+            .lock()
+            .query_row(
+                "SELECT name FROM guilds WHERE id = ?1",
+                [id.to_sql()],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    /// Every guild the bot has seen, by id.
+    pub fn known_guilds(&self) -> Result<Vec<(GuildId, String)>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare("SELECT id, name FROM guilds ORDER BY id")?;
+        let rows = stmt
+            .query_map([], |r| Ok((GuildId::from_sql(r.get(0)?), r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    /// The channel named `name` in `guild`, if the bot has seen one.
+    pub fn channel_by_name(&self, guild: GuildId, name: &str) -> Result<Option<ChannelId>> {
+        Ok(self
+            .lock()
+            .query_row(
+                "SELECT id FROM channels WHERE guild_id = ?1 AND name = ?2",
+                params![guild.to_sql(), name],
+                |r| r.get::<_, i64>(0),
+            )
+            .optional()?
+            .map(ChannelId::from_sql))
+    }
+}

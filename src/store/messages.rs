@@ -1,0 +1,264 @@
+//! Channel message history: everything the bot has seen, its own words included.
+//!
+//! Inserts are idempotent on the message id, and report whether the row is
+//! new: after a gateway resume Discord may deliver a message again, and only
+//! a new row is handed to attention, so nothing is answered twice.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{OptionalExtension, Row, params};
+use serde::{Deserialize, Serialize};
+
+use super::{Result, Store, from_ms, to_ms};
+use crate::ids::{ChannelId, GuildId, MessageId, UserId};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attachment {
+    pub name: String,
+    pub url: String,
+}
+
+/// Where a line of channel history came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// Typed in a text channel.
+    Text,
+    /// Said in a linked voice channel and transcribed.
+    Vc,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Text => "text",
+            Source::Vc => "vc",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredMessage {
+    pub id: MessageId,
+    pub guild: Option<GuildId>,
+    pub channel: ChannelId,
+    pub author_id: UserId,
+    pub author_name: String,
+    pub author_is_bot: bool,
+    /// Written by this bot.
+    pub is_self: bool,
+    pub content: String,
+    pub attachments: Vec<Attachment>,
+    pub reply_to: Option<MessageId>,
+    pub source: Source,
+    pub created_at: DateTime<Utc>,
+    pub edited_at: Option<DateTime<Utc>>,
+    pub deleted_at: Option<DateTime<Utc>>,
+}
+
+const COLUMNS: &str = "id, guild_id, channel_id, author_id, author_name, author_is_bot, is_self, \
+                       content, attachments, reply_to_id, source, created_at, edited_at, deleted_at";
+
+fn from_row(row: &Row<'_>) -> rusqlite::Result<StoredMessage> {
+    let attachments: String = row.get(8)?;
+    let source: String = row.get(10)?;
+    Ok(StoredMessage {
+        id: MessageId::from_sql(row.get(0)?),
+        guild: row.get::<_, Option<i64>>(1)?.map(GuildId::from_sql),
+        channel: ChannelId::from_sql(row.get(2)?),
+        author_id: UserId::from_sql(row.get(3)?),
+        author_name: row.get(4)?,
+        author_is_bot: row.get(5)?,
+        is_self: row.get(6)?,
+        content: row.get(7)?,
+        attachments: serde_json::from_str(&attachments).unwrap_or_default(),
+        reply_to: row.get::<_, Option<i64>>(9)?.map(MessageId::from_sql),
+        source: if source == "vc" {
+            Source::Vc
+        } else {
+            Source::Text
+        },
+        created_at: from_ms(row.get(11)?),
+        edited_at: row.get::<_, Option<i64>>(12)?.map(from_ms),
+        deleted_at: row.get::<_, Option<i64>>(13)?.map(from_ms),
+    })
+}
+
+impl Store {
+    /// Stores a message; returns `false` if a message with this id was already stored.
+    pub fn insert_message(&self, m: &StoredMessage) -> Result<bool> {
+        let attachments = serde_json::to_string(&m.attachments).unwrap_or_else(|_| "[]".into());
+        let n = self.lock().execute(
+            &format!(
+                "INSERT INTO messages ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+                 ON CONFLICT (id) DO NOTHING"
+            ),
+            params![
+                m.id.to_sql(),
+                m.guild.map(GuildId::to_sql),
+                m.channel.to_sql(),
+                m.author_id.to_sql(),
+                m.author_name,
+                m.author_is_bot,
+                m.is_self,
+                m.content,
+                attachments,
+                m.reply_to.map(MessageId::to_sql),
+                m.source.as_str(),
+                to_ms(m.created_at),
+                m.edited_at.map(to_ms),
+                m.deleted_at.map(to_ms),
+            ],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// Applies an edit; returns `false` if the message is unknown or deleted.
+    pub fn edit_message(&self, id: MessageId, content: &str, at: DateTime<Utc>) -> Result<bool> {
+        let n = self.lock().execute(
+            "UPDATE messages SET content = ?2, edited_at = ?3 WHERE id = ?1 AND deleted_at IS NULL",
+            params![id.to_sql(), content, to_ms(at)],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// Marks a message deleted and removes its content and attachments.
+    pub fn delete_message(&self, id: MessageId, at: DateTime<Utc>) -> Result<bool> {
+        let n = self.lock().execute(
+            "UPDATE messages SET content = '', attachments = '[]', deleted_at = ?2
+             WHERE id = ?1 AND deleted_at IS NULL",
+            params![id.to_sql(), to_ms(at)],
+        )?;
+        Ok(n == 1)
+    }
+
+    pub fn message(&self, id: MessageId) -> Result<Option<StoredMessage>> {
+        Ok(self
+            .lock()
+            .query_row(
+                &format!("SELECT {COLUMNS} FROM messages WHERE id = ?1"),
+                [id.to_sql()],
+                from_row,
+            )
+            .optional()?)
+    }
+
+    /// The last `limit` messages of a channel that still have content, oldest first.
+    pub fn recent_messages(&self, channel: ChannelId, limit: usize) -> Result<Vec<StoredMessage>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM messages
+             WHERE channel_id = ?1 AND deleted_at IS NULL
+             ORDER BY created_at DESC, id DESC LIMIT ?2"
+        ))?;
+        let mut rows: Vec<StoredMessage> = stmt
+            .query_map(params![channel.to_sql(), limit as i64], from_row)?
+            .collect::<rusqlite::Result<_>>()?;
+        rows.reverse();
+        Ok(rows)
+    }
+
+    /// How many messages the bot itself sent in a channel since `since`.
+    pub fn count_self_messages_since(
+        &self,
+        channel: ChannelId,
+        since: DateTime<Utc>,
+    ) -> Result<u64> {
+        Ok(self.lock().query_row(
+            "SELECT count(*) FROM messages WHERE channel_id = ?1 AND is_self = 1 AND created_at >= ?2",
+            params![channel.to_sql(), to_ms(since)],
+            |r| r.get::<_, i64>(0),
+        )? as u64)
+    }
+
+    /// How many messages are stored in a channel (deleted ones included).
+    pub fn count_messages(&self, channel: ChannelId) -> Result<u64> {
+        Ok(self.lock().query_row(
+            "SELECT count(*) FROM messages WHERE channel_id = ?1",
+            [channel.to_sql()],
+            |r| r.get::<_, i64>(0),
+        )? as u64)
+    }
+}
+
+#[cfg(test)]
+pub(crate) fn sample(id: u64, channel: u64, content: &str, at: DateTime<Utc>) -> StoredMessage {
+    StoredMessage {
+        id: MessageId(id),
+        guild: Some(GuildId(1)),
+        channel: ChannelId(channel),
+        author_id: UserId(42),
+        author_name: "ada".into(),
+        author_is_bot: false,
+        is_self: false,
+        content: content.into(),
+        attachments: vec![],
+        reply_to: None,
+        source: Source::Text,
+        created_at: at,
+        edited_at: None,
+        deleted_at: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_is_idempotent_and_edits_and_deletes_apply() {
+        let store = Store::open_in_memory().unwrap();
+        let t = Utc::now();
+        let mut m = sample(10, 5, "hello", t);
+        m.attachments = vec![Attachment {
+            name: "cat.png".into(),
+            url: "https://cdn/cat.png".into(),
+        }];
+        assert!(store.insert_message(&m).unwrap());
+        assert!(
+            !store.insert_message(&m).unwrap(),
+            "a redelivered message is not new"
+        );
+
+        assert!(store.edit_message(MessageId(10), "hello there", t).unwrap());
+        let got = store.message(MessageId(10)).unwrap().unwrap();
+        assert_eq!(got.content, "hello there");
+        assert_eq!(got.attachments, m.attachments);
+        assert!(got.edited_at.is_some());
+
+        assert!(store.delete_message(MessageId(10), t).unwrap());
+        let got = store.message(MessageId(10)).unwrap().unwrap();
+        assert_eq!(got.content, "");
+        assert!(got.attachments.is_empty());
+        assert!(
+            !store.edit_message(MessageId(10), "ghost", t).unwrap(),
+            "deleted stays deleted"
+        );
+        assert!(store.recent_messages(ChannelId(5), 10).unwrap().is_empty());
+    }
+
+    #[test]
+    fn recent_messages_are_the_latest_oldest_first() {
+        let store = Store::open_in_memory().unwrap();
+        let t = Utc::now();
+        for i in 0..5 {
+            store
+                .insert_message(&sample(
+                    100 + i,
+                    7,
+                    &format!("m{i}"),
+                    t + chrono::Duration::seconds(i as i64),
+                ))
+                .unwrap();
+        }
+        store
+            .insert_message(&sample(999, 8, "elsewhere", t))
+            .unwrap();
+        let got: Vec<String> = store
+            .recent_messages(ChannelId(7), 3)
+            .unwrap()
+            .into_iter()
+            .map(|m| m.content)
+            .collect();
+        assert_eq!(got, vec!["m2", "m3", "m4"]);
+    }
+}

@@ -1,0 +1,207 @@
+//! Versioned schema migrations.
+//!
+//! The schema version lives in `PRAGMA user_version`. Each migration runs in
+//! its own transaction together with the version bump, so a crash mid-upgrade
+//! leaves the database at the previous version, never in between. Later
+//! features add their tables by appending to [`MIGRATIONS`]; an existing
+//! entry is never edited once released.
+
+use std::path::Path;
+
+use rusqlite::Connection;
+
+use super::{Result, StoreError};
+
+pub struct Migration {
+    pub version: u32,
+    pub name: &'static str,
+    pub sql: &'static str,
+}
+
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "channel history, channel and guild names, journal",
+        sql: r#"
+            CREATE TABLE messages (
+                id            INTEGER PRIMARY KEY,   -- Discord message id (or a console snowflake)
+                guild_id      INTEGER,               -- NULL for direct messages
+                channel_id    INTEGER NOT NULL,
+                author_id     INTEGER NOT NULL,
+                author_name   TEXT    NOT NULL,
+                author_is_bot INTEGER NOT NULL DEFAULT 0,
+                is_self       INTEGER NOT NULL DEFAULT 0,  -- written by this bot
+                content       TEXT    NOT NULL,
+                attachments   TEXT    NOT NULL DEFAULT '[]', -- JSON [{name, url}]
+                reply_to_id   INTEGER,
+                source        TEXT    NOT NULL DEFAULT 'text' CHECK (source IN ('text', 'vc')),
+                created_at    INTEGER NOT NULL,      -- Unix ms
+                edited_at     INTEGER,
+                deleted_at    INTEGER
+            );
+            CREATE INDEX messages_channel_time ON messages (channel_id, created_at);
+            CREATE INDEX messages_guild_time ON messages (guild_id, created_at);
+
+            CREATE TABLE guilds (
+                id         INTEGER PRIMARY KEY,
+                name       TEXT    NOT NULL,
+                updated_at INTEGER NOT NULL
+            );
+            CREATE TABLE channels (
+                id         INTEGER PRIMARY KEY,
+                guild_id   INTEGER,
+                name       TEXT    NOT NULL,
+                updated_at INTEGER NOT NULL
+            );
+
+            CREATE TABLE journal (
+                id            INTEGER PRIMARY KEY AUTOINCREMENT,
+                ts            INTEGER NOT NULL,
+                kind          TEXT    NOT NULL,
+                guild_id      INTEGER,
+                channel_id    INTEGER,
+                message_id    INTEGER,
+                model_call_id INTEGER,
+                summary       TEXT    NOT NULL,
+                reason        TEXT    NOT NULL DEFAULT '',
+                salience      REAL,
+                data          TEXT    NOT NULL DEFAULT '{}'
+            );
+            CREATE INDEX journal_time ON journal (ts);
+            CREATE INDEX journal_kind_time ON journal (kind, ts);
+            CREATE INDEX journal_guild_time ON journal (guild_id, ts);
+            CREATE INDEX journal_message ON journal (message_id);
+        "#,
+    },
+    Migration {
+        version: 2,
+        name: "per-guild setting overrides",
+        sql: r#"
+            CREATE TABLE guild_settings (
+                guild_id   INTEGER NOT NULL,
+                path       TEXT    NOT NULL,
+                value      TEXT    NOT NULL,  -- JSON
+                updated_at INTEGER NOT NULL,
+                updated_by INTEGER,
+                PRIMARY KEY (guild_id, path)
+            );
+        "#,
+    },
+];
+
+pub fn latest() -> u32 {
+    MIGRATIONS.last().map_or(0, |m| m.version)
+}
+
+pub fn current_version(conn: &Connection) -> rusqlite::Result<u32> {
+    conn.pragma_query_value(None, "user_version", |row| row.get(0))
+}
+
+/// Brings the database up to `up_to`, refusing one newer than this binary.
+pub fn apply(conn: &Connection, up_to: u32, path: Option<&Path>) -> Result<()> {
+    apply_list(conn, MIGRATIONS, up_to, path)
+}
+
+pub fn apply_list(
+    conn: &Connection,
+    list: &[Migration],
+    up_to: u32,
+    path: Option<&Path>,
+) -> Result<()> {
+    let known = list.last().map_or(0, |m| m.version);
+    let found = current_version(conn)?;
+    if found > known {
+        return Err(StoreError::TooNew {
+            path: path
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| ":memory:".into()),
+            found,
+            known,
+        });
+    }
+    for m in list
+        .iter()
+        .filter(|m| m.version > found && m.version <= up_to)
+    {
+        let run = || -> rusqlite::Result<()> {
+            let tx = conn.unchecked_transaction()?;
+            tx.execute_batch(m.sql)?;
+            tx.pragma_update(None, "user_version", m.version)?;
+            tx.commit()
+        };
+        run().map_err(|source| StoreError::Migration {
+            version: m.version,
+            source,
+        })?;
+        tracing::info!(version = m.version, name = m.name, "applied migration");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_consecutive_from_one() {
+        for (i, m) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(
+                m.version as usize,
+                i + 1,
+                "migration {} out of order",
+                m.name
+            );
+        }
+    }
+
+    #[test]
+    fn fresh_database_reaches_latest_and_reapplying_is_a_no_op() {
+        let conn = Connection::open_in_memory().unwrap();
+        apply(&conn, latest(), None).unwrap();
+        assert_eq!(current_version(&conn).unwrap(), latest());
+        apply(&conn, latest(), None).unwrap();
+        assert_eq!(current_version(&conn).unwrap(), latest());
+    }
+
+    #[test]
+    fn a_failing_migration_leaves_the_previous_version_intact() {
+        let list = [
+            Migration {
+                version: 1,
+                name: "a",
+                sql: "CREATE TABLE a (x INTEGER);",
+            },
+            Migration {
+                version: 2,
+                name: "b",
+                sql: "CREATE TABLE b (y INTEGER); THIS IS NOT SQL;",
+            },
+        ];
+        let conn = Connection::open_in_memory().unwrap();
+        let err = apply_list(&conn, &list, 2, None).unwrap_err();
+        assert!(
+            matches!(err, StoreError::Migration { version: 2, .. }),
+            "{err}"
+        );
+        assert_eq!(current_version(&conn).unwrap(), 1);
+        let b_exists: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'b'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(b_exists, 0, "the half-applied migration was rolled back");
+    }
+
+    #[test]
+    fn newer_database_is_refused_with_a_clear_message() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.pragma_update(None, "user_version", latest() + 1)
+            .unwrap();
+        let err = apply(&conn, latest(), Some(Path::new("/data/ambient.db"))).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("written by a newer ambient"), "{msg}");
+        assert!(msg.contains("/data/ambient.db"), "{msg}");
+    }
+}

@@ -1,0 +1,129 @@
+//! The store: one SQLite file in `storage.dataDir`, the only place with SQL.
+//!
+//! Opened in WAL mode with `synchronous=NORMAL`: a committed transaction
+//! survives the process being killed (only a power cut could lose the last
+//! few), which is what "an acknowledged message is never lost" needs. The
+//! schema is versioned (`PRAGMA user_version`) and migrated at open; a
+//! database written by a newer binary is refused rather than damaged.
+//!
+//! Each table family has its own module with `impl Store` methods, so a
+//! caller writes `store.insert_message(..)` and never sees SQL.
+
+pub mod channels;
+pub mod guild_settings;
+pub mod journal;
+pub mod messages;
+pub mod migrations;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use chrono::{DateTime, TimeZone, Utc};
+use rusqlite::Connection;
+
+pub const DB_FILE: &str = "ambient.db";
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot create the data directory {path}: {source}")]
+    DataDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "the database {path} has schema version {found}, but this ambient only knows up to version {known}: \
+         it was written by a newer ambient. Upgrade ambient, or point storage.dataDir at another directory."
+    )]
+    TooNew {
+        path: PathBuf,
+        found: u32,
+        known: u32,
+    },
+    #[error("migration to schema version {version} failed: {source}")]
+    Migration {
+        version: u32,
+        source: rusqlite::Error,
+    },
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("stored data is malformed: {0}")]
+    Corrupt(String),
+}
+
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// A handle to the database; cheap to clone, safe to share between tasks.
+///
+/// Queries are short (indexed lookups, single-row writes), so they run on
+/// the calling task under a mutex rather than hopping to a blocking pool.
+#[derive(Clone)]
+pub struct Store {
+    conn: Arc<Mutex<Connection>>,
+    path: Option<PathBuf>,
+}
+
+impl Store {
+    /// Opens (creating if needed) `<data_dir>/ambient.db` and migrates it.
+    pub fn open(data_dir: &Path) -> Result<Self> {
+        std::fs::create_dir_all(data_dir).map_err(|source| StoreError::DataDir {
+            path: data_dir.to_path_buf(),
+            source,
+        })?;
+        let path = data_dir.join(DB_FILE);
+        let conn = Connection::open(&path)?;
+        Self::prepare(conn, Some(path), migrations::latest())
+    }
+
+    /// A private in-memory database, for tests.
+    pub fn open_in_memory() -> Result<Self> {
+        Self::prepare(Connection::open_in_memory()?, None, migrations::latest())
+    }
+
+    /// Opens a database migrated only up to `version` (for upgrade tests).
+    pub fn open_at_version(data_dir: &Path, version: u32) -> Result<Self> {
+        std::fs::create_dir_all(data_dir).map_err(|source| StoreError::DataDir {
+            path: data_dir.to_path_buf(),
+            source,
+        })?;
+        let path = data_dir.join(DB_FILE);
+        Self::prepare(Connection::open(&path)?, Some(path), version)
+    }
+
+    fn prepare(conn: Connection, path: Option<PathBuf>, up_to: u32) -> Result<Self> {
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        migrations::apply(&conn, up_to, path.as_deref())?;
+        Ok(Self {
+            conn: Arc::new(Mutex::new(conn)),
+            path,
+        })
+    }
+
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    pub fn schema_version(&self) -> Result<u32> {
+        Ok(migrations::current_version(&self.lock())?)
+    }
+
+    /// The connection, for this module's table-family files only.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock cannot leave SQLite inconsistent
+        // (transactions roll back on drop), so a poisoned lock is still usable.
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Timestamps are stored as Unix milliseconds (INTEGER): compact, ordered, unambiguous.
+pub fn to_ms(t: DateTime<Utc>) -> i64 {
+    t.timestamp_millis()
+}
+
+pub fn from_ms(ms: i64) -> DateTime<Utc> {
+    Utc.timestamp_millis_opt(ms)
+        .single()
+        .unwrap_or(DateTime::<Utc>::MIN_UTC)
+}
