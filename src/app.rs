@@ -127,7 +127,7 @@ impl App {
                 self.data_dir.display()
             )));
         for notice in &self.notices {
-            tracing::warn!("{notice}");
+            tracing::info!("{notice}");
         }
         let tasks = vec![tokio::spawn(self.spine.clone().run(rx))];
         Running {

@@ -145,10 +145,9 @@ fn pass_reason(item: &Attended) -> String {
         Input::Percept(Percept::Message(m)) if m.message.author_is_bot => {
             "written by another bot; the bot does not talk to bots unprompted".into()
         }
-        Input::Percept(Percept::Message(m)) if !m.addressed.is_addressed() => format!(
-            "not addressed to the bot and below the unsolicited-reply bar (salience {:.2}); stored as context",
-            item.salience.score
-        ),
+        Input::Percept(Percept::Message(m)) if !m.addressed.is_addressed() => {
+            "not addressed to the bot and below the unsolicited-reply bar; stored as context".into()
+        }
         Input::Percept(Percept::Message(_)) => "addressed, but no handler could answer".into(),
         Input::Percept(_) => "nothing to do for this event; recorded".into(),
         Input::Impulse(i) => format!("no handler for {} yet", i.kind.label()),

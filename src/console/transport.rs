@@ -36,8 +36,11 @@ impl ConsoleOut {
         self.json
     }
 
-    /// Prints `text` in text mode, or `event` in JSON mode.
+    /// Prints `text` in text mode (nothing if it is empty), or `event` in JSON mode.
     pub fn emit(&self, text: &str, event: serde_json::Value) {
+        if !self.json && text.is_empty() {
+            return;
+        }
         let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
         let mut stdout = std::io::stdout().lock();
         let line = if self.json {

@@ -74,7 +74,7 @@ pub fn load_file(path: &Path) -> Result<Loaded, LoadError> {
     let (settings, problems) = parse_str(&text).map_err(|e| LoadError::Syntax {
         path: path.to_path_buf(),
         line: e.line(),
-        column: e.column(),
+        column: e.column().max(1),
         message: strip_position(&e.to_string()),
     })?;
     Ok(Loaded {

@@ -1,0 +1,61 @@
+#!/bin/sh
+# ambient's two entry points, with all set-up included:
+#   ./dev.sh run [ARGS]    build and start the bot (`ambient run`; ARGS go to ambient,
+#                          e.g. `./dev.sh run console` for the terminal console)
+#   ./dev.sh test          build and run every test
+# On a fresh Debian/Ubuntu machine it installs what is missing first: a C
+# toolchain, pkg-config and libopus (voice), and Rust via rustup.
+set -eu
+cd "$(dirname "$0")"
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"
+    elif command -v sudo >/dev/null 2>&1; then sudo "$@"
+    else echo "dev.sh: need root to run: $*" >&2; exit 1
+    fi
+}
+
+ensure_system_packages() {
+    missing=""
+    command -v cc >/dev/null 2>&1 || missing="$missing build-essential"
+    command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
+    if ! pkg-config --exists opus 2>/dev/null; then missing="$missing libopus-dev"; fi
+    command -v curl >/dev/null 2>&1 || command -v cargo >/dev/null 2>&1 || missing="$missing curl ca-certificates"
+    [ -z "$missing" ] && return 0
+    if ! command -v apt-get >/dev/null 2>&1; then
+        echo "dev.sh: please install:$missing (a C compiler, pkg-config, libopus headers)" >&2
+        exit 1
+    fi
+    echo "dev.sh: installing$missing" >&2
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+}
+
+ensure_rust() {
+    if command -v cargo >/dev/null 2>&1; then return 0; fi
+    if [ -x "$HOME/.cargo/bin/cargo" ]; then PATH="$HOME/.cargo/bin:$PATH"; export PATH; return 0; fi
+    echo "dev.sh: installing Rust with rustup" >&2
+    curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal >&2
+    PATH="$HOME/.cargo/bin:$PATH"; export PATH
+}
+
+cmd="${1:-}"
+[ $# -gt 0 ] && shift
+case "$cmd" in
+    run)
+        ensure_system_packages
+        ensure_rust
+        if [ $# -eq 0 ]; then set -- run; fi
+        exec cargo run --release --locked --quiet -- "$@"
+        ;;
+    test)
+        ensure_system_packages
+        ensure_rust
+        exec cargo test --locked "$@"
+        ;;
+    *)
+        echo "usage: ./dev.sh run [ARGS]   start the bot (ARGS go to ambient, e.g. console)" >&2
+        echo "       ./dev.sh test          run every test" >&2
+        exit 2
+        ;;
+esac

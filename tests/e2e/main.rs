@@ -1,0 +1,11 @@
+//! End-to-end and cross-module tests, in one binary (linking dominates build
+//! time on small machines, so there is one test crate with modules).
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod console;
+mod durability;
+mod settings_cli;
+mod spine;
+mod store_upgrade;

@@ -1,0 +1,89 @@
+//! Migrations on a real file: fresh, upgrade with data, and a newer database refused.
+
+use ambient::ids::{ChannelId, GuildId, MessageId, UserId};
+use ambient::journal::{Entry, Filter, Kind};
+use ambient::store::messages::{Source, StoredMessage};
+use ambient::store::{Store, migrations};
+use chrono::Utc;
+use serde_json::json;
+
+fn message(id: u64) -> StoredMessage {
+    StoredMessage {
+        id: MessageId(id),
+        guild: Some(GuildId(1)),
+        channel: ChannelId(2),
+        author_id: UserId(3),
+        author_name: "ada".into(),
+        author_is_bot: false,
+        is_self: false,
+        content: "kept across upgrades".into(),
+        attachments: vec![],
+        reply_to: None,
+        source: Source::Text,
+        created_at: Utc::now(),
+        edited_at: None,
+        deleted_at: None,
+    }
+}
+
+#[test]
+fn a_fresh_database_is_at_the_latest_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(store.schema_version().unwrap(), migrations::latest());
+    let mode: String = rusqlite::Connection::open(dir.path().join("ambient.db"))
+        .unwrap()
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+}
+
+#[test]
+fn an_old_database_upgrades_and_keeps_its_data() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let old = Store::open_at_version(dir.path(), 1).unwrap();
+        assert_eq!(old.schema_version().unwrap(), 1);
+        old.insert_message(&message(77)).unwrap();
+        let mut e = Entry::new(Kind::Route, "before the upgrade");
+        e.at = Utc::now();
+        old.journal_append(&e).unwrap();
+    }
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(store.schema_version().unwrap(), migrations::latest());
+    assert_eq!(
+        store.message(MessageId(77)).unwrap().unwrap().content,
+        "kept across upgrades"
+    );
+    let entries = store.journal_query(&Filter::default()).unwrap();
+    assert_eq!(entries[0].summary, "before the upgrade");
+    // A table added by a later migration works.
+    store
+        .set_guild_override(
+            GuildId(1),
+            "initiative.text.eagerness",
+            &json!(5),
+            None,
+            Utc::now(),
+        )
+        .unwrap();
+    assert_eq!(store.guild_overrides(GuildId(1)).unwrap().len(), 1);
+}
+
+#[test]
+fn a_database_from_a_newer_ambient_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(Store::open(dir.path()).unwrap());
+    let future = migrations::latest() + 5;
+    rusqlite::Connection::open(dir.path().join("ambient.db"))
+        .unwrap()
+        .pragma_update(None, "user_version", future)
+        .unwrap();
+    let err = Store::open(dir.path()).err().expect("refused").to_string();
+    assert!(err.contains("written by a newer ambient"), "{err}");
+    let version: u32 = rusqlite::Connection::open(dir.path().join("ambient.db"))
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, future, "the newer database was not modified");
+}

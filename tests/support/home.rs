@@ -1,0 +1,140 @@
+//! A throwaway home for one bot: a temp directory holding `settings.json`
+//! and the data directory, plus helpers to run the real `ambient` binary in it.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_ambient")
+}
+
+pub struct Home {
+    pub dir: tempfile::TempDir,
+}
+
+impl Home {
+    /// A home whose settings are `extra` merged over a data dir inside it.
+    pub fn new(extra: Value) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut settings =
+            json!({ "storage": { "dataDir": dir.path().join("data").to_string_lossy() } });
+        merge(&mut settings, extra);
+        std::fs::write(
+            dir.path().join("settings.json"),
+            serde_json::to_string_pretty(&settings).unwrap(),
+        )
+        .unwrap();
+        Self { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// `ambient ARGS` run in this home, with no secrets in its environment.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(bin());
+        cmd.args(args)
+            .current_dir(self.path())
+            .env_remove("DISCORD_TOKEN")
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .env_remove("OPENROUTER_API_KEY")
+            .env("RUST_LOG", "warn");
+        cmd
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("run ambient")
+    }
+
+    /// Pipes `input` into `ambient console --json` and returns its JSON events.
+    pub fn console(&self, input: &str) -> (Vec<Value>, Output) {
+        let mut child = self
+            .command(&["console", "--json"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn console");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let events = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+            .collect();
+        (events, out)
+    }
+
+    /// A console kept running, for tests that talk to it line by line.
+    pub fn spawn_console(&self) -> LiveConsole {
+        let mut child = self
+            .command(&["console", "--json"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn console");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        LiveConsole {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+}
+
+pub struct LiveConsole {
+    pub child: Child,
+    pub stdin: ChildStdin,
+    pub stdout: BufReader<ChildStdout>,
+}
+
+impl LiveConsole {
+    pub fn send(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The next event whose "event" field is `kind`.
+    pub fn next_event(&mut self, kind: &str) -> Value {
+        loop {
+            let mut line = String::new();
+            let n = self.stdout.read_line(&mut line).unwrap();
+            assert!(n > 0, "console ended before a {kind} event");
+            let v: Value = serde_json::from_str(line.trim()).unwrap();
+            if v["event"] == kind {
+                return v;
+            }
+        }
+    }
+}
+
+pub fn merge(base: &mut Value, extra: Value) {
+    match (base, extra) {
+        (Value::Object(b), Value::Object(e)) => {
+            for (k, v) in e {
+                merge(b.entry(k).or_insert(Value::Null), v);
+            }
+        }
+        (b, e) => *b = e,
+    }
+}
+
+pub fn events_of<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["event"] == kind).collect()
+}

@@ -1,0 +1,6 @@
+//! Shared test support: temporary bot homes, running the real binary, and
+//! (in later modules) the fake Discord and scripted model servers.
+
+#![allow(dead_code)]
+
+pub mod home;
