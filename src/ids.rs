@@ -117,6 +117,14 @@ impl Default for SnowflakeGen {
     }
 }
 
+/// The next id from the process-wide generator: every id made in this
+/// process is larger than the ones made before it, so history ordered by
+/// (time, id) keeps a reply after the message it answers.
+pub fn next_snowflake(at: DateTime<Utc>) -> u64 {
+    static GENERATOR: SnowflakeGen = SnowflakeGen::new();
+    GENERATOR.next(at)
+}
+
 /// A stable id derived from a name (FNV-1a), for the console's simulated
 /// channels and users, so `#memes` is the same channel in every session.
 pub fn stable_id(namespace: &str, name: &str) -> u64 {

@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use crate::app::App;
 use crate::attention::{Addressed, Author, MessagePercept, Percept};
 use crate::commands;
-use crate::ids::{ChannelId, GuildId, MessageId, SnowflakeGen, UserId, stable_id};
+use crate::ids::{ChannelId, GuildId, MessageId, UserId, next_snowflake, stable_id};
 use crate::journal::{self, Filter};
 use crate::senses::Perceived;
 use crate::store::messages::{Source, StoredMessage};
@@ -100,7 +100,6 @@ struct Session {
     out: Arc<ConsoleOut>,
     user: Author,
     channel: String,
-    ids: SnowflakeGen,
     mention: Regex,
 }
 
@@ -114,7 +113,6 @@ impl Session {
         let session = Self {
             user: person(&options.user),
             channel: options.channel,
-            ids: SnowflakeGen::new(),
             mention,
             app,
             out,
@@ -168,7 +166,7 @@ impl Session {
 
     fn say(&self, text: &str) -> anyhow::Result<()> {
         let now = self.app.clock.now();
-        let id = MessageId(self.ids.next(now));
+        let id = MessageId(next_snowflake(now));
         let channel = channel_id(&self.channel);
         let addressed = if self.mention.is_match(text) {
             Addressed::Mention

@@ -14,7 +14,7 @@ use serde_json::json;
 use crate::attention::Author;
 use crate::chat::{ChatError, Outgoing, Transport, Typing};
 use crate::clock::SharedClock;
-use crate::ids::{ChannelId, MessageId, SnowflakeGen};
+use crate::ids::{ChannelId, MessageId, next_snowflake};
 use crate::store::Store;
 use crate::store::messages::StoredMessage;
 
@@ -66,7 +66,6 @@ pub struct ConsoleTransport {
     store: Store,
     clock: SharedClock,
     me: Author,
-    ids: SnowflakeGen,
     /// Nonces already delivered, like Discord's `enforce_nonce`.
     delivered: Mutex<HashMap<String, MessageId>>,
 }
@@ -78,7 +77,6 @@ impl ConsoleTransport {
             store,
             clock,
             me,
-            ids: SnowflakeGen::new(),
             delivered: Mutex::new(HashMap::new()),
         }
     }
@@ -103,7 +101,7 @@ impl Transport for ConsoleTransport {
         if let Some(id) = delivered.get(&message.nonce) {
             return Ok(*id);
         }
-        let id = MessageId(self.ids.next(self.clock.now()));
+        let id = MessageId(next_snowflake(self.clock.now()));
         delivered.insert(message.nonce.clone(), id);
         drop(delivered);
         let name = self.channel_label(channel);
