@@ -5,7 +5,7 @@
 //! call [`App::start`], feed percepts to `app.senses`, and call
 //! [`Running::stop`] on the way out. Nothing else creates services.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context as _;
@@ -15,6 +15,7 @@ use tokio::task::JoinHandle;
 use crate::attention::Spine;
 use crate::chat::Transport;
 use crate::clock::{Chance, SharedClock};
+use crate::executive::{Executive, Prompts};
 use crate::journal::{Entry, Journal, Kind};
 use crate::reply::ReplyHandler;
 use crate::senses::Senses;
@@ -32,6 +33,7 @@ pub struct App {
     pub spine: Arc<Spine>,
     pub speech: Arc<Speech>,
     pub senses: Senses,
+    pub executive: Arc<Executive>,
     pub data_dir: PathBuf,
     /// What is unavailable and why, said plainly at start (console, logs, status).
     pub notices: Vec<String>,
@@ -48,7 +50,7 @@ pub struct Parts {
 impl App {
     /// Opens the store and builds every service. `transport` is made once the
     /// store exists (the console's transport reads channel names from it).
-    pub fn build(
+    pub async fn build(
         parts: Parts,
         transport: impl FnOnce(&Store) -> Arc<dyn Transport>,
     ) -> anyhow::Result<Arc<App>> {
@@ -84,21 +86,29 @@ impl App {
             me.id,
         );
 
-        let mut notices = Vec::new();
-        let unavailable = Some(
-            "no language model is connected yet, so I can only listen and remember what is said."
-                .to_string(),
+        let prompts = Prompts::load(Path::new(&settings.global().executive.prompts_dir))
+            .context("a prompt template is broken (executive.promptsDir)")?;
+        let executive = Arc::new(
+            Executive::new(
+                settings.clone(),
+                secrets.clone(),
+                store.clone(),
+                journal.clone(),
+                clock.clone(),
+                chance.clone(),
+                prompts,
+            )
+            .await,
         );
-        if let Some(why) = &unavailable {
-            notices.push(format!("no model: {why}"));
-        }
+        let notices = executive.unavailable_summary();
+
         spine.registry.register(Arc::new(ReplyHandler::new(
             speech.clone(),
-            journal.clone(),
+            executive.clone(),
             spine.clone(),
             settings.clone(),
+            store.clone(),
             clock.clone(),
-            unavailable,
         )));
 
         Ok(Arc::new(App {
@@ -111,6 +121,7 @@ impl App {
             spine,
             speech,
             senses,
+            executive,
             data_dir,
             notices,
         }))

@@ -1,62 +1,239 @@
 //! The ACTIVE path: answering a person who addressed the bot.
 //!
 //! A mention, a reply to the bot, a DM or "hey <name>" is claimed here and
-//! answered at once. The channel becomes ACTIVE (the initiative tick keeps
-//! out of it for a while), and the typing indicator runs while the answer
-//! is produced.
+//! answered at once through the executive (`reply` role) with the channel's
+//! recent history. The channel becomes ACTIVE (the initiative tick keeps out
+//! of it for a while), and the typing indicator runs until the answer is
+//! sent or the turn fails.
 //!
-//! When no model is available the bot says so plainly, once per
-//! conversation, and afterwards only reacts 💤 so it does not nag.
+//! When no model can answer (none configured, over budget, the provider
+//! down), the channel hears a short honest sentence once per conversation —
+//! never a stack trace — and after that only a 💤 reaction, so it is not nagged.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use serde::Serialize;
 
 use crate::attention::router::ORDER_EXECUTIVE;
 use crate::attention::{Attended, Handler, Input, MessagePercept, Outcome, Percept, Spine};
 use crate::clock::SharedClock;
+use crate::executive::prompts::PromptLine;
+use crate::executive::{ExecError, Executive, Message, Role, Turn, TurnOutcome};
 use crate::ids::ChannelId;
-use crate::journal::{Entry, Journal, Kind};
+use crate::journal::{Entry, Kind};
 use crate::settings::SettingsService;
 use crate::speech::Speech;
+use crate::store::Store;
 
 pub struct ReplyHandler {
     speech: Arc<Speech>,
-    journal: Journal,
+    executive: Arc<Executive>,
     spine: Arc<Spine>,
     settings: Arc<SettingsService>,
+    store: Store,
     clock: SharedClock,
-    /// Why the bot cannot think right now, if it cannot.
-    unavailable: Option<String>,
-    /// Per channel: when the bot last told people it cannot answer, and when it was last addressed.
+    /// Per channel: when people were last told the bot cannot answer, and when it was last addressed.
     notices: Mutex<HashMap<ChannelId, (DateTime<Utc>, DateTime<Utc>)>>,
+}
+
+#[derive(Serialize)]
+struct ReplyPrompt {
+    bot_name: String,
+    persona: String,
+    guild_name: String,
+    channel_name: String,
+    is_dm: bool,
+    now: String,
+    memory: Vec<String>,
+    history: Vec<PromptLine>,
+    target: Target,
+}
+
+#[derive(Serialize)]
+struct Target {
+    author: String,
+    content: String,
 }
 
 impl ReplyHandler {
     pub fn new(
         speech: Arc<Speech>,
-        journal: Journal,
+        executive: Arc<Executive>,
         spine: Arc<Spine>,
         settings: Arc<SettingsService>,
+        store: Store,
         clock: SharedClock,
-        unavailable: Option<String>,
     ) -> Self {
         Self {
             speech,
-            journal,
+            executive,
             spine,
             settings,
+            store,
             clock,
-            unavailable,
             notices: Mutex::new(HashMap::new()),
         }
     }
 
-    /// True when this channel should hear the "cannot answer" notice now:
-    /// not yet told, or told in a conversation that has since gone quiet.
-    fn should_notify(
+    async fn answer(&self, m: &MessagePercept) -> Outcome {
+        let place = m.place();
+        let settings = self.settings.for_guild(place.guild);
+        if let Some(why) = self.executive.unavailable(Role::Reply) {
+            return self.cannot_answer(m, &why, "no model is available").await;
+        }
+        let history = match self.store.recent_messages(
+            place.channel,
+            settings.executive.reply_history_messages as usize,
+        ) {
+            Ok(h) => h,
+            Err(e) => return Outcome::Failed(format!("cannot read the channel history: {e}")),
+        };
+        let prompt = ReplyPrompt {
+            bot_name: settings.bot.name.clone(),
+            persona: settings.bot.persona.clone(),
+            guild_name: place
+                .guild
+                .and_then(|g| self.store.guild_name(g).ok().flatten())
+                .unwrap_or_default(),
+            channel_name: m
+                .channel_name
+                .clone()
+                .or_else(|| self.store.channel_name(place.channel).ok().flatten())
+                .unwrap_or_else(|| place.channel.to_string()),
+            is_dm: place.is_dm(),
+            now: self.clock.now().format("%Y-%m-%d %H:%M UTC").to_string(),
+            memory: Vec::new(),
+            history: history.iter().map(PromptLine::from).collect(),
+            target: Target {
+                author: m.message.author_name.clone(),
+                content: m.message.content.clone(),
+            },
+        };
+        let rendered = match self.executive.prompts.render("reply", &prompt) {
+            Ok(r) => r,
+            Err(e) => return Outcome::Failed(format!("the reply prompt failed to render: {e}")),
+        };
+
+        let mut turn = Turn::new(
+            Role::Reply,
+            place.guild,
+            format!("reply to message {}", m.message.id),
+        );
+        turn.channel = Some(place.channel);
+        turn.system = rendered.system;
+        turn.messages = vec![Message::user(rendered.user)];
+        turn.max_steps = settings.executive.max_tool_steps;
+        turn.max_calls = settings.executive.max_tool_calls;
+        let result = self.executive.run_turn(turn).await;
+
+        let text = match result.outcome {
+            Ok(TurnOutcome::Answer(text)) => clean_answer(&text, &settings.bot.name),
+            Ok(TurnOutcome::Final(_)) => String::new(),
+            Ok(TurnOutcome::Incomplete(why)) => {
+                return self
+                    .cannot_answer(m, &why, "the model gave no answer")
+                    .await;
+            }
+            Err(e) => {
+                let short = match &e {
+                    ExecError::OverBudget(_) => "I've used up my thinking budget for now",
+                    ExecError::Unavailable(_) => "no model is available",
+                    ExecError::Provider { .. } => "the model service isn't answering",
+                };
+                return self.cannot_answer(m, &e.to_string(), short).await;
+            }
+        };
+        if text.is_empty() {
+            return self
+                .cannot_answer(m, "the answer was empty", "the model gave no answer")
+                .await;
+        }
+        match self
+            .speech
+            .say(
+                place,
+                &text,
+                Some(m.message.id),
+                &format!("reply-{}", m.message.id),
+            )
+            .await
+        {
+            Ok(ids) => {
+                let mut e = Entry::new(Kind::Reply, format!("answered {}", m.message.author_name))
+                    .place(place.guild, Some(place.channel))
+                    .message(m.message.id)
+                    .reason(m.addressed.describe())
+                    .data(serde_json::json!({
+                        "sent": ids.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
+                        "tokens_in": result.tokens.input,
+                        "tokens_out": result.tokens.output,
+                        "steps": result.steps,
+                    }));
+                if let Some(id) = result.last_call {
+                    e = e.model_call(id);
+                }
+                self.executive.journal().record(e);
+                self.mark_active(m);
+                Outcome::Done
+            }
+            Err(e) => Outcome::Failed(format!("could not send the answer: {e}")),
+        }
+    }
+
+    /// Tells the channel, once per conversation, that the bot cannot answer;
+    /// afterwards reacts 💤. `why` goes to the journal, `short` to people.
+    async fn cannot_answer(&self, m: &MessagePercept, why: &str, short: &str) -> Outcome {
+        let place = m.place();
+        let now = self.clock.now();
+        let window = chrono::Duration::minutes(i64::from(
+            self.settings
+                .for_guild(place.guild)
+                .attention
+                .active_conversation_minutes,
+        ));
+        let entry = Entry::new(Kind::Reply, "")
+            .place(place.guild, Some(place.channel))
+            .message(m.message.id)
+            .reason(why.to_string());
+        if self.first_notice_in_conversation(place.channel, now, window) {
+            let text = format!("Sorry, I can't answer right now: {short}.");
+            if let Err(e) = self
+                .speech
+                .say(
+                    place,
+                    &text,
+                    Some(m.message.id),
+                    &format!("cannot-{}", m.message.id),
+                )
+                .await
+            {
+                return Outcome::Failed(format!("could not say that the bot cannot answer: {e}"));
+            }
+            self.executive.journal().record(Entry {
+                summary: "told the channel it cannot answer".into(),
+                ..entry
+            });
+        } else {
+            if let Err(e) = self
+                .speech
+                .transport()
+                .react(place.channel, m.message.id, "💤")
+                .await
+            {
+                return Outcome::Failed(format!("could not react: {e}"));
+            }
+            self.executive.journal().record(Entry {
+                summary: "reacted 💤: cannot answer, channel already told".into(),
+                ..entry
+            });
+        }
+        Outcome::Done
+    }
+
+    fn first_notice_in_conversation(
         &self,
         channel: ChannelId,
         now: DateTime<Utc>,
@@ -75,56 +252,36 @@ impl ReplyHandler {
         }
     }
 
-    async fn answer_unavailable(&self, m: &MessagePercept, why: &str) -> Outcome {
-        let now = self.clock.now();
+    fn mark_active(&self, m: &MessagePercept) {
         let place = m.place();
-        let window = chrono::Duration::minutes(i64::from(
-            self.settings
-                .for_guild(place.guild)
-                .attention
-                .active_conversation_minutes,
-        ));
-        let entry = Entry::new(Kind::Reply, "")
-            .place(place.guild, Some(place.channel))
-            .message(m.message.id)
-            .reason(why.to_string());
-        if self.should_notify(place.channel, now, window) {
-            let text = format!("I can't answer right now: {why}");
-            match self
-                .speech
-                .say(
-                    place,
-                    &text,
-                    Some(m.message.id),
-                    &format!("unavailable-{}", m.message.id),
-                )
-                .await
-            {
-                Ok(_) => {
-                    self.journal.record(Entry {
-                        summary: "told the channel no model is available".into(),
-                        ..entry
-                    });
-                    Outcome::Done
-                }
-                Err(e) => Outcome::Failed(format!("could not send the notice: {e}")),
-            }
-        } else {
-            let reacted = self
-                .speech
-                .transport()
-                .react(place.channel, m.message.id, "💤")
-                .await;
-            self.journal.record(Entry {
-                summary: "reacted 💤: no model available, channel already told".into(),
-                ..entry
-            });
-            match reacted {
-                Ok(()) => Outcome::Done,
-                Err(e) => Outcome::Failed(format!("could not react: {e}")),
-            }
+        let minutes = self
+            .settings
+            .for_guild(place.guild)
+            .attention
+            .active_conversation_minutes;
+        self.spine.active.mark(
+            place.guild,
+            place.channel,
+            self.clock.now() + chrono::Duration::minutes(i64::from(minutes)),
+        );
+    }
+}
+
+/// Removes a leading "name:" the model may echo from the transcript format.
+fn clean_answer(text: &str, bot_name: &str) -> String {
+    let t = text.trim();
+    let lower = t.to_lowercase();
+    let name = bot_name.to_lowercase();
+    for prefix in [
+        format!("{name}:"),
+        format!("**{name}**:"),
+        format!("{name} (you):"),
+    ] {
+        if lower.starts_with(&prefix) {
+            return t[prefix.len()..].trim().to_string();
         }
     }
+    t.to_string()
 }
 
 #[async_trait]
@@ -152,20 +309,23 @@ impl Handler for ReplyHandler {
         let Input::Percept(Percept::Message(m)) = &item.input else {
             return Outcome::Declined("not a message".into());
         };
-        let place = m.place();
-        let settings = self.settings.for_guild(place.guild);
-        let now = self.clock.now();
-        self.spine.active.mark(
-            place.guild,
-            place.channel,
-            now + chrono::Duration::minutes(i64::from(
-                settings.attention.active_conversation_minutes,
-            )),
+        self.mark_active(m);
+        let _typing = self.speech.transport().typing(m.message.channel);
+        self.answer(m).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn echoed_name_prefixes_are_removed() {
+        assert_eq!(clean_answer("ambient: hey there", "ambient"), "hey there");
+        assert_eq!(clean_answer("**Ambient**: yo", "ambient"), "yo");
+        assert_eq!(
+            clean_answer("ambiently speaking, yes", "ambient"),
+            "ambiently speaking, yes"
         );
-        let _typing = self.speech.transport().typing(place.channel);
-        match &self.unavailable {
-            Some(why) => self.answer_unavailable(m, why).await,
-            None => Outcome::Declined("no reply pipeline is wired in".into()),
-        }
     }
 }

@@ -37,7 +37,8 @@ pub async fn console(
                 me,
             ))
         },
-    )?;
+    )
+    .await?;
     let running = app.start();
     let user = user
         .or_else(|| std::env::var("USER").ok())

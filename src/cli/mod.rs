@@ -7,6 +7,8 @@ mod console;
 mod journal;
 mod run;
 mod settings;
+mod status;
+mod usage;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -79,6 +81,20 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Every model call: tokens, latency, outcome
+    Usage {
+        /// Time window: 30m, 24h, 7d, or a date
+        #[arg(long, default_value = "24h")]
+        since: String,
+        /// Only this role (reply, ambient, reflex, extract)
+        #[arg(long)]
+        role: Option<String>,
+        /// One JSON object per line
+        #[arg(long)]
+        json: bool,
+    },
+    /// Which models serve which role, and what has been spent
+    Status,
 }
 
 #[derive(Subcommand, Debug)]
@@ -138,6 +154,10 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             limit,
             json,
         ),
+        Command::Usage { since, role, json } => {
+            usage::usage(cli.settings.as_deref(), &since, role.as_deref(), json)
+        }
+        Command::Status => status::status(cli.settings.as_deref()).await,
     }
 }
 

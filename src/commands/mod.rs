@@ -3,3 +3,4 @@
 //! The Discord and console layers only parse arguments and display results.
 
 pub mod settings;
+pub mod status;

@@ -1,7 +1,8 @@
 //! Persistence for the journal (see `crate::journal` for what goes in it).
 
-use rusqlite::{Row, params_from_iter, types::Value as SqlValue};
+use rusqlite::{Row, params_from_iter};
 
+use super::conditions::Conditions;
 use super::{Result, Store, from_ms, to_ms};
 use crate::ids::{ChannelId, GuildId, MessageId};
 use crate::journal::{Entry, Filter, Kind};
@@ -50,60 +51,20 @@ impl Store {
 
     /// Entries matching `f`, oldest first (the newest `f.limit` when limited).
     pub fn journal_query(&self, f: &Filter) -> Result<Vec<Entry>> {
-        let mut sql = String::from(
+        let kinds: Vec<String> = f.kinds.iter().map(|k| k.as_str().to_string()).collect();
+        let mut c = Conditions::default();
+        c.cmp("ts", ">=", f.since.map(to_ms))
+            .cmp("ts", "<", f.until.map(to_ms))
+            .cmp("guild_id", "=", f.guild.map(GuildId::to_sql))
+            .cmp("channel_id", "=", f.channel.map(ChannelId::to_sql))
+            .cmp("message_id", "=", f.message.map(MessageId::to_sql))
+            .any_of("kind", &kinds)
+            .contains(&["summary", "reason"], f.text.as_deref());
+        let (filter, args) = c.finish();
+        let mut sql = format!(
             "SELECT id, ts, kind, guild_id, channel_id, message_id, model_call_id, summary, reason, salience, data
-             FROM journal WHERE 1 = 1",
+             FROM journal{filter} ORDER BY ts DESC, id DESC"
         );
-        let mut args: Vec<SqlValue> = Vec::new();
-        let mut arg = |sql: &mut String, clause: &str, v: SqlValue| {
-            args.push(v);
-            sql.push_str(&clause.replace('?', &format!("?{}", args.len())));
-        };
-        if let Some(since) = f.since {
-            arg(&mut sql, " AND ts >= ?", SqlValue::Integer(to_ms(since)));
-        }
-        if let Some(until) = f.until {
-            arg(&mut sql, " AND ts < ?", SqlValue::Integer(to_ms(until)));
-        }
-        if let Some(g) = f.guild {
-            arg(&mut sql, " AND guild_id = ?", SqlValue::Integer(g.to_sql()));
-        }
-        if let Some(c) = f.channel {
-            arg(
-                &mut sql,
-                " AND channel_id = ?",
-                SqlValue::Integer(c.to_sql()),
-            );
-        }
-        if let Some(m) = f.message {
-            arg(
-                &mut sql,
-                " AND message_id = ?",
-                SqlValue::Integer(m.to_sql()),
-            );
-        }
-        if !f.kinds.is_empty() {
-            let placeholders: Vec<String> = f
-                .kinds
-                .iter()
-                .map(|k| {
-                    args.push(SqlValue::Text(k.as_str().into()));
-                    format!("?{}", args.len())
-                })
-                .collect();
-            sql.push_str(&format!(" AND kind IN ({})", placeholders.join(", ")));
-        }
-        if let Some(text) = &f.text {
-            args.push(SqlValue::Text(format!(
-                "%{}%",
-                text.replace('%', "\\%").replace('_', "\\_")
-            )));
-            let n = args.len();
-            sql.push_str(&format!(
-                " AND (summary LIKE ?{n} ESCAPE '\\' OR reason LIKE ?{n} ESCAPE '\\')"
-            ));
-        }
-        sql.push_str(" ORDER BY ts DESC, id DESC");
         if let Some(limit) = f.limit {
             sql.push_str(&format!(" LIMIT {limit}"));
         }

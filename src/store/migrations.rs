@@ -87,6 +87,30 @@ pub const MIGRATIONS: &[Migration] = &[
             );
         "#,
     },
+    Migration {
+        version: 3,
+        name: "model usage records",
+        sql: r#"
+            CREATE TABLE usage (
+                id            INTEGER PRIMARY KEY AUTOINCREMENT,
+                ts            INTEGER NOT NULL,
+                role          TEXT    NOT NULL,  -- reply | ambient | reflex | extract
+                source        TEXT    NOT NULL,  -- user | ambient | reflex
+                guild_id      INTEGER,
+                provider      TEXT    NOT NULL,
+                model         TEXT    NOT NULL,
+                pay_per_token INTEGER NOT NULL DEFAULT 0,
+                tokens_in     INTEGER NOT NULL DEFAULT 0,
+                tokens_out    INTEGER NOT NULL DEFAULT 0,
+                latency_ms    INTEGER NOT NULL DEFAULT 0,
+                outcome       TEXT    NOT NULL,  -- ok | rate_limited | server_error | client_error | timeout | network | malformed | refused
+                detail        TEXT    NOT NULL DEFAULT ''
+            );
+            CREATE INDEX usage_time ON usage (ts);
+            CREATE INDEX usage_role_time ON usage (role, ts);
+            CREATE INDEX usage_guild_time ON usage (guild_id, ts);
+        "#,
+    },
 ];
 
 pub fn latest() -> u32 {

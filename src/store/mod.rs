@@ -10,10 +10,12 @@
 //! caller writes `store.insert_message(..)` and never sees SQL.
 
 pub mod channels;
+pub mod conditions;
 pub mod guild_settings;
 pub mod journal;
 pub mod messages;
 pub mod migrations;
+pub mod usage;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};

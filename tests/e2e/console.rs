@@ -22,8 +22,11 @@ fn console_answers_stores_and_journals_with_reasons() {
         .iter()
         .map(|e| e["text"].as_str().unwrap())
         .collect();
+    assert_eq!(notices.len(), 1, "{notices:?}");
     assert!(
-        notices.iter().any(|n| n.contains("no language model")),
+        notices[0].starts_with(
+            "no model for reply, ambient, reflex, extract: none is configured: set ANTHROPIC_API_KEY"
+        ),
         "start says plainly what is missing: {notices:?}"
     );
     assert_eq!(events_of(&events, "stored").len(), 2, "{events:#?}");
@@ -33,7 +36,7 @@ fn console_answers_stores_and_journals_with_reasons() {
         said[0]["content"]
             .as_str()
             .unwrap()
-            .contains("no language model")
+            .contains("no model is available")
     );
     let typing_at = events
         .iter()
@@ -52,7 +55,7 @@ fn console_answers_stores_and_journals_with_reasons() {
     assert_eq!(lines[0], ("hello everyone".to_string(), false));
     assert_eq!(lines[1], ("@ambient are you there?".to_string(), false));
     assert!(
-        lines[2].1 && lines[2].0.contains("no language model"),
+        lines[2].1 && lines[2].0.contains("no model is available"),
         "the bot's own words are stored: {lines:?}"
     );
 
@@ -168,4 +171,25 @@ fn console_refuses_to_start_on_bad_settings_and_lists_every_problem() {
         "{err}"
     );
     assert!(err.contains("bogus: unknown setting"), "{err}");
+}
+
+#[test]
+fn a_broken_prompt_template_stops_the_start_with_its_file_and_line() {
+    let home = Home::new(json!({}));
+    let prompts = home.path().join("myprompts");
+    std::fs::create_dir_all(&prompts).unwrap();
+    std::fs::write(
+        prompts.join("reply.j2"),
+        "{% block system %}\n{{ persona }}\n{% if %}\n{% endblock %}{% block user %}x{% endblock %}",
+    )
+    .unwrap();
+    let settings = home.path().join("settings.json");
+    let mut s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    s["executive"] = json!({"promptsDir": prompts.to_string_lossy()});
+    std::fs::write(&settings, s.to_string()).unwrap();
+    let (_, out) = home.console("hi\n");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("reply.j2:3:"), "{err}");
 }

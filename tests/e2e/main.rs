@@ -5,7 +5,10 @@
 mod support;
 
 mod console;
+mod conversation;
 mod durability;
+mod executive;
+mod secrets;
 mod settings_cli;
 mod spine;
 mod store_upgrade;

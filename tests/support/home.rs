@@ -58,8 +58,16 @@ impl Home {
 
     /// Pipes `input` into `ambient console --json` and returns its JSON events.
     pub fn console(&self, input: &str) -> (Vec<Value>, Output) {
-        let mut child = self
-            .command(&["console", "--json"])
+        self.console_with(input, &[])
+    }
+
+    /// Like [`Home::console`], with extra environment variables and arguments.
+    pub fn console_with(&self, input: &str, env: &[(&str, &str)]) -> (Vec<Value>, Output) {
+        let mut cmd = self.command(&["console", "--json", "--user", "ada"]);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -3,4 +3,6 @@
 
 #![allow(dead_code)]
 
+pub mod exec;
 pub mod home;
+pub mod model_server;

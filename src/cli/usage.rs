@@ -1,0 +1,85 @@
+//! `ambient usage`: every model call, its tokens and outcome; and totals.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::anyhow;
+use serde_json::json;
+
+use crate::executive::Role;
+use crate::store::usage::UsageFilter;
+
+pub fn usage(
+    settings: Option<&Path>,
+    since: &str,
+    role: Option<&str>,
+    as_json: bool,
+) -> anyhow::Result<ExitCode> {
+    let loaded = super::load_lenient(settings)?;
+    let store = super::journal::open_existing(&loaded.settings.storage.data_dir)?;
+    let now = chrono::Utc::now();
+    let roles = match role {
+        Some(r) => {
+            let r = Role::parse(r).ok_or_else(|| {
+                anyhow!("--role: {r:?} is not a role; use reply, ambient, reflex or extract")
+            })?;
+            vec![r.as_str().to_string()]
+        }
+        None => Vec::new(),
+    };
+    let filter = UsageFilter {
+        since: Some(crate::when::parse_since(since, now).map_err(|e| anyhow!("--since: {e}"))?),
+        roles,
+        ..Default::default()
+    };
+    let records = store.usage_list(&filter, None)?;
+    if as_json {
+        for r in &records {
+            println!(
+                "{}",
+                json!({
+                    "id": r.id, "at": r.at.to_rfc3339(), "role": r.role, "source": r.source,
+                    "guild": r.guild.map(|g| g.to_string()), "provider": r.provider, "model": r.model,
+                    "pay_per_token": r.pay_per_token, "tokens_in": r.tokens_in, "tokens_out": r.tokens_out,
+                    "latency_ms": r.latency_ms, "outcome": r.outcome, "detail": r.detail,
+                })
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if records.is_empty() {
+        println!("No model calls since {since}.");
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{:<19}  {:<7}  {:<7}  {:<28}  {:>8}  {:>8}  {:>7}  outcome",
+        "time", "role", "source", "provider:model", "in", "out", "ms"
+    );
+    for r in &records {
+        let mut line = format!(
+            "{:<19}  {:<7}  {:<7}  {:<28}  {:>8}  {:>8}  {:>7}  {}",
+            r.at.format("%Y-%m-%d %H:%M:%S"),
+            r.role,
+            r.source,
+            format!("{}:{}", r.provider, r.model),
+            r.tokens_in,
+            r.tokens_out,
+            r.latency_ms,
+            r.outcome
+        );
+        if !r.detail.is_empty() {
+            line.push_str(&format!(" — {}", r.detail));
+        }
+        println!("{line}");
+    }
+    let (tin, tout): (u64, u64) = records
+        .iter()
+        .map(|r| (r.tokens_in, r.tokens_out))
+        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+    let ok = records.iter().filter(|r| r.outcome == "ok").count();
+    println!(
+        "{} calls ({ok} ok), {tin} tokens in, {tout} tokens out",
+        records.len()
+    );
+    Ok(ExitCode::SUCCESS)
+}

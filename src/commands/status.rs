@@ -1,0 +1,101 @@
+//! What the bot can do right now and what it has spent: the text behind
+//! `ambient status` (and, with Discord, `/ambient status`).
+
+use crate::executive::{Executive, Role, UsageSnapshot};
+
+/// One line per model role: the endpoints serving it, or why none can.
+pub fn model_lines(exec: &Executive) -> Vec<String> {
+    Role::ALL
+        .into_iter()
+        .map(|role| {
+            let r = exec.resolve(role);
+            if r.endpoints.is_empty() {
+                return format!(
+                    "{:<8} unavailable: {}",
+                    role.as_str(),
+                    r.why_unavailable(role)
+                );
+            }
+            let names: Vec<String> = r
+                .endpoints
+                .iter()
+                .map(|e| format!("{}:{}", e.provider_name(), e.model))
+                .collect();
+            format!("{:<8} {}", role.as_str(), names.join(", then "))
+        })
+        .collect()
+}
+
+/// Providers that are failing or cooling down.
+pub fn provider_lines(exec: &Executive) -> Vec<String> {
+    exec.provider_states()
+        .into_iter()
+        .filter(|(_, s)| s.consecutive_failures > 0 || s.cooling_until.is_some())
+        .map(|(name, s)| {
+            let mut line = format!("{name}: {} failure(s) in a row", s.consecutive_failures);
+            if let Some(until) = s.cooling_until {
+                line.push_str(&format!(", skipped until {}", until.format("%H:%M UTC")));
+            }
+            if let Some(e) = s.last_error {
+                line.push_str(&format!(" — {e}"));
+            }
+            line
+        })
+        .collect()
+}
+
+pub fn usage_line(s: &UsageSnapshot) -> String {
+    let mut line = format!(
+        "last 24 h: people {} tokens, the bot's own work {} ({:.0}%); {:.0} tokens/min from people in the last hour",
+        s.user_tokens_24h,
+        s.ambient_tokens_24h,
+        s.ambient_share * 100.0,
+        s.user_tokens_per_minute
+    );
+    if s.rate_limited_last_hour > 0 {
+        line.push_str(&format!(
+            "; rate limited {} time(s) in the last hour",
+            s.rate_limited_last_hour
+        ));
+    }
+    line
+}
+
+/// A ten-cell bar: people ▓, the bot's own work ▒, remaining ░.
+pub fn budget_bar(user: u64, ambient: u64, cap: u64) -> String {
+    if cap == 0 {
+        return "no daily cap".into();
+    }
+    let cells = |n: u64| ((n.min(cap) * 10 + cap / 2) / cap) as usize;
+    let u = cells(user);
+    let a = cells(ambient).min(10 - u);
+    let rest = 10 - u - a;
+    let pct = |n: u64| (n.min(cap) * 100 / cap) as u32;
+    format!(
+        "{}{}{} people {}% · bot {}% · left {}%",
+        "▓".repeat(u),
+        "▒".repeat(a),
+        "░".repeat(rest),
+        pct(user),
+        pct(ambient),
+        100u32.saturating_sub(pct(user) + pct(ambient))
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_bar_shows_three_shares() {
+        assert_eq!(
+            budget_bar(45, 12, 100),
+            "▓▓▓▓▓▒░░░░ people 45% · bot 12% · left 43%"
+        );
+        assert_eq!(budget_bar(0, 0, 0), "no daily cap");
+        assert_eq!(
+            budget_bar(200, 50, 100),
+            "▓▓▓▓▓▓▓▓▓▓ people 100% · bot 50% · left 0%"
+        );
+    }
+}

@@ -1,0 +1,571 @@
+//! The executive: every model call in the bot goes through here.
+//!
+//! [`Executive::complete`] makes one model call for a role: it picks the
+//! role's endpoints (`endpoints`), refuses before any request when a budget
+//! would be exceeded (`budget`), retries 429/5xx/timeouts with exponential
+//! backoff and jitter (honouring `retry-after`), fails over to the next
+//! endpoint, puts a repeatedly failing provider on cooldown, learns rate
+//! limits from headers (`ratelimit`), and writes a usage record for every
+//! attempt. [`Executive::run_turn`] (in `turn`) is the bounded tool loop on
+//! top of it. Error texts are scrubbed of secrets before they are logged,
+//! journaled or stored.
+
+pub mod anthropic;
+pub mod budget;
+pub mod endpoints;
+pub mod openai;
+pub mod prompts;
+pub mod ratelimit;
+pub mod snapshot;
+pub mod tools;
+pub mod turn;
+pub mod wire;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use reqwest::header::{HeaderMap, HeaderValue};
+use serde_json::Value;
+
+pub use endpoints::{Endpoint, Role};
+pub use prompts::{Prompts, Rendered};
+pub use ratelimit::RateLimits;
+pub use snapshot::UsageSnapshot;
+pub use turn::{Turn, TurnOutcome, TurnResult};
+pub use wire::{ChatRequest, ChatResponse, Message, Part, ToolChoice, ToolSpec};
+
+use crate::clock::{Chance, SharedClock};
+use crate::ids::GuildId;
+use crate::journal::Journal;
+use crate::settings::{Secrets, SettingsService};
+use crate::store::Store;
+use crate::store::usage::UsageRecord;
+use endpoints::{Offer, Resolution, Wire};
+
+/// The longest `retry-after` we wait out in place; longer ones fail over.
+const MAX_INLINE_WAIT: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ExecError {
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("over budget: {0}")]
+    OverBudget(String),
+    #[error("{provider} failed: {detail}")]
+    Provider { provider: String, detail: String },
+}
+
+/// Who a call is for.
+#[derive(Clone, Debug)]
+pub struct CallContext {
+    pub role: Role,
+    pub guild: Option<GuildId>,
+}
+
+impl CallContext {
+    pub fn new(role: Role, guild: Option<GuildId>) -> Self {
+        Self { role, guild }
+    }
+
+    /// Usage source: a person (reply), a reflex, or the bot's own ambient work.
+    pub fn source(&self) -> &'static str {
+        match self.role {
+            Role::Reply => "user",
+            Role::Reflex => "reflex",
+            Role::Ambient | Role::Extract => "ambient",
+        }
+    }
+}
+
+/// A successful call: the response and the usage record that logged it.
+#[derive(Clone, Debug)]
+pub struct Completion {
+    pub response: ChatResponse,
+    pub usage_id: i64,
+    pub endpoint: String,
+}
+
+/// What we know about one provider.
+#[derive(Clone, Debug, Default)]
+pub struct ProviderState {
+    pub consecutive_failures: u32,
+    pub cooling_until: Option<DateTime<Utc>>,
+    pub limits: Option<RateLimits>,
+    pub last_error: Option<String>,
+    pub last_rate_limited: Option<DateTime<Utc>>,
+}
+
+pub struct Executive {
+    http: reqwest::Client,
+    settings: Arc<SettingsService>,
+    secrets: Secrets,
+    store: Store,
+    journal: Journal,
+    clock: SharedClock,
+    chance: Arc<Chance>,
+    offer: Offer,
+    pub prompts: Prompts,
+    providers: Mutex<HashMap<String, ProviderState>>,
+}
+
+/// One HTTP attempt's result.
+enum Attempt {
+    Ok(ChatResponse),
+    Retry {
+        outcome: &'static str,
+        detail: String,
+        wait: Option<Duration>,
+    },
+    Fail {
+        outcome: &'static str,
+        detail: String,
+    },
+}
+
+impl Executive {
+    /// Builds the executive and looks at what the environment offers (a
+    /// local Ollama is probed once, briefly).
+    pub async fn new(
+        settings: Arc<SettingsService>,
+        secrets: Secrets,
+        store: Store,
+        journal: Journal,
+        clock: SharedClock,
+        chance: Arc<Chance>,
+        prompts: Prompts,
+    ) -> Self {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .expect("HTTP client builds");
+        let ollama_reachable =
+            probe_ollama(&http, &settings.global().executive.ollama_base_url).await;
+        Self {
+            http,
+            offer: Offer {
+                secrets: secrets.clone(),
+                ollama_reachable,
+            },
+            settings,
+            secrets,
+            store,
+            journal,
+            clock,
+            chance,
+            prompts,
+            providers: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn resolve(&self, role: Role) -> Resolution {
+        endpoints::resolve(role, &self.settings.global(), &self.offer)
+    }
+
+    /// `None` if the role can run, else why not (for status, console and logs).
+    pub fn unavailable(&self, role: Role) -> Option<String> {
+        let r = self.resolve(role);
+        r.endpoints.is_empty().then(|| r.why_unavailable(role))
+    }
+
+    /// Roles that cannot run, grouped by reason: "reply, ambient: none is configured …".
+    pub fn unavailable_summary(&self) -> Vec<String> {
+        let mut groups: Vec<(String, Vec<&'static str>)> = Vec::new();
+        for role in Role::ALL {
+            let r = self.resolve(role);
+            if !r.endpoints.is_empty() {
+                continue;
+            }
+            let reason = r.reason();
+            match groups.iter_mut().find(|(why, _)| *why == reason) {
+                Some((_, roles)) => roles.push(role.as_str()),
+                None => groups.push((reason, vec![role.as_str()])),
+            }
+        }
+        groups
+            .into_iter()
+            .map(|(why, roles)| format!("no model for {}: {why}", roles.join(", ")))
+            .collect()
+    }
+
+    pub fn provider_states(&self) -> Vec<(String, ProviderState)> {
+        let mut v: Vec<_> = self
+            .lock_providers()
+            .iter()
+            .map(|(k, s)| (k.clone(), s.clone()))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+
+    pub fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    /// One model call for `ctx.role`, with budgets, retries and failover.
+    pub async fn complete(
+        &self,
+        ctx: &CallContext,
+        req: &ChatRequest,
+    ) -> Result<Completion, ExecError> {
+        let resolution = self.resolve(ctx.role);
+        if resolution.endpoints.is_empty() {
+            return Err(ExecError::Unavailable(resolution.why_unavailable(ctx.role)));
+        }
+        let settings = self.settings.for_guild(ctx.guild);
+        let estimate = req.estimate_input_tokens() + u64::from(req.max_tokens);
+        let mut last_error = None;
+        for ep in &resolution.endpoints {
+            let now = self.clock.now();
+            if let Some(until) = self.cooling_until(ep, now) {
+                last_error = Some(ExecError::Provider {
+                    provider: ep.provider_name().into(),
+                    detail: format!(
+                        "skipped after repeated failures until {}",
+                        until.format("%H:%M:%S UTC")
+                    ),
+                });
+                continue;
+            }
+            if let Err(why) = budget::check(&self.store, &settings, ctx, ep, estimate, now) {
+                self.record(ctx, ep, None, 0, "refused", &why);
+                tracing::info!(role = %ctx.role, reason = %why, "model call refused before sending");
+                // A role or guild cap applies to every endpoint; only the
+                // pay-per-token cap may leave a free endpoint to try.
+                if !ep.pay_per_token {
+                    return Err(ExecError::OverBudget(why));
+                }
+                last_error = Some(ExecError::OverBudget(why));
+                continue;
+            }
+            match self.try_endpoint(ctx, ep, req, &settings).await {
+                Ok(done) => {
+                    self.note_success(ep);
+                    return Ok(done);
+                }
+                Err(detail) => {
+                    self.note_failure(ep, &detail);
+                    last_error = Some(ExecError::Provider {
+                        provider: ep.provider_name().into(),
+                        detail,
+                    });
+                }
+            }
+        }
+        Err(last_error
+            .unwrap_or_else(|| ExecError::Unavailable(resolution.why_unavailable(ctx.role))))
+    }
+
+    async fn try_endpoint(
+        &self,
+        ctx: &CallContext,
+        ep: &Endpoint,
+        req: &ChatRequest,
+        settings: &crate::settings::Settings,
+    ) -> Result<Completion, String> {
+        let body = match ep.wire {
+            Wire::Anthropic => anthropic::body(req, &ep.model),
+            Wire::OpenAi => openai::body(req, &ep.model, ep.is_official_openai()),
+        };
+        let timeout = Duration::from_secs(u64::from(settings.executive.request_timeout_seconds));
+        let max_retries = settings.executive.max_retries;
+        let mut attempt = 0;
+        loop {
+            let started = Instant::now();
+            let result = self.send_once(ep, &body, timeout).await;
+            let latency = started.elapsed().as_millis() as u64;
+            match result {
+                Attempt::Ok(response) => {
+                    let usage_id = self.record(ctx, ep, Some(&response), latency, "ok", "");
+                    return Ok(Completion {
+                        response,
+                        usage_id,
+                        endpoint: format!("{}:{}", ep.provider_name(), ep.model),
+                    });
+                }
+                Attempt::Fail { outcome, detail } => {
+                    self.record(ctx, ep, None, latency, outcome, &detail);
+                    tracing::warn!(provider = ep.provider_name(), outcome, detail = %detail, "model call failed");
+                    return Err(detail);
+                }
+                Attempt::Retry {
+                    outcome,
+                    detail,
+                    wait,
+                } => {
+                    self.record(ctx, ep, None, latency, outcome, &detail);
+                    if attempt >= max_retries {
+                        tracing::warn!(provider = ep.provider_name(), outcome, detail = %detail, "model call failed after retries");
+                        return Err(format!("{detail} (after {} attempts)", attempt + 1));
+                    }
+                    let delay = wait.unwrap_or_else(|| self.backoff(attempt));
+                    if delay > MAX_INLINE_WAIT {
+                        return Err(format!("{detail}; asked to wait {} s", delay.as_secs()));
+                    }
+                    tracing::info!(
+                        provider = ep.provider_name(),
+                        outcome,
+                        wait_ms = delay.as_millis() as u64,
+                        "retrying model call"
+                    );
+                    self.clock.sleep(delay).await;
+                    attempt += 1;
+                }
+            }
+        }
+    }
+
+    /// 1 s, 2 s, 4 s … plus up to half again of random jitter.
+    fn backoff(&self, attempt: u32) -> Duration {
+        let base = Duration::from_secs(1u64 << attempt.min(6));
+        base + base.mul_f64(0.5 * self.chance.fraction())
+    }
+
+    async fn send_once(&self, ep: &Endpoint, body: &Value, timeout: Duration) -> Attempt {
+        let mut headers = HeaderMap::new();
+        match (ep.wire, &ep.key) {
+            (Wire::Anthropic, key) => {
+                headers.insert(
+                    "anthropic-version",
+                    HeaderValue::from_static(anthropic::API_VERSION),
+                );
+                if let Some(k) = key {
+                    if let Ok(mut v) = HeaderValue::from_str(k.expose()) {
+                        v.set_sensitive(true);
+                        headers.insert("x-api-key", v);
+                    }
+                }
+            }
+            (Wire::OpenAi, Some(k)) => {
+                if let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", k.expose())) {
+                    v.set_sensitive(true);
+                    headers.insert(reqwest::header::AUTHORIZATION, v);
+                }
+            }
+            (Wire::OpenAi, None) => {}
+        }
+        let sent = self
+            .http
+            .post(ep.url())
+            .headers(headers)
+            .timeout(timeout)
+            .json(body)
+            .send()
+            .await;
+        let resp = match sent {
+            Ok(r) => r,
+            Err(e) if e.is_timeout() => {
+                return Attempt::Retry {
+                    outcome: "timeout",
+                    detail: format!("no answer within {} s", timeout.as_secs()),
+                    wait: None,
+                };
+            }
+            Err(e) => {
+                return Attempt::Retry {
+                    outcome: "network",
+                    detail: self.secrets.redact(&format!(
+                        "cannot reach {}: {}",
+                        ep.base_url,
+                        error_chain(&e)
+                    )),
+                    wait: None,
+                };
+            }
+        };
+        let status = resp.status();
+        let now = self.clock.now();
+        self.note_limits(ep, resp.headers(), status.as_u16() == 429, now);
+        let wait = ratelimit::retry_after(resp.headers(), now);
+        let bytes = match resp.bytes().await {
+            Ok(b) => b,
+            Err(e) if e.is_timeout() => {
+                return Attempt::Retry {
+                    outcome: "timeout",
+                    detail: format!("the answer did not finish within {} s", timeout.as_secs()),
+                    wait: None,
+                };
+            }
+            Err(e) => {
+                return Attempt::Retry {
+                    outcome: "network",
+                    detail: self.secrets.redact(&error_chain(&e)),
+                    wait: None,
+                };
+            }
+        };
+        if status.as_u16() == 429 {
+            return Attempt::Retry {
+                outcome: "rate_limited",
+                detail: format!("rate limited (429): {}", self.error_text(&bytes)),
+                wait,
+            };
+        }
+        if status.is_server_error() {
+            return Attempt::Retry {
+                outcome: "server_error",
+                detail: format!(
+                    "server error {}: {}",
+                    status.as_u16(),
+                    self.error_text(&bytes)
+                ),
+                wait,
+            };
+        }
+        if !status.is_success() {
+            return Attempt::Fail {
+                outcome: "client_error",
+                detail: format!("refused ({}): {}", status.as_u16(), self.error_text(&bytes)),
+            };
+        }
+        let json: Value = match serde_json::from_slice(&bytes) {
+            Ok(v) => v,
+            Err(e) => {
+                return Attempt::Fail {
+                    outcome: "malformed",
+                    detail: format!("the response was not JSON ({e})"),
+                };
+            }
+        };
+        let parsed = match ep.wire {
+            Wire::Anthropic => anthropic::parse(&json),
+            Wire::OpenAi => openai::parse(&json),
+        };
+        match parsed {
+            Ok(r) => Attempt::Ok(r),
+            Err(what) => Attempt::Fail {
+                outcome: "malformed",
+                detail: format!("the response was malformed: {what}"),
+            },
+        }
+    }
+
+    /// The provider's error message (or the start of the body), without secrets.
+    fn error_text(&self, bytes: &[u8]) -> String {
+        let text = serde_json::from_slice::<Value>(bytes)
+            .ok()
+            .and_then(|v| {
+                v.pointer("/error/message")
+                    .or_else(|| v.pointer("/error"))
+                    .or_else(|| v.pointer("/message"))
+                    .and_then(Value::as_str)
+                    .map(String::from)
+            })
+            .unwrap_or_else(|| String::from_utf8_lossy(bytes).into_owned());
+        let short: String = text.chars().take(300).collect();
+        self.secrets.redact(short.trim())
+    }
+
+    fn record(
+        &self,
+        ctx: &CallContext,
+        ep: &Endpoint,
+        response: Option<&ChatResponse>,
+        latency_ms: u64,
+        outcome: &str,
+        detail: &str,
+    ) -> i64 {
+        let usage = response.map(|r| r.usage).unwrap_or_default();
+        let record = UsageRecord {
+            id: 0,
+            at: self.clock.now(),
+            role: ctx.role.as_str().into(),
+            source: ctx.source().into(),
+            guild: ctx.guild,
+            provider: ep.provider_name().into(),
+            model: response
+                .map(|r| r.model.clone())
+                .filter(|m| !m.is_empty())
+                .unwrap_or_else(|| ep.model.clone()),
+            pay_per_token: ep.pay_per_token,
+            tokens_in: usage.input,
+            tokens_out: usage.output,
+            latency_ms,
+            outcome: outcome.into(),
+            detail: self.secrets.redact(detail),
+        };
+        match self.store.usage_append(&record) {
+            Ok(id) => id,
+            Err(e) => {
+                tracing::error!(error = %e, "could not record model usage");
+                0
+            }
+        }
+    }
+
+    fn lock_providers(&self) -> std::sync::MutexGuard<'_, HashMap<String, ProviderState>> {
+        self.providers.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn cooling_until(&self, ep: &Endpoint, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        self.lock_providers()
+            .get(&ep.health_key())
+            .and_then(|s| s.cooling_until)
+            .filter(|until| *until > now)
+    }
+
+    fn note_limits(
+        &self,
+        ep: &Endpoint,
+        headers: &HeaderMap,
+        rate_limited: bool,
+        now: DateTime<Utc>,
+    ) {
+        let mut providers = self.lock_providers();
+        let state = providers.entry(ep.health_key()).or_default();
+        if let Some(limits) = ratelimit::parse(headers, now) {
+            state.limits = Some(limits);
+        }
+        if rate_limited {
+            state.last_rate_limited = Some(now);
+        }
+    }
+
+    fn note_success(&self, ep: &Endpoint) {
+        let mut providers = self.lock_providers();
+        let state = providers.entry(ep.health_key()).or_default();
+        state.consecutive_failures = 0;
+        state.cooling_until = None;
+    }
+
+    fn note_failure(&self, ep: &Endpoint, detail: &str) {
+        let s = self.settings.global();
+        let now = self.clock.now();
+        let mut providers = self.lock_providers();
+        let state = providers.entry(ep.health_key()).or_default();
+        state.consecutive_failures += 1;
+        state.last_error = Some(detail.to_string());
+        if state.consecutive_failures >= s.executive.failure_threshold {
+            let until =
+                now + chrono::Duration::minutes(i64::from(s.executive.provider_cooldown_minutes));
+            state.cooling_until = Some(until);
+            tracing::warn!(
+                provider = ep.provider_name(),
+                failures = state.consecutive_failures,
+                until = %until,
+                "provider skipped after repeated failures"
+            );
+        }
+    }
+}
+
+/// An error and its causes, one line ("connection refused" is usually in a cause).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
+async fn probe_ollama(http: &reqwest::Client, base: &str) -> bool {
+    let url = format!("{}/api/tags", base.trim_end_matches('/'));
+    matches!(
+        http.get(url).timeout(Duration::from_millis(700)).send().await,
+        Ok(r) if r.status().is_success()
+    )
+}

@@ -1,0 +1,207 @@
+//! Prompt templates: one minijinja file per call kind in `executive.promptsDir`.
+//!
+//! Each template has a `system` block and a `user` block. The files shipped
+//! in `prompts/` are compiled into the binary, so the bot runs from any
+//! directory; a file of the same name in the prompts directory replaces the
+//! built-in one. Every template is parsed and trial-rendered with a sample
+//! context at start (undefined variables are errors), so a broken edit is
+//! reported as `file:line: what` before the bot connects anywhere.
+
+use std::path::{Path, PathBuf};
+
+use minijinja::{Environment, UndefinedBehavior};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::store::messages::{Source, StoredMessage};
+
+/// The built-in templates and a sample context each must render with.
+fn builtin() -> Vec<(&'static str, &'static str, Value)> {
+    vec![(
+        "reply",
+        include_str!("../../prompts/reply.j2"),
+        json!({
+            "bot_name": "ambient",
+            "persona": "You are ambient.",
+            "guild_name": "a server",
+            "channel_name": "general",
+            "is_dm": false,
+            "now": "2026-01-05 12:00 UTC",
+            "memory": ["ada likes Rust"],
+            "history": [{"time": "11:59", "author": "ada", "is_self": false, "vc": false, "content": "hi"}],
+            "target": {"author": "ada", "content": "hi"},
+        }),
+    )]
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PromptError {
+    #[error("{file}:{line}: {detail}")]
+    Template {
+        file: String,
+        line: usize,
+        detail: String,
+    },
+    #[error("{file}: cannot read: {source}")]
+    Read {
+        file: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("no prompt template named {0:?}")]
+    Unknown(String),
+}
+
+/// One line of channel history as prompts show it: `[12:03] ada [vc]: …`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PromptLine {
+    pub time: String,
+    pub author: String,
+    pub is_self: bool,
+    /// Spoken in a linked voice channel and transcribed.
+    pub vc: bool,
+    pub content: String,
+}
+
+impl From<&StoredMessage> for PromptLine {
+    fn from(m: &StoredMessage) -> Self {
+        let mut content = m.content.clone();
+        for a in &m.attachments {
+            content.push_str(&format!(" [attachment: {}]", a.name));
+        }
+        Self {
+            time: m.created_at.format("%H:%M").to_string(),
+            author: m.author_name.clone(),
+            is_self: m.is_self,
+            vc: m.source == Source::Vc,
+            content,
+        }
+    }
+}
+
+/// A rendered prompt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rendered {
+    pub system: String,
+    pub user: String,
+}
+
+pub struct Prompts {
+    env: Environment<'static>,
+    files: Vec<(String, String)>,
+}
+
+impl Prompts {
+    /// Loads the templates (from `dir` where present, else built in) and checks them.
+    pub fn load(dir: &Path) -> Result<Self, PromptError> {
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        env.set_trim_blocks(true);
+        let mut files = Vec::new();
+        let mut samples = Vec::new();
+        for (name, embedded, sample) in builtin() {
+            let path = dir.join(format!("{name}.j2"));
+            let (source, file) = if path.is_file() {
+                let text = std::fs::read_to_string(&path).map_err(|source| PromptError::Read {
+                    file: path.clone(),
+                    source,
+                })?;
+                (text, path.display().to_string())
+            } else {
+                (
+                    embedded.to_string(),
+                    format!("prompts/{name}.j2 (built in)"),
+                )
+            };
+            env.add_template_owned(name.to_string(), source)
+                .map_err(|e| template_error(&file, &e))?;
+            files.push((name.to_string(), file));
+            samples.push((name, sample));
+        }
+        let prompts = Self { env, files };
+        for (name, sample) in samples {
+            prompts.render(name, &sample)?;
+        }
+        Ok(prompts)
+    }
+
+    /// Only the built-in templates (for tests and tools that have no directory).
+    pub fn builtin() -> Self {
+        Self::load(Path::new("/nonexistent-prompts-dir")).expect("built-in prompts are valid")
+    }
+
+    pub fn render(&self, name: &str, ctx: &impl Serialize) -> Result<Rendered, PromptError> {
+        let file = self
+            .files
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, f)| f.clone())
+            .ok_or_else(|| PromptError::Unknown(name.into()))?;
+        let template = self
+            .env
+            .get_template(name)
+            .map_err(|e| template_error(&file, &e))?;
+        let mut captured = template
+            .render_captured(ctx)
+            .map_err(|e| template_error(&file, &e))?;
+        let mut block = |b: &str| {
+            captured
+                .with_state_mut(|state| state.render_block(b))
+                .map(|s| s.trim().to_string())
+                .map_err(|e| template_error(&file, &e))
+        };
+        Ok(Rendered {
+            system: block("system")?,
+            user: block("user")?,
+        })
+    }
+}
+
+fn template_error(file: &str, e: &minijinja::Error) -> PromptError {
+    PromptError::Template {
+        file: file.to_string(),
+        line: e.line().unwrap_or(0),
+        detail: match e.detail() {
+            Some(d) => format!("{}: {d}", e.kind()),
+            None => e.kind().to_string(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_templates_render_both_blocks() {
+        let p = Prompts::builtin();
+        let (_, _, sample) = builtin().remove(0);
+        let r = p.render("reply", &sample).unwrap();
+        assert!(r.system.starts_with("You are ambient."));
+        assert!(r.system.contains("- ada likes Rust"));
+        assert!(r.user.contains("[11:59] ada: hi"));
+        assert!(r.user.ends_with("who said: hi"));
+    }
+
+    #[test]
+    fn a_broken_override_names_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("reply.j2"),
+            "{% block system %}\nfine\n{{ persona }\n{% endblock %}{% block user %}x{% endblock %}",
+        )
+        .unwrap();
+        let err = Prompts::load(dir.path()).err().unwrap().to_string();
+        assert!(err.contains("reply.j2:3:"), "{err}");
+
+        std::fs::write(
+            dir.path().join("reply.j2"),
+            "{% block system %}{{ no_such_variable }}{% endblock %}{% block user %}x{% endblock %}",
+        )
+        .unwrap();
+        let err = Prompts::load(dir.path()).err().unwrap().to_string();
+        assert!(
+            err.contains("reply.j2:1:") && err.contains("undefined"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,272 @@
+//! The bounded tool loop: one "turn" of the executive.
+//!
+//! Each step is one model call. While steps and tool calls remain, the model
+//! may call the turn's tools; every call's arguments are checked first, and a
+//! bad call (unknown tool, invalid arguments, a tool error) goes back to the
+//! model as an error result. On the last step, or once `max_calls` is spent,
+//! the tools are withdrawn and the model must answer (forced to call the
+//! final tool when the turn has one).
+//!
+//! A turn with a final tool ends only when that tool is called with valid
+//! arguments. If the model stops without calling it, the continuation
+//! message is sent once; a second stop ends the turn as incomplete, and that
+//! is journaled.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::tools::{FinalTool, Tool};
+use super::wire::{ChatRequest, Message, Part, Speaker, TokenUsage, ToolChoice};
+use super::{CallContext, ExecError, Executive};
+use crate::ids::{ChannelId, GuildId};
+use crate::journal::{Entry, Kind};
+
+pub struct Turn {
+    pub ctx: CallContext,
+    pub channel: Option<ChannelId>,
+    /// What this turn is for, in a few words ("reply to message 123").
+    pub label: String,
+    pub system: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<Arc<dyn Tool>>,
+    pub final_tool: Option<FinalTool>,
+    pub max_steps: u32,
+    pub max_calls: u32,
+    /// Sent once if the model stops without calling the final tool; `None`
+    /// uses a generic message naming the tool.
+    pub continuation: Option<String>,
+}
+
+impl Turn {
+    pub fn new(role: super::Role, guild: Option<GuildId>, label: impl Into<String>) -> Self {
+        Self {
+            ctx: CallContext::new(role, guild),
+            channel: None,
+            label: label.into(),
+            system: String::new(),
+            messages: Vec::new(),
+            tools: Vec::new(),
+            final_tool: None,
+            max_steps: 6,
+            max_calls: 8,
+            continuation: None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum TurnOutcome {
+    /// A free-text answer (turns without a final tool).
+    Answer(String),
+    /// The final tool's arguments, already checked against its type.
+    Final(Value),
+    /// The turn ended without an answer; the reason says why.
+    Incomplete(String),
+}
+
+#[derive(Clone, Debug)]
+pub struct TurnResult {
+    pub outcome: Result<TurnOutcome, ExecError>,
+    pub steps: u32,
+    pub tool_calls: u32,
+    pub tokens: TokenUsage,
+    /// The usage record of the last model call (journal entries link to it).
+    pub last_call: Option<i64>,
+    /// The whole conversation, for transcripts.
+    pub messages: Vec<Message>,
+}
+
+impl Executive {
+    pub async fn run_turn(&self, turn: Turn) -> TurnResult {
+        let role_settings = self.settings.global();
+        let max_tokens = turn.ctx.role.settings(&role_settings).max_output_tokens;
+        let mut messages = turn.messages.clone();
+        let mut result = TurnResult {
+            outcome: Ok(TurnOutcome::Incomplete(String::new())),
+            steps: 0,
+            tool_calls: 0,
+            tokens: TokenUsage::default(),
+            last_call: None,
+            messages: Vec::new(),
+        };
+        let mut continued = false;
+
+        let outcome = loop {
+            if result.steps >= turn.max_steps {
+                break Ok(TurnOutcome::Incomplete(format!(
+                    "the step cap ({}) was reached without {}",
+                    turn.max_steps,
+                    turn.final_tool
+                        .as_ref()
+                        .map_or("an answer".to_string(), |f| format!(
+                            "a call to {}",
+                            f.name()
+                        ))
+                )));
+            }
+            result.steps += 1;
+            let tools_allowed = result.steps < turn.max_steps && result.tool_calls < turn.max_calls;
+            let request = self.step_request(&turn, &messages, tools_allowed, max_tokens);
+            let completion = match self.complete(&turn.ctx, &request).await {
+                Ok(c) => c,
+                Err(e) => break Err(e),
+            };
+            result.last_call = Some(completion.usage_id);
+            result.tokens.input += completion.response.usage.input;
+            result.tokens.output += completion.response.usage.output;
+            let response = completion.response;
+            messages.push(Message::assistant(response.parts.clone()));
+
+            let uses = response.tool_uses();
+            if uses.is_empty() {
+                let Some(final_tool) = &turn.final_tool else {
+                    let text = response.text();
+                    break Ok(if text.trim().is_empty() {
+                        TurnOutcome::Incomplete("the model answered with nothing".into())
+                    } else {
+                        TurnOutcome::Answer(text)
+                    });
+                };
+                if continued {
+                    break Ok(TurnOutcome::Incomplete(format!(
+                        "the model stopped twice without calling {}",
+                        final_tool.name()
+                    )));
+                }
+                continued = true;
+                messages.push(Message::user(turn.continuation.clone().unwrap_or_else(|| {
+                    format!(
+                        "You stopped without calling {0}. If you are done, call {0} now with your answer. \
+                         If you are not done, continue what you were doing.",
+                        final_tool.name()
+                    )
+                })));
+                continue;
+            }
+
+            let mut results = Vec::new();
+            let mut final_value = None;
+            for (id, name, input) in uses {
+                let (content, is_error) = self
+                    .run_tool(
+                        &turn,
+                        &name,
+                        &input,
+                        &mut result.tool_calls,
+                        &mut final_value,
+                    )
+                    .await;
+                results.push(Part::ToolResult {
+                    id,
+                    content,
+                    is_error,
+                });
+            }
+            messages.push(Message {
+                speaker: Speaker::User,
+                parts: results,
+            });
+            if let Some(v) = final_value {
+                break Ok(TurnOutcome::Final(v));
+            }
+        };
+
+        if let Ok(TurnOutcome::Incomplete(reason)) = &outcome {
+            let mut e = Entry::new(Kind::Outcome, format!("{}: turn incomplete", turn.label))
+                .place(turn.ctx.guild, turn.channel)
+                .reason(reason.clone())
+                .data(serde_json::json!({"role": turn.ctx.role.as_str(), "steps": result.steps, "tool_calls": result.tool_calls}));
+            if let Some(id) = result.last_call {
+                e = e.model_call(id);
+            }
+            self.journal.record(e);
+        }
+        result.outcome = outcome;
+        result.messages = messages;
+        result
+    }
+
+    fn step_request(
+        &self,
+        turn: &Turn,
+        messages: &[Message],
+        tools_allowed: bool,
+        max_tokens: u32,
+    ) -> ChatRequest {
+        let mut tools: Vec<_> = if tools_allowed {
+            turn.tools.iter().map(|t| t.spec()).collect()
+        } else {
+            Vec::new()
+        };
+        let mut system = turn.system.clone();
+        let mut tool_choice = ToolChoice::Auto;
+        if let Some(f) = &turn.final_tool {
+            tools.push(f.spec.clone());
+            if !tools_allowed {
+                tool_choice = ToolChoice::Force(f.name().to_string());
+            }
+        }
+        if !tools_allowed && !turn.tools.is_empty() {
+            system.push_str(
+                "\n\nYour tool budget for this turn is used up: answer now, without tools.",
+            );
+        }
+        ChatRequest {
+            system,
+            messages: messages.to_vec(),
+            tools,
+            tool_choice,
+            max_tokens,
+        }
+    }
+
+    /// Runs one requested tool call; returns the result text and whether it is an error.
+    async fn run_tool(
+        &self,
+        turn: &Turn,
+        name: &str,
+        input: &Value,
+        calls: &mut u32,
+        final_value: &mut Option<Value>,
+    ) -> (String, bool) {
+        if let Some(f) = turn.final_tool.as_ref().filter(|f| f.name() == name) {
+            return match f.check(input) {
+                Ok(()) => {
+                    *final_value = Some(input.clone());
+                    ("recorded".into(), false)
+                }
+                Err(e) => (e, true),
+            };
+        }
+        if *calls >= turn.max_calls {
+            return (
+                "the tool budget for this turn is used up; answer without more tools".into(),
+                true,
+            );
+        }
+        *calls += 1;
+        let Some(tool) = turn.tools.iter().find(|t| t.spec().name == name) else {
+            let known: Vec<String> = turn
+                .tools
+                .iter()
+                .map(|t| t.spec().name)
+                .chain(turn.final_tool.iter().map(|f| f.name().to_string()))
+                .collect();
+            return (
+                format!(
+                    "there is no tool named {name:?}; the tools are: {}",
+                    known.join(", ")
+                ),
+                true,
+            );
+        };
+        match tool.call(input).await {
+            Ok(text) => (text, false),
+            Err(e) => {
+                tracing::debug!(tool = name, error = %e, "tool call returned an error to the model");
+                (e, true)
+            }
+        }
+    }
+}

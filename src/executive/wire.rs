@@ -1,0 +1,156 @@
+//! Provider-neutral chat types. The Anthropic and OpenAI-compatible modules
+//! translate these to and from their wire formats; everything else in the
+//! bot speaks only these.
+
+use serde::Serialize;
+use serde_json::Value;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Speaker {
+    User,
+    Assistant,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Part {
+    Text {
+        text: String,
+    },
+    /// The model asks for a tool. `input` is whatever the model sent; for
+    /// OpenAI-compatible providers an unparseable argument string arrives as
+    /// `Value::String` and is rejected by the tool's argument check.
+    ToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    ToolResult {
+        id: String,
+        content: String,
+        is_error: bool,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Message {
+    pub speaker: Speaker,
+    pub parts: Vec<Part>,
+}
+
+impl Message {
+    pub fn user(text: impl Into<String>) -> Self {
+        Self {
+            speaker: Speaker::User,
+            parts: vec![Part::Text { text: text.into() }],
+        }
+    }
+
+    pub fn assistant(parts: Vec<Part>) -> Self {
+        Self {
+            speaker: Speaker::Assistant,
+            parts,
+        }
+    }
+
+    pub fn text(&self) -> String {
+        self.parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("")
+    }
+}
+
+/// A tool as offered to the model.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON schema of the arguments (an object schema).
+    pub schema: Value,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToolChoice {
+    /// The model decides whether to call a tool.
+    Auto,
+    /// The model must call this tool.
+    Force(String),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChatRequest {
+    pub system: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    pub tool_choice: ToolChoice,
+    pub max_tokens: u32,
+}
+
+impl ChatRequest {
+    /// A rough token estimate of the prompt (4 characters a token), for budget checks.
+    pub fn estimate_input_tokens(&self) -> u64 {
+        let chars: usize = self.system.len()
+            + self
+                .messages
+                .iter()
+                .flat_map(|m| &m.parts)
+                .map(|p| match p {
+                    Part::Text { text } => text.len(),
+                    Part::ToolUse { input, .. } => input.to_string().len(),
+                    Part::ToolResult { content, .. } => content.len(),
+                })
+                .sum::<usize>()
+            + self
+                .tools
+                .iter()
+                .map(|t| t.schema.to_string().len() + t.description.len())
+                .sum::<usize>();
+        (chars / 4) as u64
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    EndTurn,
+    ToolUse,
+    MaxTokens,
+    Other,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TokenUsage {
+    pub input: u64,
+    pub output: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChatResponse {
+    pub parts: Vec<Part>,
+    pub stop: StopReason,
+    pub usage: TokenUsage,
+    pub model: String,
+}
+
+impl ChatResponse {
+    pub fn text(&self) -> String {
+        Message::assistant(self.parts.clone()).text()
+    }
+
+    pub fn tool_uses(&self) -> Vec<(String, String, Value)> {
+        self.parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::ToolUse { id, name, input } => {
+                    Some((id.clone(), name.clone(), input.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+}

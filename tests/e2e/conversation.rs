@@ -1,0 +1,126 @@
+//! Conversations through the real binary with a scripted model behind it.
+
+use serde_json::json;
+
+use crate::support::home::{Home, events_of};
+use crate::support::model_server::{ModelServer, Scripted};
+
+fn model_env(server: &ModelServer) -> Vec<(&'static str, String)> {
+    vec![
+        ("OPENAI_BASE_URL", server.openai_base()),
+        ("OPENAI_API_KEY", "sk-test-conversation".into()),
+    ]
+}
+
+fn with_env<'a>(pairs: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    pairs.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
+#[test]
+fn a_console_conversation_gets_the_scripted_reply_and_usage_shows_the_call() {
+    let server = ModelServer::start();
+    server.push(Scripted::Text {
+        text: "Hello from the model!".into(),
+        tokens_in: 321,
+        tokens_out: 12,
+    });
+    let home = Home::new(json!({"executive": {"ollamaBaseUrl": "http://127.0.0.1:9"}}));
+    let env = model_env(&server);
+    let (events, out) = home.console_with(
+        "just chatting\n@ambient hi there, how are you?\n",
+        &with_env(&env),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = events_of(&events, "message");
+    assert_eq!(said.len(), 1, "{events:#?}");
+    assert_eq!(said[0]["content"], "Hello from the model!");
+    assert!(said[0]["reply_to"].is_string(), "answered as a reply");
+
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 1);
+    let sent = reqs[0].body.to_string();
+    assert!(
+        sent.contains("ada: just chatting"),
+        "history is in the prompt: {sent}"
+    );
+    assert!(
+        sent.contains("ada: @ambient hi there, how are you?"),
+        "{sent}"
+    );
+    assert!(sent.contains("You are ambient"), "persona is in the prompt");
+
+    let usage = home.command(&["usage", "--since", "1h"]).output().unwrap();
+    let text = String::from_utf8_lossy(&usage.stdout);
+    assert!(
+        text.contains("reply") && text.contains("user") && text.contains("openai:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("321") && text.contains("12"),
+        "tokens shown: {text}"
+    );
+    assert!(
+        text.contains("1 calls (1 ok), 321 tokens in, 12 tokens out"),
+        "{text}"
+    );
+
+    let journal = home.run(&["journal", "--since", "1h", "--type", "reply"]);
+    let text = String::from_utf8_lossy(&journal.stdout);
+    assert!(text.contains("answered ada"), "{text}");
+}
+
+#[test]
+fn a_model_failure_gets_one_honest_message_per_conversation() {
+    let server = ModelServer::start();
+    server.fallback(Scripted::status(500, "internal kaboom at line 42"));
+    let home =
+        Home::new(json!({"executive": {"ollamaBaseUrl": "http://127.0.0.1:9", "maxRetries": 0}}));
+    let env = model_env(&server);
+    let (events, out) = home.console_with("@ambient hello?\n@ambient anyone?\n", &with_env(&env));
+    assert!(out.status.success());
+    let said = events_of(&events, "message");
+    assert_eq!(said.len(), 1, "{events:#?}");
+    let text = said[0]["content"].as_str().unwrap();
+    assert_eq!(
+        text,
+        "Sorry, I can't answer right now: the model service isn't answering."
+    );
+    assert_eq!(
+        events_of(&events, "reaction").len(),
+        1,
+        "the second mention only gets 💤"
+    );
+    let all = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !all.contains("kaboom") && !all.contains("panicked"),
+        "no internals reach the channel"
+    );
+}
+
+#[test]
+fn the_status_verb_lists_models_and_what_is_missing() {
+    let server = ModelServer::start();
+    let home = Home::new(json!({"executive": {"ollamaBaseUrl": "http://127.0.0.1:9"}}));
+    let out = home
+        .command(&["status"])
+        .env("OPENAI_BASE_URL", server.openai_base())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("reply    openai:gpt-5.2"), "{text}");
+    let bare = home.run(&["status"]);
+    let text = String::from_utf8_lossy(&bare.stdout);
+    assert!(
+        text.contains("reply    unavailable: no model for the reply role: none is configured"),
+        "{text}"
+    );
+}

@@ -1,0 +1,274 @@
+//! A scripted model server on 127.0.0.1 speaking both wire formats the bot
+//! uses: Anthropic Messages (`POST …/v1/messages`) and OpenAI-compatible Chat
+//! Completions (`POST …/chat/completions`).
+//!
+//! Tests queue [`Scripted`] replies (text, tool calls, HTTP errors, a hung
+//! response, a malformed body); each request takes the next one, or the
+//! fallback when the queue is empty. Every request is recorded (path,
+//! headers, JSON body) so tests can assert on what the bot actually sent.
+//! The server runs on its own thread and runtime, so synchronous tests that
+//! spawn the `ambient` binary can use it as well as async ones.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+#[derive(Clone, Debug)]
+pub enum Scripted {
+    Text {
+        text: String,
+        tokens_in: u64,
+        tokens_out: u64,
+    },
+    /// Tool calls with JSON arguments.
+    Tools(Vec<(String, Value)>),
+    /// One tool call whose arguments are this raw string (may be invalid JSON).
+    RawToolCall { name: String, arguments: String },
+    Status {
+        code: u16,
+        body: String,
+        headers: Vec<(String, String)>,
+    },
+    /// Never answers.
+    Hang,
+    /// 200 with a body that is not JSON.
+    Malformed,
+}
+
+impl Scripted {
+    pub fn text(t: &str) -> Self {
+        Scripted::Text {
+            text: t.into(),
+            tokens_in: 120,
+            tokens_out: 30,
+        }
+    }
+
+    pub fn tool(name: &str, args: Value) -> Self {
+        Scripted::Tools(vec![(name.into(), args)])
+    }
+
+    pub fn status(code: u16, body: &str) -> Self {
+        Scripted::Status {
+            code,
+            body: body.into(),
+            headers: vec![],
+        }
+    }
+
+    pub fn status_with(code: u16, body: &str, headers: &[(&str, &str)]) -> Self {
+        Scripted::Status {
+            code,
+            body: body.into(),
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub path: String,
+    pub headers: HashMap<String, String>,
+    pub body: Value,
+}
+
+#[derive(Default)]
+struct ServerState {
+    script: VecDeque<Scripted>,
+    fallback: Option<Scripted>,
+    requests: Vec<Recorded>,
+    /// Extra headers on every successful answer (rate-limit headers).
+    success_headers: Vec<(String, String)>,
+    counter: u64,
+}
+
+#[derive(Clone)]
+pub struct ModelServer {
+    pub url: String,
+    state: Arc<Mutex<ServerState>>,
+}
+
+impl ModelServer {
+    pub fn start() -> Self {
+        let state = Arc::new(Mutex::new(ServerState::default()));
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.set_nonblocking(true).unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let app = Router::new().fallback(handle).with_state(state.clone());
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                axum::serve(listener, app).await.unwrap();
+            });
+        });
+        Self { url, state }
+    }
+
+    /// The base URL an OpenAI-compatible client uses (`…/v1`).
+    pub fn openai_base(&self) -> String {
+        format!("{}/v1", self.url)
+    }
+
+    pub fn push(&self, s: Scripted) -> &Self {
+        self.state.lock().unwrap().script.push_back(s);
+        self
+    }
+
+    pub fn fallback(&self, s: Scripted) -> &Self {
+        self.state.lock().unwrap().fallback = Some(s);
+        self
+    }
+
+    pub fn success_headers(&self, headers: &[(&str, &str)]) -> &Self {
+        self.state.lock().unwrap().success_headers = headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        self
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.state.lock().unwrap().requests.clone()
+    }
+}
+
+async fn handle(
+    State(state): State<Arc<Mutex<ServerState>>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let path = uri.path().to_string();
+    if path == "/api/tags" {
+        // Ollama's model list: answering it makes the server look like a local Ollama.
+        return axum::Json(json!({"models": [{"name": "qwen2.5:14b"}]})).into_response();
+    }
+    let anthropic = path.ends_with("/v1/messages");
+    let (scripted, n, extra) = {
+        let mut s = state.lock().unwrap();
+        s.requests.push(Recorded {
+            path: path.clone(),
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.as_str().to_string(), v.to_str().unwrap_or("").to_string()))
+                .collect(),
+            body: body.clone(),
+        });
+        s.counter += 1;
+        let next = s.script.pop_front().or_else(|| s.fallback.clone());
+        (next, s.counter, s.success_headers.clone())
+    };
+    let model = body["model"].as_str().unwrap_or("scripted").to_string();
+    let Some(scripted) = scripted else {
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the test script is exhausted",
+        )
+            .into_response();
+    };
+    let ok = |v: Value| {
+        let mut r = (StatusCode::OK, axum::Json(v)).into_response();
+        for (k, v) in &extra {
+            r.headers_mut().insert(
+                axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
+        }
+        r
+    };
+    match scripted {
+        Scripted::Text {
+            text,
+            tokens_in,
+            tokens_out,
+        } => ok(if anthropic {
+            json!({"id": format!("msg_{n}"), "type": "message", "role": "assistant", "model": model,
+                   "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                   "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out}})
+        } else {
+            json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion", "model": model,
+                   "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                   "usage": {"prompt_tokens": tokens_in, "completion_tokens": tokens_out, "total_tokens": tokens_in + tokens_out}})
+        }),
+        Scripted::Tools(calls) => {
+            let raw: Vec<(String, String, Value)> = calls
+                .into_iter()
+                .enumerate()
+                .map(|(i, (name, args))| (format!("call_{n}_{i}"), name, args))
+                .collect();
+            ok(tool_response(
+                anthropic,
+                &model,
+                raw.into_iter()
+                    .map(|(id, name, args)| (id, name, Some(args), String::new()))
+                    .collect(),
+            ))
+        }
+        Scripted::RawToolCall { name, arguments } => ok(tool_response(
+            anthropic,
+            &model,
+            vec![(format!("call_{n}_0"), name, None, arguments)],
+        )),
+        Scripted::Status {
+            code,
+            body,
+            headers,
+        } => {
+            let mut r = (StatusCode::from_u16(code).unwrap(), body).into_response();
+            for (k, v) in headers {
+                r.headers_mut().insert(
+                    axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                    v.parse().unwrap(),
+                );
+            }
+            r
+        }
+        Scripted::Hang => {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            StatusCode::GATEWAY_TIMEOUT.into_response()
+        }
+        Scripted::Malformed => (StatusCode::OK, "{\"choices\": [ this is not json").into_response(),
+    }
+}
+
+/// `calls`: (id, name, parsed args, or raw argument text when args is None).
+fn tool_response(
+    anthropic: bool,
+    model: &str,
+    calls: Vec<(String, String, Option<Value>, String)>,
+) -> Value {
+    if anthropic {
+        let content: Vec<Value> = calls
+            .into_iter()
+            .map(|(id, name, args, _)| json!({"type": "tool_use", "id": id, "name": name, "input": args.unwrap_or(json!({}))}))
+            .collect();
+        json!({"id": "msg_tools", "type": "message", "role": "assistant", "model": model, "content": content,
+               "stop_reason": "tool_use", "usage": {"input_tokens": 100, "output_tokens": 20}})
+    } else {
+        let tool_calls: Vec<Value> = calls
+            .into_iter()
+            .map(|(id, name, args, raw)| {
+                let arguments = args.map(|a| a.to_string()).unwrap_or(raw);
+                json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}})
+            })
+            .collect();
+        json!({"id": "chatcmpl-tools", "object": "chat.completion", "model": model,
+               "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": tool_calls}, "finish_reason": "tool_calls"}],
+               "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}})
+    }
+}
