@@ -6,22 +6,31 @@
 //! of it for a while), and the typing indicator runs until the answer is
 //! sent or the turn fails.
 //!
-//! When no model can answer (none configured, over budget, the provider
-//! down), the channel hears a short honest sentence once per conversation —
-//! never a stack trace — and after that only a 💤 reaction, so it is not nagged.
+//! In `permissions.replies.replyChannelIds` the bot may also join in
+//! unprompted when a message's salience clears
+//! `attention.unsolicitedReplyThreshold` (the channel's "vibe" bonus counts
+//! towards it); the model then decides with a typed `chime_in` call whether
+//! to speak at all, and staying quiet is journaled like any decision.
+//!
+//! When no model can answer someone who addressed it (none configured, over
+//! budget, the provider down), the channel hears a short honest sentence once
+//! per conversation — never a stack trace — and after that only a 💤
+//! reaction, so it is not nagged. Unsolicited attempts fail silently.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use crate::attention::router::ORDER_EXECUTIVE;
 use crate::attention::{Attended, Handler, Input, MessagePercept, Outcome, Percept, Spine};
 use crate::clock::SharedClock;
-use crate::executive::prompts::PromptLine;
-use crate::executive::{ExecError, Executive, Message, Role, Turn, TurnOutcome};
+use crate::executive::prompts::{PromptLine, Rendered};
+use crate::executive::tools::{FinalTool, parse_args};
+use crate::executive::{ExecError, Executive, Message, Role, Turn, TurnOutcome, TurnResult};
 use crate::ids::ChannelId;
 use crate::journal::{Entry, Kind};
 use crate::settings::SettingsService;
@@ -46,6 +55,7 @@ struct ReplyPrompt {
     guild_name: String,
     channel_name: String,
     is_dm: bool,
+    unsolicited: bool,
     now: String,
     memory: Vec<String>,
     history: Vec<PromptLine>,
@@ -56,6 +66,19 @@ struct ReplyPrompt {
 struct Target {
     author: String,
     content: String,
+}
+
+/// The decision in a reply channel when nobody addressed the bot.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ChimeIn {
+    /// true to post `text` now; false to stay quiet.
+    speak: bool,
+    /// What to say, when speaking.
+    #[serde(default)]
+    text: String,
+    /// Why, in a few words (kept in the bot's journal).
+    reason: String,
 }
 
 impl ReplyHandler {
@@ -78,19 +101,16 @@ impl ReplyHandler {
         }
     }
 
-    async fn answer(&self, m: &MessagePercept) -> Outcome {
+    fn render(&self, m: &MessagePercept, unsolicited: bool) -> Result<Rendered, String> {
         let place = m.place();
         let settings = self.settings.for_guild(place.guild);
-        if let Some(why) = self.executive.unavailable(Role::Reply) {
-            return self.cannot_answer(m, &why, "no model is available").await;
-        }
-        let history = match self.store.recent_messages(
-            place.channel,
-            settings.executive.reply_history_messages as usize,
-        ) {
-            Ok(h) => h,
-            Err(e) => return Outcome::Failed(format!("cannot read the channel history: {e}")),
-        };
+        let history = self
+            .store
+            .recent_messages(
+                place.channel,
+                settings.executive.reply_history_messages as usize,
+            )
+            .map_err(|e| format!("cannot read the channel history: {e}"))?;
         let prompt = ReplyPrompt {
             bot_name: settings.bot.name.clone(),
             persona: settings.bot.persona.clone(),
@@ -104,6 +124,7 @@ impl ReplyHandler {
                 .or_else(|| self.store.channel_name(place.channel).ok().flatten())
                 .unwrap_or_else(|| place.channel.to_string()),
             is_dm: place.is_dm(),
+            unsolicited,
             now: self.clock.now().format("%Y-%m-%d %H:%M UTC").to_string(),
             memory: Vec::new(),
             history: history.iter().map(PromptLine::from).collect(),
@@ -112,33 +133,50 @@ impl ReplyHandler {
                 content: m.message.content.clone(),
             },
         };
-        let rendered = match self.executive.prompts.render("reply", &prompt) {
-            Ok(r) => r,
-            Err(e) => return Outcome::Failed(format!("the reply prompt failed to render: {e}")),
-        };
+        self.executive
+            .prompts
+            .render("reply", &prompt)
+            .map_err(|e| format!("the reply prompt failed to render: {e}"))
+    }
 
+    fn turn(&self, m: &MessagePercept, rendered: Rendered, label: &str) -> Turn {
+        let place = m.place();
+        let settings = self.settings.for_guild(place.guild);
         let mut turn = Turn::new(
             Role::Reply,
             place.guild,
-            format!("reply to message {}", m.message.id),
+            format!("{label} message {}", m.message.id),
         );
         turn.channel = Some(place.channel);
         turn.system = rendered.system;
         turn.messages = vec![Message::user(rendered.user)];
         turn.max_steps = settings.executive.max_tool_steps;
         turn.max_calls = settings.executive.max_tool_calls;
-        let result = self.executive.run_turn(turn).await;
+        turn
+    }
 
-        let text = match result.outcome {
-            Ok(TurnOutcome::Answer(text)) => clean_answer(&text, &settings.bot.name),
+    /// Someone addressed the bot: answer, or say honestly why not.
+    async fn answer(&self, m: &MessagePercept) -> Outcome {
+        if let Some(why) = self.executive.unavailable(Role::Reply) {
+            return self.cannot_answer(m, &why, "no model is available").await;
+        }
+        let rendered = match self.render(m, false) {
+            Ok(r) => r,
+            Err(e) => return Outcome::Failed(e),
+        };
+        let settings = self.settings.for_guild(m.place().guild);
+        let result = self
+            .executive
+            .run_turn(self.turn(m, rendered, "reply to"))
+            .await;
+        let text = match &result.outcome {
+            Ok(TurnOutcome::Answer(text)) => clean_answer(text, &settings.bot.name),
             Ok(TurnOutcome::Final(_)) => String::new(),
             Ok(TurnOutcome::Incomplete(why)) => {
-                return self
-                    .cannot_answer(m, &why, "the model gave no answer")
-                    .await;
+                return self.cannot_answer(m, why, "the model gave no answer").await;
             }
             Err(e) => {
-                let short = match &e {
+                let short = match e {
                     ExecError::OverBudget(_) => "I've used up my thinking budget for now",
                     ExecError::Unavailable(_) => "no model is available",
                     ExecError::Provider { .. } => "the model service isn't answering",
@@ -151,21 +189,89 @@ impl ReplyHandler {
                 .cannot_answer(m, "the answer was empty", "the model gave no answer")
                 .await;
         }
+        self.deliver(
+            m,
+            &text,
+            &result,
+            format!("answered {}", m.message.author_name),
+            m.addressed.describe(),
+        )
+        .await
+    }
+
+    /// Nobody addressed the bot in a reply channel: the model decides whether to join in.
+    async fn chime_in(&self, m: &MessagePercept) -> Outcome {
+        if self.executive.unavailable(Role::Reply).is_some() {
+            return Outcome::Declined("no model is available to decide whether to chime in".into());
+        }
+        let rendered = match self.render(m, true) {
+            Ok(r) => r,
+            Err(e) => return Outcome::Failed(e),
+        };
+        let mut turn = self.turn(m, rendered, "chime in after");
+        turn.final_tool = Some(FinalTool::of::<ChimeIn>(
+            "chime_in",
+            "Decide whether to join the conversation unprompted: speak (with text) or stay quiet.",
+        ));
+        let result = self.executive.run_turn(turn).await;
+        let decision = match &result.outcome {
+            Ok(TurnOutcome::Final(v)) => match parse_args::<ChimeIn>(v) {
+                Ok(d) => d,
+                Err(e) => return Outcome::Failed(e),
+            },
+            Ok(other) => return Outcome::Declined(format!("no chime-in decision: {other:?}")),
+            Err(e) => {
+                return Outcome::Declined(format!("could not decide whether to chime in: {e}"));
+            }
+        };
+        let settings = self.settings.for_guild(m.place().guild);
+        let text = clean_answer(&decision.text, &settings.bot.name);
+        if !decision.speak || text.is_empty() {
+            let place = m.place();
+            let mut e = Entry::new(Kind::Reply, "stayed quiet")
+                .place(place.guild, Some(place.channel))
+                .message(m.message.id)
+                .reason(decision.reason);
+            if let Some(id) = result.last_call {
+                e = e.model_call(id);
+            }
+            self.executive.journal().record(e);
+            return Outcome::Done;
+        }
+        self.deliver(
+            m,
+            &text,
+            &result,
+            format!("chimed in after {}", m.message.author_name),
+            &decision.reason,
+        )
+        .await
+    }
+
+    async fn deliver(
+        &self,
+        m: &MessagePercept,
+        text: &str,
+        result: &TurnResult,
+        summary: String,
+        why: &str,
+    ) -> Outcome {
+        let place = m.place();
         match self
             .speech
             .say(
                 place,
-                &text,
+                text,
                 Some(m.message.id),
                 &format!("reply-{}", m.message.id),
             )
             .await
         {
             Ok(ids) => {
-                let mut e = Entry::new(Kind::Reply, format!("answered {}", m.message.author_name))
+                let mut e = Entry::new(Kind::Reply, summary)
                     .place(place.guild, Some(place.channel))
                     .message(m.message.id)
-                    .reason(m.addressed.describe())
+                    .reason(why.to_string())
                     .data(serde_json::json!({
                         "sent": ids.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
                         "tokens_in": result.tokens.input,
@@ -295,20 +401,34 @@ impl Handler for ReplyHandler {
     }
 
     fn wants(&self, item: &Attended) -> Option<String> {
-        match &item.input {
-            Input::Percept(Percept::Message(m))
-                if !m.message.author_is_bot && m.addressed.is_addressed() =>
-            {
-                Some(format!("{}: answered at once", m.addressed.describe()))
-            }
-            _ => None,
+        let Input::Percept(Percept::Message(m)) = &item.input else {
+            return None;
+        };
+        if m.message.author_is_bot {
+            return None;
         }
+        if m.addressed.is_addressed() {
+            return Some(format!("{}: answered at once", m.addressed.describe()));
+        }
+        let settings = self.settings.for_guild(m.message.guild);
+        let threshold = settings.attention.unsolicited_reply_threshold;
+        (settings.permissions.replies.reply_channel_ids.contains(&m.message.channel)
+            && item.salience.score >= threshold)
+            .then(|| {
+                format!(
+                    "reply channel: salience {:.2} reaches the unsolicited-reply bar {threshold:.2}; the model decides whether to chime in",
+                    item.salience.score
+                )
+            })
     }
 
     async fn handle(&self, item: &Attended) -> Outcome {
         let Input::Percept(Percept::Message(m)) = &item.input else {
             return Outcome::Declined("not a message".into());
         };
+        if !m.addressed.is_addressed() {
+            return self.chime_in(m).await;
+        }
         self.mark_active(m);
         let _typing = self.speech.transport().typing(m.message.channel);
         self.answer(m).await

@@ -57,6 +57,44 @@ impl Addressed {
     }
 }
 
+/// Whether `text` addresses the bot by `name` without a mention: "hey ambient, …",
+/// "ambient: …", "what do you think, ambient?". A bare "ambient music is nice" does not.
+pub fn addressed_by_name(text: &str, name: &str) -> bool {
+    let name = name.trim().to_lowercase();
+    if name.is_empty() {
+        return false;
+    }
+    let lower = text.trim().to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| c.is_whitespace())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let bare = |w: &str| {
+        w.trim_matches(|c: char| !c.is_alphanumeric() && c != '-' && c != '_')
+            .to_string()
+    };
+    let is_name = |w: &str| bare(w) == name || bare(w.trim_start_matches('@')) == name;
+    let ends_with_punct = |w: &str| w.ends_with([',', ':', '!', '?', '.']);
+    match words.as_slice() {
+        [] => false,
+        // "hey ambient …"
+        [greeting, second, ..]
+            if GREETINGS.contains(&bare(greeting).as_str()) && is_name(second) =>
+        {
+            true
+        }
+        // "ambient, …" / "ambient: …" / "ambient?"
+        [first, ..] if is_name(first) && (ends_with_punct(first) || words.len() == 1) => true,
+        // "…, ambient?" at the end
+        [.., before, last] if is_name(last) && before.ends_with(',') => true,
+        _ => false,
+    }
+}
+
+const GREETINGS: &[&str] = &[
+    "hey", "hi", "hello", "ok", "okay", "yo", "oi", "dear", "thanks", "thank",
+];
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct MessagePercept {
     /// The message as stored in channel history.
@@ -174,6 +212,33 @@ impl Percept {
                 user.name
             ),
             Percept::MemberJoin { user, .. } => format!("{} joined", user.name),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::addressed_by_name;
+
+    #[test]
+    fn addressing_by_name_needs_a_greeting_or_punctuation() {
+        for yes in [
+            "hey ambient, what's up",
+            "Ambient: summarize this",
+            "ok ambient tell me",
+            "what do you think, ambient?",
+            "ambient?",
+            "@ambient, hi",
+        ] {
+            assert!(addressed_by_name(yes, "ambient"), "{yes}");
+        }
+        for no in [
+            "ambient music is nice",
+            "I like ambient",
+            "the ambient noise, ambient sounds",
+            "",
+        ] {
+            assert!(!addressed_by_name(no, "ambient"), "{no}");
         }
     }
 }

@@ -16,7 +16,7 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::app::App;
-use crate::attention::{Addressed, Author, MessagePercept, Percept};
+use crate::attention::{Addressed, Author, MessagePercept, Percept, addressed_by_name};
 use crate::commands;
 use crate::ids::{ChannelId, GuildId, MessageId, UserId, next_snowflake, stable_id};
 use crate::journal::{self, Filter};
@@ -170,6 +170,8 @@ impl Session {
         let channel = channel_id(&self.channel);
         let addressed = if self.mention.is_match(text) {
             Addressed::Mention
+        } else if addressed_by_name(text, &self.app.settings.global().bot.name) {
+            Addressed::ByName
         } else {
             Addressed::No
         };

@@ -26,6 +26,7 @@ fn builtin() -> Vec<(&'static str, &'static str, Value)> {
             "guild_name": "a server",
             "channel_name": "general",
             "is_dm": false,
+            "unsolicited": false,
             "now": "2026-01-05 12:00 UTC",
             "memory": ["ada likes Rust"],
             "history": [{"time": "11:59", "author": "ada", "is_self": false, "vc": false, "content": "hi"}],

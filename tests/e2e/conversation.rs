@@ -124,3 +124,36 @@ fn the_status_verb_lists_models_and_what_is_missing() {
         "{text}"
     );
 }
+
+#[test]
+fn in_a_reply_channel_the_model_decides_whether_to_chime_in() {
+    let server = ModelServer::start();
+    server
+        .push(Scripted::tool("chime_in", json!({"speak": true, "text": "Cargo workspaces help there.", "reason": "an open question"})))
+        .push(Scripted::tool("chime_in", json!({"speak": false, "reason": "small talk, nothing to add"})));
+    let general = ambient::console::channel_id("general").to_string();
+    let home = Home::new(json!({
+        "executive": {"ollamaBaseUrl": "http://127.0.0.1:9"},
+        "attention": {"unsolicitedReplyThreshold": 0.3},
+        "permissions": {"replies": {"replyChannelIds": [general]}},
+    }));
+    let env = model_env(&server);
+    let (events, out) = home.console_with(
+        "how do I split a big crate?\nnice weather today\n/channel elsewhere\nhow about here?\n",
+        &with_env(&env),
+    );
+    assert!(out.status.success());
+    let said = events_of(&events, "message");
+    assert_eq!(said.len(), 1, "{events:#?}");
+    assert_eq!(said[0]["content"], "Cargo workspaces help there.");
+    assert_eq!(server.requests().len(), 2, "the non-reply channel never consults the model");
+    let first = &server.requests()[0].body;
+    assert!(first.to_string().contains("Nobody addressed you"), "the softer unsolicited prompt is used");
+    assert_eq!(first["tools"][0]["function"]["name"], "chime_in");
+
+    let journal = home.run(&["journal", "--since", "1h", "--type", "reply,route"]);
+    let text = String::from_utf8_lossy(&journal.stdout);
+    assert!(text.contains("stayed quiet — small talk, nothing to add"), "{text}");
+    assert!(text.contains("reaches the unsolicited-reply bar"), "{text}");
+    assert!(text.contains("chimed in after ada — an open question"), "{text}");
+}
