@@ -16,6 +16,7 @@ pub mod cli;
 pub mod clock;
 pub mod commands;
 pub mod console;
+pub mod discord;
 pub mod executive;
 pub mod ids;
 pub mod journal;

@@ -2,15 +2,36 @@
 
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
+
+use crate::app::Parts;
+use crate::clock::{Chance, SystemClock};
+use crate::settings::Secrets;
 
 pub async fn run(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
-    let _loaded = match super::load_valid(settings)? {
+    let loaded = match super::load_valid(settings)? {
         Ok(l) => l,
         Err(code) => return Ok(code),
     };
-    eprintln!(
-        "ambient run: this build has no Discord connection yet (it arrives with the Discord presence work).\n\
-         To talk to the bot now, run `ambient console`: the same bot against a simulated guild in this terminal."
-    );
-    Ok(ExitCode::FAILURE)
+    let secrets = Secrets::from_env();
+    let Some(token) = secrets.discord_token.clone() else {
+        eprintln!(
+            "ambient run: DISCORD_TOKEN is not set.\n\
+             Create an application at https://discord.com/developers/applications, open Bot → Reset Token,\n\
+             and start again with DISCORD_TOKEN=<token> (the README's \"Discord setup\" walks through it).\n\
+             To talk to the bot without Discord, run `ambient console`."
+        );
+        return Ok(ExitCode::FAILURE);
+    };
+    crate::discord::run(
+        Parts {
+            settings: loaded.settings,
+            secrets,
+            clock: Arc::new(SystemClock),
+            chance: Chance::from_entropy(),
+        },
+        token.expose(),
+    )
+    .await?;
+    Ok(ExitCode::SUCCESS)
 }

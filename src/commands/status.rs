@@ -99,3 +99,81 @@ mod tests {
         );
     }
 }
+
+/// The info widget for one server, as an embed: a headline and named fields.
+pub struct GuildReport {
+    pub headline: String,
+    pub fields: Vec<(String, String)>,
+}
+
+pub fn guild_report(app: &crate::app::App, guild: Option<crate::ids::GuildId>) -> GuildReport {
+    use crate::journal::{Filter, Kind};
+
+    let settings = app.settings.for_guild(guild);
+    let now = app.clock.now();
+    let exec = &app.executive;
+    let headline = match exec.unavailable(crate::executive::Role::Reply) {
+        Some(why) => format!("● paused — {why}"),
+        None => {
+            let active = app.spine.active.active_channels(guild, now).len();
+            if active > 0 {
+                format!("● running — in conversation in {active} channel(s)")
+            } else {
+                "● idle — listening".to_string()
+            }
+        }
+    };
+    let posts = app
+        .journal
+        .query(&Filter {
+            since: Some(now - chrono::Duration::hours(24)),
+            kinds: vec![Kind::InitiativePost],
+            guild,
+            ..Default::default()
+        })
+        .map(|e| e.len())
+        .unwrap_or(0);
+    let pool = settings.permissions.replies.discovery_channel_ids.len();
+    let initiative = if !settings.initiative.text.enabled {
+        "off (initiative.text.enabled)".to_string()
+    } else if pool == 0 {
+        "nowhere to post: no channels in permissions.replies.discoveryChannelIds".to_string()
+    } else {
+        format!(
+            "{pool} channel(s), eagerness {}%",
+            settings.initiative.text.eagerness
+        )
+    };
+    let snapshot = exec.snapshot();
+    let (user, ambient, cap) = budget_shares(&snapshot, &settings);
+    let models = model_lines(exec)
+        .into_iter()
+        .take(2)
+        .collect::<Vec<_>>()
+        .join("\n");
+    GuildReport {
+        headline,
+        fields: vec![
+            ("Initiative".into(), initiative),
+            (
+                "Posts today".into(),
+                format!("{posts} of {}", settings.initiative.text.max_posts_per_day),
+            ),
+            ("Budget".into(), budget_bar(user, ambient, cap)),
+            ("Models".into(), format!("```\n{models}\n```")),
+        ],
+    }
+}
+
+/// (people's tokens, the bot's tokens, the whole) for the budget bar: the
+/// provider's rate-limit window when it told us one, else the daily caps.
+pub fn budget_shares(s: &UsageSnapshot, settings: &crate::settings::Settings) -> (u64, u64, u64) {
+    if let (Some(limit), Some(remaining)) = (s.tokens_limit, s.tokens_remaining) {
+        let used = limit.saturating_sub(remaining);
+        let ambient = (used as f64 * s.ambient_share).round() as u64;
+        return (used - ambient.min(used), ambient.min(used), limit);
+    }
+    let caps = &settings.budget.daily_tokens;
+    let cap = caps.ambient + caps.reply;
+    (s.user_tokens_24h, s.ambient_tokens_24h, cap)
+}

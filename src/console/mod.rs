@@ -234,6 +234,23 @@ impl Session {
                 }
             }
             "journal" => self.print_journal(rest),
+            "why" => {
+                let text = commands::why::why(
+                    &self.app,
+                    Some(guild_id()),
+                    channel_id(&self.channel),
+                    Some(rest),
+                );
+                self.out.notice(&text);
+            }
+            "status" => {
+                for line in commands::status::model_lines(&self.app.executive) {
+                    self.out.notice(&line);
+                }
+                self.out.notice(&commands::status::usage_line(
+                    &self.app.executive.snapshot(),
+                ));
+            }
             "settings" => {
                 let text = commands::settings::run_text(
                     &self.app,
@@ -300,6 +317,8 @@ const HELP: &str = "commands:
   /channel NAME              move to #NAME
   /as NAME                   speak as someone else
   /journal [SINCE]           what the bot decided lately (default 1h; e.g. 30m, 24h)
+  /why [MESSAGE-ID]          why the bot said (or did not say) something
+  /status                    which models serve which role, and what was spent
   /settings show [PATH]      settings in effect for this guild
   /settings set PATH VALUE   override a setting for this guild
   /settings reset PATH       remove an override

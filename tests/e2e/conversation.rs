@@ -146,14 +146,27 @@ fn in_a_reply_channel_the_model_decides_whether_to_chime_in() {
     let said = events_of(&events, "message");
     assert_eq!(said.len(), 1, "{events:#?}");
     assert_eq!(said[0]["content"], "Cargo workspaces help there.");
-    assert_eq!(server.requests().len(), 2, "the non-reply channel never consults the model");
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "the non-reply channel never consults the model"
+    );
     let first = &server.requests()[0].body;
-    assert!(first.to_string().contains("Nobody addressed you"), "the softer unsolicited prompt is used");
+    assert!(
+        first.to_string().contains("Nobody addressed you"),
+        "the softer unsolicited prompt is used"
+    );
     assert_eq!(first["tools"][0]["function"]["name"], "chime_in");
 
     let journal = home.run(&["journal", "--since", "1h", "--type", "reply,route"]);
     let text = String::from_utf8_lossy(&journal.stdout);
-    assert!(text.contains("stayed quiet — small talk, nothing to add"), "{text}");
+    assert!(
+        text.contains("stayed quiet — small talk, nothing to add"),
+        "{text}"
+    );
     assert!(text.contains("reaches the unsolicited-reply bar"), "{text}");
-    assert!(text.contains("chimed in after ada — an open question"), "{text}");
+    assert!(
+        text.contains("chimed in after ada — an open question"),
+        "{text}"
+    );
 }

@@ -6,6 +6,7 @@ mod support;
 
 mod console;
 mod conversation;
+mod discord;
 mod durability;
 mod executive;
 mod secrets;

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod bot;
 pub mod exec;
+pub mod fake_discord;
 pub mod home;
 pub mod model_server;

@@ -1,0 +1,48 @@
+//! `/ambient status` and `/ambient why`.
+
+use serenity::all::CreateEmbed;
+
+use super::{Context, Error, guild};
+use crate::commands;
+use crate::ids::ChannelId;
+
+/// What the bot is up to here
+#[poise::command(
+    slash_command,
+    subcommands("status", "why"),
+    subcommand_required,
+    guild_only
+)]
+pub async fn ambient(_: Context<'_>) -> Result<(), Error> {
+    Ok(())
+}
+
+/// State, next initiative, posts today and the budget
+#[poise::command(slash_command, ephemeral)]
+async fn status(ctx: Context<'_>) -> Result<(), Error> {
+    let report = commands::status::guild_report(&ctx.data().app, guild(&ctx));
+    let mut embed = CreateEmbed::new()
+        .title("ambient")
+        .description(&report.headline);
+    for (name, value) in &report.fields {
+        embed = embed.field(name, value, false);
+    }
+    ctx.send(poise::CreateReply::default().embed(embed)).await?;
+    Ok(())
+}
+
+/// Why the bot said (or did not say) something
+#[poise::command(slash_command, ephemeral)]
+async fn why(
+    ctx: Context<'_>,
+    #[description = "Message link (… → Copy Message Link); empty: my latest decisions here"]
+    message: Option<String>,
+) -> Result<(), Error> {
+    let channel = ChannelId(ctx.channel_id().get());
+    let mut text = commands::why::why(&ctx.data().app, guild(&ctx), channel, message.as_deref());
+    if text.chars().count() > 1990 {
+        text = text.chars().take(1980).collect::<String>() + "\n…";
+    }
+    ctx.say(text).await?;
+    Ok(())
+}

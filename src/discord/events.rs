@@ -1,0 +1,202 @@
+//! Gateway events → percepts. A thin adapter: everything a person can see
+//! the bot see becomes a percept handed to `senses`, which stores it and
+//! decides whether attention gets it. Slash commands go to poise instead.
+
+use std::sync::Arc;
+
+use serenity::all::{
+    ChannelId as SChannelId, ChannelType, Context, EventHandler, GuildId as SGuildId, Member,
+    Message, MessageId as SMessageId, MessageUpdateEvent, Reaction, Ready,
+};
+use serenity::async_trait;
+
+use super::convert;
+use crate::app::App;
+use crate::attention::{Author, Percept, Place};
+use crate::ids::{ChannelId, GuildId, MessageId, UserId};
+use crate::journal::{Entry, Kind};
+
+pub struct Events {
+    pub app: Arc<App>,
+    pub me: UserId,
+}
+
+impl Events {
+    fn perceive(&self, percept: Percept) {
+        if let Err(e) = self.app.senses.perceive(percept) {
+            tracing::error!(error = %e, "could not store a percept");
+        }
+    }
+
+    fn channel_name(
+        &self,
+        ctx: &Context,
+        channel: SChannelId,
+        guild: Option<SGuildId>,
+    ) -> Option<String> {
+        if let Ok(Some(name)) = self.app.store.channel_name(ChannelId(channel.get())) {
+            return Some(name);
+        }
+        let guild = guild?;
+        let cached = ctx.cache.guild(guild)?;
+        cached
+            .channels
+            .get(&channel)
+            .map(|c| c.name.clone())
+            .or_else(|| {
+                cached
+                    .threads
+                    .iter()
+                    .find(|t| t.id == channel)
+                    .map(|t| t.name.clone())
+            })
+    }
+}
+
+fn place(channel: SChannelId, guild: Option<SGuildId>) -> Place {
+    Place {
+        guild: guild.map(|g| GuildId(g.get())),
+        channel: ChannelId(channel.get()),
+    }
+}
+
+#[async_trait]
+impl EventHandler for Events {
+    async fn ready(&self, _ctx: Context, ready: Ready) {
+        tracing::info!(user = %ready.user.name, guilds = ready.guilds.len(), "connected to Discord");
+        self.app.journal.record(
+            Entry::new(Kind::System, "connected to Discord").reason(format!(
+                "as {} in {} server(s)",
+                ready.user.name,
+                ready.guilds.len()
+            )),
+        );
+    }
+
+    async fn guild_create(
+        &self,
+        _ctx: Context,
+        guild: serenity::all::Guild,
+        _is_new: Option<bool>,
+    ) {
+        let now = self.app.clock.now();
+        let g = GuildId(guild.id.get());
+        let mut result = self.app.store.upsert_guild(g, &guild.name, now);
+        for (id, channel) in &guild.channels {
+            if matches!(
+                channel.kind,
+                ChannelType::Text | ChannelType::News | ChannelType::Voice | ChannelType::Forum
+            ) {
+                result = result.and(self.app.store.upsert_channel(
+                    ChannelId(id.get()),
+                    Some(g),
+                    &channel.name,
+                    now,
+                ));
+            }
+        }
+        for thread in &guild.threads {
+            result = result.and(self.app.store.upsert_channel(
+                ChannelId(thread.id.get()),
+                Some(g),
+                &thread.name,
+                now,
+            ));
+        }
+        if let Err(e) = result {
+            tracing::warn!(guild = %g, error = %e, "could not record guild and channel names");
+        }
+    }
+
+    async fn message(&self, ctx: Context, m: Message) {
+        let bot_name = self
+            .app
+            .settings
+            .for_guild(m.guild_id.map(|g| GuildId(g.get())))
+            .bot
+            .name
+            .clone();
+        let channel_name = self.channel_name(&ctx, m.channel_id, m.guild_id);
+        let guild_name = m
+            .guild_id
+            .and_then(|g| ctx.cache.guild(g).map(|g| g.name.clone()));
+        let percept = convert::percept(
+            &m,
+            self.me,
+            &bot_name,
+            &self.app.store,
+            channel_name,
+            guild_name,
+        );
+        self.perceive(Percept::Message(percept));
+    }
+
+    async fn message_update(
+        &self,
+        _ctx: Context,
+        _old: Option<Message>,
+        _new: Option<Message>,
+        event: MessageUpdateEvent,
+    ) {
+        let Some(content) = event.content else { return };
+        let at = event
+            .edited_timestamp
+            .and_then(|t| chrono::DateTime::from_timestamp(t.unix_timestamp(), 0))
+            .unwrap_or_else(|| self.app.clock.now());
+        self.perceive(Percept::Edit {
+            id: MessageId(event.id.get()),
+            place: place(event.channel_id, event.guild_id),
+            content,
+            at,
+        });
+    }
+
+    async fn message_delete(
+        &self,
+        _ctx: Context,
+        channel: SChannelId,
+        id: SMessageId,
+        guild: Option<SGuildId>,
+    ) {
+        self.perceive(Percept::Delete {
+            id: MessageId(id.get()),
+            place: place(channel, guild),
+            at: self.app.clock.now(),
+        });
+    }
+
+    async fn reaction_add(&self, ctx: Context, r: Reaction) {
+        let Some(user) = r.user_id else { return };
+        let name = r
+            .member
+            .as_ref()
+            .map(|m| m.display_name().to_string())
+            .or_else(|| ctx.cache.user(user).map(|u| u.name.clone()))
+            .unwrap_or_else(|| user.to_string());
+        let is_bot = r.member.as_ref().map(|m| m.user.bot).unwrap_or(false);
+        self.perceive(Percept::Reaction {
+            place: place(r.channel_id, r.guild_id),
+            message: MessageId(r.message_id.get()),
+            user: Author {
+                id: UserId(user.get()),
+                name,
+                is_bot,
+            },
+            emoji: r.emoji.to_string(),
+            added: true,
+            at: self.app.clock.now(),
+        });
+    }
+
+    async fn guild_member_addition(&self, _ctx: Context, member: Member) {
+        self.perceive(Percept::MemberJoin {
+            guild: GuildId(member.guild_id.get()),
+            user: Author {
+                id: UserId(member.user.id.get()),
+                name: member.display_name().to_string(),
+                is_bot: member.user.bot,
+            },
+            at: self.app.clock.now(),
+        });
+    }
+}

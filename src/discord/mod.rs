@@ -1,0 +1,161 @@
+//! The Discord front end: serenity for the gateway and REST, poise for slash
+//! commands. An adapter only: events become percepts (`events`), the core
+//! speaks through `transport`, and commands call into `crate::commands`.
+//!
+//! `discord.apiBaseUrl` routes every REST call (and so the gateway URL
+//! lookup) to another Discord-compatible server; the tests' fake Discord
+//! uses it. Serenity's rate limiter ignores the proxy, so it is turned off
+//! for a custom base URL and kept for Discord itself.
+
+mod commands;
+pub mod convert;
+mod events;
+pub mod transport;
+
+use std::sync::Arc;
+
+use anyhow::{Context as _, anyhow};
+use serenity::all::{ClientBuilder, GatewayIntents, GuildId as SGuildId, HttpBuilder};
+
+use crate::app::{App, Parts};
+use crate::attention::Author;
+use crate::ids::UserId;
+use crate::journal::{Entry, Kind};
+use crate::settings::Settings;
+use commands::Data;
+
+pub const DISCORD: &str = "https://discord.com";
+
+pub fn intents() -> GatewayIntents {
+    GatewayIntents::GUILDS
+        | GatewayIntents::GUILD_MESSAGES
+        | GatewayIntents::MESSAGE_CONTENT
+        | GatewayIntents::DIRECT_MESSAGES
+        | GatewayIntents::GUILD_MESSAGE_REACTIONS
+        | GatewayIntents::DIRECT_MESSAGE_REACTIONS
+        | GatewayIntents::GUILD_VOICE_STATES
+}
+
+fn http(token: &str, settings: &Settings) -> serenity::all::Http {
+    let base = settings.discord.api_base_url.trim_end_matches('/');
+    let builder = HttpBuilder::new(token);
+    if base == DISCORD {
+        builder.build()
+    } else {
+        builder.proxy(base).ratelimiter_disabled(true).build()
+    }
+}
+
+/// Connects and runs until SIGINT/SIGTERM; returns after a graceful shutdown.
+pub async fn run(parts: Parts, token: &str) -> anyhow::Result<()> {
+    let settings = parts.settings.clone();
+    let rest = Arc::new(http(token, &settings));
+    let me = rest.get_current_user().await.map_err(|e| match &e {
+        serenity::Error::Http(h) if h.status_code().map(|s| s.as_u16()) == Some(401) => anyhow!(
+            "Discord rejected DISCORD_TOKEN (401 Unauthorized): copy the bot token again from the \
+             Developer Portal (Bot → Reset Token)"
+        ),
+        _ => anyhow!(
+            "cannot reach Discord at {}: {e}",
+            settings.discord.api_base_url
+        ),
+    })?;
+    let me = Author {
+        id: UserId(me.id.get()),
+        name: me.name.clone(),
+        is_bot: true,
+    };
+    tracing::info!(bot = %me.name, "logged in");
+
+    let transport = Arc::new(transport::DiscordTransport::new(rest.clone(), me.clone()));
+    let app = App::build(parts, |_| transport).await?;
+    let running = app.start();
+
+    let dev_guild = settings.discord.dev_guild_id;
+    let setup_app = app.clone();
+    let framework = poise::Framework::builder()
+        .options(poise::FrameworkOptions {
+            commands: commands::all(),
+            on_error: |e| Box::pin(commands::on_error(e)),
+            prefix_options: poise::PrefixFrameworkOptions {
+                // Mentions are conversation, not commands.
+                mention_as_prefix: false,
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+        .initialize_owners(false)
+        .setup(move |ctx, _ready, framework| {
+            Box::pin(async move {
+                // Never fail here: a failed poise setup leaves the bot hanging.
+                let result = match dev_guild {
+                    Some(g) => {
+                        poise::builtins::register_in_guild(
+                            ctx,
+                            &framework.options().commands,
+                            SGuildId::new(g.get()),
+                        )
+                        .await
+                    }
+                    None => {
+                        poise::builtins::register_globally(ctx, &framework.options().commands).await
+                    }
+                };
+                let scope = dev_guild.map_or("globally".to_string(), |g| format!("in guild {g}"));
+                match result {
+                    Ok(()) => tracing::info!("slash commands registered {scope}"),
+                    Err(e) => {
+                        tracing::error!(error = %e, "could not register slash commands {scope}");
+                        setup_app.journal.record(
+                            Entry::new(Kind::Error, "could not register slash commands")
+                                .reason(e.to_string()),
+                        );
+                    }
+                }
+                Ok(Data { app: setup_app })
+            })
+        })
+        .build();
+
+    let mut client = ClientBuilder::new_with_http(http(token, &settings), intents())
+        .framework(framework)
+        .event_handler(events::Events {
+            app: app.clone(),
+            me: me.id,
+        })
+        .await
+        .context("cannot set up the Discord client")?;
+
+    let shards = client.shard_manager.clone();
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("shutting down");
+        shards.shutdown_all().await;
+    });
+
+    let result = client.start().await;
+    running.stop().await;
+    result.map_err(|e| anyhow!("the Discord connection ended: {e}"))
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = match signal(SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

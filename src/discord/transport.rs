@@ -1,0 +1,118 @@
+//! The Discord side of the chat transport, over serenity's HTTP client.
+//!
+//! Every message goes out with a nonce and `enforce_nonce`, so Discord itself
+//! drops a repeated send, and with `allowed_mentions` that permits pinging
+//! users only — never `@everyone`, `@here` or roles, whatever the text says.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serenity::all::{
+    ChannelId as SChannelId, CreateAllowedMentions, CreateMessage, GetMessages, Http,
+    MessageId as SMessageId, MessageReference, Nonce, ReactionType, Typing as STyping,
+};
+
+use super::convert;
+use crate::attention::Author;
+use crate::chat::{ChatError, Outgoing, Transport, Typing};
+use crate::ids::{ChannelId, MessageId};
+use crate::store::messages::StoredMessage;
+
+pub struct DiscordTransport {
+    http: Arc<Http>,
+    me: Author,
+}
+
+impl DiscordTransport {
+    pub fn new(http: Arc<Http>, me: Author) -> Self {
+        Self { http, me }
+    }
+}
+
+/// Users may be pinged (a reply pings its author); everyone, here and roles never.
+pub fn safe_mentions() -> CreateAllowedMentions {
+    CreateAllowedMentions::new()
+        .all_users(true)
+        .everyone(false)
+        .all_roles(false)
+        .replied_user(true)
+}
+
+fn chat_error(e: serenity::Error) -> ChatError {
+    match &e {
+        serenity::Error::Http(http) => match http.status_code().map(|s| s.as_u16()) {
+            Some(403) => ChatError::Refused(format!("missing permission: {e}")),
+            Some(404) => ChatError::Unavailable(format!("unknown channel or message: {e}")),
+            _ => ChatError::Transport(e.to_string()),
+        },
+        serenity::Error::Model(m) => ChatError::Refused(m.to_string()),
+        _ => ChatError::Transport(e.to_string()),
+    }
+}
+
+#[async_trait]
+impl Transport for DiscordTransport {
+    fn me(&self) -> Author {
+        self.me.clone()
+    }
+
+    async fn send(&self, channel: ChannelId, message: &Outgoing) -> Result<MessageId, ChatError> {
+        let channel = SChannelId::new(channel.get());
+        let mut builder = CreateMessage::new()
+            .content(&message.content)
+            .nonce(Nonce::String(message.nonce.clone()))
+            .enforce_nonce(true)
+            .allowed_mentions(safe_mentions());
+        if let Some(to) = message.reply_to {
+            let mut reference = MessageReference::from((channel, SMessageId::new(to.get())));
+            // If the message being answered was deleted meanwhile, still say it.
+            reference.fail_if_not_exists = Some(false);
+            builder = builder.reference_message(reference);
+        }
+        let sent = channel
+            .send_message(&self.http, builder)
+            .await
+            .map_err(chat_error)?;
+        Ok(MessageId(sent.id.get()))
+    }
+
+    async fn react(
+        &self,
+        channel: ChannelId,
+        message: MessageId,
+        emoji: &str,
+    ) -> Result<(), ChatError> {
+        self.http
+            .create_reaction(
+                SChannelId::new(channel.get()),
+                SMessageId::new(message.get()),
+                &ReactionType::Unicode(emoji.to_string()),
+            )
+            .await
+            .map_err(chat_error)
+    }
+
+    fn typing(&self, channel: ChannelId) -> Typing {
+        Typing::holding(STyping::start(
+            self.http.clone(),
+            SChannelId::new(channel.get()),
+        ))
+    }
+
+    async fn history(
+        &self,
+        channel: ChannelId,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>, ChatError> {
+        let messages = SChannelId::new(channel.get())
+            .messages(&self.http, GetMessages::new().limit(limit.min(100) as u8))
+            .await
+            .map_err(chat_error)?;
+        let mut rows: Vec<StoredMessage> = messages
+            .iter()
+            .map(|m| convert::stored(m, self.me.id, &m.content))
+            .collect();
+        rows.reverse();
+        Ok(rows)
+    }
+}

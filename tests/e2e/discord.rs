@@ -1,0 +1,488 @@
+//! The real serenity/poise client (`ambient run`) against the fake Discord.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::bot::Bot;
+use crate::support::fake_discord::{ALICE, BOB, BOT, GENERAL, MANAGE_GUILD, RANDOM};
+use crate::support::model_server::Scripted;
+
+fn mention(text: &str) -> String {
+    format!("<@{BOT}> {text}")
+}
+
+#[test]
+fn a_mention_is_answered_with_typing_first_and_safe_mentions() {
+    let bot = Bot::start(json!({}));
+    bot.model.push(Scripted::text("Hi alice! Nice to see you."));
+    let asked = bot.discord.say(GENERAL, ALICE, &mention("hello there"));
+    assert!(
+        bot.discord
+            .wait_until(15, |w| !w.sent_in(GENERAL).is_empty()),
+        "no answer:\n{}",
+        bot.log()
+    );
+    let (sent, requests) = bot
+        .discord
+        .with(|w| (w.sent_in(GENERAL), w.requests.clone()));
+    assert_eq!(sent.len(), 1);
+    let body = &sent[0];
+    assert_eq!(body["content"], "Hi alice! Nice to see you.");
+    assert_eq!(body["message_reference"]["message_id"], asked.to_string());
+    assert_eq!(body["enforce_nonce"], true);
+    assert!(body["nonce"].is_string());
+    let parse: Vec<&str> = body["allowed_mentions"]["parse"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(parse, vec!["users"], "{body}");
+
+    let typing = requests
+        .iter()
+        .position(|r| r.method == "POST" && r.path == format!("/channels/{GENERAL}/typing"));
+    let answer = requests
+        .iter()
+        .position(|r| r.method == "POST" && r.path == format!("/channels/{GENERAL}/messages"));
+    assert!(
+        typing.is_some() && typing < answer,
+        "typing starts before the answer"
+    );
+
+    let prompt = bot.model.requests()[0].body.to_string();
+    assert!(
+        prompt.contains("alice: @ambient hello there"),
+        "the mention is readable in the prompt: {prompt}"
+    );
+    assert!(prompt.contains("#general"), "{prompt}");
+    assert!(bot.stop().success());
+}
+
+#[test]
+fn an_unaddressed_message_in_a_normal_channel_is_stored_but_not_answered() {
+    let bot = Bot::start(json!({}));
+    let id = bot.discord.say(GENERAL, ALICE, "just chatting about lunch");
+    assert!(bot.wait_stored(id), "{}", bot.log());
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(bot.discord.with(|w| w.sent_in(GENERAL)).is_empty());
+    assert!(
+        bot.model.requests().is_empty(),
+        "no model call for an unaddressed message"
+    );
+    let row = bot
+        .store()
+        .message(ambient::ids::MessageId(id))
+        .unwrap()
+        .unwrap();
+    assert_eq!(row.content, "just chatting about lunch");
+    assert_eq!(row.author_name, "alice");
+}
+
+#[test]
+fn a_blocked_user_is_ignored_entirely() {
+    let bot =
+        Bot::start(json!({"permissions": {"replies": {"blockedUserIds": [BOB.id.to_string()]}}}));
+    bot.model.fallback(Scripted::text("hello"));
+    let from_bob = bot.discord.say(GENERAL, BOB, &mention("answer me!"));
+    let from_alice = bot.discord.say(GENERAL, ALICE, "after bob");
+    assert!(bot.wait_stored(from_alice));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        bot.store()
+            .message(ambient::ids::MessageId(from_bob))
+            .unwrap()
+            .is_none(),
+        "not stored"
+    );
+    assert!(
+        bot.discord.with(|w| w.sent_in(GENERAL)).is_empty(),
+        "not answered"
+    );
+    assert!(bot.model.requests().is_empty());
+}
+
+#[test]
+fn a_long_answer_is_split_into_messages_and_everyone_pings_nobody() {
+    let bot = Bot::start(json!({}));
+    let sentence = "@everyone this sentence is part of a rather long answer. ";
+    let long = sentence.repeat(4500 / sentence.len() + 1);
+    assert!(long.len() >= 4500);
+    bot.model
+        .push(Scripted::text(&format!("{long}<@&555> @here")));
+    let asked = bot
+        .discord
+        .say(GENERAL, ALICE, &mention("tell me everything"));
+    assert!(
+        bot.discord
+            .wait_until(15, |w| w.sent_in(GENERAL).len() >= 3),
+        "{}",
+        bot.log()
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let sent = bot.discord.with(|w| w.sent_in(GENERAL));
+    assert_eq!(sent.len(), 3);
+    for (i, part) in sent.iter().enumerate() {
+        let text = part["content"].as_str().unwrap();
+        assert!(
+            text.chars().count() <= 2000,
+            "part {i} is {} chars",
+            text.chars().count()
+        );
+        let mentions = &part["allowed_mentions"];
+        let parse: Vec<&str> = mentions["parse"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert!(
+            !parse.contains(&"everyone") && !parse.contains(&"roles"),
+            "{mentions}"
+        );
+        assert_eq!(mentions["roles"], json!([]));
+    }
+    assert_eq!(
+        sent[0]["message_reference"]["message_id"],
+        asked.to_string()
+    );
+    assert!(
+        sent[1].get("message_reference").is_none(),
+        "only the first part is a reply"
+    );
+    assert_ne!(sent[0]["nonce"], sent[1]["nonce"]);
+}
+
+#[test]
+fn settings_set_needs_manage_guild_and_bad_values_get_the_validators_message() {
+    let bot = Bot::start(json!({}));
+    let registered = bot.discord.with(|w| w.find("PUT", "/guilds/100/commands"));
+    let names: Vec<&str> = registered[0]
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"settings") && names.contains(&"ambient"),
+        "{names:?}"
+    );
+
+    let reply = |id: u64| -> Value {
+        bot.discord
+            .interaction_reply(id)
+            .unwrap_or_else(|| panic!("no reply:\n{}", bot.log()))
+    };
+    let denied = bot.discord.slash(
+        GENERAL,
+        BOB,
+        0,
+        "settings",
+        "set",
+        &[("path", "initiative.text.eagerness"), ("value", "80")],
+    );
+    let r = reply(denied);
+    assert_eq!(
+        r["data"]["content"],
+        "Only members with **Manage Guild** can do that."
+    );
+    assert_eq!(r["data"]["flags"], 64, "ephemeral");
+
+    let bad = bot.discord.slash(
+        GENERAL,
+        ALICE,
+        MANAGE_GUILD,
+        "settings",
+        "set",
+        &[("path", "initiative.text.eagerness"), ("value", "150")],
+    );
+    assert_eq!(
+        reply(bad)["data"]["content"],
+        "initiative.text.eagerness: must be between 0 and 100, got 150"
+    );
+
+    let good = bot.discord.slash(
+        GENERAL,
+        ALICE,
+        MANAGE_GUILD,
+        "settings",
+        "set",
+        &[("path", "initiative.text.eagerness"), ("value", "80")],
+    );
+    let r = reply(good);
+    assert_eq!(
+        r["data"]["content"],
+        "initiative.text.eagerness = 80 for this server."
+    );
+    assert_eq!(r["data"]["flags"], 64);
+    let overrides = bot
+        .store()
+        .guild_overrides(ambient::ids::GuildId(100))
+        .unwrap();
+    assert_eq!(
+        overrides,
+        vec![("initiative.text.eagerness".to_string(), json!(80))]
+    );
+
+    let shown = bot.discord.slash(
+        GENERAL,
+        BOB,
+        0,
+        "settings",
+        "show",
+        &[("path", "initiative.text.eagerness")],
+    );
+    assert_eq!(
+        reply(shown)["data"]["content"],
+        "initiative.text.eagerness = 80 (this server's override)"
+    );
+}
+
+#[test]
+fn a_reconnect_that_redelivers_a_message_does_not_duplicate_the_reply() {
+    let bot = Bot::start(json!({}));
+    bot.model.fallback(Scripted::text("only once"));
+    let before = bot.discord.seq();
+    bot.discord.say(GENERAL, ALICE, &mention("are you there?"));
+    assert!(
+        bot.discord
+            .wait_until(15, |w| w.sent_in(GENERAL).len() == 1),
+        "{}",
+        bot.log()
+    );
+    // The connection drops and the resume replays everything since before the mention.
+    bot.discord.drop_connection(Some(before));
+    assert!(
+        bot.discord.wait_until(15, |w| w.resumes >= 1),
+        "no resume:\n{}",
+        bot.log()
+    );
+    let after = bot
+        .discord
+        .say(GENERAL, ALICE, "still here after the reconnect");
+    assert!(
+        bot.wait_stored(after),
+        "events flow after the resume:\n{}",
+        bot.log()
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        bot.discord.with(|w| w.sent_in(GENERAL)).len(),
+        1,
+        "answered twice"
+    );
+    assert_eq!(bot.model.requests().len(), 1);
+}
+
+#[test]
+fn edits_deletions_dms_and_replies_to_the_bot() {
+    let bot = Bot::start(json!({}));
+    bot.model.fallback(Scripted::text("sure"));
+    let id = bot.discord.say(RANDOM, ALICE, "first draft");
+    assert!(bot.wait_stored(id));
+    bot.discord.edit(RANDOM, id, "second draft");
+    let store = bot.store();
+    let edited = bot.discord.wait_until(10, |_| {
+        store
+            .message(ambient::ids::MessageId(id))
+            .unwrap()
+            .is_some_and(|m| m.content == "second draft")
+    });
+    assert!(edited, "the edit updates the stored row");
+    bot.discord.delete(RANDOM, id);
+    let deleted = bot.discord.wait_until(10, |_| {
+        store
+            .message(ambient::ids::MessageId(id))
+            .unwrap()
+            .is_some_and(|m| m.deleted_at.is_some() && m.content.is_empty())
+    });
+    assert!(deleted, "a deletion removes the content");
+
+    bot.discord.dm(ALICE, "psst, a private question");
+    let dm = crate::support::fake_discord::DM_CHANNEL;
+    assert!(
+        bot.discord.wait_until(15, |w| w.sent_in(dm).len() == 1),
+        "DM answered:\n{}",
+        bot.log()
+    );
+
+    bot.discord.say(GENERAL, ALICE, &mention("ping"));
+    assert!(
+        bot.discord
+            .wait_until(15, |w| w.sent_in(GENERAL).len() == 1)
+    );
+    let reply_target = bot
+        .store()
+        .recent_messages(ambient::ids::ChannelId(GENERAL), 5)
+        .unwrap()
+        .into_iter()
+        .find(|m| m.is_self)
+        .expect("the bot's own message is stored")
+        .id;
+    bot.discord.say_full(
+        GENERAL,
+        ALICE,
+        "thanks, and one more thing",
+        Some(reply_target.get()),
+    );
+    assert!(
+        bot.discord
+            .wait_until(15, |w| w.sent_in(GENERAL).len() == 2),
+        "a reply to the bot is answered:\n{}",
+        bot.log()
+    );
+}
+
+#[test]
+fn ambient_status_and_why_explain_the_bot() {
+    let bot = Bot::start(json!({}));
+    bot.model.push(Scripted::text("hello!"));
+    bot.discord.say(GENERAL, ALICE, &mention("hi"));
+    assert!(
+        bot.discord
+            .wait_until(15, |w| w.sent_in(GENERAL).len() == 1)
+    );
+    let quiet = bot.discord.say(GENERAL, BOB, "nobody asked you");
+    assert!(bot.wait_stored(quiet));
+    std::thread::sleep(Duration::from_millis(300));
+
+    let reply = |id: u64| -> Value {
+        bot.discord
+            .interaction_reply(id)
+            .unwrap_or_else(|| panic!("no reply:\n{}", bot.log()))
+    };
+    let status = reply(bot.discord.slash(GENERAL, BOB, 0, "ambient", "status", &[]));
+    let embed = &status["data"]["embeds"][0];
+    assert_eq!(embed["title"], "ambient");
+    let fields: Vec<String> = embed["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        fields,
+        vec!["Initiative", "Posts today", "Budget", "Models"]
+    );
+    assert!(
+        embed["fields"][0]["value"]
+            .as_str()
+            .unwrap()
+            .contains("discoveryChannelIds")
+    );
+
+    let sent_id = {
+        let store = bot.store();
+        store
+            .recent_messages(ambient::ids::ChannelId(GENERAL), 5)
+            .unwrap()
+            .into_iter()
+            .find(|m| m.is_self)
+            .unwrap()
+            .id
+    };
+    let link = format!("https://discord.com/channels/100/{GENERAL}/{sent_id}");
+    let why = reply(
+        bot.discord
+            .slash(GENERAL, BOB, 0, "ambient", "why", &[("message", &link)]),
+    );
+    let text = why["data"]["content"].as_str().unwrap();
+    assert!(text.starts_with("Why I said that:"), "{text}");
+    assert!(
+        text.contains("answered alice") && text.contains("mentioned the bot"),
+        "{text}"
+    );
+
+    let why_not = reply(bot.discord.slash(
+        GENERAL,
+        BOB,
+        0,
+        "ambient",
+        "why",
+        &[("message", &quiet.to_string())],
+    ));
+    let text = why_not["data"]["content"].as_str().unwrap();
+    assert!(
+        text.contains("→ pass") && text.contains("not addressed"),
+        "{text}"
+    );
+}
+
+#[test]
+fn sigterm_shuts_down_gracefully() {
+    let bot = Bot::start(json!({}));
+    let store = bot.store();
+    let status = bot.stop();
+    assert!(status.success(), "{status:?}");
+    let stopped = store
+        .journal_query(&ambient::journal::Filter {
+            kinds: vec![ambient::journal::Kind::System],
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(
+        stopped.iter().any(|e| e.summary == "stopped"),
+        "{stopped:?}"
+    );
+}
+
+#[test]
+fn run_without_a_token_says_how_to_get_one() {
+    let home = crate::support::home::Home::new(json!({}));
+    let out = home.run(&["run"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("DISCORD_TOKEN is not set"), "{err}");
+    assert!(err.contains("discord.com/developers/applications"), "{err}");
+    assert!(err.contains("ambient console"), "{err}");
+}
+
+#[test]
+fn without_a_dev_guild_commands_register_globally() {
+    let bot = Bot::start(json!({"discord": {"devGuildId": null}}));
+    let global = bot
+        .discord
+        .with(|w| w.find("PUT", "/applications/10000/commands"));
+    assert_eq!(global.len(), 1, "{}", bot.log());
+    assert!(bot.discord.with(|w| w.find("PUT", "/guilds/")).is_empty());
+}
+
+#[test]
+fn max_messages_per_hour_is_honoured_per_channel() {
+    let bot = Bot::start(json!({"permissions": {"replies": {"maxMessagesPerHour": 2}}}));
+    bot.model.fallback(Scripted::text("yes?"));
+    for i in 0..3 {
+        bot.discord
+            .say(GENERAL, ALICE, &mention(&format!("question {i}")));
+        if i < 2 {
+            assert!(
+                bot.discord
+                    .wait_until(15, |w| w.sent_in(GENERAL).len() == i + 1),
+                "{}",
+                bot.log()
+            );
+        }
+    }
+    let store = bot.store();
+    let limited = bot.discord.wait_until(15, |_| {
+        store
+            .journal_query(&ambient::journal::Filter {
+                kinds: vec![ambient::journal::Kind::Error],
+                ..Default::default()
+            })
+            .unwrap()
+            .iter()
+            .any(|e| e.reason.contains("maxMessagesPerHour"))
+    });
+    assert!(
+        limited,
+        "the third answer is held back and journaled:\n{}",
+        bot.log()
+    );
+    assert_eq!(bot.discord.with(|w| w.sent_in(GENERAL)).len(), 2);
+    // Another channel has its own allowance.
+    bot.discord.say(RANDOM, ALICE, &mention("over here?"));
+    assert!(bot.discord.wait_until(15, |w| w.sent_in(RANDOM).len() == 1));
+}

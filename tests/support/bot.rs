@@ -1,0 +1,114 @@
+//! The real `ambient run` binary against a fake Discord and a scripted model.
+
+use std::process::{Child, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::fake_discord::FakeDiscord;
+use super::home::{Home, merge};
+use super::model_server::ModelServer;
+
+pub struct Bot {
+    pub discord: FakeDiscord,
+    pub model: ModelServer,
+    pub home: Home,
+    child: Option<Child>,
+}
+
+impl Bot {
+    /// Starts the bot and waits until it has identified and registered its commands.
+    pub fn start(extra: Value) -> Self {
+        let discord = FakeDiscord::start();
+        let model = ModelServer::start();
+        let mut settings = json!({
+            "discord": {"apiBaseUrl": discord.url, "devGuildId": super::fake_discord::GUILD.to_string()},
+            "executive": {"ollamaBaseUrl": "http://127.0.0.1:9", "maxRetries": 0},
+        });
+        merge(&mut settings, extra);
+        let home = Home::new(settings);
+        let log = std::fs::File::create(home.path().join("bot.log")).unwrap();
+        let child = home
+            .command(&["run"])
+            .env("DISCORD_TOKEN", "test-token-abc")
+            .env("OPENAI_BASE_URL", model.openai_base())
+            .env("OPENAI_API_KEY", "sk-test-bot")
+            .env("RUST_LOG", "ambient=debug,serenity=warn,poise=warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn ambient run");
+        let bot = Self {
+            discord,
+            model,
+            home,
+            child: Some(child),
+        };
+        let registered = bot
+            .discord
+            .wait_until(20, |w| !w.find("PUT", "/commands").is_empty());
+        assert!(
+            registered,
+            "the bot did not connect and register its commands:\n{}",
+            bot.log()
+        );
+        bot
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.home.path().join("bot.log")).unwrap_or_default()
+    }
+
+    /// Sends SIGTERM and waits for the process to exit.
+    pub fn stop(mut self) -> ExitStatus {
+        let mut child = self.child.take().unwrap();
+        std::process::Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the bot did not stop on SIGTERM:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The bot's store, opened alongside the running process (WAL allows it).
+    pub fn store(&self) -> ambient::store::Store {
+        ambient::store::Store::open(&self.home.data_dir()).unwrap()
+    }
+
+    /// Waits until a message with this id is in the store.
+    pub fn wait_stored(&self, id: u64) -> bool {
+        let store = self.store();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if store
+                .message(ambient::ids::MessageId(id))
+                .unwrap()
+                .is_some()
+            {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+}
+
+impl Drop for Bot {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}

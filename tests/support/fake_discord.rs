@@ -1,0 +1,543 @@
+//! A fake Discord on 127.0.0.1: enough of the REST API (v10) and the JSON
+//! gateway for the real serenity/poise client to connect, receive events and
+//! answer, while the test plays the people in one guild.
+//!
+//! The gateway sends HELLO, answers IDENTIFY with READY and GUILD_CREATE,
+//! ACKs heartbeats, and on RESUME replays the events after the client's
+//! sequence number (or from an earlier one, to simulate Discord delivering
+//! again) and sends RESUMED. Every REST request is recorded; messages the bot
+//! creates get ids, are echoed as MESSAGE_CREATE like Discord does, and a
+//! repeated nonce with `enforce_nonce` returns the first message instead of a
+//! new one. Each dispatched payload is first parsed with serenity's own type,
+//! because serenity silently drops one it cannot parse.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::ws::{CloseFrame, Message as WsMessage, WebSocket, WebSocketUpgrade};
+use axum::http::{Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+pub const BOT: u64 = 10_000;
+pub const APP: u64 = 10_000;
+pub const GUILD: u64 = 100;
+pub const GENERAL: u64 = 200;
+pub const RANDOM: u64 = 201;
+pub const DM_CHANNEL: u64 = 900;
+
+#[derive(Clone, Copy, Debug)]
+pub struct Person {
+    pub id: u64,
+    pub name: &'static str,
+}
+
+pub const ALICE: Person = Person {
+    id: 3,
+    name: "alice",
+};
+pub const BOB: Person = Person { id: 4, name: "bob" };
+
+/// Discord permission bits used in tests.
+pub const MANAGE_GUILD: u64 = 1 << 5;
+
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    pub body: Value,
+}
+
+enum Outbound {
+    Frame(Value),
+    Close(u16),
+}
+
+#[derive(Default)]
+pub struct World {
+    seq: u64,
+    log: Vec<Value>,
+    conn: Option<mpsc::UnboundedSender<Outbound>>,
+    pub identifies: u32,
+    pub resumes: u32,
+    replay_from: Option<u64>,
+    pub requests: Vec<Request>,
+    nonces: HashMap<String, Value>,
+    messages: HashMap<u64, Value>,
+    next_id: u64,
+}
+
+impl World {
+    fn next_id(&mut self) -> u64 {
+        self.next_id += 1;
+        1_500_000_000_000_000_000 + self.next_id
+    }
+
+    /// Numbers and sends a dispatch to the live connection (if any) and logs it for resumes.
+    fn dispatch(&mut self, t: &str, d: Value) -> u64 {
+        self.seq += 1;
+        let frame = json!({"op": 0, "t": t, "s": self.seq, "d": d});
+        self.log.push(frame.clone());
+        if let Some(conn) = &self.conn {
+            let _ = conn.send(Outbound::Frame(frame));
+        }
+        self.seq
+    }
+
+    /// Requests whose method and path match.
+    pub fn find(&self, method: &str, path_contains: &str) -> Vec<Request> {
+        self.requests
+            .iter()
+            .filter(|r| r.method == method && r.path.contains(path_contains))
+            .cloned()
+            .collect()
+    }
+
+    /// What the bot answered to interaction `id` (initial callback or follow-up bodies).
+    pub fn interaction_replies(&self, id: u64) -> Vec<Value> {
+        self.requests
+            .iter()
+            .filter(|r| {
+                r.path.contains(&format!("/interactions/{id}/"))
+                    || r.path.contains(&format!("/webhooks/{APP}/token-{id}"))
+            })
+            .map(|r| r.body.clone())
+            .collect()
+    }
+
+    /// Messages the bot posted in `channel`, as request bodies.
+    pub fn sent_in(&self, channel: u64) -> Vec<Value> {
+        self.find("POST", &format!("/channels/{channel}/messages"))
+            .into_iter()
+            .map(|r| r.body)
+            .collect()
+    }
+}
+
+#[derive(Clone)]
+pub struct FakeDiscord {
+    pub url: String,
+    pub world: Arc<Mutex<World>>,
+}
+
+fn user(p: Person) -> Value {
+    json!({"id": p.id.to_string(), "username": p.name, "global_name": p.name, "bot": false})
+}
+
+fn bot_user() -> Value {
+    json!({"id": BOT.to_string(), "username": "ambient", "bot": true})
+}
+
+fn member(p: Value, permissions: Option<u64>) -> Value {
+    let mut m = json!({"user": p, "roles": [], "deaf": false, "mute": false, "flags": 0,
+                       "joined_at": "2024-01-01T00:00:00+00:00"});
+    if let Some(perms) = permissions {
+        m["permissions"] = json!(perms.to_string());
+    }
+    m
+}
+
+fn now_iso() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+fn message_json(id: u64, channel: u64, guild: Option<u64>, author: Value, content: &str) -> Value {
+    let mut m = json!({
+        "id": id.to_string(), "channel_id": channel.to_string(), "author": author, "content": content,
+        "timestamp": now_iso(), "edited_timestamp": null, "tts": false, "mention_everyone": false,
+        "mentions": [], "mention_roles": [], "attachments": [], "embeds": [], "pinned": false, "type": 0,
+    });
+    if let Some(g) = guild {
+        m["guild_id"] = json!(g.to_string());
+        m["member"] = json!({"roles": []});
+    }
+    m
+}
+
+fn guild_create() -> Value {
+    json!({
+        "id": GUILD.to_string(), "name": "Test Server", "owner_id": ALICE.id.to_string(),
+        "verification_level": 0, "default_message_notifications": 0, "explicit_content_filter": 0,
+        // @everyone (id = guild id) may do anything, so serenity's cached permission checks pass.
+        "roles": [{"id": GUILD.to_string(), "name": "@everyone", "color": 0, "colors": {"primary_color": 0},
+                   "hoist": false, "managed": false, "permissions": "8", "position": 0}],
+        "emojis": [], "features": [], "mfa_level": 0, "system_channel_flags": 0, "premium_tier": 0,
+        "preferred_locale": "en-US", "nsfw_level": 0, "stickers": [], "premium_progress_bar_enabled": false,
+        "joined_at": "2024-01-01T00:00:00.000000+00:00", "large": false, "member_count": 3,
+        "voice_states": [], "threads": [], "presences": [], "stage_instances": [], "guild_scheduled_events": [],
+        "channels": [
+            {"id": GENERAL.to_string(), "type": 0, "name": "general", "guild_id": GUILD.to_string()},
+            {"id": RANDOM.to_string(), "type": 0, "name": "random", "guild_id": GUILD.to_string()},
+        ],
+        "members": [member(bot_user(), None), member(user(ALICE), None), member(user(BOB), None)],
+    })
+}
+
+/// Panics if serenity could not parse `d` as the type this dispatch carries.
+fn check(t: &str, d: &Value) {
+    use serenity::all as s;
+    let result = match t {
+        "READY" => serde_json::from_value::<s::Ready>(d.clone()).map(|_| ()),
+        "GUILD_CREATE" => serde_json::from_value::<s::Guild>(d.clone()).map(|_| ()),
+        "MESSAGE_CREATE" => serde_json::from_value::<s::Message>(d.clone()).map(|_| ()),
+        "MESSAGE_UPDATE" => serde_json::from_value::<s::MessageUpdateEvent>(d.clone()).map(|_| ()),
+        "MESSAGE_REACTION_ADD" => serde_json::from_value::<s::Reaction>(d.clone()).map(|_| ()),
+        "INTERACTION_CREATE" => serde_json::from_value::<s::Interaction>(d.clone()).map(|_| ()),
+        _ => Ok(()),
+    };
+    if let Err(e) = result {
+        panic!("the fake Discord built a {t} serenity cannot parse: {e}\n{d:#}");
+    }
+}
+
+impl FakeDiscord {
+    pub fn start() -> Self {
+        let world = Arc::new(Mutex::new(World::default()));
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.set_nonblocking(true).unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let ws_url = url.replace("http://", "ws://") + "/gateway";
+        let app = Router::new()
+            .route("/gateway", any(gateway))
+            .fallback(rest)
+            .with_state((world.clone(), ws_url));
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                axum::serve(listener, app).await.unwrap();
+            });
+        });
+        Self { url, world }
+    }
+
+    pub fn with<T>(&self, f: impl FnOnce(&mut World) -> T) -> T {
+        f(&mut self.world.lock().unwrap())
+    }
+
+    /// Polls until `cond` holds; false on timeout.
+    pub fn wait_until(&self, secs: u64, cond: impl Fn(&World) -> bool) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while Instant::now() < deadline {
+            if cond(&self.world.lock().unwrap()) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    fn dispatch(&self, t: &str, d: Value) -> u64 {
+        check(t, &d);
+        self.with(|w| w.dispatch(t, d))
+    }
+
+    /// `person` says `content` in `channel`; `<@10000>` in the text mentions the bot.
+    pub fn say(&self, channel: u64, person: Person, content: &str) -> u64 {
+        self.say_full(channel, person, content, None)
+    }
+
+    pub fn say_full(
+        &self,
+        channel: u64,
+        person: Person,
+        content: &str,
+        reply_to: Option<u64>,
+    ) -> u64 {
+        let (id, msg) = self.with(|w| {
+            let id = w.next_id();
+            let mut m = message_json(id, channel, Some(GUILD), user(person), content);
+            if content.contains(&format!("<@{BOT}>")) {
+                m["mentions"] = json!([bot_user()]);
+            }
+            if let Some(to) = reply_to {
+                m["message_reference"] = json!({"message_id": to.to_string(), "channel_id": channel.to_string(), "guild_id": GUILD.to_string()});
+                if let Some(original) = w.messages.get(&to) {
+                    m["referenced_message"] = original.clone();
+                }
+            }
+            w.messages.insert(id, m.clone());
+            (id, m)
+        });
+        self.dispatch("MESSAGE_CREATE", msg);
+        id
+    }
+
+    /// A direct message from `person`.
+    pub fn dm(&self, person: Person, content: &str) -> u64 {
+        let (id, msg) = self.with(|w| {
+            let id = w.next_id();
+            (
+                id,
+                message_json(id, DM_CHANNEL, None, user(person), content),
+            )
+        });
+        self.dispatch("MESSAGE_CREATE", msg);
+        id
+    }
+
+    pub fn edit(&self, channel: u64, id: u64, content: &str) {
+        self.dispatch(
+            "MESSAGE_UPDATE",
+            json!({"id": id.to_string(), "channel_id": channel.to_string(), "guild_id": GUILD.to_string(),
+                   "content": content, "edited_timestamp": now_iso()}),
+        );
+    }
+
+    pub fn delete(&self, channel: u64, id: u64) {
+        self.dispatch(
+            "MESSAGE_DELETE",
+            json!({"id": id.to_string(), "channel_id": channel.to_string(), "guild_id": GUILD.to_string()}),
+        );
+    }
+
+    pub fn react(&self, channel: u64, message: u64, person: Person, emoji: &str) {
+        self.dispatch(
+            "MESSAGE_REACTION_ADD",
+            json!({"user_id": person.id.to_string(), "channel_id": channel.to_string(), "message_id": message.to_string(),
+                   "guild_id": GUILD.to_string(), "emoji": {"id": null, "name": emoji}, "burst": false, "type": 0,
+                   "member": member(user(person), None)}),
+        );
+    }
+
+    /// Runs `/command sub option:value…` as `person` with `permissions`; returns the interaction id.
+    pub fn slash(
+        &self,
+        channel: u64,
+        person: Person,
+        permissions: u64,
+        command: &str,
+        sub: &str,
+        options: &[(&str, &str)],
+    ) -> u64 {
+        let id = self.with(|w| w.next_id());
+        let opts: Vec<Value> = options
+            .iter()
+            .map(|(name, value)| json!({"type": 3, "name": name, "value": value}))
+            .collect();
+        let d = json!({
+            "id": id.to_string(), "application_id": APP.to_string(), "type": 2, "token": format!("token-{id}"),
+            "version": 1, "guild_id": GUILD.to_string(), "channel_id": channel.to_string(),
+            "member": member(user(person), Some(permissions)),
+            "app_permissions": "2147483647", "locale": "en-US", "guild_locale": "en-US", "entitlements": [],
+            "authorizing_integration_owners": {"0": GUILD.to_string()}, "context": 0,
+            "attachment_size_limit": 8388608,
+            "data": {"id": "777", "name": command, "type": 1,
+                     "options": [{"type": 1, "name": sub, "options": opts}]},
+        });
+        self.dispatch("INTERACTION_CREATE", d);
+        id
+    }
+
+    /// Waits for the bot's first answer to interaction `id`.
+    pub fn interaction_reply(&self, id: u64) -> Option<Value> {
+        self.wait_until(10, |w| !w.interaction_replies(id).is_empty());
+        self.with(|w| w.interaction_replies(id).first().cloned())
+    }
+
+    /// Closes the gateway connection (code 4000, so the client resumes). With
+    /// `replay_from`, the resume replays from that sequence number, as if
+    /// Discord delivered events again.
+    pub fn drop_connection(&self, replay_from: Option<u64>) {
+        self.with(|w| {
+            w.replay_from = replay_from;
+            if let Some(conn) = w.conn.take() {
+                let _ = conn.send(Outbound::Close(4000));
+            }
+        });
+    }
+
+    pub fn seq(&self) -> u64 {
+        self.with(|w| w.seq)
+    }
+}
+
+async fn gateway(
+    ws: WebSocketUpgrade,
+    State((world, _)): State<(Arc<Mutex<World>>, String)>,
+) -> Response {
+    ws.on_upgrade(move |socket| session(socket, world))
+}
+
+async fn session(socket: WebSocket, world: Arc<Mutex<World>>) {
+    let (mut sink, mut stream) = socket.split();
+    let (tx, mut rx) = mpsc::unbounded_channel::<Outbound>();
+    world.lock().unwrap().conn = Some(tx.clone());
+    let _ = tx.send(Outbound::Frame(
+        json!({"op": 10, "d": {"heartbeat_interval": 41250}}),
+    ));
+    let writer = tokio::spawn(async move {
+        while let Some(out) = rx.recv().await {
+            match out {
+                Outbound::Frame(v) => {
+                    if sink
+                        .send(WsMessage::Text(v.to_string().into()))
+                        .await
+                        .is_err()
+                    {
+                        break;
+                    }
+                }
+                Outbound::Close(code) => {
+                    let _ = sink
+                        .send(WsMessage::Close(Some(CloseFrame {
+                            code,
+                            reason: "test reconnect".into(),
+                        })))
+                        .await;
+                    break;
+                }
+            }
+        }
+    });
+    while let Some(Ok(msg)) = stream.next().await {
+        let WsMessage::Text(text) = msg else { continue };
+        let Ok(frame) = serde_json::from_str::<Value>(&text) else {
+            continue;
+        };
+        match frame["op"].as_u64() {
+            Some(1) => {
+                let _ = tx.send(Outbound::Frame(json!({"op": 11})));
+            }
+            Some(2) => {
+                let mut w = world.lock().unwrap();
+                w.identifies += 1;
+                let ready = json!({
+                    "v": 10, "user": bot_user(), "guilds": [{"id": GUILD.to_string(), "unavailable": true}],
+                    "session_id": format!("session-{}", w.identifies), "resume_gateway_url": "ws://unused",
+                    "shard": [0, 1], "application": {"id": APP.to_string(), "flags": 0},
+                });
+                check("READY", &ready);
+                w.dispatch("READY", ready);
+                let guild = guild_create();
+                check("GUILD_CREATE", &guild);
+                w.dispatch("GUILD_CREATE", guild);
+            }
+            Some(6) => {
+                let client_seq = frame["d"]["seq"].as_u64().unwrap_or(0);
+                let mut w = world.lock().unwrap();
+                w.resumes += 1;
+                let from = w.replay_from.take().unwrap_or(client_seq);
+                let replay: Vec<Value> = w
+                    .log
+                    .iter()
+                    .filter(|f| f["s"].as_u64().unwrap_or(0) > from)
+                    .cloned()
+                    .collect();
+                for f in replay {
+                    let _ = tx.send(Outbound::Frame(f));
+                }
+                w.dispatch("RESUMED", json!({}));
+            }
+            _ => {}
+        }
+    }
+    writer.abort();
+}
+
+async fn rest(
+    State((world, ws_url)): State<(Arc<Mutex<World>>, String)>,
+    method: Method,
+    uri: Uri,
+    body: Bytes,
+) -> Response {
+    let path = uri.path().trim_start_matches("/api/v10").to_string();
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let mut w = world.lock().unwrap();
+    w.requests.push(Request {
+        method: method.to_string(),
+        path: path.clone(),
+        body: body.clone(),
+    });
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let ok = |v: Value| (StatusCode::OK, axum::Json(v)).into_response();
+    match (method.as_str(), segments.as_slice()) {
+        ("GET", ["gateway"]) => ok(json!({"url": ws_url})),
+        ("GET", ["gateway", "bot"]) => ok(json!({"url": ws_url, "shards": 1,
+            "session_start_limit": {"total": 1000, "remaining": 999, "reset_after": 14400000, "max_concurrency": 1}})),
+        ("GET", ["users", "@me"]) => ok(bot_user()),
+        ("GET", ["oauth2", "applications", "@me"]) => ok(
+            json!({"id": APP.to_string(), "name": "ambient", "description": "",
+            "bot_public": true, "bot_require_code_grant": false, "verify_key": "00", "flags": 0,
+            "owner": {"id": ALICE.id.to_string(), "username": "alice"}}),
+        ),
+        ("PUT", ["applications", _, "commands"])
+        | ("PUT", ["applications", _, "guilds", _, "commands"]) => {
+            let echoed: Vec<Value> = body
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .enumerate()
+                .map(|(i, mut c)| {
+                    c["id"] = json!((800 + i).to_string());
+                    c["application_id"] = json!(APP.to_string());
+                    c["version"] = json!("1");
+                    c["type"] = json!(1);
+                    c
+                })
+                .collect();
+            ok(json!(echoed))
+        }
+        ("POST", ["channels", channel, "messages"]) => {
+            let channel: u64 = channel.parse().unwrap_or(0);
+            let nonce = body["nonce"].as_str().map(String::from);
+            if body["enforce_nonce"] == json!(true) {
+                if let Some(previous) = nonce.as_ref().and_then(|n| w.nonces.get(n)) {
+                    return ok(previous.clone());
+                }
+            }
+            let id = w.next_id();
+            let guild = (channel != DM_CHANNEL).then_some(GUILD);
+            let mut m = message_json(
+                id,
+                channel,
+                guild,
+                bot_user(),
+                body["content"].as_str().unwrap_or(""),
+            );
+            if let Some(r) = body.get("message_reference") {
+                m["message_reference"] = r.clone();
+            }
+            if let Some(n) = &nonce {
+                m["nonce"] = json!(n);
+                w.nonces.insert(n.clone(), m.clone());
+            }
+            w.messages.insert(id, m.clone());
+            check("MESSAGE_CREATE", &m);
+            w.dispatch("MESSAGE_CREATE", m.clone());
+            ok(m)
+        }
+        ("POST", ["channels", _, "typing"]) => StatusCode::NO_CONTENT.into_response(),
+        ("PUT", ["channels", _, "messages", _, "reactions", _, "@me"]) => {
+            StatusCode::NO_CONTENT.into_response()
+        }
+        ("GET", ["channels", _, "messages"]) => ok(json!([])),
+        ("POST", ["interactions", _, _, "callback"]) => StatusCode::NO_CONTENT.into_response(),
+        ("POST", ["webhooks", _, _]) | ("PATCH", ["webhooks", _, _, "messages", _]) => {
+            let id = w.next_id();
+            ok(message_json(
+                id,
+                GENERAL,
+                Some(GUILD),
+                bot_user(),
+                body["content"].as_str().unwrap_or(""),
+            ))
+        }
+        _ => (
+            StatusCode::NOT_FOUND,
+            axum::Json(json!({"message": format!("no route {method} {path}"), "code": 0})),
+        )
+            .into_response(),
+    }
+}
