@@ -16,6 +16,7 @@ use crate::attention::Spine;
 use crate::chat::Transport;
 use crate::clock::{Chance, SharedClock};
 use crate::executive::{Executive, Prompts};
+use crate::initiative::{Initiative, InitiativeHandler};
 use crate::journal::{Entry, Journal, Kind};
 use crate::reply::ReplyHandler;
 use crate::senses::Senses;
@@ -34,6 +35,7 @@ pub struct App {
     pub speech: Arc<Speech>,
     pub senses: Senses,
     pub executive: Arc<Executive>,
+    pub initiative: Arc<Initiative>,
     pub data_dir: PathBuf,
     /// What is unavailable and why, said plainly at start (console, logs, status).
     pub notices: Vec<String>,
@@ -111,6 +113,21 @@ impl App {
             clock.clone(),
         )));
 
+        let initiative = Initiative::new(
+            settings.clone(),
+            store.clone(),
+            journal.clone(),
+            clock.clone(),
+            chance.clone(),
+            spine.clone(),
+            executive.clone(),
+            speech.clone(),
+            secrets.clone(),
+        );
+        spine.registry.register(Arc::new(InitiativeHandler {
+            engine: initiative.clone(),
+        }));
+
         Ok(Arc::new(App {
             settings,
             secrets,
@@ -122,14 +139,24 @@ impl App {
             speech,
             senses,
             executive,
+            initiative,
             data_dir,
             notices,
         }))
     }
 
-    /// Starts the background loops (the attention dispatcher, and later the
-    /// initiative tick, discovery, the garden).
+    /// Starts the background loops: the attention dispatcher and the initiative tick.
     pub fn start(self: &Arc<Self>) -> Running {
+        let mut running = self.start_spine();
+        let rx = running.shutdown.subscribe();
+        running
+            .tasks
+            .push(tokio::spawn(self.initiative.clone().run(rx)));
+        running
+    }
+
+    /// Starts only the attention dispatcher; tests drive the ticks themselves.
+    pub fn start_spine(self: &Arc<Self>) -> Running {
         let (shutdown, rx) = watch::channel(false);
         self.journal
             .record(Entry::new(Kind::System, "started").reason(format!(

@@ -18,6 +18,14 @@ pub struct Outgoing {
     /// Idempotency key: the same nonce is never delivered twice (Discord's
     /// `enforce_nonce`), so a retried send cannot double-post.
     pub nonce: String,
+    pub files: Vec<OutgoingFile>,
+}
+
+/// A file sent with a message (a generated image, say).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutgoingFile {
+    pub name: String,
+    pub bytes: Vec<u8>,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use crate::attention::Place;
-use crate::chat::{ChatError, Outgoing, Transport};
+use crate::chat::{ChatError, Outgoing, OutgoingFile, Transport};
 use crate::clock::SharedClock;
 use crate::ids::MessageId;
 use crate::settings::SettingsService;
@@ -75,6 +75,19 @@ impl Speech {
         reply_to: Option<MessageId>,
         cause: &str,
     ) -> Result<Vec<MessageId>, SpeechError> {
+        self.say_with_files(place, text, reply_to, cause, Vec::new())
+            .await
+    }
+
+    /// Like [`Speech::say`], with files attached to the first part.
+    pub async fn say_with_files(
+        &self,
+        place: Place,
+        text: &str,
+        reply_to: Option<MessageId>,
+        cause: &str,
+        mut files: Vec<OutgoingFile>,
+    ) -> Result<Vec<MessageId>, SpeechError> {
         let text = text.trim();
         if text.is_empty() {
             return Err(SpeechError::Empty);
@@ -102,6 +115,7 @@ impl Speech {
                 // Only the first part is a reply; the rest follow it.
                 reply_to: if i == 0 { reply_to } else { None },
                 nonce: nonce(cause, i),
+                files: std::mem::take(&mut files),
             };
             let id = self.transport.send(place.channel, &outgoing).await?;
             self.store.insert_message(&StoredMessage {

@@ -108,12 +108,15 @@ pub struct GuildReport {
 
 pub fn guild_report(app: &crate::app::App, guild: Option<crate::ids::GuildId>) -> GuildReport {
     use crate::journal::{Filter, Kind};
+    use crate::when::ago;
 
     let settings = app.settings.for_guild(guild);
     let now = app.clock.now();
     let exec = &app.executive;
+    let engine = guild.map(|g| app.initiative.status(g)).unwrap_or_default();
     let headline = match exec.unavailable(crate::executive::Role::Reply) {
         Some(why) => format!("● paused — {why}"),
+        None if engine.thinking => "● running — thinking about an ambient post".to_string(),
         None => {
             let active = app.spine.active.active_channels(guild, now).len();
             if active > 0 {
@@ -139,10 +142,27 @@ pub fn guild_report(app: &crate::app::App, guild: Option<crate::ids::GuildId>) -
     } else if pool == 0 {
         "nowhere to post: no channels in permissions.replies.discoveryChannelIds".to_string()
     } else {
-        format!(
+        let mut text = format!(
             "{pool} channel(s), eagerness {}%",
             settings.initiative.text.eagerness
-        )
+        );
+        if let Some(next) = engine.next_consideration {
+            text.push_str(&format!("; next look at {}", next.format("%H:%M UTC")));
+        }
+        if let Some(gate) = &engine.last_gate {
+            text.push_str(&format!("\nlast stopped because {gate}"));
+        }
+        text
+    };
+    let pending = match &engine.pending {
+        Some(p) => format!(
+            "\"{}\" (revision {}, held since {}, expires {})",
+            p.draft.chars().take(200).collect::<String>(),
+            p.revision,
+            ago(p.created_at, now),
+            p.expires_at.format("%H:%M UTC")
+        ),
+        None => "none".to_string(),
     };
     let snapshot = exec.snapshot();
     let (user, ambient, cap) = budget_shares(&snapshot, &settings);
@@ -155,10 +175,12 @@ pub fn guild_report(app: &crate::app::App, guild: Option<crate::ids::GuildId>) -
         headline,
         fields: vec![
             ("Initiative".into(), initiative),
+            ("Pending thought".into(), pending),
             (
                 "Posts today".into(),
                 format!("{posts} of {}", settings.initiative.text.max_posts_per_day),
             ),
+            ("Garden".into(), "not running in this version".into()),
             ("Budget".into(), budget_bar(user, ambient, cap)),
             ("Models".into(), format!("```\n{models}\n```")),
         ],

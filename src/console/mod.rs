@@ -318,7 +318,7 @@ const HELP: &str = "commands:
   /as NAME                   speak as someone else
   /journal [SINCE]           what the bot decided lately (default 1h; e.g. 30m, 24h)
   /why [MESSAGE-ID]          why the bot said (or did not say) something
-  /status                    which models serve which role, and what was spent
+  /status                    what the bot is up to here: initiative, pending thought, budget, models
   /settings show [PATH]      settings in effect for this guild
   /settings set PATH VALUE   override a setting for this guild
   /settings reset PATH       remove an override

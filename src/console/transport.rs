@@ -105,8 +105,18 @@ impl Transport for ConsoleTransport {
         delivered.insert(message.nonce.clone(), id);
         drop(delivered);
         let name = self.channel_label(channel);
+        let files: Vec<String> = message
+            .files
+            .iter()
+            .map(|f| format!("{} ({} bytes)", f.name, f.bytes.len()))
+            .collect();
+        let attached = if files.is_empty() {
+            String::new()
+        } else {
+            format!(" [attached: {}]", files.join(", "))
+        };
         self.out.emit(
-            &format!("[#{name}] {}: {}", self.me.name, message.content),
+            &format!("[#{name}] {}: {}{attached}", self.me.name, message.content),
             json!({
                 "event": "message",
                 "id": id.to_string(),
@@ -114,6 +124,7 @@ impl Transport for ConsoleTransport {
                 "author": self.me.name,
                 "content": message.content,
                 "reply_to": message.reply_to.map(|m| m.to_string()),
+                "files": files,
             }),
         );
         Ok(id)

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serenity::all::{
-    ChannelId as SChannelId, CreateAllowedMentions, CreateMessage, GetMessages, Http,
-    MessageId as SMessageId, MessageReference, Nonce, ReactionType, Typing as STyping,
+    ChannelId as SChannelId, CreateAllowedMentions, CreateAttachment, CreateMessage, GetMessages,
+    Http, MessageId as SMessageId, MessageReference, Nonce, ReactionType, Typing as STyping,
 };
 
 use super::convert;
@@ -63,6 +63,12 @@ impl Transport for DiscordTransport {
             .nonce(Nonce::String(message.nonce.clone()))
             .enforce_nonce(true)
             .allowed_mentions(safe_mentions());
+        for file in &message.files {
+            builder = builder.add_file(CreateAttachment::bytes(
+                file.bytes.clone(),
+                file.name.clone(),
+            ));
+        }
         if let Some(to) = message.reply_to {
             let mut reference = MessageReference::from((channel, SMessageId::new(to.get())));
             // If the message being answered was deleted meanwhile, still say it.

@@ -17,22 +17,50 @@ use crate::store::messages::{Source, StoredMessage};
 
 /// The built-in templates and a sample context each must render with.
 fn builtin() -> Vec<(&'static str, &'static str, Value)> {
-    vec![(
-        "reply",
-        include_str!("../../prompts/reply.j2"),
-        json!({
-            "bot_name": "ambient",
-            "persona": "You are ambient.",
-            "guild_name": "a server",
-            "channel_name": "general",
-            "is_dm": false,
-            "unsolicited": false,
-            "now": "2026-01-05 12:00 UTC",
-            "memory": ["ada likes Rust"],
-            "history": [{"time": "11:59", "author": "ada", "is_self": false, "vc": false, "content": "hi"}],
-            "target": {"author": "ada", "content": "hi"},
-        }),
-    )]
+    vec![
+        (
+            "reply",
+            include_str!("../../prompts/reply.j2"),
+            json!({
+                "bot_name": "ambient",
+                "persona": "You are ambient.",
+                "guild_name": "a server",
+                "channel_name": "general",
+                "is_dm": false,
+                "unsolicited": false,
+                "now": "2026-01-05 12:00 UTC",
+                "memory": ["ada likes Rust"],
+                "history": [{"time": "11:59", "author": "ada", "is_self": false, "vc": false, "content": "hi"}],
+                "target": {"author": "ada", "content": "hi"},
+            }),
+        ),
+        (
+            "initiative",
+            include_str!("../../prompts/initiative.j2"),
+            json!({
+                "bot_name": "ambient",
+                "persona": "You are ambient.",
+                "guild_name": "a server",
+                "now": "2026-01-05 12:00 UTC",
+                "pending": {"draft": "d", "channel": "general", "revision": 1, "age_minutes": 3, "last_reason": "r",
+                            "media": {"kind": "image", "prompt": "p"}},
+                "channels": [{"name": "general", "vibe": true, "last_human": "3 min ago", "last_bot": "never",
+                              "lines": [{"time": "11:59", "author": "ada", "is_self": false, "vc": true, "content": "hi"}]}],
+                "feed": ["an item"],
+                "feed_note": "",
+                "feed_sources": ["a source"],
+                "feed_sources_note": "",
+                "community": ["rust (4 messages)"],
+                "memory": ["a fact"],
+                "memory_note": "",
+                "guidance": ["be brief"],
+                "behavioral": ["people liked memes"],
+                "pool": "#general",
+                "max_post_chars": 1800,
+                "capabilities": ["web_scrape: read a web page"],
+            }),
+        ),
+    ]
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -113,6 +113,23 @@ impl FinalTool {
         }
     }
 
+    /// A final tool whose arguments must deserialize into `A` and pass `extra`
+    /// (e.g. "the channel is in the pool"); either failure goes back to the model.
+    pub fn checked<A: DeserializeOwned + JsonSchema + 'static>(
+        name: &str,
+        description: &str,
+        extra: impl Fn(&A) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            spec: ToolSpec {
+                name: name.into(),
+                description: description.into(),
+                schema: schema_of::<A>(),
+            },
+            validate: Arc::new(move |v| extra(&parse_args::<A>(v)?)),
+        }
+    }
+
     pub fn name(&self) -> &str {
         &self.spec.name
     }

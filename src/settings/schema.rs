@@ -103,6 +103,8 @@ pub struct NetworkSettings {
     pub max_response_bytes: u64,
     pub max_redirects: u32,
     pub user_agent: String,
+    /// A SearXNG-compatible search endpoint for the `web_search` tool; empty: no web search.
+    pub search_base_url: String,
 }
 
 impl Default for NetworkSettings {
@@ -112,6 +114,7 @@ impl Default for NetworkSettings {
             fetch_timeout_seconds: 20,
             max_response_bytes: 2_000_000,
             max_redirects: 5,
+            search_base_url: String::new(),
             user_agent: concat!(
                 "ambient/",
                 env!("CARGO_PKG_VERSION"),
@@ -381,6 +384,8 @@ pub struct InitiativeTextSettings {
     pub tick_seconds: u32,
     /// A held thought is dropped this long after it was first created.
     pub pending_thought_max_age_minutes: u32,
+    /// A held thought is looked at again at most this often (0: every tick).
+    pub revisit_minutes: u32,
     /// Longest post the model may make; longer ones are rejected.
     pub max_post_chars: u32,
 }
@@ -399,6 +404,7 @@ impl Default for InitiativeTextSettings {
             max_tool_calls: 6,
             tick_seconds: 60,
             pending_thought_max_age_minutes: 180,
+            revisit_minutes: 10,
             max_post_chars: 1800,
         }
     }

@@ -288,6 +288,7 @@ fn semantic(s: &Settings) -> Vec<Problem> {
     );
     p.range("network.maxRedirects", n.max_redirects, 0, 20);
     p.non_empty("network.userAgent", &n.user_agent);
+    p.url("network.searchBaseUrl", &n.search_base_url, true);
 
     let a = &s.attention;
     p.range("attention.maxConcurrent", a.max_concurrent, 1, 64);
@@ -402,6 +403,12 @@ fn semantic(s: &Settings) -> Vec<Problem> {
         10_080,
     );
     p.range("initiative.text.maxPostChars", t.max_post_chars, 1, 2_000);
+    p.range(
+        "initiative.text.revisitMinutes",
+        t.revisit_minutes,
+        0,
+        1_440,
+    );
 
     let d = &s.initiative.discovery;
     for (i, sub) in d.reddit_subreddits.iter().enumerate() {

@@ -67,6 +67,17 @@ impl Store {
         Ok(rows)
     }
 
+    /// Every channel the bot has seen in `guild`.
+    pub fn guild_channels(&self, guild: GuildId) -> Result<Vec<ChannelId>> {
+        let conn = self.lock();
+        let mut stmt =
+            conn.prepare_cached("SELECT id FROM channels WHERE guild_id = ?1 ORDER BY id")?;
+        let rows = stmt
+            .query_map([guild.to_sql()], |r| Ok(ChannelId::from_sql(r.get(0)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
     /// The channel named `name` in `guild`, if the bot has seen one.
     pub fn channel_by_name(&self, guild: GuildId, name: &str) -> Result<Option<ChannelId>> {
         Ok(self

@@ -157,6 +157,46 @@ impl Store {
         Ok(rows)
     }
 
+    /// A guild's messages since `since` that still have content, oldest first (at most `limit`, the newest).
+    pub fn recent_guild_messages(
+        &self,
+        guild: GuildId,
+        since: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM messages
+             WHERE guild_id = ?1 AND created_at >= ?2 AND deleted_at IS NULL
+             ORDER BY created_at DESC, id DESC LIMIT ?3"
+        ))?;
+        let mut rows: Vec<StoredMessage> = stmt
+            .query_map(
+                params![guild.to_sql(), to_ms(since), limit as i64],
+                from_row,
+            )?
+            .collect::<rusqlite::Result<_>>()?;
+        rows.reverse();
+        Ok(rows)
+    }
+
+    /// When the bot last said something in a channel, and when a person last did.
+    pub fn channel_activity(
+        &self,
+        channel: ChannelId,
+    ) -> Result<(Option<DateTime<Utc>>, Option<DateTime<Utc>>)> {
+        let conn = self.lock();
+        let last = |is_self: bool| -> rusqlite::Result<Option<DateTime<Utc>>> {
+            conn.query_row(
+                "SELECT max(created_at) FROM messages WHERE channel_id = ?1 AND is_self = ?2 AND author_is_bot = ?2",
+                params![channel.to_sql(), is_self],
+                |r| r.get::<_, Option<i64>>(0),
+            )
+            .map(|v| v.map(from_ms))
+        };
+        Ok((last(true)?, last(false)?))
+    }
+
     /// How many messages the bot itself sent in a channel since `since`.
     pub fn count_self_messages_since(
         &self,

@@ -111,6 +111,35 @@ pub const MIGRATIONS: &[Migration] = &[
             CREATE INDEX usage_guild_time ON usage (guild_id, ts);
         "#,
     },
+    Migration {
+        version: 4,
+        name: "initiative: pending thoughts, per-guild state, post outbox",
+        sql: r#"
+            CREATE TABLE pending_thoughts (
+                guild_id    INTEGER PRIMARY KEY,  -- at most one per guild
+                draft       TEXT    NOT NULL,
+                channel_id  INTEGER,
+                revision    INTEGER NOT NULL DEFAULT 1,
+                created_at  INTEGER NOT NULL,
+                updated_at  INTEGER NOT NULL,
+                expires_at  INTEGER NOT NULL,     -- anchored to created_at
+                last_reason TEXT    NOT NULL DEFAULT '',
+                media       TEXT                  -- JSON media directive, if any
+            );
+            CREATE TABLE initiative_state (
+                guild_id           INTEGER PRIMARY KEY,
+                last_considered_at INTEGER
+            );
+            CREATE TABLE initiative_outbox (
+                nonce       TEXT    PRIMARY KEY,
+                guild_id    INTEGER NOT NULL,
+                channel_id  INTEGER NOT NULL,
+                text        TEXT    NOT NULL,
+                created_at  INTEGER NOT NULL,
+                message_id  INTEGER               -- set once sent
+            );
+        "#,
+    },
 ];
 
 pub fn latest() -> u32 {

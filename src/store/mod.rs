@@ -12,6 +12,7 @@
 pub mod channels;
 pub mod conditions;
 pub mod guild_settings;
+pub mod initiative;
 pub mod journal;
 pub mod messages;
 pub mod migrations;

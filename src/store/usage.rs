@@ -41,6 +41,7 @@ pub struct UsageFilter {
     pub guild: Option<GuildId>,
     pub pay_per_token: Option<bool>,
     pub outcome: Option<String>,
+    pub provider: Option<String>,
 }
 
 impl UsageFilter {
@@ -51,6 +52,7 @@ impl UsageFilter {
             .cmp("guild_id", "=", self.guild.map(GuildId::to_sql))
             .cmp("pay_per_token", "=", self.pay_per_token)
             .cmp("outcome", "=", self.outcome.clone())
+            .cmp("provider", "=", self.provider.clone())
             .any_of("role", &self.roles)
             .any_of("source", &self.sources);
         c

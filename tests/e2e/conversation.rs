@@ -170,3 +170,62 @@ fn in_a_reply_channel_the_model_decides_whether_to_chime_in() {
         "{text}"
     );
 }
+
+#[test]
+fn a_console_session_with_a_discovery_channel_posts_within_two_ticks() {
+    let server = ModelServer::start();
+    server.fallback(Scripted::tool(
+        "decide",
+        json!({"action": "post", "channel": "general", "text": "Quiet in here. Anyone watching the eclipse?", "reason": "the room is idle"}),
+    ));
+    let general = ambient::console::channel_id("general").to_string();
+    let home = Home::new(json!({
+        "executive": {"ollamaBaseUrl": "http://127.0.0.1:9"},
+        "permissions": {"replies": {"discoveryChannelIds": [general]}},
+        "initiative": {"text": {"eagerness": 100, "tickSeconds": 1, "minMinutesBetweenPosts": 0}},
+    }));
+    let mut cmd = home.command(&["console", "--json", "--user", "ada"]);
+    for (k, v) in model_env(&server) {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut stdin = child.stdin.take().unwrap();
+    use std::io::{BufRead, Write};
+    writeln!(stdin, "just setting the scene").unwrap();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut post = None;
+    for line in stdout.lines() {
+        let v: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if v["event"] == "message" {
+            post = Some(v);
+            break;
+        }
+    }
+    let elapsed = started.elapsed();
+    drop(stdin);
+    let _ = child.wait();
+    let post = post.expect("an ambient post");
+    assert_eq!(
+        post["content"],
+        "Quiet in here. Anyone watching the eclipse?"
+    );
+    assert_eq!(post["channel"], "general");
+    assert!(
+        post["reply_to"].is_null(),
+        "an unprompted post, not a reply"
+    );
+    assert!(
+        elapsed < std::time::Duration::from_secs(3),
+        "within two 1 s ticks: {elapsed:?}"
+    );
+    let journal = home.run(&["journal", "--since", "1h", "--type", "initiative_post"]);
+    assert!(
+        String::from_utf8_lossy(&journal.stdout).contains("posted in #general — the room is idle")
+    );
+}

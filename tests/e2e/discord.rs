@@ -364,7 +364,7 @@ fn ambient_status_and_why_explain_the_bot() {
         .collect();
     assert_eq!(
         fields,
-        vec!["Initiative", "Posts today", "Budget", "Models"]
+        vec!["Initiative", "Pending thought", "Posts today", "Garden", "Budget", "Models"]
     );
     assert!(
         embed["fields"][0]["value"]

@@ -9,6 +9,7 @@ mod conversation;
 mod discord;
 mod durability;
 mod executive;
+mod initiative;
 mod secrets;
 mod settings_cli;
 mod spine;

@@ -8,3 +8,4 @@ pub mod exec;
 pub mod fake_discord;
 pub mod home;
 pub mod model_server;
+pub mod world;

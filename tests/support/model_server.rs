@@ -154,6 +154,16 @@ async fn handle(
 ) -> Response {
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let path = uri.path().to_string();
+    if path.ends_with("/images/generations") {
+        state.lock().unwrap().requests.push(Recorded {
+            path: path.clone(),
+            headers: HashMap::new(),
+            body: body.clone(),
+        });
+        use base64::Engine as _;
+        let png = base64::engine::general_purpose::STANDARD.encode(b"\x89PNG fake image bytes");
+        return axum::Json(json!({"data": [{"b64_json": png}]})).into_response();
+    }
     if path == "/api/tags" {
         // Ollama's model list: answering it makes the server look like a local Ollama.
         return axum::Json(json!({"models": [{"name": "qwen2.5:14b"}]})).into_response();

@@ -1,0 +1,205 @@
+//! Context assembly: everything the ambient-text prompt shows the model,
+//! gathered cheaply from the store, in the seed's sections.
+//!
+//! CHANNELS summarises each eligible channel from its recent stored messages
+//! (voice transcript rows included, labelled `[vc]`), when a person last
+//! spoke there and when the bot last posted. YOUR FEED, FEED SOURCES,
+//! MEMORY, BEHAVIOR GUIDANCE and RELEVANT BEHAVIORAL MEMORY come from
+//! [`Sources`], which the discovery and memory features fill; until they
+//! do, their sections are present and say so.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::community;
+use super::pending::{MediaDirective, PendingThought};
+use crate::executive::prompts::PromptLine;
+use crate::ids::{ChannelId, GuildId};
+use crate::settings::Settings;
+use crate::store::Store;
+use crate::when::ago;
+
+/// What the feed and memory features contribute to a prompt.
+#[derive(Clone, Debug, Default)]
+pub struct Sources {
+    /// `None` until discovery exists for this bot; `Some(vec![])` when it has nothing fresh.
+    pub feed: Option<Vec<String>>,
+    pub feed_sources: Option<Vec<String>>,
+    /// `None` until memory exists.
+    pub memory: Option<Vec<String>>,
+    pub guidance: Vec<String>,
+    pub behavioral: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PendingView {
+    pub draft: String,
+    pub channel: Option<String>,
+    pub revision: u32,
+    pub age_minutes: i64,
+    pub last_reason: String,
+    pub media: Option<MediaDirective>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ChannelView {
+    pub name: String,
+    /// A reply channel: the seed's "vibe" bonus.
+    pub vibe: bool,
+    pub last_human: String,
+    pub last_bot: String,
+    pub lines: Vec<PromptLine>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct InitiativePrompt {
+    pub bot_name: String,
+    pub persona: String,
+    pub guild_name: String,
+    pub now: String,
+    pub pending: Option<PendingView>,
+    pub channels: Vec<ChannelView>,
+    pub feed: Vec<String>,
+    pub feed_note: String,
+    pub feed_sources: Vec<String>,
+    pub feed_sources_note: String,
+    pub community: Vec<String>,
+    pub memory: Vec<String>,
+    pub memory_note: String,
+    pub guidance: Vec<String>,
+    pub behavioral: Vec<String>,
+    pub pool: String,
+    pub max_post_chars: u32,
+    pub capabilities: Vec<String>,
+}
+
+pub struct Request<'a> {
+    pub settings: &'a Settings,
+    pub store: &'a Store,
+    pub guild: GuildId,
+    pub pool: &'a [(ChannelId, String)],
+    pub pending: Option<&'a PendingThought>,
+    pub now: DateTime<Utc>,
+    pub capabilities: Vec<String>,
+    pub sources: Sources,
+}
+
+pub fn assemble(r: Request<'_>) -> InitiativePrompt {
+    let s = r.settings;
+    let per_channel = (s.initiative.text.lookback_messages as usize / r.pool.len().max(1)).max(5);
+    let channels = r
+        .pool
+        .iter()
+        .map(|(id, name)| {
+            let lines = r
+                .store
+                .recent_messages(*id, per_channel)
+                .unwrap_or_default();
+            let (bot, human) = r.store.channel_activity(*id).unwrap_or((None, None));
+            ChannelView {
+                name: name.clone(),
+                vibe: s.permissions.replies.reply_channel_ids.contains(id),
+                last_human: human.map_or("nobody yet".into(), |t| ago(t, r.now)),
+                last_bot: bot.map_or("never".into(), |t| ago(t, r.now)),
+                lines: lines.iter().map(PromptLine::from).collect(),
+            }
+        })
+        .collect();
+    let interests =
+        community::interests(r.store, r.guild, r.now - chrono::Duration::days(7), 500, 8);
+    let mut community: Vec<String> = interests
+        .topics
+        .iter()
+        .map(|(w, n)| format!("{w} ({n} messages)"))
+        .collect();
+    if !interests.busiest_channels.is_empty() && !community.is_empty() {
+        let busiest: Vec<String> = interests
+            .busiest_channels
+            .iter()
+            .map(|(c, n)| format!("#{c} ({n})"))
+            .collect();
+        community.push(format!(
+            "busiest channels this week: {}",
+            busiest.join(", ")
+        ));
+    }
+    let pending = r.pending.map(|p| PendingView {
+        draft: p.draft.clone(),
+        channel: p
+            .channel
+            .and_then(|c| {
+                r.pool
+                    .iter()
+                    .find(|(id, _)| *id == c)
+                    .map(|(_, n)| n.clone())
+            })
+            .or_else(|| {
+                p.channel
+                    .and_then(|c| r.store.channel_name(c).ok().flatten())
+            }),
+        revision: p.revision,
+        age_minutes: (r.now - p.created_at).num_minutes(),
+        last_reason: p.last_reason.clone(),
+        media: p.media.clone(),
+    });
+    let (feed, feed_note) = match r.sources.feed {
+        Some(items) if !items.is_empty() => (items, String::new()),
+        Some(_) => (
+            Vec::new(),
+            "Nothing fresh in your feed right now.".to_string(),
+        ),
+        None => (
+            Vec::new(),
+            "Discovery is not set up: there is no feed to draw on.".to_string(),
+        ),
+    };
+    let (feed_sources, feed_sources_note) = match r.sources.feed_sources {
+        Some(list) if !list.is_empty() => (list, String::new()),
+        Some(_) => (Vec::new(), "No sources configured.".to_string()),
+        None => (
+            Vec::new(),
+            "Discovery is not set up: no sources to report on.".to_string(),
+        ),
+    };
+    let (memory, memory_note) = match r.sources.memory {
+        Some(facts) if !facts.is_empty() => (facts, String::new()),
+        Some(_) => (
+            Vec::new(),
+            "Nothing remembered about this server yet.".to_string(),
+        ),
+        None => (
+            Vec::new(),
+            "Memory is not set up: you remember nothing beyond the channels above.".to_string(),
+        ),
+    };
+    InitiativePrompt {
+        bot_name: s.bot.name.clone(),
+        persona: s.bot.persona.clone(),
+        guild_name: r
+            .store
+            .guild_name(r.guild)
+            .ok()
+            .flatten()
+            .unwrap_or_default(),
+        now: r.now.format("%A %Y-%m-%d %H:%M UTC").to_string(),
+        pending,
+        channels,
+        feed,
+        feed_note,
+        feed_sources,
+        feed_sources_note,
+        community,
+        memory,
+        memory_note,
+        guidance: r.sources.guidance,
+        behavioral: r.sources.behavioral,
+        pool: r
+            .pool
+            .iter()
+            .map(|(_, n)| format!("#{n}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        max_post_chars: s.initiative.text.max_post_chars,
+        capabilities: r.capabilities,
+    }
+}

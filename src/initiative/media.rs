@@ -1,0 +1,147 @@
+//! Media for ambient posts: what is available (CAPABILITIES says so, so the
+//! model does not ask for the impossible) and generating images.
+//!
+//! Images come from an OpenAI-compatible images endpoint
+//! (`initiative.discovery.imageGeneration`), within the daily budget
+//! `maxImagesPerDay` per guild and the `allowedImageModels` allowlist; each
+//! one is recorded in the usage log. No video or GIF source is built in, so
+//! those are reported unavailable and such a request is dropped with a reason.
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+
+use super::pending::MediaKind;
+use crate::ids::GuildId;
+use crate::settings::{Secret, Settings};
+use crate::store::Store;
+use crate::store::usage::{UsageFilter, UsageRecord};
+
+pub const IMAGE_PROVIDER: &str = "images";
+
+/// Whether each kind of media can be used now, and why not.
+pub fn availability(settings: &Settings, images_today: u64, kind: MediaKind) -> Result<(), String> {
+    let d = &settings.initiative.discovery;
+    match kind {
+        MediaKind::Image => {
+            if !d.allow_image_posts {
+                return Err("images are off (initiative.discovery.allowImagePosts)".into());
+            }
+            if d.image_generation.base_url.is_empty() {
+                return Err("no image generator is configured (initiative.discovery.imageGeneration.baseUrl)".into());
+            }
+            if !d.allowed_image_models.is_empty()
+                && !d.allowed_image_models.contains(&d.image_generation.model)
+            {
+                return Err(format!(
+                    "the image model {} is not in initiative.discovery.allowedImageModels",
+                    d.image_generation.model
+                ));
+            }
+            if images_today >= u64::from(d.max_images_per_day) {
+                return Err(format!(
+                    "today's images are used up ({images_today} of initiative.discovery.maxImagesPerDay {})",
+                    d.max_images_per_day
+                ));
+            }
+            Ok(())
+        }
+        MediaKind::Video if !d.allow_video_posts => {
+            Err("videos are off (initiative.discovery.allowVideoPosts)".into())
+        }
+        MediaKind::Gif if !d.allow_gif_posts => {
+            Err("GIFs are off (initiative.discovery.allowGifPosts)".into())
+        }
+        MediaKind::Video | MediaKind::Gif => {
+            Err(format!("no {} source is configured", kind.as_str()))
+        }
+    }
+}
+
+/// Images a guild generated in the last 24 h.
+pub fn images_today(store: &Store, guild: GuildId, now: DateTime<Utc>) -> u64 {
+    store
+        .usage_count(&UsageFilter {
+            since: Some(now - chrono::Duration::hours(24)),
+            guild: Some(guild),
+            provider: Some(IMAGE_PROVIDER.into()),
+            outcome: Some("ok".into()),
+            ..Default::default()
+        })
+        .unwrap_or(0)
+}
+
+/// Generates one PNG through an OpenAI-compatible `/images/generations`.
+pub async fn generate_image(
+    settings: &Settings,
+    key: Option<&Secret>,
+    prompt: &str,
+    store: &Store,
+    guild: GuildId,
+    now: DateTime<Utc>,
+) -> Result<Vec<u8>, String> {
+    let generator = &settings.initiative.discovery.image_generation;
+    let url = format!(
+        "{}/images/generations",
+        generator.base_url.trim_end_matches('/')
+    );
+    let client = reqwest::Client::new();
+    let mut req = client
+        .post(&url)
+        .timeout(Duration::from_secs(120))
+        .json(&json!({"model": generator.model, "prompt": prompt, "n": 1, "size": "1024x1024", "response_format": "b64_json"}));
+    if let Some(k) = key {
+        req = req.bearer_auth(k.expose());
+    }
+    let started = std::time::Instant::now();
+    let result = async {
+        let resp = req
+            .send()
+            .await
+            .map_err(|e| format!("the image generator is unreachable: {e}"))?;
+        let status = resp.status();
+        let body: Value = resp
+            .json()
+            .await
+            .map_err(|e| format!("the image generator answered something that is not JSON: {e}"))?;
+        if !status.is_success() {
+            return Err(format!(
+                "the image generator refused ({}): {}",
+                status.as_u16(),
+                body.pointer("/error/message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("no reason given")
+            ));
+        }
+        let b64 = body
+            .pointer("/data/0/b64_json")
+            .and_then(Value::as_str)
+            .ok_or("the image generator's answer has no data[0].b64_json")?;
+        base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .map_err(|e| format!("the image was not valid base64: {e}"))
+    }
+    .await;
+    let _ = store.usage_append(&UsageRecord {
+        id: 0,
+        at: now,
+        role: "ambient".into(),
+        source: "ambient".into(),
+        guild: Some(guild),
+        provider: IMAGE_PROVIDER.into(),
+        model: generator.model.clone(),
+        pay_per_token: true,
+        tokens_in: 0,
+        tokens_out: 0,
+        latency_ms: started.elapsed().as_millis() as u64,
+        outcome: if result.is_ok() {
+            "ok".into()
+        } else {
+            "client_error".into()
+        },
+        detail: result.as_ref().err().cloned().unwrap_or_default(),
+    });
+    result
+}

@@ -1,0 +1,670 @@
+//! The initiative engine: the ambient text cycle (seed: ambient-text-cycle.md).
+//!
+//! ```text
+//! tick (every initiative.text.tickSeconds, never overlapping, no replay)
+//!   └─ per guild: gates ──stop──► journal the reason (no model call)
+//!                    └─pass──► Impulse(InitiativeTick) into attention
+//! attention (people first) ─► InitiativeHandler ─► consider:
+//!   context ─► bounded tool loop ─► decide: post / hold / drop
+//!   post: outbox row, then send with its nonce ─► initiative_post
+//!   hold / drop / no decision ─► initiative_skip
+//! ```
+//! A guild's tick is not queued again while its previous consideration is
+//! in flight, and one consideration is bounded in time. At most one pending
+//! thought per guild; it blocks fresh synthesis for its own guild only.
+
+pub mod community;
+pub mod context;
+pub mod decision;
+pub mod gates;
+pub mod media;
+pub mod pending;
+pub mod tools;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use tokio::sync::watch;
+
+use crate::attention::router::ORDER_IMPULSE;
+use crate::attention::{Attended, Handler, Impulse, ImpulseKind, Input, Outcome, Place, Spine};
+use crate::chat::OutgoingFile;
+use crate::clock::{Chance, SharedClock};
+use crate::executive::tools::FinalTool;
+use crate::executive::{Executive, Message, Role, Turn, TurnOutcome};
+use crate::ids::{ChannelId, GuildId};
+use crate::journal::{Entry, Filter, Journal, Kind};
+use crate::net::Fetcher;
+use crate::settings::{Execution, Secrets, SettingsService};
+use crate::speech::Speech;
+use crate::store::Store;
+use decision::{Checked, Decision, Pool};
+use gates::Verdict;
+use pending::{MediaKind, PendingThought};
+
+/// How long one consideration (context, model, posting) may take.
+const CONSIDERATION_LIMIT: Duration = Duration::from_secs(300);
+
+/// An outbox row older than this at start is not resent: the nonce window has passed.
+const RESEND_WINDOW_MINUTES: i64 = 10;
+
+/// What `/ambient status` shows about the engine for one guild.
+#[derive(Clone, Debug, Default)]
+pub struct GuildStatus {
+    pub thinking: bool,
+    pub pending: Option<PendingThought>,
+    pub last_gate: Option<String>,
+    pub next_consideration: Option<DateTime<Utc>>,
+}
+
+pub struct Initiative {
+    settings: Arc<SettingsService>,
+    store: Store,
+    journal: Journal,
+    clock: SharedClock,
+    chance: Arc<Chance>,
+    spine: Arc<Spine>,
+    executive: Arc<Executive>,
+    speech: Arc<Speech>,
+    secrets: Secrets,
+    fetcher: Arc<Fetcher>,
+    in_flight: Mutex<HashSet<GuildId>>,
+    /// The gate that last stopped each guild, so a repeated stop is journaled once.
+    last_gate: Mutex<HashMap<GuildId, (&'static str, String)>>,
+}
+
+impl Initiative {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        settings: Arc<SettingsService>,
+        store: Store,
+        journal: Journal,
+        clock: SharedClock,
+        chance: Arc<Chance>,
+        spine: Arc<Spine>,
+        executive: Arc<Executive>,
+        speech: Arc<Speech>,
+        secrets: Secrets,
+    ) -> Arc<Self> {
+        let fetcher = Arc::new(Fetcher::new(&settings.global().network));
+        Arc::new(Self {
+            settings,
+            store,
+            journal,
+            clock,
+            chance,
+            spine,
+            executive,
+            speech,
+            secrets,
+            fetcher,
+            in_flight: Mutex::new(HashSet::new()),
+            last_gate: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// At start: drop pending thoughts that expired while the bot was down,
+    /// and settle posts that were recorded but never confirmed sent.
+    pub async fn recover(&self) {
+        let now = self.clock.now();
+        for p in self.store.pending_thoughts().unwrap_or_default() {
+            if p.is_expired(now) {
+                let _ = self.store.delete_pending_thought(p.guild);
+                self.skip(
+                    p.guild,
+                    p.channel,
+                    "dropped a held thought that expired while I was away",
+                    &p.last_reason,
+                );
+            }
+        }
+        for post in self.store.outbox_unsent().unwrap_or_default() {
+            if now - post.created_at > chrono::Duration::minutes(RESEND_WINDOW_MINUTES) {
+                let _ = self.store.outbox_delete(&post.nonce);
+                self.journal.record(
+                    Entry::new(Kind::Error, "a post may not have been sent")
+                        .place(Some(post.guild), Some(post.channel))
+                        .reason("the bot stopped between recording and confirming it, too long ago to resend safely"),
+                );
+                continue;
+            }
+            // Same nonce as the first attempt: if that one did go out, Discord drops this one.
+            let place = Place {
+                guild: Some(post.guild),
+                channel: post.channel,
+            };
+            if let Ok(ids) = self.speech.say(place, &post.text, None, &post.nonce).await {
+                if let Some(first) = ids.first() {
+                    let _ = self.store.outbox_mark_sent(&post.nonce, *first);
+                }
+            }
+        }
+    }
+
+    /// Runs ticks until `shutdown`. Missed ticks are not replayed: the next
+    /// one simply happens a tick later.
+    pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
+        self.recover().await;
+        loop {
+            self.tick();
+            let seconds = self.settings.global().initiative.text.tick_seconds.max(1);
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs(u64::from(seconds))) => {}
+                _ = shutdown.changed() => return,
+            }
+        }
+    }
+
+    /// One tick: the gates for every known guild; those that pass are queued
+    /// in attention as an initiative impulse. Cheap and synchronous.
+    pub fn tick(&self) -> Vec<(GuildId, Verdict)> {
+        let guilds = self.store.known_guilds().unwrap_or_default();
+        guilds
+            .into_iter()
+            .filter_map(|(g, _)| self.tick_guild(g).map(|v| (g, v)))
+            .collect()
+    }
+
+    fn tick_guild(&self, guild: GuildId) -> Option<Verdict> {
+        if self.lock_in_flight().contains(&guild) {
+            return None;
+        }
+        let settings = self.settings.for_guild(Some(guild));
+        let now = self.clock.now();
+        let mut pending = self.store.pending_thought(guild).ok().flatten();
+        if let Some(p) = pending.as_ref().filter(|p| p.is_expired(now)) {
+            let _ = self.store.delete_pending_thought(guild);
+            self.skip(
+                guild,
+                p.channel,
+                &format!(
+                    "dropped a held thought: it expired after {} min",
+                    settings.initiative.text.pending_thought_max_age_minutes
+                ),
+                &format!("draft: {}", p.draft),
+            );
+            pending = None;
+        }
+        let role = decider(&settings);
+        let guild_channels = self.store.guild_channels(guild).unwrap_or_default();
+        let verdict = gates::evaluate(
+            &gates::Inputs {
+                settings: &settings,
+                guild_channels: &guild_channels,
+                now,
+                posts_last_24h: self.posts_last_24h(guild, now),
+                last_considered: self.store.last_considered(guild).ok().flatten(),
+                pending: pending.as_ref(),
+                active: &self.spine.active.active_channels(Some(guild), now),
+                model_unavailable: self.executive.unavailable(role),
+            },
+            &self.chance,
+        );
+        match &verdict {
+            Verdict::Stop { gate, reason } => self.note_gate(guild, gate, reason),
+            Verdict::Revisit { .. } | Verdict::Fresh { .. } => {
+                self.lock_last_gate().remove(&guild);
+                self.lock_in_flight().insert(guild);
+                let what = if matches!(verdict, Verdict::Revisit { .. }) {
+                    "revisit the held thought"
+                } else {
+                    "fresh thought"
+                };
+                let mut impulse = Impulse::new(ImpulseKind::InitiativeTick, Some(guild), now);
+                impulse.detail = what.into();
+                self.spine.submit(Input::Impulse(impulse));
+            }
+        }
+        Some(verdict)
+    }
+
+    fn note_gate(&self, guild: GuildId, gate: &'static str, reason: &str) {
+        let mut last = self.lock_last_gate();
+        if last.get(&guild).is_some_and(|(g, _)| *g == gate) {
+            return;
+        }
+        last.insert(guild, (gate, reason.to_string()));
+        drop(last);
+        self.journal.record(
+            Entry::new(Kind::Gate, format!("initiative stopped at the {gate} gate"))
+                .guild(Some(guild))
+                .reason(reason),
+        );
+    }
+
+    pub fn posts_last_24h(&self, guild: GuildId, now: DateTime<Utc>) -> u32 {
+        self.journal
+            .query(&Filter {
+                since: Some(now - chrono::Duration::hours(24)),
+                kinds: vec![Kind::InitiativePost],
+                guild: Some(guild),
+                ..Default::default()
+            })
+            .map_or(0, |e| e.len() as u32)
+    }
+
+    /// The consideration a passed tick asked for: context, model, decision.
+    pub async fn consider(&self, guild: GuildId) {
+        let settings = self.settings.for_guild(Some(guild));
+        let now = self.clock.now();
+        let pending = self
+            .store
+            .pending_thought(guild)
+            .ok()
+            .flatten()
+            .filter(|p| !p.is_expired(now));
+        let active = self.spine.active.active_channels(Some(guild), now);
+        let guild_channels = self.store.guild_channels(guild).unwrap_or_default();
+        let pool = Pool {
+            channels: gates::eligible_pool(&settings, &guild_channels)
+                .into_iter()
+                .filter(|c| !active.contains(c))
+                .map(|c| {
+                    (
+                        c,
+                        self.store
+                            .channel_name(c)
+                            .ok()
+                            .flatten()
+                            .unwrap_or_else(|| c.to_string()),
+                    )
+                })
+                .collect(),
+        };
+        if pool.channels.is_empty() {
+            self.note_gate(
+                guild,
+                "active",
+                "people started talking with the bot in every eligible channel",
+            );
+            return;
+        }
+        let _ = self.store.set_last_considered(guild, now);
+
+        let images_today = media::images_today(&self.store, guild, now);
+        let mut capabilities: Vec<String> = [MediaKind::Image, MediaKind::Video, MediaKind::Gif]
+            .into_iter()
+            .map(
+                |kind| match media::availability(&settings, images_today, kind) {
+                    Ok(()) => format!(
+                        "{}: you may ask for one with your post (media.kind \"{}\" and a prompt)",
+                        kind.as_str(),
+                        kind.as_str()
+                    ),
+                    Err(why) => format!("{}: not available — {why}", kind.as_str()),
+                },
+            )
+            .collect();
+        let (tools, tool_lines) = tools::curiosity(&settings, &self.fetcher);
+        capabilities.extend(tool_lines);
+        let prompt = context::assemble(context::Request {
+            settings: &settings,
+            store: &self.store,
+            guild,
+            pool: &pool.channels,
+            pending: pending.as_ref(),
+            now,
+            capabilities,
+            sources: context::Sources::default(),
+        });
+        let rendered = match self.executive.prompts.render("initiative", &prompt) {
+            Ok(r) => r,
+            Err(e) => {
+                self.journal.record(
+                    Entry::new(Kind::Error, "the initiative prompt failed to render")
+                        .guild(Some(guild))
+                        .reason(e.to_string()),
+                );
+                return;
+            }
+        };
+
+        let max_chars = settings.initiative.text.max_post_chars as usize;
+        let rejections = Arc::new(Mutex::new(Vec::<String>::new()));
+        let check_pool = pool.clone();
+        let noted = rejections.clone();
+        let decide = FinalTool::checked::<Decision>(
+            "decide",
+            "Your decision for this ambient moment: post now, hold a refined draft for later, or drop the thought.",
+            move |d| {
+                decision::check(d, &check_pool, max_chars)
+                    .map(|_| ())
+                    .map_err(|e| {
+                        noted
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .push(e.clone());
+                        e
+                    })
+            },
+        );
+        let mut turn = Turn::new(
+            decider(&settings),
+            Some(guild),
+            format!("initiative in guild {guild}"),
+        );
+        turn.system = rendered.system;
+        turn.messages = vec![Message::user(rendered.user)];
+        turn.tools = tools;
+        turn.final_tool = Some(decide);
+        turn.max_steps = settings.initiative.text.max_tool_steps;
+        turn.max_calls = settings.initiative.text.max_tool_calls;
+        turn.continuation = Some(
+            "You stopped without calling decide. If you are done thinking, call decide now (post, hold or drop). \
+             If you are not done, continue what you were doing."
+                .into(),
+        );
+        let result = self.executive.run_turn(turn).await;
+        for reason in rejections
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+        {
+            self.skip(guild, None, "rejected a decision", &reason);
+        }
+        let decision = match result.outcome {
+            Ok(TurnOutcome::Final(v)) => match serde_json::from_value::<Decision>(v) {
+                Ok(d) => d,
+                Err(e) => return self.skip(guild, None, "no usable decision", &e.to_string()),
+            },
+            Ok(TurnOutcome::Incomplete(why)) => return self.skip(guild, None, "no decision", &why),
+            Ok(TurnOutcome::Answer(_)) => {
+                return self.skip(
+                    guild,
+                    None,
+                    "no decision",
+                    "the model answered without deciding",
+                );
+            }
+            Err(e) => return self.skip(guild, None, "could not consult the model", &e.to_string()),
+        };
+        match decision::check(&decision, &pool, max_chars) {
+            Ok(checked) => self.act(guild, checked, pending, result.last_call).await,
+            Err(why) => self.skip(guild, None, "rejected a decision", &why),
+        }
+    }
+
+    async fn act(
+        &self,
+        guild: GuildId,
+        checked: Checked,
+        pending: Option<PendingThought>,
+        model_call: Option<i64>,
+    ) {
+        let now = self.clock.now();
+        let settings = self.settings.for_guild(Some(guild));
+        match checked {
+            Checked::Drop { reason } => {
+                let summary = if pending.is_some() {
+                    let _ = self.store.delete_pending_thought(guild);
+                    "dropped the held thought"
+                } else {
+                    "stayed quiet"
+                };
+                self.skip(guild, pending.and_then(|p| p.channel), summary, &reason);
+            }
+            Checked::Hold {
+                draft,
+                channel,
+                media,
+                reason,
+            } => {
+                let thought = match pending {
+                    Some(mut p) => {
+                        p.refine(draft, channel, reason.clone(), media, now);
+                        p
+                    }
+                    None => PendingThought::new(
+                        guild,
+                        draft,
+                        channel,
+                        reason.clone(),
+                        media,
+                        now,
+                        chrono::Duration::minutes(i64::from(
+                            settings.initiative.text.pending_thought_max_age_minutes,
+                        )),
+                    ),
+                };
+                if let Err(e) = self.store.save_pending_thought(&thought) {
+                    return self.skip(guild, channel, "could not keep the thought", &e.to_string());
+                }
+                let mut e = Entry::new(Kind::InitiativeSkip, format!("held a thought (revision {})", thought.revision))
+                    .place(Some(guild), thought.channel)
+                    .reason(reason)
+                    .data(serde_json::json!({"action": "hold", "draft": thought.draft, "revision": thought.revision}));
+                if let Some(id) = model_call {
+                    e = e.model_call(id);
+                }
+                self.journal.record(e);
+            }
+            Checked::Post {
+                channel,
+                text,
+                media,
+                reason,
+            } => {
+                self.post(guild, channel, text, media, reason, pending, model_call)
+                    .await;
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn post(
+        &self,
+        guild: GuildId,
+        channel: ChannelId,
+        text: String,
+        media: Option<pending::MediaDirective>,
+        reason: String,
+        pending: Option<PendingThought>,
+        model_call: Option<i64>,
+    ) {
+        let now = self.clock.now();
+        let settings = self.settings.for_guild(Some(guild));
+        let mut files = Vec::new();
+        let mut media_note = serde_json::Value::Null;
+        if let Some(m) = &media {
+            match media::availability(
+                &settings,
+                media::images_today(&self.store, guild, now),
+                m.kind,
+            ) {
+                Ok(()) => {
+                    let key = self
+                        .secrets
+                        .image_api_key
+                        .as_ref()
+                        .or(self.secrets.openai_api_key.as_ref());
+                    match media::generate_image(&settings, key, &m.prompt, &self.store, guild, now)
+                        .await
+                    {
+                        Ok(bytes) => {
+                            files.push(OutgoingFile {
+                                name: "image.png".into(),
+                                bytes,
+                            });
+                            media_note =
+                                serde_json::json!({"kind": m.kind.as_str(), "prompt": m.prompt});
+                        }
+                        Err(why) => self.skip(
+                            guild,
+                            Some(channel),
+                            "posted without the requested image",
+                            &why,
+                        ),
+                    }
+                }
+                Err(why) => self.skip(
+                    guild,
+                    Some(channel),
+                    &format!("dropped the {} request", m.kind.as_str()),
+                    &why,
+                ),
+            }
+        }
+        // Recorded before it is sent: a crash in between is settled at the next start.
+        let nonce = format!("initiative-{guild}-{}", now.timestamp_millis());
+        let _ = self.store.outbox_insert(&nonce, guild, channel, &text, now);
+        let place = Place {
+            guild: Some(guild),
+            channel,
+        };
+        match self
+            .speech
+            .say_with_files(place, &text, None, &nonce, files)
+            .await
+        {
+            Ok(ids) => {
+                if let Some(first) = ids.first() {
+                    let _ = self.store.outbox_mark_sent(&nonce, *first);
+                }
+                let _ = self.store.delete_pending_thought(guild);
+                let name = self
+                    .store
+                    .channel_name(channel)
+                    .ok()
+                    .flatten()
+                    .unwrap_or_else(|| channel.to_string());
+                let mut e = Entry::new(Kind::InitiativePost, format!("posted in #{name}"))
+                    .place(Some(guild), Some(channel))
+                    .reason(reason)
+                    .data(serde_json::json!({
+                        "text": text,
+                        "revision": pending.as_ref().map(|p| p.revision),
+                        "media": media_note,
+                        "sent": ids.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
+                    }));
+                if let Some(first) = ids.first() {
+                    e = e.message(*first);
+                }
+                if let Some(id) = model_call {
+                    e = e.model_call(id);
+                }
+                self.journal.record(e);
+            }
+            Err(e) => {
+                let _ = self.store.outbox_delete(&nonce);
+                self.journal.record(
+                    Entry::new(Kind::Error, "could not post an ambient thought")
+                        .place(Some(guild), Some(channel))
+                        .reason(e.to_string()),
+                );
+            }
+        }
+    }
+
+    /// An `initiative_skip` entry: a quiet decision or a pending-thought lifecycle event.
+    fn skip(&self, guild: GuildId, channel: Option<ChannelId>, summary: &str, reason: &str) {
+        self.journal.record(
+            Entry::new(Kind::InitiativeSkip, summary)
+                .place(Some(guild), channel)
+                .reason(reason),
+        );
+    }
+
+    /// For `/ambient status`.
+    pub fn status(&self, guild: GuildId) -> GuildStatus {
+        let settings = self.settings.for_guild(Some(guild));
+        let pending = self.store.pending_thought(guild).ok().flatten();
+        let last = self.store.last_considered(guild).ok().flatten();
+        let now = self.clock.now();
+        let tick = chrono::Duration::seconds(i64::from(settings.initiative.text.tick_seconds));
+        let next = match (&pending, last) {
+            (Some(p), _) => Some(
+                p.updated_at
+                    + chrono::Duration::minutes(i64::from(
+                        settings.initiative.text.revisit_minutes,
+                    )),
+            ),
+            (None, Some(l)) => Some(
+                l + chrono::Duration::minutes(i64::from(
+                    settings.initiative.text.min_minutes_between_posts,
+                )),
+            ),
+            (None, None) => Some(now + tick),
+        }
+        .map(|t| t.max(now));
+        GuildStatus {
+            thinking: self.lock_in_flight().contains(&guild),
+            pending,
+            last_gate: self.lock_last_gate().get(&guild).map(|(_, r)| r.clone()),
+            next_consideration: next,
+        }
+    }
+
+    fn finished(&self, guild: GuildId) {
+        self.lock_in_flight().remove(&guild);
+    }
+
+    fn lock_in_flight(&self) -> std::sync::MutexGuard<'_, HashSet<GuildId>> {
+        self.in_flight.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn lock_last_gate(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<GuildId, (&'static str, String)>> {
+        self.last_gate.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn decider(settings: &crate::settings::Settings) -> Role {
+    match settings.initiative.text.execution {
+        Execution::Ambient => Role::Ambient,
+        Execution::Reflex => Role::Reflex,
+    }
+}
+
+/// Routes initiative impulses from attention to the engine.
+pub struct InitiativeHandler {
+    pub engine: Arc<Initiative>,
+}
+
+#[async_trait]
+impl Handler for InitiativeHandler {
+    fn name(&self) -> String {
+        "initiative".into()
+    }
+
+    fn order(&self) -> i32 {
+        ORDER_IMPULSE
+    }
+
+    fn wants(&self, item: &Attended) -> Option<String> {
+        match &item.input {
+            Input::Impulse(i) if i.kind == ImpulseKind::InitiativeTick => {
+                Some(format!("the gates passed: {}", i.detail))
+            }
+            _ => None,
+        }
+    }
+
+    async fn handle(&self, item: &Attended) -> Outcome {
+        let Input::Impulse(i) = &item.input else {
+            return Outcome::Declined("not an impulse".into());
+        };
+        let Some(guild) = i.guild else {
+            return Outcome::Declined("an initiative tick without a guild".into());
+        };
+        // Cleared even if the consideration panics, so the guild's ticks resume.
+        struct Finished<'a>(&'a Initiative, GuildId);
+        impl Drop for Finished<'_> {
+            fn drop(&mut self) {
+                self.0.finished(self.1);
+            }
+        }
+        let _finished = Finished(&self.engine, guild);
+        let done = tokio::time::timeout(CONSIDERATION_LIMIT, self.engine.consider(guild)).await;
+        match done {
+            Ok(()) => Outcome::Done,
+            Err(_) => Outcome::Failed(format!(
+                "the consideration took longer than {} s and was abandoned",
+                CONSIDERATION_LIMIT.as_secs()
+            )),
+        }
+    }
+}

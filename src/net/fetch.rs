@@ -1,0 +1,346 @@
+//! The guarded fetch client: every URL that comes from outside (a link in
+//! chat, a feed, a reflex, a model's tool call) is fetched through here.
+//!
+//! - Only `http` and `https`.
+//! - Private, loopback, link-local, CGNAT, multicast and unspecified
+//!   addresses are refused unless `network.allowPrivateHosts` is on. The
+//!   check runs inside DNS resolution (so every connection, redirects
+//!   included, is checked, and a name cannot be re-resolved to something
+//!   else between check and connect) and on IP-literal URLs.
+//! - Redirects are followed by hand, each hop checked, at most
+//!   `network.maxRedirects`.
+//! - The body is read in chunks and abandoned past `network.maxResponseBytes`.
+//! - The whole request is bounded by `network.fetchTimeoutSeconds`.
+//! - Conditional GET: an ETag / Last-Modified given back yields `not_modified`.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use reqwest::header::{
+    ETAG, HeaderMap, HeaderValue, IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED, LOCATION,
+};
+use reqwest::redirect::Policy;
+use url::Url;
+
+use crate::settings::NetworkSettings;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FetchError {
+    #[error("refused: {0}")]
+    Refused(String),
+    #[error("the response is larger than {0} bytes")]
+    TooLarge(u64),
+    #[error("no complete answer within {0} s")]
+    Timeout(u64),
+    #[error("more than {0} redirects")]
+    TooManyRedirects(u32),
+    #[error("HTTP {0}")]
+    Status(u16),
+    #[error("network error: {0}")]
+    Network(String),
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Fetched {
+    /// The URL finally answered, after redirects.
+    pub url: String,
+    pub status: u16,
+    pub content_type: Option<String>,
+    pub body: Vec<u8>,
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
+    /// The server said 304: nothing changed since the validators given.
+    pub not_modified: bool,
+}
+
+/// Validators from an earlier fetch, for a conditional GET.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Validators {
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
+}
+
+pub struct Fetcher {
+    client: reqwest::Client,
+    allow_private: bool,
+    max_bytes: u64,
+    max_redirects: u32,
+    timeout: Duration,
+}
+
+/// Whether an address belongs to someone's own network rather than the internet.
+pub fn is_private(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            v4.is_private()
+                || v4.is_loopback()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || v4.is_documentation()
+                || a == 0
+                || (a == 100 && (64..128).contains(&b)) // CGNAT 100.64/10
+                || (a == 198 && (b == 18 || b == 19)) // benchmarking 198.18/15
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_private(IpAddr::V4(v4));
+            }
+            let first = v6.segments()[0];
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (first & 0xfe00) == 0xfc00 // unique local fc00::/7
+                || (first & 0xffc0) == 0xfe80 // link-local fe80::/10
+        }
+    }
+}
+
+/// DNS resolution that never yields a private address (unless allowed).
+struct GuardedResolver {
+    allow_private: bool,
+}
+
+impl Resolve for GuardedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let allow = self.allow_private;
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let public: Vec<SocketAddr> = addrs
+                .iter()
+                .copied()
+                .filter(|a| allow || !is_private(a.ip()))
+                .collect();
+            if public.is_empty() {
+                let err: Box<dyn std::error::Error + Send + Sync> = if addrs.is_empty() {
+                    format!("{host} does not resolve").into()
+                } else {
+                    format!(
+                        "{host} resolves to a private address (network.allowPrivateHosts is off)"
+                    )
+                    .into()
+                };
+                return Err(err);
+            }
+            Ok(Box::new(public.into_iter()) as Addrs)
+        })
+    }
+}
+
+impl Fetcher {
+    pub fn new(n: &NetworkSettings) -> Self {
+        let client = reqwest::Client::builder()
+            .redirect(Policy::none())
+            .dns_resolver(Arc::new(GuardedResolver {
+                allow_private: n.allow_private_hosts,
+            }))
+            .user_agent(n.user_agent.clone())
+            .connect_timeout(Duration::from_secs(u64::from(n.fetch_timeout_seconds)))
+            .build()
+            .expect("fetch client builds");
+        Self {
+            client,
+            allow_private: n.allow_private_hosts,
+            max_bytes: n.max_response_bytes,
+            max_redirects: n.max_redirects,
+            timeout: Duration::from_secs(u64::from(n.fetch_timeout_seconds)),
+        }
+    }
+
+    /// Checks a URL before any connection: scheme, and IP literals.
+    pub fn check_url(&self, raw: &str) -> Result<Url, FetchError> {
+        let url = Url::parse(raw)
+            .map_err(|e| FetchError::Refused(format!("{raw:?} is not a URL ({e})")))?;
+        if url.scheme() != "http" && url.scheme() != "https" {
+            return Err(FetchError::Refused(format!(
+                "only http and https URLs are fetched, not {}:",
+                url.scheme()
+            )));
+        }
+        let ip = match url.host() {
+            Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
+            Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
+            Some(url::Host::Domain(_)) => None,
+            None => return Err(FetchError::Refused(format!("{raw:?} has no host"))),
+        };
+        if let Some(ip) = ip {
+            if !self.allow_private && is_private(ip) {
+                return Err(FetchError::Refused(format!(
+                    "{ip} is a private address (network.allowPrivateHosts is off)"
+                )));
+            }
+        }
+        Ok(url)
+    }
+
+    pub async fn get(&self, url: &str) -> Result<Fetched, FetchError> {
+        self.get_with(url, &Validators::default(), &HeaderMap::new())
+            .await
+    }
+
+    /// A GET with optional validators (conditional GET) and extra headers.
+    pub async fn get_with(
+        &self,
+        url: &str,
+        validators: &Validators,
+        headers: &HeaderMap,
+    ) -> Result<Fetched, FetchError> {
+        let timeout = self.timeout;
+        match tokio::time::timeout(timeout, self.follow(url, validators, headers)).await {
+            Ok(result) => result,
+            Err(_) => Err(FetchError::Timeout(timeout.as_secs())),
+        }
+    }
+
+    async fn follow(
+        &self,
+        start: &str,
+        validators: &Validators,
+        extra: &HeaderMap,
+    ) -> Result<Fetched, FetchError> {
+        let mut url = self.check_url(start)?;
+        for _ in 0..=self.max_redirects {
+            let mut req = self.client.get(url.clone()).headers(extra.clone());
+            if let Some(etag) = &validators.etag {
+                if let Ok(v) = HeaderValue::from_str(etag) {
+                    req = req.header(IF_NONE_MATCH, v);
+                }
+            }
+            if let Some(lm) = &validators.last_modified {
+                if let Ok(v) = HeaderValue::from_str(lm) {
+                    req = req.header(IF_MODIFIED_SINCE, v);
+                }
+            }
+            let mut resp = req.send().await.map_err(network_error)?;
+            let status = resp.status();
+            if status.is_redirection() && status.as_u16() != 304 {
+                let location = resp
+                    .headers()
+                    .get(LOCATION)
+                    .and_then(|v| v.to_str().ok())
+                    .ok_or_else(|| FetchError::Network(format!("a {status} without a Location")))?;
+                let next = url.join(location).map_err(|e| {
+                    FetchError::Refused(format!("bad redirect target {location:?}: {e}"))
+                })?;
+                url = self.check_url(next.as_str())?;
+                continue;
+            }
+            let header = |name| {
+                resp.headers()
+                    .get(name)
+                    .and_then(|v: &HeaderValue| v.to_str().ok())
+                    .map(String::from)
+            };
+            let mut fetched = Fetched {
+                url: url.to_string(),
+                status: status.as_u16(),
+                content_type: header(reqwest::header::CONTENT_TYPE),
+                etag: header(ETAG),
+                last_modified: header(LAST_MODIFIED),
+                not_modified: status.as_u16() == 304,
+                body: Vec::new(),
+            };
+            if fetched.not_modified {
+                return Ok(fetched);
+            }
+            if !status.is_success() {
+                return Err(FetchError::Status(status.as_u16()));
+            }
+            if resp.content_length().is_some_and(|n| n > self.max_bytes) {
+                return Err(FetchError::TooLarge(self.max_bytes));
+            }
+            while let Some(chunk) = resp.chunk().await.map_err(network_error)? {
+                if fetched.body.len() as u64 + chunk.len() as u64 > self.max_bytes {
+                    return Err(FetchError::TooLarge(self.max_bytes));
+                }
+                fetched.body.extend_from_slice(&chunk);
+            }
+            return Ok(fetched);
+        }
+        Err(FetchError::TooManyRedirects(self.max_redirects))
+    }
+}
+
+fn network_error(e: reqwest::Error) -> FetchError {
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(&e);
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    if text.contains("private address") {
+        // The resolver refused; say so plainly.
+        let why = text.rsplit(": ").next().unwrap_or(&text).to_string();
+        return FetchError::Refused(why);
+    }
+    if e.is_timeout() {
+        return FetchError::Timeout(0);
+    }
+    FetchError::Network(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn private_addresses_are_recognised() {
+        for ip in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "192.168.0.1",
+            "172.16.5.5",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "::1",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+        ] {
+            assert!(is_private(ip.parse().unwrap()), "{ip}");
+        }
+        for ip in ["93.184.216.34", "1.1.1.1", "2606:4700:4700::1111"] {
+            assert!(!is_private(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    #[test]
+    fn urls_are_checked_before_connecting() {
+        let f = Fetcher::new(&NetworkSettings::default());
+        assert!(matches!(
+            f.check_url("file:///etc/passwd"),
+            Err(FetchError::Refused(_))
+        ));
+        assert!(matches!(
+            f.check_url("http://127.0.0.1:8080/x"),
+            Err(FetchError::Refused(_))
+        ));
+        assert!(matches!(
+            f.check_url("http://[::1]/"),
+            Err(FetchError::Refused(_))
+        ));
+        assert!(f.check_url("https://example.com/feed").is_ok());
+        let mut open = NetworkSettings::default();
+        open.allow_private_hosts = true;
+        assert!(
+            Fetcher::new(&open)
+                .check_url("http://127.0.0.1:8080/x")
+                .is_ok()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_name_resolving_to_a_private_address_is_refused() {
+        let f = Fetcher::new(&NetworkSettings::default());
+        let err = f.get("http://localhost:9/").await.unwrap_err();
+        assert!(matches!(err, FetchError::Refused(_)), "{err}");
+    }
+}

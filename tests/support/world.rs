@@ -1,0 +1,228 @@
+//! A whole bot in-process: a real `App` on a temporary data directory, with
+//! a transport that records what the bot says, the manual clock, a seeded
+//! RNG, and the scripted model server behind every model role. Tests drive
+//! initiative ticks by hand and wait for the spine to go idle.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use ambient::app::{App, Parts, Running};
+use ambient::attention::Author;
+use ambient::chat::{ChatError, Outgoing, Transport, Typing};
+use ambient::clock::{Chance, Clock, ManualClock};
+use ambient::ids::{ChannelId, GuildId, MessageId, UserId, next_snowflake};
+use ambient::settings::{ProviderKind, Secrets, Settings};
+use ambient::store::messages::{Source, StoredMessage};
+use async_trait::async_trait;
+
+use super::model_server::ModelServer;
+
+#[derive(Clone, Debug)]
+pub struct Said {
+    pub channel: ChannelId,
+    pub content: String,
+    pub nonce: String,
+    pub files: Vec<String>,
+}
+
+#[derive(Default)]
+pub struct Recording {
+    pub said: Mutex<Vec<Said>>,
+    delivered: Mutex<HashMap<String, MessageId>>,
+}
+
+pub struct RecordingTransport {
+    pub log: Arc<Recording>,
+    clock: Arc<ManualClock>,
+}
+
+#[async_trait]
+impl Transport for RecordingTransport {
+    fn me(&self) -> Author {
+        Author {
+            id: UserId(1),
+            name: "ambient".into(),
+            is_bot: true,
+        }
+    }
+
+    async fn send(&self, channel: ChannelId, m: &Outgoing) -> Result<MessageId, ChatError> {
+        let mut delivered = self.log.delivered.lock().unwrap();
+        if let Some(id) = delivered.get(&m.nonce) {
+            return Ok(*id);
+        }
+        let id = MessageId(next_snowflake(self.clock.now()));
+        delivered.insert(m.nonce.clone(), id);
+        self.log.said.lock().unwrap().push(Said {
+            channel,
+            content: m.content.clone(),
+            nonce: m.nonce.clone(),
+            files: m.files.iter().map(|f| f.name.clone()).collect(),
+        });
+        Ok(id)
+    }
+
+    async fn react(&self, _: ChannelId, _: MessageId, _: &str) -> Result<(), ChatError> {
+        Ok(())
+    }
+
+    fn typing(&self, _: ChannelId) -> Typing {
+        Typing::none()
+    }
+
+    async fn history(&self, _: ChannelId, _: usize) -> Result<Vec<StoredMessage>, ChatError> {
+        Ok(vec![])
+    }
+}
+
+pub const GUILD_A: GuildId = GuildId(1001);
+pub const GUILD_B: GuildId = GuildId(1002);
+pub const GENERAL: ChannelId = ChannelId(2001);
+pub const MEMES: ChannelId = ChannelId(2002);
+pub const B_GENERAL: ChannelId = ChannelId(2101);
+
+pub struct World {
+    pub app: Arc<App>,
+    pub clock: Arc<ManualClock>,
+    pub model: ModelServer,
+    pub said: Arc<Recording>,
+    pub dir: Arc<tempfile::TempDir>,
+    running: Option<Running>,
+}
+
+/// Settings for an initiative world: both guilds' channels in the pool, eager,
+/// no cooldown, and the ambient role on the scripted server (set by `start`).
+pub fn settings() -> Settings {
+    let mut s = Settings::default();
+    s.executive.ollama_base_url = "http://127.0.0.1:9".into();
+    s.executive.max_retries = 0;
+    s.permissions.replies.discovery_channel_ids = vec![GENERAL, MEMES, B_GENERAL];
+    s.initiative.text.eagerness = 100;
+    s.initiative.text.min_minutes_between_posts = 0;
+    s.initiative.text.revisit_minutes = 0;
+    s
+}
+
+impl World {
+    pub async fn start(settings: Settings) -> Self {
+        Self::start_in(
+            settings,
+            Arc::new(tempfile::tempdir().unwrap()),
+            ModelServer::start(),
+            ManualClock::at_test_epoch(),
+        )
+        .await
+    }
+
+    /// A world on an existing data directory (a restart).
+    pub async fn start_in(
+        mut settings: Settings,
+        dir: Arc<tempfile::TempDir>,
+        model: ModelServer,
+        clock: Arc<ManualClock>,
+    ) -> Self {
+        settings.storage.data_dir = dir.path().join("data").to_string_lossy().into_owned();
+        for role in [
+            &mut settings.executive.roles.ambient,
+            &mut settings.executive.roles.reply,
+            &mut settings.executive.roles.reflex,
+        ] {
+            if role.provider == ProviderKind::Auto {
+                role.provider = ProviderKind::Openai;
+                role.base_url = model.openai_base();
+                role.model = "scripted".into();
+            }
+        }
+        let said = Arc::new(Recording::default());
+        let transport = Arc::new(RecordingTransport {
+            log: said.clone(),
+            clock: clock.clone(),
+        });
+        let app = App::build(
+            Parts {
+                settings,
+                secrets: Secrets::default(),
+                clock: clock.clone(),
+                chance: Chance::seeded(7),
+            },
+            |_| transport,
+        )
+        .await
+        .unwrap();
+        let now = clock.now();
+        app.store.upsert_guild(GUILD_A, "Guild A", now).unwrap();
+        app.store.upsert_guild(GUILD_B, "Guild B", now).unwrap();
+        app.store
+            .upsert_channel(GENERAL, Some(GUILD_A), "general", now)
+            .unwrap();
+        app.store
+            .upsert_channel(MEMES, Some(GUILD_A), "memes", now)
+            .unwrap();
+        app.store
+            .upsert_channel(B_GENERAL, Some(GUILD_B), "b-general", now)
+            .unwrap();
+        let running = Some(app.start_spine());
+        Self {
+            app,
+            clock,
+            model,
+            said,
+            dir,
+            running,
+        }
+    }
+
+    /// One tick, then waits until everything it queued has been handled.
+    pub async fn tick(&self) {
+        self.app.initiative.tick();
+        self.app.spine.drain().await;
+    }
+
+    pub fn said(&self) -> Vec<Said> {
+        self.said.said.lock().unwrap().clone()
+    }
+
+    /// A person's message in `channel` of guild A.
+    pub fn hear(&self, channel: ChannelId, author: &str, content: &str, source: Source) {
+        self.app
+            .store
+            .insert_message(&StoredMessage {
+                id: MessageId(next_snowflake(self.clock.now())),
+                guild: Some(if channel == B_GENERAL {
+                    GUILD_B
+                } else {
+                    GUILD_A
+                }),
+                channel,
+                author_id: UserId(50),
+                author_name: author.into(),
+                author_is_bot: false,
+                is_self: false,
+                content: content.into(),
+                attachments: vec![],
+                reply_to: None,
+                source,
+                created_at: self.clock.now(),
+                edited_at: None,
+                deleted_at: None,
+            })
+            .unwrap();
+    }
+
+    pub fn journal(&self, kind: ambient::journal::Kind) -> Vec<ambient::journal::Entry> {
+        self.app
+            .journal
+            .query(&ambient::journal::Filter {
+                kinds: vec![kind],
+                ..Default::default()
+            })
+            .unwrap()
+    }
+
+    pub async fn stop(mut self) -> (Arc<tempfile::TempDir>, ModelServer, Arc<ManualClock>) {
+        if let Some(r) = self.running.take() {
+            r.stop().await;
+        }
+        (self.dir.clone(), self.model.clone(), self.clock.clone())
+    }
+}
