@@ -39,6 +39,7 @@ pub use wire::{ChatRequest, ChatResponse, Message, Part, ToolChoice, ToolSpec};
 use crate::clock::{Chance, SharedClock};
 use crate::ids::GuildId;
 use crate::journal::Journal;
+use crate::net::error_chain;
 use crate::settings::{Secrets, SettingsService};
 use crate::store::Store;
 use crate::store::usage::UsageRecord;
@@ -355,24 +356,7 @@ impl Executive {
             .await;
         let resp = match sent {
             Ok(r) => r,
-            Err(e) if e.is_timeout() => {
-                return Attempt::Retry {
-                    outcome: "timeout",
-                    detail: format!("no answer within {} s", timeout.as_secs()),
-                    wait: None,
-                };
-            }
-            Err(e) => {
-                return Attempt::Retry {
-                    outcome: "network",
-                    detail: self.secrets.redact(&format!(
-                        "cannot reach {}: {}",
-                        ep.base_url,
-                        error_chain(&e)
-                    )),
-                    wait: None,
-                };
-            }
+            Err(e) => return self.unfinished(ep, &e, timeout),
         };
         let status = resp.status();
         let now = self.clock.now();
@@ -380,20 +364,7 @@ impl Executive {
         let wait = ratelimit::retry_after(resp.headers(), now);
         let bytes = match resp.bytes().await {
             Ok(b) => b,
-            Err(e) if e.is_timeout() => {
-                return Attempt::Retry {
-                    outcome: "timeout",
-                    detail: format!("the answer did not finish within {} s", timeout.as_secs()),
-                    wait: None,
-                };
-            }
-            Err(e) => {
-                return Attempt::Retry {
-                    outcome: "network",
-                    detail: self.secrets.redact(&error_chain(&e)),
-                    wait: None,
-                };
-            }
+            Err(e) => return self.unfinished(ep, &e, timeout),
         };
         if status.as_u16() == 429 {
             return Attempt::Retry {
@@ -438,6 +409,27 @@ impl Executive {
                 outcome: "malformed",
                 detail: format!("the response was malformed: {what}"),
             },
+        }
+    }
+
+    /// A request that ended before a whole answer arrived: a timeout or a
+    /// network failure, both worth another attempt.
+    fn unfinished(&self, ep: &Endpoint, e: &reqwest::Error, timeout: Duration) -> Attempt {
+        if e.is_timeout() {
+            return Attempt::Retry {
+                outcome: "timeout",
+                detail: format!("no complete answer within {} s", timeout.as_secs()),
+                wait: None,
+            };
+        }
+        Attempt::Retry {
+            outcome: "network",
+            detail: self.secrets.redact(&format!(
+                "cannot reach {}: {}",
+                ep.base_url,
+                error_chain(e)
+            )),
+            wait: None,
         }
     }
 
@@ -548,18 +540,6 @@ impl Executive {
             );
         }
     }
-}
-
-/// An error and its causes, one line ("connection refused" is usually in a cause).
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
-        cause = c.source();
-    }
-    text
 }
 
 async fn probe_ollama(http: &reqwest::Client, base: &str) -> bool {

@@ -268,13 +268,7 @@ impl Fetcher {
 }
 
 fn network_error(e: reqwest::Error) -> FetchError {
-    let mut text = e.to_string();
-    let mut cause = std::error::Error::source(&e);
-    while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
-        cause = c.source();
-    }
+    let text = super::error_chain(&e);
     if text.contains("private address") {
         // The resolver refused; say so plainly.
         let why = text.rsplit(": ").next().unwrap_or(&text).to_string();

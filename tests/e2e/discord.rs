@@ -364,7 +364,14 @@ fn ambient_status_and_why_explain_the_bot() {
         .collect();
     assert_eq!(
         fields,
-        vec!["Initiative", "Pending thought", "Posts today", "Garden", "Budget", "Models"]
+        vec![
+            "Initiative",
+            "Pending thought",
+            "Posts today",
+            "Garden",
+            "Budget",
+            "Models"
+        ]
     );
     assert!(
         embed["fields"][0]["value"]
