@@ -15,6 +15,7 @@ use tokio::task::JoinHandle;
 use crate::attention::Spine;
 use crate::chat::Transport;
 use crate::clock::{Chance, SharedClock};
+use crate::discovery::Discovery;
 use crate::executive::{Executive, Prompts};
 use crate::initiative::{Initiative, InitiativeHandler};
 use crate::journal::{Entry, Journal, Kind};
@@ -36,6 +37,7 @@ pub struct App {
     pub senses: Senses,
     pub executive: Arc<Executive>,
     pub initiative: Arc<Initiative>,
+    pub discovery: Arc<Discovery>,
     pub data_dir: PathBuf,
     /// What is unavailable and why, said plainly at start (console, logs, status).
     pub notices: Vec<String>,
@@ -113,6 +115,12 @@ impl App {
             clock.clone(),
         )));
 
+        let discovery = Discovery::new(
+            settings.clone(),
+            store.clone(),
+            journal.clone(),
+            clock.clone(),
+        );
         let initiative = Initiative::new(
             settings.clone(),
             store.clone(),
@@ -123,6 +131,7 @@ impl App {
             executive.clone(),
             speech.clone(),
             secrets.clone(),
+            discovery.clone(),
         );
         spine.registry.register(Arc::new(InitiativeHandler {
             engine: initiative.clone(),
@@ -140,18 +149,23 @@ impl App {
             senses,
             executive,
             initiative,
+            discovery,
             data_dir,
             notices,
         }))
     }
 
-    /// Starts the background loops: the attention dispatcher and the initiative tick.
+    /// Starts the background loops: the attention dispatcher, the initiative tick, discovery.
     pub fn start(self: &Arc<Self>) -> Running {
         let mut running = self.start_spine();
         let rx = running.shutdown.subscribe();
         running
             .tasks
             .push(tokio::spawn(self.initiative.clone().run(rx)));
+        let rx = running.shutdown.subscribe();
+        running
+            .tasks
+            .push(tokio::spawn(self.discovery.clone().run(rx)));
         running
     }
 

@@ -17,6 +17,7 @@ pub mod clock;
 pub mod commands;
 pub mod console;
 pub mod discord;
+pub mod discovery;
 pub mod executive;
 pub mod ids;
 pub mod initiative;

@@ -82,7 +82,29 @@ impl Senses {
                 id, content, at, ..
             } => (self.store.edit_message(*id, content, *at)?, false),
             Percept::Delete { id, at, .. } => (self.store.delete_message(*id, *at)?, false),
-            Percept::Reaction { .. } | Percept::MemberJoin { .. } => (true, true),
+            Percept::Reaction {
+                place,
+                message,
+                user,
+                emoji,
+                added,
+                at,
+            } => {
+                if *added {
+                    self.store.record_reaction(
+                        *message,
+                        user.id,
+                        emoji,
+                        place.guild,
+                        place.channel,
+                        *at,
+                    )?;
+                } else {
+                    self.store.remove_reaction(*message, user.id, emoji)?;
+                }
+                (true, *added)
+            }
+            Percept::MemberJoin { .. } => (true, true),
         };
         let queued = worth_deciding && !from_me;
         if queued {

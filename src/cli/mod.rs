@@ -4,6 +4,7 @@
 //! core. Exit codes: 0 success, 1 failure (bad settings, errors), 2 usage.
 
 mod console;
+mod discovery;
 mod journal;
 mod run;
 mod settings;
@@ -95,6 +96,25 @@ pub enum Command {
     },
     /// Which models serve which role, and what has been spent
     Status,
+    /// Feed sources: check one, or list them
+    Discovery {
+        #[command(subcommand)]
+        command: DiscoveryCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum DiscoveryCommand {
+    /// Fetch one source once and print its items (to check a feed before adding it)
+    Fetch {
+        /// A feed URL, or a subreddit / YouTube channel id / X handle with --type
+        url: String,
+        /// rss, atom, reddit, youtube, x or hn [default: rss]
+        #[arg(long = "type")]
+        kind: Option<String>,
+    },
+    /// The sources of every server, with their last fetch, status and item counts
+    List,
 }
 
 #[derive(Subcommand, Debug)]
@@ -158,6 +178,12 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             usage::usage(cli.settings.as_deref(), &since, role.as_deref(), json)
         }
         Command::Status => status::status(cli.settings.as_deref()).await,
+        Command::Discovery { command } => match command {
+            DiscoveryCommand::Fetch { url, kind } => {
+                discovery::fetch(cli.settings.as_deref(), &url, kind.as_deref()).await
+            }
+            DiscoveryCommand::List => discovery::list(cli.settings.as_deref()),
+        },
     }
 }
 

@@ -48,6 +48,7 @@ pub fn set(
 ) -> Result<String, String> {
     match app.settings.set_override(guild, path, value, by) {
         Ok(stored) => {
+            app.discovery.poke();
             app.journal.record(
                 crate::journal::Entry::new(
                     crate::journal::Kind::Settings,

@@ -118,6 +118,7 @@ impl Session {
             out,
         };
         session.enter_channel(&session.channel)?;
+        session.app.discovery.poke();
         Ok(session)
     }
 
@@ -234,6 +235,10 @@ impl Session {
                 }
             }
             "journal" => self.print_journal(rest),
+            "discovery" => {
+                let text = commands::discovery::run_text(&self.app, guild_id(), self.user.id, rest);
+                self.out.notice(&text);
+            }
             "why" => {
                 let text = commands::why::why(
                     &self.app,
@@ -319,6 +324,9 @@ const HELP: &str = "commands:
   /journal [SINCE]           what the bot decided lately (default 1h; e.g. 30m, 24h)
   /why [MESSAGE-ID]          why the bot said (or did not say) something
   /status                    what the bot is up to here: initiative, pending thought, budget, models
+  /discovery [list]          the feeds the bot follows here
+  /discovery add KIND TARGET add a feed (rss URL, subreddit, YouTube channel id, X handle)
+  /discovery remove KIND TARGET
   /settings show [PATH]      settings in effect for this guild
   /settings set PATH VALUE   override a setting for this guild
   /settings reset PATH       remove an override

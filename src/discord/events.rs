@@ -106,6 +106,7 @@ impl EventHandler for Events {
         if let Err(e) = result {
             tracing::warn!(guild = %g, error = %e, "could not record guild and channel names");
         }
+        self.app.discovery.poke();
     }
 
     async fn message(&self, ctx: Context, m: Message) {
@@ -184,6 +185,22 @@ impl EventHandler for Events {
             },
             emoji: r.emoji.to_string(),
             added: true,
+            at: self.app.clock.now(),
+        });
+    }
+
+    async fn reaction_remove(&self, _ctx: Context, r: Reaction) {
+        let Some(user) = r.user_id else { return };
+        self.perceive(Percept::Reaction {
+            place: place(r.channel_id, r.guild_id),
+            message: MessageId(r.message_id.get()),
+            user: Author {
+                id: UserId(user.get()),
+                name: user.to_string(),
+                is_bot: false,
+            },
+            emoji: r.emoji.to_string(),
+            added: false,
             at: self.app.clock.now(),
         });
     }

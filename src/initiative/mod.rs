@@ -33,11 +33,11 @@ use crate::attention::router::ORDER_IMPULSE;
 use crate::attention::{Attended, Handler, Impulse, ImpulseKind, Input, Outcome, Place, Spine};
 use crate::chat::OutgoingFile;
 use crate::clock::{Chance, SharedClock};
+use crate::discovery::Discovery;
 use crate::executive::tools::FinalTool;
 use crate::executive::{Executive, Message, Role, Turn, TurnOutcome};
 use crate::ids::{ChannelId, GuildId};
 use crate::journal::{Entry, Filter, Journal, Kind};
-use crate::net::Fetcher;
 use crate::settings::{Execution, Secrets, SettingsService};
 use crate::speech::Speech;
 use crate::store::Store;
@@ -70,7 +70,7 @@ pub struct Initiative {
     executive: Arc<Executive>,
     speech: Arc<Speech>,
     secrets: Secrets,
-    fetcher: Arc<Fetcher>,
+    discovery: Arc<Discovery>,
     in_flight: Mutex<HashSet<GuildId>>,
     /// The gate that last stopped each guild, so a repeated stop is journaled once.
     last_gate: Mutex<HashMap<GuildId, (&'static str, String)>>,
@@ -88,8 +88,8 @@ impl Initiative {
         executive: Arc<Executive>,
         speech: Arc<Speech>,
         secrets: Secrets,
+        discovery: Arc<Discovery>,
     ) -> Arc<Self> {
-        let fetcher = Arc::new(Fetcher::new(&settings.global().network));
         Arc::new(Self {
             settings,
             store,
@@ -100,7 +100,7 @@ impl Initiative {
             executive,
             speech,
             secrets,
-            fetcher,
+            discovery,
             in_flight: Mutex::new(HashSet::new()),
             last_gate: Mutex::new(HashMap::new()),
         })
@@ -298,8 +298,24 @@ impl Initiative {
                 },
             )
             .collect();
-        let (tools, tool_lines) = tools::curiosity(&settings, &self.fetcher);
+        let (mut tools, tool_lines) = tools::curiosity(&settings, self.discovery.fetcher());
         capabilities.extend(tool_lines);
+        if settings.initiative.discovery.allow_self_curation {
+            tools.extend(crate::discovery::curation::tools(&self.discovery, guild));
+            capabilities.push(format!(
+                "discovery_source_list / _add / _remove: curate your own feed (at most {} sources of a kind; the operator's sources stay)",
+                settings.initiative.discovery.max_sources_per_type
+            ));
+        } else {
+            capabilities.push("feed curation: off (initiative.discovery.allowSelfCuration)".into());
+        }
+        let interests =
+            community::interests(&self.store, guild, now - chrono::Duration::days(7), 500, 8);
+        let words: Vec<String> = interests.words().map(String::from).collect();
+        let (feed, feed_sources) = match self.discovery.prompt_sections(guild, &words, now) {
+            Some((f, s)) => (Some(f), Some(s)),
+            None => (None, None),
+        };
         let prompt = context::assemble(context::Request {
             settings: &settings,
             store: &self.store,
@@ -308,7 +324,11 @@ impl Initiative {
             pending: pending.as_ref(),
             now,
             capabilities,
-            sources: context::Sources::default(),
+            sources: context::Sources {
+                feed,
+                feed_sources,
+                ..Default::default()
+            },
         });
         let rendered = match self.executive.prompts.render("initiative", &prompt) {
             Ok(r) => r,
@@ -522,6 +542,7 @@ impl Initiative {
             Ok(ids) => {
                 if let Some(first) = ids.first() {
                     let _ = self.store.outbox_mark_sent(&nonce, *first);
+                    self.discovery.note_post(guild, channel, *first, &text, now);
                 }
                 let _ = self.store.delete_pending_thought(guild);
                 let name = self

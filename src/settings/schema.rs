@@ -427,7 +427,7 @@ impl Default for DiscoverySources {
             rss: true,
             youtube: true,
             x: false,
-            hacker_news: true,
+            hacker_news: false,
         }
     }
 }

@@ -140,6 +140,65 @@ pub const MIGRATIONS: &[Migration] = &[
             );
         "#,
     },
+    Migration {
+        version: 5,
+        name: "discovery: sources, items, shares; reactions",
+        sql: r#"
+            CREATE TABLE discovery_sources (
+                id            INTEGER PRIMARY KEY AUTOINCREMENT,
+                kind          TEXT    NOT NULL,
+                target        TEXT    NOT NULL,
+                etag          TEXT,
+                last_modified TEXT,
+                last_fetch_at INTEGER,
+                last_ok_at    INTEGER,
+                last_status   TEXT    NOT NULL DEFAULT 'not fetched yet',
+                failures      INTEGER NOT NULL DEFAULT 0,
+                next_fetch_at INTEGER NOT NULL DEFAULT 0,
+                UNIQUE (kind, target)
+            );
+            CREATE TABLE guild_sources (
+                guild_id INTEGER NOT NULL,
+                kind     TEXT    NOT NULL,
+                target   TEXT    NOT NULL,
+                added_by TEXT    NOT NULL,  -- 'model' or 'user:<id>'
+                added_at INTEGER NOT NULL,
+                PRIMARY KEY (guild_id, kind, target)
+            );
+            CREATE TABLE feed_items (
+                id            INTEGER PRIMARY KEY AUTOINCREMENT,
+                source_id     INTEGER NOT NULL REFERENCES discovery_sources (id) ON DELETE CASCADE,
+                url           TEXT    NOT NULL,
+                canonical_url TEXT    NOT NULL,
+                title         TEXT    NOT NULL,
+                title_key     TEXT    NOT NULL,
+                summary       TEXT    NOT NULL DEFAULT '',
+                published_at  INTEGER,
+                fetched_at    INTEGER NOT NULL,
+                media         TEXT
+            );
+            CREATE INDEX feed_items_canonical ON feed_items (canonical_url, fetched_at);
+            CREATE INDEX feed_items_title ON feed_items (title_key, fetched_at);
+            CREATE INDEX feed_items_source ON feed_items (source_id, fetched_at);
+            CREATE TABLE feed_shares (
+                item_id    INTEGER NOT NULL,
+                guild_id   INTEGER NOT NULL,
+                channel_id INTEGER NOT NULL,
+                message_id INTEGER NOT NULL,
+                shared_at  INTEGER NOT NULL,
+                PRIMARY KEY (item_id, guild_id)
+            );
+            CREATE TABLE reactions (
+                message_id INTEGER NOT NULL,
+                user_id    INTEGER NOT NULL,
+                emoji      TEXT    NOT NULL,
+                guild_id   INTEGER,
+                channel_id INTEGER NOT NULL,
+                at         INTEGER NOT NULL,
+                PRIMARY KEY (message_id, user_id, emoji)
+            );
+        "#,
+    },
 ];
 
 pub fn latest() -> u32 {

@@ -11,6 +11,7 @@
 
 pub mod channels;
 pub mod conditions;
+pub mod discovery;
 pub mod guild_settings;
 pub mod initiative;
 pub mod journal;

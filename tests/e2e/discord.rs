@@ -493,3 +493,57 @@ fn max_messages_per_hour_is_honoured_per_channel() {
     bot.discord.say(RANDOM, ALICE, &mention("over here?"));
     assert!(bot.discord.wait_until(15, |w| w.sent_in(RANDOM).len() == 1));
 }
+
+#[test]
+fn discovery_sources_are_managed_with_slash_commands() {
+    let bot = Bot::start(json!({}));
+    let reply = |id: u64| -> String {
+        bot.discord
+            .interaction_reply(id)
+            .unwrap_or_else(|| panic!("no reply:\n{}", bot.log()))["data"]["content"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let denied = bot.discord.slash(
+        GENERAL,
+        BOB,
+        0,
+        "discovery",
+        "add",
+        &[("kind", "reddit"), ("target", "rust")],
+    );
+    assert_eq!(
+        reply(denied),
+        "Only members with **Manage Guild** can do that."
+    );
+    let added = bot.discord.slash(
+        GENERAL,
+        ALICE,
+        MANAGE_GUILD,
+        "discovery",
+        "add",
+        &[("kind", "reddit"), ("target", "r/Rust")],
+    );
+    assert!(reply(added).starts_with("Added r/rust (reddit)"));
+    let bad = bot.discord.slash(
+        GENERAL,
+        ALICE,
+        MANAGE_GUILD,
+        "discovery",
+        "add",
+        &[("kind", "myspace"), ("target", "tom")],
+    );
+    assert!(reply(bad).contains("is not a source kind"));
+    let listed = bot.discord.slash(GENERAL, BOB, 0, "discovery", "list", &[]);
+    assert!(reply(listed).contains("r/rust [reddit] (added by a member)"));
+    let removed = bot.discord.slash(
+        GENERAL,
+        ALICE,
+        MANAGE_GUILD,
+        "discovery",
+        "remove",
+        &[("kind", "reddit"), ("target", "rust")],
+    );
+    assert_eq!(reply(removed), "Removed r/rust.");
+}

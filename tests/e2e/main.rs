@@ -7,6 +7,7 @@ mod support;
 mod console;
 mod conversation;
 mod discord;
+mod discovery;
 mod durability;
 mod executive;
 mod initiative;

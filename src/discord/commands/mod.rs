@@ -2,6 +2,7 @@
 //! its arguments and shows what `crate::commands` returns.
 
 mod ambient;
+mod discovery;
 mod settings;
 
 use std::sync::Arc;
@@ -17,7 +18,11 @@ pub type Error = Box<dyn std::error::Error + Send + Sync>;
 pub type Context<'a> = poise::Context<'a, Data, Error>;
 
 pub fn all() -> Vec<poise::Command<Data, Error>> {
-    vec![settings::settings(), ambient::ambient()]
+    vec![
+        settings::settings(),
+        ambient::ambient(),
+        discovery::discovery(),
+    ]
 }
 
 /// Errors people can act on get a plain ephemeral answer; the rest are logged.

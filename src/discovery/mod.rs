@@ -1,0 +1,462 @@
+//! Discovery: feeds the community likes, as optional material for ambient
+//! posts (seed: ambient-text-cycle.md, "Discovery In The Unified Model").
+//! Discovery collects; the initiative cycle decides whether to use any of it.
+//!
+//! - `sources`: source kinds and where each is fetched
+//! - `parse`: bodies → normalised items (hostile input fails its source only)
+//! - `canonical`: canonical URLs and title keys for de-duplication
+//! - `rank`: candidates for YOUR FEED (freshness + overlap with community talk)
+//! - `curation`: self-curation tools and the `/discovery` commands' core
+//!
+//! The background loop fetches each source on its own schedule through the
+//! guarded fetcher, with conditional GET (a 304 costs no parse) and
+//! exponential backoff on failure; items are stored once across sources.
+
+pub mod canonical;
+pub mod curation;
+pub mod parse;
+pub mod rank;
+pub mod sources;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use reqwest::header::HeaderMap;
+use tokio::sync::watch;
+
+use crate::clock::SharedClock;
+use crate::ids::{ChannelId, GuildId, MessageId};
+use crate::journal::{Entry, Journal, Kind};
+use crate::net::fetch::Validators;
+use crate::net::{FetchError, Fetcher};
+use crate::settings::{Settings, SettingsService};
+use crate::store::Store;
+use crate::store::discovery::{FetchOutcome, NewItem};
+use crate::when::ago;
+use parse::Item;
+use sources::{SourceKind, SourceSpec};
+
+/// How often the loop looks for sources that are due.
+const LOOP_EVERY: Duration = Duration::from_secs(60);
+
+/// Where a guild's source comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// The settings (file or this server's `/settings` override): the operator's list.
+    Settings,
+    /// Added at runtime; `by` is `model` or `user:<id>`.
+    Added { by: String },
+}
+
+/// What one fetch of one source did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FetchReport {
+    pub not_modified: bool,
+    pub parsed: usize,
+    pub stale: usize,
+    pub stored: usize,
+    pub duplicates: usize,
+}
+
+pub struct Discovery {
+    settings: Arc<SettingsService>,
+    store: Store,
+    journal: Journal,
+    clock: SharedClock,
+    fetcher: Arc<Fetcher>,
+    /// Sources being fetched right now, so a slow one is never fetched twice at once.
+    fetching: Mutex<HashSet<i64>>,
+    /// Wakes the loop early: a guild appeared or its sources changed.
+    wake: tokio::sync::Notify,
+}
+
+impl Discovery {
+    pub fn new(
+        settings: Arc<SettingsService>,
+        store: Store,
+        journal: Journal,
+        clock: SharedClock,
+    ) -> Arc<Self> {
+        let fetcher = Arc::new(Fetcher::new(&settings.global().network));
+        Arc::new(Self {
+            settings,
+            store,
+            journal,
+            clock,
+            fetcher,
+            fetching: Mutex::new(HashSet::new()),
+            wake: tokio::sync::Notify::new(),
+        })
+    }
+
+    /// Asks the loop to look for due sources now rather than at its next round.
+    pub fn poke(&self) {
+        self.wake.notify_one();
+    }
+
+    pub fn fetcher(&self) -> &Arc<Fetcher> {
+        &self.fetcher
+    }
+
+    /// A guild's sources: its settings' lists and those added for it, enabled kinds only.
+    pub fn guild_sources(&self, guild: GuildId) -> Vec<(SourceSpec, Origin)> {
+        let settings = self.settings.for_guild(Some(guild));
+        let d = &settings.initiative.discovery;
+        let mut out: Vec<(SourceSpec, Origin)> = sources::configured(&settings)
+            .into_iter()
+            .map(|s| (s, Origin::Settings))
+            .collect();
+        if d.sources.hacker_news {
+            out.push((
+                SourceSpec {
+                    kind: SourceKind::Hackernews,
+                    target: "top".into(),
+                },
+                Origin::Settings,
+            ));
+        }
+        for (kind, target, by) in self.store.guild_sources(guild).unwrap_or_default() {
+            let Some(kind) = SourceKind::parse(&kind) else {
+                continue;
+            };
+            if !kind.enabled(d)
+                || out
+                    .iter()
+                    .any(|(s, _)| s.kind == kind && s.target == target)
+            {
+                continue;
+            }
+            out.push((SourceSpec { kind, target }, Origin::Added { by }));
+        }
+        out
+    }
+
+    /// Whether a guild uses discovery at all (a source of any kind).
+    fn in_use(&self, guild: GuildId) -> bool {
+        !self.guild_sources(guild).is_empty()
+    }
+
+    /// Every source some known guild uses, each once.
+    pub fn all_sources(&self) -> Vec<SourceSpec> {
+        let mut all: Vec<SourceSpec> = self
+            .store
+            .known_guilds()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(g, _)| self.in_use(*g))
+            .flat_map(|(g, _)| self.guild_sources(g).into_iter().map(|(s, _)| s))
+            .collect();
+        all.sort();
+        all.dedup();
+        all
+    }
+
+    /// Fetches every source whose time has come; failures only affect their own source.
+    pub async fn fetch_due(&self) -> Vec<(SourceSpec, Result<FetchReport, String>)> {
+        let now = self.clock.now();
+        let mut due = Vec::new();
+        for spec in self.all_sources() {
+            let Ok(id) = self.store.upsert_source(spec.kind.as_str(), &spec.target) else {
+                continue;
+            };
+            if let Ok(Some(row)) = self.store.source(id) {
+                if row.next_fetch_at <= now {
+                    due.push(spec);
+                }
+            }
+        }
+        let mut results = Vec::new();
+        for chunk in due.chunks(4) {
+            let reports =
+                futures_util::future::join_all(chunk.iter().map(|s| self.fetch_source(s))).await;
+            results.extend(chunk.iter().cloned().zip(reports));
+        }
+        results
+    }
+
+    /// Fetches one source now and stores what is new.
+    pub async fn fetch_source(&self, spec: &SourceSpec) -> Result<FetchReport, String> {
+        let id = self
+            .store
+            .upsert_source(spec.kind.as_str(), &spec.target)
+            .map_err(|e| e.to_string())?;
+        if !self
+            .fetching
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id)
+        {
+            return Err("already being fetched".into());
+        }
+        let result = self.fetch_and_store(id, spec).await;
+        self.fetching
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
+        let global = self.settings.global();
+        let interval = chrono::Duration::minutes(i64::from(
+            global.initiative.discovery.fetch_interval_minutes,
+        ));
+        let now = self.clock.now();
+        match &result {
+            Ok((report, validators)) => {
+                let outcome = if report.not_modified {
+                    FetchOutcome::NotModified
+                } else {
+                    FetchOutcome::Ok {
+                        etag: validators.etag.clone(),
+                        last_modified: validators.last_modified.clone(),
+                        status: format!(
+                            "ok: {} new, {} already seen",
+                            report.stored, report.duplicates
+                        ),
+                    }
+                };
+                let _ = self.store.record_fetch(id, &outcome, now, interval);
+                tracing::debug!(source = %spec.label(), ?report, "fetched");
+            }
+            Err(why) => {
+                let _ =
+                    self.store
+                        .record_fetch(id, &FetchOutcome::Failed(why.clone()), now, interval);
+                tracing::warn!(source = %spec.label(), reason = %why, "a feed source failed");
+                self.journal.record(
+                    Entry::new(Kind::Discovery, format!("could not fetch {}", spec.label()))
+                        .reason(why.clone()),
+                );
+            }
+        }
+        result.map(|(r, _)| r)
+    }
+
+    async fn fetch_and_store(
+        &self,
+        id: i64,
+        spec: &SourceSpec,
+    ) -> Result<(FetchReport, Validators), String> {
+        let settings = self.settings.global();
+        let d = &settings.initiative.discovery;
+        let row = self.store.source(id).map_err(|e| e.to_string())?;
+        let validators = Validators {
+            etag: row.as_ref().and_then(|r| r.etag.clone()),
+            last_modified: row.as_ref().and_then(|r| r.last_modified.clone()),
+        };
+        let url = spec.url(d, d.source_fetch_limit)?;
+        let (items, fresh_validators, not_modified) =
+            fetch_items(&self.fetcher, spec.kind, &url, &settings, &validators).await?;
+        if not_modified {
+            return Ok((
+                FetchReport {
+                    not_modified: true,
+                    ..Default::default()
+                },
+                validators,
+            ));
+        }
+        let now = self.clock.now();
+        let fresh_since = now - chrono::Duration::hours(i64::from(d.freshness_hours));
+        let parsed = items.len();
+        let mut fresh: Vec<Item> = items
+            .into_iter()
+            .filter(|i| i.published.is_none_or(|p| p >= fresh_since))
+            .collect();
+        let stale = parsed - fresh.len();
+        fresh.sort_by(|a, b| b.published.cmp(&a.published));
+        fresh.truncate(d.source_fetch_limit as usize);
+        let keyed: Vec<NewItem> = fresh.into_iter().map(keyed).collect();
+        let dedupe_since = now - chrono::Duration::hours(i64::from(d.dedupe_hours));
+        let (stored, duplicates) = self
+            .store
+            .insert_feed_items(id, &keyed, now, dedupe_since)
+            .map_err(|e| e.to_string())?;
+        Ok((
+            FetchReport {
+                not_modified: false,
+                parsed,
+                stale,
+                stored,
+                duplicates,
+            },
+            fresh_validators,
+        ))
+    }
+
+    /// YOUR FEED and FEED SOURCES for one guild's ambient prompt; `None`
+    /// when the guild uses no discovery at all.
+    pub fn prompt_sections(
+        &self,
+        guild: GuildId,
+        interests: &[String],
+        now: DateTime<Utc>,
+    ) -> Option<(Vec<String>, Vec<String>)> {
+        if !self.in_use(guild) {
+            return None;
+        }
+        let settings = self.settings.for_guild(Some(guild));
+        let sources = self.guild_sources(guild);
+        let ids: Vec<(i64, SourceSpec)> = sources
+            .iter()
+            .filter_map(|(s, _)| {
+                self.store
+                    .upsert_source(s.kind.as_str(), &s.target)
+                    .ok()
+                    .map(|id| (id, s.clone()))
+            })
+            .collect();
+        let fresh_since =
+            now - chrono::Duration::hours(i64::from(settings.initiative.discovery.freshness_hours));
+        let source_ids: Vec<i64> = ids.iter().map(|(id, _)| *id).collect();
+        let items = self
+            .store
+            .feed_candidates(&source_ids, guild, fresh_since, 200)
+            .unwrap_or_default();
+        let ranked = rank::rank(
+            items,
+            interests,
+            now,
+            settings.initiative.discovery.freshness_hours,
+            8,
+        );
+        let feed = ranked
+            .iter()
+            .map(|c| {
+                let source = ids
+                    .iter()
+                    .find(|(id, _)| *id == c.item.source_id)
+                    .map(|(_, s)| s.label())
+                    .unwrap_or_default();
+                rank::line(c, &source, now)
+            })
+            .collect();
+        let performance = sources
+            .iter()
+            .zip(&ids)
+            .map(|((spec, origin), (id, _))| {
+                let stats = self.store.source_stats(*id, guild).unwrap_or_default();
+                let row = self.store.source(*id).ok().flatten();
+                let state = match row.as_ref().and_then(|r| r.last_fetch_at) {
+                    None => "not fetched yet".to_string(),
+                    Some(t) => format!("fetched {} ({})", ago(t, now), row.map(|r| r.last_status).unwrap_or_default()),
+                };
+                let origin = match origin {
+                    Origin::Settings => "",
+                    Origin::Added { by } if by == "model" => ", added by you",
+                    Origin::Added { .. } => ", added by a member",
+                };
+                format!(
+                    "{} ({}{origin}): {} items, {} shared, {} reactions and {} replies to what you shared; {state}",
+                    spec.label(),
+                    spec.kind,
+                    stats.items,
+                    stats.shared,
+                    stats.reactions,
+                    stats.replies
+                )
+            })
+            .collect();
+        Some((feed, performance))
+    }
+
+    /// Records which feed items a post shared (links it contains), for FEED SOURCES.
+    pub fn note_post(
+        &self,
+        guild: GuildId,
+        channel: ChannelId,
+        message: MessageId,
+        text: &str,
+        at: DateTime<Utc>,
+    ) {
+        for word in text.split_whitespace() {
+            let link = word.trim_matches(|c: char| {
+                matches!(c, '<' | '>' | '(' | ')' | '"' | '\'' | ',' | '.')
+            });
+            if !link.starts_with("http") {
+                continue;
+            }
+            if let Ok(Some((item, _))) = self
+                .store
+                .feed_item_by_canonical(&canonical::canonical_url(link))
+            {
+                let _ = self.store.record_share(item, guild, channel, message, at);
+            }
+        }
+    }
+
+    /// Fetches due sources until `shutdown`.
+    pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
+        loop {
+            tokio::select! {
+                _ = self.fetch_due() => {}
+                _ = shutdown.changed() => return,
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(LOOP_EVERY) => {}
+                _ = self.wake.notified() => {}
+                _ = shutdown.changed() => return,
+            }
+        }
+    }
+}
+
+/// Fetches and parses one source URL (no storing): (items, new validators, not modified).
+pub async fn fetch_items(
+    fetcher: &Fetcher,
+    kind: SourceKind,
+    url: &str,
+    settings: &Settings,
+    validators: &Validators,
+) -> Result<(Vec<Item>, Validators, bool), String> {
+    let d = &settings.initiative.discovery;
+    let page = fetcher
+        .get_with(url, validators, &HeaderMap::new())
+        .await
+        .map_err(|e: FetchError| e.to_string())?;
+    let new_validators = Validators {
+        etag: page.etag.clone(),
+        last_modified: page.last_modified.clone(),
+    };
+    if page.not_modified {
+        return Ok((Vec::new(), new_validators, true));
+    }
+    let items = match kind {
+        SourceKind::Rss | SourceKind::Youtube | SourceKind::X => parse::feed(&page.body)?,
+        SourceKind::Reddit => parse::reddit(&page.body, &d.reddit_base_url)?,
+        SourceKind::Hackernews => {
+            let ids = parse::hn_top(&page.body)?;
+            let base = url.trim_end_matches("topstories.json");
+            hn_items(fetcher, base, &ids, d.source_fetch_limit as usize).await
+        }
+    };
+    Ok((items, new_validators, false))
+}
+
+/// The first `limit` stories of a Hacker News id list (a failing item is skipped).
+async fn hn_items(fetcher: &Fetcher, base: &str, ids: &[u64], limit: usize) -> Vec<Item> {
+    let fetches = ids.iter().take(limit).map(|id| {
+        let url = format!("{base}item/{id}.json");
+        async move {
+            let page = fetcher.get(&url).await.ok()?;
+            parse::hn_item(&page.body).ok().flatten()
+        }
+    });
+    futures_util::future::join_all(fetches)
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// An item with its de-duplication keys, ready to store.
+pub fn keyed(i: Item) -> NewItem {
+    NewItem {
+        canonical_url: canonical::canonical_url(&i.url),
+        title_key: canonical::title_key(&i.title),
+        url: i.url,
+        title: i.title,
+        summary: i.summary,
+        published_at: i.published,
+        media: i.media.map(|m| m.as_str().to_string()),
+    }
+}
