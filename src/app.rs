@@ -19,6 +19,7 @@ use crate::discovery::Discovery;
 use crate::executive::{Executive, Prompts};
 use crate::initiative::{Initiative, InitiativeHandler};
 use crate::journal::{Entry, Journal, Kind};
+use crate::memory::Memory;
 use crate::reply::ReplyHandler;
 use crate::senses::Senses;
 use crate::settings::{Secrets, Settings, SettingsService};
@@ -38,6 +39,7 @@ pub struct App {
     pub executive: Arc<Executive>,
     pub initiative: Arc<Initiative>,
     pub discovery: Arc<Discovery>,
+    pub memory: Arc<Memory>,
     pub data_dir: PathBuf,
     /// What is unavailable and why, said plainly at start (console, logs, status).
     pub notices: Vec<String>,
@@ -106,6 +108,13 @@ impl App {
         );
         let notices = executive.unavailable_summary();
 
+        let memory = Memory::new(
+            store.clone(),
+            settings.clone(),
+            journal.clone(),
+            clock.clone(),
+            executive.clone(),
+        );
         spine.registry.register(Arc::new(ReplyHandler::new(
             speech.clone(),
             executive.clone(),
@@ -113,6 +122,7 @@ impl App {
             settings.clone(),
             store.clone(),
             clock.clone(),
+            memory.clone(),
         )));
 
         let discovery = Discovery::new(
@@ -132,6 +142,7 @@ impl App {
             speech.clone(),
             secrets.clone(),
             discovery.clone(),
+            memory.clone(),
         );
         spine.registry.register(Arc::new(InitiativeHandler {
             engine: initiative.clone(),
@@ -150,6 +161,7 @@ impl App {
             executive,
             initiative,
             discovery,
+            memory,
             data_dir,
             notices,
         }))
@@ -166,6 +178,10 @@ impl App {
         running
             .tasks
             .push(tokio::spawn(self.discovery.clone().run(rx)));
+        let rx = running.shutdown.subscribe();
+        running
+            .tasks
+            .push(tokio::spawn(self.memory.clone().run(rx)));
         running
     }
 

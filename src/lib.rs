@@ -22,6 +22,7 @@ pub mod executive;
 pub mod ids;
 pub mod initiative;
 pub mod journal;
+pub mod memory;
 pub mod net;
 pub mod permissions;
 pub mod reply;

@@ -33,6 +33,9 @@ use crate::executive::tools::{FinalTool, parse_args};
 use crate::executive::{ExecError, Executive, Message, Role, Turn, TurnOutcome, TurnResult};
 use crate::ids::ChannelId;
 use crate::journal::{Entry, Kind};
+use crate::memory::Memory;
+use crate::memory::search::Reader;
+use crate::memory::tools::memory_search;
 use crate::settings::SettingsService;
 use crate::speech::Speech;
 use crate::store::Store;
@@ -44,6 +47,7 @@ pub struct ReplyHandler {
     settings: Arc<SettingsService>,
     store: Store,
     clock: SharedClock,
+    memory: Arc<Memory>,
     /// Per channel: when people were last told the bot cannot answer, and when it was last addressed.
     notices: Mutex<HashMap<ChannelId, (DateTime<Utc>, DateTime<Utc>)>>,
 }
@@ -89,6 +93,7 @@ impl ReplyHandler {
         settings: Arc<SettingsService>,
         store: Store,
         clock: SharedClock,
+        memory: Arc<Memory>,
     ) -> Self {
         Self {
             speech,
@@ -97,6 +102,7 @@ impl ReplyHandler {
             settings,
             store,
             clock,
+            memory,
             notices: Mutex::new(HashMap::new()),
         }
     }
@@ -126,7 +132,9 @@ impl ReplyHandler {
             is_dm: place.is_dm(),
             unsolicited,
             now: self.clock.now().format("%Y-%m-%d %H:%M UTC").to_string(),
-            memory: Vec::new(),
+            memory: self
+                .memory
+                .for_reply(place.guild, m.message.author_id, &m.message.content),
             history: history.iter().map(PromptLine::from).collect(),
             target: Target {
                 author: m.message.author_name.clone(),
@@ -152,6 +160,13 @@ impl ReplyHandler {
         turn.messages = vec![Message::user(rendered.user)];
         turn.max_steps = settings.executive.max_tool_steps;
         turn.max_calls = settings.executive.max_tool_calls;
+        if settings.memory.enabled {
+            let reader = match place.guild {
+                Some(g) => Reader::Guild(g),
+                None => Reader::Dm(m.message.author_id),
+            };
+            turn.tools.push(memory_search(&self.memory, reader));
+        }
         turn
     }
 

@@ -6,6 +6,7 @@
 mod console;
 mod discovery;
 mod journal;
+mod memory;
 mod run;
 mod settings;
 mod status;
@@ -96,11 +97,78 @@ pub enum Command {
     },
     /// Which models serve which role, and what has been spent
     Status,
+    /// Remember something (a decision, high importance, unless told otherwise)
+    Remember {
+        text: String,
+        /// decision, fact, preference, error-resolution, task-update, session-summary, behavior-guidance, feedback
+        #[arg(long = "type")]
+        kind: Option<String>,
+        /// high, medium or low [default: by type]
+        #[arg(long)]
+        importance: Option<String>,
+        /// Server id or name [default: the only one the bot knows]
+        #[arg(long)]
+        guild: Option<String>,
+        /// Remember it for this channel only (id)
+        #[arg(long)]
+        channel: Option<u64>,
+    },
+    /// Browse, search and manage memories (newest 20 without a verb)
+    #[command(args_conflicts_with_subcommands = true)]
+    Memories {
+        #[command(subcommand)]
+        command: Option<MemoriesCommand>,
+        #[arg(long = "type")]
+        kind: Option<String>,
+        /// 7d, 24h, or a date (2026-01-31)
+        #[arg(long)]
+        since: Option<String>,
+        #[arg(long)]
+        importance: Option<String>,
+        /// Show all, not just the newest 20
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        guild: Option<String>,
+    },
     /// Feed sources: check one, or list them
     Discovery {
         #[command(subcommand)]
         command: DiscoveryCommand,
     },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum MemoriesCommand {
+    /// Full-text search, recent and important first
+    Search {
+        query: String,
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+        #[arg(long)]
+        guild: Option<String>,
+    },
+    /// Counts by type and importance, date range, disk use
+    Stats,
+    /// Delete one memory (asks first)
+    Delete {
+        id: String,
+        #[arg(long)]
+        force: bool,
+    },
+    /// Change a memory's text (in $EDITOR without --content)
+    Edit {
+        id: String,
+        #[arg(long)]
+        content: Option<String>,
+    },
+    /// Every memory as JSON on stdout
+    Export {
+        #[arg(long)]
+        pretty: bool,
+    },
+    /// Memories from an export file (existing ids are skipped; a bad file changes nothing)
+    Import { file: PathBuf },
 }
 
 #[derive(Subcommand, Debug)]
@@ -178,6 +246,60 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             usage::usage(cli.settings.as_deref(), &since, role.as_deref(), json)
         }
         Command::Status => status::status(cli.settings.as_deref()).await,
+        Command::Remember {
+            text,
+            kind,
+            importance,
+            guild,
+            channel,
+        } => {
+            memory::remember(
+                cli.settings.as_deref(),
+                &text,
+                kind.as_deref(),
+                importance.as_deref(),
+                guild.as_deref(),
+                channel,
+            )
+            .await
+        }
+        Command::Memories {
+            command,
+            kind,
+            since,
+            importance,
+            all,
+            guild,
+        } => {
+            let s = cli.settings.as_deref();
+            match command {
+                None => {
+                    memory::list(
+                        s,
+                        memory::ListArgs {
+                            kind: kind.as_deref(),
+                            since: since.as_deref(),
+                            importance: importance.as_deref(),
+                            all,
+                            guild: guild.as_deref(),
+                        },
+                    )
+                    .await
+                }
+                Some(MemoriesCommand::Search {
+                    query,
+                    limit,
+                    guild,
+                }) => memory::search(s, &query, limit, guild.as_deref()).await,
+                Some(MemoriesCommand::Stats) => memory::stats(s).await,
+                Some(MemoriesCommand::Delete { id, force }) => memory::delete(s, &id, force).await,
+                Some(MemoriesCommand::Edit { id, content }) => {
+                    memory::edit(s, &id, content.as_deref()).await
+                }
+                Some(MemoriesCommand::Export { pretty }) => memory::export(s, pretty).await,
+                Some(MemoriesCommand::Import { file }) => memory::import(s, &file).await,
+            }
+        }
         Command::Discovery { command } => match command {
             DiscoveryCommand::Fetch { url, kind } => {
                 discovery::fetch(cli.settings.as_deref(), &url, kind.as_deref()).await

@@ -3,6 +3,7 @@
 //! The Discord and console layers only parse arguments and display results.
 
 pub mod discovery;
+pub mod memory;
 pub mod settings;
 pub mod status;
 pub mod why;

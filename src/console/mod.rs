@@ -235,6 +235,17 @@ impl Session {
                 }
             }
             "journal" => self.print_journal(rest),
+            "memory" => {
+                let who = commands::memory::Asker {
+                    guild: Some(guild_id()),
+                    channel: channel_id(&self.channel),
+                    user: self.user.id,
+                    name: self.user.name.clone(),
+                    manage: true,
+                };
+                let text = commands::memory::run_text(&self.app, &who, rest);
+                self.out.notice(&text);
+            }
             "discovery" => {
                 let text = commands::discovery::run_text(&self.app, guild_id(), self.user.id, rest);
                 self.out.notice(&text);
@@ -324,6 +335,7 @@ const HELP: &str = "commands:
   /journal [SINCE]           what the bot decided lately (default 1h; e.g. 30m, 24h)
   /why [MESSAGE-ID]          why the bot said (or did not say) something
   /status                    what the bot is up to here: initiative, pending thought, budget, models
+  /memory remember TEXT      tell the bot something to remember (also: search Q, list, forget ID, forget-me, export)
   /discovery [list]          the feeds the bot follows here
   /discovery add KIND TARGET add a feed (rss URL, subreddit, YouTube channel id, X handle)
   /discovery remove KIND TARGET

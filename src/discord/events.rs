@@ -205,6 +205,21 @@ impl EventHandler for Events {
         });
     }
 
+    async fn channel_delete(
+        &self,
+        _ctx: Context,
+        channel: serenity::all::GuildChannel,
+        _messages: Option<Vec<Message>>,
+    ) {
+        let (guild, channel) = (GuildId(channel.guild_id.get()), ChannelId(channel.id.get()));
+        match self.app.memory.archive_channel(guild, channel) {
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(%guild, %channel, error = %e, "could not archive a deleted channel's memory")
+            }
+        }
+    }
+
     async fn guild_member_addition(&self, _ctx: Context, member: Member) {
         self.perceive(Percept::MemberJoin {
             guild: GuildId(member.guild_id.get()),

@@ -60,6 +60,21 @@ fn builtin() -> Vec<(&'static str, &'static str, Value)> {
                 "capabilities": ["web_scrape: read a web page"],
             }),
         ),
+        (
+            "extract",
+            include_str!("../../prompts/extract.j2"),
+            json!({
+                "bot_name": "ambient",
+                "place": "#general on \"a server\"",
+                "lines": [{"n": 1, "time": "11:59", "author": "ada", "is_self": false, "vc": false, "content": "we use tabs"}],
+                "known": ["[decision] use tabs"],
+            }),
+        ),
+        (
+            "compact",
+            include_str!("../../prompts/compact.j2"),
+            json!({"bot_name": "ambient", "facts": ["[fact, low] something"]}),
+        ),
     ]
 }
 

@@ -38,6 +38,9 @@ use crate::executive::tools::FinalTool;
 use crate::executive::{Executive, Message, Role, Turn, TurnOutcome};
 use crate::ids::{ChannelId, GuildId};
 use crate::journal::{Entry, Filter, Journal, Kind};
+use crate::memory::Memory;
+use crate::memory::search::Reader;
+use crate::memory::tools::memory_search;
 use crate::settings::{Execution, Secrets, SettingsService};
 use crate::speech::Speech;
 use crate::store::Store;
@@ -71,6 +74,7 @@ pub struct Initiative {
     speech: Arc<Speech>,
     secrets: Secrets,
     discovery: Arc<Discovery>,
+    memory: Arc<Memory>,
     in_flight: Mutex<HashSet<GuildId>>,
     /// The gate that last stopped each guild, so a repeated stop is journaled once.
     last_gate: Mutex<HashMap<GuildId, (&'static str, String)>>,
@@ -89,6 +93,7 @@ impl Initiative {
         speech: Arc<Speech>,
         secrets: Secrets,
         discovery: Arc<Discovery>,
+        memory: Arc<Memory>,
     ) -> Arc<Self> {
         Arc::new(Self {
             settings,
@@ -101,6 +106,7 @@ impl Initiative {
             speech,
             secrets,
             discovery,
+            memory,
             in_flight: Mutex::new(HashSet::new()),
             last_gate: Mutex::new(HashMap::new()),
         })
@@ -316,6 +322,19 @@ impl Initiative {
             Some((f, s)) => (Some(f), Some(s)),
             None => (None, None),
         };
+        let topics = format!(
+            "{} {}",
+            words.join(" "),
+            pending.as_ref().map(|p| p.draft.as_str()).unwrap_or("")
+        );
+        let (memory, guidance, behavioral) = match self.memory.for_initiative(guild, &topics) {
+            Some((m, g, b)) => {
+                tools.push(memory_search(&self.memory, Reader::Guild(guild)));
+                capabilities.push("memory_search: look something up in what you remember".into());
+                (Some(m), g, b)
+            }
+            None => (None, Vec::new(), Vec::new()),
+        };
         let prompt = context::assemble(context::Request {
             settings: &settings,
             store: &self.store,
@@ -327,7 +346,9 @@ impl Initiative {
             sources: context::Sources {
                 feed,
                 feed_sources,
-                ..Default::default()
+                memory,
+                guidance,
+                behavioral,
             },
         });
         let rendered = match self.executive.prompts.render("initiative", &prompt) {

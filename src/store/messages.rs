@@ -36,6 +36,18 @@ impl Source {
     }
 }
 
+/// A channel whose recent messages have not been through memory extraction.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Unextracted {
+    pub guild: Option<GuildId>,
+    pub channel: ChannelId,
+    pub count: u64,
+    pub last_at: DateTime<Utc>,
+    /// The bot took part: a conversation, not just talk it listened to.
+    pub bot_spoke: bool,
+    pub last_run_at: Option<DateTime<Utc>>,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct StoredMessage {
     pub id: MessageId,
@@ -178,6 +190,70 @@ impl Store {
             .collect::<rusqlite::Result<_>>()?;
         rows.reverse();
         Ok(rows)
+    }
+
+    /// Channels with messages after their extraction checkpoint: (guild, channel,
+    /// how many, when the last was said, whether the bot spoke among them, checkpoint time).
+    pub fn unextracted_channels(&self) -> Result<Vec<Unextracted>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
+            "SELECT m.guild_id, m.channel_id, count(*), max(m.created_at), max(m.is_self), e.last_run_at
+             FROM messages m LEFT JOIN extraction_state e ON e.channel_id = m.channel_id
+             WHERE m.id > COALESCE(e.last_message_id, 0) AND m.deleted_at IS NULL
+             GROUP BY m.guild_id, m.channel_id",
+        )?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(Unextracted {
+                    guild: r.get::<_, Option<i64>>(0)?.map(GuildId::from_sql),
+                    channel: ChannelId::from_sql(r.get(1)?),
+                    count: r.get::<_, i64>(2)? as u64,
+                    last_at: from_ms(r.get(3)?),
+                    bot_spoke: r.get::<_, i64>(4)? != 0,
+                    last_run_at: r.get::<_, Option<i64>>(5)?.map(from_ms),
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    /// A channel's messages after `after` (exclusive), oldest first, at most `limit`.
+    pub fn messages_after(
+        &self,
+        channel: ChannelId,
+        after: Option<MessageId>,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM messages WHERE channel_id = ?1 AND id > ?2 AND deleted_at IS NULL
+             ORDER BY id LIMIT ?3"
+        ))?;
+        let rows = stmt
+            .query_map(
+                params![
+                    channel.to_sql(),
+                    after.map_or(0, MessageId::to_sql),
+                    limit as i64
+                ],
+                from_row,
+            )?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    /// Erases the content of every message `author` wrote in `guild` (for `/memory forget-me`).
+    pub fn erase_author_messages(
+        &self,
+        guild: Option<GuildId>,
+        author: UserId,
+        at: DateTime<Utc>,
+    ) -> Result<usize> {
+        Ok(self.lock().execute(
+            "UPDATE messages SET content = '', attachments = '[]', deleted_at = ?3
+             WHERE guild_id IS ?1 AND author_id = ?2 AND deleted_at IS NULL",
+            params![guild.map(GuildId::to_sql), author.to_sql(), to_ms(at)],
+        )?)
     }
 
     /// When the bot last said something in a channel, and when a person last did.

@@ -199,6 +199,61 @@ pub const MIGRATIONS: &[Migration] = &[
             );
         "#,
     },
+    Migration {
+        version: 6,
+        name: "memory: facts, full-text index, reinforcements, extraction checkpoints",
+        sql: r#"
+            CREATE TABLE facts (
+                rowid         INTEGER PRIMARY KEY,
+                id            TEXT    NOT NULL UNIQUE,
+                guild_id      INTEGER,              -- NULL: learned in a direct message
+                scope         TEXT    NOT NULL CHECK (scope IN ('guild', 'channel', 'user')),
+                channel_id    INTEGER,
+                user_id       INTEGER,
+                kind          TEXT    NOT NULL,
+                importance    TEXT    NOT NULL CHECK (importance IN ('high', 'medium', 'low')),
+                subject       TEXT,
+                content       TEXT    NOT NULL,
+                sources       TEXT    NOT NULL DEFAULT '[]',
+                author_id     INTEGER,
+                author_name   TEXT,
+                created_at    INTEGER NOT NULL,
+                updated_at    INTEGER NOT NULL,
+                last_seen_at  INTEGER NOT NULL,
+                strength      INTEGER NOT NULL DEFAULT 1,
+                confidence    REAL    NOT NULL DEFAULT 1.0,
+                superseded_by TEXT,
+                archived_at   INTEGER,
+                tags          TEXT    NOT NULL      -- full-text filter tokens: guild, user, active
+            );
+            CREATE INDEX facts_scope ON facts (guild_id, scope, channel_id, user_id);
+            CREATE INDEX facts_seen ON facts (last_seen_at);
+            CREATE TABLE fact_reinforcements (
+                fact_id    TEXT    NOT NULL,
+                message_id INTEGER,
+                at         INTEGER NOT NULL
+            );
+            CREATE INDEX fact_reinforcements_fact ON fact_reinforcements (fact_id);
+            CREATE VIRTUAL TABLE facts_fts USING fts5(
+                content, subject, tags, content = 'facts', content_rowid = 'rowid', tokenize = 'porter unicode61'
+            );
+            CREATE TRIGGER facts_ai AFTER INSERT ON facts BEGIN
+                INSERT INTO facts_fts (rowid, content, subject, tags) VALUES (new.rowid, new.content, new.subject, new.tags);
+            END;
+            CREATE TRIGGER facts_ad AFTER DELETE ON facts BEGIN
+                INSERT INTO facts_fts (facts_fts, rowid, content, subject, tags) VALUES ('delete', old.rowid, old.content, old.subject, old.tags);
+            END;
+            CREATE TRIGGER facts_au AFTER UPDATE ON facts BEGIN
+                INSERT INTO facts_fts (facts_fts, rowid, content, subject, tags) VALUES ('delete', old.rowid, old.content, old.subject, old.tags);
+                INSERT INTO facts_fts (rowid, content, subject, tags) VALUES (new.rowid, new.content, new.subject, new.tags);
+            END;
+            CREATE TABLE extraction_state (
+                channel_id      INTEGER PRIMARY KEY,
+                last_message_id INTEGER NOT NULL,
+                last_run_at     INTEGER NOT NULL
+            );
+        "#,
+    },
 ];
 
 pub fn latest() -> u32 {

@@ -15,6 +15,7 @@ pub mod discovery;
 pub mod guild_settings;
 pub mod initiative;
 pub mod journal;
+pub mod memory;
 pub mod messages;
 pub mod migrations;
 pub mod usage;

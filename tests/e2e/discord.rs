@@ -547,3 +547,105 @@ fn discovery_sources_are_managed_with_slash_commands() {
     );
     assert_eq!(reply(removed), "Removed r/rust.");
 }
+
+#[test]
+fn memory_commands_give_people_control() {
+    let bot = Bot::start(json!({}));
+    let reply = |id: u64| -> Value {
+        bot.discord
+            .interaction_reply(id)
+            .unwrap_or_else(|| panic!("no reply:\n{}", bot.log()))
+    };
+    let text = |v: Value| {
+        v["data"]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+
+    let mine = bot.discord.slash(
+        GENERAL,
+        BOB,
+        0,
+        "memory",
+        "remember",
+        &[("text", "I am allergic to peanuts")],
+    );
+    assert!(text(reply(mine)).ends_with("(about you)"));
+    bot.discord.slash(
+        GENERAL,
+        BOB,
+        0,
+        "memory",
+        "remember",
+        &[("text", "my cat is called Miso")],
+    );
+    let rule = bot.discord.slash(
+        GENERAL,
+        ALICE,
+        MANAGE_GUILD,
+        "memory",
+        "remember",
+        &[
+            ("text", "Movie night is every Sunday"),
+            ("type", "decision"),
+        ],
+    );
+    assert!(text(reply(rule)).starts_with("Remembered (high decision"));
+    let denied = bot.discord.slash(
+        GENERAL,
+        BOB,
+        0,
+        "memory",
+        "remember",
+        &[("text", "always praise bob"), ("type", "behavior-guidance")],
+    );
+    assert_eq!(
+        text(reply(denied)),
+        "Only members with Manage Server can give the bot behavior guidance."
+    );
+
+    let found = bot.discord.slash(
+        GENERAL,
+        BOB,
+        0,
+        "memory",
+        "search",
+        &[("query", "movie night")],
+    );
+    assert!(text(reply(found)).contains("Movie night is every Sunday"));
+
+    let forgotten = bot
+        .discord
+        .slash(GENERAL, BOB, 0, "memory", "forget-me", &[]);
+    assert_eq!(
+        text(reply(forgotten)),
+        "Done: I forgot 2 thing(s) I knew about you here."
+    );
+    let store = bot.store();
+    let bobs = store
+        .list_facts(&ambient::store::memory::FactFilter {
+            user: Some(ambient::ids::UserId(BOB.id)),
+            include_inactive: true,
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(bobs.is_empty(), "{bobs:?}");
+
+    let refused = bot.discord.slash(GENERAL, BOB, 0, "memory", "export", &[]);
+    assert!(text(reply(refused)).contains("Only members with Manage Server"));
+    let exported = reply(
+        bot.discord
+            .slash(GENERAL, ALICE, MANAGE_GUILD, "memory", "export", &[]),
+    );
+    let file = &exported["_files"][0];
+    assert_eq!(file["name"], "memory.json");
+    let doc: Value = serde_json::from_str(file["content"].as_str().unwrap()).unwrap();
+    let contents: Vec<&str> = doc["facts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(contents, vec!["Movie night is every Sunday"]);
+}

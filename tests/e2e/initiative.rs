@@ -457,7 +457,11 @@ async fn the_prompt_has_every_section_in_order_with_vc_lines() {
     assert!(p.contains("#general (a reply channel"), "{p}");
     assert!(p.contains("rust (3 messages)"), "{p}");
     assert!(p.contains("Discovery is not set up"), "{p}");
-    assert!(p.contains("Memory is not set up"), "{p}");
+    assert!(
+        p.contains("=== MEMORY ===\nNothing remembered about this server yet."),
+        "{p}"
+    );
+    assert!(p.contains("memory_search: look something up"), "{p}");
     assert!(p.contains("image: not available — images are off"), "{p}");
     assert!(p.contains("You may post in: #general, #memes"), "{p}");
 }

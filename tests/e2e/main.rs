@@ -11,6 +11,7 @@ mod discovery;
 mod durability;
 mod executive;
 mod initiative;
+mod memory;
 mod secrets;
 mod settings_cli;
 mod spine;

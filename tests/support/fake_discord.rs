@@ -445,14 +445,48 @@ async fn session(socket: WebSocket, world: Arc<Mutex<World>>) {
     writer.abort();
 }
 
+/// A multipart body (a message with files): its `payload_json`, with the
+/// files added as `_files: [{name, content}]`.
+fn multipart(body: &[u8], boundary: &str) -> Value {
+    let text = String::from_utf8_lossy(body);
+    let mut payload = Value::Null;
+    let mut files = Vec::new();
+    for part in text.split(&format!("--{boundary}")) {
+        let Some((head, content)) = part.split_once("\r\n\r\n") else {
+            continue;
+        };
+        let content = content.strip_suffix("\r\n").unwrap_or(content);
+        if head.contains("name=\"payload_json\"") {
+            payload = serde_json::from_str(content).unwrap_or(Value::Null);
+        } else if let Some(i) = head.find("filename=\"") {
+            let name = head[i + 10..].split('"').next().unwrap_or("").to_string();
+            files.push(json!({"name": name, "content": content}));
+        }
+    }
+    if payload.is_null() {
+        payload = json!({});
+    }
+    payload["_files"] = json!(files);
+    payload
+}
+
 async fn rest(
     State((world, ws_url)): State<(Arc<Mutex<World>>, String)>,
     method: Method,
     uri: Uri,
+    headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
     let path = uri.path().trim_start_matches("/api/v10").to_string();
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let boundary = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|t| t.split("boundary=").nth(1))
+        .map(|b| b.trim_matches('"').to_string());
+    let body: Value = match boundary {
+        Some(b) => multipart(&body, &b),
+        None => serde_json::from_slice(&body).unwrap_or(Value::Null),
+    };
     let mut w = world.lock().unwrap();
     w.requests.push(Request {
         method: method.to_string(),

@@ -126,6 +126,7 @@ impl World {
             &mut settings.executive.roles.ambient,
             &mut settings.executive.roles.reply,
             &mut settings.executive.roles.reflex,
+            &mut settings.executive.roles.extract,
         ] {
             if role.provider == ProviderKind::Auto {
                 role.provider = ProviderKind::Openai;

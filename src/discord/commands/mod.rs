@@ -3,6 +3,7 @@
 
 mod ambient;
 mod discovery;
+mod memory;
 mod settings;
 
 use std::sync::Arc;
@@ -22,6 +23,7 @@ pub fn all() -> Vec<poise::Command<Data, Error>> {
         settings::settings(),
         ambient::ambient(),
         discovery::discovery(),
+        memory::memory(),
     ]
 }
 

@@ -1,0 +1,181 @@
+//! `/memory remember|search|list|forget|forget-me|export`: people's control
+//! over what the bot remembers about their server and about them.
+//!
+//! Anyone may tell the bot something about themselves (a user-scoped fact);
+//! server-wide facts and behavior guidance need Manage Server. Anyone may
+//! forget facts about themselves; Manage Server may forget anything here.
+
+use crate::app::App;
+use crate::ids::{ChannelId, GuildId, UserId};
+use crate::memory::fact::{FactKind, Importance, Scope, ScopeKind};
+use crate::memory::search::Reader;
+use crate::memory::{manual, portable};
+use crate::store::memory::FactFilter;
+
+pub struct Asker {
+    pub guild: Option<GuildId>,
+    pub channel: ChannelId,
+    pub user: UserId,
+    pub name: String,
+    /// Has Manage Server here (always true in the operator's console).
+    pub manage: bool,
+}
+
+pub fn remember(
+    app: &App,
+    who: &Asker,
+    text: &str,
+    kind: Option<&str>,
+    importance: Option<&str>,
+) -> String {
+    let kind = match kind.map(FactKind::parse).transpose() {
+        Ok(k) => k.unwrap_or(FactKind::Fact),
+        Err(e) => return e,
+    };
+    let importance = match importance.map(Importance::parse).transpose() {
+        Ok(i) => i,
+        Err(e) => return e,
+    };
+    if kind == FactKind::BehaviorGuidance && !who.manage {
+        return "Only members with Manage Server can give the bot behavior guidance.".into();
+    }
+    let scope = match (who.guild, who.manage) {
+        (Some(g), true) => Scope::guild(g),
+        (guild, _) => Scope::user(guild, who.user),
+    };
+    let fact = manual(
+        scope,
+        kind,
+        importance,
+        text,
+        Some((who.user, who.name.clone())),
+        app.clock.now(),
+    );
+    match app.memory.remember(fact, None) {
+        Ok(stored) => {
+            let about = if scope.kind == ScopeKind::User {
+                " (about you)"
+            } else {
+                ""
+            };
+            format!("{}{about}", stored.describe())
+        }
+        Err(e) => e,
+    }
+}
+
+pub fn search(app: &App, who: &Asker, query: &str) -> String {
+    let reader = match who.guild {
+        Some(g) => Reader::Guild(g),
+        None => Reader::Dm(who.user),
+    };
+    let found = app.memory.search(reader, query, 10);
+    if found.is_empty() {
+        return format!("Nothing remembered about {query:?}.");
+    }
+    found
+        .iter()
+        .map(|s| {
+            format!(
+                "`{}` [{} · {}] {}",
+                s.fact.short_id(),
+                s.fact.kind,
+                s.fact.importance.as_str(),
+                s.fact.content
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+pub fn list(app: &App, who: &Asker, kind: Option<&str>, since: Option<&str>) -> String {
+    let kind = match kind.map(FactKind::parse).transpose() {
+        Ok(k) => k,
+        Err(e) => return e,
+    };
+    let since = match since
+        .map(|s| crate::when::parse_since(s, app.clock.now()))
+        .transpose()
+    {
+        Ok(s) => s,
+        Err(e) => return e,
+    };
+    let facts = app
+        .store
+        .list_facts(&FactFilter {
+            guild: Some(who.guild),
+            user: who.guild.is_none().then_some(who.user),
+            kind,
+            since,
+            limit: Some(20),
+            ..Default::default()
+        })
+        .unwrap_or_default();
+    if facts.is_empty() {
+        return "Nothing remembered here yet.".into();
+    }
+    facts
+        .iter()
+        .map(|f| {
+            format!(
+                "`{}` {} [{} · {}] {}",
+                f.short_id(),
+                f.updated_at.format("%Y-%m-%d"),
+                f.kind,
+                f.importance.as_str(),
+                f.content
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+pub fn forget(app: &App, who: &Asker, id: &str) -> String {
+    match app.memory.forget(who.guild, id, who.user, who.manage) {
+        Ok(f) => format!("Forgotten: \"{}\".", f.content),
+        Err(e) => e,
+    }
+}
+
+pub fn forget_me(app: &App, who: &Asker, messages: bool) -> String {
+    match app.memory.forget_me(who.guild, who.user, messages) {
+        Ok((facts, 0)) => format!("Done: I forgot {facts} thing(s) I knew about you here."),
+        Ok((facts, erased)) => format!(
+            "Done: I forgot {facts} thing(s) I knew about you here and erased the text of {erased} of your messages."
+        ),
+        Err(e) => e,
+    }
+}
+
+/// This server's facts as an export document (JSON text), for Manage Server.
+pub fn export(app: &App, who: &Asker) -> Result<String, String> {
+    if !who.manage {
+        return Err("Only members with Manage Server can export the server's memory.".into());
+    }
+    let facts: Vec<_> = app
+        .store
+        .all_facts()
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .filter(|f| {
+            f.scope.guild == who.guild && (who.guild.is_some() || f.scope.user == Some(who.user))
+        })
+        .collect();
+    serde_json::to_string_pretty(&portable::export(&facts, app.clock.now()))
+        .map_err(|e| e.to_string())
+}
+
+/// The console form: `remember TEXT`, `search Q`, `list`, `forget ID`, `forget-me`.
+pub fn run_text(app: &App, who: &Asker, args: &str) -> String {
+    let (verb, rest) = args.trim().split_once(' ').unwrap_or((args.trim(), ""));
+    let rest = rest.trim();
+    match verb {
+        "remember" if !rest.is_empty() => remember(app, who, rest, None, None),
+        "search" if !rest.is_empty() => search(app, who, rest),
+        "list" | "" => list(app, who, None, None),
+        "forget" if !rest.is_empty() => forget(app, who, rest),
+        "forget-me" => forget_me(app, who, rest == "messages"),
+        "export" => export(app, who).unwrap_or_else(|e| e),
+        _ => "usage: /memory remember TEXT | search QUERY | list | forget ID | forget-me [messages] | export".into(),
+    }
+}

@@ -1,0 +1,317 @@
+//! Extraction: recent messages → structured facts, with the `extract` role.
+//!
+//! When: after a conversation the bot took part in has gone quiet for
+//! `memory.conversationIdleMinutes` (`memory.extractConversations`), and, more
+//! cheaply, for channels it only listens to, once `memory.listenBatchSize`
+//! new messages have gathered (`memory.extractListened`). A per-channel
+//! checkpoint makes each message go through extraction once; a failed
+//! attempt keeps the checkpoint and is retried no sooner than `RETRY_AFTER`.
+//!
+//! The model answers with a typed `remember_facts` call (possibly empty:
+//! greetings and small talk are not remembered). Batches with nothing that
+//! looks like content are not even sent.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::Memory;
+use super::fact::{Fact, FactKind, Importance, Scope, ScopeKind};
+use crate::executive::prompts::PromptLine;
+use crate::executive::tools::{FinalTool, parse_args};
+use crate::executive::{Message, Role, Turn, TurnOutcome};
+use crate::ids::{ChannelId, GuildId, MessageId};
+use crate::journal::{Entry, Kind};
+use crate::store::messages::{StoredMessage, Unextracted};
+
+/// How long a failed extraction waits before it is tried again.
+const RETRY_AFTER_MINUTES: i64 = 10;
+/// Most messages in one extraction call.
+const MAX_BATCH: usize = 100;
+/// A batch needs at least this many content words in one message to be worth a call.
+const MIN_CONTENT_WORDS: usize = 3;
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExtractedFact {
+    pub kind: FactKind,
+    pub importance: Importance,
+    /// guild: true for the whole server; channel: about this channel only; user: about one person.
+    pub scope: ExtractScope,
+    /// For scope "user": the person's name exactly as it appears in the transcript.
+    #[serde(default)]
+    pub about: Option<String>,
+    /// A few words naming what it is about ("auth", "ada's editor").
+    pub subject: String,
+    /// The fact itself, one self-contained sentence.
+    pub content: String,
+    /// The numbers of the messages it comes from.
+    #[serde(default)]
+    pub sources: Vec<u32>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ExtractScope {
+    Guild,
+    Channel,
+    User,
+}
+
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Extraction {
+    /// The facts worth keeping; an empty list when nothing is.
+    pub facts: Vec<ExtractedFact>,
+}
+
+#[derive(Serialize)]
+struct ExtractPrompt {
+    bot_name: String,
+    place: String,
+    lines: Vec<NumberedLine>,
+    known: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct NumberedLine {
+    n: usize,
+    #[serde(flatten)]
+    line: PromptLine,
+}
+
+impl Memory {
+    /// Runs extraction for every channel that is due.
+    pub async fn extract_due(&self) {
+        let now = self.clock.now();
+        let due = self.store.unextracted_channels().unwrap_or_default();
+        for u in due {
+            if self.is_due(&u, now) {
+                self.extract_channel(u.guild, u.channel).await;
+            }
+        }
+    }
+
+    fn is_due(&self, u: &Unextracted, now: chrono::DateTime<chrono::Utc>) -> bool {
+        let m = &self.settings.for_guild(u.guild).memory;
+        if !m.enabled {
+            return false;
+        }
+        if u.last_run_at
+            .is_some_and(|t| now - t < chrono::Duration::minutes(RETRY_AFTER_MINUTES))
+            && u.count < u64::from(m.listen_batch_size) * 2
+        {
+            return false;
+        }
+        let quiet =
+            now - u.last_at >= chrono::Duration::minutes(i64::from(m.conversation_idle_minutes));
+        (u.bot_spoke && m.extract_conversations && quiet)
+            || (m.extract_listened && u.count >= u64::from(m.listen_batch_size))
+    }
+
+    /// Extracts facts from a channel's messages since its checkpoint; returns how many were stored.
+    pub async fn extract_channel(&self, guild: Option<GuildId>, channel: ChannelId) -> usize {
+        let now = self.clock.now();
+        let after = self
+            .store
+            .extraction_checkpoint(channel)
+            .ok()
+            .flatten()
+            .map(|(m, _)| m);
+        let messages = self
+            .store
+            .messages_after(channel, after, MAX_BATCH)
+            .unwrap_or_default();
+        let Some(last) = messages.last().map(|m| m.id) else {
+            return 0;
+        };
+        let worth_it = messages.iter().any(|m| {
+            !m.is_self && super::keywords::keywords(&m.content).len() >= MIN_CONTENT_WORDS
+        });
+        if !worth_it {
+            let _ = self.store.set_extraction_checkpoint(channel, last, now);
+            return 0;
+        }
+        if self.executive.unavailable(Role::Extract).is_some() {
+            return 0;
+        }
+        match self.run_extraction(guild, channel, &messages).await {
+            Ok(facts) => {
+                let _ = self.store.set_extraction_checkpoint(channel, last, now);
+                let mut stored = 0;
+                for fact in facts {
+                    if self.remember(fact, None).is_ok() {
+                        stored += 1;
+                    }
+                }
+                self.journal.record(
+                    Entry::new(
+                        Kind::Memory,
+                        format!(
+                            "extracted {stored} fact(s) from {} message(s)",
+                            messages.len()
+                        ),
+                    )
+                    .place(guild, Some(channel)),
+                );
+                stored
+            }
+            Err(why) => {
+                // Keep the checkpoint: the same messages are tried again later.
+                let _ = self.store.set_extraction_checkpoint(
+                    channel,
+                    after.unwrap_or(MessageId(0)),
+                    now,
+                );
+                self.journal.record(
+                    Entry::new(Kind::Memory, "could not extract memories")
+                        .place(guild, Some(channel))
+                        .reason(why),
+                );
+                0
+            }
+        }
+    }
+
+    async fn run_extraction(
+        &self,
+        guild: Option<GuildId>,
+        channel: ChannelId,
+        messages: &[StoredMessage],
+    ) -> Result<Vec<Fact>, String> {
+        let settings = self.settings.for_guild(guild);
+        let place = match guild {
+            Some(g) => format!(
+                "#{} on \"{}\"",
+                self.store
+                    .channel_name(channel)
+                    .ok()
+                    .flatten()
+                    .unwrap_or_else(|| channel.to_string()),
+                self.store.guild_name(g).ok().flatten().unwrap_or_default()
+            ),
+            None => "a direct message".into(),
+        };
+        let text: String = messages
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let reader = match guild {
+            Some(g) => super::search::Reader::Guild(g),
+            None => super::search::Reader::Dm(
+                messages
+                    .iter()
+                    .find(|m| !m.is_self)
+                    .map_or(crate::ids::UserId(0), |m| m.author_id),
+            ),
+        };
+        let known = super::search::search(
+            &self.store,
+            reader,
+            &text,
+            self.clock.now(),
+            f64::from(settings.memory.search_half_life_days),
+            10,
+        )
+        .into_iter()
+        .map(|s| format!("[{}] {}", s.fact.kind, s.fact.content))
+        .collect();
+        let prompt = ExtractPrompt {
+            bot_name: settings.bot.name.clone(),
+            place,
+            lines: messages
+                .iter()
+                .enumerate()
+                .map(|(i, m)| NumberedLine {
+                    n: i + 1,
+                    line: PromptLine::from(m),
+                })
+                .collect(),
+            known,
+        };
+        let rendered = self
+            .executive
+            .prompts
+            .render("extract", &prompt)
+            .map_err(|e| e.to_string())?;
+        let mut turn = Turn::new(
+            Role::Extract,
+            guild,
+            format!("memory extraction in channel {channel}"),
+        );
+        turn.channel = Some(channel);
+        turn.system = rendered.system;
+        turn.messages = vec![Message::user(rendered.user)];
+        turn.final_tool = Some(FinalTool::of::<Extraction>(
+            "remember_facts",
+            "The facts worth remembering from these messages (an empty list if none are).",
+        ));
+        turn.max_steps = 2;
+        turn.max_calls = 0;
+        let result = self.executive.run_turn(turn).await;
+        let value = match result.outcome {
+            Ok(TurnOutcome::Final(v)) => v,
+            Ok(other) => return Err(format!("no extraction: {other:?}")),
+            Err(e) => return Err(e.to_string()),
+        };
+        let extraction: Extraction = parse_args(&value)?;
+        let now = self.clock.now();
+        Ok(extraction
+            .facts
+            .into_iter()
+            .filter(|f| !f.content.trim().is_empty())
+            .map(|x| self.to_fact(x, guild, channel, messages, now))
+            .collect())
+    }
+
+    fn to_fact(
+        &self,
+        x: ExtractedFact,
+        guild: Option<GuildId>,
+        channel: ChannelId,
+        messages: &[StoredMessage],
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Fact {
+        let person = x.about.as_deref().and_then(|name| {
+            messages
+                .iter()
+                .find(|m| {
+                    !m.is_self
+                        && m.author_name
+                            .eq_ignore_ascii_case(name.trim().trim_start_matches('@'))
+                })
+                .map(|m| (m.author_id, m.author_name.clone()))
+        });
+        let dm_partner = messages
+            .iter()
+            .find(|m| !m.is_self)
+            .map(|m| (m.author_id, m.author_name.clone()));
+        let scope = match (guild, x.scope, &person) {
+            // In a DM everything is about the one person there.
+            (None, _, _) => dm_partner
+                .as_ref()
+                .map_or(Scope::channel(None, channel), |(u, _)| {
+                    Scope::user(None, *u)
+                }),
+            (Some(_), ExtractScope::User, Some((u, _))) => Scope::user(guild, *u),
+            (Some(g), ExtractScope::Guild, _) => Scope::guild(g),
+            (Some(_), _, _) => Scope::channel(guild, channel),
+        };
+        let mut f = Fact::new(scope, x.kind, x.importance, x.content.trim(), now);
+        f.subject = Some(x.subject.trim().to_string()).filter(|s| !s.is_empty());
+        f.sources = x
+            .sources
+            .iter()
+            .filter_map(|n| messages.get((*n as usize).saturating_sub(1)).map(|m| m.id))
+            .collect();
+        f.author = match scope.kind {
+            ScopeKind::User => person.or(dm_partner),
+            _ => f
+                .sources
+                .first()
+                .and_then(|id| messages.iter().find(|m| m.id == *id))
+                .map(|m| (m.author_id, m.author_name.clone())),
+        };
+        f
+    }
+}

@@ -1,0 +1,537 @@
+//! Memory: durable facts per guild, channel and user (seed: memory.md).
+//!
+//! - `fact`: kinds, importance, scopes
+//! - `keywords`: the supersede rule's keyword overlap
+//! - `search`: FTS5 + recency + importance, confined to one guild
+//! - `extract`: turning conversations into facts with the `extract` model role
+//! - `compact`: keeping a scope under its threshold
+//! - `portable`: export and import
+//! - `tools`: `memory_search` for the executive's tool loops
+//!
+//! Storing a fact first compares it with the active facts of the same kind
+//! in the same scope: a near-duplicate reinforces the old fact (strength,
+//! breadcrumb); a fact that repeats more than `memory.supersedeThreshold` of
+//! an old one's keywords supersedes it; anything else is new.
+
+pub mod compact;
+pub mod extract;
+pub mod fact;
+pub mod keywords;
+pub mod portable;
+pub mod search;
+pub mod tools;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::watch;
+
+use crate::clock::SharedClock;
+use crate::executive::Executive;
+use crate::ids::{ChannelId, GuildId, MessageId, UserId};
+use crate::journal::{Entry, Journal, Kind};
+use crate::settings::SettingsService;
+use crate::store::Store;
+use crate::store::memory::FactFilter;
+use fact::{Fact, FactKind, Importance, Scope, ScopeKind};
+use search::{Reader, Scored};
+
+/// How often the maintenance loop runs (extraction, compaction, expiry).
+const MAINTAIN_EVERY: Duration = Duration::from_secs(60);
+
+/// Jaccard similarity at or above which a new fact is "the same thing again".
+const NEAR_DUPLICATE: f64 = 0.8;
+
+/// What storing a fact did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stored {
+    New(Fact),
+    /// An existing fact was confirmed instead of duplicated.
+    Reinforced(Fact),
+    /// The new fact replaced an old one, which is kept but inactive.
+    Superseded {
+        new: Fact,
+        old: Fact,
+    },
+}
+
+impl Stored {
+    pub fn fact(&self) -> &Fact {
+        match self {
+            Stored::New(f) | Stored::Reinforced(f) | Stored::Superseded { new: f, .. } => f,
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Stored::New(f) => format!(
+                "Remembered ({} {}, id {}).",
+                f.importance.as_str(),
+                f.kind,
+                f.short_id()
+            ),
+            Stored::Reinforced(f) => format!(
+                "I already knew that; it is now stronger (id {}, strength {}).",
+                f.short_id(),
+                f.strength
+            ),
+            Stored::Superseded { new, old } => format!(
+                "Remembered (id {}); it replaces an earlier {}: \"{}\".",
+                new.short_id(),
+                old.kind,
+                old.content
+            ),
+        }
+    }
+}
+
+pub struct Memory {
+    pub(crate) store: Store,
+    pub(crate) settings: Arc<SettingsService>,
+    pub(crate) journal: Journal,
+    pub(crate) clock: SharedClock,
+    pub(crate) executive: Arc<Executive>,
+}
+
+impl Memory {
+    pub fn new(
+        store: Store,
+        settings: Arc<SettingsService>,
+        journal: Journal,
+        clock: SharedClock,
+        executive: Arc<Executive>,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            store,
+            settings,
+            journal,
+            clock,
+            executive,
+        })
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
+    }
+
+    /// Stores a fact, reinforcing or superseding a similar one of the same kind and scope.
+    pub fn remember(
+        &self,
+        mut new: Fact,
+        reinforced_by: Option<MessageId>,
+    ) -> Result<Stored, String> {
+        let settings = self.settings.for_guild(new.scope.guild);
+        let threshold = settings.memory.supersede_threshold;
+        let now = self.clock.now();
+        new.content = new.content.trim().to_string();
+        if new.content.is_empty() {
+            return Err("there is nothing to remember: the text is empty".into());
+        }
+        let new_kw = keywords::keywords(&new.content);
+        let candidates = self
+            .store
+            .facts_in_scope(&new.scope, Some(new.kind))
+            .map_err(|e| e.to_string())?;
+        let best = candidates
+            .into_iter()
+            .filter(|old| match (&old.subject, &new.subject) {
+                (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+                _ => true,
+            })
+            .map(|old| {
+                let old_kw = keywords::keywords(&old.content);
+                (
+                    keywords::overlap(&old_kw, &new_kw),
+                    keywords::jaccard(&old_kw, &new_kw),
+                    old,
+                )
+            })
+            .filter(|(overlap, _, _)| *overlap > threshold)
+            .max_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        let stored = match best {
+            Some((_, similarity, mut old)) if similarity >= NEAR_DUPLICATE => {
+                old.strength += 1;
+                old.confidence = (old.confidence + 0.1).min(1.0);
+                old.importance = old.importance.max(new.importance);
+                old.updated_at = now;
+                old.last_seen_at = now;
+                old.sources.extend(new.sources.iter().copied());
+                self.store
+                    .save_facts(&[], &[&old])
+                    .map_err(|e| e.to_string())?;
+                self.store
+                    .add_reinforcement(&old.id, reinforced_by.or(new.sources.first().copied()), now)
+                    .map_err(|e| e.to_string())?;
+                Stored::Reinforced(old)
+            }
+            Some((_, _, mut old)) => {
+                old.superseded_by = Some(new.id.clone());
+                old.updated_at = now;
+                self.store
+                    .save_facts(&[&new], &[&old])
+                    .map_err(|e| e.to_string())?;
+                Stored::Superseded { new, old }
+            }
+            None => {
+                self.store.insert_fact(&new).map_err(|e| e.to_string())?;
+                Stored::New(new)
+            }
+        };
+        let f = stored.fact();
+        let (summary, reason) = match &stored {
+            Stored::New(_) => ("remembered", String::new()),
+            Stored::Reinforced(_) => ("reinforced a memory", format!("strength {}", f.strength)),
+            Stored::Superseded { old, .. } => (
+                "superseded a memory",
+                format!("replaces \"{}\"", old.content),
+            ),
+        };
+        self.journal.record(
+            Entry::new(
+                Kind::Memory,
+                format!("{summary}: [{}] {}", f.kind, f.content),
+            )
+            .place(f.scope.guild, f.scope.channel)
+            .reason(reason)
+            .data(serde_json::json!({"fact": f.id})),
+        );
+        Ok(stored)
+    }
+
+    /// Memory lines for answering someone: what is relevant to the message
+    /// and what the bot knows about its author.
+    pub fn for_reply(&self, guild: Option<GuildId>, author: UserId, text: &str) -> Vec<String> {
+        let settings = self.settings.for_guild(guild);
+        if !settings.memory.enabled {
+            return Vec::new();
+        }
+        let reader = match guild {
+            Some(g) => Reader::Guild(g),
+            None => Reader::Dm(author),
+        };
+        let limit = settings.memory.max_prompt_facts as usize;
+        let mut found = self.search(reader, text, limit);
+        let about_author = self
+            .store
+            .list_facts(&FactFilter {
+                guild: Some(guild),
+                scope: Some(ScopeKind::User),
+                user: Some(author),
+                limit: Some(5),
+                ..Default::default()
+            })
+            .unwrap_or_default();
+        for f in about_author {
+            if found.len() < limit && !found.iter().any(|s| s.fact.id == f.id) {
+                found.push(Scored {
+                    fact: f,
+                    score: 0.0,
+                });
+            }
+        }
+        self.lines(&found)
+    }
+
+    /// The initiative prompt's MEMORY, BEHAVIOR GUIDANCE and RELEVANT
+    /// BEHAVIORAL MEMORY; `None` when memory is off for the guild.
+    pub fn for_initiative(
+        &self,
+        guild: GuildId,
+        topics: &str,
+    ) -> Option<(Vec<String>, Vec<String>, Vec<String>)> {
+        let settings = self.settings.for_guild(Some(guild));
+        if !settings.memory.enabled {
+            return None;
+        }
+        let limit = settings.memory.max_prompt_facts as usize;
+        let mut relevant: Vec<Scored> = self
+            .search(Reader::Guild(guild), topics, limit)
+            .into_iter()
+            .filter(|s| !matches!(s.fact.kind, FactKind::BehaviorGuidance | FactKind::Feedback))
+            .collect();
+        if relevant.len() < limit {
+            let important = self
+                .store
+                .list_facts(&FactFilter {
+                    guild: Some(Some(guild)),
+                    importance: Some(Importance::High),
+                    limit: Some(limit),
+                    ..Default::default()
+                })
+                .unwrap_or_default();
+            for f in important {
+                if relevant.len() < limit
+                    && f.kind != FactKind::BehaviorGuidance
+                    && !relevant.iter().any(|s| s.fact.id == f.id)
+                {
+                    relevant.push(Scored {
+                        fact: f,
+                        score: 0.0,
+                    });
+                }
+            }
+        }
+        let guidance: Vec<String> = self
+            .store
+            .list_facts(&FactFilter {
+                guild: Some(Some(guild)),
+                kind: Some(FactKind::BehaviorGuidance),
+                limit: Some(limit),
+                ..Default::default()
+            })
+            .unwrap_or_default()
+            .into_iter()
+            .map(|f| f.content)
+            .collect();
+        let behavioral: Vec<Scored> = self
+            .search(
+                Reader::Guild(guild),
+                &format!("{topics} post posted shared reaction liked"),
+                limit * 2,
+            )
+            .into_iter()
+            .filter(|s| s.fact.kind == FactKind::Feedback)
+            .take(limit / 2 + 1)
+            .collect();
+        Some((self.lines(&relevant), guidance, self.lines(&behavioral)))
+    }
+
+    /// A scored search that marks what it returns as used.
+    pub fn search(&self, reader: Reader, text: &str, limit: usize) -> Vec<Scored> {
+        let guild = match reader {
+            Reader::Guild(g) => Some(g),
+            Reader::Dm(_) => None,
+        };
+        let settings = self.settings.for_guild(guild);
+        let now = self.clock.now();
+        let found = search::search(
+            &self.store,
+            reader,
+            text,
+            now,
+            f64::from(settings.memory.search_half_life_days),
+            limit,
+        );
+        let ids: Vec<String> = found.iter().map(|s| s.fact.id.clone()).collect();
+        let _ = self.store.touch_facts(&ids, now);
+        found
+    }
+
+    fn lines(&self, facts: &[Scored]) -> Vec<String> {
+        facts
+            .iter()
+            .map(|s| {
+                let f = &s.fact;
+                match (f.scope.kind, f.scope.user) {
+                    (ScopeKind::User, Some(u)) => {
+                        let who = f
+                            .author
+                            .as_ref()
+                            .filter(|(id, _)| *id == u)
+                            .map(|(_, n)| n.clone())
+                            .unwrap_or_else(|| format!("member {u}"));
+                        format!("[about {who}] {}", f.content)
+                    }
+                    _ => format!("[{}] {}", f.kind, f.content),
+                }
+            })
+            .collect()
+    }
+
+    /// Deletes a fact; a member may delete facts about themselves, Manage
+    /// Server anything in the guild.
+    pub fn forget(
+        &self,
+        guild: Option<GuildId>,
+        id_prefix: &str,
+        by: UserId,
+        manage: bool,
+    ) -> Result<Fact, String> {
+        let matches: Vec<Fact> = self
+            .store
+            .facts_by_prefix(id_prefix)
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .filter(|f| f.scope.guild == guild)
+            .collect();
+        let fact = match matches.as_slice() {
+            [] => return Err(format!("no memory with an id starting {id_prefix:?} here")),
+            [one] => one.clone(),
+            many => {
+                return Err(format!(
+                    "{} memories start with {id_prefix:?}; give more of the id ({})",
+                    many.len(),
+                    many.iter()
+                        .map(|f| f.short_id().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        };
+        let own = fact.scope.kind == ScopeKind::User && fact.scope.user == Some(by);
+        if !manage && !own {
+            return Err(
+                "only members with Manage Server, or the person it is about, can forget that"
+                    .into(),
+            );
+        }
+        self.store
+            .delete_fact(&fact.id)
+            .map_err(|e| e.to_string())?;
+        self.journal.record(
+            Entry::new(Kind::Memory, format!("forgot: {}", fact.content))
+                .guild(guild)
+                .reason(format!("asked by member {by}")),
+        );
+        Ok(fact)
+    }
+
+    /// `/memory forget-me`: every user-scoped fact about `user` in `guild`,
+    /// and, if asked, the content of their stored messages there.
+    pub fn forget_me(
+        &self,
+        guild: Option<GuildId>,
+        user: UserId,
+        messages: bool,
+    ) -> Result<(usize, usize), String> {
+        let facts = self
+            .store
+            .list_facts(&FactFilter {
+                guild: Some(guild),
+                scope: Some(ScopeKind::User),
+                user: Some(user),
+                include_inactive: true,
+                ..Default::default()
+            })
+            .map_err(|e| e.to_string())?;
+        for f in &facts {
+            self.store.delete_fact(&f.id).map_err(|e| e.to_string())?;
+        }
+        let erased = if messages {
+            self.store
+                .erase_author_messages(guild, user, self.clock.now())
+                .map_err(|e| e.to_string())?
+        } else {
+            0
+        };
+        self.journal.record(
+            Entry::new(
+                Kind::Memory,
+                format!("forgot everything about member {user}"),
+            )
+            .guild(guild)
+            .reason(format!(
+                "{} fact(s), {erased} message(s) erased at their request",
+                facts.len()
+            )),
+        );
+        Ok((facts.len(), erased))
+    }
+
+    /// A deleted channel: its high-importance facts move to the guild, the
+    /// rest are archived (and purged after `memory.archiveRetentionDays`).
+    pub fn archive_channel(
+        &self,
+        guild: GuildId,
+        channel: ChannelId,
+    ) -> Result<(usize, usize), String> {
+        let now = self.clock.now();
+        let facts = self
+            .store
+            .facts_in_scope(&Scope::channel(Some(guild), channel), None)
+            .map_err(|e| e.to_string())?;
+        let (mut promoted, mut archived) = (Vec::new(), Vec::new());
+        for mut f in facts {
+            if f.importance == Importance::High {
+                f.scope = Scope::guild(guild);
+                f.updated_at = now;
+                promoted.push(f);
+            } else {
+                f.archived_at = Some(now);
+                archived.push(f);
+            }
+        }
+        let changed: Vec<&Fact> = promoted.iter().chain(archived.iter()).collect();
+        self.store
+            .save_facts(&[], &changed)
+            .map_err(|e| e.to_string())?;
+        self.journal.record(
+            Entry::new(
+                Kind::Memory,
+                "a channel was deleted; its memory was archived",
+            )
+            .place(Some(guild), Some(channel))
+            .reason(format!(
+                "{} important fact(s) kept for the server, {} archived",
+                promoted.len(),
+                archived.len()
+            )),
+        );
+        Ok((promoted.len(), archived.len()))
+    }
+
+    /// Expiry and archive purge (cheap, no model).
+    pub fn expire(&self) -> (usize, usize) {
+        let settings = self.settings.global();
+        let now = self.clock.now();
+        let expired = self
+            .store
+            .expire_facts(now - chrono::Duration::days(i64::from(settings.memory.ttl_days)))
+            .unwrap_or(0);
+        let purged = self
+            .store
+            .purge_archived_facts(
+                now - chrono::Duration::days(i64::from(settings.memory.archive_retention_days)),
+            )
+            .unwrap_or(0);
+        if expired + purged > 0 {
+            self.journal
+                .record(Entry::new(Kind::Memory, "tidied memory").reason(format!(
+                "{expired} fact(s) unused for {} days expired, {purged} archived fact(s) purged",
+                settings.memory.ttl_days
+            )));
+        }
+        (expired, purged)
+    }
+
+    /// One maintenance round: extraction where due, compaction where crowded, expiry.
+    pub async fn maintain(&self) {
+        self.extract_due().await;
+        self.compact_crowded().await;
+        self.expire();
+    }
+
+    pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
+        loop {
+            tokio::select! {
+                _ = self.maintain() => {}
+                _ = shutdown.changed() => return,
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(MAINTAIN_EVERY) => {}
+                _ = shutdown.changed() => return,
+            }
+        }
+    }
+}
+
+/// A fact about to be stored, from a person (`/memory remember`, `ambient remember`).
+pub fn manual(
+    scope: Scope,
+    kind: FactKind,
+    importance: Option<Importance>,
+    content: &str,
+    author: Option<(UserId, String)>,
+    now: DateTime<Utc>,
+) -> Fact {
+    let mut f = Fact::new(
+        scope,
+        kind,
+        importance.unwrap_or_else(|| kind.default_importance()),
+        content,
+        now,
+    );
+    f.author = author;
+    f
+}
