@@ -17,10 +17,14 @@ use crate::chat::Transport;
 use crate::clock::{Chance, SharedClock};
 use crate::discovery::Discovery;
 use crate::executive::{Executive, Prompts};
+use crate::impulses::Impulses;
+use crate::impulses::handler::ImpulseHandler;
 use crate::initiative::{Initiative, InitiativeHandler};
 use crate::journal::{Entry, Journal, Kind};
 use crate::memory::Memory;
-use crate::reply::ReplyHandler;
+use crate::reflexes::pipeline::Services;
+use crate::reflexes::{ReflexHandler, Reflexes};
+use crate::reply::{ReplyHandler, ReplyTools};
 use crate::senses::Senses;
 use crate::settings::{Secrets, Settings, SettingsService};
 use crate::speech::Speech;
@@ -40,6 +44,8 @@ pub struct App {
     pub initiative: Arc<Initiative>,
     pub discovery: Arc<Discovery>,
     pub memory: Arc<Memory>,
+    pub impulses: Arc<Impulses>,
+    pub reflexes: Arc<Reflexes>,
     pub data_dir: PathBuf,
     /// What is unavailable and why, said plainly at start (console, logs, status).
     pub notices: Vec<String>,
@@ -106,7 +112,7 @@ impl App {
             )
             .await,
         );
-        let notices = executive.unavailable_summary();
+        let mut notices = executive.unavailable_summary();
 
         let memory = Memory::new(
             store.clone(),
@@ -115,6 +121,28 @@ impl App {
             clock.clone(),
             executive.clone(),
         );
+        let impulses = Impulses::new(
+            store.clone(),
+            settings.clone(),
+            journal.clone(),
+            clock.clone(),
+            spine.clone(),
+        );
+        let reflexes = Reflexes::new(Services {
+            store: store.clone(),
+            settings: settings.clone(),
+            secrets: secrets.clone(),
+            journal: journal.clone(),
+            clock: clock.clone(),
+            executive: executive.clone(),
+            speech: speech.clone(),
+            memory: memory.clone(),
+            impulses: impulses.clone(),
+            data_dir: data_dir.clone(),
+        });
+        if !reflexes.loaded().problems.is_empty() {
+            notices.push(reflexes.summary());
+        }
         spine.registry.register(Arc::new(ReplyHandler::new(
             speech.clone(),
             executive.clone(),
@@ -123,7 +151,24 @@ impl App {
             store.clone(),
             clock.clone(),
             memory.clone(),
+            ReplyTools {
+                journal: journal.clone(),
+                impulses: impulses.clone(),
+                reflexes: reflexes.clone(),
+            },
         )));
+        spine.registry.register(Arc::new(ReflexHandler {
+            reflexes: reflexes.clone(),
+        }));
+        spine.registry.register(Arc::new(ImpulseHandler {
+            store: store.clone(),
+            settings: settings.clone(),
+            journal: journal.clone(),
+            clock: clock.clone(),
+            executive: executive.clone(),
+            speech: speech.clone(),
+            memory: memory.clone(),
+        }));
 
         let discovery = Discovery::new(
             settings.clone(),
@@ -162,6 +207,8 @@ impl App {
             initiative,
             discovery,
             memory,
+            impulses,
+            reflexes,
             data_dir,
             notices,
         }))
@@ -182,6 +229,10 @@ impl App {
         running
             .tasks
             .push(tokio::spawn(self.memory.clone().run(rx)));
+        let rx = running.shutdown.subscribe();
+        running
+            .tasks
+            .push(tokio::spawn(self.impulses.clone().run(rx)));
         running
     }
 

@@ -29,16 +29,29 @@ use crate::attention::router::ORDER_EXECUTIVE;
 use crate::attention::{Attended, Handler, Input, MessagePercept, Outcome, Percept, Spine};
 use crate::clock::SharedClock;
 use crate::executive::prompts::{PromptLine, Rendered};
-use crate::executive::tools::{FinalTool, parse_args};
+use crate::executive::tools::{FinalTool, Tool, parse_args};
 use crate::executive::{ExecError, Executive, Message, Role, Turn, TurnOutcome, TurnResult};
 use crate::ids::ChannelId;
-use crate::journal::{Entry, Kind};
+use crate::impulses::Impulses;
+use crate::impulses::tools::add_task;
+use crate::journal::tools::journal_search;
+use crate::journal::{Entry, Journal, Kind};
 use crate::memory::Memory;
 use crate::memory::search::Reader;
 use crate::memory::tools::memory_search;
+use crate::reflexes::Reflexes;
 use crate::settings::SettingsService;
 use crate::speech::Speech;
 use crate::store::Store;
+
+/// What a reply turn offers beyond memory: the journal ("why did you do
+/// that?"), tasks (a promise becomes one), and — for people trusted with it
+/// — writing and disabling reflexes.
+pub struct ReplyTools {
+    pub journal: Journal,
+    pub impulses: Arc<Impulses>,
+    pub reflexes: Arc<Reflexes>,
+}
 
 pub struct ReplyHandler {
     speech: Arc<Speech>,
@@ -48,6 +61,7 @@ pub struct ReplyHandler {
     store: Store,
     clock: SharedClock,
     memory: Arc<Memory>,
+    tools: ReplyTools,
     /// Per channel: when people were last told the bot cannot answer, and when it was last addressed.
     notices: Mutex<HashMap<ChannelId, (DateTime<Utc>, DateTime<Utc>)>>,
 }
@@ -94,6 +108,7 @@ impl ReplyHandler {
         store: Store,
         clock: SharedClock,
         memory: Arc<Memory>,
+        tools: ReplyTools,
     ) -> Self {
         Self {
             speech,
@@ -103,6 +118,7 @@ impl ReplyHandler {
             store,
             clock,
             memory,
+            tools,
             notices: Mutex::new(HashMap::new()),
         }
     }
@@ -170,6 +186,46 @@ impl ReplyHandler {
         turn
     }
 
+    /// Tools for a conversation someone started (not for deciding whether to chime in).
+    fn conversation_tools(&self, m: &MessagePercept) -> Vec<Arc<dyn Tool>> {
+        let place = m.place();
+        let tz = self.tools.impulses.timezone(place.guild);
+        let context = format!(
+            "{} said: {}",
+            m.message.author_name,
+            m.message.content.chars().take(300).collect::<String>()
+        );
+        let mut tools = vec![
+            journal_search(
+                &self.tools.journal,
+                &self.store,
+                &self.clock,
+                place.guild,
+                place.channel,
+                tz,
+            ),
+            add_task(
+                &self.tools.impulses,
+                place.guild,
+                place.channel,
+                context,
+                m.message.author_id,
+            ),
+        ];
+        if let Some(g) = place.guild.filter(|_| {
+            self.tools
+                .reflexes
+                .may_edit(place.guild, m.message.author_id)
+        }) {
+            tools.extend(crate::reflexes::tools::for_guild(
+                &self.tools.reflexes,
+                g,
+                &m.message.author_name,
+            ));
+        }
+        tools
+    }
+
     /// Someone addressed the bot: answer, or say honestly why not.
     async fn answer(&self, m: &MessagePercept) -> Outcome {
         if let Some(why) = self.executive.unavailable(Role::Reply) {
@@ -180,10 +236,9 @@ impl ReplyHandler {
             Err(e) => return Outcome::Failed(e),
         };
         let settings = self.settings.for_guild(m.place().guild);
-        let result = self
-            .executive
-            .run_turn(self.turn(m, rendered, "reply to"))
-            .await;
+        let mut turn = self.turn(m, rendered, "reply to");
+        turn.tools.extend(self.conversation_tools(m));
+        let result = self.executive.run_turn(turn).await;
         let text = match &result.outcome {
             Ok(TurnOutcome::Answer(text)) => clean_answer(text, &settings.bot.name),
             Ok(TurnOutcome::Final(_)) => String::new(),
@@ -422,6 +477,9 @@ impl Handler for ReplyHandler {
         if m.message.author_is_bot {
             return None;
         }
+        if let Some(why) = &item.escalated {
+            return Some(format!("escalated by {why}"));
+        }
         if m.addressed.is_addressed() {
             return Some(format!("{}: answered at once", m.addressed.describe()));
         }
@@ -441,7 +499,7 @@ impl Handler for ReplyHandler {
         let Input::Percept(Percept::Message(m)) = &item.input else {
             return Outcome::Declined("not a message".into());
         };
-        if !m.addressed.is_addressed() {
+        if !m.addressed.is_addressed() && item.escalated.is_none() {
             return self.chime_in(m).await;
         }
         self.mark_active(m);

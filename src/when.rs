@@ -41,12 +41,34 @@ pub fn parse_duration(spec: &str) -> Option<chrono::Duration> {
 /// "3m ago", "2h ago", "5d ago" — short and human.
 pub fn ago(then: DateTime<Utc>, now: DateTime<Utc>) -> String {
     let s = (now - then).num_seconds();
+    if s < 0 {
+        return "in the future".into();
+    }
+    format!("{} ago", span(s))
+}
+
+/// "in 10m", "in 3h", or "now" for the past; rounded to the nearest unit,
+/// so a task due "in 2 hours" still reads "in 2h" a second later.
+pub fn until(then: DateTime<Utc>, now: DateTime<Utc>) -> String {
+    let s = (then - now).num_seconds();
+    if s <= 0 {
+        return "now".into();
+    }
+    let rounded = match s {
+        s if s < 60 => s,
+        s if s < 3_600 => (s + 30) / 60 * 60,
+        s if s < 86_400 => (s + 1_800) / 3_600 * 3_600,
+        s => (s + 43_200) / 86_400 * 86_400,
+    };
+    format!("in {}", span(rounded))
+}
+
+fn span(s: i64) -> String {
     match s {
-        s if s < 0 => "in the future".into(),
-        s if s < 60 => format!("{s}s ago"),
-        s if s < 3_600 => format!("{}m ago", s / 60),
-        s if s < 86_400 => format!("{}h ago", s / 3_600),
-        s => format!("{}d ago", s / 86_400),
+        s if s < 60 => format!("{s}s"),
+        s if s < 3_600 => format!("{}m", s / 60),
+        s if s < 86_400 => format!("{}h", s / 3_600),
+        s => format!("{}d", s / 86_400),
     }
 }
 

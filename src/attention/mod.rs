@@ -100,6 +100,7 @@ impl Spine {
             input,
             salience,
             queued_at: now,
+            escalated: None,
         };
         self.lock_queue().push(item);
         self.wake.notify_one();

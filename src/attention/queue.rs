@@ -48,6 +48,9 @@ pub struct Attended {
     pub salience: Salience,
     pub lane: Lane,
     pub queued_at: DateTime<Utc>,
+    /// Set when a handler earlier in the chain escalated it: why the
+    /// executive should take it even if it would not have on its own.
+    pub escalated: Option<String>,
 }
 
 #[derive(Default)]

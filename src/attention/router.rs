@@ -80,38 +80,42 @@ impl Registry {
 /// Routes one input through the chain, journaling every decision.
 pub async fn route(registry: &Registry, journal: &Journal, item: &Attended) {
     let what = describe(&item.input);
+    let mut item = std::borrow::Cow::Borrowed(item);
     for handler in registry.snapshot() {
-        let Some(why) = handler.wants(item) else {
+        let Some(why) = handler.wants(&item) else {
             continue;
         };
         journal.record(entry(
-            item,
+            &item,
             Kind::Route,
             format!("{what} → {}", handler.name()),
             why,
         ));
-        let outcome = handler.handle(item).await;
+        let outcome = handler.handle(&item).await;
         let (kind, verb, reason) = match outcome {
             Outcome::Done => return,
             Outcome::Declined(r) => (Kind::Outcome, "declined", r),
-            Outcome::Escalate(r) => (Kind::Outcome, "escalated", r),
+            Outcome::Escalate(r) => {
+                item.to_mut().escalated = Some(format!("{}: {r}", handler.name()));
+                (Kind::Outcome, "escalated", r)
+            }
             Outcome::Failed(r) => (Kind::Error, "failed", r),
         };
         if kind == Kind::Error {
             tracing::warn!(handler = %handler.name(), reason = %reason, "handler failed");
         }
         journal.record(entry(
-            item,
+            &item,
             kind,
             format!("{what}: {} {verb}", handler.name()),
             reason,
         ));
     }
     journal.record(entry(
-        item,
+        &item,
         Kind::Route,
         format!("{what} → pass"),
-        pass_reason(item),
+        pass_reason(&item),
     ));
 }
 

@@ -7,6 +7,7 @@ mod console;
 mod discovery;
 mod journal;
 mod memory;
+mod reflexes;
 mod run;
 mod settings;
 mod status;
@@ -136,6 +137,27 @@ pub enum Command {
         #[command(subcommand)]
         command: DiscoveryCommand,
     },
+    /// Reflex definitions: check them, see how they do, turn one off
+    Reflexes {
+        #[command(subcommand)]
+        command: ReflexesCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ReflexesCommand {
+    /// Parse every reflex file and report problems with file and line [default: reflexes.dir]
+    Check { dir: Option<PathBuf> },
+    /// Fired, succeeded, failed, passed, escalated and mean latency per reflex
+    Stats,
+    /// Stop a reflex everywhere (takes effect when the bot next starts)
+    Disable {
+        name: String,
+        #[arg(long, default_value = "disabled by the operator")]
+        reason: String,
+    },
+    /// Let a disabled reflex act again
+    Enable { name: String },
 }
 
 #[derive(Subcommand, Debug)]
@@ -306,6 +328,17 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             DiscoveryCommand::List => discovery::list(cli.settings.as_deref()),
         },
+        Command::Reflexes { command } => {
+            let s = cli.settings.as_deref();
+            match command {
+                ReflexesCommand::Check { dir } => reflexes::check(s, dir.as_deref()),
+                ReflexesCommand::Stats => reflexes::stats(s),
+                ReflexesCommand::Disable { name, reason } => {
+                    reflexes::set_disabled(s, &name, true, &reason)
+                }
+                ReflexesCommand::Enable { name } => reflexes::set_disabled(s, &name, false, ""),
+            }
+        }
     }
 }
 

@@ -6,20 +6,12 @@
 //! forget facts about themselves; Manage Server may forget anything here.
 
 use crate::app::App;
-use crate::ids::{ChannelId, GuildId, UserId};
 use crate::memory::fact::{FactKind, Importance, Scope, ScopeKind};
 use crate::memory::search::Reader;
 use crate::memory::{manual, portable};
 use crate::store::memory::FactFilter;
 
-pub struct Asker {
-    pub guild: Option<GuildId>,
-    pub channel: ChannelId,
-    pub user: UserId,
-    pub name: String,
-    /// Has Manage Server here (always true in the operator's console).
-    pub manage: bool,
-}
+pub use super::Asker;
 
 pub fn remember(
     app: &App,

@@ -3,7 +3,20 @@
 //! The Discord and console layers only parse arguments and display results.
 
 pub mod discovery;
+pub mod impulses;
 pub mod memory;
 pub mod settings;
 pub mod status;
 pub mod why;
+
+use crate::ids::{ChannelId, GuildId, UserId};
+
+/// Who runs a command, and where.
+pub struct Asker {
+    pub guild: Option<GuildId>,
+    pub channel: ChannelId,
+    pub user: UserId,
+    pub name: String,
+    /// Has Manage Server here (always true in the operator's console).
+    pub manage: bool,
+}

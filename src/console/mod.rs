@@ -236,18 +236,17 @@ impl Session {
             }
             "journal" => self.print_journal(rest),
             "memory" => {
-                let who = commands::memory::Asker {
-                    guild: Some(guild_id()),
-                    channel: channel_id(&self.channel),
-                    user: self.user.id,
-                    name: self.user.name.clone(),
-                    manage: true,
-                };
+                let who = self.asker();
                 let text = commands::memory::run_text(&self.app, &who, rest);
                 self.out.notice(&text);
             }
             "discovery" => {
                 let text = commands::discovery::run_text(&self.app, guild_id(), self.user.id, rest);
+                self.out.notice(&text);
+            }
+            "task" | "schedule" | "idea" => {
+                let who = self.asker();
+                let text = commands::impulses::run_text(&self.app, &who, verb, rest);
                 self.out.notice(&text);
             }
             "why" => {
@@ -282,6 +281,17 @@ impl Session {
             )),
         }
         Ok(Flow::Continue)
+    }
+
+    /// The operator at the console may do everything a server manager may.
+    fn asker(&self) -> commands::Asker {
+        commands::Asker {
+            guild: Some(guild_id()),
+            channel: channel_id(&self.channel),
+            user: self.user.id,
+            name: self.user.name.clone(),
+            manage: true,
+        }
     }
 
     fn print_journal(&self, since: &str) {
@@ -339,6 +349,10 @@ const HELP: &str = "commands:
   /discovery [list]          the feeds the bot follows here
   /discovery add KIND TARGET add a feed (rss URL, subreddit, YouTube channel id, X handle)
   /discovery remove KIND TARGET
+  /task add DUE | TEXT       a reminder, e.g. /task add in 10m | stretch (also: /task list, /task done ID)
+  /schedule add NAME | CRON | WHAT   a routine, e.g. standup | 0 9 * * 1-5 | ask how it's going
+  /schedule list, /schedule remove NAME
+  /idea add TEXT, /idea list something for the bot to explore when it is quiet
   /settings show [PATH]      settings in effect for this guild
   /settings set PATH VALUE   override a setting for this guild
   /settings reset PATH       remove an override

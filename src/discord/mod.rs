@@ -26,8 +26,14 @@ use commands::Data;
 
 pub const DISCORD: &str = "https://discord.com";
 
-pub fn intents() -> GatewayIntents {
-    GatewayIntents::GUILDS
+pub fn intents(settings: &Settings) -> GatewayIntents {
+    let members = if settings.discord.members_intent {
+        GatewayIntents::GUILD_MEMBERS
+    } else {
+        GatewayIntents::empty()
+    };
+    members
+        | GatewayIntents::GUILDS
         | GatewayIntents::GUILD_MESSAGES
         | GatewayIntents::MESSAGE_CONTENT
         | GatewayIntents::DIRECT_MESSAGES
@@ -117,7 +123,7 @@ pub async fn run(parts: Parts, token: &str) -> anyhow::Result<()> {
         })
         .build();
 
-    let mut client = ClientBuilder::new_with_http(http(token, &settings), intents())
+    let mut client = ClientBuilder::new_with_http(http(token, &settings), intents(&settings))
         .framework(framework)
         .event_handler(events::Events {
             app: app.clone(),

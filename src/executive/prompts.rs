@@ -71,6 +71,22 @@ fn builtin() -> Vec<(&'static str, &'static str, Value)> {
             }),
         ),
         (
+            "impulse",
+            include_str!("../../prompts/impulse.j2"),
+            json!({
+                "persona": "You are ambient.",
+                "bot_name": "ambient",
+                "guild_name": "a server",
+                "now": "2026-01-05 12:00 UTC",
+                "kind": "task",
+                "text": "check on the build",
+                "context": "promised ada",
+                "channel": "general",
+                "lines": [{"time": "11:59", "author": "ada", "is_self": false, "vc": false, "content": "hi"}],
+                "memory": ["a fact"],
+            }),
+        ),
+        (
             "compact",
             include_str!("../../prompts/compact.j2"),
             json!({"bot_name": "ambient", "facts": ["[fact, low] something"]}),

@@ -5,6 +5,9 @@
 //! and model calls. It is how the bot answers "what did you do today, and
 //! why?" (`ambient journal`, `/ambient why`), and how an operator audits it.
 
+pub mod summary;
+pub mod tools;
+
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 

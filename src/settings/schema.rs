@@ -65,6 +65,9 @@ pub struct DiscordSettings {
     pub owner_user_ids: Vec<UserId>,
     /// Whether the bot answers direct messages.
     pub allow_dms: bool,
+    /// Ask for the privileged Server Members intent (switch it on in the developer
+    /// portal too), so `member_join` reflexes see people arrive.
+    pub members_intent: bool,
 }
 
 impl Default for DiscordSettings {
@@ -74,6 +77,7 @@ impl Default for DiscordSettings {
             dev_guild_id: None,
             owner_user_ids: Vec::new(),
             allow_dms: true,
+            members_intent: false,
         }
     }
 }
@@ -566,8 +570,13 @@ pub struct ReflexSettings {
     pub enabled: bool,
     /// Directory of reflex YAML files (relative paths are relative to the working directory).
     pub dir: String,
-    /// Let the executive write new reflexes (`reflex_create`) for the operator's guilds.
+    /// Let the executive write new reflexes (`reflex_create`) for this guild on anyone's
+    /// request; without it only `discord.ownerUserIds` may ask.
     pub allow_self_create: bool,
+    /// How many reflexes the executive may create per guild.
+    pub max_created_per_guild: u32,
+    /// Base URL of the GitHub REST API for the `github_api` action (`GITHUB_TOKEN` authenticates).
+    pub github_api_base_url: String,
 }
 
 impl Default for ReflexSettings {
@@ -576,6 +585,8 @@ impl Default for ReflexSettings {
             enabled: true,
             dir: "reflexes".into(),
             allow_self_create: false,
+            max_created_per_guild: 20,
+            github_api_base_url: "https://api.github.com".into(),
         }
     }
 }

@@ -42,6 +42,7 @@ const GUILD_SCOPED: &[&str] = &[
     "initiative.discovery.allowReplyGifs",
     "memory.",
     "impulses.timezone",
+    "reflexes.allowSelfCreate",
     "impulses.ideaIdleMinutes",
     "voice.autoJoin",
     "voice.autoJoinChannelIds",

@@ -574,6 +574,17 @@ fn semantic(s: &Settings) -> Vec<Problem> {
     p.range("memory.maxPromptFacts", m.max_prompt_facts, 0, 100);
 
     p.non_empty("reflexes.dir", &s.reflexes.dir);
+    p.url(
+        "reflexes.githubApiBaseUrl",
+        &s.reflexes.github_api_base_url,
+        false,
+    );
+    p.range(
+        "reflexes.maxCreatedPerGuild",
+        s.reflexes.max_created_per_guild,
+        0,
+        1_000,
+    );
 
     let i = &s.impulses;
     p.range(

@@ -254,6 +254,65 @@ pub const MIGRATIONS: &[Migration] = &[
             );
         "#,
     },
+    Migration {
+        version: 7,
+        name: "impulses (tasks, ideas, schedules) and reflex statistics",
+        sql: r#"
+            CREATE TABLE tasks (
+                id         TEXT    PRIMARY KEY,
+                guild_id   INTEGER,
+                channel_id INTEGER,
+                text       TEXT    NOT NULL,
+                message    TEXT,                 -- said as is when due (a reminder); else the bot decides
+                due_at     INTEGER NOT NULL,
+                priority   INTEGER NOT NULL DEFAULT 1,
+                context    TEXT    NOT NULL DEFAULT '',
+                created_by TEXT    NOT NULL,
+                created_at INTEGER NOT NULL,
+                fired_at   INTEGER,              -- set before the impulse is queued: fires once
+                done_at    INTEGER,
+                owner_id   INTEGER               -- the person it belongs to, who may close it
+            );
+            CREATE INDEX tasks_due ON tasks (fired_at, due_at);
+            CREATE TABLE ideas (
+                id          TEXT    PRIMARY KEY,
+                guild_id    INTEGER,
+                text        TEXT    NOT NULL,
+                sparked_by  TEXT    NOT NULL DEFAULT '',
+                created_at  INTEGER NOT NULL,
+                explored_at INTEGER
+            );
+            CREATE TABLE schedules (
+                id            TEXT    PRIMARY KEY,
+                guild_id      INTEGER NOT NULL,
+                channel_id    INTEGER,
+                name          TEXT    NOT NULL,
+                cron          TEXT    NOT NULL,
+                action        TEXT    NOT NULL,
+                created_by    TEXT    NOT NULL,
+                created_at    INTEGER NOT NULL,
+                last_fired_at INTEGER,
+                UNIQUE (guild_id, name)
+            );
+            CREATE TABLE reflex_stats (
+                name      TEXT    PRIMARY KEY,
+                fired     INTEGER NOT NULL DEFAULT 0,
+                succeeded INTEGER NOT NULL DEFAULT 0,
+                failed    INTEGER NOT NULL DEFAULT 0,
+                passed    INTEGER NOT NULL DEFAULT 0,
+                escalated INTEGER NOT NULL DEFAULT 0,
+                total_us  INTEGER NOT NULL DEFAULT 0
+            );
+            -- guild_id 0: disabled everywhere (by the operator).
+            CREATE TABLE reflex_disabled (
+                guild_id    INTEGER NOT NULL DEFAULT 0,
+                name        TEXT    NOT NULL,
+                disabled_at INTEGER NOT NULL,
+                reason      TEXT    NOT NULL DEFAULT '',
+                PRIMARY KEY (guild_id, name)
+            );
+        "#,
+    },
 ];
 
 pub fn latest() -> u32 {

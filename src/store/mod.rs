@@ -13,6 +13,7 @@ pub mod channels;
 pub mod conditions;
 pub mod discovery;
 pub mod guild_settings;
+pub mod impulses;
 pub mod initiative;
 pub mod journal;
 pub mod memory;

@@ -649,3 +649,130 @@ fn memory_commands_give_people_control() {
         .collect();
     assert_eq!(contents, vec!["Movie night is every Sunday"]);
 }
+
+#[test]
+fn tasks_schedules_and_ideas_are_managed_with_slash_commands() {
+    let bot = Bot::start(json!({}));
+    let reply = |id: u64| -> String {
+        bot.discord
+            .interaction_reply(id)
+            .unwrap_or_else(|| panic!("no reply:\n{}", bot.log()))["data"]["content"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let added = bot.discord.slash(
+        GENERAL,
+        BOB,
+        0,
+        "task",
+        "add",
+        &[("text", "water the plants"), ("due", "in 2 hours")],
+    );
+    let added = reply(added);
+    assert!(added.starts_with("Task added: `"), "{added}");
+    assert!(
+        added.contains("(in 2h) — water the plants · by bob"),
+        "{added}"
+    );
+    let bad = bot.discord.slash(
+        GENERAL,
+        BOB,
+        0,
+        "task",
+        "add",
+        &[("text", "x"), ("due", "whenever")],
+    );
+    assert!(reply(bad).contains("is not a time I understand"));
+    let listed = reply(bot.discord.slash(GENERAL, ALICE, 0, "task", "list", &[]));
+    assert!(listed.starts_with("Open tasks:\n`"), "{listed}");
+    let short = listed.split('`').nth(1).unwrap().to_string();
+    let not_hers = reply(
+        bot.discord
+            .slash(GENERAL, ALICE, 0, "task", "done", &[("id", &short)]),
+    );
+    assert!(
+        not_hers.starts_with("Only the person it is for"),
+        "{not_hers}"
+    );
+    let done = reply(
+        bot.discord
+            .slash(GENERAL, BOB, 0, "task", "done", &[("id", &short)]),
+    );
+    assert_eq!(done, "Done: water the plants");
+    assert!(
+        reply(bot.discord.slash(GENERAL, BOB, 0, "task", "list", &[]))
+            .starts_with("No open tasks.")
+    );
+
+    let denied = bot.discord.slash(
+        GENERAL,
+        BOB,
+        0,
+        "schedule",
+        "add",
+        &[
+            ("name", "standup"),
+            ("cron", "0 9 * * 1-5"),
+            ("action", "ask how it's going"),
+        ],
+    );
+    assert_eq!(
+        reply(denied),
+        "Only members with **Manage Guild** can do that."
+    );
+    let bad_cron = bot.discord.slash(
+        GENERAL,
+        ALICE,
+        MANAGE_GUILD,
+        "schedule",
+        "add",
+        &[("name", "standup"), ("cron", "9 * *"), ("action", "ask")],
+    );
+    assert!(reply(bad_cron).contains("has 3 fields; a cron expression has 5"));
+    let scheduled = bot.discord.slash(
+        GENERAL,
+        ALICE,
+        MANAGE_GUILD,
+        "schedule",
+        "add",
+        &[
+            ("name", "standup"),
+            ("cron", "0 9 * * 1-5"),
+            ("action", "ask how it's going"),
+        ],
+    );
+    let scheduled = reply(scheduled);
+    assert!(
+        scheduled.starts_with(
+            "Scheduled **standup** (`0 9 * * 1-5`, UTC) in this channel: ask how it's going. Next: "
+        ),
+        "{scheduled}"
+    );
+    let listed = reply(
+        bot.discord
+            .slash(GENERAL, ALICE, MANAGE_GUILD, "schedule", "list", &[]),
+    );
+    assert!(listed.contains("**standup** `0 9 * * 1-5`"), "{listed}");
+    let removed = reply(bot.discord.slash(
+        GENERAL,
+        ALICE,
+        MANAGE_GUILD,
+        "schedule",
+        "remove",
+        &[("name", "standup")],
+    ));
+    assert_eq!(removed, "Removed **standup** from the schedule.");
+
+    let idea =
+        reply(
+            bot.discord
+                .slash(GENERAL, BOB, 0, "idea", "add", &[("text", "a quiz night")]),
+        );
+    assert!(idea.starts_with("Noted."), "{idea}");
+    let ideas = reply(bot.discord.slash(GENERAL, BOB, 0, "idea", "list", &[]));
+    assert_eq!(
+        ideas,
+        "Ideas:\n• a quiz night — suggested by bob (waiting for a quiet moment)"
+    );
+}

@@ -12,6 +12,7 @@ mod durability;
 mod executive;
 mod initiative;
 mod memory;
+mod reflexes;
 mod secrets;
 mod settings_cli;
 mod spine;

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use ambient::app::{App, Parts, Running};
-use ambient::attention::Author;
+use ambient::attention::{Addressed, Author, MessagePercept, Percept};
 use ambient::chat::{ChatError, Outgoing, Transport, Typing};
 use ambient::clock::{Chance, Clock, ManualClock};
 use ambient::ids::{ChannelId, GuildId, MessageId, UserId, next_snowflake};
@@ -28,6 +28,8 @@ pub struct Said {
 #[derive(Default)]
 pub struct Recording {
     pub said: Mutex<Vec<Said>>,
+    /// (channel, message, emoji) for every reaction the bot added.
+    pub reactions: Mutex<Vec<(ChannelId, MessageId, String)>>,
     delivered: Mutex<HashMap<String, MessageId>>,
 }
 
@@ -62,7 +64,12 @@ impl Transport for RecordingTransport {
         Ok(id)
     }
 
-    async fn react(&self, _: ChannelId, _: MessageId, _: &str) -> Result<(), ChatError> {
+    async fn react(&self, c: ChannelId, m: MessageId, emoji: &str) -> Result<(), ChatError> {
+        self.log
+            .reactions
+            .lock()
+            .unwrap()
+            .push((c, m, emoji.to_string()));
         Ok(())
     }
 
@@ -208,6 +215,51 @@ impl World {
                 deleted_at: None,
             })
             .unwrap();
+    }
+
+    /// A person's message through the senses (stored, scored, routed like a
+    /// Discord message), in guild A (or B for `B_GENERAL`); waits until handled.
+    pub async fn message(
+        &self,
+        channel: ChannelId,
+        author: &str,
+        content: &str,
+        addressed: Addressed,
+    ) -> MessageId {
+        let id = MessageId(next_snowflake(self.clock.now()));
+        let guild = if channel == B_GENERAL {
+            GUILD_B
+        } else {
+            GUILD_A
+        };
+        let percept = Percept::Message(MessagePercept {
+            message: StoredMessage {
+                id,
+                guild: Some(guild),
+                channel,
+                author_id: UserId(ambient::ids::stable_id("user", author)),
+                author_name: author.into(),
+                author_is_bot: false,
+                is_self: false,
+                content: content.into(),
+                attachments: vec![],
+                reply_to: None,
+                source: Source::Text,
+                created_at: self.clock.now(),
+                edited_at: None,
+                deleted_at: None,
+            },
+            addressed,
+            guild_name: None,
+            channel_name: None,
+        });
+        self.app.senses.perceive(percept).unwrap();
+        self.app.spine.drain().await;
+        id
+    }
+
+    pub fn reactions(&self) -> Vec<(ChannelId, MessageId, String)> {
+        self.said.reactions.lock().unwrap().clone()
     }
 
     pub fn journal(&self, kind: ambient::journal::Kind) -> Vec<ambient::journal::Entry> {

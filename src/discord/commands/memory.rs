@@ -2,38 +2,8 @@
 
 use serenity::all::CreateAttachment;
 
-use super::{Context, Error};
-use crate::commands::memory::{self, Asker};
-use crate::ids::{ChannelId, GuildId, UserId};
-
-async fn asker(ctx: &Context<'_>) -> Asker {
-    let manage = match ctx.author_member().await {
-        Some(m) => m
-            .permissions
-            .is_some_and(|p| p.manage_guild() || p.administrator()),
-        // In a DM everything is about the one person there.
-        None => true,
-    };
-    Asker {
-        guild: ctx.guild_id().map(|g| GuildId(g.get())),
-        channel: ChannelId(ctx.channel_id().get()),
-        user: UserId(ctx.author().id.get()),
-        name: ctx
-            .author()
-            .global_name
-            .clone()
-            .unwrap_or_else(|| ctx.author().name.clone()),
-        manage,
-    }
-}
-
-async fn say(ctx: Context<'_>, mut text: String) -> Result<(), Error> {
-    if text.chars().count() > 1990 {
-        text = text.chars().take(1980).collect::<String>() + "\n…";
-    }
-    ctx.say(text).await?;
-    Ok(())
-}
+use super::{Context, Error, asker, say};
+use crate::commands::memory;
 
 /// What the bot remembers
 #[poise::command(

@@ -3,12 +3,15 @@
 
 mod ambient;
 mod discovery;
+mod impulses;
 mod memory;
 mod settings;
 
 use std::sync::Arc;
 
 use crate::app::App;
+use crate::commands::Asker;
+use crate::ids::{ChannelId, GuildId, UserId};
 
 /// Shared services, available to every command as `ctx.data()`.
 pub struct Data {
@@ -24,6 +27,9 @@ pub fn all() -> Vec<poise::Command<Data, Error>> {
         ambient::ambient(),
         discovery::discovery(),
         memory::memory(),
+        impulses::task(),
+        impulses::schedule(),
+        impulses::idea(),
     ]
 }
 
@@ -62,6 +68,36 @@ pub async fn on_error(err: poise::FrameworkError<'_, Data, Error>) {
             }
         }
     }
+}
+
+/// Who runs the command, and whether they may manage the server.
+pub(super) async fn asker(ctx: &Context<'_>) -> Asker {
+    let manage = match ctx.author_member().await {
+        Some(m) => m
+            .permissions
+            .is_some_and(|p| p.manage_guild() || p.administrator()),
+        // In a DM everything is about the one person there.
+        None => true,
+    };
+    Asker {
+        guild: ctx.guild_id().map(|g| GuildId(g.get())),
+        channel: ChannelId(ctx.channel_id().get()),
+        user: UserId(ctx.author().id.get()),
+        name: ctx
+            .author()
+            .global_name
+            .clone()
+            .unwrap_or_else(|| ctx.author().name.clone()),
+        manage,
+    }
+}
+
+pub(super) async fn say(ctx: Context<'_>, mut text: String) -> Result<(), Error> {
+    if text.chars().count() > 1990 {
+        text = text.chars().take(1980).collect::<String>() + "\n…";
+    }
+    ctx.say(text).await?;
+    Ok(())
 }
 
 /// The guild a command runs in (commands here are guild-only).

@@ -1,0 +1,133 @@
+//! `ambient reflexes check [DIR]`, `stats`, `disable NAME`, `enable NAME`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use crate::reflexes::{self, DEFAULTS};
+use crate::store::impulses::ReflexStats;
+
+/// Parses every reflex file offline, printing each good one and every problem
+/// as `file:line: reason`; exits 1 when there is a problem.
+pub fn check(settings: Option<&Path>, dir: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let dir = match dir {
+        Some(d) if !d.is_dir() => {
+            anyhow::bail!("{} is not a directory of reflex files", d.display())
+        }
+        Some(d) => d.to_path_buf(),
+        None => PathBuf::from(&super::load_lenient(settings)?.settings.reflexes.dir),
+    };
+    let files = if dir.is_dir() {
+        reflexes::read_dir(&dir).map_err(anyhow::Error::msg)?
+    } else {
+        println!(
+            "{} does not exist: checking the built-in defaults",
+            dir.display()
+        );
+        DEFAULTS
+            .iter()
+            .map(|(n, t)| (format!("built-in {n}"), t.to_string()))
+            .collect()
+    };
+    let (good, problems) = reflexes::parse_all(&files);
+    for r in &good {
+        println!(
+            "ok   {:<24} level {} priority {:>3}  {}",
+            r.name, r.level, r.priority, r.description
+        );
+    }
+    for p in &problems {
+        println!("FAIL {p}");
+    }
+    println!(
+        "{} reflex(es) ok, {} problem(s)",
+        good.len(),
+        problems.len()
+    );
+    Ok(if problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// How each reflex has done: fired, succeeded, failed, passed, escalated, mean latency.
+pub fn stats(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let loaded = super::load_lenient(settings)?;
+    let store = super::journal::open_existing(&loaded.settings.storage.data_dir)?;
+    let mut rows: BTreeMap<String, ReflexStats> = store
+        .reflex_stats()?
+        .into_iter()
+        .map(|s| (s.name.clone(), s))
+        .collect();
+    // Reflexes that never fired are worth seeing too: maybe nobody needs them.
+    let dir = PathBuf::from(&loaded.settings.reflexes.dir);
+    let files = if dir.is_dir() {
+        reflexes::read_dir(&dir).unwrap_or_default()
+    } else {
+        DEFAULTS
+            .iter()
+            .map(|(n, t)| (n.to_string(), t.to_string()))
+            .collect()
+    };
+    for r in reflexes::parse_all(&files).0 {
+        rows.entry(r.name.clone()).or_insert_with(|| ReflexStats {
+            name: r.name,
+            ..Default::default()
+        });
+    }
+    let disabled = store.disabled_reflexes()?;
+    println!(
+        "{:<28} {:>6} {:>9} {:>6} {:>6} {:>9} {:>10}",
+        "reflex", "fired", "succeeded", "failed", "passed", "escalated", "mean ms"
+    );
+    let mut sorted: Vec<&ReflexStats> = rows.values().collect();
+    sorted.sort_by(|a, b| b.fired.cmp(&a.fired).then(a.name.cmp(&b.name)));
+    for s in sorted {
+        let mean = if s.fired == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.1}", s.total_us as f64 / s.fired as f64 / 1000.0)
+        };
+        let off: Vec<String> = disabled
+            .iter()
+            .filter(|(_, name, _)| *name == s.name)
+            .map(|(g, _, why)| match g {
+                Some(g) => format!(" (disabled in {g}: {why})"),
+                None => format!(" (disabled: {why})"),
+            })
+            .collect();
+        println!(
+            "{:<28} {:>6} {:>9} {:>6} {:>6} {:>9} {:>10}{}",
+            s.name,
+            s.fired,
+            s.succeeded,
+            s.failed,
+            s.passed,
+            s.escalated,
+            mean,
+            off.join("")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Disables (or enables again) a reflex everywhere; the running bot picks it up on its next start.
+pub fn set_disabled(
+    settings: Option<&Path>,
+    name: &str,
+    disabled: bool,
+    reason: &str,
+) -> anyhow::Result<ExitCode> {
+    let loaded = super::load_lenient(settings)?;
+    let store = super::journal::open_existing(&loaded.settings.storage.data_dir)?;
+    if disabled {
+        store.disable_reflex(None, name, reason, chrono::Utc::now())?;
+        println!("disabled the reflex {name} everywhere");
+    } else if store.enable_reflex(None, name)? {
+        println!("enabled the reflex {name} again");
+    } else {
+        println!("the reflex {name} was not disabled");
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,418 @@
+//! Acting on impulses the attention queue hands over: a due task, a schedule
+//! entry, an idea.
+//!
+//! A task that carries a message (a reminder) is said as is — no model call.
+//! Anything else goes to the `ambient` role, which ends with a typed call:
+//! `act` (say something, or nothing) for tasks and schedules, `explored` (what
+//! it learned, and maybe a thought for the initiative cycle to consider) for
+//! ideas. Nothing is posted behind the initiative gates' back except what a
+//! task or routine asked for.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::attention::router::ORDER_IMPULSE;
+use crate::attention::{Attended, Handler, ImpulseKind, Input, Outcome, Place};
+use crate::clock::SharedClock;
+use crate::executive::prompts::PromptLine;
+use crate::executive::tools::{FinalTool, parse_args};
+use crate::executive::{Executive, Message, Role, Turn, TurnOutcome};
+use crate::ids::{ChannelId, GuildId};
+use crate::initiative::pending::PendingThought;
+use crate::journal::{Entry, Journal, Kind};
+use crate::memory::Memory;
+use crate::memory::fact::{FactKind, Importance, Scope};
+use crate::memory::search::Reader;
+use crate::settings::SettingsService;
+use crate::speech::Speech;
+use crate::store::Store;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Act {
+    /// The message to post now; leave out to post nothing.
+    #[serde(default)]
+    say: Option<String>,
+    /// What you did, in a sentence (kept in your journal).
+    note: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Explored {
+    /// What you learned, in a sentence or two (kept in your memory).
+    learned: String,
+    /// A thought worth sharing with people here later, if any.
+    #[serde(default)]
+    share: Option<String>,
+}
+
+#[derive(Serialize)]
+struct ImpulsePrompt {
+    persona: String,
+    bot_name: String,
+    guild_name: String,
+    now: String,
+    kind: &'static str,
+    text: String,
+    context: String,
+    channel: Option<String>,
+    lines: Vec<PromptLine>,
+    memory: Vec<String>,
+}
+
+pub struct ImpulseHandler {
+    pub store: Store,
+    pub settings: Arc<SettingsService>,
+    pub journal: Journal,
+    pub clock: SharedClock,
+    pub executive: Arc<Executive>,
+    pub speech: Arc<Speech>,
+    pub memory: Arc<Memory>,
+}
+
+impl ImpulseHandler {
+    fn prompt(
+        &self,
+        guild: Option<GuildId>,
+        channel: Option<ChannelId>,
+        kind: &'static str,
+        text: &str,
+        context: &str,
+    ) -> ImpulsePrompt {
+        let settings = self.settings.for_guild(guild);
+        let memory = match guild {
+            Some(g) if settings.memory.enabled => self
+                .memory
+                .search(Reader::Guild(g), &format!("{text} {context}"), 6)
+                .into_iter()
+                .map(|s| s.fact.content)
+                .collect(),
+            _ => Vec::new(),
+        };
+        ImpulsePrompt {
+            persona: settings.bot.persona.clone(),
+            bot_name: settings.bot.name.clone(),
+            guild_name: guild
+                .and_then(|g| self.store.guild_name(g).ok().flatten())
+                .unwrap_or_default(),
+            now: self.clock.now().format("%A %Y-%m-%d %H:%M UTC").to_string(),
+            kind,
+            text: text.to_string(),
+            context: context.to_string(),
+            channel: channel.map(|c| {
+                self.store
+                    .channel_name(c)
+                    .ok()
+                    .flatten()
+                    .unwrap_or_else(|| c.to_string())
+            }),
+            lines: channel
+                .map(|c| {
+                    self.store
+                        .recent_messages(c, 15)
+                        .unwrap_or_default()
+                        .iter()
+                        .map(PromptLine::from)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            memory,
+        }
+    }
+
+    async fn turn(
+        &self,
+        guild: Option<GuildId>,
+        channel: Option<ChannelId>,
+        prompt: &ImpulsePrompt,
+        final_tool: FinalTool,
+    ) -> Result<serde_json::Value, String> {
+        let rendered = self
+            .executive
+            .prompts
+            .render("impulse", prompt)
+            .map_err(|e| e.to_string())?;
+        let settings = self.settings.for_guild(guild);
+        let mut turn = Turn::new(
+            Role::Ambient,
+            guild,
+            format!("{} impulse: {}", prompt.kind, prompt.text),
+        );
+        turn.channel = channel;
+        turn.system = rendered.system;
+        turn.messages = vec![Message::user(rendered.user)];
+        turn.final_tool = Some(final_tool);
+        turn.max_steps = settings.initiative.text.max_tool_steps;
+        turn.max_calls = settings.initiative.text.max_tool_calls;
+        if let (Some(g), true) = (guild, settings.memory.enabled) {
+            turn.tools.push(crate::memory::tools::memory_search(
+                &self.memory,
+                Reader::Guild(g),
+            ));
+        }
+        match self.executive.run_turn(turn).await.outcome {
+            Ok(TurnOutcome::Final(v)) => Ok(v),
+            Ok(other) => Err(format!("no decision: {other:?}")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    async fn say(
+        &self,
+        guild: Option<GuildId>,
+        channel: Option<ChannelId>,
+        text: &str,
+        cause: &str,
+    ) -> Result<(), String> {
+        let Some(channel) = channel else {
+            return Err("there is no channel to say it in".into());
+        };
+        self.speech
+            .say(Place { guild, channel }, text, None, cause)
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    fn note(
+        &self,
+        guild: Option<GuildId>,
+        channel: Option<ChannelId>,
+        summary: String,
+        reason: String,
+    ) {
+        self.journal.record(
+            Entry::new(Kind::Impulse, summary)
+                .place(guild, channel)
+                .reason(reason),
+        );
+    }
+
+    async fn task(&self, id: &str) -> Outcome {
+        let Ok(Some(task)) = self.store.task(id) else {
+            return Outcome::Declined(format!("task {id} no longer exists"));
+        };
+        let now = self.clock.now();
+        if let Some(message) = &task.message {
+            return match self
+                .say(
+                    task.guild,
+                    task.channel,
+                    message,
+                    &format!("task-{}", task.id),
+                )
+                .await
+            {
+                Ok(()) => {
+                    let _ = self.store.complete_task(&task.id, now);
+                    self.note(
+                        task.guild,
+                        task.channel,
+                        format!("did a task: {}", task.text),
+                        format!("said {message:?}"),
+                    );
+                    Outcome::Done
+                }
+                Err(e) => Outcome::Failed(format!("could not deliver the reminder: {e}")),
+            };
+        }
+        let prompt = self.prompt(task.guild, task.channel, "task", &task.text, &task.context);
+        let act = FinalTool::of::<Act>(
+            "act",
+            "What you did about it: what to say (if anything) and a note.",
+        );
+        match self.turn(task.guild, task.channel, &prompt, act).await {
+            Ok(v) => {
+                let act: Act = match parse_args(&v) {
+                    Ok(a) => a,
+                    Err(e) => return Outcome::Failed(e),
+                };
+                let _ = self.store.complete_task(&task.id, now);
+                self.finish(
+                    task.guild,
+                    task.channel,
+                    &format!("did a task: {}", task.text),
+                    act,
+                    &format!("task-{}", task.id),
+                )
+                .await
+            }
+            Err(why) => Outcome::Failed(format!("could not act on the task: {why}")),
+        }
+    }
+
+    async fn scheduled(&self, guild: Option<GuildId>, name: &str) -> Outcome {
+        let entry = self
+            .store
+            .schedules(guild)
+            .unwrap_or_default()
+            .into_iter()
+            .find(|s| s.name == name);
+        let Some(entry) = entry else {
+            return Outcome::Declined(format!("schedule entry {name} was removed"));
+        };
+        let prompt = self.prompt(
+            Some(entry.guild),
+            entry.channel,
+            "schedule",
+            &entry.action,
+            &format!("the routine \"{}\" ({})", entry.name, entry.cron),
+        );
+        let act = FinalTool::of::<Act>(
+            "act",
+            "What you did about it: what to say (if anything) and a note.",
+        );
+        let cause = format!("schedule-{}-{}", entry.id, self.clock.now().timestamp());
+        match self
+            .turn(Some(entry.guild), entry.channel, &prompt, act)
+            .await
+        {
+            Ok(v) => match parse_args::<Act>(&v) {
+                Ok(act) => {
+                    self.finish(
+                        Some(entry.guild),
+                        entry.channel,
+                        &format!("ran the routine {}", entry.name),
+                        act,
+                        &cause,
+                    )
+                    .await
+                }
+                Err(e) => Outcome::Failed(e),
+            },
+            Err(why) => Outcome::Failed(format!("could not run the routine: {why}")),
+        }
+    }
+
+    async fn finish(
+        &self,
+        guild: Option<GuildId>,
+        channel: Option<ChannelId>,
+        summary: &str,
+        act: Act,
+        cause: &str,
+    ) -> Outcome {
+        match act.say.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+            Some(text) => match self.say(guild, channel, text, cause).await {
+                Ok(()) => {
+                    self.note(guild, channel, summary.to_string(), act.note);
+                    Outcome::Done
+                }
+                Err(e) => Outcome::Failed(format!("could not say it: {e}")),
+            },
+            None => {
+                self.note(
+                    guild,
+                    channel,
+                    summary.to_string(),
+                    format!("{} (nothing posted)", act.note),
+                );
+                Outcome::Done
+            }
+        }
+    }
+
+    async fn idea(&self, guild: Option<GuildId>, id: &str) -> Outcome {
+        let Ok(Some(idea)) = self.store.idea(id) else {
+            return Outcome::Declined(format!("idea {id} no longer exists"));
+        };
+        let prompt = self.prompt(guild, None, "idea", &idea.text, &idea.sparked_by);
+        let explored = FinalTool::of::<Explored>(
+            "explored",
+            "What you learned, and maybe a thought to share later.",
+        );
+        let v = match self.turn(guild, None, &prompt, explored).await {
+            Ok(v) => v,
+            Err(why) => return Outcome::Failed(format!("could not explore the idea: {why}")),
+        };
+        let found: Explored = match parse_args(&v) {
+            Ok(e) => e,
+            Err(e) => return Outcome::Failed(e),
+        };
+        let now = self.clock.now();
+        if let Some(g) = guild {
+            let fact = crate::memory::manual(
+                Scope::guild(g),
+                FactKind::Fact,
+                Some(Importance::Low),
+                &found.learned,
+                None,
+                now,
+            );
+            let _ = self.memory.remember(fact, None);
+            // A thought worth sharing waits for the initiative cycle, which decides when and where.
+            if let Some(share) = found
+                .share
+                .as_deref()
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+            {
+                if self.store.pending_thought(g).ok().flatten().is_none() {
+                    let max_age = chrono::Duration::minutes(i64::from(
+                        self.settings
+                            .for_guild(guild)
+                            .initiative
+                            .text
+                            .pending_thought_max_age_minutes,
+                    ));
+                    let thought = PendingThought::new(
+                        g,
+                        share.to_string(),
+                        None,
+                        format!("from exploring: {}", idea.text),
+                        None,
+                        now,
+                        max_age,
+                    );
+                    let _ = self.store.save_pending_thought(&thought);
+                }
+            }
+        }
+        self.note(
+            guild,
+            None,
+            format!("explored an idea: {}", idea.text),
+            found.learned,
+        );
+        Outcome::Done
+    }
+}
+
+#[async_trait]
+impl Handler for ImpulseHandler {
+    fn name(&self) -> String {
+        "impulses".into()
+    }
+
+    fn order(&self) -> i32 {
+        ORDER_IMPULSE
+    }
+
+    fn wants(&self, item: &Attended) -> Option<String> {
+        match &item.input {
+            Input::Impulse(i) => match &i.kind {
+                ImpulseKind::TaskDue { .. } => Some("a task is due".into()),
+                ImpulseKind::Scheduled { .. } => Some("a schedule entry fired".into()),
+                ImpulseKind::Idea { .. } => Some("it is quiet: time to explore an idea".into()),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    async fn handle(&self, item: &Attended) -> Outcome {
+        let Input::Impulse(i) = &item.input else {
+            return Outcome::Declined("not an impulse".into());
+        };
+        match &i.kind {
+            ImpulseKind::TaskDue { task_id } => self.task(task_id).await,
+            ImpulseKind::Scheduled { name } => self.scheduled(i.guild, name).await,
+            ImpulseKind::Idea { idea_id } => self.idea(i.guild, idea_id).await,
+            _ => Outcome::Declined("not an impulse this handler acts on".into()),
+        }
+    }
+}

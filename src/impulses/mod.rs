@@ -1,0 +1,342 @@
+//! Impulses: what moves the bot from inside (seed: attention-reflexes-executive.md).
+//!
+//! - tasks: "I will do X by T" — a reminder a person asked for, or a
+//!   commitment the bot made in conversation; a due task becomes an impulse
+//!   once (it is marked fired before it is queued, so a restart cannot fire
+//!   it again);
+//! - a schedule of recurring actions with cron expressions, in the guild's
+//!   timezone; missed firings are not replayed, the next one simply happens;
+//! - ideas: things to explore, which become impulses only when the guild
+//!   has been idle for `impulses.ideaIdleMinutes`.
+//!
+//! The check runs every `impulses.activeCheckSeconds` while people are
+//! talking with the bot and every `idleCheckSeconds` otherwise.
+
+pub mod handler;
+pub mod tools;
+pub mod when;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use tokio::sync::watch;
+
+use crate::attention::{Impulse, ImpulseKind, Input, Priority, Spine};
+use crate::clock::SharedClock;
+use crate::ids::{ChannelId, GuildId, UserId};
+use crate::journal::{Entry, Journal, Kind};
+use crate::settings::SettingsService;
+use crate::store::Store;
+use crate::store::impulses::{Idea, ScheduleEntry, Task};
+
+/// What [`Impulses::add_task`] needs.
+pub struct NewTask {
+    pub guild: Option<GuildId>,
+    pub channel: Option<ChannelId>,
+    pub text: String,
+    /// As a person wrote it: "in 10m", "tomorrow 9:00", "18:30", …
+    pub due: String,
+    /// Said as is when due (a reminder); without it the bot decides then.
+    pub message: Option<String>,
+    /// What led to it, for the bot when it acts on it.
+    pub context: String,
+    /// Who or what added it, for people: a name, `reflex:remind-me`.
+    pub created_by: String,
+    /// The person it belongs to, who may close it.
+    pub owner: Option<UserId>,
+}
+
+pub struct Impulses {
+    store: Store,
+    settings: Arc<SettingsService>,
+    journal: Journal,
+    clock: SharedClock,
+    spine: Arc<Spine>,
+}
+
+fn new_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+impl Impulses {
+    pub fn new(
+        store: Store,
+        settings: Arc<SettingsService>,
+        journal: Journal,
+        clock: SharedClock,
+        spine: Arc<Spine>,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            store,
+            settings,
+            journal,
+            clock,
+            spine,
+        })
+    }
+
+    pub fn timezone(&self, guild: Option<GuildId>) -> Tz {
+        self.settings
+            .for_guild(guild)
+            .impulses
+            .timezone
+            .parse()
+            .unwrap_or(Tz::UTC)
+    }
+
+    /// Adds a task; `due` is what a person wrote ("in 10m", "tomorrow 9:00", …).
+    pub fn add_task(&self, new: NewTask) -> Result<Task, String> {
+        let NewTask {
+            guild,
+            channel,
+            text,
+            due,
+            message,
+            context,
+            created_by,
+            owner,
+        } = new;
+        let now = self.clock.now();
+        let text = text.trim();
+        if text.is_empty() {
+            return Err("a task needs a description".into());
+        }
+        if text.chars().count() > 500 || message.as_ref().is_some_and(|m| m.chars().count() > 1_800)
+        {
+            return Err("that task is too long: keep the text under 500 characters and the message under 1,800".into());
+        }
+        let due = when::parse_due(&due, now, self.timezone(guild))?;
+        let task = Task {
+            id: new_id(),
+            guild,
+            channel,
+            text: text.to_string(),
+            message,
+            due,
+            priority: 1,
+            context,
+            created_by: created_by.clone(),
+            owner,
+            created_at: now,
+            fired_at: None,
+            done_at: None,
+        };
+        self.store.insert_task(&task).map_err(|e| e.to_string())?;
+        self.journal.record(
+            Entry::new(Kind::Impulse, format!("task added: {}", task.text))
+                .place(guild, channel)
+                .reason(format!(
+                    "due {} — by {created_by}",
+                    task.due.format("%Y-%m-%d %H:%M UTC")
+                )),
+        );
+        Ok(task)
+    }
+
+    pub fn add_idea(
+        &self,
+        guild: Option<GuildId>,
+        text: &str,
+        sparked_by: &str,
+    ) -> Result<Idea, String> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err("an idea needs some words".into());
+        }
+        let idea = Idea {
+            id: new_id(),
+            guild,
+            text: text.into(),
+            sparked_by: sparked_by.into(),
+            created_at: self.clock.now(),
+            explored_at: None,
+        };
+        self.store.insert_idea(&idea).map_err(|e| e.to_string())?;
+        self.journal.record(
+            Entry::new(Kind::Impulse, format!("idea noted: {}", idea.text))
+                .guild(guild)
+                .reason(sparked_by.to_string()),
+        );
+        Ok(idea)
+    }
+
+    pub fn add_schedule(
+        &self,
+        guild: GuildId,
+        channel: Option<ChannelId>,
+        name: &str,
+        cron: &str,
+        action: &str,
+        created_by: &str,
+    ) -> Result<ScheduleEntry, String> {
+        let name = name.trim();
+        if name.is_empty()
+            || name.len() > 40
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(format!(
+                "{name:?} is not a schedule name (1–40 letters, digits, - or _)"
+            ));
+        }
+        when::parse_cron(cron)?;
+        if action.trim().is_empty() {
+            return Err("a schedule entry needs an action: what should the bot do?".into());
+        }
+        let entry = ScheduleEntry {
+            id: new_id(),
+            guild,
+            channel,
+            name: name.into(),
+            cron: cron.trim().into(),
+            action: action.trim().into(),
+            created_by: created_by.into(),
+            created_at: self.clock.now(),
+            last_fired_at: None,
+        };
+        if !self
+            .store
+            .insert_schedule(&entry)
+            .map_err(|e| e.to_string())?
+        {
+            return Err(format!(
+                "there is already a schedule entry named {name:?} here"
+            ));
+        }
+        self.journal.record(
+            Entry::new(
+                Kind::Impulse,
+                format!("schedule added: {name} ({})", entry.cron),
+            )
+            .place(Some(guild), channel)
+            .reason(entry.action.clone()),
+        );
+        Ok(entry)
+    }
+
+    /// One check: due tasks and schedule entries, and ideas where it is quiet,
+    /// become impulses in the attention queue. Returns what was queued.
+    pub fn check(&self) -> Vec<Impulse> {
+        let now = self.clock.now();
+        let mut queued = Vec::new();
+        for task in self.store.claim_due_tasks(now).unwrap_or_default() {
+            let mut i = Impulse::new(
+                ImpulseKind::TaskDue {
+                    task_id: task.id.clone(),
+                },
+                task.guild,
+                now,
+            );
+            i.channel = task.channel;
+            i.priority = if task.priority >= 2 {
+                Priority::High
+            } else {
+                Priority::Normal
+            };
+            i.detail = task.text.clone();
+            queued.push(i);
+        }
+        for entry in self.store.schedules(None).unwrap_or_default() {
+            let Ok(schedule) = when::parse_cron(&entry.cron) else {
+                continue;
+            };
+            let since = entry.last_fired_at.unwrap_or(entry.created_at);
+            let due = when::next_fire(&schedule, since, self.timezone(Some(entry.guild)))
+                .is_some_and(|next| next <= now);
+            if due
+                && self
+                    .store
+                    .mark_schedule_fired(&entry.id, entry.last_fired_at, now)
+                    .unwrap_or(false)
+            {
+                let mut i = Impulse::new(
+                    ImpulseKind::Scheduled {
+                        name: entry.name.clone(),
+                    },
+                    Some(entry.guild),
+                    now,
+                );
+                i.channel = entry.channel;
+                i.detail = entry.action.clone();
+                queued.push(i);
+            }
+        }
+        for (guild, _) in self.store.known_guilds().unwrap_or_default() {
+            if !self.idle(guild, now) {
+                continue;
+            }
+            let Some(idea) = self
+                .store
+                .ideas(Some(guild), false)
+                .unwrap_or_default()
+                .into_iter()
+                .next()
+            else {
+                continue;
+            };
+            if self.store.claim_idea(&idea.id, now).unwrap_or(false) {
+                let mut i = Impulse::new(
+                    ImpulseKind::Idea {
+                        idea_id: idea.id.clone(),
+                    },
+                    Some(guild),
+                    now,
+                );
+                i.priority = Priority::Low;
+                i.detail = idea.text.clone();
+                queued.push(i);
+            }
+        }
+        for i in &queued {
+            self.spine.submit(Input::Impulse(i.clone()));
+        }
+        queued
+    }
+
+    /// Nobody is talking with the bot in the guild, and nobody has spoken there for a while.
+    fn idle(&self, guild: GuildId, now: DateTime<Utc>) -> bool {
+        if !self
+            .spine
+            .active
+            .active_channels(Some(guild), now)
+            .is_empty()
+        {
+            return false;
+        }
+        let quiet = chrono::Duration::minutes(i64::from(
+            self.settings
+                .for_guild(Some(guild))
+                .impulses
+                .idea_idle_minutes,
+        ));
+        self.store
+            .last_human_message(guild)
+            .ok()
+            .flatten()
+            .is_none_or(|t| now - t >= quiet)
+    }
+
+    /// How long until the next check: short while people are talking with the bot, long when idle.
+    pub fn interval(&self) -> Duration {
+        let s = self.settings.global();
+        let seconds = if self.spine.active.any_active(self.clock.now()) {
+            s.impulses.active_check_seconds
+        } else {
+            s.impulses.idle_check_seconds
+        };
+        Duration::from_secs(u64::from(seconds.max(1)))
+    }
+
+    pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
+        loop {
+            self.check();
+            tokio::select! {
+                _ = tokio::time::sleep(self.interval()) => {}
+                _ = shutdown.changed() => return,
+            }
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! `journal_search`: the executive reading its own journal, to answer
+//! "what did you do today?" and "why did you do that?" — confined to the
+//! guild (or DM channel) the turn runs for.
+
+use async_trait::async_trait;
+use chrono_tz::Tz;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use std::sync::Arc;
+
+use super::{Filter, Journal, Kind, summary};
+use crate::clock::SharedClock;
+use crate::executive::tools::{Tool, TypedTool, typed};
+use crate::ids::{ChannelId, GuildId};
+use crate::store::Store;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchArgs {
+    /// "today", "yesterday", or a window like "2h", "3d" (default: today).
+    #[serde(default)]
+    since: Option<String>,
+    /// Entry types, comma-separated: reply, initiative_post, initiative_skip, reflex,
+    /// impulse, memory, garden, route, outcome, gate (default: what you did, not routing).
+    #[serde(default, rename = "type")]
+    kinds: Option<String>,
+    /// Only entries whose summary or reason contains this text.
+    #[serde(default)]
+    text: Option<String>,
+}
+
+pub struct JournalSearch {
+    journal: Journal,
+    store: Store,
+    clock: SharedClock,
+    guild: Option<GuildId>,
+    /// In a DM the journal is read for that channel only.
+    channel: Option<ChannelId>,
+    tz: Tz,
+}
+
+#[async_trait]
+impl TypedTool for JournalSearch {
+    type Args = SearchArgs;
+
+    fn name(&self) -> &'static str {
+        "journal_search"
+    }
+
+    fn description(&self) -> String {
+        "Read your own journal: what you did and why (answers, posts, decisions to stay quiet, reflexes, tasks). \
+         Use it to answer \"what did you do today?\" or \"why did you do that?\"."
+            .into()
+    }
+
+    async fn run(&self, args: SearchArgs) -> Result<String, String> {
+        let now = self.clock.now();
+        let since = summary::parse_window(args.since.as_deref().unwrap_or("today"), now, self.tz)?;
+        let kinds = match args
+            .kinds
+            .as_deref()
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+        {
+            Some(list) => Kind::parse_list(list)?,
+            None => summary::DEEDS.to_vec(),
+        };
+        let filter = Filter {
+            since: Some(since),
+            kinds,
+            guild: self.guild,
+            channel: self.channel,
+            text: args.text.filter(|t| !t.trim().is_empty()),
+            limit: Some(30),
+            ..Default::default()
+        };
+        let entries = self.journal.query(&filter).map_err(|e| e.to_string())?;
+        if entries.is_empty() {
+            return Ok("no journal entries match".into());
+        }
+        Ok(entries
+            .iter()
+            .map(|e| summary::line(e, &self.store, self.tz))
+            .collect::<Vec<_>>()
+            .join("\n"))
+    }
+}
+
+/// For a guild (every channel in it) or, without one, a single DM channel.
+pub fn journal_search(
+    journal: &Journal,
+    store: &Store,
+    clock: &SharedClock,
+    guild: Option<GuildId>,
+    channel: ChannelId,
+    tz: Tz,
+) -> Arc<dyn Tool> {
+    typed(JournalSearch {
+        journal: journal.clone(),
+        store: store.clone(),
+        clock: clock.clone(),
+        guild,
+        channel: guild.is_none().then_some(channel),
+        tz,
+    })
+}

@@ -1,0 +1,925 @@
+//! Reflexes: cheap, declarative reactions tried before the executive
+//! (seed: attention-reflexes-executive.md).
+//!
+//! Definitions are YAML files (see [`def`]) in `reflexes.dir` — or, when that
+//! folder does not exist, the defaults built into the binary — plus the ones
+//! the executive wrote for a single guild under `<dataDir>/state/reflexes/`.
+//! A file that does not parse is reported with its line and skipped; the
+//! others still load.
+//!
+//! Matching is one pass of a `RegexSet` over the message, so a hundred
+//! reflexes cost about as much as one. The matching reflexes run in priority
+//! order: one that finishes handles the input; one that passes (or whose
+//! classifier says no) lets the next try; one that escalates hands the input
+//! to the executive; one that fails is journaled and the next tries. Every
+//! run is counted (`ambient reflexes stats`) so the useful ones can be told
+//! from the rest.
+
+pub mod def;
+pub mod pipeline;
+pub mod state;
+pub mod tools;
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use async_trait::async_trait;
+use regex::RegexSet;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::attention::router::ORDER_REFLEX;
+use crate::attention::{Attended, Handler, Input, Outcome, Percept};
+use crate::executive::tools::FinalTool;
+use crate::executive::{Message, Role, Turn, TurnOutcome};
+use crate::ids::{GuildId, UserId};
+use crate::journal::{Entry, Kind};
+use def::{Event, Reflex, Trigger};
+use pipeline::{Ended, Firing, Services};
+
+/// The defaults shipped in the repository's `reflexes/` folder, built in for
+/// when `reflexes.dir` does not exist.
+pub const DEFAULTS: &[(&str, &str)] = &[
+    (
+        "greeting.yaml",
+        include_str!("../../reflexes/greeting.yaml"),
+    ),
+    (
+        "summarize-url.yaml",
+        include_str!("../../reflexes/summarize-url.yaml"),
+    ),
+    (
+        "remind-me.yaml",
+        include_str!("../../reflexes/remind-me.yaml"),
+    ),
+    (
+        "what-did-you-do.yaml",
+        include_str!("../../reflexes/what-did-you-do.yaml"),
+    ),
+];
+
+/// Reads every `*.yaml` / `*.yml` file in `dir`, in name order.
+pub fn read_dir(dir: &Path) -> Result<Vec<(String, String)>, String> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for path in files {
+        let name = path.display().to_string();
+        match std::fs::read_to_string(&path) {
+            Ok(text) => out.push((name, text)),
+            Err(e) => out.push((name, format!("\u{0}cannot read the file: {e}"))),
+        }
+    }
+    Ok(out)
+}
+
+/// Parses a set of files: the good ones, and every problem as `file:line: reason`.
+pub fn parse_all(files: &[(String, String)]) -> (Vec<Reflex>, Vec<String>) {
+    let mut reflexes: Vec<Reflex> = Vec::new();
+    let mut problems = Vec::new();
+    for (file, text) in files {
+        if let Some(err) = text.strip_prefix('\u{0}') {
+            problems.push(format!("{file}:0: {err}"));
+            continue;
+        }
+        match def::parse(file, text) {
+            Ok(r) => match reflexes.iter().find(|o| o.name == r.name) {
+                Some(other) => problems.push(format!(
+                    "{file}:1: the name {:?} is already used by {}",
+                    r.name, other.file
+                )),
+                None => reflexes.push(r),
+            },
+            Err(p) => problems.extend(p),
+        }
+    }
+    (reflexes, problems)
+}
+
+/// What a reflex may be woken by.
+#[derive(Clone, Copy, Debug)]
+pub enum Stimulus<'a> {
+    Message { text: &'a str, addressed: bool },
+    Reaction { emoji: &'a str },
+    MemberJoin,
+}
+
+/// A reflex that matched, with the values its pattern extracted.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub reflex: Arc<Reflex>,
+    pub captures: Vec<(String, String)>,
+}
+
+/// The loaded definitions, ready for matching.
+pub struct Loaded {
+    pub reflexes: Vec<Arc<Reflex>>,
+    set: RegexSet,
+    /// For each pattern in `set`, the reflex it belongs to.
+    set_owner: Vec<usize>,
+    /// Classifier reflexes without a pattern: candidates for every addressed message.
+    unpatterned: Vec<usize>,
+    events: Vec<usize>,
+    disabled: HashSet<(Option<GuildId>, String)>,
+    pub problems: Vec<String>,
+    /// Where the operator's reflexes came from, for status lines.
+    pub source: String,
+}
+
+impl Loaded {
+    pub fn new(
+        reflexes: Vec<Reflex>,
+        disabled: HashSet<(Option<GuildId>, String)>,
+        problems: Vec<String>,
+        source: String,
+    ) -> Self {
+        let reflexes: Vec<Arc<Reflex>> = reflexes.into_iter().map(Arc::new).collect();
+        let mut patterns = Vec::new();
+        let mut set_owner = Vec::new();
+        let mut unpatterned = Vec::new();
+        let mut events = Vec::new();
+        for (i, r) in reflexes.iter().enumerate() {
+            match (&r.trigger, r.trigger.regex()) {
+                (_, Some(regex)) => {
+                    patterns.push(regex.as_str().to_string());
+                    set_owner.push(i);
+                }
+                (Trigger::Event(_), None) => events.push(i),
+                (_, None) => unpatterned.push(i),
+            }
+        }
+        // Every pattern already compiled on its own, so the set does too.
+        let set = RegexSet::new(&patterns).unwrap_or_else(|_| RegexSet::empty());
+        Self {
+            reflexes,
+            set,
+            set_owner,
+            unpatterned,
+            events,
+            disabled,
+            problems,
+            source,
+        }
+    }
+
+    pub fn is_disabled(&self, r: &Reflex, guild: Option<GuildId>) -> bool {
+        self.disabled.contains(&(None, r.name.clone()))
+            || (guild.is_some() && self.disabled.contains(&(guild, r.name.clone())))
+    }
+
+    fn applies(&self, r: &Reflex, guild: Option<GuildId>) -> bool {
+        (r.guild.is_none() || r.guild == guild) && !self.is_disabled(r, guild)
+    }
+
+    /// The reflexes that want this stimulus, best first: higher priority,
+    /// then the cheaper level, then by name.
+    pub fn candidates(&self, guild: Option<GuildId>, stimulus: Stimulus<'_>) -> Vec<Candidate> {
+        let mut out = Vec::new();
+        match stimulus {
+            Stimulus::Message { text, addressed } => {
+                let wanted =
+                    |r: &Reflex| r.trigger.addressed().is_none_or(|want| want == addressed);
+                for hit in self.set.matches(text).iter() {
+                    let r = &self.reflexes[self.set_owner[hit]];
+                    if !wanted(r) || !self.applies(r, guild) {
+                        continue;
+                    }
+                    let captures = match r.trigger.regex().and_then(|re| re.captures(text)) {
+                        Some(caps) => r
+                            .trigger
+                            .extract()
+                            .iter()
+                            .enumerate()
+                            .map(|(i, name)| {
+                                (
+                                    name.clone(),
+                                    caps.get(i + 1).map_or("", |m| m.as_str()).to_string(),
+                                )
+                            })
+                            .collect(),
+                        None => continue,
+                    };
+                    out.push(Candidate {
+                        reflex: r.clone(),
+                        captures,
+                    });
+                }
+                if addressed {
+                    for &i in &self.unpatterned {
+                        let r = &self.reflexes[i];
+                        if wanted(r) && self.applies(r, guild) {
+                            out.push(Candidate {
+                                reflex: r.clone(),
+                                captures: Vec::new(),
+                            });
+                        }
+                    }
+                }
+            }
+            Stimulus::Reaction { emoji } => {
+                for &i in &self.events {
+                    let r = &self.reflexes[i];
+                    let wants = matches!(&r.trigger, Trigger::Event(Event::Reaction { emoji: want }) if want.as_deref().is_none_or(|w| w == emoji));
+                    if wants && self.applies(r, guild) {
+                        out.push(Candidate {
+                            reflex: r.clone(),
+                            captures: Vec::new(),
+                        });
+                    }
+                }
+            }
+            Stimulus::MemberJoin => {
+                for &i in &self.events {
+                    let r = &self.reflexes[i];
+                    if matches!(r.trigger, Trigger::Event(Event::MemberJoin))
+                        && self.applies(r, guild)
+                    {
+                        out.push(Candidate {
+                            reflex: r.clone(),
+                            captures: Vec::new(),
+                        });
+                    }
+                }
+            }
+        }
+        out.sort_by(|a, b| {
+            b.reflex
+                .priority
+                .cmp(&a.reflex.priority)
+                .then(a.reflex.level.cmp(&b.reflex.level))
+                .then(a.reflex.name.cmp(&b.reflex.name))
+        });
+        out
+    }
+}
+
+/// The classifier's typed answer.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Classify {
+    /// true if the answer to the question is yes.
+    matches: bool,
+}
+
+/// The reflex service: definitions, matching, running, statistics, and the
+/// executive's `reflex_create` / `reflex_disable`.
+pub struct Reflexes {
+    pub services: Services,
+    loaded: RwLock<Arc<Loaded>>,
+}
+
+impl Reflexes {
+    pub fn new(services: Services) -> Arc<Self> {
+        let this = Arc::new(Self {
+            services,
+            loaded: RwLock::new(Arc::new(Loaded::new(
+                Vec::new(),
+                HashSet::new(),
+                Vec::new(),
+                String::new(),
+            ))),
+        });
+        this.reload();
+        this
+    }
+
+    pub fn loaded(&self) -> Arc<Loaded> {
+        self.loaded
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn created_dir(&self) -> PathBuf {
+        self.services.data_dir.join("state").join("reflexes")
+    }
+
+    /// Reads every definition again; problems are journaled and kept for status.
+    pub fn reload(&self) -> Arc<Loaded> {
+        let dir = PathBuf::from(&self.services.settings.global().reflexes.dir);
+        let (files, source) = if dir.is_dir() {
+            match read_dir(&dir) {
+                Ok(files) => {
+                    let n = files.len();
+                    (files, format!("{} ({n} files)", dir.display()))
+                }
+                Err(e) => (
+                    vec![(dir.display().to_string(), format!("\u{0}{e}"))],
+                    dir.display().to_string(),
+                ),
+            }
+        } else {
+            let built_in = DEFAULTS
+                .iter()
+                .map(|(n, t)| (format!("built-in {n}"), t.to_string()))
+                .collect();
+            (
+                built_in,
+                format!("the built-in defaults ({} does not exist)", dir.display()),
+            )
+        };
+        let (mut reflexes, mut problems) = parse_all(&files);
+        // The executive's reflexes, one folder per guild.
+        if let Ok(guilds) = std::fs::read_dir(self.created_dir()) {
+            for guild_dir in guilds.filter_map(|e| e.ok()).map(|e| e.path()) {
+                let Some(guild) = guild_dir
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .map(GuildId)
+                else {
+                    continue;
+                };
+                let Ok(files) = read_dir(&guild_dir) else {
+                    continue;
+                };
+                let (mut theirs, p) = parse_all(&files);
+                problems.extend(p);
+                theirs.retain(|r| {
+                    !reflexes
+                        .iter()
+                        .any(|o| o.guild.is_none() && o.name == r.name)
+                });
+                for r in &mut theirs {
+                    r.guild = Some(guild);
+                }
+                reflexes.extend(theirs);
+            }
+        }
+        let disabled = self
+            .services
+            .store
+            .disabled_reflexes()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(g, name, _)| (g, name))
+            .collect();
+        for p in &problems {
+            tracing::warn!("reflex skipped: {p}");
+            self.services.journal.record(
+                Entry::new(Kind::Error, "a reflex definition was skipped").reason(p.clone()),
+            );
+        }
+        let loaded = Arc::new(Loaded::new(reflexes, disabled, problems, source));
+        *self.loaded.write().unwrap_or_else(|p| p.into_inner()) = loaded.clone();
+        loaded
+    }
+
+    /// One line for start-up notices and status.
+    pub fn summary(&self) -> String {
+        let l = self.loaded();
+        let mut s = format!("reflexes: {} loaded from {}", l.reflexes.len(), l.source);
+        if !l.problems.is_empty() {
+            s.push_str(&format!(
+                "; {} skipped ({})",
+                l.problems.len(),
+                l.problems.join("; ")
+            ));
+        }
+        s
+    }
+
+    /// What an input offers reflexes, if anything: cheap, no store reads, so
+    /// the common case (nothing matches) costs one pass of the regex set.
+    fn stimulus(&self, item: &Attended, bot_name: &str) -> Option<StimulusOwned> {
+        let Input::Percept(p) = &item.input else {
+            return None;
+        };
+        match p {
+            Percept::Message(m) if !m.message.author_is_bot => {
+                let me = self.services.speech.transport().me();
+                Some(StimulusOwned::Message {
+                    text: spoken_text(&m.message.content, me.id, bot_name).to_string(),
+                    addressed: m.addressed.is_addressed(),
+                })
+            }
+            Percept::Reaction {
+                user,
+                emoji,
+                added: true,
+                ..
+            } if !user.is_bot => Some(StimulusOwned::Reaction {
+                emoji: emoji.clone(),
+            }),
+            Percept::MemberJoin { user, .. } if !user.is_bot => Some(StimulusOwned::MemberJoin),
+            _ => None,
+        }
+    }
+
+    /// Where the reflex acts and the variables its templates may use.
+    fn firing(&self, p: &Percept, stimulus: &StimulusOwned) -> Firing {
+        let s = &self.services;
+        let guild = p.guild();
+        let settings = s.settings.for_guild(guild);
+        let tz = s.impulses.timezone(guild);
+        let now = s.clock.now().with_timezone(&tz);
+        let mut vars: BTreeMap<String, String> = BTreeMap::new();
+        vars.insert("bot".into(), settings.bot.name.clone());
+        vars.insert("now".into(), now.format("%Y-%m-%d %H:%M").to_string());
+        vars.insert("today".into(), now.format("%A %Y-%m-%d").to_string());
+        vars.insert(
+            "guild".into(),
+            guild
+                .and_then(|g| s.store.guild_name(g).ok().flatten())
+                .unwrap_or_default(),
+        );
+        let channel_name = |c| s.store.channel_name(c).ok().flatten().unwrap_or_default();
+        let mut firing = Firing {
+            guild,
+            channel: None,
+            message: None,
+            user: None,
+            vars,
+        };
+        let vars = &mut firing.vars;
+        match p {
+            Percept::Message(m) => {
+                if let StimulusOwned::Message { text, .. } = stimulus {
+                    vars.insert("message".into(), text.clone());
+                }
+                vars.insert("author".into(), m.message.author_name.clone());
+                vars.insert("author_id".into(), m.message.author_id.to_string());
+                vars.insert("user".into(), m.message.author_name.clone());
+                vars.insert("user_id".into(), m.message.author_id.to_string());
+                vars.insert(
+                    "channel".into(),
+                    m.channel_name
+                        .clone()
+                        .unwrap_or_else(|| channel_name(m.message.channel)),
+                );
+                (firing.channel, firing.message, firing.user) = (
+                    Some(m.message.channel),
+                    Some(m.message.id),
+                    Some(m.message.author_id),
+                );
+            }
+            Percept::Reaction {
+                place,
+                message,
+                user,
+                emoji,
+                ..
+            } => {
+                let reacted = s.store.message(*message).ok().flatten();
+                vars.insert(
+                    "message".into(),
+                    reacted
+                        .as_ref()
+                        .map(|m| m.content.clone())
+                        .unwrap_or_default(),
+                );
+                vars.insert(
+                    "author".into(),
+                    reacted
+                        .as_ref()
+                        .map(|m| m.author_name.clone())
+                        .unwrap_or_default(),
+                );
+                vars.insert(
+                    "author_id".into(),
+                    reacted.map(|m| m.author_id.to_string()).unwrap_or_default(),
+                );
+                vars.insert("user".into(), user.name.clone());
+                vars.insert("user_id".into(), user.id.to_string());
+                vars.insert("emoji".into(), emoji.clone());
+                vars.insert("channel".into(), channel_name(place.channel));
+                (firing.channel, firing.message, firing.user) =
+                    (Some(place.channel), Some(*message), Some(user.id));
+            }
+            Percept::MemberJoin { user, .. } => {
+                vars.insert("user".into(), user.name.clone());
+                vars.insert("user_id".into(), user.id.to_string());
+                firing.user = Some(user.id);
+            }
+            _ => {}
+        }
+        firing
+    }
+
+    /// The reflexes that want this input, best first (empty when reflexes are off).
+    pub fn matching(&self, item: &Attended) -> Vec<Candidate> {
+        self.matching_with_stimulus(item)
+            .map(|(_, c)| c)
+            .unwrap_or_default()
+    }
+
+    fn matching_with_stimulus(&self, item: &Attended) -> Option<(StimulusOwned, Vec<Candidate>)> {
+        let Input::Percept(p) = &item.input else {
+            return None;
+        };
+        let guild = p.guild();
+        let settings = self.services.settings.for_guild(guild);
+        if !settings.reflexes.enabled {
+            return None;
+        }
+        let stimulus = self.stimulus(item, &settings.bot.name)?;
+        let found = self.loaded().candidates(guild, stimulus.as_ref());
+        (!found.is_empty()).then_some((stimulus, found))
+    }
+
+    /// The matching reflexes and what they would fire with (this reads the
+    /// store for names, so it runs only once something matched).
+    pub fn candidates_for(&self, item: &Attended) -> Option<(Firing, Vec<Candidate>)> {
+        let (stimulus, found) = self.matching_with_stimulus(item)?;
+        let Input::Percept(p) = &item.input else {
+            return None;
+        };
+        Some((self.firing(p, &stimulus), found))
+    }
+
+    /// Asks the reflex model the classifier's yes/no question.
+    async fn classify(&self, r: &Reflex, question: &str, firing: &Firing) -> Result<bool, String> {
+        let mut turn = Turn::new(
+            Role::Reflex,
+            firing.guild,
+            format!("reflex {} classifier", r.name),
+        );
+        turn.channel = firing.channel;
+        turn.system = "You classify chat messages for a Discord bot. Answer the question about the message with the classify tool.".into();
+        let message = firing.vars.get("message").map(String::as_str).unwrap_or("");
+        let author = firing
+            .vars
+            .get("author")
+            .map(String::as_str)
+            .unwrap_or("someone");
+        turn.messages = vec![Message::user(format!(
+            "Question: {question}\n\nMessage from {author}:\n{message}"
+        ))];
+        turn.final_tool = Some(FinalTool::of::<Classify>(
+            "classify",
+            "Answer the question: does it match?",
+        ));
+        turn.max_steps = 2;
+        match self.services.executive.run_turn(turn).await.outcome {
+            Ok(TurnOutcome::Final(v)) => {
+                crate::executive::tools::parse_args::<Classify>(&v).map(|c| c.matches)
+            }
+            Ok(other) => Err(format!("the classifier gave no answer ({other:?})")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Runs one reflex, counting and journaling the result.
+    async fn fire(&self, c: &Candidate, mut firing: Firing) -> Ended {
+        let r = &c.reflex;
+        let started = Instant::now();
+        firing.vars.extend(c.captures.iter().cloned());
+        let ended = match &r.trigger {
+            Trigger::Classifier { question, .. } => match self.classify(r, question, &firing).await
+            {
+                Ok(true) => pipeline::run(&self.services, r, firing.clone()).await,
+                Ok(false) => Ended::Passed(format!("the classifier said no to {question:?}")),
+                Err(e) => Ended::Failed(format!("the classifier failed: {e}")),
+            },
+            _ => pipeline::run(&self.services, r, firing.clone()).await,
+        };
+        let micros = started.elapsed().as_micros() as u64;
+        let (outcome, summary, reason) = match &ended {
+            Ended::Succeeded(did) => (
+                "succeeded",
+                format!("reflex {}: {did}", r.name),
+                r.description.clone(),
+            ),
+            Ended::Passed(why) => ("passed", format!("reflex {} passed", r.name), why.clone()),
+            Ended::Escalated(why) => (
+                "escalated",
+                format!("reflex {} escalated to the executive", r.name),
+                why.clone(),
+            ),
+            Ended::Failed(why) => ("failed", format!("reflex {} failed", r.name), why.clone()),
+        };
+        let _ = self
+            .services
+            .store
+            .record_reflex_run(&r.key(), outcome, micros);
+        if matches!(ended, Ended::Failed(_)) {
+            tracing::warn!(reflex = %r.name, reason = %reason, "reflex failed");
+        }
+        let mut entry = Entry::new(Kind::Reflex, summary)
+            .place(firing.guild, firing.channel)
+            .reason(reason);
+        if let Some(m) = firing.message {
+            entry = entry.message(m);
+        }
+        self.services
+            .journal
+            .record(entry.data(
+                serde_json::json!({ "reflex": r.key(), "level": r.level, "micros": micros }),
+            ));
+        ended
+    }
+
+    /// The executive's `reflex_create`: validates, writes
+    /// `state/reflexes/<guild>/<name>.yaml` atomically, reloads.
+    pub fn create(&self, guild: GuildId, yaml: &str, by: &str) -> Result<String, String> {
+        let reflex = def::parse("the new reflex", yaml).map_err(|p| p.join("\n"))?;
+        let loaded = self.loaded();
+        if loaded
+            .reflexes
+            .iter()
+            .any(|o| o.guild.is_none() && o.name == reflex.name)
+        {
+            return Err(format!(
+                "{:?} is the name of an operator's reflex; choose another name",
+                reflex.name
+            ));
+        }
+        let dir = self.created_dir().join(guild.to_string());
+        let path = dir.join(format!("{}.yaml", reflex.name));
+        let mine = loaded
+            .reflexes
+            .iter()
+            .filter(|o| o.guild == Some(guild))
+            .count();
+        let max = self
+            .services
+            .settings
+            .for_guild(Some(guild))
+            .reflexes
+            .max_created_per_guild as usize;
+        if !path.exists() && mine >= max {
+            return Err(format!(
+                "this server already has {mine} reflexes of its own (reflexes.maxCreatedPerGuild is {max}); disable or replace one"
+            ));
+        }
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(|e| e.to_string())?;
+        std::io::Write::write_all(&mut tmp, yaml.as_bytes()).map_err(|e| e.to_string())?;
+        tmp.persist(&path).map_err(|e| e.error.to_string())?;
+        let _ = self.services.store.enable_reflex(Some(guild), &reflex.name);
+        self.reload();
+        self.services.journal.record(
+            Entry::new(Kind::Reflex, format!("created the reflex {}", reflex.name))
+                .guild(Some(guild))
+                .reason(format!("{} — asked by {by}", reflex.description))
+                .data(serde_json::json!({ "yaml": yaml })),
+        );
+        Ok(format!(
+            "created the reflex {} (level {}); it is active now",
+            reflex.name, reflex.level
+        ))
+    }
+
+    /// Disables a reflex in one guild (`Some`) or everywhere (`None`).
+    pub fn disable(
+        &self,
+        guild: Option<GuildId>,
+        name: &str,
+        reason: &str,
+        by: &str,
+    ) -> Result<String, String> {
+        let loaded = self.loaded();
+        if !loaded
+            .reflexes
+            .iter()
+            .any(|r| r.name == name && (r.guild.is_none() || guild.is_none() || r.guild == guild))
+        {
+            let names: Vec<&str> = loaded
+                .reflexes
+                .iter()
+                .filter(|r| r.guild.is_none() || r.guild == guild)
+                .map(|r| r.name.as_str())
+                .collect();
+            return Err(format!(
+                "there is no reflex {name:?}; the reflexes are: {}",
+                names.join(", ")
+            ));
+        }
+        self.services
+            .store
+            .disable_reflex(guild, name, reason, self.services.clock.now())
+            .map_err(|e| e.to_string())?;
+        self.reload();
+        self.services.journal.record(
+            Entry::new(Kind::Reflex, format!("disabled the reflex {name}"))
+                .guild(guild)
+                .reason(format!("{reason} — by {by}")),
+        );
+        Ok(match guild {
+            Some(_) => format!("disabled the reflex {name} in this server"),
+            None => format!("disabled the reflex {name} everywhere"),
+        })
+    }
+
+    pub fn enable(&self, guild: Option<GuildId>, name: &str) -> Result<bool, String> {
+        let changed = self
+            .services
+            .store
+            .enable_reflex(guild, name)
+            .map_err(|e| e.to_string())?;
+        self.reload();
+        Ok(changed)
+    }
+
+    /// May this person have the executive write or disable reflexes here?
+    pub fn may_edit(&self, guild: Option<GuildId>, user: UserId) -> bool {
+        let Some(g) = guild else { return false };
+        let settings = self.services.settings.for_guild(Some(g));
+        settings.discord.owner_user_ids.contains(&user) || settings.reflexes.allow_self_create
+    }
+}
+
+enum StimulusOwned {
+    Message { text: String, addressed: bool },
+    Reaction { emoji: String },
+    MemberJoin,
+}
+
+impl StimulusOwned {
+    fn as_ref(&self) -> Stimulus<'_> {
+        match self {
+            StimulusOwned::Message { text, addressed } => Stimulus::Message {
+                text,
+                addressed: *addressed,
+            },
+            StimulusOwned::Reaction { emoji } => Stimulus::Reaction { emoji },
+            StimulusOwned::MemberJoin => Stimulus::MemberJoin,
+        }
+    }
+}
+
+/// The message as a person meant it: a leading mention of the bot, or its
+/// name followed by a comma or colon, is not part of what they said.
+pub fn spoken_text<'a>(content: &'a str, bot: UserId, bot_name: &str) -> &'a str {
+    let mut t = content.trim();
+    for mention in [format!("<@{bot}>"), format!("<@!{bot}>")] {
+        if let Some(rest) = t.strip_prefix(mention.as_str()) {
+            t = rest.trim_start_matches([',', ':']).trim_start();
+        }
+        if let Some(rest) = t.strip_suffix(mention.as_str()) {
+            t = rest.trim_end();
+        }
+    }
+    if t.len() > bot_name.len()
+        && t.is_char_boundary(bot_name.len())
+        && t[..bot_name.len()].eq_ignore_ascii_case(bot_name)
+    {
+        let rest = &t[bot_name.len()..];
+        if rest.starts_with([',', ':']) {
+            t = rest[1..].trim_start();
+        }
+    }
+    t
+}
+
+/// The router's view of reflexes: claims inputs some reflex matches.
+pub struct ReflexHandler {
+    pub reflexes: Arc<Reflexes>,
+}
+
+#[async_trait]
+impl Handler for ReflexHandler {
+    fn name(&self) -> String {
+        "reflexes".into()
+    }
+
+    fn order(&self) -> i32 {
+        ORDER_REFLEX
+    }
+
+    fn wants(&self, item: &Attended) -> Option<String> {
+        // An input a reflex already escalated is the executive's now.
+        if item.escalated.is_some() {
+            return None;
+        }
+        let found = self.reflexes.matching(item);
+        if found.is_empty() {
+            return None;
+        }
+        let names: Vec<&str> = found.iter().map(|c| c.reflex.name.as_str()).collect();
+        Some(format!("matched {}", names.join(", ")))
+    }
+
+    async fn handle(&self, item: &Attended) -> Outcome {
+        let Some((firing, found)) = self.reflexes.candidates_for(item) else {
+            return Outcome::Declined("no reflex matches any more".into());
+        };
+        let mut notes = Vec::new();
+        for c in &found {
+            match self.reflexes.fire(c, firing.clone()).await {
+                Ended::Succeeded(_) => return Outcome::Done,
+                Ended::Escalated(why) => {
+                    return Outcome::Escalate(format!("{}: {why}", c.reflex.name));
+                }
+                Ended::Passed(why) => notes.push(format!("{} passed: {why}", c.reflex.name)),
+                Ended::Failed(why) => notes.push(format!("{} failed: {why}", c.reflex.name)),
+            }
+        }
+        Outcome::Declined(notes.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_built_in_defaults_all_parse() {
+        let files: Vec<(String, String)> = DEFAULTS
+            .iter()
+            .map(|(n, t)| (n.to_string(), t.to_string()))
+            .collect();
+        let (reflexes, problems) = parse_all(&files);
+        assert!(problems.is_empty(), "{problems:#?}");
+        assert_eq!(reflexes.len(), DEFAULTS.len());
+    }
+
+    #[test]
+    fn matching_respects_address_priority_and_disabling() {
+        let files: Vec<(String, String)> = DEFAULTS
+            .iter()
+            .map(|(n, t)| (n.to_string(), t.to_string()))
+            .collect();
+        let (reflexes, _) = parse_all(&files);
+        let loaded = Loaded::new(reflexes.clone(), HashSet::new(), Vec::new(), String::new());
+        let hits = loaded.candidates(
+            Some(GuildId(1)),
+            Stimulus::Message {
+                text: "hello!",
+                addressed: true,
+            },
+        );
+        assert_eq!(
+            hits.iter()
+                .map(|c| c.reflex.name.as_str())
+                .collect::<Vec<_>>(),
+            vec!["greeting"]
+        );
+        let remind = loaded.candidates(
+            None,
+            Stimulus::Message {
+                text: "remind me in 10 minutes to stretch",
+                addressed: true,
+            },
+        );
+        assert_eq!(
+            remind[0].captures,
+            vec![
+                ("when".to_string(), "in 10 minutes".to_string()),
+                ("what".to_string(), "stretch".to_string())
+            ]
+        );
+        assert!(
+            loaded
+                .candidates(
+                    None,
+                    Stimulus::Message {
+                        text: "remind me in 10 minutes to stretch",
+                        addressed: false
+                    }
+                )
+                .is_empty()
+        );
+        let disabled: HashSet<_> = [(Some(GuildId(1)), "greeting".to_string())].into();
+        let loaded = Loaded::new(reflexes, disabled, Vec::new(), String::new());
+        assert!(
+            loaded
+                .candidates(
+                    Some(GuildId(1)),
+                    Stimulus::Message {
+                        text: "hello!",
+                        addressed: true
+                    }
+                )
+                .is_empty()
+        );
+        assert_eq!(
+            loaded
+                .candidates(
+                    Some(GuildId(2)),
+                    Stimulus::Message {
+                        text: "hello!",
+                        addressed: true
+                    }
+                )
+                .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn the_bots_mention_and_name_are_not_part_of_the_message() {
+        let bot = UserId(42);
+        assert_eq!(
+            spoken_text("<@42> summarize https://x.y", bot, "ambient"),
+            "summarize https://x.y"
+        );
+        assert_eq!(spoken_text("<@!42>, hi", bot, "ambient"), "hi");
+        assert_eq!(
+            spoken_text("Ambient: what did you do today?", bot, "ambient"),
+            "what did you do today?"
+        );
+        assert_eq!(
+            spoken_text("ambiently yes", bot, "ambient"),
+            "ambiently yes"
+        );
+    }
+}

@@ -1,0 +1,393 @@
+//! Running one reflex's pipeline: each step renders its templates from the
+//! variables so far, does one thing, and may add a variable for the steps
+//! after it.
+//!
+//! Everything a step touches is bounded: URLs go through the guarded fetch
+//! client, files stay in the guild's state folder, model calls use the
+//! `reflex` role (and its budget), messages go through `speech` (split,
+//! rate-limited, no mass pings). A step that fails stops the pipeline and
+//! says which step and why.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderValue};
+
+use super::def::{Action, Reflex};
+use super::state::StateDir;
+use crate::attention::Place;
+use crate::clock::SharedClock;
+use crate::executive::{Executive, Message, Role, Turn, TurnOutcome};
+use crate::ids::{ChannelId, GuildId, MessageId, UserId};
+use crate::impulses::{Impulses, NewTask};
+use crate::journal::{Entry, Journal, Kind, summary};
+use crate::memory::Memory;
+use crate::memory::fact::Scope;
+use crate::net::fetch::Fetcher;
+use crate::net::html;
+use crate::settings::{Secrets, SettingsService};
+use crate::speech::Speech;
+use crate::store::Store;
+
+/// What fetched pages and API answers are cut to before they reach a variable.
+const MAX_VAR_CHARS: usize = 12_000;
+
+/// The services a pipeline may use.
+pub struct Services {
+    pub store: Store,
+    pub settings: Arc<SettingsService>,
+    pub secrets: Secrets,
+    pub journal: Journal,
+    pub clock: SharedClock,
+    pub executive: Arc<Executive>,
+    pub speech: Arc<Speech>,
+    pub memory: Arc<Memory>,
+    pub impulses: Arc<Impulses>,
+    pub data_dir: PathBuf,
+}
+
+/// Where and for whom a reflex fires.
+#[derive(Clone, Debug)]
+pub struct Firing {
+    pub guild: Option<GuildId>,
+    pub channel: Option<ChannelId>,
+    /// The message that triggered it (for `reply` and `react`).
+    pub message: Option<MessageId>,
+    /// The person it is about (author, reacting user, new member).
+    pub user: Option<UserId>,
+    pub vars: BTreeMap<String, String>,
+}
+
+/// How a pipeline ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// Every step ran; the text says what it did, for the journal.
+    Succeeded(String),
+    /// A `pass` step: not for this reflex after all.
+    Passed(String),
+    /// An `escalate` step: the executive should take it.
+    Escalated(String),
+    Failed(String),
+}
+
+pub async fn run(s: &Services, reflex: &Reflex, mut firing: Firing) -> Ended {
+    let mut did = Vec::new();
+    for (i, step) in reflex.steps.iter().enumerate() {
+        let vars = &firing.vars;
+        let result = match &step.action {
+            Action::Escalate { reason } => return Ended::Escalated(reason.render(vars)),
+            Action::Pass { reason } => return Ended::Passed(reason.render(vars)),
+            action => perform(s, reflex, &firing, action).await,
+        };
+        match result {
+            Ok(Done { output, did: what }) => {
+                if let (Some(name), Some(value)) = (step.action.output(), output) {
+                    firing.vars.insert(name.to_string(), value);
+                }
+                did.extend(what);
+            }
+            Err(reason) => {
+                return Ended::Failed(format!(
+                    "step {} ({}, {}:{}) failed: {reason}",
+                    i + 1,
+                    step.action.name(),
+                    reflex.file,
+                    step.line
+                ));
+            }
+        }
+    }
+    Ended::Succeeded(if did.is_empty() {
+        "ran its pipeline".into()
+    } else {
+        did.join("; ")
+    })
+}
+
+struct Done {
+    output: Option<String>,
+    did: Option<String>,
+}
+
+fn value(v: String) -> Result<Done, String> {
+    Ok(Done {
+        output: Some(v),
+        did: None,
+    })
+}
+
+fn did(what: String) -> Result<Done, String> {
+    Ok(Done {
+        output: None,
+        did: Some(what),
+    })
+}
+
+fn cut(text: String) -> String {
+    if text.chars().count() <= MAX_VAR_CHARS {
+        return text;
+    }
+    text.chars().take(MAX_VAR_CHARS).collect::<String>() + "…"
+}
+
+async fn perform(
+    s: &Services,
+    reflex: &Reflex,
+    f: &Firing,
+    action: &Action,
+) -> Result<Done, String> {
+    let vars = &f.vars;
+    let settings = s.settings.for_guild(f.guild);
+    match action {
+        Action::FetchUrl { url, .. } => {
+            let url = url.render(vars);
+            let fetched = Fetcher::new(&settings.network)
+                .get(url.trim())
+                .await
+                .map_err(|e| e.to_string())?;
+            let body = String::from_utf8_lossy(&fetched.body).into_owned();
+            let is_html = fetched
+                .content_type
+                .as_deref()
+                .is_some_and(|t| t.contains("html"))
+                || body.trim_start().starts_with('<');
+            if is_html {
+                let (title, text) = html::readable(&body, MAX_VAR_CHARS);
+                value(match title {
+                    Some(t) => format!("{t}\n\n{text}"),
+                    None => text,
+                })
+            } else {
+                value(cut(body))
+            }
+        }
+        Action::ReadFile { path, .. } => value(state_dir(s, f).read(&path.render(vars))?),
+        Action::WriteFile { path, content } => {
+            let path = path.render(vars);
+            state_dir(s, f).write(&path, &content.render(vars))?;
+            did(format!("wrote {path}"))
+        }
+        Action::LlmPrompt { prompt, .. } => {
+            let mut turn = Turn::new(Role::Reflex, f.guild, format!("reflex {}", reflex.name));
+            turn.channel = f.channel;
+            turn.system = "You are a small, fast helper inside a Discord bot. Do exactly what is asked, briefly, with no preamble.".into();
+            turn.messages = vec![Message::user(prompt.render(vars))];
+            turn.max_steps = 1;
+            match s.executive.run_turn(turn).await.outcome {
+                Ok(TurnOutcome::Answer(text)) if !text.trim().is_empty() => {
+                    value(text.trim().to_string())
+                }
+                Ok(other) => Err(format!("the reflex model gave no answer ({other:?})")),
+                Err(e) => Err(e.to_string()),
+            }
+        }
+        Action::ExtractJson { input, path, .. } => {
+            let json: serde_json::Value = serde_json::from_str(&input.render(vars))
+                .map_err(|e| format!("the input is not JSON: {e}"))?;
+            let query = serde_json_path::JsonPath::parse(path).map_err(|e| e.to_string())?;
+            let found: Vec<String> = query
+                .query(&json)
+                .all()
+                .into_iter()
+                .map(|v| match v {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .collect();
+            if found.is_empty() {
+                return Err(format!("{path} matched nothing in the input"));
+            }
+            value(found.join("\n"))
+        }
+        Action::GithubApi { path, .. } => {
+            let path = path.render(vars);
+            let path = path.trim();
+            if !path.starts_with('/')
+                || path.starts_with("//")
+                || path.contains("..")
+                || path.contains(['\\', '@', '#'])
+                || path.chars().any(char::is_whitespace)
+            {
+                return Err(format!(
+                    "{path:?} is not a GitHub API path like /repos/OWNER/REPO/releases/latest"
+                ));
+            }
+            let base = settings.reflexes.github_api_base_url.trim_end_matches('/');
+            let mut headers = HeaderMap::new();
+            headers.insert(
+                ACCEPT,
+                HeaderValue::from_static("application/vnd.github+json"),
+            );
+            if let Some(token) = &s.secrets.github_token {
+                if let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", token.expose())) {
+                    v.set_sensitive(true);
+                    headers.insert(AUTHORIZATION, v);
+                }
+            }
+            let fetched = Fetcher::new(&settings.network)
+                .get_with(&format!("{base}{path}"), &Default::default(), &headers)
+                .await
+                .map_err(|e| e.to_string())?;
+            value(cut(String::from_utf8_lossy(&fetched.body).into_owned()))
+        }
+        Action::Reply { message, channel } => {
+            let text = message.render(vars);
+            let (channel, reply_to) = match channel {
+                Some(target) => (resolve_channel(s, f.guild, target)?, None),
+                None => (
+                    f.channel.ok_or("there is no channel to reply in")?,
+                    f.message,
+                ),
+            };
+            let cause = format!(
+                "reflex-{}-{}",
+                reflex.name,
+                f.message.map(|m| m.to_string()).unwrap_or_else(|| s
+                    .clock
+                    .now()
+                    .timestamp()
+                    .to_string())
+            );
+            s.speech
+                .say(
+                    Place {
+                        guild: f.guild,
+                        channel,
+                    },
+                    &text,
+                    reply_to,
+                    &cause,
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+            did(format!("replied {:?}", short(&text)))
+        }
+        Action::React { emoji } => {
+            let emoji = emoji.render(vars);
+            let (Some(channel), Some(message)) = (f.channel, f.message) else {
+                return Err("there is no message to react to".into());
+            };
+            s.speech
+                .transport()
+                .react(channel, message, emoji.trim())
+                .await
+                .map_err(|e| e.to_string())?;
+            did(format!("reacted {}", emoji.trim()))
+        }
+        Action::AddTask { text, due, message } => {
+            let text = text.render(vars);
+            let context = format!(
+                "from the reflex {} after: {}",
+                reflex.name,
+                short(vars.get("message").map(String::as_str).unwrap_or(""))
+            );
+            let task = s.impulses.add_task(NewTask {
+                guild: f.guild,
+                channel: f.channel,
+                text,
+                due: due.render(vars),
+                message: message.as_ref().map(|m| m.render(vars)),
+                context,
+                created_by: format!("reflex:{}", reflex.name),
+                owner: f.user,
+            })?;
+            did(format!(
+                "added the task {:?} due {}",
+                short(&task.text),
+                task.due.format("%Y-%m-%d %H:%M UTC")
+            ))
+        }
+        Action::AddIdea { text } => {
+            let idea = s.impulses.add_idea(
+                f.guild,
+                &text.render(vars),
+                &format!("the reflex {}", reflex.name),
+            )?;
+            did(format!("noted the idea {:?}", short(&idea.text)))
+        }
+        Action::Remember {
+            text,
+            kind,
+            importance,
+        } => {
+            let scope = match (f.guild, f.user) {
+                (Some(g), _) => Scope::guild(g),
+                (None, Some(u)) => Scope::user(None, u),
+                (None, None) => return Err("there is nowhere to remember it".into()),
+            };
+            let fact = crate::memory::manual(
+                scope,
+                *kind,
+                *importance,
+                &text.render(vars),
+                None,
+                s.clock.now(),
+            );
+            let stored = s.memory.remember(fact, f.message)?;
+            did(stored.describe())
+        }
+        Action::Log { message } => {
+            s.journal.record(
+                Entry::new(
+                    Kind::Reflex,
+                    format!("reflex {}: {}", reflex.name, message.render(vars)),
+                )
+                .place(f.guild, f.channel),
+            );
+            Ok(Done {
+                output: None,
+                did: None,
+            })
+        }
+        Action::JournalSummary { since, .. } => {
+            let tz = s.impulses.timezone(f.guild);
+            let now = s.clock.now();
+            let start = summary::parse_window(since, now, tz)?;
+            let lines = summary::what_i_did(&s.journal, &s.store, f.guild, start, tz, 25);
+            value(if lines.is_empty() {
+                format!("nothing yet ({since})")
+            } else {
+                lines.join("\n")
+            })
+        }
+        Action::Escalate { .. } | Action::Pass { .. } => unreachable!("handled by run"),
+    }
+}
+
+fn state_dir(s: &Services, f: &Firing) -> StateDir {
+    let scope = match (f.guild, f.user) {
+        (Some(g), _) => format!("guilds/{g}"),
+        (None, Some(u)) => format!("dm/{u}"),
+        (None, None) => "global".into(),
+    };
+    StateDir::new(&s.data_dir, &scope)
+}
+
+/// A channel id or `#name`, which must be in the same guild.
+fn resolve_channel(
+    s: &Services,
+    guild: Option<GuildId>,
+    target: &str,
+) -> Result<ChannelId, String> {
+    let guild = guild.ok_or("a reply to another channel needs a server")?;
+    let target = target.trim();
+    let found = match target.parse::<u64>() {
+        Ok(id) => s
+            .store
+            .guild_channels(guild)
+            .ok()
+            .and_then(|cs| cs.into_iter().find(|c| c.0 == id)),
+        Err(_) => s
+            .store
+            .channel_by_name(guild, target.trim_start_matches('#'))
+            .ok()
+            .flatten(),
+    };
+    found.ok_or_else(|| format!("{target:?} is not a channel of this server"))
+}
+
+fn short(text: &str) -> String {
+    let t: String = text.chars().take(80).collect();
+    if t.len() < text.len() { t + "…" } else { t }
+}

@@ -1,0 +1,149 @@
+//! The files reflexes may read and write: `<dataDir>/state/guilds/<guild>/`
+//! (or `state/dm/<user>/` in direct messages).
+//!
+//! A reflex's `read_file` / `write_file` path is untrusted text (it may be
+//! built from a message), so it is checked before any file is touched: no
+//! absolute paths, no `..`, no drive prefixes, nothing that resolves (through
+//! a symlink, say) outside the folder. Each guild has its own folder so one
+//! guild's reflexes never see another's files. Writes are atomic (a temporary
+//! file renamed into place), so a crash never leaves half a file.
+
+use std::io::Write as _;
+use std::path::{Component, Path, PathBuf};
+
+/// The largest file a reflex may read or write.
+pub const MAX_FILE_BYTES: usize = 1_000_000;
+
+pub struct StateDir {
+    root: PathBuf,
+}
+
+impl StateDir {
+    /// `data_dir/state/<scope>`, where scope is `guilds/<id>` or `dm/<id>`.
+    pub fn new(data_dir: &Path, scope: &str) -> Self {
+        Self {
+            root: data_dir.join("state").join(scope),
+        }
+    }
+
+    /// Where `rel` lives, if it stays inside the folder.
+    pub fn resolve(&self, rel: &str) -> Result<PathBuf, String> {
+        let rel = rel.trim();
+        if rel.is_empty() {
+            return Err("the path is empty".into());
+        }
+        let path = Path::new(rel);
+        for part in path.components() {
+            match part {
+                Component::Normal(_) | Component::CurDir => {}
+                Component::ParentDir => {
+                    return Err(format!(
+                        "{rel:?} is refused: `..` would leave the reflex state folder"
+                    ));
+                }
+                Component::RootDir | Component::Prefix(_) => {
+                    return Err(format!(
+                        "{rel:?} is refused: paths are relative to the reflex state folder, not absolute"
+                    ));
+                }
+            }
+        }
+        let full = self.root.join(path);
+        // A symlink planted inside the folder must not lead out of it.
+        std::fs::create_dir_all(&self.root)
+            .map_err(|e| format!("cannot create the state folder: {e}"))?;
+        let root = self
+            .root
+            .canonicalize()
+            .map_err(|e| format!("cannot resolve the state folder: {e}"))?;
+        let mut existing = full.clone();
+        while !existing.exists() {
+            if !existing.pop() {
+                break;
+            }
+        }
+        let resolved = existing
+            .canonicalize()
+            .map_err(|e| format!("cannot resolve {rel:?}: {e}"))?;
+        if !resolved.starts_with(&root) {
+            return Err(format!(
+                "{rel:?} is refused: it resolves outside the reflex state folder"
+            ));
+        }
+        Ok(full)
+    }
+
+    /// The file's text; a file that does not exist yet reads as empty, so a
+    /// reflex can keep a counter or a list without creating it first.
+    pub fn read(&self, rel: &str) -> Result<String, String> {
+        let path = self.resolve(rel)?;
+        match std::fs::metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
+            Err(e) => return Err(format!("cannot read {rel:?}: {e}")),
+            Ok(m) if m.is_dir() => return Err(format!("{rel:?} is a folder, not a file")),
+            Ok(m) if m.len() as usize > MAX_FILE_BYTES => {
+                return Err(format!("{rel:?} is larger than {MAX_FILE_BYTES} bytes"));
+            }
+            Ok(_) => {}
+        }
+        let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {rel:?}: {e}"))?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    pub fn write(&self, rel: &str, content: &str) -> Result<(), String> {
+        if content.len() > MAX_FILE_BYTES {
+            return Err(format!(
+                "refusing to write {} bytes to {rel:?}: the limit is {MAX_FILE_BYTES}",
+                content.len()
+            ));
+        }
+        let path = self.resolve(rel)?;
+        let parent = path
+            .parent()
+            .ok_or_else(|| format!("{rel:?} has no folder"))?;
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create the folder for {rel:?}: {e}"))?;
+        // Created folders are re-checked: a symlinked parent could only be seen once it exists.
+        self.resolve(rel)?;
+        let mut tmp = tempfile::NamedTempFile::new_in(parent)
+            .map_err(|e| format!("cannot write {rel:?}: {e}"))?;
+        tmp.write_all(content.as_bytes())
+            .map_err(|e| format!("cannot write {rel:?}: {e}"))?;
+        tmp.persist(&path)
+            .map_err(|e| format!("cannot write {rel:?}: {}", e.error))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_that_leave_the_folder_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::new(dir.path(), "guilds/1");
+        for bad in ["../../etc/passwd", "/etc/passwd", "a/../../b", ""] {
+            assert!(state.write(bad, "x").is_err(), "{bad} must be refused");
+        }
+        assert!(!dir.path().join("etc").exists());
+        state.write("notes/today.txt", "hello").unwrap();
+        assert_eq!(state.read("notes/today.txt").unwrap(), "hello");
+        assert_eq!(state.read("never-written.txt").unwrap(), "");
+        assert!(dir.path().join("state/guilds/1/notes/today.txt").exists());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_out_of_the_folder_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let state = StateDir::new(dir.path(), "guilds/1");
+        std::fs::create_dir_all(dir.path().join("state/guilds/1")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("state/guilds/1/escape"))
+            .unwrap();
+        let err = state.write("escape/x.txt", "x").unwrap_err();
+        assert!(err.contains("outside"), "{err}");
+        assert!(!outside.path().join("x.txt").exists());
+    }
+}
