@@ -34,6 +34,7 @@ use crate::executive::{ExecError, Executive, Message, Role, Turn, TurnOutcome, T
 use crate::ids::ChannelId;
 use crate::impulses::Impulses;
 use crate::impulses::tools::add_task;
+use crate::journal::summary::Audience;
 use crate::journal::tools::journal_search;
 use crate::journal::{Entry, Journal, Kind};
 use crate::memory::Memory;
@@ -200,8 +201,11 @@ impl ReplyHandler {
                 &self.tools.journal,
                 &self.store,
                 &self.clock,
-                place.guild,
-                place.channel,
+                Audience::new(
+                    &self.settings.for_guild(place.guild),
+                    place.guild,
+                    place.channel,
+                ),
                 tz,
             ),
             add_task(

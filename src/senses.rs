@@ -76,6 +76,15 @@ impl Senses {
             Percept::Message(m) => {
                 self.remember_names(m);
                 let new = self.store.insert_message(&m.message)?;
+                if let (true, Some(g), false) = (new, m.message.guild, m.message.author_is_bot) {
+                    crate::journal::stream::record_message(
+                        &self.store,
+                        g,
+                        &m.message.author_name,
+                        &m.message.content,
+                        m.message.created_at,
+                    );
+                }
                 (new, new)
             }
             Percept::Edit {

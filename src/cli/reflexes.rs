@@ -70,9 +70,37 @@ pub fn stats(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
             .map(|(n, t)| (n.to_string(), t.to_string()))
             .collect()
     };
-    for r in reflexes::parse_all(&files).0 {
-        rows.entry(r.name.clone()).or_insert_with(|| ReflexStats {
-            name: r.name,
+    let mut defined: Vec<String> = reflexes::parse_all(&files)
+        .0
+        .into_iter()
+        .map(|r| r.key())
+        .collect();
+    // And the ones the executive wrote for a server (`name@server`).
+    let created = PathBuf::from(&loaded.settings.storage.data_dir)
+        .join("state")
+        .join("reflexes");
+    for guild_dir in std::fs::read_dir(&created)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+    {
+        let Some(guild) = guild_dir
+            .file_name()
+            .to_str()
+            .and_then(|g| g.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        for mut r in
+            reflexes::parse_all(&reflexes::read_dir(&guild_dir.path()).unwrap_or_default()).0
+        {
+            r.guild = Some(crate::ids::GuildId(guild));
+            defined.push(r.key());
+        }
+    }
+    for key in defined {
+        rows.entry(key.clone()).or_insert_with(|| ReflexStats {
+            name: key,
             ..Default::default()
         });
     }
@@ -89,9 +117,16 @@ pub fn stats(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
         } else {
             format!("{:.1}", s.total_us as f64 / s.fired as f64 / 1000.0)
         };
+        // A key is `name` (the operator's) or `name@server` (written for one server).
+        let (name, only) = match s.name.split_once('@') {
+            Some((n, g)) => (n, g.parse::<u64>().ok()),
+            None => (s.name.as_str(), None),
+        };
         let off: Vec<String> = disabled
             .iter()
-            .filter(|(_, name, _)| *name == s.name)
+            .filter(|(g, n, _)| {
+                n == name && (g.is_none() || only.is_none() || g.map(|g| g.get()) == only)
+            })
             .map(|(g, _, why)| match g {
                 Some(g) => format!(" (disabled in {g}: {why})"),
                 None => format!(" (disabled: {why})"),

@@ -202,7 +202,10 @@ pub fn idea_add(app: &App, who: &Asker, text: &str) -> String {
 }
 
 pub fn idea_list(app: &App, who: &Asker) -> String {
-    let ideas = app.store.ideas(who.guild, true).unwrap_or_default();
+    let Some(guild) = who.guild else {
+        return "Ideas belong to a server; use this in one.".into();
+    };
+    let ideas = app.store.ideas(Some(guild), true).unwrap_or_default();
     if ideas.is_empty() {
         return "No ideas yet.".into();
     }

@@ -99,7 +99,18 @@ impl ImpulseHandler {
             guild_name: guild
                 .and_then(|g| self.store.guild_name(g).ok().flatten())
                 .unwrap_or_default(),
-            now: self.clock.now().format("%A %Y-%m-%d %H:%M UTC").to_string(),
+            now: {
+                let tz: chrono_tz::Tz = settings
+                    .impulses
+                    .timezone
+                    .parse()
+                    .unwrap_or(chrono_tz::Tz::UTC);
+                self.clock
+                    .now()
+                    .with_timezone(&tz)
+                    .format("%A %Y-%m-%d %H:%M %Z")
+                    .to_string()
+            },
             kind,
             text: text.to_string(),
             context: context.to_string(),
@@ -196,6 +207,9 @@ impl ImpulseHandler {
         let Ok(Some(task)) = self.store.task(id) else {
             return Outcome::Declined(format!("task {id} no longer exists"));
         };
+        if task.done_at.is_some() {
+            return Outcome::Declined(format!("task {} is already done", task.short_id()));
+        }
         let now = self.clock.now();
         if let Some(message) = &task.message {
             return match self

@@ -56,6 +56,9 @@ pub struct Impulses {
     spine: Arc<Spine>,
 }
 
+/// How long after claiming a task a restart may still deliver it.
+const RESUME_WINDOW_MINUTES: i64 = 10;
+
 fn new_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
@@ -108,6 +111,23 @@ impl Impulses {
             return Err("that task is too long: keep the text under 500 characters and the message under 1,800".into());
         }
         let due = when::parse_due(&due, now, self.timezone(guild))?;
+        if let Some(person) = owner {
+            let max = self
+                .settings
+                .for_guild(guild)
+                .impulses
+                .max_open_tasks_per_person;
+            if self
+                .store
+                .open_tasks_of(guild, person)
+                .map_err(|e| e.to_string())?
+                >= u64::from(max)
+            {
+                return Err(format!(
+                    "you already have {max} open tasks here (impulses.maxOpenTasksPerPerson); close one with /task done first"
+                ));
+            }
+        }
         let task = Task {
             id: new_id(),
             guild,
@@ -144,6 +164,9 @@ impl Impulses {
         let text = text.trim();
         if text.is_empty() {
             return Err("an idea needs some words".into());
+        }
+        if guild.is_none() {
+            return Err("ideas belong to a server: suggest it there".into());
         }
         let idea = Idea {
             id: new_id(),
@@ -312,11 +335,13 @@ impl Impulses {
                 .impulses
                 .idea_idle_minutes,
         ));
-        self.store
-            .last_human_message(guild)
-            .ok()
-            .flatten()
-            .is_none_or(|t| now - t >= quiet)
+        let last_human = self.store.last_human_message(guild).ok().flatten();
+        // One idea per quiet spell: the next waits until people have spoken again.
+        let explored = self.store.last_idea_explored(guild).ok().flatten();
+        if explored.is_some_and(|e| last_human.is_none_or(|h| e >= h)) {
+            return false;
+        }
+        last_human.is_none_or(|t| now - t >= quiet)
     }
 
     /// How long until the next check: short while people are talking with the bot, long when idle.
@@ -330,7 +355,51 @@ impl Impulses {
         Duration::from_secs(u64::from(seconds.max(1)))
     }
 
+    /// At start: a task claimed just before the process stopped is queued
+    /// again while its nonce still guards against a double post (the same
+    /// task always speaks with the same nonce); an older one is closed and
+    /// journaled rather than repeated late.
+    pub fn recover(&self) {
+        let now = self.clock.now();
+        for task in self.store.interrupted_tasks().unwrap_or_default() {
+            let fired = task.fired_at.unwrap_or(now);
+            if now - fired <= chrono::Duration::minutes(RESUME_WINDOW_MINUTES) {
+                let mut i = Impulse::new(
+                    ImpulseKind::TaskDue {
+                        task_id: task.id.clone(),
+                    },
+                    task.guild,
+                    now,
+                );
+                i.channel = task.channel;
+                i.detail = task.text.clone();
+                self.spine.submit(Input::Impulse(i));
+                self.journal.record(
+                    Entry::new(
+                        Kind::Impulse,
+                        format!("resuming a task interrupted by a restart: {}", task.text),
+                    )
+                    .place(task.guild, task.channel),
+                );
+            } else {
+                let _ = self.store.complete_task(&task.id, now);
+                self.journal.record(
+                    Entry::new(
+                        Kind::Impulse,
+                        format!("task not repeated after a restart: {}", task.text),
+                    )
+                    .place(task.guild, task.channel)
+                    .reason(format!(
+                        "it was started {} and may have been done already",
+                        crate::when::ago(fired, now)
+                    )),
+                );
+            }
+        }
+    }
+
     pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
+        self.recover();
         loop {
             self.check();
             tokio::select! {

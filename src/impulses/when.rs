@@ -92,7 +92,22 @@ fn relative(t: &str) -> Option<Duration> {
 
 fn parse_time(t: &str) -> Option<NaiveTime> {
     let t = t.trim();
-    for format in ["%H:%M", "%H.%M", "%I:%M%P", "%I%P", "%I:%M %P", "%I %P"] {
+    // "at 9": a bare hour.
+    if !t.is_empty() && t.len() <= 2 && t.chars().all(|c| c.is_ascii_digit()) {
+        return NaiveTime::from_hms_opt(t.parse().ok()?, 0, 0);
+    }
+    // "7pm", "7:30 am" (chrono cannot read an hour without minutes this way).
+    for (suffix, offset) in [("am", 0), ("pm", 12)] {
+        if let Some(clock) = t.strip_suffix(suffix).map(str::trim_end) {
+            let (h, m) = clock.split_once(':').unwrap_or((clock, "0"));
+            let (h, m): (u32, u32) = (h.parse().ok()?, m.parse().ok()?);
+            if !(1..=12).contains(&h) {
+                return None;
+            }
+            return NaiveTime::from_hms_opt(h % 12 + offset, m, 0);
+        }
+    }
+    for format in ["%H:%M", "%H.%M"] {
         if let Ok(time) = NaiveTime::parse_from_str(t, format) {
             return Some(time);
         }
@@ -100,28 +115,100 @@ fn parse_time(t: &str) -> Option<NaiveTime> {
     None
 }
 
-/// A cron expression; 5 fields (crontab) or the cron crate's 6/7.
-pub fn parse_cron(expr: &str) -> Result<cron::Schedule, String> {
-    let fields = expr.split_whitespace().count();
-    let full = match fields {
-        5 => format!("0 {}", expr.trim()),
-        6 | 7 => expr.trim().to_string(),
-        n => {
+/// A recurring schedule: one cron schedule, or two when a crontab line
+/// restricts both the day of the month and the weekday (crontab then fires
+/// on either, where the cron crate would want both).
+#[derive(Clone, Debug)]
+pub struct Cron {
+    schedules: Vec<cron::Schedule>,
+}
+
+/// A cron expression. The 5-field crontab form (`*/5 * * * *`, `0 9 * * 1-5`)
+/// means what it means in crontab: weekdays 0–7 with Sunday as 0 or 7. The
+/// cron crate's own 6/7-field form (leading seconds, Sunday = 1) is passed
+/// through as it is.
+pub fn parse_cron(expr: &str) -> Result<Cron, String> {
+    let fields: Vec<&str> = expr.split_whitespace().collect();
+    let parse = |full: String| {
+        cron::Schedule::from_str(&full)
+            .map_err(|e| format!("{expr:?} is not a valid cron expression: {e}"))
+    };
+    let schedules = match fields.as_slice() {
+        [minute, hour, dom, month, dow] => {
+            let dow =
+                crontab_weekdays(dow).map_err(|e| format!("{expr:?}: the weekday field {e}"))?;
+            let restricted = |f: &str| f != "*" && f != "?";
+            if restricted(dom) && restricted(&dow) {
+                vec![
+                    parse(format!("0 {minute} {hour} {dom} {month} *"))?,
+                    parse(format!("0 {minute} {hour} * {month} {dow}"))?,
+                ]
+            } else {
+                vec![parse(format!("0 {minute} {hour} {dom} {month} {dow}"))?]
+            }
+        }
+        f if f.len() == 6 || f.len() == 7 => vec![parse(expr.trim().to_string())?],
+        f => {
             return Err(format!(
-                "{expr:?} has {n} fields; a cron expression has 5 (minute hour day month weekday)"
+                "{expr:?} has {} fields; a cron expression has 5 (minute hour day month weekday)",
+                f.len()
             ));
         }
     };
-    cron::Schedule::from_str(&full)
-        .map_err(|e| format!("{expr:?} is not a valid cron expression: {e}"))
+    Ok(Cron { schedules })
+}
+
+/// Crontab weekdays (0–7, Sunday 0 or 7) as the cron crate's (1–7, Sunday 1).
+/// Names (`MON-FRI`) mean the same in both and pass through.
+fn crontab_weekdays(field: &str) -> Result<String, String> {
+    if field == "*" || field == "?" {
+        return Ok(field.to_string());
+    }
+    let mut items = Vec::new();
+    for item in field.split(',') {
+        if item.chars().any(|c| c.is_ascii_alphabetic()) {
+            items.push(item.to_string());
+            continue;
+        }
+        let (base, step) = match item.split_once('/') {
+            Some((b, s)) => (
+                b,
+                s.parse::<usize>()
+                    .map_err(|_| format!("has a bad step in {item:?}"))?,
+            ),
+            None => (item, 1),
+        };
+        let num = |n: &str| match n.parse::<u32>() {
+            Ok(v) if v <= 7 => Ok(v),
+            _ => Err(format!(
+                "has {n:?}, but weekdays are 0–7 (Sunday is 0 or 7)"
+            )),
+        };
+        let (from, to) = match base.split_once('-') {
+            _ if base == "*" => (0, 6),
+            Some((a, b)) => (num(a)?, num(b)?),
+            None if step > 1 => (num(base)?, 6),
+            None => (num(base)?, num(base)?),
+        };
+        if from > to || step == 0 {
+            return Err(format!("has the empty range {item:?}"));
+        }
+        let mut days: Vec<u32> = (from..=to).step_by(step).map(|d| d % 7 + 1).collect();
+        days.sort_unstable();
+        days.dedup();
+        items.extend(days.iter().map(u32::to_string));
+    }
+    Ok(items.join(","))
 }
 
 /// The first time `schedule` fires after `after`, in `tz`.
-pub fn next_fire(schedule: &cron::Schedule, after: DateTime<Utc>, tz: Tz) -> Option<DateTime<Utc>> {
+pub fn next_fire(schedule: &Cron, after: DateTime<Utc>, tz: Tz) -> Option<DateTime<Utc>> {
     schedule
-        .after(&after.with_timezone(&tz))
-        .next()
+        .schedules
+        .iter()
+        .filter_map(|s| s.after(&after.with_timezone(&tz)).next())
         .map(|d| d.with_timezone(&Utc))
+        .min()
 }
 
 #[cfg(test)]
@@ -149,6 +236,14 @@ mod tests {
             at("2026-01-06T09:00:00Z")
         );
         assert_eq!(
+            parse_due("tomorrow at 9", now, utc).unwrap(),
+            at("2026-01-06T09:00:00Z")
+        );
+        assert_eq!(
+            parse_due("at 7pm", now, utc).unwrap(),
+            at("2026-01-05T19:00:00Z")
+        );
+        assert_eq!(
             parse_due("11:30", now, utc).unwrap(),
             at("2026-01-06T11:30:00Z"),
             "a past time means tomorrow"
@@ -173,5 +268,62 @@ mod tests {
         assert_eq!(next, at("2026-01-05T12:05:00Z"));
         assert!(parse_cron("* * *").unwrap_err().contains("5 (minute hour"));
         assert!(parse_cron("61 * * * *").is_err());
+        assert!(
+            parse_cron("0 9 * * 8")
+                .unwrap_err()
+                .contains("weekdays are 0–7")
+        );
+    }
+
+    #[test]
+    fn crontab_weekdays_mean_what_they_mean_in_crontab() {
+        let utc: Tz = "UTC".parse().unwrap();
+        // 2026-01-09 is a Friday.
+        let weekdays = parse_cron("0 9 * * 1-5").unwrap();
+        assert_eq!(
+            next_fire(&weekdays, at("2026-01-09T10:00:00Z"), utc).unwrap(),
+            at("2026-01-12T09:00:00Z"),
+            "Friday → Monday"
+        );
+        let sunday = parse_cron("0 9 * * 0").unwrap();
+        assert_eq!(
+            next_fire(&sunday, at("2026-01-09T10:00:00Z"), utc).unwrap(),
+            at("2026-01-11T09:00:00Z")
+        );
+        let also_sunday = parse_cron("0 9 * * 7").unwrap();
+        assert_eq!(
+            next_fire(&also_sunday, at("2026-01-09T10:00:00Z"), utc).unwrap(),
+            at("2026-01-11T09:00:00Z")
+        );
+        let weekend = parse_cron("0 9 * * 6-7").unwrap();
+        assert_eq!(
+            next_fire(&weekend, at("2026-01-09T10:00:00Z"), utc).unwrap(),
+            at("2026-01-10T09:00:00Z"),
+            "Saturday"
+        );
+        let names = parse_cron("0 9 * * MON-FRI").unwrap();
+        assert_eq!(
+            next_fire(&names, at("2026-01-09T10:00:00Z"), utc).unwrap(),
+            at("2026-01-12T09:00:00Z")
+        );
+        // Day of month and weekday both set: either one (crontab's rule).
+        let either = parse_cron("0 9 13 * 1").unwrap();
+        assert_eq!(
+            next_fire(&either, at("2026-01-09T10:00:00Z"), utc).unwrap(),
+            at("2026-01-12T09:00:00Z"),
+            "Monday the 12th"
+        );
+        assert_eq!(
+            next_fire(&either, at("2026-01-12T10:00:00Z"), utc).unwrap(),
+            at("2026-01-13T09:00:00Z"),
+            "then the 13th"
+        );
+        // In the guild's timezone.
+        let berlin: Tz = "Europe/Berlin".parse().unwrap();
+        let nine = parse_cron("0 9 * * *").unwrap();
+        assert_eq!(
+            next_fire(&nine, at("2026-01-09T10:00:00Z"), berlin).unwrap(),
+            at("2026-01-10T08:00:00Z")
+        );
     }
 }

@@ -5,6 +5,7 @@
 //! and model calls. It is how the bot answers "what did you do today, and
 //! why?" (`ambient journal`, `/ambient why`), and how an operator audits it.
 
+pub mod stream;
 pub mod summary;
 pub mod tools;
 
@@ -215,6 +216,7 @@ impl Journal {
             "{}",
             entry.summary
         );
+        stream::record_entry(&self.store, &entry);
         match self.store.journal_append(&entry) {
             Ok(id) => Some(id),
             Err(e) => {

@@ -10,21 +10,89 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
 use super::{Entry, Filter, Journal, Kind};
-use crate::ids::GuildId;
+use crate::ids::{ChannelId, GuildId};
+use crate::settings::Settings;
 use crate::store::Store;
 
 /// The kinds of entry that say what the bot did, rather than how it routed.
+/// Memory is left out: its entries quote what was remembered, which belongs
+/// to `/memory`, not to an answer anyone in the channel can read.
 pub const DEEDS: &[Kind] = &[
     Kind::Reply,
     Kind::InitiativePost,
     Kind::InitiativeSkip,
     Kind::Reflex,
     Kind::Impulse,
-    Kind::Memory,
     Kind::Garden,
     Kind::Settings,
     Kind::Voice,
 ];
+
+/// Who will read the answer, and so which entries it may mention: in a DM,
+/// that DM only; in a server, what concerns the server as a whole, the
+/// channel asked in, and the channels the bot talks in where everyone can
+/// see (its discovery and reply channels) — never another server, and not
+/// what happened in a channel the asker may not see.
+#[derive(Clone, Debug)]
+pub struct Audience {
+    pub guild: Option<GuildId>,
+    pub channel: ChannelId,
+    pub public: Vec<ChannelId>,
+}
+
+impl Audience {
+    pub fn new(settings: &Settings, guild: Option<GuildId>, channel: ChannelId) -> Self {
+        let r = &settings.permissions.replies;
+        let public = r
+            .discovery_channel_ids
+            .iter()
+            .chain(&r.reply_channel_ids)
+            .copied()
+            .collect();
+        Self {
+            guild,
+            channel,
+            public,
+        }
+    }
+
+    /// The journal filter that keeps to this audience's server (or DM).
+    pub fn filter(&self, since: DateTime<Utc>, kinds: Vec<Kind>, text: Option<String>) -> Filter {
+        Filter {
+            since: Some(since),
+            kinds,
+            guild: self.guild,
+            // Channel ids are unique across Discord: in a DM the channel is the whole scope.
+            channel: self.guild.is_none().then_some(self.channel),
+            text,
+            // Read generously; entries for other channels are dropped below.
+            limit: Some(500),
+            ..Default::default()
+        }
+    }
+
+    pub fn admits(&self, e: &Entry) -> bool {
+        match (self.guild, e.channel) {
+            (None, c) => c == Some(self.channel),
+            (Some(g), _) if e.guild != Some(g) => false,
+            (Some(_), None) => true,
+            (Some(_), Some(c)) => c == self.channel || self.public.contains(&c),
+        }
+    }
+
+    /// The newest `limit` entries this audience may read, oldest first.
+    pub fn read(&self, journal: &Journal, filter: &Filter, limit: usize) -> Vec<Entry> {
+        let mut entries: Vec<Entry> = journal
+            .query(filter)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|e| self.admits(e))
+            .collect();
+        let skip = entries.len().saturating_sub(limit);
+        entries.drain(..skip);
+        entries
+    }
+}
 
 /// One line per entry: `14:05 #general  answered alice — a mention`.
 pub fn line(e: &Entry, store: &Store, tz: Tz) -> String {
@@ -51,25 +119,18 @@ pub fn line(e: &Entry, store: &Store, tz: Tz) -> String {
     out
 }
 
-/// What the bot did in `guild` since `since`, newest `limit` entries, oldest first.
+/// What the bot did since `since`, as this audience may hear it: newest `limit` entries, oldest first.
 pub fn what_i_did(
     journal: &Journal,
     store: &Store,
-    guild: Option<GuildId>,
+    audience: &Audience,
     since: DateTime<Utc>,
     tz: Tz,
     limit: usize,
 ) -> Vec<String> {
-    let filter = Filter {
-        since: Some(since),
-        kinds: DEEDS.to_vec(),
-        guild,
-        limit: Some(limit),
-        ..Default::default()
-    };
-    journal
-        .query(&filter)
-        .unwrap_or_default()
+    let filter = audience.filter(since, DEEDS.to_vec(), None);
+    audience
+        .read(journal, &filter, limit)
         .iter()
         .map(|e| line(e, store, tz))
         .collect()

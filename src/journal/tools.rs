@@ -1,6 +1,6 @@
 //! `journal_search`: the executive reading its own journal, to answer
-//! "what did you do today?" and "why did you do that?" — confined to the
-//! guild (or DM channel) the turn runs for.
+//! "what did you do today?" and "why did you do that?" — confined to what
+//! the people in the channel asking may read (see [`Audience`]).
 
 use async_trait::async_trait;
 use chrono_tz::Tz;
@@ -8,10 +8,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use std::sync::Arc;
 
-use super::{Filter, Journal, Kind, summary};
+use super::summary::{self, Audience};
+use super::{Journal, Kind};
 use crate::clock::SharedClock;
 use crate::executive::tools::{Tool, TypedTool, typed};
-use crate::ids::{ChannelId, GuildId};
 use crate::store::Store;
 
 #[derive(Deserialize, JsonSchema)]
@@ -33,9 +33,7 @@ pub struct JournalSearch {
     journal: Journal,
     store: Store,
     clock: SharedClock,
-    guild: Option<GuildId>,
-    /// In a DM the journal is read for that channel only.
-    channel: Option<ChannelId>,
+    audience: Audience,
     tz: Tz,
 }
 
@@ -65,16 +63,10 @@ impl TypedTool for JournalSearch {
             Some(list) => Kind::parse_list(list)?,
             None => summary::DEEDS.to_vec(),
         };
-        let filter = Filter {
-            since: Some(since),
-            kinds,
-            guild: self.guild,
-            channel: self.channel,
-            text: args.text.filter(|t| !t.trim().is_empty()),
-            limit: Some(30),
-            ..Default::default()
-        };
-        let entries = self.journal.query(&filter).map_err(|e| e.to_string())?;
+        let filter = self
+            .audience
+            .filter(since, kinds, args.text.filter(|t| !t.trim().is_empty()));
+        let entries = self.audience.read(&self.journal, &filter, 30);
         if entries.is_empty() {
             return Ok("no journal entries match".into());
         }
@@ -86,21 +78,19 @@ impl TypedTool for JournalSearch {
     }
 }
 
-/// For a guild (every channel in it) or, without one, a single DM channel.
+/// For what the people in one channel (or DM) may read.
 pub fn journal_search(
     journal: &Journal,
     store: &Store,
     clock: &SharedClock,
-    guild: Option<GuildId>,
-    channel: ChannelId,
+    audience: Audience,
     tz: Tz,
 ) -> Arc<dyn Tool> {
     typed(JournalSearch {
         journal: journal.clone(),
         store: store.clone(),
         clock: clock.clone(),
-        guild,
-        channel: guild.is_none().then_some(channel),
+        audience,
         tz,
     })
 }

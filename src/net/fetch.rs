@@ -19,7 +19,8 @@ use std::time::Duration;
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use reqwest::header::{
-    ETAG, HeaderMap, HeaderValue, IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED, LOCATION,
+    AUTHORIZATION, COOKIE, ETAG, HeaderMap, HeaderValue, IF_MODIFIED_SINCE, IF_NONE_MATCH,
+    LAST_MODIFIED, LOCATION, PROXY_AUTHORIZATION,
 };
 use reqwest::redirect::Policy;
 use url::Url;
@@ -205,6 +206,7 @@ impl Fetcher {
         extra: &HeaderMap,
     ) -> Result<Fetched, FetchError> {
         let mut url = self.check_url(start)?;
+        let mut extra = extra.clone();
         for _ in 0..=self.max_redirects {
             let mut req = self.client.get(url.clone()).headers(extra.clone());
             if let Some(etag) = &validators.etag {
@@ -228,7 +230,14 @@ impl Fetcher {
                 let next = url.join(location).map_err(|e| {
                     FetchError::Refused(format!("bad redirect target {location:?}: {e}"))
                 })?;
-                url = self.check_url(next.as_str())?;
+                let next = self.check_url(next.as_str())?;
+                // Credentials were meant for the first host, not wherever it redirects.
+                if next.origin() != url.origin() {
+                    for name in [AUTHORIZATION, COOKIE, PROXY_AUTHORIZATION] {
+                        extra.remove(name);
+                    }
+                }
+                url = next;
                 continue;
             }
             let header = |name| {

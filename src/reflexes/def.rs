@@ -332,6 +332,8 @@ pub struct Reflex {
     pub steps: Vec<Step>,
     /// Where it was defined, for messages.
     pub file: String,
+    /// The line of its `name`.
+    pub name_line: u64,
     /// Set for reflexes the executive wrote for one guild; they act only there.
     pub guild: Option<GuildId>,
 }
@@ -510,6 +512,7 @@ pub fn parse(file: &str, text: &str) -> Result<Reflex, Vec<String>> {
         trigger: trigger.expect("no problems means a trigger"),
         steps,
         file: file.to_string(),
+        name_line: raw.name.referenced.line(),
         guild: None,
     })
 }

@@ -20,7 +20,7 @@ pub mod pipeline;
 pub mod state;
 pub mod tools;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
@@ -86,14 +86,14 @@ pub fn parse_all(files: &[(String, String)]) -> (Vec<Reflex>, Vec<String>) {
     let mut problems = Vec::new();
     for (file, text) in files {
         if let Some(err) = text.strip_prefix('\u{0}') {
-            problems.push(format!("{file}:0: {err}"));
+            problems.push(format!("{file}: {err}"));
             continue;
         }
         match def::parse(file, text) {
             Ok(r) => match reflexes.iter().find(|o| o.name == r.name) {
                 Some(other) => problems.push(format!(
-                    "{file}:1: the name {:?} is already used by {}",
-                    r.name, other.file
+                    "{file}:{}: the name {:?} is already used by {}",
+                    r.name_line, r.name, other.file
                 )),
                 None => reflexes.push(r),
             },
@@ -118,12 +118,65 @@ pub struct Candidate {
     pub captures: Vec<(String, String)>,
 }
 
+/// The patterns of one scope (the operator's reflexes, or one guild's) in a
+/// single `RegexSet`, so a scope's reflexes cost one pass over a message. A
+/// set too large to build falls back to trying each pattern in turn — slower,
+/// never silent — and one guild's patterns can never break another's.
+struct Matcher {
+    set: Option<RegexSet>,
+    /// For each pattern, the reflex it belongs to.
+    owners: Vec<usize>,
+}
+
+impl Matcher {
+    fn build(reflexes: &[Arc<Reflex>], members: Vec<usize>) -> Result<Matcher, (Matcher, String)> {
+        let patterns: Vec<&str> = members
+            .iter()
+            .filter_map(|&i| reflexes[i].trigger.regex().map(|r| r.as_str()))
+            .collect();
+        match RegexSet::new(&patterns) {
+            Ok(set) => Ok(Matcher {
+                set: Some(set),
+                owners: members,
+            }),
+            Err(e) => Err((
+                Matcher {
+                    set: None,
+                    owners: members,
+                },
+                format!(
+                    "these patterns are too large to match together ({}); they are tried one by one",
+                    e.to_string().lines().last().unwrap_or("")
+                ),
+            )),
+        }
+    }
+
+    fn hits(&self, reflexes: &[Arc<Reflex>], text: &str) -> Vec<usize> {
+        match &self.set {
+            Some(set) => set.matches(text).iter().map(|i| self.owners[i]).collect(),
+            None => self
+                .owners
+                .iter()
+                .copied()
+                .filter(|&i| {
+                    reflexes[i]
+                        .trigger
+                        .regex()
+                        .is_some_and(|r| r.is_match(text))
+                })
+                .collect(),
+        }
+    }
+}
+
 /// The loaded definitions, ready for matching.
 pub struct Loaded {
     pub reflexes: Vec<Arc<Reflex>>,
-    set: RegexSet,
-    /// For each pattern in `set`, the reflex it belongs to.
-    set_owner: Vec<usize>,
+    /// The operator's pattern reflexes.
+    global: Matcher,
+    /// Each guild's own pattern reflexes.
+    guilds: HashMap<GuildId, Matcher>,
     /// Classifier reflexes without a pattern: candidates for every addressed message.
     unpatterned: Vec<usize>,
     events: Vec<usize>,
@@ -137,36 +190,64 @@ impl Loaded {
     pub fn new(
         reflexes: Vec<Reflex>,
         disabled: HashSet<(Option<GuildId>, String)>,
-        problems: Vec<String>,
+        mut problems: Vec<String>,
         source: String,
     ) -> Self {
         let reflexes: Vec<Arc<Reflex>> = reflexes.into_iter().map(Arc::new).collect();
-        let mut patterns = Vec::new();
-        let mut set_owner = Vec::new();
+        let mut scoped: HashMap<Option<GuildId>, Vec<usize>> = HashMap::new();
         let mut unpatterned = Vec::new();
         let mut events = Vec::new();
         for (i, r) in reflexes.iter().enumerate() {
             match (&r.trigger, r.trigger.regex()) {
-                (_, Some(regex)) => {
-                    patterns.push(regex.as_str().to_string());
-                    set_owner.push(i);
-                }
+                (_, Some(_)) => scoped.entry(r.guild).or_default().push(i),
                 (Trigger::Event(_), None) => events.push(i),
                 (_, None) => unpatterned.push(i),
             }
         }
-        // Every pattern already compiled on its own, so the set does too.
-        let set = RegexSet::new(&patterns).unwrap_or_else(|_| RegexSet::empty());
+        let mut build = |scope: Option<GuildId>, members: Vec<usize>| match Matcher::build(
+            &reflexes, members,
+        ) {
+            Ok(m) => m,
+            Err((m, why)) => {
+                let whose = scope.map_or("the reflexes".to_string(), |g| {
+                    format!("server {g}'s reflexes")
+                });
+                problems.push(format!("{whose}: {why}"));
+                m
+            }
+        };
+        let global = build(None, scoped.remove(&None).unwrap_or_default());
+        let guilds = scoped
+            .into_iter()
+            .filter_map(|(g, m)| g.map(|g| (g, build(Some(g), m))))
+            .collect();
         Self {
             reflexes,
-            set,
-            set_owner,
+            global,
+            guilds,
             unpatterned,
             events,
             disabled,
             problems,
             source,
         }
+    }
+
+    /// Whether a guild's patterns still fit in one matcher with `extra` added.
+    pub fn fits(&self, guild: GuildId, extra: &Reflex) -> Result<(), String> {
+        let mut patterns: Vec<&str> = self
+            .reflexes
+            .iter()
+            .filter(|r| r.guild == Some(guild) && r.name != extra.name)
+            .filter_map(|r| r.trigger.regex().map(|re| re.as_str()))
+            .collect();
+        patterns.extend(extra.trigger.regex().map(|re| re.as_str()));
+        RegexSet::new(&patterns).map(|_| ()).map_err(|e| {
+            format!(
+                "the pattern is too large together with this server's other reflexes ({})",
+                e.to_string().lines().last().unwrap_or("")
+            )
+        })
     }
 
     pub fn is_disabled(&self, r: &Reflex, guild: Option<GuildId>) -> bool {
@@ -186,8 +267,12 @@ impl Loaded {
             Stimulus::Message { text, addressed } => {
                 let wanted =
                     |r: &Reflex| r.trigger.addressed().is_none_or(|want| want == addressed);
-                for hit in self.set.matches(text).iter() {
-                    let r = &self.reflexes[self.set_owner[hit]];
+                let mut hits = self.global.hits(&self.reflexes, text);
+                if let Some(m) = guild.and_then(|g| self.guilds.get(&g)) {
+                    hits.extend(m.hits(&self.reflexes, text));
+                }
+                for hit in hits {
+                    let r = &self.reflexes[hit];
                     if !wanted(r) || !self.applies(r, guild) {
                         continue;
                     }
@@ -567,21 +652,31 @@ impl Reflexes {
     }
 
     /// Runs one reflex, counting and journaling the result.
-    async fn fire(&self, c: &Candidate, mut firing: Firing) -> Ended {
+    async fn fire(&self, c: &Candidate, mut firing: Firing) -> pipeline::Run {
         let r = &c.reflex;
         let started = Instant::now();
         firing.vars.extend(c.captures.iter().cloned());
-        let ended = match &r.trigger {
+        let quiet = |ended| pipeline::Run {
+            ended,
+            spoke: false,
+        };
+        let run = match &r.trigger {
             Trigger::Classifier { question, .. } => match self.classify(r, question, &firing).await
             {
                 Ok(true) => pipeline::run(&self.services, r, firing.clone()).await,
-                Ok(false) => Ended::Passed(format!("the classifier said no to {question:?}")),
-                Err(e) => Ended::Failed(format!("the classifier failed: {e}")),
+                Ok(false) => quiet(Ended::Passed(format!(
+                    "the classifier said no to {question:?}"
+                ))),
+                Err(e) => quiet(Ended::Failed(format!(
+                    "the classifier ({}) failed: {e}",
+                    r.file
+                ))),
             },
             _ => pipeline::run(&self.services, r, firing.clone()).await,
         };
+        let ended = &run.ended;
         let micros = started.elapsed().as_micros() as u64;
-        let (outcome, summary, reason) = match &ended {
+        let (outcome, summary, reason) = match ended {
             Ended::Succeeded(did) => (
                 "succeeded",
                 format!("reflex {}: {did}", r.name),
@@ -613,14 +708,30 @@ impl Reflexes {
             .record(entry.data(
                 serde_json::json!({ "reflex": r.key(), "level": r.level, "micros": micros }),
             ));
-        ended
+        run
     }
 
     /// The executive's `reflex_create`: validates, writes
     /// `state/reflexes/<guild>/<name>.yaml` atomically, reloads.
     pub fn create(&self, guild: GuildId, yaml: &str, by: &str) -> Result<String, String> {
         let reflex = def::parse("the new reflex", yaml).map_err(|p| p.join("\n"))?;
+        // A reflex written for one server stays in the channel that woke it.
+        if let Some(step) = reflex.steps.iter().find(|s| {
+            matches!(
+                s.action,
+                def::Action::Reply {
+                    channel: Some(_),
+                    ..
+                }
+            )
+        }) {
+            return Err(format!(
+                "the new reflex:{}: a reflex written here replies where it was triggered; remove `channel`",
+                step.line
+            ));
+        }
         let loaded = self.loaded();
+        loaded.fits(guild, &reflex)?;
         if loaded
             .reflexes
             .iter()
@@ -804,11 +915,14 @@ impl Handler for ReflexHandler {
         };
         let mut notes = Vec::new();
         for c in &found {
-            match self.reflexes.fire(c, firing.clone()).await {
+            let run = self.reflexes.fire(c, firing.clone()).await;
+            match run.ended {
                 Ended::Succeeded(_) => return Outcome::Done,
                 Ended::Escalated(why) => {
                     return Outcome::Escalate(format!("{}: {why}", c.reflex.name));
                 }
+                // It already answered: a second answer from someone else would be one too many.
+                _ if run.spoke => return Outcome::Done,
                 Ended::Passed(why) => notes.push(format!("{} passed: {why}", c.reflex.name)),
                 Ended::Failed(why) => notes.push(format!("{} failed: {why}", c.reflex.name)),
             }

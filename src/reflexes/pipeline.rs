@@ -71,13 +71,32 @@ pub enum Ended {
     Failed(String),
 }
 
-pub async fn run(s: &Services, reflex: &Reflex, mut firing: Firing) -> Ended {
+/// A pipeline's end, and whether it had already said something (replied or
+/// reacted) by then: if it had, nobody else answers the same message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Run {
+    pub ended: Ended,
+    pub spoke: bool,
+}
+
+pub async fn run(s: &Services, reflex: &Reflex, mut firing: Firing) -> Run {
     let mut did = Vec::new();
+    let mut spoke = false;
     for (i, step) in reflex.steps.iter().enumerate() {
         let vars = &firing.vars;
         let result = match &step.action {
-            Action::Escalate { reason } => return Ended::Escalated(reason.render(vars)),
-            Action::Pass { reason } => return Ended::Passed(reason.render(vars)),
+            Action::Escalate { reason } => {
+                return Run {
+                    ended: Ended::Escalated(reason.render(vars)),
+                    spoke,
+                };
+            }
+            Action::Pass { reason } => {
+                return Run {
+                    ended: Ended::Passed(reason.render(vars)),
+                    spoke,
+                };
+            }
             action => perform(s, reflex, &firing, action).await,
         };
         match result {
@@ -85,24 +104,30 @@ pub async fn run(s: &Services, reflex: &Reflex, mut firing: Firing) -> Ended {
                 if let (Some(name), Some(value)) = (step.action.output(), output) {
                     firing.vars.insert(name.to_string(), value);
                 }
+                spoke |= matches!(step.action, Action::Reply { .. } | Action::React { .. });
                 did.extend(what);
             }
             Err(reason) => {
-                return Ended::Failed(format!(
+                let ended = Ended::Failed(format!(
                     "step {} ({}, {}:{}) failed: {reason}",
                     i + 1,
                     step.action.name(),
                     reflex.file,
                     step.line
                 ));
+                return Run { ended, spoke };
             }
         }
     }
-    Ended::Succeeded(if did.is_empty() {
+    let what = if did.is_empty() {
         "ran its pipeline".into()
     } else {
         did.join("; ")
-    })
+    };
+    Run {
+        ended: Ended::Succeeded(what),
+        spoke,
+    }
 }
 
 struct Done {
@@ -219,7 +244,13 @@ async fn perform(
                 ACCEPT,
                 HeaderValue::from_static("application/vnd.github+json"),
             );
-            if let Some(token) = &s.secrets.github_token {
+            // The operator's token is for the operator's reflexes, not ones a server wrote.
+            if let Some(token) = s
+                .secrets
+                .github_token
+                .as_ref()
+                .filter(|_| reflex.guild.is_none())
+            {
                 if let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", token.expose())) {
                     v.set_sensitive(true);
                     headers.insert(AUTHORIZATION, v);
@@ -344,7 +375,11 @@ async fn perform(
             let tz = s.impulses.timezone(f.guild);
             let now = s.clock.now();
             let start = summary::parse_window(since, now, tz)?;
-            let lines = summary::what_i_did(&s.journal, &s.store, f.guild, start, tz, 25);
+            let Some(channel) = f.channel else {
+                return Err("journal_summary needs a channel to answer in".into());
+            };
+            let audience = summary::Audience::new(&settings, f.guild, channel);
+            let lines = summary::what_i_did(&s.journal, &s.store, &audience, start, tz, 25);
             value(if lines.is_empty() {
                 format!("nothing yet ({since})")
             } else {

@@ -220,9 +220,12 @@ impl Default for RolesSettings {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ContextStreamSettings {
-    /// Roles whose cold-start calls get an `[AMBIENT CONTEXT]` summary prepended (costs tokens).
+    /// Roles whose cold-start calls get an `[AMBIENT CONTEXT]` summary prepended (costs tokens):
+    /// "ambient" (garden cycles, initiative considerations), "reflex" (level-2 reflexes).
     pub roles: Vec<String>,
     pub window_minutes: u32,
+    /// At most this many events in the summary (the newest).
+    pub max_lines: u32,
     pub retention_hours: u32,
 }
 
@@ -231,6 +234,7 @@ impl Default for ContextStreamSettings {
         Self {
             roles: Vec::new(),
             window_minutes: 5,
+            max_lines: 20,
             retention_hours: 24,
         }
     }
@@ -602,6 +606,8 @@ pub struct ImpulseSettings {
     pub idea_idle_minutes: u32,
     /// IANA timezone for cron schedules, e.g. "Europe/Berlin".
     pub timezone: String,
+    /// Open tasks one person may have in a server.
+    pub max_open_tasks_per_person: u32,
 }
 
 impl Default for ImpulseSettings {
@@ -611,6 +617,7 @@ impl Default for ImpulseSettings {
             idle_check_seconds: 60,
             idea_idle_minutes: 60,
             timezone: "UTC".into(),
+            max_open_tasks_per_person: 20,
         }
     }
 }
@@ -632,6 +639,16 @@ pub struct GardenSettings {
     pub skip_warmup: bool,
     /// Confidence half-life for the decay used by pruning.
     pub confidence_half_life_days: u32,
+    /// Consecutive cycles without a rate limit after which the interval shortens by a quarter.
+    pub clean_cycles_to_shorten: u32,
+    /// Hours without anyone talking after which cycles run twice as often.
+    pub idle_hours_for_more_often: u32,
+    /// How much longer the interval gets while people talk with the bot (unless `pauseOnActive`).
+    pub active_multiplier: u32,
+    /// Longest a cycle's deterministic pass may run before it stops at a checkpoint.
+    pub max_pass_seconds: u32,
+    /// At most this many contradiction and stale-fact candidates go to the model per cycle.
+    pub max_candidates: u32,
 }
 
 impl Default for GardenSettings {
@@ -646,6 +663,11 @@ impl Default for GardenSettings {
             warmup_cycles: 3,
             skip_warmup: false,
             confidence_half_life_days: 30,
+            clean_cycles_to_shorten: 3,
+            idle_hours_for_more_often: 3,
+            active_multiplier: 4,
+            max_pass_seconds: 120,
+            max_candidates: 12,
         }
     }
 }

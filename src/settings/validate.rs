@@ -360,6 +360,12 @@ fn semantic(s: &Settings) -> Vec<Problem> {
         1440,
     );
     p.range(
+        "executive.contextStream.maxLines",
+        e.context_stream.max_lines,
+        1,
+        200,
+    );
+    p.range(
         "executive.contextStream.retentionHours",
         e.context_stream.retention_hours,
         1,
@@ -595,6 +601,12 @@ fn semantic(s: &Settings) -> Vec<Problem> {
     );
     p.range("impulses.idleCheckSeconds", i.idle_check_seconds, 1, 3_600);
     p.range("impulses.ideaIdleMinutes", i.idea_idle_minutes, 1, 10_080);
+    p.range(
+        "impulses.maxOpenTasksPerPerson",
+        i.max_open_tasks_per_person,
+        1,
+        1_000,
+    );
     if i.timezone.parse::<chrono_tz::Tz>().is_err() {
         p.push(
             "impulses.timezone",
@@ -644,6 +656,21 @@ fn semantic(s: &Settings) -> Vec<Problem> {
         1,
         3_650,
     );
+    p.range(
+        "garden.cleanCyclesToShorten",
+        g.clean_cycles_to_shorten,
+        1,
+        100,
+    );
+    p.range(
+        "garden.idleHoursForMoreOften",
+        g.idle_hours_for_more_often,
+        1,
+        168,
+    );
+    p.range("garden.activeMultiplier", g.active_multiplier, 3, 5);
+    p.range("garden.maxPassSeconds", g.max_pass_seconds, 1, 3_600);
+    p.range("garden.maxCandidates", g.max_candidates, 0, 100);
 
     let v = &s.voice;
     p.url(

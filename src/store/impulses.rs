@@ -192,6 +192,27 @@ impl Store {
 
     /// Claims every task due by `now` that has not fired: marks it fired (in
     /// the same transaction) and returns it, so a task fires once, restarts included.
+    /// Tasks claimed (fired) but never finished: the process stopped in between.
+    pub fn interrupted_tasks(&self) -> Result<Vec<Task>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {TASK} FROM tasks WHERE fired_at IS NOT NULL AND done_at IS NULL ORDER BY fired_at"
+        ))?;
+        let rows = stmt
+            .query_map([], task_row)?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    /// Open tasks one person has in a guild (or DMs).
+    pub fn open_tasks_of(&self, guild: Option<GuildId>, owner: UserId) -> Result<u64> {
+        Ok(self.lock().query_row(
+            "SELECT count(*) FROM tasks WHERE guild_id IS ?1 AND owner_id = ?2 AND done_at IS NULL",
+            params![guild.map(GuildId::to_sql), owner.to_sql()],
+            |r| r.get::<_, i64>(0),
+        )? as u64)
+    }
+
     pub fn claim_due_tasks(&self, now: DateTime<Utc>) -> Result<Vec<Task>> {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
@@ -243,6 +264,17 @@ impl Store {
     }
 
     /// Marks an idea explored; `false` if someone else already took it.
+    pub fn last_idea_explored(&self, guild: GuildId) -> Result<Option<DateTime<Utc>>> {
+        Ok(self
+            .lock()
+            .query_row(
+                "SELECT max(explored_at) FROM ideas WHERE guild_id = ?1",
+                [guild.to_sql()],
+                |r| r.get::<_, Option<i64>>(0),
+            )?
+            .map(from_ms))
+    }
+
     pub fn claim_idea(&self, id: &str, at: DateTime<Utc>) -> Result<bool> {
         Ok(self.lock().execute(
             "UPDATE ideas SET explored_at = ?2 WHERE id = ?1 AND explored_at IS NULL",

@@ -313,6 +313,61 @@ pub const MIGRATIONS: &[Migration] = &[
             );
         "#,
     },
+    Migration {
+        version: 8,
+        name: "garden: cycles, scheduled queue, scheduler state, fact links; the context stream",
+        sql: r#"
+            CREATE TABLE garden_cycles (
+                id                INTEGER PRIMARY KEY AUTOINCREMENT,
+                guild_id          INTEGER,          -- whose memory the model part tended, if any
+                trigger           TEXT    NOT NULL,
+                started_at        INTEGER NOT NULL,
+                ended_at          INTEGER,
+                status            TEXT    NOT NULL CHECK (status IN ('running', 'completed', 'incomplete', 'interrupted')),
+                todos             TEXT    NOT NULL DEFAULT '[]',
+                steps             TEXT    NOT NULL DEFAULT '[]',
+                summary           TEXT    NOT NULL DEFAULT '',
+                memories_modified INTEGER NOT NULL DEFAULT 0,
+                compactions       INTEGER NOT NULL DEFAULT 0,
+                proactive_work    TEXT,
+                tokens_in         INTEGER NOT NULL DEFAULT 0,
+                tokens_out        INTEGER NOT NULL DEFAULT 0,
+                rate_limited      INTEGER NOT NULL DEFAULT 0,
+                next_wake_at      INTEGER
+            );
+            CREATE TABLE garden_queue (
+                id            TEXT    PRIMARY KEY,
+                guild_id      INTEGER,
+                scheduled_for INTEGER NOT NULL,
+                context       TEXT    NOT NULL,
+                priority      TEXT    NOT NULL CHECK (priority IN ('low', 'normal', 'high')),
+                created_by    TEXT    NOT NULL,
+                created_at    INTEGER NOT NULL,
+                done_at       INTEGER,
+                done_in_cycle INTEGER
+            );
+            CREATE INDEX garden_queue_open ON garden_queue (done_at, scheduled_for);
+            CREATE TABLE garden_state (
+                key   TEXT PRIMARY KEY,
+                value TEXT NOT NULL                 -- JSON
+            );
+            CREATE TABLE fact_links (
+                a          TEXT    NOT NULL,
+                b          TEXT    NOT NULL,
+                relation   TEXT    NOT NULL,
+                created_at INTEGER NOT NULL,
+                PRIMARY KEY (a, b)
+            );
+            CREATE TABLE context_stream (
+                id       INTEGER PRIMARY KEY AUTOINCREMENT,
+                guild_id INTEGER NOT NULL,
+                ts       INTEGER NOT NULL,
+                kind     TEXT    NOT NULL,
+                content  TEXT    NOT NULL
+            );
+            CREATE INDEX context_stream_guild ON context_stream (guild_id, ts);
+        "#,
+    },
 ];
 
 pub fn latest() -> u32 {

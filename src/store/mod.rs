@@ -12,6 +12,7 @@
 pub mod channels;
 pub mod conditions;
 pub mod discovery;
+pub mod garden;
 pub mod guild_settings;
 pub mod impulses;
 pub mod initiative;

@@ -16,7 +16,7 @@ use serde_json::json;
 use crate::support::feed_server::FeedServer;
 use crate::support::home::Home;
 use crate::support::model_server::{ModelServer, Scripted};
-use crate::support::world::{B_GENERAL, GENERAL, GUILD_A, GUILD_B, World, settings};
+use crate::support::world::{B_GENERAL, DM, GENERAL, GUILD_A, GUILD_B, World, settings};
 
 fn shipped_reflexes() -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -715,5 +715,270 @@ async fn ideas_wait_for_quiet_and_impulse_checks_adapt_to_activity() {
     assert!(
         w.app.impulses.check().is_empty(),
         "an idea is explored once"
+    );
+
+    // One idea per quiet spell: the next waits until people have spoken and gone quiet again.
+    w.app
+        .impulses
+        .add_idea(
+            Some(GUILD_A),
+            "a quiz about deep-sea animals",
+            "the octopus idea",
+        )
+        .unwrap();
+    w.clock.advance(Duration::minutes(120));
+    assert!(
+        w.app.impulses.check().is_empty(),
+        "still the same quiet spell"
+    );
+    w.hear(
+        GENERAL,
+        "ada",
+        "back from lunch",
+        ambient::store::messages::Source::Text,
+    );
+    w.clock.advance(Duration::minutes(61));
+    w.model.push(Scripted::tool(
+        "explored",
+        json!({"learned": "Anglerfish make good quiz questions."}),
+    ));
+    assert_eq!(w.app.impulses.check().len(), 1);
+    w.app.spine.drain().await;
+}
+
+#[tokio::test]
+async fn the_journal_is_told_only_to_those_who_may_read_it() {
+    let w = World::start(with_shipped()).await;
+    let mods = ambient::ids::ChannelId(2003);
+    w.app
+        .store
+        .upsert_channel(mods, Some(GUILD_A), "mods", w.clock.now())
+        .unwrap();
+    w.message(GENERAL, "ada", "<@1> hello", Addressed::Mention)
+        .await;
+    w.message(mods, "mia", "<@1> hi", Addressed::Mention).await;
+    w.message(B_GENERAL, "bob", "<@1> hey", Addressed::Mention)
+        .await;
+
+    w.message(
+        GENERAL,
+        "ada",
+        "<@1> what did you do today?",
+        Addressed::Mention,
+    )
+    .await;
+    let answer = w.said().last().unwrap().content.clone();
+    assert!(answer.contains("#general  reflex greeting"), "{answer}");
+    assert!(
+        !answer.contains("#mods"),
+        "a channel the asker may not see stays out: {answer}"
+    );
+    assert!(
+        !answer.contains("b-general"),
+        "another server stays out: {answer}"
+    );
+
+    w.message(
+        DM,
+        "ada",
+        "what did you do today?",
+        Addressed::DirectMessage,
+    )
+    .await;
+    let answer = w.said().last().unwrap().content.clone();
+    assert!(
+        answer.ends_with("nothing yet (today)"),
+        "a DM hears about that DM only: {answer}"
+    );
+}
+
+#[tokio::test]
+async fn the_github_token_never_follows_a_redirect_to_another_host() {
+    let api = FeedServer::start_at(chrono::Utc::now());
+    let blobs = FeedServer::start_at(chrono::Utc::now());
+    blobs.set("/blob", "text/plain", "the tarball".into());
+    let elsewhere = blobs.url.replace("127.0.0.1", "localhost");
+    api.redirect("/repos/o/r/tarball/main", &format!("{elsewhere}/blob"));
+    let reflex = "name: tarball\nlevel: 1\ntrigger:\n  pattern: \"^tarball$\"\n  addressed: true\npipeline:\n  - action: github_api\n    path: /repos/o/r/tarball/main\n    output: body\n  - action: reply\n    message: \"{{body}}\"\n";
+    let (mut s, _dir) = with_reflexes(&[("tarball.yaml", reflex)]);
+    s.network.allow_private_hosts = true;
+    s.reflexes.github_api_base_url = api.url.clone();
+    let secrets = ambient::settings::Secrets::from_lookup(|k| {
+        (k == "GITHUB_TOKEN").then(|| "ghp_operator".to_string())
+    });
+    let w = World::start_with_secrets(s, secrets).await;
+    w.message(GENERAL, "ada", "<@1> tarball", Addressed::Mention)
+        .await;
+    assert_eq!(w.said()[0].content, "the tarball");
+    assert_eq!(
+        api.authorizations("/repos/o/r/tarball/main"),
+        vec!["Bearer ghp_operator"]
+    );
+    assert!(
+        blobs.authorizations("/blob").is_empty(),
+        "the token stayed with the API host"
+    );
+    assert!(w.said().iter().all(|m| !m.content.contains("ghp_operator")));
+}
+
+#[tokio::test]
+async fn one_servers_oversized_patterns_cannot_break_anyone_elses_reflexes() {
+    let (s, _dir) = with_reflexes(&[("ping.yaml", PING)]);
+    let w = World::start(s.clone()).await;
+    let big = |name: &str| {
+        format!(
+            "name: {name}\nlevel: 0\ntrigger:\n  pattern: \"{name}\\\\w{{200}}\"\npipeline:\n  - action: react\n    emoji: \"🐘\"\n"
+        )
+    };
+    w.app
+        .reflexes
+        .create(GUILD_A, &big("big1"), "olga")
+        .unwrap();
+    let refused = w
+        .app
+        .reflexes
+        .create(GUILD_A, &big("big2"), "olga")
+        .unwrap_err();
+    assert!(
+        refused.contains("too large together with this server's other reflexes"),
+        "{refused}"
+    );
+    // Written behind the bot's back, they still load, one by one, with a problem said.
+    let dir = PathBuf::from(&w.app.settings.global().storage.data_dir)
+        .join(format!("state/reflexes/{GUILD_A}"));
+    std::fs::write(dir.join("big2.yaml"), big("big2")).unwrap();
+    let loaded = w.app.reflexes.reload();
+    assert!(
+        loaded.problems.iter().any(|p| p.contains(&format!(
+            "server {GUILD_A}'s reflexes: these patterns are too large"
+        ))),
+        "{:?}",
+        loaded.problems
+    );
+    let ping = w
+        .message(B_GENERAL, "bob", "<@1> ping", Addressed::Mention)
+        .await;
+    let elephant = w
+        .message(
+            GENERAL,
+            "ada",
+            &format!("big2{}", "x".repeat(200)),
+            Addressed::No,
+        )
+        .await;
+    assert_eq!(
+        w.reactions(),
+        vec![
+            (B_GENERAL, ping, "🏓".to_string()),
+            (GENERAL, elephant, "🐘".to_string())
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_task_claimed_just_before_a_crash_is_delivered_once_after_it() {
+    let w = World::start(settings()).await;
+    w.app
+        .impulses
+        .add_task(NewTask {
+            guild: Some(GUILD_A),
+            channel: Some(GENERAL),
+            text: "remind ada to stretch".into(),
+            due: "in 1m".into(),
+            message: Some("ada: stretch!".into()),
+            context: "test".into(),
+            created_by: "ada".into(),
+            owner: Some(user("ada")),
+        })
+        .unwrap();
+    w.clock.advance(Duration::minutes(1));
+    // The check claims it, and the process dies before the reminder is said.
+    assert_eq!(w.app.store.claim_due_tasks(w.clock.now()).unwrap().len(), 1);
+    let (dir, model, clock) = w.stop().await;
+    let again = World::start_in(settings(), dir, model, clock).await;
+    again.app.impulses.recover();
+    again.app.spine.drain().await;
+    assert_eq!(
+        again
+            .said()
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect::<Vec<_>>(),
+        vec!["ada: stretch!"]
+    );
+    let (dir, model, clock) = again.stop().await;
+    let third = World::start_in(settings(), dir, model, clock).await;
+    third.app.impulses.recover();
+    assert!(third.app.impulses.check().is_empty());
+    third.app.spine.drain().await;
+    assert!(third.said().is_empty(), "delivered once");
+}
+
+#[tokio::test]
+async fn a_weekday_routine_runs_on_weekdays_in_the_servers_timezone() {
+    let mut s = settings();
+    s.impulses.timezone = "Europe/Berlin".into();
+    let w = World::start(s).await;
+    // Friday 2026-01-09, 07:30 UTC (08:30 in Berlin).
+    w.clock.set(
+        chrono::DateTime::parse_from_rfc3339("2026-01-09T07:30:00Z")
+            .unwrap()
+            .with_timezone(&chrono::Utc),
+    );
+    w.app
+        .impulses
+        .add_schedule(
+            GUILD_A,
+            Some(GENERAL),
+            "standup",
+            "0 9 * * 1-5",
+            "ask how it's going",
+            "test",
+        )
+        .unwrap();
+    w.model.fallback(Scripted::tool(
+        "act",
+        json!({"say": "How's it going?", "note": "standup"}),
+    ));
+    let mut fired = Vec::new();
+    for _ in 0..(24 * 4) {
+        w.clock.advance(Duration::hours(1));
+        if !w.app.impulses.check().is_empty() {
+            fired.push(w.clock.now().format("%a %H:%M").to_string());
+        }
+        w.app.spine.drain().await;
+    }
+    assert_eq!(
+        fired,
+        vec!["Fri 08:30", "Mon 08:30"],
+        "09:00 Berlin on weekdays, checked hourly"
+    );
+}
+
+#[tokio::test]
+async fn a_reflex_that_answered_and_then_failed_is_not_answered_twice() {
+    let reflex = "name: eager\nlevel: 1\ntrigger:\n  pattern: \"^look (\\\\S+)$\"\n  extract: [url]\n  addressed: true\npipeline:\n  - action: reply\n    message: \"on it\"\n  - action: fetch_url\n    input: $url\n    output: page\n  - action: reply\n    message: \"{{page}}\"\n";
+    let (s, _dir) = with_reflexes(&[("eager.yaml", reflex)]);
+    let w = World::start(s).await;
+    w.model.fallback(Scripted::text("a second answer"));
+    w.message(
+        GENERAL,
+        "ada",
+        "<@1> look ftp://nowhere",
+        Addressed::Mention,
+    )
+    .await;
+    assert_eq!(
+        w.said()
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect::<Vec<_>>(),
+        vec!["on it"]
+    );
+    assert!(w.model.requests().is_empty());
+    assert!(
+        reflex_lines(&w)
+            .iter()
+            .any(|l| l.starts_with("reflex eager failed — step 2 (fetch_url"))
     );
 }

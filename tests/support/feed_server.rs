@@ -23,6 +23,10 @@ pub struct Served {
     pub user_agents: Vec<String>,
     /// Overrides of a path's body (content type, body).
     pub bodies: HashMap<String, (String, String)>,
+    /// Paths that answer 302 to a location.
+    pub redirects: HashMap<String, String>,
+    /// Every `Authorization` header received, with its path.
+    pub authorizations: Vec<(String, String)>,
 }
 
 #[derive(Clone)]
@@ -154,6 +158,8 @@ impl FeedServer {
             not_modified: 0,
             user_agents: Vec::new(),
             bodies: HashMap::new(),
+            redirects: HashMap::new(),
+            authorizations: Vec::new(),
         }));
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
@@ -182,6 +188,25 @@ impl FeedServer {
             .unwrap_or(0)
     }
 
+    /// `path` answers 302 with `location`.
+    pub fn redirect(&self, path: &str, location: &str) {
+        self.served
+            .lock()
+            .unwrap()
+            .redirects
+            .insert(path.into(), location.into());
+    }
+
+    /// The `Authorization` headers `path` received.
+    pub fn authorizations(&self, path: &str) -> Vec<String> {
+        let s = self.served.lock().unwrap();
+        s.authorizations
+            .iter()
+            .filter(|(p, _)| p == path)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
     pub fn set(&self, path: &str, content_type: &str, body: String) {
         self.served
             .lock()
@@ -205,6 +230,12 @@ async fn serve(State(served): State<Arc<Mutex<Served>>>, uri: Uri, headers: Head
         *s.hits.entry(path.clone()).or_default() += 1;
         if let Some(ua) = headers.get("user-agent").and_then(|v| v.to_str().ok()) {
             s.user_agents.push(ua.to_string());
+        }
+        if let Some(auth) = headers.get("authorization").and_then(|v| v.to_str().ok()) {
+            s.authorizations.push((path.clone(), auth.to_string()));
+        }
+        if let Some(to) = s.redirects.get(&path) {
+            return (StatusCode::FOUND, [("location", to.clone())]).into_response();
         }
         (s.bodies.get(&path).cloned(), s.now)
     };

@@ -87,6 +87,8 @@ pub const GUILD_B: GuildId = GuildId(1002);
 pub const GENERAL: ChannelId = ChannelId(2001);
 pub const MEMES: ChannelId = ChannelId(2002);
 pub const B_GENERAL: ChannelId = ChannelId(2101);
+/// A direct-message channel (no guild).
+pub const DM: ChannelId = ChannelId(3001);
 
 pub struct World {
     pub app: Arc<App>,
@@ -121,12 +123,34 @@ impl World {
         .await
     }
 
+    /// A world whose environment holds these secrets.
+    pub async fn start_with_secrets(settings: Settings, secrets: Secrets) -> Self {
+        Self::start_full(
+            settings,
+            Arc::new(tempfile::tempdir().unwrap()),
+            ModelServer::start(),
+            ManualClock::at_test_epoch(),
+            secrets,
+        )
+        .await
+    }
+
     /// A world on an existing data directory (a restart).
     pub async fn start_in(
+        settings: Settings,
+        dir: Arc<tempfile::TempDir>,
+        model: ModelServer,
+        clock: Arc<ManualClock>,
+    ) -> Self {
+        Self::start_full(settings, dir, model, clock, Secrets::default()).await
+    }
+
+    async fn start_full(
         mut settings: Settings,
         dir: Arc<tempfile::TempDir>,
         model: ModelServer,
         clock: Arc<ManualClock>,
+        secrets: Secrets,
     ) -> Self {
         settings.storage.data_dir = dir.path().join("data").to_string_lossy().into_owned();
         for role in [
@@ -149,7 +173,7 @@ impl World {
         let app = App::build(
             Parts {
                 settings,
-                secrets: Secrets::default(),
+                secrets,
                 clock: clock.clone(),
                 chance: Chance::seeded(7),
             },
@@ -218,7 +242,7 @@ impl World {
     }
 
     /// A person's message through the senses (stored, scored, routed like a
-    /// Discord message), in guild A (or B for `B_GENERAL`); waits until handled.
+    /// Discord message), in guild A (B for `B_GENERAL`, none for `DM`); waits until handled.
     pub async fn message(
         &self,
         channel: ChannelId,
@@ -227,15 +251,15 @@ impl World {
         addressed: Addressed,
     ) -> MessageId {
         let id = MessageId(next_snowflake(self.clock.now()));
-        let guild = if channel == B_GENERAL {
-            GUILD_B
-        } else {
-            GUILD_A
+        let guild = match channel {
+            B_GENERAL => Some(GUILD_B),
+            DM => None,
+            _ => Some(GUILD_A),
         };
         let percept = Percept::Message(MessagePercept {
             message: StoredMessage {
                 id,
-                guild: Some(guild),
+                guild,
                 channel,
                 author_id: UserId(ambient::ids::stable_id("user", author)),
                 author_name: author.into(),

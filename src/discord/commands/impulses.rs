@@ -108,7 +108,8 @@ async fn schedule_remove(
 #[poise::command(
     slash_command,
     subcommands("idea_list", "idea_add"),
-    subcommand_required
+    subcommand_required,
+    guild_only
 )]
 pub async fn idea(_: Context<'_>) -> Result<(), Error> {
     Ok(())

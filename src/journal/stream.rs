@@ -1,0 +1,184 @@
+//! The context stream (seed: context-stream.md): an append-only feed of what
+//! happened in a guild — people's messages, observations, decisions, errors,
+//! delegations — that model calls which start cold (a garden cycle, a
+//! level-2 reflex, an initiative consideration) can get as a short
+//! `[AMBIENT CONTEXT — last 5 min]` summary.
+//!
+//! Written from two places: the senses (people's messages) and the journal
+//! (every decision already passes through it; routing chatter and gate
+//! checks are left out, like the seed's "tool metadata"). An identical event
+//! within ten minutes is not written again. A guild's stream is only ever
+//! read for that guild, and it is cleaned up after
+//! `executive.contextStream.retentionHours`. Prepending costs tokens, so it is opt-in
+//! per model role (`executive.contextStream.roles`).
+
+use chrono::{DateTime, Duration, Utc};
+use chrono_tz::Tz;
+
+use super::{Entry, Kind};
+use crate::executive::Role;
+use crate::ids::GuildId;
+use crate::settings::Settings;
+use crate::store::Store;
+use crate::store::garden::StreamEvent;
+
+pub const KINDS: &[&str] = &[
+    "user_message",
+    "observation",
+    "decision",
+    "error",
+    "delegation",
+];
+
+/// An event longer than this is cut.
+const MAX_EVENT_CHARS: usize = 240;
+
+fn repeat_window() -> Duration {
+    Duration::minutes(10)
+}
+
+fn cut(text: &str) -> String {
+    let t: String = text.chars().take(MAX_EVENT_CHARS).collect();
+    if t.len() < text.len() {
+        format!("{t}…")
+    } else {
+        t
+    }
+}
+
+/// The stream kind a journal entry becomes, if it is worth streaming.
+fn kind_of(e: &Entry) -> Option<&'static str> {
+    match e.kind {
+        Kind::Reply
+        | Kind::InitiativePost
+        | Kind::InitiativeSkip
+        | Kind::Reflex
+        | Kind::Impulse
+        | Kind::Settings => Some("decision"),
+        Kind::Memory | Kind::Garden | Kind::Discovery | Kind::Voice => Some("observation"),
+        Kind::Error => Some("error"),
+        Kind::Outcome if e.summary.ends_with("escalated") => Some("delegation"),
+        Kind::Route | Kind::Outcome | Kind::Gate | Kind::System => None,
+    }
+}
+
+/// Called by the journal for every entry it writes.
+pub fn record_entry(store: &Store, e: &Entry) {
+    let (Some(guild), Some(kind)) = (e.guild, kind_of(e)) else {
+        return;
+    };
+    let content = if e.reason.is_empty() {
+        e.summary.clone()
+    } else {
+        format!("{} — {}", e.summary, e.reason)
+    };
+    let _ = store.stream_append(guild, kind, &cut(&content), e.at, repeat_window());
+}
+
+/// Called by the senses for a person's message in a guild.
+pub fn record_message(
+    store: &Store,
+    guild: GuildId,
+    author: &str,
+    content: &str,
+    at: DateTime<Utc>,
+) {
+    let _ = store.stream_append(
+        guild,
+        "user_message",
+        &cut(&format!("{author}: {content}")),
+        at,
+        repeat_window(),
+    );
+}
+
+/// Checks a comma-separated list of stream kinds, naming the bad one.
+pub fn parse_kinds(list: &str) -> Result<Vec<String>, String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .map(|k| {
+            KINDS
+                .iter()
+                .find(|known| **known == k)
+                .map(|known| known.to_string())
+                .ok_or_else(|| {
+                    format!(
+                        "unknown context type {k:?}; valid types: {}",
+                        KINDS.join(", ")
+                    )
+                })
+        })
+        .collect()
+}
+
+/// One event as a line: `12:03 ada: should we…` or `12:04 decision: answered ada — a mention`.
+pub fn line(e: &StreamEvent, tz: Tz) -> String {
+    let at = e.at.with_timezone(&tz).format("%H:%M");
+    if e.kind == "user_message" {
+        format!("{at} {}", e.content)
+    } else {
+        format!("{at} {}: {}", e.kind, e.content)
+    }
+}
+
+/// The `[AMBIENT CONTEXT — last N min]` block for one guild, if anything happened.
+pub fn summary(
+    store: &Store,
+    settings: &Settings,
+    guild: GuildId,
+    now: DateTime<Utc>,
+    tz: Tz,
+) -> Option<String> {
+    let c = &settings.executive.context_stream;
+    let minutes = i64::from(c.window_minutes);
+    let events = store
+        .stream_read(
+            guild,
+            now - Duration::minutes(minutes),
+            &[],
+            c.max_lines as usize,
+        )
+        .ok()?;
+    if events.is_empty() {
+        return None;
+    }
+    let mut out = format!("[AMBIENT CONTEXT — last {minutes} min]\n");
+    for e in &events {
+        out.push_str("- ");
+        out.push_str(&line(e, tz));
+        out.push('\n');
+    }
+    Some(out)
+}
+
+/// The summary to put in front of a cold call for `role`, when the operator opted that role in.
+pub fn prefix_for(
+    store: &Store,
+    settings: &Settings,
+    role: Role,
+    guild: Option<GuildId>,
+    now: DateTime<Utc>,
+) -> Option<String> {
+    let guild = guild?;
+    if !settings
+        .executive
+        .context_stream
+        .roles
+        .iter()
+        .any(|r| r == role.as_str())
+    {
+        return None;
+    }
+    let tz = settings.impulses.timezone.parse().unwrap_or(Tz::UTC);
+    summary(store, settings, guild, now, tz)
+}
+
+/// Drops events older than `executive.contextStream.retentionHours`.
+pub fn cleanup(store: &Store, settings: &Settings, now: DateTime<Utc>) -> usize {
+    store
+        .stream_cleanup(
+            now - Duration::hours(i64::from(settings.executive.context_stream.retention_hours)),
+        )
+        .unwrap_or(0)
+}

@@ -1,0 +1,398 @@
+//! Persistence for the garden: cycle transcripts, the scheduled queue, the
+//! scheduler's state (a few JSON values by key), links between facts, and
+//! the per-guild context stream.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{OptionalExtension, Row, params};
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+
+use super::{Result, Store, StoreError, from_ms, to_ms};
+use crate::attention::Priority;
+use crate::ids::GuildId;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CycleStatus {
+    Running,
+    Completed,
+    /// The model stopped twice without `end_ambient_cycle`, or its provider failed.
+    Incomplete,
+    /// The process stopped (or was stopped) in the middle; the next cycle resumes.
+    Interrupted,
+}
+
+impl CycleStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CycleStatus::Running => "running",
+            CycleStatus::Completed => "completed",
+            CycleStatus::Incomplete => "incomplete",
+            CycleStatus::Interrupted => "interrupted",
+        }
+    }
+
+    fn parse(s: &str) -> CycleStatus {
+        match s {
+            "running" => CycleStatus::Running,
+            "completed" => CycleStatus::Completed,
+            "incomplete" => CycleStatus::Incomplete,
+            _ => CycleStatus::Interrupted,
+        }
+    }
+}
+
+/// One item of a cycle's plan (the `todos` tool).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Todo {
+    pub text: String,
+    #[serde(default)]
+    pub done: bool,
+}
+
+/// One line of a cycle's transcript: what the pass did, a tool call and its result, a note.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    pub at: DateTime<Utc>,
+    pub kind: String,
+    pub text: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cycle {
+    pub id: i64,
+    pub guild: Option<GuildId>,
+    pub trigger: String,
+    pub started_at: DateTime<Utc>,
+    pub ended_at: Option<DateTime<Utc>>,
+    pub status: CycleStatus,
+    pub todos: Vec<Todo>,
+    pub steps: Vec<Step>,
+    pub summary: String,
+    pub memories_modified: u64,
+    pub compactions: u64,
+    pub proactive_work: Option<String>,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    pub rate_limited: bool,
+    pub next_wake_at: Option<DateTime<Utc>>,
+}
+
+/// The seed's `ScheduledItem`: work a cycle (or a person) asked for later.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueItem {
+    pub id: String,
+    pub guild: Option<GuildId>,
+    pub scheduled_for: DateTime<Utc>,
+    pub context: String,
+    pub priority: Priority,
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+    pub done_at: Option<DateTime<Utc>>,
+}
+
+/// One line of a guild's context stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamEvent {
+    pub at: DateTime<Utc>,
+    pub kind: String,
+    pub content: String,
+}
+
+const CYCLE: &str = "id, guild_id, trigger, started_at, ended_at, status, todos, steps, summary, memories_modified, \
+                     compactions, proactive_work, tokens_in, tokens_out, rate_limited, next_wake_at";
+
+fn cycle_row(r: &Row<'_>) -> rusqlite::Result<Cycle> {
+    let status: String = r.get(5)?;
+    let todos: String = r.get(6)?;
+    let steps: String = r.get(7)?;
+    Ok(Cycle {
+        id: r.get(0)?,
+        guild: r.get::<_, Option<i64>>(1)?.map(GuildId::from_sql),
+        trigger: r.get(2)?,
+        started_at: from_ms(r.get(3)?),
+        ended_at: r.get::<_, Option<i64>>(4)?.map(from_ms),
+        status: CycleStatus::parse(&status),
+        todos: serde_json::from_str(&todos).unwrap_or_default(),
+        steps: serde_json::from_str(&steps).unwrap_or_default(),
+        summary: r.get(8)?,
+        memories_modified: r.get::<_, i64>(9)? as u64,
+        compactions: r.get::<_, i64>(10)? as u64,
+        proactive_work: r.get(11)?,
+        tokens_in: r.get::<_, i64>(12)? as u64,
+        tokens_out: r.get::<_, i64>(13)? as u64,
+        rate_limited: r.get(14)?,
+        next_wake_at: r.get::<_, Option<i64>>(15)?.map(from_ms),
+    })
+}
+
+const QUEUE: &str =
+    "id, guild_id, scheduled_for, context, priority, created_by, created_at, done_at";
+
+fn queue_row(r: &Row<'_>) -> rusqlite::Result<QueueItem> {
+    let priority: String = r.get(4)?;
+    Ok(QueueItem {
+        id: r.get(0)?,
+        guild: r.get::<_, Option<i64>>(1)?.map(GuildId::from_sql),
+        scheduled_for: from_ms(r.get(2)?),
+        context: r.get(3)?,
+        priority: match priority.as_str() {
+            "high" => Priority::High,
+            "low" => Priority::Low,
+            _ => Priority::Normal,
+        },
+        created_by: r.get(5)?,
+        created_at: from_ms(r.get(6)?),
+        done_at: r.get::<_, Option<i64>>(7)?.map(from_ms),
+    })
+}
+
+fn priority_str(p: Priority) -> &'static str {
+    match p {
+        Priority::High => "high",
+        Priority::Normal => "normal",
+        Priority::Low => "low",
+    }
+}
+
+impl Store {
+    pub fn cycle_begin(&self, trigger: &str, at: DateTime<Utc>) -> Result<i64> {
+        let conn = self.lock();
+        conn.execute(
+            "INSERT INTO garden_cycles (trigger, started_at, status) VALUES (?1, ?2, 'running')",
+            params![trigger, to_ms(at)],
+        )?;
+        Ok(conn.last_insert_rowid())
+    }
+
+    pub fn cycle_save(&self, c: &Cycle) -> Result<()> {
+        self.lock().execute(
+            "UPDATE garden_cycles SET guild_id = ?2, trigger = ?3, ended_at = ?4, status = ?5, todos = ?6, steps = ?7,
+             summary = ?8, memories_modified = ?9, compactions = ?10, proactive_work = ?11, tokens_in = ?12,
+             tokens_out = ?13, rate_limited = ?14, next_wake_at = ?15 WHERE id = ?1",
+            params![
+                c.id,
+                c.guild.map(GuildId::to_sql),
+                c.trigger,
+                c.ended_at.map(to_ms),
+                c.status.as_str(),
+                to_json(&c.todos),
+                to_json(&c.steps),
+                c.summary,
+                c.memories_modified as i64,
+                c.compactions as i64,
+                c.proactive_work,
+                c.tokens_in as i64,
+                c.tokens_out as i64,
+                c.rate_limited,
+                c.next_wake_at.map(to_ms),
+            ],
+        )?;
+        Ok(())
+    }
+
+    pub fn cycle(&self, id: i64) -> Result<Option<Cycle>> {
+        Ok(self
+            .lock()
+            .query_row(
+                &format!("SELECT {CYCLE} FROM garden_cycles WHERE id = ?1"),
+                [id],
+                cycle_row,
+            )
+            .optional()?)
+    }
+
+    /// The newest `limit` cycles, newest first.
+    pub fn cycles(&self, limit: usize) -> Result<Vec<Cycle>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {CYCLE} FROM garden_cycles ORDER BY id DESC LIMIT ?1"
+        ))?;
+        let rows = stmt
+            .query_map([limit as i64], cycle_row)?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    pub fn cycles_with_status(&self, status: CycleStatus) -> Result<Vec<Cycle>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {CYCLE} FROM garden_cycles WHERE status = ?1 ORDER BY id"
+        ))?;
+        let rows = stmt
+            .query_map([status.as_str()], cycle_row)?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    pub fn queue_insert(&self, q: &QueueItem) -> Result<()> {
+        self.lock().execute(
+            &format!("INSERT INTO garden_queue ({QUEUE}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
+            params![
+                q.id,
+                q.guild.map(GuildId::to_sql),
+                to_ms(q.scheduled_for),
+                q.context,
+                priority_str(q.priority),
+                q.created_by,
+                to_ms(q.created_at),
+                q.done_at.map(to_ms),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Open items, most urgent first: priority, then scheduled time (the seed's order).
+    pub fn queue_open(&self) -> Result<Vec<QueueItem>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {QUEUE} FROM garden_queue WHERE done_at IS NULL
+             ORDER BY CASE priority WHEN 'high' THEN 0 WHEN 'normal' THEN 1 ELSE 2 END, scheduled_for"
+        ))?;
+        let rows = stmt
+            .query_map([], queue_row)?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    pub fn queue_done(&self, ids: &[String], cycle: i64, at: DateTime<Utc>) -> Result<()> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        for id in ids {
+            tx.execute(
+                "UPDATE garden_queue SET done_at = ?2, done_in_cycle = ?3 WHERE id = ?1 AND done_at IS NULL",
+                params![id, to_ms(at), cycle],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    pub fn garden_get<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
+        let raw: Option<String> = self
+            .lock()
+            .query_row(
+                "SELECT value FROM garden_state WHERE key = ?1",
+                [key],
+                |r| r.get(0),
+            )
+            .optional()?;
+        raw.map(|v| {
+            serde_json::from_str(&v)
+                .map_err(|e| StoreError::Corrupt(format!("garden_state {key}: {e}")))
+        })
+        .transpose()
+    }
+
+    pub fn garden_set<T: Serialize>(&self, key: &str, value: &T) -> Result<()> {
+        let v = serde_json::to_string(value).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        self.lock().execute(
+            "INSERT INTO garden_state (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            params![key, v],
+        )?;
+        Ok(())
+    }
+
+    pub fn garden_clear(&self, key: &str) -> Result<()> {
+        self.lock()
+            .execute("DELETE FROM garden_state WHERE key = ?1", [key])?;
+        Ok(())
+    }
+
+    /// Links facts (each pair once, in a stable order); returns how many were new.
+    pub fn link_facts(
+        &self,
+        pairs: &[(String, String)],
+        relation: &str,
+        at: DateTime<Utc>,
+    ) -> Result<usize> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let mut added = 0;
+        {
+            let mut stmt =
+                tx.prepare("INSERT OR IGNORE INTO fact_links (a, b, relation, created_at) VALUES (?1, ?2, ?3, ?4)")?;
+            for (x, y) in pairs {
+                let (a, b) = if x < y { (x, y) } else { (y, x) };
+                added += stmt.execute(params![a, b, relation, to_ms(at)])?;
+            }
+        }
+        tx.commit()?;
+        Ok(added)
+    }
+
+    /// The facts linked to `id`.
+    pub fn fact_links(&self, id: &str) -> Result<Vec<String>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare(
+            "SELECT b FROM fact_links WHERE a = ?1 UNION SELECT a FROM fact_links WHERE b = ?1",
+        )?;
+        let rows = stmt
+            .query_map([id], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    /// Appends to a guild's stream unless the same event was written in the
+    /// last `repeat_window` (the seed: no repeats).
+    pub fn stream_append(
+        &self,
+        guild: GuildId,
+        kind: &str,
+        content: &str,
+        at: DateTime<Utc>,
+        repeat_window: chrono::Duration,
+    ) -> Result<bool> {
+        let conn = self.lock();
+        let repeated: bool = conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM context_stream WHERE guild_id = ?1 AND ts >= ?2 AND kind = ?3 AND content = ?4)",
+            params![guild.to_sql(), to_ms(at - repeat_window), kind, content],
+            |r| r.get(0),
+        )?;
+        if repeated {
+            return Ok(false);
+        }
+        conn.execute(
+            "INSERT INTO context_stream (guild_id, ts, kind, content) VALUES (?1, ?2, ?3, ?4)",
+            params![guild.to_sql(), to_ms(at), kind, content],
+        )?;
+        Ok(true)
+    }
+
+    /// One guild's events since `since`, oldest first, of the given kinds (all when empty).
+    pub fn stream_read(
+        &self,
+        guild: GuildId,
+        since: DateTime<Utc>,
+        kinds: &[String],
+        limit: usize,
+    ) -> Result<Vec<StreamEvent>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare(
+            "SELECT ts, kind, content FROM context_stream WHERE guild_id = ?1 AND ts >= ?2 ORDER BY ts DESC, id DESC",
+        )?;
+        let mut rows: Vec<StreamEvent> = stmt
+            .query_map(params![guild.to_sql(), to_ms(since)], |r| {
+                Ok(StreamEvent {
+                    at: from_ms(r.get(0)?),
+                    kind: r.get(1)?,
+                    content: r.get(2)?,
+                })
+            })?
+            .filter_map(|r| r.ok())
+            .filter(|e| kinds.is_empty() || kinds.contains(&e.kind))
+            .take(limit)
+            .collect();
+        rows.reverse();
+        Ok(rows)
+    }
+
+    pub fn stream_cleanup(&self, before: DateTime<Utc>) -> Result<usize> {
+        Ok(self
+            .lock()
+            .execute("DELETE FROM context_stream WHERE ts < ?1", [to_ms(before)])?)
+    }
+}
+
+fn to_json<T: Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| "[]".into())
+}
