@@ -9,6 +9,10 @@
 //!
 //! `cargo bench --bench memory`. The database is a real file in WAL mode.
 
+#[path = "support/words.rs"]
+mod words;
+use words::word;
+
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -27,20 +31,6 @@ use rand::{Rng, SeedableRng};
 const FACTS: usize = 100_000;
 const GUILDS: u64 = 50;
 const VOCABULARY: usize = 3_000;
-
-fn word(i: usize) -> String {
-    const SYLLABLES: [&str; 16] = [
-        "ka", "lo", "mi", "ne", "ru", "ta", "vi", "so", "pe", "du", "gra", "bel", "tor", "sin",
-        "fal", "qua",
-    ];
-    let mut w = String::new();
-    let mut n = i + 17;
-    while n > 0 {
-        w.push_str(SYLLABLES[n % 16]);
-        n /= 16;
-    }
-    w
-}
 
 fn sentence(rng: &mut StdRng, words: &[String]) -> String {
     let n = rng.random_range(6..14);

@@ -17,6 +17,7 @@ use crate::chat::Transport;
 use crate::clock::{Chance, SharedClock};
 use crate::discovery::Discovery;
 use crate::executive::{Executive, Prompts};
+use crate::garden::{Garden, GardenHandler};
 use crate::impulses::Impulses;
 use crate::impulses::handler::ImpulseHandler;
 use crate::initiative::{Initiative, InitiativeHandler};
@@ -29,6 +30,7 @@ use crate::senses::Senses;
 use crate::settings::{Secrets, Settings, SettingsService};
 use crate::speech::Speech;
 use crate::store::Store;
+use crate::store::lock::DataLock;
 
 pub struct App {
     pub settings: Arc<SettingsService>,
@@ -46,6 +48,7 @@ pub struct App {
     pub memory: Arc<Memory>,
     pub impulses: Arc<Impulses>,
     pub reflexes: Arc<Reflexes>,
+    pub garden: Arc<Garden>,
     pub data_dir: PathBuf,
     /// What is unavailable and why, said plainly at start (console, logs, status).
     pub notices: Vec<String>,
@@ -170,6 +173,21 @@ impl App {
             memory: memory.clone(),
         }));
 
+        let garden = Garden::new(
+            store.clone(),
+            settings.clone(),
+            journal.clone(),
+            clock.clone(),
+            executive.clone(),
+            memory.clone(),
+            impulses.clone(),
+            spine.clone(),
+            me.id,
+        );
+        spine.registry.register(Arc::new(GardenHandler {
+            garden: garden.clone(),
+        }));
+
         let discovery = Discovery::new(
             settings.clone(),
             store.clone(),
@@ -209,14 +227,19 @@ impl App {
             memory,
             impulses,
             reflexes,
+            garden,
             data_dir,
             notices,
         }))
     }
 
-    /// Starts the background loops: the attention dispatcher, the initiative tick, discovery.
-    pub fn start(self: &Arc<Self>) -> Running {
+    /// Takes the data directory (one running bot per data directory) and
+    /// starts the background loops: the attention dispatcher, the initiative
+    /// tick, discovery, memory, impulses and the garden.
+    pub fn start(self: &Arc<Self>) -> anyhow::Result<Running> {
+        let lock = DataLock::acquire(&self.data_dir)?;
         let mut running = self.start_spine();
+        running.lock = Some(lock);
         let rx = running.shutdown.subscribe();
         running
             .tasks
@@ -233,7 +256,11 @@ impl App {
         running
             .tasks
             .push(tokio::spawn(self.impulses.clone().run(rx)));
+        let rx = running.shutdown.subscribe();
         running
+            .tasks
+            .push(tokio::spawn(self.garden.clone().run(rx)));
+        Ok(running)
     }
 
     /// Starts only the attention dispatcher; tests drive the ticks themselves.
@@ -253,6 +280,7 @@ impl App {
             shutdown,
             tasks,
             journal: self.journal.clone(),
+            lock: None,
         }
     }
 }
@@ -262,6 +290,8 @@ pub struct Running {
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
     journal: Journal,
+    /// Held until the loops have stopped.
+    lock: Option<DataLock>,
 }
 
 impl Running {

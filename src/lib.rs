@@ -19,6 +19,7 @@ pub mod console;
 pub mod discord;
 pub mod discovery;
 pub mod executive;
+pub mod garden;
 pub mod ids;
 pub mod impulses;
 pub mod initiative;

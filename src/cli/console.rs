@@ -39,7 +39,7 @@ pub async fn console(
         },
     )
     .await?;
-    let running = app.start();
+    let running = app.start()?;
     let user = user
         .or_else(|| std::env::var("USER").ok())
         .filter(|u| !u.trim().is_empty())

@@ -59,7 +59,7 @@ async fn open(settings: Option<&Path>) -> anyhow::Result<Ctx> {
 }
 
 /// The guild `--guild` names (id or name), or the only one the bot knows.
-fn guild(store: &Store, given: Option<&str>) -> anyhow::Result<GuildId> {
+pub(super) fn guild(store: &Store, given: Option<&str>) -> anyhow::Result<GuildId> {
     let known = store.known_guilds()?;
     let list = || {
         known

@@ -5,6 +5,7 @@
 
 mod console;
 mod discovery;
+mod garden;
 mod journal;
 mod memory;
 mod reflexes;
@@ -141,6 +142,34 @@ pub enum Command {
     Reflexes {
         #[command(subcommand)]
         command: ReflexesCommand,
+    },
+    /// The garden's cycles: plans, transcripts, results
+    Garden {
+        #[command(subcommand)]
+        command: GardenCommand,
+    },
+    /// A server's context stream: recent messages, decisions, observations, errors
+    Context {
+        /// Server id or name [default: the only one the bot knows]
+        #[arg(long)]
+        guild: Option<String>,
+        /// Time window: 5m, 1h, 24h
+        #[arg(long, default_value = "5m")]
+        since: String,
+        /// Only these types, comma-separated: user_message, observation, decision, error, delegation
+        #[arg(long)]
+        types: Option<String>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum GardenCommand {
+    /// The newest cycles (status, summary, plan); --cycle ID adds its whole transcript
+    Log {
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+        #[arg(long)]
+        cycle: Option<i64>,
     },
 }
 
@@ -328,6 +357,21 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             DiscoveryCommand::List => discovery::list(cli.settings.as_deref()),
         },
+        Command::Garden { command } => match command {
+            GardenCommand::Log { limit, cycle } => {
+                garden::log(cli.settings.as_deref(), limit, cycle)
+            }
+        },
+        Command::Context {
+            guild,
+            since,
+            types,
+        } => garden::context(
+            cli.settings.as_deref(),
+            guild.as_deref(),
+            &since,
+            types.as_deref(),
+        ),
         Command::Reflexes { command } => {
             let s = cli.settings.as_deref();
             match command {

@@ -50,5 +50,12 @@ pub async fn status(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
         "ambient budget: {}",
         status::budget_bar(0, ambient_used, cap)
     );
+    let (user, ambient, whole) = status::budget_shares(&snapshot, &service.global());
+    println!("garden:");
+    let enabled = service.global().garden.enabled;
+    for line in crate::commands::garden::widget(&store, None, enabled, chrono::Utc::now()) {
+        println!("  {line}");
+    }
+    println!("  budget: {}", status::budget_bar(user, ambient, whole));
     Ok(ExitCode::SUCCESS)
 }

@@ -3,6 +3,7 @@
 //! The Discord and console layers only parse arguments and display results.
 
 pub mod discovery;
+pub mod garden;
 pub mod impulses;
 pub mod memory;
 pub mod settings;

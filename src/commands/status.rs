@@ -180,7 +180,10 @@ pub fn guild_report(app: &crate::app::App, guild: Option<crate::ids::GuildId>) -
                 "Posts today".into(),
                 format!("{posts} of {}", settings.initiative.text.max_posts_per_day),
             ),
-            ("Garden".into(), "not running in this version".into()),
+            (
+                "Garden".into(),
+                super::garden::widget(&app.store, guild, settings.garden.enabled, now).join("\n"),
+            ),
             ("Budget".into(), budget_bar(user, ambient, cap)),
             ("Models".into(), format!("```\n{models}\n```")),
         ],

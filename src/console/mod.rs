@@ -258,7 +258,20 @@ impl Session {
                 );
                 self.out.notice(&text);
             }
+            "garden" => {
+                let text = self.app.garden.request(guild_id(), &self.user.name);
+                self.out.notice(&text);
+            }
             "status" => {
+                let s = &self.app.settings.global();
+                for line in commands::garden::widget(
+                    &self.app.store,
+                    Some(guild_id()),
+                    s.garden.enabled,
+                    self.app.clock.now(),
+                ) {
+                    self.out.notice(&format!("garden {line}"));
+                }
                 for line in commands::status::model_lines(&self.app.executive) {
                     self.out.notice(&line);
                 }
@@ -344,7 +357,8 @@ const HELP: &str = "commands:
   /as NAME                   speak as someone else
   /journal [SINCE]           what the bot decided lately (default 1h; e.g. 30m, 24h)
   /why [MESSAGE-ID]          why the bot said (or did not say) something
-  /status                    what the bot is up to here: initiative, pending thought, budget, models
+  /status                    what the bot is up to here: garden, models, budget
+  /garden                    tend this guild's memory now (still within the budget)
   /memory remember TEXT      tell the bot something to remember (also: search Q, list, forget ID, forget-me, export)
   /discovery [list]          the feeds the bot follows here
   /discovery add KIND TARGET add a feed (rss URL, subreddit, YouTube channel id, X handle)

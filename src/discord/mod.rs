@@ -75,7 +75,7 @@ pub async fn run(parts: Parts, token: &str) -> anyhow::Result<()> {
 
     let transport = Arc::new(transport::DiscordTransport::new(rest.clone(), me.clone()));
     let app = App::build(parts, |_| transport).await?;
-    let running = app.start();
+    let running = app.start()?;
 
     let dev_guild = settings.discord.dev_guild_id;
     let setup_app = app.clone();

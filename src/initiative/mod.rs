@@ -388,7 +388,18 @@ impl Initiative {
             format!("initiative in guild {guild}"),
         );
         turn.system = rendered.system;
-        turn.messages = vec![Message::user(rendered.user)];
+        // A consideration starts cold: the operator may give it what just happened here.
+        let context = crate::journal::stream::prefix_for(
+            &self.store,
+            &settings,
+            turn.ctx.role,
+            Some(guild),
+            self.clock.now(),
+        );
+        turn.messages = vec![Message::user(match context {
+            Some(c) => format!("{c}\n{}", rendered.user),
+            None => rendered.user,
+        })];
         turn.tools = tools;
         turn.final_tool = Some(decide);
         turn.max_steps = settings.initiative.text.max_tool_steps;

@@ -80,15 +80,18 @@ struct NumberedLine {
 }
 
 impl Memory {
-    /// Runs extraction for every channel that is due.
-    pub async fn extract_due(&self) {
+    /// Runs extraction for every channel that is due; returns (channels, facts stored).
+    pub async fn extract_due(&self) -> (usize, usize) {
         let now = self.clock.now();
         let due = self.store.unextracted_channels().unwrap_or_default();
+        let (mut channels, mut facts) = (0, 0);
         for u in due {
             if self.is_due(&u, now) {
-                self.extract_channel(u.guild, u.channel).await;
+                channels += 1;
+                facts += self.extract_channel(u.guild, u.channel).await;
             }
         }
+        (channels, facts)
     }
 
     fn is_due(&self, u: &Unextracted, now: chrono::DateTime<chrono::Utc>) -> bool {

@@ -197,7 +197,18 @@ async fn perform(
             let mut turn = Turn::new(Role::Reflex, f.guild, format!("reflex {}", reflex.name));
             turn.channel = f.channel;
             turn.system = "You are a small, fast helper inside a Discord bot. Do exactly what is asked, briefly, with no preamble.".into();
-            turn.messages = vec![Message::user(prompt.render(vars))];
+            // A level-2 reflex starts cold: the operator may give it what just happened here.
+            let context = crate::journal::stream::prefix_for(
+                &s.store,
+                &settings,
+                Role::Reflex,
+                f.guild,
+                s.clock.now(),
+            );
+            turn.messages = vec![Message::user(match context {
+                Some(c) => format!("{c}\n{}", prompt.render(vars)),
+                None => prompt.render(vars),
+            })];
             turn.max_steps = 1;
             match s.executive.run_turn(turn).await.outcome {
                 Ok(TurnOutcome::Answer(text)) if !text.trim().is_empty() => {

@@ -90,6 +90,21 @@ pub struct QueueItem {
     pub done_at: Option<DateTime<Utc>>,
 }
 
+/// Someone's reaction or reply to one of the bot's ambient posts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PostFeedback {
+    pub guild: GuildId,
+    pub channel: crate::ids::ChannelId,
+    pub post: crate::ids::MessageId,
+    pub post_text: String,
+    pub who: String,
+    /// The emoji, for a reaction.
+    pub emoji: Option<String>,
+    /// The reply's text, for a reply.
+    pub reply: Option<String>,
+    pub at: DateTime<Utc>,
+}
+
 /// One line of a guild's context stream.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StreamEvent {
@@ -320,6 +335,15 @@ impl Store {
         Ok(added)
     }
 
+    /// Links between a guild's facts.
+    pub fn link_count(&self, guild: GuildId) -> Result<u64> {
+        Ok(self.lock().query_row(
+            "SELECT count(*) FROM fact_links l JOIN facts f ON f.id = l.a WHERE f.guild_id = ?1",
+            [guild.to_sql()],
+            |r| r.get::<_, i64>(0),
+        )? as u64)
+    }
+
     /// The facts linked to `id`.
     pub fn fact_links(&self, id: &str) -> Result<Vec<String>> {
         let conn = self.lock();
@@ -384,6 +408,51 @@ impl Store {
             .collect();
         rows.reverse();
         Ok(rows)
+    }
+
+    /// Reactions and replies to the bot's ambient posts after `since`, oldest
+    /// first, leaving out the bot's own (`me`).
+    pub fn ambient_post_feedback(
+        &self,
+        since: DateTime<Utc>,
+        me: crate::ids::UserId,
+    ) -> Result<Vec<PostFeedback>> {
+        let conn = self.lock();
+        let row = |r: &Row<'_>| -> rusqlite::Result<PostFeedback> {
+            Ok(PostFeedback {
+                guild: GuildId::from_sql(r.get(0)?),
+                channel: crate::ids::ChannelId::from_sql(r.get(1)?),
+                post: crate::ids::MessageId::from_sql(r.get(2)?),
+                post_text: r.get(3)?,
+                who: r
+                    .get::<_, Option<String>>(4)?
+                    .unwrap_or_else(|| "someone".into()),
+                emoji: r.get(5)?,
+                reply: r.get(6)?,
+                at: from_ms(r.get(7)?),
+            })
+        };
+        let mut out: Vec<PostFeedback> = conn
+            .prepare(
+                "SELECT o.guild_id, o.channel_id, o.message_id, o.text,
+                        (SELECT author_name FROM messages WHERE author_id = r.user_id ORDER BY created_at DESC LIMIT 1),
+                        r.emoji, NULL, r.at
+                 FROM reactions r JOIN initiative_outbox o ON o.message_id = r.message_id
+                 WHERE r.at > ?1 AND r.user_id != ?2",
+            )?
+            .query_map(params![to_ms(since), me.to_sql()], row)?
+            .collect::<rusqlite::Result<_>>()?;
+        let replies: Vec<PostFeedback> = conn
+            .prepare(
+                "SELECT o.guild_id, o.channel_id, o.message_id, o.text, m.author_name, NULL, m.content, m.created_at
+                 FROM messages m JOIN initiative_outbox o ON o.message_id = m.reply_to_id
+                 WHERE m.created_at > ?1 AND m.author_is_bot = 0 AND m.deleted_at IS NULL",
+            )?
+            .query_map(params![to_ms(since)], row)?
+            .collect::<rusqlite::Result<_>>()?;
+        out.extend(replies);
+        out.sort_by_key(|f| f.at);
+        Ok(out)
     }
 
     pub fn stream_cleanup(&self, before: DateTime<Utc>) -> Result<usize> {

@@ -158,6 +158,42 @@ impl Store {
         Ok(())
     }
 
+    /// Folds duplicates into a survivor in one transaction: the survivor is
+    /// written, each duplicate is marked superseded by it, and the
+    /// duplicates' reinforcement breadcrumbs move to the survivor, plus one
+    /// breadcrumb per merge — nothing of how the fact earned its strength is lost.
+    pub fn merge_facts(&self, survivor: &Fact, merged: &[&Fact], at: DateTime<Utc>) -> Result<()> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        write_fact(&tx, survivor, false)?;
+        for m in merged {
+            write_fact(&tx, m, false)?;
+            tx.execute(
+                "UPDATE fact_reinforcements SET fact_id = ?2 WHERE fact_id = ?1",
+                params![m.id, survivor.id],
+            )?;
+            tx.execute(
+                "INSERT INTO fact_reinforcements (fact_id, message_id, at) VALUES (?1, ?2, ?3)",
+                params![
+                    survivor.id,
+                    m.sources.first().map(|s| s.to_sql()),
+                    to_ms(at)
+                ],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Breadcrumbs of a fact (how many times, and by what, it was reinforced).
+    pub fn reinforcement_count(&self, id: &str) -> Result<u64> {
+        Ok(self.lock().query_row(
+            "SELECT count(*) FROM fact_reinforcements WHERE fact_id = ?1",
+            [id],
+            |r| r.get::<_, i64>(0),
+        )? as u64)
+    }
+
     pub fn add_reinforcement(
         &self,
         id: &str,

@@ -17,6 +17,7 @@ pub mod guild_settings;
 pub mod impulses;
 pub mod initiative;
 pub mod journal;
+pub mod lock;
 pub mod memory;
 pub mod messages;
 pub mod migrations;

@@ -10,6 +10,7 @@ mod discord;
 mod discovery;
 mod durability;
 mod executive;
+mod garden;
 mod initiative;
 mod memory;
 mod reflexes;

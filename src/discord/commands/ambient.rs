@@ -1,4 +1,4 @@
-//! `/ambient status` and `/ambient why`.
+//! `/ambient status`, `/ambient why` and `/ambient garden`.
 
 use serenity::all::CreateEmbed;
 
@@ -9,7 +9,7 @@ use crate::ids::ChannelId;
 /// What the bot is up to here
 #[poise::command(
     slash_command,
-    subcommands("status", "why"),
+    subcommands("status", "why", "garden"),
     subcommand_required,
     guild_only
 )]
@@ -28,6 +28,19 @@ async fn status(ctx: Context<'_>) -> Result<(), Error> {
         embed = embed.field(name, value, false);
     }
     ctx.send(poise::CreateReply::default().embed(embed)).await?;
+    Ok(())
+}
+
+/// Tend this server's memory now (still within the budget)
+#[poise::command(slash_command, ephemeral, required_permissions = "MANAGE_GUILD")]
+async fn garden(ctx: Context<'_>) -> Result<(), Error> {
+    let Some(g) = guild(&ctx) else { return Ok(()) };
+    let by = ctx
+        .author()
+        .global_name
+        .clone()
+        .unwrap_or_else(|| ctx.author().name.clone());
+    ctx.say(ctx.data().app.garden.request(g, &by)).await?;
     Ok(())
 }
 

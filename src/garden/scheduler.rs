@@ -1,0 +1,387 @@
+//! The adaptive interval between garden cycles (seed: "Adaptive Interval
+//! Algorithm" and its behaviour table), as a pure function of its inputs so
+//! every row of the table is tested exactly.
+//!
+//! ```text
+//! base = over 80 % of the budget used          → max interval
+//!      | rate-limit headers known              → the seed's headroom formula:
+//!            ambient_budget = (tokens_remaining − user_rate × window_left) × 0.8
+//!            cycles         = ambient_budget / tokens_per_cycle (last 5 cycles)
+//!            interval       = window_left / cycles  (or window_left if none fit)
+//!        (after a 429 the backed-off interval wins if it is longer)
+//!      | no headers                            → the adaptive interval (starts at
+//!                                                garden.defaultIntervalMinutes)
+//! people talking with the bot → pause (garden.pauseOnActive) or × activeMultiplier
+//! nobody talking for hours    → × 0.5
+//! clamp to [minIntervalMinutes, maxIntervalMinutes]
+//! ```
+//!
+//! The adaptive interval itself moves after each cycle: a real 429 doubles
+//! it; `cleanCyclesToShorten` cycles in a row without one shorten it by a
+//! quarter; other failures (a 500, a timeout) leave it alone. What the agent
+//! asks for (`next_schedule`, `schedule_ambient`) is a proposal: it is pushed
+//! later to the safe interval, or pulled earlier to the maximum.
+
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::settings::GardenSettings;
+
+/// Token cost assumed for a cycle before any has been measured.
+pub const ASSUMED_TOKENS_PER_CYCLE: f64 = 6_000.0;
+
+/// The scheduler's memory between cycles (persisted).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct State {
+    pub interval_minutes: f64,
+    pub consecutive_rate_limits: u32,
+    pub clean_cycles: u32,
+    /// Completed cycles so far (proactive work unlocks after `garden.warmupCycles`).
+    pub good_cycles: u32,
+}
+
+impl State {
+    pub fn new(settings: &GardenSettings) -> Self {
+        Self {
+            interval_minutes: f64::from(settings.default_interval_minutes),
+            consecutive_rate_limits: 0,
+            clean_cycles: 0,
+            good_cycles: 0,
+        }
+    }
+}
+
+/// What the provider said is left in its rate-limit window.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Window {
+    pub tokens_remaining: u64,
+    pub tokens_limit: u64,
+    pub resets_at: DateTime<Utc>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Inputs {
+    pub now: DateTime<Utc>,
+    pub people_active: bool,
+    /// Since anyone last said anything to any channel the bot sees.
+    pub idle_for: Option<Duration>,
+    pub window: Option<Window>,
+    pub user_tokens_per_minute: f64,
+    /// Mean token cost of the last five cycles, when any were measured.
+    pub tokens_per_cycle: Option<f64>,
+    /// Share of the ambient budget already used (0–1): the daily ambient cap,
+    /// or the provider's window, whichever is fuller.
+    pub budget_used: f64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    /// `None`: paused until people stop talking with the bot.
+    pub wait: Option<Duration>,
+    /// Why, in the order the rules applied.
+    pub why: Vec<String>,
+}
+
+fn minutes(d: Duration) -> f64 {
+    d.num_seconds() as f64 / 60.0
+}
+
+fn from_minutes(m: f64) -> Duration {
+    Duration::seconds((m * 60.0).round() as i64)
+}
+
+/// The safe interval until the next cycle.
+pub fn plan(i: &Inputs, state: &State, s: &GardenSettings) -> Plan {
+    let (min, max) = (
+        f64::from(s.min_interval_minutes),
+        f64::from(s.max_interval_minutes),
+    );
+    let mut why = Vec::new();
+    let mut interval = if i.budget_used > 0.8 {
+        why.push(format!(
+            "{:.0}% of the budget is used: the longest interval",
+            i.budget_used * 100.0
+        ));
+        max
+    } else if let Some(w) = i.window.filter(|w| w.resets_at > i.now) {
+        let left = minutes(w.resets_at - i.now).max(1.0);
+        let user_projected = i.user_tokens_per_minute * left;
+        let ambient_budget = (w.tokens_remaining as f64 - user_projected).max(0.0) * 0.8;
+        let per_cycle = i
+            .tokens_per_cycle
+            .unwrap_or(ASSUMED_TOKENS_PER_CYCLE)
+            .max(1.0);
+        let cycles = (ambient_budget / per_cycle).floor();
+        let headroom = if cycles >= 1.0 { left / cycles } else { left };
+        why.push(if cycles >= 1.0 {
+            format!("{cycles:.0} cycle(s) of ~{per_cycle:.0} tokens fit in the {left:.0} min left of the window: every {headroom:.0} min")
+        } else {
+            format!("no cycle fits in what is left of the window: wait {left:.0} min for it to reset")
+        });
+        if state.consecutive_rate_limits > 0 && state.interval_minutes > headroom {
+            why.push(format!(
+                "backing off after {} rate limit(s): {:.0} min",
+                state.consecutive_rate_limits, state.interval_minutes
+            ));
+            state.interval_minutes
+        } else {
+            headroom
+        }
+    } else {
+        why.push(format!(
+            "no rate-limit headers: the adaptive interval, {:.0} min",
+            state.interval_minutes
+        ));
+        state.interval_minutes
+    };
+    if i.people_active {
+        if s.pause_on_active {
+            why.push("people are talking with the bot: paused (garden.pauseOnActive)".into());
+            return Plan { wait: None, why };
+        }
+        interval *= f64::from(s.active_multiplier);
+        why.push(format!(
+            "people are talking with the bot: × {}",
+            s.active_multiplier
+        ));
+    } else if i
+        .idle_for
+        .is_some_and(|d| d >= Duration::hours(i64::from(s.idle_hours_for_more_often)))
+    {
+        interval *= 0.5;
+        why.push(format!(
+            "nobody has talked for {}h or more: twice as often",
+            s.idle_hours_for_more_often
+        ));
+    }
+    let clamped = interval.clamp(min, max);
+    if (clamped - interval).abs() > 0.01 {
+        why.push(format!(
+            "clamped to {clamped:.0} min (garden.minIntervalMinutes–maxIntervalMinutes)"
+        ));
+    }
+    Plan {
+        wait: Some(from_minutes(clamped)),
+        why,
+    }
+}
+
+/// The agent's requested wake against the safe interval: pushed later when
+/// too soon, pulled earlier to the maximum when too late. Returns the wait
+/// and whether the system moved it.
+pub fn settle(requested: Duration, safe: Duration, s: &GardenSettings) -> (Duration, bool) {
+    let max = Duration::minutes(i64::from(s.max_interval_minutes));
+    let settled = requested.max(safe).min(max.max(safe));
+    (settled, settled != requested)
+}
+
+/// How a cycle ended, for the adaptive interval.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    Clean,
+    /// The provider answered 429 during the cycle.
+    RateLimited,
+    /// Any other failure: it says nothing about rate limits.
+    Failed,
+}
+
+/// The adaptive interval after a cycle.
+pub fn after_cycle(mut state: State, ended: Ended, s: &GardenSettings) -> State {
+    let (min, max) = (
+        f64::from(s.min_interval_minutes),
+        f64::from(s.max_interval_minutes),
+    );
+    match ended {
+        Ended::RateLimited => {
+            state.interval_minutes = (state.interval_minutes * 2.0).min(max);
+            state.consecutive_rate_limits += 1;
+            state.clean_cycles = 0;
+        }
+        Ended::Clean => {
+            state.consecutive_rate_limits = 0;
+            state.clean_cycles += 1;
+            state.good_cycles += 1;
+            if state.clean_cycles >= s.clean_cycles_to_shorten {
+                state.interval_minutes = (state.interval_minutes * 0.75).max(min);
+                state.clean_cycles = 0;
+            }
+        }
+        Ended::Failed => {}
+    }
+    state
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-01-05T12:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc)
+    }
+
+    fn quiet() -> Inputs {
+        Inputs {
+            now: now(),
+            people_active: false,
+            idle_for: Some(Duration::minutes(20)),
+            window: None,
+            user_tokens_per_minute: 0.0,
+            tokens_per_cycle: None,
+            budget_used: 0.1,
+        }
+    }
+
+    fn wait(p: &Plan) -> i64 {
+        p.wait.expect("not paused").num_minutes()
+    }
+
+    #[test]
+    fn without_headers_it_starts_at_thirty_minutes() {
+        let s = GardenSettings::default();
+        let p = plan(&quiet(), &State::new(&s), &s);
+        assert_eq!(wait(&p), 30);
+        assert!(p.why[0].starts_with("no rate-limit headers"), "{:?}", p.why);
+    }
+
+    #[test]
+    fn people_talking_pause_it_or_slow_it_down() {
+        let mut s = GardenSettings::default();
+        let active = Inputs {
+            people_active: true,
+            ..quiet()
+        };
+        assert_eq!(
+            wait(&plan(&active, &State::new(&s), &s)),
+            120,
+            "30 × 4, within max"
+        );
+        s.max_interval_minutes = 600;
+        assert_eq!(wait(&plan(&active, &State::new(&s), &s)), 120);
+        s.pause_on_active = true;
+        let p = plan(&active, &State::new(&s), &s);
+        assert_eq!(p.wait, None);
+        assert!(p.why.last().unwrap().contains("paused"));
+    }
+
+    #[test]
+    fn hours_of_quiet_make_it_run_more_often() {
+        let s = GardenSettings::default();
+        let idle = Inputs {
+            idle_for: Some(Duration::hours(5)),
+            ..quiet()
+        };
+        assert_eq!(wait(&plan(&idle, &State::new(&s), &s)), 15);
+    }
+
+    #[test]
+    fn a_429_doubles_the_interval_and_other_failures_do_not() {
+        let s = GardenSettings::default();
+        let st = State::new(&s);
+        let failed = after_cycle(st.clone(), Ended::Failed, &s);
+        assert_eq!(
+            wait(&plan(&quiet(), &failed, &s)),
+            30,
+            "a 500 is not a rate limit"
+        );
+        let once = after_cycle(st, Ended::RateLimited, &s);
+        assert_eq!(wait(&plan(&quiet(), &once, &s)), 60);
+        let twice = after_cycle(once, Ended::RateLimited, &s);
+        assert_eq!(wait(&plan(&quiet(), &twice, &s)), 120);
+        let thrice = after_cycle(twice, Ended::RateLimited, &s);
+        assert_eq!(
+            wait(&plan(&quiet(), &thrice, &s)),
+            120,
+            "never past the maximum"
+        );
+    }
+
+    #[test]
+    fn clean_cycles_shorten_it_gradually() {
+        let s = GardenSettings::default();
+        let mut st = State::new(&s);
+        for _ in 0..2 {
+            st = after_cycle(st, Ended::Clean, &s);
+        }
+        assert_eq!(wait(&plan(&quiet(), &st, &s)), 30, "not yet");
+        st = after_cycle(st, Ended::Clean, &s);
+        assert_eq!(wait(&plan(&quiet(), &st, &s)), 22, "30 × 0.75");
+        for _ in 0..30 {
+            st = after_cycle(st, Ended::Clean, &s);
+        }
+        assert_eq!(wait(&plan(&quiet(), &st, &s)), 5, "never below the minimum");
+        assert_eq!(st.good_cycles, 33);
+    }
+
+    #[test]
+    fn the_headroom_formula_spreads_cycles_over_the_window() {
+        let s = GardenSettings::default();
+        let window = |remaining, reset_in| Inputs {
+            window: Some(Window {
+                tokens_remaining: remaining,
+                tokens_limit: 100_000,
+                resets_at: now() + Duration::minutes(reset_in),
+            }),
+            tokens_per_cycle: Some(5_000.0),
+            ..quiet()
+        };
+        // (20,000 − 0) × 0.8 = 16,000 → 3 cycles in 60 min → every 20 min.
+        assert_eq!(wait(&plan(&window(20_000, 60), &State::new(&s), &s)), 20);
+        // People use 200 tokens a minute: 12,000 of it → (8,000 × 0.8) → 1 cycle → 60 min.
+        let busy = Inputs {
+            user_tokens_per_minute: 200.0,
+            ..window(20_000, 60)
+        };
+        assert_eq!(wait(&plan(&busy, &State::new(&s), &s)), 60);
+        // Nothing fits: wait for the reset.
+        assert_eq!(wait(&plan(&window(1_000, 45), &State::new(&s), &s)), 45);
+    }
+
+    #[test]
+    fn a_window_ending_with_budget_left_squeezes_cycles_in() {
+        let s = GardenSettings::default();
+        let ending = Inputs {
+            window: Some(Window {
+                tokens_remaining: 20_000,
+                tokens_limit: 100_000,
+                resets_at: now() + Duration::minutes(10),
+            }),
+            tokens_per_cycle: Some(5_000.0),
+            ..quiet()
+        };
+        // Three cycles fit in the last ten minutes: as often as allowed.
+        assert_eq!(wait(&plan(&ending, &State::new(&s), &s)), 5);
+    }
+
+    #[test]
+    fn over_eighty_percent_of_the_budget_means_the_longest_interval() {
+        let s = GardenSettings::default();
+        let spent = Inputs {
+            budget_used: 0.85,
+            ..quiet()
+        };
+        let p = plan(&spent, &State::new(&s), &s);
+        assert_eq!(wait(&p), 120);
+        assert!(p.why[0].contains("85% of the budget"));
+    }
+
+    #[test]
+    fn the_agents_wish_is_a_proposal() {
+        let s = GardenSettings::default();
+        let (w, moved) = settle(Duration::minutes(10), Duration::minutes(30), &s);
+        assert_eq!(
+            (w.num_minutes(), moved),
+            (30, true),
+            "asked 10, headroom says 30: 30"
+        );
+        let (w, moved) = settle(Duration::hours(6), Duration::minutes(30), &s);
+        assert_eq!(
+            (w.num_minutes(), moved),
+            (120, true),
+            "asked 6 h: pulled to the maximum"
+        );
+        let (w, moved) = settle(Duration::minutes(45), Duration::minutes(30), &s);
+        assert_eq!((w.num_minutes(), moved), (45, false));
+    }
+}

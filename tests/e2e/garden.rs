@@ -1,0 +1,838 @@
+//! The garden on the in-process bot, on the manual clock: the adaptive
+//! scheduler fed with real usage records and rate-limit headers, the cycle
+//! and its transcript, the memory pass, feedback, the queue, crash safety,
+//! and the context stream's isolation.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use ambient::attention::{Addressed, Author, Percept, Place};
+use ambient::clock::Clock;
+use ambient::garden::CONTINUATION;
+use ambient::ids::{MessageId, UserId, next_snowflake, stable_id};
+use ambient::journal::Kind;
+use ambient::memory::fact::{Fact, FactKind, Importance, Scope};
+use ambient::settings::Settings;
+use ambient::store::garden::CycleStatus;
+use ambient::store::messages::{Source, StoredMessage};
+use ambient::store::usage::UsageRecord;
+use chrono::{DateTime, Duration, Utc};
+use serde_json::json;
+
+use crate::support::home::Home;
+use crate::support::model_server::Scripted;
+use crate::support::world::{B_GENERAL, GENERAL, GUILD_A, GUILD_B, MEMES, World, settings};
+
+fn end(summary: &str, wake_in_minutes: Option<u32>) -> Scripted {
+    let mut v = json!({"summary": summary, "memories_modified": 0, "compactions": 0});
+    if let Some(m) = wake_in_minutes {
+        v["next_schedule"] = json!({"wake_in_minutes": m, "context": "look again"});
+    }
+    Scripted::tool("end_ambient_cycle", v)
+}
+
+fn minutes_until(w: &World, t: DateTime<Utc>) -> i64 {
+    (t - w.clock.now()).num_minutes()
+}
+
+fn planned(w: &World) -> i64 {
+    w.app.garden.plan().wait.expect("not paused").num_minutes()
+}
+
+fn fact(scope: Scope, content: &str, now: DateTime<Utc>) -> Fact {
+    Fact::new(scope, FactKind::Fact, Importance::Medium, content, now)
+}
+
+fn usage(role: &str, source: &str, tokens: u64, outcome: &str, at: DateTime<Utc>) -> UsageRecord {
+    UsageRecord {
+        id: 0,
+        at,
+        role: role.into(),
+        source: source.into(),
+        guild: Some(GUILD_A),
+        provider: "openai".into(),
+        model: "scripted".into(),
+        pay_per_token: false,
+        tokens_in: tokens,
+        tokens_out: 0,
+        latency_ms: 10,
+        outcome: outcome.into(),
+        detail: String::new(),
+    }
+}
+
+/// An ambient post the bot made in #general, as the initiative engine records it.
+fn ambient_post(w: &World, text: &str) -> MessageId {
+    let now = w.clock.now();
+    let id = MessageId(next_snowflake(now));
+    w.app
+        .store
+        .outbox_insert("nonce-post", GUILD_A, GENERAL, text, now)
+        .unwrap();
+    w.app.store.outbox_mark_sent("nonce-post", id).unwrap();
+    w.app
+        .store
+        .insert_message(&StoredMessage {
+            id,
+            guild: Some(GUILD_A),
+            channel: GENERAL,
+            author_id: UserId(1),
+            author_name: "ambient".into(),
+            author_is_bot: true,
+            is_self: true,
+            content: text.into(),
+            attachments: vec![],
+            reply_to: None,
+            source: Source::Text,
+            created_at: now,
+            edited_at: None,
+            deleted_at: None,
+        })
+        .unwrap();
+    id
+}
+
+async fn react(w: &World, message: MessageId, who: &str, emoji: &str) {
+    w.app
+        .senses
+        .perceive(Percept::Reaction {
+            place: Place {
+                guild: Some(GUILD_A),
+                channel: GENERAL,
+            },
+            message,
+            user: Author {
+                id: UserId(stable_id("user", who)),
+                name: who.into(),
+                is_bot: false,
+            },
+            emoji: emoji.into(),
+            added: true,
+            at: w.clock.now(),
+        })
+        .unwrap();
+    w.app.spine.drain().await;
+}
+
+// ── The behaviour table, on real inputs ─────────────────────────────────
+
+#[tokio::test]
+async fn without_headers_the_interval_starts_at_thirty_minutes_and_people_talking_stretch_it() {
+    let w = World::start(settings()).await;
+    assert_eq!(planned(&w), 30);
+    w.model.push(Scripted::text("hi!"));
+    w.message(
+        GENERAL,
+        "ada",
+        "<@1> hello there, how is it going?",
+        Addressed::Mention,
+    )
+    .await;
+    assert_eq!(planned(&w), 120, "30 × 4 while someone talks with the bot");
+    let mut paused = settings();
+    paused.garden.pause_on_active = true;
+    let w2 = World::start(paused).await;
+    w2.model.push(Scripted::text("hi!"));
+    w2.message(
+        GENERAL,
+        "ada",
+        "<@1> hello there, how is it going?",
+        Addressed::Mention,
+    )
+    .await;
+    let plan = w2.app.garden.plan();
+    assert_eq!(plan.wait, None, "paused: {:?}", plan.why);
+}
+
+#[tokio::test]
+async fn hours_of_quiet_make_cycles_more_frequent() {
+    let w = World::start(settings()).await;
+    w.hear(GENERAL, "ada", "see you all tomorrow", Source::Text);
+    assert_eq!(planned(&w), 30);
+    w.clock.advance(Duration::hours(5));
+    assert_eq!(planned(&w), 15);
+}
+
+#[tokio::test]
+async fn a_429_doubles_the_interval_and_a_500_does_not() {
+    let mut s = settings();
+    s.garden.skip_warmup = true;
+    let w = World::start(s).await;
+    w.hear(
+        GENERAL,
+        "ada",
+        "we should plan the next meetup soon",
+        Source::Text,
+    );
+    w.model.push(Scripted::status(500, "{\"error\": \"boom\"}"));
+    let r = w.app.garden.cycle("test").await.unwrap();
+    assert_eq!(r.status, CycleStatus::Incomplete);
+    assert_eq!(
+        planned(&w),
+        30,
+        "a server error says nothing about rate limits"
+    );
+    assert_eq!(minutes_until(&w, r.next_wake), 30);
+
+    w.hear(GENERAL, "ada", "and the one after that", Source::Text);
+    w.model.push(Scripted::status_with(
+        429,
+        "{\"error\": \"slow down\"}",
+        &[("retry-after", "0")],
+    ));
+    let r = w.app.garden.cycle("test").await.unwrap();
+    assert!(w.app.store.cycle(r.id).unwrap().unwrap().rate_limited);
+    assert_eq!(planned(&w), 60, "a real 429 doubles it");
+    assert_eq!(minutes_until(&w, r.next_wake), 60);
+}
+
+#[tokio::test]
+async fn clean_cycles_shorten_the_interval() {
+    let w = World::start(settings()).await;
+    for _ in 0..3 {
+        let r = w.app.garden.cycle("test").await.unwrap();
+        assert_eq!(r.status, CycleStatus::Completed);
+    }
+    assert_eq!(planned(&w), 22, "after three clean cycles: 30 × 0.75");
+    assert_eq!(w.app.garden.scheduler_state().good_cycles, 3);
+}
+
+#[tokio::test]
+async fn rate_limit_headers_set_the_interval_and_a_window_ending_squeezes_cycles_in() {
+    let w = World::start(settings()).await;
+    w.model.success_headers(&[
+        ("x-ratelimit-limit-tokens", "100000"),
+        ("x-ratelimit-remaining-tokens", "26000"),
+        ("x-ratelimit-reset-tokens", "60m0s"),
+    ]);
+    // Any ambient call teaches the executive the window; here a garden cycle.
+    w.hear(GENERAL, "ada", "the meetup moved to friday", Source::Text);
+    w.model.push(end("nothing to do", None));
+    let r = w.app.garden.cycle("test").await.unwrap();
+    let c = w.app.store.cycle(r.id).unwrap().unwrap();
+    assert_eq!(c.tokens_in + c.tokens_out, 120);
+    // (26,000 − people's use) × 0.8 = 20,800 → 173 cycles of 120 tokens in 60 min → the minimum.
+    assert_eq!(planned(&w), 5);
+    let why = w.app.garden.plan().why.join("; ");
+    assert!(
+        why.contains("fit in the 60 min left of the window"),
+        "{why}"
+    );
+
+    // The same window, but the last five cycles cost 6,000 tokens each: 3 fit → every 20 minutes.
+    for _ in 0..5 {
+        let id = w.app.store.cycle_begin("synthetic", w.clock.now()).unwrap();
+        let mut c = w.app.store.cycle(id).unwrap().unwrap();
+        c.status = CycleStatus::Completed;
+        c.tokens_in = 6_000;
+        w.app.store.cycle_save(&c).unwrap();
+    }
+    assert_eq!(planned(&w), 20);
+    // Ten minutes before the reset, with the same budget left: as often as allowed.
+    w.clock.advance(Duration::minutes(50));
+    assert_eq!(planned(&w), 5);
+}
+
+#[tokio::test]
+async fn over_eighty_percent_of_the_budget_means_the_longest_interval() {
+    let mut s = settings();
+    s.budget.daily_tokens.ambient = 10_000;
+    let w = World::start(s).await;
+    w.app
+        .store
+        .usage_append(&usage("ambient", "ambient", 7_000, "ok", w.clock.now()))
+        .unwrap();
+    assert_eq!(planned(&w), 30, "70%: normal");
+    w.app
+        .store
+        .usage_append(&usage("ambient", "ambient", 1_500, "ok", w.clock.now()))
+        .unwrap();
+    assert_eq!(planned(&w), 120, "85%: the maximum");
+}
+
+#[tokio::test]
+async fn the_agent_asking_for_ten_minutes_while_headroom_says_thirty_gets_thirty() {
+    let w = World::start(settings()).await;
+    w.hear(
+        GENERAL,
+        "ada",
+        "we moved the meetup to friday",
+        Source::Text,
+    );
+    w.model.push(end("looked around", Some(10)));
+    let r = w.app.garden.cycle("test").await.unwrap();
+    assert_eq!(r.status, CycleStatus::Completed);
+    assert_eq!(minutes_until(&w, r.next_wake), 30);
+    let status = w.app.garden.status();
+    assert!(
+        status.adaptive_moved && status.next_reason.starts_with("asked for"),
+        "{status:?}"
+    );
+    let widget =
+        ambient::commands::garden::widget(&w.app.store, Some(GUILD_A), true, w.clock.now())
+            .join("\n");
+    assert!(widget.contains("next: ~30m (adaptive)"), "{widget}");
+    assert!(widget.contains("last: 0s ago — looked around"), "{widget}");
+    assert!(
+        widget.contains("queue: 1 item(s) (next: look again)"),
+        "{widget}"
+    );
+}
+
+// ── The cycle ───────────────────────────────────────────────────────────
+
+#[tokio::test]
+async fn a_model_that_stops_twice_gets_the_continuation_then_a_forced_end() {
+    let w = World::start(settings()).await;
+    w.hear(
+        GENERAL,
+        "ada",
+        "remember that the wiki moved to the new host",
+        Source::Text,
+    );
+    w.model
+        .push(Scripted::tool("todos", json!({"items": [{"text": "merge duplicates", "done": true}, {"text": "check the wiki fact"}]})))
+        .push(Scripted::text("I think I am done."))
+        .push(Scripted::text("Really done."));
+    let r = w.app.garden.cycle("test").await.unwrap();
+    assert_eq!(r.status, CycleStatus::Incomplete);
+    let requests = w.model.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(
+        requests[2]
+            .body
+            .to_string()
+            .contains(&CONTINUATION.replace('\n', "\\n")),
+        "the seed's continuation, once"
+    );
+    assert_eq!(minutes_until(&w, r.next_wake), 30, "the default wake");
+    let cycle = w.app.store.cycle(r.id).unwrap().unwrap();
+    assert_eq!(cycle.todos.len(), 2, "the plan survives");
+    assert!(
+        cycle.summary.contains("1 planned item(s) left"),
+        "{}",
+        cycle.summary
+    );
+    let log = ambient::commands::garden::log(&w.app.store, 5, Some(r.id), true);
+    assert!(
+        log.contains("incomplete")
+            && log.contains("[x] merge duplicates")
+            && log.contains("[ ] check the wiki fact"),
+        "{log}"
+    );
+    assert!(log.contains("said   I think I am done."), "{log}");
+}
+
+#[tokio::test]
+async fn the_queue_survives_a_restart_and_a_late_item_still_runs() {
+    let w = World::start(settings()).await;
+    w.hear(GENERAL, "ada", "hello", Source::Text);
+    w.model
+        .push(Scripted::tool("schedule_ambient", json!({"wake_in_minutes": 45, "context": "check whether the wiki move happened", "priority": "high"})))
+        .push(end("queued a check", None));
+    w.app.garden.cycle("test").await.unwrap();
+    let (dir, model, clock) = w.stop().await;
+    clock.advance(Duration::hours(6)); // down for hours: the item is late
+    let again = World::start_in(settings(), dir, model, clock).await;
+    again.app.garden.recover();
+    let status = again.app.garden.status();
+    assert!(
+        status.next_reason.contains("catch-up after downtime"),
+        "{status:?}"
+    );
+    again.model.push(end("checked the wiki", None));
+    let r = again.app.garden.cycle("catch-up").await.unwrap();
+    assert_eq!(r.guild, Some(GUILD_A));
+    let asked = again.model.requests().last().unwrap().body.to_string();
+    assert!(
+        asked.contains("check whether the wiki move happened"),
+        "the late item is in the prompt"
+    );
+    assert!(again.app.store.queue_open().unwrap().is_empty(), "and done");
+}
+
+#[tokio::test]
+async fn an_interrupted_pass_resumes_from_its_checkpoint() {
+    let w = World::start(settings()).await;
+    let now = w.clock.now();
+    for (g, c) in [(GUILD_A, GENERAL), (GUILD_B, B_GENERAL)] {
+        let a = fact(
+            Scope::channel(Some(g), c),
+            "movie night is every sunday at eight in the lounge",
+            now,
+        );
+        let b = fact(
+            Scope::guild(g),
+            "movie night is every sunday at eight in the lounge!",
+            now,
+        );
+        w.app.store.insert_fact(&a).unwrap();
+        w.app.store.insert_fact(&b).unwrap();
+    }
+    let seen = AtomicUsize::new(0);
+    let stop_after_one = || seen.fetch_add(1, Ordering::SeqCst) >= 1;
+    let first = w
+        .app
+        .garden
+        .cycle_until("test", &stop_after_one)
+        .await
+        .unwrap();
+    assert_eq!(first.status, CycleStatus::Interrupted);
+    assert_eq!(
+        (first.tended.merged, first.tended.examined),
+        (1, 2),
+        "guild A only"
+    );
+
+    // The process dies in the next cycle's pass: its row is left "running".
+    let orphan = w.app.store.cycle_begin("crashed", w.clock.now()).unwrap();
+    let (dir, model, clock) = w.stop().await;
+    let again = World::start_in(settings(), dir, model, clock).await;
+    again.app.garden.recover();
+    assert_eq!(
+        again.app.store.cycle(orphan).unwrap().unwrap().status,
+        CycleStatus::Interrupted
+    );
+    assert!(
+        again
+            .app
+            .garden
+            .status()
+            .next_reason
+            .contains("restart after a crash")
+    );
+    let second = again.app.garden.cycle("resume").await.unwrap();
+    assert!(second.resumed);
+    assert_eq!(
+        (second.tended.merged, second.tended.examined),
+        (1, 2),
+        "guild B only: A is not redone"
+    );
+    let cycle = again.app.store.cycle(second.id).unwrap().unwrap();
+    assert!(cycle.steps.iter().any(|s| {
+        s.text
+            .starts_with(&format!("resumed the pass of cycle {}", first.id))
+    }));
+}
+
+// ── The memory pass ─────────────────────────────────────────────────────
+
+#[tokio::test]
+async fn decayed_facts_are_pruned_by_the_seeds_rule() {
+    let w = World::start(settings()).await;
+    let now = w.clock.now();
+    let old = now - Duration::days(200);
+    let mk = |content: &str,
+              strength: u32,
+              importance: Importance,
+              confidence: f64,
+              seen: DateTime<Utc>| {
+        let mut f = Fact::new(
+            Scope::guild(GUILD_A),
+            FactKind::Fact,
+            importance,
+            content,
+            seen,
+        );
+        f.strength = strength;
+        f.confidence = confidence;
+        w.app.store.insert_fact(&f).unwrap();
+        f.id
+    };
+    let faded = mk(
+        "the old bot prefix was a question mark",
+        1,
+        Importance::Medium,
+        1.0,
+        old,
+    );
+    let reinforced = mk(
+        "the server mascot is a capybara",
+        2,
+        Importance::Medium,
+        1.0,
+        old,
+    );
+    let important = mk(
+        "never post in the rules channel",
+        1,
+        Importance::High,
+        1.0,
+        old,
+    );
+    let doubtful = mk(
+        "someone said the wiki might move",
+        1,
+        Importance::Low,
+        0.04,
+        now,
+    );
+    let fresh = mk("the next meetup is in march", 1, Importance::Low, 0.06, now);
+    let r = w.app.garden.cycle("test").await.unwrap();
+    assert_eq!(r.tended.pruned, 2);
+    let archived = |id: &str| w.app.store.fact(id).unwrap().unwrap().archived_at.is_some();
+    assert!(
+        archived(&faded),
+        "200 days at a 30-day half-life: 0.0098 < 0.05, strength 1"
+    );
+    assert!(archived(&doubtful), "0.04 < 0.05");
+    assert!(!archived(&reinforced), "strength 2 is kept");
+    assert!(!archived(&important), "high importance is kept");
+    assert!(!archived(&fresh), "0.06 is kept");
+    let pruned = w
+        .journal(Kind::Garden)
+        .into_iter()
+        .find(|e| e.summary == "pruned 2 decayed memory(ies)")
+        .unwrap();
+    assert!(
+        pruned
+            .reason
+            .contains("confidence below 0.05 and strength ≤ 1"),
+        "{}",
+        pruned.reason
+    );
+}
+
+#[tokio::test]
+async fn duplicates_are_merged_with_their_reinforcements_kept() {
+    let w = World::start(settings()).await;
+    let now = w.clock.now();
+    let mut a = fact(
+        Scope::channel(Some(GUILD_A), GENERAL),
+        "movie night is every sunday at eight in the lounge",
+        now - Duration::days(3),
+    );
+    a.strength = 2;
+    let mut b = fact(
+        Scope::channel(Some(GUILD_A), MEMES),
+        "Movie night is every Sunday at eight, in the lounge",
+        now,
+    );
+    b.strength = 3;
+    let other = fact(
+        Scope::guild(GUILD_A),
+        "the lounge is the voice channel for events",
+        now,
+    );
+    for f in [&a, &b, &other] {
+        w.app.store.insert_fact(f).unwrap();
+    }
+    for (id, m) in [(&a.id, 11), (&a.id, 12), (&b.id, 13)] {
+        w.app
+            .store
+            .add_reinforcement(id, Some(MessageId(m)), now)
+            .unwrap();
+    }
+    let r = w.app.garden.cycle("test").await.unwrap();
+    assert_eq!(r.tended.merged, 1);
+    let survivor = w.app.store.fact(&b.id).unwrap().unwrap();
+    let merged = w.app.store.fact(&a.id).unwrap().unwrap();
+    assert_eq!(
+        merged.superseded_by.as_deref(),
+        Some(b.id.as_str()),
+        "the stronger one survives"
+    );
+    assert_eq!(survivor.strength, 5);
+    assert_eq!(
+        survivor.scope,
+        Scope::guild(GUILD_A),
+        "learned in two channels: the server's now"
+    );
+    let crumbs: Vec<Option<MessageId>> = survivor.reinforcements.iter().map(|(m, _)| *m).collect();
+    for m in [11, 12, 13] {
+        assert!(
+            crumbs.contains(&Some(MessageId(m))),
+            "breadcrumb {m} kept: {crumbs:?}"
+        );
+    }
+    assert_eq!(crumbs.len(), 4, "three moved, one for the merge");
+    assert!(
+        w.app.store.fact(&other.id).unwrap().unwrap().is_active(),
+        "a related fact is not a duplicate"
+    );
+    let entry = w
+        .journal(Kind::Garden)
+        .into_iter()
+        .find(|e| e.summary.starts_with("merged 1 duplicate(s)"))
+        .unwrap();
+    assert!(entry.reason.contains("strength now 5"), "{}", entry.reason);
+}
+
+#[tokio::test]
+async fn thumbs_down_on_an_ambient_post_reaches_the_next_scout_and_steers_it() {
+    let mut s = settings();
+    s.garden.skip_warmup = true;
+    let w = World::start(s).await;
+    let post = ambient_post(&w, "Hot take: tabs are better than spaces, fight me");
+    react(&w, post, "ada", "👎").await;
+    react(&w, post, "bob", "👎").await;
+    w.hear(
+        GENERAL,
+        "ada",
+        "anyway, who is coming on friday?",
+        Source::Text,
+    );
+    w.model
+        .push(Scripted::tool(
+            "propose_thought",
+            json!({"text": "Tabs versus spaces: which side are you on?", "why": "a fun debate"}),
+        ))
+        .push(end("tried a debate, held back", None));
+    w.app.garden.cycle("test").await.unwrap();
+    let requests = w.model.requests();
+    let first = requests[0].body.to_string();
+    assert!(first.contains("People disliked my ambient post in #general (👎): \\\"Hot take: tabs are better than spaces, fight me\\\" (×2)"), "{first}");
+    let second = requests[1].body.to_string();
+    assert!(
+        second.contains("not this one: people rejected 2 similar post(s) before"),
+        "{second}"
+    );
+    assert!(
+        w.app.store.pending_thought(GUILD_A).unwrap().is_none(),
+        "nothing was prepared"
+    );
+}
+
+// ── Isolation, the stream, one process per data directory ──────────────
+
+#[tokio::test]
+async fn the_context_summary_holds_guild_as_events_and_none_of_guild_bs() {
+    let mut s: Settings = settings();
+    s.executive.context_stream.roles = vec!["ambient".into()];
+    let w = World::start(s).await;
+    w.model.push(Scripted::text("Friday works."));
+    w.message(
+        GENERAL,
+        "ada",
+        "<@1> is the meetup on friday?",
+        Addressed::Mention,
+    )
+    .await;
+    w.app.garden.request(GUILD_A, "test");
+    w.message(
+        B_GENERAL,
+        "bob",
+        "our secret launch date is the 14th",
+        Addressed::No,
+    )
+    .await;
+    let summary = ambient::journal::stream::prefix_for(
+        &w.app.store,
+        &w.app.settings.global(),
+        ambient::executive::Role::Ambient,
+        Some(GUILD_A),
+        w.clock.now(),
+    )
+    .unwrap();
+    assert!(
+        summary.starts_with("[AMBIENT CONTEXT — last 5 min]"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("ada: <@1> is the meetup on friday?"),
+        "{summary}"
+    );
+    assert!(summary.contains("decision: answered ada"), "{summary}");
+    assert!(
+        !summary.contains("secret launch"),
+        "guild B stays out: {summary}"
+    );
+    w.model.push(end("nothing to tend", None));
+    w.app.garden.cycle("test").await.unwrap();
+    let asked = w.model.requests().last().unwrap().body.to_string();
+    assert!(
+        asked.contains("[AMBIENT CONTEXT — last 5 min]")
+            && asked.contains("is the meetup on friday"),
+        "{asked}"
+    );
+    assert!(!asked.contains("secret launch"));
+    // Older than a day: cleaned up.
+    w.clock.advance(Duration::hours(25));
+    ambient::journal::stream::cleanup(&w.app.store, &w.app.settings.global(), w.clock.now());
+    assert!(
+        w.app
+            .store
+            .stream_read(GUILD_A, w.clock.now() - Duration::days(3), &[], 100)
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn a_second_bot_on_the_same_data_directory_is_refused() {
+    let home = Home::new(json!({}));
+    let mut first = home.spawn_console();
+    first.send("hello");
+    first.next_event("stored");
+    let second = home.run(&["console"]);
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success());
+    assert!(
+        err.contains("another ambient process (pid ")
+            && err.contains("is already running on the data directory"),
+        "{err}"
+    );
+}
+
+#[test]
+fn garden_log_and_context_are_readable_from_the_command_line() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let dir = rt.block_on(async {
+        let w = World::start(settings()).await;
+        w.message(GENERAL, "ada", "the wiki moved", Addressed::No)
+            .await;
+        w.model
+            .push(Scripted::tool(
+                "todos",
+                json!({"items": [{"text": "look at the wiki fact", "done": true}]}),
+            ))
+            .push(end("looked at the wiki fact", None));
+        w.app.garden.cycle("test").await.unwrap();
+        let (dir, _, _) = w.stop().await;
+        dir
+    });
+    let data = PathBuf::from(dir.path()).join("data");
+    let home = Home::new(json!({"storage": {"dataDir": data.to_string_lossy()}}));
+    let log = home.run(&["garden", "log"]);
+    let text = String::from_utf8_lossy(&log.stdout);
+    assert!(
+        text.contains("completed — Guild A (1001) — trigger: test"),
+        "{text}"
+    );
+    assert!(
+        text.contains("summary: looked at the wiki fact")
+            && text.contains("[x] look at the wiki fact"),
+        "{text}"
+    );
+    let ctx = home.run(&[
+        "context",
+        "--guild",
+        "Guild A",
+        "--since",
+        "2000-01-01",
+        "--types",
+        "user_message",
+    ]);
+    let text = String::from_utf8_lossy(&ctx.stdout);
+    assert!(
+        ctx.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ctx.stderr)
+    );
+    assert!(text.contains("ada: the wiki moved"), "{text}");
+    let bad = home.run(&["context", "--guild", "Guild A", "--types", "gossip"]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown context type \"gossip\""));
+}
+
+#[test]
+fn the_running_bot_wakes_its_garden_on_request() {
+    let home = Home::new(json!({"executive": {"ollamaBaseUrl": "http://127.0.0.1:9"}}));
+    let mut console = home.spawn_console();
+    console.send("hello everyone");
+    console.next_event("stored");
+    console.send("/garden");
+    let answer = console.next_event("notice");
+    assert_eq!(
+        answer["text"],
+        "The garden will tend this server's memory next."
+    );
+    // The loop wakes, attention hands the impulse to the garden, a cycle runs
+    // (the memory pass only: there is no model here).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        console.send("/status");
+        let mut garden = Vec::new();
+        while garden.len() < 3 {
+            let n = console.next_event("notice");
+            let text = n["text"].as_str().unwrap_or_default().to_string();
+            if text.starts_with("garden ") {
+                garden.push(text);
+            }
+        }
+        if garden
+            .iter()
+            .any(|l| l.starts_with("garden last: ") && l.contains("memory pass only"))
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no cycle ran: {garden:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    console.send("/quit");
+    let _ = console.child.wait();
+    let log = home.run(&["garden", "log"]);
+    let text = String::from_utf8_lossy(&log.stdout);
+    assert!(text.contains("trigger: requested by"), "{text}");
+}
+
+#[tokio::test]
+async fn a_conversation_ending_wakes_the_garden_early() {
+    let w = World::start(settings()).await;
+    w.app.garden.recover();
+    assert_eq!(
+        minutes_until(&w, w.app.garden.status().next_wake.unwrap()),
+        30
+    );
+    w.model.push(Scripted::text("hello!"));
+    w.message(GENERAL, "ada", "<@1> morning!", Addressed::Mention)
+        .await;
+    w.app.garden.notice_conversations_ending();
+    assert_eq!(
+        minutes_until(&w, w.app.garden.status().next_wake.unwrap()),
+        30,
+        "still talking"
+    );
+    let minutes = w
+        .app
+        .settings
+        .global()
+        .attention
+        .active_conversation_minutes;
+    w.clock.advance(Duration::minutes(i64::from(minutes) + 1));
+    w.app.garden.notice_conversations_ending();
+    let status = w.app.garden.status();
+    assert_eq!(status.next_reason, "a conversation just ended");
+    assert_eq!(
+        minutes_until(&w, status.next_wake.unwrap()),
+        5,
+        "the shortest interval, still within budget"
+    );
+}
+
+#[tokio::test]
+async fn proactive_work_waits_for_the_warm_up() {
+    let w = World::start(settings()).await;
+    let tools = |w: &World| {
+        w.model.requests().last().unwrap().body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    for n in 0..4 {
+        w.hear(
+            GENERAL,
+            "ada",
+            &format!("message {n} about the meetup"),
+            Source::Text,
+        );
+        w.model.push(end("tended", None));
+        w.app.garden.cycle("test").await.unwrap();
+        let names = tools(&w);
+        assert!(
+            names.contains(&"todos".to_string())
+                && names.contains(&"end_ambient_cycle".to_string()),
+            "{names:?}"
+        );
+        assert_eq!(
+            names.contains(&"propose_thought".to_string()),
+            n >= 3,
+            "cycle {n}: garden-only for the first three: {names:?}"
+        );
+        w.clock.advance(Duration::minutes(1));
+    }
+}
