@@ -3,14 +3,13 @@
 //! banding, keyword index) and the database work (merges with their
 //! breadcrumbs, prunes, links, journal lines). No model calls. The time per
 //! fact should stay roughly flat as the memory grows — linear, not quadratic.
+//! Timed with divan; what each pass did is printed first.
 //!
 //! `cargo bench --bench garden`.
 
 #[path = "support/words.rs"]
 mod words;
 use words::word;
-
-use std::time::Instant;
 
 use ambient::clock::{Clock, SystemClock};
 use ambient::garden::pass;
@@ -26,14 +25,14 @@ use rand::{Rng, SeedableRng};
 const GUILDS: u64 = 50;
 const VOCABULARY: usize = 3_000;
 
-/// `n` facts: 3 % near-duplicates of an earlier fact in the same server, 5 % long faded.
-fn fill(store: &Store, n: usize, rng: &mut StdRng) {
+/// `n` facts over `guilds` servers: 3 % near-duplicates of an earlier fact in the same server, 5 % long faded.
+fn fill(store: &Store, n: usize, guilds: u64, rng: &mut StdRng) {
     let words: Vec<String> = (0..VOCABULARY).map(word).collect();
     let now = SystemClock.now();
     let mut batch = Vec::with_capacity(n);
-    let mut texts: Vec<Vec<String>> = vec![Vec::new(); GUILDS as usize];
+    let mut texts: Vec<Vec<String>> = vec![Vec::new(); guilds as usize];
     for i in 0..n {
-        let g = i as u64 % GUILDS;
+        let g = i as u64 % guilds;
         let earlier = &texts[g as usize];
         let text = if !earlier.is_empty() && rng.random_range(0..100) < 3 {
             format!("{}!", earlier[rng.random_range(0..earlier.len())])
@@ -62,38 +61,94 @@ fn fill(store: &Store, n: usize, rng: &mut StdRng) {
     store.save_facts(&refs, &[]).unwrap();
 }
 
-fn main() {
-    let settings = GardenSettings::default();
-    let mut previous: Option<f64> = None;
-    println!("garden pass (no model calls), {GUILDS} servers:");
-    for n in [25_000usize, 50_000, 100_000] {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let clock = std::sync::Arc::new(SystemClock);
-        let journal = Journal::new(store.clone(), clock.clone());
-        let mut rng = StdRng::seed_from_u64(7);
-        fill(&store, n, &mut rng);
-        let now = clock.now();
-        let started = Instant::now();
-        let mut total = pass::Tended::default();
-        for g in 1..=GUILDS {
-            total.add(&pass::tend(
-                &store,
-                &journal,
-                &settings,
-                Some(GuildId(g)),
-                now,
-            ));
-        }
-        let secs = started.elapsed().as_secs_f64();
-        let per_fact = secs * 1e6 / n as f64;
-        let growth = previous.map_or(String::new(), |p| {
-            format!(", ×{:.2} per fact vs the previous size", per_fact / p)
-        });
-        println!(
-            "  {n:>7} facts: {secs:.2} s ({per_fact:.1} µs/fact{growth}) — merged {}, pruned {}, linked {}",
-            total.merged, total.pruned, total.linked
-        );
-        previous = Some(per_fact);
+fn pass(
+    store: &Store,
+    journal: &Journal,
+    settings: &GardenSettings,
+    guilds: u64,
+    unchanged: bool,
+) -> pass::Tended {
+    let now = SystemClock.now();
+    let mut total = pass::Tended::default();
+    for g in 1..=guilds {
+        total.add(&pass::tend(
+            store,
+            journal,
+            settings,
+            Some(GuildId(g)),
+            now,
+            unchanged,
+        ));
     }
+    total
+}
+
+/// A store holding `n` facts over `guilds` servers (outside the timing).
+fn fixture(n: usize, guilds: u64) -> (Store, Journal, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let journal = Journal::new(store.clone(), std::sync::Arc::new(SystemClock));
+    fill(&store, n, guilds, &mut StdRng::seed_from_u64(7));
+    (store, journal, dir)
+}
+
+fn main() {
+    // What one pass does at each size, before divan's timings.
+    let settings = GardenSettings::default();
+    for (n, guilds) in [
+        (25_000, GUILDS),
+        (50_000, GUILDS),
+        (100_000, GUILDS),
+        (100_000, 1),
+    ] {
+        let (store, journal, _dir) = fixture(n, guilds);
+        let t = pass(&store, &journal, &settings, guilds, false);
+        let found = pass::candidates(
+            &store,
+            &settings,
+            GuildId(1),
+            "words people said lately",
+            SystemClock.now(),
+            &Default::default(),
+        );
+        println!(
+            "{n} facts in {guilds} server(s): merged {}, pruned {}, linked {}; {} contradiction candidates in server 1",
+            t.merged,
+            t.pruned,
+            t.linked,
+            found.contradictions.len()
+        );
+    }
+    divan::main();
+}
+
+/// The whole pass (candidate finding and database work) over `n` facts in 50 servers.
+#[divan::bench(args = [25_000, 50_000, 100_000], sample_count = 3, sample_size = 1)]
+fn pass_over_50_servers(bencher: divan::Bencher, n: usize) {
+    let settings = GardenSettings::default();
+    bencher
+        .with_inputs(|| fixture(n, GUILDS))
+        .bench_values(|(store, journal, _dir)| pass(&store, &journal, &settings, GUILDS, false));
+}
+
+/// The same 100,000 facts in one server: the worst case for candidate finding.
+#[divan::bench(sample_count = 3, sample_size = 1)]
+fn pass_over_one_big_server(bencher: divan::Bencher) {
+    let settings = GardenSettings::default();
+    bencher
+        .with_inputs(|| fixture(100_000, 1))
+        .bench_values(|(store, journal, _dir)| pass(&store, &journal, &settings, 1, false));
+}
+
+/// The next pass when nothing changed: only the decay check runs.
+#[divan::bench(sample_count = 3, sample_size = 1)]
+fn pass_when_nothing_changed(bencher: divan::Bencher) {
+    let settings = GardenSettings::default();
+    bencher
+        .with_inputs(|| {
+            let f = fixture(100_000, GUILDS);
+            pass(&f.0, &f.1, &settings, GUILDS, false);
+            f
+        })
+        .bench_values(|(store, journal, _dir)| pass(&store, &journal, &settings, GUILDS, true));
 }

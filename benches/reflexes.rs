@@ -2,13 +2,13 @@
 //!
 //! The reflex layer sits in front of every message, so its cost when nothing
 //! matches (the common case) and when one reflex matches must stay tiny.
-//! Measured through `Reflexes::matching` on a real `App` (settings lookup,
-//! mention stripping, the regex set, guild/addressed/disabled filters,
-//! captures) with 100 definitions loaded from YAML; target under 50 µs.
+//! Measured with divan through `Reflexes::matching` on a real `App` (settings
+//! lookup, mention stripping, the regex set, guild/addressed/disabled
+//! filters, captures) with 100 definitions loaded from YAML; target under 50 µs.
 //!
 //! `cargo bench --bench reflexes`.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use ambient::app::{App, Parts};
 use ambient::attention::{
@@ -111,70 +111,64 @@ fn item(text: &str) -> Attended {
     }
 }
 
-fn main() {
-    let dir = tempfile::tempdir().unwrap();
-    let reflex_dir = dir.path().join("reflexes");
-    std::fs::create_dir_all(&reflex_dir).unwrap();
-    definitions(&reflex_dir);
-    let mut settings = Settings::default();
-    settings.storage.data_dir = dir.path().join("data").to_string_lossy().into_owned();
-    settings.reflexes.dir = reflex_dir.to_string_lossy().into_owned();
-    settings.executive.ollama_base_url = "http://127.0.0.1:9".into();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let app = rt
-        .block_on(App::build(
-            Parts {
-                settings,
-                secrets: Secrets::default(),
-                clock: Arc::new(SystemClock),
-                chance: Chance::seeded(1),
-            },
-            |_| Arc::new(Silent) as Arc<dyn Transport>,
-        ))
-        .unwrap();
-    let loaded = app.reflexes.loaded();
-    assert_eq!(loaded.reflexes.len(), REFLEXES, "{:?}", loaded.problems);
+/// An app with the 100 definitions (built once; divan runs the benches in this process).
+fn app() -> &'static Arc<App> {
+    static APP: OnceLock<(Arc<App>, tempfile::TempDir, tokio::runtime::Runtime)> = OnceLock::new();
+    &APP.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let reflex_dir = dir.path().join("reflexes");
+        std::fs::create_dir_all(&reflex_dir).unwrap();
+        definitions(&reflex_dir);
+        let mut settings = Settings::default();
+        settings.storage.data_dir = dir.path().join("data").to_string_lossy().into_owned();
+        settings.reflexes.dir = reflex_dir.to_string_lossy().into_owned();
+        settings.executive.ollama_base_url = "http://127.0.0.1:9".into();
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let app = rt
+            .block_on(App::build(
+                Parts {
+                    settings,
+                    secrets: Secrets::default(),
+                    clock: Arc::new(SystemClock),
+                    chance: Chance::seeded(1),
+                },
+                |_| Arc::new(Silent) as Arc<dyn Transport>,
+            ))
+            .unwrap();
+        let loaded = app.reflexes.loaded();
+        assert_eq!(loaded.reflexes.len(), REFLEXES, "{:?}", loaded.problems);
+        (app, dir, rt)
+    })
+    .0
+}
 
-    let cases = [
-        (
-            "no reflex matches",
-            "<@1> I think we should meet on thursday evening after work, what do you all say?",
-        ),
-        (
-            "one reflex matches",
-            "<@1> football-13 build the thing with all features please",
-        ),
-    ];
-    println!("routing one message through {REFLEXES} reflex definitions (Reflexes::matching):");
-    for (label, text) in cases {
-        let it = item(text);
-        let expected = if label.starts_with("one") { 1 } else { 0 };
-        assert_eq!(app.reflexes.matching(&it).len(), expected, "{label}");
-        let rounds = 20_000;
-        let mut samples = Vec::with_capacity(rounds);
-        for _ in 0..rounds {
-            let t = std::time::Instant::now();
-            std::hint::black_box(app.reflexes.matching(std::hint::black_box(&it)));
-            samples.push(t.elapsed().as_nanos() as u64);
-        }
-        samples.sort_unstable();
-        let mean = samples.iter().sum::<u64>() / rounds as u64;
-        println!(
-            "  {label:<18} mean {mean:>6} ns  p50 {:>6} ns  p99 {:>6} ns",
-            samples[rounds / 2],
-            samples[rounds * 99 / 100]
-        );
-    }
-    // When one matches, the handler also builds the pipeline's variables
-    // (guild and channel names from the store) before running it.
-    let it = item(cases[1].1);
-    let rounds = 20_000;
-    let started = std::time::Instant::now();
-    for _ in 0..rounds {
-        std::hint::black_box(app.reflexes.candidates_for(std::hint::black_box(&it)));
-    }
-    println!(
-        "  matched, with the pipeline's variables: mean {} ns",
-        started.elapsed().as_nanos() / rounds as u128
-    );
+const NO_MATCH: &str =
+    "<@1> I think we should meet on thursday evening after work, what do you all say?";
+const ONE_MATCH: &str = "<@1> football-13 build the thing with all features please";
+
+fn main() {
+    assert!(app().reflexes.matching(&item(NO_MATCH)).is_empty());
+    assert_eq!(app().reflexes.matching(&item(ONE_MATCH)).len(), 1);
+    divan::main();
+}
+
+/// Routing one message through 100 definitions when none matches (the common case).
+#[divan::bench]
+fn no_reflex_matches(bencher: divan::Bencher) {
+    let it = item(NO_MATCH);
+    bencher.bench(|| app().reflexes.matching(divan::black_box(&it)));
+}
+
+/// Routing one message that one of the 100 matches (with its captures).
+#[divan::bench]
+fn one_reflex_matches(bencher: divan::Bencher) {
+    let it = item(ONE_MATCH);
+    bencher.bench(|| app().reflexes.matching(divan::black_box(&it)));
+}
+
+/// The same, plus the pipeline's variables (guild and channel names from the store).
+#[divan::bench]
+fn one_matches_with_its_variables(bencher: divan::Bencher) {
+    let it = item(ONE_MATCH);
+    bencher.bench(|| app().reflexes.candidates_for(divan::black_box(&it)));
 }

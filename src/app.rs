@@ -31,6 +31,8 @@ use crate::settings::{Secrets, Settings, SettingsService};
 use crate::speech::Speech;
 use crate::store::Store;
 use crate::store::lock::DataLock;
+use crate::voice::Voice;
+use crate::voice::transcribe::Transcriber;
 
 pub struct App {
     pub settings: Arc<SettingsService>,
@@ -49,6 +51,7 @@ pub struct App {
     pub impulses: Arc<Impulses>,
     pub reflexes: Arc<Reflexes>,
     pub garden: Arc<Garden>,
+    pub voice: Arc<Voice>,
     pub data_dir: PathBuf,
     /// What is unavailable and why, said plainly at start (console, logs, status).
     pub notices: Vec<String>,
@@ -188,6 +191,23 @@ impl App {
             garden: garden.clone(),
         }));
 
+        let voice = Voice::new(
+            crate::voice::listener::Services {
+                store: store.clone(),
+                settings: settings.clone(),
+                journal: journal.clone(),
+                clock: clock.clone(),
+                senses: senses.clone(),
+                transcriber: Arc::new(Transcriber::new(
+                    settings.clone(),
+                    secrets.clone(),
+                    store.clone(),
+                    clock.clone(),
+                )),
+            },
+            speech.clone(),
+        );
+
         let discovery = Discovery::new(
             settings.clone(),
             store.clone(),
@@ -228,16 +248,17 @@ impl App {
             impulses,
             reflexes,
             garden,
+            voice,
             data_dir,
             notices,
         }))
     }
 
-    /// Takes the data directory (one running bot per data directory) and
-    /// starts the background loops: the attention dispatcher, the initiative
-    /// tick, discovery, memory, impulses and the garden.
-    pub fn start(self: &Arc<Self>) -> anyhow::Result<Running> {
-        let lock = DataLock::acquire(&self.data_dir)?;
+    /// Starts the background loops: the attention dispatcher, the initiative
+    /// tick, discovery, memory, impulses and the garden. `lock` is the data
+    /// directory's (one running bot per data directory), taken by the front
+    /// end before anything else touches the data; it is held until `stop`.
+    pub fn start(self: &Arc<Self>, lock: DataLock) -> Running {
         let mut running = self.start_spine();
         running.lock = Some(lock);
         let rx = running.shutdown.subscribe();
@@ -260,7 +281,7 @@ impl App {
         running
             .tasks
             .push(tokio::spawn(self.garden.clone().run(rx)));
-        Ok(running)
+        running
     }
 
     /// Starts only the attention dispatcher; tests drive the ticks themselves.

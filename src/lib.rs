@@ -33,4 +33,5 @@ pub mod senses;
 pub mod settings;
 pub mod speech;
 pub mod store;
+pub mod voice;
 pub mod when;

@@ -331,12 +331,18 @@ impl ReplyHandler {
         why: &str,
     ) -> Outcome {
         let place = m.place();
+        // Said aloud: the answer comes as text, addressed to the speaker.
+        let text = if m.is_voice() {
+            format!("<@{}> {text}", m.message.author_id)
+        } else {
+            text.to_string()
+        };
         match self
             .speech
             .say(
                 place,
-                text,
-                Some(m.message.id),
+                &text,
+                m.reply_target(),
                 &format!("reply-{}", m.message.id),
             )
             .await
@@ -385,7 +391,7 @@ impl ReplyHandler {
                 .say(
                     place,
                     &text,
-                    Some(m.message.id),
+                    m.reply_target(),
                     &format!("cannot-{}", m.message.id),
                 )
                 .await
@@ -396,11 +402,11 @@ impl ReplyHandler {
                 summary: "told the channel it cannot answer".into(),
                 ..entry
             });
-        } else {
+        } else if let Some(target) = m.reply_target() {
             if let Err(e) = self
                 .speech
                 .transport()
-                .react(place.channel, m.message.id, "💤")
+                .react(place.channel, target, "💤")
                 .await
             {
                 return Outcome::Failed(format!("could not react: {e}"));

@@ -26,6 +26,7 @@ pub enum Perceived {
     Stored { new: bool, queued: bool },
 }
 
+#[derive(Clone)]
 pub struct Senses {
     store: Store,
     settings: Arc<SettingsService>,
@@ -80,6 +81,7 @@ impl Senses {
                     crate::journal::stream::record_message(
                         &self.store,
                         g,
+                        m.message.channel,
                         &m.message.author_name,
                         &m.message.content,
                         m.message.created_at,

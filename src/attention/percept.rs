@@ -115,6 +115,12 @@ impl MessagePercept {
     pub fn is_voice(&self) -> bool {
         self.message.source == Source::Vc
     }
+
+    /// The message an answer may reply to (and react to) on the platform:
+    /// none for a voice line, which exists only as our transcript.
+    pub fn reply_target(&self) -> Option<MessageId> {
+        (!self.is_voice()).then_some(self.message.id)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -8,6 +8,7 @@ use crate::app::{App, Parts};
 use crate::clock::{Chance, SystemClock};
 use crate::console::{self, ConsoleOut, ConsoleTransport};
 use crate::settings::Secrets;
+use crate::store::lock::DataLock;
 
 pub async fn console(
     settings: Option<&Path>,
@@ -19,6 +20,8 @@ pub async fn console(
         Ok(l) => l,
         Err(code) => return Ok(code),
     };
+    // One bot per data directory: refused before anything touches the data.
+    let lock = DataLock::acquire(Path::new(&loaded.settings.storage.data_dir))?;
     let out = ConsoleOut::new(json);
     let clock = Arc::new(SystemClock);
     let me = console::bot_author(&loaded.settings.bot.name);
@@ -39,7 +42,7 @@ pub async fn console(
         },
     )
     .await?;
-    let running = app.start()?;
+    let running = app.start(lock);
     let user = user
         .or_else(|| std::env::var("USER").ok())
         .filter(|u| !u.trim().is_empty())

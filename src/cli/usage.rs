@@ -19,9 +19,13 @@ pub fn usage(
     let store = super::journal::open_existing(&loaded.settings.storage.data_dir)?;
     let now = chrono::Utc::now();
     let roles = match role {
+        // Speech to text is not a model role, but its calls are usage too.
+        Some("transcribe") => vec!["transcribe".to_string()],
         Some(r) => {
             let r = Role::parse(r).ok_or_else(|| {
-                anyhow!("--role: {r:?} is not a role; use reply, ambient, reflex or extract")
+                anyhow!(
+                    "--role: {r:?} is not a role; use reply, ambient, reflex, extract or transcribe"
+                )
             })?;
             vec![r.as_str().to_string()]
         }

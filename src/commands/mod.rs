@@ -8,6 +8,7 @@ pub mod impulses;
 pub mod memory;
 pub mod settings;
 pub mod status;
+pub mod voice;
 pub mod why;
 
 use crate::ids::{ChannelId, GuildId, UserId};

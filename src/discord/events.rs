@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serenity::all::{
     ChannelId as SChannelId, ChannelType, Context, EventHandler, GuildId as SGuildId, Member,
-    Message, MessageId as SMessageId, MessageUpdateEvent, Reaction, Ready,
+    Message, MessageId as SMessageId, MessageUpdateEvent, Reaction, Ready, VoiceState,
 };
 use serenity::async_trait;
 
@@ -107,6 +107,16 @@ impl EventHandler for Events {
             tracing::warn!(guild = %g, error = %e, "could not record guild and channel names");
         }
         self.app.discovery.poke();
+        // People already in voice when the bot arrives (for voice.autoJoin).
+        for (user, vs) in &guild.voice_states {
+            let is_bot = guild.members.get(user).is_some_and(|m| m.user.bot)
+                || UserId(user.get()) == self.me;
+            let channel = vs.channel_id.map(|c| ChannelId(c.get()));
+            self.app
+                .voice
+                .voice_state(g, UserId(user.get()), is_bot, channel)
+                .await;
+        }
     }
 
     async fn message(&self, ctx: Context, m: Message) {
@@ -218,6 +228,25 @@ impl EventHandler for Events {
                 tracing::warn!(%guild, %channel, error = %e, "could not archive a deleted channel's memory")
             }
         }
+    }
+
+    async fn voice_state_update(&self, ctx: Context, _old: Option<VoiceState>, new: VoiceState) {
+        let Some(guild) = new.guild_id else { return };
+        let is_bot = new
+            .member
+            .as_ref()
+            .map(|m| m.user.bot)
+            .or_else(|| ctx.cache.user(new.user_id).map(|u| u.bot))
+            .unwrap_or(false);
+        self.app
+            .voice
+            .voice_state(
+                GuildId(guild.get()),
+                UserId(new.user_id.get()),
+                is_bot || UserId(new.user_id.get()) == self.me,
+                new.channel_id.map(|c| ChannelId(c.get())),
+            )
+            .await;
     }
 
     async fn guild_member_addition(&self, _ctx: Context, member: Member) {

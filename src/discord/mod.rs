@@ -11,6 +11,7 @@ mod commands;
 pub mod convert;
 mod events;
 pub mod transport;
+pub mod voice;
 
 use std::sync::Arc;
 
@@ -55,6 +56,9 @@ fn http(token: &str, settings: &Settings) -> serenity::all::Http {
 /// Connects and runs until SIGINT/SIGTERM; returns after a graceful shutdown.
 pub async fn run(parts: Parts, token: &str) -> anyhow::Result<()> {
     let settings = parts.settings.clone();
+    // One bot per data directory: refused before logging in or touching the data.
+    let lock =
+        crate::store::lock::DataLock::acquire(std::path::Path::new(&settings.storage.data_dir))?;
     let rest = Arc::new(http(token, &settings));
     let me = rest.get_current_user().await.map_err(|e| match &e {
         serenity::Error::Http(h) if h.status_code().map(|s| s.as_u16()) == Some(401) => anyhow!(
@@ -75,7 +79,7 @@ pub async fn run(parts: Parts, token: &str) -> anyhow::Result<()> {
 
     let transport = Arc::new(transport::DiscordTransport::new(rest.clone(), me.clone()));
     let app = App::build(parts, |_| transport).await?;
-    let running = app.start()?;
+    let running = app.start(lock);
 
     let dev_guild = settings.discord.dev_guild_id;
     let setup_app = app.clone();
@@ -123,8 +127,10 @@ pub async fn run(parts: Parts, token: &str) -> anyhow::Result<()> {
         })
         .build();
 
+    let songbird = voice::songbird();
     let mut client = ClientBuilder::new_with_http(http(token, &settings), intents(&settings))
         .framework(framework)
+        .voice_manager_arc(songbird.clone())
         .event_handler(events::Events {
             app: app.clone(),
             me: me.id,
@@ -132,10 +138,18 @@ pub async fn run(parts: Parts, token: &str) -> anyhow::Result<()> {
         .await
         .context("cannot set up the Discord client")?;
 
+    app.voice.set_backend(Arc::new(voice::SongbirdBackend {
+        manager: songbird,
+        cache: client.cache.clone(),
+        me: me.id,
+    }));
     let shards = client.shard_manager.clone();
+    let leaving = app.clone();
     tokio::spawn(async move {
         wait_for_signal().await;
         tracing::info!("shutting down");
+        // Leave voice while the gateway is still there to say so; transcripts in flight finish.
+        leaving.voice.leave_all().await;
         shards.shutdown_all().await;
     });
 

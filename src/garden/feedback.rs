@@ -86,8 +86,7 @@ pub fn harvest(store: &Store, memory: &Memory, me: UserId, now: DateTime<Utc>) -
         if memory.remember(fact, None).is_ok() {
             kept += 1;
         }
-    }
-    if cursor > since {
+        // After each event: a crash mid-harvest must not count one 👎 twice.
         let _ = store.garden_set("feedback_cursor", &cursor.timestamp_millis());
     }
     kept

@@ -89,13 +89,16 @@ fn scope_rank(s: &Scope) -> u8 {
     }
 }
 
-/// Tends one guild's memory (`None`: direct messages).
+/// Tends one guild's memory (`None`: direct messages). `unchanged`: the
+/// memory is as the last pass left it, so only pruning (which time alone
+/// can make due) is worth doing.
 pub fn tend(
     store: &Store,
     journal: &Journal,
     g: &GardenSettings,
     guild: Option<GuildId>,
     now: DateTime<Utc>,
+    unchanged: bool,
 ) -> Tended {
     let facts = store
         .list_facts(&FactFilter {
@@ -111,9 +114,70 @@ pub fn tend(
     let mut gone = vec![false; facts.len()];
 
     // 1. Duplicates, within one kind (and, for facts about a person, one person).
+    if !unchanged {
+        t.merged = merge_duplicates(store, journal, &facts, &words, &mut gone, guild, now);
+    }
+
+    // 2. Decayed facts.
+    let mut pruned = Vec::new();
+    for (i, f) in facts.iter().enumerate() {
+        if gone[i] || f.importance == Importance::High || f.kind == FactKind::BehaviorGuidance {
+            continue;
+        }
+        let c = decayed_confidence(f, now, g.confidence_half_life_days);
+        if c < PRUNE_CONFIDENCE && f.strength <= 1 {
+            let mut f = f.clone();
+            f.archived_at = Some(now);
+            f.updated_at = now;
+            pruned.push((f, c));
+            gone[i] = true;
+        }
+    }
+    if !pruned.is_empty() {
+        let refs: Vec<&Fact> = pruned.iter().map(|(f, _)| f).collect();
+        if store.save_facts(&[], &refs).is_ok() {
+            t.pruned = pruned.len();
+            let list: Vec<String> = pruned
+                .iter()
+                .take(5)
+                .map(|(f, c)| format!("\"{}\" ({c:.3})", f.content))
+                .collect();
+            journal.record(
+                Entry::new(
+                    Kind::Garden,
+                    format!("pruned {} decayed memory(ies)", pruned.len()),
+                )
+                .guild(guild)
+                .reason(format!(
+                    "confidence below {PRUNE_CONFIDENCE} and strength ≤ 1 (half-life {} days): {}",
+                    g.confidence_half_life_days,
+                    list.join(", ")
+                )),
+            );
+        }
+    }
+
+    // 3. Links between related facts.
+    if !unchanged {
+        t.linked = link_related(store, journal, &facts, &words, &gone, guild, now);
+    }
+    t
+}
+
+/// Folds near-duplicates into survivors; returns how many were folded in.
+fn merge_duplicates(
+    store: &Store,
+    journal: &Journal,
+    facts: &[Fact],
+    words: &[BTreeSet<String>],
+    gone: &mut [bool],
+    guild: Option<GuildId>,
+    now: DateTime<Utc>,
+) -> usize {
+    let mut merged = 0;
     let items: Vec<((FactKind, Option<u64>), _)> = facts
         .iter()
-        .zip(&words)
+        .zip(words)
         .map(|(f, w)| {
             (
                 (f.kind, f.scope.user.map(|u| u.get())),
@@ -195,7 +259,7 @@ pub fn tend(
             for &i in &members {
                 gone[i] = i != survivor_at;
             }
-            t.merged += others.len();
+            merged += others.len();
             journal.record(
                 Entry::new(Kind::Garden, format!("merged {} duplicate(s) into memory {}", others.len(), survivor.short_id()))
                     .guild(guild)
@@ -207,47 +271,19 @@ pub fn tend(
             );
         }
     }
+    merged
+}
 
-    // 2. Decayed facts.
-    let mut pruned = Vec::new();
-    for (i, f) in facts.iter().enumerate() {
-        if gone[i] || f.importance == Importance::High || f.kind == FactKind::BehaviorGuidance {
-            continue;
-        }
-        let c = decayed_confidence(f, now, g.confidence_half_life_days);
-        if c < PRUNE_CONFIDENCE && f.strength <= 1 {
-            let mut f = f.clone();
-            f.archived_at = Some(now);
-            f.updated_at = now;
-            pruned.push((f, c));
-            gone[i] = true;
-        }
-    }
-    if !pruned.is_empty() {
-        let refs: Vec<&Fact> = pruned.iter().map(|(f, _)| f).collect();
-        if store.save_facts(&[], &refs).is_ok() {
-            t.pruned = pruned.len();
-            let list: Vec<String> = pruned
-                .iter()
-                .take(5)
-                .map(|(f, c)| format!("\"{}\" ({c:.3})", f.content))
-                .collect();
-            journal.record(
-                Entry::new(
-                    Kind::Garden,
-                    format!("pruned {} decayed memory(ies)", pruned.len()),
-                )
-                .guild(guild)
-                .reason(format!(
-                    "confidence below {PRUNE_CONFIDENCE} and strength ≤ 1 (half-life {} days): {}",
-                    g.confidence_half_life_days,
-                    list.join(", ")
-                )),
-            );
-        }
-    }
-
-    // 3. Links between related facts.
+/// Links facts that share two or more distinctive words; returns the new links.
+fn link_related(
+    store: &Store,
+    journal: &Journal,
+    facts: &[Fact],
+    words: &[BTreeSet<String>],
+    gone: &[bool],
+    guild: Option<GuildId>,
+    now: DateTime<Utc>,
+) -> usize {
     let mut index: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, w) in words.iter().enumerate() {
         if !gone[i] {
@@ -282,18 +318,114 @@ pub fn tend(
             links.push((facts[a].id.clone(), facts[b].id.clone()));
         }
     }
-    t.linked = store.link_facts(&links, "related", now).unwrap_or(0);
-    if t.linked > 0 {
+    let linked = store.link_facts(&links, "related", now).unwrap_or(0);
+    if linked > 0 {
         journal.record(
             Entry::new(
                 Kind::Garden,
-                format!("linked {} pair(s) of related memories", t.linked),
+                format!("linked {linked} pair(s) of related memories"),
             )
             .guild(guild)
             .reason("they share two or more distinctive words"),
         );
     }
-    t
+    linked
+}
+
+/// What a pass over every guild did.
+#[derive(Clone, Debug, Default)]
+pub struct Run {
+    pub tended: Tended,
+    /// It picked up a pass an earlier cycle had not finished.
+    pub resumed: bool,
+    /// It reached the end (not stopped at a checkpoint).
+    pub finished: bool,
+    /// Transcript lines, each with the guild it is about (`None`: the pass as a whole).
+    pub lines: Vec<(Option<GuildId>, String)>,
+}
+
+pub fn describe(t: &Tended) -> String {
+    format!(
+        "merged {}, pruned {}, linked {}",
+        t.merged, t.pruned, t.linked
+    )
+}
+
+/// The pass over every guild, from the checkpoint; stops (keeping the
+/// checkpoint) when `stop` says so. A guild whose memory has not changed
+/// since the last pass is only checked for decay.
+pub fn run(
+    store: &Store,
+    journal: &Journal,
+    g: &GardenSettings,
+    cycle: i64,
+    now: DateTime<Utc>,
+    stop: &dyn Fn() -> bool,
+) -> Run {
+    let mut cp: Checkpoint = store
+        .garden_get("checkpoint")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let mut marks: HashMap<u64, (u64, i64)> = store
+        .garden_get("pass_marks")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let mut out = Run {
+        resumed: !cp.done.is_empty(),
+        ..Default::default()
+    };
+    if out.resumed {
+        out.lines.push((
+            None,
+            format!(
+                "resumed the pass of cycle {} after {} server(s)",
+                cp.cycle,
+                cp.done.len()
+            ),
+        ));
+    }
+    cp.cycle = cycle;
+    let mut guilds = store.fact_guilds().unwrap_or_default();
+    guilds.sort_by_key(|g| guild_key(*g));
+    for guild in guilds {
+        let key = guild_key(guild);
+        if cp.done.contains(&key) {
+            continue;
+        }
+        if stop() {
+            out.lines.push((
+                None,
+                format!("stopped after {} server(s); checkpoint kept", cp.done.len()),
+            ));
+            return out;
+        }
+        let before = store.fact_signature(guild).ok();
+        let unchanged = before.is_some() && marks.get(&key) == before.as_ref();
+        let t = tend(store, journal, g, guild, now, unchanged);
+        if t.modified() + t.linked > 0 {
+            out.lines.push((guild, describe(&t)));
+        }
+        out.tended.add(&t);
+        if let Ok(after) = store.fact_signature(guild) {
+            marks.insert(key, after);
+        }
+        cp.done.push(key);
+        let _ = store.garden_set("checkpoint", &cp);
+        let _ = store.garden_set("pass_marks", &marks);
+    }
+    let _ = store.garden_clear("checkpoint");
+    out.lines.push((
+        None,
+        format!(
+            "examined {} memories: {}",
+            out.tended.examined,
+            describe(&out.tended)
+        ),
+    ));
+    out.finished = true;
+    out
 }
 
 /// What needs the model's judgment in one guild.
@@ -305,12 +437,14 @@ pub struct Candidates {
     pub stale: Vec<Fact>,
 }
 
+/// `judged`: pairs already put to the model (see `prompt::pair_key`), not asked again.
 pub fn candidates(
     store: &Store,
     g: &GardenSettings,
     guild: GuildId,
     recent_talk: &str,
     now: DateTime<Utc>,
+    judged: &std::collections::HashSet<String>,
 ) -> Candidates {
     let facts = store
         .list_facts(&FactFilter {
@@ -337,7 +471,16 @@ pub fn candidates(
         let group = &groups[&k];
         for (x, a) in group.iter().enumerate() {
             for b in &group[x + 1..] {
-                if jaccard(&keywords(&a.content), &keywords(&b.content)) < NEAR_DUPLICATE {
+                let key = format!(
+                    "{}@{}|{}@{}",
+                    a.id,
+                    a.updated_at.timestamp_millis(),
+                    b.id,
+                    b.updated_at.timestamp_millis()
+                );
+                if !judged.contains(&key)
+                    && jaccard(&keywords(&a.content), &keywords(&b.content)) < NEAR_DUPLICATE
+                {
                     contradictions.push(((*a).clone(), (*b).clone()));
                     if contradictions.len() >= max {
                         break 'groups;

@@ -183,6 +183,8 @@ pub enum Ended {
     RateLimited,
     /// Any other failure: it says nothing about rate limits.
     Failed,
+    /// No model call was made (a memory pass only): nothing learned either way.
+    Neutral,
 }
 
 /// The adaptive interval after a cycle.
@@ -206,7 +208,7 @@ pub fn after_cycle(mut state: State, ended: Ended, s: &GardenSettings) -> State 
                 state.clean_cycles = 0;
             }
         }
-        Ended::Failed => {}
+        Ended::Failed | Ended::Neutral => {}
     }
     state
 }

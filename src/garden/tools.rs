@@ -82,6 +82,25 @@ pub struct EndCycle {
     pub next_schedule: Option<Wake>,
 }
 
+/// High-importance memories and behaviour guidance are people's word: the
+/// garden never retires or replaces them.
+fn protected(f: &Fact) -> Result<(), String> {
+    if f.importance == crate::memory::fact::Importance::High
+        || f.kind == crate::memory::fact::FactKind::BehaviorGuidance
+    {
+        return Err(format!(
+            "{} is {} — only people change that (/memory)",
+            f.short_id(),
+            if f.kind == crate::memory::fact::FactKind::BehaviorGuidance {
+                "behaviour guidance"
+            } else {
+                "high importance"
+            }
+        ));
+    }
+    Ok(())
+}
+
 /// What the tools share with the cycle while it runs.
 pub struct CycleShared {
     pub cycle: i64,
@@ -89,6 +108,9 @@ pub struct CycleShared {
     pub store: Store,
     pub journal: Journal,
     pub clock: SharedClock,
+    /// The memories the model was shown as needing judgment: the only ones
+    /// its judgment tools may touch (text in the prompt cannot point them elsewhere).
+    pub allowed: std::collections::HashSet<String>,
     /// The earliest wake the model asked for, through `schedule_ambient`.
     pub requested: Mutex<Option<DateTime<Utc>>>,
     /// Memories the tools changed.
@@ -122,6 +144,9 @@ impl CycleShared {
             .filter(|f| f.scope.guild == Some(self.guild) && f.is_active())
             .collect();
         match found.as_slice() {
+            [f] if !self.allowed.contains(&f.id) => Err(format!(
+                "{id} is not one of the memories this cycle was asked to judge"
+            )),
             [f] => Ok(f.clone()),
             [] => Err(format!("no active memory of this server has the id {id}")),
             _ => Err(format!(
@@ -256,6 +281,7 @@ impl TypedTool for Resolve {
         let s = &self.0;
         let keep = s.fact(&args.keep)?;
         let mut old = s.fact(&args.supersede)?;
+        protected(&old)?;
         if keep.id == old.id {
             return Err("keep and supersede are the same memory".into());
         }
@@ -339,6 +365,7 @@ impl TypedTool for Retire {
     async fn run(&self, args: IdReasonArgs) -> Result<String, String> {
         let s = &self.0;
         let mut f = s.fact(&args.id)?;
+        protected(&f)?;
         let now = s.clock.now();
         f.archived_at = Some(now);
         f.updated_at = now;
@@ -377,6 +404,9 @@ impl TypedTool for AddTask {
     }
     async fn run(&self, args: TaskArgs) -> Result<String, String> {
         let s = &self.0;
+        if let Some(why) = feedback::rejected_before(&s.store, s.guild, &args.text) {
+            return Err(format!("not this one: {why}"));
+        }
         let channel = match args
             .channel
             .as_deref()

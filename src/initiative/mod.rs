@@ -393,7 +393,8 @@ impl Initiative {
             &self.store,
             &settings,
             turn.ctx.role,
-            Some(guild),
+            // It may post in any open channel: only what those could see.
+            &crate::journal::summary::Audience::public(&settings, guild),
             self.clock.now(),
         );
         turn.messages = vec![Message::user(match context {

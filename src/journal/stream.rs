@@ -8,16 +8,18 @@
 //! (every decision already passes through it; routing chatter and gate
 //! checks are left out, like the seed's "tool metadata"). An identical event
 //! within ten minutes is not written again. A guild's stream is only ever
-//! read for that guild, and it is cleaned up after
+//! read for that guild — and only what the reader may see of it (see
+//! [`Audience`]: a private channel's talk is not told elsewhere) — and it is cleaned up after
 //! `executive.contextStream.retentionHours`. Prepending costs tokens, so it is opt-in
 //! per model role (`executive.contextStream.roles`).
 
 use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
 
+use super::summary::Audience;
 use super::{Entry, Kind};
 use crate::executive::Role;
-use crate::ids::GuildId;
+use crate::ids::{ChannelId, GuildId};
 use crate::settings::Settings;
 use crate::store::Store;
 use crate::store::garden::StreamEvent;
@@ -72,19 +74,28 @@ pub fn record_entry(store: &Store, e: &Entry) {
     } else {
         format!("{} — {}", e.summary, e.reason)
     };
-    let _ = store.stream_append(guild, kind, &cut(&content), e.at, repeat_window());
+    let _ = store.stream_append(
+        guild,
+        e.channel,
+        kind,
+        &cut(&content),
+        e.at,
+        repeat_window(),
+    );
 }
 
 /// Called by the senses for a person's message in a guild.
 pub fn record_message(
     store: &Store,
     guild: GuildId,
+    channel: ChannelId,
     author: &str,
     content: &str,
     at: DateTime<Utc>,
 ) {
     let _ = store.stream_append(
         guild,
+        Some(channel),
         "user_message",
         &cut(&format!("{author}: {content}")),
         at,
@@ -122,29 +133,31 @@ pub fn line(e: &StreamEvent, tz: Tz) -> String {
     }
 }
 
-/// The `[AMBIENT CONTEXT — last N min]` block for one guild, if anything happened.
+/// The `[AMBIENT CONTEXT — last N min]` block for one guild, as `audience`
+/// may read it (what happened in a channel it cannot see is left out).
 pub fn summary(
     store: &Store,
     settings: &Settings,
-    guild: GuildId,
+    audience: &Audience,
     now: DateTime<Utc>,
     tz: Tz,
 ) -> Option<String> {
+    let guild = audience.guild?;
     let c = &settings.executive.context_stream;
     let minutes = i64::from(c.window_minutes);
-    let events = store
-        .stream_read(
-            guild,
-            now - Duration::minutes(minutes),
-            &[],
-            c.max_lines as usize,
-        )
-        .ok()?;
+    let events: Vec<StreamEvent> = store
+        .stream_read(guild, now - Duration::minutes(minutes), &[], 10_000)
+        .ok()?
+        .into_iter()
+        .filter(|e| audience.sees(Some(guild), e.channel))
+        .collect();
+    let skip = events.len().saturating_sub(c.max_lines as usize);
+    let events = &events[skip..];
     if events.is_empty() {
         return None;
     }
     let mut out = format!("[AMBIENT CONTEXT — last {minutes} min]\n");
-    for e in &events {
+    for e in events {
         out.push_str("- ");
         out.push_str(&line(e, tz));
         out.push('\n');
@@ -157,10 +170,9 @@ pub fn prefix_for(
     store: &Store,
     settings: &Settings,
     role: Role,
-    guild: Option<GuildId>,
+    audience: &Audience,
     now: DateTime<Utc>,
 ) -> Option<String> {
-    let guild = guild?;
     if !settings
         .executive
         .context_stream
@@ -171,7 +183,7 @@ pub fn prefix_for(
         return None;
     }
     let tz = settings.impulses.timezone.parse().unwrap_or(Tz::UTC);
-    summary(store, settings, guild, now, tz)
+    summary(store, settings, audience, now, tz)
 }
 
 /// Drops events older than `executive.contextStream.retentionHours`.

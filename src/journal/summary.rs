@@ -15,15 +15,15 @@ use crate::settings::Settings;
 use crate::store::Store;
 
 /// The kinds of entry that say what the bot did, rather than how it routed.
-/// Memory is left out: its entries quote what was remembered, which belongs
-/// to `/memory`, not to an answer anyone in the channel can read.
+/// Memory and garden work are left out: their entries quote what was
+/// remembered, which belongs to `/memory`, not to an answer anyone in the
+/// channel can read.
 pub const DEEDS: &[Kind] = &[
     Kind::Reply,
     Kind::InitiativePost,
     Kind::InitiativeSkip,
     Kind::Reflex,
     Kind::Impulse,
-    Kind::Garden,
     Kind::Settings,
     Kind::Voice,
 ];
@@ -72,12 +72,22 @@ impl Audience {
     }
 
     pub fn admits(&self, e: &Entry) -> bool {
-        match (self.guild, e.channel) {
+        self.sees(e.guild, e.channel)
+    }
+
+    /// Whether something that happened in `guild` (and `channel`, if in one) may be told.
+    pub fn sees(&self, guild: Option<GuildId>, channel: Option<ChannelId>) -> bool {
+        match (self.guild, channel) {
             (None, c) => c == Some(self.channel),
-            (Some(g), _) if e.guild != Some(g) => false,
+            (Some(g), _) if guild != Some(g) => false,
             (Some(_), None) => true,
             (Some(_), Some(c)) => c == self.channel || self.public.contains(&c),
         }
+    }
+
+    /// Only what anyone in the bot's open channels could see (no asking channel).
+    pub fn public(settings: &Settings, guild: GuildId) -> Self {
+        Self::new(settings, Some(guild), ChannelId(0))
     }
 
     /// The newest `limit` entries this audience may read, oldest first.

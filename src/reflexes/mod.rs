@@ -541,7 +541,7 @@ impl Reflexes {
                 );
                 (firing.channel, firing.message, firing.user) = (
                     Some(m.message.channel),
-                    Some(m.message.id),
+                    m.reply_target(),
                     Some(m.message.author_id),
                 );
             }

@@ -202,7 +202,10 @@ async fn perform(
                 &s.store,
                 &settings,
                 Role::Reflex,
-                f.guild,
+                &match f.channel {
+                    Some(c) => summary::Audience::new(&settings, f.guild, c),
+                    None => summary::Audience::new(&settings, f.guild, crate::ids::ChannelId(0)),
+                },
                 s.clock.now(),
             );
             turn.messages = vec![Message::user(match context {

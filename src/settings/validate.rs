@@ -712,6 +712,14 @@ fn semantic(s: &Settings) -> Vec<Problem> {
             );
         }
     }
+    for (idx, voice) in v.auto_join_channel_ids.iter().enumerate() {
+        if !v.links.iter().any(|l| l.voice_channel_id == *voice) {
+            p.push(
+                format!("voice.autoJoinChannelIds[{idx}]"),
+                format!("{voice} has no entry in voice.links: add {{\"voiceChannelId\": \"{voice}\", \"textChannelId\": …}} so its transcripts have a text channel"),
+            );
+        }
+    }
 
     p.0
 }

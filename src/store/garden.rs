@@ -111,6 +111,8 @@ pub struct StreamEvent {
     pub at: DateTime<Utc>,
     pub kind: String,
     pub content: String,
+    /// Where it happened, when in one channel.
+    pub channel: Option<crate::ids::ChannelId>,
 }
 
 const CYCLE: &str = "id, guild_id, trigger, started_at, ended_at, status, todos, steps, summary, memories_modified, \
@@ -224,6 +226,18 @@ impl Store {
         ))?;
         let rows = stmt
             .query_map([limit as i64], cycle_row)?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    /// Tokens of the newest `n` cycles that made model calls (for the cost per cycle).
+    pub fn recent_cycle_tokens(&self, n: usize) -> Result<Vec<u64>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare(
+            "SELECT tokens_in + tokens_out FROM garden_cycles WHERE tokens_in + tokens_out > 0 ORDER BY id DESC LIMIT ?1",
+        )?;
+        let rows = stmt
+            .query_map([n as i64], |r| r.get::<_, i64>(0).map(|t| t as u64))?
             .collect::<rusqlite::Result<_>>()?;
         Ok(rows)
     }
@@ -361,6 +375,7 @@ impl Store {
     pub fn stream_append(
         &self,
         guild: GuildId,
+        channel: Option<crate::ids::ChannelId>,
         kind: &str,
         content: &str,
         at: DateTime<Utc>,
@@ -376,13 +391,14 @@ impl Store {
             return Ok(false);
         }
         conn.execute(
-            "INSERT INTO context_stream (guild_id, ts, kind, content) VALUES (?1, ?2, ?3, ?4)",
-            params![guild.to_sql(), to_ms(at), kind, content],
+            "INSERT INTO context_stream (guild_id, channel_id, ts, kind, content) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![guild.to_sql(), channel.map(|c| c.to_sql()), to_ms(at), kind, content],
         )?;
         Ok(true)
     }
 
-    /// One guild's events since `since`, oldest first, of the given kinds (all when empty).
+    /// One guild's events since `since`, oldest first, of the given kinds
+    /// (all when empty), newest `limit`.
     pub fn stream_read(
         &self,
         guild: GuildId,
@@ -392,7 +408,7 @@ impl Store {
     ) -> Result<Vec<StreamEvent>> {
         let conn = self.lock();
         let mut stmt = conn.prepare(
-            "SELECT ts, kind, content FROM context_stream WHERE guild_id = ?1 AND ts >= ?2 ORDER BY ts DESC, id DESC",
+            "SELECT ts, kind, content, channel_id FROM context_stream WHERE guild_id = ?1 AND ts >= ?2 ORDER BY ts DESC, id DESC",
         )?;
         let mut rows: Vec<StreamEvent> = stmt
             .query_map(params![guild.to_sql(), to_ms(since)], |r| {
@@ -400,6 +416,9 @@ impl Store {
                     at: from_ms(r.get(0)?),
                     kind: r.get(1)?,
                     content: r.get(2)?,
+                    channel: r
+                        .get::<_, Option<i64>>(3)?
+                        .map(crate::ids::ChannelId::from_sql),
                 })
             })?
             .filter_map(|r| r.ok())

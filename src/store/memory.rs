@@ -185,6 +185,25 @@ impl Store {
         Ok(())
     }
 
+    /// (all facts, active facts) of a guild (`None`: direct messages).
+    pub fn fact_counts(&self, guild: Option<GuildId>) -> Result<(u64, u64)> {
+        Ok(self.lock().query_row(
+            "SELECT count(*), count(*) FILTER (WHERE superseded_by IS NULL AND archived_at IS NULL) FROM facts WHERE guild_id IS ?1",
+            [guild.map(GuildId::to_sql)],
+            |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)),
+        )?)
+    }
+
+    /// What changes whenever a guild's active memory changes: (count, newest update).
+    pub fn fact_signature(&self, guild: Option<GuildId>) -> Result<(u64, i64)> {
+        Ok(self.lock().query_row(
+            "SELECT count(*), coalesce(max(updated_at), 0) FROM facts
+             WHERE guild_id IS ?1 AND superseded_by IS NULL AND archived_at IS NULL",
+            [guild.map(GuildId::to_sql)],
+            |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)),
+        )?)
+    }
+
     /// Breadcrumbs of a fact (how many times, and by what, it was reinforced).
     pub fn reinforcement_count(&self, id: &str) -> Result<u64> {
         Ok(self.lock().query_row(

@@ -359,13 +359,33 @@ pub const MIGRATIONS: &[Migration] = &[
                 PRIMARY KEY (a, b)
             );
             CREATE TABLE context_stream (
-                id       INTEGER PRIMARY KEY AUTOINCREMENT,
-                guild_id INTEGER NOT NULL,
-                ts       INTEGER NOT NULL,
-                kind     TEXT    NOT NULL,
-                content  TEXT    NOT NULL
+                id         INTEGER PRIMARY KEY AUTOINCREMENT,
+                guild_id   INTEGER NOT NULL,
+                channel_id INTEGER,              -- where it happened, when in one channel
+                ts         INTEGER NOT NULL,
+                kind       TEXT    NOT NULL,
+                content    TEXT    NOT NULL
             );
             CREATE INDEX context_stream_guild ON context_stream (guild_id, ts);
+            CREATE INDEX context_stream_ts ON context_stream (ts);
+        "#,
+    },
+    Migration {
+        version: 9,
+        name: "voice: opt-outs and the time span of each transcribed utterance",
+        sql: r#"
+            CREATE TABLE voice_optout (
+                guild_id INTEGER NOT NULL,
+                user_id  INTEGER NOT NULL,
+                at       INTEGER NOT NULL,
+                PRIMARY KEY (guild_id, user_id)
+            );
+            CREATE TABLE voice_utterances (
+                message_id       INTEGER PRIMARY KEY,
+                voice_channel_id INTEGER NOT NULL,
+                started_at       INTEGER NOT NULL,
+                ended_at         INTEGER NOT NULL
+            );
         "#,
     },
 ];

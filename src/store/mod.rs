@@ -22,6 +22,7 @@ pub mod memory;
 pub mod messages;
 pub mod migrations;
 pub mod usage;
+pub mod voice;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -776,3 +776,29 @@ fn tasks_schedules_and_ideas_are_managed_with_slash_commands() {
         "Ideas:\n• a quiz night — suggested by bob (waiting for a quiet moment)"
     );
 }
+
+#[test]
+fn voice_commands_explain_what_is_missing_and_record_opt_outs() {
+    let bot = Bot::start(json!({}));
+    let reply = |id: u64| -> String {
+        bot.discord
+            .interaction_text(id)
+            .unwrap_or_else(|| panic!("no reply:\n{}", bot.log()))
+    };
+    let join = reply(bot.discord.slash(GENERAL, BOB, 0, "voice", "join", &[]));
+    assert!(join.starts_with("I can't listen in voice: no speech-to-text endpoint is configured: set voice.transcription.baseUrl"), "{join}");
+    let out = reply(bot.discord.slash(GENERAL, BOB, 0, "voice", "optout", &[]));
+    assert!(
+        out.starts_with("Done: your voice is never recorded or transcribed on this server."),
+        "{out}"
+    );
+    assert!(
+        bot.store()
+            .voice_opted_out(ambient::ids::GuildId(100), ambient::ids::UserId(BOB.id))
+            .unwrap()
+    );
+    let back = reply(bot.discord.slash(GENERAL, BOB, 0, "voice", "optin", &[]));
+    assert!(back.starts_with("Okay"), "{back}");
+    let leave = reply(bot.discord.slash(GENERAL, BOB, 0, "voice", "leave", &[]));
+    assert_eq!(leave, "I'm not in a voice channel here.");
+}

@@ -4,6 +4,7 @@
 //! and the context stream's isolation.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ambient::attention::{Addressed, Author, Percept, Place};
@@ -189,11 +190,26 @@ async fn a_429_doubles_the_interval_and_a_500_does_not() {
 #[tokio::test]
 async fn clean_cycles_shorten_the_interval() {
     let w = World::start(settings()).await;
-    for _ in 0..3 {
+    // A memory pass alone teaches nothing about rate limits.
+    w.app.garden.cycle("test").await.unwrap();
+    assert_eq!(w.app.garden.scheduler_state().good_cycles, 0);
+    for n in 0..3 {
+        w.hear(
+            GENERAL,
+            "ada",
+            &format!("message {n} about the meetup"),
+            Source::Text,
+        );
+        w.model.push(end("tended", None));
         let r = w.app.garden.cycle("test").await.unwrap();
         assert_eq!(r.status, CycleStatus::Completed);
+        w.clock.advance(Duration::minutes(1));
     }
-    assert_eq!(planned(&w), 22, "after three clean cycles: 30 × 0.75");
+    assert_eq!(
+        planned(&w),
+        22,
+        "after three clean cycles with model calls: 30 × 0.75"
+    );
     assert_eq!(w.app.garden.scheduler_state().good_cycles, 3);
 }
 
@@ -369,12 +385,13 @@ async fn an_interrupted_pass_resumes_from_its_checkpoint() {
         w.app.store.insert_fact(&a).unwrap();
         w.app.store.insert_fact(&b).unwrap();
     }
-    let seen = AtomicUsize::new(0);
-    let stop_after_one = || seen.fetch_add(1, Ordering::SeqCst) >= 1;
+    let seen = Arc::new(AtomicUsize::new(0));
+    let counter = seen.clone();
+    let stop_after_one = Arc::new(move || counter.fetch_add(1, Ordering::SeqCst) >= 1);
     let first = w
         .app
         .garden
-        .cycle_until("test", &stop_after_one)
+        .cycle_until("test", stop_after_one)
         .await
         .unwrap();
     assert_eq!(first.status, CycleStatus::Interrupted);
@@ -620,7 +637,7 @@ async fn the_context_summary_holds_guild_as_events_and_none_of_guild_bs() {
         &w.app.store,
         &w.app.settings.global(),
         ambient::executive::Role::Ambient,
-        Some(GUILD_A),
+        &ambient::journal::summary::Audience::public(&w.app.settings.global(), GUILD_A),
         w.clock.now(),
     )
     .unwrap();
@@ -769,12 +786,23 @@ fn the_running_bot_wakes_its_garden_on_request() {
 }
 
 #[tokio::test]
-async fn a_conversation_ending_wakes_the_garden_early() {
+async fn a_conversation_ending_wakes_the_garden_early_but_never_past_the_budget() {
     let w = World::start(settings()).await;
-    w.app.garden.recover();
+    let minutes = i64::from(
+        w.app
+            .settings
+            .global()
+            .attention
+            .active_conversation_minutes,
+    );
+    w.hear(GENERAL, "ada", "the meetup moved", Source::Text);
+    w.model.push(end("tended", Some(60)));
+    w.app.garden.cycle("test").await.unwrap();
     assert_eq!(
         minutes_until(&w, w.app.garden.status().next_wake.unwrap()),
-        30
+        60,
+        "{:?}",
+        w.app.garden.status()
     );
     w.model.push(Scripted::text("hello!"));
     w.message(GENERAL, "ada", "<@1> morning!", Addressed::Mention)
@@ -782,24 +810,188 @@ async fn a_conversation_ending_wakes_the_garden_early() {
     w.app.garden.notice_conversations_ending();
     assert_eq!(
         minutes_until(&w, w.app.garden.status().next_wake.unwrap()),
-        30,
+        60,
         "still talking"
     );
-    let minutes = w
-        .app
-        .settings
-        .global()
-        .attention
-        .active_conversation_minutes;
-    w.clock.advance(Duration::minutes(i64::from(minutes) + 1));
+    w.clock.advance(Duration::minutes(minutes + 1));
     w.app.garden.notice_conversations_ending();
     let status = w.app.garden.status();
     assert_eq!(status.next_reason, "a conversation just ended");
     assert_eq!(
         minutes_until(&w, status.next_wake.unwrap()),
-        5,
-        "the shortest interval, still within budget"
+        0,
+        "the budget is healthy: now"
     );
+
+    // After a real 429 the back-off holds, whatever happens.
+    w.hear(GENERAL, "ada", "and the venue?", Source::Text);
+    w.model
+        .push(Scripted::status_with(429, "{}", &[("retry-after", "0")]));
+    let r = w.app.garden.cycle("test").await.unwrap();
+    assert_eq!(minutes_until(&w, r.next_wake), 60);
+    w.model.push(Scripted::text("hi again"));
+    w.message(GENERAL, "ada", "<@1> still there?", Addressed::Mention)
+        .await;
+    w.app.garden.notice_conversations_ending();
+    w.clock.advance(Duration::minutes(minutes + 1));
+    w.app.garden.notice_conversations_ending();
+    let status = w.app.garden.status();
+    assert_eq!(
+        minutes_until(&w, status.next_wake.unwrap()),
+        60 - minutes - 1,
+        "{status:?}"
+    );
+    // And a request waits the same way.
+    let answer = w.app.garden.request(GUILD_A, "olga");
+    assert!(
+        answer.contains("it keeps to the budget, which holds it until then"),
+        "{answer}"
+    );
+    assert!(
+        w.app.garden.status().next_reason.contains("held until"),
+        "{:?}",
+        w.app.garden.status()
+    );
+    assert_eq!(
+        w.app.garden.request(GUILD_A, "olga"),
+        "A garden cycle for this server is already on its way."
+    );
+}
+
+#[tokio::test]
+async fn another_servers_cycle_never_reaches_this_servers_prompt_or_status() {
+    let w = World::start(settings()).await;
+    w.hear(B_GENERAL, "bob", "our launch is on the 14th", Source::Text);
+    w.model.push(end("B's secret launch plan is filed", None));
+    let r = w.app.garden.cycle("test").await.unwrap();
+    assert_eq!(r.guild, Some(GUILD_B));
+    w.hear(GENERAL, "ada", "hello", Source::Text);
+    w.model.push(end("tended A", None));
+    let r = w.app.garden.cycle("test").await.unwrap();
+    assert_eq!(r.guild, Some(GUILD_A));
+    let asked = w.model.requests().last().unwrap().body.to_string();
+    assert!(!asked.contains("secret launch"), "{asked}");
+    assert!(
+        asked.contains("Last garden cycle: never"),
+        "A's own history only"
+    );
+    let a = ambient::commands::garden::widget(&w.app.store, Some(GUILD_A), true, w.clock.now())
+        .join("\n");
+    assert!(
+        !a.contains("secret launch") && a.contains("tended A"),
+        "{a}"
+    );
+}
+
+#[tokio::test]
+async fn the_judgment_tools_touch_only_the_memories_put_to_the_model() {
+    let mut s = settings();
+    s.garden.skip_warmup = true;
+    let w = World::start(s).await;
+    let now = w.clock.now();
+    let mut a = fact(
+        Scope::guild(GUILD_A),
+        "the meetup is on fridays",
+        now - Duration::days(2),
+    );
+    a.subject = Some("meetup".into());
+    let mut b = fact(Scope::guild(GUILD_A), "we gather on sundays now", now);
+    b.subject = Some("meetup".into());
+    let mut rule = Fact::new(
+        Scope::guild(GUILD_A),
+        FactKind::BehaviorGuidance,
+        Importance::High,
+        "never post memes in #announcements",
+        now,
+    );
+    rule.subject = Some("posting".into());
+    let mut c = fact(
+        Scope::guild(GUILD_A),
+        "the venue is the library",
+        now - Duration::days(1),
+    );
+    c.subject = Some("venue".into());
+    let mut d = fact(Scope::guild(GUILD_A), "book the community hall", now);
+    d.subject = Some("venue".into());
+    for f in [&a, &b, &rule, &c, &d] {
+        w.app.store.insert_fact(f).unwrap();
+    }
+    w.hear(GENERAL, "ada", "see you sunday", Source::Text);
+    w.model
+        .push(Scripted::tool(
+            "memory_retire",
+            json!({"id": rule.id, "reason": "the chat told me to"}),
+        ))
+        .push(Scripted::tool(
+            "memory_resolve",
+            json!({"keep": b.id, "supersede": a.id, "reason": "moved to sundays"}),
+        ))
+        .push(end("resolved the meetup day", None));
+    w.app.garden.cycle("test").await.unwrap();
+    let requests = w.model.requests();
+    let first = requests[0].body.to_string();
+    assert!(
+        first.contains("the meetup is on fridays") && first.contains("the venue is the library"),
+        "both pairs are candidates"
+    );
+    assert!(
+        requests[1]
+            .body
+            .to_string()
+            .contains("is not one of the memories this cycle was asked to judge")
+    );
+    assert!(
+        w.app.store.fact(&rule.id).unwrap().unwrap().is_active(),
+        "guidance stays"
+    );
+    assert_eq!(
+        w.app
+            .store
+            .fact(&a.id)
+            .unwrap()
+            .unwrap()
+            .superseded_by
+            .as_deref(),
+        Some(b.id.as_str())
+    );
+    // The pair the model left alone is not put to it again (until one of them changes).
+    w.clock.advance(Duration::minutes(1));
+    w.hear(GENERAL, "ada", "anything else?", Source::Text);
+    w.model.push(end("nothing", None));
+    w.app.garden.cycle("test").await.unwrap();
+    let last = w.model.requests().last().unwrap().body.to_string();
+    assert!(
+        !last.contains("Possible contradictions (same subject"),
+        "{last}"
+    );
+}
+
+#[tokio::test]
+async fn with_rate_limit_headers_a_request_for_ten_minutes_gets_the_headroom() {
+    let w = World::start(settings()).await;
+    w.model.success_headers(&[
+        ("x-ratelimit-limit-tokens", "20000"),
+        ("x-ratelimit-remaining-tokens", "15000"),
+        ("x-ratelimit-reset-tokens", "60m0s"),
+    ]);
+    for _ in 0..5 {
+        let id = w.app.store.cycle_begin("synthetic", w.clock.now()).unwrap();
+        let mut c = w.app.store.cycle(id).unwrap().unwrap();
+        c.status = CycleStatus::Completed;
+        c.tokens_in = 6_000;
+        w.app.store.cycle_save(&c).unwrap();
+    }
+    w.hear(GENERAL, "ada", "hello", Source::Text);
+    w.model.push(end("looked around", Some(10)));
+    let r = w.app.garden.cycle("test").await.unwrap();
+    // 15,000 × 0.8 = 12,000 → two cycles of ~6,000 in 60 min → 30.
+    assert_eq!(
+        minutes_until(&w, r.next_wake),
+        30,
+        "{:?}",
+        w.app.garden.plan().why
+    );
+    assert!(w.app.garden.status().adaptive_moved);
 }
 
 #[tokio::test]

@@ -18,3 +18,4 @@ mod secrets;
 mod settings_cli;
 mod spine;
 mod store_upgrade;
+mod voice;

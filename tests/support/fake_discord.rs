@@ -200,24 +200,13 @@ fn check(t: &str, d: &Value) {
 impl FakeDiscord {
     pub fn start() -> Self {
         let world = Arc::new(Mutex::new(World::default()));
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        listener.set_nonblocking(true).unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (listener, url) = super::serve::bind();
         let ws_url = url.replace("http://", "ws://") + "/gateway";
         let app = Router::new()
             .route("/gateway", any(gateway))
             .fallback(rest)
             .with_state((world.clone(), ws_url));
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-                axum::serve(listener, app).await.unwrap();
-            });
-        });
+        super::serve::spawn(listener, app);
         Self { url, world }
     }
 
@@ -337,6 +326,21 @@ impl FakeDiscord {
         });
         self.dispatch("INTERACTION_CREATE", d);
         id
+    }
+
+    /// Waits for the first text the bot gave interaction `id` — in its
+    /// callback, or in a follow-up after a deferred ("thinking…") callback.
+    pub fn interaction_text(&self, id: u64) -> Option<String> {
+        let text = |w: &World| {
+            w.interaction_replies(id).iter().find_map(|b| {
+                b["data"]["content"]
+                    .as_str()
+                    .or(b["content"].as_str())
+                    .map(String::from)
+            })
+        };
+        self.wait_until(10, |w| text(w).is_some());
+        self.with(|w| text(w))
     }
 
     /// Waits for the bot's first answer to interaction `id`.

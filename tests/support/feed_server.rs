@@ -161,20 +161,9 @@ impl FeedServer {
             redirects: HashMap::new(),
             authorizations: Vec::new(),
         }));
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (listener, url) = super::serve::bind();
         let app = Router::new().fallback(serve).with_state(served.clone());
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-                axum::serve(listener, app).await.unwrap();
-            });
-        });
+        super::serve::spawn(listener, app);
         Self { url, served }
     }
 

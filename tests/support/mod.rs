@@ -9,4 +9,6 @@ pub mod fake_discord;
 pub mod feed_server;
 pub mod home;
 pub mod model_server;
+pub mod serve;
+pub mod stt_server;
 pub mod world;

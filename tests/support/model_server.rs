@@ -101,20 +101,9 @@ pub struct ModelServer {
 impl ModelServer {
     pub fn start() -> Self {
         let state = Arc::new(Mutex::new(ServerState::default()));
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        listener.set_nonblocking(true).unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (listener, url) = super::serve::bind();
         let app = Router::new().fallback(handle).with_state(state.clone());
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-                axum::serve(listener, app).await.unwrap();
-            });
-        });
+        super::serve::spawn(listener, app);
         Self { url, state }
     }
 

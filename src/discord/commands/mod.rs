@@ -6,6 +6,7 @@ mod discovery;
 mod impulses;
 mod memory;
 mod settings;
+mod voice;
 
 use std::sync::Arc;
 
@@ -30,6 +31,7 @@ pub fn all() -> Vec<poise::Command<Data, Error>> {
         impulses::task(),
         impulses::schedule(),
         impulses::idea(),
+        voice::voice(),
     ]
 }
 

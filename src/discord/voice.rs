@@ -1,0 +1,176 @@
+//! The songbird adapter: joins and leaves voice channels, and turns each
+//! 20 ms `VoiceTick` into `Listener::tick(speaking, silent)` — 16 kHz mono
+//! samples per known speaker. Nothing else happens here.
+//!
+//! A stream (SSRC) is mapped to its speaker from `SpeakingStateUpdate`
+//! events. Under DAVE, songbird 0.6 drops a stream's packets until it knows
+//! whose it is, and speaking updates are not always sent; audio from an
+//! SSRC we cannot map is dropped here and counted in the log, never guessed.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use async_trait::async_trait;
+use serenity::all::{Cache, ChannelId as SChannelId, GuildId as SGuildId, UserId as SUserId};
+use songbird::driver::{Channels, DecodeConfig, DecodeMode, SampleRate};
+use songbird::{CoreEvent, Event, EventContext, EventHandler, Songbird};
+
+use crate::ids::{ChannelId, GuildId, UserId};
+use crate::voice::VoiceBackend;
+use crate::voice::listener::Listener;
+
+/// Songbird configured to decode everyone to 16 kHz mono.
+pub fn songbird() -> Arc<Songbird> {
+    let config = songbird::Config::default().decode_mode(DecodeMode::Decode(DecodeConfig::new(
+        Channels::Mono,
+        SampleRate::Hz16000,
+    )));
+    Songbird::serenity_from_config(config)
+}
+
+pub struct SongbirdBackend {
+    pub manager: Arc<Songbird>,
+    pub cache: Arc<Cache>,
+    pub me: UserId,
+}
+
+#[async_trait]
+impl VoiceBackend for SongbirdBackend {
+    async fn join(
+        &self,
+        guild: GuildId,
+        channel: ChannelId,
+        listener: Arc<Listener>,
+    ) -> Result<(), String> {
+        let call = self
+            .manager
+            .join(SGuildId::new(guild.get()), SChannelId::new(channel.get()))
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut handler = call.lock().await;
+        handler.remove_all_global_events();
+        let receiver = Receiver {
+            listener,
+            guild,
+            me: self.me,
+            cache: self.cache.clone(),
+            speakers: Arc::new(RwLock::new(HashMap::new())),
+            names: Arc::new(RwLock::new(HashMap::new())),
+            unmapped: Arc::new(AtomicU64::new(0)),
+        };
+        handler.add_global_event(
+            Event::Core(CoreEvent::SpeakingStateUpdate),
+            receiver.clone(),
+        );
+        handler.add_global_event(Event::Core(CoreEvent::VoiceTick), receiver.clone());
+        handler.add_global_event(Event::Core(CoreEvent::ClientDisconnect), receiver);
+        Ok(())
+    }
+
+    async fn leave(&self, guild: GuildId) -> Result<(), String> {
+        self.manager
+            .remove(SGuildId::new(guild.get()))
+            .await
+            .map_err(|e| e.to_string())
+    }
+}
+
+#[derive(Clone)]
+struct Receiver {
+    listener: Arc<Listener>,
+    guild: GuildId,
+    me: UserId,
+    cache: Arc<Cache>,
+    /// SSRC → speaker.
+    speakers: Arc<RwLock<HashMap<u32, UserId>>>,
+    names: Arc<RwLock<HashMap<UserId, String>>>,
+    unmapped: Arc<AtomicU64>,
+}
+
+impl Receiver {
+    fn name(&self, user: UserId) -> String {
+        if let Some(n) = self
+            .names
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&user)
+        {
+            return n.clone();
+        }
+        let name = self
+            .cache
+            .guild(SGuildId::new(self.guild.get()))
+            .and_then(|g| {
+                g.members
+                    .get(&SUserId::new(user.get()))
+                    .map(|m| m.display_name().to_string())
+            })
+            .or_else(|| {
+                self.cache
+                    .user(SUserId::new(user.get()))
+                    .map(|u| u.global_name.clone().unwrap_or_else(|| u.name.clone()))
+            })
+            .unwrap_or_else(|| format!("user {user}"));
+        self.names
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(user, name.clone());
+        name
+    }
+}
+
+#[async_trait]
+impl EventHandler for Receiver {
+    async fn act(&self, ctx: &EventContext<'_>) -> Option<Event> {
+        match ctx {
+            EventContext::SpeakingStateUpdate(s) => {
+                if let Some(u) = s.user_id {
+                    self.speakers
+                        .write()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(s.ssrc, UserId(u.0));
+                }
+            }
+            EventContext::VoiceTick(tick) => {
+                let map = self
+                    .speakers
+                    .read()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone();
+                let mut speaking = Vec::new();
+                for (ssrc, data) in &tick.speaking {
+                    match (map.get(ssrc), &data.decoded_voice) {
+                        (Some(user), Some(pcm)) if *user != self.me => {
+                            speaking.push((*user, self.name(*user), pcm.as_slice()))
+                        }
+                        (None, Some(_)) => {
+                            let n = self.unmapped.fetch_add(1, Ordering::Relaxed) + 1;
+                            if n == 1 || n % 500 == 0 {
+                                tracing::info!(
+                                    ssrc,
+                                    dropped_ticks = n,
+                                    "voice from a stream not yet mapped to a speaker was dropped"
+                                );
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                let silent: Vec<UserId> = tick
+                    .silent
+                    .iter()
+                    .filter_map(|s| map.get(s).copied())
+                    .collect();
+                let refs: Vec<(UserId, String, &[i16])> = speaking
+                    .iter()
+                    .map(|(u, n, p)| (*u, n.clone(), *p))
+                    .collect();
+                self.listener.tick(&refs, &silent);
+            }
+            EventContext::ClientDisconnect(d) => self.listener.left(UserId(d.user_id.0)),
+            _ => {}
+        }
+        None
+    }
+}

@@ -1,0 +1,572 @@
+//! One garden cycle: the memory pass, the model part for one server, and
+//! the record — transcript, next wake, the adaptive interval's lesson.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration as StdDuration, Instant};
+
+use chrono::{DateTime, Duration, Utc};
+
+use super::prompt::Shown;
+use super::scheduler::{self, Ended};
+use super::tools::{self, CycleShared, EndCycle};
+use super::{CONTINUATION, Garden, feedback, pass};
+use crate::attention::Priority;
+use crate::executive::tools::{FinalTool, parse_args};
+use crate::executive::wire::{Part, Speaker};
+use crate::executive::{Message, Role, Turn, TurnOutcome};
+use crate::ids::GuildId;
+use crate::journal::{Entry, Kind};
+use crate::memory::search::Reader;
+use crate::store::garden::{Cycle, CycleStatus, QueueItem, Step};
+use crate::store::usage::UsageFilter;
+use pass::Tended;
+
+/// How a cycle went, for callers and tests.
+#[derive(Clone, Debug)]
+pub struct CycleReport {
+    pub id: i64,
+    pub status: CycleStatus,
+    pub guild: Option<GuildId>,
+    pub summary: String,
+    pub next_wake: DateTime<Utc>,
+    pub tended: Tended,
+    /// The pass picked up where an interrupted one stopped.
+    pub resumed: bool,
+}
+
+impl Garden {
+    /// Runs one cycle now (the handler's job; tests call it directly).
+    pub async fn cycle(&self, trigger: &str) -> Result<CycleReport, String> {
+        self.cycle_until(trigger, Arc::new(|| false)).await
+    }
+
+    /// One cycle, whose memory pass also stops when `stop` says so.
+    pub async fn cycle_until(
+        &self,
+        trigger: &str,
+        stop: Arc<dyn Fn() -> bool + Send + Sync>,
+    ) -> Result<CycleReport, String> {
+        let Ok(_one) = self.running.try_lock() else {
+            return Err("a garden cycle is already running".into());
+        };
+        let settings = self.settings.global();
+        let started = self.clock.now();
+        let id = self
+            .store
+            .cycle_begin(trigger, started)
+            .map_err(|e| e.to_string())?;
+        self.set_status(|s| {
+            s.state = "running".into();
+            s.detail = "memory pass".into();
+        });
+        let mut cycle = self
+            .store
+            .cycle(id)
+            .map_err(|e| e.to_string())?
+            .ok_or("the cycle row is gone")?;
+        let step = |cycle: &mut Cycle, kind: &str, text: String| {
+            cycle.steps.push(Step {
+                at: self.clock.now(),
+                kind: kind.into(),
+                text,
+            });
+        };
+
+        // 1. The memory pass.
+        let feedback = feedback::harvest(&self.store, &self.memory, self.me, started);
+        if feedback > 0 {
+            step(
+                &mut cycle,
+                "pass",
+                format!(
+                    "kept {feedback} reaction(s)/reply(ies) to ambient posts as feedback memories"
+                ),
+            );
+        }
+        // The pass is plain blocking work on the store: off the async workers.
+        let deadline =
+            Instant::now() + StdDuration::from_secs(u64::from(settings.garden.max_pass_seconds));
+        let (store, journal, g) = (
+            self.store.clone(),
+            self.journal.clone(),
+            settings.garden.clone(),
+        );
+        let run = tokio::task::spawn_blocking(move || {
+            pass::run(&store, &journal, &g, id, started, &|| {
+                stop() || Instant::now() > deadline
+            })
+        })
+        .await
+        .map_err(|e| format!("the memory pass failed: {e}"))?;
+        let (tended, resumed, finished) = (run.tended.clone(), run.resumed, run.finished);
+        for (g, l) in &run.lines {
+            let text = match g {
+                Some(g) => format!("{}: {l}", self.guild_name(*g)),
+                None => l.clone(),
+            };
+            step(&mut cycle, "pass", text);
+        }
+        if !finished {
+            cycle.status = CycleStatus::Interrupted;
+            cycle.summary = format!(
+                "stopped at a checkpoint after {}; the next cycle resumes there",
+                pass::describe(&tended)
+            );
+            cycle.memories_modified = tended.modified() as u64;
+            cycle.ended_at = Some(self.clock.now());
+            let next = self.clock.now()
+                + Duration::minutes(i64::from(settings.garden.min_interval_minutes));
+            cycle.next_wake_at = Some(next);
+            let _ = self.store.cycle_save(&cycle);
+            self.journal.record(
+                Entry::new(
+                    Kind::Garden,
+                    format!("garden cycle {id} stopped at a checkpoint"),
+                )
+                .reason(cycle.summary.clone()),
+            );
+            self.schedule_wake(next, "resume the interrupted memory pass", false);
+            return Ok(CycleReport {
+                id,
+                status: cycle.status,
+                guild: None,
+                summary: cycle.summary,
+                next_wake: next,
+                tended,
+                resumed,
+            });
+        }
+        let extract_tokens = |since| {
+            self.store
+                .usage_list(
+                    &UsageFilter {
+                        since: Some(since),
+                        roles: vec![Role::Extract.as_str().into()],
+                        ..Default::default()
+                    },
+                    None,
+                )
+                .unwrap_or_default()
+                .iter()
+                .fold((0, 0), |(i, o), u| (i + u.tokens_in, o + u.tokens_out))
+        };
+        let before_extraction = self.clock.now();
+        let (channels, extracted) = self.memory.extract_due().await;
+        let (ei, eo) = extract_tokens(before_extraction);
+        cycle.tokens_in += ei;
+        cycle.tokens_out += eo;
+        if channels > 0 {
+            step(
+                &mut cycle,
+                "pass",
+                format!(
+                    "extracted {extracted} fact(s) from {channels} conversation(s) not yet read"
+                ),
+            );
+        }
+
+        // 2. The model part, for one server that needs it.
+        let guild = self.choose_guild(started);
+        let mut modified = tended.modified() as u64 + extracted as u64;
+        // A memory pass alone says nothing about rate limits or readiness.
+        let mut ended = Ended::Neutral;
+        let (status, summary, requested, forced) = match guild {
+            Some(g)
+                if self.executive.unavailable(Role::Ambient).is_none()
+                    && settings.garden.enabled =>
+            {
+                cycle.guild = Some(g);
+                self.set_status(|s| s.detail = format!("tending {}", self.guild_name(g)));
+                let _ = self.store.cycle_save(&cycle);
+                let lines: Vec<String> = run
+                    .lines
+                    .iter()
+                    .filter(|(lg, _)| *lg == Some(g))
+                    .map(|(_, l)| l.clone())
+                    .collect();
+                let out = self
+                    .model_part(&mut cycle, g, &tended, &lines, started)
+                    .await;
+                modified += out.modified;
+                cycle.compactions = out.compactions;
+                cycle.proactive_work = out.proactive;
+                ended = out.ended;
+                if out.status == CycleStatus::Completed {
+                    // Only what the model was shown is done; the rest waits.
+                    let _ = self
+                        .store
+                        .queue_done(&out.shown.queue, id, self.clock.now());
+                    self.mark_judged(&out.shown.pairs);
+                    self.mark_tended(g, started);
+                }
+                (out.status, out.summary, out.requested, out.forced)
+            }
+            Some(g) => {
+                let why = self
+                    .executive
+                    .unavailable(Role::Ambient)
+                    .unwrap_or_else(|| "the garden is off".into());
+                step(
+                    &mut cycle,
+                    "note",
+                    format!("the model part for {} waits: {why}", self.guild_name(g)),
+                );
+                (
+                    CycleStatus::Completed,
+                    format!("memory pass only ({why}): {}", pass::describe(&tended)),
+                    None,
+                    false,
+                )
+            }
+            None => (
+                CycleStatus::Completed,
+                format!("memory pass: {}", pass::describe(&tended)),
+                None,
+                false,
+            ),
+        };
+
+        // 3. Record, adapt, schedule.
+        let rate_limited = self
+            .store
+            .usage_count(&UsageFilter {
+                since: Some(started),
+                roles: vec![Role::Ambient.as_str().into()],
+                outcome: Some("rate_limited".into()),
+                ..Default::default()
+            })
+            .unwrap_or(0)
+            > 0;
+        if rate_limited {
+            ended = Ended::RateLimited;
+        } else if status != CycleStatus::Completed
+            && ended != Ended::Failed
+            && cycle.guild.is_some()
+        {
+            ended = Ended::Failed;
+        }
+        let state = scheduler::after_cycle(self.scheduler_state(), ended, &settings.garden);
+        let _ = self.store.garden_set("scheduler", &state);
+        let now = self.clock.now();
+        let plan = self.plan();
+        let safe = plan.wait.unwrap_or(Duration::minutes(i64::from(
+            settings.garden.min_interval_minutes,
+        )));
+        let (next, reason, moved) = if forced {
+            let d = Duration::minutes(i64::from(settings.garden.default_interval_minutes));
+            (
+                now + d,
+                "the default wake after a forced end".to_string(),
+                false,
+            )
+        } else if let Some(at) = requested {
+            let (wait, moved) = scheduler::settle(at - now, safe, &settings.garden);
+            let why = if moved {
+                format!(
+                    "asked for {}, moved: {}",
+                    at.format("%H:%M"),
+                    plan.why.join("; ")
+                )
+            } else {
+                "as the garden asked".into()
+            };
+            (now + wait, why, moved)
+        } else if cycle.guild.is_some() && status == CycleStatus::Completed {
+            tracing::warn!(
+                "the garden cycle did not schedule its next wake; using the maximum interval"
+            );
+            let d = Duration::minutes(i64::from(settings.garden.max_interval_minutes));
+            (
+                now + d,
+                "no wake was scheduled: the maximum interval".to_string(),
+                false,
+            )
+        } else {
+            (now + safe, plan.why.join("; "), false)
+        };
+        cycle.status = status;
+        cycle.summary = summary;
+        cycle.memories_modified = cycle.memories_modified.max(modified);
+        cycle.rate_limited = rate_limited;
+        cycle.ended_at = Some(now);
+        cycle.next_wake_at = Some(next);
+        let _ = self.store.cycle_save(&cycle);
+        let _ = self.store.garden_set("last_cycle_at", &now);
+        self.journal.record(
+            Entry::new(
+                Kind::Garden,
+                format!("garden cycle {id} {}", status.as_str()),
+            )
+            .guild(cycle.guild)
+            .reason(format!(
+                "{} — next wake {} ({reason})",
+                cycle.summary,
+                next.format("%H:%M UTC")
+            ))
+            .data(serde_json::json!({ "cycle": id, "tokens": cycle.tokens_in + cycle.tokens_out })),
+        );
+        self.schedule_wake(next, reason, moved);
+        Ok(CycleReport {
+            id,
+            status,
+            guild: cycle.guild,
+            summary: cycle.summary,
+            next_wake: next,
+            tended,
+            resumed,
+        })
+    }
+
+    pub(super) fn tended_at(&self) -> HashMap<u64, DateTime<Utc>> {
+        self.store
+            .garden_get("tended")
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    }
+
+    fn mark_tended(&self, g: GuildId, at: DateTime<Utc>) {
+        let mut m = self.tended_at();
+        m.insert(g.get(), at);
+        let _ = self.store.garden_set("tended", &m);
+    }
+
+    /// The server the model part tends: the one with the most urgent due
+    /// queue item; else the one longest untended among those people have
+    /// talked in since.
+    fn choose_guild(&self, now: DateTime<Utc>) -> Option<GuildId> {
+        if let Some(g) = self
+            .store
+            .queue_open()
+            .unwrap_or_default()
+            .into_iter()
+            .find(|q| q.scheduled_for <= now)
+            .and_then(|q| q.guild)
+        {
+            return Some(g);
+        }
+        let tended = self.tended_at();
+        self.store
+            .known_guilds()
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|(g, _)| {
+                let last = self.store.last_human_message(g).ok().flatten()?;
+                let since = tended.get(&g.get()).copied();
+                since.is_none_or(|t| last > t).then_some((since, g))
+            })
+            .min_by_key(|(since, _)| since.map_or(0, |t| t.timestamp_millis()))
+            .map(|(_, g)| g)
+    }
+
+    async fn model_part(
+        &self,
+        cycle: &mut Cycle,
+        guild: GuildId,
+        tended: &Tended,
+        pass_lines: &[String],
+        started: DateTime<Utc>,
+    ) -> ModelPart {
+        let settings = self.settings.for_guild(Some(guild));
+        let proactive = settings.garden.proactive_work
+            && (settings.garden.skip_warmup
+                || self.scheduler_state().good_cycles >= settings.garden.warmup_cycles);
+        let (prompt, shown) = self.prompt(guild, pass_lines, proactive, started);
+        let shared = Arc::new(CycleShared {
+            cycle: cycle.id,
+            guild,
+            store: self.store.clone(),
+            journal: self.journal.clone(),
+            clock: self.clock.clone(),
+            allowed: shown.facts.clone(),
+            requested: Mutex::new(None),
+            modified: Mutex::new(0),
+            prepared: Mutex::new(Vec::new()),
+        });
+        let rendered = match self.executive.prompts.render("garden", &prompt) {
+            Ok(r) => r,
+            Err(e) => {
+                return ModelPart::failed(
+                    format!("the garden prompt failed to render: {e}"),
+                    shown,
+                );
+            }
+        };
+        let mut turn = Turn::new(
+            Role::Ambient,
+            Some(guild),
+            format!("garden cycle {}", cycle.id),
+        );
+        turn.system = rendered.system;
+        turn.messages = vec![Message::user(rendered.user)];
+        turn.tools = tools::for_cycle(&shared, &self.impulses, &self.settings, proactive);
+        if settings.memory.enabled {
+            turn.tools.push(crate::memory::tools::memory_search(
+                &self.memory,
+                Reader::Guild(guild),
+            ));
+        }
+        turn.final_tool = Some(FinalTool::of::<EndCycle>(
+            "end_ambient_cycle",
+            "End the cycle: what you did, and when to wake next.",
+        ));
+        turn.continuation = Some(CONTINUATION.into());
+        turn.max_steps = settings.initiative.text.max_tool_steps.max(4) * 2;
+        turn.max_calls = settings.initiative.text.max_tool_calls.max(4) * 2;
+        let result = self.executive.run_turn(turn).await;
+        cycle.tokens_in += result.tokens.input;
+        cycle.tokens_out += result.tokens.output;
+        cycle
+            .steps
+            .extend(transcript(&result.messages, self.clock.now()));
+        if let Ok(Some(saved)) = self.store.cycle(cycle.id) {
+            cycle.todos = saved.todos;
+        }
+        let modified = u64::from(*shared.modified.lock().unwrap_or_else(|p| p.into_inner()));
+        let prepared = shared
+            .prepared
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let requested = *shared.requested.lock().unwrap_or_else(|p| p.into_inner());
+        let now = self.clock.now();
+        match result.outcome {
+            Ok(TurnOutcome::Final(v)) => match parse_args::<EndCycle>(&v) {
+                Ok(end) => {
+                    let asked = end
+                        .next_schedule
+                        .as_ref()
+                        .and_then(|w| w.resolve(now).ok().flatten());
+                    if let Some(w) = end
+                        .next_schedule
+                        .as_ref()
+                        .filter(|w| !w.context.trim().is_empty())
+                    {
+                        if let Some(at) = asked {
+                            let _ = self.store.queue_insert(&QueueItem {
+                                id: uuid::Uuid::new_v4().simple().to_string(),
+                                guild: Some(guild),
+                                scheduled_for: at,
+                                context: w.context.trim().chars().take(500).collect(),
+                                priority: Priority::Normal,
+                                created_by: format!("cycle {}", cycle.id),
+                                created_at: now,
+                                done_at: None,
+                            });
+                        }
+                    }
+                    let proactive_work = end
+                        .proactive_work
+                        .filter(|p| !p.trim().is_empty())
+                        .or_else(|| (!prepared.is_empty()).then(|| prepared.join("; ")));
+                    ModelPart {
+                        status: CycleStatus::Completed,
+                        summary: end.summary,
+                        modified: u64::from(end.memories_modified).max(modified),
+                        compactions: u64::from(end.compactions),
+                        proactive: proactive_work,
+                        requested: match (asked, requested) {
+                            (Some(a), Some(b)) => Some(a.min(b)),
+                            (a, b) => a.or(b),
+                        },
+                        forced: false,
+                        ended: Ended::Clean,
+                        shown,
+                    }
+                }
+                Err(e) => ModelPart::failed(e, shown),
+            },
+            Ok(TurnOutcome::Incomplete(why)) => {
+                tracing::warn!(cycle = cycle.id, reason = %why, "garden cycle ended without end_ambient_cycle");
+                let left = cycle.todos.iter().filter(|t| !t.done).count();
+                ModelPart {
+                    status: CycleStatus::Incomplete,
+                    summary: format!(
+                        "incomplete ({why}); {} memories changed by the pass; {left} planned item(s) left",
+                        tended.modified() as u64 + modified
+                    ),
+                    modified,
+                    compactions: 0,
+                    proactive: (!prepared.is_empty()).then(|| prepared.join("; ")),
+                    requested: None,
+                    forced: true,
+                    ended: Ended::Failed,
+                    shown,
+                }
+            }
+            Ok(TurnOutcome::Answer(_)) => ModelPart::failed(
+                "the model answered in prose instead of ending the cycle".into(),
+                shown,
+            ),
+            Err(e) => ModelPart::failed(format!("the model call failed: {e}"), shown),
+        }
+    }
+}
+
+/// The turn's tool calls and results as transcript steps.
+fn transcript(messages: &[Message], at: DateTime<Utc>) -> Vec<Step> {
+    let mut steps = Vec::new();
+    for m in messages.iter().skip(1) {
+        for p in &m.parts {
+            let (kind, text) = match (m.speaker, p) {
+                (Speaker::Assistant, Part::ToolUse { name, input, .. }) => {
+                    ("tool", format!("{name} {input}"))
+                }
+                (
+                    Speaker::User,
+                    Part::ToolResult {
+                        content, is_error, ..
+                    },
+                ) => (
+                    "result",
+                    if *is_error {
+                        format!("error: {content}")
+                    } else {
+                        content.clone()
+                    },
+                ),
+                (Speaker::Assistant, Part::Text { text }) if !text.trim().is_empty() => {
+                    ("said", text.clone())
+                }
+                (Speaker::User, Part::Text { text }) => ("system", text.clone()),
+                _ => continue,
+            };
+            steps.push(Step {
+                at,
+                kind: kind.into(),
+                text: text.chars().take(2_000).collect(),
+            });
+        }
+    }
+    steps
+}
+
+struct ModelPart {
+    shown: Shown,
+    status: CycleStatus,
+    summary: String,
+    modified: u64,
+    compactions: u64,
+    proactive: Option<String>,
+    requested: Option<DateTime<Utc>>,
+    /// Ended without end_ambient_cycle after the continuation.
+    forced: bool,
+    ended: Ended,
+}
+
+impl ModelPart {
+    fn failed(why: String, shown: Shown) -> Self {
+        Self {
+            shown,
+            status: CycleStatus::Incomplete,
+            summary: format!("incomplete: {why}"),
+            modified: 0,
+            compactions: 0,
+            proactive: None,
+            requested: None,
+            forced: false,
+            ended: Ended::Failed,
+        }
+    }
+}

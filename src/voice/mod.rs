@@ -1,0 +1,348 @@
+//! Voice: the bot joins a voice channel, listens, transcribes, and writes
+//! what was said as `[vc]` lines into the linked text channel (seed:
+//! ambient-text-cycle.md — voice informs attention; the bot answers in text).
+//!
+//! The platform part (songbird: joining, decoding to 16 kHz mono, mapping
+//! a stream to its speaker) is a [`VoiceBackend`] the Discord front end
+//! provides; everything after a decoded tick — segmentation, the bounded
+//! queue, transcription, storage — is [`listener::Listener`], our own code,
+//! tested with synthetic PCM.
+//!
+//! People are told: joining posts a notice in the linked text channel that
+//! the bot is listening and transcribing, and how to opt out
+//! (`/voice optout`). Opted-out and blocked users are never recorded,
+//! buffered or transcribed.
+
+pub mod listener;
+pub mod segment;
+pub mod transcribe;
+pub mod wav;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
+
+use async_trait::async_trait;
+
+use crate::attention::Place;
+use crate::ids::{ChannelId, GuildId, UserId};
+use crate::journal::{Entry, Kind};
+use crate::speech::Speech;
+use listener::{Listener, Services, Session};
+
+/// What the platform does for voice.
+#[async_trait]
+pub trait VoiceBackend: Send + Sync {
+    /// Connects to `channel` and feeds its decoded audio to `listener.tick`.
+    async fn join(
+        &self,
+        guild: GuildId,
+        channel: ChannelId,
+        listener: Arc<Listener>,
+    ) -> Result<(), String>;
+    async fn leave(&self, guild: GuildId) -> Result<(), String>;
+}
+
+pub struct Voice {
+    services: Services,
+    speech: Arc<Speech>,
+    backend: RwLock<Option<Arc<dyn VoiceBackend>>>,
+    /// One session per guild (Discord allows one voice connection per guild).
+    sessions: Mutex<HashMap<GuildId, Arc<Listener>>>,
+    /// Who (people, not bots) is in which voice channel, for auto-join.
+    rooms: Mutex<HashMap<ChannelId, (GuildId, HashSet<UserId>)>>,
+    /// Auto-join channels already reported as unlinked (said once).
+    unlinked_said: Mutex<HashSet<ChannelId>>,
+}
+
+impl Voice {
+    pub fn new(services: Services, speech: Arc<Speech>) -> Arc<Self> {
+        Arc::new(Self {
+            services,
+            speech,
+            backend: RwLock::new(None),
+            sessions: Mutex::new(HashMap::new()),
+            rooms: Mutex::new(HashMap::new()),
+            unlinked_said: Mutex::new(HashSet::new()),
+        })
+    }
+
+    /// The front end that can connect (Discord); without one, joining explains why not.
+    pub fn set_backend(&self, backend: Arc<dyn VoiceBackend>) {
+        *self.backend.write().unwrap_or_else(|p| p.into_inner()) = Some(backend);
+    }
+
+    pub fn session(&self, guild: GuildId) -> Option<Arc<Listener>> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&guild)
+            .cloned()
+    }
+
+    /// The text channel a voice channel writes to: `voice.links`, else `fallback`.
+    pub fn link(
+        &self,
+        guild: GuildId,
+        voice: ChannelId,
+        fallback: Option<ChannelId>,
+    ) -> Option<ChannelId> {
+        let settings = self.services.settings.for_guild(Some(guild));
+        settings
+            .voice
+            .links
+            .iter()
+            .find(|l| l.voice_channel_id == voice)
+            .map(|l| l.text_channel_id)
+            .or(fallback)
+    }
+
+    /// Why the bot cannot listen here, if it cannot.
+    pub fn unavailable(&self, guild: GuildId) -> Option<String> {
+        let settings = self.services.settings.for_guild(Some(guild));
+        if !settings.voice.enabled {
+            return Some("voice is turned off (voice.enabled)".into());
+        }
+        if let Some(why) = self.services.transcriber.unavailable() {
+            return Some(why);
+        }
+        if self
+            .backend
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_none()
+        {
+            return Some("voice needs the Discord front end (`ambient run`)".into());
+        }
+        None
+    }
+
+    /// Joins `voice`, writing to `text` (or its configured link).
+    pub async fn join(
+        &self,
+        guild: GuildId,
+        voice: ChannelId,
+        text: Option<ChannelId>,
+        by: &str,
+    ) -> Result<String, String> {
+        if let Some(why) = self.unavailable(guild) {
+            return Err(format!("I can't listen in voice: {why}."));
+        }
+        let Some(text) = self.link(guild, voice, text) else {
+            return Err(format!(
+                "<#{voice}> has no linked text channel: add it to voice.links, or use /voice join from the text channel to write to"
+            ));
+        };
+        if let Some(current) = self.session(guild) {
+            if current.session.voice_channel == voice {
+                return Ok(format!(
+                    "I'm already listening in <#{voice}>, writing to <#{}>.",
+                    current.session.text_channel
+                ));
+            }
+            self.leave(guild, "moving to another voice channel").await?;
+        }
+        let backend = self
+            .backend
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .ok_or("no voice front end")?;
+        let listener = Listener::new(
+            Session {
+                guild,
+                voice_channel: voice,
+                text_channel: text,
+            },
+            self.services.clone(),
+        );
+        listener.start();
+        if let Err(e) = backend.join(guild, voice, listener.clone()).await {
+            listener.close();
+            return Err(format!("I couldn't join <#{voice}>: {e}"));
+        }
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(guild, listener);
+        let notice = format!(
+            "🎙️ I'm listening in <#{voice}> and transcribing what's said there into this channel (as [vc] lines), \
+             so I can follow the conversation. Say \"hey {}\" to talk to me; I answer here in text. \
+             Don't want to be transcribed? Use /voice optout.",
+            self.services.settings.for_guild(Some(guild)).bot.name
+        );
+        let cause = format!(
+            "voice-join-{voice}-{}",
+            self.services.clock.now().timestamp()
+        );
+        if let Err(e) = self
+            .speech
+            .say(
+                Place {
+                    guild: Some(guild),
+                    channel: text,
+                },
+                &notice,
+                None,
+                &cause,
+            )
+            .await
+        {
+            tracing::warn!(error = %e, "could not post the listening notice");
+        }
+        self.services.journal.record(
+            Entry::new(Kind::Voice, "joined a voice channel")
+                .place(Some(guild), Some(text))
+                .reason(format!("listening in {voice} for {by}")),
+        );
+        Ok(format!(
+            "Listening in <#{voice}>; transcripts go to <#{text}>."
+        ))
+    }
+
+    pub async fn leave(&self, guild: GuildId, why: &str) -> Result<String, String> {
+        let Some(listener) = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&guild)
+        else {
+            return Err("I'm not in a voice channel here.".into());
+        };
+        listener.close();
+        let backend = self
+            .backend
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let Some(b) = backend {
+            b.leave(guild).await?;
+        }
+        let Session {
+            voice_channel,
+            text_channel,
+            ..
+        } = listener.session;
+        self.services.journal.record(
+            Entry::new(Kind::Voice, "left a voice channel")
+                .place(Some(guild), Some(text_channel))
+                .reason(why.to_string()),
+        );
+        let cause = format!(
+            "voice-leave-{voice_channel}-{}",
+            self.services.clock.now().timestamp()
+        );
+        let _ = self
+            .speech
+            .say(
+                Place {
+                    guild: Some(guild),
+                    channel: text_channel,
+                },
+                &format!("🔇 I left <#{voice_channel}> and stopped transcribing."),
+                None,
+                &cause,
+            )
+            .await;
+        Ok(format!("Left <#{voice_channel}>."))
+    }
+
+    pub fn opt_out(&self, guild: GuildId, user: UserId) -> String {
+        match self.services.store.voice_opt_out(guild, user, self.services.clock.now()) {
+            Ok(_) => "Done: your voice is never recorded or transcribed on this server. /voice optin undoes it.".into(),
+            Err(e) => format!("Could not save that: {e}"),
+        }
+    }
+
+    pub fn opt_in(&self, guild: GuildId, user: UserId) -> String {
+        match self.services.store.voice_opt_in(guild, user) {
+            Ok(true) => {
+                "Okay: what you say in voice here may be transcribed again while I listen.".into()
+            }
+            Ok(false) => "You had not opted out.".into(),
+            Err(e) => format!("Could not save that: {e}"),
+        }
+    }
+
+    /// Someone moved between voice channels (`None`: left voice). Keeps the
+    /// room counts, joins configured channels people are in (`voice.autoJoin`),
+    /// and leaves a room once only bots remain.
+    pub async fn voice_state(
+        &self,
+        guild: GuildId,
+        user: UserId,
+        is_bot: bool,
+        channel: Option<ChannelId>,
+    ) {
+        let emptied: Option<ChannelId> = {
+            let mut rooms = self.rooms.lock().unwrap_or_else(|p| p.into_inner());
+            let mut emptied = None;
+            for (room, (g, people)) in rooms.iter_mut() {
+                if *g == guild && people.remove(&user) && people.is_empty() {
+                    emptied = Some(*room);
+                }
+            }
+            if let (Some(c), false) = (channel, is_bot) {
+                rooms
+                    .entry(c)
+                    .or_insert_with(|| (guild, HashSet::new()))
+                    .1
+                    .insert(user);
+            }
+            emptied
+        };
+        if let Some(session) = self.session(guild) {
+            if channel != Some(session.session.voice_channel) {
+                session.left(user);
+            }
+            if emptied == Some(session.session.voice_channel) {
+                let _ = self.leave(guild, "everyone left the voice channel").await;
+                return;
+            }
+        }
+        let settings = self.services.settings.for_guild(Some(guild));
+        if !settings.voice.auto_join || self.session(guild).is_some() {
+            return;
+        }
+        let Some(target) =
+            channel.filter(|c| !is_bot && settings.voice.auto_join_channel_ids.contains(c))
+        else {
+            return;
+        };
+        if self.link(guild, target, None).is_none() {
+            if self
+                .unlinked_said
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(target)
+            {
+                self.services.journal.record(
+                    Entry::new(Kind::Voice, "did not auto-join a voice channel")
+                        .guild(Some(guild))
+                        .reason(format!("{target} is in voice.autoJoinChannelIds but has no entry in voice.links")),
+                );
+            }
+            return;
+        }
+        if let Err(e) = self.join(guild, target, None, "voice.autoJoin").await {
+            self.services.journal.record(
+                Entry::new(Kind::Voice, "could not auto-join a voice channel")
+                    .guild(Some(guild))
+                    .reason(e),
+            );
+        }
+    }
+
+    /// Stops every session (shutdown).
+    pub async fn leave_all(&self) {
+        let guilds: Vec<GuildId> = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys()
+            .copied()
+            .collect();
+        for g in guilds {
+            let _ = self.leave(g, "the bot is shutting down").await;
+        }
+    }
+}

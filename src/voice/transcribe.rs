@@ -1,0 +1,240 @@
+//! Speech to text through an OpenAI-compatible `/audio/transcriptions`
+//! endpoint (OpenAI, Groq, a local whisper.cpp or faster-whisper server):
+//! `voice.transcription.baseUrl` (…/v1), `model`, `language`, and the key
+//! from `TRANSCRIPTION_API_KEY`.
+//!
+//! Each utterance is uploaded as WAV. At most `maxConcurrent` uploads run at
+//! once; 429 and 5xx answers and timeouts are retried like the executive's
+//! calls (`executive.maxRetries`, exponential backoff, `retry-after`
+//! honoured); every attempt is a usage record (role `transcribe`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use reqwest::multipart::{Form, Part};
+use tokio::sync::Semaphore;
+
+use crate::clock::SharedClock;
+use crate::ids::GuildId;
+use crate::settings::{Secrets, SettingsService};
+use crate::store::Store;
+use crate::store::usage::UsageRecord;
+
+/// Transcripts that are only a model's way of saying "nothing was said".
+const EMPTY_MARKERS: &[&str] = &[
+    "[blank_audio]",
+    "(silence)",
+    "[silence]",
+    "[music]",
+    "(music)",
+    "you",
+];
+
+/// The longest `retry-after` waited for inline.
+const MAX_WAIT: Duration = Duration::from_secs(30);
+
+pub struct Transcriber {
+    http: reqwest::Client,
+    settings: Arc<SettingsService>,
+    secrets: Secrets,
+    store: Store,
+    clock: SharedClock,
+    slots: Semaphore,
+}
+
+enum Attempt {
+    Ok(String),
+    Retry {
+        outcome: &'static str,
+        detail: String,
+        wait: Option<Duration>,
+    },
+    Fail {
+        outcome: &'static str,
+        detail: String,
+    },
+}
+
+impl Transcriber {
+    pub fn new(
+        settings: Arc<SettingsService>,
+        secrets: Secrets,
+        store: Store,
+        clock: SharedClock,
+    ) -> Self {
+        let max = settings.global().voice.transcription.max_concurrent.max(1) as usize;
+        Self {
+            http: reqwest::Client::new(),
+            settings,
+            secrets,
+            store,
+            clock,
+            slots: Semaphore::new(max),
+        }
+    }
+
+    /// Why transcription cannot run, if it cannot.
+    pub fn unavailable(&self) -> Option<String> {
+        let t = &self.settings.global().voice.transcription;
+        t.base_url.trim().is_empty().then(|| {
+            "no speech-to-text endpoint is configured: set voice.transcription.baseUrl (OpenAI, Groq, or a local \
+             whisper.cpp server's …/v1) and, if it needs one, TRANSCRIPTION_API_KEY"
+                .to_string()
+        })
+    }
+
+    /// The text of one utterance (empty when nothing intelligible was said).
+    pub async fn transcribe(
+        &self,
+        guild: Option<GuildId>,
+        wav: Vec<u8>,
+        seconds: f64,
+    ) -> Result<String, String> {
+        if let Some(why) = self.unavailable() {
+            return Err(why);
+        }
+        let _slot = self
+            .slots
+            .acquire()
+            .await
+            .map_err(|_| "transcription is shutting down".to_string())?;
+        let settings = self.settings.global();
+        let max_retries = settings.executive.max_retries;
+        let mut attempt = 0;
+        loop {
+            let started = Instant::now();
+            let result = self.send_once(&wav).await;
+            let latency = started.elapsed().as_millis() as u64;
+            match result {
+                Attempt::Ok(text) => {
+                    self.record(guild, "ok", &format!("{seconds:.1} s of audio"), latency);
+                    let text = text.trim().to_string();
+                    let empty = EMPTY_MARKERS.contains(
+                        &text
+                            .to_lowercase()
+                            .trim_matches(|c: char| c == '.' || c.is_whitespace()),
+                    );
+                    return Ok(if empty { String::new() } else { text });
+                }
+                Attempt::Fail { outcome, detail } => {
+                    self.record(guild, outcome, &detail, latency);
+                    return Err(detail);
+                }
+                Attempt::Retry {
+                    outcome,
+                    detail,
+                    wait,
+                } => {
+                    self.record(guild, outcome, &detail, latency);
+                    if attempt >= max_retries {
+                        return Err(format!("{detail} (after {} attempts)", attempt + 1));
+                    }
+                    let delay = wait.unwrap_or(Duration::from_secs(1 << attempt.min(5)));
+                    if delay > MAX_WAIT {
+                        return Err(format!("{detail}; asked to wait {} s", delay.as_secs()));
+                    }
+                    self.clock.sleep(delay).await;
+                    attempt += 1;
+                }
+            }
+        }
+    }
+
+    async fn send_once(&self, wav: &[u8]) -> Attempt {
+        let t = self.settings.global().voice.transcription.clone();
+        let url = format!("{}/audio/transcriptions", t.base_url.trim_end_matches('/'));
+        let file = match Part::bytes(wav.to_vec())
+            .file_name("utterance.wav")
+            .mime_str("audio/wav")
+        {
+            Ok(p) => p,
+            Err(e) => {
+                return Attempt::Fail {
+                    outcome: "client_error",
+                    detail: e.to_string(),
+                };
+            }
+        };
+        let mut form = Form::new()
+            .part("file", file)
+            .text("model", t.model.clone())
+            .text("response_format", "json");
+        if !t.language.trim().is_empty() {
+            form = form.text("language", t.language.trim().to_string());
+        }
+        let mut req = self
+            .http
+            .post(&url)
+            .multipart(form)
+            .timeout(Duration::from_secs(u64::from(t.timeout_seconds.max(1))));
+        if let Some(key) = &self.secrets.transcription_api_key {
+            req = req.bearer_auth(key.expose());
+        }
+        let resp = match req.send().await {
+            Ok(r) => r,
+            Err(e) if e.is_timeout() => {
+                return Attempt::Retry {
+                    outcome: "timeout",
+                    detail: format!("no answer within {} s", t.timeout_seconds),
+                    wait: None,
+                };
+            }
+            Err(e) => {
+                return Attempt::Retry {
+                    outcome: "network",
+                    detail: crate::net::error_chain(&e),
+                    wait: None,
+                };
+            }
+        };
+        let status = resp.status().as_u16();
+        let wait = crate::executive::ratelimit::retry_after(resp.headers(), self.clock.now());
+        let body = resp.text().await.unwrap_or_default();
+        let snippet: String = body.chars().take(200).collect();
+        match status {
+            200..=299 => Attempt::Ok(
+                serde_json::from_str::<serde_json::Value>(&body)
+                    .ok()
+                    .and_then(|v| v["text"].as_str().map(String::from))
+                    .unwrap_or(body),
+            ),
+            429 => Attempt::Retry {
+                outcome: "rate_limited",
+                detail: format!("HTTP 429: {snippet}"),
+                wait,
+            },
+            500..=599 => Attempt::Retry {
+                outcome: "server_error",
+                detail: format!("HTTP {status}: {snippet}"),
+                wait,
+            },
+            _ => Attempt::Fail {
+                outcome: "client_error",
+                detail: format!("HTTP {status}: {snippet}"),
+            },
+        }
+    }
+
+    fn record(&self, guild: Option<GuildId>, outcome: &str, detail: &str, latency_ms: u64) {
+        let t = self.settings.global().voice.transcription.clone();
+        let provider = url::Url::parse(&t.base_url)
+            .ok()
+            .and_then(|u| u.host_str().map(String::from))
+            .unwrap_or_default();
+        let _ = self.store.usage_append(&UsageRecord {
+            id: 0,
+            at: self.clock.now(),
+            role: "transcribe".into(),
+            source: "user".into(),
+            guild,
+            provider,
+            model: t.model,
+            pay_per_token: false,
+            tokens_in: 0,
+            tokens_out: 0,
+            latency_ms,
+            outcome: outcome.into(),
+            detail: self.secrets.redact(detail),
+        });
+    }
+}
