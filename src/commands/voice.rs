@@ -47,7 +47,7 @@ pub async fn leave(app: &App, who: &Asker, current: Option<ChannelId>) -> String
             .into();
     }
     app.voice
-        .leave(guild, &format!("asked by {}", who.name))
+        .send_away(guild, &format!("asked by {}", who.name))
         .await
         .unwrap_or_else(|e| e)
 }

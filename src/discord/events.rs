@@ -22,6 +22,15 @@ pub struct Events {
 }
 
 impl Events {
+    fn voice_member(&self, user: UserId, is_bot: bool) -> crate::voice::Member {
+        use crate::voice::Member;
+        match (user == self.me, is_bot) {
+            (true, _) => Member::Me,
+            (false, true) => Member::Bot,
+            (false, false) => Member::Person,
+        }
+    }
+
     fn perceive(&self, percept: Percept) {
         if let Err(e) = self.app.senses.perceive(percept) {
             tracing::error!(error = %e, "could not store a percept");
@@ -109,12 +118,14 @@ impl EventHandler for Events {
         self.app.discovery.poke();
         // People already in voice when the bot arrives (for voice.autoJoin).
         for (user, vs) in &guild.voice_states {
-            let is_bot = guild.members.get(user).is_some_and(|m| m.user.bot)
-                || UserId(user.get()) == self.me;
+            let who = self.voice_member(
+                UserId(user.get()),
+                guild.members.get(user).is_some_and(|m| m.user.bot),
+            );
             let channel = vs.channel_id.map(|c| ChannelId(c.get()));
             self.app
                 .voice
-                .voice_state(g, UserId(user.get()), is_bot, channel)
+                .voice_state(g, UserId(user.get()), who, channel)
                 .await;
         }
     }
@@ -243,7 +254,7 @@ impl EventHandler for Events {
             .voice_state(
                 GuildId(guild.get()),
                 UserId(new.user_id.get()),
-                is_bot || UserId(new.user_id.get()) == self.me,
+                self.voice_member(UserId(new.user_id.get()), is_bot),
                 new.channel_id.map(|c| ChannelId(c.get())),
             )
             .await;

@@ -7,7 +7,7 @@
 //! whose it is, and speaking updates are not always sent; audio from an
 //! SSRC we cannot map is dropped here and counted in the log, never guessed.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
@@ -74,6 +74,20 @@ impl VoiceBackend for SongbirdBackend {
             .await
             .map_err(|e| e.to_string())
     }
+
+    fn people_in(&self, guild: GuildId, voice: ChannelId) -> Option<HashSet<UserId>> {
+        let g = self.cache.guild(SGuildId::new(guild.get()))?;
+        Some(
+            g.voice_states
+                .iter()
+                .filter(|(_, vs)| vs.channel_id.map(|c| c.get()) == Some(voice.get()))
+                .filter(|(user, _)| {
+                    user.get() != self.me.get() && !g.members.get(user).is_some_and(|m| m.user.bot)
+                })
+                .map(|(user, _)| UserId(user.get()))
+                .collect(),
+        )
+    }
 }
 
 #[derive(Clone)]
@@ -84,12 +98,14 @@ struct Receiver {
     cache: Arc<Cache>,
     /// SSRC → speaker.
     speakers: Arc<RwLock<HashMap<u32, UserId>>>,
-    names: Arc<RwLock<HashMap<UserId, String>>>,
+    /// Speaker → (display name, is a bot).
+    names: Arc<RwLock<HashMap<UserId, (String, bool)>>>,
     unmapped: Arc<AtomicU64>,
 }
 
 impl Receiver {
-    fn name(&self, user: UserId) -> String {
+    /// The speaker's display name and whether they are a bot (music bots are not transcribed).
+    fn who(&self, user: UserId) -> (String, bool) {
         if let Some(n) = self
             .names
             .read()
@@ -98,25 +114,28 @@ impl Receiver {
         {
             return n.clone();
         }
-        let name = self
+        let who = self
             .cache
             .guild(SGuildId::new(self.guild.get()))
             .and_then(|g| {
                 g.members
                     .get(&SUserId::new(user.get()))
-                    .map(|m| m.display_name().to_string())
+                    .map(|m| (m.display_name().to_string(), m.user.bot))
             })
             .or_else(|| {
-                self.cache
-                    .user(SUserId::new(user.get()))
-                    .map(|u| u.global_name.clone().unwrap_or_else(|| u.name.clone()))
+                self.cache.user(SUserId::new(user.get())).map(|u| {
+                    (
+                        u.global_name.clone().unwrap_or_else(|| u.name.clone()),
+                        u.bot,
+                    )
+                })
             })
-            .unwrap_or_else(|| format!("user {user}"));
+            .unwrap_or_else(|| (format!("user {user}"), false));
         self.names
             .write()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(user, name.clone());
-        name
+            .insert(user, who.clone());
+        who
     }
 }
 
@@ -139,11 +158,19 @@ impl EventHandler for Receiver {
                     .unwrap_or_else(|p| p.into_inner())
                     .clone();
                 let mut speaking = Vec::new();
+                // A known speaker whose packet did not decode counts as a silent
+                // tick, so their clock (and the utterance's time span) keeps pace.
+                let mut undecoded = Vec::new();
                 for (ssrc, data) in &tick.speaking {
                     match (map.get(ssrc), &data.decoded_voice) {
-                        (Some(user), Some(pcm)) if *user != self.me => {
-                            speaking.push((*user, self.name(*user), pcm.as_slice()))
+                        (Some(user), _) if *user == self.me => {}
+                        (Some(user), Some(pcm)) => {
+                            let (name, bot) = self.who(*user);
+                            if !bot {
+                                speaking.push((*user, name, pcm.as_slice()))
+                            }
                         }
+                        (Some(user), None) => undecoded.push(*user),
                         (None, Some(_)) => {
                             let n = self.unmapped.fetch_add(1, Ordering::Relaxed) + 1;
                             if n == 1 || n % 500 == 0 {
@@ -161,6 +188,7 @@ impl EventHandler for Receiver {
                     .silent
                     .iter()
                     .filter_map(|s| map.get(s).copied())
+                    .chain(undecoded)
                     .collect();
                 let refs: Vec<(UserId, String, &[i16])> = speaking
                     .iter()

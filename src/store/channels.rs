@@ -46,6 +46,20 @@ impl Store {
             .optional()?)
     }
 
+    /// The guild a known channel belongs to: `None` if the channel is unknown,
+    /// `Some(None)` for a DM channel.
+    pub fn channel_guild(&self, id: ChannelId) -> Result<Option<Option<GuildId>>> {
+        Ok(self
+            .lock()
+            .query_row(
+                "SELECT guild_id FROM channels WHERE id = ?1",
+                [id.to_sql()],
+                |r| r.get::<_, Option<i64>>(0),
+            )
+            .optional()?
+            .map(|g| g.map(GuildId::from_sql)))
+    }
+
     pub fn guild_name(&self, id: GuildId) -> Result<Option<String>> {
         Ok(self
             .lock()

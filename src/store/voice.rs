@@ -1,6 +1,8 @@
 //! Persistence for voice: who opted out of being transcribed, and when each
 //! transcribed utterance began and ended (its row in `messages` holds the text).
 
+use std::collections::HashSet;
+
 use chrono::{DateTime, Utc};
 use rusqlite::{OptionalExtension, params};
 
@@ -33,6 +35,17 @@ impl Store {
             )
             .optional()?
             .is_some())
+    }
+
+    /// Everyone in `guild` who opted out (a listener keeps this in memory: it is asked every 20 ms).
+    pub fn voice_opted_out_users(&self, guild: GuildId) -> Result<HashSet<UserId>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare("SELECT user_id FROM voice_optout WHERE guild_id = ?1")?;
+        let users = stmt
+            .query_map([guild.to_sql()], |r| r.get::<_, i64>(0))?
+            .map(|id| id.map(UserId::from_sql))
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(users)
     }
 
     pub fn record_utterance(

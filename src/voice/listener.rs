@@ -16,9 +16,9 @@
 //! conversation the newest speech matters most — and the drop is logged
 //! and journaled.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use chrono::{DateTime, Duration, Utc};
 use tokio::sync::Notify;
@@ -75,12 +75,17 @@ pub struct Listener {
     cfg: SegmentConfig,
     capacity: usize,
     speakers: Mutex<HashMap<UserId, Speaker>>,
+    /// Who opted out here (`/voice optout`), kept in memory: it is asked on
+    /// every 20 ms tick, and the store is shared with everything else.
+    opted_out: RwLock<HashSet<UserId>>,
     queue: Mutex<VecDeque<Job>>,
     wake: Notify,
     busy: AtomicUsize,
     idle: Notify,
     dropped: AtomicU64,
     closed: AtomicBool,
+    /// The opt-out list could not be read: nobody is admitted.
+    all_out: bool,
     /// When a drop was last journaled (drops are journaled at most once a minute).
     last_drop_note: Mutex<Option<DateTime<Utc>>>,
 }
@@ -92,7 +97,14 @@ fn at(origin: DateTime<Utc>, sample: u64) -> DateTime<Utc> {
 impl Listener {
     pub fn new(session: Session, s: Services) -> Arc<Self> {
         let v = s.settings.for_guild(Some(session.guild)).voice.clone();
+        // If the list cannot be read, nobody is heard until it can: failing open would record people who said no.
+        let opted_out = s.store.voice_opted_out_users(session.guild);
+        if let Err(e) = &opted_out {
+            tracing::error!(error = %e, "could not read voice opt-outs; listening to nobody");
+        }
         Arc::new(Self {
+            all_out: opted_out.is_err(),
+            opted_out: RwLock::new(opted_out.unwrap_or_default()),
             session,
             cfg: SegmentConfig::from_settings(&v),
             capacity: v.queue_capacity.max(1) as usize,
@@ -111,16 +123,37 @@ impl Listener {
     /// Whether this person's voice may be recorded at all.
     pub fn admits(&self, user: UserId) -> bool {
         let settings = self.s.settings.for_guild(Some(self.session.guild));
-        !settings
-            .permissions
-            .replies
-            .blocked_user_ids
-            .contains(&user)
+        !self.all_out
+            && !settings
+                .permissions
+                .replies
+                .blocked_user_ids
+                .contains(&user)
             && !self
-                .s
-                .store
-                .voice_opted_out(self.session.guild, user)
-                .unwrap_or(true)
+                .opted_out
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(&user)
+    }
+
+    /// `/voice optout` (or back in). Opting out also lets go of anything of
+    /// theirs held right now: the utterance in progress and those waiting.
+    pub fn set_opted_out(&self, user: UserId, out: bool) {
+        let mut set = self.opted_out.write().unwrap_or_else(|p| p.into_inner());
+        if !out {
+            set.remove(&user);
+            return;
+        }
+        set.insert(user);
+        drop(set);
+        self.speakers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&user);
+        self.queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|j| j.user != user);
     }
 
     /// One 20 ms tick: who spoke (16 kHz mono samples) and who was silent.
@@ -264,11 +297,15 @@ impl Listener {
                 job
             };
             let Some(job) = job else {
+                // Registered before `closed` is read, so a close() in between still wakes us.
+                let woken = self.wake.notified();
+                tokio::pin!(woken);
+                woken.as_mut().enable();
                 if self.closed.load(Ordering::Relaxed) {
                     return;
                 }
                 self.idle.notify_waiters();
-                self.wake.notified().await;
+                woken.await;
                 continue;
             };
             self.transcribe(job).await;
@@ -322,6 +359,8 @@ impl Listener {
             .await
         {
             Ok(t) if t.trim().is_empty() => return,
+            // Opted out while the upload ran: the text is not kept.
+            Ok(_) if !self.admits(job.user) => return,
             Ok(t) => t,
             Err(e) => {
                 self.s.journal.record(

@@ -40,6 +40,21 @@ pub trait VoiceBackend: Send + Sync {
         listener: Arc<Listener>,
     ) -> Result<(), String>;
     async fn leave(&self, guild: GuildId) -> Result<(), String>;
+    /// The people (not bots) in a voice channel right now, if the platform
+    /// knows: a room the bot joins may have been full before it started.
+    fn people_in(&self, _guild: GuildId, _voice: ChannelId) -> Option<HashSet<UserId>> {
+        None
+    }
+}
+
+/// Who a voice-state update is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Member {
+    Person,
+    /// Another bot: it neither keeps a room "occupied" nor draws the bot in.
+    Bot,
+    /// The bot itself (moved or disconnected by someone else).
+    Me,
 }
 
 pub struct Voice {
@@ -52,6 +67,11 @@ pub struct Voice {
     rooms: Mutex<HashMap<ChannelId, (GuildId, HashSet<UserId>)>>,
     /// Auto-join channels already reported as unlinked (said once).
     unlinked_said: Mutex<HashSet<ChannelId>>,
+    /// Rooms someone sent the bot away from with `/voice leave`: auto-join
+    /// stays out of them until they empty.
+    sent_away: Mutex<HashSet<ChannelId>>,
+    /// Guilds with a join under way (two events must not both connect).
+    joining: Mutex<HashSet<GuildId>>,
 }
 
 impl Voice {
@@ -63,6 +83,8 @@ impl Voice {
             sessions: Mutex::new(HashMap::new()),
             rooms: Mutex::new(HashMap::new()),
             unlinked_said: Mutex::new(HashSet::new()),
+            sent_away: Mutex::new(HashSet::new()),
+            joining: Mutex::new(HashSet::new()),
         })
     }
 
@@ -132,6 +154,50 @@ impl Voice {
                 "<#{voice}> has no linked text channel: add it to voice.links, or use /voice join from the text channel to write to"
             ));
         };
+        self.writable(guild, text)?;
+        if !self
+            .joining
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(guild)
+        {
+            return Err("I'm already joining a voice channel here.".into());
+        }
+        let result = self.connect(guild, voice, text, by).await;
+        self.joining
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&guild);
+        result
+    }
+
+    /// Whether transcripts may be written to `text`: a channel of this
+    /// server (a server's `voice.links` cannot point into another server)
+    /// that the bot may read.
+    fn writable(&self, guild: GuildId, text: ChannelId) -> Result<(), String> {
+        match self.services.store.channel_guild(text) {
+            Ok(Some(Some(g))) if g == guild => {}
+            Ok(_) => {
+                return Err(format!(
+                    "<#{text}> is not a text channel of this server that I know: check voice.links"
+                ));
+            }
+            Err(e) => return Err(format!("could not check <#{text}>: {e}")),
+        }
+        let settings = self.services.settings.for_guild(Some(guild));
+        if let Some(why) = crate::permissions::channel_invisible_because(&settings, text) {
+            return Err(format!("I can't write transcripts to <#{text}>: {why}"));
+        }
+        Ok(())
+    }
+
+    async fn connect(
+        &self,
+        guild: GuildId,
+        voice: ChannelId,
+        text: ChannelId,
+        by: &str,
+    ) -> Result<String, String> {
         if let Some(current) = self.session(guild) {
             if current.session.voice_channel == voice {
                 return Ok(format!(
@@ -164,6 +230,12 @@ impl Voice {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(guild, listener);
+        if let Some(people) = backend.people_in(guild, voice) {
+            self.rooms
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(voice, (guild, people));
+        }
         let notice = format!(
             "🎙️ I'm listening in <#{voice}> and transcribing what's said there into this channel (as [vc] lines), \
              so I can follow the conversation. Say \"hey {}\" to talk to me; I answer here in text. \
@@ -187,7 +259,13 @@ impl Voice {
             )
             .await
         {
-            tracing::warn!(error = %e, "could not post the listening notice");
+            // Nobody may be transcribed without being told.
+            let _ = self
+                .leave(guild, "the listening notice could not be posted")
+                .await;
+            return Err(format!(
+                "I couldn't post the notice that I'm listening in <#{text}> ({e}), so I left <#{voice}>."
+            ));
         }
         self.services.journal.record(
             Entry::new(Kind::Voice, "joined a voice channel")
@@ -215,7 +293,10 @@ impl Voice {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         if let Some(b) = backend {
-            b.leave(guild).await?;
+            if let Err(e) = b.leave(guild).await {
+                // Transcription stopped already (the listener is closed); say so and carry on.
+                tracing::warn!(error = %e, "could not disconnect from voice");
+            }
         }
         let Session {
             voice_channel,
@@ -246,7 +327,21 @@ impl Voice {
         Ok(format!("Left <#{voice_channel}>."))
     }
 
+    /// `/voice leave`: leaves, and auto-join stays out of that room until it empties.
+    pub async fn send_away(&self, guild: GuildId, why: &str) -> Result<String, String> {
+        if let Some(s) = self.session(guild) {
+            self.sent_away
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(s.session.voice_channel);
+        }
+        self.leave(guild, why).await
+    }
+
     pub fn opt_out(&self, guild: GuildId, user: UserId) -> String {
+        if let Some(s) = self.session(guild) {
+            s.set_opted_out(user, true);
+        }
         match self.services.store.voice_opt_out(guild, user, self.services.clock.now()) {
             Ok(_) => "Done: your voice is never recorded or transcribed on this server. /voice optin undoes it.".into(),
             Err(e) => format!("Could not save that: {e}"),
@@ -256,6 +351,9 @@ impl Voice {
     pub fn opt_in(&self, guild: GuildId, user: UserId) -> String {
         match self.services.store.voice_opt_in(guild, user) {
             Ok(true) => {
+                if let Some(s) = self.session(guild) {
+                    s.set_opted_out(user, false);
+                }
                 "Okay: what you say in voice here may be transcribed again while I listen.".into()
             }
             Ok(false) => "You had not opted out.".into(),
@@ -263,25 +361,52 @@ impl Voice {
         }
     }
 
-    /// Someone moved between voice channels (`None`: left voice). Keeps the
-    /// room counts, joins configured channels people are in (`voice.autoJoin`),
-    /// and leaves a room once only bots remain.
+    /// Someone's voice state changed (`None`: left voice). Keeps the room
+    /// counts, joins configured channels people are in (`voice.autoJoin`),
+    /// and leaves a room once only bots remain. Mute, deafen or camera
+    /// changes arrive here too, with the channel unchanged: they change nothing.
     pub async fn voice_state(
         &self,
         guild: GuildId,
         user: UserId,
-        is_bot: bool,
+        who: Member,
         channel: Option<ChannelId>,
     ) {
-        let emptied: Option<ChannelId> = {
-            let mut rooms = self.rooms.lock().unwrap_or_else(|p| p.into_inner());
-            let mut emptied = None;
-            for (room, (g, people)) in rooms.iter_mut() {
-                if *g == guild && people.remove(&user) && people.is_empty() {
-                    emptied = Some(*room);
+        if who == Member::Me {
+            if let Some(session) = self.session(guild) {
+                if channel != Some(session.session.voice_channel) {
+                    let why = match channel {
+                        None => "I was disconnected from the voice channel",
+                        Some(_) => {
+                            "I was moved to another voice channel, whose people were not told"
+                        }
+                    };
+                    let _ = self.leave(guild, why).await;
                 }
             }
-            if let (Some(c), false) = (channel, is_bot) {
+            return;
+        }
+        let is_person = who == Member::Person;
+        let emptied: Option<ChannelId> = {
+            let mut rooms = self.rooms.lock().unwrap_or_else(|p| p.into_inner());
+            let before = rooms
+                .iter()
+                .find(|(_, (g, people))| *g == guild && people.contains(&user))
+                .map(|(room, _)| *room);
+            if is_person && before.is_some() && before == channel {
+                return;
+            }
+            let mut emptied = None;
+            if let Some(room) = before {
+                if let Some((_, people)) = rooms.get_mut(&room) {
+                    people.remove(&user);
+                    if people.is_empty() {
+                        emptied = Some(room);
+                        rooms.remove(&room);
+                    }
+                }
+            }
+            if let (Some(c), true) = (channel, is_person) {
                 rooms
                     .entry(c)
                     .or_insert_with(|| (guild, HashSet::new()))
@@ -290,6 +415,12 @@ impl Voice {
             }
             emptied
         };
+        if let Some(room) = emptied {
+            self.sent_away
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&room);
+        }
         if let Some(session) = self.session(guild) {
             if channel != Some(session.session.voice_channel) {
                 session.left(user);
@@ -304,10 +435,18 @@ impl Voice {
             return;
         }
         let Some(target) =
-            channel.filter(|c| !is_bot && settings.voice.auto_join_channel_ids.contains(c))
+            channel.filter(|c| is_person && settings.voice.auto_join_channel_ids.contains(c))
         else {
             return;
         };
+        if self
+            .sent_away
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&target)
+        {
+            return;
+        }
         if self.link(guild, target, None).is_none() {
             if self
                 .unlinked_said

@@ -84,7 +84,19 @@ impl Transcriber {
     }
 
     /// The text of one utterance (empty when nothing intelligible was said).
+    /// Errors are redacted: they end up in the journal, which prompts read.
     pub async fn transcribe(
+        &self,
+        guild: Option<GuildId>,
+        wav: Vec<u8>,
+        seconds: f64,
+    ) -> Result<String, String> {
+        self.with_retries(guild, wav, seconds)
+            .await
+            .map_err(|e| self.secrets.redact(&e))
+    }
+
+    async fn with_retries(
         &self,
         guild: Option<GuildId>,
         wav: Vec<u8>,

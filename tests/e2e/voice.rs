@@ -11,15 +11,15 @@ use ambient::ids::{ChannelId, GuildId, UserId, stable_id};
 use ambient::journal::Kind;
 use ambient::settings::{Settings, VoiceLink};
 use ambient::store::messages::Source;
-use ambient::voice::VoiceBackend;
 use ambient::voice::listener::Listener;
 use ambient::voice::segment::{quiet, tone};
+use ambient::voice::{Member, VoiceBackend};
 use async_trait::async_trait;
 use serde_json::json;
 
 use crate::support::model_server::Scripted;
 use crate::support::stt_server::SttServer;
-use crate::support::world::{GENERAL, GUILD_A, World, settings};
+use crate::support::world::{B_GENERAL, GENERAL, GUILD_A, World, settings};
 
 const VOICE: ChannelId = ChannelId(2501);
 
@@ -320,7 +320,7 @@ async fn auto_join_follows_people_into_a_linked_channel_and_leaves_when_it_empti
     w.app.voice.set_backend(backend.clone());
     w.app
         .voice
-        .voice_state(GUILD_A, UserId(900), true, Some(VOICE))
+        .voice_state(GUILD_A, UserId(900), Member::Bot, Some(VOICE))
         .await;
     assert!(
         backend.joined.lock().unwrap().is_empty(),
@@ -328,17 +328,24 @@ async fn auto_join_follows_people_into_a_linked_channel_and_leaves_when_it_empti
     );
     w.app
         .voice
-        .voice_state(GUILD_A, user("ada"), false, Some(VOICE))
+        .voice_state(GUILD_A, user("ada"), Member::Person, Some(VOICE))
         .await;
     assert_eq!(*backend.joined.lock().unwrap(), vec![VOICE]);
     assert!(w.said()[0].content.contains("I'm listening in <#2501>"));
+    // Muting, deafening or a camera: the same channel again changes nothing.
     w.app
         .voice
-        .voice_state(GUILD_A, user("bob"), false, Some(VOICE))
+        .voice_state(GUILD_A, user("ada"), Member::Person, Some(VOICE))
+        .await;
+    assert!(backend.left.lock().unwrap().is_empty(), "ada only muted");
+    assert_eq!(backend.joined.lock().unwrap().len(), 1);
+    w.app
+        .voice
+        .voice_state(GUILD_A, user("bob"), Member::Person, Some(VOICE))
         .await;
     w.app
         .voice
-        .voice_state(GUILD_A, user("ada"), false, None)
+        .voice_state(GUILD_A, user("ada"), Member::Person, None)
         .await;
     assert!(
         backend.left.lock().unwrap().is_empty(),
@@ -346,7 +353,7 @@ async fn auto_join_follows_people_into_a_linked_channel_and_leaves_when_it_empti
     );
     w.app
         .voice
-        .voice_state(GUILD_A, user("bob"), false, None)
+        .voice_state(GUILD_A, user("bob"), Member::Person, None)
         .await;
     assert_eq!(*backend.left.lock().unwrap(), vec![GUILD_A]);
     assert_eq!(
@@ -393,4 +400,195 @@ async fn synthesised_speech_is_one_utterance() {
     l.drain().await;
     w.app.spine.drain().await;
     assert_eq!(stt.uploads().len(), 1, "one sentence, one utterance");
+}
+
+#[tokio::test]
+async fn sent_away_the_bot_stays_out_until_the_room_empties_and_leaves_when_moved() {
+    let stt = SttServer::start();
+    let mut s = voice_settings(&stt);
+    s.voice.auto_join = true;
+    s.voice.auto_join_channel_ids = vec![VOICE];
+    s.voice.links = vec![VoiceLink {
+        voice_channel_id: VOICE,
+        text_channel_id: GENERAL,
+    }];
+    let w = World::start(s).await;
+    let backend = Arc::new(FakeVoice::default());
+    w.app.voice.set_backend(backend.clone());
+    let enter = |who: &'static str, at: Option<ChannelId>| {
+        let voice = w.app.voice.clone();
+        async move {
+            voice
+                .voice_state(GUILD_A, user(who), Member::Person, at)
+                .await
+        }
+    };
+    enter("ada", Some(VOICE)).await;
+    assert_eq!(backend.joined.lock().unwrap().len(), 1);
+
+    w.app
+        .voice
+        .send_away(GUILD_A, "asked by ada")
+        .await
+        .unwrap();
+    enter("bob", Some(VOICE)).await;
+    assert_eq!(
+        backend.joined.lock().unwrap().len(),
+        1,
+        "sent away: a newcomer does not pull the bot back in"
+    );
+    enter("ada", None).await;
+    enter("bob", None).await;
+    enter("bob", Some(VOICE)).await;
+    assert_eq!(
+        backend.joined.lock().unwrap().len(),
+        2,
+        "a new gathering after the room emptied is joined again"
+    );
+
+    // A moderator drags the bot into another room: those people were never told.
+    w.app
+        .voice
+        .voice_state(GUILD_A, UserId(1), Member::Me, Some(ChannelId(2599)))
+        .await;
+    assert!(w.app.voice.session(GUILD_A).is_none());
+    assert_eq!(backend.left.lock().unwrap().len(), 2);
+    assert_eq!(
+        w.said().last().unwrap().content,
+        "🔇 I left <#2501> and stopped transcribing."
+    );
+    let why = w
+        .journal(Kind::Voice)
+        .into_iter()
+        .find(|e| e.summary == "left a voice channel" && e.reason.contains("moved"))
+        .map(|e| e.reason);
+    assert_eq!(
+        why.as_deref(),
+        Some("I was moved to another voice channel, whose people were not told")
+    );
+}
+
+#[tokio::test]
+async fn transcripts_only_go_to_a_visible_text_channel_of_the_same_server() {
+    let stt = SttServer::start();
+    let mut s = voice_settings(&stt);
+    s.voice.links = vec![VoiceLink {
+        voice_channel_id: VOICE,
+        text_channel_id: B_GENERAL,
+    }];
+    let w = World::start(s).await;
+    let backend = Arc::new(FakeVoice::default());
+    w.app.voice.set_backend(backend.clone());
+    let err = w
+        .app
+        .voice
+        .join(GUILD_A, VOICE, Some(GENERAL), "ada")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        format!(
+            "<#{B_GENERAL}> is not a text channel of this server that I know: check voice.links"
+        )
+    );
+
+    let mut s = voice_settings(&stt);
+    s.permissions.replies.blocked_channel_ids = vec![GENERAL];
+    let w2 = World::start(s).await;
+    w2.app.voice.set_backend(backend.clone());
+    let err = w2
+        .app
+        .voice
+        .join(GUILD_A, VOICE, Some(GENERAL), "ada")
+        .await
+        .unwrap_err();
+    assert!(
+        err.contains("permissions.replies.blockedChannelIds"),
+        "{err}"
+    );
+    assert!(backend.joined.lock().unwrap().is_empty());
+    assert!(w.said().is_empty() && w2.said().is_empty());
+}
+
+#[tokio::test]
+async fn without_the_notice_nobody_is_listened_to() {
+    let stt = SttServer::start();
+    let mut s = voice_settings(&stt);
+    s.permissions.replies.max_messages_per_hour = 0;
+    let w = World::start(s).await;
+    let backend = Arc::new(FakeVoice::default());
+    w.app.voice.set_backend(backend.clone());
+    let err = w
+        .app
+        .voice
+        .join(GUILD_A, VOICE, Some(GENERAL), "ada")
+        .await
+        .unwrap_err();
+    assert!(
+        err.starts_with(&format!(
+            "I couldn't post the notice that I'm listening in <#{GENERAL}>"
+        )),
+        "{err}"
+    );
+    assert_eq!(*backend.left.lock().unwrap(), vec![GUILD_A], "it hung up");
+    assert!(w.app.voice.session(GUILD_A).is_none());
+}
+
+#[tokio::test]
+async fn opting_out_lets_go_of_speech_already_waiting_or_being_transcribed() {
+    let stt = SttServer::start();
+    stt.slow(StdDuration::from_millis(300));
+    let (w, voice) = listening(voice_settings(&stt)).await;
+    let l = voice.listener();
+    let mut one = tone(500, 200.0, 8_000);
+    one.extend(quiet(800));
+    speak(&l, "ada", &one); // uploading
+    speak(&l, "ada", &one); // waiting
+    tokio::time::sleep(StdDuration::from_millis(100)).await;
+    assert_eq!(l.queued(), 1);
+    w.app.voice.opt_out(GUILD_A, user("ada"));
+    assert_eq!(l.queued(), 0, "the waiting utterance is let go");
+    l.drain().await;
+    w.app.spine.drain().await;
+    assert_eq!(stt.uploads().len(), 1);
+    assert!(
+        vc_rows(&w).is_empty(),
+        "the upload in flight when she opted out is not kept"
+    );
+}
+
+#[tokio::test]
+async fn a_transcription_error_never_carries_the_key_into_the_journal() {
+    let stt = SttServer::start();
+    stt.refuse(401);
+    let secrets = ambient::settings::Secrets::from_lookup(|k| {
+        (k == "TRANSCRIPTION_API_KEY").then(|| "stt-key-98765".to_string())
+    });
+    let w = World::start_with_secrets(voice_settings(&stt), secrets).await;
+    w.app
+        .store
+        .upsert_channel(VOICE, Some(GUILD_A), "lounge", w.clock.now())
+        .unwrap();
+    let backend = Arc::new(FakeVoice::default());
+    w.app.voice.set_backend(backend.clone());
+    w.app
+        .voice
+        .join(GUILD_A, VOICE, Some(GENERAL), "ada")
+        .await
+        .unwrap();
+    let l = backend.listener();
+    let mut one = tone(500, 200.0, 8_000);
+    one.extend(quiet(800));
+    speak(&l, "ada", &one);
+    l.drain().await;
+    assert_eq!(
+        stt.uploads()[0].authorization.as_deref(),
+        Some("Bearer stt-key-98765")
+    );
+    let failure = w
+        .journal(Kind::Voice)
+        .into_iter()
+        .find(|e| e.summary.starts_with("could not transcribe"))
+        .expect("the failure is journaled");
+    assert_eq!(failure.reason, "HTTP 401: invalid credentials: Bearer ***");
 }

@@ -30,6 +30,9 @@ struct Script {
     uploads: Vec<Upload>,
     in_flight: usize,
     max_in_flight: usize,
+    /// Answer every upload with this status, quoting the Authorization header
+    /// back (as careless servers do in their error bodies).
+    refuse: Option<StatusCode>,
 }
 
 #[derive(Clone)]
@@ -59,6 +62,11 @@ impl SttServer {
 
     pub fn slow(&self, delay: Duration) -> &Self {
         self.state.lock().unwrap().delay = delay;
+        self
+    }
+
+    pub fn refuse(&self, status: u16) -> &Self {
+        self.state.lock().unwrap().refuse = Some(StatusCode::from_u16(status).unwrap());
         self
     }
 
@@ -100,6 +108,13 @@ async fn serve(
                 .and_then(|v| v.to_str().ok())
                 .map(String::from),
         });
+        if let Some(status) = s.refuse {
+            let key = headers
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("none");
+            return (status, format!("invalid credentials: {key}")).into_response();
+        }
         s.in_flight += 1;
         s.max_in_flight = s.max_in_flight.max(s.in_flight);
         s.delay
