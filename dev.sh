@@ -4,7 +4,8 @@
 #                          e.g. `./dev.sh run console` for the terminal console)
 #   ./dev.sh test          build and run every test
 # On a fresh Debian/Ubuntu machine it installs what is missing first: a C
-# toolchain, pkg-config and libopus (voice), and Rust via rustup.
+# toolchain, pkg-config and libopus (voice), and Rust via rustup; for the
+# tests also espeak-ng (synthesised speech), if it can.
 set -eu
 cd "$(dirname "$0")"
 
@@ -31,6 +32,16 @@ ensure_system_packages() {
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
 }
 
+# Real synthesised speech for the voice tests; they skip it if this cannot be had.
+ensure_espeak() {
+    command -v espeak-ng >/dev/null 2>&1 && return 0
+    command -v apt-get >/dev/null 2>&1 || return 0
+    [ "$(id -u)" -eq 0 ] || command -v sudo >/dev/null 2>&1 || return 0
+    echo "dev.sh: installing espeak-ng (synthesised speech for the voice tests)" >&2
+    { as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq espeak-ng >/dev/null; } ||
+        echo "dev.sh: could not install espeak-ng; the synthesised-speech test will skip" >&2
+}
+
 ensure_rust() {
     if command -v cargo >/dev/null 2>&1; then return 0; fi
     if [ -x "$HOME/.cargo/bin/cargo" ]; then PATH="$HOME/.cargo/bin:$PATH"; export PATH; return 0; fi
@@ -50,6 +61,7 @@ case "$cmd" in
         ;;
     test)
         ensure_system_packages
+        ensure_espeak
         ensure_rust
         exec cargo test --locked "$@"
         ;;

@@ -365,6 +365,7 @@ async fn auto_join_follows_people_into_a_linked_channel_and_leaves_when_it_empti
 /// Real speech, when espeak-ng is installed (it is not needed for the other tests).
 #[tokio::test]
 async fn synthesised_speech_is_one_utterance() {
+    // `./dev.sh test` installs espeak-ng; a bare `cargo test` elsewhere may not have it.
     let Ok(out) = std::process::Command::new("espeak-ng")
         .args([
             "--stdout",
@@ -393,13 +394,28 @@ async fn synthesised_speech_is_one_utterance() {
     stt.say("hello there, this is a test of the voice pipeline");
     let (w, voice) = listening(voice_settings(&stt)).await;
     let l = voice.listener();
+    let spoken = pcm.len();
     let mut audio = quiet(500);
     audio.extend(pcm);
     audio.extend(quiet(1_000));
     speak(&l, "ada", &audio);
     l.drain().await;
     w.app.spine.drain().await;
-    assert_eq!(stt.uploads().len(), 1, "one sentence, one utterance");
+    let uploads = stt.uploads();
+    assert_eq!(uploads.len(), 1, "one sentence, one utterance");
+    // espeak-ng pads with near-silence at both ends; the cut keeps the speech and the hangover, no more.
+    assert!(
+        uploads[0].samples >= spoken * 8 / 10 && uploads[0].samples <= spoken + 16_000,
+        "{} samples uploaded for {spoken} spoken",
+        uploads[0].samples
+    );
+    assert_eq!(
+        vc_rows(&w),
+        vec![(
+            "ada".to_string(),
+            "hello there, this is a test of the voice pipeline".to_string()
+        )]
+    );
 }
 
 #[tokio::test]
