@@ -89,10 +89,25 @@ impl Senses {
                 }
                 (new, new)
             }
+            // The context stream follows: what someone took back is not told on.
             Percept::Edit {
                 id, content, at, ..
-            } => (self.store.edit_message(*id, content, *at)?, false),
-            Percept::Delete { id, at, .. } => (self.store.delete_message(*id, *at)?, false),
+            } => {
+                let old = self.store.message(*id)?;
+                let changed = self.store.edit_message(*id, content, *at)?;
+                if let Some(old) = old.filter(|_| changed) {
+                    crate::journal::stream::message_changed(&self.store, &old, Some(content));
+                }
+                (changed, false)
+            }
+            Percept::Delete { id, at, .. } => {
+                let old = self.store.message(*id)?;
+                let deleted = self.store.delete_message(*id, *at)?;
+                if let Some(old) = old.filter(|_| deleted) {
+                    crate::journal::stream::message_changed(&self.store, &old, None);
+                }
+                (deleted, false)
+            }
             Percept::Reaction {
                 place,
                 message,

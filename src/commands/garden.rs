@@ -2,8 +2,9 @@
 //! status`, `ambient status`), `/ambient garden`, and `ambient garden log`.
 //!
 //! A server's view shows only that server's queue and the cycles that
-//! tended it (plus the memory-pass-only cycles, which name no server): a
-//! summary the model wrote about one server never shows in another.
+//! tended it: a summary the model wrote about one server never shows in
+//! another. A memory-pass-only cycle names no server and its figures add up
+//! every server's, so a server sees just that one ran, without its numbers.
 
 use chrono::{DateTime, Utc};
 
@@ -56,7 +57,11 @@ pub fn widget(
         Some(c) => format!(
             "last: {} — {}",
             ago(c.ended_at.unwrap_or(c.started_at), now),
-            last_summary(&c)
+            if guild.is_some() && c.guild.is_none() {
+                neutral_summary(&c)
+            } else {
+                last_summary(&c)
+            }
         ),
         None => "last: never".into(),
     });
@@ -90,6 +95,16 @@ fn last_summary(c: &Cycle) -> String {
         format!("[{}] ", c.status.as_str())
     };
     format!("{status}{}", cut(&c.summary, 120))
+}
+
+/// A memory-pass-only cycle, as a server sees it: no other server's figures.
+fn neutral_summary(c: &Cycle) -> String {
+    let status = if c.status == CycleStatus::Completed {
+        String::new()
+    } else {
+        format!("[{}] ", c.status.as_str())
+    };
+    format!("{status}a memory pass only, across all servers")
 }
 
 fn cut(text: &str, n: usize) -> String {

@@ -96,6 +96,7 @@ fn builtin() -> Vec<(&'static str, &'static str, Value)> {
                 "now": "2026-01-05 12:00 UTC",
                 "last_cycle": "2026-01-05 11:30 UTC (30m ago): merged 1",
                 "downtime": "",
+                "leftover": ["check the wiki fact"],
                 "active": "none",
                 "cycle_budget": 6000,
                 "queue": [{"priority": "normal", "when": "12:00", "context": "re-check stale facts"}],

@@ -41,15 +41,86 @@ impl Garden {
         self.cycle_until(trigger, Arc::new(|| false)).await
     }
 
-    /// One cycle, whose memory pass also stops when `stop` says so.
+    /// One cycle, whose memory pass also stops when `stop` says so. Declined
+    /// while another runs (that one's end accounts for what was asked meanwhile).
     pub async fn cycle_until(
         &self,
         trigger: &str,
         stop: Arc<dyn Fn() -> bool + Send + Sync>,
     ) -> Result<CycleReport, String> {
-        let Ok(_one) = self.running.try_lock() else {
-            return Err("a garden cycle is already running".into());
+        let Ok(one) = self.running.try_lock() else {
+            return Err(super::BUSY.into());
         };
+        let started = self.clock.now();
+        // Whatever was asked before now is what this cycle is about to do.
+        self.early.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let mut result = self.run_cycle(trigger, stop).await;
+        drop(one);
+        let now = self.clock.now();
+        match &mut result {
+            Ok(r) => {
+                // The cycle scheduled its own next wake; what was asked for
+                // while it ran must not be lost behind it.
+                if let Some(why) = self.asked_meanwhile(r, started) {
+                    let (at, held) = self.earliest(now);
+                    if at < r.next_wake {
+                        self.schedule_held(at, held, &why);
+                        r.next_wake = at;
+                        if let Ok(Some(mut c)) = self.store.cycle(r.id) {
+                            c.next_wake_at = Some(at);
+                            let _ = self.store.cycle_save(&c);
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                // No next wake was scheduled: retry after the shortest
+                // interval, not at once (and again, and again).
+                let min = self.settings.global().garden.min_interval_minutes;
+                self.schedule_wake(
+                    now + Duration::minutes(i64::from(min)),
+                    format!("the last cycle failed: {e}"),
+                    false,
+                );
+            }
+        }
+        self.clear_in_flight();
+        result
+    }
+
+    /// What was asked for while a cycle ran and still waits: a conversation
+    /// that ended, or a due queue item (a `/ambient garden`) it did not reach.
+    /// An item it was shown and failed on waits for the normal wake instead,
+    /// so a failing provider is not retried every few minutes.
+    fn asked_meanwhile(&self, r: &CycleReport, started: DateTime<Utc>) -> Option<String> {
+        if let Some(why) = self.early.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            return Some(why);
+        }
+        if self.executive.unavailable(Role::Ambient).is_some()
+            || !self.settings.global().garden.enabled
+        {
+            return None;
+        }
+        let now = self.clock.now();
+        let mine = format!("cycle {}", r.id);
+        self.store
+            .queue_open()
+            .unwrap_or_default()
+            .into_iter()
+            .find(|q| {
+                q.scheduled_for <= now
+                    && q.created_by != mine
+                    && (q.created_at >= started
+                        || (r.status == CycleStatus::Completed && q.guild != r.guild))
+            })
+            .map(|q| format!("due while the last cycle ran: {}", q.context))
+    }
+
+    async fn run_cycle(
+        &self,
+        trigger: &str,
+        stop: Arc<dyn Fn() -> bool + Send + Sync>,
+    ) -> Result<CycleReport, String> {
         let settings = self.settings.global();
         let started = self.clock.now();
         let id = self
@@ -246,13 +317,16 @@ impl Garden {
         {
             ended = Ended::Failed;
         }
-        let state = scheduler::after_cycle(self.scheduler_state(), ended, &settings.garden);
+        let mut state = scheduler::after_cycle(self.scheduler_state(), ended, &settings.garden);
         let _ = self.store.garden_set("scheduler", &state);
         let now = self.clock.now();
         let plan = self.plan();
         let safe = plan.wait.unwrap_or(Duration::minutes(i64::from(
             settings.garden.min_interval_minutes,
         )));
+        // The scheduler's interval in use (the agent's wish aside): what the next 429 doubles.
+        state.last_interval_minutes = Some(scheduler::minutes(safe));
+        let _ = self.store.garden_set("scheduler", &state);
         let (next, reason, moved) = if forced {
             let d = Duration::minutes(i64::from(settings.garden.default_interval_minutes));
             (

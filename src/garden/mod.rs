@@ -4,7 +4,8 @@
 //! ```text
 //! run loop: wake at the scheduled time, on /ambient garden, when a
 //!           conversation ends, or after a crash — an early wake only with
-//!           the budget healthy ─► Impulse(GardenDue)
+//!           the budget healthy; a wake due while people talk with the bot
+//!           moves to the stretched interval (not a request) ─► Impulse(GardenDue)
 //! attention (people first) ─► GardenHandler ─► one cycle (cycle.rs):
 //!   1. the memory pass (pass.rs; code, no model; checkpointed per server):
 //!      feedback harvest, duplicates merged, decayed facts pruned, links;
@@ -15,7 +16,8 @@
 //!      add_idea / propose_thought; it must end with end_ambient_cycle (else
 //!      the seed's continuation once, then a forced end: incomplete, default wake)
 //!   3. the transcript is stored; the next wake is the agent's proposal,
-//!      pushed later or pulled earlier by the adaptive interval (scheduler.rs)
+//!      pushed later or pulled earlier by the adaptive interval (scheduler.rs),
+//!      or sooner for what was asked while the cycle ran
 //! ```
 //!
 //! One cycle at a time: a mutex inside the process, and the data-directory
@@ -67,6 +69,8 @@ const CYCLE_WAIT: StdDuration = StdDuration::from_secs(15 * 60);
 const CLEANUP_EVERY: StdDuration = StdDuration::from_secs(3_600);
 /// The context a `/ambient garden` request carries (and how a second one is recognised).
 const REQUESTED: &str = "(/ambient garden)";
+/// Why a cycle asked for while another runs is declined (the running one serves it).
+const BUSY: &str = "a garden cycle is already running";
 
 /// What `ambient status` and `/ambient status` show (kept in the store, so
 /// another process can read it).
@@ -112,6 +116,9 @@ pub struct Garden {
     in_flight_since: Mutex<Option<Instant>>,
     /// Channels with a conversation at the last look (to notice one ending).
     was_active: Mutex<HashSet<ChannelId>>,
+    /// A conversation ended while a cycle ran: its early wake, kept for the
+    /// cycle's end (which would otherwise overwrite it with its own).
+    early: Mutex<Option<String>>,
 }
 
 impl Garden {
@@ -143,6 +150,7 @@ impl Garden {
             in_flight: AtomicBool::new(false),
             in_flight_since: Mutex::new(None),
             was_active: Mutex::new(HashSet::new()),
+            early: Mutex::new(None),
         })
     }
 
@@ -214,9 +222,25 @@ impl Garden {
         }
     }
 
+    /// Whether a cycle runs in this process right now.
+    fn cycle_running(&self) -> bool {
+        self.running.try_lock().is_err()
+    }
+
     /// Wakes early for an event — within the budget (see [`Garden::earliest`]).
-    fn wake_early(&self, wanted: DateTime<Utc>, reason: &str) -> DateTime<Utc> {
+    /// `None` while a cycle runs: its end decides the next wake, and takes
+    /// what was asked meanwhile into account (see `cycle.rs`).
+    fn wake_early(&self, wanted: DateTime<Utc>, reason: &str) -> Option<DateTime<Utc>> {
+        if self.cycle_running() {
+            return None;
+        }
         let (at, held) = self.earliest(wanted);
+        self.schedule_held(at, held, reason);
+        Some(at)
+    }
+
+    /// Schedules a wake [`Garden::earliest`] gave, saying why it was held.
+    fn schedule_held(&self, at: DateTime<Utc>, held: Option<String>, reason: &str) {
         match held {
             Some(why) => self.schedule_wake(
                 at,
@@ -225,18 +249,29 @@ impl Garden {
             ),
             None => self.schedule_wake(at, reason, false),
         }
-        at
     }
 
     /// At start: a cycle left running was interrupted (a crash, a kill) —
-    /// mark it and resume soon from its checkpoint; after a long downtime,
-    /// one catch-up cycle (missed cycles are not replayed).
+    /// mark it and wake soon: the memory pass resumes from its checkpoint,
+    /// if it had not finished, and the next cycle for that server is shown
+    /// the plan's unfinished items; after a long downtime, one catch-up
+    /// cycle (missed cycles are not replayed).
     pub fn recover(&self) {
         let now = self.clock.now();
-        let interrupted = self
+        // A cycle this process is running is not a crashed one.
+        let interrupted = if self.cycle_running() {
+            Vec::new()
+        } else {
+            self.store
+                .cycles_with_status(crate::store::garden::CycleStatus::Running)
+                .unwrap_or_default()
+        };
+        let checkpoint = self
             .store
-            .cycles_with_status(crate::store::garden::CycleStatus::Running)
-            .unwrap_or_default();
+            .garden_get::<serde_json::Value>("checkpoint")
+            .ok()
+            .flatten()
+            .is_some();
         for mut c in interrupted.clone() {
             c.status = crate::store::garden::CycleStatus::Interrupted;
             c.ended_at = Some(now);
@@ -245,10 +280,25 @@ impl Garden {
             }
             let _ = self.store.cycle_save(&c);
             let left = c.todos.iter().filter(|t| !t.done).count();
+            let mut next = Vec::new();
+            if checkpoint {
+                next.push("the next cycle resumes the memory pass from its checkpoint".to_string());
+            }
+            if left > 0 && c.guild.is_some() {
+                next.push(format!(
+                    "the next cycle for this server is shown the {left} unfinished planned item(s)"
+                ));
+            }
+            if next.is_empty() {
+                next.push("nothing was left half-done".into());
+            }
             self.journal.record(
-                Entry::new(Kind::Garden, format!("garden cycle {} was interrupted", c.id)).guild(c.guild).reason(format!(
-                    "the bot stopped during it; {left} planned item(s) were left; the next cycle resumes from the checkpoint"
-                )),
+                Entry::new(
+                    Kind::Garden,
+                    format!("garden cycle {} was interrupted", c.id),
+                )
+                .guild(c.guild)
+                .reason(format!("the bot stopped during it; {}", next.join("; "))),
             );
         }
         let last = self.store.cycles(1).ok().and_then(|c| c.into_iter().next());
@@ -256,7 +306,14 @@ impl Garden {
             self.settings.global().garden.max_interval_minutes,
         ));
         if !interrupted.is_empty() {
-            self.wake_early(now, "restart after a crash: resume the interrupted cycle");
+            self.wake_early(
+                now,
+                if checkpoint {
+                    "restart after a crash: resume the memory pass from its checkpoint"
+                } else {
+                    "restart after a crash"
+                },
+            );
         } else if last.as_ref().is_some_and(|c| now - c.started_at > max) {
             self.wake_early(now, "catch-up after downtime (one cycle, nothing replayed)");
         } else if self.status().next_wake.is_none_or(|t| t < now) {
@@ -298,15 +355,37 @@ impl Garden {
                 .guild(Some(guild))
                 .reason(format!("by {by}")),
         );
-        let at = self.wake_early(now, &format!("requested by {by}"));
-        if at > now {
-            format!(
+        match self.wake_early(now, &format!("requested by {by}")) {
+            None => "The garden is tending memory right now; this server comes next, as soon as the budget allows.".into(),
+            Some(at) if at > now => format!(
                 "The garden will tend this server's memory at {} — it keeps to the budget, which holds it until then.",
                 at.format("%H:%M UTC")
-            )
-        } else {
-            "The garden will tend this server's memory next.".into()
+            ),
+            Some(_) => "The garden will tend this server's memory next.".into(),
         }
+    }
+
+    /// Whether someone's `/ambient garden` request is due (not held back by people talking).
+    fn requested_due(&self, now: DateTime<Utc>) -> bool {
+        self.store
+            .queue_open()
+            .unwrap_or_default()
+            .iter()
+            .any(|q| q.scheduled_for <= now && q.context.ends_with(REQUESTED))
+    }
+
+    /// A wake that comes due while people talk with the bot was planned
+    /// without the seed's "× 3–5 while the user is active": it moves to that
+    /// stretched interval after the last cycle. The anchor is the last
+    /// cycle, so it moves once, not again and again while they talk.
+    fn held_for_talk(&self, plan: &Plan, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let last = self
+            .store
+            .garden_get::<DateTime<Utc>>("last_cycle_at")
+            .ok()
+            .flatten()?;
+        let at = last + plan.wait?;
+        (at > now).then_some(at)
     }
 
     /// The scheduler's inputs, from real data: usage records, the provider's
@@ -315,8 +394,10 @@ impl Garden {
         let now = self.clock.now();
         let snap = self.executive.snapshot();
         let settings = self.settings.global();
+        // Once the window has reset, what the provider said about it is stale:
+        // its "10 % left" must not hold the interval at the maximum any longer.
         let window = match (snap.tokens_remaining, snap.tokens_limit, snap.window_reset) {
-            (Some(remaining), Some(limit), Some(reset)) => Some(scheduler::Window {
+            (Some(remaining), Some(limit), Some(reset)) if reset > now => Some(scheduler::Window {
                 tokens_remaining: remaining,
                 tokens_limit: limit,
                 resets_at: reset,
@@ -386,6 +467,11 @@ impl Garden {
             *was = active;
             ended
         };
+        if ended && self.cycle_running() {
+            *self.early.lock().unwrap_or_else(|p| p.into_inner()) =
+                Some("a conversation just ended".into());
+            return;
+        }
         if ended && self.status().next_wake.is_none_or(|t| t > now) {
             let (at, _) = self.earliest(now);
             if self.status().next_wake.is_none_or(|t| t > at) {
@@ -417,13 +503,17 @@ impl Garden {
             }
             self.notice_conversations_ending();
             if self.in_flight.load(Ordering::SeqCst) {
-                let stuck = self
-                    .in_flight_since
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .is_some_and(|t| t.elapsed() > CYCLE_WAIT);
+                // A long cycle is waited for, never queued again: a second
+                // impulse would only be declined. Only one that never started
+                // (lost on the way) is queued again.
+                let stuck = !self.cycle_running()
+                    && self
+                        .in_flight_since
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .is_some_and(|t| t.elapsed() > CYCLE_WAIT);
                 if stuck {
-                    tracing::warn!("a queued garden cycle never ran; queueing again");
+                    tracing::warn!("a queued garden cycle never started; queueing again");
                     self.in_flight.store(false, Ordering::SeqCst);
                 }
                 tokio::select! {
@@ -437,13 +527,30 @@ impl Garden {
             let mut wait = StdDuration::from_secs(60);
             match status.next_wake {
                 Some(at) if settings.garden.enabled && at <= now => {
-                    let plan = self.plan();
-                    if plan.wait.is_none() {
+                    let inputs = self.inputs();
+                    let plan = scheduler::plan(&inputs, &self.scheduler_state(), &settings.garden);
+                    // Someone asked: people talking do not hold it back (the budget still does).
+                    let asked = self.requested_due(now);
+                    let talk = (inputs.people_active && !asked)
+                        .then(|| self.held_for_talk(&plan, now))
+                        .flatten();
+                    if plan.wait.is_none() && !asked {
                         // Paused while people talk: look again in a minute.
                         self.set_status(|s| {
                             s.state = "paused".into();
                             s.detail = plan.why.last().cloned().unwrap_or_default();
                         });
+                    } else if let Some(later) = talk {
+                        self.schedule_wake(
+                            later,
+                            format!(
+                                "{}; held while people talk with the bot: {}",
+                                status.next_reason,
+                                plan.why.join("; ")
+                            ),
+                            true,
+                        );
+                        continue;
                     } else if let (at, Some(why)) = self.earliest(at) {
                         self.schedule_wake(
                             at,
@@ -510,8 +617,9 @@ impl Handler for GardenHandler {
             Input::Impulse(i) if !i.detail.is_empty() => i.detail.clone(),
             _ => "scheduled".into(),
         };
+        // The cycle clears the loop's in-flight mark when it ends; one declined
+        // because another runs leaves it, so the loop waits for that one.
         let result = self.garden.cycle(&trigger).await;
-        self.garden.clear_in_flight();
         match result {
             Ok(_) => Outcome::Done,
             Err(e) => Outcome::Declined(e),

@@ -469,8 +469,10 @@ pub fn candidates(
     keys.sort_by(|a, b| a.2.cmp(&b.2));
     'groups: for k in keys {
         let group = &groups[&k];
+        // Each fact's keywords once, not once per pair.
+        let words: Vec<_> = group.iter().map(|f| keywords(&f.content)).collect();
         for (x, a) in group.iter().enumerate() {
-            for b in &group[x + 1..] {
+            for (y, b) in group.iter().enumerate().skip(x + 1) {
                 let key = format!(
                     "{}@{}|{}@{}",
                     a.id,
@@ -478,9 +480,7 @@ pub fn candidates(
                     b.id,
                     b.updated_at.timestamp_millis()
                 );
-                if !judged.contains(&key)
-                    && jaccard(&keywords(&a.content), &keywords(&b.content)) < NEAR_DUPLICATE
-                {
+                if !judged.contains(&key) && jaccard(&words[x], &words[y]) < NEAR_DUPLICATE {
                     contradictions.push(((*a).clone(), (*b).clone()));
                     if contradictions.len() >= max {
                         break 'groups;

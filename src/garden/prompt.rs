@@ -15,7 +15,7 @@ use crate::ids::{ChannelId, GuildId};
 use crate::journal::stream;
 use crate::journal::summary::Audience;
 use crate::memory::fact::Fact;
-use crate::store::garden::QueueItem;
+use crate::store::garden::{CycleStatus, QueueItem};
 
 /// What a prompt showed the model, so the cycle acts only on that.
 #[derive(Clone, Debug, Default)]
@@ -93,10 +93,17 @@ impl Garden {
             .get(&guild.get())
             .copied()
             .unwrap_or(now - Duration::hours(24));
-        let recent = self
+        // Like the rest of the prompt, only what anyone in the bot's open
+        // channels could read: talk in a private channel stays there.
+        let public = Audience::public(&settings, guild);
+        let mut recent: Vec<_> = self
             .store
-            .recent_guild_messages(guild, since, 60)
-            .unwrap_or_default();
+            .recent_guild_messages(guild, since, 500)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|m| public.sees(Some(guild), Some(m.channel)))
+            .collect();
+        recent.drain(..recent.len().saturating_sub(60));
         let talk: String = recent
             .iter()
             .map(|m| m.content.as_str())
@@ -132,7 +139,7 @@ impl Garden {
         let links = self.store.link_count(guild).unwrap_or(0);
         let snap = self.executive.snapshot();
         let budget = match (snap.tokens_remaining, snap.window_reset) {
-            (Some(left), Some(reset)) => format!(
+            (Some(left), Some(reset)) if reset > now => format!(
                 "- Tokens remaining in the window: {left}\n- Window resets: {}\n- People's usage: {:.0} tokens/min",
                 when(reset),
                 snap.user_tokens_per_minute
@@ -162,6 +169,18 @@ impl Garden {
             }
             _ => String::new(),
         };
+        // A cycle here that stopped before its end: its plan's open items.
+        let leftover: Vec<String> = last
+            .as_ref()
+            .filter(|c| matches!(c.status, CycleStatus::Interrupted | CycleStatus::Incomplete))
+            .map(|c| {
+                c.todos
+                    .iter()
+                    .filter(|t| !t.done)
+                    .map(|t| t.text.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
         let shown = Shown {
             queue: queue
                 .iter()
@@ -183,14 +202,8 @@ impl Garden {
         let prompt = GardenPrompt {
             bot_name: settings.bot.name.clone(),
             guild_name: self.guild_name(guild),
-            context: stream::prefix_for(
-                &self.store,
-                &settings,
-                Role::Ambient,
-                &Audience::public(&settings, guild),
-                now,
-            )
-            .unwrap_or_default(),
+            context: stream::prefix_for(&self.store, &settings, Role::Ambient, &public, now)
+                .unwrap_or_default(),
             now: format!("{} {}", when(now), tz),
             last_cycle: last.map_or("never".into(), |c| {
                 format!(
@@ -201,6 +214,7 @@ impl Garden {
                 )
             }),
             downtime,
+            leftover,
             active: {
                 let n = self.spine.active.active_channels(Some(guild), now).len();
                 if n == 0 {
@@ -298,7 +312,7 @@ impl Garden {
             deeds: crate::journal::summary::what_i_did(
                 &self.journal,
                 &self.store,
-                &Audience::public(&settings, guild),
+                &public,
                 now - Duration::hours(24),
                 tz,
                 12,
@@ -334,6 +348,8 @@ pub(super) struct GardenPrompt {
     now: String,
     last_cycle: String,
     downtime: String,
+    /// Unfinished todos of the last cycle here, when it was interrupted or incomplete.
+    leftover: Vec<String>,
     active: String,
     cycle_budget: u64,
     queue: Vec<QueueLine>,

@@ -12,15 +12,17 @@
 //!      | no headers                            → the adaptive interval (starts at
 //!                                                garden.defaultIntervalMinutes)
 //! people talking with the bot → pause (garden.pauseOnActive) or × activeMultiplier
-//! nobody talking for hours    → × 0.5
+//! nobody talking for hours    → × 0.5, unless over 80 % or backing off after a 429
+//!                               (quiet never undoes what the budget asked for)
 //! clamp to [minIntervalMinutes, maxIntervalMinutes]
 //! ```
 //!
 //! The adaptive interval itself moves after each cycle: a real 429 doubles
-//! it; `cleanCyclesToShorten` cycles in a row without one shorten it by a
-//! quarter; other failures (a 500, a timeout) leave it alone. What the agent
-//! asks for (`next_schedule`, `schedule_ambient`) is a proposal: it is pushed
-//! later to the safe interval, or pulled earlier to the maximum.
+//! the interval last in use (the headroom's, when the provider sends
+//! headers); `cleanCyclesToShorten` cycles in a row without one shorten it
+//! by a quarter; other failures (a 500, a timeout) leave it alone. What the
+//! agent asks for (`next_schedule`, `schedule_ambient`) is a proposal: it is
+//! pushed later to the safe interval, or pulled earlier to the maximum.
 
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
@@ -38,6 +40,10 @@ pub struct State {
     pub clean_cycles: u32,
     /// Completed cycles so far (proactive work unlocks after `garden.warmupCycles`).
     pub good_cycles: u32,
+    /// The safe interval planned at the last cycle's end: what a 429 doubles.
+    /// With rate-limit headers that is the headroom's, not `interval_minutes`.
+    #[serde(default)]
+    pub last_interval_minutes: Option<f64>,
 }
 
 impl State {
@@ -47,6 +53,7 @@ impl State {
             consecutive_rate_limits: 0,
             clean_cycles: 0,
             good_cycles: 0,
+            last_interval_minutes: None,
         }
     }
 }
@@ -82,7 +89,7 @@ pub struct Plan {
     pub why: Vec<String>,
 }
 
-fn minutes(d: Duration) -> f64 {
+pub fn minutes(d: Duration) -> f64 {
     d.num_seconds() as f64 / 60.0
 }
 
@@ -97,6 +104,8 @@ pub fn plan(i: &Inputs, state: &State, s: &GardenSettings) -> Plan {
         f64::from(s.max_interval_minutes),
     );
     let mut why = Vec::new();
+    // Over budget or backing off: nothing below may shorten the interval.
+    let holding = i.budget_used > 0.8 || state.consecutive_rate_limits > 0;
     let mut interval = if i.budget_used > 0.8 {
         why.push(format!(
             "{:.0}% of the budget is used: the longest interval",
@@ -148,11 +157,18 @@ pub fn plan(i: &Inputs, state: &State, s: &GardenSettings) -> Plan {
         .idle_for
         .is_some_and(|d| d >= Duration::hours(i64::from(s.idle_hours_for_more_often)))
     {
-        interval *= 0.5;
-        why.push(format!(
-            "nobody has talked for {}h or more: twice as often",
-            s.idle_hours_for_more_often
-        ));
+        if holding {
+            why.push(format!(
+                "nobody has talked for {}h or more, but the budget holds the interval",
+                s.idle_hours_for_more_often
+            ));
+        } else {
+            interval *= 0.5;
+            why.push(format!(
+                "nobody has talked for {}h or more: twice as often",
+                s.idle_hours_for_more_often
+            ));
+        }
     }
     let clamped = interval.clamp(min, max);
     if (clamped - interval).abs() > 0.01 {
@@ -195,7 +211,10 @@ pub fn after_cycle(mut state: State, ended: Ended, s: &GardenSettings) -> State 
     );
     match ended {
         Ended::RateLimited => {
-            state.interval_minutes = (state.interval_minutes * 2.0).min(max);
+            let in_use = state
+                .last_interval_minutes
+                .unwrap_or(state.interval_minutes);
+            state.interval_minutes = (in_use * 2.0).clamp(min, max);
             state.consecutive_rate_limits += 1;
             state.clean_cycles = 0;
         }
@@ -297,6 +316,69 @@ mod tests {
             120,
             "never past the maximum"
         );
+    }
+
+    #[test]
+    fn hours_of_quiet_never_undo_the_budget_or_a_back_off() {
+        let s = GardenSettings::default();
+        let idle = Inputs {
+            idle_for: Some(Duration::hours(3)),
+            ..quiet()
+        };
+        let spent = Inputs {
+            budget_used: 0.85,
+            ..idle.clone()
+        };
+        let p = plan(&spent, &State::new(&s), &s);
+        assert_eq!(wait(&p), 120, "85 % used and idle 3 h: still the maximum");
+        assert!(p.why[1].contains("the budget holds"), "{:?}", p.why);
+        let backed_off = after_cycle(State::new(&s), Ended::RateLimited, &s);
+        assert_eq!(
+            wait(&plan(&idle, &backed_off, &s)),
+            60,
+            "a doubled interval is not halved again"
+        );
+        // Both at once.
+        let p = plan(&spent, &backed_off, &s);
+        assert_eq!(wait(&p), 120);
+        assert_eq!(
+            wait(&plan(&idle, &State::new(&s), &s)),
+            15,
+            "with the budget healthy, quiet still means more often"
+        );
+    }
+
+    #[test]
+    fn with_headers_a_429_doubles_the_interval_in_use() {
+        let s = GardenSettings::default();
+        let window = Inputs {
+            window: Some(Window {
+                tokens_remaining: 20_000,
+                tokens_limit: 100_000,
+                resets_at: now() + Duration::minutes(60),
+            }),
+            tokens_per_cycle: Some(5_000.0),
+            ..quiet()
+        };
+        let mut st = State::new(&s);
+        assert_eq!(wait(&plan(&window, &st, &s)), 20, "the headroom's interval");
+        st.last_interval_minutes = Some(20.0);
+        let once = after_cycle(st, Ended::RateLimited, &s);
+        let p = plan(&window, &once, &s);
+        assert_eq!(
+            wait(&p),
+            40,
+            "20 doubled, not the 30 min default doubled: {:?}",
+            p.why
+        );
+        let mut twice = once;
+        twice.last_interval_minutes = Some(40.0);
+        let twice = after_cycle(twice, Ended::RateLimited, &s);
+        assert_eq!(wait(&plan(&window, &twice, &s)), 80);
+        let mut thrice = twice;
+        thrice.last_interval_minutes = Some(80.0);
+        let thrice = after_cycle(thrice, Ended::RateLimited, &s);
+        assert_eq!(wait(&plan(&window, &thrice, &s)), 120, "clamped");
     }
 
     #[test]

@@ -23,6 +23,7 @@ use crate::ids::{ChannelId, GuildId};
 use crate::settings::Settings;
 use crate::store::Store;
 use crate::store::garden::StreamEvent;
+use crate::store::messages::StoredMessage;
 
 pub const KINDS: &[&str] = &[
     "user_message",
@@ -69,6 +70,12 @@ pub fn record_entry(store: &Store, e: &Entry) {
     let (Some(guild), Some(kind)) = (e.guild, kind_of(e)) else {
         return;
     };
+    // Memory and garden entries can quote what was remembered in any channel
+    // (a merge, a forgotten fact); with no channel to tie them to, no
+    // audience could be told apart, so they stay out of the stream.
+    if matches!(e.kind, Kind::Memory | Kind::Garden) && e.channel.is_none() {
+        return;
+    }
     let content = if e.reason.is_empty() {
         e.summary.clone()
     } else {
@@ -97,9 +104,28 @@ pub fn record_message(
         guild,
         Some(channel),
         "user_message",
-        &cut(&format!("{author}: {content}")),
+        &message_line(author, content),
         at,
         repeat_window(),
+    );
+}
+
+fn message_line(author: &str, content: &str) -> String {
+    cut(&format!("{author}: {content}"))
+}
+
+/// Called by the senses when a person edits (`Some(new)`) or deletes
+/// (`None`) a message: the stream shows the new text, or nothing.
+pub fn message_changed(store: &Store, old: &StoredMessage, new: Option<&str>) {
+    let Some(guild) = old.guild.filter(|_| !old.author_is_bot) else {
+        return;
+    };
+    let _ = store.stream_message_changed(
+        guild,
+        old.channel,
+        old.created_at,
+        &message_line(&old.author_name, &old.content),
+        new.map(|n| message_line(&old.author_name, n)).as_deref(),
     );
 }
 

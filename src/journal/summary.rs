@@ -32,7 +32,8 @@ pub const DEEDS: &[Kind] = &[
 /// that DM only; in a server, what concerns the server as a whole, the
 /// channel asked in, and the channels the bot talks in where everyone can
 /// see (its discovery and reply channels) — never another server, and not
-/// what happened in a channel the asker may not see.
+/// what happened in a channel the asker may not see. Memory and garden
+/// entries count only with a channel: without one they may quote any channel.
 #[derive(Clone, Debug)]
 pub struct Audience {
     pub guild: Option<GuildId>,
@@ -72,6 +73,12 @@ impl Audience {
     }
 
     pub fn admits(&self, e: &Entry) -> bool {
+        // A memory or garden entry with no channel can quote what was
+        // remembered anywhere in the server (a merge, a forgotten fact):
+        // not "the server as a whole", so no channel's audience reads it.
+        if matches!(e.kind, Kind::Memory | Kind::Garden) && e.channel.is_none() {
+            return false;
+        }
         self.sees(e.guild, e.channel)
     }
 

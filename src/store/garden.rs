@@ -398,7 +398,8 @@ impl Store {
     }
 
     /// One guild's events since `since`, oldest first, of the given kinds
-    /// (all when empty), newest `limit`.
+    /// (all when empty), newest `limit` — kinds and limit in the query, so a
+    /// busy stream is not loaded whole.
     pub fn stream_read(
         &self,
         guild: GuildId,
@@ -407,11 +408,25 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<StreamEvent>> {
         let conn = self.lock();
-        let mut stmt = conn.prepare(
-            "SELECT ts, kind, content, channel_id FROM context_stream WHERE guild_id = ?1 AND ts >= ?2 ORDER BY ts DESC, id DESC",
-        )?;
+        let kind_filter = if kinds.is_empty() {
+            String::new()
+        } else {
+            // ?4, ?5, … after guild, since and limit.
+            let marks: Vec<String> = (0..kinds.len()).map(|i| format!("?{}", i + 4)).collect();
+            format!(" AND kind IN ({})", marks.join(", "))
+        };
+        let mut stmt = conn.prepare(&format!(
+            "SELECT ts, kind, content, channel_id FROM context_stream WHERE guild_id = ?1 AND ts >= ?2{kind_filter}
+             ORDER BY ts DESC, id DESC LIMIT ?3"
+        ))?;
+        let mut values: Vec<rusqlite::types::Value> = vec![
+            guild.to_sql().into(),
+            to_ms(since).into(),
+            i64::try_from(limit).unwrap_or(i64::MAX).into(),
+        ];
+        values.extend(kinds.iter().map(|k| k.clone().into()));
         let mut rows: Vec<StreamEvent> = stmt
-            .query_map(params![guild.to_sql(), to_ms(since)], |r| {
+            .query_map(rusqlite::params_from_iter(values), |r| {
                 Ok(StreamEvent {
                     at: from_ms(r.get(0)?),
                     kind: r.get(1)?,
@@ -421,12 +436,36 @@ impl Store {
                         .map(crate::ids::ChannelId::from_sql),
                 })
             })?
-            .filter_map(|r| r.ok())
-            .filter(|e| kinds.is_empty() || kinds.contains(&e.kind))
-            .take(limit)
-            .collect();
+            .collect::<rusqlite::Result<_>>()?;
         rows.reverse();
         Ok(rows)
+    }
+
+    /// A person's message changed (`Some(new)`) or was deleted (`None`): its
+    /// line in the stream follows, so the stream never tells what they took back.
+    /// Stream rows carry no message id; a message's row is the `user_message`
+    /// of its guild, channel and time with its text.
+    pub fn stream_message_changed(
+        &self,
+        guild: GuildId,
+        channel: crate::ids::ChannelId,
+        at: DateTime<Utc>,
+        old: &str,
+        new: Option<&str>,
+    ) -> Result<usize> {
+        let conn = self.lock();
+        let place = "guild_id = ?1 AND channel_id = ?2 AND ts = ?3 AND kind = 'user_message' AND content = ?4";
+        let n = match new {
+            Some(new) => conn.execute(
+                &format!("UPDATE context_stream SET content = ?5 WHERE {place}"),
+                params![guild.to_sql(), channel.to_sql(), to_ms(at), old, new],
+            )?,
+            None => conn.execute(
+                &format!("DELETE FROM context_stream WHERE {place}"),
+                params![guild.to_sql(), channel.to_sql(), to_ms(at), old],
+            )?,
+        };
+        Ok(n)
     }
 
     /// Reactions and replies to the bot's ambient posts after `since`, oldest

@@ -5,12 +5,13 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration as StdDuration;
 
 use ambient::attention::{Addressed, Author, Percept, Place};
 use ambient::clock::Clock;
-use ambient::garden::CONTINUATION;
-use ambient::ids::{MessageId, UserId, next_snowflake, stable_id};
+use ambient::garden::{CONTINUATION, CycleReport};
+use ambient::ids::{ChannelId, MessageId, UserId, next_snowflake, stable_id};
 use ambient::journal::Kind;
 use ambient::memory::fact::{Fact, FactKind, Importance, Scope};
 use ambient::settings::Settings;
@@ -38,6 +39,75 @@ fn minutes_until(w: &World, t: DateTime<Utc>) -> i64 {
 
 fn planned(w: &World) -> i64 {
     w.app.garden.plan().wait.expect("not paused").num_minutes()
+}
+
+/// A channel of guild A that is not among the bot's open (discovery or reply) channels.
+const MODS: ChannelId = ChannelId(2003);
+
+/// Holds a long cycle's memory pass until opened — or dropped, so a failing
+/// test does not leave the pass waiting (and the runtime waiting for it).
+struct Gate(Arc<AtomicBool>);
+
+impl Gate {
+    fn open(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        self.open();
+    }
+}
+
+/// Starts a long cycle: its memory pass waits at the first server until the
+/// gate opens. Returns once the cycle is running.
+async fn long_cycle(w: &World) -> (Gate, tokio::task::JoinHandle<Result<CycleReport, String>>) {
+    let now = w.clock.now();
+    w.app
+        .store
+        .insert_fact(&fact(
+            Scope::guild(GUILD_A),
+            "the server mascot is a capybara",
+            now,
+        ))
+        .unwrap();
+    let open = Arc::new(AtomicBool::new(false));
+    let waiting = Arc::new(AtomicBool::new(false));
+    let (o, wt) = (open.clone(), waiting.clone());
+    let stop = Arc::new(move || {
+        wt.store(true, Ordering::SeqCst);
+        while !o.load(Ordering::SeqCst) {
+            std::thread::sleep(StdDuration::from_millis(5));
+        }
+        false
+    });
+    let garden = w.app.garden.clone();
+    let task = tokio::spawn(async move { garden.cycle_until("long", stop).await });
+    while !waiting.load(Ordering::SeqCst) {
+        tokio::time::sleep(StdDuration::from_millis(5)).await;
+    }
+    (Gate(open), task)
+}
+
+/// The garden's run loop, as the bot runs it; send `true` to stop it.
+fn run_loop(
+    w: &World,
+) -> (
+    tokio::sync::watch::Sender<bool>,
+    tokio::task::JoinHandle<()>,
+) {
+    let (stop, rx) = tokio::sync::watch::channel(false);
+    (stop, tokio::spawn(w.app.garden.clone().run(rx)))
+}
+
+/// Waits (in real time, up to ten seconds) until `ok` holds.
+async fn eventually(what: &str, ok: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + StdDuration::from_secs(10);
+    while !ok() {
+        assert!(std::time::Instant::now() < deadline, "never: {what}");
+        tokio::time::sleep(StdDuration::from_millis(20)).await;
+    }
 }
 
 fn fact(scope: Scope, content: &str, now: DateTime<Utc>) -> Fact {
@@ -299,13 +369,17 @@ async fn the_agent_asking_for_ten_minutes_while_headroom_says_thirty_gets_thirty
 
 #[tokio::test]
 async fn a_model_that_stops_twice_gets_the_continuation_then_a_forced_end() {
-    let w = World::start(settings()).await;
+    let mut s = settings();
+    s.garden.default_interval_minutes = 45;
+    let w = World::start(s).await;
     w.hear(
         GENERAL,
         "ada",
         "remember that the wiki moved to the new host",
         Source::Text,
     );
+    // Quiet for hours: the planned interval (45 × 0.5) is not the default wake.
+    w.clock.advance(Duration::hours(4));
     w.model
         .push(Scripted::tool("todos", json!({"items": [{"text": "merge duplicates", "done": true}, {"text": "check the wiki fact"}]})))
         .push(Scripted::text("I think I am done."))
@@ -321,7 +395,12 @@ async fn a_model_that_stops_twice_gets_the_continuation_then_a_forced_end() {
             .contains(&CONTINUATION.replace('\n', "\\n")),
         "the seed's continuation, once"
     );
-    assert_eq!(minutes_until(&w, r.next_wake), 30, "the default wake");
+    assert_eq!(planned(&w), 22, "what the scheduler would have planned");
+    assert_eq!(
+        minutes_until(&w, r.next_wake),
+        45,
+        "the default wake (garden.defaultIntervalMinutes)"
+    );
     let cycle = w.app.store.cycle(r.id).unwrap().unwrap();
     assert_eq!(cycle.todos.len(), 2, "the plan survives");
     assert!(
@@ -337,6 +416,23 @@ async fn a_model_that_stops_twice_gets_the_continuation_then_a_forced_end() {
         "{log}"
     );
     assert!(log.contains("said   I think I am done."), "{log}");
+
+    // The next cycle here is given what this one left.
+    w.clock.advance(Duration::minutes(45));
+    w.hear(GENERAL, "ada", "did anyone check the wiki?", Source::Text);
+    w.model.push(end("checked the wiki fact", None));
+    w.app.garden.cycle("test").await.unwrap();
+    let asked = w.model.requests().last().unwrap().body.to_string();
+    assert!(
+        asked.contains(
+            "## Left from the last cycle (it stopped before its end)\\n- [ ] check the wiki fact"
+        ),
+        "{asked}"
+    );
+    assert!(
+        !asked.contains("- [ ] merge duplicates"),
+        "done items stay done"
+    );
 }
 
 #[tokio::test]
@@ -409,6 +505,15 @@ async fn an_interrupted_pass_resumes_from_its_checkpoint() {
     assert_eq!(
         again.app.store.cycle(orphan).unwrap().unwrap().status,
         CycleStatus::Interrupted
+    );
+    let noted = again
+        .journal(Kind::Garden)
+        .into_iter()
+        .find(|e| e.summary == format!("garden cycle {orphan} was interrupted"))
+        .unwrap();
+    assert_eq!(
+        noted.reason,
+        "the bot stopped during it; the next cycle resumes the memory pass from its checkpoint"
     );
     assert!(
         again
@@ -653,6 +758,18 @@ async fn the_context_summary_holds_guild_as_events_and_none_of_guild_bs() {
     assert!(
         !summary.contains("secret launch"),
         "guild B stays out: {summary}"
+    );
+    let b = ambient::journal::stream::prefix_for(
+        &w.app.store,
+        &w.app.settings.global(),
+        ambient::executive::Role::Ambient,
+        &ambient::journal::summary::Audience::public(&w.app.settings.global(), GUILD_B),
+        w.clock.now(),
+    )
+    .unwrap();
+    assert!(
+        b.contains("bob: our secret launch date is the 14th") && !b.contains("meetup"),
+        "B's own stream has it: {b}"
     );
     w.model.push(end("nothing to tend", None));
     w.app.garden.cycle("test").await.unwrap();
@@ -1027,4 +1144,361 @@ async fn proactive_work_waits_for_the_warm_up() {
         );
         w.clock.advance(Duration::minutes(1));
     }
+}
+
+// ── After review: the scheduler's rules together, the run loop, requests during a cycle ──
+
+#[tokio::test]
+async fn an_expired_rate_limit_window_no_longer_holds_the_garden() {
+    let w = World::start(settings()).await;
+    w.model.success_headers(&[
+        ("x-ratelimit-limit-tokens", "100000"),
+        ("x-ratelimit-remaining-tokens", "10000"),
+        ("x-ratelimit-reset-tokens", "60m0s"),
+    ]);
+    w.hear(GENERAL, "ada", "the meetup moved to friday", Source::Text);
+    w.model.push(end("tended", Some(30)));
+    w.app.garden.cycle("test").await.unwrap();
+    let why = w.app.garden.plan().why.join("; ");
+    assert_eq!(planned(&w), 120, "90 % of the window used: {why}");
+    // The window resets; no call has told the bot anything since.
+    w.clock.advance(Duration::minutes(61));
+    let plan = w.app.garden.plan();
+    assert_eq!(planned(&w), 30, "{:?}", plan.why);
+    assert!(
+        plan.why[0].starts_with("no rate-limit headers"),
+        "{:?}",
+        plan.why
+    );
+    assert_eq!(
+        w.app.garden.request(GUILD_A, "olga"),
+        "The garden will tend this server's memory next.",
+        "the old window no longer holds an early wake"
+    );
+}
+
+#[tokio::test]
+async fn with_rate_limit_headers_a_429_doubles_the_interval_in_use() {
+    let w = World::start(settings()).await;
+    w.model.success_headers(&[
+        ("x-ratelimit-limit-tokens", "100000"),
+        ("x-ratelimit-remaining-tokens", "26000"),
+        ("x-ratelimit-reset-tokens", "60m0s"),
+    ]);
+    for _ in 0..5 {
+        let id = w.app.store.cycle_begin("synthetic", w.clock.now()).unwrap();
+        let mut c = w.app.store.cycle(id).unwrap().unwrap();
+        c.status = CycleStatus::Completed;
+        c.tokens_in = 6_000;
+        w.app.store.cycle_save(&c).unwrap();
+    }
+    w.hear(GENERAL, "ada", "hello", Source::Text);
+    w.model.push(end("looked around", Some(10)));
+    let r = w.app.garden.cycle("test").await.unwrap();
+    // 26,000 × 0.8 = 20,800 → three cycles of ~6,000 in 60 min → every 20 min.
+    assert_eq!(minutes_until(&w, r.next_wake), 20);
+    w.clock.advance(Duration::minutes(20));
+    w.hear(GENERAL, "ada", "still there?", Source::Text);
+    w.model
+        .push(Scripted::status_with(429, "{}", &[("retry-after", "0")]));
+    let r = w.app.garden.cycle("test").await.unwrap();
+    assert!(w.app.store.cycle(r.id).unwrap().unwrap().rate_limited);
+    assert_eq!(
+        minutes_until(&w, r.next_wake),
+        40,
+        "the 20 min in use doubled (not the 30 min no-header interval): {:?}",
+        w.app.garden.plan().why
+    );
+}
+
+#[tokio::test]
+async fn a_wake_due_while_people_talk_waits_for_the_stretched_interval_but_a_request_does_not() {
+    let w = World::start(settings()).await;
+    let start = w.clock.now();
+    // A memory pass only (nobody talked): the next wake in 30 minutes.
+    let r = w.app.garden.cycle("test").await.unwrap();
+    assert_eq!(minutes_until(&w, r.next_wake), 30);
+    w.clock.advance(Duration::minutes(30));
+    w.model.push(Scripted::text("hi!"));
+    w.message(GENERAL, "ada", "<@1> are you around?", Addressed::Mention)
+        .await;
+    let (stop, task) = run_loop(&w);
+    eventually("the due wake moves", || {
+        w.app.garden.status().next_wake != Some(start + Duration::minutes(30))
+    })
+    .await;
+    let status = w.app.garden.status();
+    assert_eq!(
+        status.next_wake,
+        Some(start + Duration::minutes(120)),
+        "30 × 4 after the last cycle: {status:?}"
+    );
+    assert!(
+        status
+            .next_reason
+            .contains("held while people talk with the bot"),
+        "{status:?}"
+    );
+    assert_eq!(w.app.store.cycles(10).unwrap().len(), 1, "no cycle ran");
+
+    // Someone asks: that is not held back by the talk.
+    w.model.push(end("tended as asked", None));
+    assert_eq!(
+        w.app.garden.request(GUILD_A, "olga"),
+        "The garden will tend this server's memory next."
+    );
+    eventually("the requested cycle ran", || {
+        w.app.store.cycles(10).unwrap().len() == 2
+    })
+    .await;
+    let asked = w.app.store.cycles(1).unwrap().remove(0);
+    assert_eq!(asked.guild, Some(GUILD_A));
+    assert!(
+        asked.trigger.contains("requested by olga"),
+        "{}",
+        asked.trigger
+    );
+    stop.send(true).unwrap();
+    task.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_request_made_while_a_cycle_runs_is_not_lost_behind_its_wake() {
+    let w = World::start(settings()).await;
+    w.hear(GENERAL, "ada", "the meetup moved", Source::Text);
+    w.app.garden.request(GUILD_A, "ada");
+    let (release, task) = long_cycle(&w).await;
+    w.clock.advance(Duration::minutes(1));
+    let answer = w.app.garden.request(GUILD_B, "bob");
+    w.model.push(end("tended A", Some(60)));
+    release.open();
+    let r = task.await.unwrap().unwrap();
+    assert_eq!(r.guild, Some(GUILD_A), "A asked first");
+    assert_eq!(
+        minutes_until(&w, r.next_wake),
+        5,
+        "bob's request: the shortest interval, not the 60 min A's cycle asked for"
+    );
+    let status = w.app.garden.status();
+    assert!(
+        status.next_reason.contains("bob asked for a garden cycle"),
+        "{status:?}"
+    );
+    assert!(answer.contains("tending memory right now"), "{answer}");
+    w.clock.advance(Duration::minutes(5));
+    w.model.push(end("tended B", None));
+    let r = w.app.garden.cycle("test").await.unwrap();
+    assert_eq!(r.guild, Some(GUILD_B));
+}
+
+#[tokio::test]
+async fn a_conversation_ending_while_a_cycle_runs_still_wakes_the_garden_early() {
+    let w = World::start(settings()).await;
+    let minutes = i64::from(
+        w.app
+            .settings
+            .global()
+            .attention
+            .active_conversation_minutes,
+    );
+    w.model.push(Scripted::text("hi!"));
+    w.message(GENERAL, "ada", "<@1> morning!", Addressed::Mention)
+        .await;
+    w.app.garden.notice_conversations_ending();
+    let (release, task) = long_cycle(&w).await;
+    w.clock.advance(Duration::minutes(minutes + 1));
+    w.app.garden.notice_conversations_ending();
+    w.model.push(end("tended", Some(60)));
+    release.open();
+    let r = task.await.unwrap().unwrap();
+    assert_eq!(minutes_until(&w, r.next_wake), 5);
+    let status = w.app.garden.status();
+    assert!(
+        status.next_reason.starts_with("a conversation just ended"),
+        "{status:?}"
+    );
+    assert_eq!(
+        w.app.store.cycle(r.id).unwrap().unwrap().next_wake_at,
+        Some(r.next_wake),
+        "the log says the same"
+    );
+}
+
+#[tokio::test]
+async fn a_long_cycle_is_waited_for_not_queued_again_and_again() {
+    let w = World::start(settings()).await;
+    let (release, task) = long_cycle(&w).await;
+    // Its wake is due while it still runs.
+    let mut status = w.app.garden.status();
+    status.next_wake = Some(w.clock.now());
+    status.next_reason = "scheduled".into();
+    w.app.store.garden_set("status", &status).unwrap();
+    let (stop, looping) = run_loop(&w);
+    let routed = |w: &World| {
+        w.journal(Kind::Route)
+            .iter()
+            .filter(|e| e.summary.ends_with("→ garden"))
+            .count()
+    };
+    eventually("the loop queued the due cycle", || routed(&w) >= 1).await;
+    tokio::time::sleep(StdDuration::from_millis(1_500)).await;
+    assert_eq!(routed(&w), 1, "declined once, then waited for");
+    release.open();
+    let r = task.await.unwrap().unwrap();
+    tokio::time::sleep(StdDuration::from_millis(500)).await;
+    assert_eq!(w.app.store.cycles(10).unwrap().len(), 1, "no second cycle");
+    assert_eq!(w.app.garden.status().next_wake, Some(r.next_wake));
+    assert_eq!(routed(&w), 1);
+    stop.send(true).unwrap();
+    looping.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_deleted_or_edited_message_leaves_the_context_stream_too() {
+    let w = World::start(settings()).await;
+    let gone = w
+        .message(GENERAL, "ada", "my phone number is 555-0100", Addressed::No)
+        .await;
+    let changed = w
+        .message(GENERAL, "bob", "the meetup is at 8", Addressed::No)
+        .await;
+    let kept = w
+        .message(GENERAL, "cy", "see you there", Addressed::No)
+        .await;
+    let place = Place {
+        guild: Some(GUILD_A),
+        channel: GENERAL,
+    };
+    let at = w.clock.now();
+    w.app
+        .senses
+        .perceive(Percept::Delete {
+            id: gone,
+            place,
+            at,
+        })
+        .unwrap();
+    w.app
+        .senses
+        .perceive(Percept::Edit {
+            id: changed,
+            place,
+            content: "the meetup is at 9".into(),
+            at,
+        })
+        .unwrap();
+    let _ = kept;
+    let stream: Vec<String> = w
+        .app
+        .store
+        .stream_read(
+            GUILD_A,
+            at - Duration::hours(1),
+            &["user_message".into()],
+            100,
+        )
+        .unwrap()
+        .into_iter()
+        .map(|e| e.content)
+        .collect();
+    assert_eq!(
+        stream,
+        vec!["bob: the meetup is at 9", "cy: see you there"],
+        "deleted: gone; edited: the new text"
+    );
+}
+
+#[tokio::test]
+async fn a_private_channels_talk_and_memories_stay_out_of_the_garden_prompt_and_the_stream() {
+    let mut s = settings();
+    s.executive.context_stream.roles = vec!["ambient".into()];
+    let w = World::start(s).await;
+    let now = w.clock.now();
+    w.app
+        .store
+        .upsert_channel(MODS, Some(GUILD_A), "mods", now)
+        .unwrap();
+    // A stale memory recent talk touches, so the prompt shows that talk.
+    w.app
+        .store
+        .insert_fact(&fact(
+            Scope::guild(GUILD_A),
+            "the meetup venue is the old library",
+            now - Duration::days(60),
+        ))
+        .unwrap();
+    // Two copies of something remembered in the private channel: the pass merges them.
+    for text in [
+        "the mods' secret word is pineapple",
+        "The mods' secret word is pineapple!",
+    ] {
+        w.app
+            .store
+            .insert_fact(&fact(Scope::channel(Some(GUILD_A), MODS), text, now))
+            .unwrap();
+    }
+    w.hear(
+        GENERAL,
+        "ada",
+        "the meetup venue moved to the new library",
+        Source::Text,
+    );
+    w.hear(
+        MODS,
+        "olga",
+        "the ban list password is swordfish",
+        Source::Text,
+    );
+    w.model.push(end("tended", None));
+    let r = w.app.garden.cycle("test").await.unwrap();
+    assert_eq!(r.tended.merged, 1);
+    assert!(
+        w.journal(Kind::Garden)
+            .iter()
+            .any(|e| e.reason.contains("pineapple")),
+        "the merge is journaled (for the operator)"
+    );
+    let asked = w.model.requests()[0].body.to_string();
+    assert!(
+        asked.contains("ada: the meetup venue moved to the new library")
+            && asked.contains("#general"),
+        "the open channel's talk is there: {asked}"
+    );
+    assert!(!asked.contains("swordfish"), "{asked}");
+    assert!(!asked.contains("#mods"), "{asked}");
+    assert!(!asked.contains("pineapple"), "{asked}");
+    assert!(
+        w.app
+            .store
+            .stream_read(GUILD_A, now - Duration::hours(1), &[], 100)
+            .unwrap()
+            .iter()
+            .all(|e| !e.content.contains("pineapple")),
+        "the merge note never reached the stream"
+    );
+}
+
+#[tokio::test]
+async fn a_memory_pass_over_every_server_shows_no_figures_in_a_servers_status() {
+    let w = World::start(settings()).await;
+    let now = w.clock.now();
+    for text in [
+        "movie night is every sunday at eight in the lounge",
+        "movie night is every sunday at eight in the lounge!",
+    ] {
+        w.app
+            .store
+            .insert_fact(&fact(Scope::guild(GUILD_B), text, now))
+            .unwrap();
+    }
+    let r = w.app.garden.cycle("test").await.unwrap();
+    assert_eq!((r.guild, r.tended.merged), (None, 1));
+    let a = ambient::commands::garden::widget(&w.app.store, Some(GUILD_A), true, now).join("\n");
+    assert!(
+        a.contains("last: 0s ago — a memory pass only, across all servers"),
+        "{a}"
+    );
+    assert!(!a.contains("merged") && !a.contains("examined"), "{a}");
+    let operator = ambient::commands::garden::widget(&w.app.store, None, true, now).join("\n");
+    assert!(operator.contains("merged 1"), "{operator}");
 }
