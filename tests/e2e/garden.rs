@@ -37,6 +37,40 @@ fn minutes_until(w: &World, t: DateTime<Utc>) -> i64 {
     (t - w.clock.now()).num_minutes()
 }
 
+/// The scheduler reads the last five cycles' cost: make it 6,000 tokens each.
+fn five_past_cycles_of_6000_tokens(w: &World) {
+    for _ in 0..5 {
+        let id = w.app.store.cycle_begin("synthetic", w.clock.now()).unwrap();
+        let mut c = w.app.store.cycle(id).unwrap().unwrap();
+        c.status = CycleStatus::Completed;
+        c.tokens_in = 6_000;
+        w.app.store.cycle_save(&c).unwrap();
+    }
+}
+
+/// A provider window of `limit` tokens with `remaining` left and an hour to its reset.
+fn window(limit: u32, remaining: u32) -> [(&'static str, String); 3] {
+    [
+        ("x-ratelimit-limit-tokens", limit.to_string()),
+        ("x-ratelimit-remaining-tokens", remaining.to_string()),
+        ("x-ratelimit-reset-tokens", "60m0s".to_string()),
+    ]
+}
+
+/// After five 6,000-token cycles in that window, one cycle whose agent asks to wake in 10 minutes.
+async fn cycle_asking_ten_minutes(
+    headers: [(&'static str, String); 3],
+) -> (World, ambient::garden::CycleReport) {
+    let w = World::start(settings()).await;
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    w.model.success_headers(&headers);
+    five_past_cycles_of_6000_tokens(&w);
+    w.hear(GENERAL, "ada", "hello", Source::Text);
+    w.model.push(end("looked around", Some(10)));
+    let r = w.app.garden.cycle("test").await.unwrap();
+    (w, r)
+}
+
 fn planned(w: &World) -> i64 {
     w.app.garden.plan().wait.expect("not paused").num_minutes()
 }
@@ -306,13 +340,7 @@ async fn rate_limit_headers_set_the_interval_and_a_window_ending_squeezes_cycles
     );
 
     // The same window, but the last five cycles cost 6,000 tokens each: 3 fit → every 20 minutes.
-    for _ in 0..5 {
-        let id = w.app.store.cycle_begin("synthetic", w.clock.now()).unwrap();
-        let mut c = w.app.store.cycle(id).unwrap().unwrap();
-        c.status = CycleStatus::Completed;
-        c.tokens_in = 6_000;
-        w.app.store.cycle_save(&c).unwrap();
-    }
+    five_past_cycles_of_6000_tokens(&w);
     assert_eq!(planned(&w), 20);
     // Ten minutes before the reset, with the same budget left: as often as allowed.
     w.clock.advance(Duration::minutes(50));
@@ -1085,22 +1113,7 @@ async fn the_judgment_tools_touch_only_the_memories_put_to_the_model() {
 
 #[tokio::test]
 async fn with_rate_limit_headers_a_request_for_ten_minutes_gets_the_headroom() {
-    let w = World::start(settings()).await;
-    w.model.success_headers(&[
-        ("x-ratelimit-limit-tokens", "20000"),
-        ("x-ratelimit-remaining-tokens", "15000"),
-        ("x-ratelimit-reset-tokens", "60m0s"),
-    ]);
-    for _ in 0..5 {
-        let id = w.app.store.cycle_begin("synthetic", w.clock.now()).unwrap();
-        let mut c = w.app.store.cycle(id).unwrap().unwrap();
-        c.status = CycleStatus::Completed;
-        c.tokens_in = 6_000;
-        w.app.store.cycle_save(&c).unwrap();
-    }
-    w.hear(GENERAL, "ada", "hello", Source::Text);
-    w.model.push(end("looked around", Some(10)));
-    let r = w.app.garden.cycle("test").await.unwrap();
+    let (w, r) = cycle_asking_ten_minutes(window(20000, 15000)).await;
     // 15,000 × 0.8 = 12,000 → two cycles of ~6,000 in 60 min → 30.
     assert_eq!(
         minutes_until(&w, r.next_wake),
@@ -1179,22 +1192,7 @@ async fn an_expired_rate_limit_window_no_longer_holds_the_garden() {
 
 #[tokio::test]
 async fn with_rate_limit_headers_a_429_doubles_the_interval_in_use() {
-    let w = World::start(settings()).await;
-    w.model.success_headers(&[
-        ("x-ratelimit-limit-tokens", "100000"),
-        ("x-ratelimit-remaining-tokens", "26000"),
-        ("x-ratelimit-reset-tokens", "60m0s"),
-    ]);
-    for _ in 0..5 {
-        let id = w.app.store.cycle_begin("synthetic", w.clock.now()).unwrap();
-        let mut c = w.app.store.cycle(id).unwrap().unwrap();
-        c.status = CycleStatus::Completed;
-        c.tokens_in = 6_000;
-        w.app.store.cycle_save(&c).unwrap();
-    }
-    w.hear(GENERAL, "ada", "hello", Source::Text);
-    w.model.push(end("looked around", Some(10)));
-    let r = w.app.garden.cycle("test").await.unwrap();
+    let (w, r) = cycle_asking_ten_minutes(window(100000, 26000)).await;
     // 26,000 × 0.8 = 20,800 → three cycles of ~6,000 in 60 min → every 20 min.
     assert_eq!(minutes_until(&w, r.next_wake), 20);
     w.clock.advance(Duration::minutes(20));

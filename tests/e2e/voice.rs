@@ -68,7 +68,10 @@ fn voice_settings(stt: &SttServer) -> Settings {
 
 /// A world listening in VOICE, writing to #general.
 async fn listening(s: Settings) -> (World, Arc<FakeVoice>) {
-    let w = World::start(s).await;
+    listening_in(World::start(s).await).await
+}
+
+async fn listening_in(w: World) -> (World, Arc<FakeVoice>) {
     w.app
         .store
         .upsert_channel(VOICE, Some(GUILD_A), "lounge", w.clock.now())
@@ -81,6 +84,35 @@ async fn listening(s: Settings) -> (World, Arc<FakeVoice>) {
         .await
         .unwrap();
     (w, backend)
+}
+
+/// A world that follows people into VOICE (linked to #general), not yet in it.
+async fn auto_joining(stt: &SttServer) -> (World, Arc<FakeVoice>) {
+    let mut s = voice_settings(stt);
+    s.voice.auto_join = true;
+    s.voice.auto_join_channel_ids = vec![VOICE];
+    s.voice.links = vec![VoiceLink {
+        voice_channel_id: VOICE,
+        text_channel_id: GENERAL,
+    }];
+    let w = World::start(s).await;
+    let backend = Arc::new(FakeVoice::default());
+    w.app.voice.set_backend(backend.clone());
+    (w, backend)
+}
+
+/// `/voice join` from #general into VOICE, expected to be refused: the error.
+async fn refused(s: Settings) -> (World, Arc<FakeVoice>, String) {
+    let w = World::start(s).await;
+    let backend = Arc::new(FakeVoice::default());
+    w.app.voice.set_backend(backend.clone());
+    let err = w
+        .app
+        .voice
+        .join(GUILD_A, VOICE, Some(GENERAL), "ada")
+        .await
+        .unwrap_err();
+    (w, backend, err)
 }
 
 /// Feeds one speaker's audio in 20 ms ticks, as songbird delivers it.
@@ -287,14 +319,7 @@ async fn transcripts_are_vc_lines_in_the_initiative_prompt_and_a_spoken_address_
 
 #[tokio::test]
 async fn without_a_transcription_endpoint_joining_explains_what_is_missing() {
-    let w = World::start(settings()).await;
-    w.app.voice.set_backend(Arc::new(FakeVoice::default()));
-    let err = w
-        .app
-        .voice
-        .join(GUILD_A, VOICE, Some(GENERAL), "ada")
-        .await
-        .unwrap_err();
+    let (w, _, err) = refused(settings()).await;
     assert!(
         err.contains("no speech-to-text endpoint is configured: set voice.transcription.baseUrl"),
         "{err}"
@@ -308,16 +333,7 @@ async fn without_a_transcription_endpoint_joining_explains_what_is_missing() {
 #[tokio::test]
 async fn auto_join_follows_people_into_a_linked_channel_and_leaves_when_it_empties() {
     let stt = SttServer::start();
-    let mut s = voice_settings(&stt);
-    s.voice.auto_join = true;
-    s.voice.auto_join_channel_ids = vec![VOICE];
-    s.voice.links = vec![VoiceLink {
-        voice_channel_id: VOICE,
-        text_channel_id: GENERAL,
-    }];
-    let w = World::start(s).await;
-    let backend = Arc::new(FakeVoice::default());
-    w.app.voice.set_backend(backend.clone());
+    let (w, backend) = auto_joining(&stt).await;
     w.app
         .voice
         .voice_state(GUILD_A, UserId(900), Member::Bot, Some(VOICE))
@@ -421,16 +437,7 @@ async fn synthesised_speech_is_one_utterance() {
 #[tokio::test]
 async fn sent_away_the_bot_stays_out_until_the_room_empties_and_leaves_when_moved() {
     let stt = SttServer::start();
-    let mut s = voice_settings(&stt);
-    s.voice.auto_join = true;
-    s.voice.auto_join_channel_ids = vec![VOICE];
-    s.voice.links = vec![VoiceLink {
-        voice_channel_id: VOICE,
-        text_channel_id: GENERAL,
-    }];
-    let w = World::start(s).await;
-    let backend = Arc::new(FakeVoice::default());
-    w.app.voice.set_backend(backend.clone());
+    let (w, backend) = auto_joining(&stt).await;
     let enter = |who: &'static str, at: Option<ChannelId>| {
         let voice = w.app.voice.clone();
         async move {
@@ -492,15 +499,7 @@ async fn transcripts_only_go_to_a_visible_text_channel_of_the_same_server() {
         voice_channel_id: VOICE,
         text_channel_id: B_GENERAL,
     }];
-    let w = World::start(s).await;
-    let backend = Arc::new(FakeVoice::default());
-    w.app.voice.set_backend(backend.clone());
-    let err = w
-        .app
-        .voice
-        .join(GUILD_A, VOICE, Some(GENERAL), "ada")
-        .await
-        .unwrap_err();
+    let (w, backend, err) = refused(s).await;
     assert_eq!(
         err,
         format!(
@@ -510,19 +509,14 @@ async fn transcripts_only_go_to_a_visible_text_channel_of_the_same_server() {
 
     let mut s = voice_settings(&stt);
     s.permissions.replies.blocked_channel_ids = vec![GENERAL];
-    let w2 = World::start(s).await;
-    w2.app.voice.set_backend(backend.clone());
-    let err = w2
-        .app
-        .voice
-        .join(GUILD_A, VOICE, Some(GENERAL), "ada")
-        .await
-        .unwrap_err();
+    let (w2, backend2, err) = refused(s).await;
     assert!(
         err.contains("permissions.replies.blockedChannelIds"),
         "{err}"
     );
-    assert!(backend.joined.lock().unwrap().is_empty());
+    assert!(
+        backend.joined.lock().unwrap().is_empty() && backend2.joined.lock().unwrap().is_empty()
+    );
     assert!(w.said().is_empty() && w2.said().is_empty());
 }
 
@@ -531,15 +525,7 @@ async fn without_the_notice_nobody_is_listened_to() {
     let stt = SttServer::start();
     let mut s = voice_settings(&stt);
     s.permissions.replies.max_messages_per_hour = 0;
-    let w = World::start(s).await;
-    let backend = Arc::new(FakeVoice::default());
-    w.app.voice.set_backend(backend.clone());
-    let err = w
-        .app
-        .voice
-        .join(GUILD_A, VOICE, Some(GENERAL), "ada")
-        .await
-        .unwrap_err();
+    let (w, backend, err) = refused(s).await;
     assert!(
         err.starts_with(&format!(
             "I couldn't post the notice that I'm listening in <#{GENERAL}>"
@@ -580,18 +566,8 @@ async fn a_transcription_error_never_carries_the_key_into_the_journal() {
     let secrets = ambient::settings::Secrets::from_lookup(|k| {
         (k == "TRANSCRIPTION_API_KEY").then(|| "stt-key-98765".to_string())
     });
-    let w = World::start_with_secrets(voice_settings(&stt), secrets).await;
-    w.app
-        .store
-        .upsert_channel(VOICE, Some(GUILD_A), "lounge", w.clock.now())
-        .unwrap();
-    let backend = Arc::new(FakeVoice::default());
-    w.app.voice.set_backend(backend.clone());
-    w.app
-        .voice
-        .join(GUILD_A, VOICE, Some(GENERAL), "ada")
-        .await
-        .unwrap();
+    let (w, backend) =
+        listening_in(World::start_with_secrets(voice_settings(&stt), secrets).await).await;
     let l = backend.listener();
     let mut one = tone(500, 200.0, 8_000);
     one.extend(quiet(800));
