@@ -3,6 +3,7 @@
 //! banding, keyword index) and the database work (merges with their
 //! breadcrumbs, prunes, links, journal lines). No model calls. The time per
 //! fact should stay roughly flat as the memory grows — linear, not quadratic.
+//! Contradiction candidates (pairs of facts on one subject) are timed apart.
 //! Timed with divan; what each pass did is printed first.
 //!
 //! `cargo bench --bench garden`.
@@ -25,7 +26,8 @@ use rand::{Rng, SeedableRng};
 const GUILDS: u64 = 50;
 const VOCABULARY: usize = 3_000;
 
-/// `n` facts over `guilds` servers: 3 % near-duplicates of an earlier fact in the same server, 5 % long faded.
+/// `n` facts over `guilds` servers: 3 % near-duplicates of an earlier fact in the same server, 5 % long
+/// faded, 30 % about one of 40 subjects (what contradiction candidates are grouped by).
 fn fill(store: &Store, n: usize, guilds: u64, rng: &mut StdRng) {
     let words: Vec<String> = (0..VOCABULARY).map(word).collect();
     let now = SystemClock.now();
@@ -51,6 +53,9 @@ fn fill(store: &Store, n: usize, guilds: u64, rng: &mut StdRng) {
             None,
             now,
         );
+        if rng.random_range(0..100) < 30 {
+            f.subject = Some(format!("topic {}", rng.random_range(0..40)));
+        }
         if rng.random_range(0..100) < 5 {
             f.importance = Importance::Low;
             f.last_seen_at = now - chrono::Duration::days(300);
@@ -151,4 +156,28 @@ fn pass_when_nothing_changed(bencher: divan::Bencher) {
             f
         })
         .bench_values(|(store, journal, _dir)| pass(&store, &journal, &settings, GUILDS, true));
+}
+
+/// Contradiction candidates in one server of 100,000 facts (~750 on each of 40 subjects), with no
+/// early stop: every pair the per-subject cap lets through is looked at — the worst case.
+#[divan::bench(sample_count = 3, sample_size = 1)]
+fn candidates_in_one_big_server(bencher: divan::Bencher) {
+    let settings = GardenSettings {
+        max_candidates: u32::MAX,
+        ..GardenSettings::default()
+    };
+    bencher
+        .with_inputs(|| fixture(100_000, 1))
+        .bench_values(|(store, _journal, _dir)| {
+            pass::candidates(
+                &store,
+                &settings,
+                GuildId(1),
+                "words people said lately",
+                SystemClock.now(),
+                &Default::default(),
+            )
+            .contradictions
+            .len()
+        });
 }

@@ -40,6 +40,8 @@ pub const PRUNE_CONFIDENCE: f64 = 0.05;
 /// A keyword used by more of a guild's facts than this says nothing about how two relate.
 const MAX_LINK_DF: usize = 50;
 const MAX_NEW_LINKS_PER_FACT: usize = 5;
+/// The most facts on one subject compared pairwise for contradictions.
+const MAX_SUBJECT_GROUP: usize = 64;
 
 /// Where an interrupted pass picks up: the guilds it finished.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -468,7 +470,11 @@ pub fn candidates(
     let mut keys: Vec<_> = groups.keys().cloned().collect();
     keys.sort_by(|a, b| a.2.cmp(&b.2));
     'groups: for k in keys {
-        let group = &groups[&k];
+        // Pairs grow with the square of a group: only the freshest facts on a
+        // subject are compared (a contradiction nearly always involves a new one).
+        let mut group = groups[&k].clone();
+        group.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
+        group.truncate(MAX_SUBJECT_GROUP);
         // Each fact's keywords once, not once per pair.
         let words: Vec<_> = group.iter().map(|f| keywords(&f.content)).collect();
         for (x, a) in group.iter().enumerate() {

@@ -1500,3 +1500,40 @@ async fn a_memory_pass_over_every_server_shows_no_figures_in_a_servers_status() 
     let operator = ambient::commands::garden::widget(&w.app.store, None, true, now).join("\n");
     assert!(operator.contains("merged 1"), "{operator}");
 }
+
+#[tokio::test]
+async fn contradiction_candidates_compare_only_the_freshest_facts_on_a_subject() {
+    let w = World::start(settings()).await;
+    let start = w.clock.now();
+    // 100 different facts about one subject, each a minute newer than the last.
+    for i in 0..100 {
+        let mut f = fact(
+            Scope::guild(GUILD_A),
+            &format!("the venue number {i} hosts meetup variant {i}"),
+            start + Duration::minutes(i),
+        );
+        f.subject = Some("the venue".into());
+        w.app.store.insert_fact(&f).unwrap();
+    }
+    let g = ambient::settings::GardenSettings {
+        max_candidates: u32::MAX,
+        ..Default::default()
+    };
+    let found = ambient::garden::pass::candidates(
+        &w.app.store,
+        &g,
+        GUILD_A,
+        "",
+        start + Duration::hours(2),
+        &Default::default(),
+    );
+    // Pairs among the 64 freshest only (64 × 63 / 2), not 100 × 99 / 2: the work stays bounded.
+    assert_eq!(found.contradictions.len(), 2016);
+    assert!(
+        found
+            .contradictions
+            .iter()
+            .all(|(a, b)| a.updated_at >= start + Duration::minutes(36)
+                && b.updated_at >= start + Duration::minutes(36))
+    );
+}
