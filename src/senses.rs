@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use crate::attention::{Input, Percept, Spine};
 use crate::clock::SharedClock;
-use crate::ids::UserId;
+use crate::ids::{MessageId, UserId};
 use crate::permissions;
 use crate::settings::SettingsService;
 use crate::store::{Store, StoreError};
@@ -89,25 +89,18 @@ impl Senses {
                 }
                 (new, new)
             }
-            // The context stream follows: what someone took back is not told on.
             Percept::Edit {
                 id, content, at, ..
-            } => {
-                let old = self.store.message(*id)?;
-                let changed = self.store.edit_message(*id, content, *at)?;
-                if let Some(old) = old.filter(|_| changed) {
-                    crate::journal::stream::message_changed(&self.store, &old, Some(content));
-                }
-                (changed, false)
-            }
-            Percept::Delete { id, at, .. } => {
-                let old = self.store.message(*id)?;
-                let deleted = self.store.delete_message(*id, *at)?;
-                if let Some(old) = old.filter(|_| deleted) {
-                    crate::journal::stream::message_changed(&self.store, &old, None);
-                }
-                (deleted, false)
-            }
+            } => (
+                self.change_message(*id, Some(content), || {
+                    self.store.edit_message(*id, content, *at)
+                })?,
+                false,
+            ),
+            Percept::Delete { id, at, .. } => (
+                self.change_message(*id, None, || self.store.delete_message(*id, *at))?,
+                false,
+            ),
             Percept::Reaction {
                 place,
                 message,
@@ -137,6 +130,22 @@ impl Senses {
             self.spine.submit(Input::Percept(percept));
         }
         Ok(Perceived::Stored { new, queued })
+    }
+
+    /// An edit (`Some(new text)`) or a delete, by `change`; the context stream
+    /// follows, so what someone took back is not told on. Whether it changed.
+    fn change_message(
+        &self,
+        id: MessageId,
+        new: Option<&str>,
+        change: impl FnOnce() -> Result<bool, StoreError>,
+    ) -> Result<bool, StoreError> {
+        let old = self.store.message(id)?;
+        let changed = change()?;
+        if let Some(old) = old.filter(|_| changed) {
+            crate::journal::stream::message_changed(&self.store, &old, new);
+        }
+        Ok(changed)
     }
 
     fn remember_names(&self, m: &crate::attention::MessagePercept) {

@@ -88,23 +88,22 @@ fn shown_detail(detail: &str, guild: Option<GuildId>) -> &str {
     }
 }
 
-fn last_summary(c: &Cycle) -> String {
-    let status = if c.status == CycleStatus::Completed {
+/// `[incomplete] ` and the like; nothing for a completed cycle.
+fn status_mark(c: &Cycle) -> String {
+    if c.status == CycleStatus::Completed {
         String::new()
     } else {
         format!("[{}] ", c.status.as_str())
-    };
-    format!("{status}{}", cut(&c.summary, 120))
+    }
+}
+
+fn last_summary(c: &Cycle) -> String {
+    format!("{}{}", status_mark(c), cut(&c.summary, 120))
 }
 
 /// A memory-pass-only cycle, as a server sees it: no other server's figures.
 fn neutral_summary(c: &Cycle) -> String {
-    let status = if c.status == CycleStatus::Completed {
-        String::new()
-    } else {
-        format!("[{}] ", c.status.as_str())
-    };
-    format!("{status}a memory pass only, across all servers")
+    format!("{}a memory pass only, across all servers", status_mark(c))
 }
 
 fn cut(text: &str, n: usize) -> String {

@@ -20,7 +20,8 @@ pub struct UsageSnapshot {
     pub ambient_tokens_24h: u64,
     /// Ambient share of all tokens in the last 24 h (0–1).
     pub ambient_share: f64,
-    /// What the ambient role's provider says is left in its window, if it said.
+    /// What the ambient role's provider says is left in its current window,
+    /// if it said — nothing once that window has reset (the figures are stale).
     pub tokens_remaining: Option<u64>,
     pub tokens_limit: Option<u64>,
     pub window_reset: Option<DateTime<Utc>>,
@@ -69,7 +70,8 @@ impl Executive {
                 self.lock_providers()
                     .get(&ep.health_key())
                     .and_then(|s| s.limits.clone())
-            });
+            })
+            .filter(|l| l.tokens_reset.is_none_or(|reset| reset > now));
         let cap = Role::Ambient.daily_budget(&self.settings.global());
         let total = user_day + ambient_day;
         UsageSnapshot {

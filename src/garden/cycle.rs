@@ -318,9 +318,8 @@ impl Garden {
             ended = Ended::Failed;
         }
         let mut state = scheduler::after_cycle(self.scheduler_state(), ended, &settings.garden);
-        let _ = self.store.garden_set("scheduler", &state);
         let now = self.clock.now();
-        let plan = self.plan();
+        let plan = scheduler::plan(&self.inputs(), &state, &settings.garden);
         let safe = plan.wait.unwrap_or(Duration::minutes(i64::from(
             settings.garden.min_interval_minutes,
         )));

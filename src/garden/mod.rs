@@ -394,10 +394,10 @@ impl Garden {
         let now = self.clock.now();
         let snap = self.executive.snapshot();
         let settings = self.settings.global();
-        // Once the window has reset, what the provider said about it is stale:
-        // its "10 % left" must not hold the interval at the maximum any longer.
+        // The snapshot drops a window once it has reset: its stale "10 % left"
+        // must not hold the interval at the maximum any longer.
         let window = match (snap.tokens_remaining, snap.tokens_limit, snap.window_reset) {
-            (Some(remaining), Some(limit), Some(reset)) if reset > now => Some(scheduler::Window {
+            (Some(remaining), Some(limit), Some(reset)) => Some(scheduler::Window {
                 tokens_remaining: remaining,
                 tokens_limit: limit,
                 resets_at: reset,

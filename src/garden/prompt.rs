@@ -139,7 +139,7 @@ impl Garden {
         let links = self.store.link_count(guild).unwrap_or(0);
         let snap = self.executive.snapshot();
         let budget = match (snap.tokens_remaining, snap.window_reset) {
-            (Some(left), Some(reset)) if reset > now => format!(
+            (Some(left), Some(reset)) => format!(
                 "- Tokens remaining in the window: {left}\n- Window resets: {}\n- People's usage: {:.0} tokens/min",
                 when(reset),
                 snap.user_tokens_per_minute

@@ -124,6 +124,13 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// A memory or garden entry with no channel can quote what was remembered
+    /// anywhere in the server (a merge, a forgotten fact): no audience can be
+    /// told apart for it, so no channel's summary or stream may show it.
+    pub fn may_quote_any_channel(&self) -> bool {
+        matches!(self.kind, Kind::Memory | Kind::Garden) && self.channel.is_none()
+    }
+
     pub fn new(kind: Kind, summary: impl Into<String>) -> Self {
         Self {
             id: 0,

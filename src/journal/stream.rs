@@ -70,10 +70,7 @@ pub fn record_entry(store: &Store, e: &Entry) {
     let (Some(guild), Some(kind)) = (e.guild, kind_of(e)) else {
         return;
     };
-    // Memory and garden entries can quote what was remembered in any channel
-    // (a merge, a forgotten fact); with no channel to tie them to, no
-    // audience could be told apart, so they stay out of the stream.
-    if matches!(e.kind, Kind::Memory | Kind::Garden) && e.channel.is_none() {
+    if e.may_quote_any_channel() {
         return;
     }
     let content = if e.reason.is_empty() {

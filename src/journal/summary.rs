@@ -73,13 +73,7 @@ impl Audience {
     }
 
     pub fn admits(&self, e: &Entry) -> bool {
-        // A memory or garden entry with no channel can quote what was
-        // remembered anywhere in the server (a merge, a forgotten fact):
-        // not "the server as a whole", so no channel's audience reads it.
-        if matches!(e.kind, Kind::Memory | Kind::Garden) && e.channel.is_none() {
-            return false;
-        }
-        self.sees(e.guild, e.channel)
+        !e.may_quote_any_channel() && self.sees(e.guild, e.channel)
     }
 
     /// Whether something that happened in `guild` (and `channel`, if in one) may be told.
