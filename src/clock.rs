@@ -39,6 +39,31 @@ impl Clock for SystemClock {
     }
 }
 
+/// Wall-clock time plus an offset that only grows: the console's `/wait`
+/// moves it forward so a newcomer can see what the next minutes bring
+/// (ticks, reminders) without waiting for them.
+#[derive(Default)]
+pub struct ShiftedClock {
+    ahead: Mutex<chrono::Duration>,
+}
+
+impl ShiftedClock {
+    pub fn advance(&self, d: chrono::Duration) {
+        *self.ahead.lock().unwrap_or_else(|p| p.into_inner()) += d;
+    }
+}
+
+#[async_trait]
+impl Clock for ShiftedClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now() + *self.ahead.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    async fn sleep(&self, d: Duration) {
+        tokio::time::sleep(d).await;
+    }
+}
+
 /// Time that moves only when a test (or a sleeper) moves it.
 pub struct ManualClock {
     now: Mutex<DateTime<Utc>>,

@@ -10,7 +10,16 @@
 //! unprompted when a message's salience clears
 //! `attention.unsolicitedReplyThreshold` (the channel's "vibe" bonus counts
 //! towards it); the model then decides with a typed `chime_in` call whether
-//! to speak at all, and staying quiet is journaled like any decision.
+//! to speak at all, and staying quiet is journaled like any decision. That
+//! decision is autonomous work: it runs on the `ambient` role (its budgets),
+//! at most once per `attention.chimeInCooldownMinutes` per channel, and a
+//! chime-in does not make the channel ACTIVE — the bot's own words must not
+//! make the next messages look more worth answering.
+//!
+//! Nothing is paid for that cannot be delivered: before any model call the
+//! handler asks [`Speech::deliverable`] (hourly cap, channel settings, a
+//! refused last send). Someone who addressed the bot then gets a 💤
+//! reaction instead of an answer; an unprompted attempt just stops.
 //!
 //! When no model can answer someone who addressed it (none configured, over
 //! budget, the provider down), the channel hears a short honest sentence once
@@ -65,6 +74,8 @@ pub struct ReplyHandler {
     tools: ReplyTools,
     /// Per channel: when people were last told the bot cannot answer, and when it was last addressed.
     notices: Mutex<HashMap<ChannelId, (DateTime<Utc>, DateTime<Utc>)>>,
+    /// Per channel: when the model was last asked whether to chime in.
+    considered: Mutex<HashMap<ChannelId, DateTime<Utc>>>,
 }
 
 #[derive(Serialize)]
@@ -121,6 +132,7 @@ impl ReplyHandler {
             memory,
             tools,
             notices: Mutex::new(HashMap::new()),
+            considered: Mutex::new(HashMap::new()),
         }
     }
 
@@ -164,11 +176,11 @@ impl ReplyHandler {
             .map_err(|e| format!("the reply prompt failed to render: {e}"))
     }
 
-    fn turn(&self, m: &MessagePercept, rendered: Rendered, label: &str) -> Turn {
+    fn turn(&self, m: &MessagePercept, rendered: Rendered, role: Role, label: &str) -> Turn {
         let place = m.place();
         let settings = self.settings.for_guild(place.guild);
         let mut turn = Turn::new(
-            Role::Reply,
+            role,
             place.guild,
             format!("{label} message {}", m.message.id),
         );
@@ -240,11 +252,14 @@ impl ReplyHandler {
             Err(e) => return Outcome::Failed(e),
         };
         let settings = self.settings.for_guild(m.place().guild);
-        let mut turn = self.turn(m, rendered, "reply to");
+        let mut turn = self.turn(m, rendered, Role::Reply, "reply to");
         turn.tools.extend(self.conversation_tools(m));
         let result = self.executive.run_turn(turn).await;
+        let most = Role::Reply.settings(&settings).max_output_tokens;
         let text = match &result.outcome {
-            Ok(TurnOutcome::Answer(text)) => clean_answer(text, &settings.bot.name),
+            Ok(TurnOutcome::Answer(text)) => {
+                within_output_tokens(clean_answer(text, &settings.bot.name), most)
+            }
             Ok(TurnOutcome::Final(_)) => String::new(),
             Ok(TurnOutcome::Incomplete(why)) => {
                 return self.cannot_answer(m, why, "the model gave no answer").await;
@@ -263,26 +278,33 @@ impl ReplyHandler {
                 .cannot_answer(m, "the answer was empty", "the model gave no answer")
                 .await;
         }
-        self.deliver(
-            m,
-            &text,
-            &result,
-            format!("answered {}", m.message.author_name),
-            m.addressed.describe(),
-        )
-        .await
+        let outcome = self
+            .deliver(
+                m,
+                &text,
+                &result,
+                format!("answered {}", m.message.author_name),
+                m.addressed.describe(),
+            )
+            .await;
+        if outcome == Outcome::Done {
+            self.mark_active(m);
+        }
+        outcome
     }
 
     /// Nobody addressed the bot in a reply channel: the model decides whether to join in.
     async fn chime_in(&self, m: &MessagePercept) -> Outcome {
-        if self.executive.unavailable(Role::Reply).is_some() {
+        if self.executive.unavailable(Role::Ambient).is_some() {
             return Outcome::Declined("no model is available to decide whether to chime in".into());
         }
         let rendered = match self.render(m, true) {
             Ok(r) => r,
             Err(e) => return Outcome::Failed(e),
         };
-        let mut turn = self.turn(m, rendered, "chime in after");
+        self.lock_considered()
+            .insert(m.message.channel, self.clock.now());
+        let mut turn = self.turn(m, rendered, Role::Ambient, "chime in after");
         turn.final_tool = Some(FinalTool::of::<ChimeIn>(
             "chime_in",
             "Decide whether to join the conversation unprompted: speak (with text) or stay quiet.",
@@ -362,7 +384,6 @@ impl ReplyHandler {
                     e = e.model_call(id);
                 }
                 self.executive.journal().record(e);
-                self.mark_active(m);
                 Outcome::Done
             }
             Err(e) => Outcome::Failed(format!("could not send the answer: {e}")),
@@ -438,6 +459,42 @@ impl ReplyHandler {
         }
     }
 
+    /// Someone addressed the bot where it cannot speak now: one 💤 on their
+    /// message says so, and no model is paid for an answer nobody would see.
+    async fn undeliverable(&self, m: &MessagePercept, why: &str) -> Outcome {
+        let place = m.place();
+        let mut entry = Entry::new(Kind::Reply, "did not answer: it could not be delivered")
+            .place(place.guild, Some(place.channel))
+            .message(m.message.id)
+            .reason(why.to_string());
+        if let Some(target) = m.reply_target() {
+            match self
+                .speech
+                .transport()
+                .react(place.channel, target, "💤")
+                .await
+            {
+                Ok(()) => entry.summary = "reacted 💤: the answer could not be delivered".into(),
+                Err(e) => entry.reason = format!("{why}; the 💤 reaction failed too: {e}"),
+            }
+        }
+        self.executive.journal().record(entry);
+        Outcome::Done
+    }
+
+    fn lock_considered(&self) -> std::sync::MutexGuard<'_, HashMap<ChannelId, DateTime<Utc>>> {
+        self.considered.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether the model was asked about chiming in here too recently to ask again.
+    fn chime_in_cooling(&self, channel: ChannelId, settings: &crate::settings::Settings) -> bool {
+        let cooldown =
+            chrono::Duration::minutes(i64::from(settings.attention.chime_in_cooldown_minutes));
+        self.lock_considered()
+            .get(&channel)
+            .is_some_and(|at| self.clock.now() - *at < cooldown)
+    }
+
     fn mark_active(&self, m: &MessagePercept) {
         let place = m.place();
         let minutes = self
@@ -450,6 +507,16 @@ impl ReplyHandler {
             place.channel,
             self.clock.now() + chrono::Duration::minutes(i64::from(minutes)),
         );
+    }
+}
+
+/// Roughly four characters a token: a provider that ignores `max_tokens`
+/// (or a runaway answer) cannot make the bot post more than was asked for.
+fn within_output_tokens(text: String, max_output_tokens: u32) -> String {
+    let most = max_output_tokens as usize * 4;
+    match text.char_indices().nth(most) {
+        Some((cut, _)) => format!("{}\n{}", text[..cut].trim_end(), crate::speech::CUT_MARKER),
+        None => text,
     }
 }
 
@@ -496,7 +563,8 @@ impl Handler for ReplyHandler {
         let settings = self.settings.for_guild(m.message.guild);
         let threshold = settings.attention.unsolicited_reply_threshold;
         (settings.permissions.replies.reply_channel_ids.contains(&m.message.channel)
-            && item.salience.score >= threshold)
+            && item.salience.reaches(threshold)
+            && !self.chime_in_cooling(m.message.channel, &settings))
             .then(|| {
                 format!(
                     "reply channel: salience {:.2} reaches the unsolicited-reply bar {threshold:.2}; the model decides whether to chime in",
@@ -509,7 +577,14 @@ impl Handler for ReplyHandler {
         let Input::Percept(Percept::Message(m)) = &item.input else {
             return Outcome::Declined("not a message".into());
         };
-        if !m.addressed.is_addressed() && item.escalated.is_none() {
+        let unprompted = !m.addressed.is_addressed() && item.escalated.is_none();
+        if let Err(why) = self.speech.deliverable(m.place()) {
+            if unprompted {
+                return Outcome::Declined(format!("would not be delivered: {why}"));
+            }
+            return self.undeliverable(m, &why.to_string()).await;
+        }
+        if unprompted {
             return self.chime_in(m).await;
         }
         self.mark_active(m);

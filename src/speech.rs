@@ -2,22 +2,34 @@
 //!
 //! Every reply and post goes through [`Speech::say`], which
 //! - refuses empty text,
-//! - honours `permissions.replies.maxMessagesPerHour` per channel,
+//! - honours `permissions.replies.maxMessagesPerHour` per channel, sending
+//!   what still fits and marking the cut instead of dropping the whole answer,
 //! - splits long text at Discord's 2,000 characters on paragraph, line or
-//!   sentence boundaries (keeping code fences balanced),
+//!   sentence boundaries (keeping code fences balanced), at most
+//!   `permissions.replies.maxPartsPerAnswer` parts,
 //! - gives each part a nonce derived from what caused it, so a retry is
 //!   deduplicated by the platform instead of posted twice,
 //! - records what was said in channel history (the bot must know its own words).
 //!
+//! [`Speech::deliverable`] answers, before anyone pays a model for the words,
+//! whether anything could be said in a place now: the channel still visible
+//! under the current settings, under its hourly cap, and not one whose last
+//! send the platform refused (missing permission) within the last
+//! [`REFUSAL_MEMORY_MINUTES`].
+//!
 //! Mention safety (never `@everyone`, `@here` or roles) is enforced by the
 //! Discord transport through `allowed_mentions`, where Discord enforces it.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
 
 use crate::attention::Place;
 use crate::chat::{ChatError, Outgoing, OutgoingFile, Transport};
 use crate::clock::SharedClock;
-use crate::ids::MessageId;
+use crate::ids::{ChannelId, MessageId};
+use crate::permissions;
 use crate::settings::SettingsService;
 use crate::store::messages::{Source, StoredMessage};
 use crate::store::{Store, StoreError};
@@ -25,14 +37,31 @@ use crate::store::{Store, StoreError};
 /// Discord's message length limit, in characters.
 pub const MESSAGE_LIMIT: usize = 2000;
 
+/// How long a channel that refused the bot's message (403) is taken as closed to it.
+pub const REFUSAL_MEMORY_MINUTES: i64 = 15;
+
+/// Ends the last part of an answer that did not fit whole.
+pub const CUT_MARKER: &str = "… (cut: the rest did not fit here)";
+
+/// Why nothing can be said in a place right now.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Undeliverable {
+    #[error("the bot may not speak there: {0}")]
+    Invisible(&'static str),
+    #[error(
+        "this channel already had {sent} messages from the bot in the last hour (limit {limit}, permissions.replies.maxMessagesPerHour)"
+    )]
+    HourlyCap { sent: u64, limit: u32 },
+    #[error("the platform refused the bot's last message there ({0}); trying again later")]
+    Refused(String),
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum SpeechError {
     #[error("nothing to say: the text is empty")]
     Empty,
-    #[error(
-        "this channel already had {sent} messages from the bot in the last hour (limit {limit}, permissions.replies.maxMessagesPerHour)"
-    )]
-    RateLimited { sent: u64, limit: u32 },
+    #[error(transparent)]
+    Undeliverable(#[from] Undeliverable),
     #[error(transparent)]
     Chat(#[from] ChatError),
     #[error(transparent)]
@@ -44,6 +73,8 @@ pub struct Speech {
     store: Store,
     settings: Arc<SettingsService>,
     clock: SharedClock,
+    /// Channels whose last send was refused, and when.
+    refused: Mutex<HashMap<ChannelId, (DateTime<Utc>, String)>>,
 }
 
 impl Speech {
@@ -58,11 +89,43 @@ impl Speech {
             store,
             settings,
             clock,
+            refused: Mutex::new(HashMap::new()),
         }
     }
 
     pub fn transport(&self) -> &Arc<dyn Transport> {
         &self.transport
+    }
+
+    /// How many messages may still be sent in `place` now, or why none may.
+    /// Every path that pays a model for words asks this first.
+    pub fn deliverable(&self, place: Place) -> Result<u64, SpeechError> {
+        let settings = self.settings.for_guild(place.guild);
+        if !place.is_dm() {
+            if let Some(why) = permissions::channel_invisible_because(&settings, place.channel) {
+                return Err(Undeliverable::Invisible(why).into());
+            }
+        }
+        let now = self.clock.now();
+        if let Some((at, why)) = self.lock_refused().get(&place.channel) {
+            if now - *at < chrono::Duration::minutes(REFUSAL_MEMORY_MINUTES) {
+                return Err(Undeliverable::Refused(why.clone()).into());
+            }
+        }
+        let limit = settings.permissions.replies.max_messages_per_hour;
+        let sent = self
+            .store
+            .count_self_messages_since(place.channel, now - chrono::Duration::hours(1))?;
+        match u64::from(limit).saturating_sub(sent) {
+            0 => Err(Undeliverable::HourlyCap { sent, limit }.into()),
+            left => Ok(left),
+        }
+    }
+
+    fn lock_refused(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<ChannelId, (DateTime<Utc>, String)>> {
+        self.refused.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Says `text` in `place`, as a reply to `reply_to` if given. `cause` is a
@@ -92,20 +155,15 @@ impl Speech {
         if text.is_empty() {
             return Err(SpeechError::Empty);
         }
-        let parts = split_message(text, MESSAGE_LIMIT);
-        let limit = self
+        let room = self.deliverable(place)?;
+        let max_parts = self
             .settings
             .for_guild(place.guild)
             .permissions
             .replies
-            .max_messages_per_hour;
-        let now = self.clock.now();
-        let sent = self
-            .store
-            .count_self_messages_since(place.channel, now - chrono::Duration::hours(1))?;
-        if sent + parts.len() as u64 > u64::from(limit) {
-            return Err(SpeechError::RateLimited { sent, limit });
-        }
+            .max_parts_per_answer;
+        let fits = room.min(u64::from(max_parts)).max(1) as usize;
+        let parts = split_within(text, MESSAGE_LIMIT, fits);
 
         let me = self.transport.me();
         let mut ids = Vec::with_capacity(parts.len());
@@ -117,7 +175,16 @@ impl Speech {
                 nonce: nonce(cause, i),
                 files: std::mem::take(&mut files),
             };
-            let id = self.transport.send(place.channel, &outgoing).await?;
+            let id = match self.transport.send(place.channel, &outgoing).await {
+                Ok(id) => id,
+                Err(e) => {
+                    if let ChatError::Refused(why) = &e {
+                        self.lock_refused()
+                            .insert(place.channel, (self.clock.now(), why.clone()));
+                    }
+                    return Err(e.into());
+                }
+            };
             self.store.insert_message(&StoredMessage {
                 id,
                 guild: place.guild,
@@ -136,8 +203,33 @@ impl Speech {
             })?;
             ids.push(id);
         }
+        self.lock_refused().remove(&place.channel);
         Ok(ids)
     }
+}
+
+/// Splits `text` into at most `max_parts` parts of at most `limit`
+/// characters; when it does not fit, the last part ends with [`CUT_MARKER`].
+/// Only what can be sent is split, so a megabyte answer costs no more than
+/// the parts it yields.
+pub fn split_within(text: &str, limit: usize, max_parts: usize) -> Vec<String> {
+    let ceiling = limit * max_parts;
+    let head: String = text.chars().take(ceiling + 1).collect();
+    let mut parts = split_message(&head, limit);
+    if parts.len() <= max_parts && head.chars().count() <= ceiling {
+        return parts;
+    }
+    parts.truncate(max_parts);
+    if let Some(last) = parts.last_mut() {
+        let room = limit - CUT_MARKER.chars().count() - 1;
+        if last.chars().count() > room {
+            // split_message closes a code fence open at its cut.
+            *last = split_message(last, room).swap_remove(0);
+        }
+        last.push('\n');
+        last.push_str(CUT_MARKER);
+    }
+    parts
 }
 
 /// A Discord nonce (at most 25 characters) derived from the cause and part index.
@@ -257,6 +349,39 @@ mod tests {
             assert!(p.chars().count() <= 2000);
         }
         assert!(parts[1].starts_with("```rust\n"));
+    }
+
+    #[test]
+    fn a_huge_answer_is_cut_to_the_parts_that_fit_with_a_marker() {
+        let text = "word ".repeat(200_000); // a megabyte
+        let parts = split_within(&text, 2000, 4);
+        assert_eq!(parts.len(), 4);
+        assert!(parts.iter().all(|p| p.chars().count() <= 2000));
+        assert!(parts[3].ends_with(CUT_MARKER), "{}", &parts[3][1900..]);
+        assert!(!parts[2].contains(CUT_MARKER));
+    }
+
+    #[test]
+    fn an_answer_that_fits_is_not_marked() {
+        let text = "This is a sentence that goes on for a while. ".repeat(100);
+        let parts = split_within(&text, 2000, 3);
+        assert_eq!(parts, split_message(&text, 2000));
+        assert!(!parts.concat().contains(CUT_MARKER));
+        let one = split_within(&text, 2000, 1);
+        assert_eq!(one.len(), 1);
+        assert!(one[0].ends_with(CUT_MARKER) && one[0].chars().count() <= 2000);
+    }
+
+    #[test]
+    fn a_cut_inside_code_keeps_the_fence_balanced() {
+        let code = format!("```rust\n{}```", "let x = 1;\n".repeat(600));
+        let parts = split_within(&code, 2000, 2);
+        assert_eq!(parts.len(), 2);
+        for p in &parts {
+            assert_eq!(p.matches("```").count() % 2, 0, "unbalanced: {p}");
+            assert!(p.chars().count() <= 2000);
+        }
+        assert!(parts[1].ends_with(CUT_MARKER));
     }
 
     #[test]

@@ -23,7 +23,9 @@ use tokio::task::JoinSet;
 
 pub use active::ActiveChannels;
 pub use impulse::{Impulse, ImpulseKind, Priority};
-pub use percept::{Addressed, Author, MessagePercept, Percept, Place, addressed_by_name};
+pub use percept::{
+    Addressed, Author, MessagePercept, Percept, Place, addressed_by_name, bot_mention,
+};
 pub use queue::{Attended, Lane};
 pub use router::{Handler, Outcome, Registry};
 pub use salience::{Class, Salience};

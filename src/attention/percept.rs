@@ -57,6 +57,14 @@ impl Addressed {
     }
 }
 
+/// How a mention of the bot is written in stored text, whatever the front
+/// end: `@` and `bot.name`. Discord's `<@id>` and the console's `@ambient`
+/// both become this where the percept is made, so reflexes, prompts and the
+/// journal see one form.
+pub fn bot_mention(bot_name: &str) -> String {
+    format!("@{}", bot_name.trim())
+}
+
 /// Whether `text` addresses the bot by `name` without a mention: "hey ambient, …",
 /// "ambient: …", "what do you think, ambient?". A bare "ambient music is nice" does not.
 pub fn addressed_by_name(text: &str, name: &str) -> bool {

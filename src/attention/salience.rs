@@ -6,6 +6,11 @@
 //! Separately, every input has a [`Class`]: a person's input is `User`, the
 //! bot's own motivation is `Autonomous`, and the queue always serves `User`
 //! first regardless of score.
+//!
+//! Weights are whole points (hundredths) and are summed as integers, so a
+//! question in a reply channel (10 + 25 + 10) scores exactly 0.45, not
+//! 0.44999999999999996; [`Salience::reaches`] compares against a bar with a
+//! tolerance for what the recency factor leaves.
 
 use chrono::{DateTime, Utc};
 
@@ -31,6 +36,11 @@ pub struct Salience {
 }
 
 impl Salience {
+    /// Whether the score reaches `bar` (within floating-point noise).
+    pub fn reaches(&self, bar: f64) -> bool {
+        self.score + 1e-9 >= bar
+    }
+
     /// "addressed 0.60 + human 0.10 × recency 1.00"
     pub fn explain(&self) -> String {
         let (factors, terms): (Vec<_>, Vec<_>) = self
@@ -57,19 +67,20 @@ pub struct Context<'a> {
     pub channel_active: bool,
 }
 
-// Feature weights. Addressing dominates: a mention must beat any vibe.
-const ADDRESSED: f64 = 0.60;
-const REPLY_CHANNEL: f64 = 0.25;
-const DISCOVERY_CHANNEL: f64 = 0.05;
-const ACTIVE: f64 = 0.15;
-const HUMAN: f64 = 0.10;
-const OTHER_BOT: f64 = -0.30;
-const QUESTION: f64 = 0.10;
+// Feature weights in points (hundredths). Addressing dominates: a mention must beat any vibe.
+const ADDRESSED: i32 = 60;
+const REPLY_CHANNEL: i32 = 25;
+const DISCOVERY_CHANNEL: i32 = 5;
+const ACTIVE: i32 = 15;
+const HUMAN: i32 = 10;
+const OTHER_BOT: i32 = -30;
+const QUESTION: i32 = 10;
 /// Minutes after which an old percept (e.g. redelivered after downtime) counts half.
 const RECENCY_HALF_LIFE_MINUTES: f64 = 30.0;
 
 pub fn score(input: &Input, ctx: &Context<'_>) -> Salience {
-    let mut features: Vec<(&'static str, f64)> = Vec::new();
+    let mut terms: Vec<(&'static str, i32)> = Vec::new();
+    let mut recency = None;
     let class;
     match input {
         Input::Percept(p) => {
@@ -79,55 +90,50 @@ pub fn score(input: &Input, ctx: &Context<'_>) -> Salience {
             } else {
                 Class::Autonomous
             };
-            features.push(if human {
+            terms.push(if human {
                 ("human", HUMAN)
             } else {
                 ("other_bot", OTHER_BOT)
             });
             if let Percept::Message(m) = p {
                 if m.addressed.is_addressed() {
-                    features.push(("addressed", ADDRESSED));
+                    terms.push(("addressed", ADDRESSED));
                 }
                 let replies = &ctx.settings.permissions.replies;
                 if replies.reply_channel_ids.contains(&m.message.channel) {
-                    features.push(("reply_channel", REPLY_CHANNEL));
+                    terms.push(("reply_channel", REPLY_CHANNEL));
                 } else if replies.discovery_channel_ids.contains(&m.message.channel) {
-                    features.push(("discovery_channel", DISCOVERY_CHANNEL));
+                    terms.push(("discovery_channel", DISCOVERY_CHANNEL));
                 }
                 if m.message.content.trim_end().ends_with('?') {
-                    features.push(("question", QUESTION));
+                    terms.push(("question", QUESTION));
                 }
             }
             if ctx.channel_active {
-                features.push(("active", ACTIVE));
+                terms.push(("active", ACTIVE));
             }
             let age_minutes = (ctx.now - p.at()).num_seconds().max(0) as f64 / 60.0;
-            features.push((
-                "recency",
-                0.5f64.powf(age_minutes / RECENCY_HALF_LIFE_MINUTES),
-            ));
+            recency = Some(0.5f64.powf(age_minutes / RECENCY_HALF_LIFE_MINUTES));
         }
         Input::Impulse(i) => {
             class = Class::Autonomous;
             let w = match i.priority {
-                Priority::Low => 0.20,
-                Priority::Normal => 0.40,
-                Priority::High => 0.60,
+                Priority::Low => 20,
+                Priority::Normal => 40,
+                Priority::High => 60,
             };
-            features.push(("impulse_priority", w));
+            terms.push(("impulse_priority", w));
         }
     }
-    let sum: f64 = features
-        .iter()
-        .filter(|(n, _)| *n != "recency")
-        .map(|(_, w)| w)
-        .sum();
-    let factor = features
-        .iter()
-        .find(|(n, _)| *n == "recency")
-        .map_or(1.0, |(_, f)| *f);
+    let points: i32 = terms.iter().map(|(_, w)| w).sum();
+    let factor = recency.unwrap_or(1.0);
+    let mut features: Vec<(&'static str, f64)> = terms
+        .into_iter()
+        .map(|(name, w)| (name, f64::from(w) / 100.0))
+        .collect();
+    features.extend(recency.map(|f| ("recency", f)));
     Salience {
-        score: (sum * factor).clamp(0.0, 1.0),
+        score: (f64::from(points) / 100.0 * factor).clamp(0.0, 1.0),
         class,
         features,
     }
@@ -138,5 +144,55 @@ fn is_bot_author(p: &Percept) -> bool {
         Percept::Message(m) => m.message.author_is_bot,
         Percept::Reaction { user, .. } | Percept::MemberJoin { user, .. } => user.is_bot,
         Percept::Edit { .. } | Percept::Delete { .. } => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attention::{Addressed, MessagePercept};
+    use crate::ids::{ChannelId, GuildId, MessageId, UserId};
+    use crate::store::messages::{Source, StoredMessage};
+
+    #[test]
+    fn a_question_in_a_reply_channel_reaches_an_equal_bar() {
+        let mut settings = Settings::default();
+        settings.permissions.replies.reply_channel_ids = vec![ChannelId(7)];
+        let now = Utc::now();
+        let input = Input::Percept(Percept::Message(MessagePercept {
+            message: StoredMessage {
+                id: MessageId(1),
+                guild: Some(GuildId(1)),
+                channel: ChannelId(7),
+                author_id: UserId(2),
+                author_name: "ada".into(),
+                author_is_bot: false,
+                is_self: false,
+                content: "anyone tried the new release?".into(),
+                attachments: vec![],
+                reply_to: None,
+                source: Source::Text,
+                created_at: now,
+                edited_at: None,
+                deleted_at: None,
+            },
+            addressed: Addressed::No,
+            guild_name: None,
+            channel_name: None,
+        }));
+        let s = score(
+            &input,
+            &Context {
+                settings: &settings,
+                now,
+                channel_active: false,
+            },
+        );
+        assert_eq!(
+            s.score, 0.45,
+            "human 10 + reply channel 25 + question 10 points"
+        );
+        assert!(s.reaches(0.45));
+        assert!(!s.reaches(0.46));
     }
 }

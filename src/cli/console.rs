@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use crate::app::{App, Parts};
-use crate::clock::{Chance, SystemClock};
+use crate::clock::{Chance, ShiftedClock};
 use crate::console::{self, ConsoleOut, ConsoleTransport};
 use crate::settings::Secrets;
 use crate::store::lock::DataLock;
@@ -23,7 +23,7 @@ pub async fn console(
     // One bot per data directory: refused before anything touches the data.
     let lock = DataLock::acquire(Path::new(&loaded.settings.storage.data_dir))?;
     let out = ConsoleOut::new(json);
-    let clock = Arc::new(SystemClock);
+    let clock = Arc::new(ShiftedClock::default());
     let me = console::bot_author(&loaded.settings.bot.name);
     let app = App::build(
         Parts {
@@ -47,7 +47,16 @@ pub async fn console(
         .or_else(|| std::env::var("USER").ok())
         .filter(|u| !u.trim().is_empty())
         .unwrap_or_else(|| "you".into());
-    let result = console::run(app, out, console::Options { user, channel }).await;
+    let result = console::run(
+        app,
+        out,
+        console::Options {
+            user,
+            channel,
+            clock,
+        },
+    )
+    .await;
     running.stop().await;
     result.map(|()| ExitCode::SUCCESS)
 }

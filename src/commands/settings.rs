@@ -1,5 +1,9 @@
 //! `/settings show|set|reset`: per-guild overrides over the settings file,
 //! validated by the same validator as the file.
+//!
+//! Channel-valued settings (`…ChannelIds`, `…ChannelId`) take channels as
+//! people name them: `#memes` (this server's channel of that name), Discord's
+//! `<#id>`, or the id itself — in the console and on Discord alike.
 
 use crate::app::App;
 use crate::ids::{GuildId, UserId};
@@ -46,7 +50,8 @@ pub fn set(
     path: &str,
     value: &str,
 ) -> Result<String, String> {
-    match app.settings.set_override(guild, path, value, by) {
+    let value = channel_names_to_ids(app, guild, path, value)?;
+    match app.settings.set_override(guild, path, &value, by) {
         Ok(stored) => {
             app.discovery.poke();
             app.journal.record(
@@ -109,6 +114,59 @@ pub fn run_text(
         ("set" | "reset", None) => "Settings can only be overridden inside a server.".into(),
         _ => usage.into(),
     }
+}
+
+/// For a channel-valued setting, each `#name` becomes the id of this
+/// server's channel of that name; other values pass unchanged (a JSON list
+/// is taken as written).
+fn channel_names_to_ids(
+    app: &App,
+    guild: GuildId,
+    path: &str,
+    value: &str,
+) -> Result<String, String> {
+    let leaf = path.trim().rsplit('.').next().unwrap_or_default();
+    let channel_valued = leaf.ends_with("ChannelIds") || leaf.ends_with("ChannelId");
+    if !channel_valued || !value.contains('#') || value.trim_start().starts_with('[') {
+        return Ok(value.to_string());
+    }
+    let unreadable = |e| format!("cannot read this server's channels: {e}");
+    let mut ids = Vec::new();
+    for token in value.split(|c: char| c == ',' || c.is_whitespace()) {
+        let Some(name) = token.strip_prefix('#').filter(|n| !n.is_empty()) else {
+            ids.push(token.to_string());
+            continue;
+        };
+        match app.store.channel_by_name(guild, name).map_err(unreadable)? {
+            Some(id) => ids.push(id.to_string()),
+            None => return Err(no_such_channel(app, guild, path, name)),
+        }
+    }
+    Ok(ids
+        .into_iter()
+        .filter(|t| !t.is_empty())
+        .collect::<Vec<_>>()
+        .join(", "))
+}
+
+fn no_such_channel(app: &App, guild: GuildId, path: &str, name: &str) -> String {
+    let mut known: Vec<String> = app
+        .store
+        .guild_channels(guild)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|c| app.store.channel_name(c).ok().flatten())
+        .map(|n| format!("#{n}"))
+        .collect();
+    known.sort();
+    let known = if known.is_empty() {
+        "none seen yet".to_string()
+    } else {
+        known.join(", ")
+    };
+    format!(
+        "{path}: this server has no channel named #{name} (channels the bot knows here: {known})"
+    )
 }
 
 fn truncate(mut text: String) -> String {

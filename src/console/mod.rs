@@ -3,9 +3,13 @@
 //! What you type is a message from you in `#general` of the guild "console";
 //! `/channel memes` moves you, `/as bob` speaks as someone else. A line that
 //! mentions the bot (`@ambient …`, or `@` and its configured name) addresses
-//! it like a Discord mention. The same spine, store, journal and handlers run
-//! as with Discord; only the transport differs. Input may be piped: at end of
-//! input the console finishes the work in flight and exits 0.
+//! it like a Discord mention, and the mention is written the way the Discord
+//! front end writes one ([`bot_mention`]), so the same reflexes fire. The
+//! same spine, store, journal and handlers run as with Discord; only the
+//! transport differs. `/wait 5m` moves the console's clock forward tick by
+//! tick, so initiative posts and reminders can be seen without waiting.
+//! Input may be piped: at end of input the console finishes the work in
+//! flight and exits 0; a line that is not UTF-8 is skipped with a notice.
 
 pub mod transport;
 
@@ -16,7 +20,10 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::app::App;
-use crate::attention::{Addressed, Author, MessagePercept, Percept, addressed_by_name};
+use crate::attention::{
+    Addressed, Author, MessagePercept, Percept, addressed_by_name, bot_mention,
+};
+use crate::clock::ShiftedClock;
 use crate::commands;
 use crate::ids::{ChannelId, GuildId, MessageId, UserId, next_snowflake, stable_id};
 use crate::journal::{self, Filter};
@@ -50,7 +57,12 @@ pub fn bot_author(name: &str) -> Author {
 pub struct Options {
     pub user: String,
     pub channel: String,
+    /// The app's clock, which `/wait` moves forward.
+    pub clock: Arc<ShiftedClock>,
 }
+
+/// The longest `/wait`: a day of simulated time.
+const MAX_WAIT_HOURS: i64 = 24;
 
 /// Reads lines until end of input (or `/quit`), then lets the bot finish.
 pub async fn run(app: Arc<App>, out: Arc<ConsoleOut>, options: Options) -> anyhow::Result<()> {
@@ -60,11 +72,14 @@ pub async fn run(app: Arc<App>, out: Arc<ConsoleOut>, options: Options) -> anyho
     loop {
         tokio::select! {
             line = lines.recv() => match line {
-                Some(line) => {
+                Some(Ok(line)) => {
                     if session.line(&line).await? == Flow::Quit {
                         break;
                     }
                 }
+                Some(Err(number)) => session.out.notice(&format!(
+                    "line {number} skipped: it is not valid UTF-8 text"
+                )),
                 None => break,
             },
             _ = tokio::signal::ctrl_c() => break,
@@ -74,19 +89,51 @@ pub async fn run(app: Arc<App>, out: Arc<ConsoleOut>, options: Options) -> anyho
     Ok(())
 }
 
+/// The longest line read from standard input; the rest of a longer line is
+/// dropped (a Discord message is at most 4,000 characters with Nitro).
+const MAX_LINE_BYTES: usize = 64 * 1024;
+
 /// Stdin on its own thread: a blocking read cannot be cancelled, and a
-/// detached thread never holds up shutdown.
-fn stdin_lines() -> mpsc::Receiver<String> {
+/// detached thread never holds up shutdown. Each line is its text, or the
+/// (1-based) number of a line that was not UTF-8.
+fn stdin_lines() -> mpsc::Receiver<Result<String, usize>> {
     let (tx, rx) = mpsc::channel(64);
     std::thread::spawn(move || {
-        for line in std::io::stdin().lines() {
-            let Ok(line) = line else { break };
+        let mut input = std::io::stdin().lock();
+        let mut number = 0;
+        while let Some(bytes) = read_line(&mut input) {
+            number += 1;
+            let line = String::from_utf8(bytes).map_err(|_| number);
             if tx.blocking_send(line).is_err() {
                 break;
             }
         }
     });
     rx
+}
+
+/// One line without its ending, at most [`MAX_LINE_BYTES`]; `None` at end of input.
+fn read_line<R: std::io::BufRead>(input: &mut R) -> Option<Vec<u8>> {
+    use std::io::{BufRead, Read};
+    let mut line = Vec::new();
+    let read = BufRead::read_until(
+        &mut input.by_ref().take(MAX_LINE_BYTES as u64),
+        b'\n',
+        &mut line,
+    )
+    .ok()?;
+    if read == 0 {
+        return None;
+    }
+    if line.last() != Some(&b'\n') && line.len() == MAX_LINE_BYTES {
+        let mut rest = Vec::new();
+        // Drop the rest of an over-long line; an error here ends input like any read error.
+        input.read_until(b'\n', &mut rest).ok()?;
+    }
+    while matches!(line.last(), Some(b'\n' | b'\r')) {
+        line.pop();
+    }
+    Some(line)
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -101,6 +148,7 @@ struct Session {
     user: Author,
     channel: String,
     mention: Regex,
+    clock: Arc<ShiftedClock>,
 }
 
 impl Session {
@@ -114,6 +162,7 @@ impl Session {
             user: person(&options.user),
             channel: options.channel,
             mention,
+            clock: options.clock,
             app,
             out,
         };
@@ -159,7 +208,7 @@ impl Session {
             return Ok(Flow::Continue);
         }
         if let Some(command) = line.strip_prefix('/') {
-            return self.command(command);
+            return self.command(command).await;
         }
         self.say(line)?;
         Ok(Flow::Continue)
@@ -169,6 +218,10 @@ impl Session {
         let now = self.app.clock.now();
         let id = MessageId(next_snowflake(now));
         let channel = channel_id(&self.channel);
+        let bot_name = self.app.settings.global().bot.name.clone();
+        let text = &*self.mention.replace_all(text, |c: &regex::Captures<'_>| {
+            format!("{}{}", &c[1], bot_mention(&bot_name))
+        });
         let addressed = if self.mention.is_match(text) {
             Addressed::Mention
         } else if addressed_by_name(text, &self.app.settings.global().bot.name) {
@@ -209,7 +262,7 @@ impl Session {
         Ok(())
     }
 
-    fn command(&mut self, command: &str) -> anyhow::Result<Flow> {
+    async fn command(&mut self, command: &str) -> anyhow::Result<Flow> {
         let (verb, rest) = command.split_once(' ').unwrap_or((command, ""));
         let rest = rest.trim();
         match verb {
@@ -235,6 +288,8 @@ impl Session {
                 }
             }
             "journal" => self.print_journal(rest),
+            "channels" => self.print_channels(),
+            "wait" => self.wait(rest).await,
             "memory" => {
                 let who = self.asker();
                 let text = commands::memory::run_text(&self.app, &who, rest);
@@ -307,6 +362,92 @@ impl Session {
         }
     }
 
+    /// The console guild's channels with their ids (settings take either
+    /// `#name` or the id) and what each is open to.
+    fn print_channels(&self) {
+        let settings = self.app.settings.for_guild(Some(guild_id()));
+        let replies = &settings.permissions.replies;
+        let ids = self
+            .app
+            .store
+            .guild_channels(guild_id())
+            .unwrap_or_default();
+        let mut lines = Vec::new();
+        for id in ids {
+            let name = self
+                .app
+                .store
+                .channel_name(id)
+                .ok()
+                .flatten()
+                .unwrap_or_default();
+            let mut roles = Vec::new();
+            if name == self.channel {
+                roles.push("you are here");
+            }
+            if replies.discovery_channel_ids.contains(&id) {
+                roles.push("open to ambient posts");
+            }
+            if replies.reply_channel_ids.contains(&id) {
+                roles.push("reply channel");
+            }
+            if crate::permissions::channel_invisible_because(&settings, id).is_some() {
+                roles.push("invisible to the bot");
+            }
+            let roles = if roles.is_empty() {
+                String::new()
+            } else {
+                format!("  ({})", roles.join(", "))
+            };
+            lines.push(format!("#{name:<20} {id}{roles}"));
+        }
+        lines.sort();
+        self.out.notice(&format!(
+            "channels of \"{GUILD_NAME}\" (settings take #name or the id):\n{}\n\
+             e.g. /settings set permissions.replies.discoveryChannelIds #{}",
+            lines.join("\n"),
+            self.channel
+        ));
+    }
+
+    /// `/wait 5m`: moves the clock forward one initiative tick at a time,
+    /// running what each tick and each due reminder brings, as if that much
+    /// time had passed.
+    async fn wait(&self, spec: &str) {
+        let usage = "usage: /wait DURATION, e.g. /wait 5m (at most 24h)";
+        let Some(total) =
+            crate::when::parse_duration(spec).filter(|d| *d > chrono::Duration::zero())
+        else {
+            return self.out.notice(usage);
+        };
+        if total > chrono::Duration::hours(MAX_WAIT_HOURS) {
+            return self.out.notice(usage);
+        }
+        let tick = i64::from(
+            self.app
+                .settings
+                .global()
+                .initiative
+                .text
+                .tick_seconds
+                .max(1),
+        );
+        let mut left = total;
+        while left > chrono::Duration::zero() {
+            let step = left.min(chrono::Duration::seconds(tick));
+            self.clock.advance(step);
+            left -= step;
+            self.app.impulses.check();
+            self.app.initiative.tick();
+            self.app.spine.drain().await;
+        }
+        let now = self.app.clock.now();
+        self.out.emit(
+            &format!("(waited {spec}; it is now {} UTC)", now.format("%H:%M")),
+            json!({"event": "waited", "seconds": total.num_seconds(), "now": now.to_rfc3339()}),
+        );
+    }
+
     fn print_journal(&self, since: &str) {
         let now = self.app.clock.now();
         let since = if since.is_empty() { "1h" } else { since };
@@ -355,6 +496,8 @@ fn is_channel_name(name: &str) -> bool {
 const HELP: &str = "commands:
   /channel NAME              move to #NAME
   /as NAME                   speak as someone else
+  /channels                  this guild's channels with their ids and what each is open to
+  /wait DURATION             let simulated time pass, e.g. /wait 5m: ticks and reminders run
   /journal [SINCE]           what the bot decided lately (default 1h; e.g. 30m, 24h)
   /why [MESSAGE-ID]          why the bot said (or did not say) something
   /status                    what the bot is up to here: garden, models, budget

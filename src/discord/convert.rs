@@ -2,12 +2,14 @@
 //!
 //! Mentions are made readable on the way in (`<@123>` → `@ada`, `<#456>` →
 //! `#general`): the stored history feeds prompts and memory, and raw ids mean
-//! nothing to a model or a person reading the journal.
+//! nothing to a model or a person reading the journal. A mention of the bot
+//! itself becomes [`bot_mention`] (`@` and `bot.name`), the same form the
+//! console writes, so an addressed reflex fires alike in both.
 
 use chrono::{DateTime, Utc};
 use serenity::all::Message;
 
-use crate::attention::{Addressed, MessagePercept, addressed_by_name};
+use crate::attention::{Addressed, MessagePercept, addressed_by_name, bot_mention};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::store::Store;
 use crate::store::messages::{Attachment, Source, StoredMessage};
@@ -16,18 +18,26 @@ pub fn timestamp(m: &Message) -> DateTime<Utc> {
     DateTime::from_timestamp(m.timestamp.unix_timestamp(), 0).unwrap_or_else(Utc::now)
 }
 
-/// `<@123>`/`<@!123>` → `@name` for mentioned users; `<#456>` → `#name` where known.
-pub fn readable_content(m: &Message, store: &Store) -> String {
+/// `<@123>`/`<@!123>` → `@name` for mentioned users (the bot: `@` and
+/// `bot.name`); `<#456>` → `#name` where known.
+pub fn readable_content(m: &Message, store: &Store, me: UserId, bot_name: &str) -> String {
     let mut text = m.content.clone();
     for user in &m.mentions {
-        let name = user
-            .global_name
-            .clone()
-            .unwrap_or_else(|| user.name.clone());
+        let name = if user.id.get() == me.get() {
+            bot_mention(bot_name)
+        } else {
+            format!("@{}", user.global_name.as_deref().unwrap_or(&user.name))
+        };
         text = text
-            .replace(&format!("<@{}>", user.id), &format!("@{name}"))
-            .replace(&format!("<@!{}>", user.id), &format!("@{name}"));
+            .replace(&format!("<@{}>", user.id), &name)
+            .replace(&format!("<@!{}>", user.id), &name);
     }
+    // `addressed` accepts a raw mention of the bot missing from `mentions`;
+    // written the same way here, the reflexes see it too.
+    let me_name = bot_mention(bot_name);
+    text = text
+        .replace(&format!("<@{me}>"), &me_name)
+        .replace(&format!("<@!{me}>"), &me_name);
     for id in channel_mention_ids(&text) {
         if let Ok(Some(name)) = store.channel_name(ChannelId(id)) {
             text = text.replace(&format!("<#{id}>"), &format!("#{name}"));
@@ -128,7 +138,7 @@ pub fn percept(
     guild_name: Option<String>,
 ) -> MessagePercept {
     MessagePercept {
-        message: stored(m, me, &readable_content(m, store)),
+        message: stored(m, me, &readable_content(m, store, me, bot_name)),
         addressed: addressed(m, me, bot_name, store),
         guild_name,
         channel_name,

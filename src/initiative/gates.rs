@@ -5,8 +5,10 @@
 //! 1. `initiative.text.enabled`
 //! 2. a non-empty eligible pool (`discoveryChannelIds` that belong to this
 //!    guild, minus blocked or not-allowed channels, minus channels in an
-//!    ACTIVE conversation). The ids are a flat list, so a guild is only ever
-//!    offered its own channels.
+//!    ACTIVE conversation, minus channels where nothing could be delivered
+//!    now: at `maxMessagesPerHour`, or the platform refused the last send).
+//!    The ids are a flat list, so a guild is only ever offered its own
+//!    channels. A post that could not be sent is never paid for.
 //! 3. the daily cap (`maxPostsPerDay`, rolling 24 h)
 //! 4. a model for the role that decides
 //! 5. a pending thought is revisited here, before the fresh-thought gates
@@ -42,6 +44,8 @@ pub struct Inputs<'a> {
     pub pending: Option<&'a PendingThought>,
     /// Channels where someone is talking with the bot right now.
     pub active: &'a [ChannelId],
+    /// Channels where nothing could be delivered now (hourly cap, a refused send).
+    pub closed: &'a [ChannelId],
     /// Why the deciding model role cannot run, if it cannot.
     pub model_unavailable: Option<String>,
 }
@@ -86,6 +90,15 @@ pub fn evaluate(i: &Inputs<'_>, chance: &Chance) -> Verdict {
         return stop(
             "active",
             "people are talking with the bot in every eligible channel; replies come first".into(),
+        );
+    }
+    let pool: Vec<ChannelId> = pool.into_iter().filter(|c| !i.closed.contains(c)).collect();
+    if pool.is_empty() {
+        return stop(
+            "closed",
+            "nothing could be delivered in any eligible channel now: each is at \
+             permissions.replies.maxMessagesPerHour or refused the bot's last message"
+                .into(),
         );
     }
     if i.posts_last_24h >= t.max_posts_per_day {
@@ -160,6 +173,7 @@ mod tests {
             last_considered: None,
             pending: None,
             active: &[],
+            closed: &[],
             model_unavailable: None,
         }
     }
@@ -231,6 +245,27 @@ mod tests {
                 &chance
             )),
             "daily_cap"
+        );
+        assert_eq!(
+            gate(evaluate(
+                &Inputs {
+                    closed: &[ChannelId(1), ChannelId(2)],
+                    ..inputs(&s)
+                },
+                &chance
+            )),
+            "closed",
+            "no model is asked for a post nobody could see"
+        );
+        assert_eq!(
+            gate(evaluate(
+                &Inputs {
+                    closed: &[ChannelId(1)],
+                    ..inputs(&s)
+                },
+                &chance
+            )),
+            "fresh"
         );
         assert_eq!(
             gate(evaluate(

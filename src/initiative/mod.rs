@@ -196,6 +196,16 @@ impl Initiative {
         }
         let role = decider(&settings);
         let guild_channels = self.store.guild_channels(guild).unwrap_or_default();
+        let closed: Vec<ChannelId> = gates::eligible_pool(&settings, &guild_channels)
+            .into_iter()
+            .filter(|c| {
+                let place = Place {
+                    guild: Some(guild),
+                    channel: *c,
+                };
+                self.speech.deliverable(place).is_err()
+            })
+            .collect();
         let verdict = gates::evaluate(
             &gates::Inputs {
                 settings: &settings,
@@ -205,6 +215,7 @@ impl Initiative {
                 last_considered: self.store.last_considered(guild).ok().flatten(),
                 pending: pending.as_ref(),
                 active: &self.spine.active.active_channels(Some(guild), now),
+                closed: &closed,
                 model_unavailable: self.executive.unavailable(role),
             },
             &self.chance,

@@ -861,24 +861,40 @@ impl StimulusOwned {
 /// name followed by a comma or colon, is not part of what they said.
 pub fn spoken_text<'a>(content: &'a str, bot: UserId, bot_name: &str) -> &'a str {
     let mut t = content.trim();
-    for mention in [format!("<@{bot}>"), format!("<@!{bot}>")] {
-        if let Some(rest) = t.strip_prefix(mention.as_str()) {
+    let mentions = [
+        format!("<@{bot}>"),
+        format!("<@!{bot}>"),
+        crate::attention::bot_mention(bot_name),
+    ];
+    for mention in &mentions {
+        if let Some(rest) = strip_prefix_ignore_case(t, mention) {
             t = rest.trim_start_matches([',', ':']).trim_start();
         }
-        if let Some(rest) = t.strip_suffix(mention.as_str()) {
+        if let Some(rest) = strip_suffix_ignore_case(t, mention) {
             t = rest.trim_end();
         }
     }
-    if t.len() > bot_name.len()
-        && t.is_char_boundary(bot_name.len())
-        && t[..bot_name.len()].eq_ignore_ascii_case(bot_name)
-    {
-        let rest = &t[bot_name.len()..];
+    if let Some(rest) = strip_prefix_ignore_case(t, bot_name) {
         if rest.starts_with([',', ':']) {
             t = rest[1..].trim_start();
         }
     }
     t
+}
+
+/// `t` without `prefix` (ASCII case ignored), if it starts with it and the
+/// prefix ends at a word boundary ("@ambiently" is not "@ambient").
+fn strip_prefix_ignore_case<'a>(t: &'a str, prefix: &str) -> Option<&'a str> {
+    let n = prefix.len();
+    let rest = t.get(n..)?;
+    let at_boundary = !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_');
+    (t[..n].eq_ignore_ascii_case(prefix) && at_boundary).then_some(rest)
+}
+
+fn strip_suffix_ignore_case<'a>(t: &'a str, suffix: &str) -> Option<&'a str> {
+    let cut = t.len().checked_sub(suffix.len())?;
+    let head = t.get(..cut)?;
+    t[cut..].eq_ignore_ascii_case(suffix).then_some(head)
 }
 
 /// The router's view of reflexes: claims inputs some reflex matches.
@@ -1027,6 +1043,16 @@ mod tests {
             "summarize https://x.y"
         );
         assert_eq!(spoken_text("<@!42>, hi", bot, "ambient"), "hi");
+        assert_eq!(spoken_text("@ambient hello", bot, "ambient"), "hello");
+        assert_eq!(
+            spoken_text("@Ambient, remind me", bot, "ambient"),
+            "remind me"
+        );
+        assert_eq!(spoken_text("thanks @ambient", bot, "ambient"), "thanks");
+        assert_eq!(
+            spoken_text("@ambiently yes", bot, "ambient"),
+            "@ambiently yes"
+        );
         assert_eq!(
             spoken_text("Ambient: what did you do today?", bot, "ambient"),
             "what did you do today?"

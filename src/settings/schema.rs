@@ -138,6 +138,9 @@ pub struct AttentionSettings {
     pub active_conversation_minutes: u32,
     /// Salience (0–1) an unaddressed message in a reply channel needs for an unsolicited answer.
     pub unsolicited_reply_threshold: f64,
+    /// After the model was asked whether to chime in somewhere, minutes before it is asked there again.
+    /// Bounds unprompted considerations to 60 / this per channel and hour, whatever the room's pace.
+    pub chime_in_cooldown_minutes: u32,
 }
 
 impl Default for AttentionSettings {
@@ -146,6 +149,7 @@ impl Default for AttentionSettings {
             max_concurrent: 4,
             active_conversation_minutes: 5,
             unsolicited_reply_threshold: 0.6,
+            chime_in_cooldown_minutes: 10,
         }
     }
 }
@@ -340,8 +344,12 @@ pub struct ReplyPermissions {
     pub blocked_channel_ids: Vec<ChannelId>,
     /// Users the bot never sees.
     pub blocked_user_ids: Vec<UserId>,
-    /// Most messages the bot sends per channel per hour.
+    /// Most messages the bot sends per channel per hour (each part of a long answer counts).
+    /// 60 — one a minute, sustained for an hour — keeps up with a lively conversation;
+    /// Discord's own limit (5 per 5 s) still guards bursts.
     pub max_messages_per_hour: u32,
+    /// Most Discord messages (2,000 characters each) one answer or post may take; a longer one is cut with a marker.
+    pub max_parts_per_answer: u32,
 }
 
 impl Default for ReplyPermissions {
@@ -352,7 +360,8 @@ impl Default for ReplyPermissions {
             allowed_channel_ids: Vec::new(),
             blocked_channel_ids: Vec::new(),
             blocked_user_ids: Vec::new(),
-            max_messages_per_hour: 20,
+            max_messages_per_hour: 60,
+            max_parts_per_answer: 4,
         }
     }
 }

@@ -24,6 +24,7 @@ const GUILD_SCOPED: &[&str] = &[
     "bot.persona",
     "attention.activeConversationMinutes",
     "attention.unsolicitedReplyThreshold",
+    "attention.chimeInCooldownMinutes",
     "permissions.",
     "initiative.text.",
     "initiative.discovery.sources.",

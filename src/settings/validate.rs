@@ -302,6 +302,12 @@ fn semantic(s: &Settings) -> Vec<Problem> {
         "attention.unsolicitedReplyThreshold",
         a.unsolicited_reply_threshold,
     );
+    p.range(
+        "attention.chimeInCooldownMinutes",
+        a.chime_in_cooldown_minutes,
+        0,
+        1440,
+    );
 
     let e = &s.executive;
     for (role, r) in [
@@ -377,6 +383,12 @@ fn semantic(s: &Settings) -> Vec<Problem> {
         s.permissions.replies.max_messages_per_hour,
         1,
         3600,
+    );
+    p.range(
+        "permissions.replies.maxPartsPerAnswer",
+        s.permissions.replies.max_parts_per_answer,
+        1,
+        20,
     );
 
     let t = &s.initiative.text;

@@ -16,7 +16,9 @@ fn mention(text: &str) -> String {
 fn a_mention_is_answered_with_typing_first_and_safe_mentions() {
     let bot = Bot::start(json!({}));
     bot.model.push(Scripted::text("Hi alice! Nice to see you."));
-    let asked = bot.discord.say(GENERAL, ALICE, &mention("hello there"));
+    let asked = bot
+        .discord
+        .say(GENERAL, ALICE, &mention("how was your weekend?"));
     assert!(
         bot.discord
             .wait_until(15, |w| !w.sent_in(GENERAL).is_empty()),
@@ -53,7 +55,7 @@ fn a_mention_is_answered_with_typing_first_and_safe_mentions() {
 
     let prompt = bot.model.requests()[0].body.to_string();
     assert!(
-        prompt.contains("alice: @ambient hello there"),
+        prompt.contains("alice: @ambient how was your weekend?"),
         "the mention is readable in the prompt: {prompt}"
     );
     assert!(prompt.contains("#general"), "{prompt}");
@@ -339,7 +341,7 @@ fn edits_deletions_dms_and_replies_to_the_bot() {
 fn ambient_status_and_why_explain_the_bot() {
     let bot = Bot::start(json!({}));
     bot.model.push(Scripted::text("hello!"));
-    bot.discord.say(GENERAL, ALICE, &mention("hi"));
+    bot.discord.say(GENERAL, ALICE, &mention("what's new?"));
     assert!(
         bot.discord
             .wait_until(15, |w| w.sent_in(GENERAL).len() == 1)
@@ -456,13 +458,34 @@ fn without_a_dev_guild_commands_register_globally() {
     assert!(bot.discord.with(|w| w.find("PUT", "/guilds/")).is_empty());
 }
 
+/// The Discord form of an emoji in a reaction path.
+fn reaction_path(channel: u64, message: u64, emoji: &str) -> String {
+    let encoded: String = emoji.bytes().map(|b| format!("%{b:02X}")).collect();
+    format!("/channels/{channel}/messages/{message}/reactions/{encoded}/@me")
+}
+
+fn journal_reasons(bot: &crate::support::bot::Bot, kind: ambient::journal::Kind) -> Vec<String> {
+    bot.store()
+        .journal_query(&ambient::journal::Filter {
+            kinds: vec![kind],
+            ..Default::default()
+        })
+        .unwrap()
+        .into_iter()
+        .map(|e| format!("{} — {}", e.summary, e.reason))
+        .collect()
+}
+
 #[test]
-fn max_messages_per_hour_is_honoured_per_channel() {
+fn max_messages_per_hour_is_checked_before_the_model_is_paid() {
     let bot = Bot::start(json!({"permissions": {"replies": {"maxMessagesPerHour": 2}}}));
     bot.model.fallback(Scripted::text("yes?"));
+    let mut asked = Vec::new();
     for i in 0..3 {
-        bot.discord
-            .say(GENERAL, ALICE, &mention(&format!("question {i}")));
+        asked.push(
+            bot.discord
+                .say(GENERAL, ALICE, &mention(&format!("question {i}"))),
+        );
         if i < 2 {
             assert!(
                 bot.discord
@@ -472,26 +495,131 @@ fn max_messages_per_hour_is_honoured_per_channel() {
             );
         }
     }
-    let store = bot.store();
-    let limited = bot.discord.wait_until(15, |_| {
-        store
-            .journal_query(&ambient::journal::Filter {
-                kinds: vec![ambient::journal::Kind::Error],
-                ..Default::default()
-            })
-            .unwrap()
-            .iter()
-            .any(|e| e.reason.contains("maxMessagesPerHour"))
-    });
+    let snooze = reaction_path(GENERAL, asked[2], "💤");
     assert!(
-        limited,
-        "the third answer is held back and journaled:\n{}",
+        bot.discord
+            .wait_until(15, |w| !w.find("PUT", &snooze).is_empty()),
+        "the third person hears 💤 instead of silence:\n{}",
         bot.log()
     );
     assert_eq!(bot.discord.with(|w| w.sent_in(GENERAL)).len(), 2);
+    assert_eq!(
+        bot.model.requests().len(),
+        2,
+        "no model call for an answer that could not be posted"
+    );
+    let reasons = journal_reasons(&bot, ambient::journal::Kind::Reply);
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.starts_with("reacted 💤")
+                && r.contains("permissions.replies.maxMessagesPerHour")),
+        "{reasons:#?}"
+    );
     // Another channel has its own allowance.
     bot.discord.say(RANDOM, ALICE, &mention("over here?"));
     assert!(bot.discord.wait_until(15, |w| w.sent_in(RANDOM).len() == 1));
+}
+
+#[test]
+fn a_channel_that_refused_the_bot_is_not_paid_for_again() {
+    let bot = Bot::start(json!({}));
+    bot.model.fallback(Scripted::text("sure thing"));
+    bot.discord.with(|w| w.no_send.push(RANDOM));
+    bot.discord.say(RANDOM, ALICE, &mention("can you hear me?"));
+    assert!(
+        bot.discord.wait_until(15, |w| !w
+            .find("POST", &format!("/channels/{RANDOM}/messages"))
+            .is_empty()),
+        "{}",
+        bot.log()
+    );
+    assert!(
+        bot.discord
+            .wait_until(15, |_| bot.model.requests().len() == 1)
+    );
+    let again = bot.discord.say(RANDOM, ALICE, &mention("hello?? anyone?"));
+    let snooze = reaction_path(RANDOM, again, "💤");
+    assert!(
+        bot.discord
+            .wait_until(15, |w| !w.find("PUT", &snooze).is_empty()),
+        "{}",
+        bot.log()
+    );
+    assert_eq!(
+        bot.model.requests().len(),
+        1,
+        "the second question is not sent to the model: Discord refused the last answer there"
+    );
+    let reasons = journal_reasons(&bot, ambient::journal::Kind::Reply);
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("refused the bot's last message")),
+        "{reasons:#?}"
+    );
+}
+
+#[test]
+fn a_megabyte_answer_is_posted_in_the_parts_that_fit() {
+    let bot = Bot::start(json!({
+        "executive": {"roles": {"reply": {"maxOutputTokens": 100000}}},
+        "permissions": {"replies": {"maxMessagesPerHour": 4}},
+    }));
+    bot.model
+        .push(Scripted::text("ok"))
+        .push(Scripted::text(&"All work and no play. ".repeat(50_000)));
+    bot.discord
+        .say(GENERAL, ALICE, &mention("warm-up question"));
+    assert!(
+        bot.discord
+            .wait_until(15, |w| w.sent_in(GENERAL).len() == 1)
+    );
+    bot.discord
+        .say(GENERAL, ALICE, &mention("tell me everything"));
+    assert!(
+        bot.discord
+            .wait_until(15, |w| w.sent_in(GENERAL).len() == 4),
+        "{}",
+        bot.log()
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let sent = bot.discord.with(|w| w.sent_in(GENERAL));
+    assert_eq!(sent.len(), 4, "three parts fit under the hourly cap of 4");
+    let parts: Vec<&str> = sent[1..]
+        .iter()
+        .map(|b| b["content"].as_str().unwrap())
+        .collect();
+    assert!(parts.iter().all(|p| p.chars().count() <= 2000));
+    assert!(
+        parts[2].ends_with("… (cut: the rest did not fit here)"),
+        "{}",
+        parts[2]
+    );
+    assert!(parts[0].starts_with("All work and no play."));
+}
+
+#[test]
+fn a_mention_saying_hello_gets_a_wave_and_no_model_call() {
+    let bot = Bot::start(json!({}));
+    let hello = bot.discord.say(GENERAL, ALICE, &mention("hello there"));
+    let wave = reaction_path(GENERAL, hello, "👋");
+    assert!(
+        bot.discord
+            .wait_until(15, |w| !w.find("PUT", &wave).is_empty()),
+        "the greeting reflex answers a mention:\n{}",
+        bot.log()
+    );
+    let quiet = bot.discord.say(GENERAL, BOB, "hello there");
+    assert!(bot.wait_stored(quiet));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        bot.discord
+            .with(|w| w.find("PUT", &reaction_path(GENERAL, quiet, "👋")))
+            .is_empty(),
+        "a hello between members is not the bot's business"
+    );
+    assert!(bot.model.requests().is_empty(), "no model was asked");
 }
 
 #[test]

@@ -72,6 +72,8 @@ pub struct World {
     nonces: HashMap<String, Value>,
     messages: HashMap<u64, Value>,
     next_id: u64,
+    /// Channels where the bot lacks Send Messages: posting there gets Discord's 403.
+    pub no_send: Vec<u64>,
 }
 
 impl World {
@@ -529,6 +531,23 @@ async fn rest(
         }
         ("POST", ["channels", channel, "messages"]) => {
             let channel: u64 = channel.parse().unwrap_or(0);
+            if w.no_send.contains(&channel) {
+                return (
+                    StatusCode::FORBIDDEN,
+                    axum::Json(json!({"message": "Missing Permissions", "code": 50013})),
+                )
+                    .into_response();
+            }
+            // Discord refuses content over 2,000 characters.
+            if body["content"].as_str().unwrap_or("").chars().count() > 2000 {
+                return (
+                    StatusCode::BAD_REQUEST,
+                    axum::Json(json!({"message": "Invalid Form Body", "code": 50035,
+                        "errors": {"content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH",
+                            "message": "Must be 2000 or fewer in length."}]}}})),
+                )
+                    .into_response();
+            }
             let nonce = body["nonce"].as_str().map(String::from);
             if body["enforce_nonce"] == json!(true) {
                 if let Some(previous) = nonce.as_ref().and_then(|n| w.nonces.get(n)) {
