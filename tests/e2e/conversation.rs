@@ -134,7 +134,7 @@ fn in_a_reply_channel_the_model_decides_whether_to_chime_in() {
     let general = ambient::console::channel_id("general").to_string();
     let home = Home::new(json!({
         "executive": {"ollamaBaseUrl": "http://127.0.0.1:9"},
-        "attention": {"unsolicitedReplyThreshold": 0.3},
+        "attention": {"unsolicitedReplyThreshold": 0.3, "chimeInCooldownMinutes": 0},
         "permissions": {"replies": {"replyChannelIds": [general]}},
     }));
     let env = model_env(&server);
@@ -178,7 +178,7 @@ fn in_a_reply_channel_the_model_decides_whether_to_chime_in() {
 }
 
 #[test]
-fn a_console_session_with_a_discovery_channel_posts_within_two_ticks() {
+fn a_console_session_with_a_discovery_channel_posts_from_the_running_tick_loop() {
     let server = ModelServer::start();
     server.fallback(Scripted::tool(
         "decide",
@@ -200,7 +200,6 @@ fn a_console_session_with_a_discovery_channel_posts_within_two_ticks() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let started = std::time::Instant::now();
     let mut stdin = child.stdin.take().unwrap();
     use std::io::{BufRead, Write};
     writeln!(stdin, "just setting the scene").unwrap();
@@ -213,7 +212,6 @@ fn a_console_session_with_a_discovery_channel_posts_within_two_ticks() {
             break;
         }
     }
-    let elapsed = started.elapsed();
     drop(stdin);
     let _ = child.wait();
     let post = post.expect("an ambient post");
@@ -225,10 +223,6 @@ fn a_console_session_with_a_discovery_channel_posts_within_two_ticks() {
     assert!(
         post["reply_to"].is_null(),
         "an unprompted post, not a reply"
-    );
-    assert!(
-        elapsed < std::time::Duration::from_secs(3),
-        "within two 1 s ticks: {elapsed:?}"
     );
     let journal = home.run(&["journal", "--since", "1h", "--type", "initiative_post"]);
     assert!(

@@ -10,6 +10,7 @@ mod discord;
 mod discovery;
 mod durability;
 mod executive;
+mod first_hour;
 mod garden;
 mod initiative;
 mod memory;

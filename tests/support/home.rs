@@ -56,6 +56,35 @@ impl Home {
         self.command(args).output().expect("run ambient")
     }
 
+    /// A shell line run exactly as a README shows it, in this home, with
+    /// `ambient` on the PATH (the binary under test) and `env` set.
+    pub fn shell(&self, line: &str, env: &[(&str, &str)]) -> Output {
+        let bin_dir = self.path().join("bin");
+        if !bin_dir.join("ambient").exists() {
+            std::fs::create_dir_all(&bin_dir).unwrap();
+            std::os::unix::fs::symlink(bin(), bin_dir.join("ambient")).unwrap();
+        }
+        let path = format!(
+            "{}:{}",
+            bin_dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let mut cmd = self.command(&[]);
+        cmd.env("PATH", path);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut sh = Command::new("sh");
+        sh.arg("-c").arg(line).current_dir(self.path());
+        for (k, v) in cmd.get_envs() {
+            match v {
+                Some(v) => sh.env(k, v),
+                None => sh.env_remove(k),
+            };
+        }
+        sh.stdin(Stdio::null()).output().expect("run sh")
+    }
+
     /// Pipes `input` into `ambient console --json` and returns its JSON events.
     pub fn console(&self, input: &str) -> (Vec<Value>, Output) {
         self.console_with(input, &[])
@@ -63,6 +92,15 @@ impl Home {
 
     /// Like [`Home::console`], with extra environment variables and arguments.
     pub fn console_with(&self, input: &str, env: &[(&str, &str)]) -> (Vec<Value>, Output) {
+        self.console_raw(input.as_bytes(), env)
+    }
+
+    /// Like [`Home::console`], with input that need not be text.
+    pub fn console_bytes(&self, input: &[u8]) -> (Vec<Value>, Output) {
+        self.console_raw(input, &[])
+    }
+
+    fn console_raw(&self, input: &[u8], env: &[(&str, &str)]) -> (Vec<Value>, Output) {
         let mut cmd = self.command(&["console", "--json", "--user", "ada"]);
         for (k, v) in env {
             cmd.env(k, v);
@@ -73,12 +111,7 @@ impl Home {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn console");
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
         let out = child.wait_with_output().unwrap();
         let events = String::from_utf8_lossy(&out.stdout)
             .lines()

@@ -1,0 +1,266 @@
+//! The first hour: what a newcomer tries, exactly as the README says it,
+//! and what a busy channel costs. Each test shows what a person sees — the
+//! console's output, a post, a reaction — and which model requests did *not*
+//! happen.
+
+use ambient::attention::Addressed;
+use ambient::journal::Kind;
+use serde_json::json;
+
+use crate::support::home::{Home, events_of};
+use crate::support::model_server::{ModelServer, Scripted};
+use crate::support::world::{self, GENERAL, World};
+
+/// The README's shell example that starts with `prefix`, from a code block
+/// line or an inline code span, exactly as written there.
+fn readme_example(prefix: &str) -> String {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    for line in readme.lines() {
+        if line.starts_with(prefix) {
+            return line.to_string();
+        }
+        for span in line.split('`').skip(1).step_by(2) {
+            if span.starts_with(prefix) {
+                return span.to_string();
+            }
+        }
+    }
+    panic!("the README has no example starting with {prefix:?}");
+}
+
+fn model_env(server: &ModelServer) -> Vec<(&'static str, String)> {
+    vec![
+        ("OPENAI_BASE_URL", server.openai_base()),
+        ("OPENAI_API_KEY", "sk-test-first-hour".into()),
+    ]
+}
+
+fn with_env<'a>(pairs: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    pairs.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
+fn home() -> Home {
+    Home::new(json!({"executive": {"ollamaBaseUrl": "http://127.0.0.1:9"}}))
+}
+
+#[test]
+fn the_readme_greeting_example_waves_at_the_mention_without_a_model() {
+    let example = readme_example("printf 'hi\\n@ambient hello\\n' | ambient console");
+    let server = ModelServer::start();
+    server.fallback(Scripted::text("a paid answer that should not be needed"));
+    let home = home();
+    let out = home.shell(&example, &with_env(&model_env(&server)));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        text.matches("[#general] ambient reacted 👋").count(),
+        1,
+        "only the mention gets the wave: {text}"
+    );
+    assert!(!text.contains("a paid answer"), "{text}");
+    assert!(server.requests().is_empty(), "no model was asked");
+}
+
+#[test]
+fn addressed_reflexes_fire_in_the_console_as_on_discord() {
+    let server = ModelServer::start();
+    server.fallback(Scripted::text("a paid answer that should not be needed"));
+    let home = home();
+    let (events, out) = home.console_with(
+        "@ambient what did you do today?\n\
+         @ambient remind me in 10 minutes to stretch\n\
+         /wait 11m\n",
+        &with_env(&model_env(&server)),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said: Vec<&str> = events_of(&events, "message")
+        .iter()
+        .map(|e| e["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(said.len(), 3, "{events:#?}");
+    assert!(said[0].starts_with("Here is what I did today"), "{said:?}");
+    assert!(
+        said[1].starts_with("Okay ada, I'll remind you in 10 minutes: stretch"),
+        "{said:?}"
+    );
+    assert!(
+        said[2].ends_with("reminder: stretch"),
+        "the reminder arrives after /wait: {said:?}"
+    );
+    assert!(server.requests().is_empty(), "no model was asked");
+}
+
+#[test]
+fn the_readme_initiative_example_shows_an_ambient_post_in_five_simulated_minutes() {
+    let example = readme_example(
+        "printf '/channels\\n/settings set permissions.replies.discoveryChannelIds #general",
+    );
+    let server = ModelServer::start();
+    server.fallback(Scripted::tool(
+        "decide",
+        json!({"action": "post", "channel": "general", "text": "Quiet in here. Anyone watching the eclipse?", "reason": "the room is idle"}),
+    ));
+    let home = home();
+    let out = home.shell(&example, &with_env(&model_env(&server)));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let general = ambient::console::channel_id("general").to_string();
+    assert!(
+        text.contains(&format!("#general              {general}  (you are here)")),
+        "/channels shows the id: {text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "permissions.replies.discoveryChannelIds = [\"{general}\"] for this server."
+        )),
+        "#general was taken by name: {text}"
+    );
+    assert!(
+        text.contains("[#general] ambient: Quiet in here. Anyone watching the eclipse?"),
+        "{text}"
+    );
+    let journal = home.run(&["journal", "--since", "2h", "--type", "initiative_post"]);
+    assert!(
+        String::from_utf8_lossy(&journal.stdout).contains("posted in #general — the room is idle")
+    );
+}
+
+#[test]
+fn a_channel_named_that_does_not_exist_is_refused_with_the_known_names() {
+    let home = home();
+    let (events, _) = home.console(
+        "/channel memes\n/settings set permissions.replies.replyChannelIds #memes, #nope\n\
+         /settings set permissions.replies.replyChannelIds <#123>, #memes\n",
+    );
+    let notices: Vec<&str> = events_of(&events, "notice")
+        .iter()
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert!(
+        notices.contains(
+            &"permissions.replies.replyChannelIds: this server has no channel named #nope \
+              (channels the bot knows here: #general, #memes)"
+        ),
+        "{notices:#?}"
+    );
+    let memes = ambient::console::channel_id("memes").to_string();
+    assert!(
+        notices.contains(
+            &format!(
+                "permissions.replies.replyChannelIds = [\"123\",\"{memes}\"] for this server."
+            )
+            .as_str()
+        ),
+        "{notices:#?}"
+    );
+}
+
+#[test]
+fn a_line_that_is_not_utf8_is_skipped_and_the_session_goes_on() {
+    let home = home();
+    let mut input = b"first line\n".to_vec();
+    input.extend_from_slice(b"caf\xe9 latin-1\n");
+    input.extend_from_slice(b"@ambient hello\n");
+    let (events, out) = home.console_bytes(&input);
+    assert!(out.status.success());
+    let notices: Vec<&str> = events_of(&events, "notice")
+        .iter()
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert!(
+        notices.contains(&"line 2 skipped: it is not valid UTF-8 text"),
+        "{notices:#?}"
+    );
+    assert_eq!(events_of(&events, "stored").len(), 2, "{events:#?}");
+    assert_eq!(
+        events_of(&events, "reaction").len(),
+        1,
+        "the later line was heard: {events:#?}"
+    );
+}
+
+/// 600 unaddressed messages over two hours in a reply channel, with a model
+/// that would chime in every time: the model is asked at most once per
+/// cooldown, on the ambient role's budget, and the bot's own chime-ins do not
+/// make the next messages look more worth answering.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_reply_channel_costs_a_bounded_number_of_considerations() {
+    let mut settings = world::settings();
+    settings.permissions.replies.reply_channel_ids = vec![GENERAL];
+    settings.permissions.replies.discovery_channel_ids = vec![];
+    settings.attention.unsolicited_reply_threshold = 0.45;
+    let w = World::start(settings).await;
+    w.model.fallback(Scripted::tool(
+        "chime_in",
+        json!({"speak": true, "text": "Good point!", "reason": "always"}),
+    ));
+    for i in 0..600 {
+        w.message(
+            GENERAL,
+            "ada",
+            &format!("what about item {i}?"),
+            Addressed::No,
+        )
+        .await;
+        w.clock.advance(chrono::Duration::seconds(12));
+    }
+    let asked = w.model.requests().len();
+    assert!(
+        (12..=14).contains(&asked),
+        "two hours at one consideration per 10 minutes: {asked}"
+    );
+    assert_eq!(
+        w.said().len(),
+        asked,
+        "each consideration spoke, none was dropped"
+    );
+    let usage = w
+        .app
+        .store
+        .usage_tokens(&ambient::store::usage::UsageFilter {
+            roles: vec!["reply".into()],
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(usage, 0, "chime-ins are autonomous work, not replies");
+    let routes = w.journal(Kind::Route);
+    assert_eq!(routes.len(), 600);
+    let warmed = routes
+        .iter()
+        .find(|e| e.data["salience"].as_str().unwrap_or("").contains("active"));
+    assert!(
+        warmed.is_none(),
+        "a chime-in never makes the channel active: {warmed:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guilds_autonomous_budget_stops_chime_ins_before_the_model() {
+    let mut settings = world::settings();
+    settings.permissions.replies.reply_channel_ids = vec![GENERAL];
+    settings.attention.unsolicited_reply_threshold = 0.45;
+    settings.attention.chime_in_cooldown_minutes = 0;
+    settings.budget.guild_autonomous_daily_tokens = 1;
+    let w = World::start(settings).await;
+    w.model.fallback(Scripted::tool(
+        "chime_in",
+        json!({"speak": true, "text": "Good point!", "reason": "always"}),
+    ));
+    w.message(GENERAL, "ada", "anyone here?", Addressed::No)
+        .await;
+    assert!(w.model.requests().is_empty(), "over budget: no model call");
+    assert!(w.said().is_empty());
+}
