@@ -264,3 +264,45 @@ async fn a_guilds_autonomous_budget_stops_chime_ins_before_the_model() {
     assert!(w.model.requests().is_empty(), "over budget: no model call");
     assert!(w.said().is_empty());
 }
+
+#[test]
+fn discord_settings_take_channels_by_name_and_by_mention() {
+    use crate::support::bot::Bot;
+    use crate::support::fake_discord::{ALICE, GENERAL, MANAGE_GUILD, RANDOM};
+    let bot = Bot::start(json!({}));
+    let set = bot.discord.slash(
+        GENERAL,
+        ALICE,
+        MANAGE_GUILD,
+        "settings",
+        "set",
+        &[
+            ("path", "permissions.replies.discoveryChannelIds"),
+            ("value", &format!("#general, <#{RANDOM}>")),
+        ],
+    );
+    let reply = bot
+        .discord
+        .interaction_reply(set)
+        .unwrap_or_else(|| panic!("no reply:\n{}", bot.log()));
+    assert_eq!(
+        reply["data"]["content"],
+        format!(
+            "permissions.replies.discoveryChannelIds = [\"{GENERAL}\",\"{RANDOM}\"] for this server."
+        )
+    );
+    let unknown = bot.discord.slash(
+        GENERAL,
+        ALICE,
+        MANAGE_GUILD,
+        "settings",
+        "set",
+        &[("path", "permissions.replies.replyChannelIds"), ("value", "#memes")],
+    );
+    let reply = bot.discord.interaction_reply(unknown).unwrap();
+    assert_eq!(
+        reply["data"]["content"],
+        "permissions.replies.replyChannelIds: this server has no channel named #memes \
+         (channels the bot knows here: #general, #random)"
+    );
+}
