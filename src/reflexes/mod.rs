@@ -902,6 +902,22 @@ pub struct ReflexHandler {
     pub reflexes: Arc<Reflexes>,
 }
 
+impl ReflexHandler {
+    /// Why nothing could be said where `firing` happened, if so.
+    fn undeliverable(&self, firing: &Firing) -> Option<String> {
+        let place = crate::attention::Place {
+            guild: firing.guild,
+            channel: firing.channel?,
+        };
+        self.reflexes
+            .services
+            .speech
+            .deliverable(place)
+            .err()
+            .map(|e| e.to_string())
+    }
+}
+
 #[async_trait]
 impl Handler for ReflexHandler {
     fn name(&self) -> String {
@@ -930,7 +946,13 @@ impl Handler for ReflexHandler {
             return Outcome::Declined("no reflex matches any more".into());
         };
         let mut notes = Vec::new();
+        let closed = self.undeliverable(&firing);
         for c in &found {
+            // A level-2 reflex pays the reflex model; not for words nobody could see.
+            if let (Some(why), true) = (&closed, c.reflex.level >= 2) {
+                notes.push(format!("{} not run: {why}", c.reflex.name));
+                continue;
+            }
             let run = self.reflexes.fire(c, firing.clone()).await;
             match run.ended {
                 Ended::Succeeded(_) => return Outcome::Done,

@@ -297,12 +297,55 @@ fn discord_settings_take_channels_by_name_and_by_mention() {
         MANAGE_GUILD,
         "settings",
         "set",
-        &[("path", "permissions.replies.replyChannelIds"), ("value", "#memes")],
+        &[
+            ("path", "permissions.replies.replyChannelIds"),
+            ("value", "#memes"),
+        ],
     );
     let reply = bot.discord.interaction_reply(unknown).unwrap();
     assert_eq!(
         reply["data"]["content"],
         "permissions.replies.replyChannelIds: this server has no channel named #memes \
          (channels the bot knows here: #general, #random)"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_level_2_reflex_is_not_paid_for_where_nothing_could_be_posted() {
+    let pages = crate::support::feed_server::FeedServer::start_at(chrono::Utc::now());
+    pages.set(
+        "/octopus",
+        "text/html",
+        "<html><body><p>Octopuses have three hearts.</p></body></html>".into(),
+    );
+    let mut settings = world::settings();
+    settings.reflexes.dir = concat!(env!("CARGO_MANIFEST_DIR"), "/reflexes").into();
+    settings.network.allow_private_hosts = true;
+    settings.permissions.replies.max_messages_per_hour = 1;
+    let w = World::start(settings).await;
+    w.model.fallback(Scripted::text("Sure."));
+    w.message(GENERAL, "ada", "@ambient can you help?", Addressed::Mention)
+        .await;
+    assert_eq!(w.said().len(), 1);
+    let asked = w
+        .message(
+            GENERAL,
+            "ada",
+            &format!("@ambient summarize {}/octopus", pages.url),
+            Addressed::Mention,
+        )
+        .await;
+    assert_eq!(
+        w.model.requests().len(),
+        1,
+        "neither the reflex model nor the executive was asked"
+    );
+    assert_eq!(w.said().len(), 1);
+    assert!(
+        w.reactions()
+            .iter()
+            .any(|(_, m, e)| *m == asked && e == "💤"),
+        "{:?}",
+        w.reactions()
     );
 }
