@@ -5,14 +5,14 @@ use serde_json::json;
 use crate::support::home::{Home, events_of};
 use crate::support::model_server::{ModelServer, Scripted};
 
-fn model_env(server: &ModelServer) -> Vec<(&'static str, String)> {
+pub(crate) fn model_env(server: &ModelServer) -> Vec<(&'static str, String)> {
     vec![
         ("OPENAI_BASE_URL", server.openai_base()),
         ("OPENAI_API_KEY", "sk-test-conversation".into()),
     ]
 }
 
-fn with_env<'a>(pairs: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+pub(crate) fn with_env<'a>(pairs: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
     pairs.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
 

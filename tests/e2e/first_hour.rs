@@ -7,6 +7,7 @@ use ambient::attention::Addressed;
 use ambient::journal::Kind;
 use serde_json::json;
 
+use crate::conversation::{model_env, with_env};
 use crate::support::home::{Home, events_of};
 use crate::support::model_server::{ModelServer, Scripted};
 use crate::support::world::{self, GENERAL, World};
@@ -29,15 +30,19 @@ fn readme_example(prefix: &str) -> String {
     panic!("the README has no example starting with {prefix:?}");
 }
 
-fn model_env(server: &ModelServer) -> Vec<(&'static str, String)> {
-    vec![
-        ("OPENAI_BASE_URL", server.openai_base()),
-        ("OPENAI_API_KEY", "sk-test-first-hour".into()),
-    ]
-}
-
-fn with_env<'a>(pairs: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
-    pairs.iter().map(|(k, v)| (*k, v.as_str())).collect()
+/// Runs the README's example starting with `prefix` exactly as written,
+/// with `server` as the model; returns the home and what was printed.
+fn run_readme_example(prefix: &str, server: &ModelServer) -> (Home, String) {
+    let example = readme_example(prefix);
+    let home = home();
+    let out = home.shell(&example, &with_env(&model_env(server)));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (home, text)
 }
 
 fn home() -> Home {
@@ -46,17 +51,10 @@ fn home() -> Home {
 
 #[test]
 fn the_readme_greeting_example_waves_at_the_mention_without_a_model() {
-    let example = readme_example("printf 'hi\\n@ambient hello\\n' | ambient console");
     let server = ModelServer::start();
     server.fallback(Scripted::text("a paid answer that should not be needed"));
-    let home = home();
-    let out = home.shell(&example, &with_env(&model_env(&server)));
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (_home, text) =
+        run_readme_example("printf 'hi\\n@ambient hello\\n' | ambient console", &server);
     assert_eq!(
         text.matches("[#general] ambient reacted 👋").count(),
         1,
@@ -101,21 +99,14 @@ fn addressed_reflexes_fire_in_the_console_as_on_discord() {
 
 #[test]
 fn the_readme_initiative_example_shows_an_ambient_post_in_five_simulated_minutes() {
-    let example = readme_example(
-        "printf '/channels\\n/settings set permissions.replies.discoveryChannelIds #general",
-    );
     let server = ModelServer::start();
     server.fallback(Scripted::tool(
         "decide",
         json!({"action": "post", "channel": "general", "text": "Quiet in here. Anyone watching the eclipse?", "reason": "the room is idle"}),
     ));
-    let home = home();
-    let out = home.shell(&example, &with_env(&model_env(&server)));
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (home, text) = run_readme_example(
+        "printf '/channels\\n/settings set permissions.replies.discoveryChannelIds #general",
+        &server,
     );
     let general = ambient::console::channel_id("general").to_string();
     assert!(
