@@ -142,6 +142,12 @@ impl ImpulseHandler {
         prompt: &ImpulsePrompt,
         final_tool: FinalTool,
     ) -> Result<serde_json::Value, String> {
+        // What the model writes here is meant for the channel: not paid for if it could not be said.
+        if let Some(channel) = channel {
+            self.speech
+                .deliverable(Place { guild, channel })
+                .map_err(|e| e.to_string())?;
+        }
         let rendered = self
             .executive
             .prompts

@@ -340,3 +340,39 @@ async fn a_level_2_reflex_is_not_paid_for_where_nothing_could_be_posted() {
         w.reactions()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_routine_due_where_the_cap_is_reached_is_not_paid_for() {
+    let mut settings = world::settings();
+    settings.permissions.replies.max_messages_per_hour = 1;
+    let w = World::start(settings).await;
+    w.model.fallback(Scripted::text("Sure."));
+    w.message(
+        GENERAL,
+        "ada",
+        "@ambient hi, quick question",
+        Addressed::Mention,
+    )
+    .await;
+    assert_eq!(w.said().len(), 1);
+    w.app
+        .impulses
+        .add_schedule(
+            world::GUILD_A,
+            Some(GENERAL),
+            "standup",
+            "*/5 * * * *",
+            "ask how it's going",
+            "test",
+        )
+        .unwrap();
+    w.clock.advance(chrono::Duration::minutes(5));
+    assert_eq!(w.app.impulses.check().len(), 1, "the routine is due");
+    w.app.spine.drain().await;
+    assert_eq!(
+        w.model.requests().len(),
+        1,
+        "only the first answer was paid for"
+    );
+    assert_eq!(w.said().len(), 1);
+}
