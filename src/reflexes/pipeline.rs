@@ -8,6 +8,7 @@
 //! rate-limited, no mass pings). A step that fails stops the pipeline and
 //! says which step and why.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use super::def::{Action, Reflex};
 use super::state::StateDir;
 use crate::attention::Place;
 use crate::clock::SharedClock;
+use crate::executive::bounds::cap;
 use crate::executive::{Executive, Message, Role, Turn, TurnOutcome};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::impulses::{Impulses, NewTask};
@@ -150,10 +152,10 @@ fn did(what: String) -> Result<Done, String> {
 }
 
 fn cut(text: String) -> String {
-    if text.chars().count() <= MAX_VAR_CHARS {
-        return text;
+    match cap(&text, MAX_VAR_CHARS) {
+        Cow::Borrowed(_) => text,
+        Cow::Owned(cut) => cut,
     }
-    text.chars().take(MAX_VAR_CHARS).collect::<String>() + "…"
 }
 
 async fn perform(
@@ -208,9 +210,12 @@ async fn perform(
                 },
                 s.clock.now(),
             );
+            // The variables may hold anything a person wrote: the prompt is one section.
+            let section = settings.executive.prompt_limits.section_chars as usize;
+            let asked = cap(&prompt.render(vars), section).into_owned();
             turn.messages = vec![Message::user(match context {
-                Some(c) => format!("{c}\n{}", prompt.render(vars)),
-                None => prompt.render(vars),
+                Some(c) => format!("{c}\n{asked}"),
+                None => asked,
             })];
             turn.max_steps = 1;
             match s.executive.run_turn(turn).await.outcome {
