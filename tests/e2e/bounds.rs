@@ -239,3 +239,49 @@ async fn an_initiative_prompt_over_flooded_channels_and_feed_stays_bounded() {
     );
     assert!(feed.contains("Flood 0 ttt"), "{feed}");
 }
+
+const ASK_SMALL: &str = r#"name: ask-small
+description: Hands the question to the small model
+level: 2
+trigger:
+  pattern: "(?i)^ask small\\b"
+pipeline:
+  - action: llm_prompt
+    prompt: "Answer in one line: {{message}}"
+    output: answer
+  - action: reply
+    message: "{{answer}}"
+"#;
+
+#[tokio::test]
+async fn a_reflex_prompt_holding_a_huge_message_is_one_bounded_section() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("ask-small.yaml"), ASK_SMALL).unwrap();
+    let mut s = limited();
+    s.reflexes.dir = dir.path().to_string_lossy().into_owned();
+    let world = World::start(s).await;
+    world.model.fallback(Scripted::text("Mostly the letter q."));
+    world
+        .message(
+            GENERAL,
+            "ada",
+            &format!("ask small {}", "q".repeat(5_000_000)),
+            Addressed::No,
+        )
+        .await;
+
+    let requests = world.model.requests();
+    assert_eq!(requests.len(), 1, "one reflex call");
+    let asked = texts(&requests[0].body, "user").join("\n");
+    assert!(
+        asked.starts_with("Answer in one line: ask small qqq"),
+        "{}",
+        &asked[..100]
+    );
+    assert!(
+        asked.ends_with("… [cut: 5,000,030 characters, showing the first 6,000]"),
+        "{}",
+        &asked[asked.len() - 100..]
+    );
+    assert_eq!(world.said()[0].content, "Mostly the letter q.");
+}
