@@ -43,6 +43,14 @@ pub fn cap(text: &str, max_chars: usize) -> Cow<'_, str> {
     ))
 }
 
+/// [`cap`] for an owned text: no copy when it fits.
+pub fn cap_owned(text: String, max_chars: usize) -> String {
+    match cap(&text, max_chars) {
+        Cow::Borrowed(_) => text,
+        Cow::Owned(cut) => cut,
+    }
+}
+
 /// Bounds a prompt template's context (an object of sections) in place.
 /// A top-level string is one section; in an array or object every string is
 /// an item of that section.
@@ -142,7 +150,7 @@ fn thousands(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, d) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(d);
@@ -159,6 +167,10 @@ mod tests {
     fn a_long_text_is_cut_with_a_marker_saying_how_much_there_was() {
         assert_eq!(cap("short", 10), "short");
         assert_eq!(cap("exactly 10", 10), "exactly 10");
+        assert_eq!(
+            cap_owned("exactly 10".into(), 9),
+            "exactly 1… [cut: 10 characters, showing the first 9]"
+        );
         let big = "x".repeat(5_000_000);
         assert_eq!(
             cap(&big, 4_000),

@@ -144,7 +144,7 @@ pub enum PromptError {
     },
     #[error("no prompt template named {0:?}")]
     Unknown(String),
-    #[error("the context for prompt {name:?} is not a JSON object: {detail}")]
+    #[error("the context for prompt {name:?} cannot be serialized: {detail}")]
     Context { name: String, detail: String },
 }
 

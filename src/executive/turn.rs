@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::bounds::{bound_request, cap};
+use super::bounds::{bound_request, cap_owned};
 use super::tools::{FinalTool, Tool};
 use super::wire::{ChatRequest, Message, Part, Speaker, TokenUsage, ToolChoice};
 use super::{CallContext, ExecError, Executive};
@@ -282,6 +282,6 @@ impl Executive {
             .executive
             .prompt_limits
             .tool_result_chars;
-        (cap(&text, limit as usize).into_owned(), is_error)
+        (cap_owned(text, limit as usize), is_error)
     }
 }

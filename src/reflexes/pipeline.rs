@@ -8,7 +8,6 @@
 //! rate-limited, no mass pings). A step that fails stops the pipeline and
 //! says which step and why.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -19,7 +18,7 @@ use super::def::{Action, Reflex};
 use super::state::StateDir;
 use crate::attention::Place;
 use crate::clock::SharedClock;
-use crate::executive::bounds::cap;
+use crate::executive::bounds::cap_owned;
 use crate::executive::{Executive, Message, Role, Turn, TurnOutcome};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::impulses::{Impulses, NewTask};
@@ -152,10 +151,7 @@ fn did(what: String) -> Result<Done, String> {
 }
 
 fn cut(text: String) -> String {
-    match cap(&text, MAX_VAR_CHARS) {
-        Cow::Borrowed(_) => text,
-        Cow::Owned(cut) => cut,
-    }
+    cap_owned(text, MAX_VAR_CHARS)
 }
 
 async fn perform(
@@ -212,7 +208,7 @@ async fn perform(
             );
             // The variables may hold anything a person wrote: the prompt is one section.
             let section = settings.executive.prompt_limits.section_chars as usize;
-            let asked = cap(&prompt.render(vars), section).into_owned();
+            let asked = cap_owned(prompt.render(vars), section);
             turn.messages = vec![Message::user(match context {
                 Some(c) => format!("{c}\n{asked}"),
                 None => asked,
