@@ -285,3 +285,48 @@ async fn a_reflex_prompt_holding_a_huge_message_is_one_bounded_section() {
     );
     assert_eq!(world.said()[0].content, "Mostly the letter q.");
 }
+
+#[tokio::test]
+async fn many_tool_results_together_are_held_to_the_request_total() {
+    let feeds = FeedServer::start_at(ManualClock::at_test_epoch().now());
+    let results = json!({"results": [{"title": "Crabs", "url": "https://crabs.example/",
+                                      "content": "c".repeat(100_000)}]});
+    feeds.set("/search", "application/json", results.to_string());
+    let mut s = limited();
+    s.executive.prompt_limits.total_chars = 12_000;
+    s.initiative.text.allow_active_curiosity = true;
+    s.initiative.text.max_tool_steps = 10;
+    s.initiative.text.max_tool_calls = 10;
+    s.network.search_base_url = feeds.url.clone();
+    let world = World::start(s).await;
+    for i in 0..6 {
+        world.model.push(Scripted::tool(
+            "web_search",
+            json!({"query": format!("crabs {i}")}),
+        ));
+    }
+    world.model.push(Scripted::tool(
+        "decide",
+        json!({"action": "drop", "reason": "read enough"}),
+    ));
+    world.tick().await;
+
+    let requests = world.model.requests();
+    assert_eq!(requests.len(), 7);
+    for (n, r) in requests.iter().enumerate() {
+        let text: usize = ["system", "user", "tool"]
+            .iter()
+            .flat_map(|role| texts(&r.body, role))
+            .map(|t| chars(&t))
+            .sum();
+        assert!(text <= 12_000, "request {n} carries {text} characters");
+    }
+    let last = texts(&requests[6].body, "tool");
+    assert_eq!(last.len(), 6, "every search result is still there");
+    assert!(
+        last.iter()
+            .all(|t| t.starts_with("Crabs — https://crabs.example/\nccc")
+                && t.contains("characters, showing the first")),
+        "{last:#?}"
+    );
+}
