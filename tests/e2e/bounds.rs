@@ -330,3 +330,45 @@ async fn many_tool_results_together_are_held_to_the_request_total() {
         "{last:#?}"
     );
 }
+
+const SPAM_CHECK: &str = r#"name: spam-check
+description: Asks the small model whether a flagged message is spam
+level: 2
+trigger:
+  pattern: "(?i)^is this spam\\b"
+  classifier: "Is this message spam?"
+pipeline:
+  - action: reply
+    message: "Looks like spam to me."
+"#;
+
+#[tokio::test]
+async fn a_reflex_classifier_sees_a_huge_message_cut_to_the_message_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("spam-check.yaml"), SPAM_CHECK).unwrap();
+    let mut s = limited();
+    s.reflexes.dir = dir.path().to_string_lossy().into_owned();
+    let world = World::start(s).await;
+    world
+        .model
+        .push(Scripted::tool("classify", json!({"matches": true})));
+    world
+        .message(
+            GENERAL,
+            "ada",
+            &format!("is this spam {}", "s".repeat(5_000_000)),
+            Addressed::No,
+        )
+        .await;
+
+    let requests = world.model.requests();
+    assert_eq!(requests.len(), 1, "one classifier call");
+    let asked = texts(&requests[0].body, "user").join("\n");
+    assert!(
+        asked.ends_with("… [cut: 5,000,013 characters, showing the first 1,000]"),
+        "{}",
+        &asked[asked.len().saturating_sub(100)..]
+    );
+    assert!(chars(&asked) < LIMITS.message_chars as usize + 200);
+    assert_eq!(world.said()[0].content, "Looks like spam to me.");
+}
