@@ -11,6 +11,7 @@
 //! journaled or stored.
 
 pub mod anthropic;
+pub mod bounds;
 pub mod budget;
 pub mod endpoints;
 pub mod openai;
@@ -143,6 +144,7 @@ impl Executive {
             .expect("HTTP client builds");
         let ollama_reachable =
             probe_ollama(&http, &settings.global().executive.ollama_base_url).await;
+        let prompts = prompts.limited_by(settings.clone());
         Self {
             http,
             offer: Offer {

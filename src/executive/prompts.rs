@@ -6,13 +6,20 @@
 //! built-in one. Every template is parsed and trial-rendered with a sample
 //! context at start (undefined variables are errors), so a broken edit is
 //! reported as `file:line: what` before the bot connects anywhere.
+//!
+//! Every context is bounded before it is rendered (`bounds::bound_context`,
+//! with `executive.promptLimits`): no message, fact or section a template
+//! shows can be longer than the settings allow, whoever built the context.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use minijinja::{Environment, UndefinedBehavior};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::bounds::bound_context;
+use crate::settings::{PromptLimits, SettingsService};
 use crate::store::messages::{Source, StoredMessage};
 
 /// The built-in templates and a sample context each must render with.
@@ -137,6 +144,8 @@ pub enum PromptError {
     },
     #[error("no prompt template named {0:?}")]
     Unknown(String),
+    #[error("the context for prompt {name:?} cannot be serialized: {detail}")]
+    Context { name: String, detail: String },
 }
 
 /// One line of channel history as prompts show it: `[12:03] ada [vc]: …`.
@@ -176,6 +185,8 @@ pub struct Rendered {
 pub struct Prompts {
     env: Environment<'static>,
     files: Vec<(String, String)>,
+    /// Where `executive.promptLimits` is read at each render (defaults without it).
+    settings: Option<Arc<SettingsService>>,
 }
 
 impl Prompts {
@@ -205,7 +216,11 @@ impl Prompts {
             files.push((name.to_string(), file));
             samples.push((name, sample));
         }
-        let prompts = Self { env, files };
+        let prompts = Self {
+            env,
+            files,
+            settings: None,
+        };
         for (name, sample) in samples {
             prompts.render(name, &sample)?;
         }
@@ -217,7 +232,25 @@ impl Prompts {
         Self::load(Path::new("/nonexistent-prompts-dir")).expect("built-in prompts are valid")
     }
 
+    /// Bounds every render by the live `executive.promptLimits`.
+    pub fn limited_by(mut self, settings: Arc<SettingsService>) -> Self {
+        self.settings = Some(settings);
+        self
+    }
+
+    fn limits(&self) -> PromptLimits {
+        self.settings
+            .as_ref()
+            .map(|s| s.global().executive.prompt_limits.clone())
+            .unwrap_or_default()
+    }
+
     pub fn render(&self, name: &str, ctx: &impl Serialize) -> Result<Rendered, PromptError> {
+        let mut ctx = serde_json::to_value(ctx).map_err(|e| PromptError::Context {
+            name: name.into(),
+            detail: e.to_string(),
+        })?;
+        bound_context(&mut ctx, &self.limits());
         let file = self
             .files
             .iter()
@@ -229,7 +262,7 @@ impl Prompts {
             .get_template(name)
             .map_err(|e| template_error(&file, &e))?;
         let mut captured = template
-            .render_captured(ctx)
+            .render_captured(&ctx)
             .map_err(|e| template_error(&file, &e))?;
         let mut block = |b: &str| {
             captured
@@ -268,6 +301,25 @@ mod tests {
         assert!(r.system.contains("- ada likes Rust"));
         assert!(r.user.contains("[11:59] ada: hi"));
         assert!(r.user.ends_with("who said: hi"));
+    }
+
+    #[test]
+    fn a_huge_message_reaches_the_prompt_cut_to_the_message_limit() {
+        let p = Prompts::builtin();
+        let (_, _, mut sample) = builtin().remove(0);
+        sample["target"]["content"] = Value::String("x".repeat(5_000_000));
+        let r = p.render("reply", &sample).unwrap();
+        assert!(
+            r.user.len() < 2 * PromptLimits::default().message_chars as usize,
+            "{} bytes",
+            r.user.len()
+        );
+        assert!(
+            r.user
+                .ends_with("… [cut: 5,000,000 characters, showing the first 4,000]"),
+            "{}",
+            &r.user[r.user.len() - 100..]
+        );
     }
 
     #[test]

@@ -11,11 +11,16 @@
 //! arguments. If the model stops without calling it, the continuation
 //! message is sent once; a second stop ends the turn as incomplete, and that
 //! is journaled.
+//!
+//! Each tool result is cut to `executive.promptLimits.toolResultChars`, and
+//! every request to `totalChars` (see `bounds`), so no page, search result or
+//! flood of steps makes a request unbounded.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::bounds::{bound_request, cap_owned};
 use super::tools::{FinalTool, Tool};
 use super::wire::{ChatRequest, Message, Part, Speaker, TokenUsage, ToolChoice};
 use super::{CallContext, ExecError, Executive};
@@ -212,9 +217,12 @@ impl Executive {
                 "\n\nYour tool budget for this turn is used up: answer now, without tools.",
             );
         }
+        let mut messages = messages.to_vec();
+        let total = self.settings.global().executive.prompt_limits.total_chars;
+        bound_request(&mut system, &mut messages, total as usize);
         ChatRequest {
             system,
-            messages: messages.to_vec(),
+            messages,
             tools,
             tool_choice,
             max_tokens,
@@ -261,12 +269,19 @@ impl Executive {
                 true,
             );
         };
-        match tool.call(input).await {
+        let (text, is_error) = match tool.call(input).await {
             Ok(text) => (text, false),
             Err(e) => {
                 tracing::debug!(tool = name, error = %e, "tool call returned an error to the model");
                 (e, true)
             }
-        }
+        };
+        let limit = self
+            .settings
+            .global()
+            .executive
+            .prompt_limits
+            .tool_result_chars;
+        (cap_owned(text, limit as usize), is_error)
     }
 }

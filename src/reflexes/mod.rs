@@ -629,6 +629,10 @@ impl Reflexes {
         turn.channel = firing.channel;
         turn.system = "You classify chat messages for a Discord bot. Answer the question about the message with the classify tool.".into();
         let message = firing.vars.get("message").map(String::as_str).unwrap_or("");
+        // A flood is one message like any other: the classifier sees it cut (promptLimits).
+        let settings = self.services.settings.global();
+        let limit = settings.executive.prompt_limits.message_chars as usize;
+        let message = crate::executive::bounds::cap(message, limit);
         let author = firing
             .vars
             .get("author")

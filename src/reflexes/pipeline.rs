@@ -18,6 +18,7 @@ use super::def::{Action, Reflex};
 use super::state::StateDir;
 use crate::attention::Place;
 use crate::clock::SharedClock;
+use crate::executive::bounds::cap_owned;
 use crate::executive::{Executive, Message, Role, Turn, TurnOutcome};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::impulses::{Impulses, NewTask};
@@ -150,10 +151,7 @@ fn did(what: String) -> Result<Done, String> {
 }
 
 fn cut(text: String) -> String {
-    if text.chars().count() <= MAX_VAR_CHARS {
-        return text;
-    }
-    text.chars().take(MAX_VAR_CHARS).collect::<String>() + "…"
+    cap_owned(text, MAX_VAR_CHARS)
 }
 
 async fn perform(
@@ -208,9 +206,12 @@ async fn perform(
                 },
                 s.clock.now(),
             );
+            // The variables may hold anything a person wrote: the prompt is one section.
+            let section = settings.executive.prompt_limits.section_chars as usize;
+            let asked = cap_owned(prompt.render(vars), section);
             turn.messages = vec![Message::user(match context {
-                Some(c) => format!("{c}\n{}", prompt.render(vars)),
-                None => prompt.render(vars),
+                Some(c) => format!("{c}\n{asked}"),
+                None => asked,
             })];
             turn.max_steps = 1;
             match s.executive.run_turn(turn).await.outcome {

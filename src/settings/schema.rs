@@ -263,6 +263,7 @@ pub struct ExecutiveSettings {
     pub max_tool_steps: u32,
     pub max_tool_calls: u32,
     pub context_stream: ContextStreamSettings,
+    pub prompt_limits: PromptLimits,
 }
 
 impl Default for ExecutiveSettings {
@@ -280,6 +281,41 @@ impl Default for ExecutiveSettings {
             max_tool_steps: 6,
             max_tool_calls: 8,
             context_stream: ContextStreamSettings::default(),
+            prompt_limits: PromptLimits::default(),
+        }
+    }
+}
+
+/// Ceilings on what goes into one model request, in characters. Whatever
+/// people write, a page says or a tool returns, a prompt never grows past
+/// these: a longer piece is cut with a visible marker
+/// ("… [cut: 5,000,000 characters, showing the first 4,000]").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PromptLimits {
+    /// One message, fact, feed item or draft. 4,000: the longest message a
+    /// person can send on Discord (with Nitro), so real messages go in whole.
+    pub message_chars: u32,
+    /// One tool result going back to the model (a page, search snippets,
+    /// memory hits). 16,000 (about 4,000 tokens): a page's readable text fits.
+    pub tool_result_chars: u32,
+    /// One prompt section (the history, the memory list, the feed, the
+    /// ambient context). 24,000 (about 6,000 tokens): many messages, none
+    /// able to crowd out the rest; long items are shortened first.
+    pub section_chars: u32,
+    /// The whole request (system prompt, messages, tool results). 200,000
+    /// (about 50,000 tokens): inside every supported model's context, and
+    /// well past what the limits above let any prompt reach.
+    pub total_chars: u32,
+}
+
+impl Default for PromptLimits {
+    fn default() -> Self {
+        Self {
+            message_chars: 4_000,
+            tool_result_chars: 16_000,
+            section_chars: 24_000,
+            total_chars: 200_000,
         }
     }
 }

@@ -352,6 +352,7 @@ fn semantic(s: &Settings) -> Vec<Problem> {
     );
     p.range("executive.maxToolSteps", e.max_tool_steps, 1, 50);
     p.range("executive.maxToolCalls", e.max_tool_calls, 0, 100);
+    prompt_limits(&mut p, &e.prompt_limits);
     for (i, role) in e.context_stream.roles.iter().enumerate() {
         p.one_of(
             &format!("executive.contextStream.roles[{i}]"),
@@ -736,6 +737,58 @@ fn semantic(s: &Settings) -> Vec<Problem> {
     p.0
 }
 
+/// Each limit in a sane range, and each no larger than the one containing it
+/// (a message sits in a section, a section and a tool result in the request).
+fn prompt_limits(p: &mut Rules, l: &super::schema::PromptLimits) {
+    const PATH: &str = "executive.promptLimits";
+    p.range(
+        &format!("{PATH}.messageChars"),
+        l.message_chars,
+        200,
+        100_000,
+    );
+    p.range(
+        &format!("{PATH}.toolResultChars"),
+        l.tool_result_chars,
+        500,
+        1_000_000,
+    );
+    p.range(
+        &format!("{PATH}.sectionChars"),
+        l.section_chars,
+        1_000,
+        1_000_000,
+    );
+    p.range(
+        &format!("{PATH}.totalChars"),
+        l.total_chars,
+        4_000,
+        4_000_000,
+    );
+    for (path, value, outer, outer_value) in [
+        (
+            "messageChars",
+            l.message_chars,
+            "sectionChars",
+            l.section_chars,
+        ),
+        ("sectionChars", l.section_chars, "totalChars", l.total_chars),
+        (
+            "toolResultChars",
+            l.tool_result_chars,
+            "totalChars",
+            l.total_chars,
+        ),
+    ] {
+        if value > outer_value {
+            p.push(
+                format!("{PATH}.{path}"),
+                format!("must be at most {PATH}.{outer} ({outer_value}), got {value}"),
+            );
+        }
+    }
+}
+
 /// Accumulates semantic problems; one small method per kind of rule.
 #[derive(Default)]
 struct Rules(Vec<Problem>);
@@ -820,6 +873,27 @@ mod tests {
         assert_eq!(
             problems(json!({"initiative": {"text": {"eagerness": 150}}})),
             vec!["initiative.text.eagerness: must be between 0 and 100, got 150"]
+        );
+    }
+
+    #[test]
+    fn prompt_limits_refuse_zero_absurd_and_inverted_values() {
+        let limits = |v: Value| problems(json!({"executive": {"promptLimits": v}}));
+        assert_eq!(
+            limits(json!({"messageChars": 0})),
+            vec!["executive.promptLimits.messageChars: must be between 200 and 100000, got 0"]
+        );
+        assert_eq!(
+            limits(json!({"totalChars": 4_000_000_000u64})),
+            vec![
+                "executive.promptLimits.totalChars: must be between 4000 and 4000000, got 4000000000"
+            ]
+        );
+        assert_eq!(
+            limits(json!({"messageChars": 30_000, "sectionChars": 20_000})),
+            vec![
+                "executive.promptLimits.messageChars: must be at most executive.promptLimits.sectionChars (20000), got 30000"
+            ]
         );
     }
 
