@@ -129,9 +129,26 @@ pub struct Cron {
 /// through as it is.
 pub fn parse_cron(expr: &str) -> Result<Cron, String> {
     let fields: Vec<&str> = expr.split_whitespace().collect();
+    let units: &[Unit] = match fields.len() {
+        5 => &CRONTAB_UNITS,
+        6 | 7 => &CRATE_UNITS[..fields.len()],
+        n => {
+            return Err(format!(
+                "{expr:?} has {n} fields; a cron expression has 5 ({CRONTAB_GUIDE})"
+            ));
+        }
+    };
+    for (field, unit) in fields.iter().zip(units) {
+        check_field(field, unit).map_err(|e| format!("{expr:?}: the {} field {e}", unit.name))?;
+    }
+    // Errors past our own checks are rare (odd syntax); the cron crate's
+    // message would show its internal 6-field form, so the crontab form's
+    // error shows the valid fields instead.
     let parse = |full: String| {
-        cron::Schedule::from_str(&full)
-            .map_err(|e| format!("{expr:?} is not a valid cron expression: {e}"))
+        cron::Schedule::from_str(&full).map_err(|e| match fields.len() {
+            5 => format!("{expr:?} is not a valid cron expression ({CRONTAB_GUIDE})"),
+            _ => format!("{expr:?} is not a valid cron expression: {e}"),
+        })
     };
     let schedules = match fields.as_slice() {
         [minute, hour, dom, month, dow] => {
@@ -147,15 +164,78 @@ pub fn parse_cron(expr: &str) -> Result<Cron, String> {
                 vec![parse(format!("0 {minute} {hour} {dom} {month} {dow}"))?]
             }
         }
-        f if f.len() == 6 || f.len() == 7 => vec![parse(expr.trim().to_string())?],
-        f => {
-            return Err(format!(
-                "{expr:?} has {} fields; a cron expression has 5 (minute hour day month weekday)",
-                f.len()
-            ));
-        }
+        _ => vec![parse(expr.trim().to_string())?],
     };
     Ok(Cron { schedules })
+}
+
+/// What a crontab expression's fields are, for error messages.
+const CRONTAB_GUIDE: &str = "minute hour day-of-month month weekday: minute 0–59, hour 0–23, \
+     day 1–31, month 1–12 or JAN–DEC, weekday 0–7 or SUN–SAT (Sunday is 0 or 7); \
+     e.g. \"*/5 * * * *\" or \"0 9 * * 1-5\"";
+
+/// One cron field's name and the numbers it accepts.
+struct Unit {
+    name: &'static str,
+    plural: &'static str,
+    lo: u32,
+    hi: u32,
+}
+
+const fn unit(name: &'static str, plural: &'static str, lo: u32, hi: u32) -> Unit {
+    Unit {
+        name,
+        plural,
+        lo,
+        hi,
+    }
+}
+
+/// The weekday is checked by `crontab_weekdays`, which knows Sunday's two numbers.
+const CRONTAB_UNITS: [Unit; 4] = [
+    unit("minute", "minutes", 0, 59),
+    unit("hour", "hours", 0, 23),
+    unit("day-of-month", "days of the month", 1, 31),
+    unit("month", "months", 1, 12),
+];
+
+/// The cron crate's own form: a leading seconds field, Sunday = 1, a year.
+const CRATE_UNITS: [Unit; 7] = [
+    unit("seconds", "seconds", 0, 59),
+    unit("minute", "minutes", 0, 59),
+    unit("hour", "hours", 0, 23),
+    unit("day-of-month", "days of the month", 1, 31),
+    unit("month", "months", 1, 12),
+    unit(
+        "weekday",
+        "weekdays (in the 6-field form, Sunday is 1)",
+        1,
+        7,
+    ),
+    unit("year", "years", 1970, 2100),
+];
+
+/// The numbers in one field (`5`, `1-5`, `*/15`, `0,30`) are in the unit's
+/// range. Names and anything unusual are left to the cron crate.
+fn check_field(field: &str, unit: &Unit) -> Result<(), String> {
+    for item in field.split(',') {
+        let (base, step) = item.split_once('/').unwrap_or((item, "1"));
+        if step.parse::<u32>().map_or(true, |s| s == 0) {
+            return Err(format!(
+                "has the step {step:?} in {item:?}; a step is a whole number of 1 or more"
+            ));
+        }
+        let numbers = base.split_once('-').map_or(vec![base], |(a, b)| vec![a, b]);
+        for n in numbers.iter().filter_map(|n| n.parse::<u32>().ok()) {
+            if n < unit.lo || n > unit.hi {
+                return Err(format!(
+                    "has {n}, but {} are {}–{}",
+                    unit.plural, unit.lo, unit.hi
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Crontab weekdays (0–7, Sunday 0 or 7) as the cron crate's (1–7, Sunday 1).
@@ -267,11 +347,48 @@ mod tests {
         let next = next_fire(&s, at("2026-01-05T12:03:00Z"), utc).unwrap();
         assert_eq!(next, at("2026-01-05T12:05:00Z"));
         assert!(parse_cron("* * *").unwrap_err().contains("5 (minute hour"));
-        assert!(parse_cron("61 * * * *").is_err());
         assert!(
             parse_cron("0 9 * * 8")
                 .unwrap_err()
                 .contains("weekdays are 0–7")
+        );
+    }
+
+    #[test]
+    fn cron_errors_show_the_expression_as_written_and_the_real_range() {
+        assert_eq!(
+            parse_cron("61 * * * *").unwrap_err(),
+            "\"61 * * * *\": the minute field has 61, but minutes are 0–59"
+        );
+        assert_eq!(
+            parse_cron("0 24 * * *").unwrap_err(),
+            "\"0 24 * * *\": the hour field has 24, but hours are 0–23"
+        );
+        assert_eq!(
+            parse_cron("0 9 0 * *").unwrap_err(),
+            "\"0 9 0 * *\": the day-of-month field has 0, but days of the month are 1–31"
+        );
+        assert_eq!(
+            parse_cron("0 9 * 1-13 *").unwrap_err(),
+            "\"0 9 * 1-13 *\": the month field has 13, but months are 1–12"
+        );
+        assert!(
+            parse_cron("*/0 * * * *")
+                .unwrap_err()
+                .contains("a step is a whole number of 1 or more")
+        );
+        // Syntax the crate refuses: the guide, never the internal 6-field form.
+        let odd = parse_cron("5-x * * * *").unwrap_err();
+        assert!(
+            odd.starts_with("\"5-x * * * *\" is not a valid cron"),
+            "{odd}"
+        );
+        assert!(odd.contains("minute 0–59, hour 0–23"), "{odd}");
+        assert!(!odd.contains("0 5-x"), "{odd}");
+        // The crate's own 6-field form is checked in its own terms.
+        assert_eq!(
+            parse_cron("0 60 * * * *").unwrap_err(),
+            "\"0 60 * * * *\": the minute field has 60, but minutes are 0–59"
         );
     }
 
