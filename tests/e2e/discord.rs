@@ -230,8 +230,8 @@ fn settings_set_needs_manage_guild_and_bad_values_get_the_validators_message() {
 
     let shown = bot.discord.slash(
         GENERAL,
-        BOB,
-        0,
+        ALICE,
+        MANAGE_GUILD,
         "settings",
         "show",
         &[("path", "initiative.text.eagerness")],

@@ -1,4 +1,5 @@
-//! `/settings show|set|reset` — this server's overrides of the settings file.
+//! `/settings show|set|reset` — this server's overrides of the settings file;
+//! all three for members with Manage Server.
 
 use serenity::all::{AutocompleteChoice, CreateAutocompleteResponse};
 
@@ -31,7 +32,12 @@ async fn complete_path(_ctx: Context<'_>, partial: &str) -> CreateAutocompleteRe
 }
 
 /// Show a setting in effect here, or this server's overrides
-#[poise::command(slash_command, ephemeral)]
+///
+/// For managers, like `set` and `reset`: a server's settings name the people
+/// and channels the bot is told to ignore, which a member should not be able
+/// to read. The check holds even where a server lets more roles see the
+/// `/settings` command.
+#[poise::command(slash_command, ephemeral, required_permissions = "MANAGE_GUILD")]
 async fn show(
     ctx: Context<'_>,
     #[description = "Setting path, e.g. initiative.text.eagerness"]
