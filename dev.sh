@@ -3,11 +3,15 @@
 #   ./dev.sh run [ARGS]    build and start the bot (`ambient run`; ARGS go to ambient,
 #                          e.g. `./dev.sh run console` for the terminal console)
 #   ./dev.sh test          build and run every test
+#   ./dev.sh install       build and install the `ambient` command
+#                          (cargo install: into ~/.cargo/bin, which must be on PATH)
 # On a fresh Debian/Ubuntu machine it installs what is missing first: a C
 # toolchain, pkg-config and libopus (voice), and Rust via rustup; for the
 # tests also espeak-ng (synthesised speech), if it can.
 set -eu
 cd "$(dirname "$0")"
+# The caller's PATH, before ensure_rust adds ~/.cargo/bin to this script's own.
+caller_path="$PATH"
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"
@@ -65,9 +69,21 @@ case "$cmd" in
         ensure_rust
         exec cargo test --locked "$@"
         ;;
+    install)
+        ensure_system_packages
+        ensure_rust
+        cargo install --path . --locked "$@"
+        bin="${CARGO_INSTALL_ROOT:-${CARGO_HOME:-$HOME/.cargo}}/bin"
+        echo "dev.sh: installed $bin/ambient" >&2
+        case ":$caller_path:" in
+            *":$bin:"*) ;;
+            *) echo "dev.sh: $bin is not on your PATH; add it (e.g. export PATH=\"$bin:\$PATH\" in ~/.profile) to type \`ambient\`" >&2 ;;
+        esac
+        ;;
     *)
         echo "usage: ./dev.sh run [ARGS]   start the bot (ARGS go to ambient, e.g. console)" >&2
         echo "       ./dev.sh test          run every test" >&2
+        echo "       ./dev.sh install       install the \`ambient\` command into ~/.cargo/bin (must be on PATH)" >&2
         exit 2
         ;;
 esac

@@ -43,10 +43,7 @@ pub async fn console(
     )
     .await?;
     let running = app.start(lock);
-    let user = user
-        .or_else(|| std::env::var("USER").ok())
-        .filter(|u| !u.trim().is_empty())
-        .unwrap_or_else(|| "you".into());
+    let user = user.unwrap_or_else(default_user);
     let result = console::run(
         app,
         out,
@@ -59,4 +56,62 @@ pub async fn console(
     .await;
     running.stop().await;
     result.map(|()| ExitCode::SUCCESS)
+}
+
+/// The console's name for the person at the terminal without `--user`:
+/// `$USER`, `$LOGNAME`, the login name of this process's user, or "operator".
+/// When it is not the obvious one, stderr says how to choose another (stdout
+/// may be JSON for a script).
+fn default_user() -> String {
+    let from_env = ["USER", "LOGNAME"]
+        .iter()
+        .filter_map(|k| std::env::var(k).ok())
+        .map(|u| u.trim().to_string())
+        .find(|u| !u.is_empty());
+    if let Some(name) = from_env {
+        return name;
+    }
+    let (name, from) = match login_name() {
+        Some(name) => (name, "your login name, as $USER is not set"),
+        None => ("operator".to_string(), "$USER is not set"),
+    };
+    eprintln!("ambient console: you are {name:?} ({from}); choose a name with --user NAME");
+    name
+}
+
+/// The login name of this process's user without libc: the owner of
+/// `/proc/self` looked up in `/etc/passwd` (Linux; elsewhere, none).
+#[cfg(unix)]
+fn login_name() -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let uid = std::fs::metadata("/proc/self").ok()?.uid();
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd_name(&passwd, uid)
+}
+
+#[cfg(not(unix))]
+fn login_name() -> Option<String> {
+    None
+}
+
+/// The name of `uid` in `/etc/passwd` text (`name:x:uid:gid:…`).
+fn passwd_name(passwd: &str, uid: u32) -> Option<String> {
+    passwd.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        let name = fields.next()?;
+        let id: u32 = fields.nth(1)?.parse().ok()?;
+        (id == uid && !name.is_empty()).then(|| name.to_string())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_login_name_comes_from_the_passwd_line_with_the_uid() {
+        let passwd =
+            "root:x:0:0:root:/root:/bin/sh\n# comment\nada:x:1000:1000::/home/ada:/bin/sh\n";
+        assert_eq!(super::passwd_name(passwd, 1000).as_deref(), Some("ada"));
+        assert_eq!(super::passwd_name(passwd, 0).as_deref(), Some("root"));
+        assert_eq!(super::passwd_name(passwd, 4242), None);
+    }
 }

@@ -11,10 +11,10 @@ use crate::journal::stream;
 pub fn log(settings: Option<&Path>, limit: usize, cycle: Option<i64>) -> anyhow::Result<ExitCode> {
     let loaded = super::load_lenient(settings)?;
     let store = super::journal::open_existing(&loaded.settings.storage.data_dir)?;
-    print!(
-        "{}",
-        crate::commands::garden::log(&store, limit, cycle, cycle.is_some())
-    );
+    // The shared text ends without a newline when it is one line (Discord
+    // wants none); a terminal prompt must not land after it.
+    let text = crate::commands::garden::log(&store, limit, cycle, cycle.is_some());
+    println!("{}", text.trim_end_matches('\n'));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -314,25 +314,43 @@ pub async fn edit(
     Ok(ExitCode::SUCCESS)
 }
 
+/// `$VISUAL`, `$EDITOR` or `vi` on a temp file holding `current`. The editor
+/// runs through the shell as git runs it, so `EDITOR="code --wait"` works:
+/// `sh -c '$EDITOR "$@"' editor FILE` lets the shell split the editor's
+/// words while the file name stays one argument whatever it contains.
 fn edit_in_editor(current: &str) -> anyhow::Result<String> {
-    let editor = std::env::var("VISUAL")
-        .or_else(|_| std::env::var("EDITOR"))
-        .unwrap_or_else(|_| "vi".into());
+    let editor = ["VISUAL", "EDITOR"]
+        .iter()
+        .filter_map(|k| std::env::var(k).ok())
+        .find(|e| !e.trim().is_empty())
+        .unwrap_or_else(|| "vi".into());
     let file = tempfile::Builder::new().suffix(".txt").tempfile()?;
     std::fs::write(file.path(), current)?;
-    let status = std::process::Command::new(&editor)
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{editor} \"$@\""))
+        .arg(&editor)
         .arg(file.path())
         .status()
-        .with_context(|| format!("cannot run {editor}"))?;
+        .with_context(|| format!("cannot run the editor {editor:?} (through sh)"))?;
     if !status.success() {
-        bail!("{editor} exited with {status}; nothing changed");
+        bail!("the editor {editor:?} exited with {status}; nothing changed");
     }
     Ok(std::fs::read_to_string(file.path())?)
 }
 
-pub async fn export(settings: Option<&Path>, pretty: bool) -> anyhow::Result<ExitCode> {
+pub async fn export(
+    settings: Option<&Path>,
+    pretty: bool,
+    guild_arg: Option<&str>,
+) -> anyhow::Result<ExitCode> {
     let ctx = open(settings).await?;
-    let doc = portable::export(&ctx.store.all_facts()?, ctx.memory.now());
+    let mut facts = ctx.store.all_facts()?;
+    if let Some(g) = guild_arg {
+        let g = guild(&ctx.store, Some(g))?;
+        facts.retain(|f| f.scope.guild == Some(g));
+    }
+    let doc = portable::export(&facts, ctx.memory.now());
     let text = if pretty {
         serde_json::to_string_pretty(&doc)?
     } else {

@@ -58,7 +58,7 @@ pub enum Command {
         /// Channel to start in
         #[arg(long, default_value = "general")]
         channel: String,
-        /// Your name in the simulated guild [default: $USER, or "you"]
+        /// Your name in the simulated guild [default: $USER, else your login name, else "operator"]
         #[arg(long)]
         user: Option<String>,
     },
@@ -116,10 +116,12 @@ pub enum Command {
         channel: Option<u64>,
     },
     /// Browse, search and manage memories (newest 20 without a verb)
-    #[command(args_conflicts_with_subcommands = true)]
     Memories {
         #[command(subcommand)]
         command: Option<MemoriesCommand>,
+        /// Server id or name; before or after the verb (`memories --guild G search x`)
+        #[arg(long, global = true)]
+        guild: Option<String>,
         #[arg(long = "type")]
         kind: Option<String>,
         /// 7d, 24h, or a date (2026-01-31)
@@ -130,8 +132,6 @@ pub enum Command {
         /// Show all, not just the newest 20
         #[arg(long)]
         all: bool,
-        #[arg(long)]
-        guild: Option<String>,
     },
     /// Feed sources: check one, or list them
     Discovery {
@@ -196,8 +196,6 @@ pub enum MemoriesCommand {
         query: String,
         #[arg(long, default_value_t = 10)]
         limit: usize,
-        #[arg(long)]
-        guild: Option<String>,
     },
     /// Counts by type and importance, date range, disk use
     Stats,
@@ -213,13 +211,26 @@ pub enum MemoriesCommand {
         #[arg(long)]
         content: Option<String>,
     },
-    /// Every memory as JSON on stdout
+    /// Every memory as JSON on stdout (one server's with --guild)
     Export {
         #[arg(long)]
         pretty: bool,
     },
     /// Memories from an export file (existing ids are skipped; a bad file changes nothing)
     Import { file: PathBuf },
+}
+
+impl MemoriesCommand {
+    fn verb(&self) -> &'static str {
+        match self {
+            Self::Search { .. } => "search",
+            Self::Stats => "stats",
+            Self::Delete { .. } => "delete",
+            Self::Edit { .. } => "edit",
+            Self::Export { .. } => "export",
+            Self::Import { .. } => "import",
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -245,6 +256,7 @@ pub enum SettingsCommand {
 }
 
 pub fn init_logging(cli: &Cli) {
+    use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
     // The bot itself logs at info; one-shot verbs and the console stay quiet
     // unless asked, so their output is not buried in logs.
@@ -253,8 +265,11 @@ pub fn init_logging(cli: &Cli) {
         _ => "warn",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    // Colour codes only for a person at a terminal; in a file or a pipe they
+    // are noise that breaks grep.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     let _ = match cli.log_format {
         LogFormat::Text => builder.try_init(),
@@ -323,6 +338,18 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             guild,
         } => {
             let s = cli.settings.as_deref();
+            // The list's filters with a verb would be ignored; say so instead.
+            // (clap's args_conflicts_with_subcommands would also refuse the
+            // global `--guild` before the verb.)
+            if let Some(verb) = &command
+                && (kind.is_some() || since.is_some() || importance.is_some() || all)
+            {
+                anyhow::bail!(
+                    "--type, --since, --importance and --all filter the list \
+                     (`ambient memories` without a verb), not `ambient memories {}`",
+                    verb.verb()
+                );
+            }
             match command {
                 None => {
                     memory::list(
@@ -337,17 +364,25 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                     )
                     .await
                 }
-                Some(MemoriesCommand::Search {
-                    query,
-                    limit,
-                    guild,
-                }) => memory::search(s, &query, limit, guild.as_deref()).await,
+                Some(MemoriesCommand::Search { query, limit }) => {
+                    memory::search(s, &query, limit, guild.as_deref()).await
+                }
+                Some(MemoriesCommand::Export { pretty }) => {
+                    memory::export(s, pretty, guild.as_deref()).await
+                }
+                // `--guild` is global to the family, so clap accepts it here
+                // too; these verbs act on ids or on everything, and saying so
+                // beats ignoring the flag.
+                Some(other) if guild.is_some() => Err(anyhow::anyhow!(
+                    "--guild does not apply to `ambient memories {}` (it works with ids or every server); \
+                     it applies to the list, `search` and `export`",
+                    other.verb()
+                )),
                 Some(MemoriesCommand::Stats) => memory::stats(s).await,
                 Some(MemoriesCommand::Delete { id, force }) => memory::delete(s, &id, force).await,
                 Some(MemoriesCommand::Edit { id, content }) => {
                     memory::edit(s, &id, content.as_deref()).await
                 }
-                Some(MemoriesCommand::Export { pretty }) => memory::export(s, pretty).await,
                 Some(MemoriesCommand::Import { file }) => memory::import(s, &file).await,
             }
         }
@@ -388,7 +423,8 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
 
 /// Loads settings for a verb that runs the bot: every problem is printed and is fatal.
 fn load_valid(path: Option<&std::path::Path>) -> anyhow::Result<Result<Loaded, ExitCode>> {
-    let loaded = load(path)?;
+    let loaded = load_once(path)?;
+    warn_about_ignored(&loaded);
     if loaded.problems.is_empty() {
         return Ok(Ok(loaded));
     }
@@ -406,9 +442,22 @@ fn load_valid(path: Option<&std::path::Path>) -> anyhow::Result<Result<Loaded, E
 
 /// Loads settings for a read-only verb: problems are warnings.
 fn load_lenient(path: Option<&std::path::Path>) -> anyhow::Result<Loaded> {
-    let loaded = load(path)?;
+    let loaded = load_once(path)?;
     for p in &loaded.problems {
         tracing::warn!("{}: {p}", loaded.source);
     }
     Ok(loaded)
+}
+
+/// Loads settings with the error said once: a `LoadError`'s message already
+/// contains its cause, and `main` prints an error's whole chain.
+fn load_once(path: Option<&std::path::Path>) -> anyhow::Result<Loaded> {
+    load(path).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// Settings that are valid but do nothing as written, for the verbs that run the bot.
+fn warn_about_ignored(loaded: &Loaded) {
+    for w in crate::settings::validate::warnings(&loaded.settings) {
+        eprintln!("{}: warning: {w}", loaded.source);
+    }
 }

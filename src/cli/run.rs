@@ -19,7 +19,7 @@ pub async fn run(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
             "ambient run: DISCORD_TOKEN is not set.\n\
              Create an application at https://discord.com/developers/applications, open Bot → Reset Token,\n\
              and start again with DISCORD_TOKEN=<token> (the README's \"Discord setup\" walks through it).\n\
-             To talk to the bot without Discord, run `ambient console`."
+             To talk to the bot without Discord, run `ambient console` (`./dev.sh run console` if it is not installed)."
         );
         return Ok(ExitCode::FAILURE);
     };

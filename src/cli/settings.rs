@@ -1,33 +1,37 @@
-//! `ambient settings check [FILE]`.
+//! `ambient settings check [FILE]`: every problem (exit 1), and warnings
+//! about settings that are valid but ignored as written (exit 0).
 
 use std::path::Path;
 use std::process::ExitCode;
 
-use crate::settings::load::{LoadError, load};
-use crate::settings::{SettingsSource, paths, validate::defaults_tree};
+use crate::settings::load::load;
+use crate::settings::validate::{defaults_tree, warnings};
+use crate::settings::{SettingsSource, paths};
 
 pub fn check(file: Option<&Path>) -> ExitCode {
-    match load(file) {
-        Ok(loaded) if loaded.problems.is_empty() => {
-            let count = paths::leaf_paths(&defaults_tree()).len();
-            match loaded.source {
-                SettingsSource::File(p) => println!("{}: OK ({count} settings known)", p.display()),
-                SettingsSource::Defaults => println!(
-                    "no settings.json here: the built-in defaults apply, and they are valid"
-                ),
-            }
-            ExitCode::SUCCESS
-        }
-        Ok(loaded) => {
-            for p in &loaded.problems {
-                println!("{}: {p}", loaded.source);
-            }
-            println!("{} problem(s) found", loaded.problems.len());
-            ExitCode::FAILURE
-        }
-        Err(e @ (LoadError::Read { .. } | LoadError::Syntax { .. })) => {
+    let loaded = match load(file) {
+        Ok(loaded) => loaded,
+        Err(e) => {
             println!("{e}");
-            ExitCode::FAILURE
+            return ExitCode::FAILURE;
+        }
+    };
+    for w in warnings(&loaded.settings) {
+        println!("{}: warning: {w}", loaded.source);
+    }
+    if !loaded.problems.is_empty() {
+        for p in &loaded.problems {
+            println!("{}: {p}", loaded.source);
+        }
+        println!("{} problem(s) found", loaded.problems.len());
+        return ExitCode::FAILURE;
+    }
+    let count = paths::leaf_paths(&defaults_tree()).len();
+    match loaded.source {
+        SettingsSource::File(p) => println!("{}: OK ({count} settings known)", p.display()),
+        SettingsSource::Defaults => {
+            println!("no settings.json here: the built-in defaults apply, and they are valid")
         }
     }
+    ExitCode::SUCCESS
 }

@@ -264,6 +264,51 @@ fn humanize_serde(msg: &str) -> String {
     msg.replace("invalid type: ", "got ")
 }
 
+/// Settings that are valid but have no effect as written: worth a warning
+/// (`ambient settings check` prints them, the bot logs them), never fatal.
+///
+/// The X and Hacker News keys only matter once their source switch is on.
+/// Setting a key does not turn the switch on by itself: the switch stays
+/// the one place that turns a source on and off, so a server can switch X
+/// off without losing its handles.
+pub fn warnings(s: &Settings) -> Vec<Problem> {
+    let d = &s.initiative.discovery;
+    let defaults = super::schema::DiscoverySettings::default();
+    let mut out = Vec::new();
+    let off = |switch: &str, keys: &[&str]| {
+        Problem::new(
+            keys.join(", "),
+            format!(
+                "ignored while initiative.discovery.sources.{switch} is false; \
+                 set it to true to use {}",
+                if keys.len() == 1 { "it" } else { "them" }
+            ),
+        )
+    };
+    if !d.sources.x {
+        let set: Vec<&str> = [
+            ("initiative.discovery.xHandles", !d.x_handles.is_empty()),
+            (
+                "initiative.discovery.xBridgeBaseUrl",
+                !d.x_bridge_base_url.is_empty(),
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(k, set)| set.then_some(k))
+        .collect();
+        if !set.is_empty() {
+            out.push(off("x", &set));
+        }
+    }
+    if !d.sources.hacker_news && d.hacker_news_base_url != defaults.hacker_news_base_url {
+        out.push(off(
+            "hackerNews",
+            &["initiative.discovery.hackerNewsBaseUrl"],
+        ));
+    }
+    out
+}
+
 /// Semantic rules: ranges, formats, and relations between keys.
 fn semantic(s: &Settings) -> Vec<Problem> {
     let mut p = Rules::default();
@@ -860,6 +905,31 @@ mod tests {
 
     fn problems(v: Value) -> Vec<String> {
         validate(&v).1.iter().map(|p| p.to_string()).collect()
+    }
+
+    #[test]
+    fn x_and_hacker_news_keys_without_their_switch_are_warned_about() {
+        let (s, problems) = validate(&json!({"initiative": {"discovery": {
+            "xHandles": ["@rustlang"],
+            "hackerNewsBaseUrl": "http://127.0.0.1:9"
+        }}}));
+        assert!(problems.is_empty(), "{problems:?}");
+        let w: Vec<String> = warnings(&s).iter().map(|p| p.to_string()).collect();
+        assert_eq!(
+            w,
+            [
+                "initiative.discovery.xHandles: ignored while initiative.discovery.sources.x is false; set it to true to use it",
+                "initiative.discovery.hackerNewsBaseUrl: ignored while initiative.discovery.sources.hackerNews is false; set it to true to use it",
+            ]
+        );
+        let (on, _) = validate(&json!({"initiative": {"discovery": {
+            "sources": {"x": true, "hackerNews": true},
+            "xHandles": ["@rustlang"],
+            "xBridgeBaseUrl": "https://rsshub.example",
+            "hackerNewsBaseUrl": "http://127.0.0.1:9"
+        }}}));
+        assert!(warnings(&on).is_empty());
+        assert!(warnings(&Settings::default()).is_empty());
     }
 
     #[test]

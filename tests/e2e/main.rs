@@ -15,6 +15,7 @@ mod first_hour;
 mod garden;
 mod initiative;
 mod memory;
+mod newcomer;
 mod reflexes;
 mod secrets;
 mod settings_cli;
