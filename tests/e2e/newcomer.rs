@@ -54,6 +54,18 @@ fn settings_check_warns_about_x_and_hacker_news_keys_while_their_switch_is_off()
         "{said}"
     );
     assert!(said.contains("OK"), "{said}");
+    // The bot says it too when it starts (here the console; `run` loads the same way).
+    let started = home
+        .command(&["--settings", file.to_str().unwrap(), "console", "--json"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(started.status.success(), "{}", stderr(&started));
+    assert!(
+        stderr(&started).contains("warning: initiative.discovery.xHandles, initiative.discovery.xBridgeBaseUrl: ignored while initiative.discovery.sources.x is false"),
+        "{}",
+        stderr(&started)
+    );
 
     let on = home.path().join("on.json");
     let mut with_switches = text.clone();
