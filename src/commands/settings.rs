@@ -62,10 +62,14 @@ pub fn set(
                 .guild(Some(guild))
                 .reason(by.map(|u| format!("by user {u}")).unwrap_or_default()),
             );
-            Ok(format!(
-                "{path} = {} for this server.",
-                render_value(&stored)
-            ))
+            let mut text = format!("{path} = {} for this server.", render_value(&stored));
+            // A key that does nothing yet (X handles while X is off) is said so at once.
+            for w in crate::settings::validate::warnings(&app.settings.for_guild(Some(guild))) {
+                if w.path.contains(path.trim()) {
+                    text.push_str(&format!("\nNote: {w}"));
+                }
+            }
+            Ok(text)
         }
         Err(e) => Err(e.to_string()),
     }

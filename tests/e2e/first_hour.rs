@@ -376,3 +376,21 @@ async fn a_routine_due_where_the_cap_is_reached_is_not_paid_for() {
     );
     assert_eq!(w.said().len(), 1);
 }
+
+#[test]
+fn a_server_override_that_does_nothing_yet_says_so() {
+    let home = home();
+    let (events, _) = home.console("/settings set initiative.discovery.xHandles @rustlang\n");
+    let notices: Vec<&str> = events_of(&events, "notice")
+        .iter()
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert!(
+        notices.contains(
+            &"initiative.discovery.xHandles = [\"@rustlang\"] for this server.\n\
+              Note: initiative.discovery.xHandles: ignored while initiative.discovery.sources.x \
+              is false; set it to true to use it"
+        ),
+        "{notices:#?}"
+    );
+}
