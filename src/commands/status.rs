@@ -236,10 +236,11 @@ fn next_look(
         },
         &Chance::seeded(0),
     );
-    if let Verdict::Stop { gate, reason } = &verdict {
-        if !matches!(*gate, "pending" | "cooldown" | "eagerness") {
-            return format!("no next look: {reason}");
-        }
+    // A held thought, the cooldown and the dice only move the look to a later tick.
+    if let Verdict::Stop { gate, reason } = &verdict
+        && !matches!(*gate, "pending" | "cooldown" | "eagerness")
+    {
+        return format!("no next look: {reason}");
     }
     let minutes = |m: u32| chrono::Duration::minutes(i64::from(m));
     let next = match (pending, last) {

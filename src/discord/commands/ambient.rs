@@ -20,8 +20,10 @@ pub async fn ambient(_: Context<'_>) -> Result<(), Error> {
 /// State, next initiative, posts today and the budget
 #[poise::command(slash_command, ephemeral)]
 async fn status(ctx: Context<'_>) -> Result<(), Error> {
+    // Without a server the widget would be the operator's view of every server.
+    let Some(g) = guild(&ctx) else { return Ok(()) };
     let app = &ctx.data().app;
-    let lines = commands::status::widget(&commands::status::Sources::of(app), guild(&ctx));
+    let lines = commands::status::widget(&commands::status::Sources::of(app), Some(g));
     // A held draft is the model's text: it may name people, but never pings them.
     let reply = poise::CreateReply::default()
         .content(commands::status::discord_text(&lines))
