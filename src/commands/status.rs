@@ -6,9 +6,10 @@ use chrono::{DateTime, Utc};
 
 use super::garden;
 use crate::app::App;
+use crate::attention::Place;
 use crate::clock::Chance;
 use crate::executive::{Executive, Role, UsageSnapshot};
-use crate::ids::GuildId;
+use crate::ids::{ChannelId, GuildId};
 use crate::initiative::gates::{self, Verdict};
 use crate::initiative::pending::PendingThought;
 use crate::journal::{Filter, Kind};
@@ -223,15 +224,21 @@ fn next_look(
         Execution::Ambient => Role::Ambient,
         Execution::Reflex => Role::Reflex,
     };
+    let guild_channels = src.store.guild_channels(guild).unwrap_or_default();
+    let closed: Vec<ChannelId> = gates::eligible_pool(settings, &guild_channels)
+        .into_iter()
+        .filter(|c| !deliverable(src, settings, guild, *c))
+        .collect();
     let verdict = gates::evaluate(
         &gates::Inputs {
             settings,
-            guild_channels: &src.store.guild_channels(guild).unwrap_or_default(),
+            guild_channels: &guild_channels,
             now: src.now,
             posts_last_24h: posts,
             last_considered: last,
             pending,
             active: &active,
+            closed: &closed,
             model_unavailable: src.executive.unavailable(role),
         },
         &Chance::seeded(0),
@@ -253,6 +260,23 @@ fn next_look(
     } else {
         format!("next look at {}", next.format("%H:%M UTC"))
     }
+}
+
+/// Whether a post could be sent in `channel` now, as the engine's gate asks
+/// it. The running bot also remembers sends the platform refused; the store
+/// alone knows the hourly cap.
+fn deliverable(src: &Sources<'_>, settings: &Settings, guild: GuildId, channel: ChannelId) -> bool {
+    if let Some(app) = src.running {
+        let place = Place {
+            guild: Some(guild),
+            channel,
+        };
+        return app.speech.deliverable(place).is_ok();
+    }
+    let limit = u64::from(settings.permissions.replies.max_messages_per_hour);
+    src.store
+        .count_self_messages_since(channel, src.now - chrono::Duration::hours(1))
+        .map_or(true, |sent| sent < limit)
 }
 
 /// Ambient posts in the rolling 24 h the daily cap counts.

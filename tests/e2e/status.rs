@@ -228,6 +228,33 @@ async fn the_initiative_lines_follow_the_engine_from_fresh_to_held_to_posted_to_
         ]
     );
 
+    set(GUILD_A, "permissions.replies.maxMessagesPerHour", "1");
+    set(
+        GUILD_A,
+        "permissions.replies.discoveryChannelIds",
+        &format!("[\"{}\"]", MEMES.0),
+    );
+    let closed = "initiative: no next look: nothing could be delivered in any eligible channel now: each is at permissions.replies.maxMessagesPerHour or refused the bot's last message";
+    assert_eq!(initiative(&world, GUILD_A)[0], closed, "the running bot");
+    let store_only = Sources {
+        running: None,
+        ..Sources::of(&world.app)
+    };
+    assert_eq!(
+        widget(&store_only, Some(GUILD_A))
+            .iter()
+            .rev()
+            .nth(2)
+            .unwrap(),
+        closed,
+        "ambient status, from the store alone"
+    );
+    world
+        .app
+        .settings
+        .reset_override(GUILD_A, "permissions.replies.maxMessagesPerHour")
+        .unwrap();
+
     set(GUILD_A, "initiative.text.maxPostsPerDay", "1");
     assert_eq!(
         initiative(&world, GUILD_A)[0],
