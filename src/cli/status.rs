@@ -1,4 +1,5 @@
-//! `ambient status`: which models serve which role, and what was spent.
+//! `ambient status`: the status widget from the store, for the operator
+//! (every known server's initiative), without a running bot.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -38,24 +39,16 @@ pub async fn status(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
         loaded.source,
         data_dir.display()
     );
-    println!("models:");
-    for line in status::model_lines(&exec) {
-        println!("  {line}");
+    let sources = status::Sources {
+        store: &store,
+        settings: &service,
+        executive: &exec,
+        now: chrono::Utc::now(),
+        // No running bot here: what only it knows (a consideration in flight) is not shown.
+        running: None,
+    };
+    for line in status::widget(&sources, None) {
+        println!("{line}");
     }
-    let snapshot = exec.snapshot();
-    println!("usage: {}", status::usage_line(&snapshot));
-    let cap = service.global().budget.daily_tokens.ambient;
-    let ambient_used = cap.saturating_sub(snapshot.ambient_budget_remaining.unwrap_or(cap));
-    println!(
-        "ambient budget: {}",
-        status::budget_bar(0, ambient_used, cap)
-    );
-    let (user, ambient, whole) = status::budget_shares(&snapshot, &service.global());
-    println!("garden:");
-    let enabled = service.global().garden.enabled;
-    for line in crate::commands::garden::widget(&store, None, enabled, chrono::Utc::now()) {
-        println!("  {line}");
-    }
-    println!("  budget: {}", status::budget_bar(user, ambient, whole));
     Ok(ExitCode::SUCCESS)
 }

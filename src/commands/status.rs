@@ -1,29 +1,35 @@
-//! What the bot can do right now and what it has spent: the text behind
-//! `ambient status` (and, with Discord, `/ambient status`).
+//! The status widget: what the bot is doing, what it can do and what it has
+//! spent. One function ([`widget`]) behind `ambient status`, the console's
+//! `/status` and `/ambient status` in Discord, so all three say the same.
 
+use chrono::{DateTime, Utc};
+
+use super::garden;
+use crate::app::App;
+use crate::attention::Place;
+use crate::clock::Chance;
 use crate::executive::{Executive, Role, UsageSnapshot};
+use crate::ids::{ChannelId, GuildId};
+use crate::initiative::gates::{self, Verdict};
+use crate::initiative::pending::PendingThought;
+use crate::journal::{Filter, Kind};
+use crate::settings::{Execution, Settings, SettingsService};
+use crate::store::Store;
 
-/// One line per model role: the endpoints serving it, or why none can.
+/// The endpoints serving each role that can run, one line each; then the
+/// roles that cannot, grouped by why (one missing key reads once, not four times).
 pub fn model_lines(exec: &Executive) -> Vec<String> {
-    Role::ALL
-        .into_iter()
-        .map(|role| {
-            let r = exec.resolve(role);
-            if r.endpoints.is_empty() {
-                return format!(
-                    "{:<8} unavailable: {}",
-                    role.as_str(),
-                    r.why_unavailable(role)
-                );
-            }
-            let names: Vec<String> = r
-                .endpoints
-                .iter()
-                .map(|e| format!("{}:{}", e.provider_name(), e.model))
-                .collect();
-            format!("{:<8} {}", role.as_str(), names.join(", then "))
-        })
-        .collect()
+    let serving = Role::ALL.into_iter().filter_map(|role| {
+        let r = exec.resolve(role);
+        let names: Vec<String> = r
+            .endpoints
+            .iter()
+            .map(|e| format!("{}:{}", e.provider_name(), e.model))
+            .collect();
+        let line = format!("model {:<8} {}", role.as_str(), names.join(", then "));
+        (!names.is_empty()).then_some(line)
+    });
+    serving.chain(exec.unavailable_summary()).collect()
 }
 
 /// Providers that are failing or cooling down.
@@ -37,7 +43,7 @@ pub fn provider_lines(exec: &Executive) -> Vec<String> {
                 line.push_str(&format!(", skipped until {}", until.format("%H:%M UTC")));
             }
             if let Some(e) = s.last_error {
-                line.push_str(&format!(" — {e}"));
+                line.push_str(&format!(" — {}", cut(&e, 100)));
             }
             line
         })
@@ -82,6 +88,230 @@ pub fn budget_bar(user: u64, ambient: u64, cap: u64) -> String {
     )
 }
 
+/// Everything the status widget reads. `ambient status` builds it from the
+/// store alone; a running bot adds what only it knows (`running`).
+pub struct Sources<'a> {
+    pub store: &'a Store,
+    pub settings: &'a SettingsService,
+    pub executive: &'a Executive,
+    pub now: DateTime<Utc>,
+    /// The running bot, for a consideration in flight and live conversations.
+    pub running: Option<&'a App>,
+}
+
+impl<'a> Sources<'a> {
+    pub fn of(app: &'a App) -> Self {
+        Self {
+            store: &app.store,
+            settings: &app.settings,
+            executive: &app.executive,
+            now: app.clock.now(),
+            running: Some(app),
+        }
+    }
+}
+
+/// The one status widget behind the console's `/status`, `/ambient status`
+/// and `ambient status`: the garden, the budget, tokens spent, models, then
+/// the initiative of `guild` — or, for the operator (`None`), of every known
+/// server under its name. Each line is short: a server's view fits one
+/// Discord message.
+pub fn widget(src: &Sources<'_>, guild: Option<GuildId>) -> Vec<String> {
+    let settings = src.settings.for_guild(guild);
+    let mut lines: Vec<String> = garden::widget(src.store, guild, settings.garden.enabled, src.now)
+        .into_iter()
+        .map(|l| format!("garden {l}"))
+        .collect();
+    let snapshot = src.executive.snapshot();
+    let (user, ambient, whole) = budget_shares(&snapshot, &settings);
+    lines.push(format!("budget {}", budget_bar(user, ambient, whole)));
+    lines.push(format!("tokens {}", usage_line(&snapshot)));
+    lines.extend(model_lines(src.executive));
+    lines.extend(
+        provider_lines(src.executive)
+            .into_iter()
+            .map(|l| format!("provider {l}")),
+    );
+    match guild {
+        Some(g) => lines.extend(initiative_lines(src, g)),
+        None => {
+            let known = src.store.known_guilds().unwrap_or_default();
+            if known.is_empty() {
+                lines.push("initiative: no server known yet".into());
+            }
+            for (g, name) in known {
+                lines.push(format!("server {name} ({g}):"));
+                lines.extend(initiative_lines(src, g));
+            }
+        }
+    }
+    lines
+}
+
+/// The widget as one Discord message: cut at a line, never past 2,000 characters.
+pub fn discord_text(lines: &[String]) -> String {
+    let mut text = String::new();
+    for line in lines {
+        if text.chars().count() + line.chars().count() + 1 > DISCORD_LIMIT - 2 {
+            text.push('…');
+            break;
+        }
+        text.push_str(line);
+        text.push('\n');
+    }
+    text.trim_end().to_string()
+}
+
+const DISCORD_LIMIT: usize = 2000;
+
+/// Next look, held thought, posts today vs the daily cap: one server's initiative.
+fn initiative_lines(src: &Sources<'_>, guild: GuildId) -> Vec<String> {
+    let settings = src.settings.for_guild(Some(guild));
+    let now = src.now;
+    let pending = src
+        .store
+        .pending_thought(guild)
+        .ok()
+        .flatten()
+        .filter(|p| !p.is_expired(now));
+    let posts = posts_last_24h(src.store, guild, now);
+    let held = match &pending {
+        Some(p) => format!(
+            "\"{}\" (revision {}, since {}, expires {})",
+            cut(&p.draft, 80),
+            p.revision,
+            p.created_at.format("%H:%M UTC"),
+            p.expires_at.format("%H:%M UTC")
+        ),
+        None => "none".into(),
+    };
+    vec![
+        format!(
+            "initiative: {}",
+            next_look(src, &settings, guild, posts, pending.as_ref())
+        ),
+        format!("held thought: {held}"),
+        format!(
+            "posts today: {posts}/{} (last 24 h)",
+            settings.initiative.text.max_posts_per_day
+        ),
+    ]
+}
+
+/// When the engine looks next, or why it will not. The gates decide, so
+/// the status asks them rather than restating them; a throwaway die stands
+/// in for the eagerness roll, which only ever delays a look to a later tick.
+fn next_look(
+    src: &Sources<'_>,
+    settings: &Settings,
+    guild: GuildId,
+    posts: u32,
+    pending: Option<&PendingThought>,
+) -> String {
+    if src
+        .running
+        .is_some_and(|app| app.initiative.status(guild).thinking)
+    {
+        return "thinking about a post now".into();
+    }
+    let t = &settings.initiative.text;
+    let last = src.store.last_considered(guild).ok().flatten();
+    let active = src
+        .running
+        .map(|app| app.spine.active.active_channels(Some(guild), src.now))
+        .unwrap_or_default();
+    let role = match t.execution {
+        Execution::Ambient => Role::Ambient,
+        Execution::Reflex => Role::Reflex,
+    };
+    let guild_channels = src.store.guild_channels(guild).unwrap_or_default();
+    let closed: Vec<ChannelId> = gates::eligible_pool(settings, &guild_channels)
+        .into_iter()
+        .filter(|c| !deliverable(src, settings, guild, *c))
+        .collect();
+    let verdict = gates::evaluate(
+        &gates::Inputs {
+            settings,
+            guild_channels: &guild_channels,
+            now: src.now,
+            posts_last_24h: posts,
+            last_considered: last,
+            pending,
+            active: &active,
+            closed: &closed,
+            model_unavailable: src.executive.unavailable(role),
+        },
+        &Chance::seeded(0),
+    );
+    // A held thought, the cooldown and the dice only move the look to a later tick.
+    if let Verdict::Stop { gate, reason } = &verdict
+        && !matches!(*gate, "pending" | "cooldown" | "eagerness")
+    {
+        return format!("no next look: {reason}");
+    }
+    let minutes = |m: u32| chrono::Duration::minutes(i64::from(m));
+    let next = match (pending, last) {
+        (Some(p), _) => p.updated_at + minutes(t.revisit_minutes),
+        (None, Some(l)) => l + minutes(t.min_minutes_between_posts),
+        (None, None) => src.now,
+    };
+    if next <= src.now {
+        format!("next look at the next tick (every {}s)", t.tick_seconds)
+    } else {
+        format!("next look at {}", next.format("%H:%M UTC"))
+    }
+}
+
+/// Whether a post could be sent in `channel` now, as the engine's gate asks
+/// it. The running bot also remembers sends the platform refused; the store
+/// alone knows the hourly cap.
+fn deliverable(src: &Sources<'_>, settings: &Settings, guild: GuildId, channel: ChannelId) -> bool {
+    if let Some(app) = src.running {
+        let place = Place {
+            guild: Some(guild),
+            channel,
+        };
+        return app.speech.deliverable(place).is_ok();
+    }
+    let limit = u64::from(settings.permissions.replies.max_messages_per_hour);
+    src.store
+        .count_self_messages_since(channel, src.now - chrono::Duration::hours(1))
+        .map_or(true, |sent| sent < limit)
+}
+
+/// Ambient posts in the rolling 24 h the daily cap counts.
+fn posts_last_24h(store: &Store, guild: GuildId, now: DateTime<Utc>) -> u32 {
+    store
+        .journal_query(&Filter {
+            since: Some(now - chrono::Duration::hours(24)),
+            kinds: vec![Kind::InitiativePost],
+            guild: Some(guild),
+            ..Default::default()
+        })
+        .map_or(0, |e| e.len() as u32)
+}
+
+fn cut(text: &str, n: usize) -> String {
+    let one_line = text.replace('\n', " ");
+    if one_line.chars().count() <= n {
+        return one_line;
+    }
+    one_line.chars().take(n).collect::<String>() + "…"
+}
+
+/// (people's tokens, the bot's tokens, the whole) for the budget bar: the
+/// provider's rate-limit window when it told us one, else the daily caps.
+pub fn budget_shares(s: &UsageSnapshot, settings: &crate::settings::Settings) -> (u64, u64, u64) {
+    if let (Some(limit), Some(remaining)) = (s.tokens_limit, s.tokens_remaining) {
+        let used = limit.saturating_sub(remaining);
+        let ambient = (used as f64 * s.ambient_share).round() as u64;
+        return (used - ambient.min(used), ambient.min(used), limit);
+    }
+    let caps = &settings.budget.daily_tokens;
+    let cap = caps.ambient + caps.reply;
+    (s.user_tokens_24h, s.ambient_tokens_24h, cap)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,107 +328,17 @@ mod tests {
             "▓▓▓▓▓▓▓▓▓▓ people 100% · bot 50% · left 0%"
         );
     }
-}
 
-/// The info widget for one server, as an embed: a headline and named fields.
-pub struct GuildReport {
-    pub headline: String,
-    pub fields: Vec<(String, String)>,
-}
-
-pub fn guild_report(app: &crate::app::App, guild: Option<crate::ids::GuildId>) -> GuildReport {
-    use crate::journal::{Filter, Kind};
-    use crate::when::ago;
-
-    let settings = app.settings.for_guild(guild);
-    let now = app.clock.now();
-    let exec = &app.executive;
-    let engine = guild.map(|g| app.initiative.status(g)).unwrap_or_default();
-    let headline = match exec.unavailable(crate::executive::Role::Reply) {
-        Some(why) => format!("● paused — {why}"),
-        None if engine.thinking => "● running — thinking about an ambient post".to_string(),
-        None => {
-            let active = app.spine.active.active_channels(guild, now).len();
-            if active > 0 {
-                format!("● running — in conversation in {active} channel(s)")
-            } else {
-                "● idle — listening".to_string()
-            }
-        }
-    };
-    let posts = app
-        .journal
-        .query(&Filter {
-            since: Some(now - chrono::Duration::hours(24)),
-            kinds: vec![Kind::InitiativePost],
-            guild,
-            ..Default::default()
-        })
-        .map(|e| e.len())
-        .unwrap_or(0);
-    let pool = settings.permissions.replies.discovery_channel_ids.len();
-    let initiative = if !settings.initiative.text.enabled {
-        "off (initiative.text.enabled)".to_string()
-    } else if pool == 0 {
-        "nowhere to post: no channels in permissions.replies.discoveryChannelIds".to_string()
-    } else {
-        let mut text = format!(
-            "{pool} channel(s), eagerness {}%",
-            settings.initiative.text.eagerness
-        );
-        if let Some(next) = engine.next_consideration {
-            text.push_str(&format!("; next look at {}", next.format("%H:%M UTC")));
-        }
-        if let Some(gate) = &engine.last_gate {
-            text.push_str(&format!("\nlast stopped because {gate}"));
-        }
-        text
-    };
-    let pending = match &engine.pending {
-        Some(p) => format!(
-            "\"{}\" (revision {}, held since {}, expires {})",
-            p.draft.chars().take(200).collect::<String>(),
-            p.revision,
-            ago(p.created_at, now),
-            p.expires_at.format("%H:%M UTC")
-        ),
-        None => "none".to_string(),
-    };
-    let snapshot = exec.snapshot();
-    let (user, ambient, cap) = budget_shares(&snapshot, &settings);
-    let models = model_lines(exec)
-        .into_iter()
-        .take(2)
-        .collect::<Vec<_>>()
-        .join("\n");
-    GuildReport {
-        headline,
-        fields: vec![
-            ("Initiative".into(), initiative),
-            ("Pending thought".into(), pending),
-            (
-                "Posts today".into(),
-                format!("{posts} of {}", settings.initiative.text.max_posts_per_day),
-            ),
-            (
-                "Garden".into(),
-                super::garden::widget(&app.store, guild, settings.garden.enabled, now).join("\n"),
-            ),
-            ("Budget".into(), budget_bar(user, ambient, cap)),
-            ("Models".into(), format!("```\n{models}\n```")),
-        ],
+    #[test]
+    fn discord_text_cuts_at_a_line_within_one_message() {
+        let lines: Vec<String> = (0..40)
+            .map(|i| format!("{i:02} {}", "y".repeat(97)))
+            .collect();
+        let text = discord_text(&lines);
+        assert!(text.chars().count() <= 2000, "{}", text.chars().count());
+        assert!(text.ends_with("\n…"), "an ellipsis says lines are missing");
+        assert!(text.lines().rev().nth(1).unwrap().starts_with("18 "));
+        let short = vec!["a".to_string(), "b".to_string()];
+        assert_eq!(discord_text(&short), "a\nb");
     }
-}
-
-/// (people's tokens, the bot's tokens, the whole) for the budget bar: the
-/// provider's rate-limit window when it told us one, else the daily caps.
-pub fn budget_shares(s: &UsageSnapshot, settings: &crate::settings::Settings) -> (u64, u64, u64) {
-    if let (Some(limit), Some(remaining)) = (s.tokens_limit, s.tokens_remaining) {
-        let used = limit.saturating_sub(remaining);
-        let ambient = (used as f64 * s.ambient_share).round() as u64;
-        return (used - ambient.min(used), ambient.min(used), limit);
-    }
-    let caps = &settings.budget.daily_tokens;
-    let cap = caps.ambient + caps.reply;
-    (s.user_tokens_24h, s.ambient_tokens_24h, cap)
 }

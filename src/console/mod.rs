@@ -318,21 +318,10 @@ impl Session {
                 self.out.notice(&text);
             }
             "status" => {
-                let s = &self.app.settings.global();
-                for line in commands::garden::widget(
-                    &self.app.store,
-                    Some(guild_id()),
-                    s.garden.enabled,
-                    self.app.clock.now(),
-                ) {
-                    self.out.notice(&format!("garden {line}"));
-                }
-                for line in commands::status::model_lines(&self.app.executive) {
+                let src = commands::status::Sources::of(&self.app);
+                for line in commands::status::widget(&src, Some(guild_id())) {
                     self.out.notice(&line);
                 }
-                self.out.notice(&commands::status::usage_line(
-                    &self.app.executive.snapshot(),
-                ));
             }
             "settings" => {
                 let text = commands::settings::run_text(

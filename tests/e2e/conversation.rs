@@ -120,7 +120,7 @@ fn the_status_verb_lists_models_and_what_is_missing() {
     let bare = home.run(&["status"]);
     let text = String::from_utf8_lossy(&bare.stdout);
     assert!(
-        text.contains("reply    unavailable: no model for the reply role: none is configured"),
+        text.contains("\nno model for reply, ambient, reflex, extract: none is configured: set "),
         "{text}"
     );
 }

@@ -356,31 +356,15 @@ fn ambient_status_and_why_explain_the_bot() {
             .unwrap_or_else(|| panic!("no reply:\n{}", bot.log()))
     };
     let status = reply(bot.discord.slash(GENERAL, BOB, 0, "ambient", "status", &[]));
-    let embed = &status["data"]["embeds"][0];
-    assert_eq!(embed["title"], "ambient");
-    let fields: Vec<String> = embed["fields"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["name"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(
-        fields,
-        vec![
-            "Initiative",
-            "Pending thought",
-            "Posts today",
-            "Garden",
-            "Budget",
-            "Models"
-        ]
-    );
-    assert!(
-        embed["fields"][0]["value"]
-            .as_str()
-            .unwrap()
-            .contains("discoveryChannelIds")
-    );
+    let text = status["data"]["content"].as_str().unwrap();
+    for line in [
+        "model reply    openai:gpt-5.2",
+        "initiative: no next look: no channel is open to unprompted posts (permissions.replies.discoveryChannelIds is empty)",
+        "held thought: none",
+        "posts today: 0/6 (last 24 h)",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line:?} in:\n{text}");
+    }
 
     let sent_id = {
         let store = bot.store();

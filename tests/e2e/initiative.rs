@@ -156,14 +156,14 @@ async fn hold_refine_post_across_three_ticks() {
         (p.revision, p.draft.as_str(), p.channel),
         (1, "draft one", Some(MEMES))
     );
-    let report = ambient::commands::status::guild_report(&world.app, Some(GUILD_A));
-    let held = &report
-        .fields
-        .iter()
-        .find(|(n, _)| n == "Pending thought")
-        .unwrap()
-        .1;
-    assert!(held.starts_with("\"draft one\" (revision 1"), "{held}");
+    let status = ambient::commands::status::Sources::of(&world.app);
+    let lines = ambient::commands::status::widget(&status, Some(GUILD_A));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("held thought: \"draft one\" (revision 1")),
+        "{lines:#?}"
+    );
     world.clock.advance(chrono::Duration::minutes(1));
     world.tick().await;
     let p = world.app.store.pending_thought(GUILD_A).unwrap().unwrap();

@@ -20,5 +20,6 @@ mod reflexes;
 mod secrets;
 mod settings_cli;
 mod spine;
+mod status;
 mod store_upgrade;
 mod voice;

@@ -1,6 +1,6 @@
 //! `/ambient status`, `/ambient why` and `/ambient garden`.
 
-use serenity::all::CreateEmbed;
+use serenity::all::CreateAllowedMentions;
 
 use super::{Context, Error, guild};
 use crate::commands;
@@ -20,14 +20,15 @@ pub async fn ambient(_: Context<'_>) -> Result<(), Error> {
 /// State, next initiative, posts today and the budget
 #[poise::command(slash_command, ephemeral)]
 async fn status(ctx: Context<'_>) -> Result<(), Error> {
-    let report = commands::status::guild_report(&ctx.data().app, guild(&ctx));
-    let mut embed = CreateEmbed::new()
-        .title("ambient")
-        .description(&report.headline);
-    for (name, value) in &report.fields {
-        embed = embed.field(name, value, false);
-    }
-    ctx.send(poise::CreateReply::default().embed(embed)).await?;
+    // Without a server the widget would be the operator's view of every server.
+    let Some(g) = guild(&ctx) else { return Ok(()) };
+    let app = &ctx.data().app;
+    let lines = commands::status::widget(&commands::status::Sources::of(app), Some(g));
+    // A held draft is the model's text: it may name people, but never pings them.
+    let reply = poise::CreateReply::default()
+        .content(commands::status::discord_text(&lines))
+        .allowed_mentions(CreateAllowedMentions::new());
+    ctx.send(reply).await?;
     Ok(())
 }
 
