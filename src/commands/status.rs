@@ -12,8 +12,7 @@ use crate::executive::{Executive, Role, UsageSnapshot};
 use crate::ids::{ChannelId, GuildId};
 use crate::initiative::gates::{self, Verdict};
 use crate::initiative::pending::PendingThought;
-use crate::journal::{Filter, Kind};
-use crate::settings::{Execution, Settings, SettingsService};
+use crate::settings::{Settings, SettingsService};
 use crate::store::Store;
 
 /// The endpoints serving each role that can run, one line each; then the
@@ -174,7 +173,7 @@ fn initiative_lines(src: &Sources<'_>, guild: GuildId) -> Vec<String> {
         .ok()
         .flatten()
         .filter(|p| !p.is_expired(now));
-    let posts = posts_last_24h(src.store, guild, now);
+    let posts = crate::initiative::posts_last_24h(src.store, guild, now);
     let held = match &pending {
         Some(p) => format!(
             "\"{}\" (revision {}, since {}, expires {})",
@@ -210,7 +209,7 @@ fn next_look(
 ) -> String {
     if src
         .running
-        .is_some_and(|app| app.initiative.status(guild).thinking)
+        .is_some_and(|app| app.initiative.is_thinking(guild))
     {
         return "thinking about a post now".into();
     }
@@ -220,10 +219,7 @@ fn next_look(
         .running
         .map(|app| app.spine.active.active_channels(Some(guild), src.now))
         .unwrap_or_default();
-    let role = match t.execution {
-        Execution::Ambient => Role::Ambient,
-        Execution::Reflex => Role::Reflex,
-    };
+    let role = crate::initiative::decider(settings);
     let guild_channels = src.store.guild_channels(guild).unwrap_or_default();
     let closed: Vec<ChannelId> = gates::eligible_pool(settings, &guild_channels)
         .into_iter()
@@ -277,18 +273,6 @@ fn deliverable(src: &Sources<'_>, settings: &Settings, guild: GuildId, channel: 
     src.store
         .count_self_messages_since(channel, src.now - chrono::Duration::hours(1))
         .map_or(true, |sent| sent < limit)
-}
-
-/// Ambient posts in the rolling 24 h the daily cap counts.
-fn posts_last_24h(store: &Store, guild: GuildId, now: DateTime<Utc>) -> u32 {
-    store
-        .journal_query(&Filter {
-            since: Some(now - chrono::Duration::hours(24)),
-            kinds: vec![Kind::InitiativePost],
-            guild: Some(guild),
-            ..Default::default()
-        })
-        .map_or(0, |e| e.len() as u32)
 }
 
 fn cut(text: &str, n: usize) -> String {

@@ -489,7 +489,7 @@ const HELP: &str = "commands:
   /wait DURATION             let simulated time pass, e.g. /wait 5m: ticks and reminders run
   /journal [SINCE]           what the bot decided lately (default 1h; e.g. 30m, 24h)
   /why [MESSAGE-ID]          why the bot said (or did not say) something
-  /status                    what the bot is up to here: garden, models, budget
+  /status                    what the bot is up to here: garden, budget, models, initiative
   /garden                    tend this guild's memory now (still within the budget)
   /memory remember TEXT      tell the bot something to remember (also: search Q, list, forget ID, forget-me, export)
   /discovery [list]          the feeds the bot follows here

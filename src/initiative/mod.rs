@@ -54,15 +54,6 @@ const CONSIDERATION_LIMIT: Duration = Duration::from_secs(300);
 /// An outbox row older than this at start is not resent: the nonce window has passed.
 const RESEND_WINDOW_MINUTES: i64 = 10;
 
-/// What `/ambient status` shows about the engine for one guild.
-#[derive(Clone, Debug, Default)]
-pub struct GuildStatus {
-    pub thinking: bool,
-    pub pending: Option<PendingThought>,
-    pub last_gate: Option<String>,
-    pub next_consideration: Option<DateTime<Utc>>,
-}
-
 pub struct Initiative {
     settings: Arc<SettingsService>,
     store: Store,
@@ -253,14 +244,7 @@ impl Initiative {
     }
 
     pub fn posts_last_24h(&self, guild: GuildId, now: DateTime<Utc>) -> u32 {
-        self.journal
-            .query(&Filter {
-                since: Some(now - chrono::Duration::hours(24)),
-                kinds: vec![Kind::InitiativePost],
-                guild: Some(guild),
-                ..Default::default()
-            })
-            .map_or(0, |e| e.len() as u32)
+        posts_last_24h(&self.store, guild, now)
     }
 
     /// The consideration a passed tick asked for: context, model, decision.
@@ -632,34 +616,9 @@ impl Initiative {
         );
     }
 
-    /// For `/ambient status`.
-    pub fn status(&self, guild: GuildId) -> GuildStatus {
-        let settings = self.settings.for_guild(Some(guild));
-        let pending = self.store.pending_thought(guild).ok().flatten();
-        let last = self.store.last_considered(guild).ok().flatten();
-        let now = self.clock.now();
-        let tick = chrono::Duration::seconds(i64::from(settings.initiative.text.tick_seconds));
-        let next = match (&pending, last) {
-            (Some(p), _) => Some(
-                p.updated_at
-                    + chrono::Duration::minutes(i64::from(
-                        settings.initiative.text.revisit_minutes,
-                    )),
-            ),
-            (None, Some(l)) => Some(
-                l + chrono::Duration::minutes(i64::from(
-                    settings.initiative.text.min_minutes_between_posts,
-                )),
-            ),
-            (None, None) => Some(now + tick),
-        }
-        .map(|t| t.max(now));
-        GuildStatus {
-            thinking: self.lock_in_flight().contains(&guild),
-            pending,
-            last_gate: self.lock_last_gate().get(&guild).map(|(_, r)| r.clone()),
-            next_consideration: next,
-        }
+    /// Whether a consideration for `guild` is under way (for the status widget).
+    pub fn is_thinking(&self, guild: GuildId) -> bool {
+        self.lock_in_flight().contains(&guild)
     }
 
     fn finished(&self, guild: GuildId) {
@@ -677,7 +636,20 @@ impl Initiative {
     }
 }
 
-fn decider(settings: &crate::settings::Settings) -> Role {
+/// Ambient posts in the rolling 24 h that `maxPostsPerDay` counts.
+pub fn posts_last_24h(store: &Store, guild: GuildId, now: DateTime<Utc>) -> u32 {
+    store
+        .journal_query(&Filter {
+            since: Some(now - chrono::Duration::hours(24)),
+            kinds: vec![Kind::InitiativePost],
+            guild: Some(guild),
+            ..Default::default()
+        })
+        .map_or(0, |e| e.len() as u32)
+}
+
+/// The model role that decides about posts (`initiative.text.execution`).
+pub fn decider(settings: &crate::settings::Settings) -> Role {
     match settings.initiative.text.execution {
         Execution::Ambient => Role::Ambient,
         Execution::Reflex => Role::Reflex,

@@ -53,6 +53,19 @@ impl Bot {
             "the bot did not connect and register its commands:\n{}",
             bot.log()
         );
+        // Commands register on ready; the guild's channels arrive with GUILD_CREATE,
+        // and a test naming a channel must not race them.
+        let store = bot.store();
+        let guild = ambient::ids::GuildId(super::fake_discord::GUILD);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while store.guild_channels(guild).map_or(true, |c| c.is_empty()) {
+            assert!(
+                Instant::now() < deadline,
+                "the guild's channels were never stored:\n{}",
+                bot.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
         bot
     }
 
