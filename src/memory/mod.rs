@@ -9,9 +9,12 @@
 //! - `tools`: `memory_search` for the executive's tool loops
 //!
 //! Storing a fact first compares it with the active facts of the same kind
-//! in the same scope: a near-duplicate reinforces the old fact (strength,
-//! breadcrumb); a fact that repeats more than `memory.supersedeThreshold` of
-//! an old one's keywords supersedes it; anything else is new.
+//! in the same scope: a near-duplicate (keyword Jaccard ≥ 0.8) reinforces the
+//! old fact (strength, breadcrumb), whatever its kind; a *decision* that
+//! repeats more than `memory.supersedeThreshold` of an earlier decision's
+//! keywords supersedes it (seed: "Supersede Detection"); anything else is new
+//! — two facts that merely share words ("Bob lives in Berlin", "Bob works in
+//! Berlin") are both kept.
 
 pub mod compact;
 pub mod extract;
@@ -27,6 +30,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
+use crate::backoff::Backoff;
 use crate::clock::SharedClock;
 use crate::executive::Executive;
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
@@ -92,6 +96,8 @@ pub struct Memory {
     pub(crate) journal: Journal,
     pub(crate) clock: SharedClock,
     pub(crate) executive: Arc<Executive>,
+    /// Channels whose extraction failed, waiting before the next try.
+    pub(crate) extraction_backoff: Backoff<ChannelId>,
 }
 
 impl Memory {
@@ -108,6 +114,10 @@ impl Memory {
             journal,
             clock,
             executive,
+            extraction_backoff: Backoff::new(
+                chrono::Duration::minutes(1),
+                chrono::Duration::minutes(extract::BACKOFF_CEILING_MINUTES),
+            ),
         })
     }
 
@@ -129,11 +139,10 @@ impl Memory {
             return Err("there is nothing to remember: the text is empty".into());
         }
         let new_kw = keywords::keywords(&new.content);
-        let candidates = self
+        let candidates: Vec<(f64, f64, Fact)> = self
             .store
             .facts_in_scope(&new.scope, Some(new.kind))
-            .map_err(|e| e.to_string())?;
-        let best = candidates
+            .map_err(|e| e.to_string())?
             .into_iter()
             .filter(|old| match (&old.subject, &new.subject) {
                 (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
@@ -147,10 +156,26 @@ impl Memory {
                     old,
                 )
             })
-            .filter(|(overlap, _, _)| *overlap > threshold)
-            .max_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
-        let stored = match best {
-            Some((_, similarity, mut old)) if similarity >= NEAR_DUPLICATE => {
+            .collect();
+        let duplicate = candidates
+            .iter()
+            .filter(|(_, similarity, _)| *similarity >= NEAR_DUPLICATE)
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(_, _, old)| old.clone());
+        // Only a decision replaces an earlier one (the seed's "Supersede
+        // Detection"): "Bob works in Berlin" does not make "Bob lives in
+        // Berlin" false, but "use JWT for auth" does end "use cookies for auth".
+        let replaced = (duplicate.is_none() && new.kind == FactKind::Decision)
+            .then(|| {
+                candidates
+                    .into_iter()
+                    .filter(|(overlap, _, _)| *overlap > threshold)
+                    .max_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)))
+                    .map(|(_, _, old)| old)
+            })
+            .flatten();
+        let stored = match (duplicate, replaced) {
+            (Some(mut old), _) => {
                 old.strength += 1;
                 old.confidence = (old.confidence + 0.1).min(1.0);
                 old.importance = old.importance.max(new.importance);
@@ -165,7 +190,7 @@ impl Memory {
                     .map_err(|e| e.to_string())?;
                 Stored::Reinforced(old)
             }
-            Some((_, _, mut old)) => {
+            (None, Some(mut old)) => {
                 old.superseded_by = Some(new.id.clone());
                 old.updated_at = now;
                 self.store
@@ -173,7 +198,7 @@ impl Memory {
                     .map_err(|e| e.to_string())?;
                 Stored::Superseded { new, old }
             }
-            None => {
+            (None, None) => {
                 self.store.insert_fact(&new).map_err(|e| e.to_string())?;
                 Stored::New(new)
             }
