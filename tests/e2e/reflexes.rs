@@ -1140,3 +1140,34 @@ async fn why_explains_a_post_resent_after_a_restart() {
     let why = why_about(&w, GENERAL, "survived a crash");
     assert!(why.contains("posted a thought after a restart"), "{why}");
 }
+
+const ANNOUNCE: &str = r##"name: announce
+description: Releases are announced in the memes channel
+level: 1
+trigger:
+  pattern: "(?i)\\breleased\\b"
+pipeline:
+  - action: reply
+    channel: "#memes"
+    message: "{{author}} says a release is out"
+"##;
+
+#[tokio::test]
+async fn why_explains_a_reflex_post_in_another_channel() {
+    let (s, _dir) = with_reflexes(&[("announce.yaml", ANNOUNCE)]);
+    let w = World::start(s).await;
+    w.message(GENERAL, "ada", "version 2 is released", Addressed::No)
+        .await;
+    let said = w.said();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert_eq!(said[0].channel, crate::support::world::MEMES);
+    let why = why_about(
+        &w,
+        crate::support::world::MEMES,
+        "ada says a release is out",
+    );
+    assert!(
+        why.contains("reflex announce posted this — the reflex announce ran: Releases are announced in the memes channel"),
+        "{why}"
+    );
+}
