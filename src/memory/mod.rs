@@ -138,42 +138,7 @@ impl Memory {
         if new.content.is_empty() {
             return Err("there is nothing to remember: the text is empty".into());
         }
-        let new_kw = keywords::keywords(&new.content);
-        let candidates: Vec<(f64, f64, Fact)> = self
-            .store
-            .facts_in_scope(&new.scope, Some(new.kind))
-            .map_err(|e| e.to_string())?
-            .into_iter()
-            .filter(|old| match (&old.subject, &new.subject) {
-                (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
-                _ => true,
-            })
-            .map(|old| {
-                let old_kw = keywords::keywords(&old.content);
-                (
-                    keywords::overlap(&old_kw, &new_kw),
-                    keywords::jaccard(&old_kw, &new_kw),
-                    old,
-                )
-            })
-            .collect();
-        let duplicate = candidates
-            .iter()
-            .filter(|(_, similarity, _)| *similarity >= NEAR_DUPLICATE)
-            .max_by(|a, b| a.1.total_cmp(&b.1))
-            .map(|(_, _, old)| old.clone());
-        // Only a decision replaces an earlier one (the seed's "Supersede
-        // Detection"): "Bob works in Berlin" does not make "Bob lives in
-        // Berlin" false, but "use JWT for auth" does end "use cookies for auth".
-        let replaced = (duplicate.is_none() && new.kind == FactKind::Decision)
-            .then(|| {
-                candidates
-                    .into_iter()
-                    .filter(|(overlap, _, _)| *overlap > threshold)
-                    .max_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)))
-                    .map(|(_, _, old)| old)
-            })
-            .flatten();
+        let (duplicate, replaced) = self.similar(&new, threshold)?;
         let stored = match (duplicate, replaced) {
             (Some(mut old), _) => {
                 old.strength += 1;
@@ -222,6 +187,48 @@ impl Memory {
             .data(serde_json::json!({"fact": f.id})),
         );
         Ok(stored)
+    }
+
+    /// The active fact of the same kind, scope (and subject) that `new`
+    /// repeats (keyword Jaccard ≥ `NEAR_DUPLICATE`), else, for a decision,
+    /// the earlier decision it replaces (more than `threshold` of its keywords).
+    fn similar(&self, new: &Fact, threshold: f64) -> Result<(Option<Fact>, Option<Fact>), String> {
+        let new_kw = keywords::keywords(&new.content);
+        let candidates: Vec<(f64, f64, Fact)> = self
+            .store
+            .facts_in_scope(&new.scope, Some(new.kind))
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .filter(|old| match (&old.subject, &new.subject) {
+                (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+                _ => true,
+            })
+            .map(|old| {
+                let old_kw = keywords::keywords(&old.content);
+                (
+                    keywords::overlap(&old_kw, &new_kw),
+                    keywords::jaccard(&old_kw, &new_kw),
+                    old,
+                )
+            })
+            .collect();
+        let duplicate = candidates
+            .iter()
+            .filter(|(_, similarity, _)| *similarity >= NEAR_DUPLICATE)
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(_, _, old)| old.clone());
+        // Only a decision replaces an earlier one (the seed's "Supersede
+        // Detection"): "Bob works in Berlin" does not make "Bob lives in
+        // Berlin" false, but "use JWT for auth" does end "use cookies for auth".
+        if duplicate.is_some() || new.kind != FactKind::Decision {
+            return Ok((duplicate, None));
+        }
+        let replaced = candidates
+            .into_iter()
+            .filter(|(overlap, _, _)| *overlap > threshold)
+            .max_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)))
+            .map(|(_, _, old)| old);
+        Ok((None, replaced))
     }
 
     /// Memory lines for answering someone: what is relevant to the message
