@@ -111,6 +111,8 @@ impl Garden {
             .find(|q| {
                 q.scheduled_for <= now
                     && q.created_by != mine
+                    // A server backing off waits for its back-off, not the next early wake.
+                    && q.guild.is_none_or(|g| self.ready(g, now))
                     && (q.created_at >= started
                         || (r.status == CycleStatus::Completed && q.guild != r.guild))
             })
