@@ -174,6 +174,7 @@ impl App {
             executive: executive.clone(),
             speech: speech.clone(),
             memory: memory.clone(),
+            impulses: impulses.clone(),
         }));
 
         let garden = Garden::new(

@@ -11,6 +11,7 @@
 
 pub mod app;
 pub mod attention;
+pub mod backoff;
 pub mod chat;
 pub mod cli;
 pub mod clock;

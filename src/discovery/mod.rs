@@ -214,17 +214,28 @@ impl Discovery {
                         ),
                     }
                 };
+                // A lost success record only means this source is fetched again early.
                 let _ = self.store.record_fetch(id, &outcome, now, interval);
                 tracing::debug!(source = %spec.label(), ?report, "fetched");
             }
             Err(why) => {
-                let _ =
-                    self.store
-                        .record_fetch(id, &FetchOutcome::Failed(why.clone()), now, interval);
+                // One journal line per back-off: the source is not tried again before it ends.
+                let later = match self.store.record_fetch(
+                    id,
+                    &FetchOutcome::Failed(why.clone()),
+                    now,
+                    interval,
+                ) {
+                    Ok(Some(setback)) => format!("; {}", setback.describe()),
+                    Ok(None) => String::new(),
+                    Err(e) => format!(
+                        "; its back-off was not recorded ({e}), so it may be tried again soon"
+                    ),
+                };
                 tracing::warn!(source = %spec.label(), reason = %why, "a feed source failed");
                 self.journal.record(
                     Entry::new(Kind::Discovery, format!("could not fetch {}", spec.label()))
-                        .reason(why.clone()),
+                        .reason(format!("{why}{later}")),
                 );
             }
         }

@@ -59,6 +59,7 @@ impl Garden {
         let now = self.clock.now();
         match &mut result {
             Ok(r) => {
+                self.backoff.succeeded(&None);
                 // The cycle scheduled its own next wake; what was asked for
                 // while it ran must not be lost behind it.
                 if let Some(why) = self.asked_meanwhile(r, started) {
@@ -74,12 +75,12 @@ impl Garden {
                 }
             }
             Err(e) => {
-                // No next wake was scheduled: retry after the shortest
-                // interval, not at once (and again, and again).
-                let min = self.settings.global().garden.min_interval_minutes;
+                // No next wake was scheduled: retry after a back-off that
+                // doubles with each failure in a row, not at once (and again).
+                let setback = self.backoff.failed(&None, now);
                 self.schedule_wake(
-                    now + Duration::minutes(i64::from(min)),
-                    format!("the last cycle failed: {e}"),
+                    setback.until,
+                    format!("the last cycle failed: {e}; {}", setback.describe()),
                     false,
                 );
             }
@@ -110,6 +111,8 @@ impl Garden {
             .find(|q| {
                 q.scheduled_for <= now
                     && q.created_by != mine
+                    // A server backing off waits for its back-off, not the next early wake.
+                    && q.guild.is_none_or(|g| self.ready(g, now))
                     && (q.created_at >= started
                         || (r.status == CycleStatus::Completed && q.guild != r.guild))
             })
@@ -317,8 +320,17 @@ impl Garden {
         {
             ended = Ended::Failed;
         }
-        let mut state = scheduler::after_cycle(self.scheduler_state(), ended, &settings.garden);
         let now = self.clock.now();
+        // A failing model part backs off for its server (a 429 is the scheduler's to handle).
+        let setback = match (cycle.guild, ended, status) {
+            (Some(g), Ended::Failed, _) => Some(self.backoff.failed(&Some(g), now)),
+            (Some(g), _, CycleStatus::Completed) => {
+                self.backoff.succeeded(&Some(g));
+                None
+            }
+            _ => None,
+        };
+        let mut state = scheduler::after_cycle(self.scheduler_state(), ended, &settings.garden);
         let plan = scheduler::plan(&self.inputs(), &state, &settings.garden);
         let safe = plan.wait.unwrap_or(Duration::minutes(i64::from(
             settings.garden.min_interval_minutes,
@@ -373,9 +385,13 @@ impl Garden {
             )
             .guild(cycle.guild)
             .reason(format!(
-                "{} — next wake {} ({reason})",
+                "{} — next wake {} ({reason}){}",
                 cycle.summary,
-                next.format("%H:%M UTC")
+                next.format("%H:%M UTC"),
+                setback.map_or(String::new(), |s| format!(
+                    "; this server's model part backs off: {}",
+                    s.describe()
+                ))
             ))
             .data(serde_json::json!({ "cycle": id, "tokens": cycle.tokens_in + cycle.tokens_out })),
         );
@@ -405,6 +421,11 @@ impl Garden {
         let _ = self.store.garden_set("tended", &m);
     }
 
+    /// Whether a server's model part may run (it is not backing off after a failure).
+    fn ready(&self, g: GuildId, now: DateTime<Utc>) -> bool {
+        self.backoff.ready(&Some(g), now)
+    }
+
     /// The server the model part tends: the one with the most urgent due
     /// queue item; else the one longest untended among those people have
     /// talked in since.
@@ -414,7 +435,7 @@ impl Garden {
             .queue_open()
             .unwrap_or_default()
             .into_iter()
-            .find(|q| q.scheduled_for <= now)
+            .find(|q| q.scheduled_for <= now && q.guild.is_some_and(|g| self.ready(g, now)))
             .and_then(|q| q.guild)
         {
             return Some(g);
@@ -424,6 +445,7 @@ impl Garden {
             .known_guilds()
             .unwrap_or_default()
             .into_iter()
+            .filter(|(g, _)| self.ready(*g, now))
             .filter_map(|(g, _)| {
                 let last = self.store.last_human_message(g).ok().flatten()?;
                 let since = tended.get(&g.get()).copied();

@@ -45,6 +45,7 @@ use tokio::sync::{Notify, watch};
 
 use crate::attention::router::ORDER_IMPULSE;
 use crate::attention::{Attended, Handler, Impulse, ImpulseKind, Input, Outcome, Priority, Spine};
+use crate::backoff::Backoff;
 use crate::clock::SharedClock;
 use crate::executive::Executive;
 use crate::ids::{ChannelId, GuildId, UserId};
@@ -119,6 +120,10 @@ pub struct Garden {
     /// A conversation ended while a cycle ran: its early wake, kept for the
     /// cycle's end (which would otherwise overwrite it with its own).
     early: Mutex<Option<String>>,
+    /// Servers whose model part failed (and `None`: whole cycles that
+    /// failed), waiting `garden.minIntervalMinutes` × 2ⁿ, at most
+    /// `garden.maxIntervalMinutes`, before the next try.
+    backoff: Backoff<Option<GuildId>>,
 }
 
 impl Garden {
@@ -134,6 +139,13 @@ impl Garden {
         spine: Arc<Spine>,
         me: UserId,
     ) -> Arc<Self> {
+        let g = settings.global().garden.clone();
+        let backoff = Backoff::new(
+            Duration::minutes(i64::from(g.min_interval_minutes.max(1))),
+            Duration::minutes(i64::from(
+                g.max_interval_minutes.max(g.min_interval_minutes),
+            )),
+        );
         Arc::new(Self {
             store,
             settings,
@@ -151,6 +163,7 @@ impl Garden {
             in_flight_since: Mutex::new(None),
             was_active: Mutex::new(HashSet::new()),
             early: Mutex::new(None),
+            backoff,
         })
     }
 

@@ -7,6 +7,11 @@
 //! it learned, and maybe a thought for the initiative cycle to consider) for
 //! ideas. Nothing is posted behind the initiative gates' back except what a
 //! task or routine asked for.
+//!
+//! Everything said here is journalled with the id of the message it became,
+//! so `/ambient why` on a reminder or a routine's post explains it. A failed
+//! idea exploration gives the idea back and backs off for the guild (see
+//! [`Impulses::idea_failed`]).
 
 use std::sync::Arc;
 
@@ -20,7 +25,8 @@ use crate::clock::SharedClock;
 use crate::executive::prompts::PromptLine;
 use crate::executive::tools::{FinalTool, parse_args};
 use crate::executive::{Executive, Message, Role, Turn, TurnOutcome};
-use crate::ids::{ChannelId, GuildId};
+use crate::ids::{ChannelId, GuildId, MessageId};
+use crate::impulses::Impulses;
 use crate::initiative::pending::PendingThought;
 use crate::journal::{Entry, Journal, Kind};
 use crate::memory::Memory;
@@ -72,6 +78,7 @@ pub struct ImpulseHandler {
     pub executive: Arc<Executive>,
     pub speech: Arc<Speech>,
     pub memory: Arc<Memory>,
+    pub impulses: Arc<Impulses>,
 }
 
 impl ImpulseHandler {
@@ -184,29 +191,34 @@ impl ImpulseHandler {
         channel: Option<ChannelId>,
         text: &str,
         cause: &str,
-    ) -> Result<(), String> {
+    ) -> Result<Vec<MessageId>, String> {
         let Some(channel) = channel else {
             return Err("there is no channel to say it in".into());
         };
         self.speech
             .say(Place { guild, channel }, text, None, cause)
             .await
-            .map(|_| ())
             .map_err(|e| e.to_string())
     }
 
+    /// A journal entry; `sent` are the ids of what was said, so `why` finds it.
     fn note(
         &self,
         guild: Option<GuildId>,
         channel: Option<ChannelId>,
         summary: String,
         reason: String,
+        sent: &[MessageId],
     ) {
-        self.journal.record(
-            Entry::new(Kind::Impulse, summary)
-                .place(guild, channel)
-                .reason(reason),
-        );
+        let mut e = Entry::new(Kind::Impulse, summary)
+            .place(guild, channel)
+            .reason(reason);
+        if let Some(first) = sent.first() {
+            e = e.message(*first).data(serde_json::json!({
+                "sent": sent.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
+            }));
+        }
+        self.journal.record(e);
     }
 
     async fn task(&self, id: &str) -> Outcome {
@@ -227,13 +239,15 @@ impl ImpulseHandler {
                 )
                 .await
             {
-                Ok(()) => {
+                Ok(sent) => {
+                    // The task was claimed before it fired: a lost completion cannot fire it twice.
                     let _ = self.store.complete_task(&task.id, now);
                     self.note(
                         task.guild,
                         task.channel,
                         format!("did a task: {}", task.text),
                         format!("said {message:?}"),
+                        &sent,
                     );
                     Outcome::Done
                 }
@@ -318,8 +332,8 @@ impl ImpulseHandler {
     ) -> Outcome {
         match act.say.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
             Some(text) => match self.say(guild, channel, text, cause).await {
-                Ok(()) => {
-                    self.note(guild, channel, summary.to_string(), act.note);
+                Ok(sent) => {
+                    self.note(guild, channel, summary.to_string(), act.note, &sent);
                     Outcome::Done
                 }
                 Err(e) => Outcome::Failed(format!("could not say it: {e}")),
@@ -330,6 +344,7 @@ impl ImpulseHandler {
                     channel,
                     summary.to_string(),
                     format!("{} (nothing posted)", act.note),
+                    &[],
                 );
                 Outcome::Done
             }
@@ -345,14 +360,23 @@ impl ImpulseHandler {
             "explored",
             "What you learned, and maybe a thought to share later.",
         );
-        let v = match self.turn(guild, None, &prompt, explored).await {
-            Ok(v) => v,
-            Err(why) => return Outcome::Failed(format!("could not explore the idea: {why}")),
+        let found = match self.turn(guild, None, &prompt, explored).await {
+            Ok(v) => parse_args::<Explored>(&v),
+            Err(why) => Err(why),
         };
-        let found: Explored = match parse_args(&v) {
+        let found = match found {
             Ok(e) => e,
-            Err(e) => return Outcome::Failed(e),
+            Err(why) => {
+                let later = self
+                    .impulses
+                    .idea_failed(guild, &idea.id)
+                    .map_or(String::new(), |s| {
+                        format!("; the idea waits, {}", s.describe())
+                    });
+                return Outcome::Failed(format!("could not explore the idea: {why}{later}"));
+            }
         };
+        self.impulses.idea_explored(guild);
         let now = self.clock.now();
         if let Some(g) = guild {
             let fact = crate::memory::manual(
@@ -397,6 +421,7 @@ impl ImpulseHandler {
             None,
             format!("explored an idea: {}", idea.text),
             found.learned,
+            &[],
         );
         Outcome::Done
     }

@@ -7,7 +7,9 @@
 //! - a schedule of recurring actions with cron expressions, in the guild's
 //!   timezone; missed firings are not replayed, the next one simply happens;
 //! - ideas: things to explore, which become impulses only when the guild
-//!   has been idle for `impulses.ideaIdleMinutes`.
+//!   has been idle for `impulses.ideaIdleMinutes`; an exploration that fails
+//!   gives its idea back and backs off for that guild (1, 2, 4, … minutes, at
+//!   most `IDEA_BACKOFF_CEILING_MINUTES`).
 //!
 //! The check runs every `impulses.activeCheckSeconds` while people are
 //! talking with the bot and every `idleCheckSeconds` otherwise.
@@ -24,6 +26,7 @@ use chrono_tz::Tz;
 use tokio::sync::watch;
 
 use crate::attention::{Impulse, ImpulseKind, Input, Priority, Spine};
+use crate::backoff::{Backoff, Setback};
 use crate::clock::SharedClock;
 use crate::ids::{ChannelId, GuildId, UserId};
 use crate::journal::{Entry, Journal, Kind};
@@ -54,7 +57,12 @@ pub struct Impulses {
     journal: Journal,
     clock: SharedClock,
     spine: Arc<Spine>,
+    /// Guilds whose last idea exploration failed, waiting before the next.
+    idea_backoff: Backoff<GuildId>,
 }
+
+/// The longest a guild waits between failing idea explorations.
+pub const IDEA_BACKOFF_CEILING_MINUTES: i64 = 6 * 60;
 
 /// How long after claiming a task a restart may still deliver it.
 const RESUME_WINDOW_MINUTES: i64 = 10;
@@ -77,7 +85,27 @@ impl Impulses {
             journal,
             clock,
             spine,
+            idea_backoff: Backoff::new(
+                chrono::Duration::minutes(1),
+                chrono::Duration::minutes(IDEA_BACKOFF_CEILING_MINUTES),
+            ),
         })
+    }
+
+    /// An exploration failed: the idea waits to be explored again, and the
+    /// guild backs off before the next try.
+    pub fn idea_failed(&self, guild: Option<GuildId>, idea_id: &str) -> Option<Setback> {
+        let g = guild?;
+        // Losing the release only loses this one idea, as before back-off existed.
+        let _ = self.store.release_idea(idea_id);
+        Some(self.idea_backoff.failed(&g, self.clock.now()))
+    }
+
+    /// An exploration succeeded: the guild's back-off (if any) is over.
+    pub fn idea_explored(&self, guild: Option<GuildId>) {
+        if let Some(g) = guild {
+            self.idea_backoff.succeeded(&g);
+        }
     }
 
     pub fn timezone(&self, guild: Option<GuildId>) -> Tz {
@@ -288,7 +316,7 @@ impl Impulses {
             }
         }
         for (guild, _) in self.store.known_guilds().unwrap_or_default() {
-            if !self.idle(guild, now) {
+            if !self.idea_backoff.ready(&guild, now) || !self.idle(guild, now) {
                 continue;
             }
             let Some(idea) = self

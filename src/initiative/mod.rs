@@ -136,6 +136,13 @@ impl Initiative {
             if let Ok(ids) = self.speech.say(place, &post.text, None, &post.nonce).await {
                 if let Some(first) = ids.first() {
                     let _ = self.store.outbox_mark_sent(&post.nonce, *first);
+                    // `/ambient why` on it must find it, like any post.
+                    self.journal.record(
+                        Entry::new(Kind::InitiativePost, "posted a thought after a restart")
+                            .place(Some(post.guild), Some(post.channel))
+                            .reason("it was recorded but not confirmed before the bot stopped; sent again with the same nonce")
+                            .message(*first),
+                    );
                 }
             }
         }

@@ -5,7 +5,9 @@
 //! cheaply, for channels it only listens to, once `memory.listenBatchSize`
 //! new messages have gathered (`memory.extractListened`). A per-channel
 //! checkpoint makes each message go through extraction once; a failed
-//! attempt keeps the checkpoint and is retried no sooner than `RETRY_AFTER`.
+//! attempt keeps the checkpoint and backs off for that channel (1, 2, 4, …
+//! minutes, at most `BACKOFF_CEILING_MINUTES`), however many messages wait,
+//! with one journal line per back-off.
 //!
 //! The model answers with a typed `remember_facts` call (possibly empty:
 //! greetings and small talk are not remembered). Batches with nothing that
@@ -23,8 +25,8 @@ use crate::ids::{ChannelId, GuildId, MessageId};
 use crate::journal::{Entry, Kind};
 use crate::store::messages::{StoredMessage, Unextracted};
 
-/// How long a failed extraction waits before it is tried again.
-const RETRY_AFTER_MINUTES: i64 = 10;
+/// The longest a channel's failing extraction waits between tries.
+pub const BACKOFF_CEILING_MINUTES: i64 = 60;
 /// Most messages in one extraction call.
 const MAX_BATCH: usize = 100;
 /// A batch needs at least this many content words in one message to be worth a call.
@@ -99,10 +101,8 @@ impl Memory {
         if !m.enabled {
             return false;
         }
-        if u.last_run_at
-            .is_some_and(|t| now - t < chrono::Duration::minutes(RETRY_AFTER_MINUTES))
-            && u.count < u64::from(m.listen_batch_size) * 2
-        {
+        // A failing channel waits out its back-off, however many messages pile up.
+        if !self.extraction_backoff.ready(&u.channel, now) {
             return false;
         }
         let quiet =
@@ -139,6 +139,8 @@ impl Memory {
         }
         match self.run_extraction(guild, channel, &messages).await {
             Ok(facts) => {
+                let recovered = self.extraction_backoff.succeeded(&channel);
+                // Losing the checkpoint only means these messages are read once more.
                 let _ = self.store.set_extraction_checkpoint(channel, last, now);
                 let mut stored = 0;
                 for fact in facts {
@@ -154,11 +156,15 @@ impl Memory {
                             messages.len()
                         ),
                     )
-                    .place(guild, Some(channel)),
+                    .place(guild, Some(channel))
+                    .reason(recovered.map_or(String::new(), |n| {
+                        format!("extraction works again after {n} failure(s) in a row")
+                    })),
                 );
                 stored
             }
             Err(why) => {
+                let setback = self.extraction_backoff.failed(&channel, now);
                 // Keep the checkpoint: the same messages are tried again later.
                 let _ = self.store.set_extraction_checkpoint(
                     channel,
@@ -168,7 +174,7 @@ impl Memory {
                 self.journal.record(
                     Entry::new(Kind::Memory, "could not extract memories")
                         .place(guild, Some(channel))
-                        .reason(why),
+                        .reason(format!("{why}; {}", setback.describe())),
                 );
                 0
             }

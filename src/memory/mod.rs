@@ -9,9 +9,12 @@
 //! - `tools`: `memory_search` for the executive's tool loops
 //!
 //! Storing a fact first compares it with the active facts of the same kind
-//! in the same scope: a near-duplicate reinforces the old fact (strength,
-//! breadcrumb); a fact that repeats more than `memory.supersedeThreshold` of
-//! an old one's keywords supersedes it; anything else is new.
+//! in the same scope: a near-duplicate (keyword Jaccard ≥ 0.8) reinforces the
+//! old fact (strength, breadcrumb), whatever its kind; a *decision* that
+//! repeats more than `memory.supersedeThreshold` of an earlier decision's
+//! keywords supersedes it (seed: "Supersede Detection"); anything else is new
+//! — two facts that merely share words ("Bob lives in Berlin", "Bob works in
+//! Berlin") are both kept.
 
 pub mod compact;
 pub mod extract;
@@ -27,6 +30,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
+use crate::backoff::Backoff;
 use crate::clock::SharedClock;
 use crate::executive::Executive;
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
@@ -92,6 +96,8 @@ pub struct Memory {
     pub(crate) journal: Journal,
     pub(crate) clock: SharedClock,
     pub(crate) executive: Arc<Executive>,
+    /// Channels whose extraction failed, waiting before the next try.
+    pub(crate) extraction_backoff: Backoff<ChannelId>,
 }
 
 impl Memory {
@@ -108,6 +114,10 @@ impl Memory {
             journal,
             clock,
             executive,
+            extraction_backoff: Backoff::new(
+                chrono::Duration::minutes(1),
+                chrono::Duration::minutes(extract::BACKOFF_CEILING_MINUTES),
+            ),
         })
     }
 
@@ -128,29 +138,9 @@ impl Memory {
         if new.content.is_empty() {
             return Err("there is nothing to remember: the text is empty".into());
         }
-        let new_kw = keywords::keywords(&new.content);
-        let candidates = self
-            .store
-            .facts_in_scope(&new.scope, Some(new.kind))
-            .map_err(|e| e.to_string())?;
-        let best = candidates
-            .into_iter()
-            .filter(|old| match (&old.subject, &new.subject) {
-                (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
-                _ => true,
-            })
-            .map(|old| {
-                let old_kw = keywords::keywords(&old.content);
-                (
-                    keywords::overlap(&old_kw, &new_kw),
-                    keywords::jaccard(&old_kw, &new_kw),
-                    old,
-                )
-            })
-            .filter(|(overlap, _, _)| *overlap > threshold)
-            .max_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
-        let stored = match best {
-            Some((_, similarity, mut old)) if similarity >= NEAR_DUPLICATE => {
+        let (duplicate, replaced) = self.similar(&new, threshold)?;
+        let stored = match (duplicate, replaced) {
+            (Some(mut old), _) => {
                 old.strength += 1;
                 old.confidence = (old.confidence + 0.1).min(1.0);
                 old.importance = old.importance.max(new.importance);
@@ -165,7 +155,7 @@ impl Memory {
                     .map_err(|e| e.to_string())?;
                 Stored::Reinforced(old)
             }
-            Some((_, _, mut old)) => {
+            (None, Some(mut old)) => {
                 old.superseded_by = Some(new.id.clone());
                 old.updated_at = now;
                 self.store
@@ -173,7 +163,7 @@ impl Memory {
                     .map_err(|e| e.to_string())?;
                 Stored::Superseded { new, old }
             }
-            None => {
+            (None, None) => {
                 self.store.insert_fact(&new).map_err(|e| e.to_string())?;
                 Stored::New(new)
             }
@@ -197,6 +187,48 @@ impl Memory {
             .data(serde_json::json!({"fact": f.id})),
         );
         Ok(stored)
+    }
+
+    /// The active fact of the same kind, scope (and subject) that `new`
+    /// repeats (keyword Jaccard ≥ `NEAR_DUPLICATE`), else, for a decision,
+    /// the earlier decision it replaces (more than `threshold` of its keywords).
+    fn similar(&self, new: &Fact, threshold: f64) -> Result<(Option<Fact>, Option<Fact>), String> {
+        let new_kw = keywords::keywords(&new.content);
+        let candidates: Vec<(f64, f64, Fact)> = self
+            .store
+            .facts_in_scope(&new.scope, Some(new.kind))
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .filter(|old| match (&old.subject, &new.subject) {
+                (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+                _ => true,
+            })
+            .map(|old| {
+                let old_kw = keywords::keywords(&old.content);
+                (
+                    keywords::overlap(&old_kw, &new_kw),
+                    keywords::jaccard(&old_kw, &new_kw),
+                    old,
+                )
+            })
+            .collect();
+        let duplicate = candidates
+            .iter()
+            .filter(|(_, similarity, _)| *similarity >= NEAR_DUPLICATE)
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(_, _, old)| old.clone());
+        // Only a decision replaces an earlier one (the seed's "Supersede
+        // Detection"): "Bob works in Berlin" does not make "Bob lives in
+        // Berlin" false, but "use JWT for auth" does end "use cookies for auth".
+        if duplicate.is_some() || new.kind != FactKind::Decision {
+            return Ok((duplicate, None));
+        }
+        let replaced = candidates
+            .into_iter()
+            .filter(|(overlap, _, _)| *overlap > threshold)
+            .max_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)))
+            .map(|(_, _, old)| old);
+        Ok((None, replaced))
     }
 
     /// Memory lines for answering someone: what is relevant to the message

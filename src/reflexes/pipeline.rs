@@ -295,7 +295,8 @@ async fn perform(
                     .timestamp()
                     .to_string())
             );
-            s.speech
+            let sent = s
+                .speech
                 .say(
                     Place {
                         guild: f.guild,
@@ -307,6 +308,19 @@ async fn perform(
                 )
                 .await
                 .map_err(|e| e.to_string())?;
+            // A reply hangs on the message it answers; anything else needs its
+            // own entry for `/ambient why` to find.
+            if let (None, Some(first)) = (reply_to, sent.first()) {
+                s.journal.record(
+                    Entry::new(Kind::Reflex, format!("reflex {} posted this", reflex.name))
+                        .place(f.guild, Some(channel))
+                        .reason(format!(
+                            "the reflex {} ran: {}",
+                            reflex.name, reflex.description
+                        ))
+                        .message(*first),
+                );
+            }
             did(format!("replied {:?}", short(&text)))
         }
         Action::React { emoji } => {

@@ -587,7 +587,7 @@ pub struct MemorySettings {
     pub archive_retention_days: u32,
     /// Recency half-life used by search scoring.
     pub search_half_life_days: u32,
-    /// Keyword Jaccard overlap above which a new fact reinforces or supersedes an old one.
+    /// Keyword overlap above which a new decision supersedes an earlier one (seed: decisions only).
     pub supersede_threshold: f64,
     /// Most facts put into one prompt.
     pub max_prompt_facts: u32,

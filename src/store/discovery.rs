@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{OptionalExtension, Row, params};
 
 use super::{Result, Store, from_ms, to_ms};
+use crate::backoff::{self, Setback};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -122,14 +123,16 @@ impl Store {
         Ok(rows)
     }
 
-    /// Records a fetch; failures push the next fetch back exponentially.
+    /// Records a fetch; failures push the next fetch back exponentially
+    /// (2×, 4×, 8× … the interval, at most a day: [`crate::backoff::delay`]).
+    /// Returns the back-off a failure started.
     pub fn record_fetch(
         &self,
         id: i64,
         outcome: &FetchOutcome,
         now: DateTime<Utc>,
         interval: chrono::Duration,
-    ) -> Result<()> {
+    ) -> Result<Option<Setback>> {
         let conn = self.lock();
         match outcome {
             FetchOutcome::Ok { etag, last_modified, status } => conn.execute(
@@ -144,16 +147,17 @@ impl Store {
             )?,
             FetchOutcome::Failed(why) => {
                 let failures: u32 = conn.query_row("SELECT failures FROM discovery_sources WHERE id = ?1", [id], |r| r.get(0))?;
-                // 2×, 4×, 8× … the interval, at most a day.
-                let backoff = (interval * 2i32.pow((failures + 1).min(10))).min(chrono::Duration::hours(24));
+                let failures = failures.saturating_add(1);
+                let wait = backoff::delay(interval * 2, chrono::Duration::hours(24), failures);
                 conn.execute(
-                    "UPDATE discovery_sources SET last_fetch_at = ?2, last_status = ?3, failures = failures + 1,
-                     next_fetch_at = ?4 WHERE id = ?1",
-                    params![id, to_ms(now), format!("failed: {why}"), to_ms(now + backoff)],
-                )?
+                    "UPDATE discovery_sources SET last_fetch_at = ?2, last_status = ?3, failures = ?4,
+                     next_fetch_at = ?5 WHERE id = ?1",
+                    params![id, to_ms(now), format!("failed: {why}"), failures, to_ms(now + wait)],
+                )?;
+                return Ok(Some(Setback { failures, wait, until: now + wait }));
             }
         };
-        Ok(())
+        Ok(None)
     }
 
     /// Stores new items in one transaction, skipping any whose canonical URL

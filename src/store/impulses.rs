@@ -275,6 +275,14 @@ impl Store {
             .map(from_ms))
     }
 
+    /// Gives a claimed idea back (its exploration failed): it waits to be explored again.
+    pub fn release_idea(&self, id: &str) -> Result<bool> {
+        Ok(self
+            .lock()
+            .execute("UPDATE ideas SET explored_at = NULL WHERE id = ?1", [id])?
+            == 1)
+    }
+
     pub fn claim_idea(&self, id: &str, at: DateTime<Utc>) -> Result<bool> {
         Ok(self.lock().execute(
             "UPDATE ideas SET explored_at = ?2 WHERE id = ?1 AND explored_at IS NULL",

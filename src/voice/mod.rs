@@ -246,7 +246,7 @@ impl Voice {
             "voice-join-{voice}-{}",
             self.services.clock.now().timestamp()
         );
-        if let Err(e) = self
+        let said = self
             .speech
             .say(
                 Place {
@@ -257,21 +257,27 @@ impl Voice {
                 None,
                 &cause,
             )
-            .await
-        {
-            // Nobody may be transcribed without being told.
-            let _ = self
-                .leave(guild, "the listening notice could not be posted")
-                .await;
-            return Err(format!(
-                "I couldn't post the notice that I'm listening in <#{text}> ({e}), so I left <#{voice}>."
-            ));
+            .await;
+        let sent = match said {
+            Ok(ids) => ids,
+            Err(e) => {
+                // Nobody may be transcribed without being told.
+                let _ = self
+                    .leave(guild, "the listening notice could not be posted")
+                    .await;
+                return Err(format!(
+                    "I couldn't post the notice that I'm listening in <#{text}> ({e}), so I left <#{voice}>."
+                ));
+            }
+        };
+        let mut joined = Entry::new(Kind::Voice, "joined a voice channel")
+            .place(Some(guild), Some(text))
+            .reason(format!("listening in {voice} for {by}"));
+        if let Some(first) = sent.first() {
+            // `/ambient why` on the notice explains it.
+            joined = joined.message(*first);
         }
-        self.services.journal.record(
-            Entry::new(Kind::Voice, "joined a voice channel")
-                .place(Some(guild), Some(text))
-                .reason(format!("listening in {voice} for {by}")),
-        );
+        self.services.journal.record(joined);
         Ok(format!(
             "Listening in <#{voice}>; transcripts go to <#{text}>."
         ))
@@ -303,16 +309,12 @@ impl Voice {
             text_channel,
             ..
         } = listener.session;
-        self.services.journal.record(
-            Entry::new(Kind::Voice, "left a voice channel")
-                .place(Some(guild), Some(text_channel))
-                .reason(why.to_string()),
-        );
         let cause = format!(
             "voice-leave-{voice_channel}-{}",
             self.services.clock.now().timestamp()
         );
-        let _ = self
+        // The notice is a courtesy: leaving happened whether or not it is posted.
+        let sent = self
             .speech
             .say(
                 Place {
@@ -323,7 +325,15 @@ impl Voice {
                 None,
                 &cause,
             )
-            .await;
+            .await
+            .unwrap_or_default();
+        let mut left = Entry::new(Kind::Voice, "left a voice channel")
+            .place(Some(guild), Some(text_channel))
+            .reason(why.to_string());
+        if let Some(first) = sent.first() {
+            left = left.message(*first);
+        }
+        self.services.journal.record(left);
         Ok(format!("Left <#{voice_channel}>."))
     }
 

@@ -183,12 +183,15 @@ async fn a_failing_source_backs_off_without_affecting_the_others() {
         .unwrap();
     assert_eq!(row.failures, 2);
     assert!(row.last_status.starts_with("failed: HTTP 500"));
-    assert!(
-        world
-            .journal(Kind::Discovery)
-            .iter()
-            .any(|e| e.summary.contains("could not fetch") && e.reason.contains("HTTP 500"))
-    );
+    let failures: Vec<String> = world
+        .journal(Kind::Discovery)
+        .into_iter()
+        .filter(|e| e.summary.contains("could not fetch") && e.reason.contains("HTTP 500"))
+        .map(|e| e.reason)
+        .collect();
+    assert_eq!(failures.len(), 2, "one line per back-off: {failures:?}");
+    assert!(failures[0].ends_with("trying again in 20 minutes (failure 1 in a row)"));
+    assert!(failures[1].ends_with("trying again in 40 minutes (failure 2 in a row)"));
 }
 
 #[tokio::test]

@@ -279,6 +279,8 @@ async fn a_429_doubles_the_interval_and_a_500_does_not() {
     );
     assert_eq!(minutes_until(&w, r.next_wake), 30);
 
+    // Past the server's back-off after the failure (5 minutes).
+    w.clock.advance(Duration::minutes(5));
     w.hear(GENERAL, "ada", "and the one after that", Source::Text);
     w.model.push(Scripted::status_with(
         429,
@@ -1536,4 +1538,93 @@ async fn contradiction_candidates_compare_only_the_freshest_facts_on_a_subject()
             .all(|(a, b)| a.updated_at >= start + Duration::minutes(36)
                 && b.updated_at >= start + Duration::minutes(36))
     );
+}
+
+#[tokio::test]
+async fn a_failing_model_part_backs_off_for_its_server_and_recovers() {
+    let mut s = settings();
+    s.garden.skip_warmup = true;
+    // The provider's own cooldown would hide the back-off: only the back-off is measured here.
+    s.executive.failure_threshold = 1000;
+    let w = World::start(s).await;
+    w.hear(
+        GENERAL,
+        "ada",
+        "we should plan the next meetup soon",
+        Source::Text,
+    );
+    w.model
+        .fallback(Scripted::status(500, "{\"error\": \"boom\"}"));
+    // A cycle every minute (early wakes, requests) for forty simulated minutes.
+    for _ in 0..40 {
+        w.app.garden.cycle("test").await.unwrap();
+        w.clock.advance(Duration::minutes(1));
+    }
+    assert_eq!(
+        w.model.requests().len(),
+        4,
+        "tried at minutes 0, 5, 15 and 35 (garden.minIntervalMinutes doubling)"
+    );
+    let backing_off: Vec<String> = w
+        .journal(Kind::Garden)
+        .into_iter()
+        .map(|e| e.reason)
+        .filter(|r| r.contains("backs off"))
+        .collect();
+    assert_eq!(
+        backing_off.len(),
+        4,
+        "one line per back-off: {backing_off:?}"
+    );
+    for (line, wait) in
+        backing_off
+            .iter()
+            .zip(["5 minutes", "10 minutes", "20 minutes", "40 minutes"])
+    {
+        assert!(line.contains(&format!("trying again in {wait}")), "{line}");
+    }
+
+    // The model recovers: the server is tended at minute 75, and the back-off is over.
+    w.model.fallback(end("tended the meetup plans", None));
+    w.clock.advance(Duration::minutes(35));
+    let r = w.app.garden.cycle("test").await.unwrap();
+    assert_eq!((r.status, r.guild), (CycleStatus::Completed, Some(GUILD_A)));
+    assert_eq!(w.model.requests().len(), 5);
+    w.clock.advance(Duration::minutes(1));
+    w.hear(GENERAL, "ada", "and the picnic after it", Source::Text);
+    w.model
+        .fallback(Scripted::status(500, "{\"error\": \"boom\"}"));
+    w.app.garden.cycle("test").await.unwrap();
+    let last = w.journal(Kind::Garden).pop().unwrap().reason;
+    assert!(
+        last.contains("trying again in 5 minutes (failure 1 in a row)"),
+        "{last}"
+    );
+}
+
+#[tokio::test]
+async fn the_garden_merges_only_near_duplicates_not_facts_that_share_words() {
+    let w = World::start(settings()).await;
+    let now = w.clock.now();
+    let facts: Vec<Fact> = [
+        "Bob lives in Berlin",
+        "Bob works in Berlin",
+        "Alice likes cats",
+        "Alice likes dogs",
+    ]
+    .into_iter()
+    .map(|t| fact(Scope::guild(GUILD_A), t, now))
+    .collect();
+    for f in &facts {
+        w.app.store.insert_fact(f).unwrap();
+    }
+    let r = w.app.garden.cycle("test").await.unwrap();
+    assert_eq!(r.tended.merged, 0);
+    for f in &facts {
+        assert!(
+            w.app.store.fact(&f.id).unwrap().unwrap().is_active(),
+            "{} is kept",
+            f.content
+        );
+    }
 }

@@ -124,6 +124,78 @@ async fn supersede_happens_above_the_threshold_and_not_at_or_below_it() {
     ));
 }
 
+fn remember_fact(world: &World, text: &str) -> Stored {
+    let f = manual(
+        Scope::guild(GUILD_A),
+        FactKind::Fact,
+        None,
+        text,
+        None,
+        world.clock.now(),
+    );
+    world.app.memory.remember(f, None).unwrap()
+}
+
+fn found(world: &World, query: &str) -> Vec<String> {
+    world
+        .app
+        .memory
+        .search(Reader::Guild(GUILD_A), query, 10)
+        .into_iter()
+        .map(|s| s.fact.content)
+        .collect()
+}
+
+#[tokio::test]
+async fn facts_that_share_words_are_both_kept_only_decisions_supersede() {
+    let world = World::start(settings()).await;
+    // The counter-examples: overlap 2/3 > 0.4, but neither makes the other false.
+    for (first, second) in [
+        ("Bob lives in Berlin", "Bob works in Berlin"),
+        ("Alice likes cats", "Alice likes dogs"),
+    ] {
+        assert!(matches!(remember_fact(&world, first), Stored::New(_)));
+        let again = remember_fact(&world, second);
+        assert!(matches!(again, Stored::New(_)), "{second:?}: {again:?}");
+    }
+    let active: Vec<String> = world
+        .app
+        .store
+        .list_facts(&FactFilter {
+            guild: Some(Some(GUILD_A)),
+            kind: Some(FactKind::Fact),
+            ..Default::default()
+        })
+        .unwrap()
+        .into_iter()
+        .map(|f| f.content)
+        .collect();
+    assert_eq!(active.len(), 4, "{active:?}");
+    let berlin = found(&world, "Berlin");
+    assert!(
+        berlin.contains(&"Bob lives in Berlin".to_string()),
+        "{berlin:?}"
+    );
+    assert!(
+        berlin.contains(&"Bob works in Berlin".to_string()),
+        "{berlin:?}"
+    );
+    assert!(found(&world, "cats").contains(&"Alice likes cats".to_string()));
+    assert!(found(&world, "dogs").contains(&"Alice likes dogs".to_string()));
+    // The same fact again is still merged, not duplicated.
+    let Stored::Reinforced(f) = remember_fact(&world, "Bob lives in Berlin.") else {
+        panic!("a repeated fact should reinforce")
+    };
+    assert_eq!((f.content.as_str(), f.strength), ("Bob lives in Berlin", 2));
+    // The same words as decisions: the newer one replaces the older.
+    decision(&world, "Alice likes cats");
+    assert!(matches!(
+        decision(&world, "Alice likes dogs"),
+        Stored::Superseded { .. }
+    ));
+    assert_eq!(active_decisions(&world), vec!["Alice likes dogs"]);
+}
+
 #[tokio::test]
 async fn search_orders_by_relevance_recency_and_importance_as_documented() {
     let world = World::start(settings()).await;
@@ -848,5 +920,101 @@ fn the_memory_cli_follows_the_seeds_verbs() {
     assert!(
         ok && imported.contains("Imported 1 memories (2 already present, skipped)"),
         "{imported}"
+    );
+}
+
+fn memory_lines(world: &World, summary: &str) -> Vec<String> {
+    world
+        .journal(ambient::journal::Kind::Memory)
+        .into_iter()
+        .filter(|e| e.summary.starts_with(summary))
+        .map(|e| e.reason)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_failing_extraction_backs_off_per_channel_and_recovers() {
+    let mut s = settings();
+    // The provider's own cooldown would hide the back-off: only the back-off is measured here.
+    s.executive.failure_threshold = 1000;
+    let world = World::start(s).await;
+    for i in 0..100 {
+        world.hear(
+            GENERAL,
+            "ada",
+            &format!("note {i}: the rust study group meets on thursdays"),
+            Source::Text,
+        );
+    }
+    world
+        .model
+        .fallback(Scripted::status(500, "the extraction model is down"));
+    // Twelve simulated minutes with the maintenance loop's one-minute turn.
+    for _ in 0..=12 {
+        world.app.memory.extract_due().await;
+        world.clock.advance(chrono::Duration::minutes(1));
+    }
+    assert_eq!(
+        world.model.requests().len(),
+        4,
+        "tried at minutes 0, 1, 3 and 7; the next try is at 15"
+    );
+    let failures = memory_lines(&world, "could not extract memories");
+    assert_eq!(
+        failures.len(),
+        4,
+        "one journal line per back-off: {failures:?}"
+    );
+    for (line, wait) in failures
+        .iter()
+        .zip(["1 minute", "2 minutes", "4 minutes", "8 minutes"])
+    {
+        assert!(line.contains(&format!("trying again in {wait}")), "{line}");
+    }
+    // Another channel is not held back by this one's failures.
+    for i in 0..50 {
+        world.hear(
+            MEMES,
+            "bo",
+            &format!("meme {i} about cats in boxes"),
+            Source::Text,
+        );
+    }
+    world.app.memory.extract_due().await;
+    assert_eq!(world.model.requests().len(), 5);
+
+    // The model recovers: at minute 15 both channels' waiting messages are read, once.
+    world
+        .model
+        .fallback(Scripted::tool("remember_facts", json!({"facts": []})));
+    world.clock.advance(chrono::Duration::minutes(2));
+    world.app.memory.extract_due().await;
+    assert_eq!(world.model.requests().len(), 7);
+    let done = memory_lines(&world, "extracted 0 fact(s) from 100 message(s)");
+    assert_eq!(
+        done,
+        vec!["extraction works again after 4 failure(s) in a row"]
+    );
+    world.app.memory.extract_due().await;
+    assert_eq!(world.model.requests().len(), 7, "nothing left to read");
+
+    // The back-off was reset: the next failure waits one minute again.
+    world.model.fallback(Scripted::status(500, "down again"));
+    for i in 0..50 {
+        world.hear(
+            GENERAL,
+            "ada",
+            &format!("update {i}: the study group moved to fridays"),
+            Source::Text,
+        );
+    }
+    world.app.memory.extract_due().await;
+    let failures = memory_lines(&world, "could not extract memories");
+    assert!(
+        failures
+            .last()
+            .unwrap()
+            .contains("trying again in 1 minute (failure 1 in a row)"),
+        "{failures:?}"
     );
 }

@@ -982,3 +982,192 @@ async fn a_reflex_that_answered_and_then_failed_is_not_answered_twice() {
             .any(|l| l.starts_with("reflex eager failed — step 2 (fetch_url"))
     );
 }
+
+/// What `/ambient why` says about the bot's own message in `channel` that reads `content`.
+fn why_about(w: &World, channel: ambient::ids::ChannelId, content: &str) -> String {
+    let mine = w
+        .app
+        .store
+        .recent_messages(channel, 50)
+        .unwrap()
+        .into_iter()
+        .find(|m| m.is_self && m.content == content)
+        .unwrap_or_else(|| panic!("the bot never said {content:?}"));
+    ambient::commands::why::why(&w.app, Some(GUILD_A), channel, Some(&mine.id.to_string()))
+}
+
+#[tokio::test]
+async fn why_explains_a_reminder_and_a_routine_post() {
+    let w = World::start(settings()).await;
+    w.app
+        .impulses
+        .add_task(NewTask {
+            guild: Some(GUILD_A),
+            channel: Some(GENERAL),
+            text: "remind ada to stretch".into(),
+            due: "in 10m".into(),
+            message: Some("ada, time to stretch".into()),
+            context: "test".into(),
+            created_by: "ada".into(),
+            owner: Some(user("ada")),
+        })
+        .unwrap();
+    w.app
+        .impulses
+        .add_schedule(
+            GUILD_A,
+            Some(GENERAL),
+            "standup",
+            "*/10 * * * *",
+            "remind everyone of the standup",
+            "test",
+        )
+        .unwrap();
+    w.model.fallback(Scripted::tool(
+        "act",
+        json!({"say": "standup in five minutes!", "note": "announced the standup"}),
+    ));
+    w.clock.advance(Duration::minutes(10));
+    w.app.impulses.check();
+    w.app.spine.drain().await;
+    let said: Vec<String> = w.said().into_iter().map(|m| m.content).collect();
+    assert_eq!(said.len(), 2, "{said:?}");
+
+    let reminder = why_about(&w, GENERAL, "ada, time to stretch");
+    assert!(reminder.starts_with("Why I said that:\n"), "{reminder}");
+    assert!(
+        reminder.contains("**impulse** did a task: remind ada to stretch"),
+        "{reminder}"
+    );
+    let routine = why_about(&w, GENERAL, "standup in five minutes!");
+    assert!(
+        routine.contains("**impulse** ran the routine standup — announced the standup"),
+        "{routine}"
+    );
+}
+
+#[tokio::test]
+async fn why_explains_an_ideas_share_when_it_is_posted() {
+    let mut s = settings();
+    s.permissions.replies.discovery_channel_ids = vec![GENERAL];
+    let w = World::start(s).await;
+    w.app
+        .impulses
+        .add_idea(Some(GUILD_A), "why octopuses have three hearts", "a chat")
+        .unwrap();
+    w.model.push(Scripted::tool(
+        "explored",
+        json!({"learned": "Octopuses have three hearts.", "share": "Octopuses have three hearts!"}),
+    ));
+    assert_eq!(w.app.impulses.check().len(), 1);
+    w.app.spine.drain().await;
+    w.model.push(Scripted::tool(
+        "decide",
+        json!({"action": "post", "channel": "general", "text": "Fun fact: octopuses have three hearts!", "reason": "the held thought fits the quiet room"}),
+    ));
+    w.tick().await;
+    let why = why_about(&w, GENERAL, "Fun fact: octopuses have three hearts!");
+    assert!(
+        why.contains("posted in #general — the held thought fits the quiet room"),
+        "{why}"
+    );
+}
+
+#[tokio::test]
+async fn a_failing_idea_exploration_keeps_the_idea_and_backs_off_for_the_guild() {
+    let mut s = settings();
+    s.executive.failure_threshold = 1000;
+    let w = World::start(s).await;
+    w.app
+        .impulses
+        .add_idea(Some(GUILD_A), "why octopuses have three hearts", "a chat")
+        .unwrap();
+    w.model.fallback(Scripted::status(500, "the model is down"));
+    // Twelve simulated minutes, checked every minute.
+    for _ in 0..=12 {
+        w.app.impulses.check();
+        w.app.spine.drain().await;
+        w.clock.advance(Duration::minutes(1));
+    }
+    assert_eq!(
+        w.model.requests().len(),
+        4,
+        "tried at minutes 0, 1, 3 and 7"
+    );
+    let failures: Vec<String> = w
+        .journal(Kind::Error)
+        .into_iter()
+        .map(|e| e.reason)
+        .filter(|r| r.contains("could not explore the idea"))
+        .collect();
+    assert_eq!(failures.len(), 4, "one line per back-off: {failures:?}");
+    assert!(
+        failures[3].contains("the idea waits, trying again in 8 minutes (failure 4 in a row)"),
+        "{failures:?}"
+    );
+    // The model recovers: the same idea is explored at minute 15, and only once.
+    w.model.fallback(Scripted::tool(
+        "explored",
+        json!({"learned": "Octopuses have three hearts."}),
+    ));
+    w.clock.advance(Duration::minutes(2));
+    assert_eq!(w.app.impulses.check().len(), 1);
+    w.app.spine.drain().await;
+    assert!(
+        w.journal(Kind::Impulse)
+            .iter()
+            .any(|e| e.summary == "explored an idea: why octopuses have three hearts")
+    );
+    w.clock.advance(Duration::minutes(30));
+    assert!(w.app.impulses.check().is_empty(), "explored once");
+    assert_eq!(w.model.requests().len(), 5);
+}
+
+#[tokio::test]
+async fn why_explains_a_post_resent_after_a_restart() {
+    let w = World::start(settings()).await;
+    w.app
+        .store
+        .outbox_insert(
+            "initiative-crash-1",
+            GUILD_A,
+            GENERAL,
+            "survived a crash",
+            w.clock.now(),
+        )
+        .unwrap();
+    w.app.initiative.recover().await;
+    let why = why_about(&w, GENERAL, "survived a crash");
+    assert!(why.contains("posted a thought after a restart"), "{why}");
+}
+
+const ANNOUNCE: &str = r##"name: announce
+description: Releases are announced in the memes channel
+level: 1
+trigger:
+  pattern: "(?i)\\breleased\\b"
+pipeline:
+  - action: reply
+    channel: "#memes"
+    message: "{{author}} says a release is out"
+"##;
+
+#[tokio::test]
+async fn why_explains_a_reflex_post_in_another_channel() {
+    let (s, _dir) = with_reflexes(&[("announce.yaml", ANNOUNCE)]);
+    let w = World::start(s).await;
+    w.message(GENERAL, "ada", "version 2 is released", Addressed::No)
+        .await;
+    let said = w.said();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert_eq!(said[0].channel, crate::support::world::MEMES);
+    let why = why_about(
+        &w,
+        crate::support::world::MEMES,
+        "ada says a release is out",
+    );
+    assert!(
+        why.contains("reflex announce posted this — the reflex announce ran: Releases are announced in the memes channel"),
+        "{why}"
+    );
+}

@@ -584,3 +584,31 @@ async fn a_transcription_error_never_carries_the_key_into_the_journal() {
         .expect("the failure is journaled");
     assert_eq!(failure.reason, "HTTP 401: invalid credentials: Bearer ***");
 }
+
+#[tokio::test]
+async fn why_explains_the_listening_notices() {
+    let stt = SttServer::start();
+    let (w, _voice) = listening(voice_settings(&stt)).await;
+    w.app.voice.leave(GUILD_A, "asked by ada").await.unwrap();
+    let why = |starts: &str| {
+        let mine = w
+            .app
+            .store
+            .recent_messages(GENERAL, 10)
+            .unwrap()
+            .into_iter()
+            .find(|m| m.is_self && m.content.starts_with(starts))
+            .unwrap_or_else(|| panic!("no notice starting {starts:?}"));
+        ambient::commands::why::why(&w.app, Some(GUILD_A), GENERAL, Some(&mine.id.to_string()))
+    };
+    let joined = why("🎙️ I'm listening");
+    assert!(
+        joined.contains("**voice** joined a voice channel — listening in"),
+        "{joined}"
+    );
+    let left = why("🔇 I left");
+    assert!(
+        left.contains("**voice** left a voice channel — asked by ada"),
+        "{left}"
+    );
+}
