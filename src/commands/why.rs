@@ -3,7 +3,8 @@
 
 use crate::app::App;
 use crate::ids::{ChannelId, GuildId, MessageId};
-use crate::journal::{Entry, Filter};
+use crate::journal::{Entry, Filter, Kind};
+use crate::store::messages::StoredMessage;
 
 /// The message a Discord link (`…/channels/<guild>/<channel>/<message>`) or a bare id names.
 pub fn parse_message_ref(text: &str) -> Option<MessageId> {
@@ -30,7 +31,7 @@ pub fn why(app: &App, guild: Option<GuildId>, channel: ChannelId, target: Option
     }
     // For the bot's own reply, the reasons hang on the message it answered.
     let subject = match &stored {
-        Some(m) if m.is_self => m.reply_to.unwrap_or(id),
+        Some(m) if m.is_self => m.reply_to.or_else(|| answered_by(app, m)).unwrap_or(id),
         _ => id,
     };
     let entries = app
@@ -53,6 +54,32 @@ pub fn why(app: &App, guild: Option<GuildId>, channel: ChannelId, target: Option
     };
     text.push_str(&lines(&entries));
     text
+}
+
+/// The message the bot was answering when it sent `sent`, for the parts of a
+/// reply that carry no reply reference: the second and later parts of a long
+/// answer, and an answer to something said aloud.
+fn answered_by(app: &App, sent: &StoredMessage) -> Option<MessageId> {
+    let entries = app
+        .journal
+        .query(&Filter {
+            since: Some(sent.created_at - chrono::Duration::minutes(1)),
+            until: Some(sent.created_at + chrono::Duration::minutes(10)),
+            kinds: vec![Kind::Reply],
+            guild: sent.guild,
+            channel: Some(sent.channel),
+            ..Default::default()
+        })
+        .ok()?;
+    let id = sent.id.to_string();
+    entries
+        .into_iter()
+        .find(|e| {
+            e.data["sent"]
+                .as_array()
+                .is_some_and(|ids| ids.iter().any(|v| v.as_str() == Some(id.as_str())))
+        })?
+        .message
 }
 
 fn recent(app: &App, guild: Option<GuildId>, channel: ChannelId) -> String {

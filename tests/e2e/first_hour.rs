@@ -394,3 +394,40 @@ fn a_server_override_that_does_nothing_yet_says_so() {
         "{notices:#?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn why_on_any_part_of_a_long_answer_explains_it() {
+    let w = World::start(world::settings()).await;
+    w.model
+        .push(Scripted::text(&"A long story, told slowly. ".repeat(200)));
+    w.message(
+        GENERAL,
+        "ada",
+        "@ambient tell me a story",
+        Addressed::Mention,
+    )
+    .await;
+    assert_eq!(w.said().len(), 3, "5,400 characters are three parts");
+    let parts: Vec<_> = w
+        .app
+        .store
+        .recent_messages(GENERAL, 10)
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.is_self)
+        .collect();
+    assert_eq!(parts.len(), 3);
+    for part in &parts {
+        let text = ambient::commands::why::why(
+            &w.app,
+            Some(world::GUILD_A),
+            GENERAL,
+            Some(&part.id.to_string()),
+        );
+        assert!(
+            text.starts_with("Why I said that:") && text.contains("answered ada"),
+            "part {}: {text}",
+            part.id
+        );
+    }
+}
