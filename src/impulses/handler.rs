@@ -35,6 +35,10 @@ use crate::memory::search::Reader;
 use crate::settings::SettingsService;
 use crate::speech::Speech;
 use crate::store::Store;
+use crate::store::impulses::Task;
+
+/// How long a task that could not be said waits before it is due again.
+const POSTPONE_MINUTES: i64 = 10;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -229,6 +233,15 @@ impl ImpulseHandler {
             return Outcome::Declined(format!("task {} is already done", task.short_id()));
         }
         let now = self.clock.now();
+        if let Some(channel) = task.channel {
+            let place = Place {
+                guild: task.guild,
+                channel,
+            };
+            if let Err(why) = self.speech.deliverable(place) {
+                return self.postpone(&task, &why.to_string(), now);
+            }
+        }
         if let Some(message) = &task.message {
             return match self
                 .say(
@@ -276,6 +289,24 @@ impl ImpulseHandler {
                 .await
             }
             Err(why) => Outcome::Failed(format!("could not act on the task: {why}")),
+        }
+    }
+
+    /// A due task that cannot be said now is due again later, not lost and not paid for.
+    fn postpone(&self, task: &Task, why: &str, now: chrono::DateTime<chrono::Utc>) -> Outcome {
+        let later = now + chrono::Duration::minutes(POSTPONE_MINUTES);
+        match self.store.postpone_task(&task.id, later) {
+            Ok(_) => {
+                self.note(
+                    task.guild,
+                    task.channel,
+                    format!("postponed a task: {}", task.text),
+                    format!("{why}; due again at {}", later.format("%H:%M UTC")),
+                    &[],
+                );
+                Outcome::Done
+            }
+            Err(e) => Outcome::Failed(format!("could not postpone the task ({why}): {e}")),
         }
     }
 

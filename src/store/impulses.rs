@@ -275,6 +275,14 @@ impl Store {
             .map(from_ms))
     }
 
+    /// Gives a claimed task back, due again at `due_at` (it could not be said when it fired).
+    pub fn postpone_task(&self, id: &str, due_at: DateTime<Utc>) -> Result<bool> {
+        Ok(self.lock().execute(
+            "UPDATE tasks SET fired_at = NULL, due_at = ?2 WHERE id = ?1 AND done_at IS NULL",
+            params![id, to_ms(due_at)],
+        )? == 1)
+    }
+
     /// Gives a claimed idea back (its exploration failed): it waits to be explored again.
     pub fn release_idea(&self, id: &str) -> Result<bool> {
         Ok(self

@@ -431,3 +431,48 @@ async fn why_on_any_part_of_a_long_answer_explains_it() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reminder_due_where_the_cap_is_reached_waits_and_is_not_lost() {
+    let mut settings = world::settings();
+    settings.permissions.replies.max_messages_per_hour = 1;
+    let w = World::start(settings).await;
+    w.model.fallback(Scripted::text("Sure."));
+    w.message(
+        GENERAL,
+        "ada",
+        "@ambient hi, quick question",
+        Addressed::Mention,
+    )
+    .await;
+    w.app
+        .impulses
+        .add_task(ambient::impulses::NewTask {
+            guild: Some(world::GUILD_A),
+            channel: Some(GENERAL),
+            text: "remind ada to stretch".into(),
+            due: "in 5m".into(),
+            message: Some("ada: stretch!".into()),
+            context: "test".into(),
+            created_by: "ada".into(),
+            owner: None,
+        })
+        .unwrap();
+    for _ in 0..14 {
+        w.clock.advance(chrono::Duration::minutes(5));
+        w.app.impulses.check();
+        w.app.spine.drain().await;
+    }
+    let said: Vec<String> = w.said().into_iter().map(|s| s.content).collect();
+    assert_eq!(
+        said,
+        vec!["Sure.", "ada: stretch!"],
+        "said once the hour had room"
+    );
+    let postponed = w
+        .journal(Kind::Impulse)
+        .into_iter()
+        .filter(|e| e.summary == "postponed a task: remind ada to stretch")
+        .count();
+    assert!(postponed >= 1, "the wait is journaled");
+}
