@@ -476,3 +476,28 @@ async fn a_reminder_due_where_the_cap_is_reached_waits_and_is_not_lost() {
         .count();
     assert!(postponed >= 1, "the wait is journaled");
 }
+
+#[test]
+fn the_readme_console_block_runs_as_written() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let section = readme.split("## The console").nth(1).unwrap();
+    let block = section
+        .split("```sh\n")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    let lines: Vec<&str> = block.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 2, "{block}");
+    let home = home();
+    let plain = home.shell(lines[0], &[]);
+    let text = String::from_utf8_lossy(&plain.stdout);
+    assert!(plain.status.success(), "{text}");
+    assert!(text.starts_with("ambient console — you are "), "{text}");
+    let json = home.shell(lines[1], &[]);
+    let first = String::from_utf8_lossy(&json.stdout);
+    let ready: serde_json::Value = serde_json::from_str(first.lines().next().unwrap()).unwrap();
+    assert_eq!(ready["event"], "ready", "{first}");
+}
