@@ -341,8 +341,8 @@ async fn a_level_2_reflex_is_not_paid_for_where_nothing_could_be_posted() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_routine_due_where_the_cap_is_reached_is_not_paid_for() {
+/// A world whose #general already had its one message this hour (the cap is 1).
+async fn world_at_its_hourly_cap() -> World {
     let mut settings = world::settings();
     settings.permissions.replies.max_messages_per_hour = 1;
     let w = World::start(settings).await;
@@ -355,6 +355,12 @@ async fn a_routine_due_where_the_cap_is_reached_is_not_paid_for() {
     )
     .await;
     assert_eq!(w.said().len(), 1);
+    w
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_routine_due_where_the_cap_is_reached_is_not_paid_for() {
+    let w = world_at_its_hourly_cap().await;
     w.app
         .impulses
         .add_schedule(
@@ -434,17 +440,7 @@ async fn why_on_any_part_of_a_long_answer_explains_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reminder_due_where_the_cap_is_reached_waits_and_is_not_lost() {
-    let mut settings = world::settings();
-    settings.permissions.replies.max_messages_per_hour = 1;
-    let w = World::start(settings).await;
-    w.model.fallback(Scripted::text("Sure."));
-    w.message(
-        GENERAL,
-        "ada",
-        "@ambient hi, quick question",
-        Addressed::Mention,
-    )
-    .await;
+    let w = world_at_its_hourly_cap().await;
     w.app
         .impulses
         .add_task(ambient::impulses::NewTask {

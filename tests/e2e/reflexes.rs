@@ -54,6 +54,20 @@ fn user(name: &str) -> UserId {
     UserId(stable_id("user", name))
 }
 
+/// Ada's reminder to stretch in #general, due as a person would say it.
+fn stretch_reminder(due: &str, message: &str) -> NewTask {
+    NewTask {
+        guild: Some(GUILD_A),
+        channel: Some(GENERAL),
+        text: "remind ada to stretch".into(),
+        due: due.into(),
+        message: Some(message.into()),
+        context: "test".into(),
+        created_by: "ada".into(),
+        owner: Some(user("ada")),
+    }
+}
+
 #[tokio::test]
 async fn a_level_0_reflex_answers_without_any_model_call() {
     let w = World::start(with_shipped()).await;
@@ -426,16 +440,10 @@ async fn a_due_task_fires_once_and_not_again_after_a_restart() {
     let task = w
         .app
         .impulses
-        .add_task(NewTask {
-            guild: Some(GUILD_A),
-            channel: Some(GENERAL),
-            text: "remind ada to stretch".into(),
-            due: "in 10m".into(),
-            message: Some(format!("<@{}> reminder: stretch", user("ada"))),
-            context: "test".into(),
-            created_by: "ada".into(),
-            owner: Some(user("ada")),
-        })
+        .add_task(stretch_reminder(
+            "in 10m",
+            &format!("<@{}> reminder: stretch", user("ada")),
+        ))
         .unwrap();
     w.clock.advance(Duration::minutes(9));
     assert!(w.app.impulses.check().is_empty(), "not due yet");
@@ -880,16 +888,7 @@ async fn a_task_claimed_just_before_a_crash_is_delivered_once_after_it() {
     let w = World::start(settings()).await;
     w.app
         .impulses
-        .add_task(NewTask {
-            guild: Some(GUILD_A),
-            channel: Some(GENERAL),
-            text: "remind ada to stretch".into(),
-            due: "in 1m".into(),
-            message: Some("ada: stretch!".into()),
-            context: "test".into(),
-            created_by: "ada".into(),
-            owner: Some(user("ada")),
-        })
+        .add_task(stretch_reminder("in 1m", "ada: stretch!"))
         .unwrap();
     w.clock.advance(Duration::minutes(1));
     // The check claims it, and the process dies before the reminder is said.
@@ -1001,16 +1000,7 @@ async fn why_explains_a_reminder_and_a_routine_post() {
     let w = World::start(settings()).await;
     w.app
         .impulses
-        .add_task(NewTask {
-            guild: Some(GUILD_A),
-            channel: Some(GENERAL),
-            text: "remind ada to stretch".into(),
-            due: "in 10m".into(),
-            message: Some("ada, time to stretch".into()),
-            context: "test".into(),
-            created_by: "ada".into(),
-            owner: Some(user("ada")),
-        })
+        .add_task(stretch_reminder("in 10m", "ada, time to stretch"))
         .unwrap();
     w.app
         .impulses
