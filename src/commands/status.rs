@@ -13,6 +13,7 @@ use crate::ids::{ChannelId, GuildId};
 use crate::initiative::gates::{self, Verdict};
 use crate::initiative::pending::PendingThought;
 use crate::settings::{Settings, SettingsService};
+use crate::speech::MESSAGE_LIMIT;
 use crate::store::Store;
 
 /// The endpoints serving each role that can run, one line each; then the
@@ -151,7 +152,7 @@ pub fn widget(src: &Sources<'_>, guild: Option<GuildId>) -> Vec<String> {
 pub fn discord_text(lines: &[String]) -> String {
     let mut text = String::new();
     for line in lines {
-        if text.chars().count() + line.chars().count() + 1 > DISCORD_LIMIT - 2 {
+        if text.chars().count() + line.chars().count() + 1 > MESSAGE_LIMIT - 2 {
             text.push('…');
             break;
         }
@@ -160,8 +161,6 @@ pub fn discord_text(lines: &[String]) -> String {
     }
     text.trim_end().to_string()
 }
-
-const DISCORD_LIMIT: usize = 2000;
 
 /// Next look, held thought, posts today vs the daily cap: one server's initiative.
 fn initiative_lines(src: &Sources<'_>, guild: GuildId) -> Vec<String> {
