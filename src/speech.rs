@@ -101,16 +101,16 @@ impl Speech {
     /// Every path that pays a model for words asks this first.
     pub fn deliverable(&self, place: Place) -> Result<u64, SpeechError> {
         let settings = self.settings.for_guild(place.guild);
-        if !place.is_dm() {
-            if let Some(why) = permissions::channel_invisible_because(&settings, place.channel) {
-                return Err(Undeliverable::Invisible(why).into());
-            }
+        if !place.is_dm()
+            && let Some(why) = permissions::channel_invisible_because(&settings, place.channel)
+        {
+            return Err(Undeliverable::Invisible(why).into());
         }
         let now = self.clock.now();
-        if let Some((at, why)) = self.lock_refused().get(&place.channel) {
-            if now - *at < chrono::Duration::minutes(REFUSAL_MEMORY_MINUTES) {
-                return Err(Undeliverable::Refused(why.clone()).into());
-            }
+        if let Some((at, why)) = self.lock_refused().get(&place.channel)
+            && now - *at < chrono::Duration::minutes(REFUSAL_MEMORY_MINUTES)
+        {
+            return Err(Undeliverable::Refused(why.clone()).into());
         }
         let limit = settings.permissions.replies.max_messages_per_hour;
         let sent = self

@@ -878,10 +878,10 @@ pub fn spoken_text<'a>(content: &'a str, bot: UserId, bot_name: &str) -> &'a str
             t = rest.trim_end();
         }
     }
-    if let Some(rest) = strip_prefix_ignore_case(t, bot_name) {
-        if rest.starts_with([',', ':']) {
-            t = rest[1..].trim_start();
-        }
+    if let Some(rest) = strip_prefix_ignore_case(t, bot_name)
+        && rest.starts_with([',', ':'])
+    {
+        t = rest[1..].trim_start();
     }
     t
 }
