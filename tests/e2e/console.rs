@@ -4,7 +4,7 @@ use ambient::console::channel_id;
 use ambient::store::Store;
 use serde_json::{Value, json};
 
-use crate::support::home::{Home, events_of};
+use crate::support::home::{Home, events_of, notices};
 
 #[test]
 fn console_answers_stores_and_journals_with_reasons() {
@@ -18,10 +18,7 @@ fn console_answers_stores_and_journals_with_reasons() {
     );
 
     assert_eq!(events[0]["event"], "ready");
-    let notices: Vec<&str> = events_of(&events, "notice")
-        .iter()
-        .map(|e| e["text"].as_str().unwrap())
-        .collect();
+    let notices = notices(&events);
     assert_eq!(notices.len(), 1, "{notices:?}");
     assert!(
         notices[0].starts_with(
@@ -127,10 +124,7 @@ fn console_switches_channels_and_changes_settings_through_the_validator() {
         "/channel memes\nfresh meme\n/settings set initiative.text.eagerness 150\n/settings set initiative.text.eagerness 80\n/settings show initiative.text.eagerness\n/nope\n",
     );
     assert!(out.status.success());
-    let notices: Vec<&str> = events_of(&events, "notice")
-        .iter()
-        .map(|e| e["text"].as_str().unwrap())
-        .collect();
+    let notices = notices(&events);
     assert!(notices.contains(&"you are now in #memes"), "{notices:?}");
     assert!(
         notices.contains(&"initiative.text.eagerness: must be between 0 and 100, got 150"),

@@ -8,7 +8,7 @@ use ambient::journal::Kind;
 use serde_json::json;
 
 use crate::conversation::{model_env, with_env};
-use crate::support::home::{Home, events_of};
+use crate::support::home::{Home, events_of, notices};
 use crate::support::model_server::{ModelServer, Scripted};
 use crate::support::world::{self, GENERAL, World};
 
@@ -136,10 +136,7 @@ fn a_channel_named_that_does_not_exist_is_refused_with_the_known_names() {
         "/channel memes\n/settings set permissions.replies.replyChannelIds #memes, #nope\n\
          /settings set permissions.replies.replyChannelIds <#123>, #memes\n",
     );
-    let notices: Vec<&str> = events_of(&events, "notice")
-        .iter()
-        .map(|e| e["text"].as_str().unwrap())
-        .collect();
+    let notices = notices(&events);
     assert!(
         notices.contains(
             &"permissions.replies.replyChannelIds: this server has no channel named #nope \
@@ -167,10 +164,7 @@ fn a_line_that_is_not_utf8_is_skipped_and_the_session_goes_on() {
     input.extend_from_slice(b"@ambient hello\n");
     let (events, out) = home.console_bytes(&input);
     assert!(out.status.success());
-    let notices: Vec<&str> = events_of(&events, "notice")
-        .iter()
-        .map(|e| e["text"].as_str().unwrap())
-        .collect();
+    let notices = notices(&events);
     assert!(
         notices.contains(&"line 2 skipped: it is not valid UTF-8 text"),
         "{notices:#?}"
@@ -387,10 +381,7 @@ async fn a_routine_due_where_the_cap_is_reached_is_not_paid_for() {
 fn a_server_override_that_does_nothing_yet_says_so() {
     let home = home();
     let (events, _) = home.console("/settings set initiative.discovery.xHandles @rustlang\n");
-    let notices: Vec<&str> = events_of(&events, "notice")
-        .iter()
-        .map(|e| e["text"].as_str().unwrap())
-        .collect();
+    let notices = notices(&events);
     assert!(
         notices.contains(
             &"initiative.discovery.xHandles = [\"@rustlang\"] for this server.\n\

@@ -179,3 +179,11 @@ pub fn merge(base: &mut Value, extra: Value) {
 pub fn events_of<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["event"] == kind).collect()
 }
+
+/// The text of every notice the console printed, in order.
+pub fn notices(events: &[Value]) -> Vec<&str> {
+    events_of(events, "notice")
+        .iter()
+        .map(|e| e["text"].as_str().unwrap())
+        .collect()
+}
