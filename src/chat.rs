@@ -7,7 +7,7 @@
 use async_trait::async_trait;
 
 use crate::attention::Author;
-use crate::ids::{ChannelId, MessageId};
+use crate::ids::{ChannelId, MessageId, UserId};
 use crate::store::messages::StoredMessage;
 
 /// One message to deliver (already split to fit the platform's limit).
@@ -19,6 +19,8 @@ pub struct Outgoing {
     /// `enforce_nonce`), so a retried send cannot double-post.
     pub nonce: String,
     pub files: Vec<OutgoingFile>,
+    /// The only people this message may ping; every other mention is text.
+    pub pings: Vec<UserId>,
 }
 
 /// A file sent with a message (a generated image, say).

@@ -361,11 +361,12 @@ impl ReplyHandler {
         };
         match self
             .speech
-            .say(
+            .say_pinging(
                 place,
                 &text,
                 m.reply_target(),
                 &format!("reply-{}", m.message.id),
+                &[m.message.author_id],
             )
             .await
         {

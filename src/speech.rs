@@ -17,8 +17,13 @@
 //! send the platform refused (missing permission) within the last
 //! [`REFUSAL_MEMORY_MINUTES`].
 //!
-//! Mention safety (never `@everyone`, `@here` or roles) is enforced by the
-//! Discord transport through `allowed_mentions`, where Discord enforces it.
+//! Mentions are safe twice over. The text itself is neutralised here
+//! ([`neutralise_mentions`]): `@everyone` and `@here` get a zero-width joiner
+//! after the `@`, a role mention becomes `@role`, and a user mention becomes
+//! that person's name unless they may be pinged — the person being answered,
+//! or whom the caller names (a reminder's owner, a speaker). So even a
+//! server that ignores `allowed_mentions` pings nobody else. The Discord
+//! transport also sends `allowed_mentions` with exactly those users.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -28,7 +33,7 @@ use chrono::{DateTime, Utc};
 use crate::attention::Place;
 use crate::chat::{ChatError, Outgoing, OutgoingFile, Transport};
 use crate::clock::SharedClock;
-use crate::ids::{ChannelId, MessageId};
+use crate::ids::{ChannelId, MessageId, UserId};
 use crate::permissions;
 use crate::settings::SettingsService;
 use crate::store::messages::{Source, StoredMessage};
@@ -131,6 +136,7 @@ impl Speech {
     /// Says `text` in `place`, as a reply to `reply_to` if given. `cause` is a
     /// stable key for what prompted it (e.g. the message being answered): the
     /// same cause yields the same nonces.
+    /// Only the author of `reply_to` may be pinged.
     pub async fn say(
         &self,
         place: Place,
@@ -138,7 +144,20 @@ impl Speech {
         reply_to: Option<MessageId>,
         cause: &str,
     ) -> Result<Vec<MessageId>, SpeechError> {
-        self.say_with_files(place, text, reply_to, cause, Vec::new())
+        self.speak(place, text, reply_to, cause, Vec::new(), &[])
+            .await
+    }
+
+    /// Like [`Speech::say`]; `pings` may be pinged too (a reminder's owner, a speaker).
+    pub async fn say_pinging(
+        &self,
+        place: Place,
+        text: &str,
+        reply_to: Option<MessageId>,
+        cause: &str,
+        pings: &[UserId],
+    ) -> Result<Vec<MessageId>, SpeechError> {
+        self.speak(place, text, reply_to, cause, Vec::new(), pings)
             .await
     }
 
@@ -149,8 +168,34 @@ impl Speech {
         text: &str,
         reply_to: Option<MessageId>,
         cause: &str,
-        mut files: Vec<OutgoingFile>,
+        files: Vec<OutgoingFile>,
     ) -> Result<Vec<MessageId>, SpeechError> {
+        self.speak(place, text, reply_to, cause, files, &[]).await
+    }
+
+    /// The author of the message being answered, and whoever the caller names.
+    fn pings(&self, reply_to: Option<MessageId>, also: &[UserId]) -> Vec<UserId> {
+        let answered = reply_to
+            .and_then(|id| self.store.message(id).ok().flatten())
+            .filter(|m| !m.is_self)
+            .map(|m| m.author_id);
+        let mut pings: Vec<UserId> = also.iter().copied().chain(answered).collect();
+        pings.sort_unstable_by_key(|u| u.get());
+        pings.dedup();
+        pings
+    }
+
+    async fn speak(
+        &self,
+        place: Place,
+        text: &str,
+        reply_to: Option<MessageId>,
+        cause: &str,
+        mut files: Vec<OutgoingFile>,
+        also: &[UserId],
+    ) -> Result<Vec<MessageId>, SpeechError> {
+        let pings = self.pings(reply_to, also);
+        let text = neutralise_mentions(text, &pings, |u| self.store.author_name(u).ok().flatten());
         let text = text.trim();
         if text.is_empty() {
             return Err(SpeechError::Empty);
@@ -174,6 +219,7 @@ impl Speech {
                 reply_to: if i == 0 { reply_to } else { None },
                 nonce: nonce(cause, i),
                 files: std::mem::take(&mut files),
+                pings: pings.clone(),
             };
             let id = match self.transport.send(place.channel, &outgoing).await {
                 Ok(id) => id,
@@ -207,6 +253,44 @@ impl Speech {
         Ok(ids)
     }
 }
+
+/// `text` as it may be posted: `@everyone`/`@here` broken by a zero-width
+/// joiner, role mentions as `@role`, and user mentions of anyone outside
+/// `pings` as `@name` (or `@someone` when the name is unknown). At most
+/// [`MAX_NAMED_MENTIONS`] names are looked up; further ones become `@someone`.
+pub fn neutralise_mentions(
+    text: &str,
+    pings: &[UserId],
+    mut name_of: impl FnMut(UserId) -> Option<String>,
+) -> String {
+    static MENTION: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"<@(!|&)?(\d{1,20})>|@(everyone|here)\b").expect("valid pattern")
+    });
+    let mut looked_up = 0;
+    MENTION
+        .replace_all(text, |c: &regex::Captures<'_>| {
+            if let Some(word) = c.get(3) {
+                return format!("@\u{200D}{}", word.as_str());
+            }
+            if c.get(1).is_some_and(|k| k.as_str() == "&") {
+                return "@role".to_string();
+            }
+            let id = UserId(c[2].parse().unwrap_or(0));
+            if pings.contains(&id) {
+                return format!("<@{id}>");
+            }
+            looked_up += 1;
+            let name = (looked_up <= MAX_NAMED_MENTIONS)
+                .then(|| name_of(id))
+                .flatten()
+                .unwrap_or_else(|| "someone".into());
+            format!("@{name}")
+        })
+        .into_owned()
+}
+
+/// How many unpingable user mentions in one message get their name looked up.
+pub const MAX_NAMED_MENTIONS: usize = 10;
 
 /// Splits `text` into at most `max_parts` parts of at most `limit`
 /// characters; when it does not fit, the last part ends with [`CUT_MARKER`].
@@ -382,6 +466,17 @@ mod tests {
             assert!(p.chars().count() <= 2000);
         }
         assert!(parts[1].ends_with(CUT_MARKER));
+    }
+
+    #[test]
+    fn mentions_cannot_ping_anyone_but_who_may_be_pinged() {
+        let ada = UserId(11);
+        let text = "hey @everyone and @here, <@&99> look: <@11> <@!22> <@33> email@everyone.org";
+        let out = neutralise_mentions(text, &[ada], |u| (u == UserId(22)).then(|| "bob".into()));
+        assert_eq!(
+            out,
+            "hey @\u{200D}everyone and @\u{200D}here, @role look: <@11> @bob @someone email@\u{200D}everyone.org"
+        );
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //!
 //! Every message goes out with a nonce and `enforce_nonce`, so Discord itself
 //! drops a repeated send, and with `allowed_mentions` that permits pinging
-//! users only — never `@everyone`, `@here` or roles, whatever the text says.
+//! only the users speech named — never `@everyone`, `@here` or roles,
+//! whatever the text says (speech has neutralised those in the text too).
 
 use std::sync::Arc;
 
@@ -29,10 +30,17 @@ impl DiscordTransport {
     }
 }
 
-/// Users may be pinged (a reply pings its author); everyone, here and roles never.
-pub fn safe_mentions() -> CreateAllowedMentions {
+/// Only the users speech named may be pinged (a reply pings its author);
+/// everyone, here and roles never.
+pub fn safe_mentions(pings: &[crate::ids::UserId]) -> CreateAllowedMentions {
     CreateAllowedMentions::new()
-        .all_users(true)
+        .all_users(false)
+        .users(
+            pings
+                .iter()
+                .filter(|u| u.get() != 0)
+                .map(|u| serenity::all::UserId::new(u.get())),
+        )
         .everyone(false)
         .all_roles(false)
         .replied_user(true)
@@ -62,7 +70,7 @@ impl Transport for DiscordTransport {
             .content(&message.content)
             .nonce(Nonce::String(message.nonce.clone()))
             .enforce_nonce(true)
-            .allowed_mentions(safe_mentions());
+            .allowed_mentions(safe_mentions(&message.pings));
         for file in &message.files {
             builder = builder.add_file(CreateAttachment::bytes(
                 file.bytes.clone(),

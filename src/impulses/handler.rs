@@ -25,7 +25,7 @@ use crate::clock::SharedClock;
 use crate::executive::prompts::PromptLine;
 use crate::executive::tools::{FinalTool, parse_args};
 use crate::executive::{Executive, Message, Role, Turn, TurnOutcome};
-use crate::ids::{ChannelId, GuildId, MessageId};
+use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::impulses::Impulses;
 use crate::initiative::pending::PendingThought;
 use crate::journal::{Entry, Journal, Kind};
@@ -189,18 +189,21 @@ impl ImpulseHandler {
         }
     }
 
+    /// Says `text`; only `owner` (whose task it is) may be pinged.
     async fn say(
         &self,
         guild: Option<GuildId>,
         channel: Option<ChannelId>,
         text: &str,
         cause: &str,
+        owner: Option<UserId>,
     ) -> Result<Vec<MessageId>, String> {
         let Some(channel) = channel else {
             return Err("there is no channel to say it in".into());
         };
+        let pings: Vec<UserId> = owner.into_iter().collect();
         self.speech
-            .say(Place { guild, channel }, text, None, cause)
+            .say_pinging(Place { guild, channel }, text, None, cause, &pings)
             .await
             .map_err(|e| e.to_string())
     }
@@ -249,6 +252,7 @@ impl ImpulseHandler {
                     task.channel,
                     message,
                     &format!("task-{}", task.id),
+                    task.owner,
                 )
                 .await
             {
@@ -362,7 +366,7 @@ impl ImpulseHandler {
         cause: &str,
     ) -> Outcome {
         match act.say.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
-            Some(text) => match self.say(guild, channel, text, cause).await {
+            Some(text) => match self.say(guild, channel, text, cause, None).await {
                 Ok(sent) => {
                     self.note(guild, channel, summary.to_string(), act.note, &sent);
                     Outcome::Done

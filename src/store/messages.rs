@@ -154,6 +154,18 @@ impl Store {
             .optional()?)
     }
 
+    /// The name `user` last wrote under, if the bot has seen them write.
+    pub fn author_name(&self, user: UserId) -> Result<Option<String>> {
+        Ok(self
+            .lock()
+            .query_row(
+                "SELECT author_name FROM messages WHERE author_id = ?1 ORDER BY created_at DESC LIMIT 1",
+                [user.to_sql()],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
     /// The last `limit` messages of a channel that still have content, oldest first.
     pub fn recent_messages(&self, channel: ChannelId, limit: usize) -> Result<Vec<StoredMessage>> {
         let conn = self.lock();

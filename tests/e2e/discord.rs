@@ -34,13 +34,16 @@ fn a_mention_is_answered_with_typing_first_and_safe_mentions() {
     assert_eq!(body["message_reference"]["message_id"], asked.to_string());
     assert_eq!(body["enforce_nonce"], true);
     assert!(body["nonce"].is_string());
-    let parse: Vec<&str> = body["allowed_mentions"]["parse"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap())
-        .collect();
-    assert_eq!(parse, vec!["users"], "{body}");
+    assert_eq!(
+        body["allowed_mentions"]["parse"],
+        json!([]),
+        "no kind pings wholesale: {body}"
+    );
+    assert_eq!(
+        body["allowed_mentions"]["users"],
+        json!([ALICE.id.to_string()]),
+        "only the person answered may be pinged: {body}"
+    );
 
     let typing = requests
         .iter()

@@ -488,3 +488,51 @@ fn the_readme_console_block_runs_as_written() {
     let ready: serde_json::Value = serde_json::from_str(first.lines().next().unwrap()).unwrap();
     assert_eq!(ready["event"], "ready", "{first}");
 }
+
+#[test]
+fn a_model_answer_cannot_ping_everyone_roles_or_bystanders() {
+    use crate::support::bot::Bot;
+    use crate::support::fake_discord::{ALICE, BOB, BOT, GENERAL};
+    let bot = Bot::start(json!({}));
+    let earlier = bot.discord.say(GENERAL, BOB, "I'm around too");
+    assert!(bot.wait_stored(earlier));
+    bot.model.push(Scripted::text(&format!(
+        "Hey @everyone and @here! <@&555> <@{}> you asked, <@{}> take note.",
+        ALICE.id, BOB.id
+    )));
+    bot.discord
+        .say(GENERAL, ALICE, &format!("<@{BOT}> announce it please"));
+    assert!(
+        bot.discord
+            .wait_until(15, |w| w.sent_in(GENERAL).len() == 1),
+        "{}",
+        bot.log()
+    );
+    let posted = bot
+        .discord
+        .with(|w| w.find("POST", &format!("/channels/{GENERAL}/messages")))[0]
+        .body
+        .clone();
+    assert_eq!(
+        posted["content"],
+        format!(
+            "Hey @\u{200D}everyone and @\u{200D}here! @role <@{}> you asked, @bob take note.",
+            ALICE.id
+        )
+    );
+    // What Discord would compute from that request: one ping, for the asker.
+    let created = bot.discord.with(|w| {
+        w.log_of("MESSAGE_CREATE")
+            .into_iter()
+            .find(|m| m["author"]["id"] == BOT.to_string())
+            .expect("the bot's message was dispatched")
+    });
+    assert_eq!(
+        created["mentions"].as_array().unwrap().len(),
+        1,
+        "{created}"
+    );
+    assert_eq!(created["mentions"][0]["id"], ALICE.id.to_string());
+    assert_eq!(created["mention_everyone"], false);
+    assert_eq!(created["mention_roles"], json!([]));
+}

@@ -93,6 +93,15 @@ impl World {
         self.seq
     }
 
+    /// The payloads of every dispatched event of type `t`, oldest first.
+    pub fn log_of(&self, t: &str) -> Vec<Value> {
+        self.log
+            .iter()
+            .filter(|f| f["t"] == t)
+            .map(|f| f["d"].clone())
+            .collect()
+    }
+
     /// Requests whose method and path match.
     pub fn find(&self, method: &str, path_contains: &str) -> Vec<Request> {
         self.requests
@@ -161,6 +170,56 @@ fn message_json(id: u64, channel: u64, guild: Option<u64>, author: Value, conten
         m["member"] = json!({"roles": []});
     }
     m
+}
+
+/// What a message pings, as Discord computes it: every mention in the text,
+/// narrowed by `allowed_mentions` when given (`parse` for whole kinds, or
+/// `users`/`roles` lists). Errs like Discord when `parse` has "users" and a
+/// `users` list is given too.
+fn computed_mentions(
+    content: &str,
+    allowed: &Value,
+) -> Result<(Vec<Value>, bool, Vec<String>), String> {
+    let parse: Vec<&str> = allowed["parse"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let listed = |key: &str| -> Vec<String> {
+        allowed[key]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (users, roles) = (listed("users"), listed("roles"));
+    if parse.contains(&"users") && !users.is_empty() {
+        return Err("parse users and users list are mutually exclusive".into());
+    }
+    let free = allowed.is_null();
+    let user_ok = |id: &str| free || parse.contains(&"users") || users.iter().any(|u| u == id);
+    let role_ok = |id: &str| free || parse.contains(&"roles") || roles.iter().any(|r| r == id);
+    let everyone = (free || parse.contains(&"everyone"))
+        && (content.contains("@everyone") || content.contains("@here"));
+    let pattern = regex::Regex::new(r"<@(!|&)?(\d+)>").unwrap();
+    let (mut pinged, mut pinged_roles) = (Vec::new(), Vec::new());
+    for c in pattern.captures_iter(content) {
+        let id = c[2].to_string();
+        if c.get(1).is_some_and(|k| k.as_str() == "&") {
+            if role_ok(&id) {
+                pinged_roles.push(id);
+            }
+        } else if user_ok(&id) {
+            let name = [ALICE, BOB]
+                .iter()
+                .find(|p| p.id.to_string() == id)
+                .map_or("someone", |p| p.name);
+            pinged.push(json!({"id": id, "username": name}));
+        }
+    }
+    Ok((pinged, everyone, pinged_roles))
 }
 
 fn guild_create() -> Value {
@@ -565,6 +624,24 @@ async fn rest(
             );
             if let Some(r) = body.get("message_reference") {
                 m["message_reference"] = r.clone();
+            }
+            match computed_mentions(
+                &m["content"].as_str().unwrap_or("").to_string(),
+                &body["allowed_mentions"],
+            ) {
+                Ok((users, everyone, roles)) => {
+                    m["mentions"] = json!(users);
+                    m["mention_everyone"] = json!(everyone);
+                    m["mention_roles"] = json!(roles);
+                }
+                Err(why) => {
+                    return (
+                        StatusCode::BAD_REQUEST,
+                        axum::Json(json!({"message": "Invalid Form Body", "code": 50035,
+                            "errors": {"allowed_mentions": {"_errors": [{"code": "MESSAGE_ALLOWED_MENTIONS_PARSE_EXCLUSIVE", "message": why}]}}})),
+                    )
+                        .into_response();
+                }
             }
             if let Some(n) = &nonce {
                 m["nonce"] = json!(n);
