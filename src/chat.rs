@@ -38,6 +38,11 @@ pub enum ChatError {
     Refused(String),
     #[error("transport error: {0}")]
     Transport(String),
+    /// The request may or may not have been delivered (an unreadable answer,
+    /// a dropped connection, a server error): sending it again with the same
+    /// nonce is how to find out.
+    #[error("outcome unknown: {0}")]
+    Unknown(String),
 }
 
 /// Keeps a typing indicator alive until dropped.

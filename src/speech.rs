@@ -221,16 +221,7 @@ impl Speech {
                 files: std::mem::take(&mut files),
                 pings: pings.clone(),
             };
-            let id = match self.transport.send(place.channel, &outgoing).await {
-                Ok(id) => id,
-                Err(e) => {
-                    if let ChatError::Refused(why) = &e {
-                        self.lock_refused()
-                            .insert(place.channel, (self.clock.now(), why.clone()));
-                    }
-                    return Err(e.into());
-                }
-            };
+            let id = self.send(place.channel, &outgoing).await?;
             self.store.insert_message(&StoredMessage {
                 id,
                 guild: place.guild,
@@ -253,6 +244,33 @@ impl Speech {
         Ok(ids)
     }
 }
+
+impl Speech {
+    /// Sends one part. An unknown outcome (an unreadable answer, a dropped
+    /// connection, a server error) is settled by sending it once more with
+    /// the same nonce: the platform answers with the message it already made,
+    /// or makes it now — never a second one.
+    async fn send(&self, channel: ChannelId, outgoing: &Outgoing) -> Result<MessageId, ChatError> {
+        let result = match self.transport.send(channel, outgoing).await {
+            Err(ChatError::Unknown(why)) => {
+                tracing::warn!(%channel, reason = %why, "send outcome unknown; asking again with the same nonce");
+                self.clock
+                    .sleep(std::time::Duration::from_millis(UNKNOWN_OUTCOME_PAUSE_MS))
+                    .await;
+                self.transport.send(channel, outgoing).await
+            }
+            other => other,
+        };
+        if let Err(ChatError::Refused(why)) = &result {
+            self.lock_refused()
+                .insert(channel, (self.clock.now(), why.clone()));
+        }
+        result
+    }
+}
+
+/// The pause before a send whose outcome was unknown is asked again.
+const UNKNOWN_OUTCOME_PAUSE_MS: u64 = 500;
 
 /// `text` as it may be posted: `@everyone`/`@here` broken by a zero-width
 /// joiner, role mentions as `@role`, and user mentions of anyone outside

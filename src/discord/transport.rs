@@ -51,8 +51,12 @@ fn chat_error(e: serenity::Error) -> ChatError {
         serenity::Error::Http(http) => match http.status_code().map(|s| s.as_u16()) {
             Some(403) => ChatError::Refused(format!("missing permission: {e}")),
             Some(404) => ChatError::Unavailable(format!("unknown channel or message: {e}")),
+            // No answer, or a server error: the message may have been created all the same.
+            None | Some(500..=599) => ChatError::Unknown(e.to_string()),
             _ => ChatError::Transport(e.to_string()),
         },
+        // Delivered, but the answer could not be read.
+        serenity::Error::Json(_) => ChatError::Unknown(format!("unreadable answer: {e}")),
         serenity::Error::Model(m) => ChatError::Refused(m.to_string()),
         _ => ChatError::Transport(e.to_string()),
     }

@@ -18,6 +18,7 @@ mod memory;
 mod newcomer;
 mod reflexes;
 mod secrets;
+mod sends;
 mod settings_cli;
 mod spine;
 mod status;

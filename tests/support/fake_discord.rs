@@ -74,6 +74,8 @@ pub struct World {
     next_id: u64,
     /// Channels where the bot lacks Send Messages: posting there gets Discord's 403.
     pub no_send: Vec<u64>,
+    /// The next N sends create their message but answer with a body nobody can read.
+    pub garble_sends: u32,
 }
 
 impl World {
@@ -650,6 +652,10 @@ async fn rest(
             w.messages.insert(id, m.clone());
             check("MESSAGE_CREATE", &m);
             w.dispatch("MESSAGE_CREATE", m.clone());
+            if w.garble_sends > 0 {
+                w.garble_sends -= 1;
+                return (StatusCode::OK, "<html>upstream hiccup</html>").into_response();
+            }
             ok(m)
         }
         ("POST", ["channels", _, "typing"]) => StatusCode::NO_CONTENT.into_response(),

@@ -1,0 +1,108 @@
+//! What the bot sends, and how it knows it was sent: mentions that cannot
+//! ping anyone but the person answered, whatever the server honours, and a
+//! send whose outcome was unknown settled by its nonce — one message, recorded
+//! once.
+
+use serde_json::json;
+
+use crate::support::bot::Bot;
+use crate::support::fake_discord::{ALICE, BOB, BOT, GENERAL};
+use crate::support::model_server::Scripted;
+
+#[test]
+fn a_model_answer_cannot_ping_everyone_roles_or_bystanders() {
+    let bot = Bot::start(json!({}));
+    let earlier = bot.discord.say(GENERAL, BOB, "I'm around too");
+    assert!(bot.wait_stored(earlier));
+    bot.model.push(Scripted::text(&format!(
+        "Hey @everyone and @here! <@&555> <@{}> you asked, <@{}> take note.",
+        ALICE.id, BOB.id
+    )));
+    bot.discord
+        .say(GENERAL, ALICE, &format!("<@{BOT}> announce it please"));
+    assert!(
+        bot.discord
+            .wait_until(15, |w| w.sent_in(GENERAL).len() == 1),
+        "{}",
+        bot.log()
+    );
+    let posted = bot
+        .discord
+        .with(|w| w.find("POST", &format!("/channels/{GENERAL}/messages")))[0]
+        .body
+        .clone();
+    assert_eq!(
+        posted["content"],
+        format!(
+            "Hey @\u{200D}everyone and @\u{200D}here! @role <@{}> you asked, @bob take note.",
+            ALICE.id
+        )
+    );
+    // What Discord would compute from that request: one ping, for the asker.
+    let created = bot.discord.with(|w| {
+        w.log_of("MESSAGE_CREATE")
+            .into_iter()
+            .find(|m| m["author"]["id"] == BOT.to_string())
+            .expect("the bot's message was dispatched")
+    });
+    assert_eq!(
+        created["mentions"].as_array().unwrap().len(),
+        1,
+        "{created}"
+    );
+    assert_eq!(created["mentions"][0]["id"], ALICE.id.to_string());
+    assert_eq!(created["mention_everyone"], false);
+    assert_eq!(created["mention_roles"], json!([]));
+}
+
+#[test]
+fn a_send_whose_answer_was_unreadable_is_settled_by_its_nonce() {
+    let bot = Bot::start(json!({}));
+    bot.model.push(Scripted::text("Here you go."));
+    bot.discord.with(|w| w.garble_sends = 1);
+    let asked = bot
+        .discord
+        .say(GENERAL, ALICE, &format!("<@{BOT}> what's the plan?"));
+    assert!(
+        bot.discord
+            .wait_until(15, |w| w.sent_in(GENERAL).len() == 2),
+        "the bot asks again with the same nonce:\n{}",
+        bot.log()
+    );
+    let (posts, created) = bot.discord.with(|w| {
+        (
+            w.sent_in(GENERAL),
+            w.log_of("MESSAGE_CREATE")
+                .into_iter()
+                .filter(|m| m["author"]["id"] == BOT.to_string())
+                .collect::<Vec<_>>(),
+        )
+    });
+    assert_eq!(posts[0]["nonce"], posts[1]["nonce"]);
+    assert_eq!(created.len(), 1, "one message in the channel");
+    let id = created[0]["id"].as_str().unwrap().to_string();
+    let store = bot.store();
+    assert!(
+        bot.discord.wait_until(15, |_| {
+            store
+                .journal_query(&ambient::journal::Filter {
+                    message: Some(ambient::ids::MessageId(asked)),
+                    kinds: vec![ambient::journal::Kind::Reply],
+                    ..Default::default()
+                })
+                .unwrap()
+                .iter()
+                .any(|e| e.data["sent"] == json!([id]))
+        }),
+        "the reply is journaled with the id the channel has:\n{}",
+        bot.log()
+    );
+    let mine: Vec<_> = store
+        .recent_messages(ambient::ids::ChannelId(GENERAL), 10)
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.is_self)
+        .collect();
+    assert_eq!(mine.len(), 1, "recorded once: {mine:#?}");
+    assert_eq!(mine[0].id.to_string(), id);
+}
