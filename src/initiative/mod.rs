@@ -36,7 +36,7 @@ use crate::clock::{Chance, SharedClock};
 use crate::discovery::Discovery;
 use crate::executive::tools::FinalTool;
 use crate::executive::{Executive, Message, Role, Turn, TurnOutcome};
-use crate::ids::{ChannelId, GuildId};
+use crate::ids::{ChannelId, GuildId, MessageId};
 use crate::journal::{Entry, Filter, Journal, Kind};
 use crate::memory::Memory;
 use crate::memory::search::Reader;
@@ -44,6 +44,7 @@ use crate::memory::tools::memory_search;
 use crate::settings::{Execution, Secrets, SettingsService};
 use crate::speech::Speech;
 use crate::store::Store;
+use crate::store::initiative::OutboxPost;
 use decision::{Checked, Decision, Pool};
 use gates::Verdict;
 use pending::{MediaKind, PendingThought};
@@ -51,8 +52,15 @@ use pending::{MediaKind, PendingThought};
 /// How long one consideration (context, model, posting) may take.
 const CONSIDERATION_LIMIT: Duration = Duration::from_secs(300);
 
-/// An outbox row older than this at start is not resent: the nonce window has passed.
+/// An outbox row older than this at start is not resent: the post would be stale.
 const RESEND_WINDOW_MINUTES: i64 = 10;
+
+/// Discord drops a repeated nonce for "a few minutes"; past this, a resend
+/// first looks in the channel for the post.
+const NONCE_WINDOW_MINUTES: i64 = 2;
+
+/// How many of the channel's latest messages are searched for an unconfirmed post.
+const LOOK_BACK_MESSAGES: usize = 50;
 
 pub struct Initiative {
     settings: Arc<SettingsService>,
@@ -119,33 +127,90 @@ impl Initiative {
             }
         }
         for post in self.store.outbox_unsent().unwrap_or_default() {
-            if now - post.created_at > chrono::Duration::minutes(RESEND_WINDOW_MINUTES) {
-                let _ = self.store.outbox_delete(&post.nonce);
-                self.journal.record(
-                    Entry::new(Kind::Error, "a post may not have been sent")
-                        .place(Some(post.guild), Some(post.channel))
-                        .reason("the bot stopped between recording and confirming it, too long ago to resend safely"),
+            self.settle(post, now).await;
+        }
+    }
+
+    /// One post recorded but not confirmed before the bot stopped. Its guild's
+    /// held thought is what was being posted: it is settled here, whatever
+    /// became of the post, so the model is never shown it again to post twice.
+    async fn settle(&self, post: OutboxPost, now: DateTime<Utc>) {
+        if let Ok(Some(held)) = self.store.pending_thought(post.guild) {
+            // Losing this delete only risks the double post it exists to prevent; a store
+            // that cannot delete cannot record the post either, and the tick journals that.
+            let _ = self.store.delete_pending_thought(post.guild);
+            self.skip(
+                post.guild,
+                held.channel,
+                "settled a held thought: it was being posted when the bot stopped",
+                &format!("draft: {}", held.draft),
+            );
+        }
+        let age = now - post.created_at;
+        if age > chrono::Duration::minutes(RESEND_WINDOW_MINUTES) {
+            // Harmless to lose: the row would be settled the same way at the next start.
+            let _ = self.store.outbox_delete(&post.nonce);
+            self.journal.record(
+                Entry::new(Kind::Error, "a post may not have been sent")
+                    .place(Some(post.guild), Some(post.channel))
+                    .reason("the bot stopped between recording and confirming it, too long ago to resend safely"),
+            );
+            return;
+        }
+        if age > chrono::Duration::minutes(NONCE_WINDOW_MINUTES) {
+            if let Some(found) = self.find_in_channel(&post).await {
+                self.confirmed(
+                    &post,
+                    found,
+                    "found in the channel after a restart; not sent again",
                 );
-                continue;
-            }
-            // Same nonce as the first attempt: if that one did go out, Discord drops this one.
-            let place = Place {
-                guild: Some(post.guild),
-                channel: post.channel,
-            };
-            if let Ok(ids) = self.speech.say(place, &post.text, None, &post.nonce).await {
-                if let Some(first) = ids.first() {
-                    let _ = self.store.outbox_mark_sent(&post.nonce, *first);
-                    // `/ambient why` on it must find it, like any post.
-                    self.journal.record(
-                        Entry::new(Kind::InitiativePost, "posted a thought after a restart")
-                            .place(Some(post.guild), Some(post.channel))
-                            .reason("it was recorded but not confirmed before the bot stopped; sent again with the same nonce")
-                            .message(*first),
-                    );
-                }
+                return;
             }
         }
+        // Same nonce as the first attempt: within the window, if that one did go out, Discord drops this one.
+        let place = Place {
+            guild: Some(post.guild),
+            channel: post.channel,
+        };
+        if let Ok(ids) = self.speech.say(place, &post.text, None, &post.nonce).await
+            && let Some(first) = ids.first()
+        {
+            self.confirmed(&post, *first, "it was recorded but not confirmed before the bot stopped; sent again with the same nonce");
+        }
+    }
+
+    /// The bot's own message in the post's channel that begins the post, if the channel has one.
+    async fn find_in_channel(&self, post: &OutboxPost) -> Option<MessageId> {
+        let history = self
+            .speech
+            .transport()
+            .history(post.channel, LOOK_BACK_MESSAGES)
+            .await
+            .ok()?;
+        let me = self.speech.transport().me().id;
+        let first_part = crate::speech::split_message(&post.text, crate::speech::MESSAGE_LIMIT)
+            .into_iter()
+            .next()?;
+        history
+            .into_iter()
+            .find(|m| {
+                m.author_id == me
+                    && m.created_at >= post.created_at
+                    && m.content.trim() == first_part.trim()
+            })
+            .map(|m| m.id)
+    }
+
+    fn confirmed(&self, post: &OutboxPost, first: MessageId, how: &str) {
+        // Harmless to lose: an unconfirmed row is settled again at the next start, by looking first.
+        let _ = self.store.outbox_mark_sent(&post.nonce, first);
+        // `/ambient why` on it must find it, like any post.
+        self.journal.record(
+            Entry::new(Kind::InitiativePost, "posted a thought after a restart")
+                .place(Some(post.guild), Some(post.channel))
+                .reason(how)
+                .message(first),
+        );
     }
 
     /// Runs ticks until `shutdown`. Missed ticks are not replayed: the next

@@ -1,13 +1,18 @@
 //! What the bot sends, and how it knows it was sent: mentions that cannot
 //! ping anyone but the person answered, whatever the server honours, and a
 //! send whose outcome was unknown settled by its nonce — one message, recorded
-//! once.
+//! once; a post that went out just before a crash neither sent nor held again.
 
+use ambient::chat::Outgoing;
+use ambient::clock::Clock;
+use ambient::initiative::pending::PendingThought;
+use ambient::journal::Kind;
 use serde_json::json;
 
 use crate::support::bot::Bot;
 use crate::support::fake_discord::{ALICE, BOB, BOT, GENERAL};
 use crate::support::model_server::Scripted;
+use crate::support::world::{self, GENERAL as WGENERAL, GUILD_A, World};
 
 #[test]
 fn a_model_answer_cannot_ping_everyone_roles_or_bystanders() {
@@ -105,4 +110,85 @@ fn a_send_whose_answer_was_unreadable_is_settled_by_its_nonce() {
         .collect();
     assert_eq!(mine.len(), 1, "recorded once: {mine:#?}");
     assert_eq!(mine[0].id.to_string(), id);
+}
+
+/// The bot stopped after its post went out and before it was confirmed.
+async fn crashed_after_posting(w: &World, text: &str) {
+    let now = w.clock.now();
+    let held = PendingThought::new(
+        GUILD_A,
+        text.into(),
+        Some(WGENERAL),
+        "waiting for a quiet moment".into(),
+        None,
+        now,
+        chrono::Duration::hours(3),
+    );
+    w.app.store.save_pending_thought(&held).unwrap();
+    w.app
+        .store
+        .outbox_insert("initiative-crash", GUILD_A, WGENERAL, text, now)
+        .unwrap();
+    let outgoing = Outgoing {
+        content: text.into(),
+        reply_to: None,
+        nonce: ambient::speech::nonce("initiative-crash", 0),
+        files: vec![],
+        pings: vec![],
+    };
+    w.app
+        .speech
+        .transport()
+        .send(WGENERAL, &outgoing)
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_that_went_out_before_a_crash_is_neither_sent_nor_held_again() {
+    let w = World::start(world::settings()).await;
+    crashed_after_posting(&w, "The eclipse is tonight!").await;
+    // Past Discord's nonce window: a resend would be a second post.
+    w.clock.advance(chrono::Duration::minutes(5));
+    w.app.initiative.recover().await;
+    let said: Vec<String> = w.said().into_iter().map(|s| s.content).collect();
+    assert_eq!(said, vec!["The eclipse is tonight!"], "posted once");
+    assert!(w.app.store.outbox_unsent().unwrap().is_empty());
+    assert!(
+        w.app.store.pending_thought(GUILD_A).unwrap().is_none(),
+        "the held thought was what went out: the model is not shown it again"
+    );
+    let posts = w.journal(Kind::InitiativePost);
+    assert!(
+        posts
+            .iter()
+            .any(|e| e.reason == "found in the channel after a restart; not sent again"),
+        "{posts:#?}"
+    );
+    assert!(
+        w.journal(Kind::InitiativeSkip)
+            .iter()
+            .any(|e| e.summary.starts_with("settled a held thought"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_the_channel_never_got_is_sent_after_a_crash() {
+    let w = World::start(world::settings()).await;
+    let now = w.clock.now();
+    w.app
+        .store
+        .outbox_insert(
+            "initiative-lost",
+            GUILD_A,
+            WGENERAL,
+            "Lost in the crash",
+            now,
+        )
+        .unwrap();
+    w.clock.advance(chrono::Duration::minutes(5));
+    w.app.initiative.recover().await;
+    let said: Vec<String> = w.said().into_iter().map(|s| s.content).collect();
+    assert_eq!(said, vec!["Lost in the crash"]);
+    assert!(w.app.store.outbox_unsent().unwrap().is_empty());
 }

@@ -23,6 +23,8 @@ pub struct Said {
     pub content: String,
     pub nonce: String,
     pub files: Vec<String>,
+    pub id: MessageId,
+    pub at: chrono::DateTime<chrono::Utc>,
 }
 
 #[derive(Default)]
@@ -30,7 +32,8 @@ pub struct Recording {
     pub said: Mutex<Vec<Said>>,
     /// (channel, message, emoji) for every reaction the bot added.
     pub reactions: Mutex<Vec<(ChannelId, MessageId, String)>>,
-    delivered: Mutex<HashMap<String, MessageId>>,
+    /// nonce → (message, when): Discord drops a repeated nonce for a few minutes only.
+    delivered: Mutex<HashMap<String, (MessageId, chrono::DateTime<chrono::Utc>)>>,
 }
 
 pub struct RecordingTransport {
@@ -50,16 +53,21 @@ impl Transport for RecordingTransport {
 
     async fn send(&self, channel: ChannelId, m: &Outgoing) -> Result<MessageId, ChatError> {
         let mut delivered = self.log.delivered.lock().unwrap();
-        if let Some(id) = delivered.get(&m.nonce) {
-            return Ok(*id);
+        let now = self.clock.now();
+        if let Some((id, at)) = delivered.get(&m.nonce) {
+            if now - *at < chrono::Duration::minutes(NONCE_WINDOW_MINUTES) {
+                return Ok(*id);
+            }
         }
-        let id = MessageId(next_snowflake(self.clock.now()));
-        delivered.insert(m.nonce.clone(), id);
+        let id = MessageId(next_snowflake(now));
+        delivered.insert(m.nonce.clone(), (id, now));
         self.log.said.lock().unwrap().push(Said {
             channel,
             content: m.content.clone(),
             nonce: m.nonce.clone(),
             files: m.files.iter().map(|f| f.name.clone()).collect(),
+            id,
+            at: self.clock.now(),
         });
         Ok(id)
     }
@@ -77,10 +85,40 @@ impl Transport for RecordingTransport {
         Typing::none()
     }
 
-    async fn history(&self, _: ChannelId, _: usize) -> Result<Vec<StoredMessage>, ChatError> {
-        Ok(vec![])
+    /// What the bot said in `channel`, as the platform would list it (oldest first).
+    async fn history(
+        &self,
+        channel: ChannelId,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>, ChatError> {
+        let me = self.me();
+        let said = self.log.said.lock().unwrap();
+        let mine: Vec<StoredMessage> = said
+            .iter()
+            .filter(|s| s.channel == channel)
+            .map(|s| StoredMessage {
+                id: s.id,
+                guild: None,
+                channel,
+                author_id: me.id,
+                author_name: me.name.clone(),
+                author_is_bot: true,
+                is_self: true,
+                content: s.content.clone(),
+                attachments: vec![],
+                reply_to: None,
+                source: Source::Text,
+                created_at: s.at,
+                edited_at: None,
+                deleted_at: None,
+            })
+            .collect();
+        Ok(mine[mine.len().saturating_sub(limit)..].to_vec())
     }
 }
+
+/// How long the recording transport, like Discord, drops a repeated nonce.
+pub const NONCE_WINDOW_MINUTES: i64 = 3;
 
 pub const GUILD_A: GuildId = GuildId(1001);
 pub const GUILD_B: GuildId = GuildId(1002);
