@@ -9,7 +9,9 @@
 //!   `permissions.replies.maxPartsPerAnswer` parts,
 //! - gives each part a nonce derived from what caused it, so a retry is
 //!   deduplicated by the platform instead of posted twice,
-//! - records what was said in channel history (the bot must know its own words).
+//! - records what it says in channel history before sending it (the bot must
+//!   know its own words, even after a crash right after a send), then gives
+//!   the row the platform's id.
 //!
 //! [`Speech::deliverable`] answers, before anyone pays a model for the words,
 //! whether anything could be said in a place now: the channel still visible
@@ -221,9 +223,11 @@ impl Speech {
                 files: std::mem::take(&mut files),
                 pings: pings.clone(),
             };
-            let id = self.send(place.channel, &outgoing).await?;
+            // Recorded before it is sent: a crash right after the send still leaves
+            // it in the bot's history and in the channel's hourly count.
+            let provisional = MessageId(crate::ids::next_snowflake(self.clock.now()));
             self.store.insert_message(&StoredMessage {
-                id,
+                id: provisional,
                 guild: place.guild,
                 channel: place.channel,
                 author_id: me.id,
@@ -238,6 +242,14 @@ impl Speech {
                 edited_at: None,
                 deleted_at: None,
             })?;
+            let id = match self.send(place.channel, &outgoing).await {
+                Ok(id) => id,
+                Err(e) => {
+                    self.store.forget_unsent(provisional)?;
+                    return Err(e.into());
+                }
+            };
+            self.store.confirm_message(provisional, id)?;
             ids.push(id);
         }
         self.lock_refused().remove(&place.channel);

@@ -154,6 +154,36 @@ impl Store {
             .optional()?)
     }
 
+    /// A row written before its message was sent now has the platform's id.
+    /// If that id is already stored (the gateway's echo came first), the
+    /// provisional row goes; either way one row remains.
+    pub fn confirm_message(&self, provisional: MessageId, id: MessageId) -> Result<()> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let echoed: bool = tx.query_row(
+            "SELECT EXISTS (SELECT 1 FROM messages WHERE id = ?1)",
+            [id.to_sql()],
+            |r| r.get(0),
+        )?;
+        if echoed {
+            tx.execute("DELETE FROM messages WHERE id = ?1", [provisional.to_sql()])?;
+        } else {
+            tx.execute(
+                "UPDATE messages SET id = ?2 WHERE id = ?1",
+                params![provisional.to_sql(), id.to_sql()],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Removes a provisional row whose message was never sent.
+    pub fn forget_unsent(&self, provisional: MessageId) -> Result<()> {
+        self.lock()
+            .execute("DELETE FROM messages WHERE id = ?1", [provisional.to_sql()])?;
+        Ok(())
+    }
+
     /// The name `user` last wrote under, if the bot has seen them write.
     pub fn author_name(&self, user: UserId) -> Result<Option<String>> {
         Ok(self

@@ -192,3 +192,32 @@ async fn a_post_the_channel_never_got_is_sent_after_a_crash() {
     assert_eq!(said, vec!["Lost in the crash"]);
     assert!(w.app.store.outbox_unsent().unwrap().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bots_words_are_recorded_before_they_are_sent() {
+    let w = World::start(world::settings()).await;
+    w.model.push(Scripted::text("Noted, thanks."));
+    w.message(
+        WGENERAL,
+        "ada",
+        "@ambient remember the picnic",
+        ambient::attention::Addressed::Mention,
+    )
+    .await;
+    let said = w.said();
+    assert_eq!(said.len(), 1);
+    assert!(
+        said[0].recorded_first,
+        "a crash right after the send must not lose it"
+    );
+    let mine: Vec<_> = w
+        .app
+        .store
+        .recent_messages(WGENERAL, 10)
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.is_self)
+        .collect();
+    assert_eq!(mine.len(), 1, "one row, with the platform's id: {mine:#?}");
+    assert_eq!(mine[0].id, said[0].id);
+}

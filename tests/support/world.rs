@@ -25,6 +25,8 @@ pub struct Said {
     pub files: Vec<String>,
     pub id: MessageId,
     pub at: chrono::DateTime<chrono::Utc>,
+    /// Whether the bot's history already held this text when it was sent.
+    pub recorded_first: bool,
 }
 
 #[derive(Default)]
@@ -39,6 +41,8 @@ pub struct Recording {
 pub struct RecordingTransport {
     pub log: Arc<Recording>,
     clock: Arc<ManualClock>,
+    /// The bot's store, to note what it had recorded when each send went out.
+    store: std::sync::OnceLock<ambient::store::Store>,
 }
 
 #[async_trait]
@@ -68,6 +72,12 @@ impl Transport for RecordingTransport {
             files: m.files.iter().map(|f| f.name.clone()).collect(),
             id,
             at: self.clock.now(),
+            recorded_first: self.store.get().is_some_and(|s| {
+                s.recent_messages(channel, 50)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|r| r.is_self && r.content == m.content)
+            }),
         });
         Ok(id)
     }
@@ -207,6 +217,7 @@ impl World {
         let transport = Arc::new(RecordingTransport {
             log: said.clone(),
             clock: clock.clone(),
+            store: std::sync::OnceLock::new(),
         });
         let app = App::build(
             Parts {
@@ -215,7 +226,11 @@ impl World {
                 clock: clock.clone(),
                 chance: Chance::seeded(7),
             },
-            |_| transport,
+            |store| {
+                // The closure runs once: there is no earlier store to keep.
+                let _ = transport.store.set(store.clone());
+                transport
+            },
         )
         .await
         .unwrap();
