@@ -31,6 +31,26 @@ impl Events {
         }
     }
 
+    /// A server arrives on a new session only (a resume replays instead):
+    /// read what its text channels said while the bot was away.
+    fn catch_up(&self, ctx: &Context, g: GuildId, guild: &serenity::all::Guild) {
+        let settings = self.app.settings.for_guild(Some(g));
+        let channels: Vec<ChannelId> = guild
+            .channels
+            .values()
+            .filter(|c| matches!(c.kind, ChannelType::Text | ChannelType::News))
+            .map(|c| ChannelId(c.id.get()))
+            .chain(guild.threads.iter().map(|t| ChannelId(t.id.get())))
+            .filter(|c| crate::permissions::channel_invisible_because(&settings, *c).is_none())
+            .collect();
+        let (app, http, me) = (self.app.clone(), ctx.http.clone(), self.me);
+        tokio::spawn(async move {
+            for channel in channels {
+                super::backfill::channel(&app, &http, me, g, channel).await;
+            }
+        });
+    }
+
     fn perceive(&self, percept: Percept) {
         if let Err(e) = self.app.senses.perceive(percept) {
             tracing::error!(error = %e, "could not store a percept");
@@ -82,12 +102,7 @@ impl EventHandler for Events {
         );
     }
 
-    async fn guild_create(
-        &self,
-        _ctx: Context,
-        guild: serenity::all::Guild,
-        _is_new: Option<bool>,
-    ) {
+    async fn guild_create(&self, ctx: Context, guild: serenity::all::Guild, _is_new: Option<bool>) {
         let now = self.app.clock.now();
         let g = GuildId(guild.id.get());
         let mut result = self.app.store.upsert_guild(g, &guild.name, now);
@@ -115,6 +130,7 @@ impl EventHandler for Events {
         if let Err(e) = result {
             tracing::warn!(guild = %g, error = %e, "could not record guild and channel names");
         }
+        self.catch_up(&ctx, g, &guild);
         self.app.discovery.poke();
         // People already in voice when the bot arrives (for voice.autoJoin).
         for (user, vs) in &guild.voice_states {

@@ -7,6 +7,7 @@
 //! uses it. Serenity's rate limiter ignores the proxy, so it is turned off
 //! for a custom base URL and kept for Discord itself.
 
+mod backfill;
 mod commands;
 pub mod convert;
 mod events;

@@ -68,6 +68,15 @@ pub struct DiscordSettings {
     /// Ask for the privileged Server Members intent (switch it on in the developer
     /// portal too), so `member_join` reflexes see people arrive.
     pub members_intent: bool,
+    /// After a new gateway session (not a resume), at most this many messages per channel that
+    /// were said while the bot was away are fetched and stored (0: none; Discord serves 100 a request).
+    pub backfill_messages: u32,
+    /// Missed messages older than this are not fetched.
+    pub backfill_hours: u32,
+    /// A missed message that addressed the bot is answered if it is at most this old.
+    pub answer_missed_within_minutes: u32,
+    /// Older missed questions get one short "I was away" reply per channel; false: nothing.
+    pub away_notice: bool,
 }
 
 impl Default for DiscordSettings {
@@ -78,6 +87,10 @@ impl Default for DiscordSettings {
             owner_user_ids: Vec::new(),
             allow_dms: true,
             members_intent: false,
+            backfill_messages: 100,
+            backfill_hours: 6,
+            answer_missed_within_minutes: 15,
+            away_notice: true,
         }
     }
 }

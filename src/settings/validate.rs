@@ -316,6 +316,19 @@ fn semantic(s: &Settings) -> Vec<Problem> {
     p.non_empty("bot.name", &s.bot.name);
     p.max_len("bot.name", &s.bot.name, 32);
     p.url("discord.apiBaseUrl", &s.discord.api_base_url, false);
+    p.range(
+        "discord.backfillMessages",
+        s.discord.backfill_messages,
+        0,
+        100,
+    );
+    p.range("discord.backfillHours", s.discord.backfill_hours, 1, 168);
+    p.range(
+        "discord.answerMissedWithinMinutes",
+        s.discord.answer_missed_within_minutes,
+        0,
+        1440,
+    );
     p.non_empty("storage.dataDir", &s.storage.data_dir);
 
     let n = &s.network;

@@ -184,6 +184,18 @@ impl Store {
         Ok(())
     }
 
+    /// The newest message id stored for a channel (where to catch up from).
+    pub fn last_message_id(&self, channel: ChannelId) -> Result<Option<MessageId>> {
+        Ok(self
+            .lock()
+            .query_row(
+                "SELECT max(id) FROM messages WHERE channel_id = ?1",
+                [channel.to_sql()],
+                |r| r.get::<_, Option<i64>>(0),
+            )?
+            .map(MessageId::from_sql))
+    }
+
     /// The name `user` last wrote under, if the bot has seen them write.
     pub fn author_name(&self, user: UserId) -> Result<Option<String>> {
         Ok(self

@@ -221,3 +221,84 @@ async fn the_bots_words_are_recorded_before_they_are_sent() {
     assert_eq!(mine.len(), 1, "one row, with the platform's id: {mine:#?}");
     assert_eq!(mine[0].id, said[0].id);
 }
+
+/// The connection drops and Discord refuses to resume: what was said in the
+/// gap is fetched once the bot is back — a recent question answered, an old
+/// one told the bot was away, the chatter kept — and nothing twice.
+#[test]
+fn what_was_said_while_the_bot_was_away_is_caught_up_on() {
+    let bot = Bot::start(json!({}));
+    bot.model.fallback(Scripted::text("Yes, I'm back now."));
+    let before = bot.discord.say(GENERAL, BOB, "morning all");
+    assert!(bot.wait_stored(before));
+
+    bot.discord.drop_session();
+    let old = bot
+        .discord
+        .say(GENERAL, ALICE, &format!("<@{BOT}> did the build pass?"));
+    bot.discord.backdate(old, 60);
+    let chatter = bot.discord.say(GENERAL, BOB, "coffee time");
+    let recent = bot
+        .discord
+        .say(GENERAL, ALICE, &format!("<@{BOT}> are you there?"));
+
+    assert!(
+        bot.discord.wait_until(30, |w| w.identifies >= 2),
+        "the bot identified anew:\n{}",
+        bot.log()
+    );
+    assert!(
+        bot.discord
+            .wait_until(20, |w| w.sent_in(GENERAL).len() == 2),
+        "{}",
+        bot.log()
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let sent = bot.discord.with(|w| w.sent_in(GENERAL));
+    assert_eq!(sent.len(), 2, "{sent:#?}");
+    let answer = sent
+        .iter()
+        .find(|b| b["message_reference"]["message_id"] == recent.to_string())
+        .expect("the recent question is answered");
+    assert_eq!(answer["content"], "Yes, I'm back now.");
+    let away = sent
+        .iter()
+        .find(|b| b["message_reference"]["message_id"] == old.to_string())
+        .expect("the old question hears the bot was away");
+    assert!(
+        away["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("Sorry, I was away")
+    );
+    assert_eq!(
+        bot.model.requests().len(),
+        1,
+        "only the recent question was paid for"
+    );
+
+    let store = bot.store();
+    for id in [old, chatter, recent] {
+        assert!(
+            store
+                .message(ambient::ids::MessageId(id))
+                .unwrap()
+                .is_some(),
+            "missed message {id} is stored"
+        );
+    }
+    let caught: Vec<_> = store
+        .journal_query(&ambient::journal::Filter {
+            kinds: vec![Kind::System],
+            ..Default::default()
+        })
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.summary.starts_with("caught up on"))
+        .collect();
+    assert_eq!(caught.len(), 1, "{caught:#?}");
+    assert_eq!(
+        caught[0].summary,
+        "caught up on 3 message(s) said while I was away"
+    );
+}

@@ -76,6 +76,8 @@ pub struct World {
     pub no_send: Vec<u64>,
     /// The next N sends create their message but answer with a body nobody can read.
     pub garble_sends: u32,
+    /// RESUME is answered with an invalid session (not resumable): the client must identify anew.
+    pub refuse_resume: bool,
 }
 
 impl World {
@@ -415,6 +417,27 @@ impl FakeDiscord {
     /// Closes the gateway connection (code 4000, so the client resumes). With
     /// `replay_from`, the resume replays from that sequence number, as if
     /// Discord delivered events again.
+    /// Closes the gateway and refuses to resume: the bot must identify anew,
+    /// and nothing said meanwhile is replayed to it.
+    pub fn drop_session(&self) {
+        self.with(|w| {
+            w.refuse_resume = true;
+            if let Some(conn) = w.conn.take() {
+                let _ = conn.send(Outbound::Close(4000));
+            }
+        });
+    }
+
+    /// Makes a stored message `minutes` older (as fetched through REST).
+    pub fn backdate(&self, id: u64, minutes: i64) {
+        self.with(|w| {
+            if let Some(m) = w.messages.get_mut(&id) {
+                let at = chrono::Utc::now() - chrono::Duration::minutes(minutes);
+                m["timestamp"] = json!(at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
+            }
+        });
+    }
+
     pub fn drop_connection(&self, replay_from: Option<u64>) {
         self.with(|w| {
             w.replay_from = replay_from;
@@ -489,6 +512,9 @@ async fn session(socket: WebSocket, world: Arc<Mutex<World>>) {
                 let guild = guild_create();
                 check("GUILD_CREATE", &guild);
                 w.dispatch("GUILD_CREATE", guild);
+            }
+            Some(6) if world.lock().unwrap().refuse_resume => {
+                let _ = tx.send(Outbound::Frame(json!({"op": 9, "d": false})));
             }
             Some(6) => {
                 let client_seq = frame["d"]["seq"].as_u64().unwrap_or(0);
@@ -662,7 +688,36 @@ async fn rest(
         ("PUT", ["channels", _, "messages", _, "reactions", _, "@me"]) => {
             StatusCode::NO_CONTENT.into_response()
         }
-        ("GET", ["channels", _, "messages"]) => ok(json!([])),
+        ("GET", ["channels", channel, "messages"]) => {
+            let channel = channel.to_string();
+            let query: HashMap<String, String> = uri
+                .query()
+                .unwrap_or("")
+                .split('&')
+                .filter_map(|kv| kv.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            let after: u64 = query.get("after").and_then(|v| v.parse().ok()).unwrap_or(0);
+            let limit: usize = query
+                .get("limit")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(50);
+            let mut found: Vec<&Value> = w
+                .messages
+                .values()
+                .filter(|m| m["channel_id"] == channel.as_str())
+                .filter(|m| m["id"].as_str().and_then(|i| i.parse::<u64>().ok()) > Some(after))
+                .collect();
+            found.sort_by_key(|m| m["id"].as_str().and_then(|i| i.parse::<u64>().ok()));
+            // The oldest `limit` after the id, listed newest first as Discord does.
+            let page: Vec<Value> = found
+                .into_iter()
+                .take(limit.min(100))
+                .rev()
+                .cloned()
+                .collect();
+            ok(json!(page))
+        }
         ("POST", ["interactions", _, _, "callback"]) => StatusCode::NO_CONTENT.into_response(),
         ("POST", ["webhooks", _, _]) | ("PATCH", ["webhooks", _, _, "messages", _]) => {
             let id = w.next_id();
