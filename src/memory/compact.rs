@@ -5,7 +5,9 @@
 //! and medium-importance facts are summarised by the model into one
 //! `session-summary` fact, bringing the scope back to three quarters of the
 //! threshold. High-importance facts are never compacted. If the model is
-//! unavailable or fails, only low-importance facts are dropped.
+//! unavailable or fails, only low-importance facts are dropped. The summary
+//! and the deletes are one store transaction: if the write fails, no fact is
+//! lost and the next compaction tries again.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -33,8 +35,17 @@ struct CompactPrompt {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Compaction {
     NotNeeded,
-    Summarised { facts: usize, summary: String },
-    DroppedLow { facts: usize },
+    Summarised {
+        facts: usize,
+        summary: String,
+    },
+    DroppedLow {
+        facts: usize,
+    },
+    /// The store refused the change; every fact is still there.
+    Failed {
+        why: String,
+    },
 }
 
 impl Memory {
@@ -90,9 +101,9 @@ impl Memory {
                     .iter()
                     .flat_map(|f| f.sources.iter().copied())
                     .collect();
-                let _ = self.store.insert_fact(&summary);
-                for f in &batch {
-                    let _ = self.store.delete_fact(&f.id);
+                let ids: Vec<&str> = batch.iter().map(|f| f.id.as_str()).collect();
+                if let Err(e) = self.store.compact_facts(Some(&summary), &ids) {
+                    return self.failed(scope, e);
                 }
                 self.journal.record(
                     Entry::new(
@@ -115,8 +126,9 @@ impl Memory {
                     .iter()
                     .filter(|f| f.importance == Importance::Low)
                     .collect();
-                for f in &low {
-                    let _ = self.store.delete_fact(&f.id);
+                let ids: Vec<&str> = low.iter().map(|f| f.id.as_str()).collect();
+                if let Err(e) = self.store.compact_facts(None, &ids) {
+                    return self.failed(scope, e);
                 }
                 self.journal.record(
                     Entry::new(
@@ -131,6 +143,16 @@ impl Memory {
                 Compaction::DroppedLow { facts: low.len() }
             }
         }
+    }
+
+    fn failed(&self, scope: &Scope, e: crate::store::StoreError) -> Compaction {
+        let why = e.to_string();
+        self.journal.record(
+            Entry::new(Kind::Error, "could not compact memories; none were removed")
+                .place(scope.guild, scope.channel)
+                .reason(why.clone()),
+        );
+        Compaction::Failed { why }
     }
 
     async fn summarise(&self, scope: &Scope, batch: &[Fact]) -> Result<String, String> {

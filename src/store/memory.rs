@@ -290,6 +290,23 @@ impl Store {
         Ok(n > 0)
     }
 
+    /// Compaction's change as one transaction: `summary` (if any) is
+    /// inserted and every fact in `replaced` deleted, or nothing happens —
+    /// a summary that failed to land never costs the facts it summarises.
+    pub fn compact_facts(&self, summary: Option<&Fact>, replaced: &[&str]) -> Result<()> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        if let Some(s) = summary {
+            write_fact(&tx, s, true)?;
+        }
+        for id in replaced {
+            tx.execute("DELETE FROM fact_reinforcements WHERE fact_id = ?1", [id])?;
+            tx.execute("DELETE FROM facts WHERE id = ?1", [id])?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
     pub fn list_facts(&self, f: &FactFilter) -> Result<Vec<Fact>> {
         let mut c = Conditions::default();
         if let Some(guild) = f.guild {

@@ -24,3 +24,4 @@ mod spine;
 mod status;
 mod store_upgrade;
 mod voice;
+mod writes;

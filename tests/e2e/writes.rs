@@ -1,0 +1,154 @@
+//! Nothing lost on a failed write: a store that refuses a write (a full disk,
+//! here simulated by a trigger another connection adds, which fails exactly
+//! the write under test the way SQLite fails a write to a full database)
+//! costs no fact and sends no post that was not recorded first.
+
+use ambient::clock::Clock;
+use ambient::journal::Kind;
+use ambient::memory::compact::Compaction;
+use ambient::memory::fact::{FactKind, Importance, Scope};
+use ambient::memory::manual;
+use serde_json::json;
+
+use crate::support::model_server::Scripted;
+use crate::support::world::{GUILD_A, World, settings};
+
+/// Makes every `op` (INSERT, DELETE) on `table` matching `when` fail as a full disk would.
+fn refuse(world: &World, op: &str, table: &str, when: &str) {
+    let db = world.app.store.path().expect("the world's store is a file");
+    rusqlite::Connection::open(db)
+        .unwrap()
+        .execute_batch(&format!(
+            "CREATE TRIGGER refuse_{op} BEFORE {op} ON {table} {when}
+             BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;"
+        ))
+        .unwrap();
+}
+
+/// Nine guild facts (three of each importance) over a threshold of six.
+async fn crowded() -> World {
+    let mut s = settings();
+    s.memory.guild_compaction_threshold = 6;
+    let world = World::start(s).await;
+    let now = world.clock.now();
+    for (i, importance) in [Importance::High, Importance::Medium, Importance::Low]
+        .into_iter()
+        .flat_map(|i| [i; 3])
+        .enumerate()
+    {
+        let mut f = manual(
+            Scope::guild(GUILD_A),
+            FactKind::Fact,
+            Some(importance),
+            &format!("unrelated fact number {i} word{i}x"),
+            None,
+            now,
+        );
+        f.updated_at = now - chrono::Duration::days(20 - i as i64);
+        world.app.store.insert_fact(&f).unwrap();
+    }
+    world.model.push(Scripted::tool(
+        "summary",
+        json!({"content": "Older odds and ends, folded."}),
+    ));
+    world
+}
+
+fn facts(world: &World) -> Vec<(FactKind, String)> {
+    let mut all: Vec<(FactKind, String)> = world
+        .app
+        .store
+        .facts_in_scope(&Scope::guild(GUILD_A), None)
+        .unwrap()
+        .into_iter()
+        .map(|f| (f.kind, f.content))
+        .collect();
+    all.sort_by(|a, b| a.1.cmp(&b.1));
+    all
+}
+
+fn errors(world: &World) -> Vec<String> {
+    world
+        .journal(Kind::Error)
+        .into_iter()
+        .map(|e| format!("{}: {}", e.summary, e.reason))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_summary_the_store_refuses_costs_no_fact() {
+    let world = crowded().await;
+    let before = facts(&world);
+    assert_eq!(before.len(), 9);
+    refuse(
+        &world,
+        "INSERT",
+        "facts",
+        "WHEN NEW.kind = 'session-summary'",
+    );
+
+    let done = world.app.memory.compact(&Scope::guild(GUILD_A)).await;
+
+    assert!(matches!(done, Compaction::Failed { .. }), "{done:?}");
+    assert_eq!(facts(&world), before, "every fact is still there");
+    let errors = errors(&world);
+    assert!(
+        errors.iter().any(|e| e
+            == "could not compact memories; none were removed: database error: database or disk is full"),
+        "{errors:#?}"
+    );
+}
+
+#[tokio::test]
+async fn deletes_the_store_refuses_leave_no_summary_beside_the_facts() {
+    let world = crowded().await;
+    let before = facts(&world);
+    refuse(&world, "DELETE", "facts", "");
+
+    let done = world.app.memory.compact(&Scope::guild(GUILD_A)).await;
+
+    assert!(matches!(done, Compaction::Failed { .. }), "{done:?}");
+    assert_eq!(
+        facts(&world),
+        before,
+        "one transaction: no summary without its deletes"
+    );
+}
+
+#[tokio::test]
+async fn without_a_model_a_refused_delete_keeps_the_low_facts_and_says_so() {
+    let mut s = settings();
+    s.memory.guild_compaction_threshold = 6;
+    s.executive.roles.extract.provider = ambient::settings::ProviderKind::None;
+    let world = World::start(s).await;
+    for i in 0..9 {
+        let mut f = manual(
+            Scope::guild(GUILD_A),
+            FactKind::Fact,
+            Some(Importance::Low),
+            &format!("unrelated fact number {i} word{i}x"),
+            None,
+            world.clock.now(),
+        );
+        f.updated_at = world.clock.now() - chrono::Duration::days(20 - i);
+        world.app.store.insert_fact(&f).unwrap();
+    }
+    refuse(
+        &world,
+        "DELETE",
+        "facts",
+        "WHEN OLD.content LIKE '%number 5 %'",
+    );
+
+    let done = world.app.memory.compact(&Scope::guild(GUILD_A)).await;
+
+    assert!(matches!(done, Compaction::Failed { .. }), "{done:?}");
+    assert_eq!(facts(&world).len(), 9, "all or nothing");
+    assert!(
+        world
+            .journal(Kind::Memory)
+            .iter()
+            .all(|e| !e.summary.starts_with("dropped")),
+        "no claim of a drop that did not happen"
+    );
+}
