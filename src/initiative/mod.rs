@@ -117,6 +117,7 @@ impl Initiative {
         let now = self.clock.now();
         for p in self.store.pending_thoughts().unwrap_or_default() {
             if p.is_expired(now) {
+                // Harmless if lost: an expired thought is never posted, and the tick drops it again.
                 let _ = self.store.delete_pending_thought(p.guild);
                 self.skip(
                     p.guild,
@@ -245,6 +246,7 @@ impl Initiative {
         let now = self.clock.now();
         let mut pending = self.store.pending_thought(guild).ok().flatten();
         if let Some(p) = pending.as_ref().filter(|p| p.is_expired(now)) {
+            // Harmless if lost: an expired thought is never posted, and the next tick drops it again.
             let _ = self.store.delete_pending_thought(guild);
             self.skip(
                 guild,
@@ -355,7 +357,10 @@ impl Initiative {
             );
             return;
         }
-        let _ = self.store.set_last_considered(guild, now);
+        // Unrecorded, the cooldown gate would let every tick consult the model.
+        if let Err(e) = self.store.set_last_considered(guild, now) {
+            return self.write_failed(guild, None, "record this consideration", e);
+        }
 
         let images_today = media::images_today(&self.store, guild, now);
         let mut capabilities: Vec<String> = [MediaKind::Image, MediaKind::Video, MediaKind::Gif]
@@ -519,7 +524,9 @@ impl Initiative {
         match checked {
             Checked::Drop { reason } => {
                 let summary = if pending.is_some() {
-                    let _ = self.store.delete_pending_thought(guild);
+                    if let Err(e) = self.store.delete_pending_thought(guild) {
+                        return self.write_failed(guild, None, "drop the held thought", e);
+                    }
                     "dropped the held thought"
                 } else {
                     "stayed quiet"
@@ -629,7 +636,15 @@ impl Initiative {
         }
         // Recorded before it is sent: a crash in between is settled at the next start.
         let nonce = format!("initiative-{guild}-{}", now.timestamp_millis());
-        let _ = self.store.outbox_insert(&nonce, guild, channel, &text, now);
+        // Unrecorded, a post could be sent twice after a crash: no record, no post.
+        if let Err(e) = self.store.outbox_insert(&nonce, guild, channel, &text, now) {
+            self.journal.record(
+                Entry::new(Kind::Error, "did not post an ambient thought")
+                    .place(Some(guild), Some(channel))
+                    .reason(format!("it could not be recorded before sending: {e}")),
+            );
+            return;
+        }
         let place = Place {
             guild: Some(guild),
             channel,
@@ -641,10 +656,15 @@ impl Initiative {
         {
             Ok(ids) => {
                 if let Some(first) = ids.first() {
-                    let _ = self.store.outbox_mark_sent(&nonce, *first);
+                    if let Err(e) = self.store.outbox_mark_sent(&nonce, *first) {
+                        self.write_failed(guild, Some(channel), "mark the post as sent", e);
+                    }
                     self.discovery.note_post(guild, channel, *first, &text, now);
                 }
-                let _ = self.store.delete_pending_thought(guild);
+                // Still held, the posted thought would be shown to the model and posted again.
+                if let Err(e) = self.store.delete_pending_thought(guild) {
+                    self.write_failed(guild, Some(channel), "settle the posted thought", e);
+                }
                 let name = self
                     .store
                     .channel_name(channel)
@@ -669,7 +689,9 @@ impl Initiative {
                 self.journal.record(e);
             }
             Err(e) => {
-                let _ = self.store.outbox_delete(&nonce);
+                if let Err(e) = self.store.outbox_delete(&nonce) {
+                    self.write_failed(guild, Some(channel), "forget the unsent post", e);
+                }
                 self.journal.record(
                     Entry::new(Kind::Error, "could not post an ambient thought")
                         .place(Some(guild), Some(channel))
@@ -677,6 +699,21 @@ impl Initiative {
                 );
             }
         }
+    }
+
+    /// An error entry for a store write whose loss matters.
+    fn write_failed(
+        &self,
+        guild: GuildId,
+        channel: Option<ChannelId>,
+        what: &str,
+        e: crate::store::StoreError,
+    ) {
+        self.journal.record(
+            Entry::new(Kind::Error, format!("could not {what}"))
+                .place(Some(guild), channel)
+                .reason(e.to_string()),
+        );
     }
 
     /// An `initiative_skip` entry: a quiet decision or a pending-thought lifecycle event.

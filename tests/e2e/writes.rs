@@ -11,7 +11,7 @@ use ambient::memory::manual;
 use serde_json::json;
 
 use crate::support::model_server::Scripted;
-use crate::support::world::{GUILD_A, World, settings};
+use crate::support::world::{GENERAL, GUILD_A, MEMES, World, settings};
 
 /// Makes every `op` (INSERT, DELETE) on `table` matching `when` fail as a full disk would.
 fn refuse(world: &World, op: &str, table: &str, when: &str) {
@@ -150,5 +150,59 @@ async fn without_a_model_a_refused_delete_keeps_the_low_facts_and_says_so() {
             .iter()
             .all(|e| !e.summary.starts_with("dropped")),
         "no claim of a drop that did not happen"
+    );
+}
+
+#[tokio::test]
+async fn a_post_the_outbox_refuses_is_not_sent() {
+    let mut s = settings();
+    s.permissions.replies.discovery_channel_ids = vec![GENERAL, MEMES];
+    let world = World::start(s).await;
+    world.model.push(Scripted::tool(
+        "decide",
+        json!({"action": "post", "channel": "memes", "text": "cats are liquid", "reason": "quiet room"}),
+    ));
+    refuse(&world, "INSERT", "initiative_outbox", "");
+
+    world.tick().await;
+
+    assert_eq!(
+        world.model.requests().len(),
+        1,
+        "the model did decide to post"
+    );
+    assert!(
+        world.said().is_empty(),
+        "sent unrecorded: {:?}",
+        world.said()
+    );
+    assert!(world.journal(Kind::InitiativePost).is_empty());
+    let errors = errors(&world);
+    assert!(
+        errors.iter().any(|e| e
+            == "did not post an ambient thought: it could not be recorded before sending: database error: database or disk is full"),
+        "{errors:#?}"
+    );
+}
+
+#[tokio::test]
+async fn a_consideration_the_store_cannot_record_does_not_consult_the_model() {
+    let mut s = settings();
+    s.permissions.replies.discovery_channel_ids = vec![GENERAL, MEMES];
+    let world = World::start(s).await;
+    refuse(&world, "INSERT", "initiative_state", "");
+
+    world.tick().await;
+
+    assert!(
+        world.model.requests().is_empty(),
+        "without a recorded consideration the cooldown cannot hold"
+    );
+    let errors = errors(&world);
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.starts_with("could not record this consideration: ")),
+        "{errors:#?}"
     );
 }
