@@ -319,8 +319,10 @@ pub struct Running {
 impl Running {
     /// Signals every loop to stop and waits for work in flight to finish.
     pub async fn stop(self) {
+        // Harmless: it fails only when every loop has already stopped.
         let _ = self.shutdown.send(true);
         for task in self.tasks {
+            // Harmless: a task that panicked has already reported it; stopping goes on.
             let _ = task.await;
         }
         self.journal.record(Entry::new(Kind::System, "stopped"));

@@ -143,7 +143,7 @@ impl Senses {
         let old = self.store.message(id)?;
         let changed = change()?;
         if let Some(old) = old.filter(|_| changed) {
-            crate::journal::stream::message_changed(&self.store, &old, new);
+            crate::journal::stream::message_changed(&self.store, &old, new)?;
         }
         Ok(changed)
     }

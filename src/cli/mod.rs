@@ -271,6 +271,7 @@ pub fn init_logging(cli: &Cli) {
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
+    // Harmless: it fails only if a subscriber is already set (tests), which then logs.
     let _ = match cli.log_format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),

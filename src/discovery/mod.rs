@@ -390,6 +390,7 @@ impl Discovery {
                 .store
                 .feed_item_by_canonical(&canonical::canonical_url(link))
             {
+                // Harmless if lost: the item may only be offered once more; the post itself is stored.
                 let _ = self.store.record_share(item, guild, channel, message, at);
             }
         }

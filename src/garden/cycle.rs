@@ -69,7 +69,7 @@ impl Garden {
                         r.next_wake = at;
                         if let Ok(Some(mut c)) = self.store.cycle(r.id) {
                             c.next_wake_at = Some(at);
-                            let _ = self.store.cycle_save(&c);
+                            self.saved("the cycle's next wake", self.store.cycle_save(&c));
                         }
                     }
                 }
@@ -192,7 +192,7 @@ impl Garden {
             let next = self.clock.now()
                 + Duration::minutes(i64::from(settings.garden.min_interval_minutes));
             cycle.next_wake_at = Some(next);
-            let _ = self.store.cycle_save(&cycle);
+            self.saved("the interrupted cycle", self.store.cycle_save(&cycle));
             self.journal.record(
                 Entry::new(
                     Kind::Garden,
@@ -252,7 +252,7 @@ impl Garden {
             {
                 cycle.guild = Some(g);
                 self.set_status(|s| s.detail = format!("tending {}", self.guild_name(g)));
-                let _ = self.store.cycle_save(&cycle);
+                self.saved("the cycle", self.store.cycle_save(&cycle));
                 let lines: Vec<String> = run
                     .lines
                     .iter()
@@ -268,9 +268,11 @@ impl Garden {
                 ended = out.ended;
                 if out.status == CycleStatus::Completed {
                     // Only what the model was shown is done; the rest waits.
-                    let _ = self
-                        .store
-                        .queue_done(&out.shown.queue, id, self.clock.now());
+                    self.saved(
+                        "the done queue items",
+                        self.store
+                            .queue_done(&out.shown.queue, id, self.clock.now()),
+                    );
                     self.mark_judged(&out.shown.pairs);
                     self.mark_tended(g, started);
                 }
@@ -337,7 +339,10 @@ impl Garden {
         )));
         // The scheduler's interval in use (the agent's wish aside): what the next 429 doubles.
         state.last_interval_minutes = Some(scheduler::minutes(safe));
-        let _ = self.store.garden_set("scheduler", &state);
+        self.saved(
+            "the scheduler's state",
+            self.store.garden_set("scheduler", &state),
+        );
         let (next, reason, moved) = if forced {
             let d = Duration::minutes(i64::from(settings.garden.default_interval_minutes));
             (
@@ -376,8 +381,11 @@ impl Garden {
         cycle.rate_limited = rate_limited;
         cycle.ended_at = Some(now);
         cycle.next_wake_at = Some(next);
-        let _ = self.store.cycle_save(&cycle);
-        let _ = self.store.garden_set("last_cycle_at", &now);
+        self.saved("the cycle", self.store.cycle_save(&cycle));
+        self.saved(
+            "the last cycle's time",
+            self.store.garden_set("last_cycle_at", &now),
+        );
         self.journal.record(
             Entry::new(
                 Kind::Garden,
@@ -418,6 +426,7 @@ impl Garden {
     fn mark_tended(&self, g: GuildId, at: DateTime<Utc>) {
         let mut m = self.tended_at();
         m.insert(g.get(), at);
+        // Harmless if lost: it only orders which server is tended next.
         let _ = self.store.garden_set("tended", &m);
     }
 
@@ -539,7 +548,7 @@ impl Garden {
                         .filter(|w| !w.context.trim().is_empty())
                     {
                         if let Some(at) = asked {
-                            let _ = self.store.queue_insert(&QueueItem {
+                            let queued = self.store.queue_insert(&QueueItem {
                                 id: uuid::Uuid::new_v4().simple().to_string(),
                                 guild: Some(guild),
                                 scheduled_for: at,
@@ -549,6 +558,7 @@ impl Garden {
                                 created_at: now,
                                 done_at: None,
                             });
+                            self.saved("the wake the model asked for", queued);
                         }
                     }
                     let proactive_work = end

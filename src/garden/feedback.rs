@@ -83,12 +83,27 @@ pub fn harvest(store: &Store, memory: &Memory, me: UserId, now: DateTime<Utc>) -
             now,
         );
         fact.subject = Some(format!("{verdict}: post {}", e.post));
-        if memory.remember(fact, None).is_ok() {
-            kept += 1;
+        // Stopping before the cursor passes an event means the next pass harvests it again.
+        if let Err(why) = memory.remember(fact, None) {
+            return stopped(memory, kept, why);
         }
+        kept += 1;
         // After each event: a crash mid-harvest must not count one 👎 twice.
-        let _ = store.garden_set("feedback_cursor", &cursor.timestamp_millis());
+        if let Err(e) = store.garden_set("feedback_cursor", &cursor.timestamp_millis()) {
+            return stopped(memory, kept, e.to_string());
+        }
     }
+    kept
+}
+
+fn stopped(memory: &Memory, kept: usize, why: String) -> usize {
+    memory.journal.record(
+        crate::journal::Entry::new(
+            crate::journal::Kind::Error,
+            "stopped keeping feedback: a write failed",
+        )
+        .reason(format!("{why}; the rest is harvested next pass")),
+    );
     kept
 }
 

@@ -171,9 +171,19 @@ impl Garden {
         read_status(&self.store)
     }
 
+    /// Journals a failed write whose loss matters; the cycle goes on (what it did is done).
+    fn saved<T>(&self, what: &str, r: crate::store::Result<T>) {
+        if let Err(e) = r {
+            self.journal.record(
+                Entry::new(Kind::Error, format!("could not save {what}")).reason(e.to_string()),
+            );
+        }
+    }
+
     fn set_status(&self, f: impl FnOnce(&mut Status)) {
         let mut s = self.status();
         f(&mut s);
+        // Harmless if lost: the status only feeds the status widget.
         let _ = self.store.garden_set("status", &s);
     }
 
@@ -291,7 +301,7 @@ impl Garden {
             if c.summary.is_empty() {
                 c.summary = "interrupted: the bot stopped during this cycle".into();
             }
-            let _ = self.store.cycle_save(&c);
+            self.saved("the interrupted cycle", self.store.cycle_save(&c));
             let left = c.todos.iter().filter(|t| !t.done).count();
             let mut next = Vec::new();
             if checkpoint {

@@ -414,9 +414,11 @@ pub fn run(
             marks.insert(key, after);
         }
         cp.done.push(key);
+        // Harmless if lost: a lost checkpoint or mark only means a server is tended again.
         let _ = store.garden_set("checkpoint", &cp);
         let _ = store.garden_set("pass_marks", &marks);
     }
+    // Harmless if lost: a stale checkpoint only defers its servers to the pass after.
     let _ = store.garden_clear("checkpoint");
     out.lines.push((
         None,

@@ -61,6 +61,7 @@ impl Garden {
         all.extend(pairs.iter().cloned());
         let skip = all.len().saturating_sub(5_000);
         all.drain(..skip);
+        // Harmless if lost: these pairs are only shown to the model once more.
         let _ = self.store.garden_set("judged", &all);
     }
 

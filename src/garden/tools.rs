@@ -337,6 +337,7 @@ impl TypedTool for Confirm {
         f.last_seen_at = now;
         f.updated_at = now;
         s.store.save_facts(&[], &[&f]).map_err(|e| e.to_string())?;
+        // Harmless if lost: the strength is saved above; the breadcrumb only dates it.
         let _ = s.store.add_reinforcement(&f.id, None, now);
         s.touched(1);
         s.note(

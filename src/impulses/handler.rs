@@ -282,6 +282,7 @@ impl ImpulseHandler {
                     Ok(a) => a,
                     Err(e) => return Outcome::Failed(e),
                 };
+                // The task was claimed before it fired: a lost completion cannot fire it twice.
                 let _ = self.store.complete_task(&task.id, now);
                 self.finish(
                     task.guild,
@@ -422,6 +423,7 @@ impl ImpulseHandler {
                 None,
                 now,
             );
+            // Harmless if lost: the journal note below keeps what was learned.
             let _ = self.memory.remember(fact, None);
             // A thought worth sharing waits for the initiative cycle, which decides when and where.
             if let Some(share) = found
@@ -447,6 +449,7 @@ impl ImpulseHandler {
                         now,
                         max_age,
                     );
+                    // Harmless if lost: sharing is optional, and the note below keeps the finding.
                     let _ = self.store.save_pending_thought(&thought);
                 }
             }

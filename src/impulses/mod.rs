@@ -410,6 +410,7 @@ impl Impulses {
                     .place(task.guild, task.channel),
                 );
             } else {
+                // Harmless if lost: the task stays claimed, so it is never run twice.
                 let _ = self.store.complete_task(&task.id, now);
                 self.journal.record(
                     Entry::new(

@@ -78,6 +78,7 @@ pub fn record_entry(store: &Store, e: &Entry) {
     } else {
         format!("{} — {}", e.summary, e.reason)
     };
+    // Harmless if lost: the stream is a rolling view; the entry itself is in the journal.
     let _ = store.stream_append(
         guild,
         e.channel,
@@ -97,6 +98,7 @@ pub fn record_message(
     content: &str,
     at: DateTime<Utc>,
 ) {
+    // Harmless if lost: the stream is a rolling view; the message itself is stored.
     let _ = store.stream_append(
         guild,
         Some(channel),
@@ -112,18 +114,24 @@ fn message_line(author: &str, content: &str) -> String {
 }
 
 /// Called by the senses when a person edits (`Some(new)`) or deletes
-/// (`None`) a message: the stream shows the new text, or nothing.
-pub fn message_changed(store: &Store, old: &StoredMessage, new: Option<&str>) {
+/// (`None`) a message: the stream shows the new text, or nothing. A failure
+/// is the caller's to report: the old text would still reach prompts.
+pub fn message_changed(
+    store: &Store,
+    old: &StoredMessage,
+    new: Option<&str>,
+) -> crate::store::Result<()> {
     let Some(guild) = old.guild.filter(|_| !old.author_is_bot) else {
-        return;
+        return Ok(());
     };
-    let _ = store.stream_message_changed(
+    store.stream_message_changed(
         guild,
         old.channel,
         old.created_at,
         &message_line(&old.author_name, &old.content),
         new.map(|n| message_line(&old.author_name, n)).as_deref(),
-    );
+    )?;
+    Ok(())
 }
 
 /// Checks a comma-separated list of stream kinds, naming the bad one.

@@ -131,6 +131,7 @@ impl Memory {
             !m.is_self && super::keywords::keywords(&m.content).len() >= MIN_CONTENT_WORDS
         });
         if !worth_it {
+            // Harmless if lost: these messages are only looked over once more.
             let _ = self.store.set_extraction_checkpoint(channel, last, now);
             return 0;
         }
@@ -140,14 +141,30 @@ impl Memory {
         match self.run_extraction(guild, channel, &messages).await {
             Ok(facts) => {
                 let recovered = self.extraction_backoff.succeeded(&channel);
-                // Losing the checkpoint only means these messages are read once more.
-                let _ = self.store.set_extraction_checkpoint(channel, last, now);
                 let mut stored = 0;
-                for fact in facts {
-                    if self.remember(fact, None).is_ok() {
-                        stored += 1;
+                let mut refused = Vec::new();
+                for fact in facts.into_iter().filter(|f| !f.content.trim().is_empty()) {
+                    match self.remember(fact, None) {
+                        Ok(_) => stored += 1,
+                        Err(why) => refused.push(why),
                     }
                 }
+                if let Some(why) = refused.first() {
+                    // Only store errors are left: keep the checkpoint so the facts are extracted
+                    // again (those stored meanwhile are then reinforced), after a back-off.
+                    self.extraction_backoff.failed(&channel, now);
+                    self.journal.record(
+                        Entry::new(
+                            Kind::Error,
+                            format!("could not store {} extracted fact(s)", refused.len()),
+                        )
+                        .place(guild, Some(channel))
+                        .reason(format!("{why}; these messages will be read again")),
+                    );
+                    return stored;
+                }
+                // Losing the checkpoint only means these messages are read once more.
+                let _ = self.store.set_extraction_checkpoint(channel, last, now);
                 self.journal.record(
                     Entry::new(
                         Kind::Memory,
@@ -165,7 +182,8 @@ impl Memory {
             }
             Err(why) => {
                 let setback = self.extraction_backoff.failed(&channel, now);
-                // Keep the checkpoint: the same messages are tried again later.
+                // Keep the checkpoint: the same messages are tried again later
+                // (harmless if lost: the checkpoint already points there).
                 let _ = self.store.set_extraction_checkpoint(
                     channel,
                     after.unwrap_or(MessageId(0)),

@@ -346,6 +346,7 @@ impl Memory {
             limit,
         );
         let ids: Vec<String> = found.iter().map(|s| s.fact.id.clone()).collect();
+        // Harmless if lost: last-seen times only nudge future search scores.
         let _ = self.store.touch_facts(&ids, now);
         found
     }

@@ -52,6 +52,7 @@ impl DataLock {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
                 let mut pid = String::new();
+                // Harmless: an unreadable pid only makes the message vaguer.
                 let _ = file.read_to_string(&mut pid);
                 let pid = pid.trim();
                 return Err(LockError::Held {

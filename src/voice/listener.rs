@@ -321,6 +321,7 @@ impl Listener {
             if self.queued() == 0 && self.busy.load(Ordering::SeqCst) == 0 {
                 return;
             }
+            // A timeout is the point: look at the counts again.
             let _ = tokio::time::timeout(std::time::Duration::from_millis(50), waiting).await;
         }
     }
@@ -392,6 +393,7 @@ impl Listener {
             edited_at: None,
             deleted_at: None,
         };
+        // Harmless if lost: only the utterance's time span; its words are stored as the message.
         let _ = self
             .s
             .store

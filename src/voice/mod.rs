@@ -261,7 +261,8 @@ impl Voice {
         let sent = match said {
             Ok(ids) => ids,
             Err(e) => {
-                // Nobody may be transcribed without being told.
+                // Nobody may be transcribed without being told. Leaving closes the
+                // listener first; its only error is "not in a channel".
                 let _ = self
                     .leave(guild, "the listening notice could not be posted")
                     .await;
@@ -391,6 +392,7 @@ impl Voice {
                             "I was moved to another voice channel, whose people were not told"
                         }
                     };
+                    // Harmless: leaving closes the listener first; its only error is "not in a channel".
                     let _ = self.leave(guild, why).await;
                 }
             }
@@ -436,6 +438,7 @@ impl Voice {
                 session.left(user);
             }
             if emptied == Some(session.session.voice_channel) {
+                // Harmless: leaving closes the listener first; its only error is "not in a channel".
                 let _ = self.leave(guild, "everyone left the voice channel").await;
                 return;
             }
@@ -491,6 +494,7 @@ impl Voice {
             .copied()
             .collect();
         for g in guilds {
+            // Harmless: leaving closes the listener first; its only error is "not in a channel".
             let _ = self.leave(g, "the bot is shutting down").await;
         }
     }

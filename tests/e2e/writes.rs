@@ -3,11 +3,14 @@
 //! the write under test the way SQLite fails a write to a full database)
 //! costs no fact and sends no post that was not recorded first.
 
+use ambient::attention::{Addressed, Author, Percept, Place};
 use ambient::clock::Clock;
+use ambient::ids::{MessageId, UserId, next_snowflake};
 use ambient::journal::Kind;
 use ambient::memory::compact::Compaction;
 use ambient::memory::fact::{FactKind, Importance, Scope};
 use ambient::memory::manual;
+use ambient::store::messages::{Source, StoredMessage};
 use serde_json::json;
 
 use crate::support::model_server::Scripted;
@@ -22,6 +25,14 @@ fn refuse(world: &World, op: &str, table: &str, when: &str) {
             "CREATE TRIGGER refuse_{op} BEFORE {op} ON {table} {when}
              BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;"
         ))
+        .unwrap();
+}
+
+fn allow(world: &World, op: &str) {
+    let db = world.app.store.path().unwrap();
+    rusqlite::Connection::open(db)
+        .unwrap()
+        .execute_batch(&format!("DROP TRIGGER refuse_{op};"))
         .unwrap();
 }
 
@@ -205,4 +216,144 @@ async fn a_consideration_the_store_cannot_record_does_not_consult_the_model() {
             .any(|e| e.starts_with("could not record this consideration: ")),
         "{errors:#?}"
     );
+}
+
+#[tokio::test]
+async fn extracted_facts_the_store_refuses_are_extracted_again() {
+    let world = World::start(settings()).await;
+    world.hear(
+        GENERAL,
+        "ada",
+        "we decided the server's game night moves to Fridays at 8pm",
+        Source::Text,
+    );
+    let extraction = Scripted::tool(
+        "remember_facts",
+        json!({"facts": [{"kind": "decision", "importance": "high", "scope": "guild",
+            "subject": "game night", "content": "Game night is on Fridays at 8pm.", "sources": [1]}]}),
+    );
+    world.model.push(extraction.clone());
+    refuse(&world, "INSERT", "facts", "");
+
+    let memory = &world.app.memory;
+    assert_eq!(memory.extract_channel(Some(GUILD_A), GENERAL).await, 0);
+    let errors = errors(&world);
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.starts_with("could not store 1 extracted fact(s): ")
+                && e.ends_with("; these messages will be read again")),
+        "{errors:#?}"
+    );
+    assert_eq!(
+        world.app.store.extraction_checkpoint(GENERAL).unwrap(),
+        None,
+        "the checkpoint stays before the unstored facts"
+    );
+
+    allow(&world, "INSERT");
+    world.model.push(extraction);
+    assert_eq!(memory.extract_channel(Some(GUILD_A), GENERAL).await, 1);
+    assert_eq!(world.model.requests().len(), 2, "read again");
+    assert_eq!(
+        facts(&world),
+        vec![(
+            FactKind::Decision,
+            "Game night is on Fridays at 8pm.".into()
+        )]
+    );
+}
+
+#[tokio::test]
+async fn feedback_the_store_refuses_is_harvested_at_the_next_pass() {
+    let world = World::start(settings()).await;
+    let now = world.clock.now();
+    let post = MessageId(next_snowflake(now));
+    let store = &world.app.store;
+    store
+        .outbox_insert("nonce-post", GUILD_A, GENERAL, "tabs beat spaces", now)
+        .unwrap();
+    store.outbox_mark_sent("nonce-post", post).unwrap();
+    store
+        .insert_message(&StoredMessage {
+            id: post,
+            guild: Some(GUILD_A),
+            channel: GENERAL,
+            author_id: UserId(1),
+            author_name: "ambient".into(),
+            author_is_bot: true,
+            is_self: true,
+            content: "tabs beat spaces".into(),
+            attachments: vec![],
+            reply_to: None,
+            source: Source::Text,
+            created_at: now,
+            edited_at: None,
+            deleted_at: None,
+        })
+        .unwrap();
+    world.clock.advance(chrono::Duration::minutes(1));
+    world
+        .app
+        .senses
+        .perceive(Percept::Reaction {
+            place: Place {
+                guild: Some(GUILD_A),
+                channel: GENERAL,
+            },
+            message: post,
+            user: Author {
+                id: UserId(50),
+                name: "ada".into(),
+                is_bot: false,
+            },
+            emoji: "👎".into(),
+            added: true,
+            at: world.clock.now(),
+        })
+        .unwrap();
+    refuse(&world, "INSERT", "facts", "");
+
+    let harvest = || {
+        ambient::garden::feedback::harvest(store, &world.app.memory, UserId(1), world.clock.now())
+    };
+    assert_eq!(harvest(), 0);
+    let errors = errors(&world);
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.starts_with("stopped keeping feedback: a write failed: ")),
+        "{errors:#?}"
+    );
+
+    allow(&world, "INSERT");
+    assert_eq!(harvest(), 1, "the 👎 was not skipped");
+    let feedback = facts(&world);
+    assert!(
+        feedback
+            .iter()
+            .any(|(kind, text)| *kind == FactKind::Feedback && text.contains("disliked")),
+        "{feedback:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_delete_the_stream_refuses_is_reported_not_swallowed() {
+    let world = World::start(settings()).await;
+    let gone = world
+        .message(GENERAL, "ada", "my phone number is 555-0100", Addressed::No)
+        .await;
+    refuse(&world, "DELETE", "context_stream", "");
+
+    let deleted = world.app.senses.perceive(Percept::Delete {
+        id: gone,
+        place: Place {
+            guild: Some(GUILD_A),
+            channel: GENERAL,
+        },
+        at: world.clock.now(),
+    });
+
+    let err = deleted.expect_err("the old text still reaches prompts: that is an error");
+    assert_eq!(err.to_string(), "database error: database or disk is full");
 }

@@ -46,6 +46,7 @@ pub async fn on_error(err: poise::FrameworkError<'_, Data, Error>) {
             let what = missing_permissions
                 .map(|p| p.to_string())
                 .unwrap_or_else(|| "the needed permissions".into());
+            // Harmless: a courtesy answer; Discord then shows its own "did not respond".
             let _ = ctx
                 .send(
                     poise::CreateReply::default()
@@ -56,6 +57,7 @@ pub async fn on_error(err: poise::FrameworkError<'_, Data, Error>) {
         }
         poise::FrameworkError::Command { error, ctx, .. } => {
             tracing::error!(command = %ctx.command().qualified_name, error = %error, "slash command failed");
+            // Harmless: a courtesy answer; the error is logged above.
             let _ = ctx
                 .send(
                     poise::CreateReply::default()
