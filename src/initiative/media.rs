@@ -124,7 +124,7 @@ pub async fn generate_image(
             .map_err(|e| format!("the image was not valid base64: {e}"))
     }
     .await;
-    let _ = store.usage_append(&UsageRecord {
+    let recorded = store.usage_append(&UsageRecord {
         id: 0,
         at: now,
         role: "ambient".into(),
@@ -143,5 +143,9 @@ pub async fn generate_image(
         },
         detail: result.as_ref().err().cloned().unwrap_or_default(),
     });
-    result
+    // The daily image budget counts these rows: an unrecorded image would not count.
+    match recorded {
+        Err(e) if result.is_ok() => Err(format!("the image could not be recorded: {e}")),
+        _ => result,
+    }
 }

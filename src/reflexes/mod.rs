@@ -694,6 +694,7 @@ impl Reflexes {
             ),
             Ended::Failed(why) => ("failed", format!("reflex {} failed", r.name), why.clone()),
         };
+        // Harmless if lost: run statistics only; the journal entry below records the run.
         let _ = self
             .services
             .store

@@ -233,6 +233,7 @@ impl Transcriber {
             .ok()
             .and_then(|u| u.host_str().map(String::from))
             .unwrap_or_default();
+        // Harmless if lost: no budget counts transcriptions; the usage report misses one call.
         let _ = self.store.usage_append(&UsageRecord {
             id: 0,
             at: self.clock.now(),

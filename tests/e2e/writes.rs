@@ -357,3 +357,46 @@ async fn a_delete_the_stream_refuses_is_reported_not_swallowed() {
     let err = deleted.expect_err("the old text still reaches prompts: that is an error");
     assert_eq!(err.to_string(), "database error: database or disk is full");
 }
+
+#[tokio::test]
+async fn an_image_the_budget_cannot_count_is_not_attached() {
+    let mut s = settings();
+    s.permissions.replies.discovery_channel_ids = vec![GENERAL, MEMES];
+    s.initiative.discovery.allow_image_posts = true;
+    s.initiative.discovery.max_images_per_day = 1;
+    let model = crate::support::model_server::ModelServer::start();
+    s.initiative.discovery.image_generation.base_url = model.openai_base();
+    let world = World::start_in(
+        s,
+        std::sync::Arc::new(tempfile::tempdir().unwrap()),
+        model,
+        ambient::clock::ManualClock::at_test_epoch(),
+    )
+    .await;
+    world.model.push(Scripted::tool(
+        "decide",
+        json!({"action": "post", "channel": "general", "text": "made you this", "reason": "r",
+               "media": {"kind": "image", "prompt": "a cat made of rust"}}),
+    ));
+    refuse(&world, "INSERT", "usage", "WHEN NEW.provider = 'images'");
+
+    world.tick().await;
+
+    let said = world.said();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert_eq!(
+        said[0].files,
+        Vec::<String>::new(),
+        "uncounted, it would not count against maxImagesPerDay"
+    );
+    assert!(
+        world
+            .journal(Kind::InitiativeSkip)
+            .iter()
+            .any(|e| e.summary == "posted without the requested image"
+                && e.reason
+                    == "the image could not be recorded: database error: database or disk is full"),
+        "{:#?}",
+        world.journal(Kind::InitiativeSkip)
+    );
+}
