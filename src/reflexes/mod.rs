@@ -770,7 +770,12 @@ impl Reflexes {
         let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(|e| e.to_string())?;
         std::io::Write::write_all(&mut tmp, yaml.as_bytes()).map_err(|e| e.to_string())?;
         tmp.persist(&path).map_err(|e| e.error.to_string())?;
-        let _ = self.services.store.enable_reflex(Some(guild), &reflex.name);
+        // A replaced reflex may have been disabled here: the new one must not stay off
+        // while the journal and the answer say it is active.
+        self.services
+            .store
+            .enable_reflex(Some(guild), &reflex.name)
+            .map_err(|e| format!("wrote {} but could not switch it on: {e}", path.display()))?;
         self.reload();
         self.services.journal.record(
             Entry::new(Kind::Reflex, format!("created the reflex {}", reflex.name))
