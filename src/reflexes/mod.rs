@@ -470,8 +470,12 @@ impl Reflexes {
                 else {
                     continue;
                 };
-                let Ok(files) = read_dir(&guild_dir) else {
-                    continue;
+                let files = match read_dir(&guild_dir) {
+                    Ok(files) => files,
+                    Err(e) => {
+                        problems.push(e.to_string());
+                        continue;
+                    }
                 };
                 let (mut theirs, p) = parse_all(&files);
                 problems.extend(p);

@@ -94,11 +94,23 @@ fn walk(
     for (key, value) in given {
         let path = paths::join(prefix, key);
         match known.get(key) {
-            None => {
+            None if key.chars().count() > MAX_KEY_CHARS => {
+                let shown: String = key.chars().take(MAX_KEY_CHARS).collect();
                 problems.push(Problem::new(
-                    &path,
-                    unknown_key_message(key, prefix, known, root),
+                    paths::join(prefix, &format!("{shown}…")),
+                    format!("unknown setting: no setting's name is longer than {MAX_KEY_CHARS} characters"),
                 ));
+                removals.push(path);
+            }
+            None => {
+                // Past a few dozen problems nobody reads the suggestions, and each costs a
+                // comparison with every known key.
+                let message = if problems.len() < MAX_SUGGESTIONS {
+                    unknown_key_message(key, prefix, known, root)
+                } else {
+                    "unknown setting".to_string()
+                };
+                problems.push(Problem::new(&path, message));
                 removals.push(path);
             }
             Some(Value::Object(_)) if value.is_object() => {
@@ -115,6 +127,11 @@ fn walk(
     }
 }
 
+/// The longest key looked at for a "did you mean": the longest real one is
+/// under 40, and comparing a huge key with every known one would take minutes.
+pub const MAX_KEY_CHARS: usize = 64;
+/// After this many problems an unknown key gets no "did you mean".
+const MAX_SUGGESTIONS: usize = 50;
 /// The most entries a list setting may hold (ids, feeds, links): a list is
 /// searched on every message, and a few hundred is already a lot.
 pub const MAX_LIST_ITEMS: usize = 1000;

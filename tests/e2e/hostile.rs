@@ -127,6 +127,39 @@ fn long_text_and_huge_id_lists_in_settings_name_the_path_and_the_limit() {
 }
 
 #[test]
+fn a_huge_key_or_thousands_of_unknown_keys_are_answered_briefly() {
+    let home = Home::new(json!({"bot": {"k".repeat(900_000): 1}}));
+    let out = home.run(&["settings", "check"]);
+    refused_briefly(
+        &out,
+        &[
+            &format!(
+                "settings.json: bot.{}…: unknown setting: no setting's name is longer than 64 characters",
+                "k".repeat(64)
+            ),
+            "1 problem(s) found",
+        ],
+    );
+
+    let many: serde_json::Map<String, serde_json::Value> =
+        (0..60_000).map(|i| (format!("k{i}"), json!(1))).collect();
+    let home = Home::new(json!({ "bot": many }));
+    let out = home.run(&["settings", "check"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    // Fifty problems shown (the first with a suggestion), and the rest counted.
+    assert_eq!(text.lines().count(), 52, "{text}");
+    assert!(
+        text.contains("settings.json: bot.k0: unknown setting; did you mean"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("… and 59950 more\n60000 problem(s) found\n"),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_servers_override_gets_the_same_limits() {
     let home = Home::new(json!({}));
     let persona = "y".repeat(4001);
