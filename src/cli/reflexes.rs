@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::reflexes::{self, DEFAULTS};
+use crate::reflexes;
 use crate::store::impulses::ReflexStats;
 
 /// Parses every reflex file offline, printing each good one and every problem
@@ -18,16 +18,13 @@ pub fn check(settings: Option<&Path>, dir: Option<&Path>) -> anyhow::Result<Exit
         None => PathBuf::from(&super::load_lenient(settings)?.settings.reflexes.dir),
     };
     let files = if dir.is_dir() {
-        reflexes::read_dir(&dir).map_err(anyhow::Error::msg)?
+        reflexes::read_dir(&dir)?
     } else {
         println!(
             "{} does not exist: checking the built-in defaults",
             dir.display()
         );
-        DEFAULTS
-            .iter()
-            .map(|(n, t)| (format!("built-in {n}"), t.to_string()))
-            .collect()
+        reflexes::built_in()
     };
     let (good, problems) = reflexes::parse_all(&files);
     for r in &good {
@@ -65,10 +62,7 @@ pub fn stats(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
     let files = if dir.is_dir() {
         reflexes::read_dir(&dir).unwrap_or_default()
     } else {
-        DEFAULTS
-            .iter()
-            .map(|(n, t)| (n.to_string(), t.to_string()))
-            .collect()
+        reflexes::built_in()
     };
     let mut defined: Vec<String> = reflexes::parse_all(&files)
         .0

@@ -8,6 +8,9 @@ use crate::settings::load::load;
 use crate::settings::validate::{defaults_tree, warnings};
 use crate::settings::{SettingsSource, paths};
 
+/// The most problems printed: a file with thousands of mistakes is fixed from the first ones.
+const MAX_SHOWN: usize = 50;
+
 pub fn check(file: Option<&Path>) -> ExitCode {
     let loaded = match load(file) {
         Ok(loaded) => loaded,
@@ -20,8 +23,11 @@ pub fn check(file: Option<&Path>) -> ExitCode {
         println!("{}: warning: {w}", loaded.source);
     }
     if !loaded.problems.is_empty() {
-        for p in &loaded.problems {
+        for p in loaded.problems.iter().take(MAX_SHOWN) {
             println!("{}: {p}", loaded.source);
+        }
+        if loaded.problems.len() > MAX_SHOWN {
+            println!("… and {} more", loaded.problems.len() - MAX_SHOWN);
         }
         println!("{} problem(s) found", loaded.problems.len());
         return ExitCode::FAILURE;

@@ -36,6 +36,7 @@ use crate::executive::tools::FinalTool;
 use crate::executive::{Message, Role, Turn, TurnOutcome};
 use crate::ids::{GuildId, UserId};
 use crate::journal::{Entry, Kind};
+use crate::settings::load::{FileError, read_limited};
 use def::{Event, Reflex, Trigger};
 use pipeline::{Ended, Firing, Services};
 
@@ -60,35 +61,77 @@ pub const DEFAULTS: &[(&str, &str)] = &[
     ),
 ];
 
-/// Reads every `*.yaml` / `*.yml` file in `dir`, in name order.
-pub fn read_dir(dir: &Path) -> Result<Vec<(String, String)>, String> {
-    let entries =
-        std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
-        .collect();
-    files.sort();
-    let mut out = Vec::new();
-    for path in files {
-        let name = path.display().to_string();
-        match std::fs::read_to_string(&path) {
-            Ok(text) => out.push((name, text)),
-            Err(e) => out.push((name, format!("\u{0}cannot read the file: {e}"))),
+/// The largest reflex file read; the defaults are under 2 KiB each.
+pub const MAX_FILE_BYTES: u64 = 256 * 1024;
+/// The most reflex files read from one folder: each costs a pattern in every
+/// message's match, and a folder with more is a mistake, not a configuration.
+pub const MAX_FILES: usize = 200;
+/// How much of a definition a problem may quote: enough to recognise, never
+/// the file (a problem is printed, journaled and shown in status).
+pub const MAX_PROBLEM_CHARS: usize = 300;
+
+/// One reflex file: its name, and its text or why it was not read.
+pub type SourceFile = (String, Result<String, FileError>);
+
+/// Why a folder of reflex files was not read at all.
+#[derive(Debug, thiserror::Error)]
+pub enum DirError {
+    #[error("cannot read {dir}: {source}")]
+    Read { dir: String, source: std::io::Error },
+    #[error("{dir}: more than {limit} reflex files; keep at most {limit} .yaml files there")]
+    TooMany { dir: String, limit: usize },
+}
+
+/// The definitions built into the binary, as files.
+pub fn built_in() -> Vec<SourceFile> {
+    DEFAULTS
+        .iter()
+        .map(|(n, t)| (format!("built-in {n}"), Ok(t.to_string())))
+        .collect()
+}
+
+/// Reads every `*.yaml` / `*.yml` file in `dir`, in name order. A file that is
+/// not plain, too large or not text is kept with its error, to be reported.
+pub fn read_dir(dir: &Path) -> Result<Vec<SourceFile>, DirError> {
+    let shown = || dir.display().to_string();
+    let entries = std::fs::read_dir(dir).map_err(|source| DirError::Read {
+        dir: shown(),
+        source,
+    })?;
+    let mut files: Vec<PathBuf> = Vec::new();
+    for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+        if path.extension().is_some_and(|x| x == "yaml" || x == "yml") {
+            if files.len() == MAX_FILES {
+                return Err(DirError::TooMany {
+                    dir: shown(),
+                    limit: MAX_FILES,
+                });
+            }
+            files.push(path);
         }
     }
-    Ok(out)
+    files.sort();
+    Ok(files
+        .into_iter()
+        .map(|path| {
+            let text = read_limited(&path, MAX_FILE_BYTES);
+            (path.display().to_string(), text)
+        })
+        .collect())
 }
 
 /// Parses a set of files: the good ones, and every problem as `file:line: reason`.
-pub fn parse_all(files: &[(String, String)]) -> (Vec<Reflex>, Vec<String>) {
+pub fn parse_all(files: &[SourceFile]) -> (Vec<Reflex>, Vec<String>) {
     let mut reflexes: Vec<Reflex> = Vec::new();
     let mut problems = Vec::new();
     for (file, text) in files {
-        if let Some(err) = text.strip_prefix('\u{0}') {
-            problems.push(format!("{file}: {err}"));
-            continue;
-        }
+        let text = match text {
+            Ok(text) => text,
+            Err(e) => {
+                problems.push(format!("{file}: cannot read the reflex file: {e}"));
+                continue;
+            }
+        };
         match def::parse(file, text) {
             Ok(r) => match reflexes.iter().find(|o| o.name == r.name) {
                 Some(other) => problems.push(format!(
@@ -100,7 +143,16 @@ pub fn parse_all(files: &[(String, String)]) -> (Vec<Reflex>, Vec<String>) {
             Err(p) => problems.extend(p),
         }
     }
+    let problems = problems.into_iter().map(|p| clip(&p)).collect();
     (reflexes, problems)
+}
+
+/// A problem cut to [`MAX_PROBLEM_CHARS`], marked where it was cut.
+fn clip(problem: &str) -> String {
+    match problem.char_indices().nth(MAX_PROBLEM_CHARS) {
+        Some((at, _)) => format!("{}… (cut)", &problem[..at]),
+        None => problem.to_string(),
+    }
 }
 
 /// What a reflex may be woken by.
@@ -393,24 +445,20 @@ impl Reflexes {
             match read_dir(&dir) {
                 Ok(files) => {
                     let n = files.len();
-                    (files, format!("{} ({n} files)", dir.display()))
+                    (Ok(files), format!("{} ({n} files)", dir.display()))
                 }
-                Err(e) => (
-                    vec![(dir.display().to_string(), format!("\u{0}{e}"))],
-                    dir.display().to_string(),
-                ),
+                Err(e) => (Err(e), dir.display().to_string()),
             }
         } else {
-            let built_in = DEFAULTS
-                .iter()
-                .map(|(n, t)| (format!("built-in {n}"), t.to_string()))
-                .collect();
             (
-                built_in,
+                Ok(built_in()),
                 format!("the built-in defaults ({} does not exist)", dir.display()),
             )
         };
-        let (mut reflexes, mut problems) = parse_all(&files);
+        let (mut reflexes, mut problems) = match files {
+            Ok(files) => parse_all(&files),
+            Err(e) => (Vec::new(), vec![e.to_string()]),
+        };
         // The executive's reflexes, one folder per guild.
         if let Ok(guilds) = std::fs::read_dir(self.created_dir()) {
             for guild_dir in guilds.filter_map(|e| e.ok()).map(|e| e.path()) {
@@ -422,8 +470,12 @@ impl Reflexes {
                 else {
                     continue;
                 };
-                let Ok(files) = read_dir(&guild_dir) else {
-                    continue;
+                let files = match read_dir(&guild_dir) {
+                    Ok(files) => files,
+                    Err(e) => {
+                        problems.push(e.to_string());
+                        continue;
+                    }
                 };
                 let (mut theirs, p) = parse_all(&files);
                 problems.extend(p);
@@ -719,7 +771,14 @@ impl Reflexes {
     /// The executive's `reflex_create`: validates, writes
     /// `state/reflexes/<guild>/<name>.yaml` atomically, reloads.
     pub fn create(&self, guild: GuildId, yaml: &str, by: &str) -> Result<String, String> {
-        let reflex = def::parse("the new reflex", yaml).map_err(|p| p.join("\n"))?;
+        if yaml.len() as u64 > MAX_FILE_BYTES {
+            return Err(format!(
+                "the new reflex is {} bytes, more than the limit of {MAX_FILE_BYTES} bytes for a reflex file",
+                yaml.len()
+            ));
+        }
+        let reflex = def::parse("the new reflex", yaml)
+            .map_err(|p| p.iter().map(|p| clip(p)).collect::<Vec<_>>().join("\n"))?;
         // A reflex written for one server stays in the channel that woke it.
         if let Some(step) = reflex.steps.iter().find(|s| {
             matches!(
@@ -985,22 +1044,35 @@ mod tests {
 
     #[test]
     fn the_built_in_defaults_all_parse() {
-        let files: Vec<(String, String)> = DEFAULTS
-            .iter()
-            .map(|(n, t)| (n.to_string(), t.to_string()))
-            .collect();
-        let (reflexes, problems) = parse_all(&files);
+        let (reflexes, problems) = parse_all(&built_in());
         assert!(problems.is_empty(), "{problems:#?}");
         assert_eq!(reflexes.len(), DEFAULTS.len());
     }
 
     #[test]
+    fn a_problem_quotes_a_short_excerpt_never_the_file() {
+        let name = "n".repeat(100_000);
+        let yaml = format!(
+            "name: {name}\ndescription: d\nlevel: 0\ntrigger:\n  pattern: x\npipeline: []\n"
+        );
+        let (good, problems) = parse_all(&[("long.yaml".to_string(), Ok(yaml))]);
+        assert!(good.is_empty());
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].starts_with("long.yaml:1: name \"nnn"),
+            "{}",
+            problems[0]
+        );
+        assert!(problems[0].ends_with("… (cut)"), "{}", problems[0]);
+        assert_eq!(
+            problems[0].chars().count(),
+            MAX_PROBLEM_CHARS + "… (cut)".chars().count()
+        );
+    }
+
+    #[test]
     fn matching_respects_address_priority_and_disabling() {
-        let files: Vec<(String, String)> = DEFAULTS
-            .iter()
-            .map(|(n, t)| (n.to_string(), t.to_string()))
-            .collect();
-        let (reflexes, _) = parse_all(&files);
+        let (reflexes, _) = parse_all(&built_in());
         let loaded = Loaded::new(reflexes.clone(), HashSet::new(), Vec::new(), String::new());
         let hits = loaded.candidates(
             Some(GuildId(1)),

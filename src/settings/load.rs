@@ -4,7 +4,12 @@
 //! optional, and without it the built-in defaults apply. JSON syntax errors
 //! name the file, line and column; everything else is a validation
 //! [`Problem`] collected by `validate`.
+//!
+//! Files from outside are read through [`read_limited`]: only plain files, and
+//! never more than a limit (a settings file is at most [`MAX_SETTINGS_BYTES`]),
+//! so a FIFO cannot hang the reader and `/dev/zero` cannot fill memory.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -13,6 +18,68 @@ use super::schema::Settings;
 use super::validate::{Problem, validate};
 
 pub const DEFAULT_FILE: &str = "settings.json";
+
+/// The largest settings file read: the example is about 10 KiB, so this is
+/// generous, and small enough that a mistaken file is refused at once.
+pub const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
+
+/// Why a file from outside was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("it is {0}, not a regular file; only plain files are read")]
+    NotRegular(&'static str),
+    #[error("it is larger than the limit of {limit} bytes")]
+    TooLarge { limit: u64 },
+    #[error("it is not UTF-8 text (the first bad byte is at offset {0})")]
+    NotUtf8(usize),
+}
+
+/// Reads a plain file of at most `limit` bytes as text. The kind and size are
+/// checked before opening (opening a FIFO would block) and again on the open
+/// file, and the read itself stops after `limit + 1` bytes, so a file that
+/// grows or lies about its size is still refused without being read whole.
+pub fn read_limited(path: &Path, limit: u64) -> Result<String, FileError> {
+    check_kind(&std::fs::metadata(path)?, limit)?;
+    let file = std::fs::File::open(path)?;
+    check_kind(&file.metadata()?, limit)?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(FileError::TooLarge { limit });
+    }
+    String::from_utf8(bytes).map_err(|e| FileError::NotUtf8(e.utf8_error().valid_up_to()))
+}
+
+fn check_kind(meta: &std::fs::Metadata, limit: u64) -> Result<(), FileError> {
+    let kind = meta.file_type();
+    if !kind.is_file() {
+        return Err(FileError::NotRegular(describe_kind(&kind)));
+    }
+    if meta.len() > limit {
+        return Err(FileError::TooLarge { limit });
+    }
+    Ok(())
+}
+
+fn describe_kind(kind: &std::fs::FileType) -> &'static str {
+    if kind.is_dir() {
+        return "a folder";
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return "a FIFO (named pipe)";
+        } else if kind.is_char_device() || kind.is_block_device() {
+            return "a device";
+        } else if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    "a special file"
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum SettingsSource {
@@ -40,10 +107,7 @@ pub struct Loaded {
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     #[error("{path}: cannot read the settings file: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Read { path: PathBuf, source: FileError },
     #[error("{path}:{line}:{column}: not valid JSON: {message}")]
     Syntax {
         path: PathBuf,
@@ -67,7 +131,7 @@ pub fn load(explicit: Option<&Path>) -> Result<Loaded, LoadError> {
 }
 
 pub fn load_file(path: &Path) -> Result<Loaded, LoadError> {
-    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+    let text = read_limited(path, MAX_SETTINGS_BYTES).map_err(|source| LoadError::Read {
         path: path.to_path_buf(),
         source,
     })?;
@@ -117,6 +181,48 @@ mod tests {
         assert!(
             err.to_string().contains("cannot read the settings file"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn files_over_the_limit_are_refused_without_being_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.json");
+        std::fs::write(&path, "x".repeat(11)).unwrap();
+        let err = read_limited(&path, 10).unwrap_err().to_string();
+        assert_eq!(err, "it is larger than the limit of 10 bytes");
+        assert_eq!(read_limited(&path, 11).unwrap().len(), 11);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn devices_and_fifos_are_refused_before_opening() {
+        let err = read_limited(Path::new("/dev/zero"), 10).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "it is a device, not a regular file; only plain files are read"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe.json");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success());
+        // Opening a FIFO with no writer would block: this returns only because it is not opened.
+        let err = read_limited(&fifo, 10).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "it is a FIFO (named pipe), not a regular file; only plain files are read"
+        );
+    }
+
+    #[test]
+    fn text_that_is_not_utf8_names_the_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("latin1.json");
+        std::fs::write(&path, b"{\"a\xff").unwrap();
+        let err = read_limited(&path, 100).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "it is not UTF-8 text (the first bad byte is at offset 3)"
         );
     }
 }

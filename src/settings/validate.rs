@@ -94,23 +94,90 @@ fn walk(
     for (key, value) in given {
         let path = paths::join(prefix, key);
         match known.get(key) {
-            None => {
+            None if key.chars().count() > MAX_KEY_CHARS => {
+                let shown: String = key.chars().take(MAX_KEY_CHARS).collect();
                 problems.push(Problem::new(
-                    &path,
-                    unknown_key_message(key, prefix, known, root),
+                    paths::join(prefix, &format!("{shown}…")),
+                    format!("unknown setting: no setting's name is longer than {MAX_KEY_CHARS} characters"),
                 ));
+                removals.push(path);
+            }
+            None => {
+                // Past a few dozen problems nobody reads the suggestions, and each costs a
+                // comparison with every known key.
+                let message = if problems.len() < MAX_SUGGESTIONS {
+                    unknown_key_message(key, prefix, known, root)
+                } else {
+                    "unknown setting".to_string()
+                };
+                problems.push(Problem::new(&path, message));
                 removals.push(path);
             }
             Some(Value::Object(_)) if value.is_object() => {
                 walk(value, &known[key], &path, root, problems, removals);
             }
             Some(expected) => {
-                if let Some(message) = kind_mismatch(value, expected) {
+                let problem = kind_mismatch(value, expected).or_else(|| too_big(value, &path));
+                if let Some(message) = problem {
                     problems.push(Problem::new(&path, message));
                     removals.push(path);
                 }
             }
         }
+    }
+}
+
+/// The longest key looked at for a "did you mean": the longest real one is
+/// under 40, and comparing a huge key with every known one would take minutes.
+pub const MAX_KEY_CHARS: usize = 64;
+/// After this many problems an unknown key gets no "did you mean".
+const MAX_SUGGESTIONS: usize = 50;
+/// The most entries a list setting may hold (ids, feeds, links): a list is
+/// searched on every message, and a few hundred is already a lot.
+pub const MAX_LIST_ITEMS: usize = 1000;
+/// The longest `bot.persona`: it rides in every prompt, so every character costs.
+pub const MAX_PERSONA_CHARS: usize = 4000;
+/// The longest URL (and any text inside a list, such as a feed address).
+pub const MAX_URL_CHARS: usize = 2048;
+/// The longest folder path (Linux's `PATH_MAX`).
+pub const MAX_PATH_CHARS: usize = 4096;
+/// The longest of any other text: names, models, languages, time zones.
+pub const MAX_TEXT_CHARS: usize = 256;
+
+/// The longest text a setting may hold, by its path.
+pub fn max_chars(path: &str) -> usize {
+    let key = path.rsplit('.').next().unwrap_or(path);
+    if path == "bot.persona" {
+        MAX_PERSONA_CHARS
+    } else if key.ends_with("Dir") {
+        MAX_PATH_CHARS
+    } else if key.ends_with("Url") || path.contains('[') {
+        MAX_URL_CHARS
+    } else {
+        MAX_TEXT_CHARS
+    }
+}
+
+/// Text longer than its setting's limit, or a list with too many entries
+/// (checked before anything is copied out of the input).
+fn too_big(value: &Value, path: &str) -> Option<String> {
+    match value {
+        Value::String(text) => {
+            let max = max_chars(path);
+            let n = text.chars().count();
+            (n > max).then(|| format!("is {n} characters long; at most {max} are allowed"))
+        }
+        Value::Array(items) if items.len() > MAX_LIST_ITEMS => Some(format!(
+            "has {} entries; at most {MAX_LIST_ITEMS} are allowed",
+            items.len()
+        )),
+        Value::Array(items) => items.iter().enumerate().find_map(|(i, item)| {
+            too_big(item, &format!("{path}[{i}]")).map(|m| format!("entry {i} {m}"))
+        }),
+        Value::Object(fields) => fields
+            .iter()
+            .find_map(|(k, v)| too_big(v, &format!("{path}.{k}")).map(|m| format!("{k} {m}"))),
+        _ => None,
     }
 }
 
@@ -1064,5 +1131,42 @@ mod tests {
     #[test]
     fn non_object_documents_are_refused() {
         assert_eq!(problems(json!([1, 2])).len(), 1);
+    }
+
+    #[test]
+    fn long_text_and_long_lists_are_refused_and_fall_back_to_defaults() {
+        let persona = "x".repeat(MAX_PERSONA_CHARS + 1);
+        let ids: Vec<u64> = (1..=MAX_LIST_ITEMS as u64 + 1).collect();
+        let feed = format!("https://example.com/{}", "a".repeat(MAX_URL_CHARS));
+        let (s, p) = validate(&json!({
+            "bot": {"persona": persona},
+            "permissions": {"replies": {"blockedUserIds": ids}},
+            "initiative": {"discovery": {"rssFeeds": ["https://ok.example/feed", feed]}},
+            "impulses": {"timezone": "E".repeat(MAX_TEXT_CHARS + 1)},
+        }));
+        let p: Vec<String> = p.iter().map(|p| p.to_string()).collect();
+        assert_eq!(
+            p,
+            vec![
+                "bot.persona: is 4001 characters long; at most 4000 are allowed".to_string(),
+                "permissions.replies.blockedUserIds: has 1001 entries; at most 1000 are allowed"
+                    .to_string(),
+                "initiative.discovery.rssFeeds: entry 1 is 2068 characters long; at most 2048 are allowed"
+                    .to_string(),
+                "impulses.timezone: is 257 characters long; at most 256 are allowed".to_string(),
+            ]
+        );
+        assert_eq!(s.bot.persona, Settings::default().bot.persona);
+        assert!(s.permissions.replies.blocked_user_ids.is_empty());
+    }
+
+    #[test]
+    fn text_and_lists_at_their_limits_are_accepted() {
+        let ids: Vec<u64> = (1..=MAX_LIST_ITEMS as u64).collect();
+        let p = problems(json!({
+            "bot": {"persona": "x".repeat(MAX_PERSONA_CHARS)},
+            "permissions": {"replies": {"blockedUserIds": ids}},
+        }));
+        assert_eq!(p, Vec::<String>::new());
     }
 }

@@ -13,6 +13,7 @@ mod durability;
 mod executive;
 mod first_hour;
 mod garden;
+mod hostile;
 mod initiative;
 mod memory;
 mod newcomer;
