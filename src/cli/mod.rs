@@ -434,8 +434,14 @@ fn load_valid(path: Option<&std::path::Path>) -> anyhow::Result<Result<Loaded, E
         loaded.source,
         loaded.problems.len()
     );
-    for p in &loaded.problems {
+    for p in loaded.problems.iter().take(settings::MAX_SHOWN) {
         eprintln!("  {p}");
+    }
+    if loaded.problems.len() > settings::MAX_SHOWN {
+        eprintln!(
+            "  … and {} more",
+            loaded.problems.len() - settings::MAX_SHOWN
+        );
     }
     eprintln!("Fix them (ambient settings check lists them again) and start again.");
     Ok(Err(ExitCode::FAILURE))

@@ -9,7 +9,7 @@ use crate::settings::validate::{defaults_tree, warnings};
 use crate::settings::{SettingsSource, paths};
 
 /// The most problems printed: a file with thousands of mistakes is fixed from the first ones.
-const MAX_SHOWN: usize = 50;
+pub(super) const MAX_SHOWN: usize = 50;
 
 pub fn check(file: Option<&Path>) -> ExitCode {
     let loaded = match load(file) {

@@ -129,6 +129,9 @@ fn builtin() -> Vec<(&'static str, &'static str, Value)> {
     ]
 }
 
+/// The largest prompt template read from `executive.promptsDir`.
+pub const MAX_TEMPLATE_BYTES: u64 = 256 * 1024;
+
 #[derive(Debug, thiserror::Error)]
 pub enum PromptError {
     #[error("{file}:{line}: {detail}")]
@@ -140,7 +143,7 @@ pub enum PromptError {
     #[error("{file}: cannot read: {source}")]
     Read {
         file: PathBuf,
-        source: std::io::Error,
+        source: crate::settings::load::FileError,
     },
     #[error("no prompt template named {0:?}")]
     Unknown(String),
@@ -199,11 +202,15 @@ impl Prompts {
         let mut samples = Vec::new();
         for (name, embedded, sample) in builtin() {
             let path = dir.join(format!("{name}.j2"));
-            let (source, file) = if path.is_file() {
-                let text = std::fs::read_to_string(&path).map_err(|source| PromptError::Read {
-                    file: path.clone(),
-                    source,
-                })?;
+            // Whatever stands at the path is read, within bounds: a FIFO or a huge
+            // file is an error, not a silent fall-back to the built-in template.
+            let (source, file) = if path.exists() {
+                let text = crate::settings::load::read_limited(&path, MAX_TEMPLATE_BYTES).map_err(
+                    |source| PromptError::Read {
+                        file: path.clone(),
+                        source,
+                    },
+                )?;
                 (text, path.display().to_string())
             } else {
                 (

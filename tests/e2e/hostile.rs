@@ -228,3 +228,29 @@ fn a_reflex_folder_with_too_many_files_is_refused() {
         "{text}"
     );
 }
+
+#[test]
+fn a_prompt_template_that_is_a_fifo_or_huge_stops_the_start_briefly() {
+    let prompts = tempfile::tempdir().unwrap();
+    let home = Home::new(json!({"executive": {"promptsDir": prompts.path().to_string_lossy()}}));
+    let fifo = prompts.path().join("reply.j2");
+    mkfifo(&fifo);
+    let template = "{% block system %}s{% endblock %}{% block user %}u{% endblock %}";
+    let out = with_writer(&fifo, template, || home.console("hi\n").1);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("reply.j2: cannot read: it is a FIFO (named pipe), not a regular file"),
+        "{err}"
+    );
+    std::fs::remove_file(&fifo).unwrap();
+    sparse(&prompts.path().join("initiative.j2"), 300 * 1024 * 1024);
+    let (_, out) = home.console("hi\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("initiative.j2: cannot read: it is larger than the limit of 262144 bytes"),
+        "{err}"
+    );
+    assert!(out.stderr.len() < SHORT, "{err}");
+}
