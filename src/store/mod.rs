@@ -12,6 +12,7 @@
 pub mod channels;
 pub mod conditions;
 pub mod discovery;
+pub mod forget;
 pub mod garden;
 pub mod guild_settings;
 pub mod impulses;
@@ -102,6 +103,9 @@ impl Store {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
+        // Deleted rows are zeroed on disk, not left in free space: what
+        // forget-me removes must not be recoverable from the file.
+        conn.pragma_update(None, "secure_delete", "ON")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         migrations::apply(&conn, up_to, path.as_deref())?;
         Ok(Self {

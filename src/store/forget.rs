@@ -1,0 +1,202 @@
+//! `/memory forget-me` in the store: everything held of one person, in
+//! every guild and direct message, removed or redacted in one transaction.
+//!
+//! Two kinds of trace are found. Rows that *are* the person's — their facts,
+//! their messages, the context-stream lines of those messages, journal
+//! entries about those messages — are deleted or blanked. Text that merely
+//! *quotes* them (a journal summary "remembered: …", the bot's own reply, a
+//! garden note, a pending thought) is found by the forgotten texts
+//! themselves and has each quote replaced by [`REDACTED`]. A text shorter
+//! than [`MIN_QUOTE_CHARS`] is not searched for: "ok" would blank everyone's
+//! words, and so short a text cannot say anything about a person anyway.
+//!
+//! Deleted bytes must not survive on disk: the store runs with
+//! `secure_delete` (freed space is zeroed), the full-text index is merged so
+//! no old segment still holds the words, and the write-ahead log, which
+//! holds earlier versions of every page it saw, is checkpointed and truncated.
+
+use rusqlite::{Transaction, params};
+
+use super::{Result, Store, to_ms};
+use crate::ids::UserId;
+use chrono::{DateTime, Utc};
+
+/// What a quote of forgotten text becomes.
+pub const REDACTED: &str = "[forgotten]";
+
+/// Texts shorter than this (in characters) are not searched for as quotes.
+pub const MIN_QUOTE_CHARS: usize = 6;
+
+/// What the journal says instead of an entry about a forgotten message.
+const REDACTED_ENTRY: &str = "[forgotten at a member's request]";
+
+/// Free-text columns that can quote a person, searched for every forgotten
+/// text. `true`: the column holds JSON, where the quote appears escaped.
+const QUOTING_COLUMNS: &[(&str, &str, bool)] = &[
+    ("facts", "content", false),
+    ("messages", "content", false),
+    ("context_stream", "content", false),
+    ("journal", "summary", false),
+    ("journal", "reason", false),
+    ("journal", "data", true),
+    ("pending_thoughts", "draft", false),
+    ("pending_thoughts", "last_reason", false),
+    ("initiative_outbox", "text", false),
+    ("tasks", "text", false),
+    ("tasks", "message", false),
+    ("tasks", "context", false),
+    ("ideas", "text", false),
+    ("ideas", "sparked_by", false),
+    ("garden_queue", "context", false),
+    ("garden_cycles", "summary", false),
+    ("garden_cycles", "todos", true),
+    ("garden_cycles", "steps", true),
+    ("garden_cycles", "proactive_work", false),
+    ("usage", "detail", false),
+];
+
+/// What forget-me removed.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Forgotten {
+    pub facts: usize,
+    pub messages: usize,
+    /// Stream lines deleted, journal entries blanked and quotes replaced elsewhere.
+    pub redacted: usize,
+    /// Whether the write-ahead log was emptied (false: another reader held it).
+    pub log_truncated: bool,
+}
+
+struct Said {
+    id: i64,
+    guild: Option<i64>,
+    channel: i64,
+    at: i64,
+    author_name: String,
+    content: String,
+}
+
+impl Store {
+    /// Forgets `user` everywhere: the facts about them (and, with
+    /// `messages`, the facts they told and the text of everything they
+    /// said), and every quote of those texts. One transaction, then the
+    /// write-ahead log is checkpointed so the old pages leave the disk.
+    pub fn forget_person(
+        &self,
+        user: UserId,
+        messages: bool,
+        at: DateTime<Utc>,
+    ) -> Result<Forgotten> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let mut out = Forgotten::default();
+        let mut quotes = forget_facts(&tx, user, messages, &mut out)?;
+        if messages {
+            quotes.extend(forget_messages(&tx, user, at, &mut out)?);
+        }
+        quotes.retain(|q| q.trim().chars().count() >= MIN_QUOTE_CHARS);
+        quotes.sort();
+        quotes.dedup();
+        for quote in &quotes {
+            out.redacted += redact_quotes(&tx, quote)?;
+        }
+        // Merging rewrites the index without the deleted facts' words; the
+        // old segments' pages are freed (and zeroed by secure_delete).
+        tx.execute("INSERT INTO facts_fts (facts_fts) VALUES ('optimize')", [])?;
+        tx.commit()?;
+        let busy: i64 = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
+        out.log_truncated = busy == 0;
+        Ok(out)
+    }
+}
+
+/// Deletes the facts about `user` (and those they told, with `told`);
+/// returns their texts.
+fn forget_facts(
+    tx: &Transaction<'_>,
+    user: UserId,
+    told: bool,
+    out: &mut Forgotten,
+) -> Result<Vec<String>> {
+    let mut stmt = tx.prepare(
+        "SELECT id, content FROM facts
+         WHERE (scope = 'user' AND user_id = ?1) OR (?2 AND author_id = ?1)",
+    )?;
+    let facts: Vec<(String, String)> = stmt
+        .query_map(params![user.to_sql(), told], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    for (id, _) in &facts {
+        tx.execute("DELETE FROM fact_reinforcements WHERE fact_id = ?1", [id])?;
+        tx.execute("DELETE FROM fact_links WHERE a = ?1 OR b = ?1", [id])?;
+        tx.execute("DELETE FROM facts WHERE id = ?1", [id])?;
+    }
+    out.facts = facts.len();
+    Ok(facts.into_iter().map(|(_, content)| content).collect())
+}
+
+/// Blanks every message `user` wrote (text and voice), their lines in the
+/// context stream and the journal entries about them; returns their texts.
+fn forget_messages(
+    tx: &Transaction<'_>,
+    user: UserId,
+    at: DateTime<Utc>,
+    out: &mut Forgotten,
+) -> Result<Vec<String>> {
+    let mut stmt = tx.prepare(
+        "SELECT id, guild_id, channel_id, created_at, author_name, content FROM messages
+         WHERE author_id = ?1 AND (content != '' OR attachments != '[]')",
+    )?;
+    let said: Vec<Said> = stmt
+        .query_map([user.to_sql()], |r| {
+            Ok(Said {
+                id: r.get(0)?,
+                guild: r.get(1)?,
+                channel: r.get(2)?,
+                at: r.get(3)?,
+                author_name: r.get(4)?,
+                content: r.get(5)?,
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    for m in &said {
+        tx.execute(
+            "UPDATE messages SET content = '', attachments = '[]', deleted_at = coalesce(deleted_at, ?2)
+             WHERE id = ?1",
+            params![m.id, to_ms(at)],
+        )?;
+        // The stream line is "name: text", cut; the message's place and
+        // time find it even when the cut hides the text.
+        let prefix = format!("{}: ", m.author_name);
+        out.redacted += tx.execute(
+            "DELETE FROM context_stream
+             WHERE guild_id IS ?1 AND channel_id = ?2 AND ts = ?3 AND kind = 'user_message'
+               AND substr(content, 1, length(?4)) = ?4",
+            params![m.guild, m.channel, m.at, prefix],
+        )?;
+        out.redacted += tx.execute(
+            "UPDATE journal SET summary = ?2, reason = '', data = '{}' WHERE message_id = ?1",
+            params![m.id, REDACTED_ENTRY],
+        )?;
+    }
+    out.messages = said.len();
+    Ok(said.into_iter().map(|m| m.content).collect())
+}
+
+/// Replaces `quote` by [`REDACTED`] wherever a free-text column holds it.
+fn redact_quotes(tx: &Transaction<'_>, quote: &str) -> Result<usize> {
+    // Inside a JSON string the quote is escaped; the escaped form, replaced
+    // by a text with nothing to escape, leaves the JSON valid.
+    let escaped = serde_json::to_string(quote)
+        .map(|s| s[1..s.len() - 1].to_string())
+        .unwrap_or_else(|_| quote.to_string());
+    let mut n = 0;
+    for (table, column, json) in QUOTING_COLUMNS {
+        let needle = if *json { &escaped } else { quote };
+        n += tx.execute(
+            &format!(
+                "UPDATE {table} SET {column} = replace({column}, ?1, ?2) WHERE instr({column}, ?1) > 0"
+            ),
+            params![needle, REDACTED],
+        )?;
+    }
+    Ok(n)
+}
