@@ -15,9 +15,12 @@
 //! no old segment still holds the words, and the write-ahead log, which
 //! holds earlier versions of every page it saw, is checkpointed and truncated.
 
+use std::borrow::Cow;
+
+use regex::{NoExpand, Regex, RegexBuilder};
 use rusqlite::{Transaction, params};
 
-use super::{Result, Store, to_ms};
+use super::{Result, Store, StoreError, to_ms};
 use crate::ids::UserId;
 use chrono::{DateTime, Utc};
 
@@ -93,12 +96,7 @@ impl Store {
         if messages {
             quotes.extend(forget_messages(&tx, user, at, &mut out)?);
         }
-        quotes.retain(|q| q.trim().chars().count() >= MIN_QUOTE_CHARS);
-        quotes.sort();
-        quotes.dedup();
-        for quote in &quotes {
-            out.redacted += redact_quotes(&tx, quote)?;
-        }
+        out.redacted += redact_quotes(&tx, &quotes)?;
         // Merging rewrites the index without the deleted facts' words; the
         // old segments' pages are freed (and zeroed by secure_delete).
         tx.execute("INSERT INTO facts_fts (facts_fts) VALUES ('optimize')", [])?;
@@ -181,22 +179,160 @@ fn forget_messages(
     Ok(said.into_iter().map(|m| m.content).collect())
 }
 
-/// Replaces `quote` by [`REDACTED`] wherever a free-text column holds it.
-fn redact_quotes(tx: &Transaction<'_>, quote: &str) -> Result<usize> {
-    // Inside a JSON string the quote is escaped; the escaped form, replaced
-    // by a text with nothing to escape, leaves the JSON valid.
-    let escaped = serde_json::to_string(quote)
-        .map(|s| s[1..s.len() - 1].to_string())
-        .unwrap_or_else(|_| quote.to_string());
+/// Replaces every quote of a forgotten text by [`REDACTED`], wherever a
+/// free-text column holds one: one pass over each column, whatever the
+/// number of texts (a person may have said thousands of things).
+fn redact_quotes(tx: &Transaction<'_>, texts: &[String]) -> Result<usize> {
+    let texts: Vec<&str> = texts
+        .iter()
+        .map(|t| t.trim())
+        .filter(|t| t.chars().count() >= MIN_QUOTE_CHARS)
+        .collect();
+    if texts.is_empty() {
+        return Ok(0);
+    }
+    // Inside a JSON string a quote appears escaped.
+    let escaped: Vec<String> = texts
+        .iter()
+        .map(|t| {
+            let s = serde_json::Value::from(*t).to_string();
+            s[1..s.len() - 1].to_string()
+        })
+        .collect();
+    let plain = matcher(texts.iter().copied())?;
+    let json = matcher(escaped.iter().map(String::as_str))?;
     let mut n = 0;
-    for (table, column, json) in QUOTING_COLUMNS {
-        let needle = if *json { &escaped } else { quote };
-        n += tx.execute(
-            &format!(
-                "UPDATE {table} SET {column} = replace({column}, ?1, ?2) WHERE instr({column}, ?1) > 0"
-            ),
-            params![needle, REDACTED],
-        )?;
+    for (table, column, is_json) in QUOTING_COLUMNS {
+        n += redact_column(tx, table, column, if *is_json { &json } else { &plain })?;
     }
     Ok(n)
+}
+
+/// One pattern matching any of `texts` literally (longest first, so a
+/// text containing another is replaced whole).
+fn matcher<'a>(texts: impl Iterator<Item = &'a str>) -> Result<Regex> {
+    let mut texts: Vec<&str> = texts.collect();
+    texts.sort_by_key(|t| std::cmp::Reverse(t.len()));
+    texts.dedup();
+    let pattern = texts
+        .iter()
+        .map(|t| regex::escape(t))
+        .collect::<Vec<_>>()
+        .join("|");
+    RegexBuilder::new(&pattern)
+        .size_limit(1 << 30)
+        .build()
+        .map_err(|e| StoreError::Forget(e.to_string()))
+}
+
+fn redact_column(tx: &Transaction<'_>, table: &str, column: &str, quotes: &Regex) -> Result<usize> {
+    let changed: Vec<(i64, String)> = {
+        let mut stmt = tx.prepare(&format!(
+            "SELECT rowid, {column} FROM {table} WHERE {column} IS NOT NULL"
+        ))?;
+        let mut rows = stmt.query([])?;
+        let mut changed = vec![];
+        while let Some(row) = rows.next()? {
+            let text: String = row.get(1)?;
+            if let Cow::Owned(new) = quotes.replace_all(&text, NoExpand(REDACTED)) {
+                changed.push((row.get(0)?, new));
+            }
+        }
+        changed
+    };
+    let mut update = tx.prepare(&format!(
+        "UPDATE {table} SET {column} = ?2 WHERE rowid = ?1"
+    ))?;
+    for (rowid, new) in &changed {
+        update.execute(params![rowid, new])?;
+    }
+    Ok(changed.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::UserId;
+
+    const DAVE: i64 = 7;
+
+    fn store_with(said: &[&str], journal: &[(&str, &str)]) -> Store {
+        let store = Store::open_in_memory().unwrap();
+        {
+            let conn = store.lock();
+            for (i, text) in said.iter().enumerate() {
+                conn.execute(
+                    "INSERT INTO messages (id, guild_id, channel_id, author_id, author_name, content, created_at)
+                     VALUES (?1, 1, 2, ?2, 'dave', ?3, 0)",
+                    params![i as i64 + 1, DAVE, text],
+                )
+                .unwrap();
+            }
+            for (summary, data) in journal {
+                conn.execute(
+                    "INSERT INTO journal (ts, kind, summary, data) VALUES (0, 'reply', ?1, ?2)",
+                    params![summary, data],
+                )
+                .unwrap();
+            }
+        }
+        store
+    }
+
+    fn journal(store: &Store) -> Vec<(String, String)> {
+        let conn = store.lock();
+        let mut stmt = conn
+            .prepare("SELECT summary, data FROM journal ORDER BY id")
+            .unwrap();
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_quote_is_replaced_in_text_and_in_json_which_stays_valid() {
+        let said = r#"she said "call me" at 9"#;
+        let data = serde_json::json!({ "prompt": format!("dave: {said}!") }).to_string();
+        let store = store_with(&[said], &[(&format!("answered: {said}"), &data)]);
+        let gone = store
+            .forget_person(UserId(DAVE as u64), true, Utc::now())
+            .unwrap();
+        assert_eq!(gone.messages, 1);
+        let rows = journal(&store);
+        assert_eq!(rows[0].0, "answered: [forgotten]");
+        let data: serde_json::Value = serde_json::from_str(&rows[0].1).unwrap();
+        assert_eq!(data["prompt"], "dave: [forgotten]!");
+    }
+
+    #[test]
+    fn short_texts_are_not_searched_for_and_other_words_stay() {
+        let store = store_with(
+            &["ok", "the blue door is mine"],
+            &[
+                ("ok, erin agreed", "{}"),
+                ("erin: the blue door is mine too", "{}"),
+            ],
+        );
+        store
+            .forget_person(UserId(DAVE as u64), true, Utc::now())
+            .unwrap();
+        let rows = journal(&store);
+        assert_eq!(rows[0].0, "ok, erin agreed");
+        assert_eq!(rows[1].0, "erin: [forgotten] too");
+    }
+
+    #[test]
+    fn without_messages_the_words_stay() {
+        let store = store_with(&["the blue door is mine"], &[]);
+        let gone = store
+            .forget_person(UserId(DAVE as u64), false, Utc::now())
+            .unwrap();
+        assert_eq!(gone.messages, 0);
+        let content: String = store
+            .lock()
+            .query_row("SELECT content FROM messages", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(content, "the blue door is mine");
+    }
 }

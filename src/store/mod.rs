@@ -58,6 +58,8 @@ pub enum StoreError {
     Sqlite(#[from] rusqlite::Error),
     #[error("stored data is malformed: {0}")]
     Corrupt(String),
+    #[error("cannot search for the forgotten texts: {0}")]
+    Forget(String),
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;
