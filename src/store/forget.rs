@@ -2,8 +2,8 @@
 //! every guild and direct message, removed or redacted in one transaction.
 //!
 //! Two kinds of trace are found. Rows that *are* the person's — their facts,
-//! their messages, the context-stream lines of those messages, journal
-//! entries about those messages — are deleted or blanked. Text that merely
+//! their messages, the context-stream lines, voice spans and journal
+//! entries of those messages — are deleted or blanked. Text that merely
 //! *quotes* them (a journal summary "remembered: …", the bot's own reply, a
 //! garden note, a pending thought) is found by the forgotten texts
 //! themselves and has each quote replaced by [`REDACTED`]. A text shorter
@@ -170,6 +170,8 @@ fn forget_messages(
                AND substr(content, 1, length(?4)) = ?4",
             params![m.guild, m.channel, m.at, prefix],
         )?;
+        // When they spoke in a voice channel says something about them too.
+        tx.execute("DELETE FROM voice_utterances WHERE message_id = ?1", [m.id])?;
         out.redacted += tx.execute(
             "UPDATE journal SET summary = ?2, reason = '', data = '{}' WHERE message_id = ?1",
             params![m.id, REDACTED_ENTRY],
@@ -295,6 +297,14 @@ mod tests {
         let said = r#"she said "call me" at 9"#;
         let data = serde_json::json!({ "prompt": format!("dave: {said}!") }).to_string();
         let store = store_with(&[said], &[(&format!("answered: {said}"), &data)]);
+        store
+            .lock()
+            .execute(
+                "INSERT INTO voice_utterances (message_id, voice_channel_id, started_at, ended_at)
+                 VALUES (1, 3, 0, 1)",
+                [],
+            )
+            .unwrap();
         let gone = store
             .forget_person(UserId(DAVE as u64), true, Utc::now())
             .unwrap();
@@ -303,6 +313,11 @@ mod tests {
         assert_eq!(rows[0].0, "answered: [forgotten]");
         let data: serde_json::Value = serde_json::from_str(&rows[0].1).unwrap();
         assert_eq!(data["prompt"], "dave: [forgotten]!");
+        let spans: i64 = store
+            .lock()
+            .query_row("SELECT count(*) FROM voice_utterances", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(spans, 0, "the voice span of a forgotten message goes too");
     }
 
     #[test]
