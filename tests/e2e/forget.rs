@@ -108,6 +108,7 @@ async fn forget_me_leaves_no_byte_of_the_persons_words_anywhere() {
         "the canary is on disk before forget-me (the search can find it)"
     );
     assert!(context_summary(&w, GUILD_A).contains(CANARY));
+    assert!(!files_holding(&data, "canari").is_empty(), "indexed");
 
     let (facts, erased) = w.app.memory.forget_me(Some(GUILD_A), dave, true).unwrap();
     assert_eq!((facts, erased), (3, 3), "every guild and the DM");
@@ -116,6 +117,11 @@ async fn forget_me_leaves_no_byte_of_the_persons_words_anywhere() {
         files_holding(&data, CANARY),
         Vec::<String>::new(),
         "no file of the data directory holds the canary"
+    );
+    assert_eq!(
+        files_holding(&data, "canari"),
+        Vec::<String>::new(),
+        "the full-text index keeps no word of it (it indexes the stem `canari`)"
     );
     for guild in [GUILD_A, GUILD_B] {
         let summary = context_summary(&w, guild);
