@@ -15,9 +15,9 @@
 //! no old segment still holds the words, and the write-ahead log, which
 //! holds earlier versions of every page it saw, is checkpointed and truncated.
 
-use std::borrow::Cow;
+use std::collections::HashMap;
 
-use regex::{NoExpand, Regex, RegexBuilder};
+use regex::{Regex, RegexBuilder};
 use rusqlite::{Transaction, params};
 
 use super::{Result, Store, StoreError, to_ms};
@@ -201,8 +201,8 @@ fn redact_quotes(tx: &Transaction<'_>, texts: &[String]) -> Result<usize> {
             s[1..s.len() - 1].to_string()
         })
         .collect();
-    let plain = matcher(texts.iter().copied())?;
-    let json = matcher(escaped.iter().map(String::as_str))?;
+    let plain = Quotes::new(texts.iter().copied())?;
+    let json = Quotes::new(escaped.iter().map(String::as_str))?;
     let mut n = 0;
     for (table, column, is_json) in QUOTING_COLUMNS {
         n += redact_column(tx, table, column, if *is_json { &json } else { &plain })?;
@@ -210,24 +210,82 @@ fn redact_quotes(tx: &Transaction<'_>, texts: &[String]) -> Result<usize> {
     Ok(n)
 }
 
-/// One pattern matching any of `texts` literally (longest first, so a
-/// text containing another is replaced whole).
-fn matcher<'a>(texts: impl Iterator<Item = &'a str>) -> Result<Regex> {
-    let mut texts: Vec<&str> = texts.collect();
-    texts.sort_by_key(|t| std::cmp::Reverse(t.len()));
-    texts.dedup();
-    let pattern = texts
-        .iter()
-        .map(|t| regex::escape(t))
-        .collect::<Vec<_>>()
-        .join("|");
-    RegexBuilder::new(&pattern)
-        .size_limit(1 << 30)
-        .build()
-        .map_err(|e| StoreError::Forget(e.to_string()))
+/// Quotes are often cut (the context stream at 240 characters, feedback at
+/// 140, reflex notes at 80), so a quote is found by its first
+/// [`HEAD_CHARS`] characters and runs as far as it follows the text.
+const HEAD_CHARS: usize = 80;
+
+/// Finds quotes of any of a set of texts.
+struct Quotes {
+    heads: Regex,
+    texts: HashMap<String, Vec<String>>,
 }
 
-fn redact_column(tx: &Transaction<'_>, table: &str, column: &str, quotes: &Regex) -> Result<usize> {
+impl Quotes {
+    fn new<'a>(texts: impl Iterator<Item = &'a str>) -> Result<Self> {
+        let mut by_head: HashMap<String, Vec<String>> = HashMap::new();
+        for t in texts {
+            let head: String = t.chars().take(HEAD_CHARS).collect();
+            by_head.entry(head).or_default().push(t.to_string());
+        }
+        // Longest first: a head containing another is replaced whole.
+        let mut heads: Vec<&String> = by_head.keys().collect();
+        heads.sort_by_key(|h| std::cmp::Reverse(h.len()));
+        let pattern = heads
+            .iter()
+            .map(|h| regex::escape(h))
+            .collect::<Vec<_>>()
+            .join("|");
+        let heads = RegexBuilder::new(&pattern)
+            .size_limit(1 << 30)
+            .build()
+            .map_err(|e| StoreError::Forget(e.to_string()))?;
+        Ok(Self {
+            heads,
+            texts: by_head,
+        })
+    }
+
+    /// `text` with every quote replaced, or `None` when it quotes nothing.
+    fn redact(&self, text: &str) -> Option<String> {
+        let mut out = String::new();
+        let mut done = 0;
+        for m in self.heads.find_iter(text) {
+            if m.start() < done {
+                continue; // inside the quote just replaced
+            }
+            let rest = &text[m.start()..];
+            let len = self.texts[m.as_str()]
+                .iter()
+                .map(|t| common_prefix(rest, t))
+                .max()
+                .unwrap_or(m.len());
+            out.push_str(&text[done..m.start()]);
+            out.push_str(REDACTED);
+            done = m.start() + len;
+        }
+        if done == 0 {
+            return None;
+        }
+        out.push_str(&text[done..]);
+        Some(out)
+    }
+}
+
+/// How many bytes of `a` begin as `b` does.
+fn common_prefix(a: &str, b: &str) -> usize {
+    a.char_indices()
+        .zip(b.chars())
+        .find(|((_, x), y)| x != y)
+        .map_or_else(|| a.len().min(b.len()), |((i, _), _)| i)
+}
+
+fn redact_column(
+    tx: &Transaction<'_>,
+    table: &str,
+    column: &str,
+    quotes: &Quotes,
+) -> Result<usize> {
     let changed: Vec<(i64, String)> = {
         let mut stmt = tx.prepare(&format!(
             "SELECT rowid, {column} FROM {table} WHERE {column} IS NOT NULL"
@@ -236,7 +294,7 @@ fn redact_column(tx: &Transaction<'_>, table: &str, column: &str, quotes: &Regex
         let mut changed = vec![];
         while let Some(row) = rows.next()? {
             let text: String = row.get(1)?;
-            if let Cow::Owned(new) = quotes.replace_all(&text, NoExpand(REDACTED)) {
+            if let Some(new) = quotes.redact(&text) {
                 changed.push((row.get(0)?, new));
             }
         }
@@ -318,6 +376,26 @@ mod tests {
             .query_row("SELECT count(*) FROM voice_utterances", [], |r| r.get(0))
             .unwrap();
         assert_eq!(spans, 0, "the voice span of a forgotten message goes too");
+    }
+
+    #[test]
+    fn a_cut_quote_of_a_long_message_is_found_by_its_beginning() {
+        let long = format!(
+            "my phone number is 555-0199 {}",
+            "and more words ".repeat(12)
+        );
+        let cut: String = long.chars().take(140).collect();
+        let store = store_with(
+            &[&long],
+            &[(&format!("erin replied (\"{cut}…\") and left"), "{}")],
+        );
+        store
+            .forget_person(UserId(DAVE as u64), true, Utc::now())
+            .unwrap();
+        assert_eq!(
+            journal(&store)[0].0,
+            "erin replied (\"[forgotten]…\") and left"
+        );
     }
 
     #[test]
