@@ -11,6 +11,7 @@ use ambient::memory::fact::{FactKind, Scope};
 use ambient::memory::manual;
 use ambient::settings::Settings;
 use ambient::store::messages::{Source, StoredMessage};
+use serde_json::json;
 
 use crate::support::home::bin;
 use crate::support::model_server::Scripted;
@@ -95,9 +96,19 @@ async fn forget_me_leaves_no_byte_of_the_persons_words_anywhere() {
         })
         .unwrap();
     w.message(GENERAL, "erin", KEPT, Addressed::No).await;
-    // What extraction would remember, in each place; the journal quotes each.
+    // Extraction remembers it in guild A; the same fact is known in guild B
+    // and the DM. The journal quotes each.
     let fact = format!("dave's phone number is {CANARY}");
-    for guild in [Some(GUILD_A), Some(GUILD_B), None] {
+    w.model.push(Scripted::tool(
+        "remember_facts",
+        json!({"facts": [{"kind": "fact", "importance": "high", "scope": "user", "about": "dave",
+                          "subject": "dave's phone", "content": fact, "sources": [1]}]}),
+    ));
+    assert_eq!(
+        w.app.memory.extract_channel(Some(GUILD_A), GENERAL).await,
+        1
+    );
+    for guild in [Some(GUILD_B), None] {
         remember_about(&w, guild, dave, &fact);
     }
     remember_about(&w, Some(GUILD_A), erin, KEPT);
@@ -155,7 +166,7 @@ async fn forget_me_leaves_no_byte_of_the_persons_words_anywhere() {
     let (dir, _, _) = w.stop().await;
     std::fs::write(
         dir.path().join("settings.json"),
-        serde_json::json!({
+        json!({
             "storage": { "dataDir": dir.path().join("data") },
             "executive": { "ollamaBaseUrl": "http://127.0.0.1:9" }
         })
