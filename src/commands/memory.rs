@@ -131,9 +131,12 @@ pub fn forget(app: &App, who: &Asker, id: &str) -> String {
 
 pub fn forget_me(app: &App, who: &Asker, messages: bool) -> String {
     match app.memory.forget_me(who.guild, who.user, messages) {
-        Ok((facts, 0)) => format!("Done: I forgot {facts} thing(s) I knew about you here."),
+        Ok((facts, 0)) => format!(
+            "Done: I forgot {facts} thing(s) I knew about you, in every server and in our direct messages."
+        ),
         Ok((facts, erased)) => format!(
-            "Done: I forgot {facts} thing(s) I knew about you here and erased the text of {erased} of your messages."
+            "Done: I forgot {facts} thing(s) I knew about you and erased the text of {erased} of your messages, \
+             in every server and in our direct messages."
         ),
         Err(e) => e,
     }

@@ -420,33 +420,24 @@ impl Memory {
         Ok(fact)
     }
 
-    /// `/memory forget-me`: every user-scoped fact about `user` in `guild`,
-    /// and, if asked, the content of their stored messages there.
+    /// `/memory forget-me`: every user-scoped fact about `user`, in every
+    /// guild and direct message, and every quote of them; with `messages`,
+    /// also the facts they told and the text of everything they said (see
+    /// `store::forget`). `guild` is only where they asked.
     pub fn forget_me(
         &self,
         guild: Option<GuildId>,
         user: UserId,
         messages: bool,
     ) -> Result<(usize, usize), String> {
-        let facts = self
+        let gone = self
             .store
-            .list_facts(&FactFilter {
-                guild: Some(guild),
-                scope: Some(ScopeKind::User),
-                user: Some(user),
-                include_inactive: true,
-                ..Default::default()
-            })
-            .map_err(|e| e.to_string())?;
-        for f in &facts {
-            self.store.delete_fact(&f.id).map_err(|e| e.to_string())?;
-        }
-        let erased = if messages {
-            self.store
-                .erase_author_messages(guild, user, self.clock.now())
-                .map_err(|e| e.to_string())?
+            .forget_person(user, messages, self.clock.now())
+            .map_err(|e| format!("I could not forget you: {e}; nothing was changed"))?;
+        let log = if gone.log_truncated {
+            ""
         } else {
-            0
+            "; the database log was busy and is emptied at the next checkpoint"
         };
         self.journal.record(
             Entry::new(
@@ -455,11 +446,11 @@ impl Memory {
             )
             .guild(guild)
             .reason(format!(
-                "{} fact(s), {erased} message(s) erased at their request",
-                facts.len()
+                "{} fact(s), {} message(s) erased, {} quote(s) redacted at their request{log}",
+                gone.facts, gone.messages, gone.redacted
             )),
         );
-        Ok((facts.len(), erased))
+        Ok((gone.facts, gone.messages))
     }
 
     /// A deleted channel: its high-importance facts move to the guild, the

@@ -296,20 +296,6 @@ impl Store {
         Ok(rows)
     }
 
-    /// Erases the content of every message `author` wrote in `guild` (for `/memory forget-me`).
-    pub fn erase_author_messages(
-        &self,
-        guild: Option<GuildId>,
-        author: UserId,
-        at: DateTime<Utc>,
-    ) -> Result<usize> {
-        Ok(self.lock().execute(
-            "UPDATE messages SET content = '', attachments = '[]', deleted_at = ?3
-             WHERE guild_id IS ?1 AND author_id = ?2 AND deleted_at IS NULL",
-            params![guild.map(GuildId::to_sql), author.to_sql(), to_ms(at)],
-        )?)
-    }
-
     /// When the bot last said something in a channel, and when a person last did.
     pub fn channel_activity(
         &self,

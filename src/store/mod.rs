@@ -12,6 +12,7 @@
 pub mod channels;
 pub mod conditions;
 pub mod discovery;
+pub mod forget;
 pub mod garden;
 pub mod guild_settings;
 pub mod impulses;
@@ -57,6 +58,8 @@ pub enum StoreError {
     Sqlite(#[from] rusqlite::Error),
     #[error("stored data is malformed: {0}")]
     Corrupt(String),
+    #[error("cannot search for the forgotten texts: {0}")]
+    Forget(String),
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;
@@ -102,6 +105,9 @@ impl Store {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
+        // Deleted rows are zeroed on disk, not left in free space: what
+        // forget-me removes must not be recoverable from the file.
+        conn.pragma_update(None, "secure_delete", "ON")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         migrations::apply(&conn, up_to, path.as_deref())?;
         Ok(Self {

@@ -735,7 +735,7 @@ fn memory_commands_give_people_control() {
         .slash(GENERAL, BOB, 0, "memory", "forget-me", &[]);
     assert_eq!(
         text(reply(forgotten)),
-        "Done: I forgot 2 thing(s) I knew about you here."
+        "Done: I forgot 2 thing(s) I knew about you, in every server and in our direct messages."
     );
     let store = bot.store();
     let bobs = store

@@ -12,6 +12,7 @@ mod discovery;
 mod durability;
 mod executive;
 mod first_hour;
+mod forget;
 mod garden;
 mod hostile;
 mod initiative;

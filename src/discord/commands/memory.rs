@@ -73,7 +73,7 @@ async fn forget(
     say(ctx, memory::forget(&ctx.data().app, &who, &id)).await
 }
 
-/// Forget everything the bot knows about you here
+/// Forget everything the bot knows about you, in every server and DM
 #[poise::command(slash_command, ephemeral, rename = "forget-me")]
 async fn forget_me(
     ctx: Context<'_>,

@@ -1,0 +1,431 @@
+//! `/memory forget-me` in the store: everything held of one person, in
+//! every guild and direct message, removed or redacted in one transaction.
+//!
+//! Two kinds of trace are found. Rows that *are* the person's — their facts,
+//! their messages, the context-stream lines, voice spans and journal
+//! entries of those messages — are deleted or blanked. Text that merely
+//! *quotes* them (a journal summary "remembered: …", the bot's own reply, a
+//! garden note, a pending thought) is found by the forgotten texts
+//! themselves and has each quote replaced by [`REDACTED`]. A text shorter
+//! than [`MIN_QUOTE_CHARS`] is not searched for: "ok" would blank everyone's
+//! words, and so short a text cannot say anything about a person anyway.
+//!
+//! Deleted bytes must not survive on disk: the store runs with
+//! `secure_delete` (freed space is zeroed), the full-text index is merged so
+//! no old segment still holds the words, and the write-ahead log, which
+//! holds earlier versions of every page it saw, is checkpointed and truncated.
+
+use std::collections::HashMap;
+
+use regex::{Regex, RegexBuilder};
+use rusqlite::{Transaction, params};
+
+use super::{Result, Store, StoreError, to_ms};
+use crate::ids::UserId;
+use chrono::{DateTime, Utc};
+
+/// What a quote of forgotten text becomes.
+pub const REDACTED: &str = "[forgotten]";
+
+/// Texts shorter than this (in characters) are not searched for as quotes.
+pub const MIN_QUOTE_CHARS: usize = 6;
+
+/// What the journal says instead of an entry about a forgotten message.
+const REDACTED_ENTRY: &str = "[forgotten at a member's request]";
+
+/// Free-text columns that can quote a person, searched for every forgotten
+/// text. `true`: the column holds JSON, where the quote appears escaped.
+const QUOTING_COLUMNS: &[(&str, &str, bool)] = &[
+    ("facts", "content", false),
+    ("messages", "content", false),
+    ("context_stream", "content", false),
+    ("journal", "summary", false),
+    ("journal", "reason", false),
+    ("journal", "data", true),
+    ("pending_thoughts", "draft", false),
+    ("pending_thoughts", "last_reason", false),
+    ("initiative_outbox", "text", false),
+    ("tasks", "text", false),
+    ("tasks", "message", false),
+    ("tasks", "context", false),
+    ("ideas", "text", false),
+    ("ideas", "sparked_by", false),
+    ("garden_queue", "context", false),
+    ("garden_cycles", "summary", false),
+    ("garden_cycles", "todos", true),
+    ("garden_cycles", "steps", true),
+    ("garden_cycles", "proactive_work", false),
+    ("usage", "detail", false),
+];
+
+/// What forget-me removed.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Forgotten {
+    pub facts: usize,
+    pub messages: usize,
+    /// Stream lines deleted, journal entries blanked and quotes replaced elsewhere.
+    pub redacted: usize,
+    /// Whether the write-ahead log was emptied (false: another reader held it).
+    pub log_truncated: bool,
+}
+
+struct Said {
+    id: i64,
+    guild: Option<i64>,
+    channel: i64,
+    at: i64,
+    author_name: String,
+    content: String,
+}
+
+impl Store {
+    /// Forgets `user` everywhere: the facts about them (and, with
+    /// `messages`, the facts they told and the text of everything they
+    /// said), and every quote of those texts. One transaction, then the
+    /// write-ahead log is checkpointed so the old pages leave the disk.
+    pub fn forget_person(
+        &self,
+        user: UserId,
+        messages: bool,
+        at: DateTime<Utc>,
+    ) -> Result<Forgotten> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let mut out = Forgotten::default();
+        let mut quotes = forget_facts(&tx, user, messages, &mut out)?;
+        if messages {
+            quotes.extend(forget_messages(&tx, user, at, &mut out)?);
+        }
+        out.redacted += redact_quotes(&tx, &quotes)?;
+        // Merging rewrites the index without the deleted facts' words; the
+        // old segments' pages are freed (and zeroed by secure_delete).
+        tx.execute("INSERT INTO facts_fts (facts_fts) VALUES ('optimize')", [])?;
+        tx.commit()?;
+        let busy: i64 = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
+        out.log_truncated = busy == 0;
+        Ok(out)
+    }
+}
+
+/// Deletes the facts about `user` (and those they told, with `told`);
+/// returns their texts.
+fn forget_facts(
+    tx: &Transaction<'_>,
+    user: UserId,
+    told: bool,
+    out: &mut Forgotten,
+) -> Result<Vec<String>> {
+    let mut stmt = tx.prepare(
+        "SELECT id, content FROM facts
+         WHERE (scope = 'user' AND user_id = ?1) OR (?2 AND author_id = ?1)",
+    )?;
+    let facts: Vec<(String, String)> = stmt
+        .query_map(params![user.to_sql(), told], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    for (id, _) in &facts {
+        tx.execute("DELETE FROM fact_reinforcements WHERE fact_id = ?1", [id])?;
+        tx.execute("DELETE FROM fact_links WHERE a = ?1 OR b = ?1", [id])?;
+        tx.execute("DELETE FROM facts WHERE id = ?1", [id])?;
+    }
+    out.facts = facts.len();
+    Ok(facts.into_iter().map(|(_, content)| content).collect())
+}
+
+/// Blanks every message `user` wrote (text and voice), their lines in the
+/// context stream and the journal entries about them; returns their texts.
+fn forget_messages(
+    tx: &Transaction<'_>,
+    user: UserId,
+    at: DateTime<Utc>,
+    out: &mut Forgotten,
+) -> Result<Vec<String>> {
+    let mut stmt = tx.prepare(
+        "SELECT id, guild_id, channel_id, created_at, author_name, content FROM messages
+         WHERE author_id = ?1 AND (content != '' OR attachments != '[]')",
+    )?;
+    let said: Vec<Said> = stmt
+        .query_map([user.to_sql()], |r| {
+            Ok(Said {
+                id: r.get(0)?,
+                guild: r.get(1)?,
+                channel: r.get(2)?,
+                at: r.get(3)?,
+                author_name: r.get(4)?,
+                content: r.get(5)?,
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    for m in &said {
+        tx.execute(
+            "UPDATE messages SET content = '', attachments = '[]', deleted_at = coalesce(deleted_at, ?2)
+             WHERE id = ?1",
+            params![m.id, to_ms(at)],
+        )?;
+        // The stream line is "name: text", cut; the message's place and
+        // time find it even when the cut hides the text.
+        let prefix = format!("{}: ", m.author_name);
+        out.redacted += tx.execute(
+            "DELETE FROM context_stream
+             WHERE guild_id IS ?1 AND channel_id = ?2 AND ts = ?3 AND kind = 'user_message'
+               AND substr(content, 1, length(?4)) = ?4",
+            params![m.guild, m.channel, m.at, prefix],
+        )?;
+        // When they spoke in a voice channel says something about them too.
+        tx.execute("DELETE FROM voice_utterances WHERE message_id = ?1", [m.id])?;
+        out.redacted += tx.execute(
+            "UPDATE journal SET summary = ?2, reason = '', data = '{}' WHERE message_id = ?1",
+            params![m.id, REDACTED_ENTRY],
+        )?;
+    }
+    out.messages = said.len();
+    Ok(said.into_iter().map(|m| m.content).collect())
+}
+
+/// Replaces every quote of a forgotten text by [`REDACTED`], wherever a
+/// free-text column holds one: one pass over each column, whatever the
+/// number of texts (a person may have said thousands of things).
+fn redact_quotes(tx: &Transaction<'_>, texts: &[String]) -> Result<usize> {
+    let texts: Vec<&str> = texts
+        .iter()
+        .map(|t| t.trim())
+        .filter(|t| t.chars().count() >= MIN_QUOTE_CHARS)
+        .collect();
+    if texts.is_empty() {
+        return Ok(0);
+    }
+    // Inside a JSON string a quote appears escaped.
+    let escaped: Vec<String> = texts
+        .iter()
+        .map(|t| {
+            let s = serde_json::Value::from(*t).to_string();
+            s[1..s.len() - 1].to_string()
+        })
+        .collect();
+    let plain = Quotes::new(texts.iter().copied())?;
+    let json = Quotes::new(escaped.iter().map(String::as_str))?;
+    let mut n = 0;
+    for (table, column, is_json) in QUOTING_COLUMNS {
+        n += redact_column(tx, table, column, if *is_json { &json } else { &plain })?;
+    }
+    Ok(n)
+}
+
+/// Quotes are often cut (the context stream at 240 characters, feedback at
+/// 140, reflex notes at 80), so a quote is found by its first
+/// [`HEAD_CHARS`] characters and runs as far as it follows the text.
+const HEAD_CHARS: usize = 80;
+
+/// Finds quotes of any of a set of texts.
+struct Quotes {
+    heads: Regex,
+    texts: HashMap<String, Vec<String>>,
+}
+
+impl Quotes {
+    fn new<'a>(texts: impl Iterator<Item = &'a str>) -> Result<Self> {
+        let mut by_head: HashMap<String, Vec<String>> = HashMap::new();
+        for t in texts {
+            let head: String = t.chars().take(HEAD_CHARS).collect();
+            by_head.entry(head).or_default().push(t.to_string());
+        }
+        // Longest first: a head containing another is replaced whole.
+        let mut heads: Vec<&String> = by_head.keys().collect();
+        heads.sort_by_key(|h| std::cmp::Reverse(h.len()));
+        let pattern = heads
+            .iter()
+            .map(|h| regex::escape(h))
+            .collect::<Vec<_>>()
+            .join("|");
+        let heads = RegexBuilder::new(&pattern)
+            .size_limit(1 << 30)
+            .build()
+            .map_err(|e| StoreError::Forget(e.to_string()))?;
+        Ok(Self {
+            heads,
+            texts: by_head,
+        })
+    }
+
+    /// `text` with every quote replaced, or `None` when it quotes nothing.
+    fn redact(&self, text: &str) -> Option<String> {
+        let mut out = String::new();
+        let mut done = 0;
+        for m in self.heads.find_iter(text) {
+            if m.start() < done {
+                continue; // inside the quote just replaced
+            }
+            let rest = &text[m.start()..];
+            let len = self.texts[m.as_str()]
+                .iter()
+                .map(|t| common_prefix(rest, t))
+                .max()
+                .unwrap_or(m.len());
+            out.push_str(&text[done..m.start()]);
+            out.push_str(REDACTED);
+            done = m.start() + len;
+        }
+        if done == 0 {
+            return None;
+        }
+        out.push_str(&text[done..]);
+        Some(out)
+    }
+}
+
+/// How many bytes of `a` begin as `b` does.
+fn common_prefix(a: &str, b: &str) -> usize {
+    a.char_indices()
+        .zip(b.chars())
+        .find(|((_, x), y)| x != y)
+        .map_or_else(|| a.len().min(b.len()), |((i, _), _)| i)
+}
+
+fn redact_column(
+    tx: &Transaction<'_>,
+    table: &str,
+    column: &str,
+    quotes: &Quotes,
+) -> Result<usize> {
+    let changed: Vec<(i64, String)> = {
+        let mut stmt = tx.prepare(&format!(
+            "SELECT rowid, {column} FROM {table} WHERE {column} IS NOT NULL"
+        ))?;
+        let mut rows = stmt.query([])?;
+        let mut changed = vec![];
+        while let Some(row) = rows.next()? {
+            let text: String = row.get(1)?;
+            if let Some(new) = quotes.redact(&text) {
+                changed.push((row.get(0)?, new));
+            }
+        }
+        changed
+    };
+    let mut update = tx.prepare(&format!(
+        "UPDATE {table} SET {column} = ?2 WHERE rowid = ?1"
+    ))?;
+    for (rowid, new) in &changed {
+        update.execute(params![rowid, new])?;
+    }
+    Ok(changed.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::UserId;
+
+    const DAVE: i64 = 7;
+
+    fn store_with(said: &[&str], journal: &[(&str, &str)]) -> Store {
+        let store = Store::open_in_memory().unwrap();
+        {
+            let conn = store.lock();
+            for (i, text) in said.iter().enumerate() {
+                conn.execute(
+                    "INSERT INTO messages (id, guild_id, channel_id, author_id, author_name, content, created_at)
+                     VALUES (?1, 1, 2, ?2, 'dave', ?3, 0)",
+                    params![i as i64 + 1, DAVE, text],
+                )
+                .unwrap();
+            }
+            for (summary, data) in journal {
+                conn.execute(
+                    "INSERT INTO journal (ts, kind, summary, data) VALUES (0, 'reply', ?1, ?2)",
+                    params![summary, data],
+                )
+                .unwrap();
+            }
+        }
+        store
+    }
+
+    fn journal(store: &Store) -> Vec<(String, String)> {
+        let conn = store.lock();
+        let mut stmt = conn
+            .prepare("SELECT summary, data FROM journal ORDER BY id")
+            .unwrap();
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_quote_is_replaced_in_text_and_in_json_which_stays_valid() {
+        let said = r#"she said "call me" at 9"#;
+        let data = serde_json::json!({ "prompt": format!("dave: {said}!") }).to_string();
+        let store = store_with(&[said], &[(&format!("answered: {said}"), &data)]);
+        store
+            .lock()
+            .execute(
+                "INSERT INTO voice_utterances (message_id, voice_channel_id, started_at, ended_at)
+                 VALUES (1, 3, 0, 1)",
+                [],
+            )
+            .unwrap();
+        let gone = store
+            .forget_person(UserId(DAVE as u64), true, Utc::now())
+            .unwrap();
+        assert_eq!(gone.messages, 1);
+        let rows = journal(&store);
+        assert_eq!(rows[0].0, "answered: [forgotten]");
+        let data: serde_json::Value = serde_json::from_str(&rows[0].1).unwrap();
+        assert_eq!(data["prompt"], "dave: [forgotten]!");
+        let spans: i64 = store
+            .lock()
+            .query_row("SELECT count(*) FROM voice_utterances", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(spans, 0, "the voice span of a forgotten message goes too");
+    }
+
+    #[test]
+    fn a_cut_quote_of_a_long_message_is_found_by_its_beginning() {
+        let long = format!(
+            "my phone number is 555-0199 {}",
+            "and more words ".repeat(12)
+        );
+        let cut: String = long.chars().take(140).collect();
+        let store = store_with(
+            &[&long],
+            &[(&format!("erin replied (\"{cut}…\") and left"), "{}")],
+        );
+        store
+            .forget_person(UserId(DAVE as u64), true, Utc::now())
+            .unwrap();
+        assert_eq!(
+            journal(&store)[0].0,
+            "erin replied (\"[forgotten]…\") and left"
+        );
+    }
+
+    #[test]
+    fn short_texts_are_not_searched_for_and_other_words_stay() {
+        let store = store_with(
+            &["ok", "the blue door is mine"],
+            &[
+                ("ok, erin agreed", "{}"),
+                ("erin: the blue door is mine too", "{}"),
+            ],
+        );
+        store
+            .forget_person(UserId(DAVE as u64), true, Utc::now())
+            .unwrap();
+        let rows = journal(&store);
+        assert_eq!(rows[0].0, "ok, erin agreed");
+        assert_eq!(rows[1].0, "erin: [forgotten] too");
+    }
+
+    #[test]
+    fn without_messages_the_words_stay() {
+        let store = store_with(&["the blue door is mine"], &[]);
+        let gone = store
+            .forget_person(UserId(DAVE as u64), false, Utc::now())
+            .unwrap();
+        assert_eq!(gone.messages, 0);
+        let content: String = store
+            .lock()
+            .query_row("SELECT content FROM messages", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(content, "the blue door is mine");
+    }
+}
