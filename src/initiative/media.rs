@@ -87,7 +87,9 @@ pub async fn generate_image(
         "{}/images/generations",
         generator.base_url.trim_end_matches('/')
     );
-    let client = reqwest::Client::new();
+    let client = crate::net::with_proxy(reqwest::Client::builder(), &settings.network)
+        .build()
+        .map_err(|e| format!("the image client cannot be built: {e}"))?;
     let mut req = client
         .post(&url)
         .timeout(Duration::from_secs(120))

@@ -143,7 +143,9 @@ pub fn curiosity(
     } else {
         tools.push(typed(WebSearch {
             base_url: settings.network.search_base_url.clone(),
-            client: reqwest::Client::new(),
+            client: crate::net::with_proxy(reqwest::Client::builder(), &settings.network)
+                .build()
+                .expect("search client builds"),
         }));
         lines.push("web_search: search the web".into());
     }

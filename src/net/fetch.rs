@@ -12,6 +12,11 @@
 //! - The body is read in chunks and abandoned past `network.maxResponseBytes`.
 //! - The whole request is bounded by `network.fetchTimeoutSeconds`.
 //! - Conditional GET: an ETag / Last-Modified given back yields `not_modified`.
+//! - Proxies: environment proxies (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`)
+//!   are ignored, because a proxy resolves names itself and the resolver
+//!   guard would never run. Only `network.proxy` is used; with it, every
+//!   host name is resolved here and refused if any address is private,
+//!   before the request and on every redirect hop.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -69,6 +74,8 @@ pub struct Fetcher {
     max_bytes: u64,
     max_redirects: u32,
     timeout: Duration,
+    /// Requests go through `network.proxy`, so names are checked before each hop.
+    proxied: bool,
 }
 
 /// Whether an address belongs to someone's own network rather than the internet.
@@ -136,7 +143,7 @@ impl Resolve for GuardedResolver {
 
 impl Fetcher {
     pub fn new(n: &NetworkSettings) -> Self {
-        let client = reqwest::Client::builder()
+        let client = super::with_proxy(reqwest::Client::builder(), n)
             .redirect(Policy::none())
             .dns_resolver(Arc::new(GuardedResolver {
                 allow_private: n.allow_private_hosts,
@@ -151,7 +158,41 @@ impl Fetcher {
             max_bytes: n.max_response_bytes,
             max_redirects: n.max_redirects,
             timeout: Duration::from_secs(u64::from(n.fetch_timeout_seconds)),
+            proxied: super::proxy(n).is_some(),
         }
+    }
+
+    /// Behind a proxy the proxy resolves names and the resolver guard never
+    /// runs: resolve the name here and refuse it if any address is private
+    /// (or if it cannot be resolved, since then it cannot be checked).
+    async fn check_name_behind_proxy(&self, url: &Url) -> Result<(), FetchError> {
+        if !self.proxied || self.allow_private {
+            return Ok(());
+        }
+        // IP literals were checked by `check_url`.
+        let Some(url::Host::Domain(host)) = url.host() else {
+            return Ok(());
+        };
+        let port = url.port_or_known_default().unwrap_or(0);
+        let unchecked = |why: String| {
+            FetchError::Refused(format!(
+                "{host} cannot be checked before going through network.proxy ({why})"
+            ))
+        };
+        let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
+            .await
+            .map_err(|e| unchecked(e.to_string()))?
+            .collect();
+        if addrs.is_empty() {
+            return Err(unchecked("it does not resolve".into()));
+        }
+        if let Some(private) = addrs.iter().find(|a| is_private(a.ip())) {
+            return Err(FetchError::Refused(format!(
+                "{host} resolves to a private address {} (network.allowPrivateHosts is off)",
+                private.ip()
+            )));
+        }
+        Ok(())
     }
 
     /// Checks a URL before any connection: scheme, and IP literals.
@@ -208,6 +249,7 @@ impl Fetcher {
         let mut url = self.check_url(start)?;
         let mut extra = extra.clone();
         for _ in 0..=self.max_redirects {
+            self.check_name_behind_proxy(&url).await?;
             let mut req = self.client.get(url.clone()).headers(extra.clone());
             if let Some(etag) = &validators.etag {
                 if let Ok(v) = HeaderValue::from_str(etag) {

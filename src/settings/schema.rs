@@ -109,6 +109,9 @@ pub struct NetworkSettings {
     pub user_agent: String,
     /// A SearXNG-compatible search endpoint for the `web_search` tool; empty: no web search.
     pub search_base_url: String,
+    /// An HTTP(S) proxy for every outbound request; empty: none. Environment
+    /// proxies (`HTTP_PROXY`…) are ignored.
+    pub proxy: String,
 }
 
 impl Default for NetworkSettings {
@@ -119,6 +122,7 @@ impl Default for NetworkSettings {
             max_response_bytes: 2_000_000,
             max_redirects: 5,
             search_base_url: String::new(),
+            proxy: String::new(),
             user_agent: concat!(
                 "ambient/",
                 env!("CARGO_PKG_VERSION"),

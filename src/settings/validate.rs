@@ -334,6 +334,7 @@ fn semantic(s: &Settings) -> Vec<Problem> {
     p.range("network.maxRedirects", n.max_redirects, 0, 20);
     p.non_empty("network.userAgent", &n.user_agent);
     p.url("network.searchBaseUrl", &n.search_base_url, true);
+    p.url("network.proxy", &n.proxy, true);
 
     let a = &s.attention;
     p.range("attention.maxConcurrent", a.max_concurrent, 1, 64);

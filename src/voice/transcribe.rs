@@ -64,7 +64,9 @@ impl Transcriber {
     ) -> Self {
         let max = settings.global().voice.transcription.max_concurrent.max(1) as usize;
         Self {
-            http: reqwest::Client::new(),
+            http: crate::net::with_proxy(reqwest::Client::builder(), &settings.global().network)
+                .build()
+                .expect("speech-to-text client builds"),
             settings,
             secrets,
             store,

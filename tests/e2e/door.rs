@@ -1,0 +1,102 @@
+//! One door to the outside: the real binary's outbound requests cannot be
+//! routed around the guard by a proxy in its environment.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use axum::Router;
+use serde_json::json;
+
+use crate::support::home::Home;
+use crate::support::serve;
+
+const FEED: &str = r#"<?xml version="1.0"?><rss version="2.0"><channel><title>canary</title>
+<item><title>canary item</title><link>https://example.com/a</link></item></channel></rss>"#;
+
+/// A server on 127.0.0.1 that counts every request it gets (as a proxy or
+/// as a target) and answers with a small valid feed.
+fn canary() -> (String, Arc<AtomicUsize>) {
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counter = hits.clone();
+    let app = Router::new().fallback(move || {
+        let counter = counter.clone();
+        async move {
+            counter.fetch_add(1, Ordering::SeqCst);
+            ([("content-type", "application/rss+xml")], FEED)
+        }
+    });
+    let (listener, url) = serve::bind();
+    serve::spawn(listener, app);
+    (url, hits)
+}
+
+fn localhost(url: &str) -> String {
+    url.replace("127.0.0.1", "localhost")
+}
+
+#[test]
+fn proxies_in_the_environment_are_ignored_and_private_names_refused() {
+    let (proxy, proxied) = canary();
+    let (target, targeted) = canary();
+    let home = Home::new(json!({}));
+    let url = format!("{}/feed.xml", localhost(&target));
+    let mut cmd = home.command(&["discovery", "fetch", &url]);
+    for var in [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ] {
+        cmd.env(var, &proxy);
+    }
+    let out = cmd
+        .env_remove("NO_PROXY")
+        .env_remove("no_proxy")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "fetched: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(stderr.contains("private address"), "{stderr}");
+    assert_eq!(proxied.load(Ordering::SeqCst), 0, "the proxy was used");
+    assert_eq!(targeted.load(Ordering::SeqCst), 0, "the target was reached");
+}
+
+#[test]
+fn with_network_proxy_a_private_name_is_refused_before_the_proxy_sees_it() {
+    let (proxy, proxied) = canary();
+    let home = Home::new(json!({ "network": { "proxy": proxy } }));
+    let out = home.run(&["discovery", "fetch", "http://localhost:9/feed.xml"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "fetched: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        stderr.contains("localhost resolves to a private address"),
+        "{stderr}"
+    );
+    assert_eq!(proxied.load(Ordering::SeqCst), 0, "the proxy was asked");
+}
+
+#[test]
+fn network_proxy_is_used_when_set() {
+    let (proxy, proxied) = canary();
+    let home = Home::new(json!({ "network": { "proxy": proxy, "allowPrivateHosts": true } }));
+    // Port 9 has no server: only the proxy can answer.
+    let out = home.run(&["discovery", "fetch", "http://localhost:9/feed.xml"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("canary item"), "{stdout}");
+    assert_eq!(proxied.load(Ordering::SeqCst), 1);
+}
