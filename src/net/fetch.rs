@@ -3,7 +3,8 @@
 //!
 //! - Only `http` and `https`.
 //! - Private, loopback, link-local, CGNAT, multicast and unspecified
-//!   addresses are refused unless `network.allowPrivateHosts` is on. The
+//!   addresses (also in their IPv6 transition forms: IPv4-mapped and
+//!   -compatible, NAT64, 6to4) are refused unless `network.allowPrivateHosts` is on. The
 //!   check runs inside DNS resolution (so every connection, redirects
 //!   included, is checked, and a name cannot be re-resolved to something
 //!   else between check and connect) and on IP-literal URLs.
@@ -95,7 +96,7 @@ pub fn is_private(ip: IpAddr) -> bool {
                 || (a == 198 && (b == 18 || b == 19)) // benchmarking 198.18/15
         }
         IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
+            if let Some(v4) = embedded_ipv4(v6) {
                 return is_private(IpAddr::V4(v4));
             }
             let first = v6.segments()[0];
@@ -106,6 +107,32 @@ pub fn is_private(ip: IpAddr) -> bool {
                 || (first & 0xffc0) == 0xfe80 // link-local fe80::/10
         }
     }
+}
+
+/// The IPv4 address an IPv6 address stands for, where it is a transition
+/// form that reaches it: IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible
+/// (`::a.b.c.d`), NAT64 (`64:ff9b::a.b.c.d`) and 6to4 (`2002:aabb:ccdd::`).
+fn embedded_ipv4(v6: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
+    let s = v6.segments();
+    let v4 = |hi: u16, lo: u16| {
+        let [a, b] = hi.to_be_bytes();
+        let [c, d] = lo.to_be_bytes();
+        std::net::Ipv4Addr::new(a, b, c, d)
+    };
+    if let Some(mapped) = v6.to_ipv4_mapped() {
+        return Some(mapped);
+    }
+    // `::` and `::1` are not IPv4; the loopback/unspecified checks classify them.
+    if s[..6] == [0; 6] && !v6.is_loopback() && !v6.is_unspecified() {
+        return Some(v4(s[6], s[7]));
+    }
+    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        return Some(v4(s[6], s[7]));
+    }
+    if s[0] == 0x2002 {
+        return Some(v4(s[1], s[2]));
+    }
+    None
 }
 
 /// DNS resolution that never yields a private address (unless allowed).
@@ -354,6 +381,46 @@ mod tests {
         }
         for ip in ["93.184.216.34", "1.1.1.1", "2606:4700:4700::1111"] {
             assert!(!is_private(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    #[test]
+    fn transition_forms_of_private_ipv4_are_private() {
+        for ip in [
+            "::127.0.0.1",
+            "::10.0.0.1",
+            "::169.254.169.254",
+            "::ffff:10.0.0.1",
+            "64:ff9b::127.0.0.1",
+            "64:ff9b::a9fe:a9fe",
+            "2002:7f00:1::",
+            "2002:c0a8:101::1",
+        ] {
+            assert!(is_private(ip.parse().unwrap()), "{ip}");
+        }
+        // The same forms of public addresses stay public.
+        for ip in [
+            "::1.1.1.1",
+            "64:ff9b::8.8.8.8",
+            "2002:5db8:d822::1",
+            "::ffff:1.1.1.1",
+        ] {
+            assert!(!is_private(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    #[test]
+    fn transition_forms_are_refused_as_url_literals() {
+        let f = Fetcher::new(&NetworkSettings::default());
+        for url in [
+            "http://[::127.0.0.1]/",
+            "http://[64:ff9b::7f00:1]/",
+            "http://[2002:a9fe:a9fe::]/",
+        ] {
+            assert!(
+                matches!(f.check_url(url), Err(FetchError::Refused(_))),
+                "{url}"
+            );
         }
     }
 
