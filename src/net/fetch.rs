@@ -77,6 +77,8 @@ pub struct Fetcher {
     timeout: Duration,
     /// Requests go through `network.proxy`, so names are checked before each hop.
     proxied: bool,
+    /// The operator's own endpoint, allowed to be private: redirects may not leave it.
+    pinned: Option<url::Origin>,
 }
 
 /// Whether an address belongs to someone's own network rather than the internet.
@@ -186,6 +188,28 @@ impl Fetcher {
             max_redirects: n.max_redirects,
             timeout: Duration::from_secs(u64::from(n.fetch_timeout_seconds)),
             proxied: super::proxy(n).is_some(),
+            pinned: None,
+        }
+    }
+
+    /// A fetcher for one operator-configured endpoint (a search service…):
+    /// its own response limit, and, where the operator's setting says so,
+    /// that endpoint may be private; then no redirect may leave its origin.
+    pub fn for_endpoint(
+        n: &NetworkSettings,
+        endpoint: &str,
+        max_bytes: u64,
+        endpoint_may_be_private: bool,
+    ) -> Self {
+        let mut limited = n.clone();
+        limited.max_response_bytes = max_bytes;
+        if !endpoint_may_be_private || n.allow_private_hosts {
+            return Self::new(&limited);
+        }
+        limited.allow_private_hosts = true;
+        Self {
+            pinned: Url::parse(endpoint).ok().map(|u| u.origin()),
+            ..Self::new(&limited)
         }
     }
 
@@ -274,6 +298,11 @@ impl Fetcher {
         extra: &HeaderMap,
     ) -> Result<Fetched, FetchError> {
         let mut url = self.check_url(start)?;
+        if self.pinned.as_ref().is_some_and(|o| *o != url.origin()) {
+            return Err(FetchError::Refused(format!(
+                "{url} is not the operator's endpoint"
+            )));
+        }
         let mut extra = extra.clone();
         for _ in 0..=self.max_redirects {
             self.check_name_behind_proxy(&url).await?;
@@ -300,6 +329,11 @@ impl Fetcher {
                     FetchError::Refused(format!("bad redirect target {location:?}: {e}"))
                 })?;
                 let next = self.check_url(next.as_str())?;
+                if self.pinned.as_ref().is_some_and(|o| *o != next.origin()) {
+                    return Err(FetchError::Refused(format!(
+                        "a redirect away from the operator's endpoint, to {next}"
+                    )));
+                }
                 // Credentials were meant for the first host, not wherever it redirects.
                 if next.origin() != url.origin() {
                     for name in [AUTHORIZATION, COOKIE, PROXY_AUTHORIZATION] {

@@ -335,6 +335,12 @@ fn semantic(s: &Settings) -> Vec<Problem> {
     p.non_empty("network.userAgent", &n.user_agent);
     p.url("network.searchBaseUrl", &n.search_base_url, true);
     p.url("network.proxy", &n.proxy, true);
+    p.range(
+        "network.searchMaxResponseBytes",
+        n.search_max_response_bytes,
+        1_024,
+        100_000_000,
+    );
 
     let a = &s.attention;
     p.range("attention.maxConcurrent", a.max_concurrent, 1, 64);

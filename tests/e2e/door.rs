@@ -7,8 +7,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use axum::Router;
 use serde_json::json;
 
+use ambient::clock::{Clock, ManualClock};
+
+use crate::support::feed_server::FeedServer;
 use crate::support::home::Home;
+use crate::support::model_server::Scripted;
 use crate::support::serve;
+use crate::support::world::{GENERAL, World, settings};
 
 const FEED: &str = r#"<?xml version="1.0"?><rss version="2.0"><channel><title>canary</title>
 <item><title>canary item</title><link>https://example.com/a</link></item></channel></rss>"#;
@@ -99,4 +104,80 @@ fn network_proxy_is_used_when_set() {
     );
     assert!(stdout.contains("canary item"), "{stdout}");
     assert_eq!(proxied.load(Ordering::SeqCst), 1);
+}
+
+/// The text of the tool result the model was shown after one `web_search`.
+async fn search_result(feeds: &FeedServer, endpoint_is_ours: bool) -> String {
+    let mut s = settings();
+    s.permissions.replies.discovery_channel_ids = vec![GENERAL];
+    s.initiative.text.allow_active_curiosity = true;
+    s.network.search_base_url = feeds.url.clone();
+    s.network.search_allow_private = endpoint_is_ours;
+    let world = World::start(s).await;
+    world
+        .model
+        .push(Scripted::tool("web_search", json!({"query": "crabs"})))
+        .push(Scripted::tool(
+            "decide",
+            json!({"action": "drop", "reason": "read enough"}),
+        ));
+    world.tick().await;
+    let requests = world.model.requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "the search result went back to the model"
+    );
+    requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or("").to_string())
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+#[tokio::test]
+async fn a_20_mb_search_answer_is_refused_not_read_whole() {
+    let feeds = FeedServer::start_at(ManualClock::at_test_epoch().now());
+    let snippet = "c".repeat(20_000_000);
+    let answer = json!({"results": [{"title": "Crabs", "url": "https://crabs.example/", "content": snippet}]});
+    feeds.set("/search", "application/json", answer.to_string());
+    let text = search_result(&feeds, true).await;
+    assert!(
+        text.contains("the search service failed: the response is larger than 1000000 bytes"),
+        "{}",
+        &text[..text.len().min(300)]
+    );
+}
+
+#[tokio::test]
+async fn a_search_redirect_to_a_private_address_is_refused() {
+    let feeds = FeedServer::start_at(ManualClock::at_test_epoch().now());
+    let (target, targeted) = canary();
+    feeds.redirect("/search", &format!("{}/internal", localhost(&target)));
+    let text = search_result(&feeds, true).await;
+    assert!(
+        text.contains("refused: a redirect away from the operator's endpoint"),
+        "{text}"
+    );
+    assert_eq!(
+        targeted.load(Ordering::SeqCst),
+        0,
+        "the redirect was followed"
+    );
+}
+
+#[tokio::test]
+async fn a_private_search_endpoint_needs_the_operators_setting() {
+    let feeds = FeedServer::start_at(ManualClock::at_test_epoch().now());
+    feeds.set(
+        "/search",
+        "application/json",
+        json!({"results": []}).to_string(),
+    );
+    let text = search_result(&feeds, false).await;
+    assert!(text.contains("private address"), "{text}");
+    assert_eq!(feeds.hits("/search"), 0);
 }
