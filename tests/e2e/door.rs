@@ -181,3 +181,52 @@ async fn a_private_search_endpoint_needs_the_operators_setting() {
     assert!(text.contains("private address"), "{text}");
     assert_eq!(feeds.hits("/search"), 0);
 }
+
+/// A speech-to-text server that answers every upload 200 with `body`.
+fn stt_answering(content_type: &'static str, body: String) -> String {
+    let app = Router::new().fallback(move || {
+        let body = body.clone();
+        async move { ([("content-type", content_type)], body) }
+    });
+    let (listener, url) = serve::bind();
+    serve::spawn(listener, app);
+    format!("{url}/v1")
+}
+
+async fn transcribe_from(base: String) -> Result<String, String> {
+    let mut s = settings();
+    s.voice.transcription.base_url = base;
+    let world = World::start(s).await;
+    let app = &world.app;
+    let transcriber = ambient::voice::transcribe::Transcriber::new(
+        app.settings.clone(),
+        app.secrets.clone(),
+        app.store.clone(),
+        app.clock.clone(),
+    );
+    transcriber
+        .transcribe(None, b"RIFF....WAVE".to_vec(), 1.0)
+        .await
+}
+
+#[tokio::test]
+async fn a_non_json_speech_to_text_answer_is_an_error_not_a_transcript() {
+    let page = "<html><body>Please log in to the Wi-Fi</body></html>";
+    let base = stt_answering("text/html", page.into());
+    let err = transcribe_from(base).await.unwrap_err();
+    assert!(
+        err.starts_with("the speech-to-text answer is not JSON with a \"text\": <html>"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_huge_speech_to_text_answer_is_cut_off_not_read_whole() {
+    let text = "a".repeat(5_000_000);
+    let base = stt_answering("application/json", json!({ "text": text }).to_string());
+    let err = transcribe_from(base).await.unwrap_err();
+    assert_eq!(
+        err,
+        "the answer is larger than 2000000 bytes (network.maxResponseBytes)"
+    );
+}
