@@ -21,6 +21,12 @@ use crate::store::usage::{UsageFilter, UsageRecord};
 
 pub const IMAGE_PROVIDER: &str = "images";
 
+/// Discord's attachment limit: a larger image could not be posted anyway.
+pub const MAX_IMAGE_BYTES: u64 = 25 * 1024 * 1024;
+
+/// The largest answer read: the image in base64 (4/3 of it) and some JSON.
+const MAX_ANSWER_BYTES: u64 = MAX_IMAGE_BYTES / 3 * 4 + 64 * 1024;
+
 /// Whether each kind of media can be used now, and why not.
 pub fn availability(settings: &Settings, images_today: u64, kind: MediaKind) -> Result<(), String> {
     let d = &settings.initiative.discovery;
@@ -87,7 +93,9 @@ pub async fn generate_image(
         "{}/images/generations",
         generator.base_url.trim_end_matches('/')
     );
+    // A POST is not re-sent to wherever a redirect points.
     let client = crate::net::with_proxy(reqwest::Client::builder(), &settings.network)
+        .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| format!("the image client cannot be built: {e}"))?;
     let mut req = client
@@ -104,9 +112,8 @@ pub async fn generate_image(
             .await
             .map_err(|e| format!("the image generator is unreachable: {e}"))?;
         let status = resp.status();
-        let body: Value = resp
-            .json()
-            .await
+        let body = read_bounded(resp, MAX_ANSWER_BYTES).await?;
+        let body: Value = serde_json::from_slice(&body)
             .map_err(|e| format!("the image generator answered something that is not JSON: {e}"))?;
         if !status.is_success() {
             return Err(format!(
@@ -121,6 +128,11 @@ pub async fn generate_image(
             .pointer("/data/0/b64_json")
             .and_then(Value::as_str)
             .ok_or("the image generator's answer has no data[0].b64_json")?;
+        if b64.len() as u64 / 4 * 3 > MAX_IMAGE_BYTES {
+            return Err(format!(
+                "the image is larger than Discord's {MAX_IMAGE_BYTES}-byte attachment limit"
+            ));
+        }
         base64::engine::general_purpose::STANDARD
             .decode(b64)
             .map_err(|e| format!("the image was not valid base64: {e}"))
@@ -146,4 +158,24 @@ pub async fn generate_image(
         detail: result.as_ref().err().cloned().unwrap_or_default(),
     });
     result
+}
+
+/// The answer's body, abandoned past `limit` bytes.
+async fn read_bounded(mut resp: reqwest::Response, limit: u64) -> Result<Vec<u8>, String> {
+    let too_large = || format!("the image generator's answer is larger than {limit} bytes");
+    if resp.content_length().is_some_and(|n| n > limit) {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp
+        .chunk()
+        .await
+        .map_err(|e| format!("the image generator's answer broke off: {e}"))?
+    {
+        if body.len() as u64 + chunk.len() as u64 > limit {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }

@@ -230,3 +230,55 @@ async fn a_huge_speech_to_text_answer_is_cut_off_not_read_whole() {
         "the answer is larger than 2000000 bytes (network.maxResponseBytes)"
     );
 }
+
+/// An image generator that answers every request 200 with `body`.
+fn images_answering(body: String) -> String {
+    let app = Router::new().fallback(move || {
+        let body = body.clone();
+        async move { ([("content-type", "application/json")], body) }
+    });
+    let (listener, url) = serve::bind();
+    serve::spawn(listener, app);
+    url
+}
+
+/// The generator's error, or how many bytes of image it gave.
+async fn generate_from(base: String) -> Result<usize, String> {
+    let mut s = settings();
+    s.initiative.discovery.image_generation.base_url = base;
+    let world = World::start(s.clone()).await;
+    let now = world.clock.now();
+    ambient::initiative::media::generate_image(
+        &s,
+        None,
+        "a crab",
+        &world.app.store,
+        crate::support::world::GUILD_A,
+        now,
+    )
+    .await
+    .map(|png| png.len())
+}
+
+#[tokio::test]
+async fn a_60_mb_image_answer_is_refused_not_read_whole() {
+    let b64 = "A".repeat(60_000_000);
+    let base = images_answering(json!({ "data": [{ "b64_json": b64 }] }).to_string());
+    let err = generate_from(base).await.unwrap_err();
+    assert_eq!(
+        err,
+        "the image generator's answer is larger than 35018068 bytes"
+    );
+}
+
+#[tokio::test]
+async fn an_image_over_discords_attachment_limit_is_refused_before_decoding() {
+    // 35 MB of base64 fits the answer limit but decodes to 26.25 MB (> 25 MiB).
+    let b64 = "A".repeat(35_000_000);
+    let base = images_answering(json!({ "data": [{ "b64_json": b64 }] }).to_string());
+    let err = generate_from(base).await.unwrap_err();
+    assert_eq!(
+        err,
+        "the image is larger than Discord's 26214400-byte attachment limit"
+    );
+}
