@@ -4,7 +4,9 @@
 //! Images come from an OpenAI-compatible images endpoint
 //! (`initiative.discovery.imageGeneration`), within the daily budget
 //! `maxImagesPerDay` per guild and the `allowedImageModels` allowlist; each
-//! one is recorded in the usage log. No video or GIF source is built in, so
+//! one is recorded in the usage log. The answer is read only up to what an
+//! image under Discord's 25 MiB attachment limit needs, and a larger image
+//! is refused before it is decoded. No video or GIF source is built in, so
 //! those are reported unavailable and such a request is dropped with a reason.
 
 use std::time::Duration;
