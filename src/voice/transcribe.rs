@@ -64,7 +64,9 @@ impl Transcriber {
     ) -> Self {
         let max = settings.global().voice.transcription.max_concurrent.max(1) as usize;
         Self {
+            // An upload of someone's voice is not re-sent to wherever a redirect points.
             http: crate::net::with_proxy(reqwest::Client::builder(), &settings.global().network)
+                .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .expect("speech-to-text client builds"),
             settings,

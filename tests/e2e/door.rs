@@ -282,3 +282,27 @@ async fn an_image_over_discords_attachment_limit_is_refused_before_decoding() {
         "the image is larger than Discord's 26214400-byte attachment limit"
     );
 }
+
+#[tokio::test]
+async fn a_speech_to_text_redirect_is_not_followed() {
+    let (target, targeted) = canary();
+    let location = format!("{}/v1/audio/transcriptions", localhost(&target));
+    let app = Router::new().fallback(move || {
+        let location = location.clone();
+        async move {
+            (
+                axum::http::StatusCode::FOUND,
+                [("location", location)],
+            )
+        }
+    });
+    let (listener, url) = serve::bind();
+    serve::spawn(listener, app);
+    let err = transcribe_from(format!("{url}/v1")).await.unwrap_err();
+    assert!(err.starts_with("HTTP 302"), "{err}");
+    assert_eq!(
+        targeted.load(Ordering::SeqCst),
+        0,
+        "the upload followed the redirect"
+    );
+}
