@@ -138,7 +138,9 @@ impl Executive {
         chance: Arc<Chance>,
         prompts: Prompts,
     ) -> Self {
-        let http = reqwest::Client::builder()
+        // The model providers' own APIs are the one exception to the guarded
+        // fetcher, but they too ignore environment proxies: only `network.proxy`.
+        let http = crate::net::with_proxy(reqwest::Client::builder(), &settings.global().network)
             .connect_timeout(Duration::from_secs(10))
             .build()
             .expect("HTTP client builds");

@@ -4,7 +4,9 @@
 //! Images come from an OpenAI-compatible images endpoint
 //! (`initiative.discovery.imageGeneration`), within the daily budget
 //! `maxImagesPerDay` per guild and the `allowedImageModels` allowlist; each
-//! one is recorded in the usage log. No video or GIF source is built in, so
+//! one is recorded in the usage log. The answer is read only up to what an
+//! image under Discord's 25 MiB attachment limit needs, and a larger image
+//! is refused before it is decoded. No video or GIF source is built in, so
 //! those are reported unavailable and such a request is dropped with a reason.
 
 use std::time::Duration;
@@ -20,6 +22,12 @@ use crate::store::Store;
 use crate::store::usage::{UsageFilter, UsageRecord};
 
 pub const IMAGE_PROVIDER: &str = "images";
+
+/// Discord's attachment limit: a larger image could not be posted anyway.
+pub const MAX_IMAGE_BYTES: u64 = 25 * 1024 * 1024;
+
+/// The largest answer read: the image in base64 (4/3 of it) and some JSON.
+const MAX_ANSWER_BYTES: u64 = MAX_IMAGE_BYTES / 3 * 4 + 64 * 1024;
 
 /// Whether each kind of media can be used now, and why not.
 pub fn availability(settings: &Settings, images_today: u64, kind: MediaKind) -> Result<(), String> {
@@ -87,7 +95,11 @@ pub async fn generate_image(
         "{}/images/generations",
         generator.base_url.trim_end_matches('/')
     );
-    let client = reqwest::Client::new();
+    // A POST is not re-sent to wherever a redirect points.
+    let client = crate::net::with_proxy(reqwest::Client::builder(), &settings.network)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| format!("the image client cannot be built: {e}"))?;
     let mut req = client
         .post(&url)
         .timeout(Duration::from_secs(120))
@@ -102,9 +114,8 @@ pub async fn generate_image(
             .await
             .map_err(|e| format!("the image generator is unreachable: {e}"))?;
         let status = resp.status();
-        let body: Value = resp
-            .json()
-            .await
+        let body = read_bounded(resp, MAX_ANSWER_BYTES).await?;
+        let body: Value = serde_json::from_slice(&body)
             .map_err(|e| format!("the image generator answered something that is not JSON: {e}"))?;
         if !status.is_success() {
             return Err(format!(
@@ -119,6 +130,11 @@ pub async fn generate_image(
             .pointer("/data/0/b64_json")
             .and_then(Value::as_str)
             .ok_or("the image generator's answer has no data[0].b64_json")?;
+        if b64.len() as u64 / 4 * 3 > MAX_IMAGE_BYTES {
+            return Err(format!(
+                "the image is larger than Discord's {MAX_IMAGE_BYTES}-byte attachment limit"
+            ));
+        }
         base64::engine::general_purpose::STANDARD
             .decode(b64)
             .map_err(|e| format!("the image was not valid base64: {e}"))
@@ -148,4 +164,24 @@ pub async fn generate_image(
         Err(e) if result.is_ok() => Err(format!("the image could not be recorded: {e}")),
         _ => result,
     }
+}
+
+/// The answer's body, abandoned past `limit` bytes.
+async fn read_bounded(mut resp: reqwest::Response, limit: u64) -> Result<Vec<u8>, String> {
+    let too_large = || format!("the image generator's answer is larger than {limit} bytes");
+    if resp.content_length().is_some_and(|n| n > limit) {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp
+        .chunk()
+        .await
+        .map_err(|e| format!("the image generator's answer broke off: {e}"))?
+    {
+        if body.len() as u64 + chunk.len() as u64 > limit {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }

@@ -4,7 +4,6 @@
 //! `network.searchBaseUrl` names a SearXNG-compatible endpoint).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -71,7 +70,8 @@ pub struct SearchArgs {
 
 pub struct WebSearch {
     pub base_url: String,
-    pub client: reqwest::Client,
+    /// Bounded by `network.searchMaxResponseBytes`; private only with `network.searchAllowPrivate`.
+    pub fetcher: Fetcher,
 }
 
 #[async_trait]
@@ -87,18 +87,17 @@ impl TypedTool for WebSearch {
     }
 
     async fn run(&self, args: SearchArgs) -> Result<String, String> {
-        let url = format!("{}/search", self.base_url.trim_end_matches('/'));
-        let resp = self
-            .client
-            .get(&url)
-            .query(&[("q", args.query.as_str()), ("format", "json")])
-            .timeout(Duration::from_secs(20))
-            .send()
+        let mut url = url::Url::parse(&format!("{}/search", self.base_url.trim_end_matches('/')))
+            .map_err(|e| format!("network.searchBaseUrl is not a URL: {e}"))?;
+        url.query_pairs_mut()
+            .append_pair("q", &args.query)
+            .append_pair("format", "json");
+        let fetched = self
+            .fetcher
+            .get(url.as_str())
             .await
-            .map_err(|e| format!("the search service is unreachable: {e}"))?;
-        let body: Value = resp
-            .json()
-            .await
+            .map_err(|e| format!("the search service failed: {e}"))?;
+        let body: Value = serde_json::from_slice(&fetched.body)
             .map_err(|e| format!("the search service answered badly: {e}"))?;
         let results: Vec<String> = body["results"]
             .as_array()
@@ -141,9 +140,15 @@ pub fn curiosity(
     if settings.network.search_base_url.is_empty() {
         lines.push("web_search: not configured (network.searchBaseUrl)".into());
     } else {
+        let n = &settings.network;
         tools.push(typed(WebSearch {
-            base_url: settings.network.search_base_url.clone(),
-            client: reqwest::Client::new(),
+            base_url: n.search_base_url.clone(),
+            fetcher: Fetcher::for_endpoint(
+                n,
+                &n.search_base_url,
+                n.search_max_response_bytes,
+                n.search_allow_private,
+            ),
         }));
         lines.push("web_search: search the web".into());
     }

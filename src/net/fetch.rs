@@ -3,7 +3,8 @@
 //!
 //! - Only `http` and `https`.
 //! - Private, loopback, link-local, CGNAT, multicast and unspecified
-//!   addresses are refused unless `network.allowPrivateHosts` is on. The
+//!   addresses (also in their IPv6 transition forms: IPv4-mapped and
+//!   -compatible, NAT64, 6to4) are refused unless `network.allowPrivateHosts` is on. The
 //!   check runs inside DNS resolution (so every connection, redirects
 //!   included, is checked, and a name cannot be re-resolved to something
 //!   else between check and connect) and on IP-literal URLs.
@@ -12,6 +13,11 @@
 //! - The body is read in chunks and abandoned past `network.maxResponseBytes`.
 //! - The whole request is bounded by `network.fetchTimeoutSeconds`.
 //! - Conditional GET: an ETag / Last-Modified given back yields `not_modified`.
+//! - Proxies: environment proxies (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`)
+//!   are ignored, because a proxy resolves names itself and the resolver
+//!   guard would never run. Only `network.proxy` is used; with it, every
+//!   host name is resolved here and refused if any address is private,
+//!   before the request and on every redirect hop.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -69,6 +75,10 @@ pub struct Fetcher {
     max_bytes: u64,
     max_redirects: u32,
     timeout: Duration,
+    /// Requests go through `network.proxy`, so names are checked before each hop.
+    proxied: bool,
+    /// The operator's own endpoint, allowed to be private: redirects may not leave it.
+    pinned: Option<url::Origin>,
 }
 
 /// Whether an address belongs to someone's own network rather than the internet.
@@ -88,7 +98,7 @@ pub fn is_private(ip: IpAddr) -> bool {
                 || (a == 198 && (b == 18 || b == 19)) // benchmarking 198.18/15
         }
         IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
+            if let Some(v4) = embedded_ipv4(v6) {
                 return is_private(IpAddr::V4(v4));
             }
             let first = v6.segments()[0];
@@ -99,6 +109,32 @@ pub fn is_private(ip: IpAddr) -> bool {
                 || (first & 0xffc0) == 0xfe80 // link-local fe80::/10
         }
     }
+}
+
+/// The IPv4 address an IPv6 address stands for, where it is a transition
+/// form that reaches it: IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible
+/// (`::a.b.c.d`), NAT64 (`64:ff9b::a.b.c.d`) and 6to4 (`2002:aabb:ccdd::`).
+fn embedded_ipv4(v6: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
+    let s = v6.segments();
+    let v4 = |hi: u16, lo: u16| {
+        let [a, b] = hi.to_be_bytes();
+        let [c, d] = lo.to_be_bytes();
+        std::net::Ipv4Addr::new(a, b, c, d)
+    };
+    if let Some(mapped) = v6.to_ipv4_mapped() {
+        return Some(mapped);
+    }
+    // `::` and `::1` are not IPv4; the loopback/unspecified checks classify them.
+    if s[..6] == [0; 6] && !v6.is_loopback() && !v6.is_unspecified() {
+        return Some(v4(s[6], s[7]));
+    }
+    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        return Some(v4(s[6], s[7]));
+    }
+    if s[0] == 0x2002 {
+        return Some(v4(s[1], s[2]));
+    }
+    None
 }
 
 /// DNS resolution that never yields a private address (unless allowed).
@@ -136,7 +172,7 @@ impl Resolve for GuardedResolver {
 
 impl Fetcher {
     pub fn new(n: &NetworkSettings) -> Self {
-        let client = reqwest::Client::builder()
+        let client = super::with_proxy(reqwest::Client::builder(), n)
             .redirect(Policy::none())
             .dns_resolver(Arc::new(GuardedResolver {
                 allow_private: n.allow_private_hosts,
@@ -151,7 +187,63 @@ impl Fetcher {
             max_bytes: n.max_response_bytes,
             max_redirects: n.max_redirects,
             timeout: Duration::from_secs(u64::from(n.fetch_timeout_seconds)),
+            proxied: super::proxy(n).is_some(),
+            pinned: None,
         }
+    }
+
+    /// A fetcher for one operator-configured endpoint (a search service…):
+    /// its own response limit, and, where the operator's setting says so,
+    /// that endpoint may be private; then no redirect may leave its origin.
+    pub fn for_endpoint(
+        n: &NetworkSettings,
+        endpoint: &str,
+        max_bytes: u64,
+        endpoint_may_be_private: bool,
+    ) -> Self {
+        let mut limited = n.clone();
+        limited.max_response_bytes = max_bytes;
+        if !endpoint_may_be_private || n.allow_private_hosts {
+            return Self::new(&limited);
+        }
+        limited.allow_private_hosts = true;
+        Self {
+            pinned: Url::parse(endpoint).ok().map(|u| u.origin()),
+            ..Self::new(&limited)
+        }
+    }
+
+    /// Behind a proxy the proxy resolves names and the resolver guard never
+    /// runs: resolve the name here and refuse it if any address is private
+    /// (or if it cannot be resolved, since then it cannot be checked).
+    async fn check_name_behind_proxy(&self, url: &Url) -> Result<(), FetchError> {
+        if !self.proxied || self.allow_private {
+            return Ok(());
+        }
+        // IP literals were checked by `check_url`.
+        let Some(url::Host::Domain(host)) = url.host() else {
+            return Ok(());
+        };
+        let port = url.port_or_known_default().unwrap_or(0);
+        let unchecked = |why: String| {
+            FetchError::Refused(format!(
+                "{host} cannot be checked before going through network.proxy ({why})"
+            ))
+        };
+        let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
+            .await
+            .map_err(|e| unchecked(e.to_string()))?
+            .collect();
+        if addrs.is_empty() {
+            return Err(unchecked("it does not resolve".into()));
+        }
+        if let Some(private) = addrs.iter().find(|a| is_private(a.ip())) {
+            return Err(FetchError::Refused(format!(
+                "{host} resolves to a private address {} (network.allowPrivateHosts is off)",
+                private.ip()
+            )));
+        }
+        Ok(())
     }
 
     /// Checks a URL before any connection: scheme, and IP literals.
@@ -206,8 +298,14 @@ impl Fetcher {
         extra: &HeaderMap,
     ) -> Result<Fetched, FetchError> {
         let mut url = self.check_url(start)?;
+        if self.pinned.as_ref().is_some_and(|o| *o != url.origin()) {
+            return Err(FetchError::Refused(format!(
+                "{url} is not the operator's endpoint"
+            )));
+        }
         let mut extra = extra.clone();
         for _ in 0..=self.max_redirects {
+            self.check_name_behind_proxy(&url).await?;
             let mut req = self.client.get(url.clone()).headers(extra.clone());
             if let Some(etag) = &validators.etag {
                 if let Ok(v) = HeaderValue::from_str(etag) {
@@ -231,6 +329,11 @@ impl Fetcher {
                     FetchError::Refused(format!("bad redirect target {location:?}: {e}"))
                 })?;
                 let next = self.check_url(next.as_str())?;
+                if self.pinned.as_ref().is_some_and(|o| *o != next.origin()) {
+                    return Err(FetchError::Refused(format!(
+                        "a redirect away from the operator's endpoint, to {next}"
+                    )));
+                }
                 // Credentials were meant for the first host, not wherever it redirects.
                 if next.origin() != url.origin() {
                     for name in [AUTHORIZATION, COOKIE, PROXY_AUTHORIZATION] {
@@ -312,6 +415,46 @@ mod tests {
         }
         for ip in ["93.184.216.34", "1.1.1.1", "2606:4700:4700::1111"] {
             assert!(!is_private(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    #[test]
+    fn transition_forms_of_private_ipv4_are_private() {
+        for ip in [
+            "::127.0.0.1",
+            "::10.0.0.1",
+            "::169.254.169.254",
+            "::ffff:10.0.0.1",
+            "64:ff9b::127.0.0.1",
+            "64:ff9b::a9fe:a9fe",
+            "2002:7f00:1::",
+            "2002:c0a8:101::1",
+        ] {
+            assert!(is_private(ip.parse().unwrap()), "{ip}");
+        }
+        // The same forms of public addresses stay public.
+        for ip in [
+            "::1.1.1.1",
+            "64:ff9b::8.8.8.8",
+            "2002:5db8:d822::1",
+            "::ffff:1.1.1.1",
+        ] {
+            assert!(!is_private(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    #[test]
+    fn transition_forms_are_refused_as_url_literals() {
+        let f = Fetcher::new(&NetworkSettings::default());
+        for url in [
+            "http://[::127.0.0.1]/",
+            "http://[64:ff9b::7f00:1]/",
+            "http://[2002:a9fe:a9fe::]/",
+        ] {
+            assert!(
+                matches!(f.check_url(url), Err(FetchError::Refused(_))),
+                "{url}"
+            );
         }
     }
 

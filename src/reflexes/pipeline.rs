@@ -241,19 +241,7 @@ async fn perform(
             value(found.join("\n"))
         }
         Action::GithubApi { path, .. } => {
-            let path = path.render(vars);
-            let path = path.trim();
-            if !path.starts_with('/')
-                || path.starts_with("//")
-                || path.contains("..")
-                || path.contains(['\\', '@', '#'])
-                || path.chars().any(char::is_whitespace)
-            {
-                return Err(format!(
-                    "{path:?} is not a GitHub API path like /repos/OWNER/REPO/releases/latest"
-                ));
-            }
-            let base = settings.reflexes.github_api_base_url.trim_end_matches('/');
+            let url = github_api_url(&settings.reflexes.github_api_base_url, &path.render(vars))?;
             let mut headers = HeaderMap::new();
             headers.insert(
                 ACCEPT,
@@ -272,7 +260,7 @@ async fn perform(
                 }
             }
             let fetched = Fetcher::new(&settings.network)
-                .get_with(&format!("{base}{path}"), &Default::default(), &headers)
+                .get_with(&url, &Default::default(), &headers)
                 .await
                 .map_err(|e| e.to_string())?;
             value(cut(String::from_utf8_lossy(&fetched.body).into_owned()))
@@ -454,4 +442,67 @@ fn resolve_channel(
 fn short(text: &str) -> String {
     let t: String = text.chars().take(80).collect();
     if t.len() < text.len() { t + "…" } else { t }
+}
+
+/// The URL a `github_api` path names, refused unless it stays under the API
+/// base: dot segments are refused in any spelling (`..`, `%2e%2e`, `.%2E`),
+/// and the resolved URL must still start with the base's path.
+fn github_api_url(base: &str, path: &str) -> Result<String, String> {
+    let path = path.trim();
+    let bad =
+        || format!("{path:?} is not a GitHub API path like /repos/OWNER/REPO/releases/latest");
+    let decoded = path.to_ascii_lowercase().replace("%2e", ".");
+    let dot_segment = decoded
+        .split(['/', '?'])
+        .any(|segment| segment == "." || segment == "..");
+    if !path.starts_with('/')
+        || path.starts_with("//")
+        || path.contains("..")
+        || dot_segment
+        || decoded.contains("%2f")
+        || decoded.contains("%5c")
+        || path.contains(['\\', '@', '#'])
+        || path.chars().any(char::is_whitespace)
+    {
+        return Err(bad());
+    }
+    let base = base.trim_end_matches('/');
+    let (Ok(root), Ok(url)) = (
+        url::Url::parse(base),
+        url::Url::parse(&format!("{base}{path}")),
+    ) else {
+        return Err(bad());
+    };
+    let prefix = format!("{}/", root.path().trim_end_matches('/'));
+    if url.origin() != root.origin() || !url.path().starts_with(&prefix) {
+        return Err(bad());
+    }
+    Ok(url.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::github_api_url;
+
+    #[test]
+    fn github_api_paths_stay_under_the_base() {
+        let base = "https://ghe.example.com/api/v3/";
+        assert_eq!(
+            github_api_url(base, "/repos/o/r/releases/latest").unwrap(),
+            "https://ghe.example.com/api/v3/repos/o/r/releases/latest"
+        );
+        for escape in [
+            "/%2e%2e/%2e%2e/x",
+            "/repos/%2E%2E/%2e%2E/x",
+            "/.%2e/x",
+            "/repos/../../x",
+            "/./x",
+            "/repos/%2f%2fevil.example/x",
+            "//evil.example/x",
+            "/repos/o/r\\..\\x",
+        ] {
+            let err = github_api_url(base, escape).unwrap_err();
+            assert!(err.contains("is not a GitHub API path"), "{escape}: {err}");
+        }
+    }
 }

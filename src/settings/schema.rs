@@ -122,6 +122,14 @@ pub struct NetworkSettings {
     pub user_agent: String,
     /// A SearXNG-compatible search endpoint for the `web_search` tool; empty: no web search.
     pub search_base_url: String,
+    /// Largest answer read from the search service.
+    pub search_max_response_bytes: u64,
+    /// The search service is the operator's own and may be on a private address
+    /// (redirects may not leave it).
+    pub search_allow_private: bool,
+    /// An HTTP(S) proxy for every outbound request; empty: none. Environment
+    /// proxies (`HTTP_PROXY`…) are ignored.
+    pub proxy: String,
 }
 
 impl Default for NetworkSettings {
@@ -132,6 +140,9 @@ impl Default for NetworkSettings {
             max_response_bytes: 2_000_000,
             max_redirects: 5,
             search_base_url: String::new(),
+            search_max_response_bytes: 1_000_000,
+            search_allow_private: false,
+            proxy: String::new(),
             user_agent: concat!(
                 "ambient/",
                 env!("CARGO_PKG_VERSION"),

@@ -414,6 +414,13 @@ fn semantic(s: &Settings) -> Vec<Problem> {
     p.range("network.maxRedirects", n.max_redirects, 0, 20);
     p.non_empty("network.userAgent", &n.user_agent);
     p.url("network.searchBaseUrl", &n.search_base_url, true);
+    p.url("network.proxy", &n.proxy, true);
+    p.range(
+        "network.searchMaxResponseBytes",
+        n.search_max_response_bytes,
+        1_024,
+        100_000_000,
+    );
 
     let a = &s.attention;
     p.range("attention.maxConcurrent", a.max_concurrent, 1, 64);

@@ -64,7 +64,11 @@ impl Transcriber {
     ) -> Self {
         let max = settings.global().voice.transcription.max_concurrent.max(1) as usize;
         Self {
-            http: reqwest::Client::new(),
+            // An upload of someone's voice is not re-sent to wherever a redirect points.
+            http: crate::net::with_proxy(reqwest::Client::builder(), &settings.global().network)
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .expect("speech-to-text client builds"),
             settings,
             secrets,
             store,
@@ -201,15 +205,27 @@ impl Transcriber {
         };
         let status = resp.status().as_u16();
         let wait = crate::executive::ratelimit::retry_after(resp.headers(), self.clock.now());
-        let body = resp.text().await.unwrap_or_default();
+        let limit = self.settings.global().network.max_response_bytes;
+        let body = match read_bounded(resp, limit).await {
+            Ok(body) => body,
+            Err(attempt) => return attempt,
+        };
         let snippet: String = body.chars().take(200).collect();
         match status {
-            200..=299 => Attempt::Ok(
-                serde_json::from_str::<serde_json::Value>(&body)
-                    .ok()
-                    .and_then(|v| v["text"].as_str().map(String::from))
-                    .unwrap_or(body),
-            ),
+            // Only a JSON `text` is a transcript: a login page or a proxy's
+            // error page answered with 200 must not become someone's words.
+            200..=299 => match serde_json::from_str::<serde_json::Value>(&body)
+                .ok()
+                .and_then(|v| v["text"].as_str().map(String::from))
+            {
+                Some(text) => Attempt::Ok(text),
+                None => Attempt::Fail {
+                    outcome: "server_error",
+                    detail: format!(
+                        "the speech-to-text answer is not JSON with a \"text\": {snippet}"
+                    ),
+                },
+            },
             429 => Attempt::Retry {
                 outcome: "rate_limited",
                 detail: format!("HTTP 429: {snippet}"),
@@ -249,5 +265,35 @@ impl Transcriber {
             outcome: outcome.into(),
             detail: self.secrets.redact(detail),
         });
+    }
+}
+
+/// The answer's body, abandoned past `limit` bytes (`network.maxResponseBytes`).
+async fn read_bounded(mut resp: reqwest::Response, limit: u64) -> Result<String, Attempt> {
+    let too_large = || Attempt::Fail {
+        outcome: "server_error",
+        detail: format!("the answer is larger than {limit} bytes (network.maxResponseBytes)"),
+    };
+    if resp.content_length().is_some_and(|n| n > limit) {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    loop {
+        match resp.chunk().await {
+            Ok(Some(chunk)) => {
+                if body.len() as u64 + chunk.len() as u64 > limit {
+                    return Err(too_large());
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(None) => return Ok(String::from_utf8_lossy(&body).into_owned()),
+            Err(e) => {
+                return Err(Attempt::Retry {
+                    outcome: "network",
+                    detail: crate::net::error_chain(&e),
+                    wait: None,
+                });
+            }
+        }
     }
 }

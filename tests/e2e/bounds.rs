@@ -110,7 +110,7 @@ async fn a_huge_search_result_goes_back_to_the_model_cut_to_the_tool_limit() {
     let results: Vec<Value> = (0..5)
         .map(|i| {
             json!({"title": format!("Crabs {i}"), "url": format!("https://crabs.example/{i}"),
-                   "content": "c".repeat(1_000_000)})
+                   "content": "c".repeat(150_000)})
         })
         .collect();
     feeds.set(
@@ -121,6 +121,7 @@ async fn a_huge_search_result_goes_back_to_the_model_cut_to_the_tool_limit() {
     let mut s = limited();
     s.initiative.text.allow_active_curiosity = true;
     s.network.search_base_url = feeds.url.clone();
+    s.network.search_allow_private = true;
     let world = World::start(s).await;
     world
         .model
@@ -298,6 +299,7 @@ async fn many_tool_results_together_are_held_to_the_request_total() {
     s.initiative.text.max_tool_steps = 10;
     s.initiative.text.max_tool_calls = 10;
     s.network.search_base_url = feeds.url.clone();
+    s.network.search_allow_private = true;
     let world = World::start(s).await;
     for i in 0..6 {
         world.model.push(Scripted::tool(

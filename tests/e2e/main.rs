@@ -9,6 +9,7 @@ mod console;
 mod conversation;
 mod discord;
 mod discovery;
+mod door;
 mod durability;
 mod executive;
 mod first_hour;

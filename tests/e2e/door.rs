@@ -1,0 +1,308 @@
+//! One door to the outside: the real binary's outbound requests cannot be
+//! routed around the guard by a proxy in its environment.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use axum::Router;
+use serde_json::json;
+
+use ambient::clock::{Clock, ManualClock};
+
+use crate::support::feed_server::FeedServer;
+use crate::support::home::Home;
+use crate::support::model_server::Scripted;
+use crate::support::serve;
+use crate::support::world::{GENERAL, World, settings};
+
+const FEED: &str = r#"<?xml version="1.0"?><rss version="2.0"><channel><title>canary</title>
+<item><title>canary item</title><link>https://example.com/a</link></item></channel></rss>"#;
+
+/// A server on 127.0.0.1 that counts every request it gets (as a proxy or
+/// as a target) and answers with a small valid feed.
+fn canary() -> (String, Arc<AtomicUsize>) {
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counter = hits.clone();
+    let app = Router::new().fallback(move || {
+        let counter = counter.clone();
+        async move {
+            counter.fetch_add(1, Ordering::SeqCst);
+            ([("content-type", "application/rss+xml")], FEED)
+        }
+    });
+    let (listener, url) = serve::bind();
+    serve::spawn(listener, app);
+    (url, hits)
+}
+
+fn localhost(url: &str) -> String {
+    url.replace("127.0.0.1", "localhost")
+}
+
+#[test]
+fn proxies_in_the_environment_are_ignored_and_private_names_refused() {
+    let (proxy, proxied) = canary();
+    let (target, targeted) = canary();
+    let home = Home::new(json!({}));
+    let url = format!("{}/feed.xml", localhost(&target));
+    let mut cmd = home.command(&["discovery", "fetch", &url]);
+    for var in [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ] {
+        cmd.env(var, &proxy);
+    }
+    let out = cmd
+        .env_remove("NO_PROXY")
+        .env_remove("no_proxy")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "fetched: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(stderr.contains("private address"), "{stderr}");
+    assert_eq!(proxied.load(Ordering::SeqCst), 0, "the proxy was used");
+    assert_eq!(targeted.load(Ordering::SeqCst), 0, "the target was reached");
+}
+
+#[test]
+fn with_network_proxy_a_private_name_is_refused_before_the_proxy_sees_it() {
+    let (proxy, proxied) = canary();
+    let home = Home::new(json!({ "network": { "proxy": proxy } }));
+    let out = home.run(&["discovery", "fetch", "http://localhost:9/feed.xml"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "fetched: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        stderr.contains("localhost resolves to a private address"),
+        "{stderr}"
+    );
+    assert_eq!(proxied.load(Ordering::SeqCst), 0, "the proxy was asked");
+}
+
+#[test]
+fn network_proxy_is_used_when_set() {
+    let (proxy, proxied) = canary();
+    let home = Home::new(json!({ "network": { "proxy": proxy, "allowPrivateHosts": true } }));
+    // Port 9 has no server: only the proxy can answer.
+    let out = home.run(&["discovery", "fetch", "http://localhost:9/feed.xml"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("canary item"), "{stdout}");
+    assert_eq!(proxied.load(Ordering::SeqCst), 1);
+}
+
+/// The text of the tool result the model was shown after one `web_search`.
+async fn search_result(feeds: &FeedServer, endpoint_is_ours: bool) -> String {
+    let mut s = settings();
+    s.permissions.replies.discovery_channel_ids = vec![GENERAL];
+    s.initiative.text.allow_active_curiosity = true;
+    s.network.search_base_url = feeds.url.clone();
+    s.network.search_allow_private = endpoint_is_ours;
+    let world = World::start(s).await;
+    world
+        .model
+        .push(Scripted::tool("web_search", json!({"query": "crabs"})))
+        .push(Scripted::tool(
+            "decide",
+            json!({"action": "drop", "reason": "read enough"}),
+        ));
+    world.tick().await;
+    let requests = world.model.requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "the search result went back to the model"
+    );
+    requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or("").to_string())
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+#[tokio::test]
+async fn a_20_mb_search_answer_is_refused_not_read_whole() {
+    let feeds = FeedServer::start_at(ManualClock::at_test_epoch().now());
+    let snippet = "c".repeat(20_000_000);
+    let answer = json!({"results": [{"title": "Crabs", "url": "https://crabs.example/", "content": snippet}]});
+    feeds.set("/search", "application/json", answer.to_string());
+    let text = search_result(&feeds, true).await;
+    assert!(
+        text.contains("the search service failed: the response is larger than 1000000 bytes"),
+        "{}",
+        &text[..text.len().min(300)]
+    );
+}
+
+#[tokio::test]
+async fn a_search_redirect_to_a_private_address_is_refused() {
+    let feeds = FeedServer::start_at(ManualClock::at_test_epoch().now());
+    let (target, targeted) = canary();
+    feeds.redirect("/search", &format!("{}/internal", localhost(&target)));
+    let text = search_result(&feeds, true).await;
+    assert!(
+        text.contains("refused: a redirect away from the operator's endpoint"),
+        "{text}"
+    );
+    assert_eq!(
+        targeted.load(Ordering::SeqCst),
+        0,
+        "the redirect was followed"
+    );
+}
+
+#[tokio::test]
+async fn a_private_search_endpoint_needs_the_operators_setting() {
+    let feeds = FeedServer::start_at(ManualClock::at_test_epoch().now());
+    feeds.set(
+        "/search",
+        "application/json",
+        json!({"results": []}).to_string(),
+    );
+    let text = search_result(&feeds, false).await;
+    assert!(text.contains("private address"), "{text}");
+    assert_eq!(feeds.hits("/search"), 0);
+}
+
+/// A speech-to-text server that answers every upload 200 with `body`.
+fn stt_answering(content_type: &'static str, body: String) -> String {
+    let app = Router::new().fallback(move || {
+        let body = body.clone();
+        async move { ([("content-type", content_type)], body) }
+    });
+    let (listener, url) = serve::bind();
+    serve::spawn(listener, app);
+    format!("{url}/v1")
+}
+
+async fn transcribe_from(base: String) -> Result<String, String> {
+    let mut s = settings();
+    s.voice.transcription.base_url = base;
+    let world = World::start(s).await;
+    let app = &world.app;
+    let transcriber = ambient::voice::transcribe::Transcriber::new(
+        app.settings.clone(),
+        app.secrets.clone(),
+        app.store.clone(),
+        app.clock.clone(),
+    );
+    transcriber
+        .transcribe(None, b"RIFF....WAVE".to_vec(), 1.0)
+        .await
+}
+
+#[tokio::test]
+async fn a_non_json_speech_to_text_answer_is_an_error_not_a_transcript() {
+    let page = "<html><body>Please log in to the Wi-Fi</body></html>";
+    let base = stt_answering("text/html", page.into());
+    let err = transcribe_from(base).await.unwrap_err();
+    assert!(
+        err.starts_with("the speech-to-text answer is not JSON with a \"text\": <html>"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_huge_speech_to_text_answer_is_cut_off_not_read_whole() {
+    let text = "a".repeat(5_000_000);
+    let base = stt_answering("application/json", json!({ "text": text }).to_string());
+    let err = transcribe_from(base).await.unwrap_err();
+    assert_eq!(
+        err,
+        "the answer is larger than 2000000 bytes (network.maxResponseBytes)"
+    );
+}
+
+/// An image generator that answers every request 200 with `body`.
+fn images_answering(body: String) -> String {
+    let app = Router::new().fallback(move || {
+        let body = body.clone();
+        async move { ([("content-type", "application/json")], body) }
+    });
+    let (listener, url) = serve::bind();
+    serve::spawn(listener, app);
+    url
+}
+
+/// The generator's error, or how many bytes of image it gave.
+async fn generate_from(base: String) -> Result<usize, String> {
+    let mut s = settings();
+    s.initiative.discovery.image_generation.base_url = base;
+    let world = World::start(s.clone()).await;
+    let now = world.clock.now();
+    ambient::initiative::media::generate_image(
+        &s,
+        None,
+        "a crab",
+        &world.app.store,
+        crate::support::world::GUILD_A,
+        now,
+    )
+    .await
+    .map(|png| png.len())
+}
+
+#[tokio::test]
+async fn a_60_mb_image_answer_is_refused_not_read_whole() {
+    let b64 = "A".repeat(60_000_000);
+    let base = images_answering(json!({ "data": [{ "b64_json": b64 }] }).to_string());
+    let err = generate_from(base).await.unwrap_err();
+    assert_eq!(
+        err,
+        "the image generator's answer is larger than 35018068 bytes"
+    );
+}
+
+#[tokio::test]
+async fn an_image_over_discords_attachment_limit_is_refused_before_decoding() {
+    // 35 MB of base64 fits the answer limit but decodes to 26.25 MB (> 25 MiB).
+    let b64 = "A".repeat(35_000_000);
+    let base = images_answering(json!({ "data": [{ "b64_json": b64 }] }).to_string());
+    let err = generate_from(base).await.unwrap_err();
+    assert_eq!(
+        err,
+        "the image is larger than Discord's 26214400-byte attachment limit"
+    );
+}
+
+#[tokio::test]
+async fn a_speech_to_text_redirect_is_not_followed() {
+    let (target, targeted) = canary();
+    let location = format!("{}/v1/audio/transcriptions", localhost(&target));
+    let app = Router::new().fallback(move || {
+        let location = location.clone();
+        async move {
+            (
+                axum::http::StatusCode::FOUND,
+                [("location", location)],
+            )
+        }
+    });
+    let (listener, url) = serve::bind();
+    serve::spawn(listener, app);
+    let err = transcribe_from(format!("{url}/v1")).await.unwrap_err();
+    assert!(err.starts_with("HTTP 302"), "{err}");
+    assert_eq!(
+        targeted.load(Ordering::SeqCst),
+        0,
+        "the upload followed the redirect"
+    );
+}
