@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use super::pending::MediaKind;
 use crate::ids::GuildId;
-use crate::settings::{Secret, Settings};
+use crate::settings::{Secrets, Settings};
 use crate::store::Store;
 use crate::store::usage::{UsageFilter, UsageRecord};
 
@@ -81,10 +81,13 @@ pub fn images_today(store: &Store, guild: GuildId, now: DateTime<Utc>) -> u64 {
         .unwrap_or(0)
 }
 
-/// Generates one PNG through an OpenAI-compatible `/images/generations`.
+/// Generates one PNG through an OpenAI-compatible `/images/generations`,
+/// with `IMAGE_API_KEY` (else `OPENAI_API_KEY`). Its errors pass through the
+/// secret masking before they reach the usage table or the journal: a
+/// provider may quote the key it refused.
 pub async fn generate_image(
     settings: &Settings,
-    key: Option<&Secret>,
+    secrets: &Secrets,
     prompt: &str,
     store: &Store,
     guild: GuildId,
@@ -104,7 +107,11 @@ pub async fn generate_image(
         .post(&url)
         .timeout(Duration::from_secs(120))
         .json(&json!({"model": generator.model, "prompt": prompt, "n": 1, "size": "1024x1024", "response_format": "b64_json"}));
-    if let Some(k) = key {
+    if let Some(k) = secrets
+        .image_api_key
+        .as_ref()
+        .or(secrets.openai_api_key.as_ref())
+    {
         req = req.bearer_auth(k.expose());
     }
     let started = std::time::Instant::now();
@@ -139,7 +146,8 @@ pub async fn generate_image(
             .decode(b64)
             .map_err(|e| format!("the image was not valid base64: {e}"))
     }
-    .await;
+    .await
+    .map_err(|e| secrets.redact(&e));
     let recorded = store.usage_append(&UsageRecord {
         id: 0,
         at: now,

@@ -602,13 +602,15 @@ impl Initiative {
                 m.kind,
             ) {
                 Ok(()) => {
-                    let key = self
-                        .secrets
-                        .image_api_key
-                        .as_ref()
-                        .or(self.secrets.openai_api_key.as_ref());
-                    match media::generate_image(&settings, key, &m.prompt, &self.store, guild, now)
-                        .await
+                    match media::generate_image(
+                        &settings,
+                        &self.secrets,
+                        &m.prompt,
+                        &self.store,
+                        guild,
+                        now,
+                    )
+                    .await
                     {
                         Ok(bytes) => {
                             files.push(OutgoingFile {

@@ -250,7 +250,7 @@ async fn generate_from(base: String) -> Result<usize, String> {
     let now = world.clock.now();
     ambient::initiative::media::generate_image(
         &s,
-        None,
+        &ambient::settings::Secrets::default(),
         "a crab",
         &world.app.store,
         crate::support::world::GUILD_A,
@@ -289,12 +289,7 @@ async fn a_speech_to_text_redirect_is_not_followed() {
     let location = format!("{}/v1/audio/transcriptions", localhost(&target));
     let app = Router::new().fallback(move || {
         let location = location.clone();
-        async move {
-            (
-                axum::http::StatusCode::FOUND,
-                [("location", location)],
-            )
-        }
+        async move { (axum::http::StatusCode::FOUND, [("location", location)]) }
     });
     let (listener, url) = serve::bind();
     serve::spawn(listener, app);
@@ -305,4 +300,46 @@ async fn a_speech_to_text_redirect_is_not_followed() {
         0,
         "the upload followed the redirect"
     );
+}
+
+#[tokio::test]
+async fn an_image_provider_quoting_the_key_it_refused_never_stores_the_key() {
+    const KEY: &str = "sk-img-canary-8c1e55";
+    let app = Router::new().fallback(|| async {
+        (
+            axum::http::StatusCode::UNAUTHORIZED,
+            [("content-type", "application/json")],
+            json!({"error": {"message": format!("Incorrect API key provided: {KEY}")}}).to_string(),
+        )
+    });
+    let (listener, url) = serve::bind();
+    serve::spawn(listener, app);
+    let mut s = settings();
+    s.initiative.discovery.image_generation.base_url = url;
+    let world = World::start(s.clone()).await;
+    let secrets = ambient::settings::Secrets {
+        image_api_key: Some(ambient::settings::Secret::new(KEY)),
+        ..Default::default()
+    };
+    let err = ambient::initiative::media::generate_image(
+        &s,
+        &secrets,
+        "a crab",
+        &world.app.store,
+        crate::support::world::GUILD_A,
+        world.clock.now(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        err,
+        "the image generator refused (401): Incorrect API key provided: ***"
+    );
+    let rows = world
+        .app
+        .store
+        .usage_list(&Default::default(), None)
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    assert!(!rows[0].detail.contains(KEY), "{}", rows[0].detail);
 }
