@@ -119,14 +119,7 @@ impl Speech {
         {
             return Err(Undeliverable::Refused(why.clone()).into());
         }
-        let limit = settings.permissions.replies.max_messages_per_hour;
-        let sent = self
-            .store
-            .count_self_messages_since(place.channel, now - chrono::Duration::hours(1))?;
-        match u64::from(limit).saturating_sub(sent) {
-            0 => Err(Undeliverable::HourlyCap { sent, limit }.into()),
-            left => Ok(left),
-        }
+        hourly_room(&self.store, &settings, place.channel, now)
     }
 
     fn lock_refused(
@@ -278,6 +271,23 @@ impl Speech {
                 .insert(channel, (self.clock.now(), why.clone()));
         }
         result
+    }
+}
+
+/// How many messages `channel` may still get from the bot this hour
+/// (`permissions.replies.maxMessagesPerHour`), from the store alone: the
+/// status widget asks it without a running bot.
+pub fn hourly_room(
+    store: &Store,
+    settings: &crate::settings::Settings,
+    channel: ChannelId,
+    now: DateTime<Utc>,
+) -> Result<u64, SpeechError> {
+    let limit = settings.permissions.replies.max_messages_per_hour;
+    let sent = store.count_self_messages_since(channel, now - chrono::Duration::hours(1))?;
+    match u64::from(limit).saturating_sub(sent) {
+        0 => Err(Undeliverable::HourlyCap { sent, limit }.into()),
+        left => Ok(left),
     }
 }
 
