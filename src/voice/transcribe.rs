@@ -20,6 +20,7 @@ use tokio::sync::Semaphore;
 
 use crate::clock::SharedClock;
 use crate::ids::GuildId;
+use crate::net::fetch::is_private;
 use crate::net::{FetchError, Fetcher, PostBody};
 use crate::settings::{Secrets, SettingsService, TranscriptionSettings};
 use crate::store::Store;
@@ -76,13 +77,42 @@ impl Transcriber {
         }
     }
 
-    /// Why transcription cannot run, if it cannot.
+    /// Why transcription cannot run, if it cannot. An endpoint that is
+    /// plainly private (an IP literal, `localhost`) without its setting is
+    /// said here, at join time, rather than in every utterance's error
+    /// (an upload is refused by the guarded fetcher all the same).
     pub fn unavailable(&self) -> Option<String> {
+        self.unconfigured().or_else(|| self.plainly_private())
+    }
+
+    fn unconfigured(&self) -> Option<String> {
         let t = &self.settings.global().voice.transcription;
         t.base_url.trim().is_empty().then(|| {
             "no speech-to-text endpoint is configured: set voice.transcription.baseUrl (OpenAI, Groq, or a local \
              whisper.cpp server's …/v1) and, if it needs one, TRANSCRIPTION_API_KEY"
                 .to_string()
+        })
+    }
+
+    fn plainly_private(&self) -> Option<String> {
+        let settings = self.settings.global();
+        let t = &settings.voice.transcription;
+        if t.allow_private || settings.network.allow_private_hosts {
+            return None;
+        }
+        let url = url::Url::parse(&t.base_url).ok()?;
+        let private = match url.host() {
+            Some(url::Host::Ipv4(ip)) => is_private(ip.into()),
+            Some(url::Host::Ipv6(ip)) => is_private(ip.into()),
+            Some(url::Host::Domain(h)) => h == "localhost" || h.ends_with(".localhost"),
+            None => false,
+        };
+        private.then(|| {
+            format!(
+                "the speech-to-text endpoint {} is on a private address: if it is your own server \
+                 (a local whisper.cpp), set voice.transcription.allowPrivate to true",
+                t.base_url
+            )
         })
     }
 
@@ -105,7 +135,7 @@ impl Transcriber {
         wav: Vec<u8>,
         seconds: f64,
     ) -> Result<String, String> {
-        if let Some(why) = self.unavailable() {
+        if let Some(why) = self.unconfigured() {
             return Err(why);
         }
         let _slot = self

@@ -461,3 +461,45 @@ async fn an_image_generators_redirect_is_not_followed() {
         "the request followed the redirect"
     );
 }
+
+#[tokio::test]
+async fn an_ambient_post_asking_an_image_of_a_private_generator_says_which_setting_allows_it() {
+    let mut s = settings();
+    s.permissions.replies.discovery_channel_ids = vec![GENERAL];
+    s.initiative.discovery.allow_image_posts = true;
+    let model = crate::support::model_server::ModelServer::start();
+    s.initiative.discovery.image_generation.base_url = model.openai_base();
+    let world = World::start_in(
+        s,
+        Arc::new(tempfile::tempdir().unwrap()),
+        model,
+        ManualClock::at_test_epoch(),
+    )
+    .await;
+    world.model.push(Scripted::tool(
+        "decide",
+        json!({"action": "post", "channel": "general", "text": "made you this", "reason": "r",
+               "media": {"kind": "image", "prompt": "a cat made of rust"}}),
+    ));
+    world.tick().await;
+    let said = world.said();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert_eq!(said[0].content, "made you this");
+    assert!(said[0].files.is_empty(), "an image was attached");
+    let skips = world.journal(ambient::journal::Kind::InitiativeSkip);
+    assert!(
+        skips.iter().any(|e| e.summary == "posted without the requested image"
+            && e.reason.contains(
+                "if it is your own server, set initiative.discovery.imageGeneration.allowPrivate to true"
+            )),
+        "{skips:#?}"
+    );
+    assert!(
+        !world
+            .model
+            .requests()
+            .iter()
+            .any(|r| r.path.ends_with("/images/generations")),
+        "the generator got a request"
+    );
+}
