@@ -503,3 +503,30 @@ async fn an_ambient_post_asking_an_image_of_a_private_generator_says_which_setti
         "the generator got a request"
     );
 }
+
+#[tokio::test]
+async fn an_image_generator_that_never_answers_is_given_up_after_its_timeout_setting() {
+    let app = Router::new().fallback(|| std::future::pending::<String>());
+    let (listener, url) = serve::bind();
+    serve::spawn(listener, app);
+    let mut s = settings();
+    s.initiative.discovery.image_generation.base_url = url;
+    s.initiative.discovery.image_generation.allow_private = true;
+    s.initiative.discovery.image_generation.timeout_seconds = 1;
+    let world = World::start(s.clone()).await;
+    let err = ambient::initiative::media::generate_image(
+        &s,
+        &ambient::settings::Secrets::default(),
+        "a crab",
+        &world.app.store,
+        crate::support::world::GUILD_A,
+        world.clock.now(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        err,
+        "the image generator gave no complete answer in time \
+         (initiative.discovery.imageGeneration.timeoutSeconds)"
+    );
+}
