@@ -116,10 +116,9 @@ pub async fn generate_image(
         .image_api_key
         .as_ref()
         .or(secrets.openai_api_key.as_ref())
+        && let Ok(v) = HeaderValue::from_str(&format!("Bearer {}", k.expose()))
     {
-        if let Ok(v) = HeaderValue::from_str(&format!("Bearer {}", k.expose())) {
-            headers.insert(AUTHORIZATION, v);
-        }
+        headers.insert(AUTHORIZATION, v);
     }
     let request = json!({"model": generator.model, "prompt": prompt, "n": 1, "size": "1024x1024", "response_format": "b64_json"});
     let started = std::time::Instant::now();

@@ -4,7 +4,8 @@
 //! - Only `http` and `https`.
 //! - Private, loopback, link-local, CGNAT, multicast and unspecified
 //!   addresses (also in their IPv6 transition forms: IPv4-mapped and
-//!   -compatible, NAT64, 6to4) are refused unless `network.allowPrivateHosts` is on. The
+//!   -compatible, NAT64, 6to4) are refused unless `network.allowPrivateHosts` is on
+//!   (or, for an operator's own endpoint, its own setting: `for_endpoint`). The
 //!   check runs inside DNS resolution (so every connection, redirects
 //!   included, is checked, and a name cannot be re-resolved to something
 //!   else between check and connect) and on IP-literal URLs.

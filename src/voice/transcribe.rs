@@ -208,10 +208,10 @@ impl Transcriber {
             form = form.text("language", t.language.trim().to_string());
         }
         let mut headers = HeaderMap::new();
-        if let Some(key) = &self.secrets.transcription_api_key {
-            if let Ok(v) = HeaderValue::from_str(&format!("Bearer {}", key.expose())) {
-                headers.insert(AUTHORIZATION, v);
-            }
+        if let Some(key) = &self.secrets.transcription_api_key
+            && let Ok(v) = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
+        {
+            headers.insert(AUTHORIZATION, v);
         }
         let network = &self.settings.global().network;
         let limit = network.max_response_bytes;
