@@ -4,19 +4,23 @@
 //! Images come from an OpenAI-compatible images endpoint
 //! (`initiative.discovery.imageGeneration`), within the daily budget
 //! `maxImagesPerDay` per guild and the `allowedImageModels` allowlist; each
-//! one is recorded in the usage log. The answer is read only up to what an
-//! image under Discord's 25 MiB attachment limit needs, and a larger image
-//! is refused before it is decoded. No video or GIF source is built in, so
+//! one is recorded in the usage log. The request goes through the guarded
+//! fetcher (`net::Fetcher::post`): a private endpoint only with
+//! `imageGeneration.allowPrivate`, no redirects, `timeoutSeconds` for all of
+//! it, and the answer read only up to what an image under Discord's 25 MiB
+//! attachment limit needs; a larger image is refused before it is decoded. No video or GIF source is built in, so
 //! those are reported unavailable and such a request is dropped with a reason.
 
 use std::time::Duration;
 
 use base64::Engine as _;
 use chrono::{DateTime, Utc};
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
 use super::pending::MediaKind;
 use crate::ids::GuildId;
+use crate::net::{FetchError, Fetcher, PostBody};
 use crate::settings::{Secrets, Settings};
 use crate::store::Store;
 use crate::store::usage::{UsageFilter, UsageRecord};
@@ -98,36 +102,37 @@ pub async fn generate_image(
         "{}/images/generations",
         generator.base_url.trim_end_matches('/')
     );
-    // A POST is not re-sent to wherever a redirect points.
-    let client = crate::net::with_proxy(reqwest::Client::builder(), &settings.network)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| format!("the image client cannot be built: {e}"))?;
-    let mut req = client
-        .post(&url)
-        .timeout(Duration::from_secs(120))
-        .json(&json!({"model": generator.model, "prompt": prompt, "n": 1, "size": "1024x1024", "response_format": "b64_json"}));
+    let door = Fetcher::for_endpoint(
+        &settings.network,
+        &generator.base_url,
+        MAX_ANSWER_BYTES,
+        generator.allow_private,
+    )
+    .with_timeout(Duration::from_secs(u64::from(
+        generator.timeout_seconds.max(1),
+    )));
+    let mut headers = HeaderMap::new();
     if let Some(k) = secrets
         .image_api_key
         .as_ref()
         .or(secrets.openai_api_key.as_ref())
+        && let Ok(v) = HeaderValue::from_str(&format!("Bearer {}", k.expose()))
     {
-        req = req.bearer_auth(k.expose());
+        headers.insert(AUTHORIZATION, v);
     }
+    let request = json!({"model": generator.model, "prompt": prompt, "n": 1, "size": "1024x1024", "response_format": "b64_json"});
     let started = std::time::Instant::now();
     let result = async {
-        let resp = req
-            .send()
+        let answer = door
+            .post(&url, PostBody::Json(request), &headers)
             .await
-            .map_err(|e| format!("the image generator is unreachable: {e}"))?;
-        let status = resp.status();
-        let body = read_bounded(resp, MAX_ANSWER_BYTES).await?;
-        let body: Value = serde_json::from_slice(&body)
+            .map_err(door_error)?;
+        let body: Value = serde_json::from_slice(&answer.body)
             .map_err(|e| format!("the image generator answered something that is not JSON: {e}"))?;
-        if !status.is_success() {
+        if !(200..300).contains(&answer.status) {
             return Err(format!(
                 "the image generator refused ({}): {}",
-                status.as_u16(),
+                answer.status,
                 body.pointer("/error/message")
                     .and_then(Value::as_str)
                     .unwrap_or("no reason given")
@@ -174,22 +179,20 @@ pub async fn generate_image(
     }
 }
 
-/// The answer's body, abandoned past `limit` bytes.
-async fn read_bounded(mut resp: reqwest::Response, limit: u64) -> Result<Vec<u8>, String> {
-    let too_large = || format!("the image generator's answer is larger than {limit} bytes");
-    if resp.content_length().is_some_and(|n| n > limit) {
-        return Err(too_large());
-    }
-    let mut body = Vec::new();
-    while let Some(chunk) = resp
-        .chunk()
-        .await
-        .map_err(|e| format!("the image generator's answer broke off: {e}"))?
-    {
-        if body.len() as u64 + chunk.len() as u64 > limit {
-            return Err(too_large());
+/// What went wrong on the way to the image generator, in the operator's terms.
+fn door_error(e: FetchError) -> String {
+    match e {
+        FetchError::TooLarge(limit) => {
+            format!("the image generator's answer is larger than {limit} bytes")
         }
-        body.extend_from_slice(&chunk);
+        FetchError::Timeout(_) => "the image generator gave no complete answer in time \
+             (initiative.discovery.imageGeneration.timeoutSeconds)"
+            .into(),
+        e if e.is_private_refusal() => format!(
+            "the image generator was {e}; if it is your own server, set \
+             initiative.discovery.imageGeneration.allowPrivate to true"
+        ),
+        FetchError::Refused(why) => format!("the image generator was refused: {why}"),
+        e => format!("the image generator is unreachable: {e}"),
     }
-    Ok(body)
 }

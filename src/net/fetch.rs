@@ -4,7 +4,8 @@
 //! - Only `http` and `https`.
 //! - Private, loopback, link-local, CGNAT, multicast and unspecified
 //!   addresses (also in their IPv6 transition forms: IPv4-mapped and
-//!   -compatible, NAT64, 6to4) are refused unless `network.allowPrivateHosts` is on. The
+//!   -compatible, NAT64, 6to4) are refused unless `network.allowPrivateHosts` is on
+//!   (or, for an operator's own endpoint, its own setting: `for_endpoint`). The
 //!   check runs inside DNS resolution (so every connection, redirects
 //!   included, is checked, and a name cannot be re-resolved to something
 //!   else between check and connect) and on IP-literal URLs.
@@ -13,6 +14,12 @@
 //! - The body is read in chunks and abandoned past `network.maxResponseBytes`.
 //! - The whole request is bounded by `network.fetchTimeoutSeconds`.
 //! - Conditional GET: an ETag / Last-Modified given back yields `not_modified`.
+//! - POST (`Fetcher::post`, for the operator's image generator and
+//!   speech-to-text endpoint): the same address checks, size limit and
+//!   timeout, but a redirect is never followed (an upload is not re-sent to
+//!   wherever a 3xx points; the error names where it pointed). Any status is
+//!   answered with its bounded body and headers, because callers read the
+//!   error message and `retry-after` out of a refusal.
 //! - Proxies: environment proxies (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`)
 //!   are ignored, because a proxy resolves names itself and the resolver
 //!   guard would never run. Only `network.proxy` is used; with it, every
@@ -60,6 +67,29 @@ pub struct Fetched {
     pub last_modified: Option<String>,
     /// The server said 304: nothing changed since the validators given.
     pub not_modified: bool,
+}
+
+/// A request body for [`Fetcher::post`].
+pub enum PostBody {
+    Json(serde_json::Value),
+    Multipart(reqwest::multipart::Form),
+}
+
+/// What a POST was answered with, whatever the status.
+#[derive(Debug)]
+pub struct Posted {
+    pub status: u16,
+    pub headers: HeaderMap,
+    /// At most the fetcher's response limit.
+    pub body: Vec<u8>,
+}
+
+impl FetchError {
+    /// The refusal was for a private address (the endpoint or its name's):
+    /// the caller can name the setting that would allow its own server.
+    pub fn is_private_refusal(&self) -> bool {
+        matches!(self, FetchError::Refused(why) if why.contains("private address"))
+    }
 }
 
 /// Validators from an earlier fetch, for a conditional GET.
@@ -211,6 +241,75 @@ impl Fetcher {
             pinned: Url::parse(endpoint).ok().map(|u| u.origin()),
             ..Self::new(&limited)
         }
+    }
+
+    /// The whole request bounded by `timeout` instead of `network.fetchTimeoutSeconds`.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// A POST with extra headers (Authorization…), checked like a GET, never
+    /// redirected, bounded in size and time. A non-2xx answer is not an error.
+    pub async fn post(
+        &self,
+        url: &str,
+        body: PostBody,
+        headers: &HeaderMap,
+    ) -> Result<Posted, FetchError> {
+        let timeout = self.timeout;
+        match tokio::time::timeout(timeout, self.post_once(url, body, headers)).await {
+            Ok(result) => result,
+            Err(_) => Err(FetchError::Timeout(timeout.as_secs())),
+        }
+    }
+
+    async fn post_once(
+        &self,
+        url: &str,
+        body: PostBody,
+        headers: &HeaderMap,
+    ) -> Result<Posted, FetchError> {
+        let url = self.check_url(url)?;
+        if self.pinned.as_ref().is_some_and(|o| *o != url.origin()) {
+            return Err(FetchError::Refused(format!(
+                "{url} is not the operator's endpoint"
+            )));
+        }
+        self.check_name_behind_proxy(&url).await?;
+        let req = self.client.post(url.clone()).headers(headers.clone());
+        let req = match body {
+            PostBody::Json(value) => req.json(&value),
+            PostBody::Multipart(form) => req.multipart(form),
+        };
+        let mut resp = req.send().await.map_err(network_error)?;
+        let status = resp.status();
+        if status.is_redirection() {
+            let location = resp
+                .headers()
+                .get(LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("no Location");
+            return Err(FetchError::Refused(format!(
+                "a POST is not redirected: {url} answered {} pointing to {location}",
+                status.as_u16()
+            )));
+        }
+        if resp.content_length().is_some_and(|n| n > self.max_bytes) {
+            return Err(FetchError::TooLarge(self.max_bytes));
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(network_error)? {
+            if body.len() as u64 + chunk.len() as u64 > self.max_bytes {
+                return Err(FetchError::TooLarge(self.max_bytes));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(Posted {
+            status: status.as_u16(),
+            headers: resp.headers().clone(),
+            body,
+        })
     }
 
     /// Behind a proxy the proxy resolves names and the resolver guard never
@@ -488,5 +587,149 @@ mod tests {
         let f = Fetcher::new(&NetworkSettings::default());
         let err = f.get("http://localhost:9/").await.unwrap_err();
         assert!(matches!(err, FetchError::Refused(_)), "{err}");
+    }
+
+    /// A server on 127.0.0.1 answering every request with `answer`,
+    /// counting requests and keeping the last body.
+    async fn server(
+        answer: axum::response::Response,
+    ) -> (String, Arc<std::sync::Mutex<Vec<Vec<u8>>>>) {
+        use axum::response::IntoResponse;
+        let got: Arc<std::sync::Mutex<Vec<Vec<u8>>>> = Arc::default();
+        let seen = got.clone();
+        let (parts, body) = answer.into_parts();
+        let body = axum::body::to_bytes(body, usize::MAX).await.unwrap();
+        let app = axum::Router::new().fallback(move |bytes: axum::body::Bytes| {
+            let seen = seen.clone();
+            let (parts, body) = (parts.clone(), body.clone());
+            async move {
+                seen.lock().unwrap().push(bytes.to_vec());
+                if parts.status == axum::http::StatusCode::REQUEST_TIMEOUT {
+                    std::future::pending::<()>().await;
+                }
+                (parts.status, parts.headers, body).into_response()
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        (url, got)
+    }
+
+    fn answer(
+        status: u16,
+        headers: &[(&'static str, &str)],
+        body: &str,
+    ) -> axum::response::Response {
+        let mut r = axum::response::Response::new(axum::body::Body::from(body.to_string()));
+        *r.status_mut() = axum::http::StatusCode::from_u16(status).unwrap();
+        for (k, v) in headers {
+            r.headers_mut().insert(*k, v.parse().unwrap());
+        }
+        r
+    }
+
+    fn own_endpoint(url: &str, max_bytes: u64) -> Fetcher {
+        Fetcher::for_endpoint(&NetworkSettings::default(), url, max_bytes, true)
+    }
+
+    #[tokio::test]
+    async fn a_post_to_a_private_address_is_refused_before_any_request() {
+        let (url, got) = server(answer(200, &[], "{}")).await;
+        let f = Fetcher::new(&NetworkSettings::default());
+        let literal = f
+            .post(
+                &url,
+                PostBody::Json(serde_json::json!({})),
+                &HeaderMap::new(),
+            )
+            .await
+            .unwrap_err();
+        assert!(literal.is_private_refusal(), "{literal}");
+        let by_name = f
+            .post(
+                &url.replace("127.0.0.1", "localhost"),
+                PostBody::Json(serde_json::json!({})),
+                &HeaderMap::new(),
+            )
+            .await
+            .unwrap_err();
+        assert!(by_name.is_private_refusal(), "{by_name}");
+        assert!(got.lock().unwrap().is_empty(), "the server was reached");
+    }
+
+    #[tokio::test]
+    async fn a_refusal_comes_back_with_its_status_headers_and_body() {
+        let (url, got) = server(answer(429, &[("retry-after", "7")], "slow down")).await;
+        let mut headers = HeaderMap::new();
+        headers.insert(AUTHORIZATION, HeaderValue::from_static("Bearer k"));
+        let posted = own_endpoint(&url, 1_024)
+            .post(
+                &format!("{url}/v1/x"),
+                PostBody::Json(serde_json::json!({"prompt": "a crab"})),
+                &headers,
+            )
+            .await
+            .unwrap();
+        assert_eq!(posted.status, 429);
+        assert_eq!(posted.headers.get("retry-after").unwrap(), "7");
+        assert_eq!(posted.body, b"slow down");
+        assert_eq!(got.lock().unwrap()[0], br#"{"prompt":"a crab"}"#);
+    }
+
+    #[tokio::test]
+    async fn a_post_is_never_redirected_and_the_error_names_where_it_pointed() {
+        let (target, reached) = server(answer(200, &[], "{}")).await;
+        let location = format!("{target}/elsewhere");
+        let (url, _) = server(answer(307, &[("location", &location)], "")).await;
+        let err = own_endpoint(&url, 1_024)
+            .post(
+                &url,
+                PostBody::Json(serde_json::json!({})),
+                &HeaderMap::new(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err,
+            FetchError::Refused(format!(
+                "a POST is not redirected: {url}/ answered 307 pointing to {location}"
+            ))
+        );
+        assert!(
+            reached.lock().unwrap().is_empty(),
+            "the redirect was followed"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_posts_answer_past_the_limit_is_abandoned() {
+        let (url, _) = server(answer(200, &[], &"x".repeat(5_000))).await;
+        let err = own_endpoint(&url, 1_024)
+            .post(
+                &url,
+                PostBody::Json(serde_json::json!({})),
+                &HeaderMap::new(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err, FetchError::TooLarge(1_024));
+    }
+
+    #[tokio::test]
+    async fn a_post_without_an_answer_ends_at_the_timeout() {
+        // 408 makes the test server hang instead of answering.
+        let (url, got) = server(answer(408, &[], "")).await;
+        let err = own_endpoint(&url, 1_024)
+            .with_timeout(Duration::from_millis(200))
+            .post(
+                &url,
+                PostBody::Json(serde_json::json!({})),
+                &HeaderMap::new(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err, FetchError::Timeout(0));
+        assert_eq!(got.lock().unwrap().len(), 1);
     }
 }

@@ -7,7 +7,7 @@
 pub mod fetch;
 pub mod html;
 
-pub use fetch::{FetchError, Fetched, Fetcher};
+pub use fetch::{FetchError, Fetched, Fetcher, PostBody, Posted};
 
 use crate::settings::NetworkSettings;
 

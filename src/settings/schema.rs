@@ -515,6 +515,10 @@ pub struct ImageGenerationSettings {
     /// OpenAI-compatible images endpoint base URL; empty disables image generation.
     pub base_url: String,
     pub model: String,
+    /// The whole request, answer included.
+    pub timeout_seconds: u32,
+    /// The generator is the operator's own server on a private address.
+    pub allow_private: bool,
 }
 
 impl Default for ImageGenerationSettings {
@@ -522,6 +526,8 @@ impl Default for ImageGenerationSettings {
         Self {
             base_url: String::new(),
             model: "gpt-image-1".into(),
+            timeout_seconds: 120,
+            allow_private: false,
         }
     }
 }
@@ -757,6 +763,8 @@ pub struct TranscriptionSettings {
     pub max_concurrent: u32,
     pub timeout_seconds: u32,
     pub language: String,
+    /// The endpoint is the operator's own server on a private address (a local whisper.cpp).
+    pub allow_private: bool,
 }
 
 impl Default for TranscriptionSettings {
@@ -767,6 +775,7 @@ impl Default for TranscriptionSettings {
             max_concurrent: 2,
             timeout_seconds: 30,
             language: String::new(),
+            allow_private: false,
         }
     }
 }

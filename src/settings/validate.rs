@@ -673,6 +673,12 @@ fn semantic(s: &Settings) -> Vec<Problem> {
         &d.image_generation.base_url,
         true,
     );
+    p.range(
+        "initiative.discovery.imageGeneration.timeoutSeconds",
+        d.image_generation.timeout_seconds,
+        1,
+        600,
+    );
 
     let m = &s.memory;
     p.range(

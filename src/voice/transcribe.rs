@@ -3,7 +3,10 @@
 //! `voice.transcription.baseUrl` (…/v1), `model`, `language`, and the key
 //! from `TRANSCRIPTION_API_KEY`.
 //!
-//! Each utterance is uploaded as WAV. At most `maxConcurrent` uploads run at
+//! Each utterance is uploaded as WAV through the guarded fetcher
+//! (`net::Fetcher::post`): a private endpoint only with `allowPrivate`, never
+//! redirected, the answer at most `network.maxResponseBytes`, the whole
+//! request at most `timeoutSeconds`. At most `maxConcurrent` uploads run at
 //! once; 429 and 5xx answers and timeouts are retried like the executive's
 //! calls (`executive.maxRetries`, exponential backoff, `retry-after`
 //! honoured); every attempt is a usage record (role `transcribe`).
@@ -11,12 +14,15 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use reqwest::multipart::{Form, Part};
 use tokio::sync::Semaphore;
 
 use crate::clock::SharedClock;
 use crate::ids::GuildId;
-use crate::settings::{Secrets, SettingsService};
+use crate::net::fetch::is_private;
+use crate::net::{FetchError, Fetcher, PostBody};
+use crate::settings::{Secrets, SettingsService, TranscriptionSettings};
 use crate::store::Store;
 use crate::store::usage::UsageRecord;
 
@@ -34,7 +40,6 @@ const EMPTY_MARKERS: &[&str] = &[
 const MAX_WAIT: Duration = Duration::from_secs(30);
 
 pub struct Transcriber {
-    http: reqwest::Client,
     settings: Arc<SettingsService>,
     secrets: Secrets,
     store: Store,
@@ -64,11 +69,6 @@ impl Transcriber {
     ) -> Self {
         let max = settings.global().voice.transcription.max_concurrent.max(1) as usize;
         Self {
-            // An upload of someone's voice is not re-sent to wherever a redirect points.
-            http: crate::net::with_proxy(reqwest::Client::builder(), &settings.global().network)
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .expect("speech-to-text client builds"),
             settings,
             secrets,
             store,
@@ -77,13 +77,42 @@ impl Transcriber {
         }
     }
 
-    /// Why transcription cannot run, if it cannot.
+    /// Why transcription cannot run, if it cannot. An endpoint that is
+    /// plainly private (an IP literal, `localhost`) without its setting is
+    /// said here, at join time, rather than in every utterance's error
+    /// (an upload is refused by the guarded fetcher all the same).
     pub fn unavailable(&self) -> Option<String> {
+        self.unconfigured().or_else(|| self.plainly_private())
+    }
+
+    fn unconfigured(&self) -> Option<String> {
         let t = &self.settings.global().voice.transcription;
         t.base_url.trim().is_empty().then(|| {
             "no speech-to-text endpoint is configured: set voice.transcription.baseUrl (OpenAI, Groq, or a local \
              whisper.cpp server's …/v1) and, if it needs one, TRANSCRIPTION_API_KEY"
                 .to_string()
+        })
+    }
+
+    fn plainly_private(&self) -> Option<String> {
+        let settings = self.settings.global();
+        let t = &settings.voice.transcription;
+        if t.allow_private || settings.network.allow_private_hosts {
+            return None;
+        }
+        let url = url::Url::parse(&t.base_url).ok()?;
+        let private = match url.host() {
+            Some(url::Host::Ipv4(ip)) => is_private(ip.into()),
+            Some(url::Host::Ipv6(ip)) => is_private(ip.into()),
+            Some(url::Host::Domain(h)) => h == "localhost" || h.ends_with(".localhost"),
+            None => false,
+        };
+        private.then(|| {
+            format!(
+                "the speech-to-text endpoint {} is on a private address: if it is your own server \
+                 (a local whisper.cpp), set voice.transcription.allowPrivate to true",
+                t.base_url
+            )
         })
     }
 
@@ -106,7 +135,7 @@ impl Transcriber {
         wav: Vec<u8>,
         seconds: f64,
     ) -> Result<String, String> {
-        if let Some(why) = self.unavailable() {
+        if let Some(why) = self.unconfigured() {
             return Err(why);
         }
         let _slot = self
@@ -178,38 +207,23 @@ impl Transcriber {
         if !t.language.trim().is_empty() {
             form = form.text("language", t.language.trim().to_string());
         }
-        let mut req = self
-            .http
-            .post(&url)
-            .multipart(form)
-            .timeout(Duration::from_secs(u64::from(t.timeout_seconds.max(1))));
-        if let Some(key) = &self.secrets.transcription_api_key {
-            req = req.bearer_auth(key.expose());
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &self.secrets.transcription_api_key
+            && let Ok(v) = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
+        {
+            headers.insert(AUTHORIZATION, v);
         }
-        let resp = match req.send().await {
-            Ok(r) => r,
-            Err(e) if e.is_timeout() => {
-                return Attempt::Retry {
-                    outcome: "timeout",
-                    detail: format!("no answer within {} s", t.timeout_seconds),
-                    wait: None,
-                };
-            }
-            Err(e) => {
-                return Attempt::Retry {
-                    outcome: "network",
-                    detail: crate::net::error_chain(&e),
-                    wait: None,
-                };
-            }
+        let network = &self.settings.global().network;
+        let limit = network.max_response_bytes;
+        let door = Fetcher::for_endpoint(network, &t.base_url, limit, t.allow_private)
+            .with_timeout(Duration::from_secs(u64::from(t.timeout_seconds.max(1))));
+        let answer = match door.post(&url, PostBody::Multipart(form), &headers).await {
+            Ok(answer) => answer,
+            Err(e) => return door_error(e, &t),
         };
-        let status = resp.status().as_u16();
-        let wait = crate::executive::ratelimit::retry_after(resp.headers(), self.clock.now());
-        let limit = self.settings.global().network.max_response_bytes;
-        let body = match read_bounded(resp, limit).await {
-            Ok(body) => body,
-            Err(attempt) => return attempt,
-        };
+        let status = answer.status;
+        let wait = crate::executive::ratelimit::retry_after(&answer.headers, self.clock.now());
+        let body = String::from_utf8_lossy(&answer.body);
         let snippet: String = body.chars().take(200).collect();
         match status {
             // Only a JSON `text` is a transcript: a login page or a proxy's
@@ -268,32 +282,35 @@ impl Transcriber {
     }
 }
 
-/// The answer's body, abandoned past `limit` bytes (`network.maxResponseBytes`).
-async fn read_bounded(mut resp: reqwest::Response, limit: u64) -> Result<String, Attempt> {
-    let too_large = || Attempt::Fail {
-        outcome: "server_error",
-        detail: format!("the answer is larger than {limit} bytes (network.maxResponseBytes)"),
-    };
-    if resp.content_length().is_some_and(|n| n > limit) {
-        return Err(too_large());
-    }
-    let mut body = Vec::new();
-    loop {
-        match resp.chunk().await {
-            Ok(Some(chunk)) => {
-                if body.len() as u64 + chunk.len() as u64 > limit {
-                    return Err(too_large());
-                }
-                body.extend_from_slice(&chunk);
-            }
-            Ok(None) => return Ok(String::from_utf8_lossy(&body).into_owned()),
-            Err(e) => {
-                return Err(Attempt::Retry {
-                    outcome: "network",
-                    detail: crate::net::error_chain(&e),
-                    wait: None,
-                });
-            }
-        }
+/// What the guarded fetcher's refusal means for this attempt: a refused
+/// endpoint or an oversized answer will not change on retry; a timeout or a
+/// broken connection may.
+fn door_error(e: FetchError, t: &TranscriptionSettings) -> Attempt {
+    match e {
+        FetchError::Timeout(_) => Attempt::Retry {
+            outcome: "timeout",
+            detail: format!("no answer within {} s", t.timeout_seconds),
+            wait: None,
+        },
+        FetchError::TooLarge(limit) => Attempt::Fail {
+            outcome: "server_error",
+            detail: format!("the answer is larger than {limit} bytes (network.maxResponseBytes)"),
+        },
+        e if e.is_private_refusal() => Attempt::Fail {
+            outcome: "client_error",
+            detail: format!(
+                "the speech-to-text endpoint was {e}; if it is your own server (a local whisper.cpp), \
+                 set voice.transcription.allowPrivate to true"
+            ),
+        },
+        FetchError::Refused(why) => Attempt::Fail {
+            outcome: "client_error",
+            detail: format!("the speech-to-text endpoint was refused: {why}"),
+        },
+        e => Attempt::Retry {
+            outcome: "network",
+            detail: e.to_string(),
+            wait: None,
+        },
     }
 }

@@ -194,8 +194,20 @@ fn stt_answering(content_type: &'static str, body: String) -> String {
 }
 
 async fn transcribe_from(base: String) -> Result<String, String> {
+    transcribe_with(base, true).await.0
+}
+
+/// A transcription from `base` (the operator's own when `ours`), and the usage rows it left.
+async fn transcribe_with(
+    base: String,
+    ours: bool,
+) -> (
+    Result<String, String>,
+    Vec<ambient::store::usage::UsageRecord>,
+) {
     let mut s = settings();
     s.voice.transcription.base_url = base;
+    s.voice.transcription.allow_private = ours;
     let world = World::start(s).await;
     let app = &world.app;
     let transcriber = ambient::voice::transcribe::Transcriber::new(
@@ -204,9 +216,13 @@ async fn transcribe_from(base: String) -> Result<String, String> {
         app.store.clone(),
         app.clock.clone(),
     );
-    transcriber
+    let result = transcriber
         .transcribe(None, b"RIFF....WAVE".to_vec(), 1.0)
-        .await
+        .await;
+    (
+        result,
+        app.store.usage_list(&Default::default(), None).unwrap(),
+    )
 }
 
 #[tokio::test]
@@ -244,11 +260,24 @@ fn images_answering(body: String) -> String {
 
 /// The generator's error, or how many bytes of image it gave.
 async fn generate_from(base: String) -> Result<usize, String> {
+    generate_with(base, true).await.0
+}
+
+/// The generator at `base` (the operator's own when `ours`): its error or
+/// how many bytes of image it gave, and the usage rows it left.
+async fn generate_with(
+    base: String,
+    ours: bool,
+) -> (
+    Result<usize, String>,
+    Vec<ambient::store::usage::UsageRecord>,
+) {
     let mut s = settings();
     s.initiative.discovery.image_generation.base_url = base;
+    s.initiative.discovery.image_generation.allow_private = ours;
     let world = World::start(s.clone()).await;
     let now = world.clock.now();
-    ambient::initiative::media::generate_image(
+    let result = ambient::initiative::media::generate_image(
         &s,
         &ambient::settings::Secrets::default(),
         "a crab",
@@ -257,7 +286,15 @@ async fn generate_from(base: String) -> Result<usize, String> {
         now,
     )
     .await
-    .map(|png| png.len())
+    .map(|png| png.len());
+    (
+        result,
+        world
+            .app
+            .store
+            .usage_list(&Default::default(), None)
+            .unwrap(),
+    )
 }
 
 #[tokio::test]
@@ -287,14 +324,21 @@ async fn an_image_over_discords_attachment_limit_is_refused_before_decoding() {
 async fn a_speech_to_text_redirect_is_not_followed() {
     let (target, targeted) = canary();
     let location = format!("{}/v1/audio/transcriptions", localhost(&target));
+    let to = location.clone();
     let app = Router::new().fallback(move || {
-        let location = location.clone();
-        async move { (axum::http::StatusCode::FOUND, [("location", location)]) }
+        let to = to.clone();
+        async move { (axum::http::StatusCode::FOUND, [("location", to)]) }
     });
     let (listener, url) = serve::bind();
     serve::spawn(listener, app);
     let err = transcribe_from(format!("{url}/v1")).await.unwrap_err();
-    assert!(err.starts_with("HTTP 302"), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "the speech-to-text endpoint was refused: a POST is not redirected: \
+             {url}/v1/audio/transcriptions answered 302 pointing to {location}"
+        )
+    );
     assert_eq!(
         targeted.load(Ordering::SeqCst),
         0,
@@ -316,6 +360,7 @@ async fn an_image_provider_quoting_the_key_it_refused_never_stores_the_key() {
     serve::spawn(listener, app);
     let mut s = settings();
     s.initiative.discovery.image_generation.base_url = url;
+    s.initiative.discovery.image_generation.allow_private = true;
     let world = World::start(s.clone()).await;
     let secrets = ambient::settings::Secrets {
         image_api_key: Some(ambient::settings::Secret::new(KEY)),
@@ -342,4 +387,146 @@ async fn an_image_provider_quoting_the_key_it_refused_never_stores_the_key() {
         .unwrap();
     assert_eq!(rows.len(), 1);
     assert!(!rows[0].detail.contains(KEY), "{}", rows[0].detail);
+}
+
+#[tokio::test]
+async fn an_image_generator_on_a_private_address_needs_its_setting() {
+    for name in ["127.0.0.1", "localhost"] {
+        let (generator, reached) = canary();
+        let (result, usage) = generate_with(generator.replace("127.0.0.1", name), false).await;
+        let err = result.unwrap_err();
+        assert!(
+            err.starts_with("the image generator was refused: ")
+                && err.ends_with(
+                    "private address (network.allowPrivateHosts is off); if it is your own \
+                     server, set initiative.discovery.imageGeneration.allowPrivate to true"
+                ),
+            "{err}"
+        );
+        assert_eq!(usage.len(), 1, "one usage row for the refused call");
+        assert_eq!(usage[0].outcome, "client_error");
+        assert_eq!(usage[0].detail, err);
+        assert_eq!(
+            reached.load(Ordering::SeqCst),
+            0,
+            "{name}: the generator got a request"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_speech_to_text_endpoint_on_a_private_address_needs_its_setting() {
+    let stt = crate::support::stt_server::SttServer::start();
+    stt.say("hello");
+    let (result, usage) = transcribe_with(stt.base.clone(), false).await;
+    let err = result.unwrap_err();
+    assert!(
+        err.starts_with("the speech-to-text endpoint was refused: 127.0.0.1 is a private address")
+            && err.ends_with("set voice.transcription.allowPrivate to true"),
+        "{err}"
+    );
+    assert_eq!(usage.len(), 1, "refused once, not retried");
+    assert_eq!(usage[0].outcome, "client_error");
+    assert_eq!(usage[0].detail, err);
+    assert_eq!(stt.requests(), 0, "the upload reached the server");
+}
+
+#[tokio::test]
+async fn an_image_generators_redirect_is_not_followed() {
+    let (target, targeted) = canary();
+    let location = format!("{}/v1/images/generations", localhost(&target));
+    let to = location.clone();
+    let app = Router::new().fallback(move || {
+        let to = to.clone();
+        async move {
+            (
+                axum::http::StatusCode::TEMPORARY_REDIRECT,
+                [("location", to)],
+            )
+        }
+    });
+    let (listener, url) = serve::bind();
+    serve::spawn(listener, app);
+    let err = generate_from(url.clone()).await.unwrap_err();
+    assert_eq!(
+        err,
+        format!(
+            "the image generator was refused: a POST is not redirected: \
+             {url}/images/generations answered 307 pointing to {location}"
+        )
+    );
+    assert_eq!(
+        targeted.load(Ordering::SeqCst),
+        0,
+        "the request followed the redirect"
+    );
+}
+
+#[tokio::test]
+async fn an_ambient_post_asking_an_image_of_a_private_generator_says_which_setting_allows_it() {
+    let mut s = settings();
+    s.permissions.replies.discovery_channel_ids = vec![GENERAL];
+    s.initiative.discovery.allow_image_posts = true;
+    let model = crate::support::model_server::ModelServer::start();
+    s.initiative.discovery.image_generation.base_url = model.openai_base();
+    let world = World::start_in(
+        s,
+        Arc::new(tempfile::tempdir().unwrap()),
+        model,
+        ManualClock::at_test_epoch(),
+    )
+    .await;
+    world.model.push(Scripted::tool(
+        "decide",
+        json!({"action": "post", "channel": "general", "text": "made you this", "reason": "r",
+               "media": {"kind": "image", "prompt": "a cat made of rust"}}),
+    ));
+    world.tick().await;
+    let said = world.said();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert_eq!(said[0].content, "made you this");
+    assert!(said[0].files.is_empty(), "an image was attached");
+    let skips = world.journal(ambient::journal::Kind::InitiativeSkip);
+    assert!(
+        skips.iter().any(|e| e.summary == "posted without the requested image"
+            && e.reason.contains(
+                "if it is your own server, set initiative.discovery.imageGeneration.allowPrivate to true"
+            )),
+        "{skips:#?}"
+    );
+    assert!(
+        !world
+            .model
+            .requests()
+            .iter()
+            .any(|r| r.path.ends_with("/images/generations")),
+        "the generator got a request"
+    );
+}
+
+#[tokio::test]
+async fn an_image_generator_that_never_answers_is_given_up_after_its_timeout_setting() {
+    let app = Router::new().fallback(std::future::pending::<String>);
+    let (listener, url) = serve::bind();
+    serve::spawn(listener, app);
+    let mut s = settings();
+    s.initiative.discovery.image_generation.base_url = url;
+    s.initiative.discovery.image_generation.allow_private = true;
+    s.initiative.discovery.image_generation.timeout_seconds = 1;
+    let world = World::start(s.clone()).await;
+    let err = ambient::initiative::media::generate_image(
+        &s,
+        &ambient::settings::Secrets::default(),
+        "a crab",
+        &world.app.store,
+        crate::support::world::GUILD_A,
+        world.clock.now(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        err,
+        "the image generator gave no complete answer in time \
+         (initiative.discovery.imageGeneration.timeoutSeconds)"
+    );
 }

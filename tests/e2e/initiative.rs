@@ -518,6 +518,7 @@ async fn an_image_is_generated_and_attached_within_the_daily_budget() {
     s.initiative.discovery.max_images_per_day = 1;
     let model = crate::support::model_server::ModelServer::start();
     s.initiative.discovery.image_generation.base_url = model.openai_base();
+    s.initiative.discovery.image_generation.allow_private = true;
     let world = World::start_in(
         s,
         std::sync::Arc::new(tempfile::tempdir().unwrap()),

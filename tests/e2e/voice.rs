@@ -62,6 +62,8 @@ fn user(name: &str) -> UserId {
 fn voice_settings(stt: &SttServer) -> Settings {
     let mut s = settings();
     s.voice.transcription.base_url = stt.base.clone();
+    // The fake runs on 127.0.0.1, like a local whisper.cpp.
+    s.voice.transcription.allow_private = true;
     s.voice.transcription.max_concurrent = 1;
     s
 }
@@ -611,4 +613,28 @@ async fn why_explains_the_listening_notices() {
         left.contains("**voice** left a voice channel — asked by ada"),
         "{left}"
     );
+}
+
+#[tokio::test]
+async fn a_private_transcription_endpoint_without_its_setting_is_refused_at_join_time() {
+    for host in ["127.0.0.1", "localhost"] {
+        let stt = SttServer::start();
+        let mut s = voice_settings(&stt);
+        s.voice.transcription.base_url = stt.base.replace("127.0.0.1", host);
+        s.voice.transcription.allow_private = false;
+        let (w, _, err) = refused(s).await;
+        assert!(
+            err.contains(&format!("the speech-to-text endpoint http://{host}:"))
+                && err.contains(
+                    "is on a private address: if it is your own server (a local whisper.cpp), \
+                 set voice.transcription.allowPrivate to true"
+                ),
+            "{err}"
+        );
+        assert!(
+            w.said().is_empty(),
+            "{host}: nobody was told the bot listens"
+        );
+        assert_eq!(stt.requests(), 0);
+    }
 }

@@ -366,6 +366,7 @@ async fn an_image_the_budget_cannot_count_is_not_attached() {
     s.initiative.discovery.max_images_per_day = 1;
     let model = crate::support::model_server::ModelServer::start();
     s.initiative.discovery.image_generation.base_url = model.openai_base();
+    s.initiative.discovery.image_generation.allow_private = true;
     let world = World::start_in(
         s,
         std::sync::Arc::new(tempfile::tempdir().unwrap()),

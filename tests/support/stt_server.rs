@@ -1,7 +1,8 @@
 //! A fake speech-to-text server on 127.0.0.1 speaking the OpenAI-compatible
 //! `POST …/audio/transcriptions` (multipart: `file`, `model`, …). Tests queue
 //! the transcripts it answers with, may make it slow, and read what it got:
-//! each upload's WAV (parsed from its header) and headers.
+//! each upload's WAV (parsed from its header) and headers, and how many
+//! requests reached it at all.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -28,6 +29,8 @@ struct Script {
     fallback: String,
     delay: Duration,
     uploads: Vec<Upload>,
+    /// Every request that reached it, a WAV in it or not.
+    requests: usize,
     in_flight: usize,
     max_in_flight: usize,
     /// Answer every upload with this status, quoting the Authorization header
@@ -70,6 +73,11 @@ impl SttServer {
         self
     }
 
+    /// How many requests reached it at all.
+    pub fn requests(&self) -> usize {
+        self.state.lock().unwrap().requests
+    }
+
     pub fn uploads(&self) -> Vec<Upload> {
         self.state.lock().unwrap().uploads.clone()
     }
@@ -93,6 +101,7 @@ async fn serve(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    state.lock().unwrap().requests += 1;
     let Some((samples, sample_rate)) = wav_of(&body) else {
         return (StatusCode::BAD_REQUEST, "no WAV in the upload").into_response();
     };
