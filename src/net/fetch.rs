@@ -282,7 +282,7 @@ impl Fetcher {
             PostBody::Json(value) => req.json(&value),
             PostBody::Multipart(form) => req.multipart(form),
         };
-        let mut resp = req.send().await.map_err(network_error)?;
+        let resp = req.send().await.map_err(network_error)?;
         let status = resp.status();
         if status.is_redirection() {
             let location = resp
@@ -295,20 +295,11 @@ impl Fetcher {
                 status.as_u16()
             )));
         }
-        if resp.content_length().is_some_and(|n| n > self.max_bytes) {
-            return Err(FetchError::TooLarge(self.max_bytes));
-        }
-        let mut body = Vec::new();
-        while let Some(chunk) = resp.chunk().await.map_err(network_error)? {
-            if body.len() as u64 + chunk.len() as u64 > self.max_bytes {
-                return Err(FetchError::TooLarge(self.max_bytes));
-            }
-            body.extend_from_slice(&chunk);
-        }
+        let headers = resp.headers().clone();
         Ok(Posted {
             status: status.as_u16(),
-            headers: resp.headers().clone(),
-            body,
+            headers,
+            body: self.read_body(resp).await?,
         })
     }
 
@@ -416,7 +407,7 @@ impl Fetcher {
                     req = req.header(IF_MODIFIED_SINCE, v);
                 }
             }
-            let mut resp = req.send().await.map_err(network_error)?;
+            let resp = req.send().await.map_err(network_error)?;
             let status = resp.status();
             if status.is_redirection() && status.as_u16() != 304 {
                 let location = resp
@@ -463,18 +454,25 @@ impl Fetcher {
             if !status.is_success() {
                 return Err(FetchError::Status(status.as_u16()));
             }
-            if resp.content_length().is_some_and(|n| n > self.max_bytes) {
-                return Err(FetchError::TooLarge(self.max_bytes));
-            }
-            while let Some(chunk) = resp.chunk().await.map_err(network_error)? {
-                if fetched.body.len() as u64 + chunk.len() as u64 > self.max_bytes {
-                    return Err(FetchError::TooLarge(self.max_bytes));
-                }
-                fetched.body.extend_from_slice(&chunk);
-            }
+            fetched.body = self.read_body(resp).await?;
             return Ok(fetched);
         }
         Err(FetchError::TooManyRedirects(self.max_redirects))
+    }
+
+    /// The body read in chunks, abandoned as soon as it passes the limit.
+    async fn read_body(&self, mut resp: reqwest::Response) -> Result<Vec<u8>, FetchError> {
+        if resp.content_length().is_some_and(|n| n > self.max_bytes) {
+            return Err(FetchError::TooLarge(self.max_bytes));
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(network_error)? {
+            if body.len() as u64 + chunk.len() as u64 > self.max_bytes {
+                return Err(FetchError::TooLarge(self.max_bytes));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
     }
 }
 
