@@ -19,6 +19,7 @@ mod hostile;
 mod initiative;
 mod memory;
 mod newcomer;
+mod reconnect;
 mod reflexes;
 mod secrets;
 mod sends;
