@@ -20,6 +20,7 @@ mod initiative;
 mod memory;
 mod newcomer;
 mod reconnect;
+mod recovery;
 mod reflexes;
 mod secrets;
 mod sends;
