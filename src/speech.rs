@@ -218,7 +218,7 @@ impl Speech {
             };
             // Recorded before it is sent: a crash right after the send still leaves
             // it in the bot's history and in the channel's hourly count.
-            let provisional = MessageId(crate::ids::next_snowflake(self.clock.now()));
+            let provisional = crate::store::messages::provisional_id(self.clock.now());
             self.store.insert_message(&StoredMessage {
                 id: provisional,
                 guild: place.guild,

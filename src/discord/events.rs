@@ -19,6 +19,8 @@ use crate::journal::{Entry, Kind};
 pub struct Events {
     pub app: Arc<App>,
     pub me: UserId,
+    /// Told when a connection is up, so reconnect back-off starts over.
+    pub gate: Arc<super::reconnect::Gate>,
 }
 
 impl Events {
@@ -91,7 +93,12 @@ fn place(channel: SChannelId, guild: Option<SGuildId>) -> Place {
 
 #[async_trait]
 impl EventHandler for Events {
+    async fn resume(&self, _ctx: Context, _: serenity::all::ResumedEvent) {
+        self.gate.connected();
+    }
+
     async fn ready(&self, _ctx: Context, ready: Ready) {
+        self.gate.connected();
         tracing::info!(user = %ready.user.name, guilds = ready.guilds.len(), "connected to Discord");
         self.app.journal.record(
             Entry::new(Kind::System, "connected to Discord").reason(format!(

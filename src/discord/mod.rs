@@ -11,6 +11,7 @@ mod backfill;
 mod commands;
 pub mod convert;
 mod events;
+mod reconnect;
 pub mod transport;
 pub mod voice;
 
@@ -129,15 +130,18 @@ pub async fn run(parts: Parts, token: &str) -> anyhow::Result<()> {
         .build();
 
     let songbird = voice::songbird();
+    let gate = Arc::new(reconnect::Gate::default());
     let mut client = ClientBuilder::new_with_http(http(token, &settings), intents(&settings))
         .framework(framework)
         .voice_manager_arc(songbird.clone())
         .event_handler(events::Events {
             app: app.clone(),
             me: me.id,
+            gate: gate.clone(),
         })
         .await
         .context("cannot set up the Discord client")?;
+    let door = gate.spawn(client.ws_url.clone()).await;
 
     app.voice.set_backend(Arc::new(voice::SongbirdBackend {
         manager: songbird,
@@ -151,6 +155,8 @@ pub async fn run(parts: Parts, token: &str) -> anyhow::Result<()> {
         tracing::info!("shutting down");
         // Leave voice while the gateway is still there to say so; transcripts in flight finish.
         leaving.voice.leave_all().await;
+        // A shard waiting out a back-off step must see the shutdown now.
+        door.abort();
         shards.shutdown_all().await;
     });
 

@@ -189,7 +189,13 @@ impl Initiative {
             .await
             .ok()?;
         let me = self.speech.transport().me().id;
-        let first_part = crate::speech::split_message(&post.text, crate::speech::MESSAGE_LIMIT)
+        // Compared as it was posted: speech neutralised the mentions (an
+        // initiative post pings nobody) before sending, so `@everyone` in the
+        // outbox is `@\u{200D}everyone` in the channel.
+        let posted = crate::speech::neutralise_mentions(&post.text, &[], |u| {
+            self.store.author_name(u).ok().flatten()
+        });
+        let first_part = crate::speech::split_message(posted.trim(), crate::speech::MESSAGE_LIMIT)
             .into_iter()
             .next()?;
         history

@@ -95,9 +95,31 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<StoredMessage> {
     })
 }
 
+/// The bit that marks a provisional id: the row of the bot's own words
+/// written before they are sent. No platform id has it (Discord's would need
+/// a timestamp past the year 2150), and in SQL such ids are negative.
+const PROVISIONAL: u64 = 1 << 63;
+
+/// An id for the bot's own words before the platform has given them one.
+pub fn provisional_id(at: DateTime<Utc>) -> MessageId {
+    MessageId(crate::ids::next_snowflake(at) | PROVISIONAL)
+}
+
+pub fn is_provisional(id: MessageId) -> bool {
+    id.get() & PROVISIONAL != 0
+}
+
 impl Store {
     /// Stores a message; returns `false` if a message with this id was already stored.
+    ///
+    /// The bot's own message arriving under its platform id (the gateway's
+    /// echo, or backfill after a restart) takes over the oldest provisional
+    /// row with the same channel and text instead of adding a second: if the
+    /// bot stopped between sending and confirming, that row is this message.
     pub fn insert_message(&self, m: &StoredMessage) -> Result<bool> {
+        if m.is_self && !is_provisional(m.id) && self.claim_provisional(m)? {
+            return Ok(false);
+        }
         let attachments = serde_json::to_string(&m.attachments).unwrap_or_else(|_| "[]".into());
         let n = self.lock().execute(
             &format!(
@@ -177,6 +199,40 @@ impl Store {
         Ok(())
     }
 
+    /// Gives `m`'s id to the oldest provisional row of the same channel and
+    /// text, unless `m` is stored already; whether one was claimed.
+    fn claim_provisional(&self, m: &StoredMessage) -> Result<bool> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let known: bool = tx.query_row(
+            "SELECT EXISTS (SELECT 1 FROM messages WHERE id = ?1)",
+            [m.id.to_sql()],
+            |r| r.get(0),
+        )?;
+        if known {
+            return Ok(false);
+        }
+        // Provisional ids are negative in SQL (see `PROVISIONAL`).
+        let provisional: Option<i64> = tx
+            .query_row(
+                "SELECT id FROM messages
+                 WHERE channel_id = ?1 AND is_self = 1 AND id < 0 AND content = ?2
+                 ORDER BY created_at, id LIMIT 1",
+                params![m.channel.to_sql(), m.content],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let Some(provisional) = provisional else {
+            return Ok(false);
+        };
+        tx.execute(
+            "UPDATE messages SET id = ?2 WHERE id = ?1",
+            params![provisional, m.id.to_sql()],
+        )?;
+        tx.commit()?;
+        Ok(true)
+    }
+
     /// Removes a provisional row whose message was never sent.
     pub fn forget_unsent(&self, provisional: MessageId) -> Result<()> {
         self.lock()
@@ -189,7 +245,7 @@ impl Store {
         Ok(self
             .lock()
             .query_row(
-                "SELECT max(id) FROM messages WHERE channel_id = ?1",
+                "SELECT max(id) FROM messages WHERE channel_id = ?1 AND id > 0",
                 [channel.to_sql()],
                 |r| r.get::<_, Option<i64>>(0),
             )?
@@ -359,6 +415,71 @@ pub(crate) fn sample(id: u64, channel: u64, content: &str, at: DateTime<Utc>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn mine(id: MessageId, content: &str, at: DateTime<Utc>) -> StoredMessage {
+        StoredMessage {
+            id,
+            is_self: true,
+            author_is_bot: true,
+            ..sample(0, 5, content, at)
+        }
+    }
+
+    #[test]
+    fn the_bots_message_under_its_real_id_takes_over_its_provisional_row() {
+        let store = Store::open_in_memory().unwrap();
+        let t = Utc::now();
+        // Said "ok" twice; the first is confirmed, the second was left
+        // provisional by a crash, and a third "ok" is still on its way.
+        assert!(
+            store
+                .insert_message(&mine(MessageId(100), "ok", t))
+                .unwrap()
+        );
+        let crashed = provisional_id(t);
+        let pending = provisional_id(t + chrono::Duration::seconds(1));
+        assert!(is_provisional(crashed) && !is_provisional(MessageId(100)));
+        store.insert_message(&mine(crashed, "ok", t)).unwrap();
+        store
+            .insert_message(&mine(pending, "ok", t + chrono::Duration::seconds(1)))
+            .unwrap();
+
+        // Backfill brings the crashed one under its real id: the oldest provisional row takes it.
+        assert!(
+            !store
+                .insert_message(&mine(MessageId(200), "ok", t))
+                .unwrap()
+        );
+        assert!(store.message(crashed).unwrap().is_none());
+        assert!(store.message(MessageId(200)).unwrap().is_some());
+        assert!(store.message(pending).unwrap().is_some());
+        assert!(
+            store.message(MessageId(100)).unwrap().is_some(),
+            "a confirmed row is never taken"
+        );
+        // Redelivered: nothing changes.
+        assert!(
+            !store
+                .insert_message(&mine(MessageId(200), "ok", t))
+                .unwrap()
+        );
+        assert!(store.message(pending).unwrap().is_some());
+        // The third one's confirm finds its echo already stored: one row.
+        assert!(
+            !store
+                .insert_message(&mine(MessageId(300), "ok", t))
+                .unwrap()
+        );
+        store.confirm_message(pending, MessageId(300)).unwrap();
+        let rows = store.recent_messages(ChannelId(5), 10).unwrap();
+        let mut ids: Vec<u64> = rows.iter().map(|m| m.id.get()).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, vec![100, 200, 300]);
+        assert_eq!(
+            store.last_message_id(ChannelId(5)).unwrap(),
+            Some(MessageId(300))
+        );
+    }
 
     #[test]
     fn insert_is_idempotent_and_edits_and_deletes_apply() {

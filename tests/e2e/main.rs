@@ -19,6 +19,8 @@ mod hostile;
 mod initiative;
 mod memory;
 mod newcomer;
+mod reconnect;
+mod recovery;
 mod reflexes;
 mod secrets;
 mod sends;

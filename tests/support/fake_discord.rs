@@ -78,6 +78,11 @@ pub struct World {
     pub garble_sends: u32,
     /// RESUME is answered with an invalid session (not resumable): the client must identify anew.
     pub refuse_resume: bool,
+    /// The gateway is down: every connection is accepted and closed at once,
+    /// cleanly (the case serenity retries with no pause).
+    pub gateway_down: bool,
+    /// Websocket connections opened to the gateway, down or not.
+    pub gateway_attempts: u32,
 }
 
 impl World {
@@ -428,6 +433,21 @@ impl FakeDiscord {
         });
     }
 
+    /// Takes the gateway down: the live connection is closed and every new
+    /// one is accepted and closed cleanly at once, until [`Self::gateway_up`].
+    pub fn gateway_down(&self) {
+        self.with(|w| {
+            w.gateway_down = true;
+            if let Some(conn) = w.conn.take() {
+                let _ = conn.send(Outbound::Close(1000));
+            }
+        });
+    }
+
+    pub fn gateway_up(&self) {
+        self.with(|w| w.gateway_down = false);
+    }
+
     /// Makes a stored message `minutes` older (as fetched through REST).
     pub fn backdate(&self, id: u64, minutes: i64) {
         self.with(|w| {
@@ -456,6 +476,21 @@ async fn gateway(
     ws: WebSocketUpgrade,
     State((world, _)): State<(Arc<Mutex<World>>, String)>,
 ) -> Response {
+    let down = {
+        let mut w = world.lock().unwrap();
+        w.gateway_attempts += 1;
+        w.gateway_down
+    };
+    if down {
+        return ws.on_upgrade(|mut socket| async move {
+            let _ = socket
+                .send(WsMessage::Close(Some(CloseFrame {
+                    code: 1000,
+                    reason: "down".into(),
+                })))
+                .await;
+        });
+    }
     ws.on_upgrade(move |socket| session(socket, world))
 }
 
