@@ -120,7 +120,7 @@ fn jittered(wait: Duration) -> StdDuration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Instant;
+    use tokio::time::Instant;
 
     #[test]
     fn jitter_stays_between_half_and_all_of_the_wait() {
@@ -131,9 +131,9 @@ mod tests {
         assert_eq!(jittered(Duration::zero()), StdDuration::ZERO);
     }
 
-    /// Real time, but scaled down; only lower bounds are exact (a sleep
-    /// never ends early), the one upper bound is loose.
-    #[tokio::test]
+    /// On tokio's paused clock: time moves only when every task waits, so
+    /// the gaps are exactly the gate's waits.
+    #[tokio::test(start_paused = true)]
     async fn attempts_in_a_row_pass_one_per_step_and_a_connection_resets_the_steps() {
         let url = Arc::new(Mutex::new("ws://gateway".to_string()));
         let ms = Duration::milliseconds;
@@ -151,14 +151,14 @@ mod tests {
         }
         // The fourth attempt started an 800 ms step. A connection now means
         // the fifth passes when that step ends and the sixth waits only the
-        // first step again (100–200 ms), not 1.6 s or more.
+        // first step again (100–200 ms, plus at most one LOOK), not 0.8 s or more.
         gate.connected();
         drop(url.lock().await);
         let fifth = Instant::now();
         drop(url.lock().await);
         let sixth = fifth.elapsed();
         assert!(sixth >= StdDuration::from_millis(100), "{sixth:?}");
-        assert!(sixth < StdDuration::from_millis(1_500), "{sixth:?}");
+        assert!(sixth < StdDuration::from_millis(400), "{sixth:?}");
         door.abort();
     }
 }
