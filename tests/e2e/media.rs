@@ -152,3 +152,159 @@ async fn the_fake_discord_refuses_a_file_over_twenty_five_mib() {
     assert_eq!(taken["attachments"][0]["size"], MAX_ATTACHMENT_BYTES);
     assert_eq!(taken["attachments"][0]["content_type"], "image/png");
 }
+
+// --- GIFs: the GIF source (a Giphy-compatible search) on the in-process world.
+
+use ambient::journal::Kind;
+use ambient::settings::Secrets;
+
+use crate::support::gif_server::GifServer;
+use crate::support::world::{self, World};
+
+const GIPHY_KEY: &str = "giphy-KEY-CANARY-4471";
+
+fn gif_world_settings(base: &str, allow_private: bool) -> ambient::settings::Settings {
+    let mut s = world::settings();
+    s.permissions.replies.discovery_channel_ids = vec![world::GENERAL];
+    s.network.allow_private_hosts = false;
+    s.initiative.discovery.allow_gif_posts = true;
+    s.initiative.discovery.gif_source.base_url = base.into();
+    s.initiative.discovery.gif_source.allow_private = allow_private;
+    s
+}
+
+async fn gif_world(s: ambient::settings::Settings) -> World {
+    let secrets = Secrets::from_lookup(|k| (k == "GIPHY_API_KEY").then(|| GIPHY_KEY.to_string()));
+    let w = World::start_with_secrets(s, secrets).await;
+    w.model.fallback(Scripted::tool(
+        "decide",
+        json!({"action": "post", "channel": "general", "text": "this is us", "reason": "r",
+               "media": {"kind": "gif", "prompt": "dancing cat"}}),
+    ));
+    w
+}
+
+fn skips(w: &World) -> Vec<String> {
+    w.journal(Kind::InitiativeSkip)
+        .into_iter()
+        .map(|e| format!("{}: {}", e.summary, e.reason))
+        .collect()
+}
+
+#[tokio::test]
+async fn an_ambient_post_asking_for_a_gif_posts_its_url_then_the_daily_budget_stops_the_search() {
+    let gifs = GifServer::start(GIPHY_KEY);
+    let mut s = gif_world_settings(&gifs.url, true);
+    s.initiative.discovery.max_gifs_per_day = 1;
+    let w = gif_world(s).await;
+    w.tick().await;
+    w.clock.advance(chrono::Duration::minutes(1));
+    w.tick().await;
+    let said = w.said();
+    assert_eq!(said.len(), 2, "{said:?}");
+    assert_eq!(
+        said[0].content,
+        "this is us\nhttps://media.example/dancing-cat.gif"
+    );
+    assert!(said[0].files.is_empty(), "a GIF is its URL, not an upload");
+    assert_eq!(
+        said[1].content, "this is us",
+        "over maxGifsPerDay: text only"
+    );
+    let searches = gifs.searches();
+    assert_eq!(searches.len(), 1, "no search over the budget");
+    assert_eq!(searches[0]["q"], "dancing cat");
+    assert_eq!(searches[0]["rating"], "pg");
+    assert_eq!(searches[0]["limit"], "5");
+    assert_eq!(searches[0]["api_key"], GIPHY_KEY);
+    let first_prompt = w.model.requests()[0].body.to_string();
+    assert!(
+        first_prompt.contains("gif: you may ask for one"),
+        "{first_prompt}"
+    );
+    assert!(
+        skips(&w)
+            .iter()
+            .any(|s| s
+                .contains("today's GIFs are used up (1 of initiative.discovery.maxGifsPerDay 1)")),
+        "{:#?}",
+        skips(&w)
+    );
+}
+
+#[tokio::test]
+async fn without_a_key_the_model_is_told_gifs_are_unavailable() {
+    let gifs = GifServer::start(GIPHY_KEY);
+    let w = World::start(gif_world_settings(&gifs.url, true)).await;
+    w.model.push(Scripted::tool(
+        "decide",
+        json!({"action": "post", "channel": "general", "text": "this is us", "reason": "r",
+               "media": {"kind": "gif", "prompt": "dancing cat"}}),
+    ));
+    w.tick().await;
+    let first_prompt = w.model.requests()[0].body.to_string();
+    assert!(
+        first_prompt.contains("gif: not available — no GIF source key is set (GIPHY_API_KEY)"),
+        "{first_prompt}"
+    );
+    assert_eq!(w.said()[0].content, "this is us");
+    assert!(gifs.searches().is_empty());
+}
+
+#[tokio::test]
+async fn a_private_gif_source_is_refused_without_its_flag() {
+    let gifs = GifServer::start(GIPHY_KEY);
+    let w = gif_world(gif_world_settings(&gifs.url, false)).await;
+    w.tick().await;
+    assert_eq!(w.said()[0].content, "this is us");
+    assert!(
+        gifs.searches().is_empty(),
+        "the loopback server was reached"
+    );
+    assert!(
+        skips(&w)
+            .iter()
+            .any(|s| s.starts_with("posted without the requested GIF: ")
+                && s.contains("private address")),
+        "{:#?}",
+        skips(&w)
+    );
+}
+
+/// Every file under `dir` whose raw bytes hold `needle`.
+fn files_holding(dir: &std::path::Path, needle: &str) -> Vec<String> {
+    let mut found = vec![];
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            found.extend(files_holding(&path, needle));
+        } else if std::fs::read(&path)
+            .unwrap()
+            .windows(needle.len())
+            .any(|w| w == needle.as_bytes())
+        {
+            found.push(path.display().to_string());
+        }
+    }
+    found
+}
+
+#[tokio::test]
+async fn the_gif_key_never_reaches_the_journal_the_usage_table_or_the_data_directory() {
+    // A service that is down: the network error names the URL, and the key is in it.
+    let w = gif_world(gif_world_settings("http://127.0.0.1:9", true)).await;
+    w.tick().await;
+    assert_eq!(w.said()[0].content, "this is us");
+    let reasons: Vec<String> = skips(&w)
+        .into_iter()
+        .filter(|s| s.starts_with("posted without the requested GIF"))
+        .collect();
+    assert_eq!(reasons.len(), 1, "{:#?}", skips(&w));
+    assert!(
+        reasons[0].contains("api_key=***") && !reasons[0].contains(GIPHY_KEY),
+        "{reasons:#?}"
+    );
+    let (dir, _, _) = w.stop().await;
+    let holding = files_holding(dir.path(), GIPHY_KEY);
+    assert!(holding.is_empty(), "the key is on disk in {holding:?}");
+}
