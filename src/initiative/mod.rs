@@ -368,6 +368,8 @@ impl Initiative {
             .into_iter()
             .map(
                 |kind| match media::availability(&settings, &media_state, kind) {
+                    // A GIF is found by searching, not drawn: its prompt is search words.
+                    Ok(()) if kind == MediaKind::Gif => "gif: you may ask for one with your post (media.kind \"gif\" and a prompt of a few search words; its link is added to your text)".to_string(),
                     Ok(()) => format!(
                         "{}: you may ask for one with your post (media.kind \"{}\" and a prompt)",
                         kind.as_str(),

@@ -219,7 +219,7 @@ async fn an_ambient_post_asking_for_a_gif_posts_its_url_then_the_daily_budget_st
     assert_eq!(searches[0]["api_key"], GIPHY_KEY);
     let first_prompt = w.model.requests()[0].body.to_string();
     assert!(
-        first_prompt.contains("gif: you may ask for one"),
+        first_prompt.contains("gif: you may ask for one with your post (media.kind \\\"gif\\\" and a prompt of a few search words; its link is added to your text)"),
         "{first_prompt}"
     );
     assert!(
