@@ -8,8 +8,10 @@
 //! fetcher (`net::Fetcher::post`): a private endpoint only with
 //! `imageGeneration.allowPrivate`, no redirects, `timeoutSeconds` for all of
 //! it, and the answer read only up to what an image under Discord's 25 MiB
-//! attachment limit needs; a larger image is refused before it is decoded. No video or GIF source is built in, so
-//! those are reported unavailable and such a request is dropped with a reason.
+//! attachment limit needs; a larger image is refused before it is decoded.
+//! GIFs come from the GIF source (`gifs.rs`: a Giphy-compatible search with
+//! `GIPHY_API_KEY`), within `maxGifsPerDay`. No video source is built in, so
+//! videos are reported unavailable and such a request is dropped with a reason.
 
 use std::time::Duration;
 
@@ -33,9 +35,38 @@ pub const MAX_IMAGE_BYTES: u64 = 25 * 1024 * 1024;
 /// The largest answer read: the image in base64 (4/3 of it) and some JSON.
 const MAX_ANSWER_BYTES: u64 = MAX_IMAGE_BYTES / 3 * 4 + 64 * 1024;
 
+/// What today's budgets and the operator's keys allow, for `availability`.
+pub struct MediaState {
+    pub images_today: u64,
+    pub gifs_today: u64,
+    /// Why the GIF source cannot be used (no base URL, no key), if it cannot.
+    pub gif_source_missing: Option<String>,
+}
+
+impl MediaState {
+    pub fn now(
+        settings: &Settings,
+        secrets: &Secrets,
+        store: &Store,
+        guild: GuildId,
+        now: DateTime<Utc>,
+    ) -> Self {
+        Self {
+            images_today: images_today(store, guild, now),
+            gifs_today: super::gifs::gifs_today(store, guild, now),
+            gif_source_missing: super::gifs::unconfigured(settings, secrets),
+        }
+    }
+}
+
 /// Whether each kind of media can be used now, and why not.
-pub fn availability(settings: &Settings, images_today: u64, kind: MediaKind) -> Result<(), String> {
+pub fn availability(
+    settings: &Settings,
+    state: &MediaState,
+    kind: MediaKind,
+) -> Result<(), String> {
     let d = &settings.initiative.discovery;
+    let images_today = state.images_today;
     match kind {
         MediaKind::Image => {
             if !d.allow_image_posts {
@@ -66,9 +97,19 @@ pub fn availability(settings: &Settings, images_today: u64, kind: MediaKind) -> 
         MediaKind::Gif if !d.allow_gif_posts => {
             Err("GIFs are off (initiative.discovery.allowGifPosts)".into())
         }
-        MediaKind::Video | MediaKind::Gif => {
-            Err(format!("no {} source is configured", kind.as_str()))
+        MediaKind::Gif => {
+            if let Some(why) = &state.gif_source_missing {
+                return Err(why.clone());
+            }
+            if state.gifs_today >= u64::from(d.max_gifs_per_day) {
+                return Err(format!(
+                    "today's GIFs are used up ({} of initiative.discovery.maxGifsPerDay {})",
+                    state.gifs_today, d.max_gifs_per_day
+                ));
+            }
+            Ok(())
         }
+        MediaKind::Video => Err(format!("no {} source is configured", kind.as_str())),
     }
 }
 

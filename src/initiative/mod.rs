@@ -17,6 +17,7 @@ pub mod community;
 pub mod context;
 pub mod decision;
 pub mod gates;
+pub mod gifs;
 pub mod media;
 pub mod pending;
 pub mod tools;
@@ -368,11 +369,13 @@ impl Initiative {
             return self.write_failed(guild, None, "record this consideration", e);
         }
 
-        let images_today = media::images_today(&self.store, guild, now);
+        let media_state = media::MediaState::now(&settings, &self.secrets, &self.store, guild, now);
         let mut capabilities: Vec<String> = [MediaKind::Image, MediaKind::Video, MediaKind::Gif]
             .into_iter()
             .map(
-                |kind| match media::availability(&settings, images_today, kind) {
+                |kind| match media::availability(&settings, &media_state, kind) {
+                    // A GIF is found by searching, not drawn: its prompt is search words.
+                    Ok(()) if kind == MediaKind::Gif => "gif: you may ask for one with your post (media.kind \"gif\" and a prompt of a few search words; its link is added to your text)".to_string(),
                     Ok(()) => format!(
                         "{}: you may ask for one with your post (media.kind \"{}\" and a prompt)",
                         kind.as_str(),
@@ -591,7 +594,7 @@ impl Initiative {
         &self,
         guild: GuildId,
         channel: ChannelId,
-        text: String,
+        mut text: String,
         media: Option<pending::MediaDirective>,
         reason: String,
         pending: Option<PendingThought>,
@@ -602,11 +605,26 @@ impl Initiative {
         let mut files = Vec::new();
         let mut media_note = serde_json::Value::Null;
         if let Some(m) = &media {
-            match media::availability(
-                &settings,
-                media::images_today(&self.store, guild, now),
-                m.kind,
-            ) {
+            let state = media::MediaState::now(&settings, &self.secrets, &self.store, guild, now);
+            match media::availability(&settings, &state, m.kind) {
+                Ok(()) if m.kind == MediaKind::Gif => {
+                    // Posted as its URL on a line of its own: Discord embeds it.
+                    match gifs::search(&settings, &self.secrets, &m.prompt, &self.store, guild, now)
+                        .await
+                    {
+                        Ok(url) => {
+                            text = format!("{text}\n{url}");
+                            media_note =
+                                serde_json::json!({"kind": "gif", "prompt": m.prompt, "url": url});
+                        }
+                        Err(why) => self.skip(
+                            guild,
+                            Some(channel),
+                            "posted without the requested GIF",
+                            &why,
+                        ),
+                    }
+                }
                 Ok(()) => {
                     match media::generate_image(
                         &settings,

@@ -532,6 +532,28 @@ impl Default for ImageGenerationSettings {
     }
 }
 
+/// A Giphy-compatible GIF search API; used only when `GIPHY_API_KEY` is set.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct GifSourceSettings {
+    /// Base URL of the search API (`{baseUrl}/v1/gifs/search`); empty turns GIFs off.
+    pub base_url: String,
+    /// Content rating asked for: g, pg, pg-13 or r.
+    pub rating: String,
+    /// The search service may be on a private address (the operator's own).
+    pub allow_private: bool,
+}
+
+impl Default for GifSourceSettings {
+    fn default() -> Self {
+        Self {
+            base_url: "https://api.giphy.com".into(),
+            rating: "pg".into(),
+            allow_private: false,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct DiscoverySettings {
@@ -562,6 +584,7 @@ pub struct DiscoverySettings {
     pub allowed_image_models: Vec<String>,
     pub allowed_video_models: Vec<String>,
     pub image_generation: ImageGenerationSettings,
+    pub gif_source: GifSourceSettings,
 }
 
 impl Default for DiscoverySettings {
@@ -592,6 +615,7 @@ impl Default for DiscoverySettings {
             allowed_image_models: Vec::new(),
             allowed_video_models: Vec::new(),
             image_generation: ImageGenerationSettings::default(),
+            gif_source: GifSourceSettings::default(),
         }
     }
 }

@@ -51,6 +51,8 @@ pub struct Secrets {
     pub image_api_key: Option<Secret>,
     /// GITHUB_TOKEN, for the `github_api` reflex action
     pub github_token: Option<Secret>,
+    /// GIPHY_API_KEY, for the GIF source (a Giphy-compatible search API)
+    pub giphy_api_key: Option<Secret>,
 }
 
 /// The environment variables read, for help texts and the README.
@@ -62,6 +64,7 @@ pub const SECRET_VARS: &[&str] = &[
     "TRANSCRIPTION_API_KEY",
     "IMAGE_API_KEY",
     "GITHUB_TOKEN",
+    "GIPHY_API_KEY",
 ];
 
 impl Secrets {
@@ -86,6 +89,7 @@ impl Secrets {
             transcription_api_key: secret("TRANSCRIPTION_API_KEY"),
             image_api_key: secret("IMAGE_API_KEY"),
             github_token: secret("GITHUB_TOKEN"),
+            giphy_api_key: secret("GIPHY_API_KEY"),
         }
     }
 
@@ -98,6 +102,7 @@ impl Secrets {
             &self.transcription_api_key,
             &self.image_api_key,
             &self.github_token,
+            &self.giphy_api_key,
         ]
         .into_iter()
         .flatten()

@@ -679,6 +679,16 @@ fn semantic(s: &Settings) -> Vec<Problem> {
         1,
         600,
     );
+    p.url(
+        "initiative.discovery.gifSource.baseUrl",
+        &d.gif_source.base_url,
+        true,
+    );
+    p.one_of(
+        "initiative.discovery.gifSource.rating",
+        &d.gif_source.rating,
+        &["g", "pg", "pg-13", "r"],
+    );
 
     let m = &s.memory;
     p.range(

@@ -139,6 +139,20 @@ impl World {
             .map(|r| r.body)
             .collect()
     }
+
+    /// The messages the bot created in `channel` as Discord shows them
+    /// (with their `attachments`), oldest first.
+    pub fn posted_in(&self, channel: u64) -> Vec<Value> {
+        let mut found: Vec<(u64, Value)> = self
+            .messages
+            .iter()
+            .filter(|(_, m)| m["channel_id"] == channel.to_string().as_str())
+            .filter(|(_, m)| m["author"]["id"] == BOT.to_string().as_str())
+            .map(|(id, m)| (*id, m.clone()))
+            .collect();
+        found.sort_by_key(|(id, _)| *id);
+        found.into_iter().map(|(_, m)| m).collect()
+    }
 }
 
 #[derive(Clone)]
@@ -275,6 +289,10 @@ impl FakeDiscord {
         let app = Router::new()
             .route("/gateway", any(gateway))
             .fallback(rest)
+            // Discord takes bodies up to its attachment limit; axum's 2 MB default would refuse first.
+            .layer(axum::extract::DefaultBodyLimit::max(
+                4 * MAX_ATTACHMENT_BYTES,
+            ))
             .with_state((world.clone(), ws_url));
         super::serve::spawn(listener, app);
         Self { url, world }
@@ -573,22 +591,52 @@ async fn session(socket: WebSocket, world: Arc<Mutex<World>>) {
     writer.abort();
 }
 
+/// Discord's attachment limit without boosts: 25 MiB per file.
+pub const MAX_ATTACHMENT_BYTES: usize = 25 * 1024 * 1024;
+
 /// A multipart body (a message with files): its `payload_json`, with the
-/// files added as `_files: [{name, content}]`.
+/// files added as `_files: [{name, size, content_type, content}]` (`size` in
+/// bytes as sent; `content` as text, lossy for binary files). Parsed as
+/// bytes, so a binary file's size is what the bot sent.
 fn multipart(body: &[u8], boundary: &str) -> Value {
-    let text = String::from_utf8_lossy(body);
+    let delimiter = format!("--{boundary}").into_bytes();
     let mut payload = Value::Null;
     let mut files = Vec::new();
-    for part in text.split(&format!("--{boundary}")) {
-        let Some((head, content)) = part.split_once("\r\n\r\n") else {
+    let mut starts = Vec::new();
+    let mut i = 0;
+    while i + delimiter.len() <= body.len() {
+        if body[i..].starts_with(&delimiter) {
+            starts.push(i);
+            i += delimiter.len();
+        } else {
+            i += 1;
+        }
+    }
+    for pair in starts.windows(2) {
+        let part = &body[pair[0] + delimiter.len()..pair[1]];
+        let Some(split) = part.windows(4).position(|w| w == b"\r\n\r\n") else {
             continue;
         };
-        let content = content.strip_suffix("\r\n").unwrap_or(content);
+        let head = String::from_utf8_lossy(&part[..split]);
+        let content = &part[split + 4..];
+        let content = content.strip_suffix(b"\r\n").unwrap_or(content);
         if head.contains("name=\"payload_json\"") {
-            payload = serde_json::from_str(content).unwrap_or(Value::Null);
+            payload = serde_json::from_slice(content).unwrap_or(Value::Null);
         } else if let Some(i) = head.find("filename=\"") {
             let name = head[i + 10..].split('"').next().unwrap_or("").to_string();
-            files.push(json!({"name": name, "content": content}));
+            let content_type = head
+                .lines()
+                .find_map(|l| {
+                    l.strip_prefix("Content-Type: ")
+                        .or(l.strip_prefix("content-type: "))
+                })
+                .unwrap_or("")
+                .trim()
+                .to_string();
+            files.push(
+                json!({"name": name, "size": content.len(), "content_type": content_type,
+                "content": String::from_utf8_lossy(content)}),
+            );
         }
     }
     if payload.is_null() {
@@ -670,6 +718,31 @@ async fn rest(
                 )
                     .into_response();
             }
+            // Files: each at most 25 MiB, shown on the message as Discord does.
+            let files = body["_files"].as_array().cloned().unwrap_or_default();
+            if files
+                .iter()
+                .any(|f| f["size"].as_u64().unwrap_or(0) > MAX_ATTACHMENT_BYTES as u64)
+            {
+                return (
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    axum::Json(json!({"message": "Request entity too large", "code": 40005})),
+                )
+                    .into_response();
+            }
+            let attachments: Vec<Value> = files
+                .iter()
+                .enumerate()
+                .map(|(i, f)| {
+                    let url = format!(
+                        "https://cdn.discordapp.com/attachments/{channel}/{}/{}",
+                        7000 + i,
+                        f["name"].as_str().unwrap_or("")
+                    );
+                    json!({"id": (7000 + i).to_string(), "filename": f["name"], "size": f["size"],
+                        "content_type": f["content_type"], "url": url, "proxy_url": url})
+                })
+                .collect();
             let nonce = body["nonce"].as_str().map(String::from);
             if body["enforce_nonce"] == json!(true) {
                 if let Some(previous) = nonce.as_ref().and_then(|n| w.nonces.get(n)) {
@@ -688,6 +761,7 @@ async fn rest(
             if let Some(r) = body.get("message_reference") {
                 m["message_reference"] = r.clone();
             }
+            m["attachments"] = json!(attachments);
             match computed_mentions(
                 &m["content"].as_str().unwrap_or("").to_string(),
                 &body["allowed_mentions"],

@@ -7,6 +7,7 @@ pub mod bot;
 pub mod exec;
 pub mod fake_discord;
 pub mod feed_server;
+pub mod gif_server;
 pub mod home;
 pub mod model_server;
 pub mod serve;

@@ -1,0 +1,155 @@
+//! The GIF source for ambient posts: a Giphy-compatible search API with the
+//! operator's key (`GIPHY_API_KEY`).
+//!
+//! - On only with `initiative.discovery.allowGifPosts`, a key, and a
+//!   non-empty `initiative.discovery.gifSource.baseUrl`.
+//! - `GET {baseUrl}/v1/gifs/search?api_key=…&q=…&limit=…&rating=…` through
+//!   the guarded fetcher (`net::Fetcher`): redirects checked per hop, the
+//!   answer bounded, `network.fetchTimeoutSeconds`; the service may be on a
+//!   private address only with `gifSource.allowPrivate`.
+//! - At most `maxGifsPerDay` per guild in 24 h, counted from the usage rows
+//!   (provider `gifs`) every search leaves, found or not.
+//! - The key rides in the URL, so every error text passes through the secret
+//!   masking before it reaches the usage table, the journal or a log.
+//! - The GIF is posted as its URL: Discord embeds it, and nothing is
+//!   downloaded or re-uploaded (no attachment size to police, no bytes held).
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use crate::ids::GuildId;
+use crate::net::Fetcher;
+use crate::settings::{Secrets, Settings};
+use crate::store::Store;
+use crate::store::usage::{UsageFilter, UsageRecord};
+
+pub const GIF_PROVIDER: &str = "gifs";
+
+/// Results asked for; the first usable one is posted.
+const SEARCH_LIMIT: u32 = 5;
+
+/// A search answer with a few results is a few kilobytes; this is generous.
+const MAX_ANSWER_BYTES: u64 = 512 * 1024;
+
+/// Why the GIF source cannot be used, if it cannot (the budget aside).
+pub fn unconfigured(settings: &Settings, secrets: &Secrets) -> Option<String> {
+    if settings.initiative.discovery.gif_source.base_url.is_empty() {
+        return Some("no GIF source is configured (initiative.discovery.gifSource.baseUrl)".into());
+    }
+    if secrets.giphy_api_key.is_none() {
+        return Some("no GIF source key is set (GIPHY_API_KEY)".into());
+    }
+    None
+}
+
+/// GIF searches a guild made in the last 24 h.
+pub fn gifs_today(store: &Store, guild: GuildId, now: DateTime<Utc>) -> u64 {
+    store
+        .usage_count(&UsageFilter {
+            since: Some(now - chrono::Duration::hours(24)),
+            guild: Some(guild),
+            provider: Some(GIF_PROVIDER.into()),
+            ..Default::default()
+        })
+        .unwrap_or(0)
+}
+
+/// Searches for a GIF matching `query` and returns its URL. The search is
+/// recorded in the usage log whatever its outcome (the daily budget counts it).
+pub async fn search(
+    settings: &Settings,
+    secrets: &Secrets,
+    query: &str,
+    store: &Store,
+    guild: GuildId,
+    now: DateTime<Utc>,
+) -> Result<String, String> {
+    let started = std::time::Instant::now();
+    let result = find(settings, secrets, query)
+        .await
+        .map_err(|e| secrets.redact(&e));
+    let recorded = store.usage_append(&UsageRecord {
+        id: 0,
+        at: now,
+        role: "ambient".into(),
+        source: "ambient".into(),
+        guild: Some(guild),
+        provider: GIF_PROVIDER.into(),
+        model: "search".into(),
+        pay_per_token: false,
+        tokens_in: 0,
+        tokens_out: 0,
+        latency_ms: started.elapsed().as_millis() as u64,
+        outcome: if result.is_ok() {
+            "ok".into()
+        } else {
+            "client_error".into()
+        },
+        detail: result.as_ref().err().cloned().unwrap_or_default(),
+    });
+    // The daily budget counts these rows: an unrecorded search would not count.
+    match recorded {
+        Err(e) if result.is_ok() => Err(format!("the GIF search could not be recorded: {e}")),
+        _ => result,
+    }
+}
+
+async fn find(settings: &Settings, secrets: &Secrets, query: &str) -> Result<String, String> {
+    let source = &settings.initiative.discovery.gif_source;
+    let key = secrets
+        .giphy_api_key
+        .as_ref()
+        .ok_or("no GIF source key is set (GIPHY_API_KEY)")?;
+    let base = source.base_url.trim_end_matches('/');
+    let mut url = url::Url::parse(&format!("{base}/v1/gifs/search"))
+        .map_err(|e| format!("initiative.discovery.gifSource.baseUrl is not a URL: {e}"))?;
+    url.query_pairs_mut()
+        .append_pair("api_key", key.expose())
+        .append_pair("q", query)
+        .append_pair("limit", &SEARCH_LIMIT.to_string())
+        .append_pair("rating", &source.rating);
+    let fetcher = Fetcher::for_endpoint(
+        &settings.network,
+        &source.base_url,
+        MAX_ANSWER_BYTES,
+        source.allow_private,
+    );
+    let answer = fetcher
+        .get(url.as_str())
+        .await
+        .map_err(|e| format!("the GIF search failed: {e}"))?;
+    let body: Value = serde_json::from_slice(&answer.body)
+        .map_err(|e| format!("the GIF search answered something that is not JSON: {e}"))?;
+    first_gif(&body).ok_or_else(|| format!("the GIF search found nothing for {query:?}"))
+}
+
+/// The first result's `images.original.url` that is an https URL.
+fn first_gif(body: &Value) -> Option<String> {
+    body["data"].as_array()?.iter().find_map(|g| {
+        let url = g.pointer("/images/original/url")?.as_str()?;
+        let parsed = url::Url::parse(url).ok()?;
+        (parsed.scheme() == "https").then(|| parsed.to_string())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_first_https_result_is_taken_and_others_are_skipped() {
+        let body = json!({"data": [
+            {"id": "a", "images": {"original": {"url": "javascript:alert(1)"}}},
+            {"id": "b", "images": {}},
+            {"id": "c", "images": {"original": {"url": "http://plain.example/c.gif"}}},
+            {"id": "d", "images": {"original": {"url": "https://media.example/d.gif"}}},
+        ]});
+        assert_eq!(
+            first_gif(&body).as_deref(),
+            Some("https://media.example/d.gif")
+        );
+        assert_eq!(first_gif(&json!({"data": []})), None);
+        assert_eq!(first_gif(&json!({"meta": {"status": 401}})), None);
+    }
+}
