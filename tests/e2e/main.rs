@@ -19,6 +19,7 @@ mod hostile;
 mod initiative;
 mod memory;
 mod newcomer;
+mod ratelimits;
 mod reflexes;
 mod secrets;
 mod sends;
