@@ -124,10 +124,9 @@ impl Limiter {
             let method = built.method().clone();
             let response = self.client.execute(built).await?;
             let headers = response.headers();
-            if header::<u32>(headers, "x-ratelimit-remaining") == Some(0) {
-                if let Some(reset) = seconds(headers, "x-ratelimit-reset-after") {
-                    self.block(route, reset.min(MAX_WAIT), false);
-                }
+            let spent = header::<u32>(headers, "x-ratelimit-remaining") == Some(0);
+            if let Some(reset) = seconds(headers, "x-ratelimit-reset-after").filter(|_| spent) {
+                self.block(route, reset.min(MAX_WAIT), false);
             }
             if response.status().as_u16() == 429 {
                 let (wait, global) = retry_after(headers, attempt);

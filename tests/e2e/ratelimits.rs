@@ -111,3 +111,30 @@ fn behind_a_rate_limiting_proxy_the_bot_passes_a_429_on_without_waiting() {
     );
     assert!(bot.discord.with(|w| bot_messages(w)).is_empty());
 }
+
+#[test]
+fn a_spent_bucket_is_waited_out_before_the_next_send_not_after_a_429() {
+    let bot = Bot::start(json!({}));
+    let window = Duration::from_secs(2);
+    bot.discord.rate_limit_sends(1, window);
+    bot.model.push(Scripted::text("First."));
+    bot.model.push(Scripted::text("Second."));
+    bot.discord.say(GENERAL, ALICE, &format!("<@{BOT}> one"));
+    assert!(
+        bot.discord.wait_until(20, |w| bot_messages(w).len() == 1),
+        "{}",
+        bot.log()
+    );
+    bot.discord.say(GENERAL, ALICE, &format!("<@{BOT}> two"));
+    assert!(
+        bot.discord.wait_until(20, |w| bot_messages(w).len() == 2),
+        "{}",
+        bot.log()
+    );
+    let attempts = bot.discord.send_times(GENERAL);
+    assert_eq!(
+        attempts.len(),
+        2,
+        "X-RateLimit-Remaining: 0 said to wait: no send was answered 429"
+    );
+}
