@@ -11,8 +11,8 @@
 //! elsewhere serenity performs them. A 429 that will not clear is a
 //! `Transport` error, not `Unknown` (Discord creates nothing when it answers
 //! 429) and not `Refused` (which closes the channel to the bot for a while,
-//! meant for a missing permission). Typing stays
-//! with serenity either way (a lost indicator costs nothing).
+//! meant for a missing permission). Typing stays with serenity either way
+//! (a lost indicator costs nothing).
 
 use std::sync::Arc;
 
