@@ -4,13 +4,18 @@
 //!
 //! `discord.apiBaseUrl` routes every REST call (and so the gateway URL
 //! lookup) to another Discord-compatible server; the tests' fake Discord
-//! uses it. Serenity's rate limiter ignores the proxy, so it is turned off
-//! for a custom base URL and kept for Discord itself.
+//! uses it. Serenity's rate limiter ignores the base URL (it would send to
+//! discord.com), so it is off for a custom base URL and kept for Discord
+//! itself. Behind a custom base URL, `discord.restProxyHandlesRateLimits`
+//! says who honours 429s: true, a rate-limiting REST proxy (nirn-proxy,
+//! twilight-http-proxy) does and the bot sends straight through; false (the
+//! default), the chat transport waits and retries itself (`ratelimit`).
 
 mod backfill;
 mod commands;
 pub mod convert;
 mod events;
+pub mod ratelimit;
 mod reconnect;
 pub mod transport;
 pub mod voice;
@@ -45,14 +50,35 @@ pub fn intents(settings: &Settings) -> GatewayIntents {
         | GatewayIntents::GUILD_VOICE_STATES
 }
 
-fn http(token: &str, settings: &Settings) -> serenity::all::Http {
+/// The one reqwest client for Discord's REST API, serenity's and our limiter's.
+/// Built through `net::with_proxy`, so it ignores `HTTP_PROXY`/`HTTPS_PROXY`/
+/// `ALL_PROXY` in the environment and uses only an explicit `network.proxy`,
+/// like every other client of the bot.
+fn rest_client(settings: &Settings) -> anyhow::Result<reqwest::Client> {
+    crate::net::with_proxy(
+        reqwest::Client::builder().use_rustls_tls(),
+        &settings.network,
+    )
+    .build()
+    .context("cannot build the Discord HTTP client")
+}
+
+fn http(token: &str, settings: &Settings, client: reqwest::Client) -> serenity::all::Http {
     let base = settings.discord.api_base_url.trim_end_matches('/');
-    let builder = HttpBuilder::new(token);
+    let builder = HttpBuilder::new(token).client(client);
     if base == DISCORD {
         builder.build()
     } else {
         builder.proxy(base).ratelimiter_disabled(true).build()
     }
+}
+
+/// Our own 429 handling for the chat transport, only where neither serenity's
+/// limiter (discord.com) nor a rate-limiting proxy does it.
+fn own_limiter(settings: &Settings, client: &reqwest::Client) -> Option<ratelimit::Limiter> {
+    let base = settings.discord.api_base_url.trim_end_matches('/');
+    (base != DISCORD && !settings.discord.rest_proxy_handles_rate_limits)
+        .then(|| ratelimit::Limiter::new(client.clone(), base))
 }
 
 /// Connects and runs until SIGINT/SIGTERM; returns after a graceful shutdown.
@@ -61,7 +87,8 @@ pub async fn run(parts: Parts, token: &str) -> anyhow::Result<()> {
     // One bot per data directory: refused before logging in or touching the data.
     let lock =
         crate::store::lock::DataLock::acquire(std::path::Path::new(&settings.storage.data_dir))?;
-    let rest = Arc::new(http(token, &settings));
+    let client = rest_client(&settings)?;
+    let rest = Arc::new(http(token, &settings, client.clone()));
     let me = rest.get_current_user().await.map_err(|e| match &e {
         serenity::Error::Http(h) if h.status_code().map(|s| s.as_u16()) == Some(401) => anyhow!(
             "Discord rejected DISCORD_TOKEN (401 Unauthorized): copy the bot token again from the \
@@ -79,7 +106,11 @@ pub async fn run(parts: Parts, token: &str) -> anyhow::Result<()> {
     };
     tracing::info!(bot = %me.name, "logged in");
 
-    let transport = Arc::new(transport::DiscordTransport::new(rest.clone(), me.clone()));
+    let transport = Arc::new(transport::DiscordTransport::new(
+        rest.clone(),
+        me.clone(),
+        own_limiter(&settings, &client),
+    ));
     let app = App::build(parts, |_| transport).await?;
     let running = app.start(lock);
 
@@ -131,16 +162,17 @@ pub async fn run(parts: Parts, token: &str) -> anyhow::Result<()> {
 
     let songbird = voice::songbird();
     let gate = Arc::new(reconnect::Gate::default());
-    let mut client = ClientBuilder::new_with_http(http(token, &settings), intents(&settings))
-        .framework(framework)
-        .voice_manager_arc(songbird.clone())
-        .event_handler(events::Events {
-            app: app.clone(),
-            me: me.id,
-            gate: gate.clone(),
-        })
-        .await
-        .context("cannot set up the Discord client")?;
+    let mut client =
+        ClientBuilder::new_with_http(http(token, &settings, client), intents(&settings))
+            .framework(framework)
+            .voice_manager_arc(songbird.clone())
+            .event_handler(events::Events {
+                app: app.clone(),
+                me: me.id,
+                gate: gate.clone(),
+            })
+            .await
+            .context("cannot set up the Discord client")?;
     let door = gate.spawn(client.ws_url.clone()).await;
 
     app.voice.set_backend(Arc::new(voice::SongbirdBackend {

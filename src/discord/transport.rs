@@ -4,16 +4,30 @@
 //! drops a repeated send, and with `allowed_mentions` that permits pinging
 //! only the users speech named — never `@everyone`, `@here` or roles,
 //! whatever the text says (speech has neutralised those in the text too).
+//!
+//! Where the bot must honour 429s itself (a Discord-compatible server with no
+//! rate-limiting proxy, see `ratelimit`), send, react and history are performed
+//! through `ratelimit::Limiter` with the same bodies serenity would send;
+//! elsewhere serenity performs them. A 429 that will not clear is a
+//! `Transport` error, not `Unknown` (Discord creates nothing when it answers
+//! 429) and not `Refused` (which closes the channel to the bot for a while,
+//! meant for a missing permission). Typing stays with serenity either way
+//! (a lost indicator costs nothing).
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use reqwest::multipart::{Form, Part};
 use serenity::all::{
     ChannelId as SChannelId, CreateAllowedMentions, CreateAttachment, CreateMessage, GetMessages,
-    Http, MessageId as SMessageId, MessageReference, Nonce, ReactionType, Typing as STyping,
+    Http, Message, MessageId as SMessageId, MessageReference, Nonce, ReactionType,
+    Typing as STyping,
 };
+use serenity::constants::MESSAGE_CODE_LIMIT;
+use serenity::http::{LightMethod, Request, Route};
 
 use super::convert;
+use super::ratelimit::{Limiter, is_rate_limited};
 use crate::attention::Author;
 use crate::chat::{ChatError, Outgoing, Transport, Typing};
 use crate::ids::{ChannelId, MessageId};
@@ -22,12 +36,73 @@ use crate::store::messages::StoredMessage;
 pub struct DiscordTransport {
     http: Arc<Http>,
     me: Author,
+    /// None: serenity's limiter or a rate-limiting proxy handles 429s.
+    limiter: Option<Limiter>,
 }
 
 impl DiscordTransport {
-    pub fn new(http: Arc<Http>, me: Author) -> Self {
-        Self { http, me }
+    pub fn new(http: Arc<Http>, me: Author, limiter: Option<Limiter>) -> Self {
+        Self { http, me, limiter }
     }
+}
+
+/// The message as serenity sends it, files aside.
+fn create_message(channel: SChannelId, message: &Outgoing) -> CreateMessage {
+    let mut builder = CreateMessage::new()
+        .content(&message.content)
+        .nonce(Nonce::String(message.nonce.clone()))
+        .enforce_nonce(true)
+        .allowed_mentions(safe_mentions(&message.pings));
+    if let Some(to) = message.reply_to {
+        let mut reference = MessageReference::from((channel, SMessageId::new(to.get())));
+        // If the message being answered was deleted meanwhile, still say it.
+        reference.fail_if_not_exists = Some(false);
+        builder = builder.reference_message(reference);
+    }
+    builder
+}
+
+/// Sends through our limiter: the JSON body serenity's `send_message` sends,
+/// or with files the same multipart form (`payload_json` naming each
+/// `files[i]` in `attachments`).
+async fn send_limited(
+    http: &Http,
+    limiter: &Limiter,
+    channel: SChannelId,
+    message: &Outgoing,
+) -> Result<Message, serenity::Error> {
+    let mut payload = serde_json::to_value(create_message(channel, message))?;
+    let request = Request::new(
+        Route::ChannelMessages {
+            channel_id: channel,
+        },
+        LightMethod::Post,
+    );
+    let route = format!("send {channel}");
+    let response = if message.files.is_empty() {
+        let request = request.body(Some(serde_json::to_vec(&payload)?));
+        limiter.perform(http.token(), &route, request, None).await?
+    } else {
+        payload["attachments"] = message
+            .files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| serde_json::json!({"id": i, "filename": f.name}))
+            .collect();
+        let payload = payload.to_string();
+        let form = || {
+            let mut form = Form::new();
+            for (i, f) in message.files.iter().enumerate() {
+                let part = Part::bytes(f.bytes.clone()).file_name(f.name.clone());
+                form = form.part(format!("files[{i}]"), part);
+            }
+            form.text("payload_json", payload.clone())
+        };
+        limiter
+            .perform(http.token(), &route, request, Some(&form))
+            .await?
+    };
+    Ok(serde_json::from_slice(&response.bytes().await?)?)
 }
 
 /// Only the users speech named may be pinged (a reply pings its author);
@@ -47,6 +122,10 @@ pub fn safe_mentions(pings: &[crate::ids::UserId]) -> CreateAllowedMentions {
 }
 
 fn chat_error(e: serenity::Error) -> ChatError {
+    if is_rate_limited(&e) {
+        // Discord creates nothing it answers 429 to: not unknown; and the channel is not closed to us.
+        return ChatError::Transport(format!("rate limited: {e}"));
+    }
     match &e {
         serenity::Error::Http(http) => match http.status_code().map(|s| s.as_u16()) {
             Some(403) => ChatError::Refused(format!("missing permission: {e}")),
@@ -70,27 +149,28 @@ impl Transport for DiscordTransport {
 
     async fn send(&self, channel: ChannelId, message: &Outgoing) -> Result<MessageId, ChatError> {
         let channel = SChannelId::new(channel.get());
-        let mut builder = CreateMessage::new()
-            .content(&message.content)
-            .nonce(Nonce::String(message.nonce.clone()))
-            .enforce_nonce(true)
-            .allowed_mentions(safe_mentions(&message.pings));
-        for file in &message.files {
-            builder = builder.add_file(CreateAttachment::bytes(
-                file.bytes.clone(),
-                file.name.clone(),
-            ));
+        let sent = match &self.limiter {
+            Some(limiter) => {
+                if message.content.chars().count() > MESSAGE_CODE_LIMIT {
+                    // What serenity's own send refuses before sending.
+                    return Err(ChatError::Refused(format!(
+                        "message over {MESSAGE_CODE_LIMIT} characters"
+                    )));
+                }
+                send_limited(&self.http, limiter, channel, message).await
+            }
+            None => {
+                let mut builder = create_message(channel, message);
+                for file in &message.files {
+                    builder = builder.add_file(CreateAttachment::bytes(
+                        file.bytes.clone(),
+                        file.name.clone(),
+                    ));
+                }
+                channel.send_message(&self.http, builder).await
+            }
         }
-        if let Some(to) = message.reply_to {
-            let mut reference = MessageReference::from((channel, SMessageId::new(to.get())));
-            // If the message being answered was deleted meanwhile, still say it.
-            reference.fail_if_not_exists = Some(false);
-            builder = builder.reference_message(reference);
-        }
-        let sent = channel
-            .send_message(&self.http, builder)
-            .await
-            .map_err(chat_error)?;
+        .map_err(chat_error)?;
         Ok(MessageId(sent.id.get()))
     }
 
@@ -100,14 +180,29 @@ impl Transport for DiscordTransport {
         message: MessageId,
         emoji: &str,
     ) -> Result<(), ChatError> {
-        self.http
-            .create_reaction(
-                SChannelId::new(channel.get()),
-                SMessageId::new(message.get()),
-                &ReactionType::Unicode(emoji.to_string()),
-            )
-            .await
-            .map_err(chat_error)
+        let (channel, message) = (
+            SChannelId::new(channel.get()),
+            SMessageId::new(message.get()),
+        );
+        let reaction = ReactionType::Unicode(emoji.to_string());
+        let result = match &self.limiter {
+            Some(limiter) => {
+                let data = reaction.as_data();
+                let route = Route::ChannelMessageReactionMe {
+                    channel_id: channel,
+                    message_id: message,
+                    reaction: &data,
+                };
+                let request = Request::new(route, LightMethod::Put);
+                let route = format!("react {channel}");
+                limiter
+                    .perform(self.http.token(), &route, request, None)
+                    .await
+                    .map(drop)
+            }
+            None => self.http.create_reaction(channel, message, &reaction).await,
+        };
+        result.map_err(chat_error)
     }
 
     fn typing(&self, channel: ChannelId) -> Typing {
@@ -122,10 +217,31 @@ impl Transport for DiscordTransport {
         channel: ChannelId,
         limit: usize,
     ) -> Result<Vec<StoredMessage>, ChatError> {
-        let messages = SChannelId::new(channel.get())
-            .messages(&self.http, GetMessages::new().limit(limit.min(100) as u8))
-            .await
-            .map_err(chat_error)?;
+        let limit = limit.min(100);
+        let id = SChannelId::new(channel.get());
+        let messages: Vec<Message> = match &self.limiter {
+            Some(limiter) => {
+                let request =
+                    Request::new(Route::ChannelMessages { channel_id: id }, LightMethod::Get)
+                        .params(Some(vec![("limit", limit.to_string())]));
+                let route = format!("history {channel}");
+                match limiter
+                    .perform(self.http.token(), &route, request, None)
+                    .await
+                {
+                    Ok(response) => match response.bytes().await {
+                        Ok(bytes) => serde_json::from_slice(&bytes).map_err(serenity::Error::from),
+                        Err(e) => Err(e.into()),
+                    },
+                    Err(e) => Err(e),
+                }
+            }
+            None => {
+                id.messages(&self.http, GetMessages::new().limit(limit as u8))
+                    .await
+            }
+        }
+        .map_err(chat_error)?;
         let mut rows: Vec<StoredMessage> = messages
             .iter()
             .map(|m| convert::stored(m, self.me.id, &m.content))

@@ -59,6 +59,9 @@ pub struct DiscordSettings {
     /// Base URL of the Discord REST API. Point it at a Discord-compatible server
     /// (or the tests' fake Discord) to run the bot elsewhere.
     pub api_base_url: String,
+    /// With a custom `apiBaseUrl`: true when it is a rate-limiting REST proxy (nirn-proxy,
+    /// twilight-http-proxy) that handles 429s; false: the bot waits out 429s and retries itself.
+    pub rest_proxy_handles_rate_limits: bool,
     /// When set, slash commands are registered in this guild only (instant, for development).
     pub dev_guild_id: Option<GuildId>,
     /// Users who may run operator-level commands everywhere.
@@ -83,6 +86,7 @@ impl Default for DiscordSettings {
     fn default() -> Self {
         Self {
             api_base_url: "https://discord.com".into(),
+            rest_proxy_handles_rate_limits: false,
             dev_guild_id: None,
             owner_user_ids: Vec::new(),
             allow_dms: true,

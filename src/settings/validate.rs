@@ -373,6 +373,15 @@ pub fn warnings(s: &Settings) -> Vec<Problem> {
             &["initiative.discovery.hackerNewsBaseUrl"],
         ));
     }
+    if s.discord.rest_proxy_handles_rate_limits
+        && s.discord.api_base_url.trim_end_matches('/') == "https://discord.com"
+    {
+        out.push(Problem::new(
+            "discord.restProxyHandlesRateLimits",
+            "ignored while discord.apiBaseUrl is Discord itself (serenity's limiter serves); \
+             set discord.apiBaseUrl to the proxy",
+        ));
+    }
     out
 }
 
@@ -1008,6 +1017,18 @@ mod tests {
 
     fn problems(v: Value) -> Vec<String> {
         validate(&v).1.iter().map(|p| p.to_string()).collect()
+    }
+
+    #[test]
+    fn a_rate_limiting_proxy_without_a_proxy_url_is_warned_about() {
+        let (s, problems) = validate(&json!({"discord": {"restProxyHandlesRateLimits": true}}));
+        assert!(problems.is_empty(), "{problems:?}");
+        let w: Vec<String> = warnings(&s).iter().map(|p| p.to_string()).collect();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].starts_with("discord.restProxyHandlesRateLimits: ignored"));
+        let (proxied, _) = validate(&json!({"discord": {
+            "apiBaseUrl": "http://127.0.0.1:8080", "restProxyHandlesRateLimits": true}}));
+        assert!(warnings(&proxied).is_empty());
     }
 
     #[test]

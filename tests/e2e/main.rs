@@ -20,6 +20,7 @@ mod initiative;
 mod media;
 mod memory;
 mod newcomer;
+mod ratelimits;
 mod reconnect;
 mod recovery;
 mod reflexes;

@@ -83,6 +83,10 @@ pub struct World {
     pub gateway_down: bool,
     /// Websocket connections opened to the gateway, down or not.
     pub gateway_attempts: u32,
+    /// The rate-limit bucket of message sends (see `SendBucket`).
+    pub send_bucket: SendBucket,
+    /// When each REST request arrived, one per entry of `requests`.
+    pub request_times: Vec<Instant>,
 }
 
 impl World {
@@ -152,6 +156,138 @@ impl World {
             .collect();
         found.sort_by_key(|(id, _)| *id);
         found.into_iter().map(|(_, m)| m).collect()
+    }
+}
+
+// --- REST rate limits: 429s as Discord sends them -------------------------------------------
+
+/// The bucket every message send (`POST /channels/{id}/messages`) shares. As on
+/// Discord, a send inside a block gets 429 again (with what is left of the wait),
+/// and every answer on the route carries the `X-RateLimit-*` headers.
+#[derive(Clone, Debug, Default)]
+pub struct SendBucket {
+    /// Sends allowed per window; 0: no limit.
+    pub limit: u32,
+    pub window: Duration,
+    /// The next N sends are answered 429 with `retry_after`, whatever the count.
+    pub storm: u32,
+    pub retry_after: Duration,
+    /// Storm 429s are global (`X-RateLimit-Global`, scope "global").
+    pub global: bool,
+    window_start: Option<Instant>,
+    used: u32,
+    blocked_until: Option<Instant>,
+}
+
+impl SendBucket {
+    /// Decides on one send: Ok(headers for the answer) or Err(the 429).
+    fn admit(&mut self, now: Instant) -> Result<Vec<(String, String)>, Response> {
+        if let Some(until) = self.blocked_until.filter(|u| *u > now) {
+            return Err(self.too_many(until - now, self.global));
+        }
+        if self.storm > 0 {
+            self.storm -= 1;
+            self.blocked_until = Some(now + self.retry_after);
+            return Err(self.too_many(self.retry_after, self.global));
+        }
+        if self.limit == 0 {
+            return Ok(Vec::new());
+        }
+        let start = *self.window_start.get_or_insert(now);
+        let start = if now >= start + self.window {
+            self.used = 0;
+            self.window_start = Some(now);
+            now
+        } else {
+            start
+        };
+        let reset_after = (start + self.window).saturating_duration_since(now);
+        if self.used >= self.limit {
+            self.blocked_until = Some(now + reset_after);
+            return Err(self.too_many(reset_after, false));
+        }
+        self.used += 1;
+        Ok(self.headers(self.limit - self.used, reset_after))
+    }
+
+    fn headers(&self, remaining: u32, reset_after: Duration) -> Vec<(String, String)> {
+        let reset = std::time::SystemTime::now() + reset_after;
+        let reset = reset
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs_f64();
+        vec![
+            ("x-ratelimit-limit".into(), self.limit.max(1).to_string()),
+            ("x-ratelimit-remaining".into(), remaining.to_string()),
+            ("x-ratelimit-reset".into(), format!("{reset:.3}")),
+            (
+                "x-ratelimit-reset-after".into(),
+                format!("{:.3}", reset_after.as_secs_f64()),
+            ),
+            ("x-ratelimit-bucket".into(), "fake-send-bucket".into()),
+        ]
+    }
+
+    fn too_many(&self, wait: Duration, global: bool) -> Response {
+        let secs = wait.as_secs_f64();
+        let mut headers = self.headers(0, wait);
+        headers.push(("retry-after".into(), format!("{secs:.3}")));
+        let scope = if global { "global" } else { "user" };
+        headers.push(("x-ratelimit-scope".into(), scope.into()));
+        if global {
+            headers.push(("x-ratelimit-global".into(), "true".into()));
+        }
+        let body = json!({"message": "You are being rate limited.", "retry_after": secs,
+            "global": global});
+        with_headers(
+            (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response(),
+            &headers,
+        )
+    }
+}
+
+fn with_headers(mut response: Response, headers: &[(String, String)]) -> Response {
+    for (k, v) in headers {
+        if let (Ok(k), Ok(v)) = (
+            axum::http::HeaderName::from_bytes(k.as_bytes()),
+            axum::http::HeaderValue::from_str(v),
+        ) {
+            response.headers_mut().insert(k, v);
+        }
+    }
+    response
+}
+
+impl FakeDiscord {
+    /// The next `n` sends get 429 with `retry_after` (a send inside the wait gets another).
+    pub fn storm_sends(&self, n: u32, retry_after: Duration, global: bool) {
+        self.with(|w| {
+            w.send_bucket.storm = n;
+            w.send_bucket.retry_after = retry_after;
+            w.send_bucket.global = global;
+        });
+    }
+
+    /// At most `limit` sends per `window`; more get 429 until the window resets.
+    pub fn rate_limit_sends(&self, limit: u32, window: Duration) {
+        self.with(|w| {
+            w.send_bucket.limit = limit;
+            w.send_bucket.window = window;
+        });
+    }
+
+    /// When each send (`POST /channels/{channel}/messages`) arrived, with its answer's
+    /// status unknown: every attempt, refused or not.
+    pub fn send_times(&self, channel: u64) -> Vec<Instant> {
+        self.with(|w| {
+            let path = format!("/channels/{channel}/messages");
+            w.requests
+                .iter()
+                .zip(&w.request_times)
+                .filter(|(r, _)| r.method == "POST" && r.path == path)
+                .map(|(_, t)| *t)
+                .collect()
+        })
     }
 }
 
@@ -669,8 +805,16 @@ async fn rest(
         path: path.clone(),
         body: body.clone(),
     });
+    w.request_times.push(Instant::now());
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     let ok = |v: Value| (StatusCode::OK, axum::Json(v)).into_response();
+    let rate_headers = match (method.as_str(), segments.as_slice()) {
+        ("POST", ["channels", _, "messages"]) => match w.send_bucket.admit(Instant::now()) {
+            Ok(headers) => headers,
+            Err(too_many) => return too_many,
+        },
+        _ => Vec::new(),
+    };
     match (method.as_str(), segments.as_slice()) {
         ("GET", ["gateway"]) => ok(json!({"url": ws_url})),
         ("GET", ["gateway", "bot"]) => ok(json!({"url": ws_url, "shards": 1,
@@ -791,7 +935,7 @@ async fn rest(
                 w.garble_sends -= 1;
                 return (StatusCode::OK, "<html>upstream hiccup</html>").into_response();
             }
-            ok(m)
+            with_headers(ok(m), &rate_headers)
         }
         ("POST", ["channels", _, "typing"]) => StatusCode::NO_CONTENT.into_response(),
         ("PUT", ["channels", _, "messages", _, "reactions", _, "@me"]) => {
