@@ -93,7 +93,10 @@ async fn send_limited(
         let form = || {
             let mut form = Form::new();
             for (i, f) in message.files.iter().enumerate() {
-                let part = Part::bytes(f.bytes.clone()).file_name(f.name.clone());
+                let part = Part::bytes(f.bytes.clone())
+                    .file_name(f.name.clone())
+                    .mime_str(mime_of(&f.name))
+                    .expect("a known MIME type parses");
                 form = form.part(format!("files[{i}]"), part);
             }
             form.text("payload_json", payload.clone())
@@ -248,5 +251,19 @@ impl Transport for DiscordTransport {
             .collect();
         rows.reverse();
         Ok(rows)
+    }
+}
+
+/// The file's type from its name, as serenity's own upload guessed it:
+/// Discord shows an attachment by its type (an image inline).
+fn mime_of(name: &str) -> &'static str {
+    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+    match ext.as_deref() {
+        Some("png") => "image/png",
+        Some("jpg" | "jpeg") => "image/jpeg",
+        Some("gif") => "image/gif",
+        Some("webp") => "image/webp",
+        Some("txt") => "text/plain",
+        _ => "application/octet-stream",
     }
 }
