@@ -17,11 +17,12 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use super::media::MediaCall;
 use crate::ids::GuildId;
 use crate::net::Fetcher;
 use crate::settings::{Secrets, Settings};
 use crate::store::Store;
-use crate::store::usage::{UsageFilter, UsageRecord};
+use crate::store::usage::UsageFilter;
 
 pub const GIF_PROVIDER: &str = "gifs";
 
@@ -68,30 +69,18 @@ pub async fn search(
     let result = find(settings, secrets, query)
         .await
         .map_err(|e| secrets.redact(&e));
-    let recorded = store.usage_append(&UsageRecord {
-        id: 0,
-        at: now,
-        role: "ambient".into(),
-        source: "ambient".into(),
-        guild: Some(guild),
-        provider: GIF_PROVIDER.into(),
+    // Every search counts against the budget, found or not, so a broken
+    // service cannot be asked again and again.
+    MediaCall {
+        store,
+        guild,
+        now,
+        provider: GIF_PROVIDER,
         model: "search".into(),
         pay_per_token: false,
-        tokens_in: 0,
-        tokens_out: 0,
-        latency_ms: started.elapsed().as_millis() as u64,
-        outcome: if result.is_ok() {
-            "ok".into()
-        } else {
-            "client_error".into()
-        },
-        detail: result.as_ref().err().cloned().unwrap_or_default(),
-    });
-    // The daily budget counts these rows: an unrecorded search would not count.
-    match recorded {
-        Err(e) if result.is_ok() => Err(format!("the GIF search could not be recorded: {e}")),
-        _ => result,
+        started,
     }
+    .record(result, "the GIF search")
 }
 
 async fn find(settings: &Settings, secrets: &Secrets, query: &str) -> Result<String, String> {

@@ -194,29 +194,52 @@ pub async fn generate_image(
     }
     .await
     .map_err(|e| secrets.redact(&e));
-    let recorded = store.usage_append(&UsageRecord {
-        id: 0,
-        at: now,
-        role: "ambient".into(),
-        source: "ambient".into(),
-        guild: Some(guild),
-        provider: IMAGE_PROVIDER.into(),
+    MediaCall {
+        store,
+        guild,
+        now,
+        provider: IMAGE_PROVIDER,
         model: generator.model.clone(),
         pay_per_token: true,
-        tokens_in: 0,
-        tokens_out: 0,
-        latency_ms: started.elapsed().as_millis() as u64,
-        outcome: if result.is_ok() {
-            "ok".into()
-        } else {
-            "client_error".into()
-        },
-        detail: result.as_ref().err().cloned().unwrap_or_default(),
-    });
-    // The daily image budget counts these rows: an unrecorded image would not count.
-    match recorded {
-        Err(e) if result.is_ok() => Err(format!("the image could not be recorded: {e}")),
-        _ => result,
+        started,
+    }
+    .record(result, "the image")
+}
+
+/// One media call, as the usage row the daily media budgets count.
+pub(super) struct MediaCall<'a> {
+    pub store: &'a Store,
+    pub guild: GuildId,
+    pub now: DateTime<Utc>,
+    pub provider: &'static str,
+    pub model: String,
+    pub pay_per_token: bool,
+    pub started: std::time::Instant,
+}
+
+impl MediaCall<'_> {
+    /// Records the call with its (already masked) outcome. A result that
+    /// cannot be recorded is not used: it would not count against the budget.
+    pub fn record<T>(self, result: Result<T, String>, what: &str) -> Result<T, String> {
+        let recorded = self.store.usage_append(&UsageRecord {
+            id: 0,
+            at: self.now,
+            role: "ambient".into(),
+            source: "ambient".into(),
+            guild: Some(self.guild),
+            provider: self.provider.into(),
+            model: self.model,
+            pay_per_token: self.pay_per_token,
+            tokens_in: 0,
+            tokens_out: 0,
+            latency_ms: self.started.elapsed().as_millis() as u64,
+            outcome: if result.is_ok() { "ok" } else { "client_error" }.into(),
+            detail: result.as_ref().err().cloned().unwrap_or_default(),
+        });
+        match recorded {
+            Err(e) if result.is_ok() => Err(format!("{what} could not be recorded: {e}")),
+            _ => result,
+        }
     }
 }
 

@@ -257,10 +257,18 @@ impl Fetcher {
         body: PostBody,
         headers: &HeaderMap,
     ) -> Result<Posted, FetchError> {
-        let timeout = self.timeout;
-        match tokio::time::timeout(timeout, self.post_once(url, body, headers)).await {
+        self.within_timeout(self.post_once(url, body, headers))
+            .await
+    }
+
+    /// The whole request, answer included, within the fetcher's timeout.
+    async fn within_timeout<T>(
+        &self,
+        request: impl std::future::Future<Output = Result<T, FetchError>>,
+    ) -> Result<T, FetchError> {
+        match tokio::time::timeout(self.timeout, request).await {
             Ok(result) => result,
-            Err(_) => Err(FetchError::Timeout(timeout.as_secs())),
+            Err(_) => Err(FetchError::Timeout(self.timeout.as_secs())),
         }
     }
 
@@ -374,11 +382,8 @@ impl Fetcher {
         validators: &Validators,
         headers: &HeaderMap,
     ) -> Result<Fetched, FetchError> {
-        let timeout = self.timeout;
-        match tokio::time::timeout(timeout, self.follow(url, validators, headers)).await {
-            Ok(result) => result,
-            Err(_) => Err(FetchError::Timeout(timeout.as_secs())),
-        }
+        self.within_timeout(self.follow(url, validators, headers))
+            .await
     }
 
     async fn follow(
