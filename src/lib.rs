@@ -29,6 +29,7 @@ pub mod memory;
 pub mod net;
 pub mod permissions;
 pub mod reflexes;
+pub mod replay;
 pub mod reply;
 pub mod senses;
 pub mod settings;

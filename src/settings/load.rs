@@ -41,15 +41,22 @@ pub enum FileError {
 /// file, and the read itself stops after `limit + 1` bytes, so a file that
 /// grows or lies about its size is still refused without being read whole.
 pub fn read_limited(path: &Path, limit: u64) -> Result<String, FileError> {
-    check_kind(&std::fs::metadata(path)?, limit)?;
-    let file = std::fs::File::open(path)?;
-    check_kind(&file.metadata()?, limit)?;
+    let file = open_limited(path, limit)?;
     let mut bytes = Vec::new();
     file.take(limit + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > limit {
         return Err(FileError::TooLarge { limit });
     }
     String::from_utf8(bytes).map_err(|e| FileError::NotUtf8(e.utf8_error().valid_up_to()))
+}
+
+/// Opens a plain file of at most `limit` bytes, for a reader that streams it
+/// (and so must stop at `limit` itself): the checks of [`read_limited`].
+pub fn open_limited(path: &Path, limit: u64) -> Result<std::fs::File, FileError> {
+    check_kind(&std::fs::metadata(path)?, limit)?;
+    let file = std::fs::File::open(path)?;
+    check_kind(&file.metadata()?, limit)?;
+    Ok(file)
 }
 
 fn check_kind(meta: &std::fs::Metadata, limit: u64) -> Result<(), FileError> {

@@ -1,0 +1,9 @@
+//! `ambient replay`: a real chat export lived through the whole bot on a
+//! simulated clock, to show a server's owner how chatty and how costly the
+//! bot would be there. A front end like the console: it feeds percepts to
+//! the same core and knows nothing the core does not tell it.
+//!
+//! - `export`: the chat exports read, streaming and in time order
+//!   (DiscordChatExporter JSON, or a simple JSONL)
+
+pub mod export;
