@@ -334,10 +334,11 @@ impl FileReader {
             progress: &mut progress,
         });
         let result = result.and_then(|()| de.end());
-        if let Err(e) = result {
-            if !progress.stopped {
+        match result {
+            Err(e) if !progress.stopped => {
                 self.send(self.syntax_error(&e, &progress));
             }
+            _ => {}
         }
     }
 
