@@ -161,6 +161,7 @@ impl App {
                 journal: journal.clone(),
                 impulses: impulses.clone(),
                 reflexes: reflexes.clone(),
+                secrets: secrets.clone(),
             },
         )));
         spine.registry.register(Arc::new(ReflexHandler {

@@ -43,6 +43,7 @@ use crate::executive::{ExecError, Executive, Message, Role, Turn, TurnOutcome, T
 use crate::ids::ChannelId;
 use crate::impulses::Impulses;
 use crate::impulses::tools::add_task;
+use crate::initiative::gifs;
 use crate::journal::summary::Audience;
 use crate::journal::tools::journal_search;
 use crate::journal::{Entry, Journal, Kind};
@@ -50,7 +51,7 @@ use crate::memory::Memory;
 use crate::memory::search::Reader;
 use crate::memory::tools::memory_search;
 use crate::reflexes::Reflexes;
-use crate::settings::SettingsService;
+use crate::settings::{Secrets, SettingsService};
 use crate::speech::Speech;
 use crate::store::Store;
 
@@ -61,6 +62,8 @@ pub struct ReplyTools {
     pub journal: Journal,
     pub impulses: Arc<Impulses>,
     pub reflexes: Arc<Reflexes>,
+    /// For the GIF source's key (`gif_search`, with `allowReplyGifs`).
+    pub secrets: Secrets,
 }
 
 pub struct ReplyHandler {
@@ -238,6 +241,25 @@ impl ReplyHandler {
                 g,
                 &m.message.author_name,
             ));
+        }
+        if let Some(g) = place.guild {
+            let settings = self.settings.for_guild(Some(g));
+            let unavailable = gifs::unavailable_for_replies(
+                &settings,
+                &self.tools.secrets,
+                &self.store,
+                g,
+                self.clock.now(),
+            );
+            if unavailable.is_none() {
+                tools.push(gifs::reply_tool(
+                    self.settings.clone(),
+                    self.tools.secrets.clone(),
+                    self.store.clone(),
+                    self.clock.clone(),
+                    g,
+                ));
+            }
         }
         tools
     }

@@ -13,14 +13,25 @@
 //!   masking before it reaches the usage table, the journal or a log.
 //! - The GIF is posted as its URL: Discord embeds it, and nothing is
 //!   downloaded or re-uploaded (no attachment size to police, no bytes held).
+//! - Replies (`initiative.discovery.allowReplyGifs`): the reply model is
+//!   offered `gif_search` while the source is configured and the day's
+//!   budget not used up; it gets a link to put in its answer. Same source,
+//!   budget and masking; the usage row says role `reply`.
 
+use std::sync::Arc;
+
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::media::MediaCall;
+use crate::clock::SharedClock;
+use crate::executive::tools::{Tool, TypedTool, typed};
 use crate::ids::GuildId;
 use crate::net::Fetcher;
-use crate::settings::{Secrets, Settings};
+use crate::settings::{Secrets, Settings, SettingsService};
 use crate::store::Store;
 use crate::store::usage::UsageFilter;
 
@@ -64,6 +75,7 @@ pub async fn search(
     store: &Store,
     guild: GuildId,
     now: DateTime<Utc>,
+    role: &'static str,
 ) -> Result<String, String> {
     let started = std::time::Instant::now();
     let result = find(settings, secrets, query)
@@ -72,6 +84,7 @@ pub async fn search(
     // Every search counts against the budget, found or not, so a broken
     // service cannot be asked again and again.
     MediaCall {
+        role,
         store,
         guild,
         now,
@@ -81,6 +94,106 @@ pub async fn search(
         started,
     }
     .record(result, "the GIF search")
+}
+
+/// Why a reply in `guild` may not search for a GIF now, if it may not.
+pub fn unavailable_for_replies(
+    settings: &Settings,
+    secrets: &Secrets,
+    store: &Store,
+    guild: GuildId,
+    now: DateTime<Utc>,
+) -> Option<String> {
+    let d = &settings.initiative.discovery;
+    if !d.allow_reply_gifs {
+        return Some("GIFs in replies are off (initiative.discovery.allowReplyGifs)".into());
+    }
+    if let Some(why) = unconfigured(settings, secrets) {
+        return Some(why);
+    }
+    let used = gifs_today(store, guild, now);
+    (used >= u64::from(d.max_gifs_per_day)).then(|| {
+        format!(
+            "today's GIFs are used up ({used} of initiative.discovery.maxGifsPerDay {})",
+            d.max_gifs_per_day
+        )
+    })
+}
+
+/// `gif_search` for a reply in `guild`; offer it only where
+/// [`unavailable_for_replies`] says nothing.
+pub fn reply_tool(
+    settings: Arc<SettingsService>,
+    secrets: Secrets,
+    store: Store,
+    clock: SharedClock,
+    guild: GuildId,
+) -> Arc<dyn Tool> {
+    typed(GifSearch {
+        settings,
+        secrets,
+        store,
+        clock,
+        guild,
+    })
+}
+
+struct GifSearch {
+    settings: Arc<SettingsService>,
+    secrets: Secrets,
+    store: Store,
+    clock: SharedClock,
+    guild: GuildId,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct GifArgs {
+    /// A few search words, e.g. "happy dance".
+    query: String,
+}
+
+/// The longest query sent: a few words, not a paragraph.
+const MAX_QUERY_CHARS: usize = 100;
+
+#[async_trait]
+impl TypedTool for GifSearch {
+    type Args = GifArgs;
+
+    fn name(&self) -> &'static str {
+        "gif_search"
+    }
+
+    fn description(&self) -> String {
+        "Find one GIF to go with your answer: give a few search words; you get its link to put \
+         on its own line in your answer (Discord shows it). Use it only when a GIF really fits."
+            .into()
+    }
+
+    async fn run(&self, args: GifArgs) -> Result<String, String> {
+        let settings = self.settings.for_guild(Some(self.guild));
+        let now = self.clock.now();
+        // The budget again: the model may ask twice in one answer.
+        if let Some(why) =
+            unavailable_for_replies(&settings, &self.secrets, &self.store, self.guild, now)
+        {
+            return Err(why);
+        }
+        let query: String = args.query.chars().take(MAX_QUERY_CHARS).collect();
+        let url = search(
+            &settings,
+            &self.secrets,
+            &query,
+            &self.store,
+            self.guild,
+            now,
+            "reply",
+        )
+        .await?;
+        Ok(format!(
+            "{url}\n(put this link on its own line in your answer)"
+        ))
+    }
 }
 
 async fn find(settings: &Settings, secrets: &Secrets, query: &str) -> Result<String, String> {

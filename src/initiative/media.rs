@@ -195,6 +195,7 @@ pub async fn generate_image(
     .await
     .map_err(|e| secrets.redact(&e));
     MediaCall {
+        role: "ambient",
         store,
         guild,
         now,
@@ -208,6 +209,8 @@ pub async fn generate_image(
 
 /// One media call, as the usage row the daily media budgets count.
 pub(super) struct MediaCall<'a> {
+    /// The role the call served: "ambient" for a post, "reply" for an answer.
+    pub role: &'static str,
     pub store: &'a Store,
     pub guild: GuildId,
     pub now: DateTime<Utc>,
@@ -224,8 +227,8 @@ impl MediaCall<'_> {
         let recorded = self.store.usage_append(&UsageRecord {
             id: 0,
             at: self.now,
-            role: "ambient".into(),
-            source: "ambient".into(),
+            role: self.role.into(),
+            source: self.role.into(),
             guild: Some(self.guild),
             provider: self.provider.into(),
             model: self.model,

@@ -609,8 +609,16 @@ impl Initiative {
             match media::availability(&settings, &state, m.kind) {
                 Ok(()) if m.kind == MediaKind::Gif => {
                     // Posted as its URL on a line of its own: Discord embeds it.
-                    match gifs::search(&settings, &self.secrets, &m.prompt, &self.store, guild, now)
-                        .await
+                    match gifs::search(
+                        &settings,
+                        &self.secrets,
+                        &m.prompt,
+                        &self.store,
+                        guild,
+                        now,
+                        "ambient",
+                    )
+                    .await
                     {
                         Ok(url) => {
                             text = format!("{text}\n{url}");

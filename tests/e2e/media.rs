@@ -308,3 +308,116 @@ async fn the_gif_key_never_reaches_the_journal_the_usage_table_or_the_data_direc
     let holding = files_holding(dir.path(), GIPHY_KEY);
     assert!(holding.is_empty(), "the key is on disk in {holding:?}");
 }
+
+// --- GIFs in replies: `initiative.discovery.allowReplyGifs`.
+
+async fn reply_world(allow_reply_gifs: bool, max_gifs_per_day: u32) -> (World, GifServer) {
+    let gifs = GifServer::start(GIPHY_KEY);
+    let mut s = gif_world_settings(&gifs.url, true);
+    s.initiative.discovery.allow_gif_posts = false;
+    s.initiative.discovery.allow_reply_gifs = allow_reply_gifs;
+    s.initiative.discovery.max_gifs_per_day = max_gifs_per_day;
+    let secrets = Secrets::from_lookup(|k| (k == "GIPHY_API_KEY").then(|| GIPHY_KEY.to_string()));
+    (World::start_with_secrets(s, secrets).await, gifs)
+}
+
+fn offered(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|t| t["function"]["name"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_reply_may_find_a_gif_with_allow_reply_gifs_and_the_search_counts_as_the_replys() {
+    use ambient::attention::Addressed;
+    let (w, gifs) = reply_world(true, 1).await;
+    w.model
+        .push(Scripted::tool(
+            "gif_search",
+            json!({"query": "happy dance"}),
+        ))
+        .push(Scripted::text(
+            "congrats!\nhttps://media.example/happy-dance.gif",
+        ));
+    w.message(
+        world::GENERAL,
+        "ada",
+        "@ambient I passed my exam!",
+        Addressed::Mention,
+    )
+    .await;
+    let said = w.said();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert_eq!(
+        said[0].content,
+        "congrats!\nhttps://media.example/happy-dance.gif"
+    );
+    let requests = w.model.requests();
+    assert!(offered(&requests[0].body).contains(&"gif_search".to_string()));
+    assert!(
+        requests[1]
+            .body
+            .to_string()
+            .contains("https://media.example/happy-dance.gif"),
+        "the link went back to the model: {}",
+        requests[1].body
+    );
+    let searches = gifs.searches();
+    assert_eq!(searches.len(), 1);
+    assert_eq!(searches[0]["q"], "happy dance");
+    let rows = w
+        .app
+        .store
+        .usage_list(
+            &ambient::store::usage::UsageFilter {
+                provider: Some("gifs".into()),
+                ..Default::default()
+            },
+            None,
+        )
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].role, "reply");
+
+    // The day's one GIF is used: the next answer is not offered the tool.
+    w.model.push(Scripted::text("nice"));
+    w.message(
+        world::GENERAL,
+        "ada",
+        "@ambient and now?",
+        Addressed::Mention,
+    )
+    .await;
+    let last = w.model.requests().last().unwrap().body.clone();
+    assert!(
+        !offered(&last).contains(&"gif_search".to_string()),
+        "{last}"
+    );
+}
+
+#[tokio::test]
+async fn without_allow_reply_gifs_a_reply_is_not_offered_gifs() {
+    use ambient::attention::Addressed;
+    let (w, gifs) = reply_world(false, 5).await;
+    w.model.push(Scripted::text("congrats!"));
+    w.message(
+        world::GENERAL,
+        "ada",
+        "@ambient I passed my exam!",
+        Addressed::Mention,
+    )
+    .await;
+    assert_eq!(w.said().len(), 1);
+    let first = &w.model.requests()[0].body;
+    assert!(
+        !offered(first).contains(&"gif_search".to_string()),
+        "{first}"
+    );
+    assert!(gifs.searches().is_empty());
+}
