@@ -843,7 +843,7 @@ mod tests {
             &message(11, "2024-05-01T18:31:00+00:00", "cut off")[..40]
         );
         std::fs::write(&path, cut).unwrap();
-        let (messages, result, _) = read_all(&[path.clone()]);
+        let (messages, result, _) = read_all(std::slice::from_ref(&path));
         assert_eq!(messages.len(), 1, "the messages before the cut are read");
         assert_eq!(
             result.unwrap_err().to_string(),
