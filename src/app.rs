@@ -260,6 +260,15 @@ impl App {
     /// tick, discovery, memory, impulses and the garden. `lock` is the data
     /// directory's (one running bot per data directory), taken by the front
     /// end before anything else touches the data; it is held until `stop`.
+    /// What is due once the clock has moved on by one tick (due impulses,
+    /// the initiative tick), run to the end. Simulated time (the console's
+    /// `/wait`, replay) is driven with it instead of the background loops.
+    pub async fn run_due(&self) {
+        self.impulses.check();
+        self.initiative.tick();
+        self.spine.drain().await;
+    }
+
     pub fn start(self: &Arc<Self>, lock: DataLock) -> Running {
         let mut running = self.start_spine();
         running.lock = Some(lock);

@@ -25,6 +25,7 @@ pub use active::ActiveChannels;
 pub use impulse::{Impulse, ImpulseKind, Priority};
 pub use percept::{
     Addressed, Author, MessagePercept, Percept, Place, addressed_by_name, bot_mention,
+    readable_mentions,
 };
 pub use queue::{Attended, Lane};
 pub use router::{Handler, Outcome, Registry};

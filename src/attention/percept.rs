@@ -5,6 +5,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
+use crate::store::Store;
 use crate::store::messages::{Source, StoredMessage};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -63,6 +64,60 @@ impl Addressed {
 /// journal see one form.
 pub fn bot_mention(bot_name: &str) -> String {
     format!("@{}", bot_name.trim())
+}
+
+/// Mentions made readable, as people see them: `<@123>`/`<@!123>` →
+/// `@name` for the users in `mentioned` (the bot: [`bot_mention`], also when
+/// it is missing from the list), `<#456>` → `#name` where the store knows
+/// the channel. Every front end writes mentions this way, so reflexes match
+/// the same text wherever a message came from.
+pub fn readable_mentions(
+    text: &str,
+    mentioned: &[(u64, &str)],
+    store: &Store,
+    me: UserId,
+    bot_name: &str,
+) -> String {
+    let mut text = text.to_string();
+    let me_name = bot_mention(bot_name);
+    for (id, name) in mentioned {
+        let name = if *id == me.get() {
+            me_name.clone()
+        } else {
+            format!("@{name}")
+        };
+        text = text
+            .replace(&format!("<@{id}>"), &name)
+            .replace(&format!("<@!{id}>"), &name);
+    }
+    text = text
+        .replace(&format!("<@{me}>"), &me_name)
+        .replace(&format!("<@!{me}>"), &me_name);
+    for id in channel_mention_ids(&text) {
+        if let Ok(Some(name)) = store.channel_name(ChannelId(id)) {
+            text = text.replace(&format!("<#{id}>"), &format!("#{name}"));
+        }
+    }
+    text
+}
+
+/// Ids in `<#…>` channel mentions.
+fn channel_mention_ids(text: &str) -> Vec<u64> {
+    let mut ids = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("<#") {
+        let after = &rest[start + 2..];
+        match after.find('>') {
+            Some(end) => {
+                if let Ok(id) = after[..end].parse() {
+                    ids.push(id);
+                }
+                rest = &after[end..];
+            }
+            None => break,
+        }
+    }
+    ids
 }
 
 /// Whether `text` addresses the bot by `name` without a mention: "hey ambient, …",

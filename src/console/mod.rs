@@ -426,9 +426,7 @@ impl Session {
             let step = left.min(chrono::Duration::seconds(tick));
             self.clock.advance(step);
             left -= step;
-            self.app.impulses.check();
-            self.app.initiative.tick();
-            self.app.spine.drain().await;
+            self.app.run_due().await;
         }
         let now = self.app.clock.now();
         self.out.emit(

@@ -3,13 +3,13 @@
 //! Mentions are made readable on the way in (`<@123>` → `@ada`, `<#456>` →
 //! `#general`): the stored history feeds prompts and memory, and raw ids mean
 //! nothing to a model or a person reading the journal. A mention of the bot
-//! itself becomes [`bot_mention`] (`@` and `bot.name`), the same form the
+//! itself becomes [`crate::attention::bot_mention`] (`@` and `bot.name`), the same form the
 //! console writes, so an addressed reflex fires alike in both.
 
 use chrono::{DateTime, Utc};
 use serenity::all::Message;
 
-use crate::attention::{Addressed, MessagePercept, addressed_by_name, bot_mention};
+use crate::attention::{Addressed, MessagePercept, addressed_by_name, readable_mentions};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::store::Store;
 use crate::store::messages::{Attachment, Source, StoredMessage};
@@ -21,48 +21,12 @@ pub fn timestamp(m: &Message) -> DateTime<Utc> {
 /// `<@123>`/`<@!123>` → `@name` for mentioned users (the bot: `@` and
 /// `bot.name`); `<#456>` → `#name` where known.
 pub fn readable_content(m: &Message, store: &Store, me: UserId, bot_name: &str) -> String {
-    let mut text = m.content.clone();
-    for user in &m.mentions {
-        let name = if user.id.get() == me.get() {
-            bot_mention(bot_name)
-        } else {
-            format!("@{}", user.global_name.as_deref().unwrap_or(&user.name))
-        };
-        text = text
-            .replace(&format!("<@{}>", user.id), &name)
-            .replace(&format!("<@!{}>", user.id), &name);
-    }
-    // `addressed` accepts a raw mention of the bot missing from `mentions`;
-    // written the same way here, the reflexes see it too.
-    let me_name = bot_mention(bot_name);
-    text = text
-        .replace(&format!("<@{me}>"), &me_name)
-        .replace(&format!("<@!{me}>"), &me_name);
-    for id in channel_mention_ids(&text) {
-        if let Ok(Some(name)) = store.channel_name(ChannelId(id)) {
-            text = text.replace(&format!("<#{id}>"), &format!("#{name}"));
-        }
-    }
-    text
-}
-
-/// Ids in `<#…>` channel mentions.
-fn channel_mention_ids(text: &str) -> Vec<u64> {
-    let mut ids = Vec::new();
-    let mut rest = text;
-    while let Some(start) = rest.find("<#") {
-        let after = &rest[start + 2..];
-        match after.find('>') {
-            Some(end) => {
-                if let Ok(id) = after[..end].parse() {
-                    ids.push(id);
-                }
-                rest = &after[end..];
-            }
-            None => break,
-        }
-    }
-    ids
+    let mentioned: Vec<(u64, &str)> = m
+        .mentions
+        .iter()
+        .map(|u| (u.id.get(), u.global_name.as_deref().unwrap_or(&u.name)))
+        .collect();
+    readable_mentions(&m.content, &mentioned, store, me, bot_name)
 }
 
 pub fn stored(m: &Message, me: UserId, content: &str) -> StoredMessage {

@@ -5,5 +5,9 @@
 //!
 //! - `export`: the chat exports read, streaming and in time order
 //!   (DiscordChatExporter JSON, or a simple JSONL)
+//! - `sim`: the bot living through them on a manual clock
+//! - `transport`: what the bot would have said, kept instead of sent
 
 pub mod export;
+pub mod sim;
+pub mod transport;

@@ -24,6 +24,7 @@ mod ratelimits;
 mod reconnect;
 mod recovery;
 mod reflexes;
+mod replay;
 mod secrets;
 mod sends;
 mod settings_cli;

@@ -1,0 +1,128 @@
+//! Replay's side of the chat transport: what the bot would have said, kept
+//! with the simulated time it said it, instead of being sent anywhere.
+//! Speech stores the bot's words as for any transport, so later decisions
+//! in the replay see them in the channel's history.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use crate::attention::Author;
+use crate::chat::{ChatError, Outgoing, Transport, Typing};
+use crate::clock::SharedClock;
+use crate::ids::{ChannelId, MessageId, SnowflakeGen};
+use crate::store::Store;
+use crate::store::messages::StoredMessage;
+
+/// One thing the bot did in the replay.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Act {
+    Said {
+        at: DateTime<Utc>,
+        channel: ChannelId,
+        content: String,
+        reply_to: Option<MessageId>,
+        files: usize,
+    },
+    Reacted {
+        at: DateTime<Utc>,
+        channel: ChannelId,
+        message: MessageId,
+        emoji: String,
+    },
+}
+
+pub struct ReplayTransport {
+    me: Author,
+    store: Store,
+    clock: SharedClock,
+    acts: Mutex<Vec<Act>>,
+    /// Nonces already "delivered", as Discord's `enforce_nonce` keeps them.
+    delivered: Mutex<HashMap<String, MessageId>>,
+    /// The bot's ids, from this replay's own generator: the same every run.
+    ids: SnowflakeGen,
+}
+
+impl ReplayTransport {
+    pub fn new(me: Author, store: Store, clock: SharedClock) -> Self {
+        Self {
+            me,
+            store,
+            clock,
+            acts: Mutex::new(Vec::new()),
+            delivered: Mutex::new(HashMap::new()),
+            ids: SnowflakeGen::new(),
+        }
+    }
+
+    /// Everything the bot did so far, in order.
+    pub fn acts(&self) -> Vec<Act> {
+        self.acts.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn record(&self, act: Act) {
+        self.acts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(act);
+    }
+}
+
+#[async_trait]
+impl Transport for ReplayTransport {
+    fn me(&self) -> Author {
+        self.me.clone()
+    }
+
+    async fn send(&self, channel: ChannelId, message: &Outgoing) -> Result<MessageId, ChatError> {
+        let at = self.clock.now();
+        let id = {
+            let mut delivered = self.delivered.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(id) = delivered.get(&message.nonce) {
+                return Ok(*id);
+            }
+            let id = MessageId(self.ids.next(at));
+            delivered.insert(message.nonce.clone(), id);
+            id
+        };
+        self.record(Act::Said {
+            at,
+            channel,
+            content: message.content.clone(),
+            reply_to: message.reply_to,
+            files: message.files.len(),
+        });
+        Ok(id)
+    }
+
+    async fn react(
+        &self,
+        channel: ChannelId,
+        message: MessageId,
+        emoji: &str,
+    ) -> Result<(), ChatError> {
+        self.record(Act::Reacted {
+            at: self.clock.now(),
+            channel,
+            message,
+            emoji: emoji.to_string(),
+        });
+        Ok(())
+    }
+
+    fn typing(&self, _channel: ChannelId) -> Typing {
+        Typing::none()
+    }
+
+    async fn history(
+        &self,
+        channel: ChannelId,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>, ChatError> {
+        self.store
+            .recent_messages(channel, limit)
+            .map_err(|e| ChatError::Transport(e.to_string()))
+    }
+}
