@@ -2,10 +2,9 @@
 //! is found there as it was posted — mentions neutralised — and not posted a
 //! second time, and the bot's message left unconfirmed is stored once.
 
-use ambient::attention::{Addressed, MessagePercept, Percept, Place};
+use ambient::attention::{Addressed, MessagePercept, Percept};
 use ambient::chat::Outgoing;
 use ambient::clock::Clock;
-use ambient::initiative::pending::PendingThought;
 use ambient::journal::Kind;
 use ambient::store::messages::{Source, StoredMessage, provisional_id};
 
@@ -18,30 +17,8 @@ use crate::support::world::{self, GENERAL, GUILD_A, World};
 async fn a_post_with_everyone_delivered_before_a_crash_is_not_posted_again() {
     let w = World::start(world::settings()).await;
     let text = "Hey @everyone, the eclipse is tonight!";
-    let now = w.clock.now();
-    let held = PendingThought::new(
-        GUILD_A,
-        text.into(),
-        Some(GENERAL),
-        "waiting for a quiet moment".into(),
-        None,
-        now,
-        chrono::Duration::hours(3),
-    );
-    w.app.store.save_pending_thought(&held).unwrap();
-    w.app
-        .store
-        .outbox_insert("initiative-everyone", GUILD_A, GENERAL, text, now)
-        .unwrap();
-    let place = Place {
-        guild: Some(GUILD_A),
-        channel: GENERAL,
-    };
-    w.app
-        .speech
-        .say(place, text, None, "initiative-everyone")
-        .await
-        .unwrap();
+    w.crashed_after_posting(GENERAL, "initiative-everyone", text)
+        .await;
 
     // Past Discord's nonce window: a resend would be a second post.
     w.clock.advance(chrono::Duration::minutes(5));

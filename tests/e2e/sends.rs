@@ -3,9 +3,7 @@
 //! send whose outcome was unknown settled by its nonce — one message, recorded
 //! once; a post that went out just before a crash neither sent nor held again.
 
-use ambient::chat::Outgoing;
 use ambient::clock::Clock;
-use ambient::initiative::pending::PendingThought;
 use ambient::journal::Kind;
 use serde_json::json;
 
@@ -112,42 +110,11 @@ fn a_send_whose_answer_was_unreadable_is_settled_by_its_nonce() {
     assert_eq!(mine[0].id.to_string(), id);
 }
 
-/// The bot stopped after its post went out and before it was confirmed.
-async fn crashed_after_posting(w: &World, text: &str) {
-    let now = w.clock.now();
-    let held = PendingThought::new(
-        GUILD_A,
-        text.into(),
-        Some(WGENERAL),
-        "waiting for a quiet moment".into(),
-        None,
-        now,
-        chrono::Duration::hours(3),
-    );
-    w.app.store.save_pending_thought(&held).unwrap();
-    w.app
-        .store
-        .outbox_insert("initiative-crash", GUILD_A, WGENERAL, text, now)
-        .unwrap();
-    let outgoing = Outgoing {
-        content: text.into(),
-        reply_to: None,
-        nonce: ambient::speech::nonce("initiative-crash", 0),
-        files: vec![],
-        pings: vec![],
-    };
-    w.app
-        .speech
-        .transport()
-        .send(WGENERAL, &outgoing)
-        .await
-        .unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_post_that_went_out_before_a_crash_is_neither_sent_nor_held_again() {
     let w = World::start(world::settings()).await;
-    crashed_after_posting(&w, "The eclipse is tonight!").await;
+    w.crashed_after_posting(WGENERAL, "initiative-crash", "The eclipse is tonight!")
+        .await;
     // Past Discord's nonce window: a resend would be a second post.
     w.clock.advance(chrono::Duration::minutes(5));
     w.app.initiative.recover().await;

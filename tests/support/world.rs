@@ -7,10 +7,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use ambient::app::{App, Parts, Running};
-use ambient::attention::{Addressed, Author, MessagePercept, Percept};
+use ambient::attention::{Addressed, Author, MessagePercept, Percept, Place};
 use ambient::chat::{ChatError, Outgoing, Transport, Typing};
 use ambient::clock::{Chance, Clock, ManualClock};
 use ambient::ids::{ChannelId, GuildId, MessageId, UserId, next_snowflake};
+use ambient::initiative::pending::PendingThought;
 use ambient::settings::{ProviderKind, Secrets, Settings};
 use ambient::store::messages::{Source, StoredMessage};
 use async_trait::async_trait;
@@ -265,6 +266,32 @@ impl World {
 
     pub fn said(&self) -> Vec<Said> {
         self.said.said.lock().unwrap().clone()
+    }
+
+    /// The bot held `text` for `channel` of guild A, wrote its outbox row
+    /// (nonce from `cause`), posted it through speech, and stopped before
+    /// marking the row sent: the state a crash right after a post leaves.
+    pub async fn crashed_after_posting(&self, channel: ChannelId, cause: &str, text: &str) {
+        let now = self.clock.now();
+        let held = PendingThought::new(
+            GUILD_A,
+            text.into(),
+            Some(channel),
+            "waiting for a quiet moment".into(),
+            None,
+            now,
+            chrono::Duration::hours(3),
+        );
+        self.app.store.save_pending_thought(&held).unwrap();
+        self.app
+            .store
+            .outbox_insert(cause, GUILD_A, channel, text, now)
+            .unwrap();
+        let place = Place {
+            guild: Some(GUILD_A),
+            channel,
+        };
+        self.app.speech.say(place, text, None, cause).await.unwrap();
     }
 
     /// A person's message in `channel` of guild A.
