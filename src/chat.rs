@@ -59,6 +59,29 @@ impl Typing {
     }
 }
 
+/// The nonces a local transport (console, replay) has delivered, kept as
+/// Discord's `enforce_nonce` keeps them: a repeated send is the first one.
+#[derive(Default)]
+pub struct Delivered(std::sync::Mutex<std::collections::HashMap<String, MessageId>>);
+
+impl Delivered {
+    /// The id `nonce` was first delivered as, and whether this send is that
+    /// first delivery (then `id` makes the id, and it is recorded).
+    pub fn first_or_record(
+        &self,
+        nonce: &str,
+        id: impl FnOnce() -> MessageId,
+    ) -> (MessageId, bool) {
+        let mut delivered = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(first) = delivered.get(nonce) {
+            return (*first, false);
+        }
+        let id = id();
+        delivered.insert(nonce.to_string(), id);
+        (id, true)
+    }
+}
+
 #[async_trait]
 pub trait Transport: Send + Sync {
     /// The bot's own identity here.

@@ -4,7 +4,6 @@
 //! (for scripts and tests): `ready`, `stored` (a typed line was acknowledged:
 //! it is in the store), `message`, `reaction`, `typing`, `notice`.
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
@@ -12,7 +11,7 @@ use async_trait::async_trait;
 use serde_json::json;
 
 use crate::attention::Author;
-use crate::chat::{ChatError, Outgoing, Transport, Typing};
+use crate::chat::{ChatError, Delivered, Outgoing, Transport, Typing};
 use crate::clock::SharedClock;
 use crate::ids::{ChannelId, MessageId, next_snowflake};
 use crate::store::Store;
@@ -66,8 +65,7 @@ pub struct ConsoleTransport {
     store: Store,
     clock: SharedClock,
     me: Author,
-    /// Nonces already delivered, like Discord's `enforce_nonce`.
-    delivered: Mutex<HashMap<String, MessageId>>,
+    delivered: Delivered,
 }
 
 impl ConsoleTransport {
@@ -77,7 +75,7 @@ impl ConsoleTransport {
             store,
             clock,
             me,
-            delivered: Mutex::new(HashMap::new()),
+            delivered: Delivered::default(),
         }
     }
 
@@ -97,13 +95,12 @@ impl Transport for ConsoleTransport {
     }
 
     async fn send(&self, channel: ChannelId, message: &Outgoing) -> Result<MessageId, ChatError> {
-        let mut delivered = self.delivered.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(id) = delivered.get(&message.nonce) {
-            return Ok(*id);
+        let (id, new) = self.delivered.first_or_record(&message.nonce, || {
+            MessageId(next_snowflake(self.clock.now()))
+        });
+        if !new {
+            return Ok(id);
         }
-        let id = MessageId(next_snowflake(self.clock.now()));
-        delivered.insert(message.nonce.clone(), id);
-        drop(delivered);
         let name = self.channel_label(channel);
         let files: Vec<String> = message
             .files

@@ -3,14 +3,13 @@
 //! Speech stores the bot's words as for any transport, so later decisions
 //! in the replay see them in the channel's history.
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::attention::Author;
-use crate::chat::{ChatError, Outgoing, Transport, Typing};
+use crate::chat::{ChatError, Delivered, Outgoing, Transport, Typing};
 use crate::clock::SharedClock;
 use crate::ids::{ChannelId, MessageId, SnowflakeGen};
 use crate::store::Store;
@@ -39,8 +38,7 @@ pub struct ReplayTransport {
     store: Store,
     clock: SharedClock,
     acts: Mutex<Vec<Act>>,
-    /// Nonces already "delivered", as Discord's `enforce_nonce` keeps them.
-    delivered: Mutex<HashMap<String, MessageId>>,
+    delivered: Delivered,
     /// The bot's ids, from this replay's own generator: the same every run.
     ids: SnowflakeGen,
 }
@@ -52,7 +50,7 @@ impl ReplayTransport {
             store,
             clock,
             acts: Mutex::new(Vec::new()),
-            delivered: Mutex::new(HashMap::new()),
+            delivered: Delivered::default(),
             ids: SnowflakeGen::new(),
         }
     }
@@ -78,15 +76,12 @@ impl Transport for ReplayTransport {
 
     async fn send(&self, channel: ChannelId, message: &Outgoing) -> Result<MessageId, ChatError> {
         let at = self.clock.now();
-        let id = {
-            let mut delivered = self.delivered.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(id) = delivered.get(&message.nonce) {
-                return Ok(*id);
-            }
-            let id = MessageId(self.ids.next(at));
-            delivered.insert(message.nonce.clone(), id);
-            id
-        };
+        let (id, new) = self
+            .delivered
+            .first_or_record(&message.nonce, || MessageId(self.ids.next(at)));
+        if !new {
+            return Ok(id);
+        }
         self.record(Act::Said {
             at,
             channel,
