@@ -114,6 +114,7 @@ fn memory_with_40() -> (Arc<Memory>, tempfile::TempDir, tokio::runtime::Runtime)
         clock.clone(),
         Chance::seeded(1),
         Prompts::builtin(),
+        None,
     )));
     let memory = Memory::new(store, service, journal, clock.clone(), exec);
     let words: Vec<String> = (0..VOCABULARY).map(word).collect();

@@ -16,7 +16,7 @@ use crate::attention::Spine;
 use crate::chat::Transport;
 use crate::clock::{Chance, SharedClock};
 use crate::discovery::Discovery;
-use crate::executive::{Executive, Prompts};
+use crate::executive::{Executive, Prompts, StandIn};
 use crate::garden::{Garden, GardenHandler};
 use crate::impulses::Impulses;
 use crate::impulses::handler::ImpulseHandler;
@@ -63,6 +63,8 @@ pub struct Parts {
     pub secrets: Secrets,
     pub clock: SharedClock,
     pub chance: Arc<Chance>,
+    /// Answers every model call in place of the providers (replay's offline mode).
+    pub stand_in: Option<Arc<dyn StandIn>>,
 }
 
 impl App {
@@ -77,6 +79,7 @@ impl App {
             secrets,
             clock,
             chance,
+            stand_in,
         } = parts;
         let data_dir = PathBuf::from(&settings.storage.data_dir);
         let store = Store::open(&data_dir).with_context(|| {
@@ -115,6 +118,7 @@ impl App {
                 clock.clone(),
                 chance.clone(),
                 prompts,
+                stand_in,
             )
             .await,
         );

@@ -28,6 +28,7 @@
 //! transport also sends `allowed_mentions` with exactly those users.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
@@ -82,6 +83,10 @@ pub struct Speech {
     clock: SharedClock,
     /// Channels whose last send was refused, and when.
     refused: Mutex<HashMap<ChannelId, (DateTime<Utc>, String)>>,
+    /// Texts made ready and then turned away at the door: each one is work
+    /// (often a paid model call) nobody saw. Every gate before a model call
+    /// exists to keep this at 0; replay's report shows it.
+    turned_away: AtomicU64,
 }
 
 impl Speech {
@@ -97,7 +102,13 @@ impl Speech {
             settings,
             clock,
             refused: Mutex::new(HashMap::new()),
+            turned_away: AtomicU64::new(0),
         }
+    }
+
+    /// How many texts were ready to say but could not be delivered.
+    pub fn turned_away(&self) -> u64 {
+        self.turned_away.load(Ordering::Relaxed)
     }
 
     pub fn transport(&self) -> &Arc<dyn Transport> {
@@ -195,7 +206,9 @@ impl Speech {
         if text.is_empty() {
             return Err(SpeechError::Empty);
         }
-        let room = self.deliverable(place)?;
+        let room = self.deliverable(place).inspect_err(|_| {
+            self.turned_away.fetch_add(1, Ordering::Relaxed);
+        })?;
         let max_parts = self
             .settings
             .for_guild(place.guild)

@@ -31,6 +31,7 @@ pub async fn console(
             secrets: Secrets::from_env(),
             clock: clock.clone(),
             chance: Chance::from_entropy(),
+            stand_in: None,
         },
         |store| {
             Arc::new(ConsoleTransport::new(

@@ -47,6 +47,7 @@ async fn open(settings: Option<&Path>) -> anyhow::Result<Ctx> {
             clock.clone(),
             Chance::from_entropy(),
             prompts,
+            None,
         )
         .await,
     );

@@ -29,6 +29,7 @@ pub async fn run(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
             secrets,
             clock: Arc::new(SystemClock),
             chance: Chance::from_entropy(),
+            stand_in: None,
         },
         token.expose(),
     )

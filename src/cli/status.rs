@@ -31,6 +31,7 @@ pub async fn status(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
         clock,
         Chance::from_entropy(),
         Prompts::load(&prompts_dir)?,
+        None,
     )
     .await;
     println!(

@@ -18,6 +18,7 @@ pub mod openai;
 pub mod prompts;
 pub mod ratelimit;
 pub mod snapshot;
+pub mod stand_in;
 pub mod tools;
 pub mod turn;
 pub mod wire;
@@ -34,6 +35,7 @@ pub use endpoints::{Endpoint, Role};
 pub use prompts::{Prompts, Rendered};
 pub use ratelimit::RateLimits;
 pub use snapshot::UsageSnapshot;
+pub use stand_in::StandIn;
 pub use turn::{Turn, TurnOutcome, TurnResult};
 pub use wire::{ChatRequest, ChatResponse, Message, Part, ToolChoice, ToolSpec};
 
@@ -110,6 +112,8 @@ pub struct Executive {
     offer: Offer,
     pub prompts: Prompts,
     providers: Mutex<HashMap<String, ProviderState>>,
+    /// Answers every call in place of the providers (replay's offline mode).
+    stand_in: Option<Arc<dyn StandIn>>,
 }
 
 /// One HTTP attempt's result.
@@ -128,7 +132,10 @@ enum Attempt {
 
 impl Executive {
     /// Builds the executive and looks at what the environment offers (a
-    /// local Ollama is probed once, briefly).
+    /// local Ollama is probed once, briefly). With a `stand_in`, nothing is
+    /// probed or sent: a local Ollama counts as offered and the stand-in
+    /// answers every call.
+    #[allow(clippy::too_many_arguments)] // the composition root's services, each used
     pub async fn new(
         settings: Arc<SettingsService>,
         secrets: Secrets,
@@ -137,6 +144,7 @@ impl Executive {
         clock: SharedClock,
         chance: Arc<Chance>,
         prompts: Prompts,
+        stand_in: Option<Arc<dyn StandIn>>,
     ) -> Self {
         // The model providers' own APIs are the one exception to the guarded
         // fetcher, but they too ignore environment proxies: only `network.proxy`.
@@ -144,8 +152,8 @@ impl Executive {
             .connect_timeout(Duration::from_secs(10))
             .build()
             .expect("HTTP client builds");
-        let ollama_reachable =
-            probe_ollama(&http, &settings.global().executive.ollama_base_url).await;
+        let ollama_reachable = stand_in.is_some()
+            || probe_ollama(&http, &settings.global().executive.ollama_base_url).await;
         let prompts = prompts.limited_by(settings.clone());
         Self {
             http,
@@ -161,6 +169,7 @@ impl Executive {
             chance,
             prompts,
             providers: Mutex::new(HashMap::new()),
+            stand_in,
         }
     }
 
@@ -269,6 +278,15 @@ impl Executive {
         req: &ChatRequest,
         settings: &crate::settings::Settings,
     ) -> Result<Completion, String> {
+        if let Some(stand_in) = &self.stand_in {
+            let response = stand_in.answer(ctx, ep, req);
+            let usage_id = self.record(ctx, ep, Some(&response), 0, "ok", "");
+            return Ok(Completion {
+                response,
+                usage_id,
+                endpoint: format!("{}:{}", ep.provider_name(), ep.model),
+            });
+        }
         let body = match ep.wire {
             Wire::Anthropic => anthropic::body(req, &ep.model),
             Wire::OpenAi => openai::body(req, &ep.model, ep.is_official_openai()),

@@ -52,7 +52,7 @@ use crate::ids::{ChannelId, GuildId, UserId};
 use crate::impulses::Impulses;
 use crate::journal::{Entry, Journal, Kind, stream};
 use crate::memory::Memory;
-use crate::settings::SettingsService;
+use crate::settings::{Settings, SettingsService};
 use crate::store::Store;
 use crate::store::garden::QueueItem;
 pub use cycle::CycleReport;
@@ -514,6 +514,66 @@ impl Garden {
 
     /// The loop: sleeps until the next wake (or an event), then hands a
     /// `GardenDue` impulse to attention and waits for its cycle.
+    /// One look at the garden's wake: queues a cycle that is due (or holds
+    /// it while people talk with the bot, or while a budget says wait) and
+    /// says when to look again. `run` calls it in its loop; a front end on
+    /// simulated time (replay) calls it once per step.
+    pub fn look(&self, settings: &Settings, now: DateTime<Utc>) -> Look {
+        let status = self.status();
+        let mut wait = StdDuration::from_secs(60);
+        match status.next_wake {
+            Some(at) if settings.garden.enabled && at <= now => {
+                let inputs = self.inputs();
+                let plan = scheduler::plan(&inputs, &self.scheduler_state(), &settings.garden);
+                // Someone asked: people talking do not hold it back (the budget still does).
+                let asked = self.requested_due(now);
+                let talk = (inputs.people_active && !asked)
+                    .then(|| self.held_for_talk(&plan, now))
+                    .flatten();
+                if plan.wait.is_none() && !asked {
+                    // Paused while people talk: look again in a minute.
+                    self.set_status(|s| {
+                        s.state = "paused".into();
+                        s.detail = plan.why.last().cloned().unwrap_or_default();
+                    });
+                } else if let Some(later) = talk {
+                    self.schedule_wake(
+                        later,
+                        format!(
+                            "{}; held while people talk with the bot: {}",
+                            status.next_reason,
+                            plan.why.join("; ")
+                        ),
+                        true,
+                    );
+                    return Look::Again;
+                } else if let (at, Some(why)) = self.earliest(at) {
+                    self.schedule_wake(at, format!("{}; held: {why}", status.next_reason), true);
+                    return Look::Again;
+                } else {
+                    self.in_flight.store(true, Ordering::SeqCst);
+                    *self
+                        .in_flight_since
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+                    let mut i = Impulse::new(ImpulseKind::GardenDue, None, now);
+                    i.priority = Priority::Low;
+                    i.detail = status.next_reason.clone();
+                    self.spine.submit(Input::Impulse(i));
+                    return Look::Again;
+                }
+            }
+            Some(at) => {
+                wait = (at - now)
+                    .to_std()
+                    .unwrap_or_default()
+                    .clamp(StdDuration::from_secs(1), wait)
+            }
+            None => {}
+        }
+        Look::Wait(wait)
+    }
+
     pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
         self.recover();
         let mut last_cleanup: Option<Instant> = None;
@@ -546,62 +606,10 @@ impl Garden {
                 }
                 continue;
             }
-            let status = self.status();
-            let mut wait = StdDuration::from_secs(60);
-            match status.next_wake {
-                Some(at) if settings.garden.enabled && at <= now => {
-                    let inputs = self.inputs();
-                    let plan = scheduler::plan(&inputs, &self.scheduler_state(), &settings.garden);
-                    // Someone asked: people talking do not hold it back (the budget still does).
-                    let asked = self.requested_due(now);
-                    let talk = (inputs.people_active && !asked)
-                        .then(|| self.held_for_talk(&plan, now))
-                        .flatten();
-                    if plan.wait.is_none() && !asked {
-                        // Paused while people talk: look again in a minute.
-                        self.set_status(|s| {
-                            s.state = "paused".into();
-                            s.detail = plan.why.last().cloned().unwrap_or_default();
-                        });
-                    } else if let Some(later) = talk {
-                        self.schedule_wake(
-                            later,
-                            format!(
-                                "{}; held while people talk with the bot: {}",
-                                status.next_reason,
-                                plan.why.join("; ")
-                            ),
-                            true,
-                        );
-                        continue;
-                    } else if let (at, Some(why)) = self.earliest(at) {
-                        self.schedule_wake(
-                            at,
-                            format!("{}; held: {why}", status.next_reason),
-                            true,
-                        );
-                        continue;
-                    } else {
-                        self.in_flight.store(true, Ordering::SeqCst);
-                        *self
-                            .in_flight_since
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
-                        let mut i = Impulse::new(ImpulseKind::GardenDue, None, now);
-                        i.priority = Priority::Low;
-                        i.detail = status.next_reason.clone();
-                        self.spine.submit(Input::Impulse(i));
-                        continue;
-                    }
-                }
-                Some(at) => {
-                    wait = (at - now)
-                        .to_std()
-                        .unwrap_or_default()
-                        .clamp(StdDuration::from_secs(1), wait)
-                }
-                None => {}
-            }
+            let wait = match self.look(&settings, now) {
+                Look::Again => continue,
+                Look::Wait(wait) => wait,
+            };
             tokio::select! {
                 _ = tokio::time::sleep(wait) => {}
                 _ = self.wake.notified() => {}
@@ -609,6 +617,14 @@ impl Garden {
             }
         }
     }
+}
+
+/// What one look at the garden's wake concluded.
+pub enum Look {
+    /// Something changed (a cycle queued, a wake moved): look again now.
+    Again,
+    /// Nothing to do before this much time has passed.
+    Wait(StdDuration),
 }
 
 /// The router's view of the garden: runs the cycle a `GardenDue` impulse asks for.

@@ -7,7 +7,9 @@
 //!   (DiscordChatExporter JSON, or a simple JSONL)
 //! - `sim`: the bot living through them on a manual clock
 //! - `transport`: what the bot would have said, kept instead of sent
+//! - `offline`: the models' stand-in when nothing may be sent anywhere
 
 pub mod export;
+pub mod offline;
 pub mod sim;
 pub mod transport;

@@ -3,30 +3,68 @@
 //!
 //! - Before each message the clock moves from the last message's time to
 //!   this one a tick (`initiative.text.tickSeconds`) at a time, and each
-//!   step runs what it brings (`App::run_due`: due reminders and tasks, the
-//!   initiative tick), so cooldowns, caps and expiry see simulated time.
+//!   tick runs what it brings, as the background loops would: due reminders
+//!   and tasks, the initiative tick, memory upkeep (extraction, compaction,
+//!   expiry) and the garden's wake, so cooldowns, caps, expiry and the
+//!   garden's scheduler see simulated time. Discovery is left out: it would
+//!   fetch feeds from the network, today's, not the export's.
 //! - Each message becomes a percept as the Discord front end makes it:
 //!   mentions made readable, a mention of the bot addressing it.
 //! - Messages the bot itself wrote in the export are left out: the replay's
 //!   bot speaks for itself, through `ReplayTransport`, into the same store.
 //! - Only the spine runs (percepts reach their handlers); the background
 //!   loops are never started, so nothing happens between steps.
+//! - It keeps the tallies the report needs that the store does not: which
+//!   initiative gate stopped each tick, and how many percepts needed a
+//!   strong-model call.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
 use super::export::ExportedMessage;
-use super::transport::{Act, ReplayTransport};
+use super::transport::{Act, Doing, ReplayTransport};
 use crate::app::{App, Parts, Running};
 use crate::attention::{
     Addressed, Author, MessagePercept, Percept, addressed_by_name, bot_mention, readable_mentions,
 };
 use crate::clock::{Chance, Clock as _, ManualClock};
+use crate::executive::{Role, StandIn};
+use crate::garden::Look;
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
+use crate::initiative::gates::Verdict;
 use crate::settings::{Secrets, Settings};
 use crate::store::messages::{Source, StoredMessage};
+use crate::store::usage::UsageFilter;
+
+/// What a simulation is built from.
+pub struct Setup {
+    /// The bot's settings; their data directory is the replay's own.
+    pub settings: Settings,
+    pub secrets: Secrets,
+    /// Where the clock starts: the export's first message.
+    pub start: DateTime<Utc>,
+    /// Seeds the bot's dice (eagerness rolls, jitter).
+    pub seed: u64,
+    /// The bot's user id in the export, so mentions of it address it.
+    pub bot: u64,
+    /// Answers every model call in place of the providers (offline mode).
+    pub stand_in: Option<Arc<dyn StandIn>>,
+}
+
+/// What the simulation counted as it went.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// People's messages handled.
+    pub percepts: u64,
+    /// Of those, the ones whose handling made a strong-model call (reply or ambient role).
+    pub percepts_with_strong_call: u64,
+    /// Initiative ticks, per guild.
+    pub ticks: u64,
+    /// How often each initiative gate stopped a guild's tick.
+    pub gates: BTreeMap<&'static str, u64>,
+}
 
 pub struct Simulation {
     pub app: Arc<App>,
@@ -36,20 +74,21 @@ pub struct Simulation {
     known_channels: HashSet<u64>,
     /// The export's own messages by the bot, left out.
     pub own_messages_left_out: u64,
+    tally: Tally,
     spine: Option<Running>,
 }
 
 impl Simulation {
-    /// Builds the bot on `settings` (whose data directory is the replay's
-    /// own) with the clock at `start` and dice seeded with `seed`. `bot` is
-    /// the bot's user id in the export, so mentions of it address it.
-    pub async fn start(
-        settings: Settings,
-        secrets: Secrets,
-        start: DateTime<Utc>,
-        seed: u64,
-        bot: u64,
-    ) -> anyhow::Result<Self> {
+    /// Builds the bot as `setup` says, with the clock at its start.
+    pub async fn start(setup: Setup) -> anyhow::Result<Self> {
+        let Setup {
+            settings,
+            secrets,
+            start,
+            seed,
+            bot,
+            stand_in,
+        } = setup;
         let clock = ManualClock::new(start);
         let me = Author {
             id: UserId(bot),
@@ -62,6 +101,7 @@ impl Simulation {
             secrets,
             clock: clock.clone(),
             chance: Chance::seeded(seed),
+            stand_in,
         };
         let app = App::build(parts, |store| {
             let transport = Arc::new(ReplayTransport::new(
@@ -83,7 +123,13 @@ impl Simulation {
             me,
             known_channels: HashSet::new(),
             own_messages_left_out: 0,
+            tally: Tally::default(),
         })
+    }
+
+    /// What was counted so far.
+    pub fn tally(&self) -> &Tally {
+        &self.tally
     }
 
     /// Everything the bot did so far, in order.
@@ -100,7 +146,7 @@ impl Simulation {
     }
 
     /// Lets simulated time pass up to `t`, one tick at a time.
-    pub async fn pass_until(&self, t: DateTime<Utc>) {
+    pub async fn pass_until(&mut self, t: DateTime<Utc>) {
         let seconds = self
             .app
             .settings
@@ -112,10 +158,39 @@ impl Simulation {
         let tick = chrono::Duration::seconds(i64::from(seconds));
         while self.clock.now() + tick <= t {
             self.clock.advance(tick);
-            self.app.run_due().await;
+            self.tick().await;
         }
         if self.clock.now() < t {
             self.clock.set(t);
+        }
+    }
+
+    /// One tick of the background loops, each part run to the end.
+    async fn tick(&mut self) {
+        let app = self.app.clone();
+        self.transport.doing(Doing::Reminder);
+        app.impulses.check();
+        app.spine.drain().await;
+
+        self.transport.doing(Doing::AmbientPost);
+        for (_, verdict) in app.initiative.tick() {
+            self.tally.ticks += 1;
+            if let Verdict::Stop { gate, .. } = verdict {
+                *self.tally.gates.entry(gate).or_default() += 1;
+            }
+        }
+        app.spine.drain().await;
+
+        self.transport.doing(Doing::Background);
+        app.memory.maintain().await;
+        app.garden.notice_conversations_ending();
+        let settings = app.settings.global();
+        // A look that queued a cycle or moved the wake is followed by another, as `Garden::run` does.
+        for _ in 0..3 {
+            match app.garden.look(&settings, self.clock.now()) {
+                Look::Again => app.spine.drain().await,
+                Look::Wait(_) => break,
+            }
         }
     }
 
@@ -127,9 +202,30 @@ impl Simulation {
             return Ok(());
         }
         self.meet(m)?;
-        self.app.senses.perceive(self.percept(m))?;
+        let percept = self.percept(m);
+        let addressed = matches!(&percept, Percept::Message(p) if p.addressed.is_addressed());
+        self.transport.doing(if addressed {
+            Doing::Reply
+        } else {
+            Doing::ChimeIn
+        });
+        let before = self.strong_calls()?;
+        self.app.senses.perceive(percept)?;
         self.app.spine.drain().await;
+        self.tally.percepts += 1;
+        if self.strong_calls()? > before {
+            self.tally.percepts_with_strong_call += 1;
+        }
         Ok(())
+    }
+
+    /// Answered model calls of the strong roles so far (a refusal is no call).
+    fn strong_calls(&self) -> anyhow::Result<u64> {
+        Ok(self.app.store.usage_count(&UsageFilter {
+            roles: vec![Role::Reply.as_str().into(), Role::Ambient.as_str().into()],
+            outcome: Some("ok".into()),
+            ..UsageFilter::default()
+        })?)
     }
 
     /// The server and channel stored on first sight, as the gateway's guild event does.

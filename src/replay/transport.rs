@@ -15,11 +15,31 @@ use crate::ids::{ChannelId, MessageId, SnowflakeGen};
 use crate::store::Store;
 use crate::store::messages::StoredMessage;
 
+/// What the bot was doing when it spoke, as the simulation knows it: the
+/// step that was running (a message being handled, a tick's due impulses,
+/// the initiative, the background work).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Doing {
+    /// Answering a message that addressed it.
+    #[default]
+    Reply,
+    /// Speaking up after a message that did not address it.
+    ChimeIn,
+    /// A reminder or a scheduled routine coming due.
+    Reminder,
+    /// An unprompted post of the initiative.
+    AmbientPost,
+    /// Anything else (the garden, memory upkeep).
+    Background,
+}
+
 /// One thing the bot did in the replay.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Act {
     Said {
         at: DateTime<Utc>,
+        doing: Doing,
         channel: ChannelId,
         content: String,
         reply_to: Option<MessageId>,
@@ -38,6 +58,7 @@ pub struct ReplayTransport {
     store: Store,
     clock: SharedClock,
     acts: Mutex<Vec<Act>>,
+    doing: Mutex<Doing>,
     delivered: Delivered,
     /// The bot's ids, from this replay's own generator: the same every run.
     ids: SnowflakeGen,
@@ -50,6 +71,7 @@ impl ReplayTransport {
             store,
             clock,
             acts: Mutex::new(Vec::new()),
+            doing: Mutex::new(Doing::default()),
             delivered: Delivered::default(),
             ids: SnowflakeGen::new(),
         }
@@ -58,6 +80,11 @@ impl ReplayTransport {
     /// Everything the bot did so far, in order.
     pub fn acts(&self) -> Vec<Act> {
         self.acts.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// What the bot is doing from now on, for the acts it records.
+    pub fn doing(&self, doing: Doing) {
+        *self.doing.lock().unwrap_or_else(|p| p.into_inner()) = doing;
     }
 
     fn record(&self, act: Act) {
@@ -84,6 +111,7 @@ impl Transport for ReplayTransport {
         }
         self.record(Act::Said {
             at,
+            doing: *self.doing.lock().unwrap_or_else(|p| p.into_inner()),
             channel,
             content: message.content.clone(),
             reply_to: message.reply_to,

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use ambient::replay::export::{ExportLimits, read_exports};
-use ambient::replay::sim::Simulation;
+use ambient::replay::sim::{Setup, Simulation};
 use ambient::replay::transport::Act;
 use ambient::settings::{Secrets, Settings};
 
@@ -30,13 +30,14 @@ async fn replay(file: &str) -> (Simulation, tempfile::TempDir) {
         .map(Result::unwrap)
         .collect();
     let start = messages[0].at;
-    let mut sim = Simulation::start(
-        offline_settings(dir.path()),
-        Secrets::default(),
+    let mut sim = Simulation::start(Setup {
+        settings: offline_settings(dir.path()),
+        secrets: Secrets::default(),
         start,
-        7,
-        SAMPLE_BOT,
-    )
+        seed: 7,
+        bot: SAMPLE_BOT,
+        stand_in: None,
+    })
     .await
     .unwrap();
     for m in &messages {

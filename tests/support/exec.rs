@@ -77,6 +77,7 @@ pub async fn build(settings: Settings, server: ModelServer, vars: &[(&str, &str)
         clock.clone(),
         Chance::seeded(1),
         Prompts::builtin(),
+        None,
     )
     .await;
     Fixture {

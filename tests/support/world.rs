@@ -226,6 +226,7 @@ impl World {
                 secrets,
                 clock: clock.clone(),
                 chance: Chance::seeded(7),
+                stand_in: None,
             },
             |store| {
                 // The closure runs once: there is no earlier store to keep.

@@ -1,0 +1,194 @@
+//! Replay's offline models: a deterministic stand-in for every role, so a
+//! replay measures gates, routing and cost without the network and without
+//! paying anyone. What it answers is a placeholder, never wording:
+//!
+//! - an answer in words (the reply role, a level-2 reflex asked for text):
+//!   a short placeholder;
+//! - `decide` (initiative): post with probability `post_rate`, else hold or
+//!   drop, half and half, on its own seeded dice; `chime_in` speaks with the
+//!   same probability;
+//! - `remember_facts` (extraction): nothing worth keeping;
+//! - `end_ambient_cycle` (the garden): the cycle ends, nothing tended;
+//! - `classify` (a level-2 reflex): no match; the impulses' `act` and
+//!   `explored`, and compaction's `summary`: a placeholder.
+//!
+//! Each call is kept (role, model, prompt tokens estimated as the budget
+//! estimates them, tools offered) for the report.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+use crate::clock::Chance;
+use crate::executive::wire::{StopReason, TokenUsage};
+use crate::executive::{
+    CallContext, ChatRequest, ChatResponse, Endpoint, Part, Role, StandIn, ToolChoice,
+};
+
+/// What the reply role "says" offline.
+pub const PLACEHOLDER_REPLY: &str = "[a reply would go here]";
+/// What an ambient post "says" offline.
+pub const PLACEHOLDER_POST: &str = "[an ambient post would go here]";
+
+/// One model call the stand-in answered.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Call {
+    pub role: Role,
+    pub model: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub tools: Vec<String>,
+}
+
+pub struct Offline {
+    post_rate: f64,
+    dice: Arc<Chance>,
+    calls: Mutex<Vec<Call>>,
+}
+
+impl Offline {
+    /// `post_rate` (0–1): how often `decide` posts and `chime_in` speaks.
+    pub fn new(post_rate: f64, seed: u64) -> Self {
+        Self {
+            post_rate: post_rate.clamp(0.0, 1.0),
+            // Its own dice: the bot's (eagerness rolls) must not shift with how many calls were made.
+            dice: Chance::seeded(seed ^ 0x0ff1_1e5e),
+            calls: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Every call answered so far, in order.
+    pub fn calls(&self) -> Vec<Call> {
+        self.calls.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn respond(&self, req: &ChatRequest) -> Vec<Part> {
+        let offered = |name: &str| req.tools.iter().any(|t| t.name == name);
+        let call = |name: &str, input: Value| {
+            vec![Part::ToolUse {
+                id: format!("offline-{name}"),
+                name: name.into(),
+                input,
+            }]
+        };
+        if offered("decide") {
+            return call("decide", self.decision(req));
+        }
+        if offered("chime_in") {
+            let speak = self.dice.fraction() < self.post_rate;
+            return call(
+                "chime_in",
+                json!({"speak": speak, "text": PLACEHOLDER_REPLY, "reason": "offline replay"}),
+            );
+        }
+        let finals = [
+            ("remember_facts", json!({"facts": []})),
+            (
+                "end_ambient_cycle",
+                json!({"summary": "offline replay: nothing tended", "memories_modified": 0, "compactions": 0}),
+            ),
+            ("classify", json!({"matches": false})),
+            ("act", json!({"note": "offline replay"})),
+            ("explored", json!({"learned": "offline replay"})),
+            ("summary", json!({"content": "offline replay"})),
+        ];
+        if let Some((name, input)) = finals.into_iter().find(|(name, _)| offered(name)) {
+            return call(name, input);
+        }
+        if let ToolChoice::Force(name) = &req.tool_choice {
+            return call(name, json!({}));
+        }
+        vec![Part::Text {
+            text: PLACEHOLDER_REPLY.into(),
+        }]
+    }
+
+    fn decision(&self, req: &ChatRequest) -> Value {
+        let channel = channel_named_in(req).unwrap_or_else(|| "general".into());
+        let roll = self.dice.fraction();
+        let action = if roll < self.post_rate {
+            "post"
+        } else if self.dice.fraction() < 0.5 {
+            "hold"
+        } else {
+            "drop"
+        };
+        json!({"action": action, "channel": channel, "text": PLACEHOLDER_POST, "reason": "offline replay"})
+    }
+}
+
+impl StandIn for Offline {
+    fn answer(&self, ctx: &CallContext, ep: &Endpoint, req: &ChatRequest) -> ChatResponse {
+        let parts = self.respond(req);
+        let stop = if parts.iter().any(|p| matches!(p, Part::ToolUse { .. })) {
+            StopReason::ToolUse
+        } else {
+            StopReason::EndTurn
+        };
+        let usage = TokenUsage {
+            input: req.estimate_input_tokens(),
+            output: output_tokens(&parts),
+        };
+        self.calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Call {
+                role: ctx.role,
+                model: ep.model.clone(),
+                input_tokens: usage.input,
+                output_tokens: usage.output,
+                tools: req.tools.iter().map(|t| t.name.clone()).collect(),
+            });
+        ChatResponse {
+            parts,
+            stop,
+            usage,
+            model: ep.model.clone(),
+        }
+    }
+}
+
+/// Four characters a token, as the budget estimates prompts; at least one.
+fn output_tokens(parts: &[Part]) -> u64 {
+    let chars: usize = parts
+        .iter()
+        .map(|p| match p {
+            Part::Text { text } => text.len(),
+            Part::ToolUse { name, input, .. } => name.len() + input.to_string().len(),
+            Part::ToolResult { content, .. } => content.len(),
+        })
+        .sum();
+    (chars / 4).max(1) as u64
+}
+
+/// A channel the initiative prompt offers: the first under `=== CHANNELS ===`,
+/// or, after a refused decision, the first the refusal names ("one of: #a, #b").
+fn channel_named_in(req: &ChatRequest) -> Option<String> {
+    let texts: Vec<String> = req
+        .messages
+        .iter()
+        .flat_map(|m| &m.parts)
+        .filter_map(|p| match p {
+            Part::Text { text } => Some(text.clone()),
+            Part::ToolResult { content, .. } => Some(content.clone()),
+            Part::ToolUse { .. } => None,
+        })
+        .collect();
+    for text in texts.iter().rev() {
+        if let Some((_, rest)) = text.rsplit_once("one of: ") {
+            if let Some(name) = rest.split([',', ' ', '\n']).find(|w| w.starts_with('#')) {
+                return Some(name.trim_start_matches('#').to_string());
+            }
+        }
+    }
+    texts.iter().find_map(|text| {
+        let (_, section) = text.split_once("=== CHANNELS ===")?;
+        section
+            .lines()
+            .map(str::trim)
+            .take_while(|l| !l.starts_with("==="))
+            .find_map(|l| l.strip_prefix('#'))
+            .and_then(|l| l.split([' ', '(']).next())
+            .map(str::to_string)
+    })
+}
