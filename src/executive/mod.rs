@@ -15,6 +15,7 @@ pub mod bounds;
 pub mod budget;
 pub mod endpoints;
 pub mod openai;
+pub mod prices;
 pub mod prompts;
 pub mod ratelimit;
 pub mod snapshot;

@@ -8,8 +8,14 @@
 //! - `sim`: the bot living through them on a manual clock
 //! - `transport`: what the bot would have said, kept instead of sent
 //! - `offline`: the models' stand-in when nothing may be sent anywhere
+//! - `run`: one replay from the files to the report
+//! - `report`, `text`, `timeline`: what it found, as data, as text, as a timeline
 
 pub mod export;
 pub mod offline;
+pub mod report;
+pub mod run;
 pub mod sim;
+pub mod text;
+pub mod timeline;
 pub mod transport;

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use super::export::ExportedMessage;
+use super::export::{ExportedAuthor, ExportedMessage};
 use super::transport::{Act, Doing, ReplayTransport};
 use crate::app::{App, Parts, Running};
 use crate::attention::{
@@ -74,6 +74,9 @@ pub struct Simulation {
     known_channels: HashSet<u64>,
     /// The export's own messages by the bot, left out.
     pub own_messages_left_out: u64,
+    /// Each exported channel, on first sight, joins the bot's initiative
+    /// pool and its reply channels (a guild override, as `/settings set` makes).
+    pub open_exported_channels: bool,
     tally: Tally,
     spine: Option<Running>,
 }
@@ -123,6 +126,7 @@ impl Simulation {
             me,
             known_channels: HashSet::new(),
             own_messages_left_out: 0,
+            open_exported_channels: false,
             tally: Tally::default(),
         })
     }
@@ -197,7 +201,7 @@ impl Simulation {
     /// One message of the export, at its time, handled to the end.
     pub async fn live(&mut self, m: &ExportedMessage) -> anyhow::Result<()> {
         self.pass_until(m.at).await;
-        if m.author.id == self.me.id.get() {
+        if self.is_me(&m.author) {
             self.own_messages_left_out += 1;
             return Ok(());
         }
@@ -239,8 +243,32 @@ impl Simulation {
                 &m.channel.name,
                 m.at,
             )?;
+            if self.open_exported_channels {
+                self.open(GuildId(m.guild.id))?;
+            }
         }
         Ok(())
+    }
+
+    fn open(&self, guild: GuildId) -> anyhow::Result<()> {
+        let channels = self.app.store.guild_channels(guild)?;
+        let ids = serde_json::to_string(&channels)?;
+        for path in [
+            "permissions.replies.discoveryChannelIds",
+            "permissions.replies.replyChannelIds",
+        ] {
+            self.app
+                .settings
+                .set_override(guild, path, &ids, None)
+                .map_err(|e| anyhow::anyhow!("cannot open the exported channels ({path}): {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// The bot in the export: its id, or (when the export's bot id is not
+    /// known) a bot account by the bot's name.
+    fn is_me(&self, a: &ExportedAuthor) -> bool {
+        a.id == self.me.id.get() || (a.is_bot && a.name.eq_ignore_ascii_case(&self.me.name))
     }
 
     fn percept(&self, m: &ExportedMessage) -> Percept {
@@ -255,15 +283,14 @@ impl Simulation {
             bot_name,
         );
         // `<@id>` of the bot is `@name` by now; a hand-made export writes that directly.
-        let addressed = if m.mentions.iter().any(|a| a.id == self.me.id.get())
-            || mentions_bot(&content, bot_name)
-        {
-            Addressed::Mention
-        } else if addressed_by_name(&content, bot_name) {
-            Addressed::ByName
-        } else {
-            Addressed::No
-        };
+        let addressed =
+            if m.mentions.iter().any(|a| self.is_me(a)) || mentions_bot(&content, bot_name) {
+                Addressed::Mention
+            } else if addressed_by_name(&content, bot_name) {
+                Addressed::ByName
+            } else {
+                Addressed::No
+            };
         Percept::Message(MessagePercept {
             message: StoredMessage {
                 id: MessageId(m.id),

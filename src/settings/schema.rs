@@ -9,6 +9,8 @@
 //! Secrets are deliberately absent: tokens and API keys come only from the
 //! environment (see `settings::secrets`).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{ChannelId, GuildId, UserId};
@@ -292,6 +294,17 @@ pub struct ExecutiveSettings {
     pub max_tool_calls: u32,
     pub context_stream: ContextStreamSettings,
     pub prompt_limits: PromptLimits,
+    /// US$ per million tokens by model name, for cost estimates; added to
+    /// (and winning over) the built-in list prices.
+    pub prices: BTreeMap<String, Price>,
+}
+
+/// US$ per million tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Price {
+    pub input_per_million: f64,
+    pub output_per_million: f64,
 }
 
 impl Default for ExecutiveSettings {
@@ -310,6 +323,7 @@ impl Default for ExecutiveSettings {
             max_tool_calls: 8,
             context_stream: ContextStreamSettings::default(),
             prompt_limits: PromptLimits::default(),
+            prices: BTreeMap::new(),
         }
     }
 }

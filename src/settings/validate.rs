@@ -113,6 +113,12 @@ fn walk(
                 problems.push(Problem::new(&path, message));
                 removals.push(path);
             }
+            Some(Value::Object(_)) if value.is_object() && path == PRICES => {
+                if let Some(problem) = prices_problem(value) {
+                    problems.push(problem);
+                    removals.push(path);
+                }
+            }
             Some(Value::Object(_)) if value.is_object() => {
                 walk(value, &known[key], &path, root, problems, removals);
             }
@@ -301,6 +307,55 @@ pub fn describe(v: &Value) -> String {
 
 /// Deserializes, removing each offending key and retrying, so every type
 /// error is reported rather than only the first.
+/// The one map whose keys are the operator's (model names), not the schema's.
+const PRICES: &str = "executive.prices";
+
+/// The first thing wrong with `executive.prices`, if anything: each entry is
+/// `{"inputPerMillion": n, "outputPerMillion": n}` with n a number of 0 or
+/// more. A bad map is dropped whole (model names may hold dots, which a
+/// dotted path cannot name), so the built-in prices apply.
+fn prices_problem(value: &Value) -> Option<Problem> {
+    const FIELDS: [&str; 2] = ["inputPerMillion", "outputPerMillion"];
+    let map = value.as_object()?;
+    for (model, entry) in map {
+        let at = format!("{PRICES}.{model:?}");
+        if model.trim().is_empty() {
+            return Some(Problem::new(at, "a price needs a model name"));
+        }
+        let Some(fields) = entry.as_object() else {
+            return Some(Problem::new(
+                at,
+                format!(
+                    "expected {{\"inputPerMillion\": US$, \"outputPerMillion\": US$}}, got {}",
+                    describe(entry)
+                ),
+            ));
+        };
+        if let Some(extra) = fields.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+            return Some(Problem::new(
+                format!("{at}.{extra}"),
+                "unknown setting: a price has inputPerMillion and outputPerMillion",
+            ));
+        }
+        for field in FIELDS {
+            let ok = fields
+                .get(field)
+                .and_then(Value::as_f64)
+                .is_some_and(|n| n.is_finite() && n >= 0.0);
+            if !ok {
+                return Some(Problem::new(
+                    format!("{at}.{field}"),
+                    format!(
+                        "expected US$ per million tokens (a number of 0 or more), got {}",
+                        fields.get(field).map_or("nothing".into(), describe)
+                    ),
+                ));
+            }
+        }
+    }
+    None
+}
+
 fn deserialize_collecting(value: &mut Value, problems: &mut Vec<Problem>) -> Settings {
     for _ in 0..256 {
         let result: Result<Settings, _> = serde_path_to_error::deserialize(&*value);
@@ -1054,6 +1109,35 @@ mod tests {
         }}}));
         assert!(warnings(&on).is_empty());
         assert!(warnings(&Settings::default()).is_empty());
+    }
+
+    #[test]
+    fn prices_take_any_model_name_and_a_bad_one_is_named_with_the_rest_kept() {
+        let (s, problems) = validate(&json!({"executive": {"prices": {
+            "qwen2.5:14b": {"inputPerMillion": 0.1, "outputPerMillion": 0.2}
+        }}}));
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(s.executive.prices["qwen2.5:14b"].output_per_million, 0.2);
+
+        let (s, problems) = validate(&json!({
+            "bot": {"name": "kept"},
+            "executive": {"prices": {"gpt-5.2": {"inputPerMillion": -1, "outputPerMillion": 2}}}
+        }));
+        let problems: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+        assert_eq!(
+            problems,
+            [
+                "executive.prices.\"gpt-5.2\".inputPerMillion: expected US$ per million tokens (a number of 0 or more), got -1"
+            ]
+        );
+        assert!(s.executive.prices.is_empty());
+        assert_eq!(s.bot.name, "kept", "the rest of the settings stand");
+        assert_eq!(
+            problems(json!({"executive": {"prices": {"m": {"input": 1}}}})),
+            [
+                "executive.prices.\"m\".input: unknown setting: a price has inputPerMillion and outputPerMillion"
+            ]
+        );
     }
 
     #[test]

@@ -1,0 +1,346 @@
+//! What a replay found, for the server's owner: what the bot did (per
+//! channel, per day), what it asked the models and what that would cost,
+//! how often a cheap path was enough, which gates said no, and whether any
+//! answer was paid for and then not delivered.
+//!
+//! Built from what the replay's own store and the simulation hold after the
+//! run, so it shows what the bot recorded, not what the replay assumed. The
+//! same export, settings and seed give the same report, byte for byte: no
+//! wall-clock time, path or map order gets in.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::sim::Simulation;
+use super::transport::{Act, Doing};
+use crate::executive::prices::{Price, cost};
+use crate::ids::ChannelId;
+use crate::store::usage::UsageFilter;
+
+/// What the report says about the run itself.
+#[derive(Clone, Debug, Serialize)]
+pub struct Run {
+    /// The exports read, by file name.
+    pub files: Vec<String>,
+    pub guild: String,
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    /// Days between the first and the last message (at least one, so rates are never inflated).
+    pub days: f64,
+    /// `offline`, `live` or the pinned endpoint's URL.
+    pub model: String,
+    /// The role models were assumed (no provider configured here), not read from settings.
+    pub models_assumed: bool,
+    pub seed: u64,
+    /// Offline only: how often the stand-in posts or speaks when asked.
+    pub post_rate: Option<f64>,
+    pub eagerness: u32,
+    /// Export messages of a type that is not chat (joins, pins …), skipped.
+    pub skipped: u64,
+    /// The bot's own messages in the export, left out (the replay's bot speaks for itself).
+    pub bot_messages_left_out: u64,
+}
+
+/// How often the bot did each thing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    pub replies: u64,
+    pub chime_ins: u64,
+    pub ambient_posts: u64,
+    pub reactions: u64,
+    pub reminders: u64,
+    /// Anything else it said (the garden, memory upkeep).
+    pub other: u64,
+}
+
+impl Counts {
+    fn add(&mut self, act: &Act) {
+        let n = match act {
+            Act::Reacted { .. } => &mut self.reactions,
+            Act::Said { doing, .. } => match doing {
+                Doing::Reply => &mut self.replies,
+                Doing::ChimeIn => &mut self.chime_ins,
+                Doing::AmbientPost => &mut self.ambient_posts,
+                Doing::Reminder => &mut self.reminders,
+                Doing::Background => &mut self.other,
+            },
+        };
+        *n += 1;
+    }
+
+    /// Messages the bot sent (reactions are not messages).
+    pub fn messages(&self) -> u64 {
+        self.replies + self.chime_ins + self.ambient_posts + self.reminders + self.other
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ChannelRow {
+    pub channel: String,
+    /// People's messages replayed here.
+    pub messages: u64,
+    pub did: Counts,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct DayRow {
+    /// `YYYY-MM-DD`, UTC.
+    pub day: String,
+    pub messages: u64,
+    pub did: Counts,
+}
+
+/// One hour of the replay: people's messages and the bot's.
+#[derive(Clone, Debug, Serialize)]
+pub struct HourRow {
+    /// `YYYY-MM-DDTHH`, UTC.
+    pub hour: String,
+    pub people: u64,
+    pub bot: u64,
+}
+
+/// One role's model use.
+#[derive(Clone, Debug, Serialize)]
+pub struct RoleRow {
+    pub role: String,
+    /// `model (provider)` for each model that served the role.
+    pub models: Vec<String>,
+    pub calls: u64,
+    /// Calls a budget refused before anything was sent.
+    pub refused: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// US$; `None` when a model's price is unknown.
+    pub cost: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub run: Run,
+    /// People's messages handled.
+    pub messages: u64,
+    pub did: Counts,
+    pub per_channel: Vec<ChannelRow>,
+    pub per_day: Vec<DayRow>,
+    pub per_hour: Vec<HourRow>,
+    pub roles: Vec<RoleRow>,
+    pub calls: u64,
+    pub tokens: u64,
+    /// US$ for the whole replay; `None` when some model's price is unknown.
+    pub cost: Option<f64>,
+    pub cost_per_day: Option<f64>,
+    /// Models without a price (`executive.prices`).
+    pub unpriced_models: Vec<String>,
+    /// Percepts whose handling made no reply- or ambient-role call.
+    pub without_strong_call: u64,
+    /// Which gate said no, how often: the initiative's gates per tick, the
+    /// budget per refused call, the hourly cap per unanswered message.
+    pub gates: BTreeMap<String, u64>,
+    /// Texts made ready (often by a paid call) and then not delivered: must be 0.
+    pub undeliverable: u64,
+}
+
+/// Tallies people's messages as they are replayed (the store keeps the
+/// bot's acts; these only the replay sees).
+#[derive(Clone, Debug, Default)]
+pub struct Seen {
+    pub per_channel: BTreeMap<u64, u64>,
+    pub per_day: BTreeMap<String, u64>,
+    pub per_hour: BTreeMap<String, u64>,
+}
+
+impl Seen {
+    pub fn message(&mut self, channel: u64, at: DateTime<Utc>) {
+        *self.per_channel.entry(channel).or_default() += 1;
+        *self.per_day.entry(day(at)).or_default() += 1;
+        *self.per_hour.entry(hour(at)).or_default() += 1;
+    }
+}
+
+fn day(at: DateTime<Utc>) -> String {
+    at.format("%Y-%m-%d").to_string()
+}
+
+fn hour(at: DateTime<Utc>) -> String {
+    at.format("%Y-%m-%dT%H").to_string()
+}
+
+impl Report {
+    /// The report of a finished simulation.
+    pub fn gather(
+        sim: &Simulation,
+        run: Run,
+        seen: &Seen,
+        prices: &BTreeMap<String, Price>,
+    ) -> anyhow::Result<Report> {
+        let acts = sim.acts();
+        let store = &sim.app.store;
+        let name = |c: ChannelId| {
+            store
+                .channel_name(c)
+                .ok()
+                .flatten()
+                .map_or_else(|| c.to_string(), |n| format!("#{n}"))
+        };
+        let mut did = Counts::default();
+        let mut per_channel: BTreeMap<u64, Counts> = BTreeMap::new();
+        let mut per_day: BTreeMap<String, Counts> = BTreeMap::new();
+        let mut bot_hours: BTreeMap<String, u64> = BTreeMap::new();
+        for act in &acts {
+            let (at, channel) = match act {
+                Act::Said { at, channel, .. } | Act::Reacted { at, channel, .. } => (*at, *channel),
+            };
+            did.add(act);
+            per_channel.entry(channel.get()).or_default().add(act);
+            per_day.entry(day(at)).or_default().add(act);
+            if matches!(act, Act::Said { .. }) {
+                *bot_hours.entry(hour(at)).or_default() += 1;
+            }
+        }
+        let channels = seen.per_channel.keys().chain(per_channel.keys());
+        let mut channel_ids: Vec<u64> = channels.copied().collect();
+        channel_ids.sort_unstable();
+        channel_ids.dedup();
+        let per_channel = channel_ids
+            .into_iter()
+            .map(|c| ChannelRow {
+                channel: name(ChannelId(c)),
+                messages: seen.per_channel.get(&c).copied().unwrap_or(0),
+                did: per_channel.get(&c).copied().unwrap_or_default(),
+            })
+            .collect();
+        let days: std::collections::BTreeSet<&String> =
+            seen.per_day.keys().chain(per_day.keys()).collect();
+        let per_day_rows = days
+            .into_iter()
+            .map(|d| DayRow {
+                day: d.clone(),
+                messages: seen.per_day.get(d).copied().unwrap_or(0),
+                did: per_day.get(d).copied().unwrap_or_default(),
+            })
+            .collect();
+        let per_hour = hours(&run, &seen.per_hour, &bot_hours);
+
+        let usage = store.usage_list(&UsageFilter::default(), None)?;
+        let roles = role_rows(&usage, prices);
+        let calls = roles.iter().map(|r| r.calls).sum();
+        let tokens = roles.iter().map(|r| r.input_tokens + r.output_tokens).sum();
+        let cost = roles.iter().try_fold(0.0, |sum, r| r.cost.map(|c| sum + c));
+        let unpriced_models = unpriced(&usage, prices);
+
+        let tally = sim.tally();
+        let mut gates: BTreeMap<String, u64> = tally
+            .gates
+            .iter()
+            .map(|(g, n)| ((*g).to_string(), *n))
+            .collect();
+        let refused = roles.iter().map(|r| r.refused).sum::<u64>();
+        gates.insert("budget".into(), refused);
+        gates.insert("hourly_cap".into(), unanswered_at_hourly_cap(sim)?);
+        let days = run.days;
+        Ok(Report {
+            messages: tally.percepts,
+            did,
+            per_channel,
+            per_day: per_day_rows,
+            per_hour,
+            roles,
+            calls,
+            tokens,
+            cost,
+            cost_per_day: cost.map(|c| c / days),
+            unpriced_models,
+            without_strong_call: tally.percepts - tally.percepts_with_strong_call,
+            gates,
+            undeliverable: sim.app.speech.turned_away(),
+            run,
+        })
+    }
+
+    pub fn json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a report serializes")
+    }
+}
+
+/// Every hour from the first message to the last, empty ones too (the chart's x axis).
+fn hours(run: &Run, people: &BTreeMap<String, u64>, bot: &BTreeMap<String, u64>) -> Vec<HourRow> {
+    let mut rows = Vec::new();
+    let mut t = run.from;
+    let end = run.to.max(run.from);
+    while t <= end + chrono::Duration::hours(1) {
+        let h = hour(t);
+        rows.push(HourRow {
+            people: people.get(&h).copied().unwrap_or(0),
+            bot: bot.get(&h).copied().unwrap_or(0),
+            hour: h,
+        });
+        t += chrono::Duration::hours(1);
+    }
+    rows
+}
+
+fn role_rows(
+    usage: &[crate::store::usage::UsageRecord],
+    prices: &BTreeMap<String, Price>,
+) -> Vec<RoleRow> {
+    let mut rows: BTreeMap<&str, RoleRow> = BTreeMap::new();
+    for u in usage {
+        let row = rows.entry(u.role.as_str()).or_insert_with(|| RoleRow {
+            role: u.role.clone(),
+            models: Vec::new(),
+            calls: 0,
+            refused: 0,
+            input_tokens: 0,
+            output_tokens: 0,
+            cost: Some(0.0),
+        });
+        let model = format!("{} ({})", u.model, u.provider);
+        if !row.models.contains(&model) {
+            row.models.push(model);
+        }
+        if u.outcome == "refused" {
+            row.refused += 1;
+            continue;
+        }
+        row.calls += 1;
+        row.input_tokens += u.tokens_in;
+        row.output_tokens += u.tokens_out;
+        let price = cost(
+            prices,
+            &u.model,
+            !u.pay_per_token,
+            u.tokens_in,
+            u.tokens_out,
+        );
+        row.cost = row.cost.zip(price).map(|(a, b)| a + b);
+    }
+    rows.into_values().collect()
+}
+
+fn unpriced(
+    usage: &[crate::store::usage::UsageRecord],
+    prices: &BTreeMap<String, Price>,
+) -> Vec<String> {
+    let mut models: Vec<String> = usage
+        .iter()
+        .filter(|u| u.outcome != "refused")
+        .filter(|u| cost(prices, &u.model, !u.pay_per_token, 0, 0).is_none())
+        .map(|u| u.model.clone())
+        .collect();
+    models.sort();
+    models.dedup();
+    models
+}
+
+/// Messages that addressed the bot where the hourly cap left no room: the
+/// reply handler declines them before any model call and journals why.
+fn unanswered_at_hourly_cap(sim: &Simulation) -> anyhow::Result<u64> {
+    let entries = sim.app.journal.query(&crate::journal::Filter {
+        kinds: vec![crate::journal::Kind::Reply],
+        text: Some("maxMessagesPerHour".into()),
+        ..Default::default()
+    })?;
+    Ok(entries.len() as u64)
+}

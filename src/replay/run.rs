@@ -1,0 +1,270 @@
+//! One replay from start to end: the exports streamed through a fresh
+//! simulation, then the report. The command line is a thin front end over
+//! this; tests call it directly.
+//!
+//! - The replay's data directory is its own (temporary unless kept): the
+//!   live store is never opened.
+//! - Every exported channel is opened to the bot (its initiative pool and
+//!   its reply channels) unless the settings already name channels there:
+//!   the question is how the bot would be in *these* channels.
+//! - People's messages are kept for the timeline as they stream by (all of
+//!   the first `TIMELINE_PEOPLE`, then only the few before each of the
+//!   bot's acts), so a 100,000-message export stays in bounded memory.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+
+use super::export::{ExportLimits, ExportedMessage, read_exports};
+use super::offline::Offline;
+use super::report::{Report, Run, Seen};
+use super::sim::{Setup, Simulation};
+use super::timeline::{Line, Timeline};
+use crate::executive::StandIn;
+use crate::settings::{ProviderKind, Secret, Secrets, Settings};
+
+/// People's messages kept whole in the timeline before it keeps only context.
+const TIMELINE_PEOPLE: usize = 2_000;
+/// People's messages kept before each act of the bot, per channel.
+const CONTEXT: usize = 3;
+
+/// Where the models' answers come from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Models {
+    /// The deterministic stand-in; nothing is sent anywhere.
+    Offline { post_rate: f64 },
+    /// The providers the settings and environment configure.
+    Live,
+    /// Every role pinned to one OpenAI-compatible endpoint.
+    Pinned { url: String },
+}
+
+pub struct Options {
+    pub files: Vec<PathBuf>,
+    /// The bot's settings (their data directory is replaced by `data_dir`).
+    pub settings: Settings,
+    pub secrets: Secrets,
+    pub data_dir: PathBuf,
+    pub seed: u64,
+    pub models: Models,
+    /// Overrides `initiative.text.eagerness` for this replay.
+    pub eagerness: Option<u32>,
+    /// The bot's user id in the export, if known (else it is recognised by name).
+    pub bot: Option<u64>,
+    pub limits: ExportLimits,
+}
+
+pub struct Outcome {
+    pub report: Report,
+    pub timeline: Timeline,
+}
+
+/// Replays `opts.files`; `progress` hears how many messages were read so far.
+pub async fn replay(opts: Options, progress: &(dyn Fn(u64) + Sync)) -> anyhow::Result<Outcome> {
+    let mut exports = read_exports(&opts.files, &opts.limits)?;
+    let Some(first) = exports.next().transpose()? else {
+        anyhow::bail!("{}: no messages to replay", names(&opts.files));
+    };
+    let (settings, secrets, assumed, stand_in) = prepare(&opts)?;
+    let eagerness = settings.initiative.text.eagerness;
+    let offline = stand_in.clone();
+    let mut sim = Simulation::start(Setup {
+        settings,
+        secrets,
+        start: first.at,
+        seed: opts.seed,
+        bot: opts.bot.unwrap_or(1),
+        stand_in: offline.map(|o| o as Arc<dyn StandIn>),
+    })
+    .await?;
+    sim.open_exported_channels = opens_channels(&opts.settings);
+
+    let mut walk = Walk::new(first.at);
+    walk.live(&mut sim, &first).await?;
+    let mut read = 1;
+    for m in exports.by_ref() {
+        walk.live(&mut sim, &m?).await?;
+        read += 1;
+        if read % 1_000 == 0 {
+            progress(read);
+        }
+    }
+    progress(read);
+    // The last message's consequences (a reminder, a garden cycle) get an hour to happen.
+    let end = walk.last + chrono::Duration::hours(1);
+    sim.pass_until(end).await;
+    sim.finish().await;
+    walk.catch_up(&sim);
+
+    let guild = exports.guild().map(|g| g.name.clone()).unwrap_or_default();
+    let run = Run {
+        files: opts.files.iter().map(|p| file_name(p)).collect(),
+        guild,
+        from: first.at,
+        to: walk.last,
+        days: ((walk.last - first.at).num_seconds() as f64 / 86_400.0).max(1.0),
+        model: match &opts.models {
+            Models::Offline { .. } => "offline".into(),
+            Models::Live => "live".into(),
+            Models::Pinned { url } => url.clone(),
+        },
+        models_assumed: assumed,
+        seed: opts.seed,
+        post_rate: match opts.models {
+            Models::Offline { post_rate } => Some(post_rate),
+            _ => None,
+        },
+        eagerness,
+        skipped: exports.skipped().values().sum(),
+        bot_messages_left_out: sim.own_messages_left_out,
+    };
+    let prices = sim.app.settings.global().executive.prices.clone();
+    let report = Report::gather(&sim, run, &walk.seen, &prices)?;
+    let timeline = walk.timeline.explained(&sim);
+    Ok(Outcome { report, timeline })
+}
+
+/// The settings and secrets the replay runs with, whether the roles' models
+/// were assumed, and the offline stand-in if any.
+fn prepare(opts: &Options) -> anyhow::Result<(Settings, Secrets, bool, Option<Arc<Offline>>)> {
+    let mut settings = opts.settings.clone();
+    settings.storage.data_dir = opts.data_dir.display().to_string();
+    if let Some(e) = opts.eagerness {
+        settings.initiative.text.eagerness = e;
+    }
+    let mut secrets = opts.secrets.clone();
+    let mut assumed = false;
+    let stand_in = match &opts.models {
+        Models::Offline { post_rate } => {
+            if !offers_a_model(&secrets) {
+                // What a typical set-up has, so a first look shows something: see the report's note.
+                secrets.anthropic_api_key = Some(Secret::new("offline-replay"));
+                assumed = true;
+            }
+            Some(Arc::new(Offline::new(*post_rate, opts.seed)))
+        }
+        Models::Live => None,
+        Models::Pinned { url } => {
+            for role in [
+                &mut settings.executive.roles.reply,
+                &mut settings.executive.roles.ambient,
+                &mut settings.executive.roles.reflex,
+                &mut settings.executive.roles.extract,
+            ] {
+                role.provider = ProviderKind::Openai;
+                role.base_url = url.clone();
+                if role.model.is_empty() {
+                    role.model =
+                        crate::executive::endpoints::default_model(ProviderKind::Ollama, true)
+                            .into();
+                }
+            }
+            None
+        }
+    };
+    std::fs::create_dir_all(&opts.data_dir).with_context(|| {
+        format!(
+            "cannot create the replay's data directory {}",
+            opts.data_dir.display()
+        )
+    })?;
+    Ok((settings, secrets, assumed, stand_in))
+}
+
+/// Whether the environment names a hosted model provider (a local Ollama
+/// is not probed offline: nothing may be sent anywhere).
+fn offers_a_model(s: &Secrets) -> bool {
+    s.anthropic_api_key.is_some()
+        || s.openai_api_key.is_some()
+        || s.openai_base_url.is_some()
+        || s.openrouter_api_key.is_some()
+}
+
+/// Whether the exported channels are opened to the bot: only when the
+/// settings name no channel for its posts or its replies.
+fn opens_channels(s: &Settings) -> bool {
+    let r = &s.permissions.replies;
+    r.discovery_channel_ids.is_empty() && r.reply_channel_ids.is_empty()
+}
+
+fn file_name(p: &std::path::Path) -> String {
+    p.file_name().map_or_else(
+        || p.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+fn names(files: &[PathBuf]) -> String {
+    files
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The walk through the export: the simulation fed, people's messages
+/// counted, the timeline kept.
+struct Walk {
+    last: chrono::DateTime<chrono::Utc>,
+    seen: Seen,
+    timeline: Timeline,
+    /// The last few people's messages per channel not yet in the timeline.
+    recent: HashMap<u64, VecDeque<Line>>,
+    acts_seen: usize,
+    people_kept: usize,
+}
+
+impl Walk {
+    fn new(start: chrono::DateTime<chrono::Utc>) -> Self {
+        Self {
+            last: start,
+            seen: Seen::default(),
+            timeline: Timeline::default(),
+            recent: HashMap::new(),
+            acts_seen: 0,
+            people_kept: 0,
+        }
+    }
+
+    async fn live(&mut self, sim: &mut Simulation, m: &ExportedMessage) -> anyhow::Result<()> {
+        sim.pass_until(m.at).await;
+        self.catch_up(sim);
+        let before = sim.own_messages_left_out;
+        sim.live(m).await?;
+        self.last = m.at;
+        if sim.own_messages_left_out > before {
+            return Ok(());
+        }
+        self.seen.message(m.channel.id, m.at);
+        let line = Line::person(m);
+        if self.people_kept < TIMELINE_PEOPLE {
+            self.people_kept += 1;
+            self.timeline.lines.push(line);
+        } else {
+            let recent = self.recent.entry(m.channel.id).or_default();
+            if recent.len() == CONTEXT {
+                recent.pop_front();
+                self.timeline.left_out += 1;
+            }
+            recent.push_back(line);
+        }
+        self.catch_up(sim);
+        Ok(())
+    }
+
+    /// The bot's new acts into the timeline, each after the people's
+    /// messages just before it in its channel.
+    fn catch_up(&mut self, sim: &Simulation) {
+        let acts = sim.acts();
+        for act in &acts[self.acts_seen..] {
+            let line = Line::act(act, &sim.app.store);
+            if let Some(recent) = self.recent.get_mut(&line.channel_id) {
+                self.timeline.lines.extend(recent.drain(..));
+            }
+            self.timeline.lines.push(line);
+        }
+        self.acts_seen = acts.len();
+    }
+}

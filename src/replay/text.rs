@@ -1,0 +1,219 @@
+//! The replay report on the terminal: what an owner reads in ten seconds
+//! first (what the bot did, what it would cost), the detail after.
+
+/// A line into a `String`, which cannot fail (so no `Result` to drop).
+macro_rules! say {
+    ($out:expr, $($arg:tt)*) => {{
+        $out.push_str(&format!($($arg)*));
+        $out.push('\n');
+    }};
+}
+
+use super::report::{Counts, Report};
+
+/// The whole report as text.
+pub fn report(r: &Report) -> String {
+    let mut out = String::new();
+    headline(&mut out, r);
+    did(&mut out, r);
+    models(&mut out, r);
+    restraint(&mut out, r);
+    places(&mut out, r);
+    out
+}
+
+fn headline(out: &mut String, r: &Report) {
+    let run = &r.run;
+    say!(
+        out,
+        "Replayed {} messages of {} in {} ({} to {}, {:.1} days).",
+        r.messages,
+        run.guild,
+        run.files.join(", "),
+        run.from.format("%Y-%m-%d %H:%M"),
+        run.to.format("%Y-%m-%d %H:%M"),
+        run.days
+    );
+    let mode = match run.post_rate {
+        Some(rate) => format!(
+            "{} (placeholder answers; decisions post at rate {rate:.2}, seed {})",
+            run.model, run.seed
+        ),
+        None => run.model.clone(),
+    };
+    say!(out, "Models: {mode}. Eagerness {}.", run.eagerness);
+    if run.skipped > 0 || run.bot_messages_left_out > 0 {
+        say!(
+            out,
+            "Left out: {} messages that are not chat, {} by the bot itself in the export.",
+            run.skipped,
+            run.bot_messages_left_out
+        );
+    }
+    out.push('\n');
+}
+
+fn did(out: &mut String, r: &Report) {
+    let days = r.run.days;
+    say!(out, "What the bot did        total   per day");
+    for (what, n) in rows(&r.did) {
+        say!(out, "  {what:<20} {n:>6}  {:>8.1}", n as f64 / days);
+    }
+    out.push('\n');
+}
+
+fn rows(c: &Counts) -> [(&'static str, u64); 5] {
+    [
+        ("replies", c.replies),
+        ("chime-ins", c.chime_ins),
+        ("ambient posts", c.ambient_posts),
+        ("reactions", c.reactions),
+        ("reminders", c.reminders),
+    ]
+}
+
+fn models(out: &mut String, r: &Report) {
+    say!(
+        out,
+        "Model calls   calls  refused  tokens in  tokens out   est. cost  model"
+    );
+    for role in &r.roles {
+        say!(
+            out,
+            "  {:<10} {:>6} {:>8} {:>10} {:>11} {:>11}  {}",
+            role.role,
+            role.calls,
+            role.refused,
+            role.input_tokens,
+            role.output_tokens,
+            money(role.cost),
+            role.models.join(", ")
+        );
+    }
+    if r.roles.is_empty() {
+        say!(out, "  none: every message was handled without a model");
+    }
+    say!(
+        out,
+        "Estimated cost: {} in all, {} per day.",
+        money(r.cost),
+        money(r.cost_per_day)
+    );
+    if !r.unpriced_models.is_empty() {
+        say!(
+            out,
+            "  No price for {}: add it to executive.prices.",
+            r.unpriced_models.join(", ")
+        );
+    }
+    if r.run.models_assumed {
+        say!(
+            out,
+            "  No model provider is configured here, so the roles' models are assumed: \
+             an Anthropic key for replies and a local Ollama for the rest."
+        );
+    }
+    out.push('\n');
+}
+
+fn restraint(out: &mut String, r: &Report) {
+    let share = if r.messages == 0 {
+        100.0
+    } else {
+        100.0 * r.without_strong_call as f64 / r.messages as f64
+    };
+    say!(
+        out,
+        "Handled without the strong model: {} of {} messages ({share:.1}%).",
+        r.without_strong_call,
+        r.messages
+    );
+    let said_no: Vec<String> = r
+        .gates
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(g, n)| format!("{} {n}", g.replace('_', " ")))
+        .collect();
+    say!(
+        out,
+        "Gates that said no: {}.",
+        if said_no.is_empty() {
+            "none".to_string()
+        } else {
+            said_no.join(", ")
+        }
+    );
+    say!(
+        out,
+        "Answers paid for but not delivered: {}.",
+        r.undeliverable
+    );
+    out.push('\n');
+}
+
+fn places(out: &mut String, r: &Report) {
+    say!(
+        out,
+        "Per channel        messages  replies  chime-ins  ambient  reactions  reminders"
+    );
+    for c in &r.per_channel {
+        line(out, &c.channel, c.messages, &c.did);
+    }
+    out.push('\n');
+    say!(
+        out,
+        "Per day            messages  replies  chime-ins  ambient  reactions  reminders"
+    );
+    for d in &r.per_day {
+        line(out, &d.day, d.messages, &d.did);
+    }
+}
+
+fn line(out: &mut String, what: &str, messages: u64, c: &Counts) {
+    say!(
+        out,
+        "  {what:<18} {messages:>6} {:>8} {:>10} {:>8} {:>10} {:>10}",
+        c.replies,
+        c.chime_ins,
+        c.ambient_posts,
+        c.reactions,
+        c.reminders
+    );
+}
+
+/// US$, with cents below a dollar shown to a tenth of a cent.
+pub fn money(v: Option<f64>) -> String {
+    match v {
+        None => "unknown".into(),
+        Some(v) if v < 1.0 => format!("${v:.3}"),
+        Some(v) => format!("${v:.2}"),
+    }
+}
+
+/// One row of an eagerness sweep.
+pub struct SweepRow<'a> {
+    pub eagerness: u32,
+    pub report: &'a Report,
+}
+
+/// The table an owner picks an eagerness from.
+pub fn sweep(rows: &[SweepRow<'_>]) -> String {
+    let mut out = String::from(
+        "eagerness  ambient posts/day  chime-ins/day  model calls/day  tokens/day  est. cost/day\n",
+    );
+    for row in rows {
+        let r = row.report;
+        let days = r.run.days;
+        say!(
+            out,
+            "{:>9} {:>18.1} {:>14.1} {:>16.1} {:>11.0} {:>14}",
+            row.eagerness,
+            r.did.ambient_posts as f64 / days,
+            r.did.chime_ins as f64 / days,
+            r.calls as f64 / days,
+            r.tokens as f64 / days,
+            money(r.cost_per_day)
+        );
+    }
+    out
+}
