@@ -235,6 +235,10 @@ fn next_look(
             active: &active,
             closed: &closed,
             model_unavailable: src.executive.unavailable(role),
+            over_budget: src.executive.over_budget(
+                &crate::executive::CallContext::new(role, Some(guild)),
+                src.executive.likely_call_tokens(role),
+            ),
         },
         &Chance::seeded(0),
     );

@@ -184,6 +184,43 @@ impl Executive {
         r.endpoints.is_empty().then(|| r.why_unavailable(role))
     }
 
+    /// Why a call for `ctx` of about `estimate` tokens would be refused by a
+    /// budget now (every endpoint refusing, as [`Executive::complete`] would),
+    /// so a caller can stop before it builds a prompt.
+    pub fn over_budget(&self, ctx: &CallContext, estimate: u64) -> Option<String> {
+        let settings = self.settings.for_guild(ctx.guild);
+        let now = self.clock.now();
+        let mut why = None;
+        for ep in self.resolve(ctx.role).endpoints {
+            match budget::check(&self.store, &settings, ctx, &ep, estimate, now) {
+                Ok(()) => return None,
+                Err(e) => why = Some(e),
+            }
+        }
+        why
+    }
+
+    /// The likely size of `role`'s next call: the average prompt of its
+    /// recent calls plus the most it may answer (what a budget reserves).
+    pub fn likely_call_tokens(&self, role: Role) -> u64 {
+        let recent = self
+            .store
+            .usage_list(
+                &crate::store::usage::UsageFilter {
+                    roles: vec![role.as_str().into()],
+                    outcome: Some("ok".into()),
+                    ..Default::default()
+                },
+                Some(20),
+            )
+            .unwrap_or_default();
+        let prompt = match recent.len() as u64 {
+            0 => 0,
+            n => recent.iter().map(|u| u.tokens_in).sum::<u64>() / n,
+        };
+        prompt + u64::from(role.settings(&self.settings.global()).max_output_tokens)
+    }
+
     /// Roles that cannot run, grouped by reason: "reply, ambient: none is configured …".
     pub fn unavailable_summary(&self) -> Vec<String> {
         let mut groups: Vec<(String, Vec<&'static str>)> = Vec::new();

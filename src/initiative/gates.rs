@@ -11,9 +11,11 @@
 //!    channels. A post that could not be sent is never paid for.
 //! 3. the daily cap (`maxPostsPerDay`, rolling 24 h)
 //! 4. a model for the role that decides
-//! 5. a pending thought is revisited here, before the fresh-thought gates
-//! 6. for fresh thoughts: `minMinutesBetweenPosts` since the last consideration
-//! 7. for fresh thoughts: the eagerness roll
+//! 5. the budget: the deciding role's next call (its recent prompts' size
+//!    plus the most it may answer) fits every cap, or nothing is asked
+//! 6. a pending thought is revisited here, before the fresh-thought gates
+//! 7. for fresh thoughts: `minMinutesBetweenPosts` since the last consideration
+//! 8. for fresh thoughts: the eagerness roll
 
 use chrono::{DateTime, Utc};
 
@@ -48,6 +50,8 @@ pub struct Inputs<'a> {
     pub closed: &'a [ChannelId],
     /// Why the deciding model role cannot run, if it cannot.
     pub model_unavailable: Option<String>,
+    /// Why a budget would refuse the deciding role's next call, if it would.
+    pub over_budget: Option<String>,
 }
 
 /// The guild's channels the bot may post in on its own, before ACTIVE ones are taken out.
@@ -113,6 +117,9 @@ pub fn evaluate(i: &Inputs<'_>, chance: &Chance) -> Verdict {
     if let Some(why) = &i.model_unavailable {
         return stop("model", why.clone());
     }
+    if let Some(why) = &i.over_budget {
+        return stop("budget", why.clone());
+    }
     if let Some(p) = i.pending {
         let next = p.updated_at + chrono::Duration::minutes(i64::from(t.revisit_minutes));
         if i.now >= next {
@@ -175,7 +182,23 @@ mod tests {
             active: &[],
             closed: &[],
             model_unavailable: None,
+            over_budget: None,
         }
+    }
+
+    #[test]
+    fn an_exhausted_budget_stops_before_a_held_thought_or_the_dice() {
+        let s = settings();
+        let mut i = inputs(&s);
+        i.over_budget =
+            Some("this server's autonomous work has used 49000 of its 50000 tokens".into());
+        assert_eq!(gate(evaluate(&i, &Chance::seeded(1))), "budget");
+        i.model_unavailable = Some("no model".into());
+        assert_eq!(
+            gate(evaluate(&i, &Chance::seeded(1))),
+            "model",
+            "no model comes first"
+        );
     }
 
     fn gate(v: Verdict) -> &'static str {

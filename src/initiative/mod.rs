@@ -36,7 +36,7 @@ use crate::chat::OutgoingFile;
 use crate::clock::{Chance, SharedClock};
 use crate::discovery::Discovery;
 use crate::executive::tools::FinalTool;
-use crate::executive::{Executive, Message, Role, Turn, TurnOutcome};
+use crate::executive::{CallContext, Executive, Message, Role, Turn, TurnOutcome};
 use crate::ids::{ChannelId, GuildId, MessageId};
 use crate::journal::{Entry, Filter, Journal, Kind};
 use crate::memory::Memory;
@@ -289,6 +289,10 @@ impl Initiative {
                 active: &self.spine.active.active_channels(Some(guild), now),
                 closed: &closed,
                 model_unavailable: self.executive.unavailable(role),
+                over_budget: self.executive.over_budget(
+                    &CallContext::new(role, Some(guild)),
+                    self.executive.likely_call_tokens(role),
+                ),
             },
             &self.chance,
         );

@@ -34,6 +34,9 @@ pub const PLACEHOLDER_POST: &str = "[an ambient post would go here]";
 #[derive(Clone, Debug, PartialEq)]
 pub struct Call {
     pub role: Role,
+    /// What the call was for, told apart by the final tool offered:
+    /// initiative, chime-in, garden, extraction, compaction, reflex, impulse, or answer.
+    pub purpose: &'static str,
     pub model: String,
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -134,6 +137,7 @@ impl StandIn for Offline {
             .unwrap_or_else(|p| p.into_inner())
             .push(Call {
                 role: ctx.role,
+                purpose: purpose(req),
                 model: ep.model.clone(),
                 input_tokens: usage.input,
                 output_tokens: usage.output,
@@ -146,6 +150,23 @@ impl StandIn for Offline {
             model: ep.model.clone(),
         }
     }
+}
+
+fn purpose(req: &ChatRequest) -> &'static str {
+    const PURPOSES: [(&str, &str); 8] = [
+        ("decide", "initiative"),
+        ("chime_in", "chime-in"),
+        ("end_ambient_cycle", "garden"),
+        ("remember_facts", "extraction"),
+        ("summary", "compaction"),
+        ("classify", "reflex"),
+        ("act", "impulse"),
+        ("explored", "impulse"),
+    ];
+    PURPOSES
+        .iter()
+        .find(|(tool, _)| req.tools.iter().any(|t| t.name == *tool))
+        .map_or("answer", |(_, purpose)| purpose)
 }
 
 /// Four characters a token, as the budget estimates prompts; at least one.

@@ -127,6 +127,9 @@ pub struct Report {
     pub per_hour: Vec<HourRow>,
     pub roles: Vec<RoleRow>,
     pub calls: u64,
+    /// Offline only: calls by what they were for (initiative, garden,
+    /// extraction, answer …), as the stand-in told them apart.
+    pub calls_by_purpose: BTreeMap<String, u64>,
     pub tokens: u64,
     /// US$ for the whole replay; `None` when some model's price is unknown.
     pub cost: Option<f64>,
@@ -135,11 +138,20 @@ pub struct Report {
     pub unpriced_models: Vec<String>,
     /// Percepts whose handling made no reply- or ambient-role call.
     pub without_strong_call: u64,
-    /// Which gate said no, how often: the initiative's gates per tick, the
-    /// budget per refused call, the hourly cap per unanswered message.
+    /// Which gate said no, how often: the initiative's gates once per server
+    /// per tick they stopped (`closed` is its hourly cap), the budget also
+    /// once per call the executive refused, the hourly cap also once per
+    /// addressed message left unanswered.
     pub gates: BTreeMap<String, u64>,
-    /// Texts made ready (often by a paid call) and then not delivered: must be 0.
+    /// Texts a model was paid to make and then not delivered: must be 0.
     pub undeliverable: u64,
+    /// All texts turned away at the door (a reflex's or a reminder's too:
+    /// those cost nothing, but someone may have missed them).
+    pub turned_away: u64,
+    /// Ticks on which a gate said no to every server and a model was called anyway: must be 0.
+    pub calls_past_a_gate: u64,
+    /// Initiative ticks (one per server per tick).
+    pub ticks: u64,
 }
 
 /// Tallies people's messages as they are replayed (the store keeps the
@@ -174,6 +186,7 @@ impl Report {
         run: Run,
         seen: &Seen,
         prices: &BTreeMap<String, Price>,
+        offline: &[super::offline::Call],
     ) -> anyhow::Result<Report> {
         let acts = sim.acts();
         let store = &sim.app.store;
@@ -226,6 +239,12 @@ impl Report {
         let usage = store.usage_list(&UsageFilter::default(), None)?;
         let roles = role_rows(&usage, prices);
         let calls = roles.iter().map(|r| r.calls).sum();
+        let mut calls_by_purpose = BTreeMap::new();
+        for call in offline {
+            *calls_by_purpose
+                .entry(call.purpose.to_string())
+                .or_default() += 1;
+        }
         let tokens = roles.iter().map(|r| r.input_tokens + r.output_tokens).sum();
         let cost = roles.iter().try_fold(0.0, |sum, r| r.cost.map(|c| sum + c));
         let unpriced_models = unpriced(&usage, prices);
@@ -237,8 +256,8 @@ impl Report {
             .map(|(g, n)| ((*g).to_string(), *n))
             .collect();
         let refused = roles.iter().map(|r| r.refused).sum::<u64>();
-        gates.insert("budget".into(), refused);
-        gates.insert("hourly_cap".into(), unanswered_at_hourly_cap(sim)?);
+        *gates.entry("budget".into()).or_default() += refused;
+        *gates.entry("hourly_cap".into()).or_default() += unanswered_at_hourly_cap(sim)?;
         let days = run.days;
         Ok(Report {
             messages: tally.percepts,
@@ -248,13 +267,17 @@ impl Report {
             per_hour,
             roles,
             calls,
+            calls_by_purpose,
             tokens,
             cost,
             cost_per_day: cost.map(|c| c / days),
             unpriced_models,
             without_strong_call: tally.percepts - tally.percepts_with_strong_call,
             gates,
-            undeliverable: sim.app.speech.turned_away(),
+            undeliverable: tally.paid_but_undelivered,
+            turned_away: sim.app.speech.turned_away(),
+            calls_past_a_gate: tally.calls_past_a_gate,
+            ticks: tally.ticks,
             run,
         })
     }

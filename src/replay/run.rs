@@ -22,7 +22,9 @@ use super::offline::Offline;
 use super::report::{Report, Run, Seen};
 use super::sim::{Setup, Simulation};
 use super::timeline::{Line, Timeline};
-use crate::executive::StandIn;
+use crate::executive::endpoints::{Offer, default_model, resolve};
+use crate::executive::prices::cost;
+use crate::executive::{Role, StandIn};
 use crate::settings::{ProviderKind, Secret, Secrets, Settings};
 
 /// People's messages kept whole in the timeline before it keeps only context.
@@ -69,7 +71,8 @@ pub async fn replay(opts: Options, progress: &(dyn Fn(u64) + Sync)) -> anyhow::R
     };
     let (settings, secrets, assumed, stand_in) = prepare(&opts)?;
     let eagerness = settings.initiative.text.eagerness;
-    let offline = stand_in.clone();
+    let offline_calls = stand_in.clone();
+    let offline = stand_in;
     let mut sim = Simulation::start(Setup {
         settings,
         secrets,
@@ -94,7 +97,7 @@ pub async fn replay(opts: Options, progress: &(dyn Fn(u64) + Sync)) -> anyhow::R
     progress(read);
     // The last message's consequences (a reminder, a garden cycle) get an hour to happen.
     let end = walk.last + chrono::Duration::hours(1);
-    sim.pass_until(end).await;
+    sim.pass_until(end).await?;
     sim.finish().await;
     walk.catch_up(&sim);
 
@@ -121,7 +124,8 @@ pub async fn replay(opts: Options, progress: &(dyn Fn(u64) + Sync)) -> anyhow::R
         bot_messages_left_out: sim.own_messages_left_out,
     };
     let prices = sim.app.settings.global().executive.prices.clone();
-    let report = Report::gather(&sim, run, &walk.seen, &prices)?;
+    let calls = offline_calls.map(|o| o.calls()).unwrap_or_default();
+    let report = Report::gather(&sim, run, &walk.seen, &prices, &calls)?;
     let timeline = walk.timeline.explained(&sim);
     Ok(Outcome { report, timeline })
 }
@@ -129,11 +133,7 @@ pub async fn replay(opts: Options, progress: &(dyn Fn(u64) + Sync)) -> anyhow::R
 /// The settings and secrets the replay runs with, whether the roles' models
 /// were assumed, and the offline stand-in if any.
 fn prepare(opts: &Options) -> anyhow::Result<(Settings, Secrets, bool, Option<Arc<Offline>>)> {
-    let mut settings = opts.settings.clone();
-    settings.storage.data_dir = opts.data_dir.display().to_string();
-    if let Some(e) = opts.eagerness {
-        settings.initiative.text.eagerness = e;
-    }
+    let settings = effective_settings(opts);
     let mut secrets = opts.secrets.clone();
     let mut assumed = false;
     let stand_in = match &opts.models {
@@ -145,24 +145,7 @@ fn prepare(opts: &Options) -> anyhow::Result<(Settings, Secrets, bool, Option<Ar
             }
             Some(Arc::new(Offline::new(*post_rate, opts.seed)))
         }
-        Models::Live => None,
-        Models::Pinned { url } => {
-            for role in [
-                &mut settings.executive.roles.reply,
-                &mut settings.executive.roles.ambient,
-                &mut settings.executive.roles.reflex,
-                &mut settings.executive.roles.extract,
-            ] {
-                role.provider = ProviderKind::Openai;
-                role.base_url = url.clone();
-                if role.model.is_empty() {
-                    role.model =
-                        crate::executive::endpoints::default_model(ProviderKind::Ollama, true)
-                            .into();
-                }
-            }
-            None
-        }
+        Models::Live | Models::Pinned { .. } => None,
     };
     std::fs::create_dir_all(&opts.data_dir).with_context(|| {
         format!(
@@ -171,6 +154,108 @@ fn prepare(opts: &Options) -> anyhow::Result<(Settings, Secrets, bool, Option<Ar
         )
     })?;
     Ok((settings, secrets, assumed, stand_in))
+}
+
+/// The bot's settings as the replay runs them: its own data directory, the
+/// eagerness asked for, every role on the pinned endpoint if one is.
+fn effective_settings(opts: &Options) -> Settings {
+    let mut settings = opts.settings.clone();
+    settings.storage.data_dir = opts.data_dir.display().to_string();
+    if let Some(e) = opts.eagerness {
+        settings.initiative.text.eagerness = e;
+    }
+    if let Models::Pinned { url } = &opts.models {
+        let roles = &mut settings.executive.roles;
+        for role in [
+            &mut roles.reply,
+            &mut roles.ambient,
+            &mut roles.reflex,
+            &mut roles.extract,
+        ] {
+            role.provider = ProviderKind::Openai;
+            role.base_url = url.clone();
+            if role.model.is_empty() {
+                role.model = default_model(ProviderKind::Ollama, true).into();
+            }
+        }
+    }
+    settings
+}
+
+/// What a replay with real models could spend at most, in words: each
+/// role's daily budget for every day of the export, and for the reply role
+/// (which has no budget by default) one full answer per message.
+pub fn worst_case(opts: &Options) -> anyhow::Result<String> {
+    let settings = effective_settings(opts);
+    let (mut messages, mut chars) = (0u64, 0u64);
+    let (mut first, mut last) = (None, None);
+    for m in read_exports(&opts.files, &opts.limits)? {
+        let m = m?;
+        messages += 1;
+        chars += m.content.len() as u64;
+        first.get_or_insert(m.at);
+        last = Some(m.at);
+    }
+    let days = match (first, last) {
+        (Some(a), Some(b)) => ((b - a).num_seconds() as f64 / 86_400.0).max(1.0).ceil() as u64,
+        _ => 1,
+    };
+    let offer = Offer {
+        secrets: opts.secrets.clone(),
+        ollama_reachable: false,
+    };
+    let per_reply_in = 2_000
+        + u64::from(settings.executive.reply_history_messages) * (chars / messages.max(1) / 4 + 10);
+    let mut lines = Vec::new();
+    let mut total = Some(0.0);
+    for role in Role::ALL {
+        let Some(ep) = resolve(role, &settings, &offer)
+            .endpoints
+            .into_iter()
+            .next()
+        else {
+            continue;
+        };
+        let out_max = u64::from(role.settings(&settings).max_output_tokens);
+        let cap = role.daily_budget(&settings);
+        let (tokens_in, tokens_out) = if cap > 0 {
+            (cap * days, 0)
+        } else {
+            (messages * per_reply_in, messages * out_max)
+        };
+        // A budget counts input and output alike: price it all as output, the dearer.
+        let spend = if cap > 0 {
+            cost(
+                &settings.executive.prices,
+                &ep.model,
+                !ep.pay_per_token,
+                0,
+                tokens_in,
+            )
+        } else {
+            cost(
+                &settings.executive.prices,
+                &ep.model,
+                !ep.pay_per_token,
+                tokens_in,
+                tokens_out,
+            )
+        };
+        total = total.zip(spend).map(|(a, b)| a + b);
+        lines.push(format!(
+            "  {role:<8} {:<28} up to {:>12} tokens  {}",
+            format!("{} ({})", ep.model, ep.provider_name()),
+            tokens_in + tokens_out,
+            super::text::money(spend)
+        ));
+    }
+    Ok(format!(
+        "A replay with real models sends {messages} messages over {days} day(s) to:\n{}\n\
+         Worst case: {} (each role's daily budget every day; replies, which have no budget, \
+         one full answer per message). Budgets stop it there, as they would the bot.",
+        lines.join("\n"),
+        super::text::money(total)
+    ))
 }
 
 /// Whether the environment names a hosted model provider (a local Ollama
@@ -229,7 +314,7 @@ impl Walk {
     }
 
     async fn live(&mut self, sim: &mut Simulation, m: &ExportedMessage) -> anyhow::Result<()> {
-        sim.pass_until(m.at).await;
+        sim.pass_until(m.at).await?;
         self.catch_up(sim);
         let before = sim.own_messages_left_out;
         sim.live(m).await?;

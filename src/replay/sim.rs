@@ -64,6 +64,13 @@ pub struct Tally {
     pub ticks: u64,
     /// How often each initiative gate stopped a guild's tick.
     pub gates: BTreeMap<&'static str, u64>,
+    /// Ticks on which a gate stopped every guild and a model was called
+    /// anyway: a gate's "no" must cost nothing, so this stays 0.
+    pub calls_past_a_gate: u64,
+    /// Texts turned away at the door (`Speech`) in a step that also called
+    /// a model: work paid for that nobody saw. Every gate before a model
+    /// call exists to keep this at 0.
+    pub paid_but_undelivered: u64,
 }
 
 pub struct Simulation {
@@ -150,7 +157,7 @@ impl Simulation {
     }
 
     /// Lets simulated time pass up to `t`, one tick at a time.
-    pub async fn pass_until(&mut self, t: DateTime<Utc>) {
+    pub async fn pass_until(&mut self, t: DateTime<Utc>) -> anyhow::Result<()> {
         let seconds = self
             .app
             .settings
@@ -162,28 +169,43 @@ impl Simulation {
         let tick = chrono::Duration::seconds(i64::from(seconds));
         while self.clock.now() + tick <= t {
             self.clock.advance(tick);
-            self.tick().await;
+            self.tick().await?;
         }
         if self.clock.now() < t {
             self.clock.set(t);
         }
+        Ok(())
     }
 
     /// One tick of the background loops, each part run to the end.
-    async fn tick(&mut self) {
+    async fn tick(&mut self) -> anyhow::Result<()> {
+        let mark = self.mark()?;
+        self.tick_parts().await?;
+        self.settle(mark)
+    }
+
+    async fn tick_parts(&mut self) -> anyhow::Result<()> {
         let app = self.app.clone();
         self.transport.doing(Doing::Reminder);
         app.impulses.check();
         app.spine.drain().await;
 
         self.transport.doing(Doing::AmbientPost);
-        for (_, verdict) in app.initiative.tick() {
+        let before = self.calls(&[])?;
+        let verdicts = app.initiative.tick();
+        for (_, verdict) in &verdicts {
             self.tally.ticks += 1;
             if let Verdict::Stop { gate, .. } = verdict {
                 *self.tally.gates.entry(gate).or_default() += 1;
             }
         }
         app.spine.drain().await;
+        let all_stopped = verdicts
+            .iter()
+            .all(|(_, v)| matches!(v, Verdict::Stop { .. }));
+        if all_stopped && self.calls(&[])? > before {
+            self.tally.calls_past_a_gate += 1;
+        }
 
         self.transport.doing(Doing::Background);
         app.memory.maintain().await;
@@ -196,11 +218,12 @@ impl Simulation {
                 Look::Wait(_) => break,
             }
         }
+        Ok(())
     }
 
     /// One message of the export, at its time, handled to the end.
     pub async fn live(&mut self, m: &ExportedMessage) -> anyhow::Result<()> {
-        self.pass_until(m.at).await;
+        self.pass_until(m.at).await?;
         if self.is_me(&m.author) {
             self.own_messages_left_out += 1;
             return Ok(());
@@ -213,20 +236,36 @@ impl Simulation {
         } else {
             Doing::ChimeIn
         });
-        let before = self.strong_calls()?;
+        let strong = [Role::Reply, Role::Ambient];
+        let before = self.calls(&strong)?;
+        let mark = self.mark()?;
         self.app.senses.perceive(percept)?;
         self.app.spine.drain().await;
         self.tally.percepts += 1;
-        if self.strong_calls()? > before {
+        if self.calls(&strong)? > before {
             self.tally.percepts_with_strong_call += 1;
+        }
+        self.settle(mark)
+    }
+
+    /// Where a step starts: texts turned away so far, model calls so far.
+    fn mark(&self) -> anyhow::Result<(u64, u64)> {
+        Ok((self.app.speech.turned_away(), self.calls(&[])?))
+    }
+
+    /// Texts turned away in a step that called a model were paid for.
+    fn settle(&mut self, (turned_away, calls): (u64, u64)) -> anyhow::Result<()> {
+        let now_turned_away = self.app.speech.turned_away();
+        if now_turned_away > turned_away && self.calls(&[])? > calls {
+            self.tally.paid_but_undelivered += now_turned_away - turned_away;
         }
         Ok(())
     }
 
-    /// Answered model calls of the strong roles so far (a refusal is no call).
-    fn strong_calls(&self) -> anyhow::Result<u64> {
+    /// Answered model calls of `roles` (all when empty) so far; a refusal is no call.
+    fn calls(&self, roles: &[Role]) -> anyhow::Result<u64> {
         Ok(self.app.store.usage_count(&UsageFilter {
-            roles: vec![Role::Reply.as_str().into(), Role::Ambient.as_str().into()],
+            roles: roles.iter().map(|r| r.as_str().to_string()).collect(),
             outcome: Some("ok".into()),
             ..UsageFilter::default()
         })?)

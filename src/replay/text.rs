@@ -93,6 +93,14 @@ fn models(out: &mut String, r: &Report) {
     if r.roles.is_empty() {
         say!(out, "  none: every message was handled without a model");
     }
+    if !r.calls_by_purpose.is_empty() {
+        let by: Vec<String> = r
+            .calls_by_purpose
+            .iter()
+            .map(|(what, n)| format!("{what} {n}"))
+            .collect();
+        say!(out, "  Calls by purpose: {}.", by.join(", "));
+    }
     say!(
         out,
         "Estimated cost: {} in all, {} per day.",
@@ -136,7 +144,8 @@ fn restraint(out: &mut String, r: &Report) {
         .collect();
     say!(
         out,
-        "Gates that said no: {}.",
+        "Gates that said no (the initiative's once per tick they stopped it; budget and \
+         hourly cap once per call or message too): {}.",
         if said_no.is_empty() {
             "none".to_string()
         } else {
@@ -145,9 +154,17 @@ fn restraint(out: &mut String, r: &Report) {
     );
     say!(
         out,
-        "Answers paid for but not delivered: {}.",
-        r.undeliverable
+        "Answers paid for but not delivered: {}. Model calls past a gate's no: {}.",
+        r.undeliverable,
+        r.calls_past_a_gate
     );
+    if r.turned_away > r.undeliverable {
+        say!(
+            out,
+            "Unpaid texts (reflexes, reminders) turned away at the hourly cap or a refusal: {}.",
+            r.turned_away - r.undeliverable
+        );
+    }
     out.push('\n');
 }
 

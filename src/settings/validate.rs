@@ -1113,19 +1113,19 @@ mod tests {
 
     #[test]
     fn prices_take_any_model_name_and_a_bad_one_is_named_with_the_rest_kept() {
-        let (s, problems) = validate(&json!({"executive": {"prices": {
+        let (s, found) = validate(&json!({"executive": {"prices": {
             "qwen2.5:14b": {"inputPerMillion": 0.1, "outputPerMillion": 0.2}
         }}}));
-        assert!(problems.is_empty(), "{problems:?}");
+        assert!(found.is_empty(), "{found:?}");
         assert_eq!(s.executive.prices["qwen2.5:14b"].output_per_million, 0.2);
 
-        let (s, problems) = validate(&json!({
+        let (s, found) = validate(&json!({
             "bot": {"name": "kept"},
             "executive": {"prices": {"gpt-5.2": {"inputPerMillion": -1, "outputPerMillion": 2}}}
         }));
-        let problems: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+        let said: Vec<String> = found.iter().map(|p| p.to_string()).collect();
         assert_eq!(
-            problems,
+            said,
             [
                 "executive.prices.\"gpt-5.2\".inputPerMillion: expected US$ per million tokens (a number of 0 or more), got -1"
             ]

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use ambient::replay::export::{ExportLimits, read_exports};
+use ambient::replay::run::{Models, Options, Outcome, replay};
 use ambient::replay::sim::{Setup, Simulation};
 use ambient::replay::transport::Act;
 use ambient::settings::{Secrets, Settings};
@@ -20,7 +21,7 @@ fn offline_settings(dir: &Path) -> Settings {
     s
 }
 
-async fn replay(file: &str) -> (Simulation, tempfile::TempDir) {
+async fn simulate(file: &str) -> (Simulation, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("examples/replay")
@@ -44,7 +45,7 @@ async fn replay(file: &str) -> (Simulation, tempfile::TempDir) {
         sim.live(m).await.unwrap();
     }
     let end = messages.last().unwrap().at + chrono::Duration::minutes(30);
-    sim.pass_until(end).await;
+    sim.pass_until(end).await.unwrap();
     sim.finish().await;
     (sim, dir)
 }
@@ -62,7 +63,7 @@ fn said(acts: &[Act]) -> Vec<(String, String)> {
 
 #[tokio::test]
 async fn the_jsonl_sample_lives_through_the_reflexes_on_simulated_time() {
-    let (sim, _dir) = replay("sample.jsonl").await;
+    let (sim, _dir) = simulate("sample.jsonl").await;
     let acts = sim.acts();
     // "@ambient hello" at 18:15: a wave, at that moment.
     let waves: Vec<String> = acts
@@ -111,14 +112,14 @@ async fn the_jsonl_sample_lives_through_the_reflexes_on_simulated_time() {
 
 #[tokio::test]
 async fn the_same_export_and_seed_give_the_same_acts() {
-    let (first, _a) = replay("sample.jsonl").await;
-    let (second, _b) = replay("sample.jsonl").await;
+    let (first, _a) = simulate("sample.jsonl").await;
+    let (second, _b) = simulate("sample.jsonl").await;
     assert_eq!(first.acts(), second.acts());
 }
 
 #[tokio::test]
 async fn the_shipped_discord_export_replays_through_the_same_reflexes() {
-    let (sim, _dir) = replay("sample-general.json").await;
+    let (sim, _dir) = simulate("sample-general.json").await;
     let acts = sim.acts();
     let waves = acts
         .iter()
@@ -136,4 +137,154 @@ async fn the_shipped_discord_export_replays_through_the_same_reflexes() {
         .count();
     assert_eq!(asked, 5, "{acts:#?}");
     assert_eq!(reminders, asked, "every reminder asked for came due");
+}
+
+fn sample_files() -> Vec<std::path::PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/replay");
+    vec![
+        root.join("sample-general.json"),
+        root.join("sample-links.json"),
+    ]
+}
+
+/// The shipped sample replayed offline, as `ambient replay` does it by default.
+async fn report_with(settings: Settings, eagerness: Option<u32>) -> Outcome {
+    let dir = tempfile::tempdir().unwrap();
+    replay(
+        Options {
+            files: sample_files(),
+            settings,
+            secrets: Secrets::default(),
+            data_dir: dir.path().join("data"),
+            seed: 1,
+            models: Models::Offline { post_rate: 0.3 },
+            eagerness,
+            bot: None,
+            limits: ExportLimits::default(),
+        },
+        &|_| {},
+    )
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn the_sample_report_counts_what_the_bot_did_and_what_it_asked() {
+    let r = report_with(Settings::default(), None).await.report;
+    let text = ambient::replay::text::report(&r);
+    assert_eq!((r.messages, r.run.skipped), (281, 1), "{text}");
+    assert_eq!(r.run.eagerness, 20);
+    // What the bot did (scripts/replay-sample.py's fixed seed, the stand-in's seed 1).
+    assert_eq!(
+        (
+            r.did.replies,
+            r.did.chime_ins,
+            r.did.ambient_posts,
+            r.did.reactions,
+            r.did.reminders
+        ),
+        (17, 0, 24, 5, 5),
+        "{text}"
+    );
+    let per_role: Vec<(&str, u64, u64)> = r
+        .roles
+        .iter()
+        .map(|row| (row.role.as_str(), row.calls, row.refused))
+        .collect();
+    assert_eq!(
+        per_role,
+        [("ambient", 113, 37), ("extract", 29, 10), ("reply", 11, 0)],
+        "{text}"
+    );
+    let purposes: Vec<(&str, u64)> = r
+        .calls_by_purpose
+        .iter()
+        .map(|(p, n)| (p.as_str(), *n))
+        .collect();
+    assert_eq!(
+        purposes,
+        [
+            ("answer", 11),
+            ("extraction", 29),
+            ("garden", 35),
+            ("initiative", 78)
+        ],
+        "{text}"
+    );
+    let gates: Vec<(&str, u64)> = r.gates.iter().map(|(g, n)| (g.as_str(), *n)).collect();
+    assert_eq!(
+        gates,
+        [
+            ("active", 3),
+            ("budget", 2567),
+            ("cooldown", 1896),
+            ("daily_cap", 1629),
+            ("eagerness", 174),
+            ("hourly_cap", 0),
+            ("pending", 210)
+        ],
+        "{text}"
+    );
+    // Replies cost money at Anthropic's list price; the rest runs on a local model.
+    assert!(r.roles[2].models == ["claude-opus-4-6 (anthropic)"]);
+    assert!(r.run.models_assumed);
+    assert_eq!(r.cost, r.roles[2].cost);
+    assert!(r.cost.unwrap() > 0.0);
+    // Most messages need no strong model; nothing is paid for and then lost.
+    assert_eq!(r.without_strong_call, 270);
+    assert_eq!((r.undeliverable, r.calls_past_a_gate), (0, 0));
+    assert!(text.contains("Replayed 281 messages of Tidepool"), "{text}");
+}
+
+#[tokio::test]
+async fn the_same_export_settings_and_seed_give_byte_identical_json() {
+    let first = report_with(Settings::default(), None).await.report.json();
+    let second = report_with(Settings::default(), None).await.report.json();
+    assert_eq!(first, second);
+}
+
+#[tokio::test]
+async fn an_eagerness_of_zero_asks_no_initiative_call() {
+    let r = report_with(Settings::default(), Some(0)).await.report;
+    assert_eq!(r.run.eagerness, 0);
+    assert_eq!(
+        r.calls_by_purpose.get("initiative"),
+        None,
+        "{:?}",
+        r.calls_by_purpose
+    );
+    assert_eq!(r.did.ambient_posts, 0);
+    assert!(r.gates["eagerness"] > 1000, "{:?}", r.gates);
+    assert_eq!(r.calls_past_a_gate, 0);
+}
+
+#[tokio::test]
+async fn the_hourly_cap_and_the_budget_say_no_as_gates_not_as_calls() {
+    let mut s = Settings::default();
+    s.permissions.replies.max_messages_per_hour = 1;
+    s.budget.guild_autonomous_daily_tokens = 6_000;
+    let r = report_with(s, None).await.report;
+    let text = ambient::replay::text::report(&r);
+    assert!(r.gates["hourly_cap"] > 0, "{text}");
+    assert!(r.gates["budget"] > 0, "{text}");
+    // Each autonomous role stays within the server's budget: refusals are not calls.
+    let autonomous: u64 = r
+        .roles
+        .iter()
+        .filter(|row| row.role != "reply")
+        .map(|row| row.input_tokens + row.output_tokens)
+        .sum();
+    assert!(
+        autonomous <= 6_000 * 5,
+        "{autonomous} tokens over 5 days: {text}"
+    );
+    assert_eq!((r.undeliverable, r.calls_past_a_gate), (0, 0), "{text}");
+    // The remind-me reflex's acknowledgements, turned away at the cap: unpaid, and said.
+    assert_eq!(r.turned_away, 2, "{text}");
+    assert!(
+        text.contains(
+            "Unpaid texts (reflexes, reminders) turned away at the hourly cap or a refusal: 2."
+        ),
+        "{text}"
+    );
 }
