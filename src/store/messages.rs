@@ -307,9 +307,21 @@ impl Store {
     pub fn unextracted_channels(&self) -> Result<Vec<Unextracted>> {
         let conn = self.lock();
         let mut stmt = conn.prepare_cached(
-            "SELECT m.guild_id, m.channel_id, count(*), max(m.created_at), max(m.is_self), e.last_run_at
-             FROM messages m LEFT JOIN extraction_state e ON e.channel_id = m.channel_id
-             WHERE m.id > COALESCE(e.last_message_id, 0) AND m.deleted_at IS NULL
+            // The channels first, one index seek each (a loose index scan),
+            // then only each channel's messages past its checkpoint: the
+            // minute's look costs the new messages, not the whole history.
+            "WITH RECURSIVE ch(id) AS (
+                 SELECT min(channel_id) FROM messages
+                 UNION ALL
+                 SELECT (SELECT min(channel_id) FROM messages WHERE channel_id > ch.id)
+                 FROM ch WHERE ch.id IS NOT NULL
+             )
+             SELECT m.guild_id, m.channel_id, count(*), max(m.created_at), max(m.is_self), e.last_run_at
+             FROM ch
+             LEFT JOIN extraction_state e ON e.channel_id = ch.id
+             JOIN messages m INDEXED BY messages_channel_id
+               ON m.channel_id = ch.id AND m.id > COALESCE(e.last_message_id, 0)
+             WHERE ch.id IS NOT NULL AND m.deleted_at IS NULL
              GROUP BY m.guild_id, m.channel_id",
         )?;
         let rows = stmt

@@ -388,6 +388,15 @@ pub const MIGRATIONS: &[Migration] = &[
             );
         "#,
     },
+    Migration {
+        version: 10,
+        name: "messages by channel and id, so extraction finds a channel's new messages without reading the rest",
+        // An index on channel_id alone holds the rowid (the message id) after
+        // it: `channel_id = ? AND id > ?` seeks straight to the new messages.
+        sql: r#"
+            CREATE INDEX messages_channel_id ON messages (channel_id);
+        "#,
+    },
 ];
 
 pub fn latest() -> u32 {
