@@ -7,7 +7,8 @@
 #                          (cargo install: into ~/.cargo/bin, which must be on PATH)
 # On a fresh Debian/Ubuntu machine it installs what is missing first: a C
 # toolchain, pkg-config and libopus (voice), and Rust via rustup; for the
-# tests also espeak-ng (synthesised speech), if it can.
+# tests also espeak-ng (synthesised speech) and Chromium (the replay page's
+# browser check), if it can.
 set -eu
 cd "$(dirname "$0")"
 # The caller's PATH, before ensure_rust adds ~/.cargo/bin to this script's own.
@@ -46,6 +47,16 @@ ensure_espeak() {
         echo "dev.sh: could not install espeak-ng; the synthesised-speech test will skip" >&2
 }
 
+# A headless browser for the replay page's check; it skips if this cannot be had.
+ensure_chromium() {
+    command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 && return 0
+    command -v apt-get >/dev/null 2>&1 || return 0
+    [ "$(id -u)" -eq 0 ] || command -v sudo >/dev/null 2>&1 || return 0
+    echo "dev.sh: installing chromium (the replay page's headless browser check)" >&2
+    { as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } ||
+        echo "dev.sh: could not install chromium; the browser check of the replay page will skip" >&2
+}
+
 ensure_rust() {
     if command -v cargo >/dev/null 2>&1; then return 0; fi
     if [ -x "$HOME/.cargo/bin/cargo" ]; then PATH="$HOME/.cargo/bin:$PATH"; export PATH; return 0; fi
@@ -66,6 +77,7 @@ case "$cmd" in
     test)
         ensure_system_packages
         ensure_espeak
+        ensure_chromium
         ensure_rust
         exec cargo test --locked "$@"
         ;;

@@ -9,6 +9,7 @@ mod garden;
 mod journal;
 mod memory;
 mod reflexes;
+mod replay;
 mod run;
 mod settings;
 mod status;
@@ -148,6 +149,8 @@ pub enum Command {
         #[command(subcommand)]
         command: GardenCommand,
     },
+    /// Live a chat export through the whole bot: how chatty and how costly it would be there
+    Replay(replay::ReplayArgs),
     /// A server's context stream: recent messages, decisions, observations, errors
     Context {
         /// Server id or name [default: the only one the bot knows]
@@ -262,15 +265,22 @@ pub fn init_logging(cli: &Cli) {
     // unless asked, so their output is not buried in logs.
     let default = match cli.command {
         Command::Run => "info",
+        // The replayed bot's own warnings (a garden cycle without a next wake,
+        // a budget reached) are part of what the report counts, not news.
+        Command::Replay(_) => "error",
         _ => "warn",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     // Colour codes only for a person at a terminal; in a file or a pipe they
     // are noise that breaks grep.
+    // A log line that cannot be written (stderr closed: a pipe's reader gone)
+    // is lost; reporting that on the same stderr would panic whichever task
+    // logged — the attention spine's dispatcher included, which stalls the bot.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .log_internal_errors(false);
     // Harmless: it fails only if a subscriber is already set (tests), which then logs.
     let _ = match cli.log_format {
         LogFormat::Text => builder.try_init(),
@@ -408,6 +418,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             &since,
             types.as_deref(),
         ),
+        Command::Replay(args) => replay::run(cli.settings.as_deref(), args).await,
         Command::Reflexes { command } => {
             let s = cli.settings.as_deref();
             match command {

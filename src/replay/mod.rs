@@ -10,8 +10,10 @@
 //! - `offline`: the models' stand-in when nothing may be sent anywhere
 //! - `run`: one replay from the files to the report
 //! - `report`, `text`, `timeline`: what it found, as data, as text, as a timeline
+//! - `html`: the report and the timeline as one self-contained page
 
 pub mod export;
+pub mod html;
 pub mod offline;
 pub mod report;
 pub mod run;

@@ -196,10 +196,10 @@ fn channel_named_in(req: &ChatRequest) -> Option<String> {
         })
         .collect();
     for text in texts.iter().rev() {
-        if let Some((_, rest)) = text.rsplit_once("one of: ") {
-            if let Some(name) = rest.split([',', ' ', '\n']).find(|w| w.starts_with('#')) {
-                return Some(name.trim_start_matches('#').to_string());
-            }
+        if let Some((_, rest)) = text.rsplit_once("one of: ")
+            && let Some(name) = rest.split([',', ' ', '\n']).find(|w| w.starts_with('#'))
+        {
+            return Some(name.trim_start_matches('#').to_string());
         }
     }
     texts.iter().find_map(|text| {

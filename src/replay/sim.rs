@@ -38,6 +38,9 @@ use crate::settings::{Secrets, Settings};
 use crate::store::messages::{Source, StoredMessage};
 use crate::store::usage::UsageFilter;
 
+/// How often memory upkeep and the garden's wake are looked at (see `background_due`).
+const BACKGROUND_EVERY: chrono::Duration = chrono::Duration::minutes(5);
+
 /// What a simulation is built from.
 pub struct Setup {
     /// The bot's settings; their data directory is the replay's own.
@@ -81,6 +84,8 @@ pub struct Simulation {
     known_channels: HashSet<u64>,
     /// The export's own messages by the bot, left out.
     pub own_messages_left_out: u64,
+    /// When memory upkeep and the garden's wake were last looked at.
+    last_background: Option<DateTime<Utc>>,
     /// Each exported channel, on first sight, joins the bot's initiative
     /// pool and its reply channels (a guild override, as `/settings set` makes).
     pub open_exported_channels: bool,
@@ -133,6 +138,7 @@ impl Simulation {
             me,
             known_channels: HashSet::new(),
             own_messages_left_out: 0,
+            last_background: None,
             open_exported_channels: false,
             tally: Tally::default(),
         })
@@ -208,6 +214,9 @@ impl Simulation {
         }
 
         self.transport.doing(Doing::Background);
+        if !self.background_due() {
+            return Ok(());
+        }
         app.memory.maintain().await;
         app.garden.notice_conversations_ending();
         let settings = app.settings.global();
@@ -219,6 +228,22 @@ impl Simulation {
             }
         }
         Ok(())
+    }
+
+    /// Whether memory upkeep and the garden's wake are due a look: every
+    /// `BACKGROUND_EVERY` of simulated time. The live bot looks every
+    /// minute; at that rate they took two thirds of a replay's time, for at
+    /// most a few minutes' difference in when a background job starts.
+    fn background_due(&mut self) -> bool {
+        let now = self.clock.now();
+        if self
+            .last_background
+            .is_some_and(|last| now - last < BACKGROUND_EVERY)
+        {
+            return false;
+        }
+        self.last_background = Some(now);
+        true
     }
 
     /// One message of the export, at its time, handled to the end.

@@ -45,9 +45,9 @@ fn headline(out: &mut String, r: &Report) {
     if run.skipped > 0 || run.bot_messages_left_out > 0 {
         say!(
             out,
-            "Left out: {} messages that are not chat, {} by the bot itself in the export.",
-            run.skipped,
-            run.bot_messages_left_out
+            "Left out: {} not chat, {} by the bot itself in the export.",
+            messages(run.skipped),
+            messages(run.bot_messages_left_out)
         );
     }
     out.push('\n');
@@ -196,6 +196,13 @@ fn line(out: &mut String, what: &str, messages: u64, c: &Counts) {
         c.reactions,
         c.reminders
     );
+}
+
+fn messages(n: u64) -> String {
+    match n {
+        1 => "1 message".into(),
+        n => format!("{n} messages"),
+    }
 }
 
 /// US$, with cents below a dollar shown to a tenth of a cent.

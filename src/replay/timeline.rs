@@ -45,13 +45,20 @@ pub struct Timeline {
 
 impl Line {
     pub fn person(m: &ExportedMessage) -> Self {
+        // Mentions as people read them (`<@123>` → `@name`).
+        let mut text = m.content.clone();
+        for a in &m.mentions {
+            for raw in [format!("<@{}>", a.id), format!("<@!{}>", a.id)] {
+                text = text.replace(&raw, &format!("@{}", a.name));
+            }
+        }
         Self {
             at: m.at,
             channel_id: m.channel.id,
             channel: format!("#{}", m.channel.name),
             who: Who::Person,
             author: m.author.name.clone(),
-            text: m.content.clone(),
+            text,
             why: Vec::new(),
         }
     }

@@ -25,6 +25,8 @@ mod reconnect;
 mod recovery;
 mod reflexes;
 mod replay;
+mod replay_cli;
+mod replay_html;
 mod secrets;
 mod sends;
 mod settings_cli;
