@@ -74,7 +74,7 @@ impl Store {
     /// Every guild the bot has seen, by id.
     pub fn known_guilds(&self) -> Result<Vec<(GuildId, String)>> {
         let conn = self.lock();
-        let mut stmt = conn.prepare("SELECT id, name FROM guilds ORDER BY id")?;
+        let mut stmt = conn.prepare_cached("SELECT id, name FROM guilds ORDER BY id")?;
         let rows = stmt
             .query_map([], |r| Ok((GuildId::from_sql(r.get(0)?), r.get(1)?)))?
             .collect::<rusqlite::Result<_>>()?;

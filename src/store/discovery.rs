@@ -114,7 +114,7 @@ impl Store {
 
     pub fn sources(&self) -> Result<Vec<SourceRow>> {
         let conn = self.lock();
-        let mut stmt = conn.prepare(&format!(
+        let mut stmt = conn.prepare_cached(&format!(
             "SELECT {SOURCE} FROM discovery_sources ORDER BY kind, target"
         ))?;
         let rows = stmt
@@ -224,7 +224,7 @@ impl Store {
             .collect::<Vec<_>>()
             .join(",");
         let conn = self.lock();
-        let mut stmt = conn.prepare(&format!(
+        let mut stmt = conn.prepare_cached(&format!(
             "SELECT id, source_id, url, canonical_url, title, summary, published_at, fetched_at, media FROM feed_items
              WHERE source_id IN ({ids}) AND COALESCE(published_at, fetched_at) >= ?1
                AND id NOT IN (SELECT item_id FROM feed_shares WHERE guild_id = ?2)

@@ -115,7 +115,7 @@ fn forget_facts(
     told: bool,
     out: &mut Forgotten,
 ) -> Result<Vec<String>> {
-    let mut stmt = tx.prepare(
+    let mut stmt = tx.prepare_cached(
         "SELECT id, content FROM facts
          WHERE (scope = 'user' AND user_id = ?1) OR (?2 AND author_id = ?1)",
     )?;
@@ -139,7 +139,7 @@ fn forget_messages(
     at: DateTime<Utc>,
     out: &mut Forgotten,
 ) -> Result<Vec<String>> {
-    let mut stmt = tx.prepare(
+    let mut stmt = tx.prepare_cached(
         "SELECT id, guild_id, channel_id, created_at, author_name, content FROM messages
          WHERE author_id = ?1 AND (content != '' OR attachments != '[]')",
     )?;
@@ -287,7 +287,7 @@ fn redact_column(
     quotes: &Quotes,
 ) -> Result<usize> {
     let changed: Vec<(i64, String)> = {
-        let mut stmt = tx.prepare(&format!(
+        let mut stmt = tx.prepare_cached(&format!(
             "SELECT rowid, {column} FROM {table} WHERE {column} IS NOT NULL"
         ))?;
         let mut rows = stmt.query([])?;
@@ -300,7 +300,7 @@ fn redact_column(
         }
         changed
     };
-    let mut update = tx.prepare(&format!(
+    let mut update = tx.prepare_cached(&format!(
         "UPDATE {table} SET {column} = ?2 WHERE rowid = ?1"
     ))?;
     for (rowid, new) in &changed {
@@ -342,7 +342,7 @@ mod tests {
     fn journal(store: &Store) -> Vec<(String, String)> {
         let conn = store.lock();
         let mut stmt = conn
-            .prepare("SELECT summary, data FROM journal ORDER BY id")
+            .prepare_cached("SELECT summary, data FROM journal ORDER BY id")
             .unwrap();
         stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
             .unwrap()

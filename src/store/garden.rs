@@ -221,7 +221,7 @@ impl Store {
     /// The newest `limit` cycles, newest first.
     pub fn cycles(&self, limit: usize) -> Result<Vec<Cycle>> {
         let conn = self.lock();
-        let mut stmt = conn.prepare(&format!(
+        let mut stmt = conn.prepare_cached(&format!(
             "SELECT {CYCLE} FROM garden_cycles ORDER BY id DESC LIMIT ?1"
         ))?;
         let rows = stmt
@@ -233,7 +233,7 @@ impl Store {
     /// Tokens of the newest `n` cycles that made model calls (for the cost per cycle).
     pub fn recent_cycle_tokens(&self, n: usize) -> Result<Vec<u64>> {
         let conn = self.lock();
-        let mut stmt = conn.prepare(
+        let mut stmt = conn.prepare_cached(
             "SELECT tokens_in + tokens_out FROM garden_cycles WHERE tokens_in + tokens_out > 0 ORDER BY id DESC LIMIT ?1",
         )?;
         let rows = stmt
@@ -244,7 +244,7 @@ impl Store {
 
     pub fn cycles_with_status(&self, status: CycleStatus) -> Result<Vec<Cycle>> {
         let conn = self.lock();
-        let mut stmt = conn.prepare(&format!(
+        let mut stmt = conn.prepare_cached(&format!(
             "SELECT {CYCLE} FROM garden_cycles WHERE status = ?1 ORDER BY id"
         ))?;
         let rows = stmt
@@ -273,7 +273,7 @@ impl Store {
     /// Open items, most urgent first: priority, then scheduled time (the seed's order).
     pub fn queue_open(&self) -> Result<Vec<QueueItem>> {
         let conn = self.lock();
-        let mut stmt = conn.prepare(&format!(
+        let mut stmt = conn.prepare_cached(&format!(
             "SELECT {QUEUE} FROM garden_queue WHERE done_at IS NULL
              ORDER BY CASE priority WHEN 'high' THEN 0 WHEN 'normal' THEN 1 ELSE 2 END, scheduled_for"
         ))?;
@@ -339,7 +339,7 @@ impl Store {
         let mut added = 0;
         {
             let mut stmt =
-                tx.prepare("INSERT OR IGNORE INTO fact_links (a, b, relation, created_at) VALUES (?1, ?2, ?3, ?4)")?;
+                tx.prepare_cached("INSERT OR IGNORE INTO fact_links (a, b, relation, created_at) VALUES (?1, ?2, ?3, ?4)")?;
             for (x, y) in pairs {
                 let (a, b) = if x < y { (x, y) } else { (y, x) };
                 added += stmt.execute(params![a, b, relation, to_ms(at)])?;
@@ -361,7 +361,7 @@ impl Store {
     /// The facts linked to `id`.
     pub fn fact_links(&self, id: &str) -> Result<Vec<String>> {
         let conn = self.lock();
-        let mut stmt = conn.prepare(
+        let mut stmt = conn.prepare_cached(
             "SELECT b FROM fact_links WHERE a = ?1 UNION SELECT a FROM fact_links WHERE b = ?1",
         )?;
         let rows = stmt
@@ -415,7 +415,7 @@ impl Store {
             let marks: Vec<String> = (0..kinds.len()).map(|i| format!("?{}", i + 4)).collect();
             format!(" AND kind IN ({})", marks.join(", "))
         };
-        let mut stmt = conn.prepare(&format!(
+        let mut stmt = conn.prepare_cached(&format!(
             "SELECT ts, kind, content, channel_id FROM context_stream WHERE guild_id = ?1 AND ts >= ?2{kind_filter}
              ORDER BY ts DESC, id DESC LIMIT ?3"
         ))?;
@@ -491,7 +491,7 @@ impl Store {
             })
         };
         let mut out: Vec<PostFeedback> = conn
-            .prepare(
+            .prepare_cached(
                 "SELECT o.guild_id, o.channel_id, o.message_id, o.text,
                         (SELECT author_name FROM messages WHERE author_id = r.user_id ORDER BY created_at DESC LIMIT 1),
                         r.emoji, NULL, r.at
@@ -501,7 +501,7 @@ impl Store {
             .query_map(params![to_ms(since), me.to_sql()], row)?
             .collect::<rusqlite::Result<_>>()?;
         let replies: Vec<PostFeedback> = conn
-            .prepare(
+            .prepare_cached(
                 "SELECT o.guild_id, o.channel_id, o.message_id, o.text, m.author_name, NULL, m.content, m.created_at
                  FROM messages m JOIN initiative_outbox o ON o.message_id = m.reply_to_id
                  WHERE m.created_at > ?1 AND m.author_is_bot = 0 AND m.deleted_at IS NULL",

@@ -141,7 +141,7 @@ impl Store {
     /// Open tasks of a guild (`None`: DMs), soonest first.
     pub fn tasks(&self, guild: Option<GuildId>, include_done: bool) -> Result<Vec<Task>> {
         let conn = self.lock();
-        let mut stmt = conn.prepare(&format!(
+        let mut stmt = conn.prepare_cached(&format!(
             "SELECT {TASK} FROM tasks WHERE guild_id IS ?1 AND (?2 OR done_at IS NULL) ORDER BY due_at"
         ))?;
         let rows = stmt
@@ -167,7 +167,7 @@ impl Store {
 
     fn ideas_where(&self, clause: &str, value: &str) -> Result<Vec<Idea>> {
         let conn = self.lock();
-        let mut stmt = conn.prepare(&format!(
+        let mut stmt = conn.prepare_cached(&format!(
             "SELECT id, guild_id, text, sparked_by, created_at, explored_at FROM ideas WHERE {clause}"
         ))?;
         let rows = stmt
@@ -178,7 +178,7 @@ impl Store {
 
     pub fn task_by_prefix(&self, guild: Option<GuildId>, prefix: &str) -> Result<Vec<Task>> {
         let conn = self.lock();
-        let mut stmt = conn.prepare(&format!(
+        let mut stmt = conn.prepare_cached(&format!(
             "SELECT {TASK} FROM tasks WHERE guild_id IS ?1 AND id LIKE ?2 || '%'"
         ))?;
         let rows = stmt
@@ -195,7 +195,7 @@ impl Store {
     /// Tasks claimed (fired) but never finished: the process stopped in between.
     pub fn interrupted_tasks(&self) -> Result<Vec<Task>> {
         let conn = self.lock();
-        let mut stmt = conn.prepare(&format!(
+        let mut stmt = conn.prepare_cached(&format!(
             "SELECT {TASK} FROM tasks WHERE fired_at IS NOT NULL AND done_at IS NULL ORDER BY fired_at"
         ))?;
         let rows = stmt
@@ -217,7 +217,7 @@ impl Store {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
         let due: Vec<Task> = {
-            let mut stmt = tx.prepare(&format!(
+            let mut stmt = tx.prepare_cached(&format!(
                 "SELECT {TASK} FROM tasks WHERE fired_at IS NULL AND done_at IS NULL AND due_at <= ?1 ORDER BY priority DESC, due_at"
             ))?;
             stmt.query_map([to_ms(now)], task_row)?
@@ -250,7 +250,7 @@ impl Store {
 
     pub fn ideas(&self, guild: Option<GuildId>, include_explored: bool) -> Result<Vec<Idea>> {
         let conn = self.lock();
-        let mut stmt = conn.prepare(
+        let mut stmt = conn.prepare_cached(
             "SELECT id, guild_id, text, sparked_by, created_at, explored_at FROM ideas
              WHERE guild_id IS ?1 AND (?2 OR explored_at IS NULL) ORDER BY created_at",
         )?;
@@ -317,7 +317,7 @@ impl Store {
 
     pub fn schedules(&self, guild: Option<GuildId>) -> Result<Vec<ScheduleEntry>> {
         let conn = self.lock();
-        let mut stmt = conn.prepare(&format!("SELECT {SCHEDULE} FROM schedules WHERE ?1 IS NULL OR guild_id = ?1 ORDER BY guild_id, name"))?;
+        let mut stmt = conn.prepare_cached(&format!("SELECT {SCHEDULE} FROM schedules WHERE ?1 IS NULL OR guild_id = ?1 ORDER BY guild_id, name"))?;
         let rows = stmt
             .query_map([guild.map(GuildId::to_sql)], schedule_row)?
             .collect::<rusqlite::Result<_>>()?;
@@ -363,7 +363,7 @@ impl Store {
 
     pub fn reflex_stats(&self) -> Result<Vec<ReflexStats>> {
         let conn = self.lock();
-        let mut stmt = conn.prepare("SELECT name, fired, succeeded, failed, passed, escalated, total_us FROM reflex_stats ORDER BY fired DESC, name")?;
+        let mut stmt = conn.prepare_cached("SELECT name, fired, succeeded, failed, passed, escalated, total_us FROM reflex_stats ORDER BY fired DESC, name")?;
         let rows = stmt
             .query_map([], |r| {
                 Ok(ReflexStats {
@@ -405,7 +405,7 @@ impl Store {
     /// (guild or everywhere, name, reason).
     pub fn disabled_reflexes(&self) -> Result<Vec<(Option<GuildId>, String, String)>> {
         let conn = self.lock();
-        let mut stmt = conn.prepare(
+        let mut stmt = conn.prepare_cached(
             "SELECT guild_id, name, reason FROM reflex_disabled ORDER BY guild_id, name",
         )?;
         let rows = stmt
@@ -422,12 +422,14 @@ impl Store {
         Ok(self
             .lock()
             .query_row(
-                "SELECT max(created_at) FROM messages WHERE guild_id = ?1 AND author_is_bot = 0",
+                // Newest first down the server-and-time index, stopping at the
+                // first person: `max()` with the bot filter read every message.
+                "SELECT created_at FROM messages WHERE guild_id = ?1 AND author_is_bot = 0
+                 ORDER BY created_at DESC LIMIT 1",
                 [guild.to_sql()],
-                |r| r.get::<_, Option<i64>>(0),
+                |r| r.get::<_, i64>(0),
             )
             .optional()?
-            .flatten()
             .map(from_ms))
     }
 }

@@ -51,7 +51,7 @@ impl Store {
 
     pub fn pending_thoughts(&self) -> Result<Vec<PendingThought>> {
         let conn = self.lock();
-        let mut stmt = conn.prepare(&format!(
+        let mut stmt = conn.prepare_cached(&format!(
             "SELECT {PENDING} FROM pending_thoughts ORDER BY guild_id"
         ))?;
         let rows = stmt
@@ -145,7 +145,7 @@ impl Store {
     /// Posts recorded but never confirmed sent (a crash between the two).
     pub fn outbox_unsent(&self) -> Result<Vec<OutboxPost>> {
         let conn = self.lock();
-        let mut stmt = conn.prepare(
+        let mut stmt = conn.prepare_cached(
             "SELECT nonce, guild_id, channel_id, text, created_at, message_id FROM initiative_outbox
              WHERE message_id IS NULL ORDER BY created_at",
         )?;

@@ -69,7 +69,7 @@ impl Store {
             sql.push_str(&format!(" LIMIT {limit}"));
         }
         let conn = self.lock();
-        let mut stmt = conn.prepare(&sql)?;
+        let mut stmt = conn.prepare_cached(&sql)?;
         let mut rows: Vec<Entry> = stmt
             .query_map(params_from_iter(args), from_row)?
             .collect::<rusqlite::Result<_>>()?;

@@ -272,7 +272,7 @@ impl Store {
             return Ok(Vec::new());
         }
         let conn = self.lock();
-        let mut stmt = conn.prepare(&format!(
+        let mut stmt = conn.prepare_cached(&format!(
             "SELECT {COLUMNS} FROM facts WHERE id LIKE ?1 || '%' ORDER BY created_at LIMIT 10"
         ))?;
         let rows = stmt
@@ -340,7 +340,7 @@ impl Store {
             sql.push_str(&format!(" LIMIT {n}"));
         }
         let conn = self.lock();
-        let mut stmt = conn.prepare(&sql)?;
+        let mut stmt = conn.prepare_cached(&sql)?;
         let rows = stmt
             .query_map(params_from_iter(args), fact_row)?
             .collect::<rusqlite::Result<_>>()?;
@@ -513,7 +513,7 @@ impl Store {
     /// Guilds (and `None` for DMs) that hold facts.
     pub fn fact_guilds(&self) -> Result<Vec<Option<GuildId>>> {
         let conn = self.lock();
-        let mut stmt = conn.prepare("SELECT DISTINCT guild_id FROM facts")?;
+        let mut stmt = conn.prepare_cached("SELECT DISTINCT guild_id FROM facts")?;
         let rows = stmt
             .query_map([], |r| {
                 Ok(r.get::<_, Option<i64>>(0)?.map(GuildId::from_sql))
@@ -531,7 +531,7 @@ impl Store {
         u64,
     )> {
         let conn = self.lock();
-        let mut stmt = conn.prepare(
+        let mut stmt = conn.prepare_cached(
             "SELECT kind, importance, count(*) FROM facts WHERE superseded_by IS NULL AND archived_at IS NULL
              GROUP BY kind, importance ORDER BY kind, importance",
         )?;

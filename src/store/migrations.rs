@@ -397,6 +397,22 @@ pub const MIGRATIONS: &[Migration] = &[
             CREATE INDEX messages_channel_id ON messages (channel_id);
         "#,
     },
+    Migration {
+        version: 11,
+        name: "indexes for the counts asked every tick: journal by kind and server, usage by role and server, replies and reactions to posts",
+        // Without these, "initiative posts of this server in 24 h" and "this
+        // role's tokens in this server today" were answered from the
+        // server-and-time index (every journal entry or call of the day, on
+        // a busy server thousands read to count a handful), and the garden's
+        // feedback harvest read every stored message to find replies to the
+        // bot's posts, and again per reaction to name who reacted.
+        sql: r#"
+            CREATE INDEX journal_kind_guild_time ON journal (kind, guild_id, ts);
+            CREATE INDEX usage_role_guild_time ON usage (role, guild_id, ts);
+            CREATE INDEX messages_reply_to ON messages (reply_to_id);
+            CREATE INDEX messages_author_time ON messages (author_id, created_at);
+        "#,
+    },
 ];
 
 pub fn latest() -> u32 {

@@ -109,6 +109,9 @@ impl Store {
         // forget-me removes must not be recoverable from the file.
         conn.pragma_update(None, "secure_delete", "ON")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        // The same few dozen queries run every tick: parsing them once each
+        // matters more than the memory a statement holds.
+        conn.set_prepared_statement_cache_capacity(64);
         migrations::apply(&conn, up_to, path.as_deref())?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),

@@ -109,22 +109,34 @@ impl Store {
     /// Total tokens (in + out) of the records matching `f`.
     pub fn usage_tokens(&self, f: &UsageFilter) -> Result<u64> {
         let (filter, args) = f.conditions().finish();
-        let total: i64 = self.lock().query_row(
-            &format!("SELECT COALESCE(SUM(tokens_in + tokens_out), 0) FROM usage{filter}"),
-            params_from_iter(args),
-            |r| r.get(0),
-        )?;
+        let conn = self.lock();
+        let total: i64 = conn
+            .prepare_cached(&format!(
+                "SELECT COALESCE(SUM(tokens_in + tokens_out), 0) FROM usage{filter}"
+            ))?
+            .query_row(params_from_iter(args), |r| r.get(0))?;
         Ok(total as u64)
     }
 
     pub fn usage_count(&self, f: &UsageFilter) -> Result<u64> {
         let (filter, args) = f.conditions().finish();
-        let n: i64 = self.lock().query_row(
-            &format!("SELECT count(*) FROM usage{filter}"),
-            params_from_iter(args),
-            |r| r.get(0),
-        )?;
+        let conn = self.lock();
+        let n: i64 = conn
+            .prepare_cached(&format!("SELECT count(*) FROM usage{filter}"))?
+            .query_row(params_from_iter(args), |r| r.get(0))?;
         Ok(n as u64)
+    }
+
+    /// Records stored after record `after` (all when `None`), in the order
+    /// they were stored: a seek on the id, however large the table.
+    pub fn usage_after(&self, after: Option<i64>) -> Result<Vec<UsageRecord>> {
+        let conn = self.lock();
+        let mut stmt =
+            conn.prepare_cached(&format!("SELECT {COLUMNS} FROM usage WHERE id > ?1 ORDER BY id"))?;
+        let rows = stmt
+            .query_map([after.unwrap_or(i64::MIN)], from_row)?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
     }
 
     /// Records matching `f`, oldest first (the newest `limit` if given).
@@ -135,7 +147,7 @@ impl Store {
             sql.push_str(&format!(" LIMIT {n}"));
         }
         let conn = self.lock();
-        let mut stmt = conn.prepare(&sql)?;
+        let mut stmt = conn.prepare_cached(&sql)?;
         let mut rows: Vec<UsageRecord> = stmt
             .query_map(params_from_iter(args), from_row)?
             .collect::<rusqlite::Result<_>>()?;

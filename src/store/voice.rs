@@ -40,7 +40,7 @@ impl Store {
     /// Everyone in `guild` who opted out (a listener keeps this in memory: it is asked every 20 ms).
     pub fn voice_opted_out_users(&self, guild: GuildId) -> Result<HashSet<UserId>> {
         let conn = self.lock();
-        let mut stmt = conn.prepare("SELECT user_id FROM voice_optout WHERE guild_id = ?1")?;
+        let mut stmt = conn.prepare_cached("SELECT user_id FROM voice_optout WHERE guild_id = ?1")?;
         let users = stmt
             .query_map([guild.to_sql()], |r| r.get::<_, i64>(0))?
             .map(|id| id.map(UserId::from_sql))
