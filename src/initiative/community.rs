@@ -145,7 +145,8 @@ pub fn interests(
         return Interests::default();
     };
     let human: Vec<_> = messages.iter().filter(|m| !m.author_is_bot).collect();
-    let names: Vec<String> = human.iter().map(|m| m.author_name.to_lowercase()).collect();
+    let names: std::collections::HashSet<String> =
+        human.iter().map(|m| m.author_name.to_lowercase()).collect();
     let mut counts: HashMap<String, u32> = HashMap::new();
     let mut channels: HashMap<crate::ids::ChannelId, u32> = HashMap::new();
     for m in &human {

@@ -36,7 +36,6 @@ use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::initiative::gates::Verdict;
 use crate::settings::{Secrets, Settings};
 use crate::store::messages::{Source, StoredMessage};
-use crate::store::usage::UsageFilter;
 
 /// How often memory upkeep and the garden's wake are looked at (see `background_due`).
 const BACKGROUND_EVERY: chrono::Duration = chrono::Duration::minutes(5);
@@ -90,7 +89,18 @@ pub struct Simulation {
     /// pool and its reply channels (a guild override, as `/settings set` makes).
     pub open_exported_channels: bool,
     tally: Tally,
+    answered: Answered,
     spine: Option<Running>,
+}
+
+/// Answered model calls so far, by role, read from the usage table as it
+/// grows: counting the whole table at every step made the count the
+/// replay's slowest part.
+#[derive(Default)]
+struct Answered {
+    /// The last usage record read.
+    after: Option<i64>,
+    by_role: BTreeMap<String, u64>,
 }
 
 impl Simulation {
@@ -141,6 +151,7 @@ impl Simulation {
             last_background: None,
             open_exported_channels: false,
             tally: Tally::default(),
+            answered: Answered::default(),
         })
     }
 
@@ -274,7 +285,7 @@ impl Simulation {
     }
 
     /// Where a step starts: texts turned away so far, model calls so far.
-    fn mark(&self) -> anyhow::Result<(u64, u64)> {
+    fn mark(&mut self) -> anyhow::Result<(u64, u64)> {
         Ok((self.app.speech.turned_away(), self.calls(&[])?))
     }
 
@@ -288,12 +299,22 @@ impl Simulation {
     }
 
     /// Answered model calls of `roles` (all when empty) so far; a refusal is no call.
-    fn calls(&self, roles: &[Role]) -> anyhow::Result<u64> {
-        Ok(self.app.store.usage_count(&UsageFilter {
-            roles: roles.iter().map(|r| r.as_str().to_string()).collect(),
-            outcome: Some("ok".into()),
-            ..UsageFilter::default()
-        })?)
+    fn calls(&mut self, roles: &[Role]) -> anyhow::Result<u64> {
+        let new = self.app.store.usage_after(self.answered.after)?;
+        for record in new {
+            self.answered.after = Some(record.id);
+            if record.outcome == "ok" {
+                *self.answered.by_role.entry(record.role).or_default() += 1;
+            }
+        }
+        let counted = |role: &String| roles.is_empty() || roles.iter().any(|r| r.as_str() == role);
+        Ok(self
+            .answered
+            .by_role
+            .iter()
+            .filter(|(role, _)| counted(role))
+            .map(|(_, n)| n)
+            .sum())
     }
 
     /// The server and channel stored on first sight, as the gateway's guild event does.
