@@ -11,7 +11,7 @@ use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 
 use crate::replay::export::ExportLimits;
-use crate::replay::run::{Models, Options, Outcome, replay};
+use crate::replay::run::{Models, Options, Outcome, Progress, replay};
 use crate::replay::text::{self, SweepRow};
 use crate::settings::Secrets;
 
@@ -176,8 +176,17 @@ fn print(args: &ReplayArgs, runs: &[Option<u32>], outcomes: &[Outcome]) -> anyho
     Ok(())
 }
 
-fn progress(n: u64) {
-    eprint!("\rReplayed {n} messages…");
+/// A bar by the share of the files read, with the messages replayed so far.
+fn progress(p: Progress) {
+    const WIDTH: usize = 30;
+    let done = ((p.fraction * WIDTH as f64).round() as usize).min(WIDTH);
+    eprint!(
+        "\r[{}{}] {:>3.0}%  {} messages",
+        "#".repeat(done),
+        "-".repeat(WIDTH - done),
+        p.fraction * 100.0,
+        p.messages
+    );
 }
 
 /// A live replay sends the export to the configured models: say what that

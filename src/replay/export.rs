@@ -21,6 +21,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use chrono::{DateTime, Utc};
@@ -128,6 +130,24 @@ pub struct Exports {
     skipped: BTreeMap<String, u64>,
     guild: Option<(usize, Named)>,
     failed: bool,
+    /// Bytes the readers have taken from the files so far, and the files' sizes:
+    /// how far along the read is, for a progress bar.
+    bytes_read: Arc<AtomicU64>,
+    bytes_total: u64,
+}
+
+/// Counts the bytes a reader takes, for [`Exports::fraction_read`].
+struct Counted<R> {
+    inner: R,
+    read: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
 }
 
 /// Opens every file (checking each before anything is read) and starts
@@ -135,12 +155,16 @@ pub struct Exports {
 pub fn read_exports(paths: &[PathBuf], limits: &ExportLimits) -> Result<Exports, ExportError> {
     let mut names = Vec::new();
     let mut opened = Vec::new();
+    let mut bytes_total = 0;
     for path in paths {
         let name = path.display().to_string();
         let file = open_limited(path, limits.max_file_bytes).map_err(|e| unreadable(&name, e))?;
+        // A size we cannot read only makes the progress bar less exact.
+        bytes_total += file.metadata().map_or(0, |m| m.len());
         names.push(name);
         opened.push(file);
     }
+    let bytes_read = Arc::new(AtomicU64::new(0));
     let mut queues = Vec::new();
     for (index, (path, file)) in paths.iter().zip(opened).enumerate() {
         let (tx, rx) = sync_channel(QUEUE);
@@ -151,10 +175,14 @@ pub fn read_exports(paths: &[PathBuf], limits: &ExportLimits) -> Result<Exports,
             tx,
         };
         let jsonl = is_jsonl(path);
+        let counted = Counted {
+            inner: file,
+            read: bytes_read.clone(),
+        };
         std::thread::spawn(move || {
             // Bounded by the file-size limit, not by the memory the file takes.
             let input =
-                BufReader::with_capacity(64 * 1024, file.take(reader.limits.max_file_bytes));
+                BufReader::with_capacity(64 * 1024, counted.take(reader.limits.max_file_bytes));
             if jsonl {
                 reader.jsonl(input);
             } else {
@@ -172,6 +200,8 @@ pub fn read_exports(paths: &[PathBuf], limits: &ExportLimits) -> Result<Exports,
         skipped: BTreeMap::new(),
         guild: None,
         failed: false,
+        bytes_read,
+        bytes_total,
     })
 }
 
@@ -188,6 +218,15 @@ fn unreadable(name: &str, e: FileError) -> ExportError {
 }
 
 impl Exports {
+    /// How much of the files has been read, 0 to 1 (the readers run a small
+    /// queue ahead of the messages handed out).
+    pub fn fraction_read(&self) -> f64 {
+        if self.bytes_total == 0 {
+            return 1.0;
+        }
+        (self.bytes_read.load(Ordering::Relaxed) as f64 / self.bytes_total as f64).min(1.0)
+    }
+
     /// Messages skipped so far, by type (e.g. "GuildMemberJoin" → 3).
     pub fn skipped(&self) -> &BTreeMap<String, u64> {
         &self.skipped
@@ -773,6 +812,8 @@ mod tests {
         assert!(messages.windows(2).all(|w| w[0].at <= w[1].at));
         assert_eq!(exports.skipped().get("GuildMemberJoin"), Some(&1));
         assert_eq!(exports.guild().unwrap().name, "Tidepool");
+        // Every byte of both files was read, and counted for the progress bar.
+        assert_eq!(exports.fraction_read(), 1.0);
         let channels: std::collections::BTreeSet<&str> =
             messages.iter().map(|m| m.channel.name.as_str()).collect();
         assert_eq!(channels, ["general", "links"].into());

@@ -8,7 +8,7 @@
 //! same export, settings and seed give the same report, byte for byte: no
 //! wall-clock time, path or map order gets in.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -130,6 +130,9 @@ pub struct Report {
     /// Offline only: calls by what they were for (initiative, garden,
     /// extraction, answer …), as the stand-in told them apart.
     pub calls_by_purpose: BTreeMap<String, u64>,
+    /// Offline only: the tools the model was offered for each purpose (what a
+    /// call could have done, e.g. `decide` for the initiative).
+    pub tools_by_purpose: BTreeMap<String, BTreeSet<String>>,
     pub tokens: u64,
     /// US$ for the whole replay; `None` when some model's price is unknown.
     pub cost: Option<f64>,
@@ -240,10 +243,15 @@ impl Report {
         let roles = role_rows(&usage, prices);
         let calls = roles.iter().map(|r| r.calls).sum();
         let mut calls_by_purpose = BTreeMap::new();
+        let mut tools_by_purpose: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for call in offline {
             *calls_by_purpose
                 .entry(call.purpose.to_string())
                 .or_default() += 1;
+            tools_by_purpose
+                .entry(call.purpose.to_string())
+                .or_default()
+                .extend(call.tools.iter().cloned());
         }
         let tokens = roles.iter().map(|r| r.input_tokens + r.output_tokens).sum();
         let cost = roles.iter().try_fold(0.0, |sum, r| r.cost.map(|c| sum + c));
@@ -268,6 +276,7 @@ impl Report {
             roles,
             calls,
             calls_by_purpose,
+            tools_by_purpose,
             tokens,
             cost,
             cost_per_day: cost.map(|c| c / days),

@@ -63,8 +63,18 @@ pub struct Outcome {
     pub timeline: Timeline,
 }
 
-/// Replays `opts.files`; `progress` hears how many messages were read so far.
-pub async fn replay(opts: Options, progress: &(dyn Fn(u64) + Sync)) -> anyhow::Result<Outcome> {
+/// How far a replay is: messages replayed, and the share of the files read (0–1).
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    pub messages: u64,
+    pub fraction: f64,
+}
+
+/// Replays `opts.files`; `progress` hears how far it is every thousand messages and at the end.
+pub async fn replay(
+    opts: Options,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> anyhow::Result<Outcome> {
     let mut exports = read_exports(&opts.files, &opts.limits)?;
     let Some(first) = exports.next().transpose()? else {
         anyhow::bail!("{}: no messages to replay", names(&opts.files));
@@ -87,14 +97,20 @@ pub async fn replay(opts: Options, progress: &(dyn Fn(u64) + Sync)) -> anyhow::R
     let mut walk = Walk::new(first.at);
     walk.live(&mut sim, &first).await?;
     let mut read = 1;
-    for m in exports.by_ref() {
+    while let Some(m) = exports.next() {
         walk.live(&mut sim, &m?).await?;
         read += 1;
         if read % 1_000 == 0 {
-            progress(read);
+            progress(Progress {
+                messages: read,
+                fraction: exports.fraction_read(),
+            });
         }
     }
-    progress(read);
+    progress(Progress {
+        messages: read,
+        fraction: 1.0,
+    });
     // The last message's consequences (a reminder, a garden cycle) get an hour to happen.
     let end = walk.last + chrono::Duration::hours(1);
     sim.pass_until(end).await?;

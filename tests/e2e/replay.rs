@@ -211,6 +211,9 @@ async fn the_sample_report_counts_what_the_bot_did_and_what_it_asked() {
         ],
         "{text}"
     );
+    let offered = |purpose: &str, tool: &str| r.tools_by_purpose[purpose].contains(tool);
+    assert!(offered("initiative", "decide") && !offered("answer", "decide"));
+    assert!(offered("garden", "end_ambient_cycle") && offered("extraction", "remember_facts"));
     let gates: Vec<(&str, u64)> = r.gates.iter().map(|(g, n)| (g.as_str(), *n)).collect();
     assert_eq!(
         gates,
