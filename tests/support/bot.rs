@@ -19,7 +19,15 @@ pub struct Bot {
 impl Bot {
     /// Starts the bot and waits until it has identified and registered its commands.
     pub fn start(extra: Value) -> Self {
-        let discord = FakeDiscord::start();
+        Self::start_on(
+            FakeDiscord::start(),
+            extra,
+            "ambient=debug,serenity=warn,poise=warn",
+        )
+    }
+
+    /// Starts the bot against `discord`, logging at `rust_log`.
+    pub fn start_on(discord: FakeDiscord, extra: Value, rust_log: &str) -> Self {
         let model = ModelServer::start();
         let mut settings = json!({
             "discord": {"apiBaseUrl": discord.url, "devGuildId": super::fake_discord::GUILD.to_string()},
@@ -33,7 +41,7 @@ impl Bot {
             .env("DISCORD_TOKEN", "test-token-abc")
             .env("OPENAI_BASE_URL", model.openai_base())
             .env("OPENAI_API_KEY", "sk-test-bot")
-            .env("RUST_LOG", "ambient=debug,serenity=warn,poise=warn")
+            .env("RUST_LOG", rust_log)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
@@ -71,6 +79,11 @@ impl Bot {
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.home.path().join("bot.log")).unwrap_or_default()
+    }
+
+    /// The bot's process id (to read its CPU time and memory from /proc).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
     }
 
     /// Sends SIGTERM and waits for the process to exit.

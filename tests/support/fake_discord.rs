@@ -87,9 +87,23 @@ pub struct World {
     pub send_bucket: SendBucket,
     /// When each REST request arrived, one per entry of `requests`.
     pub request_times: Vec<Instant>,
+    /// When each message the test sent was dispatched, by id.
+    pub said_at: HashMap<u64, Instant>,
+    /// More servers beside the test guild, each with this many text channels
+    /// (see [`FakeDiscord::start_with_guilds`]): (servers, channels each).
+    pub more_guilds: (u32, u32),
 }
 
 impl World {
+    /// The server a (non-DM) channel belongs to: an extra server's, or the test guild.
+    fn guild_of(&self, channel: u64) -> u64 {
+        let (more, _) = self.more_guilds;
+        match (channel >> 22).checked_sub(1_000) {
+            Some(i) if i < u64::from(more) => extra_guild(i as u32),
+            _ => GUILD,
+        }
+    }
+
     fn next_id(&mut self) -> u64 {
         self.next_id += 1;
         1_500_000_000_000_000_000 + self.next_id
@@ -104,6 +118,20 @@ impl World {
             let _ = conn.send(Outbound::Frame(frame));
         }
         self.seq
+    }
+
+    /// For each reaction the bot added to a message the test sent: how long
+    /// after that message was dispatched the reaction arrived.
+    pub fn reaction_latencies(&self) -> Vec<Duration> {
+        self.requests
+            .iter()
+            .zip(&self.request_times)
+            .filter(|(r, _)| r.method == "PUT" && r.path.contains("/reactions/"))
+            .filter_map(|(r, at)| {
+                let message: u64 = r.path.split('/').nth(4)?.parse().ok()?;
+                Some(at.saturating_duration_since(*self.said_at.get(&message)?))
+            })
+            .collect()
     }
 
     /// The payloads of every dispatched event of type `t`, oldest first.
@@ -381,6 +409,33 @@ fn computed_mentions(
     Ok((pinged, everyone, pinged_roles))
 }
 
+/// The id of the `i`th extra server (0-based): a snowflake with a real
+/// timestamp part, so `(id >> 22) % shards` spreads them as Discord's do.
+pub fn extra_guild(i: u32) -> u64 {
+    (u64::from(i) + 1_000) << 22
+}
+
+/// The id of channel `j` of the `i`th extra server.
+pub fn extra_channel(i: u32, j: u32) -> u64 {
+    extra_guild(i) + 1 + u64::from(j)
+}
+
+/// An extra server's GUILD_CREATE: the test guild's shape, its own ids and text channels.
+fn extra_guild_create(i: u32, channels: u32) -> Value {
+    let id = extra_guild(i);
+    let mut g = guild_create();
+    g["id"] = json!(id.to_string());
+    g["name"] = json!(format!("Server {i}"));
+    g["roles"][0]["id"] = json!(id.to_string());
+    g["channels"] = (0..channels)
+        .map(|j| {
+            json!({"id": extra_channel(i, j).to_string(), "type": 0, "name": format!("chat-{j}"),
+                   "guild_id": id.to_string()})
+        })
+        .collect();
+    g
+}
+
 fn guild_create() -> Value {
     json!({
         "id": GUILD.to_string(), "name": "Test Server", "owner_id": ALICE.id.to_string(),
@@ -419,7 +474,17 @@ fn check(t: &str, d: &Value) {
 
 impl FakeDiscord {
     pub fn start() -> Self {
-        let world = Arc::new(Mutex::new(World::default()));
+        Self::start_with_guilds(0, 0)
+    }
+
+    /// A fake Discord whose bot is also in `guilds` more servers with
+    /// `channels` text channels each (ids from [`extra_guild`] and
+    /// [`extra_channel`]), all sent at IDENTIFY as Discord does.
+    pub fn start_with_guilds(guilds: u32, channels: u32) -> Self {
+        let world = Arc::new(Mutex::new(World {
+            more_guilds: (guilds, channels),
+            ..World::default()
+        }));
         let (listener, url) = super::serve::bind();
         let ws_url = url.replace("http://", "ws://") + "/gateway";
         let app = Router::new()
@@ -460,6 +525,11 @@ impl FakeDiscord {
         self.say_full(channel, person, content, None)
     }
 
+    /// `person` says `content` in `channel` of `guild` (an extra server's, say).
+    pub fn say_in(&self, guild: u64, channel: u64, person: Person, content: &str) -> u64 {
+        self.say_in_full(guild, channel, person, content, None)
+    }
+
     pub fn say_full(
         &self,
         channel: u64,
@@ -467,19 +537,31 @@ impl FakeDiscord {
         content: &str,
         reply_to: Option<u64>,
     ) -> u64 {
+        self.say_in_full(GUILD, channel, person, content, reply_to)
+    }
+
+    fn say_in_full(
+        &self,
+        guild: u64,
+        channel: u64,
+        person: Person,
+        content: &str,
+        reply_to: Option<u64>,
+    ) -> u64 {
         let (id, msg) = self.with(|w| {
             let id = w.next_id();
-            let mut m = message_json(id, channel, Some(GUILD), user(person), content);
+            let mut m = message_json(id, channel, Some(guild), user(person), content);
             if content.contains(&format!("<@{BOT}>")) {
                 m["mentions"] = json!([bot_user()]);
             }
             if let Some(to) = reply_to {
-                m["message_reference"] = json!({"message_id": to.to_string(), "channel_id": channel.to_string(), "guild_id": GUILD.to_string()});
+                m["message_reference"] = json!({"message_id": to.to_string(), "channel_id": channel.to_string(), "guild_id": guild.to_string()});
                 if let Some(original) = w.messages.get(&to) {
                     m["referenced_message"] = original.clone();
                 }
             }
             w.messages.insert(id, m.clone());
+            w.said_at.insert(id, Instant::now());
             (id, m)
         });
         self.dispatch("MESSAGE_CREATE", msg);
@@ -691,8 +773,13 @@ async fn session(socket: WebSocket, world: Arc<Mutex<World>>) {
             Some(2) => {
                 let mut w = world.lock().unwrap();
                 w.identifies += 1;
+                let (more, channels) = w.more_guilds;
+                let unavailable: Vec<Value> = std::iter::once(GUILD)
+                    .chain((0..more).map(extra_guild))
+                    .map(|g| json!({"id": g.to_string(), "unavailable": true}))
+                    .collect();
                 let ready = json!({
-                    "v": 10, "user": bot_user(), "guilds": [{"id": GUILD.to_string(), "unavailable": true}],
+                    "v": 10, "user": bot_user(), "guilds": unavailable,
                     "session_id": format!("session-{}", w.identifies), "resume_gateway_url": "ws://unused",
                     "shard": [0, 1], "application": {"id": APP.to_string(), "flags": 0},
                 });
@@ -701,6 +788,13 @@ async fn session(socket: WebSocket, world: Arc<Mutex<World>>) {
                 let guild = guild_create();
                 check("GUILD_CREATE", &guild);
                 w.dispatch("GUILD_CREATE", guild);
+                for i in 0..more {
+                    let guild = extra_guild_create(i, channels);
+                    if i == 0 {
+                        check("GUILD_CREATE", &guild);
+                    }
+                    w.dispatch("GUILD_CREATE", guild);
+                }
             }
             Some(6) if world.lock().unwrap().refuse_resume => {
                 let _ = tx.send(Outbound::Frame(json!({"op": 9, "d": false})));
@@ -894,7 +988,7 @@ async fn rest(
                 }
             }
             let id = w.next_id();
-            let guild = (channel != DM_CHANNEL).then_some(GUILD);
+            let guild = (channel != DM_CHANNEL).then(|| w.guild_of(channel));
             let mut m = message_json(
                 id,
                 channel,

@@ -1,0 +1,236 @@
+//! The load harness: the real `ambient run` (release build) against the
+//! tests' fake Discord serving N servers of M channels, a scripted model
+//! answering at once, and a driver sending messages at a given rate. It
+//! reports what one message and one server cost the bot's process:
+//!
+//! - RSS once the servers have arrived and the bot is idle, and after the load;
+//! - CPU per unaddressed message (stored, routed, let pass) and per
+//!   addressed one (a reply: memory, prompt, the model's HTTP, the send),
+//!   each less the CPU the idle bot spends in the same time;
+//! - routing latency, p50 and p99: from a mention saying hello being sent
+//!   on the gateway to the greeting reflex's 👋 arriving at Discord, mixed
+//!   into the unaddressed load;
+//! - whether anything was dropped (every message sent is in the bot's store).
+//!
+//! Run (see the README's "Performance"):
+//!
+//! ```sh
+//! cargo bench --bench load -- --guilds 1000 --channels 2 --rate 200 --messages 6000 --addressed 200
+//! ```
+//!
+//! RSS per idle server is the difference between two runs' idle RSS
+//! (`--guilds 1` and `--guilds 1000`) divided by the servers added.
+//! Figures come from /proc, so this runs on Linux only.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use support::bot::Bot;
+use support::fake_discord::{self, ALICE, BOB, BOT, FakeDiscord, extra_channel, extra_guild};
+use support::model_server::Scripted;
+
+struct Args {
+    guilds: u32,
+    channels: u32,
+    rate: f64,
+    messages: u32,
+    addressed: u32,
+    hello_every: u32,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        guilds: 1,
+        channels: 2,
+        rate: 200.0,
+        messages: 4_000,
+        addressed: 200,
+        hello_every: 20,
+    };
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let mut i = 0;
+    while i < argv.len() {
+        let value = || argv.get(i + 1).map(String::as_str).unwrap_or("");
+        let bad = |what: &str| -> ! {
+            eprintln!("load: {what} needs a number (got {:?})", value());
+            std::process::exit(2)
+        };
+        match argv[i].as_str() {
+            "--guilds" => a.guilds = value().parse().unwrap_or_else(|_| bad("--guilds")),
+            "--channels" => a.channels = value().parse().unwrap_or_else(|_| bad("--channels")),
+            "--rate" => a.rate = value().parse().unwrap_or_else(|_| bad("--rate")),
+            "--messages" => a.messages = value().parse().unwrap_or_else(|_| bad("--messages")),
+            "--addressed" => a.addressed = value().parse().unwrap_or_else(|_| bad("--addressed")),
+            "--hello-every" => {
+                a.hello_every = value().parse().unwrap_or_else(|_| bad("--hello-every"))
+            }
+            // `cargo bench` passes --bench; anything else is a mistake worth saying.
+            "--bench" => {
+                i += 1;
+                continue;
+            }
+            other => {
+                eprintln!(
+                    "load: unknown flag {other}; flags: --guilds N --channels M --rate MSG_PER_S \
+                     --messages N --addressed N --hello-every K"
+                );
+                std::process::exit(2)
+            }
+        }
+        i += 2;
+    }
+    a.guilds = a.guilds.max(1);
+    a.channels = a.channels.max(1);
+    a
+}
+
+/// The bot process's CPU time so far (user + system), from /proc.
+fn cpu(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start at state (field 3).
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields.get(11).and_then(|f| f.parse().ok()).unwrap_or(0)
+        + fields.get(12).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    // CLK_TCK is 100 on Linux.
+    Duration::from_millis(ticks * 10)
+}
+
+/// The bot process's resident memory in KiB, from /proc.
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Where the `n`th message goes: the servers in turn (the test guild is
+/// server 0 when there are no others), then their channels.
+fn place(a: &Args, n: u32) -> (u64, u64) {
+    if a.guilds == 1 {
+        let channel = [fake_discord::GENERAL, fake_discord::RANDOM][(n % 2) as usize];
+        return (fake_discord::GUILD, channel);
+    }
+    let server = n % (a.guilds - 1);
+    let channel = (n / (a.guilds - 1)) % a.channels;
+    (extra_guild(server), extra_channel(server, channel))
+}
+
+/// Sends `count` messages at `a.rate` per second from `from` on, `text(n)` each.
+fn drive(d: &FakeDiscord, a: &Args, from: u32, count: u32, text: impl Fn(u32) -> String) -> u64 {
+    let gap = Duration::from_secs_f64(1.0 / a.rate.max(0.1));
+    let start = Instant::now();
+    let mut last = 0;
+    for k in 0..count {
+        let n = from + k;
+        let (guild, channel) = place(a, n);
+        let who = if n % 2 == 0 { ALICE } else { BOB };
+        last = d.say_in(guild, channel, who, &text(n));
+        let due = start + gap * (k + 1);
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+    }
+    last
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i]
+}
+
+fn main() {
+    let a = args();
+    let extra = if a.guilds > 1 { a.guilds - 1 } else { 0 };
+    let discord = FakeDiscord::start_with_guilds(extra, a.channels);
+    let started = Instant::now();
+    // No dev guild: commands register globally, as in production.
+    let bot = Bot::start_on(discord, json!({"discord": {"devGuildId": null}}), "warn");
+    bot.model.fallback(Scripted::text("A fine question; here is a short answer."));
+    let pid = bot.pid();
+    let store = bot.store();
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while store.known_guilds().map_or(0, |g| g.len()) < a.guilds as usize {
+        assert!(Instant::now() < deadline, "not every server arrived:\n{}", bot.log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let ready = started.elapsed();
+    // Let start-up work (backfill, first ticks) settle, then measure the idle bot.
+    std::thread::sleep(Duration::from_secs(5));
+    let idle_rss = rss_kib(pid);
+    let (idle_cpu_0, idle_t0) = (cpu(pid), Instant::now());
+    std::thread::sleep(Duration::from_secs(5));
+    let idle_rate = (cpu(pid) - idle_cpu_0).as_secs_f64() / idle_t0.elapsed().as_secs_f64();
+
+    // Unaddressed load, with a hello mention every `hello_every` messages to time routing.
+    let hello = |n: u32| a.hello_every > 0 && n % a.hello_every == 0;
+    let (cpu_0, t0) = (cpu(pid), Instant::now());
+    let last = drive(&bot.discord, &a, 0, a.messages, |n| {
+        if hello(n) {
+            format!("<@{BOT}> hello")
+        } else {
+            format!("message {n}: the tide was high at the harbour this morning")
+        }
+    });
+    assert!(bot.wait_stored(last), "the last message was never stored");
+    let spent = (cpu(pid) - cpu_0).as_secs_f64() - idle_rate * t0.elapsed().as_secs_f64();
+    let unaddressed_ms = spent * 1_000.0 / f64::from(a.messages);
+    let latencies = hello_latencies(&bot, a.messages / a.hello_every.max(1));
+
+    // Addressed load: each a question the model answers.
+    let before = bot.discord.with(|w| w.find("POST", "/messages").len());
+    let (cpu_1, t1) = (cpu(pid), Instant::now());
+    drive(&bot.discord, &a, a.messages, a.addressed, |n| {
+        format!("<@{BOT}> question {n}: what should we name the new harbour cat?")
+    });
+    let answered = bot.discord.wait_until(600, |w| {
+        w.find("POST", "/messages").len() >= before + a.addressed as usize
+    });
+    let spent = (cpu(pid) - cpu_1).as_secs_f64() - idle_rate * t1.elapsed().as_secs_f64();
+    let addressed_ms = spent * 1_000.0 / f64::from(a.addressed.max(1));
+    let after_rss = rss_kib(pid);
+    let stored = people_stored(&bot);
+    let sent = u64::from(a.messages + a.addressed);
+
+    println!("servers {} × {} channels, {} msg/s", a.guilds, a.channels, a.rate);
+    println!("ready after                 {:.1} s", ready.as_secs_f64());
+    println!("idle RSS                    {:.1} MB", idle_rss as f64 / 1024.0);
+    println!("idle CPU                    {:.2} % of a core", idle_rate * 100.0);
+    println!("CPU per unaddressed message {unaddressed_ms:.3} ms ({} messages)", a.messages);
+    println!("CPU per addressed message   {addressed_ms:.3} ms ({} answered: {answered})", a.addressed);
+    println!(
+        "routing latency (hello → 👋) p50 {:.1} ms, p99 {:.1} ms ({} timed)",
+        percentile(&latencies, 0.5).as_secs_f64() * 1_000.0,
+        percentile(&latencies, 0.99).as_secs_f64() * 1_000.0,
+        latencies.len()
+    );
+    println!("RSS after load              {:.1} MB", after_rss as f64 / 1024.0);
+    println!("people's messages stored    {stored} of {sent} sent");
+}
+
+/// For each hello mention, the time from its dispatch to the bot's 👋 arriving.
+fn hello_latencies(bot: &Bot, expected: u32) -> Vec<Duration> {
+    bot.discord.wait_until(120, |w| {
+        w.find("PUT", "/reactions/").len() >= expected as usize
+    });
+    let mut out: Vec<Duration> = bot.discord.with(|w| w.reaction_latencies());
+    out.sort();
+    out
+}
+
+/// People's messages in the bot's store (read beside the running bot, as WAL allows).
+fn people_stored(bot: &Bot) -> u64 {
+    let db = rusqlite::Connection::open(bot.home.data_dir().join("ambient.db")).expect("open the store");
+    let n: i64 = db
+        .query_row("SELECT count(*) FROM messages WHERE author_is_bot = 0", [], |r| r.get(0))
+        .expect("count messages");
+    n as u64
+}
