@@ -128,6 +128,7 @@ fn app() -> &'static Arc<App> {
             .block_on(App::build(
                 Parts {
                     settings,
+                    settings_source: None,
                     secrets: Secrets::default(),
                     clock: Arc::new(SystemClock),
                     chance: Chance::seeded(1),

@@ -19,6 +19,11 @@ pub struct Bot {
 impl Bot {
     /// Starts the bot and waits until it has identified and registered its commands.
     pub fn start(extra: Value) -> Self {
+        Self::start_with(extra, &[])
+    }
+
+    /// Like [`Bot::start`], with more arguments for `ambient run`.
+    pub fn start_with(extra: Value, run_args: &[&str]) -> Self {
         let discord = FakeDiscord::start();
         let model = ModelServer::start();
         let mut settings = json!({
@@ -29,7 +34,7 @@ impl Bot {
         let home = Home::new(settings);
         let log = std::fs::File::create(home.path().join("bot.log")).unwrap();
         let child = home
-            .command(&["run"])
+            .command(&[&["run"], run_args].concat())
             .env("DISCORD_TOKEN", "test-token-abc")
             .env("OPENAI_BASE_URL", model.openai_base())
             .env("OPENAI_API_KEY", "sk-test-bot")
@@ -71,6 +76,16 @@ impl Bot {
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.home.path().join("bot.log")).unwrap_or_default()
+    }
+
+    /// Sends a signal (`HUP`, `TERM`…) to the running bot.
+    pub fn signal(&self, name: &str) {
+        let child = self.child.as_ref().expect("the bot runs");
+        let sent = std::process::Command::new("kill")
+            .args([&format!("-{name}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill -{name}");
     }
 
     /// Sends SIGTERM and waits for the process to exit.
