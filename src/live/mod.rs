@@ -18,9 +18,9 @@
 //! reported as taking effect at the next start. The journal entry names
 //! every changed path with both values, secret-shaped parts masked.
 //!
-//! This sits at the app's layer: it is built by `App::build` from the
-//! services it refreshes and is started by the front ends (`ambient run`
-//! watches and listens for SIGHUP; the console reloads on `/settings reload`).
+//! It sits just below the composition root: `App::build` makes it from the
+//! services it refreshes, and the front ends start it (`ambient run` watches
+//! and listens for SIGHUP; the console reloads on `/settings reload` only).
 
 pub mod watch;
 
@@ -220,9 +220,6 @@ impl Live {
         let verdict = match checked.loaded.filter(|_| refused.is_empty()) {
             None => Verdict::Refused(refused),
             Some(loaded) => {
-                for w in &checked.warnings {
-                    tracing::warn!("{}", self.mask(w));
-                }
                 self.apply(
                     &file,
                     serde_json::to_value(&loaded.settings).expect("settings serialize"),
@@ -230,6 +227,12 @@ impl Live {
                 .await
             }
         };
+        if matches!(verdict, Verdict::Applied { .. }) {
+            // Said at start for the file then; said again for a file that changed.
+            for w in &checked.warnings {
+                tracing::warn!("{}", self.mask(w));
+            }
+        }
         let reflexes = self.reflexes_again(&mut seen).await;
         drop(seen);
         let outcome = Outcome {
@@ -310,62 +313,11 @@ impl Live {
         diff::mask(&self.secrets.redact(text))
     }
 
-    /// The journal entry (and log lines) for one reload.
+    /// The journal entries and log lines for one reload.
     fn record(&self, o: &Outcome, trigger: &Trigger) {
         let why = trigger.describe();
-        let entry = match &o.verdict {
-            Verdict::NoFile => None,
-            Verdict::Refused(problems) => {
-                for p in problems {
-                    tracing::warn!(trigger = %why, "settings not applied: {p}");
-                }
-                Some(
-                    Entry::new(
-                        Kind::Settings,
-                        format!("{} not applied: the settings in effect stay", o.file),
-                    )
-                    .reason(format!("{why}; {}", problems.join("\n")))
-                    .data(json!({"file": o.file, "trigger": why, "problems": problems})),
-                )
-            }
-            Verdict::Unchanged if *trigger == Trigger::Watched => None,
-            Verdict::Unchanged => Some(
-                Entry::new(
-                    Kind::Settings,
-                    format!("{} read again: nothing changed", o.file),
-                )
-                .reason(why.clone()),
-            ),
-            Verdict::Applied {
-                live,
-                at_next_start,
-            } => {
-                for line in live {
-                    tracing::info!(trigger = %why, "setting changed: {line}");
-                }
-                for line in at_next_start {
-                    tracing::info!(trigger = %why, "setting changed, takes effect at the next start: {line}");
-                }
-                let mut parts = live.clone();
-                parts.extend(
-                    at_next_start
-                        .iter()
-                        .map(|l| format!("{l} (takes effect at the next start)")),
-                );
-                Some(
-                    Entry::new(
-                        Kind::Settings,
-                        format!("settings reloaded from {}: {} changed", o.file, parts.len()),
-                    )
-                    .reason(format!("{why}; {}", parts.join("; ")))
-                    .data(json!({
-                        "file": o.file, "trigger": why,
-                        "changed": live, "atNextStart": at_next_start,
-                    })),
-                )
-            }
-        };
-        if let Some(entry) = entry {
+        log(&o.verdict, &why);
+        if let Some(entry) = settings_entry(o, trigger) {
             self.journal.record(entry);
         }
         if let Some(summary) = &o.reflexes {
@@ -425,6 +377,80 @@ impl Live {
             .feed(d)
             .is_some_and(|d| seen.reflexes.as_ref() != Some(d));
         file_new || folder_new
+    }
+}
+
+fn log(verdict: &Verdict, why: &str) {
+    match verdict {
+        Verdict::Refused(problems) => {
+            for p in problems {
+                tracing::warn!(trigger = %why, "settings not applied: {p}");
+            }
+        }
+        Verdict::Applied {
+            live,
+            at_next_start,
+        } => {
+            for line in live {
+                tracing::info!(trigger = %why, "setting changed: {line}");
+            }
+            for line in at_next_start {
+                tracing::info!(trigger = %why, "setting changed, takes effect at the next start: {line}");
+            }
+        }
+        Verdict::NoFile | Verdict::Unchanged => {}
+    }
+}
+
+/// The journal's words for what became of the file (none for a look that found nothing new).
+fn settings_entry(o: &Outcome, trigger: &Trigger) -> Option<Entry> {
+    let why = trigger.describe();
+    let file = &o.file;
+    match &o.verdict {
+        Verdict::NoFile => None,
+        Verdict::Unchanged if *trigger == Trigger::Watched => None,
+        Verdict::Unchanged => Some(
+            Entry::new(
+                Kind::Settings,
+                format!("{file} read again: nothing changed"),
+            )
+            .reason(why),
+        ),
+        Verdict::Refused(problems) => Some(
+            Entry::new(
+                Kind::Settings,
+                format!("{file} not applied: the settings in effect stay"),
+            )
+            .reason(format!("{why}; {}", problems.join("\n")))
+            .data(json!({"file": file, "trigger": why, "problems": problems})),
+        ),
+        Verdict::Applied {
+            live,
+            at_next_start,
+        } => {
+            let mut parts = live.clone();
+            parts.extend(
+                at_next_start
+                    .iter()
+                    .map(|l| format!("{l} (takes effect at the next start)")),
+            );
+            let summary = if live.is_empty() {
+                format!(
+                    "{file} read: {} change(s) wait for the next start",
+                    parts.len()
+                )
+            } else {
+                format!("settings reloaded from {file}: {} changed", parts.len())
+            };
+            Some(
+                Entry::new(Kind::Settings, summary)
+                    .reason(format!("{why}; {}", parts.join("; ")))
+                    .data(json!({
+                        "file": file, "trigger": why,
+                        "changed": live, "atNextStart": at_next_start,
+                    })),
+            )
+        }
     }
 }
 

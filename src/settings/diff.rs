@@ -95,7 +95,7 @@ pub fn keep_start_bound(new: &mut Value, running: &Value) {
 }
 
 /// The longest value shown; a persona is cut, not printed whole.
-const MAX_SHOWN_CHARS: usize = 120;
+const MAX_SHOWN_CHARS: usize = 80;
 
 /// `path: before → after`, for the journal and the operator.
 pub fn describe(c: &Changed, secrets: &Secrets) -> String {
@@ -109,12 +109,17 @@ pub fn describe(c: &Changed, secrets: &Secrets) -> String {
 
 /// A value as people may read it: compact JSON, secret-shaped parts masked, cut.
 pub fn render(value: Option<&Value>, secrets: &Secrets) -> String {
-    let Some(value) = value else {
-        return "(none)".into();
-    };
-    let text = mask(&secrets.redact(&value.to_string()));
+    match value {
+        None => "(none)".into(),
+        // A text is cut inside its quotes, so it still reads as one.
+        Some(Value::String(text)) => Value::String(cut(&mask(&secrets.redact(text)))).to_string(),
+        Some(other) => cut(&mask(&secrets.redact(&other.to_string()))),
+    }
+}
+
+fn cut(text: &str) -> String {
     if text.chars().count() <= MAX_SHOWN_CHARS {
-        return text;
+        return text.to_string();
     }
     let cut: String = text.chars().take(MAX_SHOWN_CHARS).collect();
     format!("{cut}…")
@@ -263,7 +268,10 @@ mod tests {
         }
         let persona = json!("x".repeat(500));
         let shown = render(Some(&persona), &secrets);
+        assert_eq!(shown, format!("\"{}…\"", "x".repeat(MAX_SHOWN_CHARS)));
+        let list = json!(vec!["123456789012345678"; 10]);
+        let shown = render(Some(&list), &secrets);
         assert_eq!(shown.chars().count(), MAX_SHOWN_CHARS + 1);
-        assert!(shown.ends_with('…'));
+        assert!(shown.starts_with("[\"123456789012345678\",") && shown.ends_with('…'));
     }
 }

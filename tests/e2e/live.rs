@@ -193,8 +193,32 @@ fn a_broken_settings_edit_keeps_the_old_settings_and_says_what_is_wrong() {
     );
     let prompt = bot.model.requests()[1].body.to_string();
     assert!(prompt.contains("Captain Flint"), "{prompt}");
+
+    // The README's journal example is what `ambient journal` prints (after each line's time).
+    let out = bot
+        .home
+        .run(&["journal", "--since", "1h", "--type", "settings"]);
+    let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+    let untimed = |l: &str| l.get(TIMESTAMP_WIDTH..).unwrap_or_default().to_string();
+    let printed: Vec<String> = printed.lines().map(untimed).collect();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let example = readme
+        .split("$ ambient journal --since 1h --type settings\n")
+        .nth(1)
+        .expect("the README shows the settings journal");
+    for line in example.lines().take_while(|l| !l.starts_with("```")) {
+        assert!(
+            printed.contains(&untimed(line)),
+            "the README shows {line:?}; the journal printed:\n{}",
+            printed.join("\n")
+        );
+    }
     assert!(bot.stop().success());
 }
+
+/// `2026-03-02 14:05:11  ` at the start of each `ambient journal` line.
+const TIMESTAMP_WIDTH: usize = 21;
 
 #[test]
 fn sighup_reloads_and_settings_reload_is_for_the_owner_only() {
