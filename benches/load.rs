@@ -153,7 +153,7 @@ fn main() {
     let discord = FakeDiscord::start_with_guilds(extra, a.channels);
     let started = Instant::now();
     // No dev guild: commands register globally, as in production.
-    let bot = Bot::start_on(discord, json!({"discord": {"devGuildId": null}}), "warn");
+    let bot = Bot::start_on(discord, json!({"discord": {"devGuildId": null}}), &[], "warn");
     bot.model.fallback(Scripted::text("A fine question; here is a short answer."));
     let pid = bot.pid();
     let store = bot.store();

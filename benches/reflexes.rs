@@ -128,9 +128,11 @@ fn app() -> &'static Arc<App> {
             .block_on(App::build(
                 Parts {
                     settings,
+                    settings_source: None,
                     secrets: Secrets::default(),
                     clock: Arc::new(SystemClock),
                     chance: Chance::seeded(1),
+                    stand_in: None,
                 },
                 |_| Arc::new(Silent) as Arc<dyn Transport>,
             ))

@@ -22,12 +22,13 @@ use crate::impulses::Impulses;
 use crate::impulses::handler::ImpulseHandler;
 use crate::initiative::{Initiative, InitiativeHandler};
 use crate::journal::{Entry, Journal, Kind};
+use crate::live::Live;
 use crate::memory::Memory;
 use crate::reflexes::pipeline::Services;
 use crate::reflexes::{ReflexHandler, Reflexes};
 use crate::reply::{ReplyHandler, ReplyTools};
 use crate::senses::Senses;
-use crate::settings::{Secrets, Settings, SettingsService};
+use crate::settings::{Secrets, Settings, SettingsService, SettingsSource};
 use crate::speech::Speech;
 use crate::store::Store;
 use crate::store::lock::DataLock;
@@ -52,6 +53,8 @@ pub struct App {
     pub reflexes: Arc<Reflexes>,
     pub garden: Arc<Garden>,
     pub voice: Arc<Voice>,
+    /// Reloads the settings file while running (watcher, SIGHUP, `/settings reload`).
+    pub live: Arc<Live>,
     pub data_dir: PathBuf,
     /// What is unavailable and why, said plainly at start (console, logs, status).
     pub notices: Vec<String>,
@@ -60,6 +63,9 @@ pub struct App {
 /// What a front end provides to build the app.
 pub struct Parts {
     pub settings: Settings,
+    /// Where `settings` were read from, for live reloads; `None` when made in
+    /// code (replay, tests): there is no file to read again.
+    pub settings_source: Option<SettingsSource>,
     pub secrets: Secrets,
     pub clock: SharedClock,
     pub chance: Arc<Chance>,
@@ -76,6 +82,7 @@ impl App {
     ) -> anyhow::Result<Arc<App>> {
         let Parts {
             settings,
+            settings_source,
             secrets,
             clock,
             chance,
@@ -236,6 +243,15 @@ impl App {
         spine.registry.register(Arc::new(InitiativeHandler {
             engine: initiative.clone(),
         }));
+        let live = Arc::new(Live::new(
+            settings_source,
+            settings.clone(),
+            secrets.clone(),
+            journal.clone(),
+            executive.clone(),
+            reflexes.clone(),
+            discovery.clone(),
+        ));
 
         Ok(Arc::new(App {
             settings,
@@ -255,6 +271,7 @@ impl App {
             reflexes,
             garden,
             voice,
+            live,
             data_dir,
             notices,
         }))
@@ -331,6 +348,16 @@ pub struct Running {
 }
 
 impl Running {
+    /// Starts one more loop, stopped with the others (a front end's own, like
+    /// the settings watcher).
+    pub fn spawn<F>(&mut self, task: impl FnOnce(watch::Receiver<bool>) -> F)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let rx = self.shutdown.subscribe();
+        self.tasks.push(tokio::spawn(task(rx)));
+    }
+
     /// Signals every loop to stop and waits for work in flight to finish.
     pub async fn stop(self) {
         // Harmless: it fails only when every loop has already stopped.

@@ -84,9 +84,21 @@ impl<K: Eq + Hash + Clone> Backoff<K> {
 
     /// Records a failure at `now` and starts the next, longer back-off.
     pub fn failed(&self, key: &K, now: DateTime<Utc>) -> Setback {
+        self.failed_within(key, now, self.base, self.ceiling)
+    }
+
+    /// Like [`Backoff::failed`], with bounds from settings that may have
+    /// changed since this back-off was made (a live reload).
+    pub fn failed_within(
+        &self,
+        key: &K,
+        now: DateTime<Utc>,
+        base: Duration,
+        ceiling: Duration,
+    ) -> Setback {
         let mut failing = self.lock();
         let failures = failing.get(key).map_or(0, |s| s.failures) + 1;
-        let wait = delay(self.base, self.ceiling, failures);
+        let wait = delay(base, ceiling, failures);
         let setback = Setback {
             failures,
             wait,

@@ -25,6 +25,7 @@ pub mod ids;
 pub mod impulses;
 pub mod initiative;
 pub mod journal;
+pub mod live;
 pub mod memory;
 pub mod net;
 pub mod permissions;

@@ -28,6 +28,7 @@ pub async fn console(
     let app = App::build(
         Parts {
             settings: loaded.settings,
+            settings_source: Some(loaded.source),
             secrets: Secrets::from_env(),
             clock: clock.clone(),
             chance: Chance::from_entropy(),

@@ -50,7 +50,12 @@ pub enum LogFormat {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run the bot on Discord (needs DISCORD_TOKEN)
-    Run,
+    Run {
+        /// Do not watch the settings file and the reflexes folder; reload only
+        /// on SIGHUP or `/settings reload`
+        #[arg(long)]
+        no_watch: bool,
+    },
     /// Run the whole bot against a simulated guild in this terminal
     Console {
         /// One JSON object per output line, for scripts
@@ -264,7 +269,7 @@ pub fn init_logging(cli: &Cli) {
     // The bot itself logs at info; one-shot verbs and the console stay quiet
     // unless asked, so their output is not buried in logs.
     let default = match cli.command {
-        Command::Run => "info",
+        Command::Run { .. } => "info",
         // The replayed bot's own warnings (a garden cycle without a next wake,
         // a budget reached) are part of what the report counts, not news.
         Command::Replay(_) => "error",
@@ -290,7 +295,7 @@ pub fn init_logging(cli: &Cli) {
 
 pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Run => run::run(cli.settings.as_deref()).await,
+        Command::Run { no_watch } => run::run(cli.settings.as_deref(), no_watch).await,
         Command::Console {
             json,
             channel,

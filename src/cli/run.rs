@@ -1,4 +1,5 @@
-//! `ambient run`: the bot on Discord.
+//! `ambient run`: the bot on Discord, reloading its settings file when it
+//! changes (unless `--no-watch`) and on SIGHUP.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -6,9 +7,10 @@ use std::sync::Arc;
 
 use crate::app::Parts;
 use crate::clock::{Chance, SystemClock};
+use crate::live::Watching;
 use crate::settings::Secrets;
 
-pub async fn run(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
+pub async fn run(settings: Option<&Path>, no_watch: bool) -> anyhow::Result<ExitCode> {
     let loaded = match super::load_valid(settings)? {
         Ok(l) => l,
         Err(code) => return Ok(code),
@@ -26,12 +28,17 @@ pub async fn run(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
     crate::discord::run(
         Parts {
             settings: loaded.settings,
+            settings_source: Some(loaded.source),
             secrets,
             clock: Arc::new(SystemClock),
             chance: Chance::from_entropy(),
             stand_in: None,
         },
         token.expose(),
+        Watching {
+            files: !no_watch,
+            sighup: true,
+        },
     )
     .await?;
     Ok(ExitCode::SUCCESS)

@@ -4,36 +4,32 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use crate::settings::load::load;
-use crate::settings::validate::{defaults_tree, warnings};
+use crate::settings::check::check as check_file;
+use crate::settings::validate::defaults_tree;
 use crate::settings::{SettingsSource, paths};
 
-/// The most problems printed: a file with thousands of mistakes is fixed from the first ones.
-pub(super) const MAX_SHOWN: usize = 50;
+pub(super) use crate::settings::check::MAX_SHOWN;
 
 pub fn check(file: Option<&Path>) -> ExitCode {
-    let loaded = match load(file) {
-        Ok(loaded) => loaded,
-        Err(e) => {
-            println!("{e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    for w in warnings(&loaded.settings) {
-        println!("{}: warning: {w}", loaded.source);
+    let checked = check_file(file);
+    for w in &checked.warnings {
+        println!("{w}");
     }
-    if !loaded.problems.is_empty() {
-        for p in loaded.problems.iter().take(MAX_SHOWN) {
-            println!("{}: {p}", loaded.source);
+    let Some(loaded) = checked
+        .loaded
+        .as_ref()
+        .filter(|_| checked.problems.is_empty())
+    else {
+        for line in checked.shown_problems() {
+            println!("{line}");
         }
-        if loaded.problems.len() > MAX_SHOWN {
-            println!("… and {} more", loaded.problems.len() - MAX_SHOWN);
+        if checked.loaded.is_some() {
+            println!("{} problem(s) found", checked.problems.len());
         }
-        println!("{} problem(s) found", loaded.problems.len());
         return ExitCode::FAILURE;
-    }
+    };
     let count = paths::leaf_paths(&defaults_tree()).len();
-    match loaded.source {
+    match &loaded.source {
         SettingsSource::File(p) => println!("{}: OK ({count} settings known)", p.display()),
         SettingsSource::Defaults => {
             println!("no settings.json here: the built-in defaults apply, and they are valid")

@@ -1,5 +1,6 @@
 //! `/settings show|set|reset`: per-guild overrides over the settings file,
-//! validated by the same validator as the file.
+//! validated by the same validator as the file; `/settings reload`: the
+//! operator's file read again (`crate::live`), for owners only.
 //!
 //! Channel-valued settings (`…ChannelIds`, `…ChannelId`) take channels as
 //! people name them: `#memes` (this server's channel of that name), Discord's
@@ -94,6 +95,19 @@ pub fn reset(app: &App, guild: GuildId, by: Option<UserId>, path: &str) -> Resul
     }
 }
 
+/// `/settings reload`: the settings file (and reflexes folder) read again and
+/// applied if valid. The front end has checked that `by` is an owner.
+pub async fn reload(app: &App, by: &str) -> String {
+    let outcome = app
+        .live
+        .reload(crate::live::Trigger::Command { by: by.to_string() })
+        .await;
+    truncate(outcome.lines().join("\n"))
+}
+
+/// Said to anyone else who tries `/settings reload`.
+pub const RELOAD_IS_FOR_OWNERS: &str = "Only the bot's owner (the application's owner or discord.ownerUserIds) can reload the settings file.";
+
 /// The console form: `show [PATH]`, `set PATH VALUE`, `reset PATH`.
 pub fn run_text(
     app: &App,
@@ -104,7 +118,7 @@ pub fn run_text(
 ) -> String {
     let (verb, rest) = args.trim().split_once(' ').unwrap_or((args.trim(), ""));
     let rest = rest.trim();
-    let usage = "usage: /settings show [PATH] | /settings set PATH VALUE | /settings reset PATH";
+    let usage = "usage: /settings show [PATH] | /settings set PATH VALUE | /settings reset PATH | /settings reload";
     match (verb, guild) {
         ("show" | "", _) => show(app, guild, Some(rest)),
         ("set" | "reset", _) if !may_change => {

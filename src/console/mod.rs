@@ -147,21 +147,14 @@ struct Session {
     out: Arc<ConsoleOut>,
     user: Author,
     channel: String,
-    mention: Regex,
     clock: Arc<ShiftedClock>,
 }
 
 impl Session {
     fn new(app: Arc<App>, out: Arc<ConsoleOut>, options: Options) -> anyhow::Result<Self> {
-        let bot_name = app.settings.global().bot.name.clone();
-        let mention = Regex::new(&format!(
-            r"(?i)(^|[^\w@])@(ambient|{})\b",
-            regex::escape(&bot_name)
-        ))?;
         let session = Self {
             user: person(&options.user),
             channel: options.channel,
-            mention,
             clock: options.clock,
             app,
             out,
@@ -218,13 +211,15 @@ impl Session {
         let now = self.app.clock.now();
         let id = MessageId(next_snowflake(now));
         let channel = channel_id(&self.channel);
+        // The name in effect now: a settings reload may have changed it.
         let bot_name = self.app.settings.global().bot.name.clone();
-        let text = &*self.mention.replace_all(text, |c: &regex::Captures<'_>| {
+        let mention = mention_pattern(&bot_name);
+        let text = &*mention.replace_all(text, |c: &regex::Captures<'_>| {
             format!("{}{}", &c[1], bot_mention(&bot_name))
         });
-        let addressed = if self.mention.is_match(text) {
+        let addressed = if mention.is_match(text) {
             Addressed::Mention
-        } else if addressed_by_name(text, &self.app.settings.global().bot.name) {
+        } else if addressed_by_name(text, &bot_name) {
             Addressed::ByName
         } else {
             Addressed::No
@@ -322,6 +317,11 @@ impl Session {
                 for line in commands::status::widget(&src, Some(guild_id())) {
                     self.out.notice(&line);
                 }
+            }
+            // The operator at the console owns the bot: the file is theirs to reload.
+            "settings" if rest == "reload" => {
+                let text = commands::settings::reload(&self.app, &self.user.name).await;
+                self.out.notice(&text);
             }
             "settings" => {
                 let text = commands::settings::run_text(
@@ -480,6 +480,15 @@ fn is_channel_name(name: &str) -> bool {
             .all(|c| c.is_alphanumeric() || c == '-' || c == '_')
 }
 
+/// `@ambient` or `@` and the bot's name, as typed at the console.
+fn mention_pattern(bot_name: &str) -> Regex {
+    Regex::new(&format!(
+        r"(?i)(^|[^\w@])@(ambient|{})\b",
+        regex::escape(bot_name)
+    ))
+    .expect("an escaped name makes a valid pattern")
+}
+
 const HELP: &str = "commands:
   /channel NAME              move to #NAME
   /as NAME                   speak as someone else
@@ -500,5 +509,6 @@ const HELP: &str = "commands:
   /settings show [PATH]      settings in effect for this guild
   /settings set PATH VALUE   override a setting for this guild
   /settings reset PATH       remove an override
+  /settings reload           read the settings file again and apply it if it is valid
   /quit                      finish and exit (as does Ctrl-D)
 anything else is a message; @ambient (or @ and the bot's name) addresses the bot";

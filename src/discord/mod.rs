@@ -29,6 +29,7 @@ use crate::app::{App, Parts};
 use crate::attention::Author;
 use crate::ids::UserId;
 use crate::journal::{Entry, Kind};
+use crate::live::Watching;
 use crate::settings::Settings;
 use commands::Data;
 
@@ -82,7 +83,8 @@ fn own_limiter(settings: &Settings, client: &reqwest::Client) -> Option<ratelimi
 }
 
 /// Connects and runs until SIGINT/SIGTERM; returns after a graceful shutdown.
-pub async fn run(parts: Parts, token: &str) -> anyhow::Result<()> {
+/// `watching` says how the settings are reloaded meanwhile (`crate::live`).
+pub async fn run(parts: Parts, token: &str, watching: Watching) -> anyhow::Result<()> {
     let settings = parts.settings.clone();
     // One bot per data directory: refused before logging in or touching the data.
     let lock =
@@ -112,7 +114,9 @@ pub async fn run(parts: Parts, token: &str) -> anyhow::Result<()> {
         own_limiter(&settings, &client),
     ));
     let app = App::build(parts, |_| transport).await?;
-    let running = app.start(lock);
+    let mut running = app.start(lock);
+    let live = app.live.clone();
+    running.spawn(move |shutdown| live.run(shutdown, watching));
 
     let dev_guild = settings.discord.dev_guild_id;
     let setup_app = app.clone();

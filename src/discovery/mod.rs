@@ -31,7 +31,7 @@ use crate::ids::{ChannelId, GuildId, MessageId};
 use crate::journal::{Entry, Journal, Kind};
 use crate::net::fetch::Validators;
 use crate::net::{FetchError, Fetcher};
-use crate::settings::{Settings, SettingsService};
+use crate::settings::{NetworkSettings, Settings, SettingsService};
 use crate::store::Store;
 use crate::store::discovery::{FetchOutcome, NewItem};
 use crate::when::ago;
@@ -65,7 +65,9 @@ pub struct Discovery {
     store: Store,
     journal: Journal,
     clock: SharedClock,
-    fetcher: Arc<Fetcher>,
+    /// The guarded fetcher and the `network` settings it was built with:
+    /// rebuilt when they change (a live reload), so new limits hold at once.
+    fetcher: Mutex<(NetworkSettings, Arc<Fetcher>)>,
     /// Sources being fetched right now, so a slow one is never fetched twice at once.
     fetching: Mutex<HashSet<i64>>,
     /// Wakes the loop early: a guild appeared or its sources changed.
@@ -79,7 +81,8 @@ impl Discovery {
         journal: Journal,
         clock: SharedClock,
     ) -> Arc<Self> {
-        let fetcher = Arc::new(Fetcher::new(&settings.global().network));
+        let network = settings.global().network.clone();
+        let fetcher = Mutex::new((network.clone(), Arc::new(Fetcher::new(&network))));
         Arc::new(Self {
             settings,
             store,
@@ -96,8 +99,14 @@ impl Discovery {
         self.wake.notify_one();
     }
 
-    pub fn fetcher(&self) -> &Arc<Fetcher> {
-        &self.fetcher
+    /// The guarded fetcher for the `network` settings in effect now.
+    pub fn fetcher(&self) -> Arc<Fetcher> {
+        let network = &self.settings.global().network;
+        let mut built = self.fetcher.lock().unwrap_or_else(|p| p.into_inner());
+        if built.0 != *network {
+            *built = (network.clone(), Arc::new(Fetcher::new(network)));
+        }
+        built.1.clone()
     }
 
     /// A guild's sources: its settings' lists and those added for it, enabled kinds only.
@@ -256,7 +265,7 @@ impl Discovery {
         };
         let url = spec.url(d, d.source_fetch_limit)?;
         let (items, fresh_validators, not_modified) =
-            fetch_items(&self.fetcher, spec.kind, &url, &settings, &validators).await?;
+            fetch_items(&self.fetcher(), spec.kind, &url, &settings, &validators).await?;
         if not_modified {
             return Ok((
                 FetchReport {

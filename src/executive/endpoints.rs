@@ -127,7 +127,7 @@ pub fn provider_name(p: ProviderKind) -> &'static str {
     }
 }
 
-/// What the environment offers, found once at start.
+/// What the environment offers: found at start, looked at again on a settings reload.
 #[derive(Clone, Debug, Default)]
 pub struct Offer {
     pub secrets: Secrets,

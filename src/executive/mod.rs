@@ -25,7 +25,7 @@ pub mod turn;
 pub mod wire;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -110,7 +110,8 @@ pub struct Executive {
     journal: Journal,
     clock: SharedClock,
     chance: Arc<Chance>,
-    offer: Offer,
+    /// What the environment offers; looked at again on a settings reload ([`Executive::look_again`]).
+    offer: RwLock<Offer>,
     pub prompts: Prompts,
     providers: Mutex<HashMap<String, ProviderState>>,
     /// Answers every call in place of the providers (replay's offline mode).
@@ -158,10 +159,10 @@ impl Executive {
         let prompts = prompts.limited_by(settings.clone());
         Self {
             http,
-            offer: Offer {
+            offer: RwLock::new(Offer {
                 secrets: secrets.clone(),
                 ollama_reachable,
-            },
+            }),
             settings,
             secrets,
             store,
@@ -175,7 +176,24 @@ impl Executive {
     }
 
     pub fn resolve(&self, role: Role) -> Resolution {
-        endpoints::resolve(role, &self.settings.global(), &self.offer)
+        let offer = self.offer.read().unwrap_or_else(|p| p.into_inner());
+        endpoints::resolve(role, &self.settings.global(), &offer)
+    }
+
+    /// Looks for a local Ollama again, at the `executive.ollamaBaseUrl` in
+    /// effect now: after a settings reload, a role moved to Ollama (or a new
+    /// URL) is served without a restart. Endpoints, models and budgets need
+    /// nothing more: they are read from the settings at every call.
+    pub async fn look_again(&self) {
+        if self.stand_in.is_some() {
+            return;
+        }
+        let base = self.settings.global().executive.ollama_base_url.clone();
+        let reachable = probe_ollama(&self.http, &base).await;
+        self.offer
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .ollama_reachable = reachable;
     }
 
     /// `None` if the role can run, else why not (for status, console and logs).

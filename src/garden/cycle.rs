@@ -77,7 +77,7 @@ impl Garden {
             Err(e) => {
                 // No next wake was scheduled: retry after a back-off that
                 // doubles with each failure in a row, not at once (and again).
-                let setback = self.backoff.failed(&None, now);
+                let setback = self.set_back(&None, now);
                 self.schedule_wake(
                     setback.until,
                     format!("the last cycle failed: {e}; {}", setback.describe()),
@@ -325,7 +325,7 @@ impl Garden {
         let now = self.clock.now();
         // A failing model part backs off for its server (a 429 is the scheduler's to handle).
         let setback = match (cycle.guild, ended, status) {
-            (Some(g), Ended::Failed, _) => Some(self.backoff.failed(&Some(g), now)),
+            (Some(g), Ended::Failed, _) => Some(self.set_back(&Some(g), now)),
             (Some(g), _, CycleStatus::Completed) => {
                 self.backoff.succeeded(&Some(g));
                 None
@@ -428,6 +428,12 @@ impl Garden {
         m.insert(g.get(), at);
         // Harmless if lost: it only orders which server is tended next.
         let _ = self.store.garden_set("tended", &m);
+    }
+
+    /// A failure's back-off, with bounds from the garden settings in effect now.
+    fn set_back(&self, key: &Option<GuildId>, now: DateTime<Utc>) -> crate::backoff::Setback {
+        let (base, ceiling) = super::backoff_bounds(&self.settings.global().garden);
+        self.backoff.failed_within(key, now, base, ceiling)
     }
 
     /// Whether a server's model part may run (it is not backing off after a failure).

@@ -87,6 +87,16 @@ pub struct Status {
     pub adaptive_moved: bool,
 }
 
+/// The failure back-off's bounds: `garden.minIntervalMinutes` doubling up to `maxIntervalMinutes`.
+fn backoff_bounds(g: &crate::settings::GardenSettings) -> (Duration, Duration) {
+    (
+        Duration::minutes(i64::from(g.min_interval_minutes.max(1))),
+        Duration::minutes(i64::from(
+            g.max_interval_minutes.max(g.min_interval_minutes),
+        )),
+    )
+}
+
 /// Reads the garden's status from a store (for `ambient status` in another process too).
 pub fn read_status(store: &Store) -> Status {
     store
@@ -139,13 +149,8 @@ impl Garden {
         spine: Arc<Spine>,
         me: UserId,
     ) -> Arc<Self> {
-        let g = settings.global().garden.clone();
-        let backoff = Backoff::new(
-            Duration::minutes(i64::from(g.min_interval_minutes.max(1))),
-            Duration::minutes(i64::from(
-                g.max_interval_minutes.max(g.min_interval_minutes),
-            )),
-        );
+        let (base, ceiling) = backoff_bounds(&settings.global().garden);
+        let backoff = Backoff::new(base, ceiling);
         Arc::new(Self {
             store,
             settings,
@@ -577,6 +582,7 @@ impl Garden {
     pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
         self.recover();
         let mut last_cleanup: Option<Instant> = None;
+        let mut changes = self.settings.changes();
         loop {
             let settings = self.settings.global();
             let now = self.clock.now();
@@ -613,6 +619,8 @@ impl Garden {
             tokio::select! {
                 _ = tokio::time::sleep(wait) => {}
                 _ = self.wake.notified() => {}
+                // Reloaded intervals: look again with them.
+                _ = changes.next() => {}
                 _ = shutdown.changed() => return,
             }
         }

@@ -429,11 +429,17 @@ impl Impulses {
 
     pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
         self.recover();
+        let mut changes = self.settings.changes();
         loop {
             self.check();
-            tokio::select! {
-                _ = tokio::time::sleep(self.interval()) => {}
-                _ = shutdown.changed() => return,
+            let checked = tokio::time::Instant::now();
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(checked + self.interval()) => break,
+                    // Reloaded check intervals count from the last check.
+                    _ = changes.next() => {}
+                    _ = shutdown.changed() => return,
+                }
             }
         }
     }

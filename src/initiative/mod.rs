@@ -225,12 +225,18 @@ impl Initiative {
     /// one simply happens a tick later.
     pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
         self.recover().await;
+        let mut changes = self.settings.changes();
         loop {
             self.tick();
-            let seconds = self.settings.global().initiative.text.tick_seconds.max(1);
-            tokio::select! {
-                _ = tokio::time::sleep(Duration::from_secs(u64::from(seconds))) => {}
-                _ = shutdown.changed() => return,
+            let ticked = tokio::time::Instant::now();
+            loop {
+                let seconds = self.settings.global().initiative.text.tick_seconds.max(1);
+                tokio::select! {
+                    _ = tokio::time::sleep_until(ticked + Duration::from_secs(u64::from(seconds))) => break,
+                    // A reloaded `tickSeconds` counts from the last tick, not after the old wait.
+                    _ = changes.next() => {}
+                    _ = shutdown.changed() => return,
+                }
             }
         }
     }
@@ -389,7 +395,7 @@ impl Initiative {
                 },
             )
             .collect();
-        let (mut tools, tool_lines) = tools::curiosity(&settings, self.discovery.fetcher());
+        let (mut tools, tool_lines) = tools::curiosity(&settings, &self.discovery.fetcher());
         capabilities.extend(tool_lines);
         if settings.initiative.discovery.allow_self_curation {
             tools.extend(crate::discovery::curation::tools(&self.discovery, guild));

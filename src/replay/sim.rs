@@ -123,6 +123,7 @@ impl Simulation {
         let mut made = None;
         let parts = Parts {
             settings,
+            settings_source: None,
             secrets,
             clock: clock.clone(),
             chance: Chance::seeded(seed),

@@ -7,7 +7,11 @@
 //! - `secrets`: tokens and keys, from the environment only
 //! - `service`: effective settings per guild, with stored overrides
 //! - `paths`: dotted-path helpers
+//! - `check`: a file's problems as `ambient settings check` and a live reload word them
+//! - `diff`: what changed between two settings documents, and what waits for the next start
 
+pub mod check;
+pub mod diff;
 pub mod load;
 pub mod paths;
 pub mod schema;

@@ -6,11 +6,18 @@
 //! infrastructure, money and network reach (data directory, model providers,
 //! budgets, fetch guards, endpoints) stay in the operator's file, so no guild
 //! can point the bot at another server or spend another guild's budget.
+//!
+//! The file's settings can be replaced while the bot runs ([`SettingsService::replace_global`],
+//! used by the live reload in `crate::live`): every reader asks the service
+//! each time, so the next read sees the new values, guild overrides layered
+//! over them afresh; loops that sleep on a settings-derived interval wait on
+//! [`SettingsService::changes`] too, so a new interval counts at once.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
+use tokio::sync::watch;
 
 use super::paths;
 use super::schema::Settings;
@@ -92,31 +99,83 @@ impl Origin {
     }
 }
 
+/// The operator's settings as one consistent pair (typed and as JSON), and
+/// how many times they have been replaced.
+struct Global {
+    settings: Arc<Settings>,
+    tree: Arc<Value>,
+    generation: u64,
+}
+
 pub struct SettingsService {
-    global: Arc<Settings>,
-    global_tree: Value,
+    global: RwLock<Global>,
     defaults: Value,
     store: Store,
     clock: SharedClock,
     cache: RwLock<HashMap<GuildId, Arc<Settings>>>,
+    changed: watch::Sender<u64>,
+}
+
+/// Wakes a loop when the file's settings were replaced (see [`SettingsService::changes`]).
+pub struct Changes(watch::Receiver<u64>);
+
+impl Changes {
+    /// Returns after the next replacement (never, if the service is gone).
+    pub async fn next(&mut self) {
+        if self.0.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
 }
 
 impl SettingsService {
     pub fn new(global: Settings, store: Store, clock: SharedClock) -> Self {
-        let global_tree = serde_json::to_value(&global).expect("settings serialize");
+        let tree = serde_json::to_value(&global).expect("settings serialize");
         Self {
-            global: Arc::new(global),
-            global_tree,
+            global: RwLock::new(Global {
+                settings: Arc::new(global),
+                tree: Arc::new(tree),
+                generation: 0,
+            }),
             defaults: defaults_tree(),
             store,
             clock,
             cache: RwLock::new(HashMap::new()),
+            changed: watch::channel(0).0,
         }
     }
 
     /// The operator's settings, without any guild's overrides.
     pub fn global(&self) -> Arc<Settings> {
-        self.global.clone()
+        self.read_global().settings.clone()
+    }
+
+    /// Replaces the operator's settings (already validated): every later read
+    /// sees them, with each guild's overrides layered over them again.
+    pub fn replace_global(&self, settings: Settings) {
+        let tree = serde_json::to_value(&settings).expect("settings serialize");
+        // The cache lock is held across the swap, so no guild's settings built
+        // from the old values can be cached after it (see `for_guild`).
+        let mut cache = self.cache.write().unwrap_or_else(|p| p.into_inner());
+        let generation = {
+            let mut g = self.global.write().unwrap_or_else(|p| p.into_inner());
+            g.settings = Arc::new(settings);
+            g.tree = Arc::new(tree);
+            g.generation += 1;
+            g.generation
+        };
+        cache.clear();
+        drop(cache);
+        self.changed.send_replace(generation);
+    }
+
+    /// A handle that wakes on every [`SettingsService::replace_global`].
+    pub fn changes(&self) -> Changes {
+        Changes(self.changed.subscribe())
+    }
+
+    fn read_global(&self) -> std::sync::RwLockReadGuard<'_, Global> {
+        self.global.read().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The settings in effect for a guild (the global ones for DMs).
@@ -132,23 +191,28 @@ impl SettingsService {
         {
             return s.clone();
         }
-        let settings = Arc::new(self.build_for(guild));
-        self.cache
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(guild, settings.clone());
+        let (global, tree, generation) = {
+            let g = self.read_global();
+            (g.settings.clone(), g.tree.clone(), g.generation)
+        };
+        let settings = Arc::new(self.build_for(guild, &global, &tree));
+        let mut cache = self.cache.write().unwrap_or_else(|p| p.into_inner());
+        // Built from settings replaced meanwhile: correct for this read, stale for the next.
+        if self.read_global().generation == generation {
+            cache.insert(guild, settings.clone());
+        }
         settings
     }
 
-    fn build_for(&self, guild: GuildId) -> Settings {
+    fn build_for(&self, guild: GuildId, global: &Settings, tree: &Value) -> Settings {
         let overrides = match self.store.guild_overrides(guild) {
             Ok(o) => o,
             Err(e) => {
                 tracing::warn!(%guild, error = %e, "cannot read guild overrides; using the file's settings");
-                return (*self.global).clone();
+                return global.clone();
             }
         };
-        let mut tree = self.global_tree.clone();
+        let mut tree = tree.clone();
         for (path, value) in &overrides {
             // A stored override that no longer applies (e.g. the key became
             // operator-only after an upgrade) is ignored, not fatal.
@@ -366,6 +430,34 @@ mod tests {
         );
         assert!(s.reset_override(a, "initiative.text.eagerness").unwrap());
         assert_eq!(s.for_guild(Some(a)).initiative.text.eagerness, 20);
+    }
+
+    #[tokio::test]
+    async fn a_replaced_file_reaches_every_guild_under_its_own_overrides() {
+        let s = service();
+        let (a, b) = (GuildId(1), GuildId(2));
+        s.set_override(a, "initiative.text.eagerness", "80", None)
+            .unwrap();
+        // Cached before the replacement: must not outlive it.
+        assert_eq!(s.for_guild(Some(b)).initiative.text.eagerness, 20);
+        let mut changes = s.changes();
+        let mut file = Settings::default();
+        file.initiative.text.eagerness = 55;
+        file.initiative.text.max_posts_per_day = 9;
+        s.replace_global(file);
+        changes.next().await;
+        assert_eq!(s.global().initiative.text.eagerness, 55);
+        assert_eq!(s.for_guild(Some(b)).initiative.text.eagerness, 55);
+        let theirs = s.for_guild(Some(a));
+        assert_eq!(
+            theirs.initiative.text.eagerness, 80,
+            "the override still wins"
+        );
+        assert_eq!(theirs.initiative.text.max_posts_per_day, 9);
+        assert_eq!(
+            s.show(None, "initiative.text.maxPostsPerDay").unwrap(),
+            (json!(9), Origin::File)
+        );
     }
 
     #[test]

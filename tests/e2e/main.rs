@@ -17,6 +17,7 @@ mod forget;
 mod garden;
 mod hostile;
 mod initiative;
+mod live;
 mod media;
 mod memory;
 mod newcomer;

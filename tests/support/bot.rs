@@ -19,15 +19,21 @@ pub struct Bot {
 impl Bot {
     /// Starts the bot and waits until it has identified and registered its commands.
     pub fn start(extra: Value) -> Self {
+        Self::start_with(extra, &[])
+    }
+
+    /// Like [`Bot::start`], with more arguments for `ambient run`.
+    pub fn start_with(extra: Value, run_args: &[&str]) -> Self {
         Self::start_on(
             FakeDiscord::start(),
             extra,
+            run_args,
             "ambient=debug,serenity=warn,poise=warn",
         )
     }
 
-    /// Starts the bot against `discord`, logging at `rust_log`.
-    pub fn start_on(discord: FakeDiscord, extra: Value, rust_log: &str) -> Self {
+    /// Starts the bot against `discord` with `run_args`, logging at `rust_log`.
+    pub fn start_on(discord: FakeDiscord, extra: Value, run_args: &[&str], rust_log: &str) -> Self {
         let model = ModelServer::start();
         let mut settings = json!({
             "discord": {"apiBaseUrl": discord.url, "devGuildId": super::fake_discord::GUILD.to_string()},
@@ -37,7 +43,7 @@ impl Bot {
         let home = Home::new(settings);
         let log = std::fs::File::create(home.path().join("bot.log")).unwrap();
         let child = home
-            .command(&["run"])
+            .command(&[&["run"], run_args].concat())
             .env("DISCORD_TOKEN", "test-token-abc")
             .env("OPENAI_BASE_URL", model.openai_base())
             .env("OPENAI_API_KEY", "sk-test-bot")
@@ -84,6 +90,16 @@ impl Bot {
     /// The bot's process id (to read its CPU time and memory from /proc).
     pub fn pid(&self) -> u32 {
         self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// Sends a signal (`HUP`, `TERM`…) to the running bot.
+    pub fn signal(&self, name: &str) {
+        let child = self.child.as_ref().expect("the bot runs");
+        let sent = std::process::Command::new("kill")
+            .args([&format!("-{name}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill -{name}");
     }
 
     /// Sends SIGTERM and waits for the process to exit.

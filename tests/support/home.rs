@@ -30,6 +30,23 @@ impl Home {
         Self { dir }
     }
 
+    /// Changes `settings.json` as an editor saves it: `change` merged over
+    /// the file, written to a temporary file and renamed over the original.
+    pub fn edit_settings(&self, change: Value) {
+        let path = self.path().join("settings.json");
+        let mut settings: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        merge(&mut settings, change);
+        self.write_settings(&serde_json::to_string_pretty(&settings).unwrap());
+    }
+
+    /// Replaces `settings.json` with `text` at once (temporary file and rename).
+    pub fn write_settings(&self, text: &str) {
+        let tmp = self.path().join(".settings.json.tmp");
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(&tmp, self.path().join("settings.json")).unwrap();
+    }
+
     pub fn path(&self) -> &Path {
         self.dir.path()
     }

@@ -223,6 +223,7 @@ impl World {
         let app = App::build(
             Parts {
                 settings,
+                settings_source: None,
                 secrets,
                 clock: clock.clone(),
                 chance: Chance::seeded(7),

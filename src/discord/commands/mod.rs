@@ -104,6 +104,33 @@ pub(super) async fn say(ctx: Context<'_>, mut text: String) -> Result<(), Error>
     Ok(())
 }
 
+/// Whether `user` owns the bot: listed in `discord.ownerUserIds` (read now,
+/// so a reload can name new owners), or the Discord application's owner (or
+/// an admin of the team that owns it), asked of Discord at the time.
+pub(super) async fn is_owner(ctx: &Context<'_>, user: UserId) -> bool {
+    let app = &ctx.data().app;
+    if app.settings.global().discord.owner_user_ids.contains(&user) {
+        return true;
+    }
+    let info = match ctx.http().get_current_application_info().await {
+        Ok(info) => info,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot ask Discord who owns the application");
+            return false;
+        }
+    };
+    let is = |id: serenity::all::UserId| id.get() == user.get();
+    info.owner.as_ref().is_some_and(|o| is(o.id))
+        || info.team.as_ref().is_some_and(|t| {
+            is(t.owner_user_id)
+                || t.members.iter().any(|m| {
+                    is(m.user.id)
+                        && m.role == serenity::all::TeamMemberRole::Admin
+                        && m.membership_state == serenity::all::MembershipState::Accepted
+                })
+        })
+}
+
 /// The guild a command runs in (commands here are guild-only).
 fn guild(ctx: &Context<'_>) -> Option<crate::ids::GuildId> {
     ctx.guild_id().map(|g| crate::ids::GuildId(g.get()))

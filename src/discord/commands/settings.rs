@@ -1,5 +1,7 @@
 //! `/settings show|set|reset` — this server's overrides of the settings file;
-//! all three for members with Manage Server.
+//! all three for members with Manage Server. `/settings reload` — the
+//! operator's settings file read again; for the bot's owner only (a server's
+//! admins manage their server, not the operator's file).
 
 use serenity::all::{AutocompleteChoice, CreateAutocompleteResponse};
 
@@ -11,7 +13,7 @@ use crate::settings::{paths, service::is_guild_scoped, validate::defaults_tree};
 /// Show or change this server's settings
 #[poise::command(
     slash_command,
-    subcommands("show", "set", "reset"),
+    subcommands("show", "set", "reset", "reload"),
     subcommand_required,
     guild_only,
     default_member_permissions = "MANAGE_GUILD"
@@ -87,4 +89,20 @@ async fn reset(
     let text = commands::settings::reset(&ctx.data().app, g, by, &path).unwrap_or_else(|e| e);
     ctx.say(text).await?;
     Ok(())
+}
+
+/// Read the settings file again and apply it if it is valid (the bot's owner only)
+#[poise::command(slash_command, ephemeral)]
+async fn reload(ctx: Context<'_>) -> Result<(), Error> {
+    let user = UserId(ctx.author().id.get());
+    if !super::is_owner(&ctx, user).await {
+        ctx.say(commands::settings::RELOAD_IS_FOR_OWNERS).await?;
+        return Ok(());
+    }
+    // Reading, checking and looking for a local model again can outlast
+    // Discord's three seconds for a first answer.
+    ctx.defer_ephemeral().await?;
+    let by = format!("{} ({user})", ctx.author().name);
+    let text = commands::settings::reload(&ctx.data().app, &by).await;
+    super::say(ctx, text).await
 }
