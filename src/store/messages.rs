@@ -507,6 +507,19 @@ mod tests {
     }
 
     #[test]
+    fn attachments_stored_before_their_details_existed_still_read() {
+        let old: Vec<Attachment> =
+            serde_json::from_str(r#"[{"name": "cat.png", "url": "https://cdn/cat.png"}]"#).unwrap();
+        assert_eq!(old[0].name, "cat.png");
+        assert_eq!((old[0].size, old[0].width), (None, None));
+        assert_eq!(
+            serde_json::to_string(&old).unwrap(),
+            r#"[{"name":"cat.png","url":"https://cdn/cat.png"}]"#,
+            "unknown details are not written"
+        );
+    }
+
+    #[test]
     fn insert_is_idempotent_and_edits_and_deletes_apply() {
         let store = Store::open_in_memory().unwrap();
         let t = Utc::now();

@@ -510,3 +510,66 @@ fn the_readmes_examples_are_what_the_bot_does() {
     );
     assert!(bot.stop().success());
 }
+
+#[test]
+fn chiming_in_unaddressed_reads_attachments_only_when_the_setting_says_so() {
+    for read in [false, true] {
+        let bot = Bot::start(json!({
+            "attention": {"unsolicitedReplyThreshold": 0.0, "chimeInCooldownMinutes": 0},
+            "permissions": {"replies": {"replyChannelIds": [GENERAL.to_string()]}},
+            "discord": {"attachments": {"readInReplyChannels": read}},
+        }));
+        bot.model.push(Scripted::tool(
+            "chime_in",
+            json!({"speak": false, "reason": "nothing to add"}),
+        ));
+        let cat = bot
+            .discord
+            .upload(GENERAL, "cat.png", &png(64, 64, 255), "image/png");
+        let notes = bot
+            .discord
+            .upload(GENERAL, "notes.txt", b"feed the cat", "text/plain");
+        bot.discord.say_with(
+            GENERAL,
+            BOB,
+            "what do you all think?",
+            None,
+            vec![cat, notes],
+        );
+        assert!(
+            bot.discord
+                .wait_until(20, |_| !bot.model.requests().is_empty()),
+            "the model was never asked:\n{}",
+            bot.log()
+        );
+        let body = &bot.model.requests()[0].body;
+        let prompt = text_of(&user_message(body));
+        assert!(prompt.contains("Decide whether to chime in."), "{prompt}");
+        if read {
+            assert_eq!(images_in(body).len(), 1, "{body:#}");
+            assert!(
+                prompt.contains("File notes.txt from bob's message:\n```\nfeed the cat\n```"),
+                "{prompt}"
+            );
+            assert_eq!(cdn_requests(&bot), 2);
+        } else {
+            assert!(images_in(body).is_empty());
+            assert!(
+                prompt.contains("- [image: cat.png, not visible to you], from bob's message"),
+                "{prompt}"
+            );
+            assert!(
+                prompt.contains(
+                    "- [file: notes.txt, not read: files are not read here], from bob's message"
+                ),
+                "{prompt}"
+            );
+            assert_eq!(
+                cdn_requests(&bot),
+                0,
+                "an unaddressed message is not downloaded"
+            );
+        }
+        assert!(bot.stop().success());
+    }
+}
