@@ -39,7 +39,7 @@ use crate::attention::{Attended, Handler, Input, MessagePercept, Outcome, Percep
 use crate::clock::SharedClock;
 use crate::executive::prompts::{PromptLine, Rendered};
 use crate::executive::tools::{FinalTool, Tool, parse_args};
-use crate::executive::{ExecError, Executive, Message, Role, Turn, TurnOutcome, TurnResult};
+use crate::executive::{ExecError, Executive, Role, Turn, TurnOutcome, TurnResult};
 use crate::ids::ChannelId;
 use crate::impulses::Impulses;
 use crate::impulses::tools::add_task;
@@ -51,6 +51,7 @@ use crate::memory::Memory;
 use crate::memory::search::Reader;
 use crate::memory::tools::memory_search;
 use crate::reflexes::Reflexes;
+use crate::senses::attachments::{self, Reading, Shown};
 use crate::settings::{Secrets, SettingsService};
 use crate::speech::Speech;
 use crate::store::Store;
@@ -93,6 +94,10 @@ struct ReplyPrompt {
     memory: Vec<String>,
     history: Vec<PromptLine>,
     target: Target,
+    /// One line per attachment of the message and the one it replies to.
+    attachments: Vec<String>,
+    /// Some image is named but not visible to the model.
+    images_unseen: bool,
 }
 
 #[derive(Serialize)]
@@ -139,7 +144,28 @@ impl ReplyHandler {
         }
     }
 
-    fn render(&self, m: &MessagePercept, unsolicited: bool) -> Result<Rendered, String> {
+    /// The message's attachments (and those of the message it replies to)
+    /// as `role`'s model gets them; unprompted, only named unless
+    /// `discord.attachments.readInReplyChannels`.
+    async fn attachments(&self, m: &MessagePercept, role: Role, unsolicited: bool) -> Shown {
+        let settings = self.settings.for_guild(m.place().guild);
+        let reading = if unsolicited && !settings.discord.attachments.read_in_reply_channels {
+            Reading::NAMES_ONLY
+        } else {
+            Reading {
+                images: self.executive.sees_images(role),
+                files: true,
+            }
+        };
+        attachments::for_message(&self.store, &settings, &m.message, reading).await
+    }
+
+    fn render(
+        &self,
+        m: &MessagePercept,
+        unsolicited: bool,
+        shown: &Shown,
+    ) -> Result<Rendered, String> {
         let place = m.place();
         let settings = self.settings.for_guild(place.guild);
         let history = self
@@ -172,6 +198,8 @@ impl ReplyHandler {
                 author: m.message.author_name.clone(),
                 content: m.message.content.clone(),
             },
+            attachments: shown.notes.clone(),
+            images_unseen: shown.unseen_images,
         };
         self.executive
             .prompts
@@ -179,7 +207,14 @@ impl ReplyHandler {
             .map_err(|e| format!("the reply prompt failed to render: {e}"))
     }
 
-    fn turn(&self, m: &MessagePercept, rendered: Rendered, role: Role, label: &str) -> Turn {
+    fn turn(
+        &self,
+        m: &MessagePercept,
+        rendered: Rendered,
+        shown: &Shown,
+        role: Role,
+        label: &str,
+    ) -> Turn {
         let place = m.place();
         let settings = self.settings.for_guild(place.guild);
         let mut turn = Turn::new(
@@ -189,7 +224,7 @@ impl ReplyHandler {
         );
         turn.channel = Some(place.channel);
         turn.system = rendered.system;
-        turn.messages = vec![Message::user(rendered.user)];
+        turn.messages = vec![shown.user_message(rendered.user)];
         turn.max_steps = settings.executive.max_tool_steps;
         turn.max_calls = settings.executive.max_tool_calls;
         if settings.memory.enabled {
@@ -269,12 +304,13 @@ impl ReplyHandler {
         if let Some(why) = self.executive.unavailable(Role::Reply) {
             return self.cannot_answer(m, &why, "no model is available").await;
         }
-        let rendered = match self.render(m, false) {
+        let shown = self.attachments(m, Role::Reply, false).await;
+        let rendered = match self.render(m, false, &shown) {
             Ok(r) => r,
             Err(e) => return Outcome::Failed(e),
         };
         let settings = self.settings.for_guild(m.place().guild);
-        let mut turn = self.turn(m, rendered, Role::Reply, "reply to");
+        let mut turn = self.turn(m, rendered, &shown, Role::Reply, "reply to");
         turn.tools.extend(self.conversation_tools(m));
         let result = self.executive.run_turn(turn).await;
         let most = Role::Reply.settings(&settings).max_output_tokens;
@@ -320,13 +356,14 @@ impl ReplyHandler {
         if self.executive.unavailable(Role::Ambient).is_some() {
             return Outcome::Declined("no model is available to decide whether to chime in".into());
         }
-        let rendered = match self.render(m, true) {
+        let shown = self.attachments(m, Role::Ambient, true).await;
+        let rendered = match self.render(m, true, &shown) {
             Ok(r) => r,
             Err(e) => return Outcome::Failed(e),
         };
         self.lock_considered()
             .insert(m.message.channel, self.clock.now());
-        let mut turn = self.turn(m, rendered, Role::Ambient, "chime in after");
+        let mut turn = self.turn(m, rendered, &shown, Role::Ambient, "chime in after");
         turn.final_tool = Some(FinalTool::of::<ChimeIn>(
             "chime_in",
             "Decide whether to join the conversation unprompted: speak (with text) or stay quiet.",

@@ -7,6 +7,13 @@
 //! message survives a crash), and submits what deserves a decision to
 //! attention. A message redelivered after a reconnect is already stored and
 //! is not submitted again, so it is never answered twice.
+//!
+//! - `attachments`: what a message's images and files become for the model
+//!   (`images` prepares a picture, `text_files` reads and quotes text)
+
+pub mod attachments;
+pub mod images;
+pub mod text_files;
 
 use std::sync::Arc;
 

@@ -49,6 +49,10 @@ pub fn stored(m: &Message, me: UserId, content: &str) -> StoredMessage {
             .map(|a| Attachment {
                 name: a.filename.clone(),
                 url: a.url.clone(),
+                size: Some(u64::from(a.size)),
+                content_type: a.content_type.clone(),
+                width: a.width,
+                height: a.height,
             })
             .collect(),
         reply_to: m

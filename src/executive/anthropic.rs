@@ -64,6 +64,13 @@ fn part(p: &Part) -> Value {
         } => {
             json!({"type": "tool_result", "tool_use_id": id, "content": content, "is_error": is_error})
         }
+        // Always base64: the bot sends the copy it scaled down, and the
+        // attachment's own URL may be one only the bot can reach.
+        Part::Image {
+            media_type, data, ..
+        } => {
+            json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": &**data}})
+        }
     }
 }
 

@@ -81,6 +81,8 @@ pub fn bound_request(system: &mut String, messages: &mut [Message], total_chars:
             Part::Text { text } => pieces.push(text),
             Part::ToolResult { content, .. } => pieces.push(content),
             Part::ToolUse { input, .. } => fixed += input.to_string().chars().count(),
+            // Bounded by `discord.attachments` (count and size), not by characters.
+            Part::Image { .. } => {}
         }
     }
     let ceiling = pieces.iter().map(|p| p.len()).max().unwrap_or(0);
@@ -288,7 +290,7 @@ mod tests {
                 .map(|p| match p {
                     Part::Text { text } => text.chars().count(),
                     Part::ToolResult { content, .. } => content.chars().count(),
-                    Part::ToolUse { .. } => 0,
+                    Part::ToolUse { .. } | Part::Image { .. } => 0,
                 })
                 .sum::<usize>();
         assert!(total <= 20_000, "{total}");

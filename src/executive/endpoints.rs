@@ -13,7 +13,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::settings::{ProviderKind, RoleSettings, Secret, Secrets, Settings};
+use crate::settings::{ProviderKind, RoleSettings, Secret, Secrets, Settings, Vision};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -92,6 +92,8 @@ pub struct Endpoint {
     pub model: String,
     /// Costs money per token (a hosted API), as opposed to a local server.
     pub pay_per_token: bool,
+    /// The model takes images (`executive.roles.<role>.vision`, see `vision`).
+    pub vision: bool,
 }
 
 impl Endpoint {
@@ -267,7 +269,13 @@ fn endpoint(
         rs.model.clone()
     };
     let pay_per_token = provider != ProviderKind::Ollama && !is_local_url(&base);
+    let vision = match rs.vision {
+        Vision::On => true,
+        Vision::Off => false,
+        Vision::Auto => super::vision::sees_images(&model),
+    };
     Some(Endpoint {
+        vision,
         provider,
         wire,
         base_url: base,

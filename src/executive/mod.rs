@@ -22,6 +22,7 @@ pub mod snapshot;
 pub mod stand_in;
 pub mod tools;
 pub mod turn;
+pub mod vision;
 pub mod wire;
 
 use std::collections::HashMap;
@@ -196,6 +197,15 @@ impl Executive {
             .ollama_reachable = reachable;
     }
 
+    /// Whether the model that would answer for `role` sees images (its first
+    /// endpoint; a blind fallback gets placeholders, see `vision`).
+    pub fn sees_images(&self, role: Role) -> bool {
+        self.resolve(role)
+            .endpoints
+            .first()
+            .is_some_and(|ep| ep.vision)
+    }
+
     /// `None` if the role can run, else why not (for status, console and logs).
     pub fn unavailable(&self, role: Role) -> Option<String> {
         let r = self.resolve(role);
@@ -284,9 +294,10 @@ impl Executive {
             return Err(ExecError::Unavailable(resolution.why_unavailable(ctx.role)));
         }
         let settings = self.settings.for_guild(ctx.guild);
-        let estimate = req.estimate_input_tokens() + u64::from(req.max_tokens);
         let mut last_error = None;
         for ep in &resolution.endpoints {
+            // Images cost what this endpoint's provider charges (or nothing, for a blind model).
+            let estimate = vision::estimate_on(req, ep) + u64::from(req.max_tokens);
             let now = self.clock.now();
             if let Some(until) = self.cooling_until(ep, now) {
                 last_error = Some(ExecError::Provider {
@@ -334,6 +345,7 @@ impl Executive {
         req: &ChatRequest,
         settings: &crate::settings::Settings,
     ) -> Result<Completion, String> {
+        let req = &*vision::as_seen_by(req, ep);
         if let Some(stand_in) = &self.stand_in {
             let response = stand_in.answer(ctx, ep, req);
             let usage_id = self.record(ctx, ep, Some(&response), 0, "ok", "");

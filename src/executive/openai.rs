@@ -59,6 +59,10 @@ pub fn body(req: &ChatRequest, model: &str, official_openai: bool) -> Value {
                             .push(json!({"role": "tool", "tool_call_id": id, "content": content}));
                     }
                 }
+                if let Some(content) = with_images(&m.parts) {
+                    messages.push(json!({"role": "user", "content": content}));
+                    continue;
+                }
                 let text = m.text();
                 if !text.is_empty() {
                     messages.push(json!({"role": "user", "content": text}));
@@ -87,6 +91,28 @@ pub fn body(req: &ChatRequest, model: &str, official_openai: bool) -> Value {
         };
     }
     body
+}
+
+/// A user message with images: a list of `text` and `image_url` parts in
+/// order, each image as a `data:` URL (local servers such as Ollama and
+/// llama.cpp take nothing else). `None` when there is no image.
+fn with_images(parts: &[Part]) -> Option<Value> {
+    if !parts.iter().any(|p| matches!(p, Part::Image { .. })) {
+        return None;
+    }
+    let content = parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text { text } => Some(json!({"type": "text", "text": text})),
+            // `high`: the detail the budget's token estimate assumes.
+            Part::Image {
+                media_type, data, ..
+            } => Some(json!({"type": "image_url", "image_url": {
+                "url": format!("data:{media_type};base64,{data}"), "detail": "high"}})),
+            _ => None,
+        })
+        .collect();
+    Some(Value::Array(content))
 }
 
 pub fn parse(body: &Value) -> Result<ChatResponse, String> {

@@ -39,6 +39,8 @@ fn builtin() -> Vec<(&'static str, &'static str, Value)> {
                 "memory": ["ada likes Rust"],
                 "history": [{"time": "11:59", "author": "ada", "is_self": false, "vc": false, "content": "hi"}],
                 "target": {"author": "ada", "content": "hi"},
+                "attachments": ["[image: cat.png, not visible to you], from ada's message"],
+                "images_unseen": true,
             }),
         ),
         (

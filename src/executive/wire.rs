@@ -2,6 +2,8 @@
 //! translate these to and from their wire formats; everything else in the
 //! bot speaks only these.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde_json::Value;
 
@@ -30,6 +32,20 @@ pub enum Part {
         id: String,
         content: String,
         is_error: bool,
+    },
+    /// An image shown to the model: a PNG or JPEG the bot decoded, scaled
+    /// down and encoded again (see `senses::attachments`). A model that
+    /// cannot see gets `vision::unseen(name)` in its place.
+    Image {
+        /// The file name people gave it.
+        name: String,
+        /// `image/png` or `image/jpeg`.
+        media_type: String,
+        /// Base64 of the encoded image; never serialized (journals, logs).
+        #[serde(skip)]
+        data: Arc<str>,
+        width: u32,
+        height: u32,
     },
 }
 
@@ -93,8 +109,25 @@ pub struct ChatRequest {
 }
 
 impl ChatRequest {
-    /// A rough token estimate of the prompt (4 characters a token), for budget checks.
+    /// A rough token estimate of the prompt (4 characters a token, images by
+    /// the dearer provider's formula), for budget checks.
     pub fn estimate_input_tokens(&self) -> u64 {
+        let images: u64 = self
+            .messages
+            .iter()
+            .flat_map(|m| &m.parts)
+            .map(|p| match p {
+                Part::Image { width, height, .. } => {
+                    super::vision::image_tokens_anywhere(*width, *height)
+                }
+                _ => 0,
+            })
+            .sum();
+        self.estimate_text_tokens() + images
+    }
+
+    /// [`Self::estimate_input_tokens`] without the images.
+    pub fn estimate_text_tokens(&self) -> u64 {
         let chars: usize = self.system.len()
             + self
                 .messages
@@ -104,6 +137,7 @@ impl ChatRequest {
                     Part::Text { text } => text.len(),
                     Part::ToolUse { input, .. } => input.to_string().len(),
                     Part::ToolResult { content, .. } => content.len(),
+                    Part::Image { .. } => 0,
                 })
                 .sum::<usize>()
             + self

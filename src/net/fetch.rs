@@ -11,7 +11,9 @@
 //!   else between check and connect) and on IP-literal URLs.
 //! - Redirects are followed by hand, each hop checked, at most
 //!   `network.maxRedirects`.
-//! - The body is read in chunks and abandoned past `network.maxResponseBytes`.
+//! - The body is read in chunks and abandoned past `network.maxResponseBytes`
+//!   (or, from a [`Fetcher::truncating`] fetcher, kept up to the limit and
+//!   marked `truncated`: the start of a long text file is still worth reading).
 //! - The whole request is bounded by `network.fetchTimeoutSeconds`.
 //! - Conditional GET: an ETag / Last-Modified given back yields `not_modified`.
 //! - POST (`Fetcher::post`, for the operator's image generator and
@@ -67,6 +69,8 @@ pub struct Fetched {
     pub last_modified: Option<String>,
     /// The server said 304: nothing changed since the validators given.
     pub not_modified: bool,
+    /// The body is only the first bytes of a longer one (a truncating fetcher).
+    pub truncated: bool,
 }
 
 /// A request body for [`Fetcher::post`].
@@ -109,6 +113,8 @@ pub struct Fetcher {
     proxied: bool,
     /// The operator's own endpoint, allowed to be private: redirects may not leave it.
     pinned: Option<url::Origin>,
+    /// A body past the limit is cut there instead of refused.
+    truncate: bool,
 }
 
 /// Whether an address belongs to someone's own network rather than the internet.
@@ -219,6 +225,7 @@ impl Fetcher {
             timeout: Duration::from_secs(u64::from(n.fetch_timeout_seconds)),
             proxied: super::proxy(n).is_some(),
             pinned: None,
+            truncate: false,
         }
     }
 
@@ -241,6 +248,13 @@ impl Fetcher {
             pinned: Url::parse(endpoint).ok().map(|u| u.origin()),
             ..Self::new(&limited)
         }
+    }
+
+    /// A GET's body past the response limit is kept up to the limit (and
+    /// `Fetched::truncated` set) instead of refused; reading stops there.
+    pub fn truncating(mut self) -> Self {
+        self.truncate = true;
+        self
     }
 
     /// The whole request bounded by `timeout` instead of `network.fetchTimeoutSeconds`.
@@ -307,7 +321,7 @@ impl Fetcher {
         Ok(Posted {
             status: status.as_u16(),
             headers,
-            body: self.read_body(resp).await?,
+            body: self.read_body(resp, false).await?.0,
         })
     }
 
@@ -452,6 +466,7 @@ impl Fetcher {
                 last_modified: header(LAST_MODIFIED),
                 not_modified: status.as_u16() == 304,
                 body: Vec::new(),
+                truncated: false,
             };
             if fetched.not_modified {
                 return Ok(fetched);
@@ -459,25 +474,35 @@ impl Fetcher {
             if !status.is_success() {
                 return Err(FetchError::Status(status.as_u16()));
             }
-            fetched.body = self.read_body(resp).await?;
+            (fetched.body, fetched.truncated) = self.read_body(resp, self.truncate).await?;
             return Ok(fetched);
         }
         Err(FetchError::TooManyRedirects(self.max_redirects))
     }
 
-    /// The body read in chunks, abandoned as soon as it passes the limit.
-    async fn read_body(&self, mut resp: reqwest::Response) -> Result<Vec<u8>, FetchError> {
-        if resp.content_length().is_some_and(|n| n > self.max_bytes) {
+    /// The body read in chunks, abandoned as soon as it passes the limit
+    /// (with `truncate`: cut at the limit, and `true` returned with it).
+    async fn read_body(
+        &self,
+        mut resp: reqwest::Response,
+        truncate: bool,
+    ) -> Result<(Vec<u8>, bool), FetchError> {
+        if !truncate && resp.content_length().is_some_and(|n| n > self.max_bytes) {
             return Err(FetchError::TooLarge(self.max_bytes));
         }
         let mut body = Vec::new();
         while let Some(chunk) = resp.chunk().await.map_err(network_error)? {
             if body.len() as u64 + chunk.len() as u64 > self.max_bytes {
-                return Err(FetchError::TooLarge(self.max_bytes));
+                if !truncate {
+                    return Err(FetchError::TooLarge(self.max_bytes));
+                }
+                let room = self.max_bytes as usize - body.len();
+                body.extend_from_slice(&chunk[..room]);
+                return Ok((body, true));
             }
             body.extend_from_slice(&chunk);
         }
-        Ok(body)
+        Ok((body, false))
     }
 }
 
@@ -702,6 +727,31 @@ mod tests {
         assert!(
             reached.lock().unwrap().is_empty(),
             "the redirect was followed"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_truncating_fetcher_keeps_the_start_of_a_long_body() {
+        let (url, _) = server(answer(200, &[], &"abc".repeat(1_000))).await;
+        let got = own_endpoint(&url, 1_024)
+            .truncating()
+            .get(&url)
+            .await
+            .unwrap();
+        assert!(got.truncated);
+        assert_eq!(got.body, "abc".repeat(1_000).as_bytes()[..1_024]);
+        let short = own_endpoint(&url, 5_000)
+            .truncating()
+            .get(&url)
+            .await
+            .unwrap();
+        assert!(!short.truncated);
+        assert_eq!(short.body.len(), 3_000);
+        let err = own_endpoint(&url, 1_024).get(&url).await.unwrap_err();
+        assert_eq!(
+            err,
+            FetchError::TooLarge(1_024),
+            "without truncating it is refused"
         );
     }
 

@@ -177,6 +177,7 @@ fn output_tokens(parts: &[Part]) -> u64 {
             Part::Text { text } => text.len(),
             Part::ToolUse { name, input, .. } => name.len() + input.to_string().len(),
             Part::ToolResult { content, .. } => content.len(),
+            Part::Image { .. } => 0,
         })
         .sum();
     (chars / 4).max(1) as u64
@@ -192,7 +193,7 @@ fn channel_named_in(req: &ChatRequest) -> Option<String> {
         .filter_map(|p| match p {
             Part::Text { text } => Some(text.clone()),
             Part::ToolResult { content, .. } => Some(content.clone()),
-            Part::ToolUse { .. } => None,
+            Part::ToolUse { .. } | Part::Image { .. } => None,
         })
         .collect();
     for text in texts.iter().rev() {

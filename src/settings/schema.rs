@@ -82,6 +82,8 @@ pub struct DiscordSettings {
     pub answer_missed_within_minutes: u32,
     /// Older missed questions get one short "I was away" reply per channel; false: nothing.
     pub away_notice: bool,
+    /// Images and text files people show the bot (see `senses::attachments`).
+    pub attachments: AttachmentSettings,
 }
 
 impl Default for DiscordSettings {
@@ -97,6 +99,44 @@ impl Default for DiscordSettings {
             backfill_hours: 6,
             answer_missed_within_minutes: 15,
             away_notice: true,
+            attachments: AttachmentSettings::default(),
+        }
+    }
+}
+
+/// Limits on the attachments read for the model: only a message that
+/// addresses the bot (and the message it replies to) is read, from Discord's
+/// CDN or `discord.apiBaseUrl`'s origin, through the guarded fetcher.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AttachmentSettings {
+    /// The largest image downloaded; a larger one is named, not fetched.
+    pub max_image_bytes: u64,
+    /// Most images one answer looks at (the message and the one it replies to together).
+    pub max_images: u32,
+    /// The most pixels (width × height) an image may have; checked before it is decoded.
+    pub max_image_pixels: u64,
+    /// Images are scaled down so that their longer side is at most this (1568: Anthropic's advice).
+    pub max_image_side: u32,
+    /// A text file is read up to this many bytes; a longer one is cut with a marker.
+    pub max_text_file_bytes: u64,
+    /// Most text files one answer reads.
+    pub max_text_files: u32,
+    /// Also read attachments when the bot considers chiming in, unaddressed, in
+    /// `permissions.replies.replyChannelIds` (costs tokens on the ambient role).
+    pub read_in_reply_channels: bool,
+}
+
+impl Default for AttachmentSettings {
+    fn default() -> Self {
+        Self {
+            max_image_bytes: 8_000_000,
+            max_images: 4,
+            max_image_pixels: 25_000_000,
+            max_image_side: 1568,
+            max_text_file_bytes: 100_000,
+            max_text_files: 3,
+            read_in_reply_channels: false,
         }
     }
 }
@@ -208,6 +248,9 @@ pub struct RoleSettings {
     /// Empty: the provider's standard URL.
     pub base_url: String,
     pub max_output_tokens: u32,
+    /// Whether the role's model sees images: `true`, `false`, or `"auto"`
+    /// (from the known-model list in `executive::vision`).
+    pub vision: Vision,
 }
 
 impl RoleSettings {
@@ -217,6 +260,40 @@ impl RoleSettings {
             model: String::new(),
             base_url: String::new(),
             max_output_tokens,
+            vision: Vision::Auto,
+        }
+    }
+}
+
+/// `executive.roles.<role>.vision`: written `true`, `false` or `"auto"`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Vision {
+    /// The model's name decides (a documented list of models known to take images).
+    #[default]
+    Auto,
+    On,
+    Off,
+}
+
+impl Serialize for Vision {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Vision::Auto => s.serialize_str("auto"),
+            Vision::On => s.serialize_bool(true),
+            Vision::Off => s.serialize_bool(false),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Vision {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::Bool(true) => Ok(Vision::On),
+            serde_json::Value::Bool(false) => Ok(Vision::Off),
+            serde_json::Value::String(s) if s == "auto" => Ok(Vision::Auto),
+            other => Err(serde::de::Error::custom(format!(
+                "expected true, false or \"auto\", got {other}"
+            ))),
         }
     }
 }

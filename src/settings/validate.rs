@@ -122,6 +122,12 @@ fn walk(
             Some(Value::Object(_)) if value.is_object() => {
                 walk(value, &known[key], &path, root, problems, removals);
             }
+            Some(_) if is_vision(&path) => {
+                if let Some(message) = vision_problem(value) {
+                    problems.push(Problem::new(&path, message));
+                    removals.push(path);
+                }
+            }
             Some(expected) => {
                 let problem = kind_mismatch(value, expected).or_else(|| too_big(value, &path));
                 if let Some(message) = problem {
@@ -130,6 +136,23 @@ fn walk(
                 }
             }
         }
+    }
+}
+
+/// `executive.roles.<role>.vision`, the one setting that is either a
+/// switch or a word: `true`, `false` or `"auto"`.
+fn is_vision(path: &str) -> bool {
+    path.starts_with("executive.roles.") && path.ends_with(".vision")
+}
+
+fn vision_problem(value: &Value) -> Option<String> {
+    match value {
+        Value::Bool(_) => None,
+        Value::String(s) if s == "auto" => None,
+        other => Some(format!(
+            "expected true, false or \"auto\" (decided from the model's name), got {}",
+            describe(other)
+        )),
     }
 }
 
@@ -460,6 +483,7 @@ fn semantic(s: &Settings) -> Vec<Problem> {
         0,
         1440,
     );
+    attachments(&mut p, &s.discord.attachments);
     p.non_empty("storage.dataDir", &s.storage.data_dir);
 
     let n = &s.network;
@@ -951,6 +975,35 @@ fn semantic(s: &Settings) -> Vec<Problem> {
 
 /// Each limit in a sane range, and each no larger than the one containing it
 /// (a message sits in a section, a section and a tool result in the request).
+fn attachments(p: &mut Rules, a: &super::schema::AttachmentSettings) {
+    let at = |key: &str| format!("discord.attachments.{key}");
+    // Discord's own upload ceiling (a level-3 boosted server) is 100 MiB.
+    p.range(
+        &at("maxImageBytes"),
+        a.max_image_bytes,
+        1_024,
+        100 * 1024 * 1024,
+    );
+    // Anthropic takes up to 100 images a request, OpenAI-compatible servers fewer.
+    p.range(&at("maxImages"), a.max_images, 0, 20);
+    // 100 megapixels decode to 400 MB; the limit is what one decode may allocate.
+    p.range(
+        &at("maxImagePixels"),
+        a.max_image_pixels,
+        10_000,
+        100_000_000,
+    );
+    // Below 64 px nothing is recognisable; 8,000 is Anthropic's ceiling.
+    p.range(&at("maxImageSide"), a.max_image_side, 64, 8_000);
+    p.range(
+        &at("maxTextFileBytes"),
+        a.max_text_file_bytes,
+        0,
+        10_000_000,
+    );
+    p.range(&at("maxTextFiles"), a.max_text_files, 0, 20);
+}
+
 fn prompt_limits(p: &mut Rules, l: &super::schema::PromptLimits) {
     const PATH: &str = "executive.promptLimits";
     p.range(
@@ -1136,6 +1189,38 @@ mod tests {
             problems(json!({"executive": {"prices": {"m": {"input": 1}}}})),
             [
                 "executive.prices.\"m\".input: unknown setting: a price has inputPerMillion and outputPerMillion"
+            ]
+        );
+    }
+
+    #[test]
+    fn vision_is_a_switch_or_auto_and_attachment_limits_have_ranges() {
+        let (s, found) = validate(&json!({"executive": {"roles": {
+            "reply": {"vision": true}, "ambient": {"vision": false}, "reflex": {"vision": "auto"}}}}));
+        assert!(found.is_empty(), "{found:?}");
+        assert_eq!(
+            s.executive.roles.reply.vision,
+            super::super::schema::Vision::On
+        );
+        assert_eq!(
+            s.executive.roles.ambient.vision,
+            super::super::schema::Vision::Off
+        );
+        assert_eq!(
+            s.executive.roles.reflex.vision,
+            super::super::schema::Vision::Auto
+        );
+        assert_eq!(
+            problems(json!({"executive": {"roles": {"reply": {"vision": "yes"}}}})),
+            [
+                "executive.roles.reply.vision: expected true, false or \"auto\" (decided from the model's name), got the text \"yes\""
+            ]
+        );
+        assert_eq!(
+            problems(json!({"discord": {"attachments": {"maxImageSide": 10, "maxImages": 50}}})),
+            [
+                "discord.attachments.maxImages: must be between 0 and 20, got 50",
+                "discord.attachments.maxImageSide: must be between 64 and 8000, got 10",
             ]
         );
     }

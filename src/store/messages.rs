@@ -11,10 +11,23 @@ use serde::{Deserialize, Serialize};
 use super::{Result, Store, from_ms, to_ms};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A file on a message, as the platform describes it (stored as JSON in the
+/// message row; rows written before the optional fields existed read as `None`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Attachment {
     pub name: String,
     pub url: String,
+    /// Size in bytes, as the platform says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// MIME type, as the platform says (`image/png`…).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    /// An image's pixels, as the platform says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub width: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub height: Option<u32>,
 }
 
 /// Where a line of channel history came from.
@@ -494,6 +507,19 @@ mod tests {
     }
 
     #[test]
+    fn attachments_stored_before_their_details_existed_still_read() {
+        let old: Vec<Attachment> =
+            serde_json::from_str(r#"[{"name": "cat.png", "url": "https://cdn/cat.png"}]"#).unwrap();
+        assert_eq!(old[0].name, "cat.png");
+        assert_eq!((old[0].size, old[0].width), (None, None));
+        assert_eq!(
+            serde_json::to_string(&old).unwrap(),
+            r#"[{"name":"cat.png","url":"https://cdn/cat.png"}]"#,
+            "unknown details are not written"
+        );
+    }
+
+    #[test]
     fn insert_is_idempotent_and_edits_and_deletes_apply() {
         let store = Store::open_in_memory().unwrap();
         let t = Utc::now();
@@ -501,6 +527,10 @@ mod tests {
         m.attachments = vec![Attachment {
             name: "cat.png".into(),
             url: "https://cdn/cat.png".into(),
+            size: Some(1_234),
+            content_type: Some("image/png".into()),
+            width: Some(640),
+            height: Some(480),
         }];
         assert!(store.insert_message(&m).unwrap());
         assert!(

@@ -4,6 +4,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod attachments;
 mod bounds;
 mod console;
 mod conversation;

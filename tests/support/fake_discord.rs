@@ -92,6 +92,18 @@ pub struct World {
     /// More servers beside the test guild, each with this many text channels
     /// (see [`FakeDiscord::start_with_guilds`]): (servers, channels each).
     pub more_guilds: (u32, u32),
+    /// Files people attached, by CDN path (see `FakeDiscord::upload`).
+    uploads: HashMap<String, Upload>,
+}
+
+/// A file a person attached, as the CDN keeps it.
+struct Upload {
+    bytes: Vec<u8>,
+    content_type: String,
+    /// The URL's signature (`hm`) and expiry (`ex`, Unix seconds): Discord's
+    /// CDN answers 404 to a URL without a valid, unexpired signature.
+    signature: String,
+    expires: u64,
 }
 
 impl World {
@@ -527,7 +539,7 @@ impl FakeDiscord {
 
     /// `person` says `content` in `channel` of `guild` (an extra server's, say).
     pub fn say_in(&self, guild: u64, channel: u64, person: Person, content: &str) -> u64 {
-        self.say_in_full(guild, channel, person, content, None)
+        self.say_in_full(guild, channel, person, content, None, Vec::new())
     }
 
     pub fn say_full(
@@ -537,7 +549,74 @@ impl FakeDiscord {
         content: &str,
         reply_to: Option<u64>,
     ) -> u64 {
-        self.say_in_full(GUILD, channel, person, content, reply_to)
+        self.say_in_full(GUILD, channel, person, content, reply_to, Vec::new())
+    }
+
+    /// Uploads a file as Discord does when a person attaches one, and returns
+    /// the attachment object a message carries: id, filename, size,
+    /// content_type, width and height for a picture, and a signed URL that
+    /// this fake's CDN serves (`GET /attachments/…?ex=…&is=…&hm=…`).
+    /// Panics past Discord's upload limit, which no person can pass.
+    pub fn upload(&self, channel: u64, name: &str, bytes: &[u8], content_type: &str) -> Value {
+        assert!(
+            bytes.len() <= MAX_ATTACHMENT_BYTES,
+            "Discord refuses uploads over {MAX_ATTACHMENT_BYTES} bytes"
+        );
+        let dimensions = content_type
+            .starts_with("image/")
+            .then(|| {
+                image::ImageReader::new(std::io::Cursor::new(bytes))
+                    .with_guessed_format()
+                    .ok()?
+                    .into_dimensions()
+                    .ok()
+            })
+            .flatten();
+        self.with(|w| {
+            let id = w.next_id();
+            let path = format!("/attachments/{channel}/{id}/{name}");
+            let now = chrono::Utc::now().timestamp() as u64;
+            let expires = now + 24 * 3600;
+            let signature = format!("{:016x}", {
+                use std::hash::{Hash, Hasher};
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                (&path, expires, "fake-cdn-secret").hash(&mut h);
+                h.finish()
+            });
+            let url = format!(
+                "{}{path}?ex={expires:x}&is={now:x}&hm={signature}&",
+                self.url
+            );
+            w.uploads.insert(
+                path,
+                Upload {
+                    bytes: bytes.to_vec(),
+                    content_type: content_type.to_string(),
+                    signature,
+                    expires,
+                },
+            );
+            let mut a = json!({"id": id.to_string(), "filename": name, "size": bytes.len(),
+                "content_type": content_type, "url": url, "proxy_url": url});
+            if let Some((width, height)) = dimensions {
+                a["width"] = json!(width);
+                a["height"] = json!(height);
+            }
+            a
+        })
+    }
+
+    /// `person` says `content` with `attachments` (objects from [`Self::upload`],
+    /// or made up to play a Discord-compatible server that says other things).
+    pub fn say_with(
+        &self,
+        channel: u64,
+        person: Person,
+        content: &str,
+        reply_to: Option<u64>,
+        attachments: Vec<Value>,
+    ) -> u64 {
+        self.say_in_full(GUILD, channel, person, content, reply_to, attachments)
     }
 
     fn say_in_full(
@@ -547,10 +626,16 @@ impl FakeDiscord {
         person: Person,
         content: &str,
         reply_to: Option<u64>,
+        attachments: Vec<Value>,
     ) -> u64 {
+        assert!(
+            attachments.len() <= 10,
+            "Discord takes at most 10 attachments a message"
+        );
         let (id, msg) = self.with(|w| {
             let id = w.next_id();
             let mut m = message_json(id, channel, Some(guild), user(person), content);
+            m["attachments"] = json!(attachments);
             if content.contains(&format!("<@{BOT}>")) {
                 m["mentions"] = json!([bot_user()]);
             }
@@ -876,6 +961,35 @@ fn multipart(body: &[u8], boundary: &str) -> Value {
     payload
 }
 
+/// The CDN: a file served only under its signed, unexpired URL, as Discord's
+/// does (anything else is 404 "This content is no longer available.").
+fn cdn(w: &World, path: &str, query: &str) -> Response {
+    let query: HashMap<&str, &str> = query
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .collect();
+    let now = chrono::Utc::now().timestamp() as u64;
+    let valid = |u: &Upload| {
+        query.get("hm") == Some(&u.signature.as_str())
+            && query
+                .get("ex")
+                .and_then(|ex| u64::from_str_radix(ex, 16).ok())
+                .is_some_and(|ex| ex == u.expires && ex >= now)
+    };
+    match w.uploads.get(path).filter(|u| valid(u)) {
+        Some(u) => (
+            [(axum::http::header::CONTENT_TYPE, u.content_type.clone())],
+            u.bytes.clone(),
+        )
+            .into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            "This content is no longer available.",
+        )
+            .into_response(),
+    }
+}
+
 async fn rest(
     State((world, ws_url)): State<(Arc<Mutex<World>>, String)>,
     method: Method,
@@ -910,6 +1024,7 @@ async fn rest(
         _ => Vec::new(),
     };
     match (method.as_str(), segments.as_slice()) {
+        ("GET", ["attachments", _, _, _]) => cdn(&w, &path, uri.query().unwrap_or("")),
         ("GET", ["gateway"]) => ok(json!({"url": ws_url})),
         ("GET", ["gateway", "bot"]) => ok(json!({"url": ws_url, "shards": 1,
             "session_start_limit": {"total": 1000, "remaining": 999, "reset_after": 14400000, "max_concurrency": 1}})),

@@ -8,6 +8,13 @@
 //! headers, JSON body) so tests can assert on what the bot actually sent.
 //! The server runs on its own thread and runtime, so synchronous tests that
 //! spawn the `ambient` binary can use it as well as async ones.
+//!
+//! Images are checked as the providers check them, and refused with their
+//! 400s: Anthropic's `image` blocks must be base64 of a JPEG, PNG, GIF or
+//! WebP whose bytes match the media type, at most 5 MB and 8000 px a side;
+//! OpenAI's `image_url` parts must be such a `data:` URL or an http(s) URL;
+//! and a model the test names blind (`blind`) refuses any image, as a
+//! text-only model on llama.cpp or vLLM does.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -90,6 +97,8 @@ struct ServerState {
     /// Extra headers on every successful answer (rate-limit headers).
     success_headers: Vec<(String, String)>,
     counter: u64,
+    /// Models that take no images.
+    blind: Vec<String>,
 }
 
 #[derive(Clone)]
@@ -130,6 +139,12 @@ impl ModelServer {
         self
     }
 
+    /// `model` takes no images: a request showing it one is refused with a 400.
+    pub fn blind(&self, model: &str) -> &Self {
+        self.state.lock().unwrap().blind.push(model.into());
+        self
+    }
+
     pub fn requests(&self) -> Vec<Recorded> {
         self.state.lock().unwrap().requests.clone()
     }
@@ -158,6 +173,25 @@ async fn handle(
         return axum::Json(json!({"models": [{"name": "qwen2.5:14b"}]})).into_response();
     }
     let anthropic = path.ends_with("/v1/messages");
+    let blind = state
+        .lock()
+        .unwrap()
+        .blind
+        .iter()
+        .any(|m| body["model"].as_str() == Some(m.as_str()));
+    if let Some(why) = image_problem(anthropic, &body, blind) {
+        state.lock().unwrap().requests.push(Recorded {
+            path: path.clone(),
+            headers: HashMap::new(),
+            body: body.clone(),
+        });
+        let error = if anthropic {
+            json!({"type": "error", "error": {"type": "invalid_request_error", "message": why}})
+        } else {
+            json!({"error": {"message": why, "type": "invalid_request_error", "code": null}})
+        };
+        return (StatusCode::BAD_REQUEST, axum::Json(error)).into_response();
+    }
     let (scripted, n, extra) = {
         let mut s = state.lock().unwrap();
         s.requests.push(Recorded {
@@ -243,6 +277,78 @@ async fn handle(
         }
         Scripted::Malformed => (StatusCode::OK, "{\"choices\": [ this is not json").into_response(),
     }
+}
+
+/// What the provider would refuse about the request's images, in its words.
+fn image_problem(anthropic: bool, body: &Value, blind: bool) -> Option<String> {
+    use base64::Engine as _;
+    let parts: Vec<&Value> = body["messages"]
+        .as_array()?
+        .iter()
+        .filter_map(|m| m["content"].as_array())
+        .flatten()
+        .filter(|p| p["type"] == "image" || p["type"] == "image_url")
+        .collect();
+    if parts.is_empty() {
+        return None;
+    }
+    if blind {
+        return Some(format!(
+            "image input is not supported by model {}",
+            body["model"]
+        ));
+    }
+    for part in parts {
+        let (media_type, data) = if anthropic {
+            let source = &part["source"];
+            if source["type"] != "base64" {
+                return Some("messages: image source type must be base64".into());
+            }
+            (
+                source["media_type"].as_str().unwrap_or("").to_string(),
+                source["data"].as_str().unwrap_or("").to_string(),
+            )
+        } else {
+            let url = part["image_url"]["url"].as_str().unwrap_or("");
+            if url.starts_with("https://") || url.starts_with("http://") {
+                continue;
+            }
+            let Some((head, data)) = url
+                .strip_prefix("data:")
+                .and_then(|rest| rest.split_once(";base64,"))
+            else {
+                return Some("Invalid image_url: expected a data URL or an http(s) URL.".into());
+            };
+            (head.to_string(), data.to_string())
+        };
+        let format = match media_type.as_str() {
+            "image/jpeg" => image::ImageFormat::Jpeg,
+            "image/png" => image::ImageFormat::Png,
+            "image/gif" => image::ImageFormat::Gif,
+            "image/webp" => image::ImageFormat::WebP,
+            other => return Some(format!("Unsupported image media type {other:?}")),
+        };
+        let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(&data) else {
+            return Some("Invalid image: the base64 data could not be decoded.".into());
+        };
+        if bytes.len() > 5 * 1024 * 1024 {
+            return Some("image exceeds 5 MB maximum".into());
+        }
+        if image::guess_format(&bytes).ok() != Some(format) {
+            return Some(format!(
+                "Image does not match the provided media type {media_type}"
+            ));
+        }
+        let Ok((w, h)) =
+            image::ImageReader::with_format(std::io::Cursor::new(&bytes), format).into_dimensions()
+        else {
+            return Some("Invalid image: it could not be decoded.".into());
+        };
+        if w > 8000 || h > 8000 {
+            return Some("image dimensions exceed max allowed size: 8000 pixels".into());
+        }
+    }
+    None
 }
 
 /// `calls`: (id, name, parsed args, or raw argument text when args is None).
