@@ -82,6 +82,11 @@ pub struct DiscordSettings {
     pub answer_missed_within_minutes: u32,
     /// Older missed questions get one short "I was away" reply per channel; false: nothing.
     pub away_notice: bool,
+    /// Show a long answer while it is written: post its start, edit it as text arrives,
+    /// continue in new messages past 2,000 characters (the console shows it too).
+    pub stream_replies: bool,
+    /// A streamed message is edited at most once per this many milliseconds.
+    pub stream_edit_interval_ms: u32,
 }
 
 impl Default for DiscordSettings {
@@ -97,6 +102,8 @@ impl Default for DiscordSettings {
             backfill_hours: 6,
             answer_missed_within_minutes: 15,
             away_notice: true,
+            stream_replies: true,
+            stream_edit_interval_ms: 1500,
         }
     }
 }

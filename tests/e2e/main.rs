@@ -33,5 +33,6 @@ mod settings_cli;
 mod spine;
 mod status;
 mod store_upgrade;
+mod streaming;
 mod voice;
 mod writes;
