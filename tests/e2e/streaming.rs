@@ -20,10 +20,12 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::conversation::{model_env, with_env};
 use crate::support::bot::Bot;
 use crate::support::exec::{self, base_settings};
 use crate::support::fake_discord::{ALICE, BOT, GENERAL, World};
-use crate::support::model_server::Scripted;
+use crate::support::home::{Home, events_of};
+use crate::support::model_server::{ModelServer, Scripted};
 
 /// The bot's streamed edits: at most one per this, per message (the default).
 const INTERVAL: Duration = Duration::from_millis(1500);
@@ -291,6 +293,120 @@ fn an_answer_that_breaks_off_after_it_was_shown_says_so_and_is_journaled() {
         usage[0].tokens_out > 0,
         "what was streamed is counted: {usage:#?}"
     );
+}
+
+/// The README's example that turns streaming off, exactly as written.
+fn readme_streaming_off() -> Value {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let section = &readme[readme
+        .find("## Streamed replies")
+        .expect("the README section")..];
+    let block = &section[section.find("```json\n").expect("its example") + 8..];
+    serde_json::from_str(&block[..block.find("```").unwrap()]).unwrap()
+}
+
+#[test]
+fn with_streaming_off_as_the_readme_shows_a_long_answer_is_posted_whole() {
+    let settings = readme_streaming_off();
+    let (_, problems) = ambient::settings::validate::validate(&settings);
+    assert!(problems.is_empty(), "{problems:?}");
+    let bot = Bot::start(settings);
+    let text = long_answer();
+    bot.model
+        .push(Scripted::streamed(&text, 30, Duration::from_millis(20)));
+    bot.discord
+        .say(GENERAL, ALICE, &format!("<@{BOT}> tell me everything"));
+    let expected = expected_parts(&text);
+    assert!(
+        bot.discord
+            .wait_until(30, |w| contents(&bot_messages(w)) == expected),
+        "{}",
+        bot.log()
+    );
+    let creates = contents(&bot.discord.with(|w| w.sent_in(GENERAL)));
+    assert_eq!(creates, expected, "each part posted whole, once");
+    assert!(bot.discord.with(|w| w.edits.is_empty()));
+    assert!(bot.model.requests()[0].body.get("stream").is_none());
+}
+
+#[test]
+fn a_short_answer_is_one_plain_message_with_streaming_on() {
+    let bot = Bot::start(json!({}));
+    bot.model.push(Scripted::streamed(
+        "Sure, in ten minutes. See you there!",
+        4,
+        Duration::from_millis(40),
+    ));
+    bot.discord
+        .say(GENERAL, ALICE, &format!("<@{BOT}> coming?"));
+    assert!(
+        bot.discord.wait_until(30, |w| !bot_messages(w).is_empty()),
+        "{}",
+        bot.log()
+    );
+    let creates = contents(&bot.discord.with(|w| w.sent_in(GENERAL)));
+    assert_eq!(
+        creates,
+        vec!["Sure, in ten minutes. See you there!".to_string()]
+    );
+    assert!(bot.discord.with(|w| w.edits.is_empty()), "nothing to edit");
+    assert_eq!(bot.model.requests()[0].body["stream"], true);
+}
+
+#[test]
+fn the_hourly_cap_counts_messages_posted_not_edits() {
+    let bot = Bot::start(json!({"permissions": {"replies": {"maxMessagesPerHour": 1}}}));
+    let text = long_answer();
+    bot.model
+        .push(Scripted::streamed(&text, 30, Duration::from_millis(40)));
+    bot.discord
+        .say(GENERAL, ALICE, &format!("<@{BOT}> tell me everything"));
+    let safe = text.replace("@everyone", "@\u{200D}everyone");
+    let expected = ambient::speech::split_within(&safe, 2000, 1);
+    assert!(
+        bot.discord
+            .wait_until(30, |w| contents(&bot_messages(w)) == expected),
+        "one message, cut with the marker: {:#?}\n{}",
+        bot.discord.with(|w| contents(&bot_messages(w))),
+        bot.log()
+    );
+    assert!(expected[0].ends_with(ambient::speech::CUT_MARKER));
+    assert_eq!(bot.discord.with(|w| w.sent_in(GENERAL)).len(), 1);
+    assert!(
+        !bot.discord.with(|w| w.edits.is_empty()),
+        "it was streamed: edits did not use up the hour's one message"
+    );
+}
+
+#[test]
+fn the_console_shows_a_streamed_answer_as_it_grows() {
+    let server = ModelServer::start();
+    let text: String = (1..=12)
+        .map(|i| format!("Step {i} of the answer comes in a sentence of its own. "))
+        .collect::<String>()
+        .trim_end()
+        .to_string();
+    server.push(Scripted::streamed(&text, 20, Duration::from_millis(40)));
+    let home = Home::new(json!({"executive": {"ollamaBaseUrl": "http://127.0.0.1:9"}}));
+    let env = model_env(&server);
+    let (events, out) = home.console_with("@ambient explain it slowly\n", &with_env(&env));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = events_of(&events, "message");
+    assert_eq!(said.len(), 1, "{events:#?}");
+    let first = said[0]["content"].as_str().unwrap();
+    assert!(
+        first.len() < text.len() && text.starts_with(first),
+        "posted while it was written: {first:?}"
+    );
+    let edits = events_of(&events, "edit");
+    assert!(!edits.is_empty(), "{events:#?}");
+    assert!(edits.iter().all(|e| e["id"] == said[0]["id"]));
+    assert_eq!(edits.last().unwrap()["content"], text.as_str());
 }
 
 // --- the executive's streamed calls -------------------------------------------------------
