@@ -19,6 +19,7 @@ pub mod prices;
 pub mod prompts;
 pub mod ratelimit;
 pub mod snapshot;
+pub mod sse;
 pub mod stand_in;
 pub mod stream;
 pub mod tools;

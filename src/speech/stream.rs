@@ -48,6 +48,14 @@ pub const MAX_EDITS: u32 = 20;
 /// Attempts at the edit that makes a message final.
 const FINAL_TRIES: u32 = 3;
 
+/// How often a growing draft is looked at, at most.
+const LOOK_EVERY: Duration = Duration::from_millis(100);
+
+/// Characters of a draft looked at beyond what its parts can show (an echoed
+/// name the shape removes, a voice line's mention it adds): the rest of a
+/// runaway answer is never copied, split or scanned while it streams.
+const HEAD_MARGIN: usize = 1_000;
+
 /// A draft is shown once it holds this much and two sentences…
 const SHOW_WITH_SENTENCES_CHARS: usize = 100;
 /// …or this much in any case.
@@ -205,7 +213,7 @@ impl Streamed {
         loop {
             let (text, attempt, closed) = {
                 let state = self.draft.lock();
-                (state.text.clone(), state.attempt, state.closed)
+                (self.head(&state.text), state.attempt, state.closed)
             };
             if closed {
                 return;
@@ -221,6 +229,17 @@ impl Streamed {
                 }
                 None => changed.await,
             }
+            // Text comes in many small pieces: looked at a few times a second, not at each.
+            self.speech.clock.sleep(LOOK_EVERY).await;
+        }
+    }
+
+    /// The start of `text` that the parts this answer may take can show.
+    fn head(&self, text: &str) -> String {
+        let most = self.fits * MESSAGE_LIMIT + HEAD_MARGIN;
+        match text.char_indices().nth(most) {
+            Some((end, _)) => text[..end].to_string(),
+            None => text.to_string(),
         }
     }
 
@@ -286,7 +305,10 @@ impl Streamed {
         wait
     }
 
+    /// Posts part `i`, if the place may still take another message: the
+    /// room counted at the start may have been used by others meanwhile.
     async fn create(&mut self, i: usize, content: &str) -> Result<(), SpeechError> {
+        self.speech.deliverable(self.place)?;
         let outgoing = Outgoing {
             content: content.to_string(),
             // Only the first part is a reply; the rest follow it.
@@ -365,7 +387,13 @@ impl Streamed {
         if safe.is_empty() {
             return Err(SpeechError::Empty);
         }
-        let parts = split_within(&safe, MESSAGE_LIMIT, self.fits);
+        // The room may have shrunk while the answer was written (others spoke here too).
+        let room = self
+            .speech
+            .deliverable(self.place)
+            .map_or(0, |n| n as usize);
+        let fits = self.fits.min(self.shown.len() + room).max(self.shown.len());
+        let parts = split_within(&safe, MESSAGE_LIMIT, fits);
         self.settle_all(&parts).await?;
         self.speech.lock_refused().remove(&self.place.channel);
         Ok(self.shown.iter().map(|s| s.id).collect())
@@ -400,7 +428,10 @@ impl Streamed {
         }
         // The draft is what was shown, unless a later attempt or step began and showed nothing yet.
         let mut parts = match self.draft.shown() {
-            true => self.parts_of(&self.draft.lock().text.clone()),
+            true => {
+                let head = self.head(&self.draft.lock().text);
+                self.parts_of(&head)
+            }
             false => Vec::new(),
         };
         if parts.is_empty() {

@@ -22,22 +22,20 @@
 //! `broken` (its tokens estimated and recorded), and the caller says so
 //! where the text was shown.
 //!
-//! The wire formats are in `anthropic` (`message_start`, `content_block_*`,
-//! `message_delta`, `message_stop`, `ping`, `error`) and `openai`
-//! (`choices[0].delta`, `data: [DONE]`).
+//! The event framing is `super::sse`; the wire formats are in `anthropic`
+//! (`message_start`, `content_block_*`, `message_delta`, `message_stop`,
+//! `ping`, `error`) and `openai` (`choices[0].delta`, `data: [DONE]`).
 
 mod anthropic;
 mod openai;
 
 use std::time::Duration;
 
-use eventsource_stream::{EventStreamError, Eventsource};
-use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 use super::endpoints::{Endpoint, Wire};
 use super::wire::{ChatResponse, Part, StopReason, TokenUsage};
-use super::{Attempt, Executive};
+use super::{Attempt, Executive, sse};
 use crate::net::error_chain;
 
 /// Where a streamed answer's text goes while it is written.
@@ -154,12 +152,31 @@ fn estimated_output(response: &ChatResponse) -> u64 {
     chars.div_ceil(4) as u64
 }
 
-#[derive(Debug, thiserror::Error)]
-enum Cut {
-    #[error("{0}")]
-    Transport(#[from] reqwest::Error),
-    #[error("the stream passed {0} bytes")]
-    TooLarge(u64),
+/// A stream that stopped short: retried as a failed call would be while
+/// none of its text was shown, else `Broken` with what it had cost.
+fn stopped(
+    decoder: &Decoder,
+    sink: &dyn TextSink,
+    estimate_in: u64,
+    (outcome, detail): (&'static str, String),
+) -> Attempt {
+    if sink.shown() {
+        let (mut partial, usage) = decoder.response();
+        partial.usage = usage.unwrap_or(TokenUsage {
+            input: estimate_in,
+            output: estimated_output(&partial),
+        });
+        return Attempt::Broken { partial, detail };
+    }
+    match outcome {
+        // Asking again would get the same.
+        "malformed" | "too_large" => Attempt::Fail { outcome, detail },
+        _ => Attempt::Retry {
+            outcome,
+            detail,
+            wait: None,
+        },
+    }
 }
 
 impl Executive {
@@ -192,79 +209,73 @@ impl Executive {
             }
             return attempt;
         }
-        let mut seen = 0u64;
-        let bytes = resp.bytes_stream().map(move |chunk| {
-            let chunk = chunk?;
-            seen += chunk.len() as u64;
-            if seen > max_bytes {
-                return Err(Cut::TooLarge(max_bytes));
-            }
-            Ok(chunk)
-        });
-        let mut events = std::pin::pin!(bytes.eventsource());
         let mut decoder = Decoder::new(ep.wire);
-        let broken = |decoder: &Decoder, outcome: &'static str, detail: String| {
-            if sink.shown() {
-                let (mut partial, usage) = decoder.response();
-                partial.usage = usage.unwrap_or(TokenUsage {
-                    input: estimate_in,
-                    output: estimated_output(&partial),
-                });
-                Attempt::Broken { partial, detail }
-            } else if outcome == "malformed" || outcome == "too_large" {
-                Attempt::Fail { outcome, detail }
-            } else {
-                Attempt::Retry {
-                    outcome,
-                    detail,
-                    wait: None,
-                }
+        let read = self
+            .read_events(ep, resp, timeout, max_bytes, &mut decoder, sink)
+            .await;
+        match read {
+            Err(why) => stopped(&decoder, sink, estimate_in, why),
+            Ok(()) if !decoder.complete() => {
+                let why = "the stream ended before the answer was complete".to_string();
+                stopped(&decoder, sink, estimate_in, ("network", why))
             }
-        };
-        while let Some(event) = events.next().await {
-            let event = match event {
-                Ok(e) => e,
-                Err(EventStreamError::Transport(Cut::TooLarge(n))) => {
-                    let detail = format!("the stream was cut at {n} bytes");
-                    return broken(&decoder, "too_large", detail);
-                }
-                Err(EventStreamError::Transport(Cut::Transport(e))) if e.is_timeout() => {
-                    let (outcome, detail) = self.interruption(ep, &e, timeout);
-                    return broken(&decoder, outcome, detail);
-                }
-                Err(EventStreamError::Transport(Cut::Transport(e))) => {
-                    let detail = format!("the stream was cut off: {}", error_chain(&e));
-                    return broken(&decoder, "network", self.secrets.redact(&detail));
-                }
+            Ok(()) => {
+                let (mut response, usage) = decoder.response();
+                response.usage = usage.unwrap_or(TokenUsage {
+                    input: estimate_in,
+                    output: estimated_output(&response),
+                });
+                Attempt::Ok(response)
+            }
+        }
+    }
+
+    /// Reads the stream into `decoder`, its text to `sink`, until the answer
+    /// is complete or the stream ends; `Err` is (usage outcome, why) of a
+    /// stream that stopped short.
+    async fn read_events(
+        &self,
+        ep: &Endpoint,
+        mut resp: reqwest::Response,
+        timeout: Duration,
+        max_bytes: u64,
+        decoder: &mut Decoder,
+        sink: &dyn TextSink,
+    ) -> Result<(), (&'static str, String)> {
+        let mut seen = 0u64;
+        let mut parser = sse::Parser::default();
+        loop {
+            let chunk = match resp.chunk().await {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => return Ok(()),
+                Err(e) if e.is_timeout() => return Err(self.interruption(ep, &e, timeout)),
                 Err(e) => {
-                    let detail = format!("the stream could not be read: {e}");
-                    return broken(&decoder, "malformed", detail);
+                    let detail = format!("the stream was cut off: {}", error_chain(&e));
+                    return Err(("network", self.secrets.redact(&detail)));
                 }
             };
-            match decoder.event(&event.event, &event.data) {
-                Ok(Step::Nothing) => {}
-                Ok(Step::Text(delta)) => sink.text(&delta),
-                Ok(Step::Done) => break,
-                Err(Fault::Provider(e)) => {
-                    let detail = format!("the stream ended with an error: {}", self.clean(&e));
-                    return broken(&decoder, "server_error", detail);
-                }
-                Err(Fault::Malformed(e)) => {
-                    let detail = format!("the stream was malformed: {e}");
-                    return broken(&decoder, "malformed", detail);
+            seen += chunk.len() as u64;
+            if seen > max_bytes {
+                return Err(("too_large", format!("the stream passed {max_bytes} bytes")));
+            }
+            let events = parser
+                .push(&chunk)
+                .map_err(|e| ("malformed", format!("the stream was malformed: {e}")))?;
+            for event in events {
+                match decoder.event(&event.event, &event.data) {
+                    Ok(Step::Nothing) => {}
+                    Ok(Step::Text(delta)) => sink.text(&delta),
+                    Ok(Step::Done) => return Ok(()),
+                    Err(Fault::Provider(e)) => {
+                        let why = format!("the stream ended with an error: {}", self.clean(&e));
+                        return Err(("server_error", why));
+                    }
+                    Err(Fault::Malformed(e)) => {
+                        return Err(("malformed", format!("the stream was malformed: {e}")));
+                    }
                 }
             }
         }
-        if !decoder.complete() {
-            let detail = "the stream ended before the answer was complete".to_string();
-            return broken(&decoder, "network", detail);
-        }
-        let (mut response, usage) = decoder.response();
-        response.usage = usage.unwrap_or(TokenUsage {
-            input: estimate_in,
-            output: estimated_output(&response),
-        });
-        Attempt::Ok(response)
     }
 
     /// A provider's text without secrets, at most 300 characters.
