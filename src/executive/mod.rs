@@ -467,11 +467,11 @@ impl Executive {
                     "anthropic-version",
                     HeaderValue::from_static(anthropic::API_VERSION),
                 );
-                if let Some(k) = key {
-                    if let Ok(mut v) = HeaderValue::from_str(k.expose()) {
-                        v.set_sensitive(true);
-                        headers.insert("x-api-key", v);
-                    }
+                if let Some(k) = key
+                    && let Ok(mut v) = HeaderValue::from_str(k.expose())
+                {
+                    v.set_sensitive(true);
+                    headers.insert("x-api-key", v);
                 }
             }
             (Wire::OpenAi, Some(k)) => {

@@ -38,19 +38,17 @@ impl Parser {
         let mut events = Vec::new();
         let mut rest = bytes;
         while let Some(end) = rest.iter().position(|b| *b == b'\n') {
-            let line = if self.pending.is_empty() {
-                &rest[..end]
-            } else {
-                self.pending.extend_from_slice(&rest[..end]);
-                self.pending.as_slice()
-            };
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            // The line's start may have come in an earlier chunk.
+            let mut line = std::mem::take(&mut self.pending);
+            line.extend_from_slice(&rest[..end]);
+            let bytes = line.strip_suffix(b"\r").unwrap_or(&line);
             self.lines += 1;
-            let text = std::str::from_utf8(line).map_err(|_| NotText { line: self.lines })?;
-            if let Some(event) = self.line(&text.to_owned()) {
+            let text = std::str::from_utf8(bytes).map_err(|_| NotText { line: self.lines })?;
+            if let Some(event) = self.line(text) {
                 events.push(event);
             }
-            self.pending.clear();
+            line.clear();
+            self.pending = line;
             rest = &rest[end + 1..];
         }
         self.pending.extend_from_slice(rest);

@@ -249,10 +249,11 @@ impl Streamed {
         let mut parts = split_message(&text, MESSAGE_LIMIT);
         parts.truncate(self.fits);
         // A code block still being written is closed for now, where it fits.
-        if let Some(last) = parts.last_mut() {
-            if last.matches("```").count() % 2 == 1 && last.chars().count() + 4 <= MESSAGE_LIMIT {
-                last.push_str("\n```");
-            }
+        if let Some(last) = parts.last_mut()
+            && last.matches("```").count() % 2 == 1
+            && last.chars().count() + 4 <= MESSAGE_LIMIT
+        {
+            last.push_str("\n```");
         }
         parts
     }

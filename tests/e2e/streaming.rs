@@ -409,6 +409,86 @@ fn the_console_shows_a_streamed_answer_as_it_grows() {
     assert_eq!(edits.last().unwrap()["content"], text.as_str());
 }
 
+#[test]
+fn a_stricter_edit_limit_is_learned_from_the_headers_not_from_429s() {
+    let bot = Bot::start(json!({}));
+    let limit = Duration::from_secs(3);
+    bot.discord.rate_limit_edits(limit);
+    let text: String = (1..=30)
+        .map(|i| format!("Line {i} of a slow answer. "))
+        .collect::<String>()
+        .trim_end()
+        .to_string();
+    bot.model
+        .push(Scripted::streamed(&text, 25, Duration::from_millis(100)));
+    bot.discord.say(GENERAL, ALICE, &format!("<@{BOT}> slowly"));
+    assert!(
+        bot.discord
+            .wait_until(40, |w| contents(&bot_messages(w)) == vec![text.clone()]),
+        "{:#?}\n{}",
+        bot.discord.with(|w| contents(&bot_messages(w))),
+        bot.log()
+    );
+    let id = id_of(&bot.discord.with(|w| bot_messages(w))[0]);
+    let edits = bot.discord.edits_of(id);
+    assert!(edits.len() >= 2, "{edits:#?}");
+    assert!(
+        edits.iter().all(|e| e.status == 200),
+        "X-RateLimit-Remaining: 0 said to wait: no edit was answered 429: {edits:#?}"
+    );
+    let times: Vec<Instant> = edits.iter().map(|e| e.at).collect();
+    assert_paced(&times, limit, "edits under the server's stricter limit");
+}
+
+#[tokio::test]
+async fn the_fake_discord_refuses_edits_as_discord_does() {
+    let discord = crate::support::fake_discord::FakeDiscord::start();
+    let http = reqwest::Client::new();
+    let url = |path: &str| format!("{}/api/v10{path}", discord.url);
+    let created: Value = http
+        .post(url(&format!("/channels/{GENERAL}/messages")))
+        .json(&json!({"content": "mine"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mine = created["id"].as_str().unwrap().to_string();
+    let hers = discord.say(GENERAL, ALICE, "hers").to_string();
+    let patch = |id: &str, content: String| {
+        http.patch(url(&format!("/channels/{GENERAL}/messages/{id}")))
+            .json(&json!({"content": content, "allowed_mentions": {"parse": []}}))
+            .send()
+    };
+    let status = |r: reqwest::Response| r.status().as_u16();
+    assert_eq!(status(patch(&mine, "edited".into()).await.unwrap()), 200);
+    assert_eq!(status(patch("999", "x".into()).await.unwrap()), 404);
+    assert_eq!(status(patch(&hers, "not yours".into()).await.unwrap()), 403);
+    assert_eq!(status(patch(&mine, "x".repeat(2001)).await.unwrap()), 400);
+
+    discord.rate_limit_edits(Duration::from_secs(60));
+    let ok = patch(&mine, "again".into()).await.unwrap();
+    assert_eq!(ok.status(), 200);
+    assert_eq!(ok.headers()["x-ratelimit-remaining"], "0");
+    let too_fast = patch(&mine, "too soon".into()).await.unwrap();
+    assert_eq!(too_fast.status(), 429);
+    let wait: f64 = too_fast.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(wait > 0.0 && wait <= 60.0, "{wait}");
+    assert!(too_fast.headers().contains_key("x-ratelimit-reset-after"));
+    let shown = discord.with(|w| w.posted_in(GENERAL));
+    assert_eq!(
+        shown[0]["content"], "again",
+        "a refused edit changes nothing"
+    );
+    let echoed = discord.with(|w| w.log_of("MESSAGE_UPDATE"));
+    assert_eq!(echoed.len(), 2, "each edit is echoed, as Discord does");
+}
+
 // --- the executive's streamed calls -------------------------------------------------------
 
 /// Collects what the executive streams, and says it was shown once it got `show_after` characters.
@@ -595,4 +675,36 @@ async fn once_its_text_was_shown_a_broken_stream_is_not_retried() {
         usage[0].tokens_in, 120,
         "the stream's own count of the prompt"
     );
+}
+
+#[tokio::test]
+async fn a_stream_past_its_byte_cap_is_cut_and_not_asked_again() {
+    let mut settings = base_settings();
+    settings.executive.max_retries = 2;
+    let f = exec::openai(settings).await;
+    f.server
+        .push(Scripted::text(&"x".repeat(1_500_000)))
+        .fallback(Scripted::text("asked again"));
+    let screen = Screen::default();
+    let ctx = ambient::executive::CallContext::new(Role::Reply, None);
+    let req = ambient::executive::ChatRequest {
+        system: String::new(),
+        messages: vec![Message::user("hi")],
+        tools: vec![],
+        tool_choice: ambient::executive::ToolChoice::Auto,
+        max_tokens: 1,
+    };
+    let e = f
+        .exec
+        .complete_streamed(&ctx, &req, &screen)
+        .await
+        .unwrap_err();
+    let cap = ambient::executive::stream::max_stream_bytes(1);
+    assert!(
+        e.to_string().contains(&format!("passed {cap} bytes")),
+        "{e}"
+    );
+    assert_eq!(f.server.requests().len(), 1);
+    let usage = f.store.usage_list(&UsageFilter::default(), None).unwrap();
+    assert_eq!(usage[0].outcome, "too_large");
 }
