@@ -190,14 +190,15 @@ pub struct EditLimit {
 }
 
 impl EditLimit {
-    fn admit(&mut self, message: u64, now: Instant) -> Result<Vec<(String, String)>, Response> {
+    /// Ok(headers for the answer), or Err(the wait a 429 asks for).
+    fn admit(&mut self, message: u64, now: Instant) -> Result<Vec<(String, String)>, Duration> {
         if let Some(until) = self.blocked_until.get(&message).filter(|u| **u > now) {
-            return Err(edit_429(*until - now));
+            return Err(*until - now);
         }
         if self.storm > 0 {
             self.storm -= 1;
             self.blocked_until.insert(message, now + self.retry_after);
-            return Err(edit_429(self.retry_after));
+            return Err(self.retry_after);
         }
         if self.per_message.is_zero() {
             return Ok(Vec::new());
@@ -205,7 +206,7 @@ impl EditLimit {
         if let Some(last) = self.last.get(&message) {
             let free = *last + self.per_message;
             if free > now {
-                return Err(edit_429(free - now));
+                return Err(free - now);
             }
         }
         self.last.insert(message, now);
@@ -277,9 +278,9 @@ fn edit_message(w: &mut World, channel: u64, id: u64, body: &Value) -> Response 
     };
     let headers = match w.edit_limit.admit(id, Instant::now()) {
         Ok(h) => h,
-        Err(too_many) => {
+        Err(wait) => {
             w.edits.push(attempt(429));
-            return too_many;
+            return edit_429(wait);
         }
     };
     let refuse = |status: StatusCode, body: Value| (status, axum::Json(body)).into_response();

@@ -204,20 +204,20 @@ async fn handle(
         (next, s.counter, s.success_headers.clone())
     };
     let model = body["model"].as_str().unwrap_or("scripted").to_string();
-    if body["stream"] == json!(true) {
-        if let Some(scripted) = &scripted {
-            let plan = Plan {
-                anthropic,
-                model: &model,
-                n,
-                include_usage: body["stream_options"]["include_usage"] == json!(true),
-                tokens: (120, 30),
-                chunk_chars: 24,
-                every: Duration::ZERO,
-            };
-            if let Some(sse) = streamed(scripted, plan) {
-                return sse.into_response(&extra);
-            }
+    if body["stream"] == json!(true)
+        && let Some(scripted) = &scripted
+    {
+        let plan = Plan {
+            anthropic,
+            model: &model,
+            n,
+            include_usage: body["stream_options"]["include_usage"] == json!(true),
+            tokens: (120, 30),
+            chunk_chars: 24,
+            every: Duration::ZERO,
+        };
+        if let Some(sse) = streamed(scripted, plan) {
+            return sse.into_response(&extra);
         }
     }
     let Some(scripted) = scripted else {
