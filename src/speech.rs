@@ -13,6 +13,9 @@
 //!   know its own words, even after a crash right after a send), then gives
 //!   the row the platform's id.
 //!
+//! A long answer can also be shown while it is written: [`Speech::stream`]
+//! (in `stream`) posts its start and edits it, under the same rules.
+//!
 //! [`Speech::deliverable`] answers, before anyone pays a model for the words,
 //! whether anything could be said in a place now: the channel still visible
 //! under the current settings, under its hourly cap, and not one whose last

@@ -7,7 +7,8 @@
 //! endpoint, puts a repeatedly failing provider on cooldown, learns rate
 //! limits from headers (`ratelimit`), and writes a usage record for every
 //! attempt. [`Executive::run_turn`] (in `turn`) is the bounded tool loop on
-//! top of it. Error texts are scrubbed of secrets before they are logged,
+//! top of it; with a [`TextSink`] its calls stream their text as it is
+//! written (`stream`, framed by `sse`). Error texts are scrubbed of secrets before they are logged,
 //! journaled or stored.
 
 pub mod anthropic;
