@@ -23,6 +23,14 @@ pub struct Outgoing {
     pub pings: Vec<UserId>,
 }
 
+/// New text for a message the bot already sent (a streamed answer growing).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Edit {
+    pub content: String,
+    /// As for [`Outgoing::pings`]: the only people the text may ping.
+    pub pings: Vec<UserId>,
+}
+
 /// A file sent with a message (a generated image, say).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OutgoingFile {
@@ -96,6 +104,24 @@ pub trait Transport: Send + Sync {
         message: MessageId,
         emoji: &str,
     ) -> Result<(), ChatError>;
+
+    /// Whether sent messages can be edited here (streamed answers need it).
+    fn can_edit(&self) -> bool {
+        false
+    }
+
+    /// Replaces the text of a message the bot sent. Transports that cannot
+    /// edit say so; speech asks [`Transport::can_edit`] first.
+    async fn edit(
+        &self,
+        _channel: ChannelId,
+        _message: MessageId,
+        _edit: &Edit,
+    ) -> Result<(), ChatError> {
+        Err(ChatError::Unavailable(
+            "this transport cannot edit messages".into(),
+        ))
+    }
 
     /// Starts the typing indicator; it stops when the returned guard is dropped.
     fn typing(&self, channel: ChannelId) -> Typing;

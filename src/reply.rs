@@ -54,6 +54,7 @@ use crate::reflexes::Reflexes;
 use crate::senses::attachments::{self, Reading, Shown};
 use crate::settings::{Secrets, SettingsService};
 use crate::speech::Speech;
+use crate::speech::stream::Streamed;
 use crate::store::Store;
 
 /// What a reply turn offers beyond memory: the journal ("why did you do
@@ -312,15 +313,30 @@ impl ReplyHandler {
         let settings = self.settings.for_guild(m.place().guild);
         let mut turn = self.turn(m, rendered, &shown, Role::Reply, "reply to");
         turn.tools.extend(self.conversation_tools(m));
-        let result = self.executive.run_turn(turn).await;
-        let most = Role::Reply.settings(&settings).max_output_tokens;
-        let text = match &result.outcome {
-            Ok(TurnOutcome::Answer(text)) => {
-                within_output_tokens(clean_answer(text, &settings.bot.name), most)
+        let shape = answer_shape(m, &settings);
+        let (result, streamed) = match self.streamed(m, shape.clone()) {
+            Some(mut streamed) => {
+                let sink = streamed.sink();
+                turn.sink = Some(sink.clone());
+                let turn = async {
+                    let result = self.executive.run_turn(turn).await;
+                    sink.close();
+                    result
+                };
+                let (result, ()) = tokio::join!(turn, streamed.show());
+                (result, Some(streamed))
             }
-            Ok(TurnOutcome::Final(_)) => String::new(),
+            None => (self.executive.run_turn(turn).await, None),
+        };
+        let text = match &result.outcome {
+            Ok(TurnOutcome::Answer(text)) if !clean_answer(text, &settings.bot.name).is_empty() => {
+                shape(text)
+            }
+            Ok(TurnOutcome::Answer(_) | TurnOutcome::Final(_)) => String::new(),
             Ok(TurnOutcome::Incomplete(why)) => {
-                return self.cannot_answer(m, why, "the model gave no answer").await;
+                return self
+                    .cannot_answer_after(m, streamed, &result, why, "the model gave no answer")
+                    .await;
             }
             Err(e) => {
                 let short = match e {
@@ -328,12 +344,20 @@ impl ReplyHandler {
                     ExecError::Unavailable(_) => "no model is available",
                     ExecError::Provider { .. } => "the model service isn't answering",
                 };
-                return self.cannot_answer(m, &e.to_string(), short).await;
+                return self
+                    .cannot_answer_after(m, streamed, &result, &e.to_string(), short)
+                    .await;
             }
         };
         if text.is_empty() {
             return self
-                .cannot_answer(m, "the answer was empty", "the model gave no answer")
+                .cannot_answer_after(
+                    m,
+                    streamed,
+                    &result,
+                    "the answer was empty",
+                    "the model gave no answer",
+                )
                 .await;
         }
         let outcome = self
@@ -343,12 +367,72 @@ impl ReplyHandler {
                 &result,
                 format!("answered {}", m.message.author_name),
                 m.addressed.describe(),
+                streamed,
             )
             .await;
         if outcome == Outcome::Done {
             self.mark_active(m);
         }
         outcome
+    }
+
+    /// The answer to `m` streamed as it is written, when it can be (see `speech::stream`).
+    fn streamed(
+        &self,
+        m: &MessagePercept,
+        shape: impl Fn(&str) -> String + Send + Sync + 'static,
+    ) -> Option<Streamed> {
+        if !self.executive.can_stream(Role::Reply) {
+            return None;
+        }
+        self.speech.stream(
+            m.place(),
+            m.reply_target(),
+            &format!("reply-{}", m.message.id),
+            &[m.message.author_id],
+            shape,
+        )
+    }
+
+    /// No answer after all. If part of one was shown while streaming, the
+    /// message says that it broke off and the journal records it; otherwise
+    /// the channel is told as usual ([`ReplyHandler::cannot_answer`]).
+    async fn cannot_answer_after(
+        &self,
+        m: &MessagePercept,
+        streamed: Option<Streamed>,
+        result: &TurnResult,
+        why: &str,
+        short: &str,
+    ) -> Outcome {
+        let Some(streamed) = streamed.filter(Streamed::posted) else {
+            return self.cannot_answer(m, why, short).await;
+        };
+        let place = m.place();
+        let mut e = Entry::new(Kind::Reply, "the answer broke off while it was shown")
+            .place(place.guild, Some(place.channel))
+            .message(m.message.id)
+            .reason(why.to_string());
+        if let Some(id) = result.last_call {
+            e = e.model_call(id);
+        }
+        match streamed.broke_off(short).await {
+            Ok(ids) => {
+                e = e.data(serde_json::json!({
+                    "sent": ids.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
+                    "tokens_in": result.tokens.input,
+                    "tokens_out": result.tokens.output,
+                    "steps": result.steps,
+                }));
+                self.executive.journal().record(e);
+                Outcome::Done
+            }
+            Err(err) => {
+                e.reason = format!("{why}; saying so in the message failed too: {err}");
+                self.executive.journal().record(e);
+                Outcome::Failed(format!("could not mark the broken answer: {err}"))
+            }
+        }
     }
 
     /// Nobody addressed the bot in a reply channel: the model decides whether to join in.
@@ -393,16 +477,20 @@ impl ReplyHandler {
             self.executive.journal().record(e);
             return Outcome::Done;
         }
+        let text = voice_addressed(m, &text);
         self.deliver(
             m,
             &text,
             &result,
             format!("chimed in after {}", m.message.author_name),
             &decision.reason,
+            None,
         )
         .await
     }
 
+    /// Says `text` (already shaped: see [`answer_shape`]) and journals it
+    /// once; a streamed answer is finished in the messages already shown.
     async fn deliver(
         &self,
         m: &MessagePercept,
@@ -410,25 +498,24 @@ impl ReplyHandler {
         result: &TurnResult,
         summary: String,
         why: &str,
+        streamed: Option<Streamed>,
     ) -> Outcome {
         let place = m.place();
-        // Said aloud: the answer comes as text, addressed to the speaker.
-        let text = if m.is_voice() {
-            format!("<@{}> {text}", m.message.author_id)
-        } else {
-            text.to_string()
+        let said = match streamed {
+            Some(streamed) => streamed.finish(text).await,
+            None => {
+                self.speech
+                    .say_pinging(
+                        place,
+                        text,
+                        m.reply_target(),
+                        &format!("reply-{}", m.message.id),
+                        &[m.message.author_id],
+                    )
+                    .await
+            }
         };
-        match self
-            .speech
-            .say_pinging(
-                place,
-                &text,
-                m.reply_target(),
-                &format!("reply-{}", m.message.id),
-                &[m.message.author_id],
-            )
-            .await
-        {
+        match said {
             Ok(ids) => {
                 let mut e = Entry::new(Kind::Reply, summary)
                     .place(place.guild, Some(place.channel))
@@ -567,6 +654,34 @@ impl ReplyHandler {
             place.channel,
             self.clock.now() + chrono::Duration::minutes(i64::from(minutes)),
         );
+    }
+}
+
+/// What an answer to `m` says, from the model's text: an echoed name
+/// removed, within the output limit, addressed to its speaker if said aloud.
+/// Applied alike to a streamed draft and to the final text.
+fn answer_shape(
+    m: &MessagePercept,
+    settings: &crate::settings::Settings,
+) -> impl Fn(&str) -> String + Clone + Send + Sync + 'static {
+    let name = settings.bot.name.clone();
+    let most = Role::Reply.settings(settings).max_output_tokens;
+    let speaker = m.is_voice().then_some(m.message.author_id);
+    move |raw: &str| {
+        let text = within_output_tokens(clean_answer(raw, &name), most);
+        match speaker {
+            Some(who) => format!("<@{who}> {text}"),
+            None => text,
+        }
+    }
+}
+
+/// Said aloud: the answer comes as text, addressed to the speaker.
+fn voice_addressed(m: &MessagePercept, text: &str) -> String {
+    if m.is_voice() {
+        format!("<@{}> {text}", m.message.author_id)
+    } else {
+        text.to_string()
     }
 }
 

@@ -13,6 +13,9 @@
 //!   know its own words, even after a crash right after a send), then gives
 //!   the row the platform's id.
 //!
+//! A long answer can also be shown while it is written: [`Speech::stream`]
+//! (in `stream`) posts its start and edits it, under the same rules.
+//!
 //! [`Speech::deliverable`] answers, before anyone pays a model for the words,
 //! whether anything could be said in a place now: the channel still visible
 //! under the current settings, under its hourly cap, and not one whose last
@@ -41,6 +44,8 @@ use crate::permissions;
 use crate::settings::SettingsService;
 use crate::store::messages::{Source, StoredMessage};
 use crate::store::{Store, StoreError};
+
+pub mod stream;
 
 /// Discord's message length limit, in characters.
 pub const MESSAGE_LIMIT: usize = 2000;
@@ -218,7 +223,6 @@ impl Speech {
         let fits = room.min(u64::from(max_parts)).max(1) as usize;
         let parts = split_within(text, MESSAGE_LIMIT, fits);
 
-        let me = self.transport.me();
         let mut ids = Vec::with_capacity(parts.len());
         for (i, part) in parts.iter().enumerate() {
             let outgoing = Outgoing {
@@ -229,34 +233,7 @@ impl Speech {
                 files: std::mem::take(&mut files),
                 pings: pings.clone(),
             };
-            // Recorded before it is sent: a crash right after the send still leaves
-            // it in the bot's history and in the channel's hourly count.
-            let provisional = crate::store::messages::provisional_id(self.clock.now());
-            self.store.insert_message(&StoredMessage {
-                id: provisional,
-                guild: place.guild,
-                channel: place.channel,
-                author_id: me.id,
-                author_name: me.name.clone(),
-                author_is_bot: true,
-                is_self: true,
-                content: part.clone(),
-                attachments: Vec::new(),
-                reply_to: outgoing.reply_to,
-                source: Source::Text,
-                created_at: self.clock.now(),
-                edited_at: None,
-                deleted_at: None,
-            })?;
-            let id = match self.send(place.channel, &outgoing).await {
-                Ok(id) => id,
-                Err(e) => {
-                    self.store.forget_unsent(provisional)?;
-                    return Err(e.into());
-                }
-            };
-            self.store.confirm_message(provisional, id)?;
-            ids.push(id);
+            ids.push(self.post(place, &outgoing).await?);
         }
         self.lock_refused().remove(&place.channel);
         Ok(ids)
@@ -264,6 +241,39 @@ impl Speech {
 }
 
 impl Speech {
+    /// Records one part in the channel's history, then sends it. Recorded
+    /// before it is sent: a crash right after the send still leaves it in
+    /// the bot's history and in the channel's hourly count.
+    async fn post(&self, place: Place, outgoing: &Outgoing) -> Result<MessageId, SpeechError> {
+        let me = self.transport.me();
+        let provisional = crate::store::messages::provisional_id(self.clock.now());
+        self.store.insert_message(&StoredMessage {
+            id: provisional,
+            guild: place.guild,
+            channel: place.channel,
+            author_id: me.id,
+            author_name: me.name.clone(),
+            author_is_bot: true,
+            is_self: true,
+            content: outgoing.content.clone(),
+            attachments: Vec::new(),
+            reply_to: outgoing.reply_to,
+            source: Source::Text,
+            created_at: self.clock.now(),
+            edited_at: None,
+            deleted_at: None,
+        })?;
+        let id = match self.send(place.channel, outgoing).await {
+            Ok(id) => id,
+            Err(e) => {
+                self.store.forget_unsent(provisional)?;
+                return Err(e.into());
+            }
+        };
+        self.store.confirm_message(provisional, id)?;
+        Ok(id)
+    }
+
     /// Sends one part. An unknown outcome (an unreadable answer, a dropped
     /// connection, a server error) is settled by sending it once more with
     /// the same nonce: the platform answers with the message it already made,

@@ -2,8 +2,11 @@
 //!
 //! Output is either human text or, with `--json`, one JSON object per line
 //! (for scripts and tests): `ready`, `stored` (a typed line was acknowledged:
-//! it is in the store), `message`, `reaction`, `typing`, `notice`.
+//! it is in the store), `message`, `edit` (a streamed answer growing, with
+//! the message's whole new text), `reaction`, `typing`, `notice`. In text
+//! mode an edit that only adds to a message prints what it adds.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
@@ -11,7 +14,7 @@ use async_trait::async_trait;
 use serde_json::json;
 
 use crate::attention::Author;
-use crate::chat::{ChatError, Delivered, Outgoing, Transport, Typing};
+use crate::chat::{ChatError, Delivered, Edit, Outgoing, Transport, Typing};
 use crate::clock::SharedClock;
 use crate::ids::{ChannelId, MessageId, next_snowflake};
 use crate::store::Store;
@@ -66,6 +69,8 @@ pub struct ConsoleTransport {
     clock: SharedClock,
     me: Author,
     delivered: Delivered,
+    /// What each message of the bot shows now, so an edit prints only what it adds.
+    shown: Mutex<HashMap<MessageId, String>>,
 }
 
 impl ConsoleTransport {
@@ -76,7 +81,12 @@ impl ConsoleTransport {
             clock,
             me,
             delivered: Delivered::default(),
+            shown: Mutex::new(HashMap::new()),
         }
+    }
+
+    fn lock_shown(&self) -> std::sync::MutexGuard<'_, HashMap<MessageId, String>> {
+        self.shown.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn channel_label(&self, channel: ChannelId) -> String {
@@ -101,6 +111,7 @@ impl Transport for ConsoleTransport {
         if !new {
             return Ok(id);
         }
+        self.lock_shown().insert(id, message.content.clone());
         let name = self.channel_label(channel);
         let files: Vec<String> = message
             .files
@@ -125,6 +136,39 @@ impl Transport for ConsoleTransport {
             }),
         );
         Ok(id)
+    }
+
+    fn can_edit(&self) -> bool {
+        true
+    }
+
+    async fn edit(
+        &self,
+        channel: ChannelId,
+        message: MessageId,
+        edit: &Edit,
+    ) -> Result<(), ChatError> {
+        let before = self
+            .lock_shown()
+            .insert(message, edit.content.clone())
+            .ok_or_else(|| ChatError::Unavailable(format!("unknown message {message}")))?;
+        let name = self.channel_label(channel);
+        let text = match edit.content.strip_prefix(before.as_str()) {
+            Some("") => String::new(),
+            Some(added) => format!("[#{name}] {} …{added}", self.me.name),
+            None => format!("[#{name}] {} (edited): {}", self.me.name, edit.content),
+        };
+        self.out.emit(
+            &text,
+            json!({
+                "event": "edit",
+                "id": message.to_string(),
+                "channel": name,
+                "author": self.me.name,
+                "content": edit.content,
+            }),
+        );
+        Ok(())
     }
 
     async fn react(

@@ -19,8 +19,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use reqwest::multipart::{Form, Part};
 use serenity::all::{
-    ChannelId as SChannelId, CreateAllowedMentions, CreateAttachment, CreateMessage, GetMessages,
-    Http, Message, MessageId as SMessageId, MessageReference, Nonce, ReactionType,
+    ChannelId as SChannelId, CreateAllowedMentions, CreateAttachment, CreateMessage, EditMessage,
+    GetMessages, Http, Message, MessageId as SMessageId, MessageReference, Nonce, ReactionType,
     Typing as STyping,
 };
 use serenity::constants::MESSAGE_CODE_LIMIT;
@@ -29,7 +29,7 @@ use serenity::http::{LightMethod, Request, Route};
 use super::convert;
 use super::ratelimit::{Limiter, is_rate_limited};
 use crate::attention::Author;
-use crate::chat::{ChatError, Outgoing, Transport, Typing};
+use crate::chat::{ChatError, Edit, Outgoing, Transport, Typing};
 use crate::ids::{ChannelId, MessageId};
 use crate::store::messages::StoredMessage;
 
@@ -175,6 +175,57 @@ impl Transport for DiscordTransport {
         }
         .map_err(chat_error)?;
         Ok(MessageId(sent.id.get()))
+    }
+
+    fn can_edit(&self) -> bool {
+        true
+    }
+
+    /// Edits carry the same `allowed_mentions` as sends: an edit pings nobody
+    /// on Discord, but a Discord-compatible server may differ.
+    async fn edit(
+        &self,
+        channel: ChannelId,
+        message: MessageId,
+        edit: &Edit,
+    ) -> Result<(), ChatError> {
+        if edit.content.chars().count() > MESSAGE_CODE_LIMIT {
+            return Err(ChatError::Refused(format!(
+                "message over {MESSAGE_CODE_LIMIT} characters"
+            )));
+        }
+        let (channel, message) = (
+            SChannelId::new(channel.get()),
+            SMessageId::new(message.get()),
+        );
+        let builder = EditMessage::new()
+            .content(&edit.content)
+            .allowed_mentions(safe_mentions(&edit.pings));
+        let result = match &self.limiter {
+            Some(limiter) => {
+                let body = serde_json::to_vec(&builder)
+                    .map_err(|e| ChatError::Transport(e.to_string()))?;
+                let request = Request::new(
+                    Route::ChannelMessage {
+                        channel_id: channel,
+                        message_id: message,
+                    },
+                    LightMethod::Patch,
+                )
+                .body(Some(body));
+                // Discord buckets message edits per channel.
+                let route = format!("edit {channel}");
+                limiter
+                    .perform(self.http.token(), &route, request, None)
+                    .await
+                    .map(drop)
+            }
+            None => channel
+                .edit_message(&self.http, message, builder)
+                .await
+                .map(drop),
+        };
+        result.map_err(chat_error)
     }
 
     async fn react(

@@ -7,7 +7,8 @@
 //! endpoint, puts a repeatedly failing provider on cooldown, learns rate
 //! limits from headers (`ratelimit`), and writes a usage record for every
 //! attempt. [`Executive::run_turn`] (in `turn`) is the bounded tool loop on
-//! top of it. Error texts are scrubbed of secrets before they are logged,
+//! top of it; with a [`TextSink`] its calls stream their text as it is
+//! written (`stream`, framed by `sse`). Error texts are scrubbed of secrets before they are logged,
 //! journaled or stored.
 
 pub mod anthropic;
@@ -19,7 +20,9 @@ pub mod prices;
 pub mod prompts;
 pub mod ratelimit;
 pub mod snapshot;
+pub mod sse;
 pub mod stand_in;
+pub mod stream;
 pub mod tools;
 pub mod turn;
 pub mod vision;
@@ -38,6 +41,7 @@ pub use prompts::{Prompts, Rendered};
 pub use ratelimit::RateLimits;
 pub use snapshot::UsageSnapshot;
 pub use stand_in::StandIn;
+pub use stream::TextSink;
 pub use turn::{Turn, TurnOutcome, TurnResult};
 pub use wire::{ChatRequest, ChatResponse, Message, Part, ToolChoice, ToolSpec};
 
@@ -129,6 +133,11 @@ enum Attempt {
     },
     Fail {
         outcome: &'static str,
+        detail: String,
+    },
+    /// A stream that failed after some of its text was shown: not retried.
+    Broken {
+        partial: ChatResponse,
         detail: String,
     },
 }
@@ -283,11 +292,38 @@ impl Executive {
         &self.journal
     }
 
+    /// Whether `role`'s answers can be streamed: both wire formats stream;
+    /// a stand-in (replay's offline mode) answers whole.
+    pub fn can_stream(&self, role: Role) -> bool {
+        self.stand_in.is_none() && !self.resolve(role).endpoints.is_empty()
+    }
+
     /// One model call for `ctx.role`, with budgets, retries and failover.
     pub async fn complete(
         &self,
         ctx: &CallContext,
         req: &ChatRequest,
+    ) -> Result<Completion, ExecError> {
+        self.complete_via(ctx, req, None).await
+    }
+
+    /// [`Executive::complete`], streamed: the answer's text goes to `sink`
+    /// as it arrives (see `stream`). Once any of it was shown, a failure
+    /// ends the call: nothing is retried or failed over.
+    pub async fn complete_streamed(
+        &self,
+        ctx: &CallContext,
+        req: &ChatRequest,
+        sink: &dyn TextSink,
+    ) -> Result<Completion, ExecError> {
+        self.complete_via(ctx, req, Some(sink)).await
+    }
+
+    pub(crate) async fn complete_via(
+        &self,
+        ctx: &CallContext,
+        req: &ChatRequest,
+        sink: Option<&dyn TextSink>,
     ) -> Result<Completion, ExecError> {
         let resolution = self.resolve(ctx.role);
         if resolution.endpoints.is_empty() {
@@ -320,17 +356,22 @@ impl Executive {
                 last_error = Some(ExecError::OverBudget(why));
                 continue;
             }
-            match self.try_endpoint(ctx, ep, req, &settings).await {
+            match self.try_endpoint(ctx, ep, req, &settings, sink).await {
                 Ok(done) => {
                     self.note_success(ep);
                     return Ok(done);
                 }
                 Err(detail) => {
                     self.note_failure(ep, &detail);
-                    last_error = Some(ExecError::Provider {
+                    let failed = ExecError::Provider {
                         provider: ep.provider_name().into(),
                         detail,
-                    });
+                    };
+                    if sink.is_some_and(|s| s.shown()) {
+                        // Another endpoint would write another answer under the shown start.
+                        return Err(failed);
+                    }
+                    last_error = Some(failed);
                 }
             }
         }
@@ -344,10 +385,15 @@ impl Executive {
         ep: &Endpoint,
         req: &ChatRequest,
         settings: &crate::settings::Settings,
+        sink: Option<&dyn TextSink>,
     ) -> Result<Completion, String> {
         let req = &*vision::as_seen_by(req, ep);
         if let Some(stand_in) = &self.stand_in {
             let response = stand_in.answer(ctx, ep, req);
+            if let Some(sink) = sink {
+                sink.begin();
+                sink.text(&response.text());
+            }
             let usage_id = self.record(ctx, ep, Some(&response), 0, "ok", "");
             return Ok(Completion {
                 response,
@@ -355,16 +401,27 @@ impl Executive {
                 endpoint: format!("{}:{}", ep.provider_name(), ep.model),
             });
         }
-        let body = match ep.wire {
+        let mut body = match ep.wire {
             Wire::Anthropic => anthropic::body(req, &ep.model),
             Wire::OpenAi => openai::body(req, &ep.model, ep.is_official_openai()),
         };
+        if sink.is_some() {
+            stream::ask_to_stream(&mut body, ep.wire);
+        }
         let timeout = Duration::from_secs(u64::from(settings.executive.request_timeout_seconds));
         let max_retries = settings.executive.max_retries;
         let mut attempt = 0;
         loop {
             let started = Instant::now();
-            let result = self.send_once(ep, &body, timeout).await;
+            let result = match sink {
+                Some(sink) => {
+                    let max_bytes = stream::max_stream_bytes(req.max_tokens);
+                    let estimate_in = req.estimate_input_tokens();
+                    self.stream_once(ep, &body, timeout, max_bytes, estimate_in, sink)
+                        .await
+                }
+                None => self.send_once(ep, &body, timeout).await,
+            };
             let latency = started.elapsed().as_millis() as u64;
             match result {
                 Attempt::Ok(response) => {
@@ -378,6 +435,12 @@ impl Executive {
                 Attempt::Fail { outcome, detail } => {
                     self.record(ctx, ep, None, latency, outcome, &detail);
                     tracing::warn!(provider = ep.provider_name(), outcome, detail = %detail, "model call failed");
+                    return Err(detail);
+                }
+                Attempt::Broken { partial, detail } => {
+                    // Its tokens were spent: the record counts them (estimated when unreported).
+                    self.record(ctx, ep, Some(&partial), latency, "broken", &detail);
+                    tracing::warn!(provider = ep.provider_name(), detail = %detail, "a streamed answer broke off after it was shown");
                     return Err(detail);
                 }
                 Attempt::Retry {
@@ -414,6 +477,20 @@ impl Executive {
     }
 
     async fn send_once(&self, ep: &Endpoint, body: &Value, timeout: Duration) -> Attempt {
+        match self.post(ep, body, timeout).await {
+            Ok(resp) => self.read_whole(ep, resp, timeout).await,
+            Err(refused) => refused,
+        }
+    }
+
+    /// Sends `body` to the endpoint and notes its rate-limit headers; a
+    /// successful answer is returned unread, anything else as the attempt's end.
+    async fn post(
+        &self,
+        ep: &Endpoint,
+        body: &Value,
+        timeout: Duration,
+    ) -> Result<reqwest::Response, Attempt> {
         let mut headers = HeaderMap::new();
         match (ep.wire, &ep.key) {
             (Wire::Anthropic, key) => {
@@ -421,11 +498,11 @@ impl Executive {
                     "anthropic-version",
                     HeaderValue::from_static(anthropic::API_VERSION),
                 );
-                if let Some(k) = key {
-                    if let Ok(mut v) = HeaderValue::from_str(k.expose()) {
-                        v.set_sensitive(true);
-                        headers.insert("x-api-key", v);
-                    }
+                if let Some(k) = key
+                    && let Ok(mut v) = HeaderValue::from_str(k.expose())
+                {
+                    v.set_sensitive(true);
+                    headers.insert("x-api-key", v);
                 }
             }
             (Wire::OpenAi, Some(k)) => {
@@ -446,25 +523,28 @@ impl Executive {
             .await;
         let resp = match sent {
             Ok(r) => r,
-            Err(e) => return self.unfinished(ep, &e, timeout),
+            Err(e) => return Err(self.unfinished(ep, &e, timeout)),
         };
         let status = resp.status();
         let now = self.clock.now();
         self.note_limits(ep, resp.headers(), status.as_u16() == 429, now);
+        if status.is_success() {
+            return Ok(resp);
+        }
         let wait = ratelimit::retry_after(resp.headers(), now);
         let bytes = match resp.bytes().await {
             Ok(b) => b,
-            Err(e) => return self.unfinished(ep, &e, timeout),
+            Err(e) => return Err(self.unfinished(ep, &e, timeout)),
         };
         if status.as_u16() == 429 {
-            return Attempt::Retry {
+            return Err(Attempt::Retry {
                 outcome: "rate_limited",
                 detail: format!("rate limited (429): {}", self.error_text(&bytes)),
                 wait,
-            };
+            });
         }
         if status.is_server_error() {
-            return Attempt::Retry {
+            return Err(Attempt::Retry {
                 outcome: "server_error",
                 detail: format!(
                     "server error {}: {}",
@@ -472,14 +552,25 @@ impl Executive {
                     self.error_text(&bytes)
                 ),
                 wait,
-            };
+            });
         }
-        if !status.is_success() {
-            return Attempt::Fail {
-                outcome: "client_error",
-                detail: format!("refused ({}): {}", status.as_u16(), self.error_text(&bytes)),
-            };
-        }
+        Err(Attempt::Fail {
+            outcome: "client_error",
+            detail: format!("refused ({}): {}", status.as_u16(), self.error_text(&bytes)),
+        })
+    }
+
+    /// Reads and parses a successful answer sent whole.
+    async fn read_whole(
+        &self,
+        ep: &Endpoint,
+        resp: reqwest::Response,
+        timeout: Duration,
+    ) -> Attempt {
+        let bytes = match resp.bytes().await {
+            Ok(b) => b,
+            Err(e) => return self.unfinished(ep, &e, timeout),
+        };
         let json: Value = match serde_json::from_slice(&bytes) {
             Ok(v) => v,
             Err(e) => {
@@ -505,22 +596,32 @@ impl Executive {
     /// A request that ended before a whole answer arrived: a timeout or a
     /// network failure, both worth another attempt.
     fn unfinished(&self, ep: &Endpoint, e: &reqwest::Error, timeout: Duration) -> Attempt {
-        if e.is_timeout() {
-            return Attempt::Retry {
-                outcome: "timeout",
-                detail: format!("no complete answer within {} s", timeout.as_secs()),
-                wait: None,
-            };
-        }
+        let (outcome, detail) = self.interruption(ep, e, timeout);
         Attempt::Retry {
-            outcome: "network",
-            detail: self.secrets.redact(&format!(
-                "cannot reach {}: {}",
-                ep.base_url,
-                error_chain(e)
-            )),
+            outcome,
+            detail,
             wait: None,
         }
+    }
+
+    /// What cut a request short, as a usage outcome and words without secrets.
+    fn interruption(
+        &self,
+        ep: &Endpoint,
+        e: &reqwest::Error,
+        timeout: Duration,
+    ) -> (&'static str, String) {
+        if e.is_timeout() {
+            return (
+                "timeout",
+                format!("no complete answer within {} s", timeout.as_secs()),
+            );
+        }
+        (
+            "network",
+            self.secrets
+                .redact(&format!("cannot reach {}: {}", ep.base_url, error_chain(e))),
+        )
     }
 
     /// The provider's error message (or the start of the body), without secrets.

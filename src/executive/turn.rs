@@ -21,6 +21,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::bounds::{bound_request, cap_owned};
+use super::stream::TextSink;
 use super::tools::{FinalTool, Tool};
 use super::wire::{ChatRequest, Message, Part, Speaker, TokenUsage, ToolChoice};
 use super::{CallContext, ExecError, Executive};
@@ -41,6 +42,9 @@ pub struct Turn {
     /// Sent once if the model stops without calling the final tool; `None`
     /// uses a generic message naming the tool.
     pub continuation: Option<String>,
+    /// Streams each step's text here as it is written (see `stream`): a
+    /// step that ends in tool calls is followed by the next step's text.
+    pub sink: Option<Arc<dyn TextSink>>,
 }
 
 impl Turn {
@@ -56,6 +60,7 @@ impl Turn {
             max_steps: 6,
             max_calls: 8,
             continuation: None,
+            sink: None,
         }
     }
 }
@@ -113,7 +118,10 @@ impl Executive {
             result.steps += 1;
             let tools_allowed = result.steps < turn.max_steps && result.tool_calls < turn.max_calls;
             let request = self.step_request(&turn, &messages, tools_allowed, max_tokens);
-            let completion = match self.complete(&turn.ctx, &request).await {
+            let completion = match self
+                .complete_via(&turn.ctx, &request, turn.sink.as_deref())
+                .await
+            {
                 Ok(c) => c,
                 Err(e) => break Err(e),
             };

@@ -84,6 +84,11 @@ pub struct DiscordSettings {
     pub away_notice: bool,
     /// Images and text files people show the bot (see `senses::attachments`).
     pub attachments: AttachmentSettings,
+    /// Show a long answer while it is written: post its start, edit it as text arrives,
+    /// continue in new messages past 2,000 characters (the console shows it too).
+    pub stream_replies: bool,
+    /// A streamed message is edited at most once per this many milliseconds.
+    pub stream_edit_interval_ms: u32,
 }
 
 impl Default for DiscordSettings {
@@ -99,6 +104,8 @@ impl Default for DiscordSettings {
             backfill_hours: 6,
             answer_missed_within_minutes: 15,
             away_notice: true,
+            stream_replies: true,
+            stream_edit_interval_ms: 1500,
             attachments: AttachmentSettings::default(),
         }
     }

@@ -484,6 +484,13 @@ fn semantic(s: &Settings) -> Vec<Problem> {
         1440,
     );
     attachments(&mut p, &s.discord.attachments);
+    // Discord allows about 5 edits per 5 s in a channel; faster only earns 429s.
+    p.range(
+        "discord.streamEditIntervalMs",
+        s.discord.stream_edit_interval_ms,
+        1000,
+        60_000,
+    );
     p.non_empty("storage.dataDir", &s.storage.data_dir);
 
     let n = &s.network;

@@ -35,5 +35,6 @@ mod settings_cli;
 mod spine;
 mod status;
 mod store_upgrade;
+mod streaming;
 mod voice;
 mod writes;

@@ -8,7 +8,8 @@
 //! again) and sends RESUMED. Every REST request is recorded; messages the bot
 //! creates get ids, are echoed as MESSAGE_CREATE like Discord does, and a
 //! repeated nonce with `enforce_nonce` returns the first message instead of a
-//! new one. Each dispatched payload is first parsed with serenity's own type,
+//! new one. The bot may edit its own messages (`PATCH`, with Discord's
+//! checks and an edit rate limit a test can set). Each dispatched payload is first parsed with serenity's own type,
 //! because serenity silently drops one it cannot parse.
 
 use std::collections::HashMap;
@@ -92,6 +93,10 @@ pub struct World {
     /// More servers beside the test guild, each with this many text channels
     /// (see [`FakeDiscord::start_with_guilds`]): (servers, channels each).
     pub more_guilds: (u32, u32),
+    /// How edits of the bot's messages are limited (see `EditLimit`).
+    pub edit_limit: EditLimit,
+    /// Every edit attempt (`PATCH /channels/{c}/messages/{m}`), answered or refused.
+    pub edits: Vec<EditAttempt>,
     /// Files people attached, by CDN path (see `FakeDiscord::upload`).
     uploads: HashMap<String, Upload>,
 }
@@ -197,6 +202,175 @@ impl World {
         found.sort_by_key(|(id, _)| *id);
         found.into_iter().map(|(_, m)| m).collect()
     }
+}
+
+// --- Message edits: only the author, 2,000 characters, 429 when too fast ---------------------
+
+/// One `PATCH /channels/{c}/messages/{m}` as the fake answered it.
+#[derive(Clone, Debug)]
+pub struct EditAttempt {
+    pub message: u64,
+    pub at: Instant,
+    pub content: String,
+    pub status: u16,
+}
+
+/// Limits on editing a message. As on Discord, a limited edit gets 429 with
+/// `retry-after` and the `X-RateLimit-*` headers, and a successful one says
+/// how much of its bucket is left.
+#[derive(Clone, Debug, Default)]
+pub struct EditLimit {
+    /// Each message may be edited once per this; zero: no limit.
+    pub per_message: Duration,
+    /// The next N edits are answered 429 with `retry_after`, whatever the pace.
+    pub storm: u32,
+    pub retry_after: Duration,
+    last: HashMap<u64, Instant>,
+    blocked_until: HashMap<u64, Instant>,
+}
+
+impl EditLimit {
+    /// Ok(headers for the answer), or Err(the wait a 429 asks for).
+    fn admit(&mut self, message: u64, now: Instant) -> Result<Vec<(String, String)>, Duration> {
+        if let Some(until) = self.blocked_until.get(&message).filter(|u| **u > now) {
+            return Err(*until - now);
+        }
+        if self.storm > 0 {
+            self.storm -= 1;
+            self.blocked_until.insert(message, now + self.retry_after);
+            return Err(self.retry_after);
+        }
+        if self.per_message.is_zero() {
+            return Ok(Vec::new());
+        }
+        if let Some(last) = self.last.get(&message) {
+            let free = *last + self.per_message;
+            if free > now {
+                return Err(free - now);
+            }
+        }
+        self.last.insert(message, now);
+        Ok(edit_headers(0, self.per_message))
+    }
+}
+
+fn edit_headers(remaining: u32, reset_after: Duration) -> Vec<(String, String)> {
+    vec![
+        ("x-ratelimit-limit".into(), "1".into()),
+        ("x-ratelimit-remaining".into(), remaining.to_string()),
+        (
+            "x-ratelimit-reset-after".into(),
+            format!("{:.3}", reset_after.as_secs_f64()),
+        ),
+        ("x-ratelimit-bucket".into(), "fake-edit-bucket".into()),
+    ]
+}
+
+fn edit_429(wait: Duration) -> Response {
+    let secs = wait.as_secs_f64();
+    let mut headers = edit_headers(0, wait);
+    headers.push(("retry-after".into(), format!("{secs:.3}")));
+    headers.push(("x-ratelimit-scope".into(), "user".into()));
+    let body =
+        json!({"message": "You are being rate limited.", "retry_after": secs, "global": false});
+    with_headers(
+        (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response(),
+        &headers,
+    )
+}
+
+impl FakeDiscord {
+    /// Each message may be edited at most once per `per_message`; a faster edit gets 429.
+    pub fn rate_limit_edits(&self, per_message: Duration) {
+        self.with(|w| w.edit_limit.per_message = per_message);
+    }
+
+    /// The next `n` edits get 429 with `retry_after` (an edit inside the wait gets another).
+    pub fn storm_edits(&self, n: u32, retry_after: Duration) {
+        self.with(|w| {
+            w.edit_limit.storm = n;
+            w.edit_limit.retry_after = retry_after;
+        });
+    }
+
+    /// Every edit attempt of `message`, oldest first.
+    pub fn edits_of(&self, message: u64) -> Vec<EditAttempt> {
+        self.with(|w| {
+            w.edits
+                .iter()
+                .filter(|e| e.message == message)
+                .cloned()
+                .collect()
+        })
+    }
+}
+
+/// `PATCH /channels/{channel}/messages/{id}`: Discord's checks in Discord's
+/// order (rate limit, then the message, its author, the body), then the
+/// edit, echoed as MESSAGE_UPDATE.
+fn edit_message(w: &mut World, channel: u64, id: u64, body: &Value) -> Response {
+    let content = body["content"].as_str().unwrap_or("").to_string();
+    let attempt = |status: u16| EditAttempt {
+        message: id,
+        at: Instant::now(),
+        content: content.clone(),
+        status,
+    };
+    let headers = match w.edit_limit.admit(id, Instant::now()) {
+        Ok(h) => h,
+        Err(wait) => {
+            w.edits.push(attempt(429));
+            return edit_429(wait);
+        }
+    };
+    let refuse = |status: StatusCode, body: Value| (status, axum::Json(body)).into_response();
+    let refused = match w.messages.get(&id) {
+        Some(m) if m["channel_id"] != channel.to_string().as_str() => Some(refuse(
+            StatusCode::NOT_FOUND,
+            json!({"message": "Unknown Message", "code": 10008}),
+        )),
+        None => Some(refuse(
+            StatusCode::NOT_FOUND,
+            json!({"message": "Unknown Message", "code": 10008}),
+        )),
+        Some(m) if m["author"]["id"] != BOT.to_string().as_str() => Some(refuse(
+            StatusCode::FORBIDDEN,
+            json!({"message": "Cannot edit a message authored by another user", "code": 50005}),
+        )),
+        Some(_) if content.chars().count() > 2000 => Some(refuse(
+            StatusCode::BAD_REQUEST,
+            json!({"message": "Invalid Form Body", "code": 50035,
+                "errors": {"content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH",
+                    "message": "Must be 2000 or fewer in length."}]}}}),
+        )),
+        Some(_) => None,
+    };
+    if let Some(r) = refused {
+        w.edits.push(attempt(r.status().as_u16()));
+        return r;
+    }
+    let (users, everyone, roles) = match computed_mentions(&content, &body["allowed_mentions"]) {
+        Ok(found) => found,
+        Err(why) => {
+            w.edits.push(attempt(400));
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                json!({"message": "Invalid Form Body", "code": 50035,
+                    "errors": {"allowed_mentions": {"_errors": [{"code": "MESSAGE_ALLOWED_MENTIONS_PARSE_EXCLUSIVE", "message": why}]}}}),
+            );
+        }
+    };
+    let m = w.messages.get_mut(&id).expect("checked above");
+    m["content"] = json!(content);
+    m["edited_timestamp"] = json!(now_iso());
+    m["mentions"] = json!(users);
+    m["mention_everyone"] = json!(everyone);
+    m["mention_roles"] = json!(roles);
+    let m = m.clone();
+    w.edits.push(attempt(200));
+    check("MESSAGE_UPDATE", &m);
+    w.dispatch("MESSAGE_UPDATE", m.clone());
+    with_headers((StatusCode::OK, axum::Json(m)).into_response(), &headers)
 }
 
 // --- REST rate limits: 429s as Discord sends them -------------------------------------------
@@ -1145,6 +1319,10 @@ async fn rest(
                 return (StatusCode::OK, "<html>upstream hiccup</html>").into_response();
             }
             with_headers(ok(m), &rate_headers)
+        }
+        ("PATCH", ["channels", channel, "messages", id]) => {
+            let (channel, id) = (channel.parse().unwrap_or(0), id.parse().unwrap_or(0));
+            edit_message(&mut w, channel, id, &body)
         }
         ("POST", ["channels", _, "typing"]) => StatusCode::NO_CONTENT.into_response(),
         ("PUT", ["channels", _, "messages", _, "reactions", _, "@me"]) => {

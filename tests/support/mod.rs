@@ -10,6 +10,7 @@ pub mod feed_server;
 pub mod gif_server;
 pub mod home;
 pub mod model_server;
+pub mod model_stream;
 pub mod serve;
 pub mod stt_server;
 pub mod world;

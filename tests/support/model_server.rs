@@ -15,6 +15,11 @@
 //! OpenAI's `image_url` parts must be such a `data:` URL or an http(s) URL;
 //! and a model the test names blind (`blind`) refuses any image, as a
 //! text-only model on llama.cpp or vLLM does.
+//!
+//! A request with `"stream": true` gets its answer as a server-sent-event
+//! stream in the format it asked for (see `model_stream`): text in small
+//! deltas (paced with [`Scripted::Streamed`]), tool calls in fragments, and
+//! [`Scripted::BreaksOff`] stopping part-way.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -26,6 +31,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
+
+use super::model_stream::{Plan, Sse};
 
 #[derive(Clone, Debug)]
 pub enum Scripted {
@@ -47,6 +54,21 @@ pub enum Scripted {
     Hang,
     /// 200 with a body that is not JSON.
     Malformed,
+    /// Text streamed `chunk_chars` at a time, each delta `every` after the
+    /// last (answered whole when not asked to stream).
+    Streamed {
+        text: String,
+        chunk_chars: usize,
+        every: Duration,
+    },
+    /// A stream that shows the first `after` characters of `text`, paced like
+    /// `Streamed`, and then breaks off (a 500 when not asked to stream).
+    BreaksOff {
+        text: String,
+        after: usize,
+        chunk_chars: usize,
+        every: Duration,
+    },
 }
 
 impl Scripted {
@@ -60,6 +82,15 @@ impl Scripted {
 
     pub fn tool(name: &str, args: Value) -> Self {
         Scripted::Tools(vec![(name.into(), args)])
+    }
+
+    /// `text` streamed `chunk_chars` characters every `every`.
+    pub fn streamed(text: &str, chunk_chars: usize, every: Duration) -> Self {
+        Scripted::Streamed {
+            text: text.into(),
+            chunk_chars,
+            every,
+        }
     }
 
     pub fn status(code: u16, body: &str) -> Self {
@@ -207,6 +238,22 @@ async fn handle(
         (next, s.counter, s.success_headers.clone())
     };
     let model = body["model"].as_str().unwrap_or("scripted").to_string();
+    if body["stream"] == json!(true)
+        && let Some(scripted) = &scripted
+    {
+        let plan = Plan {
+            anthropic,
+            model: &model,
+            n,
+            include_usage: body["stream_options"]["include_usage"] == json!(true),
+            tokens: (120, 30),
+            chunk_chars: 24,
+            every: Duration::ZERO,
+        };
+        if let Some(sse) = streamed(scripted, plan) {
+            return sse.into_response(&extra);
+        }
+    }
     let Some(scripted) = scripted else {
         return (
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -276,6 +323,76 @@ async fn handle(
             StatusCode::GATEWAY_TIMEOUT.into_response()
         }
         Scripted::Malformed => (StatusCode::OK, "{\"choices\": [ this is not json").into_response(),
+        Scripted::Streamed { text, .. } => ok(if anthropic {
+            json!({"id": format!("msg_{n}"), "type": "message", "role": "assistant", "model": model,
+                   "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                   "usage": {"input_tokens": 120, "output_tokens": 30}})
+        } else {
+            json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion", "model": model,
+                   "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                   "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150}})
+        }),
+        Scripted::BreaksOff { .. } => {
+            (StatusCode::INTERNAL_SERVER_ERROR, "upstream cut off").into_response()
+        }
+    }
+}
+
+/// The streamed form of a scripted answer; `None` for those answered the
+/// same either way (errors, a hang, a malformed body).
+fn streamed(scripted: &Scripted, mut plan: Plan<'_>) -> Option<Sse> {
+    match scripted {
+        Scripted::Text {
+            text,
+            tokens_in,
+            tokens_out,
+        } => {
+            plan.tokens = (*tokens_in, *tokens_out);
+            Some(plan.text(text, None))
+        }
+        Scripted::Streamed {
+            text,
+            chunk_chars,
+            every,
+        } => {
+            plan.chunk_chars = *chunk_chars;
+            plan.every = *every;
+            Some(plan.text(text, None))
+        }
+        Scripted::BreaksOff {
+            text,
+            after,
+            chunk_chars,
+            every,
+        } => {
+            plan.chunk_chars = *chunk_chars;
+            plan.every = *every;
+            Some(plan.text(text, Some(*after)))
+        }
+        Scripted::Tools(calls) => {
+            plan.tokens = (100, 20);
+            let calls: Vec<(String, String, String)> = calls
+                .iter()
+                .enumerate()
+                .map(|(i, (name, args))| {
+                    (
+                        format!("call_{}_{i}", plan.n),
+                        name.clone(),
+                        args.to_string(),
+                    )
+                })
+                .collect();
+            Some(plan.tools(&calls))
+        }
+        Scripted::RawToolCall { name, arguments } => {
+            plan.tokens = (100, 20);
+            Some(plan.tools(&[(
+                format!("call_{}_0", plan.n),
+                name.clone(),
+                arguments.clone(),
+            )]))
+        }
+        Scripted::Status { .. } | Scripted::Hang | Scripted::Malformed => None,
     }
 }
 

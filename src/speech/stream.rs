@@ -1,0 +1,512 @@
+//! Streamed answers: a long answer shown while the model writes it.
+//!
+//! [`Speech::stream`] prepares a [`Streamed`] answer for one place. Its
+//! [`DraftSink`] goes to the executive, which writes the model's text into it
+//! as it arrives; [`Streamed::show`] runs beside the model call and puts the
+//! draft in front of people the way Discord users expect:
+//! - nothing is posted until the draft holds a sentence or two
+//!   ([`worth_showing`]), so a short answer is one ordinary message;
+//! - then the first part is posted (recorded first, with its nonce, as a reply),
+//!   and edited in place as text arrives — at most once per
+//!   `discord.streamEditIntervalMs` per message, counted from when the last
+//!   change to that message was answered, with the text in between coalesced,
+//!   and never more than [`MAX_EDITS`] times;
+//! - past 2,000 characters the part is sealed (split as [`split_message`]
+//!   splits) and the answer continues in a new message.
+//!
+//! [`Streamed::finish`] then makes the messages say exactly what
+//! [`Speech::say`] would have posted for the final text (the same parts, cut
+//! marker and all), and updates each stored row, so history and the journal
+//! see the final answer. [`Streamed::broke_off`] is for a stream that failed
+//! after text was shown: the messages show what arrived, and the last one
+//! says that the answer broke off.
+//!
+//! Speech's guarantees hold on every message and every edit: mentions are
+//! neutralised and sent with `allowed_mentions`, the hourly cap counts each
+//! message posted (an edit posts nothing), and each create carries the nonce
+//! the unstreamed answer's part would have had. A 429 on an edit is waited
+//! out by the transport (as `retry-after` says); an edit that still fails
+//! pushes that message's next edit back.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::Notify;
+
+use super::{
+    MESSAGE_LIMIT, Speech, SpeechError, neutralise_mentions, nonce, split_message, split_within,
+};
+use crate::attention::Place;
+use crate::chat::{ChatError, Edit, Outgoing};
+use crate::executive::TextSink;
+use crate::ids::{MessageId, UserId};
+
+/// Edits per message at most, the final one included.
+pub const MAX_EDITS: u32 = 20;
+
+/// Attempts at the edit that makes a message final.
+const FINAL_TRIES: u32 = 3;
+
+/// How often a growing draft is looked at, at most.
+const LOOK_EVERY: Duration = Duration::from_millis(100);
+
+/// Characters of a draft looked at beyond what its parts can show (an echoed
+/// name the shape removes, a voice line's mention it adds): the rest of a
+/// runaway answer is never copied, split or scanned while it streams.
+const HEAD_MARGIN: usize = 1_000;
+
+/// A draft is shown once it holds this much and two sentences…
+const SHOW_WITH_SENTENCES_CHARS: usize = 100;
+/// …or this much in any case.
+const SHOW_ANYWAY_CHARS: usize = 280;
+
+/// Whether a draft (or a continuation part) has enough to be worth posting:
+/// a sentence or two, not a word that may be all there is.
+pub fn worth_showing(text: &str) -> bool {
+    let chars = text.chars().count();
+    if chars >= SHOW_ANYWAY_CHARS {
+        return true;
+    }
+    let mut ends = 0;
+    let mut prev: Option<char> = None;
+    for c in text.chars() {
+        if c == '\n' || (c.is_whitespace() && matches!(prev, Some('.' | '!' | '?' | '…'))) {
+            ends += 1;
+        }
+        prev = Some(c);
+    }
+    chars >= SHOW_WITH_SENTENCES_CHARS && ends >= 2
+}
+
+#[derive(Default)]
+struct DraftState {
+    text: String,
+    /// Bumped by each [`TextSink::begin`]: an attempt's text replaces the last one's.
+    attempt: u64,
+    /// The attempt whose text has been put in front of people.
+    shown: Option<u64>,
+    closed: bool,
+}
+
+/// The executive's end of a streamed answer.
+#[derive(Default)]
+pub struct DraftSink {
+    state: Mutex<DraftState>,
+    changed: Notify,
+}
+
+impl DraftSink {
+    fn lock(&self) -> std::sync::MutexGuard<'_, DraftState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The model call is over: [`Streamed::show`] returns.
+    pub fn close(&self) {
+        self.lock().closed = true;
+        self.changed.notify_one();
+    }
+
+    fn mark_shown(&self, attempt: u64) {
+        self.lock().shown = Some(attempt);
+    }
+}
+
+impl TextSink for DraftSink {
+    fn begin(&self) {
+        let mut state = self.lock();
+        state.attempt += 1;
+        state.text.clear();
+        drop(state);
+        self.changed.notify_one();
+    }
+
+    fn text(&self, delta: &str) {
+        self.lock().text.push_str(delta);
+        self.changed.notify_one();
+    }
+
+    fn shown(&self) -> bool {
+        let state = self.lock();
+        state.shown == Some(state.attempt)
+    }
+}
+
+/// One message of the answer as people see it now.
+struct Shown {
+    id: MessageId,
+    content: String,
+    /// When its last change was answered; the next edit waits the interval from here.
+    at: DateTime<Utc>,
+    edits: u32,
+}
+
+/// A streamed answer in one place (see the module's doc).
+pub struct Streamed {
+    speech: Arc<Speech>,
+    place: Place,
+    reply_to: Option<MessageId>,
+    cause: String,
+    also: Vec<UserId>,
+    pings: Vec<UserId>,
+    /// Parts this answer may take (the hourly room and `maxPartsPerAnswer`).
+    fits: usize,
+    interval: Duration,
+    /// The caller's finishing touches, applied to the draft as to the final text.
+    shape: Box<dyn Fn(&str) -> String + Send + Sync>,
+    draft: Arc<DraftSink>,
+    shown: Vec<Shown>,
+    /// A create failed while streaming: no more are tried until the end.
+    stalled: bool,
+}
+
+impl Speech {
+    /// A streamed answer for `place`, as [`Speech::say_pinging`] would say it;
+    /// `None` when it cannot be streamed here (`discord.streamReplies` off,
+    /// a transport that cannot edit, or nothing may be said now — the plain
+    /// path then reports why). `shape` turns the raw draft into the text the
+    /// caller would say (it is applied to every draft, not to the final text).
+    pub fn stream(
+        self: &Arc<Self>,
+        place: Place,
+        reply_to: Option<MessageId>,
+        cause: &str,
+        also: &[UserId],
+        shape: impl Fn(&str) -> String + Send + Sync + 'static,
+    ) -> Option<Streamed> {
+        let settings = self.settings.for_guild(place.guild);
+        if !settings.discord.stream_replies || !self.transport.can_edit() {
+            return None;
+        }
+        let room = self.deliverable(place).ok()?;
+        let max_parts = settings.permissions.replies.max_parts_per_answer;
+        Some(Streamed {
+            speech: self.clone(),
+            place,
+            reply_to,
+            cause: cause.to_string(),
+            also: also.to_vec(),
+            pings: self.pings(reply_to, also),
+            fits: room.min(u64::from(max_parts)).max(1) as usize,
+            interval: Duration::from_millis(u64::from(settings.discord.stream_edit_interval_ms)),
+            shape: Box::new(shape),
+            draft: Arc::new(DraftSink::default()),
+            shown: Vec::new(),
+            stalled: false,
+        })
+    }
+}
+
+impl Streamed {
+    /// The executive's end: give it to the turn, and close it when the turn is over.
+    pub fn sink(&self) -> Arc<DraftSink> {
+        self.draft.clone()
+    }
+
+    /// Whether anything of the answer has been posted.
+    pub fn posted(&self) -> bool {
+        !self.shown.is_empty()
+    }
+
+    /// Shows the draft as it grows, until the sink is closed.
+    pub async fn show(&mut self) {
+        loop {
+            let (text, attempt, closed) = {
+                let state = self.draft.lock();
+                (self.head(&state.text), state.attempt, state.closed)
+            };
+            if closed {
+                return;
+            }
+            let draft = self.draft.clone();
+            let changed = draft.changed.notified();
+            match self.present(&text, attempt).await {
+                Some(wait) => {
+                    tokio::select! {
+                        _ = changed => {}
+                        _ = self.speech.clock.sleep(wait) => {}
+                    }
+                }
+                None => changed.await,
+            }
+            // Text comes in many small pieces: looked at a few times a second, not at each.
+            self.speech.clock.sleep(LOOK_EVERY).await;
+        }
+    }
+
+    /// The start of `text` that the parts this answer may take can show.
+    fn head(&self, text: &str) -> String {
+        let most = self.fits * MESSAGE_LIMIT + HEAD_MARGIN;
+        match text.char_indices().nth(most) {
+            Some((end, _)) => text[..end].to_string(),
+            None => text.to_string(),
+        }
+    }
+
+    /// The draft as messages: shaped, made safe, split, within the parts it may take.
+    fn parts_of(&self, raw: &str) -> Vec<String> {
+        let text = self.safe((self.shape)(raw).as_str());
+        let mut parts = split_message(&text, MESSAGE_LIMIT);
+        parts.truncate(self.fits);
+        // A code block still being written is closed for now, where it fits.
+        if let Some(last) = parts.last_mut()
+            && last.matches("```").count() % 2 == 1
+            && last.chars().count() + 4 <= MESSAGE_LIMIT
+        {
+            last.push_str("\n```");
+        }
+        parts
+    }
+
+    fn safe(&self, text: &str) -> String {
+        let store = &self.speech.store;
+        neutralise_mentions(text, &self.pings, |u| store.author_name(u).ok().flatten())
+            .trim()
+            .to_string()
+    }
+
+    /// Posts and edits what is due for this draft; how long until more is due.
+    async fn present(&mut self, raw: &str, attempt: u64) -> Option<Duration> {
+        let parts = self.parts_of(raw);
+        if self.shown.is_empty() && !parts.first().is_some_and(|p| worth_showing(p)) {
+            return None;
+        }
+        let mut wait: Option<Duration> = None;
+        for (i, part) in parts.iter().enumerate() {
+            if let Some(shown) = self.shown.get(i) {
+                if shown.content == *part || shown.edits + 1 >= MAX_EDITS {
+                    // The last edit is kept for the final text.
+                    continue;
+                }
+                let due = shown.at + self.interval;
+                let now = self.speech.clock.now();
+                if now < due {
+                    let left = (due - now).to_std().unwrap_or_default();
+                    wait = Some(wait.map_or(left, |w| w.min(left)));
+                    continue;
+                }
+                self.draft.mark_shown(attempt);
+                if let Err(e) = self.edit(i, part).await {
+                    tracing::info!(channel = %self.place.channel, error = %e, "a streamed edit failed; the next one waits longer");
+                    self.shown[i].at = self.speech.clock.now() + self.interval;
+                }
+            } else {
+                let growing = i + 1 == parts.len();
+                if self.stalled || (growing && !worth_showing(part)) {
+                    break;
+                }
+                self.draft.mark_shown(attempt);
+                if let Err(e) = self.create(i, part).await {
+                    tracing::warn!(channel = %self.place.channel, error = %e, "a streamed part could not be posted; trying again at the end");
+                    self.stalled = true;
+                    break;
+                }
+            }
+        }
+        wait
+    }
+
+    /// Posts part `i`, if the place may still take another message: the
+    /// room counted at the start may have been used by others meanwhile.
+    async fn create(&mut self, i: usize, content: &str) -> Result<(), SpeechError> {
+        self.speech.deliverable(self.place)?;
+        let outgoing = Outgoing {
+            content: content.to_string(),
+            // Only the first part is a reply; the rest follow it.
+            reply_to: if i == 0 { self.reply_to } else { None },
+            nonce: nonce(&self.cause, i),
+            files: Vec::new(),
+            pings: self.pings.clone(),
+        };
+        let id = self.speech.post(self.place, &outgoing).await?;
+        self.shown.push(Shown {
+            id,
+            content: outgoing.content,
+            at: self.speech.clock.now(),
+            edits: 0,
+        });
+        Ok(())
+    }
+
+    /// Edits message `i` now, and its stored row after it.
+    async fn edit(&mut self, i: usize, content: &str) -> Result<(), SpeechError> {
+        let id = self.shown[i].id;
+        let edit = Edit {
+            content: content.to_string(),
+            pings: self.pings.clone(),
+        };
+        self.shown[i].edits += 1;
+        self.speech
+            .transport
+            .edit(self.place.channel, id, &edit)
+            .await?;
+        let now = self.speech.clock.now();
+        let shown = &mut self.shown[i];
+        shown.content = edit.content;
+        shown.at = now;
+        self.speech.store.edit_message(id, content, now)?;
+        Ok(())
+    }
+
+    /// Edits message `i` once its interval has passed, trying again after a
+    /// failure that may pass (a 429 that would not clear, a lost answer).
+    async fn settle(&mut self, i: usize, content: &str) -> Result<(), SpeechError> {
+        let mut tries = 0;
+        loop {
+            let due = self.shown[i].at + self.interval;
+            if let Ok(left) = (due - self.speech.clock.now()).to_std() {
+                self.speech.clock.sleep(left).await;
+            }
+            tries += 1;
+            match self.edit(i, content).await {
+                Ok(()) => return Ok(()),
+                // The message is gone, or the bot may no longer edit it.
+                Err(e @ SpeechError::Chat(ChatError::Unavailable(_) | ChatError::Refused(_))) => {
+                    return Err(e);
+                }
+                Err(e) if tries >= FINAL_TRIES => return Err(e),
+                Err(e) => {
+                    tracing::info!(channel = %self.place.channel, error = %e, "the final edit failed; trying again");
+                    self.shown[i].at = self.speech.clock.now() + self.interval;
+                }
+            }
+        }
+    }
+
+    /// Makes the answer say `text`, exactly as [`Speech::say_pinging`] would
+    /// have (which says it, when nothing was posted yet). The ids of its messages.
+    pub async fn finish(mut self, text: &str) -> Result<Vec<MessageId>, SpeechError> {
+        self.draft.close();
+        if self.shown.is_empty() {
+            let (place, reply_to) = (self.place, self.reply_to);
+            return self
+                .speech
+                .speak(place, text, reply_to, &self.cause, Vec::new(), &self.also)
+                .await;
+        }
+        let safe = self.safe(text);
+        if safe.is_empty() {
+            return Err(SpeechError::Empty);
+        }
+        // The room may have shrunk while the answer was written (others spoke here too).
+        let room = self
+            .speech
+            .deliverable(self.place)
+            .map_or(0, |n| n as usize);
+        let fits = self.fits.min(self.shown.len() + room).max(self.shown.len());
+        let parts = split_within(&safe, MESSAGE_LIMIT, fits);
+        self.settle_all(&parts).await?;
+        self.speech.lock_refused().remove(&self.place.channel);
+        Ok(self.shown.iter().map(|s| s.id).collect())
+    }
+
+    /// Makes the messages say `parts`: each one that differs edited (when its
+    /// interval allows), missing ones posted, surplus ones marked as a draft.
+    async fn settle_all(&mut self, parts: &[String]) -> Result<(), SpeechError> {
+        for (i, part) in parts.iter().enumerate() {
+            match self.shown.get(i) {
+                Some(shown) if shown.content == *part => {}
+                Some(_) => self.settle(i, part).await?,
+                None => self.create(i, part).await?,
+            }
+        }
+        // Messages beyond the answer held an earlier draft (a step before a tool call).
+        for i in parts.len()..self.shown.len() {
+            self.settle(i, "(an earlier draft of the answer above)")
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// The stream failed after text was shown: the messages show all of the
+    /// answer that arrived, and the last one says that it broke off (`why`,
+    /// in a few words). The ids of the answer's messages; none when nothing
+    /// was posted.
+    pub async fn broke_off(mut self, why: &str) -> Result<Vec<MessageId>, SpeechError> {
+        self.draft.close();
+        if self.shown.is_empty() {
+            return Ok(Vec::new());
+        }
+        // The draft is what was shown, unless a later attempt or step began and showed nothing yet.
+        let mut parts = match self.draft.shown() {
+            true => {
+                let head = self.head(&self.draft.lock().text);
+                self.parts_of(&head)
+            }
+            false => Vec::new(),
+        };
+        if parts.is_empty() {
+            parts = self.shown.iter().map(|s| s.content.clone()).collect();
+        }
+        let note = format!("\n… (the answer broke off here: {why})");
+        if let Some(last) = parts.last_mut() {
+            *last = with_note(last, &note);
+        }
+        self.settle_all(&parts).await?;
+        Ok(self.shown.iter().map(|s| s.id).collect())
+    }
+}
+
+/// `text` with `note` at its end, within Discord's limit: the text is cut
+/// (never inside a character) and an open code block closed first.
+fn with_note(text: &str, note: &str) -> String {
+    let text = text
+        .strip_suffix("\n```")
+        .filter(|t| t.matches("```").count() % 2 == 1)
+        .unwrap_or(text);
+    let room = MESSAGE_LIMIT - note.chars().count() - 4;
+    let mut head: String = text.chars().take(room).collect();
+    if head.matches("```").count() % 2 == 1 {
+        head.push_str("\n```");
+    }
+    head.push_str(note);
+    head
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sentence_or_two_is_worth_showing_a_few_words_are_not() {
+        assert!(!worth_showing("Sure."));
+        assert!(!worth_showing("Sure. Here it is"));
+        let two = "That is a longer question than it looks. There are three parts to it, so let me go one by one";
+        assert!(!worth_showing(two), "two sentence ends are needed");
+        assert!(worth_showing(&format!("{two}. First, ")));
+        assert!(
+            worth_showing(&"word ".repeat(60)),
+            "a long draft without full stops"
+        );
+    }
+
+    #[test]
+    fn a_note_fits_the_limit_and_closes_an_open_code_block() {
+        let note = "\n… (the answer broke off here: the model stopped)";
+        let long = "x".repeat(MESSAGE_LIMIT);
+        let marked = with_note(&long, note);
+        assert!(marked.chars().count() <= MESSAGE_LIMIT);
+        assert!(marked.ends_with(note));
+        let code = with_note("Here:\n```rust\nlet x = 1;\n```", note);
+        assert_eq!(
+            code,
+            format!("Here:\n```rust\nlet x = 1;\n```{note}"),
+            "the display's closing fence is replaced by the real one"
+        );
+        assert_eq!(with_note("fine", note), format!("fine{note}"));
+    }
+
+    #[test]
+    fn the_sink_counts_text_as_shown_per_attempt() {
+        let sink = DraftSink::default();
+        sink.begin();
+        sink.text("Hello");
+        assert!(!sink.shown());
+        let attempt = sink.lock().attempt;
+        sink.mark_shown(attempt);
+        assert!(sink.shown());
+        sink.begin();
+        assert!(!sink.shown(), "a new attempt has shown nothing yet");
+        assert_eq!(sink.lock().text, "");
+    }
+}
