@@ -59,6 +59,8 @@ pub struct Options {
     pub channel: String,
     /// The app's clock, which `/wait` moves forward.
     pub clock: Arc<ShiftedClock>,
+    /// Said after the banner, with the app's own notices (the dashboard's address).
+    pub notices: Vec<String>,
 }
 
 /// The longest `/wait`: a day of simulated time.
@@ -149,6 +151,7 @@ struct Session {
     channel: String,
     mention: Regex,
     clock: Arc<ShiftedClock>,
+    notices: Vec<String>,
 }
 
 impl Session {
@@ -163,6 +166,7 @@ impl Session {
             channel: options.channel,
             mention,
             clock: options.clock,
+            notices: options.notices,
             app,
             out,
         };
@@ -188,7 +192,7 @@ impl Session {
                 "bot": bot,
             }),
         );
-        for notice in &self.app.notices {
+        for notice in self.app.notices.iter().chain(&self.notices) {
             self.out.notice(notice);
         }
     }

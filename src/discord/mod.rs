@@ -112,6 +112,11 @@ pub async fn run(parts: Parts, token: &str) -> anyhow::Result<()> {
         own_limiter(&settings, &client),
     ));
     let app = App::build(parts, |_| transport).await?;
+    let dashboard = crate::dashboard::start_for(&app).await?;
+    for line in dashboard.iter().flat_map(|d| d.announce()) {
+        // Said on stderr, not logged: the first start's line holds the token.
+        eprintln!("{line}");
+    }
     let running = app.start(lock);
 
     let dev_guild = settings.discord.dev_guild_id;
@@ -194,10 +199,14 @@ pub async fn run(parts: Parts, token: &str) -> anyhow::Result<()> {
 
     let result = client.start().await;
     running.stop().await;
+    if let Some(d) = dashboard {
+        d.stop().await;
+    }
     result.map_err(|e| anyhow!("the Discord connection ended: {e}"))
 }
 
-async fn wait_for_signal() {
+/// Waits for Ctrl-C or SIGTERM.
+pub(crate) async fn wait_for_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

@@ -1267,8 +1267,9 @@ mod tests {
         let p = problems(json!({"dashboard": {"bind": "localhost"}}));
         assert_eq!(p.len(), 1, "{p:#?}");
         assert!(
-            p[0].starts_with("dashboard.bind: must be an IP address and a port, such as \"127.0.0.1:8377\"")
-                && p[0].ends_with("got \"localhost\""),
+            p[0].starts_with(
+                "dashboard.bind: must be an IP address and a port, such as \"127.0.0.1:8377\""
+            ) && p[0].ends_with("got \"localhost\""),
             "{}",
             p[0]
         );

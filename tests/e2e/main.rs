@@ -7,6 +7,7 @@ mod support;
 mod bounds;
 mod console;
 mod conversation;
+mod dashboard;
 mod discord;
 mod discovery;
 mod door;
