@@ -7,7 +7,7 @@
 #                          (cargo install: into ~/.cargo/bin, which must be on PATH)
 # On a fresh Debian/Ubuntu machine it installs what is missing first: a C
 # toolchain, pkg-config and libopus (voice), and Rust via rustup; for the
-# tests also espeak-ng (synthesised speech) and Chromium (the replay page's
+# tests also espeak-ng (synthesised speech) and Chromium (the replay page's and the dashboard's
 # browser check), if it can.
 set -eu
 cd "$(dirname "$0")"
@@ -47,14 +47,14 @@ ensure_espeak() {
         echo "dev.sh: could not install espeak-ng; the synthesised-speech test will skip" >&2
 }
 
-# A headless browser for the replay page's check; it skips if this cannot be had.
+# A headless browser for the replay page's and the dashboard's checks; they skip if this cannot be had.
 ensure_chromium() {
     command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 && return 0
     command -v apt-get >/dev/null 2>&1 || return 0
     [ "$(id -u)" -eq 0 ] || command -v sudo >/dev/null 2>&1 || return 0
-    echo "dev.sh: installing chromium (the replay page's headless browser check)" >&2
+    echo "dev.sh: installing chromium (the replay page's and the dashboard's headless browser checks)" >&2
     { as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } ||
-        echo "dev.sh: could not install chromium; the browser check of the replay page will skip" >&2
+        echo "dev.sh: could not install chromium; the browser checks of the replay page and the dashboard will skip" >&2
 }
 
 ensure_rust() {

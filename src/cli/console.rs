@@ -44,6 +44,7 @@ pub async fn console(
         },
     )
     .await?;
+    let dashboard = crate::dashboard::start_for(&app).await?;
     let running = app.start(lock);
     let user = user.unwrap_or_else(default_user);
     let result = console::run(
@@ -53,10 +54,14 @@ pub async fn console(
             user,
             channel,
             clock,
+            notices: dashboard.iter().flat_map(|d| d.announce()).collect(),
         },
     )
     .await;
     running.stop().await;
+    if let Some(d) = dashboard {
+        d.stop().await;
+    }
     result.map(|()| ExitCode::SUCCESS)
 }
 

@@ -4,6 +4,7 @@
 //! core. Exit codes: 0 success, 1 failure (bad settings, errors), 2 usage.
 
 mod console;
+mod dashboard;
 mod discovery;
 mod garden;
 mod journal;
@@ -156,6 +157,15 @@ pub enum Command {
     },
     /// Live a chat export through the whole bot: how chatty and how costly it would be there
     Replay(replay::ReplayArgs),
+    /// A web page of what the bot did and why, what it costs and what it remembers
+    Dashboard {
+        /// Address and port to listen on [default: dashboard.bind, 127.0.0.1:8377]
+        #[arg(long, value_name = "ADDR")]
+        bind: Option<String>,
+        /// Make a new access token (beyond loopback), replacing the old one
+        #[arg(long)]
+        new_token: bool,
+    },
     /// A server's context stream: recent messages, decisions, observations, errors
     Context {
         /// Server id or name [default: the only one the bot knows]
@@ -424,6 +434,9 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             types.as_deref(),
         ),
         Command::Replay(args) => replay::run(cli.settings.as_deref(), args).await,
+        Command::Dashboard { bind, new_token } => {
+            dashboard::dashboard(cli.settings.as_deref(), bind.as_deref(), new_token).await
+        }
         Command::Reflexes { command } => {
             let s = cli.settings.as_deref();
             match command {

@@ -76,16 +76,21 @@ pub fn budget_bar(user: u64, ambient: u64, cap: u64) -> String {
     let u = cells(user);
     let a = cells(ambient).min(10 - u);
     let rest = 10 - u - a;
-    let pct = |n: u64| (n.min(cap) * 100 / cap) as u32;
+    let (people, bot, left) = budget_percents(user, ambient, cap);
     format!(
-        "{}{}{} people {}% · bot {}% · left {}%",
+        "{}{}{} people {people}% · bot {bot}% · left {left}%",
         "▓".repeat(u),
         "▒".repeat(a),
         "░".repeat(rest),
-        pct(user),
-        pct(ambient),
-        100u32.saturating_sub(pct(user) + pct(ambient))
     )
+}
+
+/// The budget bar's three shares in whole percent: people, the bot, left
+/// (`cap` > 0). The dashboard draws the same figures as the text bar.
+pub fn budget_percents(user: u64, ambient: u64, cap: u64) -> (u32, u32, u32) {
+    let pct = |n: u64| (n.min(cap) * 100 / cap.max(1)) as u32;
+    let (u, a) = (pct(user), pct(ambient));
+    (u, a, 100u32.saturating_sub(u + a))
 }
 
 /// Everything the status widget reads. `ambient status` builds it from the
@@ -199,7 +204,7 @@ fn initiative_lines(src: &Sources<'_>, guild: GuildId) -> Vec<String> {
 /// When the engine looks next, or why it will not. The gates decide, so
 /// the status asks them rather than restating them; a throwaway die stands
 /// in for the eagerness roll, which only ever delays a look to a later tick.
-fn next_look(
+pub fn next_look(
     src: &Sources<'_>,
     settings: &Settings,
     guild: GuildId,

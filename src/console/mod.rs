@@ -59,6 +59,8 @@ pub struct Options {
     pub channel: String,
     /// The app's clock, which `/wait` moves forward.
     pub clock: Arc<ShiftedClock>,
+    /// Said after the banner, with the app's own notices (the dashboard's address).
+    pub notices: Vec<String>,
 }
 
 /// The longest `/wait`: a day of simulated time.
@@ -148,6 +150,7 @@ struct Session {
     user: Author,
     channel: String,
     clock: Arc<ShiftedClock>,
+    notices: Vec<String>,
 }
 
 impl Session {
@@ -156,6 +159,7 @@ impl Session {
             user: person(&options.user),
             channel: options.channel,
             clock: options.clock,
+            notices: options.notices,
             app,
             out,
         };
@@ -181,7 +185,7 @@ impl Session {
                 "bot": bot,
             }),
         );
-        for notice in &self.app.notices {
+        for notice in self.app.notices.iter().chain(&self.notices) {
             self.out.notice(notice);
         }
     }

@@ -114,6 +114,11 @@ pub async fn run(parts: Parts, token: &str, watching: Watching) -> anyhow::Resul
         own_limiter(&settings, &client),
     ));
     let app = App::build(parts, |_| transport).await?;
+    let dashboard = crate::dashboard::start_for(&app).await?;
+    for line in dashboard.iter().flat_map(|d| d.announce()) {
+        // Said on stderr, not logged: the first start's line holds the token.
+        eprintln!("{line}");
+    }
     let mut running = app.start(lock);
     let live = app.live.clone();
     running.spawn(move |shutdown| live.run(shutdown, watching));
@@ -198,10 +203,14 @@ pub async fn run(parts: Parts, token: &str, watching: Watching) -> anyhow::Resul
 
     let result = client.start().await;
     running.stop().await;
+    if let Some(d) = dashboard {
+        d.stop().await;
+    }
     result.map_err(|e| anyhow!("the Discord connection ended: {e}"))
 }
 
-async fn wait_for_signal() {
+/// Waits for Ctrl-C or SIGTERM.
+pub(crate) async fn wait_for_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

@@ -409,13 +409,27 @@ impl Memory {
                     .into(),
             );
         }
+        self.delete_fact(fact, &format!("asked by member {by}"))
+    }
+
+    /// The operator's forget (the dashboard): any fact, by its whole id.
+    pub fn forget_by_operator(&self, id: &str, via: &str) -> Result<Fact, String> {
+        let fact = self
+            .store
+            .fact(id)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("no memory with the id {id:?} (already forgotten?)"))?;
+        self.delete_fact(fact, &format!("asked by the operator ({via})"))
+    }
+
+    fn delete_fact(&self, fact: Fact, why: &str) -> Result<Fact, String> {
         self.store
             .delete_fact(&fact.id)
             .map_err(|e| e.to_string())?;
         self.journal.record(
             Entry::new(Kind::Memory, format!("forgot: {}", fact.content))
-                .guild(guild)
-                .reason(format!("asked by member {by}")),
+                .guild(fact.scope.guild)
+                .reason(why),
         );
         Ok(fact)
     }
@@ -429,6 +443,18 @@ impl Memory {
         guild: Option<GuildId>,
         user: UserId,
         messages: bool,
+    ) -> Result<(usize, usize), String> {
+        self.forget_person(guild, user, messages, "at their request")
+    }
+
+    /// Forget-me run for `user` by someone else (`asked`: "by the operator
+    /// (dashboard)"); the same erasure, journaled with who asked.
+    pub fn forget_person(
+        &self,
+        guild: Option<GuildId>,
+        user: UserId,
+        messages: bool,
+        asked: &str,
     ) -> Result<(usize, usize), String> {
         let gone = self
             .store
@@ -446,7 +472,7 @@ impl Memory {
             )
             .guild(guild)
             .reason(format!(
-                "{} fact(s), {} message(s) erased, {} quote(s) redacted at their request{log}",
+                "{} fact(s), {} message(s) erased, {} quote(s) redacted {asked}{log}",
                 gone.facts, gone.messages, gone.redacted
             )),
         );

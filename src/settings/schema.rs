@@ -32,6 +32,7 @@ pub struct Settings {
     pub impulses: ImpulseSettings,
     pub garden: GardenSettings,
     pub voice: VoiceSettings,
+    pub dashboard: DashboardSettings,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -948,6 +949,38 @@ impl Default for VoiceLink {
         Self {
             voice_channel_id: ChannelId(0),
             text_channel_id: ChannelId(0),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct DashboardSettings {
+    /// Serve the dashboard from `ambient run` and `ambient console` too
+    /// (`ambient dashboard` serves it on its own whatever this says).
+    pub enabled: bool,
+    /// Address and port it listens on. Beyond loopback a token is required.
+    pub bind: String,
+}
+
+impl DashboardSettings {
+    /// `bind` as a socket address: an IP address and a port (0: any free port).
+    pub fn address(&self) -> Result<std::net::SocketAddr, String> {
+        self.bind.trim().parse().map_err(|_| {
+            format!(
+                "must be an IP address and a port, such as \"127.0.0.1:8377\" (this machine only) \
+                 or \"0.0.0.0:8377\" (every interface; a token is then required), got {:?}",
+                self.bind
+            )
+        })
+    }
+}
+
+impl Default for DashboardSettings {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            bind: "127.0.0.1:8377".into(),
         }
     }
 }

@@ -977,6 +977,10 @@ fn semantic(s: &Settings) -> Vec<Problem> {
         }
     }
 
+    if let Err(e) = s.dashboard.address() {
+        p.push("dashboard.bind", e);
+    }
+
     p.0
 }
 
@@ -1346,6 +1350,21 @@ mod tests {
                 .any(|t| t.starts_with("initiative.discovery.youtubeChannelIds[0]"))
         );
         assert!(p.iter().any(|t| t.starts_with("impulses.timezone")));
+    }
+
+    #[test]
+    fn the_dashboard_binds_to_an_ip_address_and_port() {
+        assert!(problems(json!({"dashboard": {"bind": "0.0.0.0:9000"}})).is_empty());
+        assert!(problems(json!({"dashboard": {"bind": "[::1]:0"}})).is_empty());
+        let p = problems(json!({"dashboard": {"bind": "localhost"}}));
+        assert_eq!(p.len(), 1, "{p:#?}");
+        assert!(
+            p[0].starts_with(
+                "dashboard.bind: must be an IP address and a port, such as \"127.0.0.1:8377\""
+            ) && p[0].ends_with("got \"localhost\""),
+            "{}",
+            p[0]
+        );
     }
 
     #[test]

@@ -59,6 +59,20 @@ impl UsageFilter {
     }
 }
 
+/// One role's calls and tokens on one day (UTC), for the dashboard's spend chart.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DailyUsage {
+    /// `YYYY-MM-DD`, UTC.
+    pub day: String,
+    pub role: String,
+    /// Requests sent (whatever came back); refusals are not sent.
+    pub calls: u64,
+    /// Calls refused before sending (a budget).
+    pub refused: u64,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+}
+
 const COLUMNS: &str = "id, ts, role, source, guild_id, provider, model, pay_per_token, tokens_in, tokens_out, \
                        latency_ms, outcome, detail";
 
@@ -139,6 +153,31 @@ impl Store {
         Ok(rows)
     }
 
+    /// Calls and tokens per UTC day and role since `since`, oldest day first:
+    /// one grouped read, however many rows the month holds.
+    pub fn usage_by_day(&self, since: DateTime<Utc>) -> Result<Vec<DailyUsage>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
+            "SELECT date(ts / 1000, 'unixepoch') AS day, role,
+                    SUM(outcome <> 'refused'), SUM(outcome = 'refused'),
+                    SUM(tokens_in), SUM(tokens_out)
+             FROM usage WHERE ts >= ?1 GROUP BY day, role ORDER BY day, role",
+        )?;
+        let rows = stmt
+            .query_map([to_ms(since)], |r| {
+                Ok(DailyUsage {
+                    day: r.get(0)?,
+                    role: r.get(1)?,
+                    calls: r.get::<_, i64>(2)? as u64,
+                    refused: r.get::<_, i64>(3)? as u64,
+                    tokens_in: r.get::<_, i64>(4)? as u64,
+                    tokens_out: r.get::<_, i64>(5)? as u64,
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
     /// Records matching `f`, oldest first (the newest `limit` if given).
     pub fn usage_list(&self, f: &UsageFilter, limit: Option<usize>) -> Result<Vec<UsageRecord>> {
         let (filter, args) = f.conditions().finish();
@@ -153,5 +192,68 @@ impl Store {
             .collect::<rusqlite::Result<_>>()?;
         rows.reverse();
         Ok(rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn record(at: DateTime<Utc>, role: &str, outcome: &str, tokens: u64) -> UsageRecord {
+        UsageRecord {
+            id: 0,
+            at,
+            role: role.into(),
+            source: "user".into(),
+            guild: None,
+            provider: "openai".into(),
+            model: "m".into(),
+            pay_per_token: false,
+            tokens_in: tokens,
+            tokens_out: 1,
+            latency_ms: 5,
+            outcome: outcome.into(),
+            detail: String::new(),
+        }
+    }
+
+    #[test]
+    fn usage_by_day_groups_by_utc_day_and_role_and_counts_refusals_apart() {
+        let store = Store::open_in_memory().unwrap();
+        let day1 = Utc.with_ymd_and_hms(2026, 3, 1, 23, 59, 0).unwrap();
+        let day2 = Utc.with_ymd_and_hms(2026, 3, 2, 0, 1, 0).unwrap();
+        for r in [
+            record(day1 - chrono::Duration::days(40), "reply", "ok", 999),
+            record(day1, "reply", "ok", 10),
+            record(day1, "reply", "rate_limited", 0),
+            record(day1, "ambient", "refused", 0),
+            record(day2, "reply", "ok", 20),
+        ] {
+            store.usage_append(&r).unwrap();
+        }
+        let days = store
+            .usage_by_day(day1 - chrono::Duration::days(30))
+            .unwrap();
+        let got: Vec<(&str, &str, u64, u64, u64)> = days
+            .iter()
+            .map(|d| {
+                (
+                    d.day.as_str(),
+                    d.role.as_str(),
+                    d.calls,
+                    d.refused,
+                    d.tokens_in + d.tokens_out,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("2026-03-01", "ambient", 0, 1, 1),
+                ("2026-03-01", "reply", 2, 0, 12),
+                ("2026-03-02", "reply", 1, 0, 21),
+            ]
+        );
     }
 }

@@ -8,6 +8,7 @@ mod attachments;
 mod bounds;
 mod console;
 mod conversation;
+mod dashboard;
 mod discord;
 mod discovery;
 mod door;

@@ -1,0 +1,46 @@
+//! `ambient dashboard`: the dashboard on its own, read from the store (the
+//! bot need not run in this process; `dashboard.enabled` serves it from
+//! `ambient run` and `ambient console` instead).
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::anyhow;
+
+use crate::dashboard::{self, Site};
+use crate::settings::{DashboardSettings, Secrets};
+
+pub async fn dashboard(
+    settings: Option<&Path>,
+    bind: Option<&str>,
+    new_token: bool,
+) -> anyhow::Result<ExitCode> {
+    let loaded = match super::load_valid(settings)? {
+        Ok(l) => l,
+        Err(code) => return Ok(code),
+    };
+    let addr = match bind {
+        Some(b) => DashboardSettings {
+            bind: b.to_string(),
+            ..Default::default()
+        }
+        .address()
+        .map_err(|e| anyhow!("--bind: {e}"))?,
+        None => loaded
+            .settings
+            .dashboard
+            .address()
+            .map_err(|e| anyhow!("dashboard.bind: {e}"))?,
+    };
+    let data_dir = loaded.settings.storage.data_dir.clone();
+    let store = super::journal::open_existing(&data_dir)?;
+    let site = Site::standalone(loaded.settings, Secrets::from_env(), store).await?;
+    let served = dashboard::start(site, addr, Path::new(&data_dir), new_token).await?;
+    for line in served.announce() {
+        println!("{line}");
+    }
+    println!("Ctrl-C stops it.");
+    crate::discord::wait_for_signal().await;
+    served.stop().await;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,575 @@
+//! Memory: browse and search the facts per server, channel and user, with
+//! their type, importance, strength and when each was last used; forget a
+//! fact, run forget-me for a person (the operator's power: whoever may use
+//! the dashboard), and export in the `ambient memories export` format.
+//!
+//! Destructive actions go through a confirmation page that shows what will
+//! go, then a POST carrying the CSRF token. Searching here does not count
+//! as using a fact (memory's own search would refresh what it finds).
+
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::body::Bytes;
+use axum::extract::{RawQuery, State};
+use axum::http::StatusCode;
+use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::params::Params;
+use super::today::{Choice, channel_choices};
+use super::view::stamp;
+use super::{Dash, Site, Who};
+use crate::ids::{GuildId, UserId};
+use crate::memory::fact::{Fact, FactKind, Importance, ScopeKind};
+use crate::memory::portable;
+use crate::memory::search::{self, Reader};
+use crate::store::memory::FactFilter;
+use crate::when::ago;
+
+/// Facts listed at most.
+const LISTED: usize = 200;
+
+/// Who the journal says asked, for the actions taken here.
+const VIA: &str = "dashboard";
+
+/// The `guild` filter: every server, direct messages, or one server.
+#[derive(Clone, Copy, PartialEq)]
+enum Where {
+    All,
+    Dms,
+    Guild(GuildId),
+}
+
+fn where_of(p: &Params) -> Result<Where, String> {
+    match p.get("guild") {
+        None => Ok(Where::All),
+        Some("dm") => Ok(Where::Dms),
+        Some(_) => Ok(p
+            .guild("guild")
+            .map_err(|e| format!("{e}, or dm for direct messages"))?
+            .map_or(Where::All, Where::Guild)),
+    }
+}
+
+#[derive(Serialize)]
+struct View {
+    guilds: Vec<Choice>,
+    channels: Vec<Choice>,
+    scopes: Vec<Choice>,
+    kinds: Vec<Choice>,
+    importances: Vec<Choice>,
+    q: String,
+    user: String,
+    inactive: bool,
+    searched: bool,
+    facts: Vec<FactView>,
+    full: bool,
+    limit: usize,
+    export: String,
+}
+
+#[derive(Serialize)]
+struct FactView {
+    id: String,
+    short: String,
+    place: String,
+    scope: &'static str,
+    user: Option<(String, String)>,
+    kind: &'static str,
+    importance: &'static str,
+    strength: u32,
+    last_used: String,
+    last_used_full: String,
+    content: String,
+    subject: Option<String>,
+    told_by: Option<String>,
+    state: &'static str,
+    score: Option<String>,
+}
+
+pub async fn page(
+    State(d): State<Arc<Dash>>,
+    Extension(who): Extension<Who>,
+    RawQuery(query): RawQuery,
+) -> Response {
+    super::blocking(d, move |d| {
+        let frame = d.frame("memory", "Memory", &who);
+        match Params::from_query(query.as_deref()).and_then(|p| view(&d.site, &p)) {
+            Ok(v) => d.views.page("memory.html", &frame, &v),
+            Err(e) => d.bad_input(&who, &e),
+        }
+    })
+    .await
+}
+
+fn view(site: &Site, p: &Params) -> Result<View, String> {
+    let place = where_of(p)?;
+    let guild = match place {
+        Where::Guild(g) => Some(g),
+        _ => None,
+    };
+    let scope = p
+        .get("scope")
+        .map(|s| {
+            ScopeKind::parse(s)
+                .ok_or_else(|| format!("scope: expected guild, channel or user, got {s:?}"))
+        })
+        .transpose()?;
+    let kind = p
+        .get("kind")
+        .map(FactKind::parse)
+        .transpose()
+        .map_err(|e| format!("kind: {e}"))?;
+    let importance = p
+        .get("importance")
+        .map(Importance::parse)
+        .transpose()
+        .map_err(|e| format!("importance: {e}"))?;
+    let channel = p.channel("channel")?;
+    let user = p.user("user")?;
+    let inactive = p.flag("inactive");
+    let q = p.get("q").unwrap_or("").to_string();
+    let filter = FactFilter {
+        guild: match place {
+            Where::All => None,
+            Where::Dms => Some(None),
+            Where::Guild(g) => Some(Some(g)),
+        },
+        scope,
+        channel,
+        user,
+        kind,
+        importance,
+        include_inactive: inactive,
+        limit: Some(LISTED),
+        ..Default::default()
+    };
+    let now = site.now();
+    let facts: Vec<(Fact, Option<f64>)> = if q.is_empty() {
+        site.store
+            .list_facts(&filter)
+            .map_err(|e| format!("the memory cannot be read: {e}"))?
+            .into_iter()
+            .map(|f| (f, None))
+            .collect()
+    } else {
+        searched(site, place, &q, &filter, now)?
+    };
+    Ok(View {
+        guilds: guild_choices(site, place),
+        channels: channel_choices(site, guild, channel),
+        scopes: choices(
+            &["guild", "channel", "user"],
+            scope.map(|s| s.as_str()),
+            "every scope",
+        ),
+        kinds: choices(
+            &FactKind::ALL.map(|k| k.as_str()),
+            kind.map(|k| k.as_str()),
+            "every type",
+        ),
+        importances: choices(
+            &["high", "medium", "low"],
+            importance.map(|i| i.as_str()),
+            "any importance",
+        ),
+        user: user.map(|u| u.to_string()).unwrap_or_default(),
+        full: facts.len() >= LISTED,
+        facts: facts
+            .iter()
+            .map(|(f, score)| fact_view(site, f, *score, now))
+            .collect(),
+        searched: !q.is_empty(),
+        q,
+        inactive,
+        limit: LISTED,
+        export: match place {
+            Where::All => String::new(),
+            Where::Dms => "dm".into(),
+            Where::Guild(g) => g.to_string(),
+        },
+    })
+}
+
+/// The best matches for `q`, ranked as memory ranks them, then narrowed by the filters.
+fn searched(
+    site: &Site,
+    place: Where,
+    q: &str,
+    f: &FactFilter,
+    now: DateTime<Utc>,
+) -> Result<Vec<(Fact, Option<f64>)>, String> {
+    let readers: Vec<Reader> = match place {
+        Where::Guild(g) => vec![Reader::Guild(g)],
+        Where::Dms => match f.user {
+            Some(u) => vec![Reader::Dm(u)],
+            None => {
+                return Err(
+                    "q: a search of direct messages needs a user (user=ID): each person's are apart"
+                        .into(),
+                );
+            }
+        },
+        Where::All => site
+            .store
+            .fact_guilds()
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .flatten()
+            .map(Reader::Guild)
+            .collect(),
+    };
+    let mut found: Vec<(Fact, Option<f64>)> = readers
+        .into_iter()
+        .flat_map(|reader| {
+            let guild = match reader {
+                Reader::Guild(g) => Some(g),
+                Reader::Dm(_) => None,
+            };
+            let half_life = site.settings.for_guild(guild).memory.search_half_life_days;
+            search::search(&site.store, reader, q, now, f64::from(half_life), LISTED)
+        })
+        .filter(|s| {
+            let fact = &s.fact;
+            f.scope.is_none_or(|k| fact.scope.kind == k)
+                && f.channel.is_none_or(|c| fact.scope.channel == Some(c))
+                && f.user.is_none_or(|u| fact.scope.user == Some(u))
+                && f.kind.is_none_or(|k| fact.kind == k)
+                && f.importance.is_none_or(|i| fact.importance == i)
+        })
+        .map(|s| (s.fact, Some(s.score)))
+        .collect();
+    found.sort_by(|a, b| b.1.unwrap_or(0.0).total_cmp(&a.1.unwrap_or(0.0)));
+    found.truncate(LISTED);
+    Ok(found)
+}
+
+fn choices(values: &[&str], chosen: Option<&str>, any: &str) -> Vec<Choice> {
+    let mut out = vec![Choice {
+        value: String::new(),
+        label: any.into(),
+        selected: chosen.is_none(),
+    }];
+    out.extend(values.iter().map(|v| Choice {
+        value: v.to_string(),
+        label: v.replace('-', " "),
+        selected: chosen == Some(v),
+    }));
+    out
+}
+
+fn guild_choices(site: &Site, place: Where) -> Vec<Choice> {
+    let mut out = vec![
+        Choice {
+            value: String::new(),
+            label: "every server".into(),
+            selected: place == Where::All,
+        },
+        Choice {
+            value: "dm".into(),
+            label: "direct messages".into(),
+            selected: place == Where::Dms,
+        },
+    ];
+    out.extend(site.guilds().into_iter().map(|(g, name)| Choice {
+        value: g.to_string(),
+        label: name,
+        selected: place == Where::Guild(g),
+    }));
+    out
+}
+
+/// A person's name as the store knows it.
+fn person(site: &Site, fact: Option<&Fact>, user: UserId) -> String {
+    fact.and_then(|f| f.author.as_ref())
+        .filter(|(id, _)| *id == user)
+        .map(|(_, n)| n.clone())
+        .or_else(|| site.store.author_name(user).ok().flatten())
+        .unwrap_or_else(|| format!("member {user}"))
+}
+
+fn fact_view(site: &Site, f: &Fact, score: Option<f64>, now: DateTime<Utc>) -> FactView {
+    let server = f
+        .scope
+        .guild
+        .map_or("direct messages".to_string(), |g| site.guild_name(g));
+    let place = match (f.scope.channel, f.scope.user) {
+        (Some(c), _) => format!("{server} · {}", site.channel_label(c)),
+        _ => server,
+    };
+    FactView {
+        id: f.id.clone(),
+        short: f.short_id().to_string(),
+        place,
+        scope: f.scope.kind.as_str(),
+        user: f
+            .scope
+            .user
+            .map(|u| (u.to_string(), person(site, Some(f), u))),
+        kind: f.kind.as_str(),
+        importance: f.importance.as_str(),
+        strength: f.strength,
+        last_used: ago(f.last_seen_at, now),
+        last_used_full: stamp(f.last_seen_at),
+        content: f.content.clone(),
+        subject: f.subject.clone(),
+        told_by: f.author.as_ref().map(|(_, n)| n.clone()),
+        state: if f.superseded_by.is_some() {
+            "superseded"
+        } else if f.archived_at.is_some() {
+            "archived"
+        } else {
+            ""
+        },
+        score: score.map(|s| format!("{s:.3}")),
+    }
+}
+
+#[derive(Serialize)]
+struct Confirm {
+    action: &'static str,
+    question: String,
+    /// What will go, shown before it goes.
+    items: Vec<String>,
+    fields: Vec<(&'static str, String)>,
+    /// A checkbox: (name, label).
+    option: Option<(&'static str, &'static str)>,
+    button: &'static str,
+}
+
+#[derive(Serialize)]
+struct Done {
+    message: String,
+}
+
+pub async fn confirm_forget(
+    State(d): State<Arc<Dash>>,
+    Extension(who): Extension<Who>,
+    RawQuery(query): RawQuery,
+) -> Response {
+    super::blocking(d, move |d| {
+        let frame = d.frame("memory", "Forget a memory", &who);
+        let id = match Params::from_query(query.as_deref()) {
+            Ok(p) => p.get("id").map(str::to_string),
+            Err(e) => return d.bad_input(&who, &e),
+        };
+        let Some(id) = id else {
+            return d.bad_input(&who, "id: which memory to forget (its whole id) is missing");
+        };
+        let fact = match d.site.store.fact(&id) {
+            Ok(Some(f)) => f,
+            Ok(None) => return not_found(d, &who, &id),
+            Err(e) => return d.bad_input(&who, &format!("the memory cannot be read: {e}")),
+        };
+        let view = Confirm {
+            action: "/memory/forget",
+            question: "Forget this memory? It is deleted, not archived; the journal keeps a line saying it was forgotten.".into(),
+            items: vec![describe(&d.site, &fact)],
+            fields: vec![("id", fact.id.clone())],
+            option: None,
+            button: "Forget it",
+        };
+        d.views.page("confirm.html", &frame, &view)
+    })
+    .await
+}
+
+pub async fn forget(
+    State(d): State<Arc<Dash>>,
+    Extension(who): Extension<Who>,
+    body: Bytes,
+) -> Response {
+    super::blocking(d, move |d| {
+        let form = match Params::from_form(&body) {
+            Ok(f) => f,
+            Err(e) => return d.bad_input(&who, &e),
+        };
+        if let Some(refused) = d.check_csrf(&who, &form) {
+            return refused;
+        }
+        let Some(id) = form.get("id") else {
+            return d.bad_input(&who, "id: which memory to forget (its whole id) is missing");
+        };
+        if d.site.store.fact(id).ok().flatten().is_none() {
+            return not_found(d, &who, id);
+        }
+        let frame = d.frame("memory", "Forgotten", &who);
+        match d.site.memory.forget_by_operator(id, VIA) {
+            Ok(f) => d.views.page(
+                "done.html",
+                &frame,
+                &Done {
+                    message: format!("Forgotten: \"{}\".", f.content),
+                },
+            ),
+            Err(e) => d.bad_input(&who, &e),
+        }
+    })
+    .await
+}
+
+fn not_found(d: &Dash, who: &Who, id: &str) -> Response {
+    d.views.error(
+        StatusCode::NOT_FOUND,
+        &d.frame("memory", "Not found", who),
+        "There is no such memory (it may have been forgotten already).",
+        &format!(
+            "id: no memory has the id {:?}; the Memory page lists them",
+            super::view::cut(id, 40)
+        ),
+    )
+}
+
+fn describe(site: &Site, f: &Fact) -> String {
+    let v = fact_view(site, f, None, site.now());
+    format!(
+        "[{} · {} · {}] {} — {}",
+        v.kind, v.importance, v.place, v.content, v.short
+    )
+}
+
+pub async fn confirm_forget_me(
+    State(d): State<Arc<Dash>>,
+    Extension(who): Extension<Who>,
+    RawQuery(query): RawQuery,
+) -> Response {
+    super::blocking(d, move |d| {
+        let frame = d.frame("memory", "Forget a person", &who);
+        let user = match Params::from_query(query.as_deref()).and_then(|p| p.user("user")) {
+            Ok(Some(u)) => u,
+            Ok(None) => return d.bad_input(&who, "user: whose memory to erase (their user id) is missing"),
+            Err(e) => return d.bad_input(&who, &e),
+        };
+        let about = d
+            .site
+            .store
+            .list_facts(&FactFilter {
+                scope: Some(ScopeKind::User),
+                user: Some(user),
+                include_inactive: true,
+                limit: Some(LISTED),
+                ..Default::default()
+            })
+            .unwrap_or_default();
+        let name = person(&d.site, about.first(), user);
+        let mut items: Vec<String> = about.iter().map(|f| describe(&d.site, f)).collect();
+        if items.is_empty() {
+            items.push(format!("no fact is kept about {name}"));
+        } else if items.len() == LISTED {
+            items.push(format!("… the first {LISTED} are listed; the rest go too"));
+        }
+        let view = Confirm {
+            action: "/memory/forget-me",
+            question: format!(
+                "Run forget-me for {name} ({user})? Everything the bot remembers about them goes, in every \
+                 server and direct message, and every quote of it is redacted. This cannot be undone."
+            ),
+            items,
+            fields: vec![("user", user.to_string())],
+            option: Some((
+                "messages",
+                "also erase the text of everything they said, and the facts they told",
+            )),
+            button: "Forget this person",
+        };
+        d.views.page("confirm.html", &frame, &view)
+    })
+    .await
+}
+
+pub async fn forget_me(
+    State(d): State<Arc<Dash>>,
+    Extension(who): Extension<Who>,
+    body: Bytes,
+) -> Response {
+    super::blocking(d, move |d| {
+        let form = match Params::from_form(&body) {
+            Ok(f) => f,
+            Err(e) => return d.bad_input(&who, &e),
+        };
+        if let Some(refused) = d.check_csrf(&who, &form) {
+            return refused;
+        }
+        let user = match form.user("user") {
+            Ok(Some(u)) => u,
+            Ok(None) => return d.bad_input(&who, "user: whose memory to erase (their user id) is missing"),
+            Err(e) => return d.bad_input(&who, &e),
+        };
+        let messages = form.flag("messages");
+        let frame = d.frame("memory", "Forgotten", &who);
+        match d.site.memory.forget_person(
+            None,
+            user,
+            messages,
+            &format!("by the operator ({VIA})"),
+        ) {
+            Ok((facts, erased)) => d.views.page(
+                "done.html",
+                &frame,
+                &Done {
+                    message: if messages {
+                        format!("Done: {facts} fact(s) about member {user} forgotten and the text of {erased} of their messages erased, everywhere.")
+                    } else {
+                        format!("Done: {facts} fact(s) about member {user} forgotten, everywhere.")
+                    },
+                },
+            ),
+            Err(e) => d.bad_input(&who, &e),
+        }
+    })
+    .await
+}
+
+/// The memory as an export document (`ambient memories import` reads it back).
+pub async fn export(
+    State(d): State<Arc<Dash>>,
+    Extension(who): Extension<Who>,
+    RawQuery(query): RawQuery,
+) -> Response {
+    super::blocking(d, move |d| {
+        let place = match Params::from_query(query.as_deref()).and_then(|p| where_of(&p)) {
+            Ok(p) => p,
+            Err(e) => return d.bad_input(&who, &e),
+        };
+        let facts: Vec<Fact> = match d.site.store.all_facts() {
+            Ok(all) => all
+                .into_iter()
+                .filter(|f| match place {
+                    Where::All => true,
+                    Where::Dms => f.scope.guild.is_none(),
+                    Where::Guild(g) => f.scope.guild == Some(g),
+                })
+                .collect(),
+            Err(e) => return d.bad_input(&who, &format!("the memory cannot be read: {e}")),
+        };
+        let now = d.site.now();
+        let Ok(json) = serde_json::to_string_pretty(&portable::export(&facts, now)) else {
+            return (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the export could not be written",
+            )
+                .into_response();
+        };
+        let what = match place {
+            Where::All => "all".to_string(),
+            Where::Dms => "dm".to_string(),
+            Where::Guild(g) => g.to_string(),
+        };
+        let file = format!(
+            "attachment; filename=\"ambient-memory-{what}-{}.json\"",
+            now.format("%Y-%m-%d")
+        );
+        (
+            [
+                (CONTENT_TYPE, "application/json".to_string()),
+                (CONTENT_DISPOSITION, file),
+            ],
+            json,
+        )
+            .into_response()
+    })
+    .await
+}

@@ -1,0 +1,139 @@
+//! What the dashboard's pages read from: the store and the core services,
+//! either those of a running bot (`ambient run`, `ambient console`), which
+//! also know what is in flight, or built from the store alone (`ambient
+//! dashboard`), as `ambient status` does.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use chrono::{DateTime, Utc};
+
+use crate::app::App;
+use crate::clock::{Chance, SharedClock, SystemClock};
+use crate::commands::status::Sources;
+use crate::discovery::Discovery;
+use crate::executive::{Executive, Prompts};
+use crate::ids::{ChannelId, GuildId};
+use crate::journal::Journal;
+use crate::memory::Memory;
+use crate::settings::{Secrets, Settings, SettingsService};
+use crate::store::Store;
+
+pub struct Site {
+    pub store: Store,
+    pub settings: Arc<SettingsService>,
+    pub executive: Arc<Executive>,
+    pub memory: Arc<Memory>,
+    pub discovery: Arc<Discovery>,
+    pub clock: SharedClock,
+    /// The running bot serving the dashboard, if it is one.
+    pub app: Option<Arc<App>>,
+}
+
+impl Site {
+    /// The running bot's services.
+    pub fn of_app(app: &Arc<App>) -> Self {
+        Self {
+            store: app.store.clone(),
+            settings: app.settings.clone(),
+            executive: app.executive.clone(),
+            memory: app.memory.clone(),
+            discovery: app.discovery.clone(),
+            clock: app.clock.clone(),
+            app: Some(app.clone()),
+        }
+    }
+
+    /// Services over `store` alone, with no bot running in this process.
+    pub async fn standalone(
+        settings: Settings,
+        secrets: Secrets,
+        store: Store,
+    ) -> anyhow::Result<Self> {
+        let clock: SharedClock = Arc::new(SystemClock);
+        let prompts = Prompts::load(Path::new(&settings.executive.prompts_dir))
+            .context("a prompt template is broken (executive.promptsDir)")?;
+        let service = Arc::new(SettingsService::new(settings, store.clone(), clock.clone()));
+        let journal = Journal::new(store.clone(), clock.clone());
+        let executive = Arc::new(
+            Executive::new(
+                service.clone(),
+                secrets,
+                store.clone(),
+                journal.clone(),
+                clock.clone(),
+                Chance::from_entropy(),
+                prompts,
+                None,
+            )
+            .await,
+        );
+        let memory = Memory::new(
+            store.clone(),
+            service.clone(),
+            journal.clone(),
+            clock.clone(),
+            executive.clone(),
+        );
+        let discovery = Discovery::new(service.clone(), store.clone(), journal, clock.clone());
+        Ok(Self {
+            store,
+            settings: service,
+            executive,
+            memory,
+            discovery,
+            clock,
+            app: None,
+        })
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
+    }
+
+    /// What the status widget reads, for the pages that show its parts.
+    pub fn sources(&self) -> Sources<'_> {
+        Sources {
+            store: &self.store,
+            settings: &self.settings,
+            executive: &self.executive,
+            now: self.now(),
+            running: self.app.as_deref(),
+        }
+    }
+
+    /// Every server the bot knows, by name.
+    pub fn guilds(&self) -> Vec<(GuildId, String)> {
+        self.store.known_guilds().unwrap_or_default()
+    }
+
+    /// A server's name, or its id when the name is unknown.
+    pub fn guild_name(&self, guild: GuildId) -> String {
+        self.store
+            .guild_name(guild)
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| guild.to_string())
+    }
+
+    /// `#name`, or `#id` when the name is unknown.
+    pub fn channel_label(&self, channel: ChannelId) -> String {
+        let name = self
+            .store
+            .channel_name(channel)
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| channel.to_string());
+        format!("#{name}")
+    }
+
+    /// Where the dashboard's figures come from, said at the foot of each page.
+    pub fn served_by(&self) -> &'static str {
+        if self.app.is_some() {
+            "served by the running bot"
+        } else {
+            "read from the store (the bot is not running in this process: what only a running bot knows, such as a provider's rate-limit window, is not shown)"
+        }
+    }
+}

@@ -1,0 +1,378 @@
+//! Today: the journal as a timeline — replies, reflexes, ambient posts,
+//! skips, the gates that stopped a look, errors — newest first, filterable
+//! by server, channel, kind and window, each entry with its *why* and a
+//! link to the message it was about.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::extract::{RawQuery, State};
+use axum::response::Response;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::params::Params;
+use super::view::{short_time, stamp};
+use super::{Dash, Site, Who};
+use crate::ids::{ChannelId, GuildId};
+use crate::journal::{Entry, Filter, Kind};
+
+/// What the timeline shows without a kind chosen: what the bot did.
+const ACTS: &[Kind] = &[
+    Kind::Reply,
+    Kind::Reflex,
+    Kind::InitiativePost,
+    Kind::InitiativeSkip,
+    Kind::Gate,
+    Kind::Error,
+];
+
+/// Entries shown at most; the counts above still cover the whole window.
+pub const SHOWN: usize = 300;
+
+/// Entries read at most (the newest): the counts say when they stop short.
+pub const MAX_READ: usize = 20_000;
+
+/// The longest window: the journal of a month.
+const MAX_WINDOW_DAYS: i64 = 31;
+
+#[derive(Serialize)]
+struct View {
+    since: String,
+    from: String,
+    guilds: Vec<Choice>,
+    channels: Vec<Choice>,
+    kinds: Vec<Choice>,
+    counts: Vec<Count>,
+    entries: Vec<EntryView>,
+    total: usize,
+    shown: usize,
+    /// The window holds more than [`MAX_READ`] entries.
+    capped: bool,
+}
+
+#[derive(Serialize)]
+pub struct Choice {
+    pub value: String,
+    pub label: String,
+    pub selected: bool,
+}
+
+#[derive(Serialize)]
+struct Count {
+    label: &'static str,
+    n: usize,
+    class: &'static str,
+}
+
+#[derive(Serialize)]
+struct EntryView {
+    at: String,
+    at_full: String,
+    kind: &'static str,
+    label: &'static str,
+    place: String,
+    summary: String,
+    why: String,
+    salience: Option<String>,
+    link: Option<String>,
+}
+
+pub async fn page(
+    State(d): State<Arc<Dash>>,
+    Extension(who): Extension<Who>,
+    RawQuery(query): RawQuery,
+) -> Response {
+    super::blocking(d, move |d| {
+        let frame = d.frame("today", "Today", &who);
+        match Params::from_query(query.as_deref()).and_then(|p| view(&d.site, &p)) {
+            Ok(v) => d.views.page("today.html", &frame, &v),
+            Err(e) => d.bad_input(&who, &e),
+        }
+    })
+    .await
+}
+
+fn view(site: &Site, p: &Params) -> Result<View, String> {
+    let now = site.now();
+    let since_spec = p.get("since").unwrap_or("24h").to_string();
+    let since = window_start(&since_spec, now)?;
+    let guild = p.guild("guild")?;
+    let channel = p.channel("channel")?;
+    let kind = p.get("kind").unwrap_or("");
+    let kinds = match kind {
+        "" => ACTS.to_vec(),
+        "all" => Vec::new(),
+        k => Kind::parse_list(k).map_err(|e| format!("kind: {e}, or all"))?,
+    };
+    let entries = site
+        .store
+        .journal_query(&Filter {
+            since: Some(since),
+            kinds,
+            guild,
+            channel,
+            limit: Some(MAX_READ),
+            ..Default::default()
+        })
+        .map_err(|e| format!("the journal cannot be read: {e}"))?;
+    let counts = counts(&entries);
+    let total = entries.len();
+    let mut places = Places::new(site);
+    let shown: Vec<EntryView> = entries
+        .iter()
+        .rev()
+        .take(SHOWN)
+        .map(|e| entry_view(e, now, &mut places))
+        .collect();
+    Ok(View {
+        since: since_spec,
+        from: stamp(since),
+        guilds: guild_choices(site, guild),
+        channels: channel_choices(site, guild, channel),
+        kinds: kind_choices(kind),
+        counts,
+        shown: shown.len(),
+        entries: shown,
+        capped: total == MAX_READ,
+        total,
+    })
+}
+
+/// The window's start: a duration back from now (at most a month), or a date.
+fn window_start(spec: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
+    let too_long = || format!("since: at most {MAX_WINDOW_DAYS} days back, got {spec:?}");
+    if let Some(d) = crate::when::parse_duration(spec)
+        && d > chrono::Duration::days(MAX_WINDOW_DAYS)
+    {
+        return Err(too_long());
+    }
+    let since = crate::when::parse_since(spec, now).map_err(|e| format!("since: {e}"))?;
+    if now - since > chrono::Duration::days(MAX_WINDOW_DAYS) {
+        return Err(too_long());
+    }
+    Ok(since)
+}
+
+fn counts(entries: &[Entry]) -> Vec<Count> {
+    let n = |k: Kind| entries.iter().filter(|e| e.kind == k).count();
+    vec![
+        Count {
+            label: "replies",
+            n: n(Kind::Reply),
+            class: "k-reply",
+        },
+        Count {
+            label: "reflexes",
+            n: n(Kind::Reflex),
+            class: "k-reflex",
+        },
+        Count {
+            label: "ambient posts",
+            n: n(Kind::InitiativePost),
+            class: "k-initiative_post",
+        },
+        Count {
+            label: "skips",
+            n: n(Kind::InitiativeSkip),
+            class: "k-initiative_skip",
+        },
+        Count {
+            label: "gate stops",
+            n: n(Kind::Gate),
+            class: "k-gate",
+        },
+        Count {
+            label: "errors",
+            n: n(Kind::Error),
+            class: "k-error",
+        },
+    ]
+}
+
+fn label(kind: Kind) -> &'static str {
+    match kind {
+        Kind::InitiativePost => "ambient post",
+        Kind::InitiativeSkip => "skip",
+        k => k.as_str(),
+    }
+}
+
+/// Server and channel names, each looked up once per page.
+struct Places<'a> {
+    site: &'a Site,
+    guilds: HashMap<GuildId, String>,
+    channels: HashMap<ChannelId, String>,
+}
+
+impl<'a> Places<'a> {
+    fn new(site: &'a Site) -> Self {
+        Self {
+            site,
+            guilds: HashMap::new(),
+            channels: HashMap::new(),
+        }
+    }
+
+    fn of(&mut self, guild: Option<GuildId>, channel: Option<ChannelId>) -> String {
+        let site = self.site;
+        let g = guild.map(|g| {
+            self.guilds
+                .entry(g)
+                .or_insert_with(|| site.guild_name(g))
+                .clone()
+        });
+        let c = channel.map(|c| {
+            self.channels
+                .entry(c)
+                .or_insert_with(|| site.channel_label(c))
+                .clone()
+        });
+        match (g, c) {
+            (Some(g), Some(c)) => format!("{g} · {c}"),
+            (Some(g), None) => g,
+            (None, Some(c)) => format!("direct message {c}"),
+            (None, None) => String::new(),
+        }
+    }
+}
+
+fn entry_view(e: &Entry, now: DateTime<Utc>, places: &mut Places<'_>) -> EntryView {
+    EntryView {
+        at: short_time(e.at, now),
+        at_full: stamp(e.at),
+        kind: e.kind.as_str(),
+        label: label(e.kind),
+        place: places.of(e.guild, e.channel),
+        summary: e.summary.clone(),
+        why: e.reason.clone(),
+        salience: e.salience.map(|s| format!("{s:.2}")),
+        link: message_link(e),
+    }
+}
+
+/// The Discord link of the message an entry is about, when it has one that
+/// Discord would know (not a message still being sent, not the console's).
+pub fn message_link(e: &Entry) -> Option<String> {
+    let (channel, message) = (e.channel?, e.message?);
+    if crate::store::messages::is_provisional(message)
+        || e.guild == Some(crate::console::guild_id())
+    {
+        return None;
+    }
+    let guild = e.guild.map_or("@me".to_string(), |g| g.to_string());
+    Some(format!(
+        "https://discord.com/channels/{guild}/{channel}/{message}"
+    ))
+}
+
+pub fn guild_choices(site: &Site, chosen: Option<GuildId>) -> Vec<Choice> {
+    let mut out = vec![Choice {
+        value: String::new(),
+        label: "every server".into(),
+        selected: chosen.is_none(),
+    }];
+    out.extend(site.guilds().into_iter().map(|(g, name)| Choice {
+        value: g.to_string(),
+        label: name,
+        selected: chosen == Some(g),
+    }));
+    out
+}
+
+/// The chosen server's channels (none to choose from before a server is chosen).
+pub fn channel_choices(
+    site: &Site,
+    guild: Option<GuildId>,
+    chosen: Option<ChannelId>,
+) -> Vec<Choice> {
+    let mut out = vec![Choice {
+        value: String::new(),
+        label: "every channel".into(),
+        selected: chosen.is_none(),
+    }];
+    let channels = guild
+        .map(|g| site.store.guild_channels(g).unwrap_or_default())
+        .unwrap_or_default();
+    let mut named: Vec<(String, ChannelId)> = channels
+        .into_iter()
+        .map(|c| (site.channel_label(c), c))
+        .collect();
+    named.sort();
+    if let Some(c) = chosen.filter(|c| !named.iter().any(|(_, n)| n == c)) {
+        named.push((site.channel_label(c), c));
+    }
+    out.extend(named.into_iter().map(|(label, c)| Choice {
+        value: c.to_string(),
+        selected: chosen == Some(c),
+        label,
+    }));
+    out
+}
+
+fn kind_choices(chosen: &str) -> Vec<Choice> {
+    let mut out = vec![
+        Choice {
+            value: String::new(),
+            label: "what it did (replies, reflexes, posts, skips, gates, errors)".into(),
+            selected: chosen.is_empty(),
+        },
+        Choice {
+            value: "all".into(),
+            label: "everything (routing too)".into(),
+            selected: chosen == "all",
+        },
+    ];
+    out.extend(Kind::ALL.iter().map(|k| Choice {
+        value: k.as_str().into(),
+        label: k.as_str().replace('_', " "),
+        selected: chosen == k.as_str(),
+    }));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_links_point_at_discord_and_skip_what_discord_cannot_show() {
+        let e = Entry::new(Kind::Reply, "said hi")
+            .place(Some(GuildId(10)), Some(ChannelId(20)))
+            .message(crate::ids::MessageId(30));
+        assert_eq!(
+            message_link(&e).as_deref(),
+            Some("https://discord.com/channels/10/20/30")
+        );
+        let dm = Entry::new(Kind::Reply, "dm")
+            .place(None, Some(ChannelId(20)))
+            .message(crate::ids::MessageId(30));
+        assert_eq!(
+            message_link(&dm).as_deref(),
+            Some("https://discord.com/channels/@me/20/30")
+        );
+        let pending = Entry::new(Kind::Reply, "sending").place(None, Some(ChannelId(20)));
+        assert_eq!(message_link(&pending), None);
+        let console = Entry::new(Kind::Reply, "console")
+            .place(Some(crate::console::guild_id()), Some(ChannelId(20)))
+            .message(crate::ids::MessageId(30));
+        assert_eq!(message_link(&console), None);
+    }
+
+    #[test]
+    fn the_window_is_at_most_a_month() {
+        let now = chrono::Utc::now();
+        assert!(window_start("24h", now).is_ok());
+        assert_eq!(
+            window_start("9999w", now).unwrap_err(),
+            "since: at most 31 days back, got \"9999w\""
+        );
+        assert!(window_start("1990-01-01", now).is_err());
+        assert!(
+            window_start("yesterday", now)
+                .unwrap_err()
+                .starts_with("since: ")
+        );
+    }
+}
