@@ -40,6 +40,9 @@ pub const AT_NEXT_START: &[&str] = &[
     // Worker pools sized at start.
     "attention.maxConcurrent",
     "voice.transcription.maxConcurrent",
+    // The dashboard's server is bound (or not) once, when the bot starts.
+    "dashboard.enabled",
+    "dashboard.bind",
 ];
 
 /// Whether a change at `path` waits for the next start.
