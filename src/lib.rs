@@ -17,6 +17,7 @@ pub mod cli;
 pub mod clock;
 pub mod commands;
 pub mod console;
+pub mod courtesy;
 pub mod discord;
 pub mod discovery;
 pub mod executive;

@@ -7,9 +7,11 @@
 //! - `secrets`: tokens and keys, from the environment only
 //! - `service`: effective settings per guild, with stored overrides
 //! - `paths`: dotted-path helpers
+//! - `quiet_hours`: the `initiative.quietHours` syntax and when a server is quiet
 
 pub mod load;
 pub mod paths;
+pub mod quiet_hours;
 pub mod schema;
 pub mod secrets;
 pub mod service;
