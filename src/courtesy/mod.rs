@@ -151,11 +151,12 @@ pub fn answer(settings: &Settings, now: DateTime<Utc>) -> Result<(), Refusal> {
     }
 }
 
-/// `t` as people in the server read it: "08:00 Europe/Berlin" today,
-/// "Sat 10:00 Europe/Berlin" on another day.
+/// `t` (the end of something) as people in the server read it: "08:00
+/// Europe/Berlin" within the next day (the next 08:00 is the one meant),
+/// "Sat 10:00 Europe/Berlin" further off.
 pub fn local(t: DateTime<Utc>, tz: Tz, now: DateTime<Utc>) -> String {
     let at = t.with_timezone(&tz);
-    if at.date_naive() == now.with_timezone(&tz).date_naive() {
+    if t - now < chrono::Duration::hours(24) {
         format!("{} {tz}", at.format("%H:%M"))
     } else {
         format!("{} {tz}", at.format("%a %H:%M"))

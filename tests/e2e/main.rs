@@ -7,6 +7,7 @@ mod support;
 mod bounds;
 mod console;
 mod conversation;
+mod courtesy;
 mod discord;
 mod discovery;
 mod door;

@@ -10,6 +10,14 @@
 //! repeated nonce with `enforce_nonce` returns the first message instead of a
 //! new one. Each dispatched payload is first parsed with serenity's own type,
 //! because serenity silently drops one it cannot parse.
+//!
+//! Replies and pings are computed as Discord computes them: a
+//! `message_reference` must name a message of the same channel (an unknown
+//! one is refused unless `fail_if_not_exists` is false, which sends a plain
+//! message instead); the message pings the mentions its text makes, narrowed
+//! by `allowed_mentions`, plus the replied-to author unless
+//! `allowed_mentions.replied_user` is false. Who was pinged is kept on the
+//! created message (`mentions`), as Discord shows it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -141,6 +149,24 @@ impl World {
         self.find("POST", &format!("/channels/{channel}/messages"))
             .into_iter()
             .map(|r| r.body)
+            .collect()
+    }
+
+    /// Who each message the bot created in `channel` pinged, oldest first
+    /// (Discord's `mentions`, replied-to author included).
+    pub fn pinged_in(&self, channel: u64) -> Vec<Vec<u64>> {
+        self.posted_in(channel)
+            .iter()
+            .map(|m| {
+                m["mentions"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|u| u["id"].as_str()?.parse().ok())
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            })
             .collect()
     }
 
@@ -338,6 +364,7 @@ fn message_json(id: u64, channel: u64, guild: Option<u64>, author: Value, conten
 fn computed_mentions(
     content: &str,
     allowed: &Value,
+    replied_author: Option<&Value>,
 ) -> Result<(Vec<Value>, bool, Vec<String>), String> {
     let parse: Vec<&str> = allowed["parse"]
         .as_array()
@@ -356,6 +383,9 @@ fn computed_mentions(
     let (users, roles) = (listed("users"), listed("roles"));
     if parse.contains(&"users") && !users.is_empty() {
         return Err("parse users and users list are mutually exclusive".into());
+    }
+    if users.len() > 100 || roles.len() > 100 {
+        return Err("Must be 100 or fewer in length.".into());
     }
     let free = allowed.is_null();
     let user_ok = |id: &str| free || parse.contains(&"users") || users.iter().any(|u| u == id);
@@ -376,6 +406,15 @@ fn computed_mentions(
                 .find(|p| p.id.to_string() == id)
                 .map_or("someone", |p| p.name);
             pinged.push(json!({"id": id, "username": name}));
+        }
+    }
+    // A reply pings the replied-to author unless `replied_user` says no
+    // (without `allowed_mentions` at all, it does).
+    if let Some(author) = replied_author {
+        let id = author["id"].as_str().unwrap_or("").to_string();
+        let wanted = free || allowed["replied_user"] == json!(true);
+        if wanted && id != BOT.to_string() && !pinged.iter().any(|p| p["id"] == id.as_str()) {
+            pinged.push(json!({"id": id, "username": author["username"]}));
         }
     }
     Ok((pinged, everyone, pinged_roles))
@@ -782,6 +821,16 @@ fn multipart(body: &[u8], boundary: &str) -> Value {
     payload
 }
 
+/// Discord's answer to a body it refuses: 400, code 50035, the field and why.
+fn invalid_form(field: &str, code: &str, message: &str) -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        axum::Json(json!({"message": "Invalid Form Body", "code": 50035,
+            "errors": {field: {"_errors": [{"code": code, "message": message}]}}})),
+    )
+        .into_response()
+}
+
 async fn rest(
     State((world, ws_url)): State<(Arc<Mutex<World>>, String)>,
     method: Method,
@@ -902,13 +951,46 @@ async fn rest(
                 bot_user(),
                 body["content"].as_str().unwrap_or(""),
             );
-            if let Some(r) = body.get("message_reference") {
-                m["message_reference"] = r.clone();
+            let mut replied_author = None;
+            if let Some(r) = body.get("message_reference").filter(|r| !r.is_null()) {
+                let to: u64 = r["message_id"].as_str().and_then(|i| i.parse().ok()).unwrap_or(0);
+                let same_channel = r["channel_id"]
+                    .as_str()
+                    .is_none_or(|c| c == channel.to_string());
+                let original = w
+                    .messages
+                    .get(&to)
+                    .filter(|o| o["channel_id"] == channel.to_string().as_str());
+                match (original, same_channel) {
+                    (_, false) => {
+                        return invalid_form(
+                            "message_reference",
+                            "MESSAGE_REFERENCE_INVALID_CHANNEL",
+                            "Cannot reply to a message in another channel",
+                        );
+                    }
+                    (Some(original), true) => {
+                        m["message_reference"] = r.clone();
+                        m["referenced_message"] = original.clone();
+                        m["type"] = json!(19);
+                        replied_author = Some(original["author"].clone());
+                    }
+                    // Discord sends it as a plain message only when asked to.
+                    (None, true) if r["fail_if_not_exists"] == json!(false) => {}
+                    (None, true) => {
+                        return invalid_form(
+                            "message_reference",
+                            "MESSAGE_REFERENCE_UNKNOWN_MESSAGE",
+                            "Unknown message",
+                        );
+                    }
+                }
             }
             m["attachments"] = json!(attachments);
             match computed_mentions(
                 &m["content"].as_str().unwrap_or("").to_string(),
                 &body["allowed_mentions"],
+                replied_author.as_ref(),
             ) {
                 Ok((users, everyone, roles)) => {
                     m["mentions"] = json!(users);
