@@ -198,21 +198,20 @@ fn initiative_lines(src: &Sources<'_>, guild: GuildId) -> Vec<String> {
     lines
 }
 
-/// Quiet hours (and whether it is in them now) and the hushes in force.
+/// Quiet hours, when set (and whether it is in them now), and the hushes in force.
 fn courtesy_lines(src: &Sources<'_>, settings: &Settings, guild: GuildId) -> Vec<String> {
     let spec = settings.initiative.quiet_hours.trim();
     let tz = settings.zone();
-    let mut lines = vec![if spec.is_empty() {
-        format!("quiet hours: none (initiative.quietHours; the server's zone is {tz})")
-    } else {
-        match crate::courtesy::quiet_until(settings, src.now) {
+    let mut lines = Vec::new();
+    if !spec.is_empty() {
+        lines.push(match crate::courtesy::quiet_until(settings, src.now) {
             Some(until) => format!(
                 "quiet hours {spec:?} ({tz}): quiet until {}",
                 crate::courtesy::local(until, tz, src.now)
             ),
             None => format!("quiet hours {spec:?} ({tz}): not now"),
-        }
-    }];
+        });
+    }
     for h in src.store.hushes(guild, src.now).unwrap_or_default() {
         lines.push(crate::courtesy::hushed(src.store, settings, &h, src.now).reason);
     }

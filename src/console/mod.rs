@@ -409,14 +409,15 @@ impl Session {
     /// due reminder brings, as if that much time had passed.
     async fn wait(&self, spec: &str) {
         let usage = "usage: /wait DURATION or /wait until HH:MM, e.g. /wait 5m, /wait until 23:30 (at most 24h)";
-        let total = match spec.trim().strip_prefix("until ") {
-            Some(at) => self.until(at.trim()),
-            None => crate::when::parse_duration(spec),
+        // The next HH:MM is at most a wall-clock day away (25 h across a DST change).
+        let (total, most) = match spec.trim().strip_prefix("until ") {
+            Some(at) => (self.until(at.trim()), MAX_WAIT_HOURS + 1),
+            None => (crate::when::parse_duration(spec), MAX_WAIT_HOURS),
         };
         let Some(total) = total.filter(|d| *d > chrono::Duration::zero()) else {
             return self.out.notice(usage);
         };
-        if total > chrono::Duration::hours(MAX_WAIT_HOURS) {
+        if total > chrono::Duration::hours(most) {
             return self.out.notice(usage);
         }
         let tick = i64::from(

@@ -91,7 +91,8 @@ async fn quiet_hours_stop_the_initiative_before_the_model_and_the_held_thought_w
     assert!(
         status
             .iter()
-            .any(|l| l == "quiet hours \"23:00-08:00\" (Europe/Berlin): quiet until 08:00 Europe/Berlin"),
+            .any(|l| l
+                == "quiet hours \"23:00-08:00\" (Europe/Berlin): quiet until 08:00 Europe/Berlin"),
         "{status:#?}"
     );
 
@@ -121,25 +122,46 @@ async fn during_quiet_hours_a_mention_is_answered_but_nobody_is_joined_unasked()
         ));
     w.clock.set(at("2026-01-05T23:00:00Z")); // midnight in Berlin
     let unasked = w
-        .message(GENERAL, "ada", "anyone still up for a chat about rust?", Addressed::No)
+        .message(
+            GENERAL,
+            "ada",
+            "anyone still up for a chat about rust?",
+            Addressed::No,
+        )
         .await;
     assert!(w.model.requests().is_empty(), "no chime-in considered");
     let declined = w.journal(Kind::Outcome);
     assert!(
         declined.iter().any(|e| e.message == Some(unasked)
-            && e.reason.starts_with("did not chime in (quiet_hours gate): quiet hours until 08:00 Europe/Berlin")),
+            && e.reason.starts_with(
+                "did not chime in (quiet_hours gate): quiet hours until 08:00 Europe/Berlin"
+            )),
         "{declined:#?}"
     );
-    w.message(GENERAL, "ada", "@ambient are you awake?", Addressed::Mention)
-        .await;
+    w.message(
+        GENERAL,
+        "ada",
+        "@ambient are you awake?",
+        Addressed::Mention,
+    )
+    .await;
     assert_eq!(w.model.requests().len(), 1, "the mention was answered");
     assert_eq!(w.said()[0].content, "Still here, Ada. Sleep well!");
 
     // Awake again, the same message is considered.
     w.clock.set(at("2026-01-06T07:30:00Z"));
-    w.message(GENERAL, "ada", "anyone up for a chat about rust?", Addressed::No)
-        .await;
-    assert_eq!(w.model.requests().len(), 2, "chime-ins are back after 08:00");
+    w.message(
+        GENERAL,
+        "ada",
+        "anyone up for a chat about rust?",
+        Addressed::No,
+    )
+    .await;
+    assert_eq!(
+        w.model.requests().len(),
+        2,
+        "chime-ins are back after 08:00"
+    );
 }
 
 #[tokio::test]
@@ -150,7 +172,12 @@ async fn replies_during_quiet_hours_can_be_switched_off() {
     w.model.fallback(Scripted::text("hi"));
     w.clock.set(at("2026-01-05T23:00:00Z"));
     let asked = w
-        .message(GENERAL, "ada", "@ambient are you awake?", Addressed::Mention)
+        .message(
+            GENERAL,
+            "ada",
+            "@ambient are you awake?",
+            Addressed::Mention,
+        )
         .await;
     assert!(w.model.requests().is_empty());
     assert!(w.said().is_empty());
@@ -205,8 +232,13 @@ async fn hush_in_words_through_the_reflex_costs_no_model_call() {
     let mut s = settings();
     s.permissions.replies.discovery_channel_ids = vec![GENERAL];
     let w = World::start(s).await;
-    w.message(GENERAL, "ada", "ambient, hush for an hour", Addressed::ByName)
-        .await;
+    w.message(
+        GENERAL,
+        "ada",
+        "ambient, hush for an hour",
+        Addressed::ByName,
+    )
+    .await;
     assert!(w.model.requests().is_empty());
     let said = w.said();
     assert_eq!(said.len(), 1, "{said:#?}");
@@ -225,32 +257,53 @@ async fn hush_in_words_through_the_reflex_costs_no_model_call() {
         .expect("hushed");
     assert_eq!(hush.until - w.clock.now(), chrono::Duration::hours(1));
     // Longer than anyone may ask for, in words: told why, nothing changes.
-    w.message(GENERAL, "bob", "ambient, hush for 5 hours", Addressed::ByName)
-        .await;
+    w.message(
+        GENERAL,
+        "bob",
+        "ambient, hush for 5 hours",
+        Addressed::ByName,
+    )
+    .await;
     assert!(
         w.said()[1].content.contains("up to 3 hours"),
         "{}",
         w.said()[1].content
     );
     // Bob cannot end Ada's hush; Ada can.
-    w.message(GENERAL, "bob", "ambient, you can talk again", Addressed::ByName)
-        .await;
-    assert!(w.said()[2].content.starts_with("Only ada"), "{}", w.said()[2].content);
-    w.message(GENERAL, "ada", "ambient, you can talk again", Addressed::ByName)
-        .await;
+    w.message(
+        GENERAL,
+        "bob",
+        "ambient, you can talk again",
+        Addressed::ByName,
+    )
+    .await;
+    assert!(
+        w.said()[2].content.starts_with("Only ada"),
+        "{}",
+        w.said()[2].content
+    );
+    w.message(
+        GENERAL,
+        "ada",
+        "ambient, you can talk again",
+        Addressed::ByName,
+    )
+    .await;
     assert_eq!(w.said()[3].content, "Okay, the hush in #general is over.");
-    assert!(w
-        .app
-        .store
-        .hush(GUILD_A, Some(GENERAL), w.clock.now())
-        .unwrap()
-        .is_none());
+    assert!(
+        w.app
+            .store
+            .hush(GUILD_A, Some(GENERAL), w.clock.now())
+            .unwrap()
+            .is_none()
+    );
 }
 
 #[tokio::test]
 async fn an_empty_room_is_not_talked_to() {
     let mut s = settings();
     s.permissions.replies.discovery_channel_ids = vec![GENERAL];
+    s.initiative.text.require_activity_within_hours = 24; // the default; test worlds turn it off
     let w = World::start(s).await;
     w.model.fallback(post("hello?"));
     w.tick().await;
@@ -262,7 +315,10 @@ async fn an_empty_room_is_not_talked_to() {
     w.hear(GENERAL, "ada", "anyone here?", Source::Text);
     w.clock.advance(chrono::Duration::hours(25));
     w.tick().await;
-    assert!(w.model.requests().is_empty(), "nobody to talk to: no model call");
+    assert!(
+        w.model.requests().is_empty(),
+        "nobody to talk to: no model call"
+    );
     let status = ambient::commands::status::widget(
         &ambient::commands::status::Sources::of(&w.app),
         Some(GUILD_A),
@@ -275,7 +331,11 @@ async fn an_empty_room_is_not_talked_to() {
     );
     w.hear(GENERAL, "bob", "back from holiday!", Source::Text);
     w.tick().await;
-    assert_eq!(w.model.requests().len(), 1, "someone spoke: the room is alive");
+    assert_eq!(
+        w.model.requests().len(),
+        1,
+        "someone spoke: the room is alive"
+    );
 }
 
 #[tokio::test]
@@ -288,10 +348,26 @@ async fn quiet_hours_skip_routines_unless_they_run_anyway_but_reminders_come() {
         json!({"say": "routine says hi", "note": "said hi"}),
     ));
     let imp = &w.app.impulses;
-    imp.add_routine(GUILD_A, Some(GENERAL), "polite", "30 23 * * *", "say hi", "ada", false)
-        .unwrap();
-    imp.add_routine(GUILD_A, Some(MEMES), "owl", "30 23 * * *", "say hi", "ada", true)
-        .unwrap();
+    imp.add_routine(
+        GUILD_A,
+        Some(GENERAL),
+        "polite",
+        "30 23 * * *",
+        "say hi",
+        "ada",
+        false,
+    )
+    .unwrap();
+    imp.add_routine(
+        GUILD_A,
+        Some(MEMES),
+        "owl",
+        "30 23 * * *",
+        "say hi",
+        "ada",
+        true,
+    )
+    .unwrap();
     imp.add_task(ambient::impulses::NewTask {
         guild: Some(GUILD_A),
         channel: Some(GENERAL),
@@ -308,8 +384,11 @@ async fn quiet_hours_skip_routines_unless_they_run_anyway_but_reminders_come() {
     w.app.run_due().await;
     w.clock.set(at("2026-01-05T22:46:00Z"));
     w.app.run_due().await;
-    let said: Vec<(ChannelId, String)> =
-        w.said().into_iter().map(|s| (s.channel, s.content)).collect();
+    let said: Vec<(ChannelId, String)> = w
+        .said()
+        .into_iter()
+        .map(|s| (s.channel, s.content))
+        .collect();
     assert_eq!(
         said,
         vec![
@@ -318,11 +397,18 @@ async fn quiet_hours_skip_routines_unless_they_run_anyway_but_reminders_come() {
         ],
         "the routine that runs anyway and the reminder; not the polite routine"
     );
-    assert_eq!(w.model.requests().len(), 1, "the skipped routine cost nothing");
+    assert_eq!(
+        w.model.requests().len(),
+        1,
+        "the skipped routine cost nothing"
+    );
     let skipped = w.journal(Kind::Impulse);
     assert!(
-        skipped.iter().any(|e| e.summary == "skipped the routine polite"
-            && e.reason.starts_with("quiet_hours gate: quiet hours until 08:00 Europe/Berlin")),
+        skipped
+            .iter()
+            .any(|e| e.summary == "skipped the routine polite"
+                && e.reason
+                    .starts_with("quiet_hours gate: quiet hours until 08:00 Europe/Berlin")),
         "{skipped:#?}"
     );
 }
@@ -344,14 +430,27 @@ async fn no_unprompted_means_no_chime_in_on_that_persons_messages() {
         .set_boundary(user("bob"), Boundary::NoUnprompted, true, w.clock.now())
         .unwrap();
     let bobs = w
-        .message(GENERAL, "bob", "what do people think about tabs?", Addressed::No)
+        .message(
+            GENERAL,
+            "bob",
+            "what do people think about tabs?",
+            Addressed::No,
+        )
         .await;
-    assert!(w.model.requests().is_empty(), "Bob's message: not considered");
+    assert!(
+        w.model.requests().is_empty(),
+        "Bob's message: not considered"
+    );
     assert!(w.journal(Kind::Outcome).iter().any(|e| e.message == Some(bobs)
         && e.reason
             == "did not chime in (boundary gate): the author asked not to be answered unprompted (/ambient me no-unprompted)"));
-    w.message(GENERAL, "ada", "what do people think about tabs?", Addressed::No)
-        .await;
+    w.message(
+        GENERAL,
+        "ada",
+        "what do people think about tabs?",
+        Addressed::No,
+    )
+    .await;
     assert_eq!(w.model.requests().len(), 1, "Ada's is");
 }
 
@@ -363,17 +462,32 @@ async fn no_memory_means_nothing_is_extracted_from_that_persons_messages() {
         .set_boundary(user("ada"), Boundary::NoMemory, true, w.clock.now())
         .unwrap();
     let hers = w
-        .message(GENERAL, "ada", "my secret hobby is competitive knitting every sunday", Addressed::No)
+        .message(
+            GENERAL,
+            "ada",
+            "my secret hobby is competitive knitting every sunday",
+            Addressed::No,
+        )
         .await;
     w.app.memory.extract_channel(Some(GUILD_A), GENERAL).await;
     assert!(
         w.model.requests().is_empty(),
         "only her words: not even sent to the model"
     );
-    w.message(GENERAL, "ada", "and I really love knitting patterns from norway", Addressed::No)
-        .await;
-    w.message(GENERAL, "bob", "we decided game night moves to fridays at eight", Addressed::No)
-        .await;
+    w.message(
+        GENERAL,
+        "ada",
+        "and I really love knitting patterns from norway",
+        Addressed::No,
+    )
+    .await;
+    w.message(
+        GENERAL,
+        "bob",
+        "we decided game night moves to fridays at eight",
+        Addressed::No,
+    )
+    .await;
     w.model.push(Scripted::tool(
         "remember_facts",
         json!({"facts": [
@@ -384,13 +498,18 @@ async fn no_memory_means_nothing_is_extracted_from_that_persons_messages() {
     let stored = w.app.memory.extract_channel(Some(GUILD_A), GENERAL).await;
     assert_eq!(stored, 1, "the fact pinned on her is dropped");
     let prompt = w.model.requests()[0].body.to_string();
-    assert!(!prompt.contains("knitting"), "her words never reach the model: {prompt}");
+    assert!(
+        !prompt.contains("knitting"),
+        "her words never reach the model: {prompt}"
+    );
     assert!(prompt.contains("game night"), "{prompt}");
     let facts = w.app.store.all_facts().unwrap();
     assert_eq!(facts.len(), 1, "{facts:#?}");
     assert!(!facts[0].content.contains("knit"));
-    assert!(facts.iter().all(|f| !f.sources.contains(&hers)
-        && f.author.as_ref().is_none_or(|(a, _)| *a != user("ada"))));
+    assert!(
+        facts.iter().all(|f| !f.sources.contains(&hers)
+            && f.author.as_ref().is_none_or(|(a, _)| *a != user("ada")))
+    );
 }
 
 #[tokio::test]
@@ -402,7 +521,8 @@ async fn the_initiative_prompt_names_who_asked_not_to_be_pinged() {
         "decide",
         json!({"action": "post", "channel": "general", "text": format!("Nice one <@{}>!", user("ada").get()), "reason": "r"}),
     ));
-    w.message(GENERAL, "ada", "I finished the marathon", Addressed::No).await;
+    w.message(GENERAL, "ada", "I finished the marathon", Addressed::No)
+        .await;
     w.message(GENERAL, "bob", "congrats!", Addressed::No).await;
     w.app
         .store
@@ -415,7 +535,11 @@ async fn the_initiative_prompt_names_who_asked_not_to_be_pinged() {
         "{prompt}"
     );
     assert!(!prompt.contains("pinged: ada, bob"), "only who asked");
-    assert_eq!(w.said()[0].content, "Nice one @ada!", "a mention of her is her name");
+    assert_eq!(
+        w.said()[0].content,
+        "Nice one @ada!",
+        "a mention of her is her name"
+    );
 }
 
 /// A reply, a reminder and a voice-style answer to someone who asked not to be pinged,
@@ -424,26 +548,44 @@ async fn the_initiative_prompt_names_who_asked_not_to_be_pinged() {
 #[test]
 fn a_no_ping_person_is_never_in_a_messages_allowed_mentions() {
     let bot = Bot::start(json!({"impulses": {"idleCheckSeconds": 1, "activeCheckSeconds": 1}}));
-    let id = bot
-        .discord
-        .slash(D_GENERAL, BOB, 0, "ambient", "me", &[("boundary", "no-ping")]);
-    let answer = bot.discord.interaction_text(id).unwrap_or_default();
-    assert!(answer.starts_with("Done — don't ping me: I write your name instead"), "{answer}:\n{}", bot.log());
-    let shown = bot.discord.interaction_text(
-        bot.discord.slash(D_GENERAL, BOB, 0, "ambient", "me", &[]),
+    let id = bot.discord.slash(
+        D_GENERAL,
+        BOB,
+        0,
+        "ambient",
+        "me",
+        &[("boundary", "no-ping")],
     );
+    let answer = bot.discord.interaction_text(id).unwrap_or_default();
     assert!(
-        shown.as_deref().unwrap_or("").contains("- no-ping (don't ping me): on since"),
+        answer.starts_with("Done — don't ping me: I write your name instead"),
+        "{answer}:\n{}",
+        bot.log()
+    );
+    let shown =
+        bot.discord
+            .interaction_text(bot.discord.slash(D_GENERAL, BOB, 0, "ambient", "me", &[]));
+    assert!(
+        shown
+            .as_deref()
+            .unwrap_or("")
+            .contains("- no-ping (don't ping me): on since"),
         "{shown:?}"
     );
 
     bot.model
         .push(Scripted::text(&format!("Sure <@{}>, here it is.", BOB.id)))
-        .push(Scripted::text(&format!("Sure <@{}>, here it is.", ALICE.id)));
-    let bobs = bot.discord.say(D_GENERAL, BOB, &format!("<@{BOT}> can you help?"));
+        .push(Scripted::text(&format!(
+            "Sure <@{}>, here it is.",
+            ALICE.id
+        )));
+    let bobs = bot
+        .discord
+        .say(D_GENERAL, BOB, &format!("<@{BOT}> can you help?"));
     let sent = |n: usize| -> Vec<Value> {
         assert!(
-            bot.discord.wait_until(15, |w| w.sent_in(D_GENERAL).len() >= n),
+            bot.discord
+                .wait_until(15, |w| w.sent_in(D_GENERAL).len() >= n),
             "expected {n} messages:\n{}",
             bot.log()
         );
@@ -453,13 +595,27 @@ fn a_no_ping_person_is_never_in_a_messages_allowed_mentions() {
     assert_eq!(to_bob["content"], "Sure @bob, here it is.");
     assert_eq!(to_bob["message_reference"]["message_id"], bobs.to_string());
     assert_eq!(to_bob["allowed_mentions"]["users"], json!([]), "{to_bob}");
-    assert_eq!(to_bob["allowed_mentions"]["replied_user"], false, "{to_bob}");
+    assert_eq!(
+        to_bob["allowed_mentions"]["replied_user"], false,
+        "{to_bob}"
+    );
 
-    let alices = bot.discord.say(D_GENERAL, ALICE, &format!("<@{BOT}> can you help?"));
+    let alices = bot
+        .discord
+        .say(D_GENERAL, ALICE, &format!("<@{BOT}> can you help?"));
     let to_alice = &sent(2)[1];
-    assert_eq!(to_alice["content"], format!("Sure <@{}>, here it is.", ALICE.id));
-    assert_eq!(to_alice["message_reference"]["message_id"], alices.to_string());
-    assert_eq!(to_alice["allowed_mentions"]["users"], json!([ALICE.id.to_string()]));
+    assert_eq!(
+        to_alice["content"],
+        format!("Sure <@{}>, here it is.", ALICE.id)
+    );
+    assert_eq!(
+        to_alice["message_reference"]["message_id"],
+        alices.to_string()
+    );
+    assert_eq!(
+        to_alice["allowed_mentions"]["users"],
+        json!([ALICE.id.to_string()])
+    );
     assert_eq!(to_alice["allowed_mentions"]["replied_user"], true);
 
     // Bob's reminder, due now.
@@ -484,10 +640,49 @@ fn a_no_ping_person_is_never_in_a_messages_allowed_mentions() {
         .unwrap();
     let reminder = &sent(3)[2];
     assert_eq!(reminder["content"], "@bob reminder: stretch");
-    assert_eq!(reminder["allowed_mentions"]["users"], json!([]), "{reminder}");
+    assert_eq!(
+        reminder["allowed_mentions"]["users"],
+        json!([]),
+        "{reminder}"
+    );
 
     // As Discord saw them: Bob was never pinged; Alice was, once.
     let pinged = bot.discord.with(|w| w.pinged_in(D_GENERAL));
     assert_eq!(pinged, vec![vec![], vec![ALICE.id], vec![]]);
     assert!(bot.stop().success());
+}
+
+#[tokio::test]
+async fn quiet_hours_and_the_zone_are_validated_with_the_path_and_what_is_valid() {
+    let w = World::start(settings()).await;
+    let set = |path: &str, value: &str| {
+        w.app
+            .settings
+            .set_override(GUILD_A, path, value, None)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    assert_eq!(
+        set("initiative.quietHours", "25:00-08:00"),
+        Err("initiative.quietHours: \"25:00\" is not a time of day (HH:MM from 00:00 to 23:59); write e.g. \"23:00-08:00\", \"fri,sat 01:00-10:00\" or \"sun-thu 23:00-07:00; fri,sat 01:00-10:00\"".into())
+    );
+    assert!(
+        set("guild.timezone", "Mars/Olympus")
+            .unwrap_err()
+            .starts_with("guild.timezone: must be an IANA timezone such as \"Europe/Berlin\"")
+    );
+    assert_eq!(set("initiative.quietHours", "fri,sat 01:00-10:00"), Ok(()));
+    assert_eq!(set("guild.timezone", "America/New_York"), Ok(()));
+    let s = w.app.settings.for_guild(Some(GUILD_A));
+    assert_eq!(s.initiative.quiet_hours, "fri,sat 01:00-10:00");
+    assert_eq!(s.zone().name(), "America/New_York");
+    assert!(
+        w.app
+            .settings
+            .for_guild(Some(ambient::ids::GuildId(1002)))
+            .initiative
+            .quiet_hours
+            .is_empty(),
+        "another server keeps its own"
+    );
 }

@@ -953,7 +953,10 @@ async fn rest(
             );
             let mut replied_author = None;
             if let Some(r) = body.get("message_reference").filter(|r| !r.is_null()) {
-                let to: u64 = r["message_id"].as_str().and_then(|i| i.parse().ok()).unwrap_or(0);
+                let to: u64 = r["message_id"]
+                    .as_str()
+                    .and_then(|i| i.parse().ok())
+                    .unwrap_or(0);
                 let same_channel = r["channel_id"]
                     .as_str()
                     .is_none_or(|c| c == channel.to_string());
