@@ -686,3 +686,85 @@ async fn quiet_hours_and_the_zone_are_validated_with_the_path_and_what_is_valid(
         "another server keeps its own"
     );
 }
+
+/// The fake Discord refuses what Discord refuses about replies and pings, so
+/// the tests above cannot pass on a body Discord would not take.
+#[tokio::test]
+async fn the_fake_discord_is_as_strict_as_discord_about_replies_and_pings() {
+    use crate::support::fake_discord::{FakeDiscord, RANDOM};
+    let discord = FakeDiscord::start();
+    let asked = discord.say(D_GENERAL, ALICE, "hello there");
+    let client = reqwest::Client::new();
+    let send = |channel: u64, body: Value| {
+        let client = client.clone();
+        let url = format!("{}/api/v10/channels/{channel}/messages", discord.url);
+        async move {
+            let r = client.post(url).json(&body).send().await.unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap())
+        }
+    };
+    let reply_to = |id: u64, channel: u64, fail: Option<bool>| {
+        let mut r = json!({"message_id": id.to_string(), "channel_id": channel.to_string()});
+        if let Some(f) = fail {
+            r["fail_if_not_exists"] = json!(f);
+        }
+        r
+    };
+    let (status, body) = send(
+        D_GENERAL,
+        json!({"content": "hi", "message_reference": reply_to(999, D_GENERAL, None)}),
+    )
+    .await;
+    assert_eq!(status, 400, "an unknown message: {body}");
+    assert_eq!(
+        body["errors"]["message_reference"]["_errors"][0]["code"],
+        "MESSAGE_REFERENCE_UNKNOWN_MESSAGE"
+    );
+    let (status, body) = send(
+        D_GENERAL,
+        json!({"content": "hi", "message_reference": reply_to(999, D_GENERAL, Some(false))}),
+    )
+    .await;
+    assert_eq!(status, 200, "sent as a plain message when asked: {body}");
+    assert!(body.get("message_reference").is_none(), "{body}");
+    let (status, _) = send(
+        RANDOM,
+        json!({"content": "hi", "message_reference": reply_to(asked, D_GENERAL, None)}),
+    )
+    .await;
+    assert_eq!(status, 400, "a reply cannot cross channels");
+    let (status, _) = send(
+        D_GENERAL,
+        json!({"content": "hi", "allowed_mentions": {"users": (0..101).map(|i| i.to_string()).collect::<Vec<_>>()}}),
+    )
+    .await;
+    assert_eq!(status, 400, "at most 100 users");
+    // A reply pings its author unless replied_user is false; without allowed_mentions, it does.
+    for (allowed, pinged) in [
+        (json!({"parse": [], "users": []}), json!([])),
+        (
+            json!({"parse": [], "users": [], "replied_user": false}),
+            json!([]),
+        ),
+        (
+            json!({"parse": [], "users": [], "replied_user": true}),
+            json!([ALICE.id.to_string()]),
+        ),
+        (Value::Null, json!([ALICE.id.to_string()])),
+    ] {
+        let mut body =
+            json!({"content": "sure", "message_reference": reply_to(asked, D_GENERAL, None)});
+        if !allowed.is_null() {
+            body["allowed_mentions"] = allowed.clone();
+        }
+        let (status, made) = send(D_GENERAL, body).await;
+        assert_eq!(status, 200, "{made}");
+        let ids: Vec<Value> = made["mentions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|u| u["id"].clone())
+            .collect();
+        assert_eq!(json!(ids), pinged, "allowed_mentions {allowed}");
+    }
+}
