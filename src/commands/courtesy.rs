@@ -85,18 +85,17 @@ pub fn me(app: &App, who: &Asker, boundary: &str, state: &str) -> String {
             if b == Boundary::NoVoice {
                 app.voice.boundary_changed(who.user, on);
             }
-            app.journal.record(
-                crate::journal::Entry::new(
-                    crate::journal::Kind::Settings,
-                    format!(
-                        "{} {} a boundary: {}",
-                        who.name,
-                        if on { "set" } else { "lifted" },
-                        b.meaning()
-                    ),
-                )
-                .place(who.guild, Some(who.channel)),
-            );
+            // The operator's journal only (no server): a person's boundaries are theirs,
+            // not something a server's members should read back with /ambient why.
+            app.journal.record(crate::journal::Entry::new(
+                crate::journal::Kind::Settings,
+                format!(
+                    "{} {} a boundary: {}",
+                    who.name,
+                    if on { "set" } else { "lifted" },
+                    b.meaning()
+                ),
+            ));
             match (on, changed) {
                 (true, _) => format!(
                     "Done — {}: {} It holds on every server I share with you.",

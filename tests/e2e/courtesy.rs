@@ -768,3 +768,70 @@ async fn the_fake_discord_is_as_strict_as_discord_about_replies_and_pings() {
         assert_eq!(json!(ids), pinged, "allowed_mentions {allowed}");
     }
 }
+
+/// In Discord, a hush is confirmed once for the whole channel to see; a
+/// refusal only to the asker; neither pings anyone.
+#[test]
+fn a_slash_hush_is_confirmed_in_the_channel_and_a_refusal_privately() {
+    let bot = Bot::start(json!({"guild": {"timezone": "Europe/Berlin"}}));
+    let reply = |id: u64| -> Value {
+        bot.discord
+            .interaction_reply(id)
+            .unwrap_or_else(|| panic!("no reply:\n{}", bot.log()))
+    };
+    let refused = reply(bot.discord.slash(
+        D_GENERAL,
+        BOB,
+        0,
+        "ambient",
+        "hush",
+        &[("duration", "2h"), ("channel", "server")],
+    ));
+    assert_eq!(refused["data"]["flags"], 64, "only Bob sees it: {refused}");
+    assert!(
+        refused["data"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("another channel or the whole server needs Manage Server"),
+        "{refused}"
+    );
+    let done =
+        reply(
+            bot.discord
+                .slash(D_GENERAL, BOB, 0, "ambient", "hush", &[("duration", "2h")]),
+        );
+    let text = done["data"]["content"].as_str().unwrap();
+    assert!(
+        text.starts_with("Okay, I'll keep quiet in #general until ")
+            && text.contains(" Europe/Berlin: "),
+        "{done}"
+    );
+    assert!(
+        done["data"]["flags"].as_u64().unwrap_or(0) & 64 == 0,
+        "everyone in the channel sees it: {done}"
+    );
+    assert_eq!(
+        done["data"]["allowed_mentions"]["parse"],
+        json!([]),
+        "{done}"
+    );
+    let store = bot.store();
+    let hush = store
+        .hush(GuildId(D_GUILD), Some(ChannelId(D_GENERAL)), Utc::now())
+        .unwrap()
+        .expect("hushed");
+    assert_eq!(hush.by, UserId(BOB.id));
+    // Alice, without Manage Server, cannot end Bob's hush.
+    let not_hers = reply(
+        bot.discord
+            .slash(D_GENERAL, ALICE, 0, "ambient", "unhush", &[]),
+    );
+    assert!(
+        not_hers["data"]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("Only bob"),
+        "{not_hers}"
+    );
+    assert!(bot.stop().success());
+}
