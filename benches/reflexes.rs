@@ -131,6 +131,7 @@ fn app() -> &'static Arc<App> {
                     secrets: Secrets::default(),
                     clock: Arc::new(SystemClock),
                     chance: Chance::seeded(1),
+                    stand_in: None,
                 },
                 |_| Arc::new(Silent) as Arc<dyn Transport>,
             ))
