@@ -21,6 +21,10 @@ pub struct Outgoing {
     pub files: Vec<OutgoingFile>,
     /// The only people this message may ping; every other mention is text.
     pub pings: Vec<UserId>,
+    /// For a reply: whether the author of the message answered is pinged
+    /// (Discord's `allowed_mentions.replied_user`). False when they asked
+    /// not to be pinged.
+    pub ping_replied: bool,
 }
 
 /// New text for a message the bot already sent (a streamed answer growing).
@@ -29,6 +33,8 @@ pub struct Edit {
     pub content: String,
     /// As for [`Outgoing::pings`]: the only people the text may ping.
     pub pings: Vec<UserId>,
+    /// As for [`Outgoing::ping_replied`]: kept as the message was created.
+    pub ping_replied: bool,
 }
 
 /// A file sent with a message (a generated image, say).

@@ -18,6 +18,7 @@ pub mod clock;
 pub mod commands;
 pub mod console;
 pub mod dashboard;
+pub mod courtesy;
 pub mod discord;
 pub mod discovery;
 pub mod executive;

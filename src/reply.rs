@@ -21,6 +21,12 @@
 //! refused last send). Someone who addressed the bot then gets a 💤
 //! reaction instead of an answer; an unprompted attempt just stops.
 //!
+//! Courtesy is asked before the model too (`courtesy`): no chime-in during
+//! quiet hours, in a hushed channel, or after the message of someone who
+//! asked not to be answered unprompted; and, only if
+//! `initiative.repliesDuringQuietHours` is off, no answer during quiet hours
+//! (a 💤 says so).
+//!
 //! When no model can answer someone who addressed it (none configured, over
 //! budget, the provider down), the channel hears a short honest sentence once
 //! per conversation — never a stack trace — and after that only a 💤
@@ -758,6 +764,23 @@ impl Handler for ReplyHandler {
                 return Outcome::Declined(format!("would not be delivered: {why}"));
             }
             return self.undeliverable(m, &why.to_string()).await;
+        }
+        let place = m.place();
+        let settings = self.settings.for_guild(place.guild);
+        let now = self.clock.now();
+        if unprompted {
+            if let Err(r) = crate::courtesy::chime_in(
+                &settings,
+                &self.store,
+                place.guild,
+                place.channel,
+                m.message.author_id,
+                now,
+            ) {
+                return Outcome::Declined(format!("did not chime in ({} gate): {r}", r.gate));
+            }
+        } else if let (Some(_), Err(r)) = (place.guild, crate::courtesy::answer(&settings, now)) {
+            return self.undeliverable(m, &r.reason).await;
         }
         if unprompted {
             return self.chime_in(m).await;

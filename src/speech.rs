@@ -26,9 +26,12 @@
 //! ([`neutralise_mentions`]): `@everyone` and `@here` get a zero-width joiner
 //! after the `@`, a role mention becomes `@role`, and a user mention becomes
 //! that person's name unless they may be pinged — the person being answered,
-//! or whom the caller names (a reminder's owner, a speaker). So even a
-//! server that ignores `allowed_mentions` pings nobody else. The Discord
-//! transport also sends `allowed_mentions` with exactly those users.
+//! or whom the caller names (a reminder's owner, a speaker) — and have not
+//! asked never to be (the `no-ping` boundary: their name is written instead,
+//! and a reply to them does not ping them either). So even a server that
+//! ignores `allowed_mentions` pings nobody else. The Discord transport also
+//! sends `allowed_mentions` with exactly those users, and `replied_user`
+//! only when the person answered may be pinged.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,6 +45,7 @@ use crate::clock::SharedClock;
 use crate::ids::{ChannelId, MessageId, UserId};
 use crate::permissions;
 use crate::settings::SettingsService;
+use crate::store::boundaries::Boundary;
 use crate::store::messages::{Source, StoredMessage};
 use crate::store::{Store, StoreError};
 
@@ -184,8 +188,10 @@ impl Speech {
         self.speak(place, text, reply_to, cause, files, &[]).await
     }
 
-    /// The author of the message being answered, and whoever the caller names.
-    fn pings(&self, reply_to: Option<MessageId>, also: &[UserId]) -> Vec<UserId> {
+    /// Who may be pinged: the author of the message being answered and
+    /// whoever the caller names, less those who asked never to be; and
+    /// whether that leaves the answered author pingable.
+    fn pings(&self, reply_to: Option<MessageId>, also: &[UserId]) -> (Vec<UserId>, bool) {
         let answered = reply_to
             .and_then(|id| self.store.message(id).ok().flatten())
             .filter(|m| !m.is_self)
@@ -193,7 +199,14 @@ impl Speech {
         let mut pings: Vec<UserId> = also.iter().copied().chain(answered).collect();
         pings.sort_unstable_by_key(|u| u.get());
         pings.dedup();
-        pings
+        // Unreadable boundaries fail closed: a name instead of a ping costs nothing.
+        let unpingable = self
+            .store
+            .with_boundary(&pings, Boundary::NoPing)
+            .unwrap_or_else(|_| pings.iter().copied().collect());
+        pings.retain(|u| !unpingable.contains(u));
+        let ping_replied = answered.is_some_and(|a| pings.contains(&a));
+        (pings, ping_replied)
     }
 
     async fn speak(
@@ -205,7 +218,7 @@ impl Speech {
         mut files: Vec<OutgoingFile>,
         also: &[UserId],
     ) -> Result<Vec<MessageId>, SpeechError> {
-        let pings = self.pings(reply_to, also);
+        let (pings, ping_replied) = self.pings(reply_to, also);
         let text = neutralise_mentions(text, &pings, |u| self.store.author_name(u).ok().flatten());
         let text = text.trim();
         if text.is_empty() {
@@ -232,6 +245,7 @@ impl Speech {
                 nonce: nonce(cause, i),
                 files: std::mem::take(&mut files),
                 pings: pings.clone(),
+                ping_replied: i == 0 && ping_replied,
             };
             ids.push(self.post(place, &outgoing).await?);
         }

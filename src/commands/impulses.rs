@@ -104,17 +104,30 @@ pub fn task_done(app: &App, who: &Asker, id: &str) -> String {
     }
 }
 
-pub fn schedule_add(app: &App, who: &Asker, name: &str, cron: &str, action: &str) -> String {
+/// `anyway`: the routine runs during the server's quiet hours too.
+pub fn schedule_add(
+    app: &App,
+    who: &Asker,
+    name: &str,
+    cron: &str,
+    action: &str,
+    anyway: bool,
+) -> String {
     let Some(guild) = who.guild else {
         return "Schedules belong to a server; use this in one.".into();
     };
     if !who.manage {
         return "Only members with Manage Server can change the schedule.".into();
     }
-    match app
-        .impulses
-        .add_schedule(guild, Some(who.channel), name, cron, action, &who.name)
-    {
+    match app.impulses.add_routine(
+        guild,
+        Some(who.channel),
+        name,
+        cron,
+        action,
+        &who.name,
+        anyway,
+    ) {
         Ok(entry) => {
             let tz = app.impulses.timezone(Some(guild));
             let next = when::parse_cron(&entry.cron)
@@ -126,8 +139,22 @@ pub fn schedule_add(app: &App, who: &Asker, name: &str, cron: &str, action: &str
                         .to_string()
                 })
                 .unwrap_or_else(|| "never".into());
+            let quiet = if entry.during_quiet_hours {
+                " It runs during quiet hours too."
+            } else if app
+                .settings
+                .for_guild(Some(guild))
+                .initiative
+                .quiet_hours
+                .trim()
+                .is_empty()
+            {
+                ""
+            } else {
+                " It is skipped during quiet hours (add it with \"anyway\" to run then too)."
+            };
             format!(
-                "Scheduled **{}** (`{}`, {tz}) in this channel: {}. Next: {next}.",
+                "Scheduled **{}** (`{}`, {tz}) in this channel: {}. Next: {next}.{quiet}",
                 entry.name, entry.cron, entry.action
             )
         }
@@ -155,8 +182,13 @@ pub fn schedule_list(app: &App, who: &Asker) -> String {
                 .map(|t| crate::when::until(t, now))
                 .unwrap_or_else(|| "never".into());
             let place = e.channel.map(|c| format!(" in <#{c}>")).unwrap_or_default();
+            let anyway = if e.during_quiet_hours {
+                ", runs in quiet hours too"
+            } else {
+                ""
+            };
             format!(
-                "**{}** `{}`{place} — {} (next {next})",
+                "**{}** `{}`{place} — {} (next {next}{anyway})",
                 e.name, e.cron, e.action
             )
         })
@@ -237,10 +269,15 @@ pub fn run_text(app: &App, who: &Asker, family: &str, args: &str) -> String {
         ("task", "done") => task_done(app, who, rest),
         ("schedule", "" | "list") => schedule_list(app, who),
         ("schedule", "add") => {
+            // A last "| anyway" lets the routine run in quiet hours too.
+            let (rest, anyway) = match rest.rsplit_once('|') {
+                Some((head, tail)) if tail.trim().eq_ignore_ascii_case("anyway") => (head, true),
+                _ => (rest, false),
+            };
             let parts: Vec<&str> = rest.splitn(3, '|').map(str::trim).collect();
             match parts.as_slice() {
-                [name, cron, action] => schedule_add(app, who, name, cron, action),
-                _ => "usage: /schedule add NAME | CRON | WHAT   (e.g. /schedule add standup | 0 9 * * 1-5 | ask how everyone is)".into(),
+                [name, cron, action] => schedule_add(app, who, name, cron, action, anyway),
+                _ => "usage: /schedule add NAME | CRON | WHAT [| anyway]   (e.g. /schedule add standup | 0 9 * * 1-5 | ask how everyone is)".into(),
             }
         }
         ("schedule", "remove") => schedule_remove(app, who, rest),

@@ -188,7 +188,7 @@ fn initiative_lines(src: &Sources<'_>, guild: GuildId) -> Vec<String> {
         ),
         None => "none".into(),
     };
-    vec![
+    let mut lines = vec![
         format!(
             "initiative: {}",
             next_look(src, &settings, guild, posts, pending.as_ref())
@@ -198,7 +198,29 @@ fn initiative_lines(src: &Sources<'_>, guild: GuildId) -> Vec<String> {
             "posts today: {posts}/{} (last 24 h)",
             settings.initiative.text.max_posts_per_day
         ),
-    ]
+    ];
+    lines.extend(courtesy_lines(src, &settings, guild));
+    lines
+}
+
+/// Quiet hours, when set (and whether it is in them now), and the hushes in force.
+fn courtesy_lines(src: &Sources<'_>, settings: &Settings, guild: GuildId) -> Vec<String> {
+    let spec = settings.initiative.quiet_hours.trim();
+    let tz = settings.zone();
+    let mut lines = Vec::new();
+    if !spec.is_empty() {
+        lines.push(match crate::courtesy::quiet_until(settings, src.now) {
+            Some(until) => format!(
+                "quiet hours {spec:?} ({tz}): quiet until {}",
+                crate::courtesy::local(until, tz, src.now)
+            ),
+            None => format!("quiet hours {spec:?} ({tz}): not now"),
+        });
+    }
+    for h in src.store.hushes(guild, src.now).unwrap_or_default() {
+        lines.push(crate::courtesy::hushed(src.store, settings, &h, src.now).reason);
+    }
+    lines
 }
 
 /// When the engine looks next, or why it will not. The gates decide, so
@@ -225,7 +247,9 @@ pub fn next_look(
         .unwrap_or_default();
     let role = crate::initiative::decider(settings);
     let guild_channels = src.store.guild_channels(guild).unwrap_or_default();
-    let closed: Vec<ChannelId> = gates::eligible_pool(settings, &guild_channels)
+    let eligible = gates::eligible_pool(settings, &guild_channels);
+    let room = gates::Room::look(src.store, settings, guild, &eligible, src.now);
+    let closed: Vec<ChannelId> = eligible
         .into_iter()
         .filter(|c| !deliverable(src, settings, guild, *c))
         .collect();
@@ -244,6 +268,9 @@ pub fn next_look(
                 &crate::executive::CallContext::new(role, Some(guild)),
                 src.executive.likely_call_tokens(role),
             ),
+            server_hush: room.server_hush,
+            hushed: &room.hushed,
+            last_human: room.last_human,
         },
         &Chance::seeded(0),
     );

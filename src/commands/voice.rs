@@ -52,16 +52,11 @@ pub async fn leave(app: &App, who: &Asker, current: Option<ChannelId>) -> String
         .unwrap_or_else(|e| e)
 }
 
+/// The person's `no-voice` boundary (also `/ambient me no-voice`): it holds on every server.
 pub fn opt_out(app: &App, who: &Asker) -> String {
-    match who.guild {
-        Some(g) => app.voice.opt_out(g, who.user),
-        None => "Voice works in servers, not DMs.".into(),
-    }
+    app.voice.opt_out(who.user)
 }
 
 pub fn opt_in(app: &App, who: &Asker) -> String {
-    match who.guild {
-        Some(g) => app.voice.opt_in(g, who.user),
-        None => "Voice works in servers, not DMs.".into(),
-    }
+    app.voice.opt_in(who.user)
 }

@@ -316,6 +316,11 @@ impl Session {
                 let text = self.app.garden.request(guild_id(), &self.user.name);
                 self.out.notice(&text);
             }
+            "ambient" => {
+                let who = self.asker();
+                let text = commands::courtesy::run_text(&self.app, &who, rest);
+                self.out.notice(&text);
+            }
             "status" => {
                 let src = commands::status::Sources::of(&self.app);
                 for line in commands::status::widget(&src, Some(guild_id())) {
@@ -403,17 +408,20 @@ impl Session {
         ));
     }
 
-    /// `/wait 5m`: moves the clock forward one initiative tick at a time,
-    /// running what each tick and each due reminder brings, as if that much
-    /// time had passed.
+    /// `/wait 5m` or `/wait until 23:30` (the guild's zone): moves the clock
+    /// forward one initiative tick at a time, running what each tick and each
+    /// due reminder brings, as if that much time had passed.
     async fn wait(&self, spec: &str) {
-        let usage = "usage: /wait DURATION, e.g. /wait 5m (at most 24h)";
-        let Some(total) =
-            crate::when::parse_duration(spec).filter(|d| *d > chrono::Duration::zero())
-        else {
+        let usage = "usage: /wait DURATION or /wait until HH:MM, e.g. /wait 5m, /wait until 23:30 (at most 24h)";
+        // The next HH:MM is at most a wall-clock day away (25 h across a DST change).
+        let (total, most) = match spec.trim().strip_prefix("until ") {
+            Some(at) => (self.until(at.trim()), MAX_WAIT_HOURS + 1),
+            None => (crate::when::parse_duration(spec), MAX_WAIT_HOURS),
+        };
+        let Some(total) = total.filter(|d| *d > chrono::Duration::zero()) else {
             return self.out.notice(usage);
         };
-        if total > chrono::Duration::hours(MAX_WAIT_HOURS) {
+        if total > chrono::Duration::hours(most) {
             return self.out.notice(usage);
         }
         let tick = i64::from(
@@ -433,10 +441,29 @@ impl Session {
             self.app.run_due().await;
         }
         let now = self.app.clock.now();
+        let tz = self.app.settings.for_guild(Some(guild_id())).zone();
         self.out.emit(
-            &format!("(waited {spec}; it is now {} UTC)", now.format("%H:%M")),
+            &format!(
+                "(waited {}; it is now {} {tz})",
+                spec.trim(),
+                now.with_timezone(&tz).format("%a %H:%M")
+            ),
             json!({"event": "waited", "seconds": total.num_seconds(), "now": now.to_rfc3339()}),
         );
+    }
+
+    /// How long until the wall clock next reads `hh:mm` in the guild's zone.
+    fn until(&self, hh_mm: &str) -> Option<chrono::Duration> {
+        let time = chrono::NaiveTime::parse_from_str(hh_mm, "%H:%M").ok()?;
+        let tz = self.app.settings.for_guild(Some(guild_id())).zone();
+        let now = self.app.clock.now();
+        let today = now.with_timezone(&tz).date_naive();
+        [Some(today), today.succ_opt()]
+            .into_iter()
+            .flatten()
+            .map(|day| crate::settings::quiet_hours::resolve(day.and_time(time), tz))
+            .find(|at| *at > now)
+            .map(|at| at - now)
     }
 
     fn print_journal(&self, since: &str) {
@@ -498,16 +525,21 @@ const HELP: &str = "commands:
   /as NAME                   speak as someone else
   /channels                  this guild's channels with their ids and what each is open to
   /wait DURATION             let simulated time pass, e.g. /wait 5m: ticks and reminders run
+  /wait until HH:MM          let time pass until then in the guild's zone (guild.timezone), e.g. /wait until 23:30
   /journal [SINCE]           what the bot decided lately (default 1h; e.g. 30m, 24h)
   /why [MESSAGE-ID]          why the bot said (or did not say) something
   /status                    what the bot is up to here: garden, budget, models, initiative
   /garden                    tend this guild's memory now (still within the budget)
+  /ambient hush [DURATION] [#channel|server]   no unprompted messages there for a while (default 1h, here)
+  /ambient unhush [#channel|server]            end a hush early
+  /ambient me [BOUNDARY on|off]                your boundaries: no-ping, no-unprompted, no-memory, no-voice
   /memory remember TEXT      tell the bot something to remember (also: search Q, list, forget ID, forget-me, export)
   /discovery [list]          the feeds the bot follows here
   /discovery add KIND TARGET add a feed (rss URL, subreddit, YouTube channel id, X handle)
   /discovery remove KIND TARGET
   /task add DUE | TEXT       a reminder, e.g. /task add in 10m | stretch (also: /task list, /task done ID)
-  /schedule add NAME | CRON | WHAT   a routine, e.g. standup | 0 9 * * 1-5 | ask how it's going
+  /schedule add NAME | CRON | WHAT [| anyway]   a routine, e.g. standup | 0 9 * * 1-5 | ask how it's going
+                             (anyway: it runs in quiet hours too)
   /schedule list, /schedule remove NAME
   /idea add TEXT, /idea list something for the bot to explore when it is quiet
   /settings show [PATH]      settings in effect for this guild

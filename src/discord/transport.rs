@@ -52,7 +52,7 @@ fn create_message(channel: SChannelId, message: &Outgoing) -> CreateMessage {
         .content(&message.content)
         .nonce(Nonce::String(message.nonce.clone()))
         .enforce_nonce(true)
-        .allowed_mentions(safe_mentions(&message.pings));
+        .allowed_mentions(safe_mentions(&message.pings, message.ping_replied));
     if let Some(to) = message.reply_to {
         let mut reference = MessageReference::from((channel, SMessageId::new(to.get())));
         // If the message being answered was deleted meanwhile, still say it.
@@ -108,9 +108,9 @@ async fn send_limited(
     Ok(serde_json::from_slice(&response.bytes().await?)?)
 }
 
-/// Only the users speech named may be pinged (a reply pings its author);
-/// everyone, here and roles never.
-pub fn safe_mentions(pings: &[crate::ids::UserId]) -> CreateAllowedMentions {
+/// Only the users speech named may be pinged (a reply pings its author
+/// unless they asked not to be: `replied`); everyone, here and roles never.
+pub fn safe_mentions(pings: &[crate::ids::UserId], replied: bool) -> CreateAllowedMentions {
     CreateAllowedMentions::new()
         .all_users(false)
         .users(
@@ -121,7 +121,7 @@ pub fn safe_mentions(pings: &[crate::ids::UserId]) -> CreateAllowedMentions {
         )
         .everyone(false)
         .all_roles(false)
-        .replied_user(true)
+        .replied_user(replied)
 }
 
 fn chat_error(e: serenity::Error) -> ChatError {
@@ -200,7 +200,7 @@ impl Transport for DiscordTransport {
         );
         let builder = EditMessage::new()
             .content(&edit.content)
-            .allowed_mentions(safe_mentions(&edit.pings));
+            .allowed_mentions(safe_mentions(&edit.pings, edit.ping_replied));
         let result = match &self.limiter {
             Some(limiter) => {
                 let body = serde_json::to_vec(&builder)

@@ -55,6 +55,7 @@ fn builtin() -> Vec<(&'static str, &'static str, Value)> {
                             "media": {"kind": "image", "prompt": "p"}},
                 "channels": [{"name": "general", "vibe": true, "last_human": "3 min ago", "last_bot": "never",
                               "lines": [{"time": "11:59", "author": "ada", "is_self": false, "vc": true, "content": "hi"}]}],
+                "no_ping": ["ada"],
                 "feed": ["an item"],
                 "feed_note": "",
                 "feed_sources": ["a source"],

@@ -76,11 +76,7 @@ impl Garden {
     ) -> (GardenPrompt, Shown) {
         let settings = self.settings.for_guild(Some(guild));
         let g = &settings.garden;
-        let tz: chrono_tz::Tz = settings
-            .impulses
-            .timezone
-            .parse()
-            .unwrap_or(chrono_tz::Tz::UTC);
+        let tz = settings.zone();
         let when = |t: DateTime<Utc>| t.with_timezone(&tz).format("%Y-%m-%d %H:%M").to_string();
         // The last cycle that tended this guild — never another guild's summary.
         let last = self

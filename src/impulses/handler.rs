@@ -8,6 +8,10 @@
 //! ideas. Nothing is posted behind the initiative gates' back except what a
 //! task or routine asked for.
 //!
+//! Courtesy: a routine is unprompted, so quiet hours skip its firing (unless
+//! it was added to run anyway) and a hush always does; a reminder or task was
+//! asked for and is said when due, quiet hours or not.
+//!
 //! Everything said here is journalled with the id of the message it became,
 //! so `/ambient why` on a reminder or a routine's post explains it. A failed
 //! idea exploration gives the idea back and backs off for the guild (see
@@ -111,11 +115,7 @@ impl ImpulseHandler {
                 .and_then(|g| self.store.guild_name(g).ok().flatten())
                 .unwrap_or_default(),
             now: {
-                let tz: chrono_tz::Tz = settings
-                    .impulses
-                    .timezone
-                    .parse()
-                    .unwrap_or(chrono_tz::Tz::UTC);
+                let tz = settings.zone();
                 self.clock
                     .now()
                     .with_timezone(&tz)
@@ -325,6 +325,22 @@ impl ImpulseHandler {
         let Some(entry) = entry else {
             return Outcome::Declined(format!("schedule entry {name} was removed"));
         };
+        // A routine is unprompted: quiet hours skip it unless it runs anyway; a hush always does.
+        let settings = self.settings.for_guild(Some(entry.guild));
+        let now = self.clock.now();
+        let quiet = crate::courtesy::quiet(&settings, now).filter(|_| !entry.during_quiet_hours);
+        let hush = crate::courtesy::hush_on(&self.store, entry.guild, entry.channel, now)
+            .map(|h| crate::courtesy::hushed(&self.store, &settings, &h, now));
+        if let Some(r) = quiet.or(hush) {
+            self.note(
+                Some(entry.guild),
+                entry.channel,
+                format!("skipped the routine {}", entry.name),
+                format!("{} gate: {}", r.gate, r.reason),
+                &[],
+            );
+            return Outcome::Done;
+        }
         let prompt = self.prompt(
             Some(entry.guild),
             entry.channel,

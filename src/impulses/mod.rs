@@ -7,7 +7,8 @@
 //! - a schedule of recurring actions with cron expressions, in the guild's
 //!   timezone; missed firings are not replayed, the next one simply happens;
 //! - ideas: things to explore, which become impulses only when the guild
-//!   has been idle for `impulses.ideaIdleMinutes`; an exploration that fails
+//!   has been idle for `impulses.ideaIdleMinutes`, and not in its quiet
+//!   hours or while it is hushed (a finding is meant to be shared); an exploration that fails
 //!   gives its idea back and backs off for that guild (1, 2, 4, … minutes, at
 //!   most `IDEA_BACKOFF_CEILING_MINUTES`).
 //!
@@ -109,12 +110,7 @@ impl Impulses {
     }
 
     pub fn timezone(&self, guild: Option<GuildId>) -> Tz {
-        self.settings
-            .for_guild(guild)
-            .impulses
-            .timezone
-            .parse()
-            .unwrap_or(Tz::UTC)
+        self.settings.for_guild(guild).zone()
     }
 
     /// Adds a task; `due` is what a person wrote ("in 10m", "tomorrow 9:00", …).
@@ -222,6 +218,22 @@ impl Impulses {
         action: &str,
         created_by: &str,
     ) -> Result<ScheduleEntry, String> {
+        self.add_routine(guild, channel, name, cron, action, created_by, false)
+    }
+
+    /// Like [`Impulses::add_schedule`]; `during_quiet_hours`: the routine runs
+    /// in the server's quiet hours too (otherwise those firings are skipped).
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_routine(
+        &self,
+        guild: GuildId,
+        channel: Option<ChannelId>,
+        name: &str,
+        cron: &str,
+        action: &str,
+        created_by: &str,
+        during_quiet_hours: bool,
+    ) -> Result<ScheduleEntry, String> {
         let name = name.trim();
         if name.is_empty()
             || name.len() > 40
@@ -247,6 +259,7 @@ impl Impulses {
             created_by: created_by.into(),
             created_at: self.clock.now(),
             last_fired_at: None,
+            during_quiet_hours,
         };
         if !self
             .store
@@ -317,6 +330,13 @@ impl Impulses {
         }
         for (guild, _) in self.store.known_guilds().unwrap_or_default() {
             if !self.idea_backoff.ready(&guild, now) || !self.idle(guild, now) {
+                continue;
+            }
+            // What an idea finds is meant to be shared: not explored while nothing may be.
+            let settings = self.settings.for_guild(Some(guild));
+            if crate::courtesy::quiet(&settings, now).is_some()
+                || crate::courtesy::hush_on(&self.store, guild, None, now).is_some()
+            {
                 continue;
             }
             let Some(idea) = self

@@ -2,7 +2,7 @@
 //! "tomorrow 9:00", "2026-03-01 14:00", RFC 3339; and cron expressions, the
 //! 5-field crontab form included (the cron crate wants a leading seconds
 //! field, so `*/5 * * * *` becomes `0 */5 * * * *`). Wall-clock times are
-//! read in the guild's timezone (`impulses.timezone`).
+//! read in the server's zone (`guild.timezone`, else `impulses.timezone`).
 
 use std::str::FromStr;
 

@@ -3,10 +3,14 @@
 //!
 //! CHANNELS summarises each eligible channel from its recent stored messages
 //! (voice transcript rows included, labelled `[vc]`), when a person last
-//! spoke there and when the bot last posted. YOUR FEED, FEED SOURCES,
+//! spoke there and when the bot last posted, and names the people shown
+//! there who asked not to be pinged, so the model writes their names (speech
+//! would turn a mention of them into their name anyway). YOUR FEED, FEED SOURCES,
 //! MEMORY, BEHAVIOR GUIDANCE and RELEVANT BEHAVIORAL MEMORY come from
 //! [`Sources`], which the discovery and memory features fill; until they
 //! do, their sections are present and say so.
+
+use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -14,9 +18,10 @@ use serde::Serialize;
 use super::community;
 use super::pending::{MediaDirective, PendingThought};
 use crate::executive::prompts::PromptLine;
-use crate::ids::{ChannelId, GuildId};
+use crate::ids::{ChannelId, GuildId, UserId};
 use crate::settings::Settings;
 use crate::store::Store;
+use crate::store::boundaries::Boundary;
 use crate::when::ago;
 
 /// What the feed and memory features contribute to a prompt.
@@ -59,6 +64,8 @@ pub struct InitiativePrompt {
     pub now: String,
     pub pending: Option<PendingView>,
     pub channels: Vec<ChannelView>,
+    /// People in the channels shown who asked not to be pinged (`no-ping`).
+    pub no_ping: Vec<String>,
     pub feed: Vec<String>,
     pub feed_note: String,
     pub feed_sources: Vec<String>,
@@ -87,6 +94,7 @@ pub struct Request<'a> {
 pub fn assemble(r: Request<'_>) -> InitiativePrompt {
     let s = r.settings;
     let per_channel = (s.initiative.text.lookback_messages as usize / r.pool.len().max(1)).max(5);
+    let mut people: BTreeMap<UserId, String> = BTreeMap::new();
     let channels = r
         .pool
         .iter()
@@ -95,6 +103,12 @@ pub fn assemble(r: Request<'_>) -> InitiativePrompt {
                 .store
                 .recent_messages(*id, per_channel)
                 .unwrap_or_default();
+            people.extend(
+                lines
+                    .iter()
+                    .filter(|m| !m.is_self && !m.author_is_bot)
+                    .map(|m| (m.author_id, m.author_name.clone())),
+            );
             let (bot, human) = r.store.channel_activity(*id).unwrap_or((None, None));
             ChannelView {
                 name: name.clone(),
@@ -105,6 +119,18 @@ pub fn assemble(r: Request<'_>) -> InitiativePrompt {
             }
         })
         .collect();
+    let ids: Vec<UserId> = people.keys().copied().collect();
+    let unpingable = r
+        .store
+        .with_boundary(&ids, Boundary::NoPing)
+        .unwrap_or_default();
+    let mut no_ping: Vec<String> = people
+        .into_iter()
+        .filter(|(id, _)| unpingable.contains(id))
+        .map(|(_, name)| name)
+        .collect();
+    no_ping.sort();
+    no_ping.dedup();
     let interests =
         community::interests(r.store, r.guild, r.now - chrono::Duration::days(7), 500, 8);
     let mut community: Vec<String> = interests
@@ -184,6 +210,7 @@ pub fn assemble(r: Request<'_>) -> InitiativePrompt {
         now: r.now.format("%A %Y-%m-%d %H:%M UTC").to_string(),
         pending,
         channels,
+        no_ping,
         feed,
         feed_note,
         feed_sources,

@@ -3,27 +3,36 @@
 //! call a model. A guild stopped by a gate costs nothing.
 //!
 //! 1. `initiative.text.enabled`
-//! 2. a non-empty eligible pool (`discoveryChannelIds` that belong to this
-//!    guild, minus blocked or not-allowed channels, minus channels in an
-//!    ACTIVE conversation, minus channels where nothing could be delivered
-//!    now: at `maxMessagesPerHour`, or the platform refused the last send).
-//!    The ids are a flat list, so a guild is only ever offered its own
-//!    channels. A post that could not be sent is never paid for.
-//! 3. the daily cap (`maxPostsPerDay`, rolling 24 h)
-//! 4. a model for the role that decides
-//! 5. the budget: the deciding role's next call (its recent prompts' size
+//! 2. a non-empty eligible pool: `discoveryChannelIds` that belong to this
+//!    guild, minus blocked or not-allowed channels. The ids are a flat
+//!    list, so a guild is only ever offered its own channels.
+//! 3. quiet hours (`initiative.quietHours` in the server's zone): nothing
+//!    unprompted, a held thought included, until they end
+//! 4. hush: the server, or every channel of the pool, hushed (`/ambient
+//!    hush`); hushed channels leave the pool
+//! 5. the empty room: a person posted in the pool within
+//!    `requireActivityWithinHours` (0: off), or the bot would talk to nobody
+//! 6. channels in an ACTIVE conversation leave the pool (`active` when none
+//!    is left), then those where nothing could be delivered now: at
+//!    `maxMessagesPerHour`, or the platform refused the last send (`closed`).
+//!    A post that could not be sent is never paid for.
+//! 7. the daily cap (`maxPostsPerDay`, rolling 24 h)
+//! 8. a model for the role that decides
+//! 9. the budget: the deciding role's next call (its recent prompts' size
 //!    plus the most it may answer) fits every cap, or nothing is asked
-//! 6. a pending thought is revisited here, before the fresh-thought gates
-//! 7. for fresh thoughts: `minMinutesBetweenPosts` since the last consideration
-//! 8. for fresh thoughts: the eagerness roll
+//! 10. a pending thought is revisited here, before the fresh-thought gates
+//! 11. for fresh thoughts: `minMinutesBetweenPosts` since the last consideration
+//! 12. for fresh thoughts: the eagerness roll
 
 use chrono::{DateTime, Utc};
 
 use super::pending::PendingThought;
 use crate::clock::Chance;
-use crate::ids::ChannelId;
+use crate::courtesy::{self, Refusal};
+use crate::ids::{ChannelId, GuildId};
 use crate::permissions;
 use crate::settings::Settings;
+use crate::store::Store;
 
 /// What may happen this tick.
 #[derive(Clone, Debug, PartialEq)]
@@ -52,6 +61,12 @@ pub struct Inputs<'a> {
     pub model_unavailable: Option<String>,
     /// Why a budget would refuse the deciding role's next call, if it would.
     pub over_budget: Option<String>,
+    /// A hush on the whole server, if one is in force.
+    pub server_hush: Option<Refusal>,
+    /// Channels hushed on their own, and why.
+    pub hushed: &'a [(ChannelId, Refusal)],
+    /// When a person last posted in any channel of the eligible pool.
+    pub last_human: Option<DateTime<Utc>>,
 }
 
 /// The guild's channels the bot may post in on its own, before ACTIVE ones are taken out.
@@ -65,6 +80,73 @@ pub fn eligible_pool(settings: &Settings, guild_channels: &[ChannelId]) -> Vec<C
         .filter(|c| guild_channels.contains(c))
         .filter(|c| permissions::channel_invisible_because(settings, *c).is_none())
         .collect()
+}
+
+/// Why the pool counts as an empty room, if it does: nobody has posted
+/// there within `initiative.text.requireActivityWithinHours`.
+fn empty_room(i: &Inputs<'_>, eligible: &[ChannelId]) -> Option<String> {
+    let hours = i.settings.initiative.text.require_activity_within_hours;
+    if hours == 0 {
+        return None;
+    }
+    let window = chrono::Duration::hours(i64::from(hours));
+    let quiet_for = match i.last_human {
+        Some(at) if i.now - at < window => return None,
+        Some(at) => format!(
+            "for {}",
+            crate::when::ago(at, i.now).trim_end_matches(" ago")
+        ),
+        None => "yet".into(),
+    };
+    let place = if eligible.len() == 1 {
+        "the channel open to posts"
+    } else {
+        "any channel open to posts"
+    };
+    Some(format!(
+        "nobody has posted in {place} {quiet_for} (initiative.text.requireActivityWithinHours is {hours}); no point talking to an empty room"
+    ))
+}
+
+/// What courtesy asks of a guild's pool now, read from the store: the
+/// hushes in force and when a person last posted there.
+#[derive(Clone, Debug, Default)]
+pub struct Room {
+    pub server_hush: Option<Refusal>,
+    pub hushed: Vec<(ChannelId, Refusal)>,
+    pub last_human: Option<DateTime<Utc>>,
+}
+
+impl Room {
+    pub fn look(
+        store: &Store,
+        settings: &Settings,
+        guild: GuildId,
+        eligible: &[ChannelId],
+        now: DateTime<Utc>,
+    ) -> Room {
+        let server_hush = store
+            .hush(guild, None, now)
+            .ok()
+            .flatten()
+            .map(|h| courtesy::hushed(store, settings, &h, now));
+        let hushed = eligible
+            .iter()
+            .filter_map(|c| {
+                let h = store.hush(guild, Some(*c), now).ok().flatten()?;
+                Some((*c, courtesy::hushed(store, settings, &h, now)))
+            })
+            .collect();
+        let last_human = eligible
+            .iter()
+            .filter_map(|c| store.last_human_in(*c).ok().flatten())
+            .max();
+        Room {
+            server_hush,
+            hushed,
+            last_human,
+        }
+    }
 }
 
 pub fn evaluate(i: &Inputs<'_>, chance: &Chance) -> Verdict {
@@ -85,7 +167,25 @@ pub fn evaluate(i: &Inputs<'_>, chance: &Chance) -> Verdict {
         };
         return stop("pool", why.into());
     }
-    let pool: Vec<ChannelId> = eligible
+    if let Some(quiet) = courtesy::quiet(i.settings, i.now) {
+        return stop(quiet.gate, quiet.reason);
+    }
+    if let Some(hush) = &i.server_hush {
+        return stop(hush.gate, hush.reason.clone());
+    }
+    let unhushed: Vec<ChannelId> = eligible
+        .iter()
+        .copied()
+        .filter(|c| !i.hushed.iter().any(|(h, _)| h == c))
+        .collect();
+    if unhushed.is_empty() {
+        let why: Vec<&str> = i.hushed.iter().map(|(_, r)| r.reason.as_str()).collect();
+        return stop("hush", why.join("; "));
+    }
+    if let Some(why) = empty_room(i, &eligible) {
+        return stop("empty_room", why);
+    }
+    let pool: Vec<ChannelId> = unhushed
         .iter()
         .copied()
         .filter(|c| !i.active.contains(c))
@@ -160,7 +260,6 @@ pub fn evaluate(i: &Inputs<'_>, chance: &Chance) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::GuildId;
 
     fn settings() -> Settings {
         let mut s = Settings::default();
@@ -183,6 +282,9 @@ mod tests {
             closed: &[],
             model_unavailable: None,
             over_budget: None,
+            server_hush: None,
+            hushed: &[],
+            last_human: Some(Utc::now()),
         }
     }
 
@@ -316,6 +418,113 @@ mod tests {
 
         s.initiative.text.eagerness = 0;
         assert_eq!(gate(evaluate(&inputs(&s), &chance)), "eagerness");
+    }
+
+    #[test]
+    fn courtesy_gates_come_before_everything_that_could_cost() {
+        let chance = Chance::seeded(1);
+        let mut s = settings();
+        s.guild.timezone = "Europe/Berlin".into();
+        s.initiative.quiet_hours = "23:00-08:00".into();
+        let night: DateTime<Utc> = "2026-01-05T23:30:00Z".parse().unwrap();
+        let day: DateTime<Utc> = "2026-01-05T12:00:00Z".parse().unwrap();
+        let at = |now| Inputs {
+            now,
+            last_human: Some(now),
+            model_unavailable: Some("no model".into()),
+            ..inputs(&s)
+        };
+        match evaluate(&at(night), &chance) {
+            Verdict::Stop { gate, reason } => {
+                assert_eq!(gate, "quiet_hours");
+                assert!(
+                    reason.starts_with("quiet hours until 08:00 Europe/Berlin"),
+                    "{reason}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            gate(evaluate(&at(day), &chance)),
+            "model",
+            "awake, the next gate decides"
+        );
+
+        let hush = |why: &str| Refusal {
+            gate: "hush",
+            reason: why.into(),
+        };
+        let server = Inputs {
+            server_hush: Some(hush("this server is hushed until 14:00 UTC (asked by ada)")),
+            ..at(day)
+        };
+        assert_eq!(gate(evaluate(&server, &chance)), "hush");
+        let both = [
+            (ChannelId(1), hush("#a hushed")),
+            (ChannelId(2), hush("#b hushed")),
+        ];
+        match evaluate(
+            &Inputs {
+                hushed: &both,
+                ..at(day)
+            },
+            &chance,
+        ) {
+            Verdict::Stop { gate, reason } => {
+                assert_eq!((gate, reason.as_str()), ("hush", "#a hushed; #b hushed"));
+            }
+            other => panic!("{other:?}"),
+        }
+        let one = [(ChannelId(1), hush("#a hushed"))];
+        match evaluate(
+            &Inputs {
+                hushed: &one,
+                model_unavailable: None,
+                ..at(day)
+            },
+            &chance,
+        ) {
+            Verdict::Fresh { pool } => {
+                assert_eq!(pool, vec![ChannelId(2)], "a hushed channel leaves the pool")
+            }
+            other => panic!("{other:?}"),
+        }
+
+        let empty = Inputs {
+            last_human: Some(day - chrono::Duration::hours(25)),
+            ..at(day)
+        };
+        match evaluate(&empty, &chance) {
+            Verdict::Stop { gate, reason } => {
+                assert_eq!(gate, "empty_room");
+                assert!(
+                    reason.starts_with("nobody has posted in any channel open to posts for 1d"),
+                    "{reason}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            gate(evaluate(
+                &Inputs {
+                    last_human: None,
+                    ..at(day)
+                },
+                &chance
+            )),
+            "empty_room",
+            "a room nobody ever spoke in is empty"
+        );
+        s.initiative.text.require_activity_within_hours = 0;
+        let off = Inputs {
+            last_human: None,
+            ..inputs(&s)
+        };
+        assert_eq!(
+            gate(evaluate(&Inputs { now: day, ..off }, &chance)),
+            "fresh",
+            "0: off"
+        );
     }
 
     #[test]

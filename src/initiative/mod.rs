@@ -274,7 +274,9 @@ impl Initiative {
         }
         let role = decider(&settings);
         let guild_channels = self.store.guild_channels(guild).unwrap_or_default();
-        let closed: Vec<ChannelId> = gates::eligible_pool(&settings, &guild_channels)
+        let eligible = gates::eligible_pool(&settings, &guild_channels);
+        let room = gates::Room::look(&self.store, &settings, guild, &eligible, now);
+        let closed: Vec<ChannelId> = eligible
             .into_iter()
             .filter(|c| {
                 let place = Place {
@@ -299,6 +301,9 @@ impl Initiative {
                     &CallContext::new(role, Some(guild)),
                     self.executive.likely_call_tokens(role),
                 ),
+                server_hush: room.server_hush,
+                hushed: &room.hushed,
+                last_human: room.last_human,
             },
             &self.chance,
         );
@@ -350,10 +355,14 @@ impl Initiative {
             .filter(|p| !p.is_expired(now));
         let active = self.spine.active.active_channels(Some(guild), now);
         let guild_channels = self.store.guild_channels(guild).unwrap_or_default();
+        // Quiet hours or a hush may have begun since the tick queued this: still nothing paid.
         let pool = Pool {
             channels: gates::eligible_pool(&settings, &guild_channels)
                 .into_iter()
                 .filter(|c| !active.contains(c))
+                .filter(|c| {
+                    crate::courtesy::unprompted(&settings, &self.store, guild, *c, now).is_ok()
+                })
                 .map(|c| {
                     (
                         c,
@@ -370,7 +379,7 @@ impl Initiative {
             self.note_gate(
                 guild,
                 "active",
-                "people started talking with the bot in every eligible channel",
+                "since the tick, people started talking with the bot in every eligible channel, or it was hushed or quiet hours began",
             );
             return;
         }
@@ -612,6 +621,10 @@ impl Initiative {
     ) {
         let now = self.clock.now();
         let settings = self.settings.for_guild(Some(guild));
+        // Hushed (or quiet hours began) while the model thought: the words wait as a held thought.
+        if let Err(r) = crate::courtesy::unprompted(&settings, &self.store, guild, channel, now) {
+            return self.hold_back(guild, channel, text, media, pending, &r, now);
+        }
         let mut files = Vec::new();
         let mut media_note = serde_json::Value::Null;
         if let Some(m) = &media {
@@ -743,6 +756,53 @@ impl Initiative {
                 );
             }
         }
+    }
+
+    /// A post decided while the channel fell silent (hush, quiet hours) is
+    /// held instead, so it can be looked at again when it may be said.
+    #[allow(clippy::too_many_arguments)]
+    fn hold_back(
+        &self,
+        guild: GuildId,
+        channel: ChannelId,
+        text: String,
+        media: Option<pending::MediaDirective>,
+        pending: Option<PendingThought>,
+        why: &crate::courtesy::Refusal,
+        now: DateTime<Utc>,
+    ) {
+        let max_age = chrono::Duration::minutes(i64::from(
+            self.settings
+                .for_guild(Some(guild))
+                .initiative
+                .text
+                .pending_thought_max_age_minutes,
+        ));
+        let reason = format!("not posted: {}", why.reason);
+        let thought = match pending {
+            Some(mut p) => {
+                p.refine(text, Some(channel), reason.clone(), media, now);
+                p
+            }
+            None => PendingThought::new(
+                guild,
+                text,
+                Some(channel),
+                reason.clone(),
+                media,
+                now,
+                max_age,
+            ),
+        };
+        if let Err(e) = self.store.save_pending_thought(&thought) {
+            return self.write_failed(guild, Some(channel), "keep the thought it did not post", e);
+        }
+        self.skip(
+            guild,
+            Some(channel),
+            "held a thought instead of posting it",
+            &reason,
+        );
     }
 
     /// An error entry for a store write whose loss matters.

@@ -213,7 +213,7 @@ pub fn prefix_for(
     {
         return None;
     }
-    let tz = settings.impulses.timezone.parse().unwrap_or(Tz::UTC);
+    let tz = settings.zone();
     summary(store, settings, audience, now, tz)
 }
 

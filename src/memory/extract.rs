@@ -12,6 +12,13 @@
 //! The model answers with a typed `remember_facts` call (possibly empty:
 //! greetings and small talk are not remembered). Batches with nothing that
 //! looks like content are not even sent.
+//!
+//! People who asked not to be remembered (the `no-memory` boundary) are
+//! left out before the model sees the batch: their messages, and the bot's
+//! replies to them. A fact the model still pins on them by name is dropped.
+//! What was remembered before stays until they ask to be forgotten.
+
+use std::collections::HashSet;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -23,6 +30,7 @@ use crate::executive::tools::{FinalTool, parse_args};
 use crate::executive::{Message, Role, Turn, TurnOutcome};
 use crate::ids::{ChannelId, GuildId, MessageId};
 use crate::journal::{Entry, Kind};
+use crate::store::boundaries::Boundary;
 use crate::store::messages::{StoredMessage, Unextracted};
 
 /// The longest a channel's failing extraction waits between tries.
@@ -127,6 +135,9 @@ impl Memory {
         let Some(last) = messages.last().map(|m| m.id) else {
             return 0;
         };
+        let Some((messages, withheld)) = self.without_the_unremembered(messages) else {
+            return 0;
+        };
         let worth_it = messages.iter().any(|m| {
             !m.is_self && super::keywords::keywords(&m.content).len() >= MIN_CONTENT_WORDS
         });
@@ -138,7 +149,10 @@ impl Memory {
         if self.executive.unavailable(Role::Extract).is_some() {
             return 0;
         }
-        match self.run_extraction(guild, channel, &messages).await {
+        match self
+            .run_extraction(guild, channel, &messages, &withheld)
+            .await
+        {
             Ok(facts) => {
                 let recovered = self.extraction_backoff.succeeded(&channel);
                 let mut stored = 0;
@@ -199,11 +213,51 @@ impl Memory {
         }
     }
 
+    /// The batch without the people who asked not to be remembered (and
+    /// the bot's replies to them), and those people's names. `None` when the
+    /// boundaries cannot be read: the batch waits, unread, for the next try.
+    fn without_the_unremembered(
+        &self,
+        messages: Vec<StoredMessage>,
+    ) -> Option<(Vec<StoredMessage>, Vec<String>)> {
+        let authors: Vec<_> = messages
+            .iter()
+            .filter(|m| !m.is_self)
+            .map(|m| m.author_id)
+            .collect();
+        let withheld = self
+            .store
+            .with_boundary(&authors, Boundary::NoMemory)
+            .ok()?;
+        if withheld.is_empty() {
+            return Some((messages, Vec::new()));
+        }
+        let theirs: HashSet<MessageId> = messages
+            .iter()
+            .filter(|m| !m.is_self && withheld.contains(&m.author_id))
+            .map(|m| m.id)
+            .collect();
+        let names: Vec<String> = messages
+            .iter()
+            .filter(|m| theirs.contains(&m.id))
+            .map(|m| m.author_name.to_lowercase())
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        let kept = messages
+            .into_iter()
+            .filter(|m| !theirs.contains(&m.id))
+            .filter(|m| !(m.is_self && m.reply_to.is_some_and(|r| theirs.contains(&r))))
+            .collect();
+        Some((kept, names))
+    }
+
     async fn run_extraction(
         &self,
         guild: Option<GuildId>,
         channel: ChannelId,
         messages: &[StoredMessage],
+        withheld: &[String],
     ) -> Result<Vec<Fact>, String> {
         let settings = self.settings.for_guild(guild);
         let place = match guild {
@@ -283,10 +337,17 @@ impl Memory {
         };
         let extraction: Extraction = parse_args(&value)?;
         let now = self.clock.now();
+        let about_withheld = |f: &ExtractedFact| {
+            f.about.as_deref().is_some_and(|name| {
+                let name = name.trim().trim_start_matches('@').to_lowercase();
+                withheld.contains(&name)
+            })
+        };
         Ok(extraction
             .facts
             .into_iter()
             .filter(|f| !f.content.trim().is_empty())
+            .filter(|f| !about_withheld(f))
             .map(|x| self.to_fact(x, guild, channel, messages, now))
             .collect())
     }

@@ -217,6 +217,16 @@ pub enum Action {
         since: String,
         output: String,
     },
+    /// Hush the channel the message came from (`duration`: "an hour", "2h";
+    /// empty: an hour); `output` gets the confirmation, or why not.
+    Hush {
+        duration: Template,
+        output: String,
+    },
+    /// End the hush on that channel (its maker only, in words).
+    Unhush {
+        output: String,
+    },
     Escalate {
         reason: Template,
     },
@@ -239,6 +249,8 @@ pub const ACTIONS: &[&str] = &[
     "remember",
     "log",
     "journal_summary",
+    "hush",
+    "unhush",
     "escalate",
     "pass",
 ];
@@ -254,7 +266,9 @@ impl Action {
             | Action::WriteFile { .. }
             | Action::ExtractJson { .. }
             | Action::GithubApi { .. }
-            | Action::JournalSummary { .. } => 1,
+            | Action::JournalSummary { .. }
+            | Action::Hush { .. }
+            | Action::Unhush { .. } => 1,
             _ => 0,
         }
     }
@@ -274,6 +288,8 @@ impl Action {
             Action::Remember { .. } => "remember",
             Action::Log { .. } => "log",
             Action::JournalSummary { .. } => "journal_summary",
+            Action::Hush { .. } => "hush",
+            Action::Unhush { .. } => "unhush",
             Action::Escalate { .. } => "escalate",
             Action::Pass { .. } => "pass",
         }
@@ -296,7 +312,8 @@ impl Action {
             }
             Action::AddIdea { text } | Action::Remember { text, .. } => vec![text],
             Action::Log { message } => vec![message],
-            Action::JournalSummary { .. } => vec![],
+            Action::JournalSummary { .. } | Action::Unhush { .. } => vec![],
+            Action::Hush { duration, .. } => vec![duration],
             Action::Escalate { reason } | Action::Pass { reason } => vec![reason],
         }
     }
@@ -309,7 +326,9 @@ impl Action {
             | Action::LlmPrompt { output, .. }
             | Action::ExtractJson { output, .. }
             | Action::GithubApi { output, .. }
-            | Action::JournalSummary { output, .. } => Some(output),
+            | Action::JournalSummary { output, .. }
+            | Action::Hush { output, .. }
+            | Action::Unhush { output } => Some(output),
             _ => None,
         }
     }
@@ -599,6 +618,8 @@ fn step(map: &BTreeMap<String, Value>) -> Result<Action, String> {
         "remember" => &["text", "type", "importance"],
         "log" => &["message"],
         "journal_summary" => &["since", "output"],
+        "hush" => &["duration", "output"],
+        "unhush" => &["output"],
         "escalate" | "pass" => &["reason"],
         other => {
             return Err(format!(
@@ -681,6 +702,13 @@ fn step(map: &BTreeMap<String, Value>) -> Result<Action, String> {
         "journal_summary" => Action::JournalSummary {
             since: get("since").unwrap_or_else(|| "today".into()),
             output: output("journal_summary")?,
+        },
+        "hush" => Action::Hush {
+            duration: t(get("duration").unwrap_or_default()),
+            output: output("hush")?,
+        },
+        "unhush" => Action::Unhush {
+            output: output("unhush")?,
         },
         "escalate" => Action::Escalate {
             reason: t(get("reason").unwrap_or_else(|| "a reflex asked for the executive".into())),

@@ -59,6 +59,8 @@ pub const DEFAULTS: &[(&str, &str)] = &[
         "what-did-you-do.yaml",
         include_str!("../../reflexes/what-did-you-do.yaml"),
     ),
+    ("hush.yaml", include_str!("../../reflexes/hush.yaml")),
+    ("unhush.yaml", include_str!("../../reflexes/unhush.yaml")),
 ];
 
 /// The largest reflex file read; the defaults are under 2 KiB each.
@@ -985,6 +987,40 @@ impl ReflexHandler {
             .err()
             .map(|e| e.to_string())
     }
+
+    /// Why a reflex may not answer this message unasked, if so: a message
+    /// that did not address the bot, in quiet hours, a hushed channel, or
+    /// from someone who asked not to be answered unprompted.
+    fn unprompted_refusal(&self, item: &Attended, firing: &Firing) -> Option<String> {
+        let Input::Percept(Percept::Message(m)) = &item.input else {
+            return None;
+        };
+        if m.addressed.is_addressed() {
+            return None;
+        }
+        let s = &self.reflexes.services;
+        let settings = s.settings.for_guild(firing.guild);
+        crate::courtesy::chime_in(
+            &settings,
+            &s.store,
+            firing.guild,
+            m.message.channel,
+            m.message.author_id,
+            s.clock.now(),
+        )
+        .err()
+        .map(|r| r.reason)
+    }
+}
+
+/// Whether a reflex says anything where it fires (a reply or a reaction).
+fn speaks(reflex: &Reflex) -> bool {
+    reflex.steps.iter().any(|s| {
+        matches!(
+            s.action,
+            def::Action::Reply { .. } | def::Action::React { .. }
+        )
+    })
 }
 
 #[async_trait]
@@ -1016,7 +1052,12 @@ impl Handler for ReflexHandler {
         };
         let mut notes = Vec::new();
         let closed = self.undeliverable(&firing);
+        let unasked = self.unprompted_refusal(item, &firing);
         for c in &found {
+            if let (Some(why), true) = (&unasked, speaks(&c.reflex)) {
+                notes.push(format!("{} not run: {why}", c.reflex.name));
+                continue;
+            }
             // A level-2 reflex pays the reflex model; not for words nobody could see.
             if let (Some(why), true) = (&closed, c.reflex.level >= 2) {
                 notes.push(format!("{} not run: {why}", c.reflex.name));

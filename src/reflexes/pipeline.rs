@@ -18,6 +18,7 @@ use super::def::{Action, Reflex};
 use super::state::StateDir;
 use crate::attention::Place;
 use crate::clock::SharedClock;
+use crate::courtesy::hush;
 use crate::executive::bounds::cap_owned;
 use crate::executive::{Executive, Message, Role, Turn, TurnOutcome};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
@@ -403,8 +404,45 @@ async fn perform(
                 lines.join("\n")
             })
         }
+        Action::Hush { duration, .. } => {
+            let (c, who, here) = hush_ctx(s, f, &settings)?;
+            let minutes = hush::parse_duration(&duration.render(vars))?;
+            let said = hush::hush(&c, &who, hush::Place::Channel(here), minutes);
+            // A refusal ("up to 3 hours") is the answer the person needs, not a failed step.
+            value(said.unwrap_or_else(|why| why))
+        }
+        Action::Unhush { .. } => {
+            let (c, who, here) = hush_ctx(s, f, &settings)?;
+            value(hush::unhush(&c, &who, hush::Place::Channel(here)).unwrap_or_else(|why| why))
+        }
         Action::Escalate { .. } | Action::Pass { .. } => unreachable!("handled by run"),
     }
+}
+
+/// Who hushes in words, and where: the person who said it, in their channel,
+/// with no more say than anyone (the reflex cannot see their permissions).
+fn hush_ctx<'a>(
+    s: &'a Services,
+    f: &Firing,
+    settings: &'a crate::settings::Settings,
+) -> Result<(hush::Ctx<'a>, hush::Asker, ChannelId), String> {
+    let (Some(guild), Some(channel), Some(user)) = (f.guild, f.channel, f.user) else {
+        return Err("a hush is asked for by someone in a server channel".into());
+    };
+    let who = hush::Asker {
+        user,
+        name: f.vars.get("author").cloned().unwrap_or_default(),
+        manage: false,
+        channel,
+    };
+    let c = hush::Ctx {
+        settings,
+        store: &s.store,
+        journal: &s.journal,
+        guild,
+        now: s.clock.now(),
+    };
+    Ok((c, who, channel))
 }
 
 fn state_dir(s: &Services, f: &Firing) -> StateDir {

@@ -9,11 +9,13 @@
 //! - `paths`: dotted-path helpers
 //! - `check`: a file's problems as `ambient settings check` and a live reload word them
 //! - `diff`: what changed between two settings documents, and what waits for the next start
+//! - `quiet_hours`: the `initiative.quietHours` syntax and when a server is quiet
 
 pub mod check;
 pub mod diff;
 pub mod load;
 pub mod paths;
+pub mod quiet_hours;
 pub mod schema;
 pub mod secrets;
 pub mod service;

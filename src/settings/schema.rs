@@ -19,6 +19,7 @@ use crate::ids::{ChannelId, GuildId, UserId};
 #[serde(rename_all = "camelCase", default)]
 pub struct Settings {
     pub bot: BotSettings,
+    pub guild: GuildSettings,
     pub discord: DiscordSettings,
     pub storage: StorageSettings,
     pub network: NetworkSettings,
@@ -53,6 +54,27 @@ impl Default for BotSettings {
                       You would rather stay quiet than say something forgettable."
                 .into(),
         }
+    }
+}
+
+/// The server itself, as its people live it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct GuildSettings {
+    /// IANA zone of the server, e.g. "Europe/Berlin": quiet hours, hush ends, reminders,
+    /// cron schedules and the times the bot shows. Empty: `impulses.timezone` (its older name).
+    pub timezone: String,
+}
+
+impl Settings {
+    /// The server's zone (`guild.timezone`, else `impulses.timezone`, else UTC).
+    pub fn zone(&self) -> chrono_tz::Tz {
+        let name = if self.guild.timezone.trim().is_empty() {
+            &self.impulses.timezone
+        } else {
+            &self.guild.timezone
+        };
+        name.trim().parse().unwrap_or(chrono_tz::Tz::UTC)
     }
 }
 
@@ -529,11 +551,27 @@ impl Default for ReplyPermissions {
     }
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct InitiativeSettings {
     pub text: InitiativeTextSettings,
     pub discovery: DiscoverySettings,
+    /// When the bot keeps to itself, in `guild.timezone`: "23:00-08:00",
+    /// "fri,sat 01:00-10:00", rules joined by ";". Empty: never.
+    pub quiet_hours: String,
+    /// During quiet hours, still answer people who address the bot.
+    pub replies_during_quiet_hours: bool,
+}
+
+impl Default for InitiativeSettings {
+    fn default() -> Self {
+        Self {
+            text: InitiativeTextSettings::default(),
+            discovery: DiscoverySettings::default(),
+            quiet_hours: String::new(),
+            replies_during_quiet_hours: true,
+        }
+    }
 }
 
 /// Which model role makes the ambient-text decision.
@@ -568,6 +606,9 @@ pub struct InitiativeTextSettings {
     pub revisit_minutes: u32,
     /// Longest post the model may make; longer ones are rejected.
     pub max_post_chars: u32,
+    /// No consideration when no person has posted in the pool for this long (0: off):
+    /// the bot does not talk to an empty room.
+    pub require_activity_within_hours: u32,
 }
 
 impl Default for InitiativeTextSettings {
@@ -586,6 +627,7 @@ impl Default for InitiativeTextSettings {
             pending_thought_max_age_minutes: 180,
             revisit_minutes: 10,
             max_post_chars: 1800,
+            require_activity_within_hours: 24,
         }
     }
 }
@@ -806,7 +848,7 @@ pub struct ImpulseSettings {
     pub idle_check_seconds: u32,
     /// Minutes of idleness before ideas become impulses.
     pub idea_idle_minutes: u32,
-    /// IANA timezone for cron schedules, e.g. "Europe/Berlin".
+    /// The server's zone under its older name; `guild.timezone` wins when set.
     pub timezone: String,
     /// Open tasks one person may have in a server.
     pub max_open_tasks_per_person: u32,

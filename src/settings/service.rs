@@ -29,6 +29,9 @@ use crate::store::{Store, StoreError};
 /// Keys (or key prefixes ending in '.') a guild may override.
 const GUILD_SCOPED: &[&str] = &[
     "bot.persona",
+    "guild.",
+    "initiative.quietHours",
+    "initiative.repliesDuringQuietHours",
     "attention.activeConversationMinutes",
     "attention.unsolicitedReplyThreshold",
     "attention.chimeInCooldownMinutes",

@@ -655,6 +655,25 @@ fn semantic(s: &Settings) -> Vec<Problem> {
         0,
         1_440,
     );
+    p.range(
+        "initiative.text.requireActivityWithinHours",
+        t.require_activity_within_hours,
+        0,
+        8_760,
+    );
+    if let Err(why) = super::quiet_hours::QuietHours::parse(&s.initiative.quiet_hours) {
+        p.push("initiative.quietHours", why);
+    }
+    let zone = s.guild.timezone.trim();
+    if !zone.is_empty() && zone.parse::<chrono_tz::Tz>().is_err() {
+        p.push(
+            "guild.timezone",
+            format!(
+                "must be an IANA timezone such as \"Europe/Berlin\" or \"America/New_York\" (empty: impulses.timezone), got {:?}",
+                s.guild.timezone
+            ),
+        );
+    }
 
     let d = &s.initiative.discovery;
     for (i, sub) in d.reddit_subreddits.iter().enumerate() {

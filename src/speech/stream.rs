@@ -149,6 +149,8 @@ pub struct Streamed {
     cause: String,
     also: Vec<UserId>,
     pings: Vec<UserId>,
+    /// Whether the answered author may be pinged by the reply (their boundary says).
+    ping_replied: bool,
     /// Parts this answer may take (the hourly room and `maxPartsPerAnswer`).
     fits: usize,
     interval: Duration,
@@ -180,13 +182,15 @@ impl Speech {
         }
         let room = self.deliverable(place).ok()?;
         let max_parts = settings.permissions.replies.max_parts_per_answer;
+        let (pings, ping_replied) = self.pings(reply_to, also);
         Some(Streamed {
             speech: self.clone(),
             place,
             reply_to,
             cause: cause.to_string(),
             also: also.to_vec(),
-            pings: self.pings(reply_to, also),
+            pings,
+            ping_replied,
             fits: room.min(u64::from(max_parts)).max(1) as usize,
             interval: Duration::from_millis(u64::from(settings.discord.stream_edit_interval_ms)),
             shape: Box::new(shape),
@@ -317,6 +321,7 @@ impl Streamed {
             nonce: nonce(&self.cause, i),
             files: Vec::new(),
             pings: self.pings.clone(),
+            ping_replied: i == 0 && self.ping_replied,
         };
         let id = self.speech.post(self.place, &outgoing).await?;
         self.shown.push(Shown {
@@ -334,6 +339,7 @@ impl Streamed {
         let edit = Edit {
             content: content.to_string(),
             pings: self.pings.clone(),
+            ping_replied: i == 0 && self.ping_replied,
         };
         self.shown[i].edits += 1;
         self.speech

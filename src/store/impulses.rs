@@ -54,6 +54,8 @@ pub struct ScheduleEntry {
     pub created_by: String,
     pub created_at: DateTime<Utc>,
     pub last_fired_at: Option<DateTime<Utc>>,
+    /// Runs during the server's quiet hours too (`initiative.quietHours`).
+    pub during_quiet_hours: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -98,8 +100,7 @@ fn idea_row(r: &Row<'_>) -> rusqlite::Result<Idea> {
     })
 }
 
-const SCHEDULE: &str =
-    "id, guild_id, channel_id, name, cron, action, created_by, created_at, last_fired_at";
+const SCHEDULE: &str = "id, guild_id, channel_id, name, cron, action, created_by, created_at, last_fired_at, during_quiet_hours";
 
 fn schedule_row(r: &Row<'_>) -> rusqlite::Result<ScheduleEntry> {
     Ok(ScheduleEntry {
@@ -112,6 +113,7 @@ fn schedule_row(r: &Row<'_>) -> rusqlite::Result<ScheduleEntry> {
         created_by: r.get(6)?,
         created_at: from_ms(r.get(7)?),
         last_fired_at: r.get::<_, Option<i64>>(8)?.map(from_ms),
+        during_quiet_hours: r.get(9)?,
     })
 }
 
@@ -300,7 +302,7 @@ impl Store {
 
     pub fn insert_schedule(&self, s: &ScheduleEntry) -> Result<bool> {
         Ok(self.lock().execute(
-            &format!("INSERT OR IGNORE INTO schedules ({SCHEDULE}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
+            &format!("INSERT OR IGNORE INTO schedules ({SCHEDULE}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
             params![
                 s.id,
                 s.guild.to_sql(),
@@ -311,6 +313,7 @@ impl Store {
                 s.created_by,
                 to_ms(s.created_at),
                 s.last_fired_at.map(to_ms),
+                s.during_quiet_hours,
             ],
         )? == 1)
     }

@@ -394,6 +394,20 @@ impl Store {
         Ok((last(true)?, last(false)?))
     }
 
+    /// When a person last posted in a channel: newest first down the
+    /// channel-and-time index, stopping at the first person (asked every tick).
+    pub fn last_human_in(&self, channel: ChannelId) -> Result<Option<DateTime<Utc>>> {
+        Ok(self
+            .lock()
+            .prepare_cached(
+                "SELECT created_at FROM messages WHERE channel_id = ?1 AND author_is_bot = 0
+                 ORDER BY created_at DESC LIMIT 1",
+            )?
+            .query_row([channel.to_sql()], |r| r.get::<_, i64>(0))
+            .optional()?
+            .map(from_ms))
+    }
+
     /// How many messages the bot itself sent in a channel since `since`.
     pub fn count_self_messages_since(
         &self,

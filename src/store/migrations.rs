@@ -413,6 +413,33 @@ pub const MIGRATIONS: &[Migration] = &[
             CREATE INDEX messages_author_time ON messages (author_id, created_at);
         "#,
     },
+    Migration {
+        version: 12,
+        name: "courtesy: each person's boundaries (the voice opt-out among them), hushes, routines that run in quiet hours",
+        // A boundary is the person's, not a server's: an opt-out made on one
+        // server now holds on all of them (the earliest one's time is kept).
+        sql: r#"
+            CREATE TABLE boundaries (
+                user_id INTEGER NOT NULL,
+                kind    TEXT    NOT NULL CHECK (kind IN ('no_ping', 'no_unprompted', 'no_memory', 'no_voice')),
+                at      INTEGER NOT NULL,
+                PRIMARY KEY (user_id, kind)
+            );
+            INSERT INTO boundaries (user_id, kind, at)
+                SELECT user_id, 'no_voice', min(at) FROM voice_optout GROUP BY user_id;
+            DROP TABLE voice_optout;
+            CREATE TABLE hushes (
+                guild_id   INTEGER NOT NULL,
+                channel_id INTEGER NOT NULL,     -- 0: the whole server
+                until      INTEGER NOT NULL,
+                by_user    INTEGER NOT NULL,
+                by_name    TEXT    NOT NULL,
+                at         INTEGER NOT NULL,
+                PRIMARY KEY (guild_id, channel_id)
+            );
+            ALTER TABLE schedules ADD COLUMN during_quiet_hours INTEGER NOT NULL DEFAULT 0;
+        "#,
+    },
 ];
 
 pub fn latest() -> u32 {

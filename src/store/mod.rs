@@ -9,12 +9,14 @@
 //! Each table family has its own module with `impl Store` methods, so a
 //! caller writes `store.insert_message(..)` and never sees SQL.
 
+pub mod boundaries;
 pub mod channels;
 pub mod conditions;
 pub mod discovery;
 pub mod forget;
 pub mod garden;
 pub mod guild_settings;
+pub mod hushes;
 pub mod impulses;
 pub mod initiative;
 pub mod journal;

@@ -145,8 +145,9 @@ impl Store {
     /// they were stored: a seek on the id, however large the table.
     pub fn usage_after(&self, after: Option<i64>) -> Result<Vec<UsageRecord>> {
         let conn = self.lock();
-        let mut stmt =
-            conn.prepare_cached(&format!("SELECT {COLUMNS} FROM usage WHERE id > ?1 ORDER BY id"))?;
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM usage WHERE id > ?1 ORDER BY id"
+        ))?;
         let rows = stmt
             .query_map([after.unwrap_or(i64::MIN)], from_row)?
             .collect::<rusqlite::Result<_>>()?;

@@ -98,7 +98,7 @@ impl Listener {
     pub fn new(session: Session, s: Services) -> Arc<Self> {
         let v = s.settings.for_guild(Some(session.guild)).voice.clone();
         // If the list cannot be read, nobody is heard until it can: failing open would record people who said no.
-        let opted_out = s.store.voice_opted_out_users(session.guild);
+        let opted_out = s.store.voice_opted_out_users();
         if let Err(e) = &opted_out {
             tracing::error!(error = %e, "could not read voice opt-outs; listening to nobody");
         }
@@ -136,7 +136,7 @@ impl Listener {
                 .contains(&user)
     }
 
-    /// `/voice optout` (or back in). Opting out also lets go of anything of
+    /// `/voice optout` or `/ambient me no-voice` (or back in). Opting out also lets go of anything of
     /// theirs held right now: the utterance in progress and those waiting.
     pub fn set_opted_out(&self, user: UserId, out: bool) {
         let mut set = self.opted_out.write().unwrap_or_else(|p| p.into_inner());

@@ -27,6 +27,7 @@ use crate::attention::Place;
 use crate::ids::{ChannelId, GuildId, UserId};
 use crate::journal::{Entry, Kind};
 use crate::speech::Speech;
+use crate::store::boundaries::Boundary;
 use listener::{Listener, Services, Session};
 
 /// What the platform does for voice.
@@ -349,23 +350,46 @@ impl Voice {
         self.leave(guild, why).await
     }
 
-    pub fn opt_out(&self, guild: GuildId, user: UserId) -> String {
-        if let Some(s) = self.session(guild) {
-            s.set_opted_out(user, true);
+    /// The person's `no-voice` boundary changed: every room listening now
+    /// hears of it at once (opting out also lets go of what is held of them).
+    pub fn boundary_changed(&self, user: UserId, out: bool) {
+        let sessions: Vec<Arc<Listener>> = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        for s in sessions {
+            s.set_opted_out(user, out);
         }
-        match self.services.store.voice_opt_out(guild, user, self.services.clock.now()) {
-            Ok(_) => "Done: your voice is never recorded or transcribed on this server. /voice optin undoes it.".into(),
+    }
+
+    /// `/voice optout`: the person's `no-voice` boundary, on every server.
+    pub fn opt_out(&self, user: UserId) -> String {
+        // Live rooms first: a failed write must not leave them recording someone who said no.
+        self.boundary_changed(user, true);
+        let now = self.services.clock.now();
+        match self
+            .services
+            .store
+            .set_boundary(user, Boundary::NoVoice, true, now)
+        {
+            Ok(_) => "Done: your voice is never recorded or transcribed, on any server I share with you. /voice optin undoes it.".into(),
             Err(e) => format!("Could not save that: {e}"),
         }
     }
 
-    pub fn opt_in(&self, guild: GuildId, user: UserId) -> String {
-        match self.services.store.voice_opt_in(guild, user) {
+    pub fn opt_in(&self, user: UserId) -> String {
+        let now = self.services.clock.now();
+        match self
+            .services
+            .store
+            .set_boundary(user, Boundary::NoVoice, false, now)
+        {
             Ok(true) => {
-                if let Some(s) = self.session(guild) {
-                    s.set_opted_out(user, false);
-                }
-                "Okay: what you say in voice here may be transcribed again while I listen.".into()
+                self.boundary_changed(user, false);
+                "Okay: what you say in voice may be transcribed again while I listen.".into()
             }
             Ok(false) => "You had not opted out.".into(),
             Err(e) => format!("Could not save that: {e}"),

@@ -910,13 +910,17 @@ fn voice_commands_explain_what_is_missing_and_record_opt_outs() {
     assert!(join.starts_with("I can't listen in voice: no speech-to-text endpoint is configured: set voice.transcription.baseUrl"), "{join}");
     let out = reply(bot.discord.slash(GENERAL, BOB, 0, "voice", "optout", &[]));
     assert!(
-        out.starts_with("Done: your voice is never recorded or transcribed on this server."),
+        out.starts_with("Done: your voice is never recorded or transcribed, on any server"),
         "{out}"
     );
     assert!(
         bot.store()
-            .voice_opted_out(ambient::ids::GuildId(100), ambient::ids::UserId(BOB.id))
-            .unwrap()
+            .has_boundary(
+                ambient::ids::UserId(BOB.id),
+                ambient::store::boundaries::Boundary::NoVoice
+            )
+            .unwrap(),
+        "the opt-out is Bob's boundary, on every server"
     );
     let back = reply(bot.discord.slash(GENERAL, BOB, 0, "voice", "optin", &[]));
     assert!(back.starts_with("Okay"), "{back}");

@@ -443,7 +443,8 @@ fn a_console_session_pointed_at_local_feeds_shows_them_in_the_prompt_and_the_cli
         "executive": {"ollamaBaseUrl": "http://127.0.0.1:9"},
         "permissions": {"replies": {"discoveryChannelIds": [general]}},
         "initiative": {
-            "text": {"eagerness": 100, "tickSeconds": 1, "minMinutesBetweenPosts": 0},
+            // Nobody types in this session: the empty room may not stop it.
+            "text": {"eagerness": 100, "tickSeconds": 1, "minMinutesBetweenPosts": 0, "requireActivityWithinHours": 0},
             "discovery": {"rssFeeds": [format!("{}/blog/rss.xml", feeds.url)], "redditSubreddits": ["rust"], "redditBaseUrl": feeds.url}
         },
     }));

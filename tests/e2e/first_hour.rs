@@ -130,6 +130,48 @@ fn the_readme_initiative_example_shows_an_ambient_post_in_five_simulated_minutes
 }
 
 #[test]
+fn the_readme_quiet_hours_example_is_quiet_at_half_past_eleven_in_berlin() {
+    let server = ModelServer::start();
+    server.fallback(Scripted::tool(
+        "decide",
+        json!({"action": "post", "channel": "general", "text": "a post at night", "reason": "r"}),
+    ));
+    let (home, text) = run_readme_example(
+        "printf '/settings set guild.timezone Europe/Berlin",
+        &server,
+    );
+    assert!(
+        text.contains("23:30 Europe/Berlin)"),
+        "the wait ends at 23:30: {text}"
+    );
+    assert!(
+        text.contains("initiative: no next look: quiet hours until 08:00 Europe/Berlin (initiative.quietHours \"23:00-08:00\")"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "quiet hours \"23:00-08:00\" (Europe/Berlin): quiet until 08:00 Europe/Berlin"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("a post at night"), "{text}");
+    let journal = home.run(&["journal", "--since", "48h", "--type", "gate"]);
+    assert!(
+        String::from_utf8_lossy(&journal.stdout)
+            .contains("initiative stopped at the quiet_hours gate"),
+        "{}",
+        String::from_utf8_lossy(&journal.stdout)
+    );
+    assert!(
+        server
+            .requests()
+            .iter()
+            .all(|r| !r.body.to_string().contains("AMBIENT TEXT MODE")),
+        "no initiative call"
+    );
+}
+
+#[test]
 fn a_channel_named_that_does_not_exist_is_refused_with_the_known_names() {
     let home = home();
     let (events, _) = home.console(

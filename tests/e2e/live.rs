@@ -227,6 +227,8 @@ fn sighup_reloads_and_settings_reload_is_for_the_owner_only() {
     settings["initiative"]["text"]["tickSeconds"] = json!(3600);
     let bot = Bot::start_with(settings, &["--no-watch"]);
     decide_to_post(&bot);
+    // Someone is in the room: the initiative does not talk to an empty one.
+    bot.discord.say(GENERAL, ALICE, "morning all");
     let text = |id: u64| {
         bot.discord
             .interaction_text(id)

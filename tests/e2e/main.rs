@@ -9,6 +9,7 @@ mod bounds;
 mod console;
 mod conversation;
 mod dashboard;
+mod courtesy;
 mod discord;
 mod discovery;
 mod door;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::support::bot::Bot;
-use crate::support::fake_discord::{GENERAL, MAX_ATTACHMENT_BYTES};
+use crate::support::fake_discord::{ALICE, GENERAL, MAX_ATTACHMENT_BYTES};
 use crate::support::model_server::{ModelServer, Scripted};
 
 const PNG: &[u8] = b"\x89PNG fake image bytes";
@@ -32,6 +32,9 @@ fn posting_bot(images: &ModelServer, discovery: Value) -> Bot {
         json!({"action": "post", "channel": "general", "text": "made you this", "reason": "a quiet room",
                "media": {"kind": "image", "prompt": "a cat made of rust"}}),
     ));
+    // Someone is there: the bot does not post to an empty room.
+    let said = bot.discord.say(GENERAL, ALICE, "anyone around?");
+    assert!(bot.wait_stored(said), "{}", bot.log());
     bot
 }
 

@@ -74,6 +74,7 @@ async fn the_bots_message_left_unconfirmed_by_a_crash_is_stored_once() {
         nonce: ambient::speech::nonce("crash-before-confirm", 0),
         files: vec![],
         pings: vec![],
+        ping_replied: false,
     };
     let real = w
         .app

@@ -291,3 +291,81 @@ async fn the_hourly_cap_and_the_budget_say_no_as_gates_not_as_calls() {
         "{text}"
     );
 }
+
+/// Quiet hours and a hush asked for in the chat itself ("@ambient hush for
+/// 3 hours", the shipped reflex) stop the initiative as gates the report
+/// counts, and nothing is posted while they hold.
+#[tokio::test]
+async fn quiet_hours_and_a_hush_are_gates_in_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let export = dir.path().join("night.jsonl");
+    let line = |ts: &str, who: &str, text: &str| {
+        format!(r#"{{"ts": "{ts}", "channel": "general", "author": "{who}", "content": "{text}"}}"#)
+    };
+    let lines = [
+        line(
+            "2026-05-04T10:00:00Z",
+            "maya",
+            "morning all, what a sunny day",
+        ),
+        line("2026-05-04T10:05:00Z", "dev", "@ambient hush for 3 hours"),
+        line("2026-05-04T12:00:00Z", "maya", "lunch plans anyone?"),
+        line("2026-05-04T16:00:00Z", "dev", "the tide chart works now"),
+        line("2026-05-04T21:50:00Z", "maya", "good night"),
+        line("2026-05-05T09:00:00Z", "dev", "morning"),
+    ];
+    std::fs::write(&export, lines.join("\n")).unwrap();
+    let mut s = Settings::default();
+    s.initiative.quiet_hours = "22:00-08:00".into();
+    s.initiative.text.eagerness = 100;
+    s.initiative.text.min_minutes_between_posts = 0;
+    s.initiative.text.max_posts_per_day = 1000;
+    let outcome = replay(
+        Options {
+            files: vec![export],
+            settings: s,
+            secrets: Secrets::default(),
+            data_dir: dir.path().join("data"),
+            seed: 1,
+            models: Models::Offline { post_rate: 1.0 },
+            eagerness: None,
+            bot: None,
+            limits: ExportLimits::default(),
+        },
+        &|_| {},
+    )
+    .await
+    .unwrap();
+    let r = outcome.report;
+    let text = ambient::replay::text::report(&r);
+    assert!(r.gates.get("hush").is_some_and(|n| *n >= 170), "{text}");
+    assert!(
+        r.gates.get("quiet_hours").is_some_and(|n| *n >= 590),
+        "{text}"
+    );
+    assert_eq!((r.undeliverable, r.calls_past_a_gate), (0, 0), "{text}");
+    assert!(
+        text.contains("hush 179, quiet hours 600"),
+        "the text report names them: {text}"
+    );
+    // Nothing from the bot in the hushed hours (after the hush's own confirmation) or at night.
+    let bot_in = |hour: &str| {
+        r.per_hour
+            .iter()
+            .find(|h| h.hour == hour)
+            .map_or(0, |h| h.bot)
+    };
+    for hour in [
+        "2026-05-04T11",
+        "2026-05-04T12",
+        "2026-05-04T22",
+        "2026-05-05T03",
+        "2026-05-05T07",
+    ] {
+        assert_eq!(bot_in(hour), 0, "{hour}: {text}");
+    }
+    assert!(
+        bot_in("2026-05-04T13") > 0,
+        "after the hush, posts again: {text}"
+    );
+}

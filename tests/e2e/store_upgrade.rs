@@ -87,3 +87,38 @@ fn a_database_from_a_newer_ambient_is_refused_untouched() {
         .unwrap();
     assert_eq!(version, future, "the newer database was not modified");
 }
+
+#[test]
+fn voice_opt_outs_become_the_persons_boundary_on_upgrade() {
+    use ambient::store::boundaries::Boundary;
+    let dir = tempfile::tempdir().unwrap();
+    drop(Store::open_at_version(dir.path(), 11).unwrap());
+    {
+        let raw = rusqlite::Connection::open(dir.path().join("ambient.db")).unwrap();
+        // Ada opted out on two servers, Bob on one; the earliest time is kept.
+        raw.execute_batch(
+            "INSERT INTO voice_optout (guild_id, user_id, at) VALUES (1, 3, 2000), (2, 3, 1000), (1, 4, 1500);",
+        )
+        .unwrap();
+    }
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(store.schema_version().unwrap(), migrations::latest());
+    let ada = store.boundaries(UserId(3)).unwrap();
+    assert_eq!(ada.len(), 1);
+    assert_eq!(ada[0].0, Boundary::NoVoice);
+    assert_eq!(ada[0].1.timestamp_millis(), 1000);
+    assert!(store.has_boundary(UserId(4), Boundary::NoVoice).unwrap());
+    assert_eq!(
+        store.voice_opted_out_users().unwrap(),
+        [UserId(3), UserId(4)].into_iter().collect()
+    );
+    let old_table: i64 = rusqlite::Connection::open(dir.path().join("ambient.db"))
+        .unwrap()
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'voice_optout'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(old_table, 0, "one place for the opt-out now");
+}

@@ -208,7 +208,7 @@ async fn an_opted_out_or_blocked_speaker_never_reaches_the_transcription_server(
     assert!(
         w.app
             .voice
-            .opt_out(GUILD_A, user("ada"))
+            .opt_out(user("ada"))
             .starts_with("Done: your voice is never recorded")
     );
     let l = voice.listener();
@@ -226,7 +226,7 @@ async fn an_opted_out_or_blocked_speaker_never_reaches_the_transcription_server(
         vec![("bob".to_string(), "bob is heard".to_string())]
     );
     // And back in.
-    w.app.voice.opt_in(GUILD_A, user("ada"));
+    w.app.voice.opt_in(user("ada"));
     stt.say("ada again");
     speak(&l, "ada", &audio);
     l.drain().await;
@@ -550,7 +550,7 @@ async fn opting_out_lets_go_of_speech_already_waiting_or_being_transcribed() {
     speak(&l, "ada", &one); // waiting
     tokio::time::sleep(StdDuration::from_millis(100)).await;
     assert_eq!(l.queued(), 1);
-    w.app.voice.opt_out(GUILD_A, user("ada"));
+    w.app.voice.opt_out(user("ada"));
     assert_eq!(l.queued(), 0, "the waiting utterance is let go");
     l.drain().await;
     w.app.spine.drain().await;

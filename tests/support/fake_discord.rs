@@ -11,6 +11,14 @@
 //! new one. The bot may edit its own messages (`PATCH`, with Discord's
 //! checks and an edit rate limit a test can set). Each dispatched payload is first parsed with serenity's own type,
 //! because serenity silently drops one it cannot parse.
+//!
+//! Replies and pings are computed as Discord computes them: a
+//! `message_reference` must name a message of the same channel (an unknown
+//! one is refused unless `fail_if_not_exists` is false, which sends a plain
+//! message instead); the message pings the mentions its text makes, narrowed
+//! by `allowed_mentions`, plus the replied-to author unless
+//! `allowed_mentions.replied_user` is false. Who was pinged is kept on the
+//! created message (`mentions`), as Discord shows it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -189,6 +197,24 @@ impl World {
             .collect()
     }
 
+    /// Who each message the bot created in `channel` pinged, oldest first
+    /// (Discord's `mentions`, replied-to author included).
+    pub fn pinged_in(&self, channel: u64) -> Vec<Vec<u64>> {
+        self.posted_in(channel)
+            .iter()
+            .map(|m| {
+                m["mentions"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|u| u["id"].as_str()?.parse().ok())
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            })
+            .collect()
+    }
+
     /// The messages the bot created in `channel` as Discord shows them
     /// (with their `attachments`), oldest first.
     pub fn posted_in(&self, channel: u64) -> Vec<Value> {
@@ -349,7 +375,15 @@ fn edit_message(w: &mut World, channel: u64, id: u64, body: &Value) -> Response 
         w.edits.push(attempt(r.status().as_u16()));
         return r;
     }
-    let (users, everyone, roles) = match computed_mentions(&content, &body["allowed_mentions"]) {
+    // An edited reply pings its author again only as `replied_user` says, like a new one.
+    let replied_author = w.messages[&id]["referenced_message"]
+        .get("author")
+        .cloned();
+    let (users, everyone, roles) = match computed_mentions(
+        &content,
+        &body["allowed_mentions"],
+        replied_author.as_ref(),
+    ) {
         Ok(found) => found,
         Err(why) => {
             w.edits.push(attempt(400));
@@ -552,6 +586,7 @@ fn message_json(id: u64, channel: u64, guild: Option<u64>, author: Value, conten
 fn computed_mentions(
     content: &str,
     allowed: &Value,
+    replied_author: Option<&Value>,
 ) -> Result<(Vec<Value>, bool, Vec<String>), String> {
     let parse: Vec<&str> = allowed["parse"]
         .as_array()
@@ -570,6 +605,9 @@ fn computed_mentions(
     let (users, roles) = (listed("users"), listed("roles"));
     if parse.contains(&"users") && !users.is_empty() {
         return Err("parse users and users list are mutually exclusive".into());
+    }
+    if users.len() > 100 || roles.len() > 100 {
+        return Err("Must be 100 or fewer in length.".into());
     }
     let free = allowed.is_null();
     let user_ok = |id: &str| free || parse.contains(&"users") || users.iter().any(|u| u == id);
@@ -590,6 +628,15 @@ fn computed_mentions(
                 .find(|p| p.id.to_string() == id)
                 .map_or("someone", |p| p.name);
             pinged.push(json!({"id": id, "username": name}));
+        }
+    }
+    // A reply pings the replied-to author unless `replied_user` says no
+    // (without `allowed_mentions` at all, it does).
+    if let Some(author) = replied_author {
+        let id = author["id"].as_str().unwrap_or("").to_string();
+        let wanted = free || allowed["replied_user"] == json!(true);
+        if wanted && id != BOT.to_string() && !pinged.iter().any(|p| p["id"] == id.as_str()) {
+            pinged.push(json!({"id": id, "username": author["username"]}));
         }
     }
     Ok((pinged, everyone, pinged_roles))
@@ -1164,6 +1211,16 @@ fn cdn(w: &World, path: &str, query: &str) -> Response {
     }
 }
 
+/// Discord's answer to a body it refuses: 400, code 50035, the field and why.
+fn invalid_form(field: &str, code: &str, message: &str) -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        axum::Json(json!({"message": "Invalid Form Body", "code": 50035,
+            "errors": {field: {"_errors": [{"code": code, "message": message}]}}})),
+    )
+        .into_response()
+}
+
 async fn rest(
     State((world, ws_url)): State<(Arc<Mutex<World>>, String)>,
     method: Method,
@@ -1285,13 +1342,49 @@ async fn rest(
                 bot_user(),
                 body["content"].as_str().unwrap_or(""),
             );
-            if let Some(r) = body.get("message_reference") {
-                m["message_reference"] = r.clone();
+            let mut replied_author = None;
+            if let Some(r) = body.get("message_reference").filter(|r| !r.is_null()) {
+                let to: u64 = r["message_id"]
+                    .as_str()
+                    .and_then(|i| i.parse().ok())
+                    .unwrap_or(0);
+                let same_channel = r["channel_id"]
+                    .as_str()
+                    .is_none_or(|c| c == channel.to_string());
+                let original = w
+                    .messages
+                    .get(&to)
+                    .filter(|o| o["channel_id"] == channel.to_string().as_str());
+                match (original, same_channel) {
+                    (_, false) => {
+                        return invalid_form(
+                            "message_reference",
+                            "MESSAGE_REFERENCE_INVALID_CHANNEL",
+                            "Cannot reply to a message in another channel",
+                        );
+                    }
+                    (Some(original), true) => {
+                        m["message_reference"] = r.clone();
+                        m["referenced_message"] = original.clone();
+                        m["type"] = json!(19);
+                        replied_author = Some(original["author"].clone());
+                    }
+                    // Discord sends it as a plain message only when asked to.
+                    (None, true) if r["fail_if_not_exists"] == json!(false) => {}
+                    (None, true) => {
+                        return invalid_form(
+                            "message_reference",
+                            "MESSAGE_REFERENCE_UNKNOWN_MESSAGE",
+                            "Unknown message",
+                        );
+                    }
+                }
             }
             m["attachments"] = json!(attachments);
             match computed_mentions(
                 &m["content"].as_str().unwrap_or("").to_string(),
                 &body["allowed_mentions"],
+                replied_author.as_ref(),
             ) {
                 Ok((users, everyone, roles)) => {
                     m["mentions"] = json!(users);

@@ -158,6 +158,8 @@ pub fn settings() -> Settings {
     s.initiative.text.eagerness = 100;
     s.initiative.text.min_minutes_between_posts = 0;
     s.initiative.text.revisit_minutes = 0;
+    // These worlds start with nobody having spoken; the empty-room gate has its own tests.
+    s.initiative.text.require_activity_within_hours = 0;
     s
 }
 

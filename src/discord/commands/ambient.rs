@@ -1,15 +1,16 @@
-//! `/ambient status`, `/ambient why` and `/ambient garden`.
+//! `/ambient status`, `/ambient why`, `/ambient garden`, and courtesy:
+//! `/ambient hush`, `/ambient unhush`, `/ambient me`.
 
 use serenity::all::CreateAllowedMentions;
 
-use super::{Context, Error, guild};
+use super::{Context, Error, asker, guild, say};
 use crate::commands;
 use crate::ids::ChannelId;
 
 /// What the bot is up to here
 #[poise::command(
     slash_command,
-    subcommands("status", "why", "garden"),
+    subcommands("status", "why", "garden", "hush", "unhush", "me"),
     subcommand_required,
     guild_only
 )]
@@ -30,6 +31,69 @@ async fn status(ctx: Context<'_>) -> Result<(), Error> {
         .allowed_mentions(CreateAllowedMentions::new());
     ctx.send(reply).await?;
     Ok(())
+}
+
+/// Be quiet here for a while: no messages nobody asked for
+#[poise::command(slash_command)]
+async fn hush(
+    ctx: Context<'_>,
+    #[description = "How long: 30m, 2h, \"an hour\" (default 1 hour; over 3 hours needs Manage Server)"]
+    duration: Option<String>,
+    #[description = "here (default), another channel (#name, Manage Server), or server for all of it"]
+    channel: Option<String>,
+) -> Result<(), Error> {
+    let who = asker(&ctx).await;
+    let said = commands::courtesy::hush(
+        &ctx.data().app,
+        &who,
+        duration.as_deref().unwrap_or(""),
+        channel.as_deref().unwrap_or(""),
+    );
+    answer_in_channel(ctx, said).await
+}
+
+/// End a hush early (whoever asked for it, or Manage Server)
+#[poise::command(slash_command)]
+async fn unhush(
+    ctx: Context<'_>,
+    #[description = "here (default), another channel (#name), or server"] channel: Option<String>,
+) -> Result<(), Error> {
+    let who = asker(&ctx).await;
+    let said = commands::courtesy::unhush(&ctx.data().app, &who, channel.as_deref().unwrap_or(""));
+    answer_in_channel(ctx, said).await
+}
+
+/// A hush is confirmed once, for everyone in the channel to see; a refusal
+/// only to the asker. Neither pings anyone.
+async fn answer_in_channel(ctx: Context<'_>, said: Result<String, String>) -> Result<(), Error> {
+    let (text, private) = match said {
+        Ok(text) => (text, false),
+        Err(why) => (why, true),
+    };
+    let reply = poise::CreateReply::default()
+        .content(text)
+        .ephemeral(private)
+        .allowed_mentions(CreateAllowedMentions::new());
+    ctx.send(reply).await?;
+    Ok(())
+}
+
+/// Your boundaries with the bot, on every server: show them, or set one
+#[poise::command(slash_command, ephemeral)]
+async fn me(
+    ctx: Context<'_>,
+    #[description = "no-ping, no-unprompted, no-memory or no-voice (empty: show yours)"]
+    boundary: Option<String>,
+    #[description = "on (default) or off"] state: Option<String>,
+) -> Result<(), Error> {
+    let who = asker(&ctx).await;
+    let text = commands::courtesy::me(
+        &ctx.data().app,
+        &who,
+        boundary.as_deref().unwrap_or(""),
+        state.as_deref().unwrap_or(""),
+    );
+    say(ctx, text).await
 }
 
 /// Tend this server's memory now (still within the budget)

@@ -73,11 +73,14 @@ async fn schedule_add(
     #[description = "Cron: minute hour day month weekday, e.g. \"0 9 * * 1-5\""] cron: String,
     #[description = "What the bot should do, e.g. \"ask how everyone's week is going\""]
     action: String,
+    #[description = "Run during the server's quiet hours too (default: skipped then)"]
+    during_quiet_hours: Option<bool>,
 ) -> Result<(), Error> {
     let who = asker(&ctx).await;
+    let anyway = during_quiet_hours.unwrap_or(false);
     say(
         ctx,
-        impulses::schedule_add(&ctx.data().app, &who, &name, &cron, &action),
+        impulses::schedule_add(&ctx.data().app, &who, &name, &cron, &action, anyway),
     )
     .await
 }

@@ -56,7 +56,7 @@ async fn leave(ctx: Context<'_>) -> Result<(), Error> {
     say(ctx, voice::leave(&ctx.data().app, &who, current).await).await
 }
 
-/// Never record or transcribe my voice on this server
+/// Never record or transcribe my voice (on any server)
 #[poise::command(slash_command, ephemeral)]
 async fn optout(ctx: Context<'_>) -> Result<(), Error> {
     let who = asker(&ctx).await;

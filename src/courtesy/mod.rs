@@ -1,0 +1,217 @@
+//! Courtesy: when the bot keeps to itself, and what each person asked of it.
+//!
+//! Three things decide whether the bot may speak *unprompted* (an ambient
+//! post, a chime-in, a routine, a shared idea) somewhere now:
+//! - the server's quiet hours (`initiative.quietHours` in `guild.timezone`),
+//! - a hush on the channel or the whole server (`/ambient hush`, see [`hush`]),
+//! - for a chime-in, the boundaries of the person it would answer
+//!   (`store::boundaries`: no-unprompted).
+//!
+//! Answers to people who address the bot, and reminders they asked for, are
+//! prompted: quiet hours stop answers only when
+//! `initiative.repliesDuringQuietHours` is off, and nothing here stops a
+//! reminder. Every refusal is a [`Refusal`] with the gate's name and a
+//! reason a person can read ("quiet hours until 08:00 Europe/Berlin"); the
+//! callers journal it and check it before any model call.
+//!
+//! Cheap by construction: settings, the clock and one indexed store read.
+
+pub mod hush;
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+
+use crate::ids::{ChannelId, GuildId, UserId};
+use crate::settings::Settings;
+use crate::settings::quiet_hours::QuietHours;
+use crate::store::Store;
+use crate::store::boundaries::Boundary;
+use crate::store::hushes::Hush;
+
+/// Why the bot keeps quiet: the gate that said so, and its reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// `quiet_hours`, `hush` or `boundary`: the name the journal, status and replay count.
+    pub gate: &'static str,
+    pub reason: String,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+/// When the server's current quiet hours end, if it is in them now.
+pub fn quiet_until(settings: &Settings, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    // Validation refuses a spec that does not parse: one that slipped through means no quiet hours.
+    QuietHours::parse(&settings.initiative.quiet_hours)
+        .ok()?
+        .until(now, settings.zone())
+}
+
+/// Quiet hours as a refusal, if it is in them now.
+pub fn quiet(settings: &Settings, now: DateTime<Utc>) -> Option<Refusal> {
+    let until = quiet_until(settings, now)?;
+    Some(Refusal {
+        gate: "quiet_hours",
+        reason: format!(
+            "quiet hours until {} (initiative.quietHours {:?})",
+            local(until, settings.zone(), now),
+            settings.initiative.quiet_hours.trim()
+        ),
+    })
+}
+
+/// The hush in force on `channel` (a server-wide one first), if any.
+pub fn hush_on(
+    store: &Store,
+    guild: GuildId,
+    channel: Option<ChannelId>,
+    now: DateTime<Utc>,
+) -> Option<Hush> {
+    let server = store.hush(guild, None, now).ok().flatten();
+    server.or_else(|| channel.and_then(|c| store.hush(guild, Some(c), now).ok().flatten()))
+}
+
+/// A hush as a refusal.
+pub fn hushed(store: &Store, settings: &Settings, h: &Hush, now: DateTime<Utc>) -> Refusal {
+    let place = match h.channel {
+        None => "this server".to_string(),
+        Some(c) => format!("#{}", channel_name(store, c)),
+    };
+    Refusal {
+        gate: "hush",
+        reason: format!(
+            "{place} is hushed until {} (asked by {})",
+            local(h.until, settings.zone(), now),
+            h.by_name
+        ),
+    }
+}
+
+/// Whether the bot may say something nobody asked for in `channel` now:
+/// quiet hours first (the whole server), then a hush.
+pub fn unprompted(
+    settings: &Settings,
+    store: &Store,
+    guild: GuildId,
+    channel: ChannelId,
+    now: DateTime<Utc>,
+) -> Result<(), Refusal> {
+    if let Some(r) = quiet(settings, now) {
+        return Err(r);
+    }
+    match hush_on(store, guild, Some(channel), now) {
+        Some(h) => Err(hushed(store, settings, &h, now)),
+        None => Ok(()),
+    }
+}
+
+/// Whether the bot may join in after `author`'s message unasked: the
+/// server's and channel's state, then the person's own boundary.
+pub fn chime_in(
+    settings: &Settings,
+    store: &Store,
+    guild: Option<GuildId>,
+    channel: ChannelId,
+    author: UserId,
+    now: DateTime<Utc>,
+) -> Result<(), Refusal> {
+    if let Some(g) = guild {
+        unprompted(settings, store, g, channel, now)?;
+    }
+    // Unreadable boundaries fail closed: better one chime-in missed than a person ignored.
+    if store
+        .has_boundary(author, Boundary::NoUnprompted)
+        .unwrap_or(true)
+    {
+        return Err(Refusal {
+            gate: "boundary",
+            reason: "the author asked not to be answered unprompted (/ambient me no-unprompted)"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
+/// Whether someone who addressed the bot is answered now: always, unless
+/// it is quiet hours and `initiative.repliesDuringQuietHours` is off.
+pub fn answer(settings: &Settings, now: DateTime<Utc>) -> Result<(), Refusal> {
+    if settings.initiative.replies_during_quiet_hours {
+        return Ok(());
+    }
+    match quiet(settings, now) {
+        Some(mut r) => {
+            r.reason
+                .push_str("; initiative.repliesDuringQuietHours is off");
+            Err(r)
+        }
+        None => Ok(()),
+    }
+}
+
+/// `t` (the end of something) as people in the server read it: "08:00
+/// Europe/Berlin" within the next day (the next 08:00 is the one meant),
+/// "Sat 10:00 Europe/Berlin" further off.
+pub fn local(t: DateTime<Utc>, tz: Tz, now: DateTime<Utc>) -> String {
+    let at = t.with_timezone(&tz);
+    if t - now < chrono::Duration::hours(24) {
+        format!("{} {tz}", at.format("%H:%M"))
+    } else {
+        format!("{} {tz}", at.format("%a %H:%M"))
+    }
+}
+
+fn channel_name(store: &Store, c: ChannelId) -> String {
+    store
+        .channel_name(c)
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| c.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    #[test]
+    fn quiet_hours_refuse_in_the_servers_zone_and_say_until_when() {
+        let mut s = Settings::default();
+        s.guild.timezone = "Europe/Berlin".into();
+        s.initiative.quiet_hours = "23:00-08:00".into();
+        let night = at("2026-01-05T23:30:00Z");
+        let r = quiet(&s, night).unwrap();
+        assert_eq!(r.gate, "quiet_hours");
+        assert_eq!(
+            r.reason,
+            "quiet hours until 08:00 Europe/Berlin (initiative.quietHours \"23:00-08:00\")"
+        );
+        assert_eq!(quiet(&s, at("2026-01-06T07:00:00Z")), None);
+        assert_eq!(answer(&s, night), Ok(()), "answers go on by default");
+        s.initiative.replies_during_quiet_hours = false;
+        assert!(
+            answer(&s, night)
+                .unwrap_err()
+                .reason
+                .ends_with("repliesDuringQuietHours is off")
+        );
+        assert_eq!(
+            local(at("2026-01-10T09:00:00Z"), s.zone(), night),
+            "Sat 10:00 Europe/Berlin"
+        );
+    }
+
+    #[test]
+    fn the_older_zone_name_still_counts() {
+        let mut s = Settings::default();
+        s.impulses.timezone = "America/New_York".into();
+        assert_eq!(s.zone().name(), "America/New_York");
+        s.guild.timezone = "Asia/Tokyo".into();
+        assert_eq!(s.zone().name(), "Asia/Tokyo", "guild.timezone wins");
+    }
+}

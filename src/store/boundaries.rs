@@ -1,0 +1,209 @@
+//! Each person's boundaries: what they asked the bot not to do with them.
+//!
+//! A boundary belongs to the person, not to a server: set once, it holds in
+//! every server and DM the bot shares with them. Speech reads `NoPing`,
+//! the reply path `NoUnprompted`, memory extraction `NoMemory` and voice
+//! `NoVoice` (which replaced the per-server voice opt-out, migration 12).
+//! Forget-me leaves them in place: they protect the person, they say
+//! nothing about them.
+
+use std::collections::HashSet;
+
+use chrono::{DateTime, Utc};
+use rusqlite::{OptionalExtension, params};
+
+use super::{Result, Store, StoreError, from_ms, to_ms};
+use crate::ids::UserId;
+
+/// One thing a person asked the bot not to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Boundary {
+    /// Never @mention me: my name is written instead, and replies to me do not ping.
+    NoPing,
+    /// Never join in after my messages unasked (no chime-ins on them).
+    NoUnprompted,
+    /// Never extract memories from my messages.
+    NoMemory,
+    /// Never record or transcribe my voice.
+    NoVoice,
+}
+
+impl Boundary {
+    pub const ALL: [Boundary; 4] = [
+        Boundary::NoPing,
+        Boundary::NoUnprompted,
+        Boundary::NoMemory,
+        Boundary::NoVoice,
+    ];
+
+    /// As stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Boundary::NoPing => "no_ping",
+            Boundary::NoUnprompted => "no_unprompted",
+            Boundary::NoMemory => "no_memory",
+            Boundary::NoVoice => "no_voice",
+        }
+    }
+
+    /// As people type it (`/ambient me no-ping on`).
+    pub fn word(self) -> &'static str {
+        match self {
+            Boundary::NoPing => "no-ping",
+            Boundary::NoUnprompted => "no-unprompted",
+            Boundary::NoMemory => "no-memory",
+            Boundary::NoVoice => "no-voice",
+        }
+    }
+
+    /// What it means, in the person's words.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Boundary::NoPing => "don't ping me",
+            Boundary::NoUnprompted => "don't reply to me unprompted",
+            Boundary::NoMemory => "don't remember me",
+            Boundary::NoVoice => "don't transcribe me in voice",
+        }
+    }
+
+    /// From its stored name or its typed word.
+    pub fn parse(text: &str) -> Option<Boundary> {
+        let t = text.trim().to_ascii_lowercase().replace('_', "-");
+        Boundary::ALL.into_iter().find(|b| b.word() == t)
+    }
+}
+
+impl Store {
+    /// Sets (`on`) or lifts a boundary; `true` if that changed anything.
+    pub fn set_boundary(
+        &self,
+        user: UserId,
+        boundary: Boundary,
+        on: bool,
+        at: DateTime<Utc>,
+    ) -> Result<bool> {
+        let conn = self.lock();
+        let changed = if on {
+            conn.execute(
+                "INSERT OR IGNORE INTO boundaries (user_id, kind, at) VALUES (?1, ?2, ?3)",
+                params![user.to_sql(), boundary.as_str(), to_ms(at)],
+            )?
+        } else {
+            conn.execute(
+                "DELETE FROM boundaries WHERE user_id = ?1 AND kind = ?2",
+                params![user.to_sql(), boundary.as_str()],
+            )?
+        };
+        Ok(changed == 1)
+    }
+
+    pub fn has_boundary(&self, user: UserId, boundary: Boundary) -> Result<bool> {
+        Ok(self
+            .lock()
+            .prepare_cached("SELECT 1 FROM boundaries WHERE user_id = ?1 AND kind = ?2")?
+            .query_row(params![user.to_sql(), boundary.as_str()], |_| Ok(()))
+            .optional()?
+            .is_some())
+    }
+
+    /// A person's boundaries, with when each was set.
+    pub fn boundaries(&self, user: UserId) -> Result<Vec<(Boundary, DateTime<Utc>)>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached("SELECT kind, at FROM boundaries WHERE user_id = ?1")?;
+        let rows = stmt
+            .query_map([user.to_sql()], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let mut found = rows
+            .into_iter()
+            .map(|(kind, at)| {
+                Boundary::parse(&kind)
+                    .map(|b| (b, from_ms(at)))
+                    .ok_or_else(|| StoreError::Corrupt(format!("unknown boundary {kind:?}")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        found.sort();
+        Ok(found)
+    }
+
+    /// Of `users`, those who set `boundary` (one query, however many).
+    pub fn with_boundary(&self, users: &[UserId], boundary: Boundary) -> Result<HashSet<UserId>> {
+        let conn = self.lock();
+        let mut stmt =
+            conn.prepare_cached("SELECT 1 FROM boundaries WHERE user_id = ?1 AND kind = ?2")?;
+        let mut found = HashSet::new();
+        for u in users {
+            if stmt
+                .query_row(params![u.to_sql(), boundary.as_str()], |_| Ok(()))
+                .optional()?
+                .is_some()
+            {
+                found.insert(*u);
+            }
+        }
+        Ok(found)
+    }
+
+    /// Everyone who set `boundary` (voice keeps this in memory: it is asked every 20 ms).
+    pub fn everyone_with(&self, boundary: Boundary) -> Result<HashSet<UserId>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached("SELECT user_id FROM boundaries WHERE kind = ?1")?;
+        let users = stmt
+            .query_map([boundary.as_str()], |r| r.get::<_, i64>(0))?
+            .map(|id| id.map(UserId::from_sql))
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(users)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_boundary_is_the_persons_everywhere_and_can_be_lifted() {
+        let store = Store::open_in_memory().unwrap();
+        let (ada, bob) = (UserId(1), UserId(2));
+        let now = Utc::now();
+        assert!(
+            store
+                .set_boundary(ada, Boundary::NoPing, true, now)
+                .unwrap()
+        );
+        assert!(
+            !store
+                .set_boundary(ada, Boundary::NoPing, true, now)
+                .unwrap(),
+            "already set"
+        );
+        store
+            .set_boundary(ada, Boundary::NoMemory, true, now)
+            .unwrap();
+        assert!(store.has_boundary(ada, Boundary::NoPing).unwrap());
+        assert!(!store.has_boundary(bob, Boundary::NoPing).unwrap());
+        let kinds: Vec<Boundary> = store
+            .boundaries(ada)
+            .unwrap()
+            .into_iter()
+            .map(|(b, _)| b)
+            .collect();
+        assert_eq!(kinds, vec![Boundary::NoPing, Boundary::NoMemory]);
+        assert_eq!(
+            store.with_boundary(&[ada, bob], Boundary::NoPing).unwrap(),
+            HashSet::from([ada])
+        );
+        assert!(
+            store
+                .set_boundary(ada, Boundary::NoPing, false, now)
+                .unwrap()
+        );
+        assert!(!store.has_boundary(ada, Boundary::NoPing).unwrap());
+        assert_eq!(
+            Boundary::parse("no_unprompted"),
+            Some(Boundary::NoUnprompted)
+        );
+        assert_eq!(Boundary::parse(" No-Voice "), Some(Boundary::NoVoice));
+        assert_eq!(Boundary::parse("no-fun"), None);
+    }
+}
