@@ -8,6 +8,37 @@
 //! queue, user input first) → router → reflexes / executive / pass →
 //! actions (speech) → journal and store. Front ends (`console`, Discord) are
 //! adapters over this core.
+//!
+//! # Layers, top to bottom
+//!
+//! A module may use only the modules on lower rows of this table, never one
+//! on its own row or above it. Shared vocabulary types (a role, a priority,
+//! a fact) live at the lowest row that needs them. The e2e test `layers`
+//! reads this table and every `crate::` path in `src/`, and names the file
+//! and line of any import that climbs; a new module needs a row here before
+//! that test passes.
+//!
+//! | row | modules | what they are |
+//! |-----|---------|---------------|
+//! | 1 | `cli` | the binary's commands: parse arguments, pick a front end |
+//! | 2 | `discord` | the Discord front end: gateway, slash commands, REST |
+//! | 3 | `dashboard` | the operator's web page over the core |
+//! | 4 | `console`, `replay` | the terminal front end; an export replayed offline |
+//! | 5 | `commands` | slash commands, shared by every front end |
+//! | 6 | `app` | the composition root: builds and runs the core |
+//! | 7 | `live` | settings reloaded while running |
+//! | 8 | `reply` | answering someone who spoke to the bot |
+//! | 9 | `garden`, `reflexes` | memory kept tidy in the background; cheap reactions |
+//! | 10 | `impulses` | what moves the bot from inside: tasks, schedules, ideas |
+//! | 11 | `initiative`, `voice` | unprompted posts; voice channels |
+//! | 12 | `speech`, `senses` | what the bot says; what it reads from attachments and speech |
+//! | 13 | `discovery`, `memory`, `chat`, `permissions`, `courtesy` | feeds, remembered facts, channel history, who may see what, quiet hours and boundaries |
+//! | 14 | `executive`, `attention` | model calls under budgets; salience, the queue, the router |
+//! | 15 | `net`, `journal` | the guarded fetcher; the record of every decision |
+//! | 16 | `settings` | one schema with defaults, validated; the executive's roles |
+//! | 17 | `store` | SQLite: every table and migration |
+//! | 18 | `vocab` | the nouns several layers share and the store keeps |
+//! | 19 | `when`, `ids`, `clock`, `backoff` | times in words, ids, the clock, retry waits |
 
 pub mod app;
 pub mod attention;
@@ -38,5 +69,6 @@ pub mod senses;
 pub mod settings;
 pub mod speech;
 pub mod store;
+pub mod vocab;
 pub mod voice;
 pub mod when;

@@ -51,7 +51,7 @@ use crate::impulses::Impulses;
 use crate::impulses::tools::add_task;
 use crate::initiative::gifs;
 use crate::journal::summary::Audience;
-use crate::journal::tools::journal_search;
+use crate::executive::journal_search::journal_search;
 use crate::journal::{Entry, Journal, Kind};
 use crate::memory::Memory;
 use crate::memory::search::Reader;

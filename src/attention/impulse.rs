@@ -4,31 +4,10 @@
 //! lose to a person talking to the bot.
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 
 use crate::ids::{ChannelId, GuildId};
 
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    schemars::JsonSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Priority {
-    Low,
-    #[default]
-    Normal,
-    High,
-}
+pub use crate::vocab::Priority;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum ImpulseKind {

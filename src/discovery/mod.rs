@@ -17,6 +17,7 @@ pub mod curation;
 pub mod parse;
 pub mod rank;
 pub mod sources;
+pub mod topics;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};

@@ -5,7 +5,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::initiative::community::keywords;
+use super::topics::keywords;
 use crate::store::discovery::FeedItem;
 use crate::when::ago;
 

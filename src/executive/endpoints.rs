@@ -9,72 +9,9 @@
 //! with keys) serve the autonomous roles only when the operator opted in
 //! (`executive.allowPayPerTokenForAutonomous`), as the garden seed asks.
 
-use std::fmt;
-
-use serde::Serialize;
-
 use crate::settings::{ProviderKind, RoleSettings, Secret, Secrets, Settings, Vision};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    Reply,
-    Ambient,
-    Reflex,
-    Extract,
-}
-
-impl Role {
-    pub const ALL: [Role; 4] = [Role::Reply, Role::Ambient, Role::Reflex, Role::Extract];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Reply => "reply",
-            Role::Ambient => "ambient",
-            Role::Reflex => "reflex",
-            Role::Extract => "extract",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Role> {
-        Role::ALL.into_iter().find(|r| r.as_str() == s)
-    }
-
-    /// Work nobody asked for right now: everything but answering people.
-    pub fn is_autonomous(self) -> bool {
-        self != Role::Reply
-    }
-
-    fn is_strong(self) -> bool {
-        matches!(self, Role::Reply | Role::Ambient)
-    }
-
-    pub fn settings(self, s: &Settings) -> &RoleSettings {
-        let r = &s.executive.roles;
-        match self {
-            Role::Reply => &r.reply,
-            Role::Ambient => &r.ambient,
-            Role::Reflex => &r.reflex,
-            Role::Extract => &r.extract,
-        }
-    }
-
-    pub fn daily_budget(self, s: &Settings) -> u64 {
-        let b = &s.budget.daily_tokens;
-        match self {
-            Role::Reply => b.reply,
-            Role::Ambient => b.ambient,
-            Role::Reflex => b.reflex,
-            Role::Extract => b.extract,
-        }
-    }
-}
-
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::settings::Role;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wire {

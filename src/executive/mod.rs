@@ -15,6 +15,7 @@ pub mod anthropic;
 pub mod bounds;
 pub mod budget;
 pub mod endpoints;
+pub mod journal_search;
 pub mod openai;
 pub mod prices;
 pub mod prompts;

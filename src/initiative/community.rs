@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use crate::discovery::topics::keywords;
 use crate::ids::GuildId;
 use crate::store::Store;
 
@@ -30,108 +31,6 @@ impl Interests {
     }
 }
 
-const STOPWORDS: &[&str] = &[
-    "about",
-    "after",
-    "again",
-    "also",
-    "always",
-    "because",
-    "been",
-    "before",
-    "being",
-    "could",
-    "does",
-    "doing",
-    "done",
-    "dont",
-    "even",
-    "every",
-    "from",
-    "going",
-    "gonna",
-    "good",
-    "have",
-    "having",
-    "here",
-    "just",
-    "know",
-    "like",
-    "made",
-    "make",
-    "many",
-    "maybe",
-    "more",
-    "most",
-    "much",
-    "need",
-    "never",
-    "only",
-    "other",
-    "over",
-    "really",
-    "right",
-    "said",
-    "same",
-    "should",
-    "some",
-    "something",
-    "still",
-    "such",
-    "sure",
-    "take",
-    "than",
-    "thanks",
-    "that",
-    "thats",
-    "their",
-    "them",
-    "then",
-    "there",
-    "these",
-    "they",
-    "thing",
-    "things",
-    "think",
-    "this",
-    "those",
-    "though",
-    "time",
-    "today",
-    "very",
-    "want",
-    "well",
-    "were",
-    "what",
-    "when",
-    "where",
-    "which",
-    "while",
-    "will",
-    "with",
-    "would",
-    "yeah",
-    "your",
-    "youre",
-    "into",
-    "lol",
-    "haha",
-    "okay",
-    "cool",
-    "nice",
-    "pretty",
-    "anyone",
-    "someone",
-    "everyone",
-    "people",
-    "look",
-    "looks",
-    "see",
-    "yes",
-    "got",
-    "get",
-    "let",
-];
 
 /// Topics from the guild's human messages since `since` (at most `limit` messages).
 pub fn interests(
@@ -183,18 +82,6 @@ pub fn interests(
     }
 }
 
-/// The content words of a text: lowercase, 4+ letters, no stopwords, no links or mentions.
-pub fn keywords(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split_whitespace()
-        .filter(|w| !w.starts_with("http") && !w.starts_with('@') && !w.starts_with('<'))
-        .flat_map(|w| w.split(|c: char| !c.is_alphanumeric()))
-        .map(str::to_lowercase)
-        .filter(|w| {
-            w.chars().count() >= 4
-                && w.chars().any(char::is_alphabetic)
-                && !STOPWORDS.contains(&w.as_str())
-        })
-}
 
 #[cfg(test)]
 mod tests {

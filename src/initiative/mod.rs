@@ -19,7 +19,7 @@ pub mod decision;
 pub mod gates;
 pub mod gifs;
 pub mod media;
-pub mod pending;
+pub use crate::vocab::pending;
 pub mod tools;
 
 use std::collections::{HashMap, HashSet};

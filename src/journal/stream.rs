@@ -18,9 +18,8 @@ use chrono_tz::Tz;
 
 use super::summary::Audience;
 use super::{Entry, Kind};
-use crate::executive::Role;
 use crate::ids::{ChannelId, GuildId};
-use crate::settings::Settings;
+use crate::settings::{Role, Settings};
 use crate::store::Store;
 use crate::store::garden::StreamEvent;
 use crate::store::messages::StoredMessage;

@@ -18,7 +18,7 @@
 
 pub mod compact;
 pub mod extract;
-pub mod fact;
+pub use crate::vocab::fact;
 pub mod keywords;
 pub mod portable;
 pub mod search;

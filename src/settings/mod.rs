@@ -16,12 +16,14 @@ pub mod diff;
 pub mod load;
 pub mod paths;
 pub mod quiet_hours;
+pub mod role;
 pub mod schema;
 pub mod secrets;
 pub mod service;
 pub mod validate;
 
 pub use load::{Loaded, SettingsSource, load};
+pub use role::Role;
 pub use schema::*;
 pub use secrets::{Secret, Secrets};
 pub use service::{ChangeError, Origin, SettingsService};

@@ -7,7 +7,7 @@ use rusqlite::{OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 use super::{Result, Store, StoreError, from_ms, to_ms};
-use crate::attention::Priority;
+use crate::vocab::Priority;
 use crate::ids::GuildId;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

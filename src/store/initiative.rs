@@ -7,7 +7,7 @@ use rusqlite::{OptionalExtension, Row, params};
 
 use super::{Result, Store, from_ms, to_ms};
 use crate::ids::{ChannelId, GuildId, MessageId};
-use crate::initiative::pending::{MediaDirective, PendingThought};
+use crate::vocab::pending::{MediaDirective, PendingThought};
 
 const PENDING: &str =
     "guild_id, draft, channel_id, revision, created_at, updated_at, expires_at, last_reason, media";

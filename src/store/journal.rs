@@ -5,7 +5,7 @@ use rusqlite::{Row, params_from_iter};
 use super::conditions::Conditions;
 use super::{Result, Store, from_ms, to_ms};
 use crate::ids::{ChannelId, GuildId, MessageId};
-use crate::journal::{Entry, Filter, Kind};
+use crate::vocab::journal::{Entry, Filter, Kind};
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<Entry> {
     let kind: String = row.get(2)?;

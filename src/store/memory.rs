@@ -14,7 +14,7 @@ use rusqlite::{OptionalExtension, Row, Transaction, params, params_from_iter};
 use super::conditions::Conditions;
 use super::{Result, Store, StoreError, from_ms, to_ms};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
-use crate::memory::fact::{Fact, FactKind, Importance, Scope, ScopeKind};
+use crate::vocab::fact::{Fact, FactKind, Importance, Scope, ScopeKind};
 
 const COLUMNS: &str = "id, guild_id, scope, channel_id, user_id, kind, importance, subject, content, sources, \
                        author_id, author_name, created_at, updated_at, last_seen_at, strength, confidence, \

@@ -20,6 +20,7 @@ mod forget;
 mod garden;
 mod hostile;
 mod initiative;
+mod layers;
 mod live;
 mod media;
 mod memory;

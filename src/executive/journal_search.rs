@@ -8,10 +8,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use std::sync::Arc;
 
-use super::summary::{self, Audience};
-use super::{Journal, Kind};
+use super::tools::{Tool, TypedTool, typed};
 use crate::clock::SharedClock;
-use crate::executive::tools::{Tool, TypedTool, typed};
+use crate::journal::summary::{self, Audience};
+use crate::journal::{Journal, Kind};
 use crate::store::Store;
 
 #[derive(Deserialize, JsonSchema)]

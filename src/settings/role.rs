@@ -1,0 +1,76 @@
+//! The executive's roles: which kind of work a model call does.
+//!
+//! `reply` answers people, `ambient` serves initiative and the garden,
+//! `reflex` the level-2 reflexes, `extract` memory extraction. Each role has
+//! its own model settings (`executive.roles.<role>`) and daily budget
+//! (`budget.dailyTokens.<role>`), so the role is settings' vocabulary: it
+//! lives here, below the journal and the store that record it.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use super::{RoleSettings, Settings};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Reply,
+    Ambient,
+    Reflex,
+    Extract,
+}
+
+impl Role {
+    pub const ALL: [Role; 4] = [Role::Reply, Role::Ambient, Role::Reflex, Role::Extract];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Reply => "reply",
+            Role::Ambient => "ambient",
+            Role::Reflex => "reflex",
+            Role::Extract => "extract",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        Role::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+
+    /// Work nobody asked for right now: everything but answering people.
+    pub fn is_autonomous(self) -> bool {
+        self != Role::Reply
+    }
+
+    /// The roles that want the strongest model a provider offers.
+    pub fn is_strong(self) -> bool {
+        matches!(self, Role::Reply | Role::Ambient)
+    }
+
+    pub fn settings(self, s: &Settings) -> &RoleSettings {
+        let r = &s.executive.roles;
+        match self {
+            Role::Reply => &r.reply,
+            Role::Ambient => &r.ambient,
+            Role::Reflex => &r.reflex,
+            Role::Extract => &r.extract,
+        }
+    }
+
+    pub fn daily_budget(self, s: &Settings) -> u64 {
+        let b = &s.budget.daily_tokens;
+        match self {
+            Role::Reply => b.reply,
+            Role::Ambient => b.ambient,
+            Role::Reflex => b.reflex,
+            Role::Extract => b.extract,
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+

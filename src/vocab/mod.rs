@@ -1,0 +1,15 @@
+//! The shared vocabulary: the nouns several layers speak and the store keeps.
+//!
+//! An impulse's priority, a remembered fact, the held pending thought, a
+//! journal entry. They
+//! are plain data with their parsing and naming, and nothing that needs a
+//! service, so they sit just above the ids: the store persists them without
+//! importing the layers that decide about them (memory, initiative,
+//! attention), and those layers re-export them under their old names.
+
+pub mod fact;
+pub mod journal;
+pub mod pending;
+pub mod priority;
+
+pub use priority::Priority;

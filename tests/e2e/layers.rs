@@ -1,0 +1,168 @@
+//! The layers, one way: the table at the top of `src/lib.rs` against every
+//! `crate::` path in `src/`.
+//!
+//! The table is the one place the order is written down; this test holds
+//! the code to it. A module may use only modules on lower rows. A failure
+//! names the file and line of each import that climbs, and a module that
+//! is missing from the table (or a row naming one that does not exist).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Top-level module → its row (1 is the top).
+fn table(lib: &str) -> BTreeMap<String, usize> {
+    let mut rows = BTreeMap::new();
+    for line in lib.lines() {
+        let Some(rest) = line.strip_prefix("//! | ") else { continue };
+        let mut cells = rest.split(" | ");
+        let Some(Ok(row)) = cells.next().map(|c| c.trim().parse::<usize>()) else { continue };
+        let modules = cells.next().unwrap_or_default();
+        for name in modules.split(',') {
+            let name = name.trim().trim_matches('`');
+            assert!(rows.insert(name.to_string(), row).is_none(), "`{name}` is in two rows of the layer table");
+        }
+    }
+    rows
+}
+
+/// The modules `src/` actually has: a directory or a file per module.
+fn modules_on_disk(src: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(src)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter_map(|p| {
+            let name = p.file_name()?.to_str()?.to_string();
+            if p.is_dir() {
+                Some(name)
+            } else {
+                name.strip_suffix(".rs").map(str::to_string)
+            }
+        })
+        .filter(|m| m != "lib" && m != "main")
+        .collect()
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The line as code: without its `//` comment, and with what is inside
+/// string literals blanked (a `crate::` in a message is not an import).
+fn code_of(line: &str) -> String {
+    let mut code = String::with_capacity(line.len());
+    let (mut in_str, mut escaped) = (false, false);
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if in_str {
+            code.push(if c == '"' && !escaped { '"' } else { ' ' });
+            in_str = !(c == '"' && !escaped);
+            escaped = c == '\\' && !escaped;
+            continue;
+        }
+        match c {
+            '"' => in_str = true,
+            '/' if chars.peek() == Some(&'/') => break,
+            _ => {}
+        }
+        code.push(c);
+    }
+    code
+}
+
+/// Every top-level module a file's code names through `crate::`, with the
+/// line: `crate::a::b`, and each head of `crate::{a::b, c}` (even across lines).
+fn crate_paths(text: &str) -> Vec<(usize, String)> {
+    let code: Vec<String> = text.lines().map(code_of).collect();
+    let joined = code.join("\n");
+    let mut found = Vec::new();
+    for (at, _) in joined.match_indices("crate::") {
+        if joined[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+            continue; // `$crate::` in a macro, or part of a longer name
+        }
+        let line = joined[..at].matches('\n').count() + 1;
+        let rest = &joined[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let (mut depth, mut head_next) = (1, true);
+            let mut word = String::new();
+            for c in group.chars() {
+                if c.is_alphanumeric() || c == '_' {
+                    word.push(c);
+                    continue;
+                }
+                if head_next && depth == 1 && !word.is_empty() {
+                    found.push((line, word.clone()));
+                }
+                if !word.is_empty() || !c.is_whitespace() {
+                    head_next = false;
+                }
+                word.clear();
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 1 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 1 => head_next = true,
+                    _ => {}
+                }
+            }
+        } else {
+            let head: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            found.push((line, head));
+        }
+    }
+    found
+}
+
+#[test]
+fn no_module_imports_one_above_it() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = root.join("src");
+    let rows = table(&std::fs::read_to_string(src.join("lib.rs")).unwrap());
+    let on_disk = modules_on_disk(&src);
+
+    let mut problems = Vec::new();
+    for m in &on_disk {
+        if !rows.contains_key(m) {
+            problems.push(format!("src/{m}: not in the layer table at the top of src/lib.rs; give it a row"));
+        }
+    }
+    for m in rows.keys() {
+        if !on_disk.contains(m) {
+            problems.push(format!("src/lib.rs: the layer table names `{m}`, which src/ does not have"));
+        }
+    }
+
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    for file in files {
+        let rel = file.strip_prefix(&src).unwrap();
+        let module = rel.components().next().unwrap().as_os_str().to_str().unwrap().trim_end_matches(".rs");
+        let Some(&own) = rows.get(module) else { continue };
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (line, used) in crate_paths(&text) {
+            let Some(&theirs) = rows.get(&used) else { continue };
+            if used != module && theirs <= own {
+                let place = if theirs == own { "on its own row" } else { "above it" };
+                problems.push(format!(
+                    "src/{}:{line}: `{module}` (row {own}) uses `{used}` (row {theirs}), {place}",
+                    rel.display()
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "the layers climb:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn the_path_reader_sees_groups_and_skips_comments() {
+    let text = "use crate::{\n    a::b,\n    c::{d, e},\n};\n// crate::f\nlet x = crate::g::h(\"// crate::i\");\n";
+    let found: Vec<_> = crate_paths(text).into_iter().map(|(l, m)| format!("{l}:{m}")).collect();
+    assert_eq!(found, ["1:a", "1:c", "6:g"]);
+}
