@@ -129,7 +129,7 @@ fn drive(d: &FakeDiscord, a: &Args, from: u32, count: u32, text: impl Fn(u32) ->
     for k in 0..count {
         let n = from + k;
         let (guild, channel) = place(a, n);
-        let who = if n % 2 == 0 { ALICE } else { BOB };
+        let who = if n.is_multiple_of(2) { ALICE } else { BOB };
         last = d.say_in(guild, channel, who, &text(n));
         let due = start + gap * (k + 1);
         if let Some(wait) = due.checked_duration_since(Instant::now()) {
@@ -149,7 +149,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 fn main() {
     let a = args();
-    let extra = if a.guilds > 1 { a.guilds - 1 } else { 0 };
+    let extra = a.guilds.saturating_sub(1);
     let discord = FakeDiscord::start_with_guilds(extra, a.channels);
     let started = Instant::now();
     // No dev guild: commands register globally, as in production.
@@ -171,7 +171,7 @@ fn main() {
     let idle_rate = (cpu(pid) - idle_cpu_0).as_secs_f64() / idle_t0.elapsed().as_secs_f64();
 
     // Unaddressed load, with a hello mention every `hello_every` messages to time routing.
-    let hello = |n: u32| a.hello_every > 0 && n % a.hello_every == 0;
+    let hello = |n: u32| a.hello_every > 0 && n.is_multiple_of(a.hello_every);
     let (cpu_0, t0) = (cpu(pid), Instant::now());
     let last = drive(&bot.discord, &a, 0, a.messages, |n| {
         if hello(n) {

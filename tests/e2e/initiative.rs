@@ -41,7 +41,8 @@ fn gate_reasons(world: &World) -> Vec<String> {
 
 #[tokio::test]
 async fn each_gate_stops_a_guild_with_its_reason_and_no_model_call() {
-    let cases: Vec<(&str, Box<dyn Fn(&mut ambient::settings::Settings)>, &str)> = vec![
+    type Change = Box<dyn Fn(&mut ambient::settings::Settings)>;
+    let cases: Vec<(&str, Change, &str)> = vec![
         (
             "enabled",
             Box::new(|s| s.initiative.text.enabled = false),

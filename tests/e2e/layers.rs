@@ -61,8 +61,9 @@ fn code_of(line: &str) -> String {
     let mut chars = line.chars().peekable();
     while let Some(c) = chars.next() {
         if in_str {
-            code.push(if c == '"' && !escaped { '"' } else { ' ' });
-            in_str = !(c == '"' && !escaped);
+            let closes = c == '"' && !escaped;
+            code.push(if closes { '"' } else { ' ' });
+            in_str = !closes;
             escaped = c == '\\' && !escaped;
             continue;
         }

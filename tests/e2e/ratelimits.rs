@@ -15,7 +15,7 @@ use crate::support::model_server::Scripted;
 fn bot_messages(w: &World) -> Vec<Value> {
     w.log_of("MESSAGE_CREATE")
         .into_iter()
-        .filter(|m| m["author"]["id"] == BOT.to_string())
+        .filter(|m| m["author"]["id"] == json!(BOT.to_string()))
         .collect()
 }
 

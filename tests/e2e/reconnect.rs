@@ -49,7 +49,7 @@ fn a_gateway_that_is_down_is_retried_with_back_off_and_the_bot_comes_back() {
         bot.discord.wait_until(20, |w| w
             .sent_in(GENERAL)
             .iter()
-            .any(|b| b["message_reference"]["message_id"] == asked.to_string())),
+            .any(|b| b["message_reference"]["message_id"] == json!(asked.to_string()))),
         "{}",
         bot.log()
     );

@@ -15,10 +15,10 @@ fn files_contain(dir: &Path, needle: &[u8]) -> Vec<String> {
         let path = entry.unwrap().path();
         if path.is_dir() {
             hits.extend(files_contain(&path, needle));
-        } else if let Ok(bytes) = std::fs::read(&path) {
-            if bytes.windows(needle.len()).any(|w| w == needle) {
-                hits.push(path.display().to_string());
-            }
+        } else if let Ok(bytes) = std::fs::read(&path)
+            && bytes.windows(needle.len()).any(|w| w == needle)
+        {
+            hits.push(path.display().to_string());
         }
     }
     hits

@@ -45,7 +45,7 @@ fn a_model_answer_cannot_ping_everyone_roles_or_bystanders() {
     let created = bot.discord.with(|w| {
         w.log_of("MESSAGE_CREATE")
             .into_iter()
-            .find(|m| m["author"]["id"] == BOT.to_string())
+            .find(|m| m["author"]["id"] == json!(BOT.to_string()))
             .expect("the bot's message was dispatched")
     });
     assert_eq!(
@@ -77,7 +77,7 @@ fn a_send_whose_answer_was_unreadable_is_settled_by_its_nonce() {
             w.sent_in(GENERAL),
             w.log_of("MESSAGE_CREATE")
                 .into_iter()
-                .filter(|m| m["author"]["id"] == BOT.to_string())
+                .filter(|m| m["author"]["id"] == json!(BOT.to_string()))
                 .collect::<Vec<_>>(),
         )
     });
@@ -225,12 +225,12 @@ fn what_was_said_while_the_bot_was_away_is_caught_up_on() {
     assert_eq!(sent.len(), 2, "{sent:#?}");
     let answer = sent
         .iter()
-        .find(|b| b["message_reference"]["message_id"] == recent.to_string())
+        .find(|b| b["message_reference"]["message_id"] == json!(recent.to_string()))
         .expect("the recent question is answered");
     assert_eq!(answer["content"], "Yes, I'm back now.");
     let away = sent
         .iter()
-        .find(|b| b["message_reference"]["message_id"] == old.to_string())
+        .find(|b| b["message_reference"]["message_id"] == json!(old.to_string()))
         .expect("the old question hears the bot was away");
     assert!(
         away["content"]

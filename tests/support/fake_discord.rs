@@ -429,6 +429,7 @@ pub struct SendBucket {
 
 impl SendBucket {
     /// Decides on one send: Ok(headers for the answer) or Err(the 429).
+    #[allow(clippy::result_large_err)] // the refusal is the fake's whole HTTP answer, built once per refused send
     fn admit(&mut self, now: Instant) -> Result<Vec<(String, String)>, Response> {
         if let Some(until) = self.blocked_until.filter(|u| *u > now) {
             return Err(self.too_many(until - now, self.global));
@@ -1328,10 +1329,10 @@ async fn rest(
                 })
                 .collect();
             let nonce = body["nonce"].as_str().map(String::from);
-            if body["enforce_nonce"] == json!(true) {
-                if let Some(previous) = nonce.as_ref().and_then(|n| w.nonces.get(n)) {
-                    return ok(previous.clone());
-                }
+            if body["enforce_nonce"] == json!(true)
+                && let Some(previous) = nonce.as_ref().and_then(|n| w.nonces.get(n))
+            {
+                return ok(previous.clone());
             }
             let id = w.next_id();
             let guild = (channel != DM_CHANNEL).then(|| w.guild_of(channel));
@@ -1382,7 +1383,7 @@ async fn rest(
             }
             m["attachments"] = json!(attachments);
             match computed_mentions(
-                &m["content"].as_str().unwrap_or("").to_string(),
+                m["content"].as_str().unwrap_or(""),
                 &body["allowed_mentions"],
                 replied_author.as_ref(),
             ) {

@@ -13,11 +13,14 @@ use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+/// Each search's query parameters, in order.
+type Searches = Arc<Mutex<Vec<HashMap<String, String>>>>;
+
 #[derive(Clone)]
 pub struct GifServer {
     pub url: String,
     pub key: String,
-    searches: Arc<Mutex<Vec<HashMap<String, String>>>>,
+    searches: Searches,
 }
 
 impl GifServer {
@@ -42,7 +45,7 @@ impl GifServer {
 }
 
 async fn search(
-    State((key, searches)): State<(String, Arc<Mutex<Vec<HashMap<String, String>>>>)>,
+    State((key, searches)): State<(String, Searches)>,
     uri: Uri,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {

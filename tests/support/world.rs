@@ -59,10 +59,10 @@ impl Transport for RecordingTransport {
     async fn send(&self, channel: ChannelId, m: &Outgoing) -> Result<MessageId, ChatError> {
         let mut delivered = self.log.delivered.lock().unwrap();
         let now = self.clock.now();
-        if let Some((id, at)) = delivered.get(&m.nonce) {
-            if now - *at < chrono::Duration::minutes(NONCE_WINDOW_MINUTES) {
-                return Ok(*id);
-            }
+        if let Some((id, at)) = delivered.get(&m.nonce)
+            && now - *at < chrono::Duration::minutes(NONCE_WINDOW_MINUTES)
+        {
+            return Ok(*id);
         }
         let id = MessageId(next_snowflake(now));
         delivered.insert(m.nonce.clone(), (id, now));
