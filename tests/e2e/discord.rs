@@ -495,13 +495,14 @@ fn max_messages_per_hour_is_checked_before_the_model_is_paid() {
         2,
         "no model call for an answer that could not be posted"
     );
-    let reasons = journal_reasons(&bot, ambient::journal::Kind::Reply);
+    let capped = |r: &String| {
+        r.starts_with("reacted 💤") && r.contains("permissions.replies.maxMessagesPerHour")
+    };
+    let said = || journal_reasons(&bot, ambient::journal::Kind::Reply).iter().any(capped);
     assert!(
-        reasons
-            .iter()
-            .any(|r| r.starts_with("reacted 💤")
-                && r.contains("permissions.replies.maxMessagesPerHour")),
-        "{reasons:#?}"
+        bot.discord.wait_until(15, |_| said()),
+        "{:#?}",
+        journal_reasons(&bot, ambient::journal::Kind::Reply)
     );
     // Another channel has its own allowance.
     bot.discord.say(RANDOM, ALICE, &mention("over here?"));
@@ -538,12 +539,13 @@ fn a_channel_that_refused_the_bot_is_not_paid_for_again() {
         1,
         "the second question is not sent to the model: Discord refused the last answer there"
     );
-    let reasons = journal_reasons(&bot, ambient::journal::Kind::Reply);
+    // The 💤 goes out before the journal line is written: wait for the line.
+    let refused = |r: &String| r.contains("refused the bot's last message");
+    let said = || journal_reasons(&bot, ambient::journal::Kind::Reply).iter().any(refused);
     assert!(
-        reasons
-            .iter()
-            .any(|r| r.contains("refused the bot's last message")),
-        "{reasons:#?}"
+        bot.discord.wait_until(15, |_| said()),
+        "{:#?}",
+        journal_reasons(&bot, ambient::journal::Kind::Reply)
     );
 }
 
