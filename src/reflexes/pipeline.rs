@@ -392,7 +392,7 @@ async fn perform(
         Action::JournalSummary { since, .. } => {
             let tz = s.impulses.timezone(f.guild);
             let now = s.clock.now();
-            let start = summary::parse_window(since, now, tz)?;
+            let start = summary::parse_window(since, now, tz).map_err(|e| e.to_string())?;
             let Some(channel) = f.channel else {
                 return Err("journal_summary needs a channel to answer in".into());
             };

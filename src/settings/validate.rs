@@ -662,7 +662,7 @@ fn semantic(s: &Settings) -> Vec<Problem> {
         8_760,
     );
     if let Err(why) = super::quiet_hours::QuietHours::parse(&s.initiative.quiet_hours) {
-        p.push("initiative.quietHours", why);
+        p.push("initiative.quietHours", why.to_string());
     }
     let zone = s.guild.timezone.trim();
     if !zone.is_empty() && zone.parse::<chrono_tz::Tz>().is_err() {
@@ -997,7 +997,7 @@ fn semantic(s: &Settings) -> Vec<Problem> {
     }
 
     if let Err(e) = s.dashboard.address() {
-        p.push("dashboard.bind", e);
+        p.push("dashboard.bind", e.to_string());
     }
 
     p.0
