@@ -406,14 +406,14 @@ async fn perform(
         }
         Action::Hush { duration, .. } => {
             let (c, who, here) = hush_ctx(s, f, &settings)?;
-            let minutes = hush::parse_duration(&duration.render(vars))?;
+            let minutes = hush::parse_duration(&duration.render(vars)).map_err(|e| e.to_string())?;
             let said = hush::hush(&c, &who, hush::Place::Channel(here), minutes);
             // A refusal ("up to 3 hours") is the answer the person needs, not a failed step.
-            value(said.unwrap_or_else(|why| why))
+            value(said.unwrap_or_else(|why| why.to_string()))
         }
         Action::Unhush { .. } => {
             let (c, who, here) = hush_ctx(s, f, &settings)?;
-            value(hush::unhush(&c, &who, hush::Place::Channel(here)).unwrap_or_else(|why| why))
+            value(hush::unhush(&c, &who, hush::Place::Channel(here)).unwrap_or_else(|why| why.to_string()))
         }
         Action::Escalate { .. } | Action::Pass { .. } => unreachable!("handled by run"),
     }
