@@ -252,7 +252,7 @@ impl Executive {
                     *final_value = Some(input.clone());
                     ("recorded".into(), false)
                 }
-                Err(e) => (e, true),
+                Err(e) => (e.to_string(), true),
             };
         }
         if *calls >= turn.max_calls {

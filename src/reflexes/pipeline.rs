@@ -340,7 +340,8 @@ async fn perform(
                 context,
                 created_by: format!("reflex:{}", reflex.name),
                 owner: f.user,
-            })?;
+            })
+            .map_err(|e| e.to_string())?;
             did(format!(
                 "added the task {:?} due {}",
                 short(&task.text),
@@ -352,7 +353,8 @@ async fn perform(
                 f.guild,
                 &text.render(vars),
                 &format!("the reflex {}", reflex.name),
-            )?;
+            )
+            .map_err(|e| e.to_string())?;
             did(format!("noted the idea {:?}", short(&idea.text)))
         }
         Action::Remember {
