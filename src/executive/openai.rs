@@ -3,7 +3,9 @@
 
 use serde_json::{Value, json};
 
-use super::wire::{ChatRequest, ChatResponse, Part, Speaker, StopReason, TokenUsage, ToolChoice};
+use super::wire::{
+    ChatRequest, ChatResponse, Malformed, Part, Speaker, StopReason, TokenUsage, ToolChoice,
+};
 
 pub fn url(base: &str) -> String {
     format!("{}/chat/completions", base.trim_end_matches('/'))
@@ -115,13 +117,13 @@ fn with_images(parts: &[Part]) -> Option<Value> {
     Some(Value::Array(content))
 }
 
-pub fn parse(body: &Value) -> Result<ChatResponse, String> {
+pub fn parse(body: &Value) -> Result<ChatResponse, Malformed> {
     let choice = body
         .get("choices")
         .and_then(Value::as_array)
         .and_then(|c| c.first())
-        .ok_or("no `choices` in the response")?;
-    let message = choice.get("message").ok_or("a choice without `message`")?;
+        .ok_or(Malformed::missing("no `choices` in the response"))?;
+    let message = choice.get("message").ok_or(Malformed::missing("a choice without `message`"))?;
     let mut parts = Vec::new();
     if let Some(text) = message.get("content").and_then(Value::as_str) {
         if !text.is_empty() {
@@ -134,11 +136,11 @@ pub fn parse(body: &Value) -> Result<ChatResponse, String> {
         for (i, call) in calls.iter().enumerate() {
             let function = call
                 .get("function")
-                .ok_or("a tool call without `function`")?;
+                .ok_or(Malformed::missing("a tool call without `function`"))?;
             let name = function
                 .get("name")
                 .and_then(Value::as_str)
-                .ok_or("a tool call without a function name")?;
+                .ok_or(Malformed::missing("a tool call without a function name"))?;
             let raw = function
                 .get("arguments")
                 .and_then(Value::as_str)
