@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::wire::{
-    ChatRequest, ChatResponse, Malformed, Part, Speaker, StopReason, TokenUsage, ToolChoice,
+    ChatRequest, ChatResponse, Malformed, Message, Part, Speaker, StopReason, TokenUsage, ToolChoice,
 };
 
 pub fn url(base: &str) -> String {
@@ -20,56 +20,8 @@ pub fn body(req: &ChatRequest, model: &str, official_openai: bool) -> Value {
     }
     for m in &req.messages {
         match m.speaker {
-            Speaker::Assistant => {
-                let text = m.text();
-                let calls: Vec<Value> = m
-                    .parts
-                    .iter()
-                    .filter_map(|p| match p {
-                        Part::ToolUse { id, name, input } => Some(json!({
-                            "id": id,
-                            "type": "function",
-                            "function": {
-                                "name": name,
-                                "arguments": match input { Value::String(raw) => raw.clone(), v => v.to_string() },
-                            },
-                        })),
-                        _ => None,
-                    })
-                    .collect();
-                let mut msg = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
-                if !calls.is_empty() {
-                    msg["tool_calls"] = json!(calls);
-                }
-                messages.push(msg);
-            }
-            Speaker::User => {
-                // Tool results are their own messages here; text parts form a user message.
-                for p in &m.parts {
-                    if let Part::ToolResult {
-                        id,
-                        content,
-                        is_error,
-                    } = p
-                    {
-                        let content = if *is_error {
-                            format!("Error: {content}")
-                        } else {
-                            content.clone()
-                        };
-                        messages
-                            .push(json!({"role": "tool", "tool_call_id": id, "content": content}));
-                    }
-                }
-                if let Some(content) = with_images(&m.parts) {
-                    messages.push(json!({"role": "user", "content": content}));
-                    continue;
-                }
-                let text = m.text();
-                if !text.is_empty() {
-                    messages.push(json!({"role": "user", "content": text}));
-                }
-            }
+            Speaker::Assistant => assistant_message(m, &mut messages),
+            Speaker::User => user_messages(m, &mut messages),
         }
     }
     let mut body = json!({"model": model, "messages": messages});
@@ -93,6 +45,60 @@ pub fn body(req: &ChatRequest, model: &str, official_openai: bool) -> Value {
         };
     }
     body
+}
+
+/// An assistant turn: its text, and its tool calls with their arguments as JSON strings.
+fn assistant_message(m: &Message, messages: &mut Vec<Value>) {
+    let text = m.text();
+    let calls: Vec<Value> = m
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::ToolUse { id, name, input } => Some(json!({
+                "id": id,
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "arguments": match input { Value::String(raw) => raw.clone(), v => v.to_string() },
+                },
+            })),
+            _ => None,
+        })
+        .collect();
+    let mut msg = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
+    if !calls.is_empty() {
+        msg["tool_calls"] = json!(calls);
+    }
+    messages.push(msg);
+}
+
+/// A user turn: each tool result its own `tool` message, then the text (with images) as a user message.
+fn user_messages(m: &Message, messages: &mut Vec<Value>) {
+    // Tool results are their own messages here; text parts form a user message.
+    for p in &m.parts {
+        if let Part::ToolResult {
+            id,
+            content,
+            is_error,
+        } = p
+        {
+            let content = if *is_error {
+                format!("Error: {content}")
+            } else {
+                content.clone()
+            };
+            messages
+                .push(json!({"role": "tool", "tool_call_id": id, "content": content}));
+        }
+    }
+    if let Some(content) = with_images(&m.parts) {
+        messages.push(json!({"role": "user", "content": content}));
+        return;
+    }
+    let text = m.text();
+    if !text.is_empty() {
+        messages.push(json!({"role": "user", "content": text}));
+    }
 }
 
 /// A user message with images: a list of `text` and `image_url` parts in

@@ -301,6 +301,17 @@ impl Impulses {
     /// become impulses in the attention queue. Returns what was queued.
     pub fn check(&self) -> Vec<Impulse> {
         let now = self.clock.now();
+        let mut queued = self.tasks_due(now);
+        queued.extend(self.schedules_due(now));
+        queued.extend(self.ideas_ready(now));
+        for i in &queued {
+            self.spine.submit(Input::Impulse(i.clone()));
+        }
+        queued
+    }
+
+    /// Tasks whose time has come, claimed so that no other check fires them again.
+    fn tasks_due(&self, now: DateTime<Utc>) -> Vec<Impulse> {
         let mut queued = Vec::new();
         for task in self.store.claim_due_tasks(now).unwrap_or_default() {
             let mut i = Impulse::new(
@@ -319,6 +330,12 @@ impl Impulses {
             i.detail = task.text.clone();
             queued.push(i);
         }
+        queued
+    }
+
+    /// Schedule entries due since they last fired, each marked fired once.
+    fn schedules_due(&self, now: DateTime<Utc>) -> Vec<Impulse> {
+        let mut queued = Vec::new();
         for entry in self.store.schedules(None).unwrap_or_default() {
             let Ok(schedule) = when::parse_cron(&entry.cron) else {
                 continue;
@@ -344,6 +361,12 @@ impl Impulses {
                 queued.push(i);
             }
         }
+        queued
+    }
+
+    /// One idea per guild that is idle, not backing off, and neither quiet nor hushed.
+    fn ideas_ready(&self, now: DateTime<Utc>) -> Vec<Impulse> {
+        let mut queued = Vec::new();
         for (guild, _) in self.store.known_guilds().unwrap_or_default() {
             if !self.idea_backoff.ready(&guild, now) || !self.idle(guild, now) {
                 continue;
@@ -376,9 +399,6 @@ impl Impulses {
                 i.detail = idea.text.clone();
                 queued.push(i);
             }
-        }
-        for i in &queued {
-            self.spine.submit(Input::Impulse(i.clone()));
         }
         queued
     }
