@@ -172,10 +172,10 @@ impl Discovery {
             let Ok(id) = self.store.upsert_source(spec.kind.as_str(), &spec.target) else {
                 continue;
             };
-            if let Ok(Some(row)) = self.store.source(id) {
-                if row.next_fetch_at <= now {
-                    due.push(spec);
-                }
+            if let Ok(Some(row)) = self.store.source(id)
+                && row.next_fetch_at <= now
+            {
+                due.push(spec);
             }
         }
         let mut results = Vec::new();
@@ -289,7 +289,7 @@ impl Discovery {
             .filter(|i| i.published.is_none_or(|p| p >= fresh_since))
             .collect();
         let stale = parsed - fresh.len();
-        fresh.sort_by(|a, b| b.published.cmp(&a.published));
+        fresh.sort_by_key(|i| std::cmp::Reverse(i.published));
         fresh.truncate(d.source_fetch_limit as usize);
         let keyed: Vec<NewItem> = fresh.into_iter().map(keyed).collect();
         let dedupe_since = now - chrono::Duration::hours(i64::from(d.dedupe_hours));

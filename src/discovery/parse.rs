@@ -242,12 +242,11 @@ mod tests {
         assert!(feed(b"not xml at all").is_err());
         let laughs = br#"<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;"><!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">]>
             <rss version="2.0"><channel><title>x</title><item><title>&lol3;</title><link>https://e.example/a</link></item></channel></rss>"#;
-        match feed(laughs) {
-            Ok(items) => assert!(
+        if let Ok(items) = feed(laughs) {
+            assert!(
                 items.iter().all(|i| i.title.len() < 100),
                 "entities were not expanded"
-            ),
-            Err(_) => {}
+            );
         }
     }
 }

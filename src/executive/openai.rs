@@ -131,12 +131,12 @@ pub fn parse(body: &Value) -> Result<ChatResponse, Malformed> {
         .ok_or(Malformed::missing("no `choices` in the response"))?;
     let message = choice.get("message").ok_or(Malformed::missing("a choice without `message`"))?;
     let mut parts = Vec::new();
-    if let Some(text) = message.get("content").and_then(Value::as_str) {
-        if !text.is_empty() {
-            parts.push(Part::Text {
-                text: text.to_string(),
-            });
-        }
+    if let Some(text) = message.get("content").and_then(Value::as_str)
+        && !text.is_empty()
+    {
+        parts.push(Part::Text {
+            text: text.to_string(),
+        });
     }
     if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
         for (i, call) in calls.iter().enumerate() {

@@ -461,27 +461,26 @@ impl ImpulseHandler {
                 .as_deref()
                 .map(str::trim)
                 .filter(|s| !s.is_empty())
+                && self.store.pending_thought(g).ok().flatten().is_none()
             {
-                if self.store.pending_thought(g).ok().flatten().is_none() {
-                    let max_age = chrono::Duration::minutes(i64::from(
-                        self.settings
-                            .for_guild(guild)
-                            .initiative
-                            .text
-                            .pending_thought_max_age_minutes,
-                    ));
-                    let thought = PendingThought::new(
-                        g,
-                        share.to_string(),
-                        None,
-                        format!("from exploring: {}", idea.text),
-                        None,
-                        now,
-                        max_age,
-                    );
-                    // Harmless if lost: sharing is optional, and the note below keeps the finding.
-                    let _ = self.store.save_pending_thought(&thought);
-                }
+                let max_age = chrono::Duration::minutes(i64::from(
+                    self.settings
+                        .for_guild(guild)
+                        .initiative
+                        .text
+                        .pending_thought_max_age_minutes,
+                ));
+                let thought = PendingThought::new(
+                    g,
+                    share.to_string(),
+                    None,
+                    format!("from exploring: {}", idea.text),
+                    None,
+                    now,
+                    max_age,
+                );
+                // Harmless if lost: sharing is optional, and the note below keeps the finding.
+                let _ = self.store.save_pending_thought(&thought);
             }
         }
         self.note(

@@ -109,16 +109,16 @@ pub fn parse_due(text: &str, now: DateTime<Utc>, tz: Tz) -> Result<DateTime<Utc>
         });
     }
     for format in ["%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M"] {
-        if let Ok(naive) = NaiveDateTime::parse_from_str(t, format) {
-            if let Some(at) = tz.from_local_datetime(&naive).earliest() {
-                return Ok(at.with_timezone(&Utc));
-            }
+        if let Ok(naive) = NaiveDateTime::parse_from_str(t, format)
+            && let Some(at) = tz.from_local_datetime(&naive).earliest()
+        {
+            return Ok(at.with_timezone(&Utc));
         }
     }
-    if let Ok(day) = NaiveDate::parse_from_str(t, "%Y-%m-%d") {
-        if let Some(at) = at_day(day, "") {
-            return Ok(at);
-        }
+    if let Ok(day) = NaiveDate::parse_from_str(t, "%Y-%m-%d")
+        && let Some(at) = at_day(day, "")
+    {
+        return Ok(at);
     }
     if let Some(time) = parse_time(t) {
         // A bare time: the next time the clock shows it.
