@@ -15,10 +15,10 @@ pub fn invisible_because(
     author: Option<UserId>,
 ) -> Option<&'static str> {
     let replies = &settings.permissions.replies;
-    if let Some(user) = author {
-        if replies.blocked_user_ids.contains(&user) {
-            return Some("the author is in permissions.replies.blockedUserIds");
-        }
+    if let Some(user) = author
+        && replies.blocked_user_ids.contains(&user)
+    {
+        return Some("the author is in permissions.replies.blockedUserIds");
     }
     if place.is_dm() {
         return (!settings.discord.allow_dms)

@@ -462,7 +462,7 @@ impl ReplyHandler {
         let decision = match &result.outcome {
             Ok(TurnOutcome::Final(v)) => match parse_args::<ChimeIn>(v) {
                 Ok(d) => d,
-                Err(e) => return Outcome::Failed(e),
+                Err(e) => return Outcome::Failed(e.to_string()),
             },
             Ok(other) => return Outcome::Declined(format!("no chime-in decision: {other:?}")),
             Err(e) => {

@@ -4,8 +4,17 @@
 
 use chrono::{DateTime, NaiveDate, Utc};
 
+/// A time window nobody can read: the text as typed, for the message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{spec:?} is not a time window: use a duration like 30m, 24h, 7d or 2w, or a date like 2026-01-31"
+)]
+pub struct NotAWindow {
+    pub spec: String,
+}
+
 /// The instant `spec` refers to, relative to `now` for durations.
-pub fn parse_since(spec: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
+pub fn parse_since(spec: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, NotAWindow> {
     let spec = spec.trim();
     if let Some(d) = parse_duration(spec) {
         return Ok(now - d);
@@ -16,9 +25,7 @@ pub fn parse_since(spec: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, Stri
     if let Ok(d) = NaiveDate::parse_from_str(spec, "%Y-%m-%d") {
         return Ok(d.and_hms_opt(0, 0, 0).expect("midnight exists").and_utc());
     }
-    Err(format!(
-        "{spec:?} is not a time window: use a duration like 30m, 24h, 7d or 2w, or a date like 2026-01-31"
-    ))
+    Err(NotAWindow { spec: spec.to_string() })
 }
 
 /// `90s`, `30m`, `24h`, `7d`, `2w` (one number and one unit).
@@ -93,7 +100,7 @@ mod tests {
             parse_since("2026-03-01", now).unwrap().to_rfc3339(),
             "2026-03-01T00:00:00+00:00"
         );
-        let err = parse_since("yesterday", now).unwrap_err();
+        let err = parse_since("yesterday", now).unwrap_err().to_string();
         assert!(err.contains("30m, 24h, 7d"), "{err}");
         assert_eq!(ago(now - chrono::Duration::minutes(3), now), "3m ago");
     }

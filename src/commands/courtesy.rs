@@ -14,8 +14,8 @@ pub fn hush(app: &App, who: &Asker, duration: &str, place: &str) -> Result<Strin
     let Some(guild) = who.guild else {
         return Err("Hush works in a server; in a DM I only answer you anyway.".into());
     };
-    let duration = hush::parse_duration(duration)?;
-    let place = hush::parse_place(place, &app.store, guild, who.channel)?;
+    let duration = hush::parse_duration(duration).map_err(|e| e.to_string())?;
+    let place = hush::parse_place(place, &app.store, guild, who.channel).map_err(|e| e.to_string())?;
     let settings = app.settings.for_guild(Some(guild));
     hush::hush(
         &ctx(app, &settings, guild),
@@ -23,15 +23,16 @@ pub fn hush(app: &App, who: &Asker, duration: &str, place: &str) -> Result<Strin
         place,
         duration,
     )
+    .map_err(|e| e.to_string())
 }
 
 pub fn unhush(app: &App, who: &Asker, place: &str) -> Result<String, String> {
     let Some(guild) = who.guild else {
         return Err("Hush works in a server.".into());
     };
-    let place = hush::parse_place(place, &app.store, guild, who.channel)?;
+    let place = hush::parse_place(place, &app.store, guild, who.channel).map_err(|e| e.to_string())?;
     let settings = app.settings.for_guild(Some(guild));
-    hush::unhush(&ctx(app, &settings, guild), &hush_asker(who), place)
+    hush::unhush(&ctx(app, &settings, guild), &hush_asker(who), place).map_err(|e| e.to_string())
 }
 
 fn ctx<'a>(

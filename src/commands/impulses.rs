@@ -45,7 +45,7 @@ pub fn task_add(app: &App, who: &Asker, text: &str, due: &str, remind: bool) -> 
     };
     match app.impulses.add_task(new) {
         Ok(t) => format!("Task added: {}", task_line(app, &t)),
-        Err(e) => e,
+        Err(e) => e.to_string(),
     }
 }
 
@@ -158,7 +158,7 @@ pub fn schedule_add(
                 entry.name, entry.cron, entry.action
             )
         }
-        Err(e) => e,
+        Err(e) => e.to_string(),
     }
 }
 
@@ -229,7 +229,7 @@ pub fn idea_add(app: &App, who: &Asker, text: &str) -> String {
         .add_idea(who.guild, text, &format!("suggested by {}", who.name))
     {
         Ok(i) => format!("Noted. I'll look into it when it's quiet: {}", i.text),
-        Err(e) => e,
+        Err(e) => e.to_string(),
     }
 }
 

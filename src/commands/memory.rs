@@ -90,7 +90,7 @@ pub fn list(app: &App, who: &Asker, kind: Option<&str>, since: Option<&str>) -> 
         .transpose()
     {
         Ok(s) => s,
-        Err(e) => return e,
+        Err(e) => return e.to_string(),
     };
     let facts = app
         .store

@@ -471,7 +471,7 @@ impl Session {
         let since = if since.is_empty() { "1h" } else { since };
         let start = match crate::when::parse_since(since, now) {
             Ok(t) => t,
-            Err(e) => return self.out.notice(&e),
+            Err(e) => return self.out.notice(&e.to_string()),
         };
         let filter = Filter {
             since: Some(start),

@@ -69,8 +69,42 @@ pub struct Ctx<'a> {
     pub now: DateTime<Utc>,
 }
 
+/// Why a hush or unhush is refused or failed; the text is what the asker reads.
+#[derive(Debug, thiserror::Error)]
+pub enum HushError {
+    #[error("{text:?} is not a duration; say e.g. 30m, 2h, \"an hour\" or \"90 minutes\"")]
+    BadDuration { text: String },
+    /// An id that is not one of this server's channels.
+    #[error("{text} is not a channel of this server")]
+    NotThisServers { text: String },
+    /// A name no channel here has.
+    #[error(
+        "{text:?} is not a channel here; name one (#general), or say \"server\" for the whole server"
+    )]
+    NoSuchChannel { text: String },
+    #[error("A hush lasts at least a minute.")]
+    TooShort,
+    #[error("A hush lasts at most {MANAGER_MAX_DAYS} days.")]
+    TooLong,
+    #[error(
+        "You can hush the channel you are in; another channel or the whole server needs Manage Server."
+    )]
+    ElsewhereNeedsManage,
+    #[error(
+        "You can hush this channel for up to {ANYONE_MAX_HOURS} hours; longer needs Manage Server."
+    )]
+    LongerNeedsManage,
+    /// Someone else's hush, and the asker lacks Manage Server.
+    #[error("Only {by_name} (who asked for it) or someone with Manage Server can end this hush.")]
+    NotTheirs { by_name: String },
+    #[error("Could not save the hush: {0}")]
+    Save(#[source] crate::store::StoreError),
+    #[error("Could not end the hush: {0}")]
+    End(#[source] crate::store::StoreError),
+}
+
 /// "2h", "90m", "an hour", "30 minutes", "half an hour", "2 days"; empty: the default.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, HushError> {
     let t = text.trim().to_ascii_lowercase();
     let t = t.strip_prefix("for ").unwrap_or(&t).trim();
     if t.is_empty() {
@@ -79,8 +113,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     if t == "half an hour" {
         return Ok(Duration::minutes(30));
     }
-    let bad =
-        || format!("{text:?} is not a duration; say e.g. 30m, 2h, \"an hour\" or \"90 minutes\"");
+    let bad = || HushError::BadDuration { text: text.into() };
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (number, unit) = if split == 0 {
         let (word, rest) = t.split_once(' ').ok_or_else(bad)?;
@@ -111,7 +144,7 @@ pub fn parse_place(
     store: &Store,
     guild: GuildId,
     here: ChannelId,
-) -> Result<Place, String> {
+) -> Result<Place, HushError> {
     let t = text.trim();
     match t.to_ascii_lowercase().as_str() {
         "" | "here" => return Ok(Place::Channel(here)),
@@ -123,37 +156,35 @@ pub fn parse_place(
         let c = ChannelId(n);
         return match store.guild_channels(guild) {
             Ok(known) if known.contains(&c) => Ok(Place::Channel(c)),
-            _ => Err(format!("{t} is not a channel of this server")),
+            _ => Err(HushError::NotThisServers { text: t.into() }),
         };
     }
     let name = t.trim_start_matches('#');
     match store.channel_by_name(guild, name) {
         Ok(Some(c)) => Ok(Place::Channel(c)),
-        _ => Err(format!(
-            "{t:?} is not a channel here; name one (#general), or say \"server\" for the whole server"
-        )),
+        _ => Err(HushError::NoSuchChannel { text: t.into() }),
     }
 }
 
 /// Hushes `place` for `duration`; the confirmation to show, or why not.
-pub fn hush(c: &Ctx<'_>, who: &Asker, place: Place, duration: Duration) -> Result<String, String> {
+pub fn hush(
+    c: &Ctx<'_>,
+    who: &Asker,
+    place: Place,
+    duration: Duration,
+) -> Result<String, HushError> {
     if duration < Duration::minutes(1) {
-        return Err("A hush lasts at least a minute.".into());
+        return Err(HushError::TooShort);
     }
     if duration > Duration::days(MANAGER_MAX_DAYS) {
-        return Err(format!("A hush lasts at most {MANAGER_MAX_DAYS} days."));
+        return Err(HushError::TooLong);
     }
     if !who.manage {
         if place != Place::Channel(who.channel) {
-            return Err(
-                "You can hush the channel you are in; another channel or the whole server needs Manage Server."
-                    .into(),
-            );
+            return Err(HushError::ElsewhereNeedsManage);
         }
         if duration > Duration::hours(ANYONE_MAX_HOURS) {
-            return Err(format!(
-                "You can hush this channel for up to {ANYONE_MAX_HOURS} hours; longer needs Manage Server."
-            ));
+            return Err(HushError::LongerNeedsManage);
         }
     }
     let until = c.now + duration;
@@ -179,7 +210,7 @@ pub fn hush(c: &Ctx<'_>, who: &Asker, place: Place, duration: Duration) -> Resul
     };
     c.store
         .set_hush(&h)
-        .map_err(|e| format!("Could not save the hush: {e}"))?;
+        .map_err(HushError::Save)?;
     let what = describe(c, place);
     let end = local(until, tz, c.now);
     c.journal.record(
@@ -194,20 +225,19 @@ pub fn hush(c: &Ctx<'_>, who: &Asker, place: Place, duration: Duration) -> Resul
 }
 
 /// Ends a hush early; the answer to show, or why not.
-pub fn unhush(c: &Ctx<'_>, who: &Asker, place: Place) -> Result<String, String> {
+pub fn unhush(c: &Ctx<'_>, who: &Asker, place: Place) -> Result<String, HushError> {
     let what = describe(c, place);
     let Ok(Some(held)) = c.store.hush(c.guild, place.channel(), c.now) else {
         return Ok(format!("{what} is not hushed."));
     };
     if !(who.manage || held.by == who.user) {
-        return Err(format!(
-            "Only {} (who asked for it) or someone with Manage Server can end this hush.",
-            held.by_name
-        ));
+        return Err(HushError::NotTheirs {
+            by_name: held.by_name,
+        });
     }
     c.store
         .clear_hush(c.guild, place.channel(), c.now)
-        .map_err(|e| format!("Could not end the hush: {e}"))?;
+        .map_err(HushError::End)?;
     c.journal.record(
         Entry::new(Kind::Settings, format!("ended the hush in {what}"))
             .place(Some(c.guild), place.channel())
@@ -248,7 +278,11 @@ mod tests {
 
     #[test]
     fn durations_as_people_say_them() {
-        let m = |t: &str| parse_duration(t).map(|d| d.num_minutes());
+        let m = |t: &str| {
+            parse_duration(t)
+                .map(|d| d.num_minutes())
+                .map_err(|e| e.to_string())
+        };
         assert_eq!(m(""), Ok(60));
         assert_eq!(m("an hour"), Ok(60));
         assert_eq!(m("for an hour"), Ok(60));
@@ -306,12 +340,14 @@ mod tests {
         assert!(
             hush(&c, &ada, Place::Server, Duration::hours(1))
                 .unwrap_err()
+                .to_string()
                 .contains("Manage Server")
         );
         assert!(hush(&c, &ada, Place::Channel(ChannelId(11)), Duration::hours(1)).is_err());
         assert!(
             hush(&c, &ada, Place::Channel(here), Duration::hours(4))
                 .unwrap_err()
+                .to_string()
                 .contains("up to 3 hours")
         );
         let ok = hush(&c, &ada, Place::Channel(here), Duration::hours(2)).unwrap();
@@ -325,6 +361,7 @@ mod tests {
         assert!(
             unhush(&c, &bob, Place::Channel(here))
                 .unwrap_err()
+                .to_string()
                 .contains("Only ada")
         );
         assert_eq!(

@@ -14,11 +14,12 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::sources::{SourceKind, SourceSpec};
+use super::sources::{SourceError, SourceKind, SourceSpec};
 use super::{Discovery, Origin};
 use crate::executive::tools::{Tool, TypedTool, typed};
 use crate::ids::{GuildId, UserId};
 use crate::journal::{Entry, Kind};
+use crate::store::StoreError;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Actor {
@@ -44,10 +45,42 @@ impl Actor {
     }
 }
 
-fn kind(name: &str) -> Result<SourceKind, String> {
-    SourceKind::parse(name).ok_or_else(|| {
-        format!("{name:?} is not a source kind; use rss, reddit, youtube, x or hackernews")
-    })
+/// Why a source change is refused; the text is the answer for whoever asked.
+#[derive(Debug, thiserror::Error)]
+pub enum CurationError {
+    #[error("{name:?} is not a source kind; use rss, reddit, youtube, x or hackernews")]
+    UnknownKind { name: String },
+    #[error("self-curation is off (initiative.discovery.allowSelfCuration)")]
+    SelfCurationOff,
+    #[error("{kind} sources are off on this server (initiative.discovery.sources)")]
+    KindOff { kind: SourceKind },
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error("{label} is already a source here")]
+    AlreadyThere { label: String },
+    #[error(
+        "this server already has {count} {kind} source(s), the most allowed (initiative.discovery.maxSourcesPerType)"
+    )]
+    Full { count: usize, kind: SourceKind },
+    #[error("{label} is not a source here")]
+    NotThere { label: String },
+    /// The operator's source; a member is told which setting holds it (`key`).
+    #[error(
+        "{label} comes from the operator's settings and cannot be removed here{}",
+        key.map(|k| format!("; change {k} with /settings")).unwrap_or_default()
+    )]
+    FromSettings {
+        label: String,
+        key: Option<&'static str>,
+    },
+    #[error("{label} was added by a member; only members can remove it")]
+    AddedByMember { label: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+fn kind(name: &str) -> Result<SourceKind, CurationError> {
+    SourceKind::parse(name).ok_or_else(|| CurationError::UnknownKind { name: name.into() })
 }
 
 fn settings_key(kind: SourceKind) -> &'static str {
@@ -94,6 +127,9 @@ pub fn list(d: &Discovery, guild: GuildId) -> String {
         .join("\n")
 }
 
+/// Adds a source; the answer, or the refusal's text.
+// The refusal stays a `String` at this boundary: slash commands and tools show
+// it as is, and tests/e2e read it with `str` methods. The reasons are [`CurationError`].
 pub fn add(
     d: &Discovery,
     guild: GuildId,
@@ -101,32 +137,40 @@ pub fn add(
     target: &str,
     actor: Actor,
 ) -> Result<String, String> {
+    try_add(d, guild, kind_name, target, actor).map_err(|e| e.to_string())
+}
+
+fn try_add(
+    d: &Discovery,
+    guild: GuildId,
+    kind_name: &str,
+    target: &str,
+    actor: Actor,
+) -> Result<String, CurationError> {
     let kind = kind(kind_name)?;
     let settings = d.settings.for_guild(Some(guild));
     let disc = &settings.initiative.discovery;
     if actor == Actor::Model && !disc.allow_self_curation {
-        return Err("self-curation is off (initiative.discovery.allowSelfCuration)".into());
+        return Err(CurationError::SelfCurationOff);
     }
     if !kind.enabled(disc) {
-        return Err(format!(
-            "{kind} sources are off on this server (initiative.discovery.sources)"
-        ));
+        return Err(CurationError::KindOff { kind });
     }
     let spec = SourceSpec::new(kind, target)?;
     let existing = d.guild_sources(guild);
     if existing.iter().any(|(s, _)| *s == spec) {
-        return Err(format!("{} is already a source here", spec.label()));
+        return Err(CurationError::AlreadyThere { label: spec.label() });
     }
     let of_kind = existing.iter().filter(|(s, _)| s.kind == kind).count();
     if of_kind >= disc.max_sources_per_type as usize {
-        return Err(format!(
-            "this server already has {of_kind} {kind} source(s), the most allowed (initiative.discovery.maxSourcesPerType)"
-        ));
+        return Err(CurationError::Full {
+            count: of_kind,
+            kind,
+        });
     }
     let now = d.clock.now();
     d.store
-        .add_guild_source(guild, kind.as_str(), &spec.target, &actor.tag(), now)
-        .map_err(|e| e.to_string())?;
+        .add_guild_source(guild, kind.as_str(), &spec.target, &actor.tag(), now)?;
     d.poke();
     d.journal.record(
         Entry::new(Kind::Discovery, format!("added source {}", spec.label()))
@@ -139,6 +183,8 @@ pub fn add(
     ))
 }
 
+/// Removes a source; the answer, or the refusal's text (a `String` for the
+/// reason given at [`add`]).
 pub fn remove(
     d: &Discovery,
     guild: GuildId,
@@ -146,27 +192,34 @@ pub fn remove(
     target: &str,
     actor: Actor,
 ) -> Result<String, String> {
+    try_remove(d, guild, kind_name, target, actor).map_err(|e| e.to_string())
+}
+
+fn try_remove(
+    d: &Discovery,
+    guild: GuildId,
+    kind_name: &str,
+    target: &str,
+    actor: Actor,
+) -> Result<String, CurationError> {
     let kind = kind(kind_name)?;
     let spec = SourceSpec::new(kind, target)?;
     let found = d.guild_sources(guild).into_iter().find(|(s, _)| *s == spec);
     match found {
-        None => Err(format!("{} is not a source here", spec.label())),
-        Some((_, Origin::Settings)) => Err(format!(
-            "{} comes from the operator's settings and cannot be removed here{}",
-            spec.label(),
-            match actor {
-                Actor::Model => String::new(),
-                Actor::Member(_) => format!("; change {} with /settings", settings_key(kind)),
-            }
-        )),
-        Some((_, Origin::Added { by })) if actor == Actor::Model && by != "model" => Err(format!(
-            "{} was added by a member; only members can remove it",
-            spec.label()
-        )),
+        None => Err(CurationError::NotThere { label: spec.label() }),
+        Some((_, Origin::Settings)) => Err(CurationError::FromSettings {
+            label: spec.label(),
+            key: match actor {
+                Actor::Model => None,
+                Actor::Member(_) => Some(settings_key(kind)),
+            },
+        }),
+        Some((_, Origin::Added { by })) if actor == Actor::Model && by != "model" => {
+            Err(CurationError::AddedByMember { label: spec.label() })
+        }
         Some(_) => {
             d.store
-                .remove_guild_source(guild, kind.as_str(), &spec.target)
-                .map_err(|e| e.to_string())?;
+                .remove_guild_source(guild, kind.as_str(), &spec.target)?;
             d.journal.record(
                 Entry::new(Kind::Discovery, format!("removed source {}", spec.label()))
                     .guild(Some(guild))

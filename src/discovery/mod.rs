@@ -33,8 +33,8 @@ use crate::journal::{Entry, Journal, Kind};
 use crate::net::fetch::Validators;
 use crate::net::{FetchError, Fetcher};
 use crate::settings::{NetworkSettings, Settings, SettingsService};
-use crate::store::Store;
 use crate::store::discovery::{FetchOutcome, NewItem};
+use crate::store::{Store, StoreError};
 use crate::when::ago;
 use parse::Item;
 use sources::{SourceKind, SourceSpec};
@@ -164,6 +164,8 @@ impl Discovery {
     }
 
     /// Fetches every source whose time has come; failures only affect their own source.
+    // The error text stays a `String` here: it is what the journal, the status and
+    // tests/e2e read (with `str` methods); inside, failures are `FetchFailure`.
     pub async fn fetch_due(&self) -> Vec<(SourceSpec, Result<FetchReport, String>)> {
         let now = self.clock.now();
         let mut due = Vec::new();
@@ -171,10 +173,10 @@ impl Discovery {
             let Ok(id) = self.store.upsert_source(spec.kind.as_str(), &spec.target) else {
                 continue;
             };
-            if let Ok(Some(row)) = self.store.source(id) {
-                if row.next_fetch_at <= now {
-                    due.push(spec);
-                }
+            if let Ok(Some(row)) = self.store.source(id)
+                && row.next_fetch_at <= now
+            {
+                due.push(spec);
             }
         }
         let mut results = Vec::new();
@@ -186,19 +188,23 @@ impl Discovery {
         results
     }
 
-    /// Fetches one source now and stores what is new.
+    /// Fetches one source now and stores what is new. The error is the text
+    /// of a [`FetchFailure`] (see `fetch_due` for why a `String`).
     pub async fn fetch_source(&self, spec: &SourceSpec) -> Result<FetchReport, String> {
-        let id = self
-            .store
-            .upsert_source(spec.kind.as_str(), &spec.target)
-            .map_err(|e| e.to_string())?;
+        self.fetch_source_typed(spec)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    async fn fetch_source_typed(&self, spec: &SourceSpec) -> Result<FetchReport, FetchFailure> {
+        let id = self.store.upsert_source(spec.kind.as_str(), &spec.target)?;
         if !self
             .fetching
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(id)
         {
-            return Err("already being fetched".into());
+            return Err(FetchFailure::Busy);
         }
         let result = self.fetch_and_store(id, spec).await;
         self.fetching
@@ -232,7 +238,7 @@ impl Discovery {
                 // One journal line per back-off: the source is not tried again before it ends.
                 let later = match self.store.record_fetch(
                     id,
-                    &FetchOutcome::Failed(why.clone()),
+                    &FetchOutcome::Failed(why.to_string()),
                     now,
                     interval,
                 ) {
@@ -256,10 +262,10 @@ impl Discovery {
         &self,
         id: i64,
         spec: &SourceSpec,
-    ) -> Result<(FetchReport, Validators), String> {
+    ) -> Result<(FetchReport, Validators), FetchFailure> {
         let settings = self.settings.global();
         let d = &settings.initiative.discovery;
-        let row = self.store.source(id).map_err(|e| e.to_string())?;
+        let row = self.store.source(id)?;
         let validators = Validators {
             etag: row.as_ref().and_then(|r| r.etag.clone()),
             last_modified: row.as_ref().and_then(|r| r.last_modified.clone()),
@@ -284,14 +290,13 @@ impl Discovery {
             .filter(|i| i.published.is_none_or(|p| p >= fresh_since))
             .collect();
         let stale = parsed - fresh.len();
-        fresh.sort_by(|a, b| b.published.cmp(&a.published));
+        fresh.sort_by_key(|i| std::cmp::Reverse(i.published));
         fresh.truncate(d.source_fetch_limit as usize);
         let keyed: Vec<NewItem> = fresh.into_iter().map(keyed).collect();
         let dedupe_since = now - chrono::Duration::hours(i64::from(d.dedupe_hours));
         let (stored, duplicates) = self
             .store
-            .insert_feed_items(id, &keyed, now, dedupe_since)
-            .map_err(|e| e.to_string())?;
+            .insert_feed_items(id, &keyed, now, dedupe_since)?;
         Ok((
             FetchReport {
                 not_modified: false,
@@ -422,6 +427,22 @@ impl Discovery {
     }
 }
 
+/// Why one source's fetch failed; the text goes to the journal and the source's status.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchFailure {
+    /// Another fetch of the same source is under way.
+    #[error("already being fetched")]
+    Busy,
+    #[error(transparent)]
+    Source(#[from] sources::SourceError),
+    #[error(transparent)]
+    Fetch(#[from] FetchError),
+    #[error(transparent)]
+    Parse(#[from] parse::ParseError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
 /// Fetches and parses one source URL (no storing): (items, new validators, not modified).
 pub async fn fetch_items(
     fetcher: &Fetcher,
@@ -429,12 +450,11 @@ pub async fn fetch_items(
     url: &str,
     settings: &Settings,
     validators: &Validators,
-) -> Result<(Vec<Item>, Validators, bool), String> {
+) -> Result<(Vec<Item>, Validators, bool), FetchFailure> {
     let d = &settings.initiative.discovery;
     let page = fetcher
         .get_with(url, validators, &HeaderMap::new())
-        .await
-        .map_err(|e: FetchError| e.to_string())?;
+        .await?;
     let new_validators = Validators {
         etag: page.etag.clone(),
         last_modified: page.last_modified.clone(),

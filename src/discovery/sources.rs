@@ -88,15 +88,33 @@ pub struct SourceSpec {
     pub target: String,
 }
 
+/// Why a source cannot be made or fetched; names the target as typed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SourceError {
+    #[error("{target:?} is not a feed URL")]
+    NotAUrl { target: String },
+    #[error("{target:?} is not an http(s) feed URL")]
+    NotHttp { target: String },
+    #[error("{target:?} is not a subreddit name (2–21 letters, digits or _)")]
+    NotASubreddit { target: String },
+    #[error("{target:?} is not a YouTube channel id (UC and 22 more characters)")]
+    NotAYoutubeChannel { target: String },
+    #[error("{target:?} is not an X handle (1–15 letters, digits or _)")]
+    NotAnXHandle { target: String },
+    #[error("X needs an RSS bridge: set initiative.discovery.xBridgeBaseUrl")]
+    NoXBridge,
+}
+
 impl SourceSpec {
     /// Normalises what a person or the model typed into a source, or says what is wrong.
-    pub fn new(kind: SourceKind, target: &str) -> Result<Self, String> {
+    pub fn new(kind: SourceKind, target: &str) -> Result<Self, SourceError> {
         let t = target.trim();
+        let target = || t.to_string();
         let target = match kind {
             SourceKind::Rss => {
-                let u = url::Url::parse(t).map_err(|_| format!("{t:?} is not a feed URL"))?;
+                let u = url::Url::parse(t).map_err(|_| SourceError::NotAUrl { target: target() })?;
                 if u.scheme() != "http" && u.scheme() != "https" {
-                    return Err(format!("{t:?} is not an http(s) feed URL"));
+                    return Err(SourceError::NotHttp { target: target() });
                 }
                 u.to_string()
             }
@@ -105,9 +123,7 @@ impl SourceSpec {
                 if !(2..=21).contains(&name.len())
                     || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
                 {
-                    return Err(format!(
-                        "{t:?} is not a subreddit name (2–21 letters, digits or _)"
-                    ));
+                    return Err(SourceError::NotASubreddit { target: target() });
                 }
                 name.to_ascii_lowercase()
             }
@@ -118,9 +134,7 @@ impl SourceSpec {
                         .chars()
                         .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
                 {
-                    return Err(format!(
-                        "{t:?} is not a YouTube channel id (UC and 22 more characters)"
-                    ));
+                    return Err(SourceError::NotAYoutubeChannel { target: target() });
                 }
                 t.to_string()
             }
@@ -129,9 +143,7 @@ impl SourceSpec {
                 if !(1..=15).contains(&h.len())
                     || !h.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
                 {
-                    return Err(format!(
-                        "{t:?} is not an X handle (1–15 letters, digits or _)"
-                    ));
+                    return Err(SourceError::NotAnXHandle { target: target() });
                 }
                 h.to_ascii_lowercase()
             }
@@ -152,7 +164,7 @@ impl SourceSpec {
     }
 
     /// The URL fetched for this source.
-    pub fn url(&self, d: &DiscoverySettings, limit: u32) -> Result<String, String> {
+    pub fn url(&self, d: &DiscoverySettings, limit: u32) -> Result<String, SourceError> {
         let base = |b: &str| b.trim_end_matches('/').to_string();
         Ok(match self.kind {
             SourceKind::Rss => self.target.clone(),
@@ -168,9 +180,7 @@ impl SourceSpec {
             ),
             SourceKind::X => {
                 if d.x_bridge_base_url.is_empty() {
-                    return Err(
-                        "X needs an RSS bridge: set initiative.discovery.xBridgeBaseUrl".into(),
-                    );
+                    return Err(SourceError::NoXBridge);
                 }
                 // `{handle}` in the bridge URL is replaced; otherwise Nitter's `/<handle>/rss` is assumed.
                 if d.x_bridge_base_url.contains("{handle}") {
@@ -221,11 +231,13 @@ mod tests {
         assert!(
             SourceSpec::new(SourceKind::Rss, "ftp://x/feed")
                 .unwrap_err()
+                .to_string()
                 .contains("http(s)")
         );
         assert!(
             SourceSpec::new(SourceKind::Youtube, "UC123")
                 .unwrap_err()
+                .to_string()
                 .contains("YouTube channel id")
         );
         let d = DiscoverySettings {

@@ -2,7 +2,9 @@
 
 use serde_json::{Value, json};
 
-use super::wire::{ChatRequest, ChatResponse, Part, Speaker, StopReason, TokenUsage, ToolChoice};
+use super::wire::{
+    ChatRequest, ChatResponse, Malformed, Part, Speaker, StopReason, TokenUsage, ToolChoice,
+};
 
 pub const API_VERSION: &str = "2023-06-01";
 
@@ -75,11 +77,11 @@ fn part(p: &Part) -> Value {
 }
 
 /// Parses a success body; `Err` describes what was malformed.
-pub fn parse(body: &Value) -> Result<ChatResponse, String> {
+pub fn parse(body: &Value) -> Result<ChatResponse, Malformed> {
     let content = body
         .get("content")
         .and_then(Value::as_array)
-        .ok_or("no `content` array in the response")?;
+        .ok_or(Malformed::missing("no `content` array in the response"))?;
     let mut parts = Vec::new();
     for block in content {
         match block.get("type").and_then(Value::as_str) {
@@ -87,19 +89,19 @@ pub fn parse(body: &Value) -> Result<ChatResponse, String> {
                 text: block
                     .get("text")
                     .and_then(Value::as_str)
-                    .ok_or("a text block without `text`")?
+                    .ok_or(Malformed::missing("a text block without `text`"))?
                     .to_string(),
             }),
             Some("tool_use") => parts.push(Part::ToolUse {
                 id: block
                     .get("id")
                     .and_then(Value::as_str)
-                    .ok_or("a tool_use block without `id`")?
+                    .ok_or(Malformed::missing("a tool_use block without `id`"))?
                     .to_string(),
                 name: block
                     .get("name")
                     .and_then(Value::as_str)
-                    .ok_or("a tool_use block without `name`")?
+                    .ok_or(Malformed::missing("a tool_use block without `name`"))?
                     .to_string(),
                 input: block.get("input").cloned().unwrap_or(json!({})),
             }),

@@ -11,15 +11,46 @@
 //! size plus the most it may answer; a call is refused when the tokens
 //! already used plus that estimate pass the cap. A cap of 0 means no cap.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 
 use super::CallContext;
 use super::endpoints::{Endpoint, Role};
 use crate::settings::Settings;
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 use crate::store::usage::UsageFilter;
 
 const AUTONOMOUS: [Role; 3] = [Role::Ambient, Role::Reflex, Role::Extract];
+
+/// Why a call is refused before it is sent: which cap, how much is used, and
+/// the setting that holds it.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum BudgetRefusal {
+    /// The usage records could not be read, so no cap can be checked.
+    #[error("cannot read usage: {0}")]
+    Usage(#[source] Arc<StoreError>),
+    #[error(
+        "the {role} role has used {used} of its {cap} tokens in the last 24 h and this call may need {estimate} \
+         (budget.dailyTokens.{role})"
+    )]
+    Role {
+        role: Role,
+        used: u64,
+        cap: u64,
+        estimate: u64,
+    },
+    #[error(
+        "this server's autonomous work has used {used} of its {cap} tokens in the last 24 h \
+         (budget.guildAutonomousDailyTokens)"
+    )]
+    Guild { used: u64, cap: u64 },
+    #[error(
+        "autonomous pay-per-token use is at {used} of {cap} tokens in the last 24 h \
+         (budget.payPerTokenDailyTokens)"
+    )]
+    PayPerToken { used: u64, cap: u64 },
+}
 
 pub fn check(
     store: &Store,
@@ -28,12 +59,12 @@ pub fn check(
     ep: &Endpoint,
     estimate: u64,
     now: DateTime<Utc>,
-) -> Result<(), String> {
+) -> Result<(), BudgetRefusal> {
     let since = Some(now - chrono::Duration::hours(24));
     let used = |f: UsageFilter| {
         store
             .usage_tokens(&f)
-            .map_err(|e| format!("cannot read usage: {e}"))
+            .map_err(|e| BudgetRefusal::Usage(Arc::new(e)))
     };
 
     let cap = ctx.role.daily_budget(settings);
@@ -44,11 +75,12 @@ pub fn check(
             ..Default::default()
         })?;
         if u + estimate > cap {
-            return Err(format!(
-                "the {} role has used {u} of its {cap} tokens in the last 24 h and this call may need {estimate} \
-                 (budget.dailyTokens.{})",
-                ctx.role, ctx.role
-            ));
+            return Err(BudgetRefusal::Role {
+                role: ctx.role,
+                used: u,
+                cap,
+                estimate,
+            });
         }
     }
     if !ctx.role.is_autonomous() {
@@ -64,10 +96,10 @@ pub fn check(
             ..Default::default()
         })?;
         if u + estimate > guild_cap {
-            return Err(format!(
-                "this server's autonomous work has used {u} of its {guild_cap} tokens in the last 24 h \
-                 (budget.guildAutonomousDailyTokens)"
-            ));
+            return Err(BudgetRefusal::Guild {
+                used: u,
+                cap: guild_cap,
+            });
         }
     }
     let paid_cap = settings.budget.pay_per_token_daily_tokens;
@@ -79,10 +111,10 @@ pub fn check(
             ..Default::default()
         })?;
         if u + estimate > paid_cap {
-            return Err(format!(
-                "autonomous pay-per-token use is at {u} of {paid_cap} tokens in the last 24 h \
-                 (budget.payPerTokenDailyTokens)"
-            ));
+            return Err(BudgetRefusal::PayPerToken {
+                used: u,
+                cap: paid_cap,
+            });
         }
     }
     Ok(())

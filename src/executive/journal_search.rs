@@ -53,14 +53,16 @@ impl TypedTool for JournalSearch {
 
     async fn run(&self, args: SearchArgs) -> Result<String, String> {
         let now = self.clock.now();
-        let since = summary::parse_window(args.since.as_deref().unwrap_or("today"), now, self.tz)?;
+        // The tool's error arm is text for the model (see `executive::tools::Tool`).
+        let since = summary::parse_window(args.since.as_deref().unwrap_or("today"), now, self.tz)
+            .map_err(|e| e.to_string())?;
         let kinds = match args
             .kinds
             .as_deref()
             .map(str::trim)
             .filter(|k| !k.is_empty())
         {
-            Some(list) => Kind::parse_list(list)?,
+            Some(list) => Kind::parse_list(list).map_err(|e| e.to_string())?,
             None => summary::DEEDS.to_vec(),
         };
         let filter = self

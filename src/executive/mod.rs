@@ -68,6 +68,19 @@ pub enum ExecError {
     Provider { provider: String, detail: String },
 }
 
+/// Why one endpoint gave no answer; the text becomes [`ExecError::Provider`]'s detail.
+#[derive(Debug, Clone, thiserror::Error)]
+enum EndpointFailure {
+    /// Not worth retrying (malformed, refused, or broken off after it was shown).
+    #[error("{detail}")]
+    Failed { detail: String },
+    #[error("{detail} (after {attempts} attempts)")]
+    Retried { detail: String, attempts: u32 },
+    /// The provider asked for a longer wait than we hold a caller for.
+    #[error("{detail}; asked to wait {seconds} s")]
+    WaitTooLong { detail: String, seconds: u64 },
+}
+
 /// Who a call is for.
 #[derive(Clone, Debug)]
 pub struct CallContext {
@@ -232,7 +245,7 @@ impl Executive {
         for ep in self.resolve(ctx.role).endpoints {
             match budget::check(&self.store, &settings, ctx, &ep, estimate, now) {
                 Ok(()) => return None,
-                Err(e) => why = Some(e),
+                Err(e) => why = Some(e.to_string()),
             }
         }
         why
@@ -347,6 +360,7 @@ impl Executive {
                 continue;
             }
             if let Err(why) = budget::check(&self.store, &settings, ctx, ep, estimate, now) {
+                let why = why.to_string();
                 self.record(ctx, ep, None, 0, "refused", &why);
                 tracing::info!(role = %ctx.role, reason = %why, "model call refused before sending");
                 // A role or guild cap applies to every endpoint; only the
@@ -362,7 +376,8 @@ impl Executive {
                     self.note_success(ep);
                     return Ok(done);
                 }
-                Err(detail) => {
+                Err(failure) => {
+                    let detail = failure.to_string();
                     self.note_failure(ep, &detail);
                     let failed = ExecError::Provider {
                         provider: ep.provider_name().into(),
@@ -380,6 +395,8 @@ impl Executive {
             .unwrap_or_else(|| ExecError::Unavailable(resolution.why_unavailable(ctx.role))))
     }
 
+    /// One endpoint, retried in place while the provider asks for it: the
+    /// completion, or why this endpoint gave none (the caller fails over).
     async fn try_endpoint(
         &self,
         ctx: &CallContext,
@@ -387,20 +404,10 @@ impl Executive {
         req: &ChatRequest,
         settings: &crate::settings::Settings,
         sink: Option<&dyn TextSink>,
-    ) -> Result<Completion, String> {
+    ) -> Result<Completion, EndpointFailure> {
         let req = &*vision::as_seen_by(req, ep);
         if let Some(stand_in) = &self.stand_in {
-            let response = stand_in.answer(ctx, ep, req);
-            if let Some(sink) = sink {
-                sink.begin();
-                sink.text(&response.text());
-            }
-            let usage_id = self.record(ctx, ep, Some(&response), 0, "ok", "");
-            return Ok(Completion {
-                response,
-                usage_id,
-                endpoint: format!("{}:{}", ep.provider_name(), ep.model),
-            });
+            return Ok(self.stand_in_answer(stand_in, ctx, ep, req, sink));
         }
         let mut body = match ep.wire {
             Wire::Anthropic => anthropic::body(req, &ep.model),
@@ -414,60 +421,114 @@ impl Executive {
         let mut attempt = 0;
         loop {
             let started = Instant::now();
-            let result = match sink {
-                Some(sink) => {
-                    let max_bytes = stream::max_stream_bytes(req.max_tokens);
-                    let estimate_in = req.estimate_input_tokens();
-                    self.stream_once(ep, &body, timeout, max_bytes, estimate_in, sink)
-                        .await
-                }
-                None => self.send_once(ep, &body, timeout).await,
-            };
+            let result = self.attempt(ep, req, &body, timeout, sink).await;
             let latency = started.elapsed().as_millis() as u64;
-            match result {
-                Attempt::Ok(response) => {
-                    let usage_id = self.record(ctx, ep, Some(&response), latency, "ok", "");
-                    return Ok(Completion {
-                        response,
-                        usage_id,
-                        endpoint: format!("{}:{}", ep.provider_name(), ep.model),
-                    });
-                }
-                Attempt::Fail { outcome, detail } => {
-                    self.record(ctx, ep, None, latency, outcome, &detail);
-                    tracing::warn!(provider = ep.provider_name(), outcome, detail = %detail, "model call failed");
-                    return Err(detail);
-                }
-                Attempt::Broken { partial, detail } => {
-                    // Its tokens were spent: the record counts them (estimated when unreported).
-                    self.record(ctx, ep, Some(&partial), latency, "broken", &detail);
-                    tracing::warn!(provider = ep.provider_name(), detail = %detail, "a streamed answer broke off after it was shown");
-                    return Err(detail);
-                }
+            let (outcome, detail, wait) = match result {
                 Attempt::Retry {
                     outcome,
                     detail,
                     wait,
-                } => {
-                    self.record(ctx, ep, None, latency, outcome, &detail);
-                    if attempt >= max_retries {
-                        tracing::warn!(provider = ep.provider_name(), outcome, detail = %detail, "model call failed after retries");
-                        return Err(format!("{detail} (after {} attempts)", attempt + 1));
-                    }
-                    let delay = wait.unwrap_or_else(|| self.backoff(attempt));
-                    if delay > MAX_INLINE_WAIT {
-                        return Err(format!("{detail}; asked to wait {} s", delay.as_secs()));
-                    }
-                    tracing::info!(
-                        provider = ep.provider_name(),
-                        outcome,
-                        wait_ms = delay.as_millis() as u64,
-                        "retrying model call"
-                    );
-                    self.clock.sleep(delay).await;
-                    attempt += 1;
-                }
+                } => (outcome, detail, wait),
+                done => return self.settle(ctx, ep, done, latency),
+            };
+            self.record(ctx, ep, None, latency, outcome, &detail);
+            if attempt >= max_retries {
+                tracing::warn!(provider = ep.provider_name(), outcome, detail = %detail, "model call failed after retries");
+                return Err(EndpointFailure::Retried {
+                    detail,
+                    attempts: attempt + 1,
+                });
             }
+            let delay = wait.unwrap_or_else(|| self.backoff(attempt));
+            if delay > MAX_INLINE_WAIT {
+                return Err(EndpointFailure::WaitTooLong {
+                    detail,
+                    seconds: delay.as_secs(),
+                });
+            }
+            tracing::info!(
+                provider = ep.provider_name(),
+                outcome,
+                wait_ms = delay.as_millis() as u64,
+                "retrying model call"
+            );
+            self.clock.sleep(delay).await;
+            attempt += 1;
+        }
+    }
+
+    /// Replay's stand-in answers instead of a provider, recorded like one.
+    fn stand_in_answer(
+        &self,
+        stand_in: &Arc<dyn StandIn>,
+        ctx: &CallContext,
+        ep: &Endpoint,
+        req: &ChatRequest,
+        sink: Option<&dyn TextSink>,
+    ) -> Completion {
+        let response = stand_in.answer(ctx, ep, req);
+        if let Some(sink) = sink {
+            sink.begin();
+            sink.text(&response.text());
+        }
+        let usage_id = self.record(ctx, ep, Some(&response), 0, "ok", "");
+        Completion {
+            response,
+            usage_id,
+            endpoint: format!("{}:{}", ep.provider_name(), ep.model),
+        }
+    }
+
+    /// One request, streamed when someone is watching the answer being written.
+    async fn attempt(
+        &self,
+        ep: &Endpoint,
+        req: &ChatRequest,
+        body: &Value,
+        timeout: Duration,
+        sink: Option<&dyn TextSink>,
+    ) -> Attempt {
+        match sink {
+            Some(sink) => {
+                let max_bytes = stream::max_stream_bytes(req.max_tokens);
+                let estimate_in = req.estimate_input_tokens();
+                self.stream_once(ep, body, timeout, max_bytes, estimate_in, sink)
+                    .await
+            }
+            None => self.send_once(ep, body, timeout).await,
+        }
+    }
+
+    /// Records an attempt that is not retried, and turns it into the answer or the failure.
+    fn settle(
+        &self,
+        ctx: &CallContext,
+        ep: &Endpoint,
+        done: Attempt,
+        latency: u64,
+    ) -> Result<Completion, EndpointFailure> {
+        match done {
+            Attempt::Ok(response) => {
+                let usage_id = self.record(ctx, ep, Some(&response), latency, "ok", "");
+                Ok(Completion {
+                    response,
+                    usage_id,
+                    endpoint: format!("{}:{}", ep.provider_name(), ep.model),
+                })
+            }
+            Attempt::Fail { outcome, detail } => {
+                self.record(ctx, ep, None, latency, outcome, &detail);
+                tracing::warn!(provider = ep.provider_name(), outcome, detail = %detail, "model call failed");
+                Err(EndpointFailure::Failed { detail })
+            }
+            Attempt::Broken { partial, detail } => {
+                // Its tokens were spent: the record counts them (estimated when unreported).
+                self.record(ctx, ep, Some(&partial), latency, "broken", &detail);
+                tracing::warn!(provider = ep.provider_name(), detail = %detail, "a streamed answer broke off after it was shown");
+                Err(EndpointFailure::Failed { detail })
+            }
+            // The loop in `try_endpoint` keeps retries; one arriving here has no retry left.
+            Attempt::Retry { detail, .. } => Err(EndpointFailure::Failed { detail }),
         }
     }
 

@@ -3,7 +3,9 @@
 
 use serde_json::{Value, json};
 
-use super::wire::{ChatRequest, ChatResponse, Part, Speaker, StopReason, TokenUsage, ToolChoice};
+use super::wire::{
+    ChatRequest, ChatResponse, Malformed, Message, Part, Speaker, StopReason, TokenUsage, ToolChoice,
+};
 
 pub fn url(base: &str) -> String {
     format!("{}/chat/completions", base.trim_end_matches('/'))
@@ -18,56 +20,8 @@ pub fn body(req: &ChatRequest, model: &str, official_openai: bool) -> Value {
     }
     for m in &req.messages {
         match m.speaker {
-            Speaker::Assistant => {
-                let text = m.text();
-                let calls: Vec<Value> = m
-                    .parts
-                    .iter()
-                    .filter_map(|p| match p {
-                        Part::ToolUse { id, name, input } => Some(json!({
-                            "id": id,
-                            "type": "function",
-                            "function": {
-                                "name": name,
-                                "arguments": match input { Value::String(raw) => raw.clone(), v => v.to_string() },
-                            },
-                        })),
-                        _ => None,
-                    })
-                    .collect();
-                let mut msg = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
-                if !calls.is_empty() {
-                    msg["tool_calls"] = json!(calls);
-                }
-                messages.push(msg);
-            }
-            Speaker::User => {
-                // Tool results are their own messages here; text parts form a user message.
-                for p in &m.parts {
-                    if let Part::ToolResult {
-                        id,
-                        content,
-                        is_error,
-                    } = p
-                    {
-                        let content = if *is_error {
-                            format!("Error: {content}")
-                        } else {
-                            content.clone()
-                        };
-                        messages
-                            .push(json!({"role": "tool", "tool_call_id": id, "content": content}));
-                    }
-                }
-                if let Some(content) = with_images(&m.parts) {
-                    messages.push(json!({"role": "user", "content": content}));
-                    continue;
-                }
-                let text = m.text();
-                if !text.is_empty() {
-                    messages.push(json!({"role": "user", "content": text}));
-                }
-            }
+            Speaker::Assistant => assistant_message(m, &mut messages),
+            Speaker::User => user_messages(m, &mut messages),
         }
     }
     let mut body = json!({"model": model, "messages": messages});
@@ -93,6 +47,60 @@ pub fn body(req: &ChatRequest, model: &str, official_openai: bool) -> Value {
     body
 }
 
+/// An assistant turn: its text, and its tool calls with their arguments as JSON strings.
+fn assistant_message(m: &Message, messages: &mut Vec<Value>) {
+    let text = m.text();
+    let calls: Vec<Value> = m
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::ToolUse { id, name, input } => Some(json!({
+                "id": id,
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "arguments": match input { Value::String(raw) => raw.clone(), v => v.to_string() },
+                },
+            })),
+            _ => None,
+        })
+        .collect();
+    let mut msg = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
+    if !calls.is_empty() {
+        msg["tool_calls"] = json!(calls);
+    }
+    messages.push(msg);
+}
+
+/// A user turn: each tool result its own `tool` message, then the text (with images) as a user message.
+fn user_messages(m: &Message, messages: &mut Vec<Value>) {
+    // Tool results are their own messages here; text parts form a user message.
+    for p in &m.parts {
+        if let Part::ToolResult {
+            id,
+            content,
+            is_error,
+        } = p
+        {
+            let content = if *is_error {
+                format!("Error: {content}")
+            } else {
+                content.clone()
+            };
+            messages
+                .push(json!({"role": "tool", "tool_call_id": id, "content": content}));
+        }
+    }
+    if let Some(content) = with_images(&m.parts) {
+        messages.push(json!({"role": "user", "content": content}));
+        return;
+    }
+    let text = m.text();
+    if !text.is_empty() {
+        messages.push(json!({"role": "user", "content": text}));
+    }
+}
+
 /// A user message with images: a list of `text` and `image_url` parts in
 /// order, each image as a `data:` URL (local servers such as Ollama and
 /// llama.cpp take nothing else). `None` when there is no image.
@@ -115,30 +123,30 @@ fn with_images(parts: &[Part]) -> Option<Value> {
     Some(Value::Array(content))
 }
 
-pub fn parse(body: &Value) -> Result<ChatResponse, String> {
+pub fn parse(body: &Value) -> Result<ChatResponse, Malformed> {
     let choice = body
         .get("choices")
         .and_then(Value::as_array)
         .and_then(|c| c.first())
-        .ok_or("no `choices` in the response")?;
-    let message = choice.get("message").ok_or("a choice without `message`")?;
+        .ok_or(Malformed::missing("no `choices` in the response"))?;
+    let message = choice.get("message").ok_or(Malformed::missing("a choice without `message`"))?;
     let mut parts = Vec::new();
-    if let Some(text) = message.get("content").and_then(Value::as_str) {
-        if !text.is_empty() {
-            parts.push(Part::Text {
-                text: text.to_string(),
-            });
-        }
+    if let Some(text) = message.get("content").and_then(Value::as_str)
+        && !text.is_empty()
+    {
+        parts.push(Part::Text {
+            text: text.to_string(),
+        });
     }
     if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
         for (i, call) in calls.iter().enumerate() {
             let function = call
                 .get("function")
-                .ok_or("a tool call without `function`")?;
+                .ok_or(Malformed::missing("a tool call without `function`"))?;
             let name = function
                 .get("name")
                 .and_then(Value::as_str)
-                .ok_or("a tool call without a function name")?;
+                .ok_or(Malformed::missing("a tool call without a function name"))?;
             let raw = function
                 .get("arguments")
                 .and_then(Value::as_str)

@@ -23,6 +23,8 @@ use crate::settings::{PromptLimits, SettingsService};
 use crate::store::messages::{Source, StoredMessage};
 
 /// The built-in templates and a sample context each must render with.
+// Whole on purpose: a table of the templates beside their sample contexts;
+// split up, a template and its sample would no longer be read together.
 fn builtin() -> Vec<(&'static str, &'static str, Value)> {
     vec![
         (

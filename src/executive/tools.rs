@@ -23,7 +23,29 @@ pub trait Tool: Send + Sync {
 
     /// Runs the tool. `Ok` is the result text for the model; `Err` is an
     /// error text for the model (bad arguments, a failed lookup).
+    // The error stays a `String` on purpose: it is the tool result the model
+    // reads (sent with is_error), not something any caller branches on, and
+    // tools outside this crate (tests/e2e) implement this trait as it is.
     async fn call(&self, args: &Value) -> Result<String, String>;
+}
+
+/// Arguments the model sent that a tool cannot take; the text goes back to the model.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArgsError {
+    /// A string where an object belongs; `raw` is its (cut, described) start.
+    #[error(
+        "the arguments were not valid JSON ({raw}); send a JSON object matching the tool's schema"
+    )]
+    NotJson { raw: String },
+    /// The whole object is wrong (a missing or unknown field).
+    #[error("invalid arguments: {reason}")]
+    Invalid { reason: String },
+    /// One argument is wrong; `path` names it.
+    #[error("invalid argument `{path}`: {reason}")]
+    InvalidAt { path: String, reason: String },
+    /// They parse, but the final tool's own check refused them; the text is that check's.
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// A tool with typed arguments; wrap it in [`Typed`] to use it as a [`Tool`].
@@ -33,6 +55,7 @@ pub trait TypedTool: Send + Sync + 'static {
 
     fn name(&self) -> &'static str;
     fn description(&self) -> String;
+    /// `Err` is text for the model, as for [`Tool::call`].
     async fn run(&self, args: Self::Args) -> Result<String, String>;
 }
 
@@ -49,7 +72,7 @@ impl<T: TypedTool> Tool for Typed<T> {
     }
 
     async fn call(&self, args: &Value) -> Result<String, String> {
-        let args = parse_args::<T::Args>(args)?;
+        let args = parse_args::<T::Args>(args).map_err(|e| e.to_string())?;
         self.0.run(args).await
     }
 }
@@ -73,25 +96,26 @@ pub fn schema_of<A: JsonSchema>() -> Value {
 }
 
 /// Checks the model's arguments against `A`, explaining what is wrong.
-pub fn parse_args<A: DeserializeOwned>(args: &Value) -> Result<A, String> {
+pub fn parse_args<A: DeserializeOwned>(args: &Value) -> Result<A, ArgsError> {
     if let Value::String(raw) = args {
-        return Err(format!(
-            "the arguments were not valid JSON ({}); send a JSON object matching the tool's schema",
-            crate::settings::validate::describe(&Value::String(raw.chars().take(60).collect()))
-        ));
+        return Err(ArgsError::NotJson {
+            raw: crate::settings::validate::describe(&Value::String(
+                raw.chars().take(60).collect(),
+            )),
+        });
     }
     serde_path_to_error::deserialize::<_, A>(args).map_err(|e| {
         let path = e.path().to_string();
-        let inner = e.inner().to_string();
+        let reason = e.inner().to_string();
         if path == "." {
-            format!("invalid arguments: {inner}")
+            ArgsError::Invalid { reason }
         } else {
-            format!("invalid argument `{path}`: {inner}")
+            ArgsError::InvalidAt { path, reason }
         }
     })
 }
 
-type Validator = Arc<dyn Fn(&Value) -> Result<(), String> + Send + Sync>;
+type Validator = Arc<dyn Fn(&Value) -> Result<(), ArgsError> + Send + Sync>;
 
 /// A tool that ends the turn with a structured answer.
 #[derive(Clone)]
@@ -115,6 +139,7 @@ impl FinalTool {
 
     /// A final tool whose arguments must deserialize into `A` and pass `extra`
     /// (e.g. "the channel is in the pool"); either failure goes back to the model.
+    /// `extra`'s refusal is plain text for the model ([`ArgsError::Refused`]).
     pub fn checked<A: DeserializeOwned + JsonSchema + 'static>(
         name: &str,
         description: &str,
@@ -126,7 +151,7 @@ impl FinalTool {
                 description: description.into(),
                 schema: schema_of::<A>(),
             },
-            validate: Arc::new(move |v| extra(&parse_args::<A>(v)?)),
+            validate: Arc::new(move |v| extra(&parse_args::<A>(v)?).map_err(ArgsError::Refused)),
         }
     }
 
@@ -134,7 +159,7 @@ impl FinalTool {
         &self.spec.name
     }
 
-    pub fn check(&self, args: &Value) -> Result<(), String> {
+    pub fn check(&self, args: &Value) -> Result<(), ArgsError> {
         (self.validate)(args)
     }
 }
@@ -170,15 +195,16 @@ mod tests {
         assert!(schema.get("$schema").is_none());
 
         assert!(parse_args::<Args>(&json!({"city": "Oslo"})).is_ok());
-        let e = parse_args::<Args>(&json!({"city": 5})).err().unwrap();
+        let e = parse_args::<Args>(&json!({"city": 5})).err().unwrap().to_string();
         assert!(e.contains("`city`"), "{e}");
-        let e = parse_args::<Args>(&json!({"days": 2})).err().unwrap();
+        let e = parse_args::<Args>(&json!({"days": 2})).err().unwrap().to_string();
         assert!(e.contains("missing field `city`"), "{e}");
         let e = parse_args::<Args>(&json!({"city": "x", "extra": 1}))
             .err()
-            .unwrap();
+            .unwrap()
+            .to_string();
         assert!(e.contains("unknown field `extra`"), "{e}");
-        let e = parse_args::<Args>(&json!("{oops")).err().unwrap();
+        let e = parse_args::<Args>(&json!("{oops")).err().unwrap().to_string();
         assert!(e.contains("not valid JSON"), "{e}");
     }
 }

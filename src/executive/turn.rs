@@ -23,7 +23,7 @@ use serde_json::Value;
 use super::bounds::{bound_request, cap_owned};
 use super::stream::TextSink;
 use super::tools::{FinalTool, Tool};
-use super::wire::{ChatRequest, Message, Part, Speaker, TokenUsage, ToolChoice};
+use super::wire::{ChatRequest, ChatResponse, Message, Part, Speaker, TokenUsage, ToolChoice};
 use super::{CallContext, ExecError, Executive};
 use crate::ids::{ChannelId, GuildId};
 use crate::journal::{Entry, Kind};
@@ -87,6 +87,51 @@ pub struct TurnResult {
     pub messages: Vec<Message>,
 }
 
+/// The step cap ended the turn: what was missing, for the journal.
+fn step_cap_reached(turn: &Turn) -> TurnOutcome {
+    TurnOutcome::Incomplete(format!(
+        "the step cap ({}) was reached without {}",
+        turn.max_steps,
+        turn.final_tool
+            .as_ref()
+            .map_or("an answer".to_string(), |f| format!("a call to {}", f.name()))
+    ))
+}
+
+/// What a step without tool calls means for the turn.
+enum Stopped {
+    Done(TurnOutcome),
+    /// Ask once more for the final tool, with this text.
+    Nudge(String),
+}
+
+/// A model that stops without calling tools has answered (no final tool), or
+/// is nudged once toward the final tool; stopping twice ends the turn.
+fn stopped_without_tools(turn: &Turn, response: &ChatResponse, continued: &mut bool) -> Stopped {
+    let Some(final_tool) = &turn.final_tool else {
+        let text = response.text();
+        return Stopped::Done(if text.trim().is_empty() {
+            TurnOutcome::Incomplete("the model answered with nothing".into())
+        } else {
+            TurnOutcome::Answer(text)
+        });
+    };
+    if *continued {
+        return Stopped::Done(TurnOutcome::Incomplete(format!(
+            "the model stopped twice without calling {}",
+            final_tool.name()
+        )));
+    }
+    *continued = true;
+    Stopped::Nudge(turn.continuation.clone().unwrap_or_else(|| {
+        format!(
+            "You stopped without calling {0}. If you are done, call {0} now with your answer. \
+             If you are not done, continue what you were doing.",
+            final_tool.name()
+        )
+    }))
+}
+
 impl Executive {
     pub async fn run_turn(&self, turn: Turn) -> TurnResult {
         let role_settings = self.settings.global();
@@ -104,16 +149,7 @@ impl Executive {
 
         let outcome = loop {
             if result.steps >= turn.max_steps {
-                break Ok(TurnOutcome::Incomplete(format!(
-                    "the step cap ({}) was reached without {}",
-                    turn.max_steps,
-                    turn.final_tool
-                        .as_ref()
-                        .map_or("an answer".to_string(), |f| format!(
-                            "a call to {}",
-                            f.name()
-                        ))
-                )));
+                break Ok(step_cap_reached(&turn));
             }
             result.steps += 1;
             let tools_allowed = result.steps < turn.max_steps && result.tool_calls < turn.max_calls;
@@ -133,49 +169,15 @@ impl Executive {
 
             let uses = response.tool_uses();
             if uses.is_empty() {
-                let Some(final_tool) = &turn.final_tool else {
-                    let text = response.text();
-                    break Ok(if text.trim().is_empty() {
-                        TurnOutcome::Incomplete("the model answered with nothing".into())
-                    } else {
-                        TurnOutcome::Answer(text)
-                    });
-                };
-                if continued {
-                    break Ok(TurnOutcome::Incomplete(format!(
-                        "the model stopped twice without calling {}",
-                        final_tool.name()
-                    )));
+                match stopped_without_tools(&turn, &response, &mut continued) {
+                    Stopped::Done(outcome) => break Ok(outcome),
+                    Stopped::Nudge(text) => {
+                        messages.push(Message::user(text));
+                        continue;
+                    }
                 }
-                continued = true;
-                messages.push(Message::user(turn.continuation.clone().unwrap_or_else(|| {
-                    format!(
-                        "You stopped without calling {0}. If you are done, call {0} now with your answer. \
-                         If you are not done, continue what you were doing.",
-                        final_tool.name()
-                    )
-                })));
-                continue;
             }
-
-            let mut results = Vec::new();
-            let mut final_value = None;
-            for (id, name, input) in uses {
-                let (content, is_error) = self
-                    .run_tool(
-                        &turn,
-                        &name,
-                        &input,
-                        &mut result.tool_calls,
-                        &mut final_value,
-                    )
-                    .await;
-                results.push(Part::ToolResult {
-                    id,
-                    content,
-                    is_error,
-                });
-            }
+            let (results, final_value) = self.run_tools(&turn, uses, &mut result.tool_calls).await;
             messages.push(Message {
                 speaker: Speaker::User,
                 parts: results,
@@ -186,18 +188,47 @@ impl Executive {
         };
 
         if let Ok(TurnOutcome::Incomplete(reason)) = &outcome {
-            let mut e = Entry::new(Kind::Outcome, format!("{}: turn incomplete", turn.label))
-                .place(turn.ctx.guild, turn.channel)
-                .reason(reason.clone())
-                .data(serde_json::json!({"role": turn.ctx.role.as_str(), "steps": result.steps, "tool_calls": result.tool_calls}));
-            if let Some(id) = result.last_call {
-                e = e.model_call(id);
-            }
-            self.journal.record(e);
+            self.journal_incomplete(&turn, &result, reason);
         }
         result.outcome = outcome;
         result.messages = messages;
         result
+    }
+
+    /// One step's tool calls, in order: their results for the model, and the
+    /// final tool's value if it was called with valid arguments.
+    async fn run_tools(
+        &self,
+        turn: &Turn,
+        uses: Vec<(String, String, Value)>,
+        calls: &mut u32,
+    ) -> (Vec<Part>, Option<Value>) {
+        let mut results = Vec::new();
+        let mut final_value = None;
+        for (id, name, input) in uses {
+            let (content, is_error) = self
+                .run_tool(turn, &name, &input, calls, &mut final_value)
+                .await;
+            results.push(Part::ToolResult {
+                id,
+                content,
+                is_error,
+            });
+        }
+        (results, final_value)
+    }
+
+    /// A turn that ended without its answer is journaled with why, so the
+    /// operator sees the cost of a turn that gave nothing.
+    fn journal_incomplete(&self, turn: &Turn, result: &TurnResult, reason: &str) {
+        let mut e = Entry::new(Kind::Outcome, format!("{}: turn incomplete", turn.label))
+            .place(turn.ctx.guild, turn.channel)
+            .reason(reason.to_string())
+            .data(serde_json::json!({"role": turn.ctx.role.as_str(), "steps": result.steps, "tool_calls": result.tool_calls}));
+        if let Some(id) = result.last_call {
+            e = e.model_call(id);
+        }
+        self.journal.record(e);
     }
 
     fn step_request(
@@ -252,7 +283,7 @@ impl Executive {
                     *final_value = Some(input.clone());
                     ("recorded".into(), false)
                 }
-                Err(e) => (e, true),
+                Err(e) => (e.to_string(), true),
             };
         }
         if *calls >= turn.max_calls {

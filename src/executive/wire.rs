@@ -149,6 +149,20 @@ impl ChatRequest {
     }
 }
 
+/// A provider's success body missing what every answer has; `what` says which
+/// part. The texts are fixed phrases (nothing from the body is echoed).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{what}")]
+pub struct Malformed {
+    pub what: &'static str,
+}
+
+impl Malformed {
+    pub(crate) fn missing(what: &'static str) -> Self {
+        Self { what }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StopReason {
     EndTurn,

@@ -586,7 +586,7 @@ impl Garden {
                         shown,
                     }
                 }
-                Err(e) => ModelPart::failed(e, shown),
+                Err(e) => ModelPart::failed(e.to_string(), shown),
             },
             Ok(TurnOutcome::Incomplete(why)) => {
                 tracing::warn!(cycle = cycle.id, reason = %why, "garden cycle ended without end_ambient_cycle");

@@ -432,7 +432,8 @@ impl TypedTool for AddTask {
             context: format!("prepared by garden cycle {}", s.cycle),
             created_by: "the garden".into(),
             owner: None,
-        })?;
+        })
+        .map_err(|e| e.to_string())?;
         s.prepared
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -472,7 +473,8 @@ impl TypedTool for AddIdea {
         }
         let idea = self
             .1
-            .add_idea(Some(s.guild), &args.text, &args.sparked_by)?;
+            .add_idea(Some(s.guild), &args.text, &args.sparked_by)
+            .map_err(|e| e.to_string())?;
         s.prepared
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -27,8 +27,9 @@ use crate::attention::router::ORDER_IMPULSE;
 use crate::attention::{Attended, Handler, ImpulseKind, Input, Outcome, Place};
 use crate::clock::SharedClock;
 use crate::executive::prompts::PromptLine;
-use crate::executive::tools::{FinalTool, parse_args};
-use crate::executive::{Executive, Message, Role, Turn, TurnOutcome};
+use crate::executive::prompts::PromptError;
+use crate::executive::tools::{ArgsError, FinalTool, parse_args};
+use crate::executive::{ExecError, Executive, Message, Role, Turn, TurnOutcome};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::impulses::Impulses;
 use crate::initiative::pending::PendingThought;
@@ -37,12 +38,31 @@ use crate::memory::Memory;
 use crate::memory::fact::{FactKind, Importance, Scope};
 use crate::memory::search::Reader;
 use crate::settings::SettingsService;
-use crate::speech::Speech;
+use crate::speech::{Speech, SpeechError};
 use crate::store::Store;
 use crate::store::impulses::Task;
 
 /// How long a task that could not be said waits before it is due again.
 const POSTPONE_MINUTES: i64 = 10;
+
+/// Why a due impulse's turn or message came to nothing; the text goes to the journal.
+#[derive(Debug, thiserror::Error)]
+enum ImpulseFailure {
+    /// The place cannot be spoken in now (checked before paying for the turn).
+    #[error(transparent)]
+    Undeliverable(#[from] SpeechError),
+    #[error(transparent)]
+    Prompt(#[from] PromptError),
+    #[error(transparent)]
+    Executive(#[from] ExecError),
+    /// The turn ended without its final tool; holds the outcome as debugged.
+    #[error("no decision: {0}")]
+    NoDecision(String),
+    #[error(transparent)]
+    Args(#[from] ArgsError),
+    #[error("there is no channel to say it in")]
+    NoChannel,
+}
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -152,18 +172,12 @@ impl ImpulseHandler {
         channel: Option<ChannelId>,
         prompt: &ImpulsePrompt,
         final_tool: FinalTool,
-    ) -> Result<serde_json::Value, String> {
+    ) -> Result<serde_json::Value, ImpulseFailure> {
         // What the model writes here is meant for the channel: not paid for if it could not be said.
         if let Some(channel) = channel {
-            self.speech
-                .deliverable(Place { guild, channel })
-                .map_err(|e| e.to_string())?;
+            self.speech.deliverable(Place { guild, channel })?;
         }
-        let rendered = self
-            .executive
-            .prompts
-            .render("impulse", prompt)
-            .map_err(|e| e.to_string())?;
+        let rendered = self.executive.prompts.render("impulse", prompt)?;
         let settings = self.settings.for_guild(guild);
         let mut turn = Turn::new(
             Role::Ambient,
@@ -184,8 +198,8 @@ impl ImpulseHandler {
         }
         match self.executive.run_turn(turn).await.outcome {
             Ok(TurnOutcome::Final(v)) => Ok(v),
-            Ok(other) => Err(format!("no decision: {other:?}")),
-            Err(e) => Err(e.to_string()),
+            Ok(other) => Err(ImpulseFailure::NoDecision(format!("{other:?}"))),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -197,15 +211,15 @@ impl ImpulseHandler {
         text: &str,
         cause: &str,
         owner: Option<UserId>,
-    ) -> Result<Vec<MessageId>, String> {
+    ) -> Result<Vec<MessageId>, ImpulseFailure> {
         let Some(channel) = channel else {
-            return Err("there is no channel to say it in".into());
+            return Err(ImpulseFailure::NoChannel);
         };
         let pings: Vec<UserId> = owner.into_iter().collect();
-        self.speech
+        Ok(self
+            .speech
             .say_pinging(Place { guild, channel }, text, None, cause, &pings)
-            .await
-            .map_err(|e| e.to_string())
+            .await?)
     }
 
     /// A journal entry; `sent` are the ids of what was said, so `why` finds it.
@@ -280,7 +294,7 @@ impl ImpulseHandler {
             Ok(v) => {
                 let act: Act = match parse_args(&v) {
                     Ok(a) => a,
-                    Err(e) => return Outcome::Failed(e),
+                    Err(e) => return Outcome::Failed(e.to_string()),
                 };
                 // The task was claimed before it fired: a lost completion cannot fire it twice.
                 let _ = self.store.complete_task(&task.id, now);
@@ -368,7 +382,7 @@ impl ImpulseHandler {
                     )
                     .await
                 }
-                Err(e) => Outcome::Failed(e),
+                Err(e) => Outcome::Failed(e.to_string()),
             },
             Err(why) => Outcome::Failed(format!("could not run the routine: {why}")),
         }
@@ -413,7 +427,7 @@ impl ImpulseHandler {
             "What you learned, and maybe a thought to share later.",
         );
         let found = match self.turn(guild, None, &prompt, explored).await {
-            Ok(v) => parse_args::<Explored>(&v),
+            Ok(v) => parse_args::<Explored>(&v).map_err(ImpulseFailure::from),
             Err(why) => Err(why),
         };
         let found = match found {
@@ -447,27 +461,26 @@ impl ImpulseHandler {
                 .as_deref()
                 .map(str::trim)
                 .filter(|s| !s.is_empty())
+                && self.store.pending_thought(g).ok().flatten().is_none()
             {
-                if self.store.pending_thought(g).ok().flatten().is_none() {
-                    let max_age = chrono::Duration::minutes(i64::from(
-                        self.settings
-                            .for_guild(guild)
-                            .initiative
-                            .text
-                            .pending_thought_max_age_minutes,
-                    ));
-                    let thought = PendingThought::new(
-                        g,
-                        share.to_string(),
-                        None,
-                        format!("from exploring: {}", idea.text),
-                        None,
-                        now,
-                        max_age,
-                    );
-                    // Harmless if lost: sharing is optional, and the note below keeps the finding.
-                    let _ = self.store.save_pending_thought(&thought);
-                }
+                let max_age = chrono::Duration::minutes(i64::from(
+                    self.settings
+                        .for_guild(guild)
+                        .initiative
+                        .text
+                        .pending_thought_max_age_minutes,
+                ));
+                let thought = PendingThought::new(
+                    g,
+                    share.to_string(),
+                    None,
+                    format!("from exploring: {}", idea.text),
+                    None,
+                    now,
+                    max_age,
+                );
+                // Harmless if lost: sharing is optional, and the note below keeps the finding.
+                let _ = self.store.save_pending_thought(&thought);
             }
         }
         self.note(

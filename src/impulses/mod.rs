@@ -52,6 +52,37 @@ pub struct NewTask {
     pub owner: Option<UserId>,
 }
 
+/// Why a task, idea or schedule entry was not added; the text is for whoever asked.
+#[derive(Debug, thiserror::Error)]
+pub enum ImpulseError {
+    #[error("a task needs a description")]
+    NoDescription,
+    #[error(
+        "that task is too long: keep the text under 500 characters and the message under 1,800"
+    )]
+    TaskTooLong,
+    #[error(transparent)]
+    Due(#[from] when::DueError),
+    #[error(
+        "you already have {max} open tasks here (impulses.maxOpenTasksPerPerson); close one with /task done first"
+    )]
+    TooManyOpen { max: u32 },
+    #[error("an idea needs some words")]
+    EmptyIdea,
+    #[error("ideas belong to a server: suggest it there")]
+    IdeaWithoutServer,
+    #[error("{name:?} is not a schedule name (1–40 letters, digits, - or _)")]
+    BadScheduleName { name: String },
+    #[error(transparent)]
+    Cron(#[from] when::CronError),
+    #[error("a schedule entry needs an action: what should the bot do?")]
+    NoAction,
+    #[error("there is already a schedule entry named {name:?} here")]
+    DuplicateSchedule { name: String },
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+}
+
 pub struct Impulses {
     store: Store,
     settings: Arc<SettingsService>,
@@ -114,7 +145,7 @@ impl Impulses {
     }
 
     /// Adds a task; `due` is what a person wrote ("in 10m", "tomorrow 9:00", …).
-    pub fn add_task(&self, new: NewTask) -> Result<Task, String> {
+    pub fn add_task(&self, new: NewTask) -> Result<Task, ImpulseError> {
         let NewTask {
             guild,
             channel,
@@ -128,11 +159,11 @@ impl Impulses {
         let now = self.clock.now();
         let text = text.trim();
         if text.is_empty() {
-            return Err("a task needs a description".into());
+            return Err(ImpulseError::NoDescription);
         }
         if text.chars().count() > 500 || message.as_ref().is_some_and(|m| m.chars().count() > 1_800)
         {
-            return Err("that task is too long: keep the text under 500 characters and the message under 1,800".into());
+            return Err(ImpulseError::TaskTooLong);
         }
         let due = when::parse_due(&due, now, self.timezone(guild))?;
         if let Some(person) = owner {
@@ -141,15 +172,8 @@ impl Impulses {
                 .for_guild(guild)
                 .impulses
                 .max_open_tasks_per_person;
-            if self
-                .store
-                .open_tasks_of(guild, person)
-                .map_err(|e| e.to_string())?
-                >= u64::from(max)
-            {
-                return Err(format!(
-                    "you already have {max} open tasks here (impulses.maxOpenTasksPerPerson); close one with /task done first"
-                ));
+            if self.store.open_tasks_of(guild, person)? >= u64::from(max) {
+                return Err(ImpulseError::TooManyOpen { max });
             }
         }
         let task = Task {
@@ -167,7 +191,7 @@ impl Impulses {
             fired_at: None,
             done_at: None,
         };
-        self.store.insert_task(&task).map_err(|e| e.to_string())?;
+        self.store.insert_task(&task)?;
         self.journal.record(
             Entry::new(Kind::Impulse, format!("task added: {}", task.text))
                 .place(guild, channel)
@@ -184,13 +208,13 @@ impl Impulses {
         guild: Option<GuildId>,
         text: &str,
         sparked_by: &str,
-    ) -> Result<Idea, String> {
+    ) -> Result<Idea, ImpulseError> {
         let text = text.trim();
         if text.is_empty() {
-            return Err("an idea needs some words".into());
+            return Err(ImpulseError::EmptyIdea);
         }
         if guild.is_none() {
-            return Err("ideas belong to a server: suggest it there".into());
+            return Err(ImpulseError::IdeaWithoutServer);
         }
         let idea = Idea {
             id: new_id(),
@@ -200,7 +224,7 @@ impl Impulses {
             created_at: self.clock.now(),
             explored_at: None,
         };
-        self.store.insert_idea(&idea).map_err(|e| e.to_string())?;
+        self.store.insert_idea(&idea)?;
         self.journal.record(
             Entry::new(Kind::Impulse, format!("idea noted: {}", idea.text))
                 .guild(guild)
@@ -217,7 +241,7 @@ impl Impulses {
         cron: &str,
         action: &str,
         created_by: &str,
-    ) -> Result<ScheduleEntry, String> {
+    ) -> Result<ScheduleEntry, ImpulseError> {
         self.add_routine(guild, channel, name, cron, action, created_by, false)
     }
 
@@ -233,7 +257,7 @@ impl Impulses {
         action: &str,
         created_by: &str,
         during_quiet_hours: bool,
-    ) -> Result<ScheduleEntry, String> {
+    ) -> Result<ScheduleEntry, ImpulseError> {
         let name = name.trim();
         if name.is_empty()
             || name.len() > 40
@@ -241,13 +265,11 @@ impl Impulses {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
         {
-            return Err(format!(
-                "{name:?} is not a schedule name (1–40 letters, digits, - or _)"
-            ));
+            return Err(ImpulseError::BadScheduleName { name: name.into() });
         }
         when::parse_cron(cron)?;
         if action.trim().is_empty() {
-            return Err("a schedule entry needs an action: what should the bot do?".into());
+            return Err(ImpulseError::NoAction);
         }
         let entry = ScheduleEntry {
             id: new_id(),
@@ -261,14 +283,8 @@ impl Impulses {
             last_fired_at: None,
             during_quiet_hours,
         };
-        if !self
-            .store
-            .insert_schedule(&entry)
-            .map_err(|e| e.to_string())?
-        {
-            return Err(format!(
-                "there is already a schedule entry named {name:?} here"
-            ));
+        if !self.store.insert_schedule(&entry)? {
+            return Err(ImpulseError::DuplicateSchedule { name: name.into() });
         }
         self.journal.record(
             Entry::new(
@@ -285,6 +301,17 @@ impl Impulses {
     /// become impulses in the attention queue. Returns what was queued.
     pub fn check(&self) -> Vec<Impulse> {
         let now = self.clock.now();
+        let mut queued = self.tasks_due(now);
+        queued.extend(self.schedules_due(now));
+        queued.extend(self.ideas_ready(now));
+        for i in &queued {
+            self.spine.submit(Input::Impulse(i.clone()));
+        }
+        queued
+    }
+
+    /// Tasks whose time has come, claimed so that no other check fires them again.
+    fn tasks_due(&self, now: DateTime<Utc>) -> Vec<Impulse> {
         let mut queued = Vec::new();
         for task in self.store.claim_due_tasks(now).unwrap_or_default() {
             let mut i = Impulse::new(
@@ -303,6 +330,12 @@ impl Impulses {
             i.detail = task.text.clone();
             queued.push(i);
         }
+        queued
+    }
+
+    /// Schedule entries due since they last fired, each marked fired once.
+    fn schedules_due(&self, now: DateTime<Utc>) -> Vec<Impulse> {
+        let mut queued = Vec::new();
         for entry in self.store.schedules(None).unwrap_or_default() {
             let Ok(schedule) = when::parse_cron(&entry.cron) else {
                 continue;
@@ -328,6 +361,12 @@ impl Impulses {
                 queued.push(i);
             }
         }
+        queued
+    }
+
+    /// One idea per guild that is idle, not backing off, and neither quiet nor hushed.
+    fn ideas_ready(&self, now: DateTime<Utc>) -> Vec<Impulse> {
+        let mut queued = Vec::new();
         for (guild, _) in self.store.known_guilds().unwrap_or_default() {
             if !self.idea_backoff.ready(&guild, now) || !self.idle(guild, now) {
                 continue;
@@ -360,9 +399,6 @@ impl Impulses {
                 i.detail = idea.text.clone();
                 queued.push(i);
             }
-        }
-        for i in &queued {
-            self.spine.submit(Input::Impulse(i.clone()));
         }
         queued
     }

@@ -58,7 +58,9 @@ impl TypedTool for AddTask {
             context: self.context.clone(),
             created_by: self.by.clone(),
             owner: Some(self.owner),
-        })?;
+        })
+        // The tool's error arm is text for the model (see `executive::tools::Tool`).
+        .map_err(|e| e.to_string())?;
         Ok(format!(
             "task {} recorded, due {}",
             task.short_id(),

@@ -9,8 +9,62 @@ use std::str::FromStr;
 use chrono::{DateTime, Duration, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Utc};
 use chrono_tz::Tz;
 
+/// A due time nobody can read; holds the text as written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DueError {
+    /// "tomorrow …" or "today …" with a time that is not one; `example` shows a good one.
+    #[error("{text:?}: not a time of day (try \"{example}\")")]
+    NotATimeOfDay { text: String, example: &'static str },
+    #[error(
+        "{text:?} is not a time I understand: use \"in 10m\", \"in 2 hours\", \"tomorrow 9:00\", \"18:30\" or \"2026-03-01 14:00\""
+    )]
+    NotUnderstood { text: String },
+}
+
+/// Why a cron expression is refused, with the expression as written.
+#[derive(Debug, thiserror::Error)]
+pub enum CronError {
+    #[error("{expr:?} has {count} fields; a cron expression has 5 ({CRONTAB_GUIDE})")]
+    FieldCount { expr: String, count: usize },
+    /// One field's numbers or steps are wrong; `field` is its unit's name.
+    #[error("{expr:?}: the {field} field {problem}")]
+    Field {
+        expr: String,
+        field: &'static str,
+        problem: FieldProblem,
+    },
+    /// The cron crate refused a crontab line: show the guide, not its internal 6-field form.
+    #[error("{expr:?} is not a valid cron expression ({CRONTAB_GUIDE})")]
+    Crontab { expr: String },
+    #[error("{expr:?} is not a valid cron expression: {source}")]
+    Invalid {
+        expr: String,
+        source: cron::error::Error,
+    },
+}
+
+/// What is wrong inside one cron field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FieldProblem {
+    #[error("has the step {step:?} in {item:?}; a step is a whole number of 1 or more")]
+    BadStep { step: String, item: String },
+    #[error("has {n}, but {plural} are {lo}–{hi}")]
+    OutOfRange {
+        n: u32,
+        plural: &'static str,
+        lo: u32,
+        hi: u32,
+    },
+    #[error("has a bad step in {item:?}")]
+    BadWeekdayStep { item: String },
+    #[error("has {n:?}, but weekdays are 0–7 (Sunday is 0 or 7)")]
+    NotAWeekday { n: String },
+    #[error("has the empty range {item:?}")]
+    EmptyRange { item: String },
+}
+
 /// When something is due, from what a person (or the model) wrote.
-pub fn parse_due(text: &str, now: DateTime<Utc>, tz: Tz) -> Result<DateTime<Utc>, String> {
+pub fn parse_due(text: &str, now: DateTime<Utc>, tz: Tz) -> Result<DateTime<Utc>, DueError> {
     let t = text.trim().to_lowercase();
     let t = t
         .strip_prefix("in ")
@@ -39,26 +93,32 @@ pub fn parse_due(text: &str, now: DateTime<Utc>, tz: Tz) -> Result<DateTime<Utc>
             local_now.date_naive() + Duration::days(1),
             rest.trim().trim_start_matches("at ").trim(),
         )
-        .ok_or_else(|| format!("{text:?}: not a time of day (try \"tomorrow 9:00\")"));
+        .ok_or_else(|| DueError::NotATimeOfDay {
+            text: text.into(),
+            example: "tomorrow 9:00",
+        });
     }
     if let Some(rest) = t.strip_prefix("today") {
         return at_day(
             local_now.date_naive(),
             rest.trim().trim_start_matches("at ").trim(),
         )
-        .ok_or_else(|| format!("{text:?}: not a time of day (try \"today 18:30\")"));
+        .ok_or_else(|| DueError::NotATimeOfDay {
+            text: text.into(),
+            example: "today 18:30",
+        });
     }
     for format in ["%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M"] {
-        if let Ok(naive) = NaiveDateTime::parse_from_str(t, format) {
-            if let Some(at) = tz.from_local_datetime(&naive).earliest() {
-                return Ok(at.with_timezone(&Utc));
-            }
+        if let Ok(naive) = NaiveDateTime::parse_from_str(t, format)
+            && let Some(at) = tz.from_local_datetime(&naive).earliest()
+        {
+            return Ok(at.with_timezone(&Utc));
         }
     }
-    if let Ok(day) = NaiveDate::parse_from_str(t, "%Y-%m-%d") {
-        if let Some(at) = at_day(day, "") {
-            return Ok(at);
-        }
+    if let Ok(day) = NaiveDate::parse_from_str(t, "%Y-%m-%d")
+        && let Some(at) = at_day(day, "")
+    {
+        return Ok(at);
     }
     if let Some(time) = parse_time(t) {
         // A bare time: the next time the clock shows it.
@@ -70,9 +130,7 @@ pub fn parse_due(text: &str, now: DateTime<Utc>, tz: Tz) -> Result<DateTime<Utc>
             return Ok(if at > now { at } else { at + Duration::days(1) });
         }
     }
-    Err(format!(
-        "{text:?} is not a time I understand: use \"in 10m\", \"in 2 hours\", \"tomorrow 9:00\", \"18:30\" or \"2026-03-01 14:00\""
-    ))
+    Err(DueError::NotUnderstood { text: text.into() })
 }
 
 /// "10m", "2 hours", "3d", "1 week".
@@ -127,33 +185,43 @@ pub struct Cron {
 /// means what it means in crontab: weekdays 0–7 with Sunday as 0 or 7. The
 /// cron crate's own 6/7-field form (leading seconds, Sunday = 1) is passed
 /// through as it is.
-pub fn parse_cron(expr: &str) -> Result<Cron, String> {
+pub fn parse_cron(expr: &str) -> Result<Cron, CronError> {
     let fields: Vec<&str> = expr.split_whitespace().collect();
     let units: &[Unit] = match fields.len() {
         5 => &CRONTAB_UNITS,
         6 | 7 => &CRATE_UNITS[..fields.len()],
-        n => {
-            return Err(format!(
-                "{expr:?} has {n} fields; a cron expression has 5 ({CRONTAB_GUIDE})"
-            ));
+        count => {
+            return Err(CronError::FieldCount {
+                expr: expr.into(),
+                count,
+            });
+        }
+    };
+    let in_field = |field: &'static str| {
+        move |problem| CronError::Field {
+            expr: expr.into(),
+            field,
+            problem,
         }
     };
     for (field, unit) in fields.iter().zip(units) {
-        check_field(field, unit).map_err(|e| format!("{expr:?}: the {} field {e}", unit.name))?;
+        check_field(field, unit).map_err(in_field(unit.name))?;
     }
     // Errors past our own checks are rare (odd syntax); the cron crate's
     // message would show its internal 6-field form, so the crontab form's
     // error shows the valid fields instead.
     let parse = |full: String| {
-        cron::Schedule::from_str(&full).map_err(|e| match fields.len() {
-            5 => format!("{expr:?} is not a valid cron expression ({CRONTAB_GUIDE})"),
-            _ => format!("{expr:?} is not a valid cron expression: {e}"),
+        cron::Schedule::from_str(&full).map_err(|source| match fields.len() {
+            5 => CronError::Crontab { expr: expr.into() },
+            _ => CronError::Invalid {
+                expr: expr.into(),
+                source,
+            },
         })
     };
     let schedules = match fields.as_slice() {
         [minute, hour, dom, month, dow] => {
-            let dow =
-                crontab_weekdays(dow).map_err(|e| format!("{expr:?}: the weekday field {e}"))?;
+            let dow = crontab_weekdays(dow).map_err(in_field("weekday"))?;
             let restricted = |f: &str| f != "*" && f != "?";
             if restricted(dom) && restricted(&dow) {
                 vec![
@@ -217,21 +285,24 @@ const CRATE_UNITS: [Unit; 7] = [
 
 /// The numbers in one field (`5`, `1-5`, `*/15`, `0,30`) are in the unit's
 /// range. Names and anything unusual are left to the cron crate.
-fn check_field(field: &str, unit: &Unit) -> Result<(), String> {
+fn check_field(field: &str, unit: &Unit) -> Result<(), FieldProblem> {
     for item in field.split(',') {
         let (base, step) = item.split_once('/').unwrap_or((item, "1"));
         if step.parse::<u32>().map_or(true, |s| s == 0) {
-            return Err(format!(
-                "has the step {step:?} in {item:?}; a step is a whole number of 1 or more"
-            ));
+            return Err(FieldProblem::BadStep {
+                step: step.into(),
+                item: item.into(),
+            });
         }
         let numbers = base.split_once('-').map_or(vec![base], |(a, b)| vec![a, b]);
         for n in numbers.iter().filter_map(|n| n.parse::<u32>().ok()) {
             if n < unit.lo || n > unit.hi {
-                return Err(format!(
-                    "has {n}, but {} are {}–{}",
-                    unit.plural, unit.lo, unit.hi
-                ));
+                return Err(FieldProblem::OutOfRange {
+                    n,
+                    plural: unit.plural,
+                    lo: unit.lo,
+                    hi: unit.hi,
+                });
             }
         }
     }
@@ -240,7 +311,7 @@ fn check_field(field: &str, unit: &Unit) -> Result<(), String> {
 
 /// Crontab weekdays (0–7, Sunday 0 or 7) as the cron crate's (1–7, Sunday 1).
 /// Names (`MON-FRI`) mean the same in both and pass through.
-fn crontab_weekdays(field: &str) -> Result<String, String> {
+fn crontab_weekdays(field: &str) -> Result<String, FieldProblem> {
     if field == "*" || field == "?" {
         return Ok(field.to_string());
     }
@@ -254,15 +325,13 @@ fn crontab_weekdays(field: &str) -> Result<String, String> {
             Some((b, s)) => (
                 b,
                 s.parse::<usize>()
-                    .map_err(|_| format!("has a bad step in {item:?}"))?,
+                    .map_err(|_| FieldProblem::BadWeekdayStep { item: item.into() })?,
             ),
             None => (item, 1),
         };
         let num = |n: &str| match n.parse::<u32>() {
             Ok(v) if v <= 7 => Ok(v),
-            _ => Err(format!(
-                "has {n:?}, but weekdays are 0–7 (Sunday is 0 or 7)"
-            )),
+            _ => Err(FieldProblem::NotAWeekday { n: n.into() }),
         };
         let (from, to) = match base.split_once('-') {
             _ if base == "*" => (0, 6),
@@ -271,7 +340,7 @@ fn crontab_weekdays(field: &str) -> Result<String, String> {
             None => (num(base)?, num(base)?),
         };
         if from > to || step == 0 {
-            return Err(format!("has the empty range {item:?}"));
+            return Err(FieldProblem::EmptyRange { item: item.into() });
         }
         let mut days: Vec<u32> = (from..=to).step_by(step).map(|d| d % 7 + 1).collect();
         days.sort_unstable();
@@ -335,7 +404,7 @@ mod tests {
         );
         assert!(
             parse_due("whenever", now, utc)
-                .unwrap_err()
+                .unwrap_err().to_string()
                 .contains("in 10m")
         );
     }
@@ -346,10 +415,10 @@ mod tests {
         let utc: Tz = "UTC".parse().unwrap();
         let next = next_fire(&s, at("2026-01-05T12:03:00Z"), utc).unwrap();
         assert_eq!(next, at("2026-01-05T12:05:00Z"));
-        assert!(parse_cron("* * *").unwrap_err().contains("5 (minute hour"));
+        assert!(parse_cron("* * *").unwrap_err().to_string().contains("5 (minute hour"));
         assert!(
             parse_cron("0 9 * * 8")
-                .unwrap_err()
+                .unwrap_err().to_string()
                 .contains("weekdays are 0–7")
         );
     }
@@ -357,28 +426,28 @@ mod tests {
     #[test]
     fn cron_errors_show_the_expression_as_written_and_the_real_range() {
         assert_eq!(
-            parse_cron("61 * * * *").unwrap_err(),
+            parse_cron("61 * * * *").unwrap_err().to_string(),
             "\"61 * * * *\": the minute field has 61, but minutes are 0–59"
         );
         assert_eq!(
-            parse_cron("0 24 * * *").unwrap_err(),
+            parse_cron("0 24 * * *").unwrap_err().to_string(),
             "\"0 24 * * *\": the hour field has 24, but hours are 0–23"
         );
         assert_eq!(
-            parse_cron("0 9 0 * *").unwrap_err(),
+            parse_cron("0 9 0 * *").unwrap_err().to_string(),
             "\"0 9 0 * *\": the day-of-month field has 0, but days of the month are 1–31"
         );
         assert_eq!(
-            parse_cron("0 9 * 1-13 *").unwrap_err(),
+            parse_cron("0 9 * 1-13 *").unwrap_err().to_string(),
             "\"0 9 * 1-13 *\": the month field has 13, but months are 1–12"
         );
         assert!(
             parse_cron("*/0 * * * *")
-                .unwrap_err()
+                .unwrap_err().to_string()
                 .contains("a step is a whole number of 1 or more")
         );
         // Syntax the crate refuses: the guide, never the internal 6-field form.
-        let odd = parse_cron("5-x * * * *").unwrap_err();
+        let odd = parse_cron("5-x * * * *").unwrap_err().to_string();
         assert!(
             odd.starts_with("\"5-x * * * *\" is not a valid cron"),
             "{odd}"
@@ -387,7 +456,7 @@ mod tests {
         assert!(!odd.contains("0 5-x"), "{odd}");
         // The crate's own 6-field form is checked in its own terms.
         assert_eq!(
-            parse_cron("0 60 * * * *").unwrap_err(),
+            parse_cron("0 60 * * * *").unwrap_err().to_string(),
             "\"0 60 * * * *\": the minute field has 60, but minutes are 0–59"
         );
     }

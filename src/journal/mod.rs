@@ -11,7 +11,7 @@ pub mod summary;
 use crate::clock::SharedClock;
 use crate::store::{Store, StoreError};
 
-pub use crate::vocab::journal::{Entry, Filter, Kind};
+pub use crate::vocab::journal::{Entry, Filter, Kind, UnknownKind};
 
 /// Writes and reads the journal.
 #[derive(Clone)]
@@ -162,7 +162,7 @@ mod tests {
             Kind::parse_list("route, reply").unwrap(),
             vec![Kind::Route, Kind::Reply]
         );
-        let err = Kind::parse_list("route,rout").unwrap_err();
+        let err = Kind::parse_list("route,rout").unwrap_err().to_string();
         assert!(
             err.contains("\"rout\"") && err.contains("initiative_post"),
             "{err}"

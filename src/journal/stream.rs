@@ -134,7 +134,7 @@ pub fn message_changed(
 }
 
 /// Checks a comma-separated list of stream kinds, naming the bad one.
-pub fn parse_kinds(list: &str) -> Result<Vec<String>, String> {
+pub fn parse_kinds(list: &str) -> Result<Vec<String>, UnknownStreamKind> {
     list.split(',')
         .map(str::trim)
         .filter(|k| !k.is_empty())
@@ -143,14 +143,16 @@ pub fn parse_kinds(list: &str) -> Result<Vec<String>, String> {
                 .iter()
                 .find(|known| **known == k)
                 .map(|known| known.to_string())
-                .ok_or_else(|| {
-                    format!(
-                        "unknown context type {k:?}; valid types: {}",
-                        KINDS.join(", ")
-                    )
-                })
+                .ok_or_else(|| UnknownStreamKind { name: k.to_string() })
         })
         .collect()
+}
+
+/// A stream kind nobody knows, as typed; the message lists the valid ones.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown context type {name:?}; valid types: {}", KINDS.join(", "))]
+pub struct UnknownStreamKind {
+    pub name: String,
 }
 
 /// One event as a line: `12:03 ada: should we…` or `12:04 decision: answered ada — a mention`.

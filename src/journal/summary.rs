@@ -162,7 +162,11 @@ pub fn start_of_today(now: DateTime<Utc>, tz: Tz) -> DateTime<Utc> {
 }
 
 /// `today`, `yesterday` (from yesterday's midnight) or a window like `24h`.
-pub fn parse_window(spec: &str, now: DateTime<Utc>, tz: Tz) -> Result<DateTime<Utc>, String> {
+pub fn parse_window(
+    spec: &str,
+    now: DateTime<Utc>,
+    tz: Tz,
+) -> Result<DateTime<Utc>, crate::when::NotAWindow> {
     match spec.trim() {
         "" | "today" => Ok(start_of_today(now, tz)),
         "yesterday" => Ok(start_of_today(now, tz) - chrono::Duration::days(1)),

@@ -184,7 +184,7 @@ impl Memory {
         turn.max_calls = 0;
         match self.executive.run_turn(turn).await.outcome {
             Ok(TurnOutcome::Final(v)) => {
-                let s: Summary = parse_args(&v)?;
+                let s: Summary = parse_args(&v).map_err(|e| e.to_string())?;
                 if s.content.trim().is_empty() {
                     return Err("the summary was empty".into());
                 }

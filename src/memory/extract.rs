@@ -335,7 +335,7 @@ impl Memory {
             Ok(other) => return Err(format!("no extraction: {other:?}")),
             Err(e) => return Err(e.to_string()),
         };
-        let extraction: Extraction = parse_args(&value)?;
+        let extraction: Extraction = parse_args(&value).map_err(|e| e.to_string())?;
         let now = self.clock.now();
         let about_withheld = |f: &ExtractedFact| {
             f.about.as_deref().is_some_and(|name| {

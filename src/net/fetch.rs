@@ -374,12 +374,13 @@ impl Fetcher {
             Some(url::Host::Domain(_)) => None,
             None => return Err(FetchError::Refused(format!("{raw:?} has no host"))),
         };
-        if let Some(ip) = ip {
-            if !self.allow_private && is_private(ip) {
-                return Err(FetchError::Refused(format!(
-                    "{ip} is a private address (network.allowPrivateHosts is off)"
-                )));
-            }
+        if let Some(ip) = ip
+            && !self.allow_private
+            && is_private(ip)
+        {
+            return Err(FetchError::Refused(format!(
+                "{ip} is a private address (network.allowPrivateHosts is off)"
+            )));
         }
         Ok(url)
     }
@@ -416,15 +417,15 @@ impl Fetcher {
         for _ in 0..=self.max_redirects {
             self.check_name_behind_proxy(&url).await?;
             let mut req = self.client.get(url.clone()).headers(extra.clone());
-            if let Some(etag) = &validators.etag {
-                if let Ok(v) = HeaderValue::from_str(etag) {
-                    req = req.header(IF_NONE_MATCH, v);
-                }
+            if let Some(etag) = &validators.etag
+                && let Ok(v) = HeaderValue::from_str(etag)
+            {
+                req = req.header(IF_NONE_MATCH, v);
             }
-            if let Some(lm) = &validators.last_modified {
-                if let Ok(v) = HeaderValue::from_str(lm) {
-                    req = req.header(IF_MODIFIED_SINCE, v);
-                }
+            if let Some(lm) = &validators.last_modified
+                && let Ok(v) = HeaderValue::from_str(lm)
+            {
+                req = req.header(IF_MODIFIED_SINCE, v);
             }
             let resp = req.send().await.map_err(network_error)?;
             let status = resp.status();
@@ -601,8 +602,10 @@ mod tests {
             Err(FetchError::Refused(_))
         ));
         assert!(f.check_url("https://example.com/feed").is_ok());
-        let mut open = NetworkSettings::default();
-        open.allow_private_hosts = true;
+        let open = NetworkSettings {
+            allow_private_hosts: true,
+            ..Default::default()
+        };
         assert!(
             Fetcher::new(&open)
                 .check_url("http://127.0.0.1:8080/x")

@@ -702,7 +702,9 @@ impl Reflexes {
         turn.max_steps = 2;
         match self.services.executive.run_turn(turn).await.outcome {
             Ok(TurnOutcome::Final(v)) => {
-                crate::executive::tools::parse_args::<Classify>(&v).map(|c| c.matches)
+                crate::executive::tools::parse_args::<Classify>(&v)
+                    .map(|c| c.matches)
+                    .map_err(|e| e.to_string())
             }
             Ok(other) => Err(format!("the classifier gave no answer ({other:?})")),
             Err(e) => Err(e.to_string()),

@@ -340,7 +340,8 @@ async fn perform(
                 context,
                 created_by: format!("reflex:{}", reflex.name),
                 owner: f.user,
-            })?;
+            })
+            .map_err(|e| e.to_string())?;
             did(format!(
                 "added the task {:?} due {}",
                 short(&task.text),
@@ -352,7 +353,8 @@ async fn perform(
                 f.guild,
                 &text.render(vars),
                 &format!("the reflex {}", reflex.name),
-            )?;
+            )
+            .map_err(|e| e.to_string())?;
             did(format!("noted the idea {:?}", short(&idea.text)))
         }
         Action::Remember {
@@ -392,7 +394,7 @@ async fn perform(
         Action::JournalSummary { since, .. } => {
             let tz = s.impulses.timezone(f.guild);
             let now = s.clock.now();
-            let start = summary::parse_window(since, now, tz)?;
+            let start = summary::parse_window(since, now, tz).map_err(|e| e.to_string())?;
             let Some(channel) = f.channel else {
                 return Err("journal_summary needs a channel to answer in".into());
             };
@@ -406,14 +408,14 @@ async fn perform(
         }
         Action::Hush { duration, .. } => {
             let (c, who, here) = hush_ctx(s, f, &settings)?;
-            let minutes = hush::parse_duration(&duration.render(vars))?;
+            let minutes = hush::parse_duration(&duration.render(vars)).map_err(|e| e.to_string())?;
             let said = hush::hush(&c, &who, hush::Place::Channel(here), minutes);
             // A refusal ("up to 3 hours") is the answer the person needs, not a failed step.
-            value(said.unwrap_or_else(|why| why))
+            value(said.unwrap_or_else(|why| why.to_string()))
         }
         Action::Unhush { .. } => {
             let (c, who, here) = hush_ctx(s, f, &settings)?;
-            value(hush::unhush(&c, &who, hush::Place::Channel(here)).unwrap_or_else(|why| why))
+            value(hush::unhush(&c, &who, hush::Place::Channel(here)).unwrap_or_else(|why| why.to_string()))
         }
         Action::Escalate { .. } | Action::Pass { .. } => unreachable!("handled by run"),
     }

@@ -35,6 +35,35 @@ pub const MAX_RULES: usize = 14;
 pub const EXAMPLE: &str =
     "\"23:00-08:00\", \"fri,sat 01:00-10:00\" or \"sun-thu 23:00-07:00; fri,sat 01:00-10:00\"";
 
+/// Why a quiet-hours setting does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QuietHoursError {
+    #[error("has {count} rules; at most {MAX_RULES} are allowed")]
+    TooManyRules { count: usize },
+    /// One rule is wrong; the message adds what a valid setting looks like.
+    #[error("{0}; write e.g. {EXAMPLE}")]
+    Rule(#[from] RuleError),
+}
+
+/// What is wrong with one `;`-separated rule, naming the text as written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleError {
+    #[error("{text:?} is not a rule (optional days, then HH:MM-HH:MM)")]
+    NotARule { text: String },
+    #[error("{range:?} is not a time range (HH:MM-HH:MM)")]
+    NotARange { range: String },
+    #[error("{text:?} is not a time of day (HH:MM from 00:00 to 23:59)")]
+    NotATime { text: String },
+    #[error(
+        "{range:?} starts and ends at the same time; a quiet period needs two different times"
+    )]
+    SameTime { range: String },
+    #[error("{text:?} names no day")]
+    NoDay { text: String },
+    #[error("{text:?} is not a day (mon, tue, wed, thu, fri, sat, sun)")]
+    NotADay { text: String },
+}
+
 /// Quiet hours, parsed. The default has no rules: never quiet.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct QuietHours {
@@ -51,23 +80,16 @@ struct Rule {
 
 impl QuietHours {
     /// Parses the setting; the error says what is wrong and what is valid.
-    pub fn parse(spec: &str) -> Result<Self, String> {
+    pub fn parse(spec: &str) -> Result<Self, QuietHoursError> {
         let rules: Vec<&str> = spec
             .split(';')
             .map(str::trim)
             .filter(|r| !r.is_empty())
             .collect();
         if rules.len() > MAX_RULES {
-            return Err(format!(
-                "has {} rules; at most {MAX_RULES} are allowed",
-                rules.len()
-            ));
+            return Err(QuietHoursError::TooManyRules { count: rules.len() });
         }
-        let rules = rules
-            .into_iter()
-            .map(rule)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("{e}; write e.g. {EXAMPLE}"))?;
+        let rules = rules.into_iter().map(rule).collect::<Result<Vec<_>, _>>()?;
         Ok(Self { rules })
     }
 
@@ -139,25 +161,21 @@ pub fn resolve(wall: NaiveDateTime, tz: Tz) -> DateTime<Utc> {
     wall.and_utc()
 }
 
-fn rule(text: &str) -> Result<Rule, String> {
+fn rule(text: &str) -> Result<Rule, RuleError> {
     let mut parts = text.split_whitespace();
     let (days, range) = match (parts.next(), parts.next(), parts.next()) {
         (Some(range), None, None) => (None, range),
         (Some(days), Some(range), None) => (Some(days), range),
         _ => {
-            return Err(format!(
-                "{text:?} is not a rule (optional days, then HH:MM-HH:MM)"
-            ));
+            return Err(RuleError::NotARule { text: text.into() });
         }
     };
     let (start, end) = range
         .split_once('-')
-        .ok_or_else(|| format!("{range:?} is not a time range (HH:MM-HH:MM)"))?;
+        .ok_or_else(|| RuleError::NotARange { range: range.into() })?;
     let (start, end) = (time(start)?, time(end)?);
     if start == end {
-        return Err(format!(
-            "{range:?} starts and ends at the same time; a quiet period needs two different times"
-        ));
+        return Err(RuleError::SameTime { range: range.into() });
     }
     let days = match days {
         None => [true; 7],
@@ -166,8 +184,8 @@ fn rule(text: &str) -> Result<Rule, String> {
     Ok(Rule { days, start, end })
 }
 
-fn time(text: &str) -> Result<NaiveTime, String> {
-    let bad = || format!("{text:?} is not a time of day (HH:MM from 00:00 to 23:59)");
+fn time(text: &str) -> Result<NaiveTime, RuleError> {
+    let bad = || RuleError::NotATime { text: text.into() };
     let (h, m) = text.split_once(':').ok_or_else(bad)?;
     let digits = |s: &str, max: u32| {
         (!s.is_empty() && s.len() <= 2 && s.chars().all(|c| c.is_ascii_digit()))
@@ -181,7 +199,7 @@ fn time(text: &str) -> Result<NaiveTime, String> {
     }
 }
 
-fn weekdays(text: &str) -> Result<[bool; 7], String> {
+fn weekdays(text: &str) -> Result<[bool; 7], RuleError> {
     let mut days = [false; 7];
     for item in text.split(',').filter(|i| !i.is_empty()) {
         let (from, to) = match item.split_once('-') {
@@ -198,12 +216,12 @@ fn weekdays(text: &str) -> Result<[bool; 7], String> {
         }
     }
     if days.iter().all(|d| !d) {
-        return Err(format!("{text:?} names no day"));
+        return Err(RuleError::NoDay { text: text.into() });
     }
     Ok(days)
 }
 
-fn weekday(text: &str) -> Result<Weekday, String> {
+fn weekday(text: &str) -> Result<Weekday, RuleError> {
     let lower = text.to_ascii_lowercase();
     const NAMES: [(&str, Weekday); 7] = [
         ("monday", Weekday::Mon),
@@ -218,7 +236,7 @@ fn weekday(text: &str) -> Result<Weekday, String> {
         .iter()
         .find(|(full, _)| lower.len() >= 3 && full.starts_with(&lower))
         .map(|(_, d)| *d)
-        .ok_or_else(|| format!("{text:?} is not a day (mon, tue, wed, thu, fri, sat, sun)"))
+        .ok_or_else(|| RuleError::NotADay { text: text.into() })
 }
 
 #[cfg(test)]
@@ -347,7 +365,7 @@ mod tests {
 
     #[test]
     fn bad_settings_say_what_is_wrong_and_what_is_valid() {
-        let e = QuietHours::parse("25:00-08:00").unwrap_err();
+        let e = QuietHours::parse("25:00-08:00").unwrap_err().to_string();
         assert!(
             e.starts_with("\"25:00\" is not a time of day (HH:MM from 00:00 to 23:59); write e.g. \"23:00-08:00\""),
             "{e}"
@@ -355,16 +373,19 @@ mod tests {
         assert!(
             QuietHours::parse("23:00")
                 .unwrap_err()
+                .to_string()
                 .contains("not a time range")
         );
         assert!(
             QuietHours::parse("23:00-23:00")
                 .unwrap_err()
+                .to_string()
                 .contains("same time")
         );
         assert!(
             QuietHours::parse("fry 23:00-01:00")
                 .unwrap_err()
+                .to_string()
                 .contains("\"fry\" is not a day")
         );
         assert!(
@@ -374,7 +395,7 @@ mod tests {
         assert!(QuietHours::parse("").unwrap().is_empty());
         assert!(QuietHours::parse(" ; ").unwrap().is_empty());
         let many = vec!["01:00-02:00"; MAX_RULES + 1].join(";");
-        assert!(QuietHours::parse(&many).unwrap_err().contains("at most"));
+        assert!(QuietHours::parse(&many).unwrap_err().to_string().contains("at most"));
         assert_eq!(
             QuietHours::parse("Friday-Monday 8:00-9:30").unwrap(),
             QuietHours::parse("fri,sat,sun,mon 08:00-09:30").unwrap(),

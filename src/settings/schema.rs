@@ -1007,15 +1007,21 @@ pub struct DashboardSettings {
 
 impl DashboardSettings {
     /// `bind` as a socket address: an IP address and a port (0: any free port).
-    pub fn address(&self) -> Result<std::net::SocketAddr, String> {
-        self.bind.trim().parse().map_err(|_| {
-            format!(
-                "must be an IP address and a port, such as \"127.0.0.1:8377\" (this machine only) \
-                 or \"0.0.0.0:8377\" (every interface; a token is then required), got {:?}",
-                self.bind
-            )
+    pub fn address(&self) -> Result<std::net::SocketAddr, BadBind> {
+        self.bind.trim().parse().map_err(|_| BadBind {
+            bind: self.bind.clone(),
         })
     }
+}
+
+/// `dashboard.bind` is not an address to listen on; holds the text as written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "must be an IP address and a port, such as \"127.0.0.1:8377\" (this machine only) \
+     or \"0.0.0.0:8377\" (every interface; a token is then required), got {bind:?}"
+)]
+pub struct BadBind {
+    pub bind: String,
 }
 
 impl Default for DashboardSettings {

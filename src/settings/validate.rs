@@ -463,10 +463,30 @@ pub fn warnings(s: &Settings) -> Vec<Problem> {
     out
 }
 
-/// Semantic rules: ranges, formats, and relations between keys.
+/// Semantic rules: ranges, formats, and relations between keys, one
+/// settings section at a time (problems come out in the settings' order).
 fn semantic(s: &Settings) -> Vec<Problem> {
     let mut p = Rules::default();
+    bot_discord_storage(&mut p, s);
+    network(&mut p, s);
+    attention(&mut p, s);
+    executive(&mut p, s);
+    permissions(&mut p, s);
+    initiative_text(&mut p, s);
+    discovery_sources(&mut p, s);
+    discovery_addresses(&mut p, s);
+    discovery_limits(&mut p, s);
+    memory(&mut p, s);
+    reflexes(&mut p, s);
+    impulses(&mut p, s);
+    garden(&mut p, s);
+    voice(&mut p, s);
+    dashboard(&mut p, s);
+    p.0
+}
 
+/// `bot`, `discord` and `storage`: names, Discord's own limits, where data lives.
+fn bot_discord_storage(p: &mut Rules, s: &Settings) {
     p.non_empty("bot.name", &s.bot.name);
     p.max_len("bot.name", &s.bot.name, 32);
     p.url("discord.apiBaseUrl", &s.discord.api_base_url, false);
@@ -483,7 +503,7 @@ fn semantic(s: &Settings) -> Vec<Problem> {
         0,
         1440,
     );
-    attachments(&mut p, &s.discord.attachments);
+    attachments(p, &s.discord.attachments);
     // Discord allows about 5 edits per 5 s in a channel; faster only earns 429s.
     p.range(
         "discord.streamEditIntervalMs",
@@ -492,7 +512,10 @@ fn semantic(s: &Settings) -> Vec<Problem> {
         60_000,
     );
     p.non_empty("storage.dataDir", &s.storage.data_dir);
+}
 
+/// `network`: the guarded fetcher's bounds and the search and proxy addresses.
+fn network(p: &mut Rules, s: &Settings) {
     let n = &s.network;
     p.range(
         "network.fetchTimeoutSeconds",
@@ -516,7 +539,10 @@ fn semantic(s: &Settings) -> Vec<Problem> {
         1_024,
         100_000_000,
     );
+}
 
+/// `attention`: concurrency, conversations, and when the bot may chime in.
+fn attention(p: &mut Rules, s: &Settings) {
     let a = &s.attention;
     p.range("attention.maxConcurrent", a.max_concurrent, 1, 64);
     p.range(
@@ -535,7 +561,10 @@ fn semantic(s: &Settings) -> Vec<Problem> {
         0,
         1440,
     );
+}
 
+/// `executive`: the roles' models and budgets, the tool loop, prompt limits, the context stream.
+fn executive(p: &mut Rules, s: &Settings) {
     let e = &s.executive;
     for (role, r) in [
         ("reply", &e.roles.reply),
@@ -579,7 +608,7 @@ fn semantic(s: &Settings) -> Vec<Problem> {
     );
     p.range("executive.maxToolSteps", e.max_tool_steps, 1, 50);
     p.range("executive.maxToolCalls", e.max_tool_calls, 0, 100);
-    prompt_limits(&mut p, &e.prompt_limits);
+    prompt_limits(p, &e.prompt_limits);
     for (i, role) in e.context_stream.roles.iter().enumerate() {
         p.one_of(
             &format!("executive.contextStream.roles[{i}]"),
@@ -605,7 +634,10 @@ fn semantic(s: &Settings) -> Vec<Problem> {
         1,
         720,
     );
+}
 
+/// `permissions.replies`: how much the bot may answer.
+fn permissions(p: &mut Rules, s: &Settings) {
     p.range(
         "permissions.replies.maxMessagesPerHour",
         s.permissions.replies.max_messages_per_hour,
@@ -618,7 +650,10 @@ fn semantic(s: &Settings) -> Vec<Problem> {
         1,
         20,
     );
+}
 
+/// `initiative.text`, quiet hours and the server's zone: when the bot may speak unprompted.
+fn initiative_text(p: &mut Rules, s: &Settings) {
     let t = &s.initiative.text;
     p.range("initiative.text.eagerness", t.eagerness, 0, 100);
     p.range(
@@ -662,7 +697,7 @@ fn semantic(s: &Settings) -> Vec<Problem> {
         8_760,
     );
     if let Err(why) = super::quiet_hours::QuietHours::parse(&s.initiative.quiet_hours) {
-        p.push("initiative.quietHours", why);
+        p.push("initiative.quietHours", why.to_string());
     }
     let zone = s.guild.timezone.trim();
     if !zone.is_empty() && zone.parse::<chrono_tz::Tz>().is_err() {
@@ -674,7 +709,10 @@ fn semantic(s: &Settings) -> Vec<Problem> {
             ),
         );
     }
+}
 
+/// `initiative.discovery`'s sources: each a valid subreddit, feed, channel id or handle.
+fn discovery_sources(p: &mut Rules, s: &Settings) {
     let d = &s.initiative.discovery;
     for (i, sub) in d.reddit_subreddits.iter().enumerate() {
         let name = sub.trim_start_matches("r/");
@@ -719,6 +757,11 @@ fn semantic(s: &Settings) -> Vec<Problem> {
             "must be set when X handles are configured (X has no free API; point this at an RSS bridge such as RSSHub or Nitter)",
         );
     }
+}
+
+/// `initiative.discovery`'s provider addresses.
+fn discovery_addresses(p: &mut Rules, s: &Settings) {
+    let d = &s.initiative.discovery;
     p.url(
         "initiative.discovery.xBridgeBaseUrl",
         &d.x_bridge_base_url,
@@ -739,6 +782,11 @@ fn semantic(s: &Settings) -> Vec<Problem> {
         &d.hacker_news_base_url,
         false,
     );
+}
+
+/// `initiative.discovery`'s fetch pacing, freshness and daily media limits.
+fn discovery_limits(p: &mut Rules, s: &Settings) {
+    let d = &s.initiative.discovery;
     p.range(
         "initiative.discovery.fetchIntervalMinutes",
         d.fetch_interval_minutes,
@@ -803,7 +851,10 @@ fn semantic(s: &Settings) -> Vec<Problem> {
         &d.gif_source.rating,
         &["g", "pg", "pg-13", "r"],
     );
+}
 
+/// `memory`: conversations, extraction, supersede and the prompt's facts.
+fn memory(p: &mut Rules, s: &Settings) {
     let m = &s.memory;
     p.range(
         "memory.conversationIdleMinutes",
@@ -853,7 +904,10 @@ fn semantic(s: &Settings) -> Vec<Problem> {
         );
     }
     p.range("memory.maxPromptFacts", m.max_prompt_facts, 0, 100);
+}
 
+/// `reflexes`: where they live and how many a server may create.
+fn reflexes(p: &mut Rules, s: &Settings) {
     p.non_empty("reflexes.dir", &s.reflexes.dir);
     p.url(
         "reflexes.githubApiBaseUrl",
@@ -866,7 +920,10 @@ fn semantic(s: &Settings) -> Vec<Problem> {
         0,
         1_000,
     );
+}
 
+/// `impulses`: tasks, ideas and the zone schedules are read in.
+fn impulses(p: &mut Rules, s: &Settings) {
     let i = &s.impulses;
     p.range(
         "impulses.activeCheckSeconds",
@@ -891,7 +948,10 @@ fn semantic(s: &Settings) -> Vec<Problem> {
             ),
         );
     }
+}
 
+/// `garden`: the cycle's interval bounds and limits.
+fn garden(p: &mut Rules, s: &Settings) {
     let g = &s.garden;
     p.range(
         "garden.minIntervalMinutes",
@@ -946,7 +1006,10 @@ fn semantic(s: &Settings) -> Vec<Problem> {
     p.range("garden.activeMultiplier", g.active_multiplier, 3, 5);
     p.range("garden.maxPassSeconds", g.max_pass_seconds, 1, 3_600);
     p.range("garden.maxCandidates", g.max_candidates, 0, 100);
+}
 
+/// `voice`: listening, utterance bounds, links and channels to join.
+fn voice(p: &mut Rules, s: &Settings) {
     let v = &s.voice;
     p.url(
         "voice.transcription.baseUrl",
@@ -995,12 +1058,13 @@ fn semantic(s: &Settings) -> Vec<Problem> {
             );
         }
     }
+}
 
+/// `dashboard`: an address it can listen on.
+fn dashboard(p: &mut Rules, s: &Settings) {
     if let Err(e) = s.dashboard.address() {
-        p.push("dashboard.bind", e);
+        p.push("dashboard.bind", e.to_string());
     }
-
-    p.0
 }
 
 /// Each limit in a sane range, and each no larger than the one containing it

@@ -523,6 +523,7 @@ impl Store {
     }
 
     /// Counts by kind and importance, and the date range, for `ambient memories stats`.
+    #[allow(clippy::type_complexity)] // one query's three results, named where `cli` reads them
     pub fn fact_stats(
         &self,
     ) -> Result<(

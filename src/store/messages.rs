@@ -378,6 +378,7 @@ impl Store {
     }
 
     /// When the bot last said something in a channel, and when a person last did.
+    #[allow(clippy::type_complexity)] // (bot, person): a pair the doc names
     pub fn channel_activity(
         &self,
         channel: ChannelId,

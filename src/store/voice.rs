@@ -33,6 +33,7 @@ impl Store {
     }
 
     /// (voice channel, start, end) of a transcribed message.
+    #[allow(clippy::type_complexity)] // a row's three columns, named in the doc
     pub fn utterance(
         &self,
         message: MessageId,

@@ -78,21 +78,26 @@ impl Kind {
     }
 
     /// Parses a comma-separated list such as `route,reply`, naming the bad one.
-    pub fn parse_list(s: &str) -> Result<Vec<Kind>, String> {
+    pub fn parse_list(s: &str) -> Result<Vec<Kind>, UnknownKind> {
         s.split(',')
             .map(str::trim)
             .filter(|t| !t.is_empty())
-            .map(|t| {
-                Kind::parse(t).ok_or_else(|| {
-                    let valid: Vec<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
-                    format!(
-                        "unknown journal type {t:?}; valid types: {}",
-                        valid.join(", ")
-                    )
-                })
-            })
+            .map(|t| Kind::parse(t).ok_or_else(|| UnknownKind { name: t.to_string() }))
             .collect()
     }
+
+    /// Every kind's name, comma-separated: what a person may type.
+    fn valid_list() -> String {
+        let valid: Vec<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
+        valid.join(", ")
+    }
+}
+
+/// A journal type nobody knows, as typed; the message lists the valid ones.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown journal type {name:?}; valid types: {}", Kind::valid_list())]
+pub struct UnknownKind {
+    pub name: String,
 }
 
 /// One journal line.

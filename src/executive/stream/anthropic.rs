@@ -47,6 +47,8 @@ fn tokens(usage: &Value) -> Option<u64> {
 }
 
 impl Decoder {
+    // Whole on purpose: a flat match with one arm per Anthropic stream event,
+    // in the order they arrive, each arm short; the match is the protocol.
     pub(super) fn event(&mut self, name: &str, data: &str) -> Result<Step, Fault> {
         match name {
             "message_start" => {
