@@ -74,6 +74,15 @@ pub struct ReplyTools {
     pub secrets: Secrets,
 }
 
+/// Why the reply prompt could not be made; the turn fails with this text.
+#[derive(Debug, thiserror::Error)]
+enum RenderError {
+    #[error("cannot read the channel history: {0}")]
+    History(#[source] crate::store::StoreError),
+    #[error("the reply prompt failed to render: {0}")]
+    Prompt(#[source] crate::executive::prompts::PromptError),
+}
+
 pub struct ReplyHandler {
     speech: Arc<Speech>,
     executive: Arc<Executive>,
@@ -172,7 +181,7 @@ impl ReplyHandler {
         m: &MessagePercept,
         unsolicited: bool,
         shown: &Shown,
-    ) -> Result<Rendered, String> {
+    ) -> Result<Rendered, RenderError> {
         let place = m.place();
         let settings = self.settings.for_guild(place.guild);
         let history = self
@@ -181,7 +190,7 @@ impl ReplyHandler {
                 place.channel,
                 settings.executive.reply_history_messages as usize,
             )
-            .map_err(|e| format!("cannot read the channel history: {e}"))?;
+            .map_err(RenderError::History)?;
         let prompt = ReplyPrompt {
             bot_name: settings.bot.name.clone(),
             persona: settings.bot.persona.clone(),
@@ -211,7 +220,7 @@ impl ReplyHandler {
         self.executive
             .prompts
             .render("reply", &prompt)
-            .map_err(|e| format!("the reply prompt failed to render: {e}"))
+            .map_err(RenderError::Prompt)
     }
 
     fn turn(
@@ -314,7 +323,7 @@ impl ReplyHandler {
         let shown = self.attachments(m, Role::Reply, false).await;
         let rendered = match self.render(m, false, &shown) {
             Ok(r) => r,
-            Err(e) => return Outcome::Failed(e),
+            Err(e) => return Outcome::Failed(e.to_string()),
         };
         let settings = self.settings.for_guild(m.place().guild);
         let mut turn = self.turn(m, rendered, &shown, Role::Reply, "reply to");
@@ -449,7 +458,7 @@ impl ReplyHandler {
         let shown = self.attachments(m, Role::Ambient, true).await;
         let rendered = match self.render(m, true, &shown) {
             Ok(r) => r,
-            Err(e) => return Outcome::Failed(e),
+            Err(e) => return Outcome::Failed(e.to_string()),
         };
         self.lock_considered()
             .insert(m.message.channel, self.clock.now());

@@ -474,6 +474,7 @@ impl Initiative {
                 decision::check(d, &check_pool, max_chars)
                     .map(|_| ())
                     .map_err(|e| {
+                        let e = e.to_string();
                         noted
                             .lock()
                             .unwrap_or_else(|p| p.into_inner())
@@ -536,7 +537,7 @@ impl Initiative {
         };
         match decision::check(&decision, &pool, max_chars) {
             Ok(checked) => self.act(guild, checked, pending, result.last_call).await,
-            Err(why) => self.skip(guild, None, "rejected a decision", &why),
+            Err(why) => self.skip(guild, None, "rejected a decision", &why.to_string()),
         }
     }
 
@@ -652,7 +653,7 @@ impl Initiative {
                             guild,
                             Some(channel),
                             "posted without the requested GIF",
-                            &why,
+                            &why.to_string(),
                         ),
                     }
                 }
@@ -687,7 +688,7 @@ impl Initiative {
                     guild,
                     Some(channel),
                     &format!("dropped the {} request", m.kind.as_str()),
-                    &why,
+                    &why.to_string(),
                 ),
             }
         }

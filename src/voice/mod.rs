@@ -30,7 +30,50 @@ use crate::speech::Speech;
 use crate::store::boundaries::Boundary;
 use listener::{Listener, Services, Session};
 
-/// What the platform does for voice.
+/// Why the bot did not join or leave a voice channel; the text is the answer
+/// the person who asked sees.
+#[derive(Debug, thiserror::Error)]
+pub enum VoiceError {
+    /// Voice is off, transcription is unconfigured, or there is no front end.
+    #[error("I can't listen in voice: {0}.")]
+    Unavailable(String),
+    #[error(
+        "<#{voice}> has no linked text channel: add it to voice.links, or use /voice join from the text channel to write to"
+    )]
+    Unlinked { voice: ChannelId },
+    #[error("<#{text}> is not a text channel of this server that I know: check voice.links")]
+    NotThisServers { text: ChannelId },
+    #[error("could not check <#{text}>: {source}")]
+    Unchecked {
+        text: ChannelId,
+        source: crate::store::StoreError,
+    },
+    #[error("I can't write transcripts to <#{text}>: {why}")]
+    Invisible { text: ChannelId, why: String },
+    #[error("I'm already joining a voice channel here.")]
+    AlreadyJoining,
+    #[error("no voice front end")]
+    NoFrontEnd,
+    /// The platform refused to connect (its own words).
+    #[error("I couldn't join <#{voice}>: {why}")]
+    NotJoined { voice: ChannelId, why: String },
+    /// Nobody may be transcribed without being told, so the bot left again.
+    #[error(
+        "I couldn't post the notice that I'm listening in <#{text}> ({why}), so I left <#{voice}>."
+    )]
+    NoticeUnposted {
+        text: ChannelId,
+        voice: ChannelId,
+        why: String,
+    },
+    #[error("I'm not in a voice channel here.")]
+    NotInVoice,
+}
+
+/// What the platform does for voice. Its errors are the platform's own words
+/// (songbird's, or a test fake's), shown inside [`VoiceError::NotJoined`]:
+/// this crate never branches on them, and the fakes in `tests/` implement
+/// this trait as it stands.
 #[async_trait]
 pub trait VoiceBackend: Send + Sync {
     /// Connects to `channel` and feeds its decoded audio to `listener.tick`.
@@ -139,7 +182,9 @@ impl Voice {
         None
     }
 
-    /// Joins `voice`, writing to `text` (or its configured link).
+    /// Joins `voice`, writing to `text` (or its configured link): the answer
+    /// to give, or why not as text (the integration tests read it as a
+    /// `String`; [`Voice::try_join`] is the typed way in).
     pub async fn join(
         &self,
         guild: GuildId,
@@ -147,13 +192,24 @@ impl Voice {
         text: Option<ChannelId>,
         by: &str,
     ) -> Result<String, String> {
+        self.try_join(guild, voice, text, by)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// [`Voice::join`], with why not as a [`VoiceError`].
+    pub async fn try_join(
+        &self,
+        guild: GuildId,
+        voice: ChannelId,
+        text: Option<ChannelId>,
+        by: &str,
+    ) -> Result<String, VoiceError> {
         if let Some(why) = self.unavailable(guild) {
-            return Err(format!("I can't listen in voice: {why}."));
+            return Err(VoiceError::Unavailable(why));
         }
         let Some(text) = self.link(guild, voice, text) else {
-            return Err(format!(
-                "<#{voice}> has no linked text channel: add it to voice.links, or use /voice join from the text channel to write to"
-            ));
+            return Err(VoiceError::Unlinked { voice });
         };
         self.writable(guild, text)?;
         if !self
@@ -162,7 +218,7 @@ impl Voice {
             .unwrap_or_else(|p| p.into_inner())
             .insert(guild)
         {
-            return Err("I'm already joining a voice channel here.".into());
+            return Err(VoiceError::AlreadyJoining);
         }
         let result = self.connect(guild, voice, text, by).await;
         self.joining
@@ -175,19 +231,18 @@ impl Voice {
     /// Whether transcripts may be written to `text`: a channel of this
     /// server (a server's `voice.links` cannot point into another server)
     /// that the bot may read.
-    fn writable(&self, guild: GuildId, text: ChannelId) -> Result<(), String> {
+    fn writable(&self, guild: GuildId, text: ChannelId) -> Result<(), VoiceError> {
         match self.services.store.channel_guild(text) {
             Ok(Some(Some(g))) if g == guild => {}
-            Ok(_) => {
-                return Err(format!(
-                    "<#{text}> is not a text channel of this server that I know: check voice.links"
-                ));
-            }
-            Err(e) => return Err(format!("could not check <#{text}>: {e}")),
+            Ok(_) => return Err(VoiceError::NotThisServers { text }),
+            Err(source) => return Err(VoiceError::Unchecked { text, source }),
         }
         let settings = self.services.settings.for_guild(Some(guild));
         if let Some(why) = crate::permissions::channel_invisible_because(&settings, text) {
-            return Err(format!("I can't write transcripts to <#{text}>: {why}"));
+            return Err(VoiceError::Invisible {
+                text,
+                why: why.to_string(),
+            });
         }
         Ok(())
     }
@@ -198,7 +253,7 @@ impl Voice {
         voice: ChannelId,
         text: ChannelId,
         by: &str,
-    ) -> Result<String, String> {
+    ) -> Result<String, VoiceError> {
         if let Some(current) = self.session(guild) {
             if current.session.voice_channel == voice {
                 return Ok(format!(
@@ -213,7 +268,7 @@ impl Voice {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
-            .ok_or("no voice front end")?;
+            .ok_or(VoiceError::NoFrontEnd)?;
         let listener = Listener::new(
             Session {
                 guild,
@@ -225,7 +280,7 @@ impl Voice {
         listener.start();
         if let Err(e) = backend.join(guild, voice, listener.clone()).await {
             listener.close();
-            return Err(format!("I couldn't join <#{voice}>: {e}"));
+            return Err(VoiceError::NotJoined { voice, why: e });
         }
         self.sessions
             .lock()
@@ -267,9 +322,11 @@ impl Voice {
                 let _ = self
                     .leave(guild, "the listening notice could not be posted")
                     .await;
-                return Err(format!(
-                    "I couldn't post the notice that I'm listening in <#{text}> ({e}), so I left <#{voice}>."
-                ));
+                return Err(VoiceError::NoticeUnposted {
+                    text,
+                    voice,
+                    why: e.to_string(),
+                });
             }
         };
         let mut joined = Entry::new(Kind::Voice, "joined a voice channel")
@@ -285,14 +342,14 @@ impl Voice {
         ))
     }
 
-    pub async fn leave(&self, guild: GuildId, why: &str) -> Result<String, String> {
+    pub async fn leave(&self, guild: GuildId, why: &str) -> Result<String, VoiceError> {
         let Some(listener) = self
             .sessions
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&guild)
         else {
-            return Err("I'm not in a voice channel here.".into());
+            return Err(VoiceError::NotInVoice);
         };
         listener.close();
         let backend = self
@@ -340,7 +397,7 @@ impl Voice {
     }
 
     /// `/voice leave`: leaves, and auto-join stays out of that room until it empties.
-    pub async fn send_away(&self, guild: GuildId, why: &str) -> Result<String, String> {
+    pub async fn send_away(&self, guild: GuildId, why: &str) -> Result<String, VoiceError> {
         if let Some(s) = self.session(guild) {
             self.sent_away
                 .lock()
@@ -499,11 +556,11 @@ impl Voice {
             }
             return;
         }
-        if let Err(e) = self.join(guild, target, None, "voice.autoJoin").await {
+        if let Err(e) = self.try_join(guild, target, None, "voice.autoJoin").await {
             self.services.journal.record(
                 Entry::new(Kind::Voice, "could not auto-join a voice channel")
                     .guild(Some(guild))
-                    .reason(e),
+                    .reason(e.to_string()),
             );
         }
     }
