@@ -101,6 +101,14 @@ pub enum Member {
     Me,
 }
 
+/// What a voice-state update did to the room counts.
+enum Recount {
+    /// A person's mute, deafen or camera changed: they are where they were.
+    Same,
+    /// Someone came, went or moved; `emptied` is the room left with nobody.
+    Moved { emptied: Option<ChannelId> },
+}
+
 pub struct Voice {
     services: Services,
     speech: Arc<Speech>,
@@ -263,6 +271,18 @@ impl Voice {
             }
             self.leave(guild, "moving to another voice channel").await?;
         }
+        self.open_session(guild, voice, text).await?;
+        self.announce(guild, voice, text, by).await
+    }
+
+    /// Connects through the front end and starts the listener; the room's
+    /// people, if the platform knows them, are counted from the start.
+    async fn open_session(
+        &self,
+        guild: GuildId,
+        voice: ChannelId,
+        text: ChannelId,
+    ) -> Result<(), VoiceError> {
         let backend = self
             .backend
             .read()
@@ -292,6 +312,18 @@ impl Voice {
                 .unwrap_or_else(|p| p.into_inner())
                 .insert(voice, (guild, people));
         }
+        Ok(())
+    }
+
+    /// Tells the linked text channel that the bot listens, and journals the
+    /// join; if the notice cannot be posted, the bot leaves again.
+    async fn announce(
+        &self,
+        guild: GuildId,
+        voice: ChannelId,
+        text: ChannelId,
+        by: &str,
+    ) -> Result<String, VoiceError> {
         let notice = format!(
             "🎙️ I'm listening in <#{voice}> and transcribing what's said there into this channel (as [vc] lines), \
              so I can follow the conversation. Say \"hey {}\" to talk to me; I answer here in text. \
@@ -465,48 +497,11 @@ impl Voice {
         channel: Option<ChannelId>,
     ) {
         if who == Member::Me {
-            if let Some(session) = self.session(guild) {
-                if channel != Some(session.session.voice_channel) {
-                    let why = match channel {
-                        None => "I was disconnected from the voice channel",
-                        Some(_) => {
-                            "I was moved to another voice channel, whose people were not told"
-                        }
-                    };
-                    // Harmless: leaving closes the listener first; its only error is "not in a channel".
-                    let _ = self.leave(guild, why).await;
-                }
-            }
-            return;
+            return self.moved_me(guild, channel).await;
         }
         let is_person = who == Member::Person;
-        let emptied: Option<ChannelId> = {
-            let mut rooms = self.rooms.lock().unwrap_or_else(|p| p.into_inner());
-            let before = rooms
-                .iter()
-                .find(|(_, (g, people))| *g == guild && people.contains(&user))
-                .map(|(room, _)| *room);
-            if is_person && before.is_some() && before == channel {
-                return;
-            }
-            let mut emptied = None;
-            if let Some(room) = before {
-                if let Some((_, people)) = rooms.get_mut(&room) {
-                    people.remove(&user);
-                    if people.is_empty() {
-                        emptied = Some(room);
-                        rooms.remove(&room);
-                    }
-                }
-            }
-            if let (Some(c), true) = (channel, is_person) {
-                rooms
-                    .entry(c)
-                    .or_insert_with(|| (guild, HashSet::new()))
-                    .1
-                    .insert(user);
-            }
-            emptied
+        let Recount::Moved { emptied } = self.recount(guild, user, is_person, channel) else {
+            return;
         };
         if let Some(room) = emptied {
             self.sent_away
@@ -524,15 +519,75 @@ impl Voice {
                 return;
             }
         }
-        let settings = self.services.settings.for_guild(Some(guild));
-        if !settings.voice.auto_join || self.session(guild).is_some() {
-            return;
+        if is_person && let Some(target) = channel {
+            self.auto_join(guild, target).await;
         }
-        let Some(target) =
-            channel.filter(|c| is_person && settings.voice.auto_join_channel_ids.contains(c))
-        else {
+    }
+
+    /// The bot itself was moved or disconnected by someone else: the people
+    /// of a room it was moved to were not told, so it leaves.
+    async fn moved_me(&self, guild: GuildId, channel: Option<ChannelId>) {
+        let Some(session) = self.session(guild) else {
             return;
         };
+        if channel != Some(session.session.voice_channel) {
+            let why = match channel {
+                None => "I was disconnected from the voice channel",
+                Some(_) => "I was moved to another voice channel, whose people were not told",
+            };
+            // Harmless: leaving closes the listener first; its only error is "not in a channel".
+            let _ = self.leave(guild, why).await;
+        }
+    }
+
+    /// Moves `user` between the room counts (bots are taken out, never
+    /// counted in); a person whose room did not change changes nothing.
+    fn recount(
+        &self,
+        guild: GuildId,
+        user: UserId,
+        is_person: bool,
+        channel: Option<ChannelId>,
+    ) -> Recount {
+        let mut rooms = self.rooms.lock().unwrap_or_else(|p| p.into_inner());
+        let before = rooms
+            .iter()
+            .find(|(_, (g, people))| *g == guild && people.contains(&user))
+            .map(|(room, _)| *room);
+        if is_person && before.is_some() && before == channel {
+            return Recount::Same;
+        }
+        let mut emptied = None;
+        if let Some(room) = before {
+            if let Some((_, people)) = rooms.get_mut(&room) {
+                people.remove(&user);
+                if people.is_empty() {
+                    emptied = Some(room);
+                    rooms.remove(&room);
+                }
+            }
+        }
+        if let (Some(c), true) = (channel, is_person) {
+            rooms
+                .entry(c)
+                .or_insert_with(|| (guild, HashSet::new()))
+                .1
+                .insert(user);
+        }
+        Recount::Moved { emptied }
+    }
+
+    /// A person entered `target`: join it if it is a `voice.autoJoin` room,
+    /// the bot is not already in this server's voice, nobody sent it away,
+    /// and the room has a linked text channel (said once when it has not).
+    async fn auto_join(&self, guild: GuildId, target: ChannelId) {
+        let settings = self.services.settings.for_guild(Some(guild));
+        if !settings.voice.auto_join
+            || self.session(guild).is_some()
+            || !settings.voice.auto_join_channel_ids.contains(&target)
+        {
+            return;
+        }
         if self
             .sent_away
             .lock()
