@@ -93,7 +93,7 @@ pub struct ReplyHandler {
     memory: Arc<Memory>,
     tools: ReplyTools,
     /// Per channel: when people were last told the bot cannot answer, and when it was last addressed.
-    notices: Mutex<HashMap<ChannelId, (DateTime<Utc>, DateTime<Utc>)>>,
+    notices: Mutex<HashMap<ChannelId, Notice>>,
     /// Per channel: when the model was last asked whether to chime in.
     considered: Mutex<HashMap<ChannelId, DateTime<Utc>>>,
 }
@@ -135,7 +135,12 @@ struct ChimeIn {
     reason: String,
 }
 
+/// When people in a channel were last told the bot cannot answer, and when
+/// it was last addressed there.
+type Notice = (DateTime<Utc>, DateTime<Utc>);
+
 impl ReplyHandler {
+    #[allow(clippy::too_many_arguments)] // the composition root hands each service in, as to the other handlers
     pub fn new(
         speech: Arc<Speech>,
         executive: Arc<Executive>,

@@ -303,6 +303,8 @@ pub fn init_logging(cli: &Cli) {
     };
 }
 
+// Whole on purpose: one flat arm per verb, each handing its flags to the
+// verb's module; split, the table of what `ambient` can do would be in pieces.
 pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run { no_watch } => run::run(cli.settings.as_deref(), no_watch).await,

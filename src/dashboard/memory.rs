@@ -115,39 +115,10 @@ fn view(site: &Site, p: &Params) -> Result<View, Problem> {
         Where::Guild(g) => Some(g),
         _ => None,
     };
-    let scope = p
-        .get("scope")
-        .map(|s| ScopeKind::parse(s).ok_or_else(|| Problem::Scope(s.to_string())))
-        .transpose()?;
-    let kind = p
-        .get("kind")
-        .map(FactKind::parse)
-        .transpose()
-        .map_err(|e| Problem::FactKind(e.to_string()))?;
-    let importance = p
-        .get("importance")
-        .map(Importance::parse)
-        .transpose()
-        .map_err(|e| Problem::Importance(e.to_string()))?;
-    let channel = p.channel("channel")?;
-    let user = p.user("user")?;
-    let inactive = p.flag("inactive");
+    let filter = fact_filter(p, place)?;
+    let (scope, kind, importance) = (filter.scope, filter.kind, filter.importance);
+    let (channel, user, inactive) = (filter.channel, filter.user, filter.include_inactive);
     let q = p.get("q").unwrap_or("").to_string();
-    let filter = FactFilter {
-        guild: match place {
-            Where::All => None,
-            Where::Dms => Some(None),
-            Where::Guild(g) => Some(Some(g)),
-        },
-        scope,
-        channel,
-        user,
-        kind,
-        importance,
-        include_inactive: inactive,
-        limit: Some(LISTED),
-        ..Default::default()
-    };
     let now = site.now();
     let facts: Vec<(Fact, Option<f64>)> = if q.is_empty() {
         site.store
@@ -192,6 +163,40 @@ fn view(site: &Site, p: &Params) -> Result<View, Problem> {
             Where::Dms => "dm".into(),
             Where::Guild(g) => g.to_string(),
         },
+    })
+}
+
+/// The page's filters as the store's: each field checked, its problem
+/// named when it is not one the page offers.
+fn fact_filter(p: &Params, place: Where) -> Result<FactFilter, Problem> {
+    let scope = p
+        .get("scope")
+        .map(|s| ScopeKind::parse(s).ok_or_else(|| Problem::Scope(s.to_string())))
+        .transpose()?;
+    let kind = p
+        .get("kind")
+        .map(FactKind::parse)
+        .transpose()
+        .map_err(|e| Problem::FactKind(e.to_string()))?;
+    let importance = p
+        .get("importance")
+        .map(Importance::parse)
+        .transpose()
+        .map_err(|e| Problem::Importance(e.to_string()))?;
+    Ok(FactFilter {
+        guild: match place {
+            Where::All => None,
+            Where::Dms => Some(None),
+            Where::Guild(g) => Some(Some(g)),
+        },
+        scope,
+        channel: p.channel("channel")?,
+        user: p.user("user")?,
+        kind,
+        importance,
+        include_inactive: p.flag("inactive"),
+        limit: Some(LISTED),
+        ..Default::default()
     })
 }
 
@@ -359,7 +364,7 @@ pub async fn confirm_forget(
         let fact = match d.site.store.fact(&id) {
             Ok(Some(f)) => f,
             Ok(None) => return not_found(d, &who, &id),
-            Err(e) => return d.bad_input(&who, &format!("the memory cannot be read: {e}")),
+            Err(e) => return d.bad_input(&who, format!("the memory cannot be read: {e}")),
         };
         let view = Confirm {
             action: "/memory/forget",
@@ -543,7 +548,7 @@ pub async fn export(
                     Where::Guild(g) => f.scope.guild == Some(g),
                 })
                 .collect(),
-            Err(e) => return d.bad_input(&who, &format!("the memory cannot be read: {e}")),
+            Err(e) => return d.bad_input(&who, format!("the memory cannot be read: {e}")),
         };
         let now = d.site.now();
         let Ok(json) = serde_json::to_string_pretty(&portable::export(&facts, now)) else {

@@ -82,7 +82,7 @@ pub struct Initiative {
 }
 
 impl Initiative {
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // the composition root hands each service in
     pub fn new(
         settings: Arc<SettingsService>,
         store: Store,
@@ -160,15 +160,15 @@ impl Initiative {
             );
             return;
         }
-        if age > chrono::Duration::minutes(NONCE_WINDOW_MINUTES) {
-            if let Some(found) = self.find_in_channel(&post).await {
-                self.confirmed(
-                    &post,
-                    found,
-                    "found in the channel after a restart; not sent again",
-                );
-                return;
-            }
+        if age > chrono::Duration::minutes(NONCE_WINDOW_MINUTES)
+            && let Some(found) = self.find_in_channel(&post).await
+        {
+            self.confirmed(
+                &post,
+                found,
+                "found in the channel after a restart; not sent again",
+            );
+            return;
         }
         // Same nonce as the first attempt: within the window, if that one did go out, Discord drops this one.
         let place = Place {
@@ -759,7 +759,7 @@ impl Initiative {
         self.journal.record(e);
     }
 
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // a checked post, part by part, as `act` unpacks it
     async fn post(
         &self,
         guild: GuildId,
@@ -824,7 +824,7 @@ impl Initiative {
 
     /// A post decided while the channel fell silent (hush, quiet hours) is
     /// held instead, so it can be looked at again when it may be said.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // the post being held back, part by part
     fn hold_back(
         &self,
         guild: GuildId,

@@ -389,11 +389,11 @@ impl Voice {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        if let Some(b) = backend {
-            if let Err(e) = b.leave(guild).await {
-                // Transcription stopped already (the listener is closed); say so and carry on.
-                tracing::warn!(error = %e, "could not disconnect from voice");
-            }
+        if let Some(b) = backend
+            && let Err(e) = b.leave(guild).await
+        {
+            // Transcription stopped already (the listener is closed); say so and carry on.
+            tracing::warn!(error = %e, "could not disconnect from voice");
         }
         let Session {
             voice_channel,
@@ -558,13 +558,13 @@ impl Voice {
             return Recount::Same;
         }
         let mut emptied = None;
-        if let Some(room) = before {
-            if let Some((_, people)) = rooms.get_mut(&room) {
-                people.remove(&user);
-                if people.is_empty() {
-                    emptied = Some(room);
-                    rooms.remove(&room);
-                }
+        if let Some(room) = before
+            && let Some((_, people)) = rooms.get_mut(&room)
+        {
+            people.remove(&user);
+            if people.is_empty() {
+                emptied = Some(room);
+                rooms.remove(&room);
             }
         }
         if let (Some(c), true) = (channel, is_person) {
