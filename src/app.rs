@@ -17,6 +17,7 @@ use crate::chat::Transport;
 use crate::clock::{Chance, SharedClock};
 use crate::discovery::Discovery;
 use crate::executive::{Executive, Prompts, StandIn};
+use crate::ids::UserId;
 use crate::garden::{Garden, GardenHandler};
 use crate::impulses::Impulses;
 use crate::impulses::handler::ImpulseHandler;
@@ -73,9 +74,228 @@ pub struct Parts {
     pub stand_in: Option<Arc<dyn StandIn>>,
 }
 
+/// What every service is built on: the store and the settings over it, the
+/// journal, the spine, and the two ends of chat (speech out, senses in).
+/// [`App::build`] makes it first and builds the thinking services from it.
+struct Base {
+    settings: Arc<SettingsService>,
+    secrets: Secrets,
+    store: Store,
+    journal: Journal,
+    clock: SharedClock,
+    chance: Arc<Chance>,
+    spine: Arc<Spine>,
+    speech: Arc<Speech>,
+    senses: Senses,
+    /// The bot's own user (its messages are not percepts to answer).
+    me: UserId,
+    data_dir: PathBuf,
+}
+
+impl Base {
+    /// Opens the store in `storage.dataDir` and builds what talks to it directly.
+    fn open(
+        settings: Settings,
+        secrets: Secrets,
+        clock: SharedClock,
+        chance: Arc<Chance>,
+        transport: impl FnOnce(&Store) -> Arc<dyn Transport>,
+    ) -> anyhow::Result<Self> {
+        let data_dir = PathBuf::from(&settings.storage.data_dir);
+        let store = Store::open(&data_dir).with_context(|| {
+            format!(
+                "cannot open the store in {} (storage.dataDir)",
+                data_dir.display()
+            )
+        })?;
+        let settings = Arc::new(SettingsService::new(settings, store.clone(), clock.clone()));
+        let journal = Journal::new(store.clone(), clock.clone());
+        let spine = Spine::new(journal.clone(), settings.clone(), clock.clone());
+        let transport = transport(&store);
+        let me = transport.me().id;
+        let speech = Arc::new(Speech::new(
+            transport,
+            store.clone(),
+            settings.clone(),
+            clock.clone(),
+        ));
+        let senses = Senses::new(
+            store.clone(),
+            settings.clone(),
+            spine.clone(),
+            clock.clone(),
+            me,
+        );
+        Ok(Self {
+            settings,
+            secrets,
+            store,
+            journal,
+            clock,
+            chance,
+            spine,
+            speech,
+            senses,
+            me,
+            data_dir,
+        })
+    }
+
+    /// The executive, with the prompt templates it renders (a broken one stops the start).
+    async fn executive(&self, stand_in: Option<Arc<dyn StandIn>>) -> anyhow::Result<Arc<Executive>> {
+        let prompts = Prompts::load(Path::new(&self.settings.global().executive.prompts_dir))
+            .context("a prompt template is broken (executive.promptsDir)")?;
+        Ok(Arc::new(
+            Executive::new(
+                self.settings.clone(),
+                self.secrets.clone(),
+                self.store.clone(),
+                self.journal.clone(),
+                self.clock.clone(),
+                self.chance.clone(),
+                prompts,
+                stand_in,
+            )
+            .await,
+        ))
+    }
+
+    fn reflexes(
+        &self,
+        executive: &Arc<Executive>,
+        memory: &Arc<Memory>,
+        impulses: &Arc<Impulses>,
+    ) -> Arc<Reflexes> {
+        Reflexes::new(Services {
+            store: self.store.clone(),
+            settings: self.settings.clone(),
+            secrets: self.secrets.clone(),
+            journal: self.journal.clone(),
+            clock: self.clock.clone(),
+            executive: executive.clone(),
+            speech: self.speech.clone(),
+            memory: memory.clone(),
+            impulses: impulses.clone(),
+            data_dir: self.data_dir.clone(),
+        })
+    }
+
+    /// The handlers that answer a percept: the reply, the reflexes and the
+    /// due impulses, registered in that order.
+    fn register_conversation(
+        &self,
+        executive: &Arc<Executive>,
+        memory: &Arc<Memory>,
+        impulses: &Arc<Impulses>,
+        reflexes: &Arc<Reflexes>,
+    ) {
+        self.spine.registry.register(Arc::new(ReplyHandler::new(
+            self.speech.clone(),
+            executive.clone(),
+            self.spine.clone(),
+            self.settings.clone(),
+            self.store.clone(),
+            self.clock.clone(),
+            memory.clone(),
+            ReplyTools {
+                journal: self.journal.clone(),
+                impulses: impulses.clone(),
+                reflexes: reflexes.clone(),
+                secrets: self.secrets.clone(),
+            },
+        )));
+        self.spine.registry.register(Arc::new(ReflexHandler {
+            reflexes: reflexes.clone(),
+        }));
+        self.spine.registry.register(Arc::new(ImpulseHandler {
+            store: self.store.clone(),
+            settings: self.settings.clone(),
+            journal: self.journal.clone(),
+            clock: self.clock.clone(),
+            executive: executive.clone(),
+            speech: self.speech.clone(),
+            memory: memory.clone(),
+            impulses: impulses.clone(),
+        }));
+    }
+
+    /// The garden, registered as a handler (it tends memory between conversations).
+    fn garden(
+        &self,
+        executive: &Arc<Executive>,
+        memory: &Arc<Memory>,
+        impulses: &Arc<Impulses>,
+    ) -> Arc<Garden> {
+        let garden = Garden::new(
+            self.store.clone(),
+            self.settings.clone(),
+            self.journal.clone(),
+            self.clock.clone(),
+            executive.clone(),
+            memory.clone(),
+            impulses.clone(),
+            self.spine.clone(),
+            self.me,
+        );
+        self.spine.registry.register(Arc::new(GardenHandler {
+            garden: garden.clone(),
+        }));
+        garden
+    }
+
+    fn voice(&self) -> Arc<Voice> {
+        Voice::new(
+            crate::voice::listener::Services {
+                store: self.store.clone(),
+                settings: self.settings.clone(),
+                journal: self.journal.clone(),
+                clock: self.clock.clone(),
+                senses: self.senses.clone(),
+                transcriber: Arc::new(Transcriber::new(
+                    self.settings.clone(),
+                    self.secrets.clone(),
+                    self.store.clone(),
+                    self.clock.clone(),
+                )),
+            },
+            self.speech.clone(),
+        )
+    }
+
+    /// Initiative, registered last: it speaks only when nothing else did.
+    fn initiative(
+        &self,
+        executive: &Arc<Executive>,
+        discovery: &Arc<Discovery>,
+        memory: &Arc<Memory>,
+    ) -> Arc<Initiative> {
+        let initiative = Initiative::new(
+            self.settings.clone(),
+            self.store.clone(),
+            self.journal.clone(),
+            self.clock.clone(),
+            self.chance.clone(),
+            self.spine.clone(),
+            executive.clone(),
+            self.speech.clone(),
+            self.secrets.clone(),
+            discovery.clone(),
+            memory.clone(),
+        );
+        self.spine.registry.register(Arc::new(InitiativeHandler {
+            engine: initiative.clone(),
+        }));
+        initiative
+    }
+}
+
 impl App {
     /// Opens the store and builds every service. `transport` is made once the
     /// store exists (the console's transport reads channel names from it).
+    ///
+    /// The order is the layers' (DESIGN.md): the base, the executive, then
+    /// the services that think with it; handlers register in the order the
+    /// spine consults them (reply, reflexes, impulses, garden, initiative).
     pub async fn build(
         parts: Parts,
         transport: impl FnOnce(&Store) -> Arc<dyn Transport>,
@@ -88,181 +308,56 @@ impl App {
             chance,
             stand_in,
         } = parts;
-        let data_dir = PathBuf::from(&settings.storage.data_dir);
-        let store = Store::open(&data_dir).with_context(|| {
-            format!(
-                "cannot open the store in {} (storage.dataDir)",
-                data_dir.display()
-            )
-        })?;
-        let settings = Arc::new(SettingsService::new(settings, store.clone(), clock.clone()));
-        let journal = Journal::new(store.clone(), clock.clone());
-        let spine = Spine::new(journal.clone(), settings.clone(), clock.clone());
-        let transport = transport(&store);
-        let me = transport.me();
-        let speech = Arc::new(Speech::new(
-            transport,
-            store.clone(),
-            settings.clone(),
-            clock.clone(),
-        ));
-        let senses = Senses::new(
-            store.clone(),
-            settings.clone(),
-            spine.clone(),
-            clock.clone(),
-            me.id,
-        );
-
-        let prompts = Prompts::load(Path::new(&settings.global().executive.prompts_dir))
-            .context("a prompt template is broken (executive.promptsDir)")?;
-        let executive = Arc::new(
-            Executive::new(
-                settings.clone(),
-                secrets.clone(),
-                store.clone(),
-                journal.clone(),
-                clock.clone(),
-                chance.clone(),
-                prompts,
-                stand_in,
-            )
-            .await,
-        );
+        let b = Base::open(settings, secrets, clock, chance, transport)?;
+        let executive = b.executive(stand_in).await?;
         let mut notices = executive.unavailable_summary();
-
         let memory = Memory::new(
-            store.clone(),
-            settings.clone(),
-            journal.clone(),
-            clock.clone(),
+            b.store.clone(),
+            b.settings.clone(),
+            b.journal.clone(),
+            b.clock.clone(),
             executive.clone(),
         );
         let impulses = Impulses::new(
-            store.clone(),
-            settings.clone(),
-            journal.clone(),
-            clock.clone(),
-            spine.clone(),
+            b.store.clone(),
+            b.settings.clone(),
+            b.journal.clone(),
+            b.clock.clone(),
+            b.spine.clone(),
         );
-        let reflexes = Reflexes::new(Services {
-            store: store.clone(),
-            settings: settings.clone(),
-            secrets: secrets.clone(),
-            journal: journal.clone(),
-            clock: clock.clone(),
-            executive: executive.clone(),
-            speech: speech.clone(),
-            memory: memory.clone(),
-            impulses: impulses.clone(),
-            data_dir: data_dir.clone(),
-        });
+        let reflexes = b.reflexes(&executive, &memory, &impulses);
         if !reflexes.loaded().problems.is_empty() {
             notices.push(reflexes.summary());
         }
-        spine.registry.register(Arc::new(ReplyHandler::new(
-            speech.clone(),
-            executive.clone(),
-            spine.clone(),
-            settings.clone(),
-            store.clone(),
-            clock.clone(),
-            memory.clone(),
-            ReplyTools {
-                journal: journal.clone(),
-                impulses: impulses.clone(),
-                reflexes: reflexes.clone(),
-                secrets: secrets.clone(),
-            },
-        )));
-        spine.registry.register(Arc::new(ReflexHandler {
-            reflexes: reflexes.clone(),
-        }));
-        spine.registry.register(Arc::new(ImpulseHandler {
-            store: store.clone(),
-            settings: settings.clone(),
-            journal: journal.clone(),
-            clock: clock.clone(),
-            executive: executive.clone(),
-            speech: speech.clone(),
-            memory: memory.clone(),
-            impulses: impulses.clone(),
-        }));
-
-        let garden = Garden::new(
-            store.clone(),
-            settings.clone(),
-            journal.clone(),
-            clock.clone(),
-            executive.clone(),
-            memory.clone(),
-            impulses.clone(),
-            spine.clone(),
-            me.id,
-        );
-        spine.registry.register(Arc::new(GardenHandler {
-            garden: garden.clone(),
-        }));
-
-        let voice = Voice::new(
-            crate::voice::listener::Services {
-                store: store.clone(),
-                settings: settings.clone(),
-                journal: journal.clone(),
-                clock: clock.clone(),
-                senses: senses.clone(),
-                transcriber: Arc::new(Transcriber::new(
-                    settings.clone(),
-                    secrets.clone(),
-                    store.clone(),
-                    clock.clone(),
-                )),
-            },
-            speech.clone(),
-        );
-
+        b.register_conversation(&executive, &memory, &impulses, &reflexes);
+        let garden = b.garden(&executive, &memory, &impulses);
+        let voice = b.voice();
         let discovery = Discovery::new(
-            settings.clone(),
-            store.clone(),
-            journal.clone(),
-            clock.clone(),
+            b.settings.clone(),
+            b.store.clone(),
+            b.journal.clone(),
+            b.clock.clone(),
         );
-        let initiative = Initiative::new(
-            settings.clone(),
-            store.clone(),
-            journal.clone(),
-            clock.clone(),
-            chance.clone(),
-            spine.clone(),
-            executive.clone(),
-            speech.clone(),
-            secrets.clone(),
-            discovery.clone(),
-            memory.clone(),
-        );
-        spine.registry.register(Arc::new(InitiativeHandler {
-            engine: initiative.clone(),
-        }));
+        let initiative = b.initiative(&executive, &discovery, &memory);
         let live = Arc::new(Live::new(
             settings_source,
-            settings.clone(),
-            secrets.clone(),
-            journal.clone(),
+            b.settings.clone(),
+            b.secrets.clone(),
+            b.journal.clone(),
             executive.clone(),
             reflexes.clone(),
             discovery.clone(),
         ));
-
         Ok(Arc::new(App {
-            settings,
-            secrets,
-            store,
-            journal,
-            clock,
-            chance,
-            spine,
-            speech,
-            senses,
+            settings: b.settings,
+            secrets: b.secrets,
+            store: b.store,
+            journal: b.journal,
+            clock: b.clock,
+            chance: b.chance,
+            spine: b.spine,
+            speech: b.speech,
+            senses: b.senses,
             executive,
             initiative,
             discovery,
@@ -272,7 +367,7 @@ impl App {
             garden,
             voice,
             live,
-            data_dir,
+            data_dir: b.data_dir,
             notices,
         }))
     }

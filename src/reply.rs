@@ -74,6 +74,15 @@ pub struct ReplyTools {
     pub secrets: Secrets,
 }
 
+/// Why the reply prompt could not be made; the turn fails with this text.
+#[derive(Debug, thiserror::Error)]
+enum RenderError {
+    #[error("cannot read the channel history: {0}")]
+    History(#[source] crate::store::StoreError),
+    #[error("the reply prompt failed to render: {0}")]
+    Prompt(#[source] crate::executive::prompts::PromptError),
+}
+
 pub struct ReplyHandler {
     speech: Arc<Speech>,
     executive: Arc<Executive>,
@@ -84,7 +93,7 @@ pub struct ReplyHandler {
     memory: Arc<Memory>,
     tools: ReplyTools,
     /// Per channel: when people were last told the bot cannot answer, and when it was last addressed.
-    notices: Mutex<HashMap<ChannelId, (DateTime<Utc>, DateTime<Utc>)>>,
+    notices: Mutex<HashMap<ChannelId, Notice>>,
     /// Per channel: when the model was last asked whether to chime in.
     considered: Mutex<HashMap<ChannelId, DateTime<Utc>>>,
 }
@@ -126,7 +135,12 @@ struct ChimeIn {
     reason: String,
 }
 
+/// When people in a channel were last told the bot cannot answer, and when
+/// it was last addressed there.
+type Notice = (DateTime<Utc>, DateTime<Utc>);
+
 impl ReplyHandler {
+    #[allow(clippy::too_many_arguments)] // the composition root hands each service in, as to the other handlers
     pub fn new(
         speech: Arc<Speech>,
         executive: Arc<Executive>,
@@ -172,7 +186,7 @@ impl ReplyHandler {
         m: &MessagePercept,
         unsolicited: bool,
         shown: &Shown,
-    ) -> Result<Rendered, String> {
+    ) -> Result<Rendered, RenderError> {
         let place = m.place();
         let settings = self.settings.for_guild(place.guild);
         let history = self
@@ -181,7 +195,7 @@ impl ReplyHandler {
                 place.channel,
                 settings.executive.reply_history_messages as usize,
             )
-            .map_err(|e| format!("cannot read the channel history: {e}"))?;
+            .map_err(RenderError::History)?;
         let prompt = ReplyPrompt {
             bot_name: settings.bot.name.clone(),
             persona: settings.bot.persona.clone(),
@@ -211,7 +225,7 @@ impl ReplyHandler {
         self.executive
             .prompts
             .render("reply", &prompt)
-            .map_err(|e| format!("the reply prompt failed to render: {e}"))
+            .map_err(RenderError::Prompt)
     }
 
     fn turn(
@@ -314,7 +328,7 @@ impl ReplyHandler {
         let shown = self.attachments(m, Role::Reply, false).await;
         let rendered = match self.render(m, false, &shown) {
             Ok(r) => r,
-            Err(e) => return Outcome::Failed(e),
+            Err(e) => return Outcome::Failed(e.to_string()),
         };
         let settings = self.settings.for_guild(m.place().guild);
         let mut turn = self.turn(m, rendered, &shown, Role::Reply, "reply to");
@@ -449,7 +463,7 @@ impl ReplyHandler {
         let shown = self.attachments(m, Role::Ambient, true).await;
         let rendered = match self.render(m, true, &shown) {
             Ok(r) => r,
-            Err(e) => return Outcome::Failed(e),
+            Err(e) => return Outcome::Failed(e.to_string()),
         };
         self.lock_considered()
             .insert(m.message.channel, self.clock.now());

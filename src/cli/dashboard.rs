@@ -36,11 +36,14 @@ pub async fn dashboard(
     let store = super::journal::open_existing(&data_dir)?;
     let site = Site::standalone(loaded.settings, Secrets::from_env(), store).await?;
     let served = dashboard::start(site, addr, Path::new(&data_dir), new_token).await?;
+    // Listening for the stop before saying where it serves: whoever reads the
+    // address may stop it at once.
+    let signalled = crate::discord::wait_for_signal();
     for line in served.announce() {
         println!("{line}");
     }
     println!("Ctrl-C stops it.");
-    crate::discord::wait_for_signal().await;
+    signalled.await;
     served.stop().await;
     Ok(ExitCode::SUCCESS)
 }

@@ -303,6 +303,8 @@ pub fn init_logging(cli: &Cli) {
     };
 }
 
+// Whole on purpose: one flat arm per verb, each handing its flags to the
+// verb's module; split, the table of what `ambient` can do would be in pieces.
 pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run { no_watch } => run::run(cli.settings.as_deref(), no_watch).await,
@@ -311,15 +313,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             channel,
             user,
         } => console::console(cli.settings.as_deref(), json, channel, user).await,
-        Command::Settings { command } => match command {
-            SettingsCommand::Check { file } => {
-                Ok(settings::check(file.as_deref().or(cli.settings.as_deref())))
-            }
-            SettingsCommand::Example => {
-                print!("{}", crate::settings::example_json());
-                Ok(ExitCode::SUCCESS)
-            }
-        },
+        Command::Settings { command } => Ok(settings_verb(cli.settings.as_deref(), command)),
         Command::Journal {
             since,
             kinds,
@@ -363,54 +357,14 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             all,
             guild,
         } => {
-            let s = cli.settings.as_deref();
-            // The list's filters with a verb would be ignored; say so instead.
-            // (clap's args_conflicts_with_subcommands would also refuse the
-            // global `--guild` before the verb.)
-            if let Some(verb) = &command
-                && (kind.is_some() || since.is_some() || importance.is_some() || all)
-            {
-                anyhow::bail!(
-                    "--type, --since, --importance and --all filter the list \
-                     (`ambient memories` without a verb), not `ambient memories {}`",
-                    verb.verb()
-                );
-            }
-            match command {
-                None => {
-                    memory::list(
-                        s,
-                        memory::ListArgs {
-                            kind: kind.as_deref(),
-                            since: since.as_deref(),
-                            importance: importance.as_deref(),
-                            all,
-                            guild: guild.as_deref(),
-                        },
-                    )
-                    .await
-                }
-                Some(MemoriesCommand::Search { query, limit }) => {
-                    memory::search(s, &query, limit, guild.as_deref()).await
-                }
-                Some(MemoriesCommand::Export { pretty }) => {
-                    memory::export(s, pretty, guild.as_deref()).await
-                }
-                // `--guild` is global to the family, so clap accepts it here
-                // too; these verbs act on ids or on everything, and saying so
-                // beats ignoring the flag.
-                Some(other) if guild.is_some() => Err(anyhow::anyhow!(
-                    "--guild does not apply to `ambient memories {}` (it works with ids or every server); \
-                     it applies to the list, `search` and `export`",
-                    other.verb()
-                )),
-                Some(MemoriesCommand::Stats) => memory::stats(s).await,
-                Some(MemoriesCommand::Delete { id, force }) => memory::delete(s, &id, force).await,
-                Some(MemoriesCommand::Edit { id, content }) => {
-                    memory::edit(s, &id, content.as_deref()).await
-                }
-                Some(MemoriesCommand::Import { file }) => memory::import(s, &file).await,
-            }
+            let list = memory::ListArgs {
+                kind: kind.as_deref(),
+                since: since.as_deref(),
+                importance: importance.as_deref(),
+                all,
+                guild: guild.as_deref(),
+            };
+            memories(cli.settings.as_deref(), command, list).await
         }
         Command::Discovery { command } => match command {
             DiscoveryCommand::Fetch { url, kind } => {
@@ -437,17 +391,72 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Dashboard { bind, new_token } => {
             dashboard::dashboard(cli.settings.as_deref(), bind.as_deref(), new_token).await
         }
-        Command::Reflexes { command } => {
-            let s = cli.settings.as_deref();
-            match command {
-                ReflexesCommand::Check { dir } => reflexes::check(s, dir.as_deref()),
-                ReflexesCommand::Stats => reflexes::stats(s),
-                ReflexesCommand::Disable { name, reason } => {
-                    reflexes::set_disabled(s, &name, true, &reason)
-                }
-                ReflexesCommand::Enable { name } => reflexes::set_disabled(s, &name, false, ""),
-            }
+        Command::Reflexes { command } => reflexes_verb(cli.settings.as_deref(), command),
+    }
+}
+
+/// `ambient settings check | example`.
+fn settings_verb(s: Option<&std::path::Path>, command: SettingsCommand) -> ExitCode {
+    match command {
+        SettingsCommand::Check { file } => settings::check(file.as_deref().or(s)),
+        SettingsCommand::Example => {
+            print!("{}", crate::settings::example_json());
+            ExitCode::SUCCESS
         }
+    }
+}
+
+/// `ambient memories [VERB]`: the list with its filters, or one verb (which
+/// takes none of the list's filters, and `--guild` only where it applies).
+async fn memories(
+    s: Option<&std::path::Path>,
+    command: Option<MemoriesCommand>,
+    list: memory::ListArgs<'_>,
+) -> anyhow::Result<ExitCode> {
+    // The list's filters with a verb would be ignored; say so instead.
+    // (clap's args_conflicts_with_subcommands would also refuse the
+    // global `--guild` before the verb.)
+    if let Some(verb) = &command
+        && (list.kind.is_some() || list.since.is_some() || list.importance.is_some() || list.all)
+    {
+        anyhow::bail!(
+            "--type, --since, --importance and --all filter the list \
+             (`ambient memories` without a verb), not `ambient memories {}`",
+            verb.verb()
+        );
+    }
+    let guild = list.guild;
+    match command {
+        None => memory::list(s, list).await,
+        Some(MemoriesCommand::Search { query, limit }) => {
+            memory::search(s, &query, limit, guild).await
+        }
+        Some(MemoriesCommand::Export { pretty }) => memory::export(s, pretty, guild).await,
+        // `--guild` is global to the family, so clap accepts it here
+        // too; these verbs act on ids or on everything, and saying so
+        // beats ignoring the flag.
+        Some(other) if guild.is_some() => Err(anyhow::anyhow!(
+            "--guild does not apply to `ambient memories {}` (it works with ids or every server); \
+             it applies to the list, `search` and `export`",
+            other.verb()
+        )),
+        Some(MemoriesCommand::Stats) => memory::stats(s).await,
+        Some(MemoriesCommand::Delete { id, force }) => memory::delete(s, &id, force).await,
+        Some(MemoriesCommand::Edit { id, content }) => memory::edit(s, &id, content.as_deref()).await,
+        Some(MemoriesCommand::Import { file }) => memory::import(s, &file).await,
+    }
+}
+
+/// `ambient reflexes check | stats | disable | enable`.
+fn reflexes_verb(
+    s: Option<&std::path::Path>,
+    command: ReflexesCommand,
+) -> anyhow::Result<ExitCode> {
+    match command {
+        ReflexesCommand::Check { dir } => reflexes::check(s, dir.as_deref()),
+        ReflexesCommand::Stats => reflexes::stats(s),
+        ReflexesCommand::Disable { name, reason } => reflexes::set_disabled(s, &name, true, &reason),
+        ReflexesCommand::Enable { name } => reflexes::set_disabled(s, &name, false, ""),
     }
 }
 

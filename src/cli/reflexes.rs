@@ -58,7 +58,29 @@ pub fn stats(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
         .map(|s| (s.name.clone(), s))
         .collect();
     // Reflexes that never fired are worth seeing too: maybe nobody needs them.
-    let dir = PathBuf::from(&loaded.settings.reflexes.dir);
+    for key in defined(&loaded.settings) {
+        rows.entry(key.clone()).or_insert_with(|| ReflexStats {
+            name: key,
+            ..Default::default()
+        });
+    }
+    let disabled = store.disabled_reflexes()?;
+    println!(
+        "{:<28} {:>6} {:>9} {:>6} {:>6} {:>9} {:>10}",
+        "reflex", "fired", "succeeded", "failed", "passed", "escalated", "mean ms"
+    );
+    let mut sorted: Vec<&ReflexStats> = rows.values().collect();
+    sorted.sort_by(|a, b| b.fired.cmp(&a.fired).then(a.name.cmp(&b.name)));
+    for s in sorted {
+        print_row(s, &disabled);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every reflex defined: the operator's (the folder, else the built-in
+/// ones) and the ones the executive wrote for a server (`name@server`).
+fn defined(settings: &crate::settings::Settings) -> Vec<String> {
+    let dir = PathBuf::from(&settings.reflexes.dir);
     let files = if dir.is_dir() {
         reflexes::read_dir(&dir).unwrap_or_default()
     } else {
@@ -69,8 +91,7 @@ pub fn stats(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
         .into_iter()
         .map(|r| r.key())
         .collect();
-    // And the ones the executive wrote for a server (`name@server`).
-    let created = PathBuf::from(&loaded.settings.storage.data_dir)
+    let created = PathBuf::from(&settings.storage.data_dir)
         .join("state")
         .join("reflexes");
     for guild_dir in std::fs::read_dir(&created)
@@ -92,53 +113,40 @@ pub fn stats(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
             defined.push(r.key());
         }
     }
-    for key in defined {
-        rows.entry(key.clone()).or_insert_with(|| ReflexStats {
-            name: key,
-            ..Default::default()
-        });
-    }
-    let disabled = store.disabled_reflexes()?;
+    defined
+}
+
+/// One reflex's line of the table, with where it is disabled and why.
+fn print_row(s: &ReflexStats, disabled: &[(Option<crate::ids::GuildId>, String, String)]) {
+    let mean = if s.fired == 0 {
+        "-".to_string()
+    } else {
+        format!("{:.1}", s.total_us as f64 / s.fired as f64 / 1000.0)
+    };
+    // A key is `name` (the operator's) or `name@server` (written for one server).
+    let (name, only) = match s.name.split_once('@') {
+        Some((n, g)) => (n, g.parse::<u64>().ok()),
+        None => (s.name.as_str(), None),
+    };
+    let off: Vec<String> = disabled
+        .iter()
+        .filter(|(g, n, _)| n == name && (g.is_none() || only.is_none() || g.map(|g| g.get()) == only))
+        .map(|(g, _, why)| match g {
+            Some(g) => format!(" (disabled in {g}: {why})"),
+            None => format!(" (disabled: {why})"),
+        })
+        .collect();
     println!(
-        "{:<28} {:>6} {:>9} {:>6} {:>6} {:>9} {:>10}",
-        "reflex", "fired", "succeeded", "failed", "passed", "escalated", "mean ms"
+        "{:<28} {:>6} {:>9} {:>6} {:>6} {:>9} {:>10}{}",
+        s.name,
+        s.fired,
+        s.succeeded,
+        s.failed,
+        s.passed,
+        s.escalated,
+        mean,
+        off.join("")
     );
-    let mut sorted: Vec<&ReflexStats> = rows.values().collect();
-    sorted.sort_by(|a, b| b.fired.cmp(&a.fired).then(a.name.cmp(&b.name)));
-    for s in sorted {
-        let mean = if s.fired == 0 {
-            "-".to_string()
-        } else {
-            format!("{:.1}", s.total_us as f64 / s.fired as f64 / 1000.0)
-        };
-        // A key is `name` (the operator's) or `name@server` (written for one server).
-        let (name, only) = match s.name.split_once('@') {
-            Some((n, g)) => (n, g.parse::<u64>().ok()),
-            None => (s.name.as_str(), None),
-        };
-        let off: Vec<String> = disabled
-            .iter()
-            .filter(|(g, n, _)| {
-                n == name && (g.is_none() || only.is_none() || g.map(|g| g.get()) == only)
-            })
-            .map(|(g, _, why)| match g {
-                Some(g) => format!(" (disabled in {g}: {why})"),
-                None => format!(" (disabled: {why})"),
-            })
-            .collect();
-        println!(
-            "{:<28} {:>6} {:>9} {:>6} {:>6} {:>9} {:>10}{}",
-            s.name,
-            s.fired,
-            s.succeeded,
-            s.failed,
-            s.passed,
-            s.escalated,
-            mean,
-            off.join("")
-        );
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// Disables (or enables again) a reflex everywhere; the running bot picks it up on its next start.

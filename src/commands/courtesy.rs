@@ -8,14 +8,31 @@ use crate::commands::Asker;
 use crate::courtesy::hush::{self, Ctx};
 use crate::store::boundaries::Boundary;
 
+/// A hush or unhush refused; the text is for the asker alone.
+#[derive(Debug, thiserror::Error)]
+pub enum HushRefused {
+    #[error("Hush works in a server; in a DM I only answer you anyway.")]
+    HushInDm,
+    #[error("Hush works in a server.")]
+    UnhushInDm,
+    /// `courtesy::hush`'s own refusal: a duration, a place or a permission, in its words.
+    #[error(transparent)]
+    Courtesy(#[from] hush::HushError),
+}
+
 /// Hushes; `Ok` is the confirmation everyone in the channel may see, `Err`
 /// a refusal for the asker alone.
-pub fn hush(app: &App, who: &Asker, duration: &str, place: &str) -> Result<String, String> {
+pub fn hush(
+    app: &App,
+    who: &Asker,
+    duration: &str,
+    place: &str,
+) -> Result<String, HushRefused> {
     let Some(guild) = who.guild else {
-        return Err("Hush works in a server; in a DM I only answer you anyway.".into());
+        return Err(HushRefused::HushInDm);
     };
-    let duration = hush::parse_duration(duration).map_err(|e| e.to_string())?;
-    let place = hush::parse_place(place, &app.store, guild, who.channel).map_err(|e| e.to_string())?;
+    let duration = hush::parse_duration(duration)?;
+    let place = hush::parse_place(place, &app.store, guild, who.channel)?;
     let settings = app.settings.for_guild(Some(guild));
     hush::hush(
         &ctx(app, &settings, guild),
@@ -23,18 +40,19 @@ pub fn hush(app: &App, who: &Asker, duration: &str, place: &str) -> Result<Strin
         place,
         duration,
     )
-    .map_err(|e| e.to_string())
+    .map_err(HushRefused::from)
 }
 
-pub fn unhush(app: &App, who: &Asker, place: &str) -> Result<String, String> {
+pub fn unhush(app: &App, who: &Asker, place: &str) -> Result<String, HushRefused> {
     let Some(guild) = who.guild else {
-        return Err("Hush works in a server.".into());
+        return Err(HushRefused::UnhushInDm);
     };
-    let place = hush::parse_place(place, &app.store, guild, who.channel).map_err(|e| e.to_string())?;
+    let place = hush::parse_place(place, &app.store, guild, who.channel)?;
     let settings = app.settings.for_guild(Some(guild));
-    hush::unhush(&ctx(app, &settings, guild), &hush_asker(who), place).map_err(|e| e.to_string())
+    hush::unhush(&ctx(app, &settings, guild), &hush_asker(who), place).map_err(HushRefused::from)
 }
 
+/// `courtesy::hush`'s refusal, in its own words.
 fn ctx<'a>(
     app: &'a App,
     settings: &'a crate::settings::Settings,
@@ -164,9 +182,9 @@ pub fn run_text(app: &App, who: &Asker, rest: &str) -> String {
     match verb {
         "hush" => {
             let (duration, place) = split_place(args);
-            hush(app, who, duration, place).unwrap_or_else(|e| e)
+            hush(app, who, duration, place).unwrap_or_else(|e| e.to_string())
         }
-        "unhush" => unhush(app, who, args).unwrap_or_else(|e| e),
+        "unhush" => unhush(app, who, args).unwrap_or_else(|e| e.to_string()),
         "me" => {
             let mut words = args.split_whitespace();
             me(app, who, words.next().unwrap_or(""), words.next().unwrap_or(""))

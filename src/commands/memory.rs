@@ -142,22 +142,34 @@ pub fn forget_me(app: &App, who: &Asker, messages: bool) -> String {
     }
 }
 
+/// Why the memory was not exported; the text is the answer the asker sees.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportRefused {
+    #[error("Only members with Manage Server can export the server's memory.")]
+    NotManager,
+    #[error("{0}")]
+    Store(#[from] crate::store::StoreError),
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+}
+
 /// This server's facts as an export document (JSON text), for Manage Server.
-pub fn export(app: &App, who: &Asker) -> Result<String, String> {
+pub fn export(app: &App, who: &Asker) -> Result<String, ExportRefused> {
     if !who.manage {
-        return Err("Only members with Manage Server can export the server's memory.".into());
+        return Err(ExportRefused::NotManager);
     }
     let facts: Vec<_> = app
         .store
-        .all_facts()
-        .map_err(|e| e.to_string())?
+        .all_facts()?
         .into_iter()
         .filter(|f| {
             f.scope.guild == who.guild && (who.guild.is_some() || f.scope.user == Some(who.user))
         })
         .collect();
-    serde_json::to_string_pretty(&portable::export(&facts, app.clock.now()))
-        .map_err(|e| e.to_string())
+    Ok(serde_json::to_string_pretty(&portable::export(
+        &facts,
+        app.clock.now(),
+    ))?)
 }
 
 /// The console form: `remember TEXT`, `search Q`, `list`, `forget ID`, `forget-me`.
@@ -170,7 +182,7 @@ pub fn run_text(app: &App, who: &Asker, args: &str) -> String {
         "list" | "" => list(app, who, None, None),
         "forget" if !rest.is_empty() => forget(app, who, rest),
         "forget-me" => forget_me(app, who, rest == "messages"),
-        "export" => export(app, who).unwrap_or_else(|e| e),
+        "export" => export(app, who).unwrap_or_else(|e| e.to_string()),
         _ => "usage: /memory remember TEXT | search QUERY | list | forget ID | forget-me [messages] | export".into(),
     }
 }

@@ -8,6 +8,7 @@
 
 use crate::app::App;
 use crate::ids::{GuildId, UserId};
+use crate::settings::ChangeError;
 use crate::settings::service::render_value;
 
 /// Discord's message limit leaves room for this much of a value.
@@ -44,13 +45,32 @@ pub fn show(app: &App, guild: Option<GuildId>, path: Option<&str>) -> String {
     }
 }
 
+/// Why a server's override was not changed; the text is the answer the asker sees.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsRefused {
+    /// The settings service refused the value or the path (its words name the path).
+    #[error("{0}")]
+    Change(#[from] ChangeError),
+    #[error("cannot read this server's channels: {0}")]
+    ChannelsUnreadable(#[source] crate::store::StoreError),
+    #[error(
+        "{path}: this server has no channel named #{name} (channels the bot knows here: {known})"
+    )]
+    NoSuchChannel {
+        path: String,
+        name: String,
+        /// The channel names the bot knows here, or "none seen yet".
+        known: String,
+    },
+}
+
 pub fn set(
     app: &App,
     guild: GuildId,
     by: Option<UserId>,
     path: &str,
     value: &str,
-) -> Result<String, String> {
+) -> Result<String, SettingsRefused> {
     let value = channel_names_to_ids(app, guild, path, value)?;
     match app.settings.set_override(guild, path, &value, by) {
         Ok(stored) => {
@@ -72,11 +92,16 @@ pub fn set(
             }
             Ok(text)
         }
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e.into()),
     }
 }
 
-pub fn reset(app: &App, guild: GuildId, by: Option<UserId>, path: &str) -> Result<String, String> {
+pub fn reset(
+    app: &App,
+    guild: GuildId,
+    by: Option<UserId>,
+    path: &str,
+) -> Result<String, SettingsRefused> {
     match app.settings.reset_override(guild, path) {
         Ok(true) => {
             app.journal.record(
@@ -91,7 +116,7 @@ pub fn reset(app: &App, guild: GuildId, by: Option<UserId>, path: &str) -> Resul
         Ok(false) => Ok(format!(
             "{path} had no override on this server; nothing changed."
         )),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -125,10 +150,12 @@ pub fn run_text(
             "Only members with Manage Server may change settings.".into()
         }
         ("set", Some(g)) => match rest.split_once(' ') {
-            Some((path, value)) => set(app, g, by, path, value).unwrap_or_else(|e| e),
+            Some((path, value)) => set(app, g, by, path, value).unwrap_or_else(|e| e.to_string()),
             None => usage.into(),
         },
-        ("reset", Some(g)) if !rest.is_empty() => reset(app, g, by, rest).unwrap_or_else(|e| e),
+        ("reset", Some(g)) if !rest.is_empty() => {
+            reset(app, g, by, rest).unwrap_or_else(|e| e.to_string())
+        }
         ("set" | "reset", None) => "Settings can only be overridden inside a server.".into(),
         _ => usage.into(),
     }
@@ -142,20 +169,23 @@ fn channel_names_to_ids(
     guild: GuildId,
     path: &str,
     value: &str,
-) -> Result<String, String> {
+) -> Result<String, SettingsRefused> {
     let leaf = path.trim().rsplit('.').next().unwrap_or_default();
     let channel_valued = leaf.ends_with("ChannelIds") || leaf.ends_with("ChannelId");
     if !channel_valued || !value.contains('#') || value.trim_start().starts_with('[') {
         return Ok(value.to_string());
     }
-    let unreadable = |e| format!("cannot read this server's channels: {e}");
     let mut ids = Vec::new();
     for token in value.split(|c: char| c == ',' || c.is_whitespace()) {
         let Some(name) = token.strip_prefix('#').filter(|n| !n.is_empty()) else {
             ids.push(token.to_string());
             continue;
         };
-        match app.store.channel_by_name(guild, name).map_err(unreadable)? {
+        match app
+            .store
+            .channel_by_name(guild, name)
+            .map_err(SettingsRefused::ChannelsUnreadable)?
+        {
             Some(id) => ids.push(id.to_string()),
             None => return Err(no_such_channel(app, guild, path, name)),
         }
@@ -167,7 +197,7 @@ fn channel_names_to_ids(
         .join(", "))
 }
 
-fn no_such_channel(app: &App, guild: GuildId, path: &str, name: &str) -> String {
+fn no_such_channel(app: &App, guild: GuildId, path: &str, name: &str) -> SettingsRefused {
     let mut known: Vec<String> = app
         .store
         .guild_channels(guild)
@@ -182,9 +212,11 @@ fn no_such_channel(app: &App, guild: GuildId, path: &str, name: &str) -> String 
     } else {
         known.join(", ")
     };
-    format!(
-        "{path}: this server has no channel named #{name} (channels the bot knows here: {known})"
-    )
+    SettingsRefused::NoSuchChannel {
+        path: path.to_string(),
+        name: name.to_string(),
+        known,
+    }
 }
 
 fn truncate(mut text: String) -> String {

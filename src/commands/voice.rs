@@ -49,7 +49,7 @@ pub async fn leave(app: &App, who: &Asker, current: Option<ChannelId>) -> String
     app.voice
         .send_away(guild, &format!("asked by {}", who.name))
         .await
-        .unwrap_or_else(|e| e)
+        .unwrap_or_else(|e| e.to_string())
 }
 
 /// The person's `no-voice` boundary (also `/ambient me no-voice`): it holds on every server.

@@ -24,10 +24,10 @@ pub fn why(app: &App, guild: Option<GuildId>, channel: ChannelId, target: Option
         );
     };
     let stored = app.store.message(id).ok().flatten();
-    if let Some(m) = &stored {
-        if m.guild != guild {
-            return "That message is not from this server.".into();
-        }
+    if let Some(m) = &stored
+        && m.guild != guild
+    {
+        return "That message is not from this server.".into();
     }
     // For the bot's own reply, the reasons hang on the message it answered.
     let subject = match &stored {

@@ -267,17 +267,7 @@ impl Session {
         match verb {
             "quit" | "exit" => return Ok(Flow::Quit),
             "help" => self.out.notice(HELP),
-            "channel" => {
-                let name = rest.trim_start_matches('#');
-                if !is_channel_name(name) {
-                    self.out
-                        .notice("usage: /channel NAME (letters, digits, - and _)");
-                } else {
-                    self.enter_channel(name)?;
-                    self.channel = name.to_string();
-                    self.out.notice(&format!("you are now in #{name}"));
-                }
-            }
+            "channel" => self.switch_channel(rest)?,
             "as" => {
                 if rest.is_empty() {
                     self.out.notice("usage: /as NAME");
@@ -289,64 +279,67 @@ impl Session {
             "journal" => self.print_journal(rest),
             "channels" => self.print_channels(),
             "wait" => self.wait(rest).await,
-            "memory" => {
-                let who = self.asker();
-                let text = commands::memory::run_text(&self.app, &who, rest);
-                self.out.notice(&text);
-            }
-            "discovery" => {
-                let text = commands::discovery::run_text(&self.app, guild_id(), self.user.id, rest);
-                self.out.notice(&text);
-            }
-            "task" | "schedule" | "idea" => {
-                let who = self.asker();
-                let text = commands::impulses::run_text(&self.app, &who, verb, rest);
-                self.out.notice(&text);
-            }
-            "why" => {
-                let text = commands::why::why(
-                    &self.app,
-                    Some(guild_id()),
-                    channel_id(&self.channel),
-                    Some(rest),
-                );
-                self.out.notice(&text);
-            }
-            "garden" => {
-                let text = self.app.garden.request(guild_id(), &self.user.name);
-                self.out.notice(&text);
-            }
-            "ambient" => {
-                let who = self.asker();
-                let text = commands::courtesy::run_text(&self.app, &who, rest);
-                self.out.notice(&text);
-            }
             "status" => {
                 let src = commands::status::Sources::of(&self.app);
                 for line in commands::status::widget(&src, Some(guild_id())) {
                     self.out.notice(&line);
                 }
             }
-            // The operator at the console owns the bot: the file is theirs to reload.
-            "settings" if rest == "reload" => {
-                let text = commands::settings::reload(&self.app, &self.user.name).await;
-                self.out.notice(&text);
-            }
-            "settings" => {
-                let text = commands::settings::run_text(
-                    &self.app,
-                    Some(guild_id()),
-                    Some(self.user.id),
-                    rest,
-                    true,
-                );
-                self.out.notice(&text);
-            }
-            other => self.out.notice(&format!(
-                "unknown command /{other}; /help lists the commands"
-            )),
+            other => match self.shared(other, rest).await {
+                Some(text) => self.out.notice(&text),
+                None => self.out.notice(&format!(
+                    "unknown command /{other}; /help lists the commands"
+                )),
+            },
         }
         Ok(Flow::Continue)
+    }
+
+    fn switch_channel(&mut self, rest: &str) -> anyhow::Result<()> {
+        let name = rest.trim_start_matches('#');
+        if !is_channel_name(name) {
+            self.out
+                .notice("usage: /channel NAME (letters, digits, - and _)");
+        } else {
+            self.enter_channel(name)?;
+            self.channel = name.to_string();
+            self.out.notice(&format!("you are now in #{name}"));
+        }
+        Ok(())
+    }
+
+    /// The commands the console shares with Discord's slash commands
+    /// (`crate::commands`), asked as the operator; `None` for a verb that is
+    /// not one of them.
+    async fn shared(&self, verb: &str, rest: &str) -> Option<String> {
+        let text = match verb {
+            "memory" => commands::memory::run_text(&self.app, &self.asker(), rest),
+            "discovery" => commands::discovery::run_text(&self.app, guild_id(), self.user.id, rest),
+            "task" | "schedule" | "idea" => {
+                commands::impulses::run_text(&self.app, &self.asker(), verb, rest)
+            }
+            "why" => commands::why::why(
+                &self.app,
+                Some(guild_id()),
+                channel_id(&self.channel),
+                Some(rest),
+            ),
+            "garden" => self.app.garden.request(guild_id(), &self.user.name),
+            "ambient" => commands::courtesy::run_text(&self.app, &self.asker(), rest),
+            // The operator at the console owns the bot: the file is theirs to reload.
+            "settings" if rest == "reload" => {
+                commands::settings::reload(&self.app, &self.user.name).await
+            }
+            "settings" => commands::settings::run_text(
+                &self.app,
+                Some(guild_id()),
+                Some(self.user.id),
+                rest,
+                true,
+            ),
+            _ => return None,
+        };
+        Some(text)
     }
 
     /// The operator at the console may do everything a server manager may.

@@ -56,6 +56,17 @@ pub enum TokenError {
     },
 }
 
+/// A request on loopback that named another host (a page elsewhere that
+/// rebound its own name to this machine).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "this dashboard answers only to its loopback address (127.0.0.1, [::1] or localhost), \
+     and this request was for {host:?}"
+)]
+pub struct ForeignHost {
+    pub host: String,
+}
+
 /// The stored token: its hash, and the token itself when it was made just now
 /// (to be shown once).
 pub struct Token {
@@ -175,7 +186,7 @@ impl Access {
 
     /// On loopback, a request must name a loopback host: anything else is a
     /// page elsewhere that rebound its own name to this machine.
-    pub fn host_allowed(&self, headers: &HeaderMap) -> Result<(), String> {
+    pub fn host_allowed(&self, headers: &HeaderMap) -> Result<(), ForeignHost> {
         if self.uses_token() {
             return Ok(());
         }
@@ -186,10 +197,9 @@ impl Access {
         if is_loopback_host(host) {
             Ok(())
         } else {
-            Err(format!(
-                "this dashboard answers only to its loopback address (127.0.0.1, [::1] or localhost), \
-                 and this request was for {host:?}"
-            ))
+            Err(ForeignHost {
+                host: host.to_string(),
+            })
         }
     }
 

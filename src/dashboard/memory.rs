@@ -19,6 +19,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::params::Params;
+use super::problem::Problem;
 use super::today::{Choice, channel_choices};
 use super::view::stamp;
 use super::{Dash, Site, Who};
@@ -43,13 +44,13 @@ enum Where {
     Guild(GuildId),
 }
 
-fn where_of(p: &Params) -> Result<Where, String> {
+fn where_of(p: &Params) -> Result<Where, Problem> {
     match p.get("guild") {
         None => Ok(Where::All),
         Some("dm") => Ok(Where::Dms),
         Some(_) => Ok(p
             .guild("guild")
-            .map_err(|e| format!("{e}, or dm for direct messages"))?
+            .map_err(Problem::NotAPlace)?
             .map_or(Where::All, Where::Guild)),
     }
 }
@@ -97,7 +98,10 @@ pub async fn page(
 ) -> Response {
     super::blocking(d, move |d| {
         let frame = d.frame("memory", "Memory", &who);
-        match Params::from_query(query.as_deref()).and_then(|p| view(&d.site, &p)) {
+        match Params::from_query(query.as_deref())
+            .map_err(Problem::from)
+            .and_then(|p| view(&d.site, &p))
+        {
             Ok(v) => d.views.page("memory.html", &frame, &v),
             Err(e) => d.bad_input(&who, &e),
         }
@@ -105,53 +109,21 @@ pub async fn page(
     .await
 }
 
-fn view(site: &Site, p: &Params) -> Result<View, String> {
+fn view(site: &Site, p: &Params) -> Result<View, Problem> {
     let place = where_of(p)?;
     let guild = match place {
         Where::Guild(g) => Some(g),
         _ => None,
     };
-    let scope = p
-        .get("scope")
-        .map(|s| {
-            ScopeKind::parse(s)
-                .ok_or_else(|| format!("scope: expected guild, channel or user, got {s:?}"))
-        })
-        .transpose()?;
-    let kind = p
-        .get("kind")
-        .map(FactKind::parse)
-        .transpose()
-        .map_err(|e| format!("kind: {e}"))?;
-    let importance = p
-        .get("importance")
-        .map(Importance::parse)
-        .transpose()
-        .map_err(|e| format!("importance: {e}"))?;
-    let channel = p.channel("channel")?;
-    let user = p.user("user")?;
-    let inactive = p.flag("inactive");
+    let filter = fact_filter(p, place)?;
+    let (scope, kind, importance) = (filter.scope, filter.kind, filter.importance);
+    let (channel, user, inactive) = (filter.channel, filter.user, filter.include_inactive);
     let q = p.get("q").unwrap_or("").to_string();
-    let filter = FactFilter {
-        guild: match place {
-            Where::All => None,
-            Where::Dms => Some(None),
-            Where::Guild(g) => Some(Some(g)),
-        },
-        scope,
-        channel,
-        user,
-        kind,
-        importance,
-        include_inactive: inactive,
-        limit: Some(LISTED),
-        ..Default::default()
-    };
     let now = site.now();
     let facts: Vec<(Fact, Option<f64>)> = if q.is_empty() {
         site.store
             .list_facts(&filter)
-            .map_err(|e| format!("the memory cannot be read: {e}"))?
+            .map_err(Problem::Memory)?
             .into_iter()
             .map(|f| (f, None))
             .collect()
@@ -194,6 +166,40 @@ fn view(site: &Site, p: &Params) -> Result<View, String> {
     })
 }
 
+/// The page's filters as the store's: each field checked, its problem
+/// named when it is not one the page offers.
+fn fact_filter(p: &Params, place: Where) -> Result<FactFilter, Problem> {
+    let scope = p
+        .get("scope")
+        .map(|s| ScopeKind::parse(s).ok_or_else(|| Problem::Scope(s.to_string())))
+        .transpose()?;
+    let kind = p
+        .get("kind")
+        .map(FactKind::parse)
+        .transpose()
+        .map_err(|e| Problem::FactKind(e.to_string()))?;
+    let importance = p
+        .get("importance")
+        .map(Importance::parse)
+        .transpose()
+        .map_err(|e| Problem::Importance(e.to_string()))?;
+    Ok(FactFilter {
+        guild: match place {
+            Where::All => None,
+            Where::Dms => Some(None),
+            Where::Guild(g) => Some(Some(g)),
+        },
+        scope,
+        channel: p.channel("channel")?,
+        user: p.user("user")?,
+        kind,
+        importance,
+        include_inactive: p.flag("inactive"),
+        limit: Some(LISTED),
+        ..Default::default()
+    })
+}
+
 /// The best matches for `q`, ranked as memory ranks them, then narrowed by the filters.
 fn searched(
     site: &Site,
@@ -201,22 +207,18 @@ fn searched(
     q: &str,
     f: &FactFilter,
     now: DateTime<Utc>,
-) -> Result<Vec<(Fact, Option<f64>)>, String> {
+) -> Result<Vec<(Fact, Option<f64>)>, Problem> {
     let readers: Vec<Reader> = match place {
         Where::Guild(g) => vec![Reader::Guild(g)],
         Where::Dms => match f.user {
             Some(u) => vec![Reader::Dm(u)],
             None => {
-                return Err(
-                    "q: a search of direct messages needs a user (user=ID): each person's are apart"
-                        .into(),
-                );
+                return Err(Problem::DmSearchNeedsUser);
             }
         },
         Where::All => site
             .store
-            .fact_guilds()
-            .map_err(|e| e.to_string())?
+            .fact_guilds()?
             .into_iter()
             .flatten()
             .map(Reader::Guild)
@@ -362,7 +364,7 @@ pub async fn confirm_forget(
         let fact = match d.site.store.fact(&id) {
             Ok(Some(f)) => f,
             Ok(None) => return not_found(d, &who, &id),
-            Err(e) => return d.bad_input(&who, &format!("the memory cannot be read: {e}")),
+            Err(e) => return d.bad_input(&who, format!("the memory cannot be read: {e}")),
         };
         let view = Confirm {
             action: "/memory/forget",
@@ -530,7 +532,10 @@ pub async fn export(
     RawQuery(query): RawQuery,
 ) -> Response {
     super::blocking(d, move |d| {
-        let place = match Params::from_query(query.as_deref()).and_then(|p| where_of(&p)) {
+        let place = match Params::from_query(query.as_deref())
+            .map_err(Problem::from)
+            .and_then(|p| where_of(&p))
+        {
             Ok(p) => p,
             Err(e) => return d.bad_input(&who, &e),
         };
@@ -543,7 +548,7 @@ pub async fn export(
                     Where::Guild(g) => f.scope.guild == Some(g),
                 })
                 .collect(),
-            Err(e) => return d.bad_input(&who, &format!("the memory cannot be read: {e}")),
+            Err(e) => return d.bad_input(&who, format!("the memory cannot be read: {e}")),
         };
         let now = d.site.now();
         let Ok(json) = serde_json::to_string_pretty(&portable::export(&facts, now)) else {

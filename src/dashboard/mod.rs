@@ -21,6 +21,7 @@ mod chart;
 mod initiative;
 mod memory;
 mod params;
+mod problem;
 mod site;
 mod spend;
 mod today;
@@ -89,12 +90,12 @@ impl Dash {
     }
 
     /// A 400 page naming the bad input and what would be valid.
-    fn bad_input(&self, who: &Who, problem: &str) -> Response {
+    fn bad_input(&self, who: &Who, problem: impl std::fmt::Display) -> Response {
         self.views.error(
             StatusCode::BAD_REQUEST,
             &self.frame("", "Bad request", who),
             "This request has a value the dashboard cannot use.",
-            problem,
+            &problem.to_string(),
         )
     }
 
@@ -290,7 +291,7 @@ async fn guard(State(d): State<Arc<Dash>>, mut req: Request, next: Next) -> Resp
             .get::<ConnectInfo<SocketAddr>>()
             .map(|c| c.0.to_string());
         tracing::warn!(peer, "dashboard: refused a request for another host");
-        return (StatusCode::FORBIDDEN, why).into_response();
+        return (StatusCode::FORBIDDEN, why.to_string()).into_response();
     }
     let path = req.uri().path();
     if path == "/login" || path.starts_with("/assets/") {
@@ -366,7 +367,7 @@ async fn login(State(d): State<Arc<Dash>>, body: Bytes) -> Response {
     }
     let form = match Params::from_form(&body) {
         Ok(f) => f,
-        Err(e) => return login_view(&d, StatusCode::BAD_REQUEST, Some(&e)),
+        Err(e) => return login_view(&d, StatusCode::BAD_REQUEST, Some(&e.to_string())),
     };
     if !form.raw("token").is_some_and(|t| d.access.token_matches(t)) {
         return login_view(

@@ -11,27 +11,47 @@ const MAX_FIELDS: usize = 32;
 
 pub struct Params(Vec<(String, String)>);
 
+/// A field the request carries that the page cannot use. Values are quoted
+/// as [`shown`] cuts them (they may be anything).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParamError {
+    #[error("at most {max} fields are read")]
+    TooManyFields { max: usize },
+    #[error("{field}: at most {max} characters, got {got}")]
+    TooLong {
+        field: String,
+        max: usize,
+        got: usize,
+    },
+    #[error("{field}: expected {what} id (digits), got {got:?}")]
+    NotAnId {
+        field: String,
+        what: &'static str,
+        got: String,
+    },
+}
+
 impl Params {
-    pub fn from_query(raw: Option<&str>) -> Result<Self, String> {
+    pub fn from_query(raw: Option<&str>) -> Result<Self, ParamError> {
         Self::parse(raw.unwrap_or("").as_bytes())
     }
 
-    pub fn from_form(body: &[u8]) -> Result<Self, String> {
+    pub fn from_form(body: &[u8]) -> Result<Self, ParamError> {
         Self::parse(body)
     }
 
-    fn parse(bytes: &[u8]) -> Result<Self, String> {
+    fn parse(bytes: &[u8]) -> Result<Self, ParamError> {
         let mut fields = Vec::new();
         for (k, v) in url::form_urlencoded::parse(bytes) {
             if fields.len() == MAX_FIELDS {
-                return Err(format!("at most {MAX_FIELDS} fields are read"));
+                return Err(ParamError::TooManyFields { max: MAX_FIELDS });
             }
             if v.chars().count() > MAX_VALUE_CHARS {
-                return Err(format!(
-                    "{}: at most {MAX_VALUE_CHARS} characters, got {}",
-                    shown(&k),
-                    v.chars().count()
-                ));
+                return Err(ParamError::TooLong {
+                    field: shown(&k),
+                    max: MAX_VALUE_CHARS,
+                    got: v.chars().count(),
+                });
             }
             fields.push((k.into_owned(), v.into_owned()));
         }
@@ -56,25 +76,30 @@ impl Params {
     }
 
     /// A Discord id (digits).
-    pub fn id(&self, key: &str, what: &str) -> Result<Option<u64>, String> {
+    pub fn id(&self, key: &str, what: &'static str) -> Result<Option<u64>, ParamError> {
         self.get(key)
             .map(|v| {
-                v.parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
-                    format!("{key}: expected {what} id (digits), got {:?}", shown(v))
-                })
+                v.parse::<u64>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| ParamError::NotAnId {
+                        field: key.into(),
+                        what,
+                        got: shown(v),
+                    })
             })
             .transpose()
     }
 
-    pub fn guild(&self, key: &str) -> Result<Option<GuildId>, String> {
+    pub fn guild(&self, key: &str) -> Result<Option<GuildId>, ParamError> {
         Ok(self.id(key, "a server")?.map(GuildId))
     }
 
-    pub fn channel(&self, key: &str) -> Result<Option<ChannelId>, String> {
+    pub fn channel(&self, key: &str) -> Result<Option<ChannelId>, ParamError> {
         Ok(self.id(key, "a channel")?.map(ChannelId))
     }
 
-    pub fn user(&self, key: &str) -> Result<Option<UserId>, String> {
+    pub fn user(&self, key: &str) -> Result<Option<UserId>, ParamError> {
         Ok(self.id(key, "a user")?.map(UserId))
     }
 }
@@ -99,12 +124,13 @@ mod tests {
             Params::from_query(Some("guild=abc"))
                 .unwrap()
                 .guild("guild")
-                .unwrap_err(),
+                .unwrap_err()
+                .to_string(),
             "guild: expected a server id (digits), got \"abc\""
         );
         let long = format!("q={}", "a".repeat(MAX_VALUE_CHARS + 1));
         assert_eq!(
-            Params::from_query(Some(&long)).err().unwrap(),
+            Params::from_query(Some(&long)).err().unwrap().to_string(),
             format!(
                 "q: at most {MAX_VALUE_CHARS} characters, got {}",
                 MAX_VALUE_CHARS + 1

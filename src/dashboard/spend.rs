@@ -14,6 +14,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use super::chart::{self, Chart, Series};
+use super::problem::Problem;
 use super::view::{compact, stamp};
 use super::{Dash, Site, Who};
 use crate::commands::{garden, status};
@@ -71,19 +72,18 @@ pub async fn page(State(d): State<Arc<Dash>>, Extension(who): Extension<Who>) ->
     .await
 }
 
-fn view(site: &Site) -> Result<View, String> {
+fn view(site: &Site) -> Result<View, Problem> {
     let now = site.now();
     let days = last_days(now);
     let first = days[0]
-        .parse::<chrono::NaiveDate>()
-        .map_err(|e| e.to_string())?
+        .parse::<chrono::NaiveDate>()?
         .and_hms_opt(0, 0, 0)
         .expect("midnight exists")
         .and_utc();
     let rows = site
         .store
         .usage_by_day(first)
-        .map_err(|e| format!("the usage records cannot be read: {e}"))?;
+        .map_err(Problem::Usage)?;
     let settings = site.settings.global();
     let snapshot = site.executive.snapshot();
     let (user, ambient, whole) = status::budget_shares(&snapshot, &settings);

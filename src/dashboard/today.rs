@@ -13,6 +13,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::params::Params;
+use super::problem::Problem;
 use super::view::{short_time, stamp};
 use super::{Dash, Site, Who};
 use crate::ids::{ChannelId, GuildId};
@@ -86,7 +87,10 @@ pub async fn page(
 ) -> Response {
     super::blocking(d, move |d| {
         let frame = d.frame("today", "Today", &who);
-        match Params::from_query(query.as_deref()).and_then(|p| view(&d.site, &p)) {
+        match Params::from_query(query.as_deref())
+            .map_err(Problem::from)
+            .and_then(|p| view(&d.site, &p))
+        {
             Ok(v) => d.views.page("today.html", &frame, &v),
             Err(e) => d.bad_input(&who, &e),
         }
@@ -94,7 +98,7 @@ pub async fn page(
     .await
 }
 
-fn view(site: &Site, p: &Params) -> Result<View, String> {
+fn view(site: &Site, p: &Params) -> Result<View, Problem> {
     let now = site.now();
     let since_spec = p.get("since").unwrap_or("24h").to_string();
     let since = window_start(&since_spec, now)?;
@@ -104,7 +108,7 @@ fn view(site: &Site, p: &Params) -> Result<View, String> {
     let kinds = match kind {
         "" => ACTS.to_vec(),
         "all" => Vec::new(),
-        k => Kind::parse_list(k).map_err(|e| format!("kind: {e}, or all"))?,
+        k => Kind::parse_list(k).map_err(|e| Problem::JournalKind(e.to_string()))?,
     };
     let entries = site
         .store
@@ -116,7 +120,7 @@ fn view(site: &Site, p: &Params) -> Result<View, String> {
             limit: Some(MAX_READ),
             ..Default::default()
         })
-        .map_err(|e| format!("the journal cannot be read: {e}"))?;
+        .map_err(Problem::Journal)?;
     let counts = counts(&entries);
     let total = entries.len();
     let mut places = Places::new(site);
@@ -141,14 +145,18 @@ fn view(site: &Site, p: &Params) -> Result<View, String> {
 }
 
 /// The window's start: a duration back from now (at most a month), or a date.
-fn window_start(spec: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
-    let too_long = || format!("since: at most {MAX_WINDOW_DAYS} days back, got {spec:?}");
+fn window_start(spec: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, Problem> {
+    let too_long = || Problem::WindowTooLong {
+        max_days: MAX_WINDOW_DAYS,
+        spec: spec.to_string(),
+    };
     if let Some(d) = crate::when::parse_duration(spec)
         && d > chrono::Duration::days(MAX_WINDOW_DAYS)
     {
         return Err(too_long());
     }
-    let since = crate::when::parse_since(spec, now).map_err(|e| format!("since: {e}"))?;
+    let since =
+        crate::when::parse_since(spec, now).map_err(|e| Problem::Since(e.to_string()))?;
     if now - since > chrono::Duration::days(MAX_WINDOW_DAYS) {
         return Err(too_long());
     }
@@ -365,13 +373,14 @@ mod tests {
         let now = chrono::Utc::now();
         assert!(window_start("24h", now).is_ok());
         assert_eq!(
-            window_start("9999w", now).unwrap_err(),
+            window_start("9999w", now).unwrap_err().to_string(),
             "since: at most 31 days back, got \"9999w\""
         );
         assert!(window_start("1990-01-01", now).is_err());
         assert!(
             window_start("yesterday", now)
                 .unwrap_err()
+                .to_string()
                 .starts_with("since: ")
         );
     }

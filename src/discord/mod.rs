@@ -91,22 +91,7 @@ pub async fn run(parts: Parts, token: &str, watching: Watching) -> anyhow::Resul
         crate::store::lock::DataLock::acquire(std::path::Path::new(&settings.storage.data_dir))?;
     let client = rest_client(&settings)?;
     let rest = Arc::new(http(token, &settings, client.clone()));
-    let me = rest.get_current_user().await.map_err(|e| match &e {
-        serenity::Error::Http(h) if h.status_code().map(|s| s.as_u16()) == Some(401) => anyhow!(
-            "Discord rejected DISCORD_TOKEN (401 Unauthorized): copy the bot token again from the \
-             Developer Portal (Bot → Reset Token)"
-        ),
-        _ => anyhow!(
-            "cannot reach Discord at {}: {e}",
-            settings.discord.api_base_url
-        ),
-    })?;
-    let me = Author {
-        id: UserId(me.id.get()),
-        name: me.name.clone(),
-        is_bot: true,
-    };
-    tracing::info!(bot = %me.name, "logged in");
+    let me = log_in(&rest, &settings).await?;
 
     let transport = Arc::new(transport::DiscordTransport::new(
         rest.clone(),
@@ -123,52 +108,7 @@ pub async fn run(parts: Parts, token: &str, watching: Watching) -> anyhow::Resul
     let live = app.live.clone();
     running.spawn(move |shutdown| live.run(shutdown, watching));
 
-    let dev_guild = settings.discord.dev_guild_id;
-    let setup_app = app.clone();
-    let framework = poise::Framework::builder()
-        .options(poise::FrameworkOptions {
-            commands: commands::all(),
-            on_error: |e| Box::pin(commands::on_error(e)),
-            prefix_options: poise::PrefixFrameworkOptions {
-                // Mentions are conversation, not commands.
-                mention_as_prefix: false,
-                ..Default::default()
-            },
-            ..Default::default()
-        })
-        .initialize_owners(false)
-        .setup(move |ctx, _ready, framework| {
-            Box::pin(async move {
-                // Never fail here: a failed poise setup leaves the bot hanging.
-                let result = match dev_guild {
-                    Some(g) => {
-                        poise::builtins::register_in_guild(
-                            ctx,
-                            &framework.options().commands,
-                            SGuildId::new(g.get()),
-                        )
-                        .await
-                    }
-                    None => {
-                        poise::builtins::register_globally(ctx, &framework.options().commands).await
-                    }
-                };
-                let scope = dev_guild.map_or("globally".to_string(), |g| format!("in guild {g}"));
-                match result {
-                    Ok(()) => tracing::info!("slash commands registered {scope}"),
-                    Err(e) => {
-                        tracing::error!(error = %e, "could not register slash commands {scope}");
-                        setup_app.journal.record(
-                            Entry::new(Kind::Error, "could not register slash commands")
-                                .reason(e.to_string()),
-                        );
-                    }
-                }
-                Ok(Data { app: setup_app })
-            })
-        })
-        .build();
-
+    let framework = framework(app.clone(), settings.discord.dev_guild_id);
     let songbird = voice::songbird();
     let gate = Arc::new(reconnect::Gate::default());
     let mut client =
@@ -209,25 +149,106 @@ pub async fn run(parts: Parts, token: &str, watching: Watching) -> anyhow::Resul
     result.map_err(|e| anyhow!("the Discord connection ended: {e}"))
 }
 
-/// Waits for Ctrl-C or SIGTERM.
-pub(crate) async fn wait_for_signal() {
+/// Who the token logs in as; a rejected token is said plainly (it is the
+/// usual first-start mistake), anything else names the server tried.
+async fn log_in(rest: &serenity::all::Http, settings: &Settings) -> anyhow::Result<Author> {
+    let me = rest.get_current_user().await.map_err(|e| match &e {
+        serenity::Error::Http(h) if h.status_code().map(|s| s.as_u16()) == Some(401) => anyhow!(
+            "Discord rejected DISCORD_TOKEN (401 Unauthorized): copy the bot token again from the \
+             Developer Portal (Bot → Reset Token)"
+        ),
+        _ => anyhow!(
+            "cannot reach Discord at {}: {e}",
+            settings.discord.api_base_url
+        ),
+    })?;
+    let me = Author {
+        id: UserId(me.id.get()),
+        name: me.name.clone(),
+        is_bot: true,
+    };
+    tracing::info!(bot = %me.name, "logged in");
+    Ok(me)
+}
+
+/// The slash commands (poise); mentions stay conversation, not commands.
+fn framework(app: Arc<App>, dev_guild: Option<crate::ids::GuildId>) -> poise::Framework<Data, commands::Error> {
+    poise::Framework::builder()
+        .options(poise::FrameworkOptions {
+            commands: commands::all(),
+            on_error: |e| Box::pin(commands::on_error(e)),
+            prefix_options: poise::PrefixFrameworkOptions {
+                // Mentions are conversation, not commands.
+                mention_as_prefix: false,
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+        .initialize_owners(false)
+        .setup(move |ctx, _ready, framework| {
+            Box::pin(async move {
+                register(ctx, &framework.options().commands, dev_guild, &app).await;
+                Ok(Data { app })
+            })
+        })
+        .build()
+}
+
+/// Registers the slash commands in the development guild, else globally.
+/// Never fails: a failed poise setup leaves the bot hanging, so a refusal
+/// is logged and journaled instead.
+async fn register(
+    ctx: &serenity::all::Context,
+    commands: &[poise::Command<Data, commands::Error>],
+    dev_guild: Option<crate::ids::GuildId>,
+    app: &App,
+) {
+    let result = match dev_guild {
+        Some(g) => poise::builtins::register_in_guild(ctx, commands, SGuildId::new(g.get())).await,
+        None => poise::builtins::register_globally(ctx, commands).await,
+    };
+    let scope = dev_guild.map_or("globally".to_string(), |g| format!("in guild {g}"));
+    match result {
+        Ok(()) => tracing::info!("slash commands registered {scope}"),
+        Err(e) => {
+            tracing::error!(error = %e, "could not register slash commands {scope}");
+            app.journal.record(
+                Entry::new(Kind::Error, "could not register slash commands").reason(e.to_string()),
+            );
+        }
+    }
+}
+
+/// Waits for Ctrl-C or SIGTERM. On Unix the handlers are installed when
+/// this is called, not when it is first awaited: a caller that announces
+/// itself (a port, a token) calls it first, so a SIGTERM sent right after
+/// the announcement still stops it cleanly instead of killing it.
+pub(crate) fn wait_for_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        let mut term = match signal(SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-                return;
+        let interrupt = signal(SignalKind::interrupt());
+        let term = signal(SignalKind::terminate());
+        async move {
+            match (interrupt, term) {
+                (Ok(mut interrupt), Ok(mut term)) => {
+                    tokio::select! {
+                        _ = interrupt.recv() => {}
+                        _ = term.recv() => {}
+                    }
+                }
+                _ => {
+                    // Harmless: an error here means no signal can be waited for; stopping is right.
+                    let _ = tokio::signal::ctrl_c().await;
+                }
             }
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            // Harmless: an error here means no signal can be waited for; stopping is right.
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }

@@ -173,7 +173,7 @@ impl EventHandler for Receiver {
                         (Some(user), None) => undecoded.push(*user),
                         (None, Some(_)) => {
                             let n = self.unmapped.fetch_add(1, Ordering::Relaxed) + 1;
-                            if n == 1 || n % 500 == 0 {
+                            if n == 1 || n.is_multiple_of(500) {
                                 tracing::info!(
                                     ssrc,
                                     dropped_ticks = n,

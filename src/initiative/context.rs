@@ -93,111 +93,25 @@ pub struct Request<'a> {
 
 pub fn assemble(r: Request<'_>) -> InitiativePrompt {
     let s = r.settings;
-    let per_channel = (s.initiative.text.lookback_messages as usize / r.pool.len().max(1)).max(5);
-    let mut people: BTreeMap<UserId, String> = BTreeMap::new();
-    let channels = r
-        .pool
-        .iter()
-        .map(|(id, name)| {
-            let lines = r
-                .store
-                .recent_messages(*id, per_channel)
-                .unwrap_or_default();
-            people.extend(
-                lines
-                    .iter()
-                    .filter(|m| !m.is_self && !m.author_is_bot)
-                    .map(|m| (m.author_id, m.author_name.clone())),
-            );
-            let (bot, human) = r.store.channel_activity(*id).unwrap_or((None, None));
-            ChannelView {
-                name: name.clone(),
-                vibe: s.permissions.replies.reply_channel_ids.contains(id),
-                last_human: human.map_or("nobody yet".into(), |t| ago(t, r.now)),
-                last_bot: bot.map_or("never".into(), |t| ago(t, r.now)),
-                lines: lines.iter().map(PromptLine::from).collect(),
-            }
-        })
-        .collect();
-    let ids: Vec<UserId> = people.keys().copied().collect();
-    let unpingable = r
-        .store
-        .with_boundary(&ids, Boundary::NoPing)
-        .unwrap_or_default();
-    let mut no_ping: Vec<String> = people
-        .into_iter()
-        .filter(|(id, _)| unpingable.contains(id))
-        .map(|(_, name)| name)
-        .collect();
-    no_ping.sort();
-    no_ping.dedup();
-    let interests =
-        community::interests(r.store, r.guild, r.now - chrono::Duration::days(7), 500, 8);
-    let mut community: Vec<String> = interests
-        .topics
-        .iter()
-        .map(|(w, n)| format!("{w} ({n} messages)"))
-        .collect();
-    if !interests.busiest_channels.is_empty() && !community.is_empty() {
-        let busiest: Vec<String> = interests
-            .busiest_channels
-            .iter()
-            .map(|(c, n)| format!("#{c} ({n})"))
-            .collect();
-        community.push(format!(
-            "busiest channels this week: {}",
-            busiest.join(", ")
-        ));
-    }
-    let pending = r.pending.map(|p| PendingView {
-        draft: p.draft.clone(),
-        channel: p
-            .channel
-            .and_then(|c| {
-                r.pool
-                    .iter()
-                    .find(|(id, _)| *id == c)
-                    .map(|(_, n)| n.clone())
-            })
-            .or_else(|| {
-                p.channel
-                    .and_then(|c| r.store.channel_name(c).ok().flatten())
-            }),
-        revision: p.revision,
-        age_minutes: (r.now - p.created_at).num_minutes(),
-        last_reason: p.last_reason.clone(),
-        media: p.media.clone(),
-    });
-    let (feed, feed_note) = match r.sources.feed {
-        Some(items) if !items.is_empty() => (items, String::new()),
-        Some(_) => (
-            Vec::new(),
-            "Nothing fresh in your feed right now.".to_string(),
-        ),
-        None => (
-            Vec::new(),
-            "Discovery is not set up: there is no feed to draw on.".to_string(),
-        ),
-    };
-    let (feed_sources, feed_sources_note) = match r.sources.feed_sources {
-        Some(list) if !list.is_empty() => (list, String::new()),
-        Some(_) => (Vec::new(), "No sources configured.".to_string()),
-        None => (
-            Vec::new(),
-            "Discovery is not set up: no sources to report on.".to_string(),
-        ),
-    };
-    let (memory, memory_note) = match r.sources.memory {
-        Some(facts) if !facts.is_empty() => (facts, String::new()),
-        Some(_) => (
-            Vec::new(),
-            "Nothing remembered about this server yet.".to_string(),
-        ),
-        None => (
-            Vec::new(),
-            "Memory is not set up: you remember nothing beyond the channels above.".to_string(),
-        ),
-    };
+    let (channels, people) = channels(&r);
+    let no_ping = no_ping(r.store, people);
+    let community = community(r.store, r.guild, r.now);
+    let pending = r.pending.map(|p| pending_view(&r, p));
+    let (feed, feed_note) = section(
+        r.sources.feed,
+        "Nothing fresh in your feed right now.",
+        "Discovery is not set up: there is no feed to draw on.",
+    );
+    let (feed_sources, feed_sources_note) = section(
+        r.sources.feed_sources,
+        "No sources configured.",
+        "Discovery is not set up: no sources to report on.",
+    );
+    let (memory, memory_note) = section(
+        r.sources.memory,
+        "Nothing remembered about this server yet.",
+        "Memory is not set up: you remember nothing beyond the channels above.",
+    );
     InitiativePrompt {
         bot_name: s.bot.name.clone(),
         persona: s.bot.persona.clone(),
@@ -228,5 +142,110 @@ pub fn assemble(r: Request<'_>) -> InitiativePrompt {
             .join(", "),
         max_post_chars: s.initiative.text.max_post_chars,
         capabilities: r.capabilities,
+    }
+}
+
+/// CHANNELS: each channel of the pool with its latest lines (the lookback
+/// shared among them, at least five each), and the people seen in them.
+fn channels(r: &Request<'_>) -> (Vec<ChannelView>, BTreeMap<UserId, String>) {
+    let s = r.settings;
+    let per_channel = (s.initiative.text.lookback_messages as usize / r.pool.len().max(1)).max(5);
+    let mut people: BTreeMap<UserId, String> = BTreeMap::new();
+    let channels = r
+        .pool
+        .iter()
+        .map(|(id, name)| {
+            let lines = r
+                .store
+                .recent_messages(*id, per_channel)
+                .unwrap_or_default();
+            people.extend(
+                lines
+                    .iter()
+                    .filter(|m| !m.is_self && !m.author_is_bot)
+                    .map(|m| (m.author_id, m.author_name.clone())),
+            );
+            let (bot, human) = r.store.channel_activity(*id).unwrap_or((None, None));
+            ChannelView {
+                name: name.clone(),
+                vibe: s.permissions.replies.reply_channel_ids.contains(id),
+                last_human: human.map_or("nobody yet".into(), |t| ago(t, r.now)),
+                last_bot: bot.map_or("never".into(), |t| ago(t, r.now)),
+                lines: lines.iter().map(PromptLine::from).collect(),
+            }
+        })
+        .collect();
+    (channels, people)
+}
+
+/// The names of the people shown who asked not to be pinged, sorted, once each.
+fn no_ping(store: &Store, people: BTreeMap<UserId, String>) -> Vec<String> {
+    let ids: Vec<UserId> = people.keys().copied().collect();
+    let unpingable = store
+        .with_boundary(&ids, Boundary::NoPing)
+        .unwrap_or_default();
+    let mut no_ping: Vec<String> = people
+        .into_iter()
+        .filter(|(id, _)| unpingable.contains(id))
+        .map(|(_, name)| name)
+        .collect();
+    no_ping.sort();
+    no_ping.dedup();
+    no_ping
+}
+
+/// COMMUNITY: this week's topics, and the busiest channels when there are topics.
+fn community(store: &Store, guild: GuildId, now: DateTime<Utc>) -> Vec<String> {
+    let interests = community::interests(store, guild, now - chrono::Duration::days(7), 500, 8);
+    let mut community: Vec<String> = interests
+        .topics
+        .iter()
+        .map(|(w, n)| format!("{w} ({n} messages)"))
+        .collect();
+    if !interests.busiest_channels.is_empty() && !community.is_empty() {
+        let busiest: Vec<String> = interests
+            .busiest_channels
+            .iter()
+            .map(|(c, n)| format!("#{c} ({n})"))
+            .collect();
+        community.push(format!(
+            "busiest channels this week: {}",
+            busiest.join(", ")
+        ));
+    }
+    community
+}
+
+/// PENDING THOUGHT: the held draft, with its channel by name (from the
+/// pool, else the store) and how old it is.
+fn pending_view(r: &Request<'_>, p: &PendingThought) -> PendingView {
+    PendingView {
+        draft: p.draft.clone(),
+        channel: p
+            .channel
+            .and_then(|c| {
+                r.pool
+                    .iter()
+                    .find(|(id, _)| *id == c)
+                    .map(|(_, n)| n.clone())
+            })
+            .or_else(|| {
+                p.channel
+                    .and_then(|c| r.store.channel_name(c).ok().flatten())
+            }),
+        revision: p.revision,
+        age_minutes: (r.now - p.created_at).num_minutes(),
+        last_reason: p.last_reason.clone(),
+        media: p.media.clone(),
+    }
+}
+
+/// A section from a source and the note that stands in when it is empty
+/// (`empty`) or when the feature behind it does not exist yet (`absent`).
+fn section(items: Option<Vec<String>>, empty: &str, absent: &str) -> (Vec<String>, String) {
+    match items {
+        Some(items) if !items.is_empty() => (items, String::new()),
+        Some(_) => (Vec::new(), empty.to_string()),
+        None => (Vec::new(), absent.to_string()),
     }
 }

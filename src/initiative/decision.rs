@@ -91,15 +91,34 @@ pub enum Checked {
     },
 }
 
-pub fn check(d: &Decision, pool: &Pool, max_chars: usize) -> Result<Checked, String> {
+/// Why a decision cannot be carried out. The text goes back to the model
+/// (it may correct itself) and into the journal, so it says what would do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Rejected {
+    #[error("\"{name}\" is not a channel you may post in; choose one of: {choices}")]
+    UnknownChannel { name: String, choices: String },
+    #[error("to hold a thought, give its draft in `text`")]
+    EmptyDraft,
+    #[error("to post, name a channel: one of {choices}")]
+    NoChannel { choices: String },
+    #[error("the post is empty; write the message in `text`, or drop the thought")]
+    EmptyPost,
+    #[error("{link:?} is not an http(s) link")]
+    NotALink { link: String },
+    #[error(
+        "the post is {chars} characters with its links; the limit is {max} (initiative.text.maxPostChars): shorten it"
+    )]
+    TooLong { chars: usize, max: usize },
+}
+
+pub fn check(d: &Decision, pool: &Pool, max_chars: usize) -> Result<Checked, Rejected> {
     let text = d.text.as_deref().map(str::trim).unwrap_or("");
     let channel = match &d.channel {
         Some(name) if !name.trim().is_empty() => Some(pool.resolve(name).ok_or_else(|| {
-            format!(
-                "\"{}\" is not a channel you may post in; choose one of: {}",
-                name.trim(),
-                pool.names()
-            )
+            Rejected::UnknownChannel {
+                name: name.trim().to_string(),
+                choices: pool.names(),
+            }
         })?),
         _ => None,
     };
@@ -109,7 +128,7 @@ pub fn check(d: &Decision, pool: &Pool, max_chars: usize) -> Result<Checked, Str
         }),
         Action::Hold => {
             if text.is_empty() {
-                return Err("to hold a thought, give its draft in `text`".into());
+                return Err(Rejected::EmptyDraft);
             }
             Ok(Checked::Hold {
                 draft: text.to_string(),
@@ -120,17 +139,19 @@ pub fn check(d: &Decision, pool: &Pool, max_chars: usize) -> Result<Checked, Str
         }
         Action::Post => {
             let channel = channel
-                .ok_or_else(|| format!("to post, name a channel: one of {}", pool.names()))?;
+                .ok_or_else(|| Rejected::NoChannel {
+                    choices: pool.names(),
+                })?;
             if text.is_empty() {
-                return Err(
-                    "the post is empty; write the message in `text`, or drop the thought".into(),
-                );
+                return Err(Rejected::EmptyPost);
             }
             let mut full = text.to_string();
             for link in &d.links {
                 let link = link.trim();
                 if !(link.starts_with("https://") || link.starts_with("http://")) {
-                    return Err(format!("{link:?} is not an http(s) link"));
+                    return Err(Rejected::NotALink {
+                        link: link.to_string(),
+                    });
                 }
                 if !full.contains(link) {
                     full.push('\n');
@@ -139,9 +160,10 @@ pub fn check(d: &Decision, pool: &Pool, max_chars: usize) -> Result<Checked, Str
             }
             let n = full.chars().count();
             if n > max_chars {
-                return Err(format!(
-                    "the post is {n} characters with its links; the limit is {max_chars} (initiative.text.maxPostChars): shorten it"
-                ));
+                return Err(Rejected::TooLong {
+                    chars: n,
+                    max: max_chars,
+                });
             }
             Ok(Checked::Post {
                 channel,
@@ -197,7 +219,8 @@ mod tests {
             &pool(),
             100,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             e.contains("\"secret\" is not a channel you may post in")
                 && e.contains("#general, #memes"),
@@ -208,19 +231,23 @@ mod tests {
             &pool(),
             100,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("empty"), "{e}");
         let e = check(
             &decision(Action::Post, Some("general"), Some(&"x".repeat(101))),
             &pool(),
             100,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             e.contains("101 characters") && e.contains("limit is 100"),
             "{e}"
         );
-        let e = check(&decision(Action::Post, None, Some("hi")), &pool(), 100).unwrap_err();
+        let e = check(&decision(Action::Post, None, Some("hi")), &pool(), 100)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("name a channel"), "{e}");
     }
 

@@ -149,29 +149,82 @@ impl Room {
     }
 }
 
+/// A gate that stopped the guild: its name (for deduplication) and why.
+struct Stop {
+    gate: &'static str,
+    reason: String,
+}
+
+fn stop(gate: &'static str, reason: impl Into<String>) -> Stop {
+    Stop {
+        gate,
+        reason: reason.into(),
+    }
+}
+
 pub fn evaluate(i: &Inputs<'_>, chance: &Chance) -> Verdict {
-    let t = &i.settings.initiative.text;
-    let stop = |gate, reason: String| Verdict::Stop { gate, reason };
-    if !t.enabled {
-        return stop("enabled", "initiative.text.enabled is off".into());
+    gates(i, chance).unwrap_or_else(|s| Verdict::Stop {
+        gate: s.gate,
+        reason: s.reason,
+    })
+}
+
+/// The gates, one step each, in the seed's order (numbered as in the
+/// module's comment); the first to stop decides.
+fn gates(i: &Inputs<'_>, chance: &Chance) -> Result<Verdict, Stop> {
+    enabled(i)?; // 1
+    let eligible = eligible(i)?; // 2
+    quiet_hours(i)?; // 3
+    let unhushed = unhushed(i, &eligible)?; // 4
+    room(i, &eligible)?; // 5
+    let pool = deliverable(i, unhushed)?; // 6
+    daily_cap(i)?; // 7
+    model(i)?; // 8
+    budget(i)?; // 9
+    if let Some(p) = i.pending {
+        return revisit(i, p, pool); // 10
     }
+    cooldown(i)?; // 11
+    eagerness(i, chance)?; // 12
+    Ok(Verdict::Fresh { pool })
+}
+
+fn enabled(i: &Inputs<'_>) -> Result<(), Stop> {
+    if !i.settings.initiative.text.enabled {
+        return Err(stop("enabled", "initiative.text.enabled is off"));
+    }
+    Ok(())
+}
+
+/// The eligible pool, or why it is empty (nothing listed, nothing of this
+/// server listed, or all of it blocked).
+fn eligible(i: &Inputs<'_>) -> Result<Vec<ChannelId>, Stop> {
     let eligible = eligible_pool(i.settings, i.guild_channels);
-    if eligible.is_empty() {
-        let listed = &i.settings.permissions.replies.discovery_channel_ids;
-        let why = if listed.is_empty() {
-            "no channel is open to unprompted posts (permissions.replies.discoveryChannelIds is empty)"
-        } else if !listed.iter().any(|c| i.guild_channels.contains(c)) {
-            "none of permissions.replies.discoveryChannelIds is a channel of this server"
-        } else {
-            "every channel of this server in permissions.replies.discoveryChannelIds is blocked or not allowed"
-        };
-        return stop("pool", why.into());
+    if !eligible.is_empty() {
+        return Ok(eligible);
     }
-    if let Some(quiet) = courtesy::quiet(i.settings, i.now) {
-        return stop(quiet.gate, quiet.reason);
+    let listed = &i.settings.permissions.replies.discovery_channel_ids;
+    let why = if listed.is_empty() {
+        "no channel is open to unprompted posts (permissions.replies.discoveryChannelIds is empty)"
+    } else if !listed.iter().any(|c| i.guild_channels.contains(c)) {
+        "none of permissions.replies.discoveryChannelIds is a channel of this server"
+    } else {
+        "every channel of this server in permissions.replies.discoveryChannelIds is blocked or not allowed"
+    };
+    Err(stop("pool", why))
+}
+
+fn quiet_hours(i: &Inputs<'_>) -> Result<(), Stop> {
+    match courtesy::quiet(i.settings, i.now) {
+        Some(quiet) => Err(stop(quiet.gate, quiet.reason)),
+        None => Ok(()),
     }
+}
+
+/// The server's hush stops all; a channel's hush takes it out of the pool.
+fn unhushed(i: &Inputs<'_>, eligible: &[ChannelId]) -> Result<Vec<ChannelId>, Stop> {
     if let Some(hush) = &i.server_hush {
-        return stop(hush.gate, hush.reason.clone());
+        return Err(stop(hush.gate, hush.reason.clone()));
     }
     let unhushed: Vec<ChannelId> = eligible
         .iter()
@@ -180,81 +233,116 @@ pub fn evaluate(i: &Inputs<'_>, chance: &Chance) -> Verdict {
         .collect();
     if unhushed.is_empty() {
         let why: Vec<&str> = i.hushed.iter().map(|(_, r)| r.reason.as_str()).collect();
-        return stop("hush", why.join("; "));
+        return Err(stop("hush", why.join("; ")));
     }
-    if let Some(why) = empty_room(i, &eligible) {
-        return stop("empty_room", why);
+    Ok(unhushed)
+}
+
+fn room(i: &Inputs<'_>, eligible: &[ChannelId]) -> Result<(), Stop> {
+    match empty_room(i, eligible) {
+        Some(why) => Err(stop("empty_room", why)),
+        None => Ok(()),
     }
+}
+
+/// The pool without channels in an active conversation, then without those
+/// where nothing could be delivered now.
+fn deliverable(i: &Inputs<'_>, unhushed: Vec<ChannelId>) -> Result<Vec<ChannelId>, Stop> {
     let pool: Vec<ChannelId> = unhushed
-        .iter()
-        .copied()
+        .into_iter()
         .filter(|c| !i.active.contains(c))
         .collect();
     if pool.is_empty() {
-        return stop(
+        return Err(stop(
             "active",
-            "people are talking with the bot in every eligible channel; replies come first".into(),
-        );
+            "people are talking with the bot in every eligible channel; replies come first",
+        ));
     }
     let pool: Vec<ChannelId> = pool.into_iter().filter(|c| !i.closed.contains(c)).collect();
     if pool.is_empty() {
-        return stop(
+        return Err(stop(
             "closed",
             "nothing could be delivered in any eligible channel now: each is at \
-             permissions.replies.maxMessagesPerHour or refused the bot's last message"
-                .into(),
-        );
+             permissions.replies.maxMessagesPerHour or refused the bot's last message",
+        ));
     }
+    Ok(pool)
+}
+
+fn daily_cap(i: &Inputs<'_>) -> Result<(), Stop> {
+    let t = &i.settings.initiative.text;
     if i.posts_last_24h >= t.max_posts_per_day {
-        return stop(
+        return Err(stop(
             "daily_cap",
             format!(
                 "{} of {} posts in the last 24 h (initiative.text.maxPostsPerDay)",
                 i.posts_last_24h, t.max_posts_per_day
             ),
-        );
+        ));
     }
-    if let Some(why) = &i.model_unavailable {
-        return stop("model", why.clone());
+    Ok(())
+}
+
+fn model(i: &Inputs<'_>) -> Result<(), Stop> {
+    match &i.model_unavailable {
+        Some(why) => Err(stop("model", why.clone())),
+        None => Ok(()),
     }
-    if let Some(why) = &i.over_budget {
-        return stop("budget", why.clone());
+}
+
+fn budget(i: &Inputs<'_>) -> Result<(), Stop> {
+    match &i.over_budget {
+        Some(why) => Err(stop("budget", why.clone())),
+        None => Ok(()),
     }
-    if let Some(p) = i.pending {
-        let next = p.updated_at + chrono::Duration::minutes(i64::from(t.revisit_minutes));
-        if i.now >= next {
-            return Verdict::Revisit { pool };
-        }
-        return stop(
-            "pending",
+}
+
+/// A held thought is looked at again once `revisitMinutes` have passed
+/// since its last revision; until then it blocks fresh thoughts.
+fn revisit(i: &Inputs<'_>, p: &PendingThought, pool: Vec<ChannelId>) -> Result<Verdict, Stop> {
+    let t = &i.settings.initiative.text;
+    let next = p.updated_at + chrono::Duration::minutes(i64::from(t.revisit_minutes));
+    if i.now >= next {
+        return Ok(Verdict::Revisit { pool });
+    }
+    Err(stop(
+        "pending",
+        format!(
+            "holding a thought (revision {}); looking at it again at {}",
+            p.revision,
+            next.format("%H:%M UTC")
+        ),
+    ))
+}
+
+fn cooldown(i: &Inputs<'_>) -> Result<(), Stop> {
+    let t = &i.settings.initiative.text;
+    let Some(last) = i.last_considered else {
+        return Ok(());
+    };
+    let ready = last + chrono::Duration::minutes(i64::from(t.min_minutes_between_posts));
+    if i.now < ready {
+        let minutes = (i.now - last).num_minutes();
+        return Err(stop(
+            "cooldown",
             format!(
-                "holding a thought (revision {}); looking at it again at {}",
-                p.revision,
-                next.format("%H:%M UTC")
+                "last considered {minutes} min ago; initiative.text.minMinutesBetweenPosts is {}",
+                t.min_minutes_between_posts
             ),
-        );
+        ));
     }
-    if let Some(last) = i.last_considered {
-        let ready = last + chrono::Duration::minutes(i64::from(t.min_minutes_between_posts));
-        if i.now < ready {
-            let minutes = (i.now - last).num_minutes();
-            return stop(
-                "cooldown",
-                format!(
-                    "last considered {minutes} min ago; initiative.text.minMinutesBetweenPosts is {}",
-                    t.min_minutes_between_posts
-                ),
-            );
-        }
-    }
-    let eagerness = t.eagerness.min(100) as u8;
+    Ok(())
+}
+
+fn eagerness(i: &Inputs<'_>, chance: &Chance) -> Result<(), Stop> {
+    let eagerness = i.settings.initiative.text.eagerness.min(100) as u8;
     if !chance.roll_percent(eagerness) {
-        return stop(
+        return Err(stop(
             "eagerness",
             format!("the eagerness roll ({eagerness}%) said not now"),
-        );
+        ));
     }
-    Verdict::Fresh { pool }
+    Ok(())
 }
 
 #[cfg(test)]

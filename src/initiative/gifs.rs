@@ -26,11 +26,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::media::MediaCall;
+use super::media::{MediaCall, MediaError};
 use crate::clock::SharedClock;
 use crate::executive::tools::{Tool, TypedTool, typed};
 use crate::ids::GuildId;
-use crate::net::Fetcher;
+use crate::net::{FetchError, Fetcher};
 use crate::settings::{Secrets, Settings, SettingsService};
 use crate::store::Store;
 use crate::store::usage::UsageFilter;
@@ -76,11 +76,11 @@ pub async fn search(
     guild: GuildId,
     now: DateTime<Utc>,
     role: &'static str,
-) -> Result<String, String> {
+) -> Result<String, MediaError> {
     let started = std::time::Instant::now();
     let result = find(settings, secrets, query)
         .await
-        .map_err(|e| secrets.redact(&e));
+        .map_err(|e| secrets.redact(&e.to_string()));
     // Every search counts against the budget, found or not, so a broken
     // service cannot be asked again and again.
     MediaCall {
@@ -189,22 +189,39 @@ impl TypedTool for GifSearch {
             now,
             "reply",
         )
-        .await?;
+        .await
+        .map_err(|e| e.to_string())?;
         Ok(format!(
             "{url}\n(put this link on its own line in your answer)"
         ))
     }
 }
 
-async fn find(settings: &Settings, secrets: &Secrets, query: &str) -> Result<String, String> {
+/// Why the GIF source gave no GIF (masked before it is recorded or shown:
+/// the source may quote the key it refused).
+#[derive(Debug, thiserror::Error)]
+enum SearchError {
+    #[error("no GIF source key is set (GIPHY_API_KEY)")]
+    NoKey,
+    #[error("initiative.discovery.gifSource.baseUrl is not a URL: {0}")]
+    NotAUrl(#[source] url::ParseError),
+    #[error("the GIF search failed: {0}")]
+    Failed(#[source] FetchError),
+    #[error("the GIF search answered something that is not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    #[error("the GIF search found nothing for {query:?}")]
+    NothingFound { query: String },
+}
+
+async fn find(settings: &Settings, secrets: &Secrets, query: &str) -> Result<String, SearchError> {
     let source = &settings.initiative.discovery.gif_source;
     let key = secrets
         .giphy_api_key
         .as_ref()
-        .ok_or("no GIF source key is set (GIPHY_API_KEY)")?;
+        .ok_or(SearchError::NoKey)?;
     let base = source.base_url.trim_end_matches('/');
-    let mut url = url::Url::parse(&format!("{base}/v1/gifs/search"))
-        .map_err(|e| format!("initiative.discovery.gifSource.baseUrl is not a URL: {e}"))?;
+    let mut url =
+        url::Url::parse(&format!("{base}/v1/gifs/search")).map_err(SearchError::NotAUrl)?;
     url.query_pairs_mut()
         .append_pair("api_key", key.expose())
         .append_pair("q", query)
@@ -219,10 +236,11 @@ async fn find(settings: &Settings, secrets: &Secrets, query: &str) -> Result<Str
     let answer = fetcher
         .get(url.as_str())
         .await
-        .map_err(|e| format!("the GIF search failed: {e}"))?;
-    let body: Value = serde_json::from_slice(&answer.body)
-        .map_err(|e| format!("the GIF search answered something that is not JSON: {e}"))?;
-    first_gif(&body).ok_or_else(|| format!("the GIF search found nothing for {query:?}"))
+        .map_err(SearchError::Failed)?;
+    let body: Value = serde_json::from_slice(&answer.body).map_err(SearchError::NotJson)?;
+    first_gif(&body).ok_or_else(|| SearchError::NothingFound {
+        query: query.to_string(),
+    })
 }
 
 /// The first result's `images.original.url` that is an https URL.

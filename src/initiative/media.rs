@@ -59,58 +59,94 @@ impl MediaState {
     }
 }
 
+/// Why a kind of media cannot be used now. The text goes into CAPABILITIES
+/// (the model is told) and into the journal, naming the setting that decides.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unavailable {
+    #[error("images are off (initiative.discovery.allowImagePosts)")]
+    ImagesOff,
+    #[error("no image generator is configured (initiative.discovery.imageGeneration.baseUrl)")]
+    NoImageGenerator,
+    #[error("the image model {model} is not in initiative.discovery.allowedImageModels")]
+    ModelNotAllowed { model: String },
+    #[error("today's images are used up ({used} of initiative.discovery.maxImagesPerDay {max})")]
+    ImagesUsedUp { used: u64, max: u32 },
+    #[error("videos are off (initiative.discovery.allowVideoPosts)")]
+    VideosOff,
+    #[error("GIFs are off (initiative.discovery.allowGifPosts)")]
+    GifsOff,
+    /// No GIF source base URL or key (`gifs::unconfigured` says which).
+    #[error("{0}")]
+    GifSourceMissing(String),
+    #[error("today's GIFs are used up ({used} of initiative.discovery.maxGifsPerDay {max})")]
+    GifsUsedUp { used: u64, max: u32 },
+    #[error("no {kind} source is configured")]
+    NoSource { kind: &'static str },
+}
+
+/// Why a media call gave nothing: the provider's failure (its words, with
+/// secrets already masked), or a usage row that could not be written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MediaError {
+    #[error("{0}")]
+    Failed(String),
+    /// Not used: unrecorded, it would not count against the daily budget.
+    #[error("{what} could not be recorded: {why}")]
+    Unrecorded { what: &'static str, why: String },
+}
+
 /// Whether each kind of media can be used now, and why not.
 pub fn availability(
     settings: &Settings,
     state: &MediaState,
     kind: MediaKind,
-) -> Result<(), String> {
+) -> Result<(), Unavailable> {
     let d = &settings.initiative.discovery;
-    let images_today = state.images_today;
     match kind {
-        MediaKind::Image => {
-            if !d.allow_image_posts {
-                return Err("images are off (initiative.discovery.allowImagePosts)".into());
-            }
-            if d.image_generation.base_url.is_empty() {
-                return Err("no image generator is configured (initiative.discovery.imageGeneration.baseUrl)".into());
-            }
-            if !d.allowed_image_models.is_empty()
-                && !d.allowed_image_models.contains(&d.image_generation.model)
-            {
-                return Err(format!(
-                    "the image model {} is not in initiative.discovery.allowedImageModels",
-                    d.image_generation.model
-                ));
-            }
-            if images_today >= u64::from(d.max_images_per_day) {
-                return Err(format!(
-                    "today's images are used up ({images_today} of initiative.discovery.maxImagesPerDay {})",
-                    d.max_images_per_day
-                ));
-            }
-            Ok(())
-        }
-        MediaKind::Video if !d.allow_video_posts => {
-            Err("videos are off (initiative.discovery.allowVideoPosts)".into())
-        }
-        MediaKind::Gif if !d.allow_gif_posts => {
-            Err("GIFs are off (initiative.discovery.allowGifPosts)".into())
-        }
+        MediaKind::Image => image_availability(settings, state.images_today),
+        MediaKind::Video if !d.allow_video_posts => Err(Unavailable::VideosOff),
+        MediaKind::Gif if !d.allow_gif_posts => Err(Unavailable::GifsOff),
         MediaKind::Gif => {
             if let Some(why) = &state.gif_source_missing {
-                return Err(why.clone());
+                return Err(Unavailable::GifSourceMissing(why.clone()));
             }
             if state.gifs_today >= u64::from(d.max_gifs_per_day) {
-                return Err(format!(
-                    "today's GIFs are used up ({} of initiative.discovery.maxGifsPerDay {})",
-                    state.gifs_today, d.max_gifs_per_day
-                ));
+                return Err(Unavailable::GifsUsedUp {
+                    used: state.gifs_today,
+                    max: d.max_gifs_per_day,
+                });
             }
             Ok(())
         }
-        MediaKind::Video => Err(format!("no {} source is configured", kind.as_str())),
+        MediaKind::Video => Err(Unavailable::NoSource {
+            kind: kind.as_str(),
+        }),
     }
+}
+
+/// Images: switched on, a generator and an allowed model, budget left today.
+fn image_availability(settings: &Settings, images_today: u64) -> Result<(), Unavailable> {
+    let d = &settings.initiative.discovery;
+    if !d.allow_image_posts {
+        return Err(Unavailable::ImagesOff);
+    }
+    if d.image_generation.base_url.is_empty() {
+        return Err(Unavailable::NoImageGenerator);
+    }
+    if !d.allowed_image_models.is_empty()
+        && !d.allowed_image_models.contains(&d.image_generation.model)
+    {
+        return Err(Unavailable::ModelNotAllowed {
+            model: d.image_generation.model.clone(),
+        });
+    }
+    if images_today >= u64::from(d.max_images_per_day) {
+        return Err(Unavailable::ImagesUsedUp {
+            used: images_today,
+            max: d.max_images_per_day,
+        });
+    }
+    Ok(())
 }
 
 /// Images a guild generated in the last 24 h.
@@ -130,6 +166,8 @@ pub fn images_today(store: &Store, guild: GuildId, now: DateTime<Utc>) -> u64 {
 /// with `IMAGE_API_KEY` (else `OPENAI_API_KEY`). Its errors pass through the
 /// secret masking before they reach the usage table or the journal: a
 /// provider may quote the key it refused.
+///
+/// Its error stays text: the integration tests read it as `String`.
 pub async fn generate_image(
     settings: &Settings,
     secrets: &Secrets,
@@ -205,6 +243,7 @@ pub async fn generate_image(
         started,
     }
     .record(result, "the image")
+    .map_err(|e| e.to_string())
 }
 
 /// One media call, as the usage row the daily media budgets count.
@@ -223,7 +262,7 @@ pub(super) struct MediaCall<'a> {
 impl MediaCall<'_> {
     /// Records the call with its (already masked) outcome. A result that
     /// cannot be recorded is not used: it would not count against the budget.
-    pub fn record<T>(self, result: Result<T, String>, what: &str) -> Result<T, String> {
+    pub fn record<T>(self, result: Result<T, String>, what: &'static str) -> Result<T, MediaError> {
         let recorded = self.store.usage_append(&UsageRecord {
             id: 0,
             at: self.now,
@@ -240,8 +279,11 @@ impl MediaCall<'_> {
             detail: result.as_ref().err().cloned().unwrap_or_default(),
         });
         match recorded {
-            Err(e) if result.is_ok() => Err(format!("{what} could not be recorded: {e}")),
-            _ => result,
+            Err(e) if result.is_ok() => Err(MediaError::Unrecorded {
+                what,
+                why: e.to_string(),
+            }),
+            _ => result.map_err(MediaError::Failed),
         }
     }
 }

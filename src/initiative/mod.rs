@@ -35,14 +35,15 @@ use crate::attention::{Attended, Handler, Impulse, ImpulseKind, Input, Outcome, 
 use crate::chat::OutgoingFile;
 use crate::clock::{Chance, SharedClock};
 use crate::discovery::Discovery;
-use crate::executive::tools::FinalTool;
+use crate::executive::prompts::Rendered;
+use crate::executive::tools::{FinalTool, Tool};
 use crate::executive::{CallContext, Executive, Message, Role, Turn, TurnOutcome};
 use crate::ids::{ChannelId, GuildId, MessageId};
 use crate::journal::{Entry, Filter, Journal, Kind};
 use crate::memory::Memory;
 use crate::memory::search::Reader;
 use crate::memory::tools::memory_search;
-use crate::settings::{Execution, Secrets, SettingsService};
+use crate::settings::{Execution, Secrets, Settings, SettingsService};
 use crate::speech::Speech;
 use crate::store::Store;
 use crate::store::initiative::OutboxPost;
@@ -81,7 +82,7 @@ pub struct Initiative {
 }
 
 impl Initiative {
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // the composition root hands each service in
     pub fn new(
         settings: Arc<SettingsService>,
         store: Store,
@@ -159,15 +160,15 @@ impl Initiative {
             );
             return;
         }
-        if age > chrono::Duration::minutes(NONCE_WINDOW_MINUTES) {
-            if let Some(found) = self.find_in_channel(&post).await {
-                self.confirmed(
-                    &post,
-                    found,
-                    "found in the channel after a restart; not sent again",
-                );
-                return;
-            }
+        if age > chrono::Duration::minutes(NONCE_WINDOW_MINUTES)
+            && let Some(found) = self.find_in_channel(&post).await
+        {
+            self.confirmed(
+                &post,
+                found,
+                "found in the channel after a restart; not sent again",
+            );
+            return;
         }
         // Same nonce as the first attempt: within the window, if that one did go out, Discord drops this one.
         let place = Place {
@@ -353,28 +354,7 @@ impl Initiative {
             .ok()
             .flatten()
             .filter(|p| !p.is_expired(now));
-        let active = self.spine.active.active_channels(Some(guild), now);
-        let guild_channels = self.store.guild_channels(guild).unwrap_or_default();
-        // Quiet hours or a hush may have begun since the tick queued this: still nothing paid.
-        let pool = Pool {
-            channels: gates::eligible_pool(&settings, &guild_channels)
-                .into_iter()
-                .filter(|c| !active.contains(c))
-                .filter(|c| {
-                    crate::courtesy::unprompted(&settings, &self.store, guild, *c, now).is_ok()
-                })
-                .map(|c| {
-                    (
-                        c,
-                        self.store
-                            .channel_name(c)
-                            .ok()
-                            .flatten()
-                            .unwrap_or_else(|| c.to_string()),
-                    )
-                })
-                .collect(),
-        };
+        let pool = self.open_pool(&settings, guild, now);
         if pool.channels.is_empty() {
             self.note_gate(
                 guild,
@@ -387,54 +367,8 @@ impl Initiative {
         if let Err(e) = self.store.set_last_considered(guild, now) {
             return self.write_failed(guild, None, "record this consideration", e);
         }
-
-        let media_state = media::MediaState::now(&settings, &self.secrets, &self.store, guild, now);
-        let mut capabilities: Vec<String> = [MediaKind::Image, MediaKind::Video, MediaKind::Gif]
-            .into_iter()
-            .map(
-                |kind| match media::availability(&settings, &media_state, kind) {
-                    // A GIF is found by searching, not drawn: its prompt is search words.
-                    Ok(()) if kind == MediaKind::Gif => "gif: you may ask for one with your post (media.kind \"gif\" and a prompt of a few search words; its link is added to your text)".to_string(),
-                    Ok(()) => format!(
-                        "{}: you may ask for one with your post (media.kind \"{}\" and a prompt)",
-                        kind.as_str(),
-                        kind.as_str()
-                    ),
-                    Err(why) => format!("{}: not available — {why}", kind.as_str()),
-                },
-            )
-            .collect();
-        let (mut tools, tool_lines) = tools::curiosity(&settings, &self.discovery.fetcher());
-        capabilities.extend(tool_lines);
-        if settings.initiative.discovery.allow_self_curation {
-            tools.extend(crate::discovery::curation::tools(&self.discovery, guild));
-            capabilities.push(format!(
-                "discovery_source_list / _add / _remove: curate your own feed (at most {} sources of a kind; the operator's sources stay)",
-                settings.initiative.discovery.max_sources_per_type
-            ));
-        } else {
-            capabilities.push("feed curation: off (initiative.discovery.allowSelfCuration)".into());
-        }
-        let interests =
-            community::interests(&self.store, guild, now - chrono::Duration::days(7), 500, 8);
-        let words: Vec<String> = interests.words().map(String::from).collect();
-        let (feed, feed_sources) = match self.discovery.prompt_sections(guild, &words, now) {
-            Some((f, s)) => (Some(f), Some(s)),
-            None => (None, None),
-        };
-        let topics = format!(
-            "{} {}",
-            words.join(" "),
-            pending.as_ref().map(|p| p.draft.as_str()).unwrap_or("")
-        );
-        let (memory, guidance, behavioral) = match self.memory.for_initiative(guild, &topics) {
-            Some((m, g, b)) => {
-                tools.push(memory_search(&self.memory, Reader::Guild(guild)));
-                capabilities.push("memory_search: look something up in what you remember".into());
-                (Some(m), g, b)
-            }
-            None => (None, Vec::new(), Vec::new()),
-        };
+        let (mut tools, mut capabilities) = self.capabilities(&settings, guild, now);
+        let sources = self.sources(guild, pending.as_ref(), now, &mut tools, &mut capabilities);
         let prompt = context::assemble(context::Request {
             settings: &settings,
             store: &self.store,
@@ -443,13 +377,7 @@ impl Initiative {
             pending: pending.as_ref(),
             now,
             capabilities,
-            sources: context::Sources {
-                feed,
-                feed_sources,
-                memory,
-                guidance,
-                behavioral,
-            },
+            sources,
         });
         let rendered = match self.executive.prompts.render("initiative", &prompt) {
             Ok(r) => r,
@@ -462,28 +390,140 @@ impl Initiative {
                 return;
             }
         };
-
         let max_chars = settings.initiative.text.max_post_chars as usize;
-        let rejections = Arc::new(Mutex::new(Vec::<String>::new()));
-        let check_pool = pool.clone();
-        let noted = rejections.clone();
-        let decide = FinalTool::checked::<Decision>(
-            "decide",
-            "Your decision for this ambient moment: post now, hold a refined draft for later, or drop the thought.",
-            move |d| {
-                decision::check(d, &check_pool, max_chars)
-                    .map(|_| ())
-                    .map_err(|e| {
-                        noted
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .push(e.clone());
-                        e
-                    })
-            },
+        let Some((decision, last_call)) =
+            self.decide(&settings, guild, &pool, rendered, tools, max_chars).await
+        else {
+            return;
+        };
+        match decision::check(&decision, &pool, max_chars) {
+            Ok(checked) => self.act(guild, checked, pending, last_call).await,
+            Err(why) => self.skip(guild, None, "rejected a decision", &why.to_string()),
+        }
+    }
+
+    /// The channels an unprompted post may go to now: eligible, nobody
+    /// talking with the bot there, and not hushed or in quiet hours (either
+    /// may have begun since the tick queued this: still nothing paid).
+    fn open_pool(&self, settings: &Settings, guild: GuildId, now: DateTime<Utc>) -> Pool {
+        let active = self.spine.active.active_channels(Some(guild), now);
+        let guild_channels = self.store.guild_channels(guild).unwrap_or_default();
+        Pool {
+            channels: gates::eligible_pool(settings, &guild_channels)
+                .into_iter()
+                .filter(|c| !active.contains(c))
+                .filter(|c| {
+                    crate::courtesy::unprompted(settings, &self.store, guild, *c, now).is_ok()
+                })
+                .map(|c| {
+                    (
+                        c,
+                        self.store
+                            .channel_name(c)
+                            .ok()
+                            .flatten()
+                            .unwrap_or_else(|| c.to_string()),
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// CAPABILITIES: what media can be asked for and why not, and the
+    /// curiosity and curation tools with their lines (the model is told
+    /// what it cannot do, so it does not ask for it).
+    fn capabilities(
+        &self,
+        settings: &Settings,
+        guild: GuildId,
+        now: DateTime<Utc>,
+    ) -> (Vec<Arc<dyn Tool>>, Vec<String>) {
+        let media_state = media::MediaState::now(settings, &self.secrets, &self.store, guild, now);
+        let mut capabilities: Vec<String> = [MediaKind::Image, MediaKind::Video, MediaKind::Gif]
+            .into_iter()
+            .map(
+                |kind| match media::availability(settings, &media_state, kind) {
+                    // A GIF is found by searching, not drawn: its prompt is search words.
+                    Ok(()) if kind == MediaKind::Gif => "gif: you may ask for one with your post (media.kind \"gif\" and a prompt of a few search words; its link is added to your text)".to_string(),
+                    Ok(()) => format!(
+                        "{}: you may ask for one with your post (media.kind \"{}\" and a prompt)",
+                        kind.as_str(),
+                        kind.as_str()
+                    ),
+                    Err(why) => format!("{}: not available — {why}", kind.as_str()),
+                },
+            )
+            .collect();
+        let (mut tools, tool_lines) = tools::curiosity(settings, &self.discovery.fetcher());
+        capabilities.extend(tool_lines);
+        if settings.initiative.discovery.allow_self_curation {
+            tools.extend(crate::discovery::curation::tools(&self.discovery, guild));
+            capabilities.push(format!(
+                "discovery_source_list / _add / _remove: curate your own feed (at most {} sources of a kind; the operator's sources stay)",
+                settings.initiative.discovery.max_sources_per_type
+            ));
+        } else {
+            capabilities.push("feed curation: off (initiative.discovery.allowSelfCuration)".into());
+        }
+        (tools, capabilities)
+    }
+
+    /// The material to think with: the feed matched to the community's
+    /// interests this week, and what memory holds on those topics (with
+    /// `memory_search` offered when memory exists).
+    fn sources(
+        &self,
+        guild: GuildId,
+        pending: Option<&PendingThought>,
+        now: DateTime<Utc>,
+        tools: &mut Vec<Arc<dyn Tool>>,
+        capabilities: &mut Vec<String>,
+    ) -> context::Sources {
+        let interests =
+            community::interests(&self.store, guild, now - chrono::Duration::days(7), 500, 8);
+        let words: Vec<String> = interests.words().map(String::from).collect();
+        let (feed, feed_sources) = match self.discovery.prompt_sections(guild, &words, now) {
+            Some((f, s)) => (Some(f), Some(s)),
+            None => (None, None),
+        };
+        let topics = format!(
+            "{} {}",
+            words.join(" "),
+            pending.map(|p| p.draft.as_str()).unwrap_or("")
         );
+        let (memory, guidance, behavioral) = match self.memory.for_initiative(guild, &topics) {
+            Some((m, g, b)) => {
+                tools.push(memory_search(&self.memory, Reader::Guild(guild)));
+                capabilities.push("memory_search: look something up in what you remember".into());
+                (Some(m), g, b)
+            }
+            None => (None, Vec::new(), Vec::new()),
+        };
+        context::Sources {
+            feed,
+            feed_sources,
+            memory,
+            guidance,
+            behavioral,
+        }
+    }
+
+    /// The bounded tool loop that ends in `decide`: the decision and the
+    /// usage record of its model call, or `None` (each reason journaled)
+    /// when there is no usable decision. Decisions `check` rejected along
+    /// the way (the model was told and tried again) are journaled too.
+    async fn decide(
+        &self,
+        settings: &Settings,
+        guild: GuildId,
+        pool: &Pool,
+        rendered: Rendered,
+        tools: Vec<Arc<dyn Tool>>,
+        max_chars: usize,
+    ) -> Option<(Decision, Option<i64>)> {
+        let rejections = Arc::new(Mutex::new(Vec::<String>::new()));
         let mut turn = Turn::new(
-            decider(&settings),
+            decider(settings),
             Some(guild),
             format!("initiative in guild {guild}"),
         );
@@ -491,10 +531,10 @@ impl Initiative {
         // A consideration starts cold: the operator may give it what just happened here.
         let context = crate::journal::stream::prefix_for(
             &self.store,
-            &settings,
+            settings,
             turn.ctx.role,
             // It may post in any open channel: only what those could see.
-            &crate::journal::summary::Audience::public(&settings, guild),
+            &crate::journal::summary::Audience::public(settings, guild),
             self.clock.now(),
         );
         turn.messages = vec![Message::user(match context {
@@ -502,7 +542,7 @@ impl Initiative {
             None => rendered.user,
         })];
         turn.tools = tools;
-        turn.final_tool = Some(decide);
+        turn.final_tool = Some(decide_tool(pool.clone(), max_chars, rejections.clone()));
         turn.max_steps = settings.initiative.text.max_tool_steps;
         turn.max_calls = settings.initiative.text.max_tool_calls;
         turn.continuation = Some(
@@ -518,26 +558,20 @@ impl Initiative {
         {
             self.skip(guild, None, "rejected a decision", &reason);
         }
-        let decision = match result.outcome {
+        let (label, why) = match result.outcome {
             Ok(TurnOutcome::Final(v)) => match serde_json::from_value::<Decision>(v) {
-                Ok(d) => d,
-                Err(e) => return self.skip(guild, None, "no usable decision", &e.to_string()),
+                Ok(d) => return Some((d, result.last_call)),
+                Err(e) => ("no usable decision", e.to_string()),
             },
-            Ok(TurnOutcome::Incomplete(why)) => return self.skip(guild, None, "no decision", &why),
-            Ok(TurnOutcome::Answer(_)) => {
-                return self.skip(
-                    guild,
-                    None,
-                    "no decision",
-                    "the model answered without deciding",
-                );
-            }
-            Err(e) => return self.skip(guild, None, "could not consult the model", &e.to_string()),
+            Ok(TurnOutcome::Incomplete(why)) => ("no decision", why),
+            Ok(TurnOutcome::Answer(_)) => (
+                "no decision",
+                "the model answered without deciding".to_string(),
+            ),
+            Err(e) => ("could not consult the model", e.to_string()),
         };
-        match decision::check(&decision, &pool, max_chars) {
-            Ok(checked) => self.act(guild, checked, pending, result.last_call).await,
-            Err(why) => self.skip(guild, None, "rejected a decision", &why),
-        }
+        self.skip(guild, None, label, &why);
+        None
     }
 
     async fn act(
@@ -608,7 +642,124 @@ impl Initiative {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// The requested media for a post: a GIF's link added to `text`, or a
+    /// generated image as a file, and the note the journal keeps of it.
+    /// Media that is unavailable or fails is journaled and the post goes
+    /// without it (the words are worth posting alone).
+    async fn media(
+        &self,
+        settings: &Settings,
+        guild: GuildId,
+        channel: ChannelId,
+        m: &pending::MediaDirective,
+        text: &mut String,
+        now: DateTime<Utc>,
+    ) -> (Vec<OutgoingFile>, serde_json::Value) {
+        let state = media::MediaState::now(settings, &self.secrets, &self.store, guild, now);
+        let nothing = (Vec::new(), serde_json::Value::Null);
+        if let Err(why) = media::availability(settings, &state, m.kind) {
+            let what = format!("dropped the {} request", m.kind.as_str());
+            self.skip(guild, Some(channel), &what, &why.to_string());
+            return nothing;
+        }
+        if m.kind == MediaKind::Gif {
+            // Posted as its URL on a line of its own: Discord embeds it.
+            let found = gifs::search(
+                settings,
+                &self.secrets,
+                &m.prompt,
+                &self.store,
+                guild,
+                now,
+                "ambient",
+            )
+            .await;
+            return match found {
+                Ok(url) => {
+                    *text = format!("{text}\n{url}");
+                    let note = serde_json::json!({"kind": "gif", "prompt": m.prompt, "url": url});
+                    (Vec::new(), note)
+                }
+                Err(why) => {
+                    let what = "posted without the requested GIF";
+                    self.skip(guild, Some(channel), what, &why.to_string());
+                    nothing
+                }
+            };
+        }
+        let made =
+            media::generate_image(settings, &self.secrets, &m.prompt, &self.store, guild, now)
+                .await;
+        match made {
+            Ok(bytes) => {
+                let file = OutgoingFile {
+                    name: "image.png".into(),
+                    bytes,
+                };
+                let note = serde_json::json!({"kind": m.kind.as_str(), "prompt": m.prompt});
+                (vec![file], note)
+            }
+            Err(why) => {
+                self.skip(guild, Some(channel), "posted without the requested image", &why);
+                nothing
+            }
+        }
+    }
+
+    /// After the post went out: the outbox row marked sent, discovery told
+    /// what was shared, the held thought settled, the post journaled.
+    #[allow(clippy::too_many_arguments)] // the post's parts, as `post` holds them
+    fn settle_post(
+        &self,
+        guild: GuildId,
+        channel: ChannelId,
+        sent: Sent<'_>,
+        reason: String,
+        pending: Option<PendingThought>,
+        model_call: Option<i64>,
+        now: DateTime<Utc>,
+    ) {
+        let Sent {
+            nonce,
+            ids,
+            text,
+            media_note,
+        } = sent;
+        if let Some(first) = ids.first() {
+            if let Err(e) = self.store.outbox_mark_sent(nonce, *first) {
+                self.write_failed(guild, Some(channel), "mark the post as sent", e);
+            }
+            self.discovery.note_post(guild, channel, *first, text, now);
+        }
+        // Still held, the posted thought would be shown to the model and posted again.
+        if let Err(e) = self.store.delete_pending_thought(guild) {
+            self.write_failed(guild, Some(channel), "settle the posted thought", e);
+        }
+        let name = self
+            .store
+            .channel_name(channel)
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| channel.to_string());
+        let mut e = Entry::new(Kind::InitiativePost, format!("posted in #{name}"))
+            .place(Some(guild), Some(channel))
+            .reason(reason)
+            .data(serde_json::json!({
+                "text": text,
+                "revision": pending.as_ref().map(|p| p.revision),
+                "media": media_note,
+                "sent": ids.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
+            }));
+        if let Some(first) = ids.first() {
+            e = e.message(*first);
+        }
+        if let Some(id) = model_call {
+            e = e.model_call(id);
+        }
+        self.journal.record(e);
+    }
+
+    #[allow(clippy::too_many_arguments)] // a checked post, part by part, as `act` unpacks it
     async fn post(
         &self,
         guild: GuildId,
@@ -625,72 +776,10 @@ impl Initiative {
         if let Err(r) = crate::courtesy::unprompted(&settings, &self.store, guild, channel, now) {
             return self.hold_back(guild, channel, text, media, pending, &r, now);
         }
-        let mut files = Vec::new();
-        let mut media_note = serde_json::Value::Null;
-        if let Some(m) = &media {
-            let state = media::MediaState::now(&settings, &self.secrets, &self.store, guild, now);
-            match media::availability(&settings, &state, m.kind) {
-                Ok(()) if m.kind == MediaKind::Gif => {
-                    // Posted as its URL on a line of its own: Discord embeds it.
-                    match gifs::search(
-                        &settings,
-                        &self.secrets,
-                        &m.prompt,
-                        &self.store,
-                        guild,
-                        now,
-                        "ambient",
-                    )
-                    .await
-                    {
-                        Ok(url) => {
-                            text = format!("{text}\n{url}");
-                            media_note =
-                                serde_json::json!({"kind": "gif", "prompt": m.prompt, "url": url});
-                        }
-                        Err(why) => self.skip(
-                            guild,
-                            Some(channel),
-                            "posted without the requested GIF",
-                            &why,
-                        ),
-                    }
-                }
-                Ok(()) => {
-                    match media::generate_image(
-                        &settings,
-                        &self.secrets,
-                        &m.prompt,
-                        &self.store,
-                        guild,
-                        now,
-                    )
-                    .await
-                    {
-                        Ok(bytes) => {
-                            files.push(OutgoingFile {
-                                name: "image.png".into(),
-                                bytes,
-                            });
-                            media_note =
-                                serde_json::json!({"kind": m.kind.as_str(), "prompt": m.prompt});
-                        }
-                        Err(why) => self.skip(
-                            guild,
-                            Some(channel),
-                            "posted without the requested image",
-                            &why,
-                        ),
-                    }
-                }
-                Err(why) => self.skip(
-                    guild,
-                    Some(channel),
-                    &format!("dropped the {} request", m.kind.as_str()),
-                    &why,
-                ),
-            }
-        }
+        let (files, media_note) = match &media {
+            Some(m) => self.media(&settings, guild, channel, m, &mut text, now).await,
+            None => (Vec::new(), serde_json::Value::Null),
+        };
         // Recorded before it is sent: a crash in between is settled at the next start.
         let nonce = format!("initiative-{guild}-{}", now.timestamp_millis());
         // Unrecorded, a post could be sent twice after a crash: no record, no post.
@@ -712,38 +801,13 @@ impl Initiative {
             .await
         {
             Ok(ids) => {
-                if let Some(first) = ids.first() {
-                    if let Err(e) = self.store.outbox_mark_sent(&nonce, *first) {
-                        self.write_failed(guild, Some(channel), "mark the post as sent", e);
-                    }
-                    self.discovery.note_post(guild, channel, *first, &text, now);
-                }
-                // Still held, the posted thought would be shown to the model and posted again.
-                if let Err(e) = self.store.delete_pending_thought(guild) {
-                    self.write_failed(guild, Some(channel), "settle the posted thought", e);
-                }
-                let name = self
-                    .store
-                    .channel_name(channel)
-                    .ok()
-                    .flatten()
-                    .unwrap_or_else(|| channel.to_string());
-                let mut e = Entry::new(Kind::InitiativePost, format!("posted in #{name}"))
-                    .place(Some(guild), Some(channel))
-                    .reason(reason)
-                    .data(serde_json::json!({
-                        "text": text,
-                        "revision": pending.as_ref().map(|p| p.revision),
-                        "media": media_note,
-                        "sent": ids.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
-                    }));
-                if let Some(first) = ids.first() {
-                    e = e.message(*first);
-                }
-                if let Some(id) = model_call {
-                    e = e.model_call(id);
-                }
-                self.journal.record(e);
+                let sent = Sent {
+                    nonce: &nonce,
+                    ids: &ids,
+                    text: &text,
+                    media_note,
+                };
+                self.settle_post(guild, channel, sent, reason, pending, model_call, now);
             }
             Err(e) => {
                 if let Err(e) = self.store.outbox_delete(&nonce) {
@@ -760,7 +824,7 @@ impl Initiative {
 
     /// A post decided while the channel fell silent (hush, quiet hours) is
     /// held instead, so it can be looked at again when it may be said.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // the post being held back, part by part
     fn hold_back(
         &self,
         guild: GuildId,
@@ -859,6 +923,37 @@ pub fn posts_last_24h(store: &Store, guild: GuildId, now: DateTime<Utc>) -> u32 
             ..Default::default()
         })
         .map_or(0, |e| e.len() as u32)
+}
+
+/// A post Discord took: its nonce (the outbox row), the message ids it
+/// became, its text, and the journal's note of its media.
+struct Sent<'a> {
+    nonce: &'a str,
+    ids: &'a [MessageId],
+    text: &'a str,
+    media_note: serde_json::Value,
+}
+
+/// `decide`, checked as the model calls it: a decision `check` rejects goes
+/// back to the model with the reason, and the reason is noted in `rejections`
+/// for the journal.
+fn decide_tool(pool: Pool, max_chars: usize, rejections: Arc<Mutex<Vec<String>>>) -> FinalTool {
+    FinalTool::checked::<Decision>(
+        "decide",
+        "Your decision for this ambient moment: post now, hold a refined draft for later, or drop the thought.",
+        move |d| {
+            decision::check(d, &pool, max_chars)
+                .map(|_| ())
+                .map_err(|e| {
+                    let e = e.to_string();
+                    rejections
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(e.clone());
+                    e
+                })
+        },
+    )
 }
 
 /// The model role that decides about posts (`initiative.text.execution`).

@@ -91,7 +91,7 @@ pub enum ExportError {
         file: String,
         /// "message 41" (DiscordChatExporter) or "line 7" (JSONL), 1-based.
         at: String,
-        why: String,
+        why: MessageError,
     },
     #[error("{file}: {why}")]
     Format { file: String, why: String },
@@ -105,6 +105,40 @@ pub enum ExportError {
         second: String,
         second_guild: String,
     },
+}
+
+/// What is wrong with one message (or line) of an export; [`ExportError::Message`]
+/// says in which file and where. Values from the file are kept as [`shown`]
+/// renders them: short, never the whole of a hostile field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MessageError {
+    #[error("is {kind}, not a message object")]
+    NotAMessage { kind: &'static str },
+    #[error("\"{field}\" is {kind}, not an object with id and name")]
+    NotAnAuthor { field: String, kind: &'static str },
+    #[error("\"{field}\" is {kind}, not true or false")]
+    NotABoolean { field: String, kind: &'static str },
+    #[error("\"{field}\" is {shown}, not a Discord id (a string of digits)")]
+    NotAnId { field: String, shown: String },
+    #[error("\"{field}\" is {shown}, not text")]
+    NotText { field: String, shown: String },
+    #[error("\"{field}\" is {shown}, not an RFC 3339 time like \"2024-05-01T18:30:00+00:00\"")]
+    NotATime { field: String, shown: String },
+    #[error("\"{field}\" is {shown}, not a list")]
+    NotAList { field: String, shown: String },
+    #[error("\"timestamp\" {at} is earlier than the message before it: the messages must be \
+             in time order, as DiscordChatExporter writes them")]
+    OutOfOrder { at: String },
+    #[error("cannot be read: {0}")]
+    UnreadableLine(String),
+    #[error("is longer than {max} bytes")]
+    LineTooLong { max: u64 },
+    #[error("is not a JSON object like {{\"ts\", \"channel\", \"author\", \"content\"}}: {0}")]
+    NotJson(String),
+    #[error("is {kind}, not an object with ts, channel, author and content")]
+    NotALine { kind: &'static str },
+    #[error("\"ts\" {n} is not a time in Unix seconds")]
+    NotUnixSeconds { n: String },
 }
 
 /// The DiscordChatExporter message types that are conversation.
@@ -310,7 +344,7 @@ impl FileReader {
         self.tx.send(item).is_ok()
     }
 
-    fn fail_at(&self, at: String, why: String) -> Item {
+    fn fail_at(&self, at: String, why: MessageError) -> Item {
         Item::Failed(ExportError::Message {
             file: self.name.clone(),
             at,
@@ -330,11 +364,9 @@ impl FileReader {
         if previous.is_some_and(|p| m.at < p) {
             return !self.send(self.fail_at(
                 at,
-                format!(
-                    "\"timestamp\" {} is earlier than the message before it: the messages must be \
-                     in time order, as DiscordChatExporter writes them",
-                    m.at.to_rfc3339()
-                ),
+                MessageError::OutOfOrder {
+                    at: m.at.to_rfc3339(),
+                },
             ));
         }
         *previous = Some(m.at);
@@ -425,8 +457,8 @@ impl<'de> Visitor<'de> for TopVisitor<'_> {
                                 .into(),
                         ));
                     };
-                    let guild = named(g, "guild").map_err(|why| self.stop(why))?;
-                    let channel = named(c, "channel").map_err(|why| self.stop(why))?;
+                    let guild = named(g, "guild").map_err(|why| self.stop(why.to_string()))?;
+                    let channel = named(c, "channel").map_err(|why| self.stop(why.to_string()))?;
                     self.progress.in_messages = true;
                     map.next_value_seed(MessagesSeed {
                         reader: self.reader,
@@ -503,9 +535,9 @@ fn dce_message(
     v: &Value,
     s: &MessagesSeed,
     index: usize,
-) -> Result<Option<ExportedMessage>, String> {
+) -> Result<Option<ExportedMessage>, MessageError> {
     if !v.is_object() {
-        return Err(format!("is {}, not a message object", kind(v)));
+        return Err(MessageError::NotAMessage { kind: kind(v) });
     }
     if !is_conversation(&v["type"]) {
         return Ok(None);
@@ -552,19 +584,19 @@ fn type_name(v: &Value) -> String {
     }
 }
 
-fn named(v: &Value, field: &str) -> Result<Named, String> {
+fn named(v: &Value, field: &str) -> Result<Named, MessageError> {
     Ok(Named {
         id: id_field(&v["id"], &format!("{field}.id"))?,
         name: text_field(&v["name"], &format!("{field}.name"))?,
     })
 }
 
-fn author(v: &Value, field: &str) -> Result<ExportedAuthor, String> {
+fn author(v: &Value, field: &str) -> Result<ExportedAuthor, MessageError> {
     if !v.is_object() {
-        return Err(format!(
-            "\"{field}\" is {}, not an object with id and name",
-            kind(v)
-        ));
+        return Err(MessageError::NotAnAuthor {
+            field: field.into(),
+            kind: kind(v),
+        });
     }
     let name = match &v["nickname"] {
         Value::String(nick) if !nick.is_empty() => nick.clone(),
@@ -574,10 +606,10 @@ fn author(v: &Value, field: &str) -> Result<ExportedAuthor, String> {
         Value::Null => false,
         Value::Bool(b) => *b,
         other => {
-            return Err(format!(
-                "\"{field}.isBot\" is {}, not true or false",
-                kind(other)
-            ));
+            return Err(MessageError::NotABoolean {
+                field: format!("{field}.isBot"),
+                kind: kind(other),
+            });
         }
     };
     Ok(ExportedAuthor {
@@ -587,45 +619,47 @@ fn author(v: &Value, field: &str) -> Result<ExportedAuthor, String> {
     })
 }
 
-fn id_field(v: &Value, field: &str) -> Result<u64, String> {
+fn id_field(v: &Value, field: &str) -> Result<u64, MessageError> {
     let id = match v {
         Value::String(s) => s.parse::<u64>().ok(),
         Value::Number(n) => n.as_u64(),
         _ => None,
     };
-    id.filter(|id| *id > 0).ok_or_else(|| {
-        format!(
-            "\"{field}\" is {}, not a Discord id (a string of digits)",
-            shown(v)
-        )
+    id.filter(|id| *id > 0).ok_or_else(|| MessageError::NotAnId {
+        field: field.into(),
+        shown: shown(v),
     })
 }
 
-fn text_field(v: &Value, field: &str) -> Result<String, String> {
+fn text_field(v: &Value, field: &str) -> Result<String, MessageError> {
     match v {
         Value::String(s) => Ok(s.clone()),
-        other => Err(format!("\"{field}\" is {}, not text", shown(other))),
+        other => Err(MessageError::NotText {
+            field: field.into(),
+            shown: shown(other),
+        }),
     }
 }
 
-fn time_field(v: &Value, field: &str) -> Result<DateTime<Utc>, String> {
+fn time_field(v: &Value, field: &str) -> Result<DateTime<Utc>, MessageError> {
     let parsed = match v {
         Value::String(s) => DateTime::parse_from_rfc3339(s).ok().map(|t| t.to_utc()),
         _ => None,
     };
-    parsed.ok_or_else(|| {
-        format!(
-            "\"{field}\" is {}, not an RFC 3339 time like \"2024-05-01T18:30:00+00:00\"",
-            shown(v)
-        )
+    parsed.ok_or_else(|| MessageError::NotATime {
+        field: field.into(),
+        shown: shown(v),
     })
 }
 
-fn list<'v>(v: &'v Value, field: &str) -> Result<&'v [Value], String> {
+fn list<'v>(v: &'v Value, field: &str) -> Result<&'v [Value], MessageError> {
     match v {
         Value::Null => Ok(&[]),
         Value::Array(items) => Ok(items),
-        other => Err(format!("\"{field}\" is {}, not a list", shown(other))),
+        other => Err(MessageError::NotAList {
+            field: field.into(),
+            shown: shown(other),
+        }),
     }
 }
 
@@ -675,10 +709,10 @@ impl FileReader {
             let at = format!("line {number}");
             let item = match read {
                 Ok(0) => return,
-                Err(e) => Err(format!("cannot be read: {e}")),
-                Ok(_) if line.len() as u64 > MAX_LINE_BYTES => {
-                    Err(format!("is longer than {MAX_LINE_BYTES} bytes"))
-                }
+                Err(e) => Err(MessageError::UnreadableLine(e.to_string())),
+                Ok(_) if line.len() as u64 > MAX_LINE_BYTES => Err(MessageError::LineTooLong {
+                    max: MAX_LINE_BYTES,
+                }),
                 Ok(_) if line.trim_ascii().is_empty() => continue,
                 Ok(_) => self.jsonl_message(&line, &guild, number - 1),
             };
@@ -700,23 +734,17 @@ impl FileReader {
         line: &[u8],
         guild: &Named,
         index: usize,
-    ) -> Result<ExportedMessage, String> {
-        let v: Value = serde_json::from_slice(line).map_err(|e| {
-            format!(
-                "is not a JSON object like {{\"ts\", \"channel\", \"author\", \"content\"}}: {e}"
-            )
-        })?;
+    ) -> Result<ExportedMessage, MessageError> {
+        let v: Value =
+            serde_json::from_slice(line).map_err(|e| MessageError::NotJson(e.to_string()))?;
         if !v.is_object() {
-            return Err(format!(
-                "is {}, not an object with ts, channel, author and content",
-                kind(&v)
-            ));
+            return Err(MessageError::NotALine { kind: kind(&v) });
         }
         let at = match &v["ts"] {
             Value::Number(n) => n
                 .as_i64()
                 .and_then(|s| DateTime::from_timestamp(s, 0))
-                .ok_or_else(|| format!("\"ts\" {n} is not a time in Unix seconds"))?,
+                .ok_or_else(|| MessageError::NotUnixSeconds { n: n.to_string() })?,
             other => time_field(other, "ts")?,
         };
         let channel = text_field(&v["channel"], "channel")?;

@@ -191,87 +191,25 @@ impl Report {
         prices: &BTreeMap<String, Price>,
         offline: &[super::offline::Call],
     ) -> anyhow::Result<Report> {
-        let acts = sim.acts();
-        let store = &sim.app.store;
-        let name = |c: ChannelId| {
-            store
-                .channel_name(c)
-                .ok()
-                .flatten()
-                .map_or_else(|| c.to_string(), |n| format!("#{n}"))
-        };
-        let mut did = Counts::default();
-        let mut per_channel: BTreeMap<u64, Counts> = BTreeMap::new();
-        let mut per_day: BTreeMap<String, Counts> = BTreeMap::new();
-        let mut bot_hours: BTreeMap<String, u64> = BTreeMap::new();
-        for act in &acts {
-            let (at, channel) = match act {
-                Act::Said { at, channel, .. } | Act::Reacted { at, channel, .. } => (*at, *channel),
-            };
-            did.add(act);
-            per_channel.entry(channel.get()).or_default().add(act);
-            per_day.entry(day(at)).or_default().add(act);
-            if matches!(act, Act::Said { .. }) {
-                *bot_hours.entry(hour(at)).or_default() += 1;
-            }
-        }
-        let channels = seen.per_channel.keys().chain(per_channel.keys());
-        let mut channel_ids: Vec<u64> = channels.copied().collect();
-        channel_ids.sort_unstable();
-        channel_ids.dedup();
-        let per_channel = channel_ids
-            .into_iter()
-            .map(|c| ChannelRow {
-                channel: name(ChannelId(c)),
-                messages: seen.per_channel.get(&c).copied().unwrap_or(0),
-                did: per_channel.get(&c).copied().unwrap_or_default(),
-            })
-            .collect();
-        let days: std::collections::BTreeSet<&String> =
-            seen.per_day.keys().chain(per_day.keys()).collect();
-        let per_day_rows = days
-            .into_iter()
-            .map(|d| DayRow {
-                day: d.clone(),
-                messages: seen.per_day.get(d).copied().unwrap_or(0),
-                did: per_day.get(d).copied().unwrap_or_default(),
-            })
-            .collect();
-        let per_hour = hours(&run, &seen.per_hour, &bot_hours);
-
-        let usage = store.usage_list(&UsageFilter::default(), None)?;
+        let acts = Did::tally(&sim.acts());
+        let per_channel = channel_rows(sim, seen, &acts.per_channel);
+        let per_day = day_rows(seen, &acts.per_day);
+        let per_hour = hours(&run, &seen.per_hour, &acts.bot_hours);
+        let usage = sim.app.store.usage_list(&UsageFilter::default(), None)?;
         let roles = role_rows(&usage, prices);
         let calls = roles.iter().map(|r| r.calls).sum();
-        let mut calls_by_purpose = BTreeMap::new();
-        let mut tools_by_purpose: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-        for call in offline {
-            *calls_by_purpose
-                .entry(call.purpose.to_string())
-                .or_default() += 1;
-            tools_by_purpose
-                .entry(call.purpose.to_string())
-                .or_default()
-                .extend(call.tools.iter().cloned());
-        }
+        let (calls_by_purpose, tools_by_purpose) = purposes(offline);
         let tokens = roles.iter().map(|r| r.input_tokens + r.output_tokens).sum();
         let cost = roles.iter().try_fold(0.0, |sum, r| r.cost.map(|c| sum + c));
         let unpriced_models = unpriced(&usage, prices);
-
+        let gates = gate_counts(sim, &roles)?;
         let tally = sim.tally();
-        let mut gates: BTreeMap<String, u64> = tally
-            .gates
-            .iter()
-            .map(|(g, n)| ((*g).to_string(), *n))
-            .collect();
-        let refused = roles.iter().map(|r| r.refused).sum::<u64>();
-        *gates.entry("budget".into()).or_default() += refused;
-        *gates.entry("hourly_cap".into()).or_default() += unanswered_at_hourly_cap(sim)?;
         let days = run.days;
         Ok(Report {
             messages: tally.percepts,
-            did,
+            did: acts.all,
             per_channel,
-            per_day: per_day_rows,
+            per_day,
             per_hour,
             roles,
             calls,
@@ -294,6 +232,103 @@ impl Report {
     pub fn json(&self) -> String {
         serde_json::to_string_pretty(self).expect("a report serializes")
     }
+}
+
+/// The bot's acts, counted overall, per channel and per day, and its
+/// messages per hour (the chart's bot line).
+#[derive(Default)]
+struct Did {
+    all: Counts,
+    per_channel: BTreeMap<u64, Counts>,
+    per_day: BTreeMap<String, Counts>,
+    bot_hours: BTreeMap<String, u64>,
+}
+
+impl Did {
+    fn tally(acts: &[Act]) -> Did {
+        let mut did = Did::default();
+        for act in acts {
+            let (at, channel) = match act {
+                Act::Said { at, channel, .. } | Act::Reacted { at, channel, .. } => (*at, *channel),
+            };
+            did.all.add(act);
+            did.per_channel.entry(channel.get()).or_default().add(act);
+            did.per_day.entry(day(at)).or_default().add(act);
+            if matches!(act, Act::Said { .. }) {
+                *did.bot_hours.entry(hour(at)).or_default() += 1;
+            }
+        }
+        did
+    }
+}
+
+/// One row per channel where people spoke or the bot acted, by name.
+fn channel_rows(sim: &Simulation, seen: &Seen, did: &BTreeMap<u64, Counts>) -> Vec<ChannelRow> {
+    let store = &sim.app.store;
+    let name = |c: ChannelId| {
+        store
+            .channel_name(c)
+            .ok()
+            .flatten()
+            .map_or_else(|| c.to_string(), |n| format!("#{n}"))
+    };
+    let channels = seen.per_channel.keys().chain(did.keys());
+    let mut channel_ids: Vec<u64> = channels.copied().collect();
+    channel_ids.sort_unstable();
+    channel_ids.dedup();
+    channel_ids
+        .into_iter()
+        .map(|c| ChannelRow {
+            channel: name(ChannelId(c)),
+            messages: seen.per_channel.get(&c).copied().unwrap_or(0),
+            did: did.get(&c).copied().unwrap_or_default(),
+        })
+        .collect()
+}
+
+/// One row per day on which people spoke or the bot acted.
+fn day_rows(seen: &Seen, did: &BTreeMap<String, Counts>) -> Vec<DayRow> {
+    let days: BTreeSet<&String> = seen.per_day.keys().chain(did.keys()).collect();
+    days.into_iter()
+        .map(|d| DayRow {
+            day: d.clone(),
+            messages: seen.per_day.get(d).copied().unwrap_or(0),
+            did: did.get(d).copied().unwrap_or_default(),
+        })
+        .collect()
+}
+
+/// The stand-in's calls by purpose, and the tools each purpose was offered.
+fn purposes(
+    offline: &[super::offline::Call],
+) -> (BTreeMap<String, u64>, BTreeMap<String, BTreeSet<String>>) {
+    let mut calls_by_purpose = BTreeMap::new();
+    let mut tools_by_purpose: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for call in offline {
+        *calls_by_purpose
+            .entry(call.purpose.to_string())
+            .or_default() += 1;
+        tools_by_purpose
+            .entry(call.purpose.to_string())
+            .or_default()
+            .extend(call.tools.iter().cloned());
+    }
+    (calls_by_purpose, tools_by_purpose)
+}
+
+/// How often each gate stopped something: the initiative gates' own count,
+/// plus the budget's refusals and the texts left unanswered at the hourly cap.
+fn gate_counts(sim: &Simulation, roles: &[RoleRow]) -> anyhow::Result<BTreeMap<String, u64>> {
+    let mut gates: BTreeMap<String, u64> = sim
+        .tally()
+        .gates
+        .iter()
+        .map(|(g, n)| ((*g).to_string(), *n))
+        .collect();
+    let refused = roles.iter().map(|r| r.refused).sum::<u64>();
+    *gates.entry("budget".into()).or_default() += refused;
+    *gates.entry("hourly_cap".into()).or_default() += unanswered_at_hourly_cap(sim)?;
+    Ok(gates)
 }
 
 /// Every hour from the first message to the last, empty ones too (the chart's x axis).

@@ -207,16 +207,16 @@ impl Listener {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&user);
-        if let Some(mut sp) = sp {
-            if let Some(u) = sp.seg.finish() {
-                self.enqueue(Job {
-                    user,
-                    name: sp.name,
-                    started_at: at(sp.origin, u.start),
-                    ended_at: at(sp.origin, u.end),
-                    utterance: u,
-                });
-            }
+        if let Some(mut sp) = sp
+            && let Some(u) = sp.seg.finish()
+        {
+            self.enqueue(Job {
+                user,
+                name: sp.name,
+                started_at: at(sp.origin, u.start),
+                ended_at: at(sp.origin, u.end),
+                utterance: u,
+            });
         }
     }
 

@@ -30,7 +30,50 @@ use crate::speech::Speech;
 use crate::store::boundaries::Boundary;
 use listener::{Listener, Services, Session};
 
-/// What the platform does for voice.
+/// Why the bot did not join or leave a voice channel; the text is the answer
+/// the person who asked sees.
+#[derive(Debug, thiserror::Error)]
+pub enum VoiceError {
+    /// Voice is off, transcription is unconfigured, or there is no front end.
+    #[error("I can't listen in voice: {0}.")]
+    Unavailable(String),
+    #[error(
+        "<#{voice}> has no linked text channel: add it to voice.links, or use /voice join from the text channel to write to"
+    )]
+    Unlinked { voice: ChannelId },
+    #[error("<#{text}> is not a text channel of this server that I know: check voice.links")]
+    NotThisServers { text: ChannelId },
+    #[error("could not check <#{text}>: {source}")]
+    Unchecked {
+        text: ChannelId,
+        source: crate::store::StoreError,
+    },
+    #[error("I can't write transcripts to <#{text}>: {why}")]
+    Invisible { text: ChannelId, why: String },
+    #[error("I'm already joining a voice channel here.")]
+    AlreadyJoining,
+    #[error("no voice front end")]
+    NoFrontEnd,
+    /// The platform refused to connect (its own words).
+    #[error("I couldn't join <#{voice}>: {why}")]
+    NotJoined { voice: ChannelId, why: String },
+    /// Nobody may be transcribed without being told, so the bot left again.
+    #[error(
+        "I couldn't post the notice that I'm listening in <#{text}> ({why}), so I left <#{voice}>."
+    )]
+    NoticeUnposted {
+        text: ChannelId,
+        voice: ChannelId,
+        why: String,
+    },
+    #[error("I'm not in a voice channel here.")]
+    NotInVoice,
+}
+
+/// What the platform does for voice. Its errors are the platform's own words
+/// (songbird's, or a test fake's), shown inside [`VoiceError::NotJoined`]:
+/// this crate never branches on them, and the fakes in `tests/` implement
+/// this trait as it stands.
 #[async_trait]
 pub trait VoiceBackend: Send + Sync {
     /// Connects to `channel` and feeds its decoded audio to `listener.tick`.
@@ -56,6 +99,14 @@ pub enum Member {
     Bot,
     /// The bot itself (moved or disconnected by someone else).
     Me,
+}
+
+/// What a voice-state update did to the room counts.
+enum Recount {
+    /// A person's mute, deafen or camera changed: they are where they were.
+    Same,
+    /// Someone came, went or moved; `emptied` is the room left with nobody.
+    Moved { emptied: Option<ChannelId> },
 }
 
 pub struct Voice {
@@ -139,7 +190,9 @@ impl Voice {
         None
     }
 
-    /// Joins `voice`, writing to `text` (or its configured link).
+    /// Joins `voice`, writing to `text` (or its configured link): the answer
+    /// to give, or why not as text (the integration tests read it as a
+    /// `String`; [`Voice::try_join`] is the typed way in).
     pub async fn join(
         &self,
         guild: GuildId,
@@ -147,13 +200,24 @@ impl Voice {
         text: Option<ChannelId>,
         by: &str,
     ) -> Result<String, String> {
+        self.try_join(guild, voice, text, by)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// [`Voice::join`], with why not as a [`VoiceError`].
+    pub async fn try_join(
+        &self,
+        guild: GuildId,
+        voice: ChannelId,
+        text: Option<ChannelId>,
+        by: &str,
+    ) -> Result<String, VoiceError> {
         if let Some(why) = self.unavailable(guild) {
-            return Err(format!("I can't listen in voice: {why}."));
+            return Err(VoiceError::Unavailable(why));
         }
         let Some(text) = self.link(guild, voice, text) else {
-            return Err(format!(
-                "<#{voice}> has no linked text channel: add it to voice.links, or use /voice join from the text channel to write to"
-            ));
+            return Err(VoiceError::Unlinked { voice });
         };
         self.writable(guild, text)?;
         if !self
@@ -162,7 +226,7 @@ impl Voice {
             .unwrap_or_else(|p| p.into_inner())
             .insert(guild)
         {
-            return Err("I'm already joining a voice channel here.".into());
+            return Err(VoiceError::AlreadyJoining);
         }
         let result = self.connect(guild, voice, text, by).await;
         self.joining
@@ -175,19 +239,18 @@ impl Voice {
     /// Whether transcripts may be written to `text`: a channel of this
     /// server (a server's `voice.links` cannot point into another server)
     /// that the bot may read.
-    fn writable(&self, guild: GuildId, text: ChannelId) -> Result<(), String> {
+    fn writable(&self, guild: GuildId, text: ChannelId) -> Result<(), VoiceError> {
         match self.services.store.channel_guild(text) {
             Ok(Some(Some(g))) if g == guild => {}
-            Ok(_) => {
-                return Err(format!(
-                    "<#{text}> is not a text channel of this server that I know: check voice.links"
-                ));
-            }
-            Err(e) => return Err(format!("could not check <#{text}>: {e}")),
+            Ok(_) => return Err(VoiceError::NotThisServers { text }),
+            Err(source) => return Err(VoiceError::Unchecked { text, source }),
         }
         let settings = self.services.settings.for_guild(Some(guild));
         if let Some(why) = crate::permissions::channel_invisible_because(&settings, text) {
-            return Err(format!("I can't write transcripts to <#{text}>: {why}"));
+            return Err(VoiceError::Invisible {
+                text,
+                why: why.to_string(),
+            });
         }
         Ok(())
     }
@@ -198,7 +261,7 @@ impl Voice {
         voice: ChannelId,
         text: ChannelId,
         by: &str,
-    ) -> Result<String, String> {
+    ) -> Result<String, VoiceError> {
         if let Some(current) = self.session(guild) {
             if current.session.voice_channel == voice {
                 return Ok(format!(
@@ -208,12 +271,24 @@ impl Voice {
             }
             self.leave(guild, "moving to another voice channel").await?;
         }
+        self.open_session(guild, voice, text).await?;
+        self.announce(guild, voice, text, by).await
+    }
+
+    /// Connects through the front end and starts the listener; the room's
+    /// people, if the platform knows them, are counted from the start.
+    async fn open_session(
+        &self,
+        guild: GuildId,
+        voice: ChannelId,
+        text: ChannelId,
+    ) -> Result<(), VoiceError> {
         let backend = self
             .backend
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
-            .ok_or("no voice front end")?;
+            .ok_or(VoiceError::NoFrontEnd)?;
         let listener = Listener::new(
             Session {
                 guild,
@@ -225,7 +300,7 @@ impl Voice {
         listener.start();
         if let Err(e) = backend.join(guild, voice, listener.clone()).await {
             listener.close();
-            return Err(format!("I couldn't join <#{voice}>: {e}"));
+            return Err(VoiceError::NotJoined { voice, why: e });
         }
         self.sessions
             .lock()
@@ -237,6 +312,18 @@ impl Voice {
                 .unwrap_or_else(|p| p.into_inner())
                 .insert(voice, (guild, people));
         }
+        Ok(())
+    }
+
+    /// Tells the linked text channel that the bot listens, and journals the
+    /// join; if the notice cannot be posted, the bot leaves again.
+    async fn announce(
+        &self,
+        guild: GuildId,
+        voice: ChannelId,
+        text: ChannelId,
+        by: &str,
+    ) -> Result<String, VoiceError> {
         let notice = format!(
             "🎙️ I'm listening in <#{voice}> and transcribing what's said there into this channel (as [vc] lines), \
              so I can follow the conversation. Say \"hey {}\" to talk to me; I answer here in text. \
@@ -267,9 +354,11 @@ impl Voice {
                 let _ = self
                     .leave(guild, "the listening notice could not be posted")
                     .await;
-                return Err(format!(
-                    "I couldn't post the notice that I'm listening in <#{text}> ({e}), so I left <#{voice}>."
-                ));
+                return Err(VoiceError::NoticeUnposted {
+                    text,
+                    voice,
+                    why: e.to_string(),
+                });
             }
         };
         let mut joined = Entry::new(Kind::Voice, "joined a voice channel")
@@ -285,14 +374,14 @@ impl Voice {
         ))
     }
 
-    pub async fn leave(&self, guild: GuildId, why: &str) -> Result<String, String> {
+    pub async fn leave(&self, guild: GuildId, why: &str) -> Result<String, VoiceError> {
         let Some(listener) = self
             .sessions
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&guild)
         else {
-            return Err("I'm not in a voice channel here.".into());
+            return Err(VoiceError::NotInVoice);
         };
         listener.close();
         let backend = self
@@ -300,11 +389,11 @@ impl Voice {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        if let Some(b) = backend {
-            if let Err(e) = b.leave(guild).await {
-                // Transcription stopped already (the listener is closed); say so and carry on.
-                tracing::warn!(error = %e, "could not disconnect from voice");
-            }
+        if let Some(b) = backend
+            && let Err(e) = b.leave(guild).await
+        {
+            // Transcription stopped already (the listener is closed); say so and carry on.
+            tracing::warn!(error = %e, "could not disconnect from voice");
         }
         let Session {
             voice_channel,
@@ -340,7 +429,7 @@ impl Voice {
     }
 
     /// `/voice leave`: leaves, and auto-join stays out of that room until it empties.
-    pub async fn send_away(&self, guild: GuildId, why: &str) -> Result<String, String> {
+    pub async fn send_away(&self, guild: GuildId, why: &str) -> Result<String, VoiceError> {
         if let Some(s) = self.session(guild) {
             self.sent_away
                 .lock()
@@ -408,48 +497,11 @@ impl Voice {
         channel: Option<ChannelId>,
     ) {
         if who == Member::Me {
-            if let Some(session) = self.session(guild) {
-                if channel != Some(session.session.voice_channel) {
-                    let why = match channel {
-                        None => "I was disconnected from the voice channel",
-                        Some(_) => {
-                            "I was moved to another voice channel, whose people were not told"
-                        }
-                    };
-                    // Harmless: leaving closes the listener first; its only error is "not in a channel".
-                    let _ = self.leave(guild, why).await;
-                }
-            }
-            return;
+            return self.moved_me(guild, channel).await;
         }
         let is_person = who == Member::Person;
-        let emptied: Option<ChannelId> = {
-            let mut rooms = self.rooms.lock().unwrap_or_else(|p| p.into_inner());
-            let before = rooms
-                .iter()
-                .find(|(_, (g, people))| *g == guild && people.contains(&user))
-                .map(|(room, _)| *room);
-            if is_person && before.is_some() && before == channel {
-                return;
-            }
-            let mut emptied = None;
-            if let Some(room) = before {
-                if let Some((_, people)) = rooms.get_mut(&room) {
-                    people.remove(&user);
-                    if people.is_empty() {
-                        emptied = Some(room);
-                        rooms.remove(&room);
-                    }
-                }
-            }
-            if let (Some(c), true) = (channel, is_person) {
-                rooms
-                    .entry(c)
-                    .or_insert_with(|| (guild, HashSet::new()))
-                    .1
-                    .insert(user);
-            }
-            emptied
+        let Recount::Moved { emptied } = self.recount(guild, user, is_person, channel) else {
+            return;
         };
         if let Some(room) = emptied {
             self.sent_away
@@ -467,15 +519,75 @@ impl Voice {
                 return;
             }
         }
-        let settings = self.services.settings.for_guild(Some(guild));
-        if !settings.voice.auto_join || self.session(guild).is_some() {
-            return;
+        if is_person && let Some(target) = channel {
+            self.auto_join(guild, target).await;
         }
-        let Some(target) =
-            channel.filter(|c| is_person && settings.voice.auto_join_channel_ids.contains(c))
-        else {
+    }
+
+    /// The bot itself was moved or disconnected by someone else: the people
+    /// of a room it was moved to were not told, so it leaves.
+    async fn moved_me(&self, guild: GuildId, channel: Option<ChannelId>) {
+        let Some(session) = self.session(guild) else {
             return;
         };
+        if channel != Some(session.session.voice_channel) {
+            let why = match channel {
+                None => "I was disconnected from the voice channel",
+                Some(_) => "I was moved to another voice channel, whose people were not told",
+            };
+            // Harmless: leaving closes the listener first; its only error is "not in a channel".
+            let _ = self.leave(guild, why).await;
+        }
+    }
+
+    /// Moves `user` between the room counts (bots are taken out, never
+    /// counted in); a person whose room did not change changes nothing.
+    fn recount(
+        &self,
+        guild: GuildId,
+        user: UserId,
+        is_person: bool,
+        channel: Option<ChannelId>,
+    ) -> Recount {
+        let mut rooms = self.rooms.lock().unwrap_or_else(|p| p.into_inner());
+        let before = rooms
+            .iter()
+            .find(|(_, (g, people))| *g == guild && people.contains(&user))
+            .map(|(room, _)| *room);
+        if is_person && before.is_some() && before == channel {
+            return Recount::Same;
+        }
+        let mut emptied = None;
+        if let Some(room) = before
+            && let Some((_, people)) = rooms.get_mut(&room)
+        {
+            people.remove(&user);
+            if people.is_empty() {
+                emptied = Some(room);
+                rooms.remove(&room);
+            }
+        }
+        if let (Some(c), true) = (channel, is_person) {
+            rooms
+                .entry(c)
+                .or_insert_with(|| (guild, HashSet::new()))
+                .1
+                .insert(user);
+        }
+        Recount::Moved { emptied }
+    }
+
+    /// A person entered `target`: join it if it is a `voice.autoJoin` room,
+    /// the bot is not already in this server's voice, nobody sent it away,
+    /// and the room has a linked text channel (said once when it has not).
+    async fn auto_join(&self, guild: GuildId, target: ChannelId) {
+        let settings = self.services.settings.for_guild(Some(guild));
+        if !settings.voice.auto_join
+            || self.session(guild).is_some()
+            || !settings.voice.auto_join_channel_ids.contains(&target)
+        {
+            return;
+        }
         if self
             .sent_away
             .lock()
@@ -499,11 +611,11 @@ impl Voice {
             }
             return;
         }
-        if let Err(e) = self.join(guild, target, None, "voice.autoJoin").await {
+        if let Err(e) = self.try_join(guild, target, None, "voice.autoJoin").await {
             self.services.journal.record(
                 Entry::new(Kind::Voice, "could not auto-join a voice channel")
                     .guild(Some(guild))
-                    .reason(e),
+                    .reason(e.to_string()),
             );
         }
     }

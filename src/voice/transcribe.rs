@@ -47,6 +47,25 @@ pub struct Transcriber {
     slots: Semaphore,
 }
 
+/// Why an utterance has no transcript. Masked into text by
+/// [`Transcriber::transcribe`] before anyone sees it (an endpoint may quote
+/// the key it refused); the integration tests read that text.
+#[derive(Debug, thiserror::Error)]
+enum TranscribeError {
+    /// No endpoint, or a private one not allowed (`unconfigured` says which).
+    #[error("{0}")]
+    Unconfigured(String),
+    #[error("transcription is shutting down")]
+    ShuttingDown,
+    /// The endpoint's answer will not change on retry (its words, cut short).
+    #[error("{0}")]
+    Failed(String),
+    #[error("{detail} (after {attempts} attempts)")]
+    GaveUp { detail: String, attempts: u32 },
+    #[error("{detail}; asked to wait {seconds} s")]
+    WaitTooLong { detail: String, seconds: u64 },
+}
+
 enum Attempt {
     Ok(String),
     Retry {
@@ -126,7 +145,7 @@ impl Transcriber {
     ) -> Result<String, String> {
         self.with_retries(guild, wav, seconds)
             .await
-            .map_err(|e| self.secrets.redact(&e))
+            .map_err(|e| self.secrets.redact(&e.to_string()))
     }
 
     async fn with_retries(
@@ -134,15 +153,15 @@ impl Transcriber {
         guild: Option<GuildId>,
         wav: Vec<u8>,
         seconds: f64,
-    ) -> Result<String, String> {
+    ) -> Result<String, TranscribeError> {
         if let Some(why) = self.unconfigured() {
-            return Err(why);
+            return Err(TranscribeError::Unconfigured(why));
         }
         let _slot = self
             .slots
             .acquire()
             .await
-            .map_err(|_| "transcription is shutting down".to_string())?;
+            .map_err(|_| TranscribeError::ShuttingDown)?;
         let settings = self.settings.global();
         let max_retries = settings.executive.max_retries;
         let mut attempt = 0;
@@ -163,7 +182,7 @@ impl Transcriber {
                 }
                 Attempt::Fail { outcome, detail } => {
                     self.record(guild, outcome, &detail, latency);
-                    return Err(detail);
+                    return Err(TranscribeError::Failed(detail));
                 }
                 Attempt::Retry {
                     outcome,
@@ -172,11 +191,17 @@ impl Transcriber {
                 } => {
                     self.record(guild, outcome, &detail, latency);
                     if attempt >= max_retries {
-                        return Err(format!("{detail} (after {} attempts)", attempt + 1));
+                        return Err(TranscribeError::GaveUp {
+                            detail,
+                            attempts: attempt + 1,
+                        });
                     }
                     let delay = wait.unwrap_or(Duration::from_secs(1 << attempt.min(5)));
                     if delay > MAX_WAIT {
-                        return Err(format!("{detail}; asked to wait {} s", delay.as_secs()));
+                        return Err(TranscribeError::WaitTooLong {
+                            detail,
+                            seconds: delay.as_secs(),
+                        });
                     }
                     self.clock.sleep(delay).await;
                     attempt += 1;

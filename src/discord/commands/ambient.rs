@@ -65,10 +65,13 @@ async fn unhush(
 
 /// A hush is confirmed once, for everyone in the channel to see; a refusal
 /// only to the asker. Neither pings anyone.
-async fn answer_in_channel(ctx: Context<'_>, said: Result<String, String>) -> Result<(), Error> {
+async fn answer_in_channel(
+    ctx: Context<'_>,
+    said: Result<String, commands::courtesy::HushRefused>,
+) -> Result<(), Error> {
     let (text, private) = match said {
         Ok(text) => (text, false),
-        Err(why) => (why, true),
+        Err(why) => (why.to_string(), true),
     };
     let reply = poise::CreateReply::default()
         .content(text)

@@ -101,6 +101,6 @@ async fn export(ctx: Context<'_>) -> Result<(), Error> {
             .await?;
             Ok(())
         }
-        Err(e) => say(ctx, e).await,
+        Err(e) => say(ctx, e.to_string()).await,
     }
 }

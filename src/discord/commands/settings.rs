@@ -67,7 +67,8 @@ async fn set(
         return Ok(());
     };
     let by = Some(UserId(ctx.author().id.get()));
-    let text = commands::settings::set(&ctx.data().app, g, by, &path, &value).unwrap_or_else(|e| e);
+    let text = commands::settings::set(&ctx.data().app, g, by, &path, &value)
+        .unwrap_or_else(|e| e.to_string());
     ctx.say(text).await?;
     Ok(())
 }
@@ -86,7 +87,8 @@ async fn reset(
         return Ok(());
     };
     let by = Some(UserId(ctx.author().id.get()));
-    let text = commands::settings::reset(&ctx.data().app, g, by, &path).unwrap_or_else(|e| e);
+    let text = commands::settings::reset(&ctx.data().app, g, by, &path)
+        .unwrap_or_else(|e| e.to_string());
     ctx.say(text).await?;
     Ok(())
 }
