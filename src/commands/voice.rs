@@ -32,7 +32,7 @@ pub async fn join(
     app.voice
         .join(guild, target, Some(who.channel), &who.name)
         .await
-        .unwrap_or_else(|e| e)
+        .unwrap_or_else(|e| e.to_string())
 }
 
 pub async fn leave(app: &App, who: &Asker, current: Option<ChannelId>) -> String {

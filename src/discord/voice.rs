@@ -17,7 +17,7 @@ use songbird::driver::{Channels, DecodeConfig, DecodeMode, SampleRate};
 use songbird::{CoreEvent, Event, EventContext, EventHandler, Songbird};
 
 use crate::ids::{ChannelId, GuildId, UserId};
-use crate::voice::VoiceBackend;
+use crate::voice::{PlatformError, VoiceBackend};
 use crate::voice::listener::Listener;
 
 /// Songbird configured to decode everyone to 16 kHz mono.
@@ -42,12 +42,11 @@ impl VoiceBackend for SongbirdBackend {
         guild: GuildId,
         channel: ChannelId,
         listener: Arc<Listener>,
-    ) -> Result<(), String> {
+    ) -> Result<(), PlatformError> {
         let call = self
             .manager
             .join(SGuildId::new(guild.get()), SChannelId::new(channel.get()))
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         let mut handler = call.lock().await;
         handler.remove_all_global_events();
         let receiver = Receiver {
@@ -68,11 +67,8 @@ impl VoiceBackend for SongbirdBackend {
         Ok(())
     }
 
-    async fn leave(&self, guild: GuildId) -> Result<(), String> {
-        self.manager
-            .remove(SGuildId::new(guild.get()))
-            .await
-            .map_err(|e| e.to_string())
+    async fn leave(&self, guild: GuildId) -> Result<(), PlatformError> {
+        Ok(self.manager.remove(SGuildId::new(guild.get())).await?)
     }
 
     fn people_in(&self, guild: GuildId, voice: ChannelId) -> Option<HashSet<UserId>> {

@@ -167,7 +167,6 @@ pub fn images_today(store: &Store, guild: GuildId, now: DateTime<Utc>) -> u64 {
 /// secret masking before they reach the usage table or the journal: a
 /// provider may quote the key it refused.
 ///
-/// Its error stays text: the integration tests read it as `String`.
 pub async fn generate_image(
     settings: &Settings,
     secrets: &Secrets,
@@ -175,7 +174,7 @@ pub async fn generate_image(
     store: &Store,
     guild: GuildId,
     now: DateTime<Utc>,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, MediaError> {
     let generator = &settings.initiative.discovery.image_generation;
     let url = format!(
         "{}/images/generations",
@@ -243,7 +242,6 @@ pub async fn generate_image(
         started,
     }
     .record(result, "the image")
-    .map_err(|e| e.to_string())
 }
 
 /// One media call, as the usage row the daily media budgets count.

@@ -700,6 +700,7 @@ impl Initiative {
                 (vec![file], note)
             }
             Err(why) => {
+                let why = why.to_string();
                 self.skip(guild, Some(channel), "posted without the requested image", &why);
                 nothing
             }

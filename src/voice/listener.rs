@@ -370,7 +370,7 @@ impl Listener {
                         format!("could not transcribe {:.1} s from {}", seconds, job.name),
                     )
                     .place(Some(guild), Some(text_channel))
-                    .reason(e),
+                    .reason(e.why),
                 );
                 return;
             }

@@ -70,10 +70,11 @@ pub enum VoiceError {
     NotInVoice,
 }
 
-/// What the platform does for voice. Its errors are the platform's own words
-/// (songbird's, or a test fake's), shown inside [`VoiceError::NotJoined`]:
-/// this crate never branches on them, and the fakes in `tests/` implement
-/// this trait as it stands.
+/// A voice platform's own error (songbird's, or a test fake's): shown inside
+/// [`VoiceError::NotJoined`] in its own words; this crate never branches on it.
+pub type PlatformError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What the platform does for voice.
 #[async_trait]
 pub trait VoiceBackend: Send + Sync {
     /// Connects to `channel` and feeds its decoded audio to `listener.tick`.
@@ -82,8 +83,8 @@ pub trait VoiceBackend: Send + Sync {
         guild: GuildId,
         channel: ChannelId,
         listener: Arc<Listener>,
-    ) -> Result<(), String>;
-    async fn leave(&self, guild: GuildId) -> Result<(), String>;
+    ) -> Result<(), PlatformError>;
+    async fn leave(&self, guild: GuildId) -> Result<(), PlatformError>;
     /// The people (not bots) in a voice channel right now, if the platform
     /// knows: a room the bot joins may have been full before it started.
     fn people_in(&self, _guild: GuildId, _voice: ChannelId) -> Option<HashSet<UserId>> {
@@ -191,22 +192,8 @@ impl Voice {
     }
 
     /// Joins `voice`, writing to `text` (or its configured link): the answer
-    /// to give, or why not as text (the integration tests read it as a
-    /// `String`; [`Voice::try_join`] is the typed way in).
+    /// to give, or why not.
     pub async fn join(
-        &self,
-        guild: GuildId,
-        voice: ChannelId,
-        text: Option<ChannelId>,
-        by: &str,
-    ) -> Result<String, String> {
-        self.try_join(guild, voice, text, by)
-            .await
-            .map_err(|e| e.to_string())
-    }
-
-    /// [`Voice::join`], with why not as a [`VoiceError`].
-    pub async fn try_join(
         &self,
         guild: GuildId,
         voice: ChannelId,
@@ -300,7 +287,10 @@ impl Voice {
         listener.start();
         if let Err(e) = backend.join(guild, voice, listener.clone()).await {
             listener.close();
-            return Err(VoiceError::NotJoined { voice, why: e });
+            return Err(VoiceError::NotJoined {
+                voice,
+                why: e.to_string(),
+            });
         }
         self.sessions
             .lock()
@@ -611,7 +601,7 @@ impl Voice {
             }
             return;
         }
-        if let Err(e) = self.try_join(guild, target, None, "voice.autoJoin").await {
+        if let Err(e) = self.join(guild, target, None, "voice.autoJoin").await {
             self.services.journal.record(
                 Entry::new(Kind::Voice, "could not auto-join a voice channel")
                     .guild(Some(guild))

@@ -47,6 +47,14 @@ pub struct Transcriber {
     slots: Semaphore,
 }
 
+/// Why an utterance has no transcript, as text with every secret masked: an
+/// endpoint may quote the key it refused, and this goes to the journal.
+#[derive(Debug, thiserror::Error)]
+#[error("{why}")]
+pub struct Untranscribed {
+    pub why: String,
+}
+
 /// Why an utterance has no transcript. Masked into text by
 /// [`Transcriber::transcribe`] before anyone sees it (an endpoint may quote
 /// the key it refused); the integration tests read that text.
@@ -142,10 +150,12 @@ impl Transcriber {
         guild: Option<GuildId>,
         wav: Vec<u8>,
         seconds: f64,
-    ) -> Result<String, String> {
+    ) -> Result<String, Untranscribed> {
         self.with_retries(guild, wav, seconds)
             .await
-            .map_err(|e| self.secrets.redact(&e.to_string()))
+            .map_err(|e| Untranscribed {
+                why: self.secrets.redact(&e.to_string()),
+            })
     }
 
     async fn with_retries(

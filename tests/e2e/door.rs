@@ -218,7 +218,8 @@ async fn transcribe_with(
     );
     let result = transcriber
         .transcribe(None, b"RIFF....WAVE".to_vec(), 1.0)
-        .await;
+        .await
+        .map_err(|e| e.to_string());
     (
         result,
         app.store.usage_list(&Default::default(), None).unwrap(),
@@ -286,7 +287,8 @@ async fn generate_with(
         now,
     )
     .await
-    .map(|png| png.len());
+    .map(|png| png.len())
+    .map_err(|e| e.to_string());
     (
         result,
         world
@@ -375,7 +377,8 @@ async fn an_image_provider_quoting_the_key_it_refused_never_stores_the_key() {
         world.clock.now(),
     )
     .await
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert_eq!(
         err,
         "the image generator refused (401): Incorrect API key provided: ***"
@@ -523,7 +526,8 @@ async fn an_image_generator_that_never_answers_is_given_up_after_its_timeout_set
         world.clock.now(),
     )
     .await
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert_eq!(
         err,
         "the image generator gave no complete answer in time \

@@ -13,7 +13,7 @@ use ambient::settings::{Settings, VoiceLink};
 use ambient::store::messages::Source;
 use ambient::voice::listener::Listener;
 use ambient::voice::segment::{quiet, tone};
-use ambient::voice::{Member, VoiceBackend};
+use ambient::voice::{Member, PlatformError, VoiceBackend};
 use async_trait::async_trait;
 use serde_json::json;
 
@@ -37,13 +37,13 @@ impl VoiceBackend for FakeVoice {
         _: GuildId,
         channel: ChannelId,
         listener: Arc<Listener>,
-    ) -> Result<(), String> {
+    ) -> Result<(), PlatformError> {
         self.joined.lock().unwrap().push(channel);
         *self.listener.lock().unwrap() = Some(listener);
         Ok(())
     }
 
-    async fn leave(&self, guild: GuildId) -> Result<(), String> {
+    async fn leave(&self, guild: GuildId) -> Result<(), PlatformError> {
         self.left.lock().unwrap().push(guild);
         Ok(())
     }
@@ -113,7 +113,8 @@ async fn refused(s: Settings) -> (World, Arc<FakeVoice>, String) {
         .voice
         .join(GUILD_A, VOICE, Some(GENERAL), "ada")
         .await
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     (w, backend, err)
 }
 
