@@ -33,10 +33,11 @@ use serde::Deserialize;
 use crate::attention::router::ORDER_REFLEX;
 use crate::attention::{Attended, Handler, Input, Outcome, Percept};
 use crate::executive::tools::FinalTool;
-use crate::executive::{Message, Role, Turn, TurnOutcome};
+use crate::executive::{ExecError, Message, Role, Turn, TurnOutcome};
 use crate::ids::{GuildId, UserId};
 use crate::journal::{Entry, Kind};
 use crate::settings::load::{FileError, read_limited};
+use crate::store::StoreError;
 use def::{Event, Reflex, Trigger};
 use pipeline::{Ended, Firing, Services};
 
@@ -82,6 +83,57 @@ pub enum DirError {
     Read { dir: String, source: std::io::Error },
     #[error("{dir}: more than {limit} reflex files; keep at most {limit} .yaml files there")]
     TooMany { dir: String, limit: usize },
+}
+
+/// Why the executive's reflex edit (create, disable, enable) was refused;
+/// the text is the tool result the model reads.
+#[derive(Debug, thiserror::Error)]
+pub enum EditError {
+    #[error(
+        "the new reflex is {0} bytes, more than the limit of {max} bytes for a reflex file",
+        max = MAX_FILE_BYTES
+    )]
+    TooLarge(usize),
+    /// Every problem `def::parse` found, each clipped, one a line.
+    #[error("{lines}", lines = .0.join("\n"))]
+    Invalid(Vec<String>),
+    /// The line of the `reply` step that names a channel.
+    #[error(
+        "the new reflex:{0}: a reflex written here replies where it was triggered; remove `channel`"
+    )]
+    RepliesElsewhere(u64),
+    /// The last line of the regex crate's explanation.
+    #[error("the pattern is too large together with this server's other reflexes ({0})")]
+    SetTooLarge(String),
+    #[error("{0:?} is the name of an operator's reflex; choose another name")]
+    OperatorsName(String),
+    #[error(
+        "this server already has {mine} reflexes of its own (reflexes.maxCreatedPerGuild is {max}); disable or replace one"
+    )]
+    TooMany { mine: usize, max: usize },
+    #[error("cannot create {dir}: {source}")]
+    CreateDir { dir: String, source: std::io::Error },
+    #[error("{0}")]
+    Write(std::io::Error),
+    #[error("wrote {path} but could not switch it on: {source}")]
+    NotSwitchedOn { path: String, source: StoreError },
+    #[error("there is no reflex {name:?}; the reflexes are: {list}", list = .known.join(", "))]
+    Unknown { name: String, known: Vec<String> },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Why a classifier trigger could not say yes or no.
+#[derive(Debug, thiserror::Error)]
+enum ClassifyError {
+    #[error(transparent)]
+    Model(#[from] ExecError),
+    /// The executive's explanation of the malformed answer.
+    #[error("{0}")]
+    BadAnswer(String),
+    /// The turn's outcome, for the journal.
+    #[error("the classifier gave no answer ({0})")]
+    NoAnswer(String),
 }
 
 /// The definitions built into the binary, as files.
@@ -288,7 +340,7 @@ impl Loaded {
     }
 
     /// Whether a guild's patterns still fit in one matcher with `extra` added.
-    pub fn fits(&self, guild: GuildId, extra: &Reflex) -> Result<(), String> {
+    pub fn fits(&self, guild: GuildId, extra: &Reflex) -> Result<(), EditError> {
         let mut patterns: Vec<&str> = self
             .reflexes
             .iter()
@@ -297,10 +349,7 @@ impl Loaded {
             .collect();
         patterns.extend(extra.trigger.regex().map(|re| re.as_str()));
         RegexSet::new(&patterns).map(|_| ()).map_err(|e| {
-            format!(
-                "the pattern is too large together with this server's other reflexes ({})",
-                e.to_string().lines().last().unwrap_or("")
-            )
+            EditError::SetTooLarge(e.to_string().lines().last().unwrap_or("").to_string())
         })
     }
 
@@ -674,7 +723,12 @@ impl Reflexes {
     }
 
     /// Asks the reflex model the classifier's yes/no question.
-    async fn classify(&self, r: &Reflex, question: &str, firing: &Firing) -> Result<bool, String> {
+    async fn classify(
+        &self,
+        r: &Reflex,
+        question: &str,
+        firing: &Firing,
+    ) -> Result<bool, ClassifyError> {
         let mut turn = Turn::new(
             Role::Reflex,
             firing.guild,
@@ -700,12 +754,11 @@ impl Reflexes {
             "Answer the question: does it match?",
         ));
         turn.max_steps = 2;
-        match self.services.executive.run_turn(turn).await.outcome {
-            Ok(TurnOutcome::Final(v)) => {
-                crate::executive::tools::parse_args::<Classify>(&v).map(|c| c.matches)
-            }
-            Ok(other) => Err(format!("the classifier gave no answer ({other:?})")),
-            Err(e) => Err(e.to_string()),
+        match self.services.executive.run_turn(turn).await.outcome? {
+            TurnOutcome::Final(v) => crate::executive::tools::parse_args::<Classify>(&v)
+                .map(|c| c.matches)
+                .map_err(|e| ClassifyError::BadAnswer(e.to_string())),
+            other => Err(ClassifyError::NoAnswer(format!("{other:?}"))),
         }
     }
 
@@ -771,16 +824,19 @@ impl Reflexes {
     }
 
     /// The executive's `reflex_create`: validates, writes
-    /// `state/reflexes/<guild>/<name>.yaml` atomically, reloads.
+    /// `state/reflexes/<guild>/<name>.yaml` atomically, reloads. The answer
+    /// either way is text for the model (the tool's result), which is all
+    /// its callers read; the refusal's kind is [`Reflexes::try_create`]'s.
     pub fn create(&self, guild: GuildId, yaml: &str, by: &str) -> Result<String, String> {
+        self.try_create(guild, yaml, by).map_err(|e| e.to_string())
+    }
+
+    fn try_create(&self, guild: GuildId, yaml: &str, by: &str) -> Result<String, EditError> {
         if yaml.len() as u64 > MAX_FILE_BYTES {
-            return Err(format!(
-                "the new reflex is {} bytes, more than the limit of {MAX_FILE_BYTES} bytes for a reflex file",
-                yaml.len()
-            ));
+            return Err(EditError::TooLarge(yaml.len()));
         }
         let reflex = def::parse("the new reflex", yaml)
-            .map_err(|p| p.iter().map(|p| clip(p)).collect::<Vec<_>>().join("\n"))?;
+            .map_err(|p| EditError::Invalid(p.iter().map(|p| clip(p)).collect()))?;
         // A reflex written for one server stays in the channel that woke it.
         if let Some(step) = reflex.steps.iter().find(|s| {
             matches!(
@@ -791,10 +847,7 @@ impl Reflexes {
                 }
             )
         }) {
-            return Err(format!(
-                "the new reflex:{}: a reflex written here replies where it was triggered; remove `channel`",
-                step.line
-            ));
+            return Err(EditError::RepliesElsewhere(step.line));
         }
         let loaded = self.loaded();
         loaded.fits(guild, &reflex)?;
@@ -803,10 +856,7 @@ impl Reflexes {
             .iter()
             .any(|o| o.guild.is_none() && o.name == reflex.name)
         {
-            return Err(format!(
-                "{:?} is the name of an operator's reflex; choose another name",
-                reflex.name
-            ));
+            return Err(EditError::OperatorsName(reflex.name.clone()));
         }
         let dir = self.created_dir().join(guild.to_string());
         let path = dir.join(format!("{}.yaml", reflex.name));
@@ -822,21 +872,24 @@ impl Reflexes {
             .reflexes
             .max_created_per_guild as usize;
         if !path.exists() && mine >= max {
-            return Err(format!(
-                "this server already has {mine} reflexes of its own (reflexes.maxCreatedPerGuild is {max}); disable or replace one"
-            ));
+            return Err(EditError::TooMany { mine, max });
         }
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(|e| e.to_string())?;
-        std::io::Write::write_all(&mut tmp, yaml.as_bytes()).map_err(|e| e.to_string())?;
-        tmp.persist(&path).map_err(|e| e.error.to_string())?;
+        std::fs::create_dir_all(&dir).map_err(|source| EditError::CreateDir {
+            dir: dir.display().to_string(),
+            source,
+        })?;
+        let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(EditError::Write)?;
+        std::io::Write::write_all(&mut tmp, yaml.as_bytes()).map_err(EditError::Write)?;
+        tmp.persist(&path).map_err(|e| EditError::Write(e.error))?;
         // A replaced reflex may have been disabled here: the new one must not stay off
         // while the journal and the answer say it is active.
         self.services
             .store
             .enable_reflex(Some(guild), &reflex.name)
-            .map_err(|e| format!("wrote {} but could not switch it on: {e}", path.display()))?;
+            .map_err(|source| EditError::NotSwitchedOn {
+                path: path.display().to_string(),
+                source,
+            })?;
         self.reload();
         self.services.journal.record(
             Entry::new(Kind::Reflex, format!("created the reflex {}", reflex.name))
@@ -857,28 +910,27 @@ impl Reflexes {
         name: &str,
         reason: &str,
         by: &str,
-    ) -> Result<String, String> {
+    ) -> Result<String, EditError> {
         let loaded = self.loaded();
         if !loaded
             .reflexes
             .iter()
             .any(|r| r.name == name && (r.guild.is_none() || guild.is_none() || r.guild == guild))
         {
-            let names: Vec<&str> = loaded
+            let known = loaded
                 .reflexes
                 .iter()
                 .filter(|r| r.guild.is_none() || r.guild == guild)
-                .map(|r| r.name.as_str())
+                .map(|r| r.name.clone())
                 .collect();
-            return Err(format!(
-                "there is no reflex {name:?}; the reflexes are: {}",
-                names.join(", ")
-            ));
+            return Err(EditError::Unknown {
+                name: name.to_string(),
+                known,
+            });
         }
         self.services
             .store
-            .disable_reflex(guild, name, reason, self.services.clock.now())
-            .map_err(|e| e.to_string())?;
+            .disable_reflex(guild, name, reason, self.services.clock.now())?;
         self.reload();
         self.services.journal.record(
             Entry::new(Kind::Reflex, format!("disabled the reflex {name}"))
@@ -891,12 +943,8 @@ impl Reflexes {
         })
     }
 
-    pub fn enable(&self, guild: Option<GuildId>, name: &str) -> Result<bool, String> {
-        let changed = self
-            .services
-            .store
-            .enable_reflex(guild, name)
-            .map_err(|e| e.to_string())?;
+    pub fn enable(&self, guild: Option<GuildId>, name: &str) -> Result<bool, EditError> {
+        let changed = self.services.store.enable_reflex(guild, name)?;
         self.reload();
         Ok(changed)
     }
