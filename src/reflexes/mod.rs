@@ -34,7 +34,7 @@ use crate::attention::router::ORDER_REFLEX;
 use crate::attention::{Attended, Handler, Input, Outcome, Percept};
 use crate::executive::tools::FinalTool;
 use crate::executive::{ExecError, Message, Role, Turn, TurnOutcome};
-use crate::ids::{GuildId, UserId};
+use crate::ids::{GuildId, MessageId, UserId};
 use crate::journal::{Entry, Kind};
 use crate::settings::load::{FileError, read_limited};
 use crate::store::StoreError;
@@ -365,78 +365,17 @@ impl Loaded {
     /// The reflexes that want this stimulus, best first: higher priority,
     /// then the cheaper level, then by name.
     pub fn candidates(&self, guild: Option<GuildId>, stimulus: Stimulus<'_>) -> Vec<Candidate> {
-        let mut out = Vec::new();
-        match stimulus {
+        let mut out = match stimulus {
             Stimulus::Message { text, addressed } => {
-                let wanted =
-                    |r: &Reflex| r.trigger.addressed().is_none_or(|want| want == addressed);
-                let mut hits = self.global.hits(&self.reflexes, text);
-                if let Some(m) = guild.and_then(|g| self.guilds.get(&g)) {
-                    hits.extend(m.hits(&self.reflexes, text));
-                }
-                for hit in hits {
-                    let r = &self.reflexes[hit];
-                    if !wanted(r) || !self.applies(r, guild) {
-                        continue;
-                    }
-                    let captures = match r.trigger.regex().and_then(|re| re.captures(text)) {
-                        Some(caps) => r
-                            .trigger
-                            .extract()
-                            .iter()
-                            .enumerate()
-                            .map(|(i, name)| {
-                                (
-                                    name.clone(),
-                                    caps.get(i + 1).map_or("", |m| m.as_str()).to_string(),
-                                )
-                            })
-                            .collect(),
-                        None => continue,
-                    };
-                    out.push(Candidate {
-                        reflex: r.clone(),
-                        captures,
-                    });
-                }
-                if addressed {
-                    for &i in &self.unpatterned {
-                        let r = &self.reflexes[i];
-                        if wanted(r) && self.applies(r, guild) {
-                            out.push(Candidate {
-                                reflex: r.clone(),
-                                captures: Vec::new(),
-                            });
-                        }
-                    }
-                }
+                self.message_candidates(guild, text, addressed)
             }
-            Stimulus::Reaction { emoji } => {
-                for &i in &self.events {
-                    let r = &self.reflexes[i];
-                    let wants = matches!(&r.trigger, Trigger::Event(Event::Reaction { emoji: want }) if want.as_deref().is_none_or(|w| w == emoji));
-                    if wants && self.applies(r, guild) {
-                        out.push(Candidate {
-                            reflex: r.clone(),
-                            captures: Vec::new(),
-                        });
-                    }
-                }
-            }
+            Stimulus::Reaction { emoji } => self.event_candidates(guild, |t| {
+                matches!(t, Trigger::Event(Event::Reaction { emoji: want }) if want.as_deref().is_none_or(|w| w == emoji))
+            }),
             Stimulus::MemberJoin => {
-                for &i in &self.events {
-                    let r = &self.reflexes[i];
-                    if matches!(r.trigger, Trigger::Event(Event::MemberJoin))
-                        && self.applies(r, guild)
-                    {
-                        out.push(Candidate {
-                            reflex: r.clone(),
-                            captures: Vec::new(),
-                        });
-                    }
-                }
+                self.event_candidates(guild, |t| matches!(t, Trigger::Event(Event::MemberJoin)))
             }
-        }
+        };
         out.sort_by(|a, b| {
             b.reflex
                 .priority
@@ -445,6 +384,75 @@ impl Loaded {
                 .then(a.reflex.name.cmp(&b.reflex.name))
         });
         out
+    }
+
+    /// A message's candidates: the patterns that hit (with what they
+    /// extracted), then, when the bot is addressed, the reflexes that need
+    /// no pattern (an addressed classifier).
+    fn message_candidates(
+        &self,
+        guild: Option<GuildId>,
+        text: &str,
+        addressed: bool,
+    ) -> Vec<Candidate> {
+        let wanted = |r: &Reflex| r.trigger.addressed().is_none_or(|want| want == addressed);
+        let mut hits = self.global.hits(&self.reflexes, text);
+        if let Some(m) = guild.and_then(|g| self.guilds.get(&g)) {
+            hits.extend(m.hits(&self.reflexes, text));
+        }
+        let mut out = Vec::new();
+        for hit in hits {
+            let r = &self.reflexes[hit];
+            if !wanted(r) || !self.applies(r, guild) {
+                continue;
+            }
+            let Some(caps) = r.trigger.regex().and_then(|re| re.captures(text)) else {
+                continue;
+            };
+            let captures = r
+                .trigger
+                .extract()
+                .iter()
+                .enumerate()
+                .map(|(i, name)| {
+                    let value = caps.get(i + 1).map_or("", |m| m.as_str());
+                    (name.clone(), value.to_string())
+                })
+                .collect();
+            out.push(Candidate {
+                reflex: r.clone(),
+                captures,
+            });
+        }
+        if addressed {
+            for &i in &self.unpatterned {
+                let r = &self.reflexes[i];
+                if wanted(r) && self.applies(r, guild) {
+                    out.push(Candidate {
+                        reflex: r.clone(),
+                        captures: Vec::new(),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// The event reflexes whose trigger `wants` this event.
+    fn event_candidates(
+        &self,
+        guild: Option<GuildId>,
+        wants: impl Fn(&Trigger) -> bool,
+    ) -> Vec<Candidate> {
+        self.events
+            .iter()
+            .map(|&i| &self.reflexes[i])
+            .filter(|r| wants(&r.trigger) && self.applies(r, guild))
+            .map(|r| Candidate {
+                reflex: r.clone(),
+                captures: Vec::new(),
+            })
+            .collect()
     }
 }
 
@@ -626,22 +634,18 @@ impl Reflexes {
             user: None,
             vars,
         };
-        let vars = &mut firing.vars;
         match p {
             Percept::Message(m) => {
                 if let StimulusOwned::Message { text, .. } = stimulus {
-                    vars.insert("message".into(), text.clone());
+                    firing.vars.insert("message".into(), text.clone());
                 }
-                vars.insert("author".into(), m.message.author_name.clone());
-                vars.insert("author_id".into(), m.message.author_id.to_string());
-                vars.insert("user".into(), m.message.author_name.clone());
-                vars.insert("user_id".into(), m.message.author_id.to_string());
-                vars.insert(
-                    "channel".into(),
-                    m.channel_name
-                        .clone()
-                        .unwrap_or_else(|| channel_name(m.message.channel)),
-                );
+                let channel = m
+                    .channel_name
+                    .clone()
+                    .unwrap_or_else(|| channel_name(m.message.channel));
+                person_vars(&mut firing.vars, "author", &m.message.author_name, m.message.author_id);
+                person_vars(&mut firing.vars, "user", &m.message.author_name, m.message.author_id);
+                firing.vars.insert("channel".into(), channel);
                 (firing.channel, firing.message, firing.user) = (
                     Some(m.message.channel),
                     m.reply_target(),
@@ -655,40 +659,35 @@ impl Reflexes {
                 emoji,
                 ..
             } => {
-                let reacted = s.store.message(*message).ok().flatten();
-                vars.insert(
-                    "message".into(),
-                    reacted
-                        .as_ref()
-                        .map(|m| m.content.clone())
-                        .unwrap_or_default(),
-                );
-                vars.insert(
-                    "author".into(),
-                    reacted
-                        .as_ref()
-                        .map(|m| m.author_name.clone())
-                        .unwrap_or_default(),
-                );
-                vars.insert(
-                    "author_id".into(),
-                    reacted.map(|m| m.author_id.to_string()).unwrap_or_default(),
-                );
-                vars.insert("user".into(), user.name.clone());
-                vars.insert("user_id".into(), user.id.to_string());
-                vars.insert("emoji".into(), emoji.clone());
-                vars.insert("channel".into(), channel_name(place.channel));
+                self.reacted_vars(&mut firing.vars, *message);
+                person_vars(&mut firing.vars, "user", &user.name, user.id);
+                firing.vars.insert("emoji".into(), emoji.clone());
+                firing
+                    .vars
+                    .insert("channel".into(), channel_name(place.channel));
                 (firing.channel, firing.message, firing.user) =
                     (Some(place.channel), Some(*message), Some(user.id));
             }
             Percept::MemberJoin { user, .. } => {
-                vars.insert("user".into(), user.name.clone());
-                vars.insert("user_id".into(), user.id.to_string());
+                person_vars(&mut firing.vars, "user", &user.name, user.id);
                 firing.user = Some(user.id);
             }
             _ => {}
         }
         firing
+    }
+
+    /// For a reaction, `message` and `author` are the message reacted to
+    /// (empty when the store no longer has it).
+    fn reacted_vars(&self, vars: &mut BTreeMap<String, String>, message: MessageId) {
+        let reacted = self.services.store.message(message).ok().flatten();
+        let (text, name, id) = match reacted {
+            Some(m) => (m.content, m.author_name, m.author_id.to_string()),
+            None => Default::default(),
+        };
+        vars.insert("message".into(), text);
+        vars.insert("author".into(), name);
+        vars.insert("author_id".into(), id);
     }
 
     /// The reflexes that want this input, best first (empty when reflexes are off).
@@ -837,50 +836,8 @@ impl Reflexes {
         }
         let reflex = def::parse("the new reflex", yaml)
             .map_err(|p| EditError::Invalid(p.iter().map(|p| clip(p)).collect()))?;
-        // A reflex written for one server stays in the channel that woke it.
-        if let Some(step) = reflex.steps.iter().find(|s| {
-            matches!(
-                s.action,
-                def::Action::Reply {
-                    channel: Some(_),
-                    ..
-                }
-            )
-        }) {
-            return Err(EditError::RepliesElsewhere(step.line));
-        }
-        let loaded = self.loaded();
-        loaded.fits(guild, &reflex)?;
-        if loaded
-            .reflexes
-            .iter()
-            .any(|o| o.guild.is_none() && o.name == reflex.name)
-        {
-            return Err(EditError::OperatorsName(reflex.name.clone()));
-        }
-        let dir = self.created_dir().join(guild.to_string());
-        let path = dir.join(format!("{}.yaml", reflex.name));
-        let mine = loaded
-            .reflexes
-            .iter()
-            .filter(|o| o.guild == Some(guild))
-            .count();
-        let max = self
-            .services
-            .settings
-            .for_guild(Some(guild))
-            .reflexes
-            .max_created_per_guild as usize;
-        if !path.exists() && mine >= max {
-            return Err(EditError::TooMany { mine, max });
-        }
-        std::fs::create_dir_all(&dir).map_err(|source| EditError::CreateDir {
-            dir: dir.display().to_string(),
-            source,
-        })?;
-        let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(EditError::Write)?;
-        std::io::Write::write_all(&mut tmp, yaml.as_bytes()).map_err(EditError::Write)?;
-        tmp.persist(&path).map_err(|e| EditError::Write(e.error))?;
+        let path = self.admit(guild, &reflex)?;
+        Self::write_atomically(&path, yaml)?;
         // A replaced reflex may have been disabled here: the new one must not stay off
         // while the journal and the answer say it is active.
         self.services
@@ -901,6 +858,67 @@ impl Reflexes {
             "created the reflex {} (level {}); it is active now",
             reflex.name, reflex.level
         ))
+    }
+
+    /// The gates a server's own reflex passes before it is written: it
+    /// answers where it was woken, fits the server's matcher, does not take
+    /// an operator's name, and stays within `reflexes.maxCreatedPerGuild`.
+    /// Returns the file it goes to.
+    fn admit(&self, guild: GuildId, reflex: &Reflex) -> Result<PathBuf, EditError> {
+        // A reflex written for one server stays in the channel that woke it.
+        if let Some(step) = reflex.steps.iter().find(|s| {
+            matches!(
+                s.action,
+                def::Action::Reply {
+                    channel: Some(_),
+                    ..
+                }
+            )
+        }) {
+            return Err(EditError::RepliesElsewhere(step.line));
+        }
+        let loaded = self.loaded();
+        loaded.fits(guild, reflex)?;
+        if loaded
+            .reflexes
+            .iter()
+            .any(|o| o.guild.is_none() && o.name == reflex.name)
+        {
+            return Err(EditError::OperatorsName(reflex.name.clone()));
+        }
+        let path = self
+            .created_dir()
+            .join(guild.to_string())
+            .join(format!("{}.yaml", reflex.name));
+        let mine = loaded
+            .reflexes
+            .iter()
+            .filter(|o| o.guild == Some(guild))
+            .count();
+        let max = self
+            .services
+            .settings
+            .for_guild(Some(guild))
+            .reflexes
+            .max_created_per_guild as usize;
+        if !path.exists() && mine >= max {
+            return Err(EditError::TooMany { mine, max });
+        }
+        Ok(path)
+    }
+
+    /// Writes the file through a temporary one renamed into place, so a
+    /// crash never leaves half a reflex to be loaded.
+    fn write_atomically(path: &Path, yaml: &str) -> Result<(), EditError> {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(|source| EditError::CreateDir {
+            dir: dir.display().to_string(),
+            source,
+        })?;
+        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(EditError::Write)?;
+        std::io::Write::write_all(&mut tmp, yaml.as_bytes()).map_err(EditError::Write)?;
+        tmp.persist(path).map_err(|e| EditError::Write(e.error))?;
+        Ok(())
     }
 
     /// Disables a reflex in one guild (`Some`) or everywhere (`None`).
@@ -955,6 +973,12 @@ impl Reflexes {
         let settings = self.services.settings.for_guild(Some(g));
         settings.discord.owner_user_ids.contains(&user) || settings.reflexes.allow_self_create
     }
+}
+
+/// `{role}` and `{role}_id` for a person (`author`, `user`).
+fn person_vars(vars: &mut BTreeMap<String, String>, role: &str, name: &str, id: UserId) {
+    vars.insert(role.into(), name.to_string());
+    vars.insert(format!("{role}_id"), id.to_string());
 }
 
 enum StimulusOwned {

@@ -230,26 +230,13 @@ async fn perform(
         Action::Reply { message, channel } => {
             reply(s, reflex, f, &message.render(vars), channel.as_deref()).await
         }
-        Action::React { emoji } => {
-            let emoji = emoji.render(vars);
-            let (Some(channel), Some(message)) = (f.channel, f.message) else {
-                return Err(StepError::NoMessage);
-            };
-            s.speech
-                .transport()
-                .react(channel, message, emoji.trim())
-                .await?;
-            did(format!("reacted {}", emoji.trim()))
-        }
+        Action::React { emoji } => react(s, f, &emoji.render(vars)).await,
         Action::AddTask { text, due, message } => add_task(s, reflex, f, text, due, message),
         Action::AddIdea { text } => {
+            let by = format!("the reflex {}", reflex.name);
             let idea = s
                 .impulses
-                .add_idea(
-                    f.guild,
-                    &text.render(vars),
-                    &format!("the reflex {}", reflex.name),
-                )
+                .add_idea(f.guild, &text.render(vars), &by)
                 .map_err(|e| StepError::Refused(e.to_string()))?;
             did(format!("noted the idea {:?}", short(&idea.text)))
         }
@@ -435,6 +422,18 @@ async fn reply(
         );
     }
     did(format!("replied {:?}", short(text)))
+}
+
+/// `react`: on the message that woke the reflex.
+async fn react(s: &Services, f: &Firing, emoji: &str) -> Result<Done, StepError> {
+    let (Some(channel), Some(message)) = (f.channel, f.message) else {
+        return Err(StepError::NoMessage);
+    };
+    s.speech
+        .transport()
+        .react(channel, message, emoji.trim())
+        .await?;
+    did(format!("reacted {}", emoji.trim()))
 }
 
 /// `add_task`: a task owned by the person it fired for, saying which reflex made it.
