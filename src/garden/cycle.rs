@@ -625,20 +625,7 @@ impl Garden {
             Ok(TurnOutcome::Incomplete(why)) => {
                 tracing::warn!(cycle = cycle.id, reason = %why, "garden cycle ended without end_ambient_cycle");
                 let left = cycle.todos.iter().filter(|t| !t.done).count();
-                ModelPart {
-                    status: CycleStatus::Incomplete,
-                    summary: format!(
-                        "incomplete ({why}); {} memories changed by the pass; {left} planned item(s) left",
-                        tended.modified() as u64 + did.modified
-                    ),
-                    modified: did.modified,
-                    compactions: 0,
-                    proactive: (!did.prepared.is_empty()).then(|| did.prepared.join("; ")),
-                    requested: None,
-                    forced: true,
-                    ended: Ended::Failed,
-                    shown,
-                }
+                ModelPart::incomplete(&why, tended.modified() as u64, left, did, shown)
             }
             Ok(TurnOutcome::Answer(_)) => ModelPart::failed(
                 "the model answered in prose instead of ending the cycle".into(),
@@ -668,20 +655,19 @@ impl Garden {
             .next_schedule
             .as_ref()
             .filter(|w| !w.context.trim().is_empty())
+            && let Some(at) = asked
         {
-            if let Some(at) = asked {
-                let queued = self.store.queue_insert(&QueueItem {
-                    id: uuid::Uuid::new_v4().simple().to_string(),
-                    guild: Some(guild),
-                    scheduled_for: at,
-                    context: w.context.trim().chars().take(500).collect(),
-                    priority: Priority::Normal,
-                    created_by: format!("cycle {cycle}"),
-                    created_at: now,
-                    done_at: None,
-                });
-                self.saved("the wake the model asked for", queued);
-            }
+            let queued = self.store.queue_insert(&QueueItem {
+                id: uuid::Uuid::new_v4().simple().to_string(),
+                guild: Some(guild),
+                scheduled_for: at,
+                context: w.context.trim().chars().take(500).collect(),
+                priority: Priority::Normal,
+                created_by: format!("cycle {cycle}"),
+                created_at: now,
+                done_at: None,
+            });
+            self.saved("the wake the model asked for", queued);
         }
         let proactive_work = end
             .proactive_work
@@ -817,6 +803,25 @@ struct ModelPart {
 }
 
 impl ModelPart {
+    /// The turn ran out without `end_ambient_cycle`, even after the
+    /// continuation: a forced end, with what the pass and the tools did.
+    fn incomplete(why: &str, pass_modified: u64, left: usize, did: ToolsDid, shown: Shown) -> Self {
+        Self {
+            status: CycleStatus::Incomplete,
+            summary: format!(
+                "incomplete ({why}); {} memories changed by the pass; {left} planned item(s) left",
+                pass_modified + did.modified
+            ),
+            modified: did.modified,
+            compactions: 0,
+            proactive: (!did.prepared.is_empty()).then(|| did.prepared.join("; ")),
+            requested: None,
+            forced: true,
+            ended: Ended::Failed,
+            shown,
+        }
+    }
+
     fn failed(why: String, shown: Shown) -> Self {
         Self {
             shown,

@@ -98,6 +98,7 @@ pub enum AskError {
 
 /// What storing a fact did.
 #[derive(Clone, Debug, PartialEq)]
+#[allow(clippy::large_enum_variant)] // made once per fact stored and read at once; a Box would only add noise
 pub enum Stored {
     New(Fact),
     /// An existing fact was confirmed instead of duplicated.

@@ -60,10 +60,10 @@ pub struct Template(pub String);
 impl Template {
     pub fn vars(&self) -> Vec<String> {
         let t = self.0.trim();
-        if let Some(name) = t.strip_prefix('$') {
-            if is_ident(name) {
-                return vec![name.to_string()];
-            }
+        if let Some(name) = t.strip_prefix('$')
+            && is_ident(name)
+        {
+            return vec![name.to_string()];
         }
         let mut out = Vec::new();
         let mut rest = self.0.as_str();
@@ -78,10 +78,10 @@ impl Template {
 
     pub fn render(&self, vars: &BTreeMap<String, String>) -> String {
         let t = self.0.trim();
-        if let Some(name) = t.strip_prefix('$') {
-            if is_ident(name) {
-                return vars.get(name).cloned().unwrap_or_default();
-            }
+        if let Some(name) = t.strip_prefix('$')
+            && is_ident(name)
+        {
+            return vars.get(name).cloned().unwrap_or_default();
         }
         let mut out = String::with_capacity(self.0.len());
         let mut rest = self.0.as_str();

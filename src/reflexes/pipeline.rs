@@ -371,11 +371,10 @@ async fn github_api(
         .github_token
         .as_ref()
         .filter(|_| reflex.guild.is_none())
+        && let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
     {
-        if let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", token.expose())) {
-            v.set_sensitive(true);
-            headers.insert(AUTHORIZATION, v);
-        }
+        v.set_sensitive(true);
+        headers.insert(AUTHORIZATION, v);
     }
     let fetched = Fetcher::new(&settings.network)
         .get_with(&url, &Default::default(), &headers)
