@@ -66,17 +66,16 @@ impl Senses {
             {
                 return Ok(Perceived::Invisible(why));
             }
-        } else if let Some(user) = percept.author_id() {
-            if settings
+        } else if let Some(user) = percept.author_id()
+            && settings
                 .permissions
                 .replies
                 .blocked_user_ids
                 .contains(&user)
-            {
-                return Ok(Perceived::Invisible(
-                    "the user is in permissions.replies.blockedUserIds",
-                ));
-            }
+        {
+            return Ok(Perceived::Invisible(
+                "the user is in permissions.replies.blockedUserIds",
+            ));
         }
 
         let from_me = percept.author_id() == Some(self.me);

@@ -9,9 +9,12 @@ use chrono::{DateTime, Utc};
 
 use crate::ids::{ChannelId, GuildId};
 
+/// Each active channel's guild, and until when it counts as active.
+type Until = HashMap<ChannelId, (Option<GuildId>, DateTime<Utc>)>;
+
 #[derive(Default)]
 pub struct ActiveChannels {
-    until: Mutex<HashMap<ChannelId, (Option<GuildId>, DateTime<Utc>)>>,
+    until: Mutex<Until>,
 }
 
 impl ActiveChannels {

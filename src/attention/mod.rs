@@ -217,9 +217,9 @@ impl Drop for InFlight<'_> {
 }
 
 fn log_join(done: Result<(), tokio::task::JoinError>) {
-    if let Err(e) = done {
-        if e.is_panic() {
-            tracing::error!("a handler task panicked; the bot carries on");
-        }
+    if let Err(e) = done
+        && e.is_panic()
+    {
+        tracing::error!("a handler task panicked; the bot carries on");
     }
 }

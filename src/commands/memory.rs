@@ -22,11 +22,11 @@ pub fn remember(
 ) -> String {
     let kind = match kind.map(FactKind::parse).transpose() {
         Ok(k) => k.unwrap_or(FactKind::Fact),
-        Err(e) => return e,
+        Err(e) => return e.to_string(),
     };
     let importance = match importance.map(Importance::parse).transpose() {
         Ok(i) => i,
-        Err(e) => return e,
+        Err(e) => return e.to_string(),
     };
     if kind == FactKind::BehaviorGuidance && !who.manage {
         return "Only members with Manage Server can give the bot behavior guidance.".into();
@@ -52,7 +52,7 @@ pub fn remember(
             };
             format!("{}{about}", stored.describe())
         }
-        Err(e) => e,
+        Err(e) => e.to_string(),
     }
 }
 
@@ -83,7 +83,7 @@ pub fn search(app: &App, who: &Asker, query: &str) -> String {
 pub fn list(app: &App, who: &Asker, kind: Option<&str>, since: Option<&str>) -> String {
     let kind = match kind.map(FactKind::parse).transpose() {
         Ok(k) => k,
-        Err(e) => return e,
+        Err(e) => return e.to_string(),
     };
     let since = match since
         .map(|s| crate::when::parse_since(s, app.clock.now()))
@@ -125,7 +125,7 @@ pub fn list(app: &App, who: &Asker, kind: Option<&str>, since: Option<&str>) -> 
 pub fn forget(app: &App, who: &Asker, id: &str) -> String {
     match app.memory.forget(who.guild, id, who.user, who.manage) {
         Ok(f) => format!("Forgotten: \"{}\".", f.content),
-        Err(e) => e,
+        Err(e) => e.to_string(),
     }
 }
 
@@ -138,7 +138,7 @@ pub fn forget_me(app: &App, who: &Asker, messages: bool) -> String {
             "Done: I forgot {facts} thing(s) I knew about you and erased the text of {erased} of your messages, \
              in every server and in our direct messages."
         ),
-        Err(e) => e,
+        Err(e) => e.to_string(),
     }
 }
 

@@ -18,6 +18,8 @@ use crate::executive::{Message, Role, Turn, TurnOutcome};
 use crate::ids::GuildId;
 use crate::journal::{Entry, Kind};
 use crate::memory::search::Reader;
+use crate::settings::Settings;
+use crate::store::StoreError;
 use crate::store::garden::{Cycle, CycleStatus, QueueItem, Step};
 use crate::store::usage::UsageFilter;
 use pass::Tended;
@@ -37,7 +39,7 @@ pub struct CycleReport {
 
 impl Garden {
     /// Runs one cycle now (the handler's job; tests call it directly).
-    pub async fn cycle(&self, trigger: &str) -> Result<CycleReport, String> {
+    pub async fn cycle(&self, trigger: &str) -> Result<CycleReport, CycleError> {
         self.cycle_until(trigger, Arc::new(|| false)).await
     }
 
@@ -47,9 +49,9 @@ impl Garden {
         &self,
         trigger: &str,
         stop: Arc<dyn Fn() -> bool + Send + Sync>,
-    ) -> Result<CycleReport, String> {
+    ) -> Result<CycleReport, CycleError> {
         let Ok(one) = self.running.try_lock() else {
-            return Err(super::BUSY.into());
+            return Err(CycleError::Busy);
         };
         let started = self.clock.now();
         // Whatever was asked before now is what this cycle is about to do.
@@ -119,39 +121,72 @@ impl Garden {
             .map(|q| format!("due while the last cycle ran: {}", q.context))
     }
 
+    /// One cycle in its seed's three parts: the memory pass, the model part
+    /// for one server, then the record (transcript, next wake, the adaptive
+    /// interval's lesson).
     async fn run_cycle(
         &self,
         trigger: &str,
         stop: Arc<dyn Fn() -> bool + Send + Sync>,
-    ) -> Result<CycleReport, String> {
+    ) -> Result<CycleReport, CycleError> {
         let settings = self.settings.global();
         let started = self.clock.now();
-        let id = self
-            .store
-            .cycle_begin(trigger, started)
-            .map_err(|e| e.to_string())?;
+        let id = self.store.cycle_begin(trigger, started)?;
         self.set_status(|s| {
             s.state = "running".into();
             s.detail = "memory pass".into();
         });
-        let mut cycle = self
-            .store
-            .cycle(id)
-            .map_err(|e| e.to_string())?
-            .ok_or("the cycle row is gone")?;
-        let step = |cycle: &mut Cycle, kind: &str, text: String| {
-            cycle.steps.push(Step {
-                at: self.clock.now(),
-                kind: kind.into(),
-                text,
-            });
-        };
+        let mut cycle = self.store.cycle(id)?.ok_or(CycleError::RowGone)?;
 
         // 1. The memory pass.
+        let run = self.memory_pass(&mut cycle, started, stop, &settings).await?;
+        let (tended, resumed) = (run.tended.clone(), run.resumed);
+        if !run.finished {
+            return Ok(self.interrupted(cycle, tended, resumed, &settings));
+        }
+        let extracted = self.extraction_pass(&mut cycle).await;
+
+        // 2. The model part, for one server that needs it.
+        let guild = self.choose_guild(started);
+        let part = self.tend(&mut cycle, guild, &run, started, &settings).await;
+
+        // 3. Record, adapt, schedule.
+        let modified = tended.modified() as u64 + extracted as u64 + part.modified;
+        let next_wake = self.record(&mut cycle, part, modified, started, &settings);
+        Ok(CycleReport {
+            id,
+            status: cycle.status,
+            guild: cycle.guild,
+            summary: cycle.summary,
+            next_wake,
+            tended,
+            resumed,
+        })
+    }
+
+    /// Adds a line to the cycle's transcript.
+    fn note(&self, cycle: &mut Cycle, kind: &str, text: String) {
+        cycle.steps.push(Step {
+            at: self.clock.now(),
+            kind: kind.into(),
+            text,
+        });
+    }
+
+    /// The memory pass: reactions to ambient posts kept as feedback, then
+    /// the store's tending, off the async workers, until `stop` or
+    /// `garden.maxPassSeconds` (it resumes from its checkpoint next time).
+    async fn memory_pass(
+        &self,
+        cycle: &mut Cycle,
+        started: DateTime<Utc>,
+        stop: Arc<dyn Fn() -> bool + Send + Sync>,
+        settings: &Settings,
+    ) -> Result<pass::Run, CycleError> {
         let feedback = feedback::harvest(&self.store, &self.memory, self.me, started);
         if feedback > 0 {
-            step(
-                &mut cycle,
+            self.note(
+                cycle,
                 "pass",
                 format!(
                     "kept {feedback} reaction(s)/reply(ies) to ambient posts as feedback memories"
@@ -166,51 +201,67 @@ impl Garden {
             self.journal.clone(),
             settings.garden.clone(),
         );
+        let id = cycle.id;
         let run = tokio::task::spawn_blocking(move || {
             pass::run(&store, &journal, &g, id, started, &|| {
                 stop() || Instant::now() > deadline
             })
         })
         .await
-        .map_err(|e| format!("the memory pass failed: {e}"))?;
-        let (tended, resumed, finished) = (run.tended.clone(), run.resumed, run.finished);
+        .map_err(CycleError::Pass)?;
         for (g, l) in &run.lines {
             let text = match g {
                 Some(g) => format!("{}: {l}", self.guild_name(*g)),
                 None => l.clone(),
             };
-            step(&mut cycle, "pass", text);
+            self.note(cycle, "pass", text);
         }
-        if !finished {
-            cycle.status = CycleStatus::Interrupted;
-            cycle.summary = format!(
-                "stopped at a checkpoint after {}; the next cycle resumes there",
-                pass::describe(&tended)
-            );
-            cycle.memories_modified = tended.modified() as u64;
-            cycle.ended_at = Some(self.clock.now());
-            let next = self.clock.now()
-                + Duration::minutes(i64::from(settings.garden.min_interval_minutes));
-            cycle.next_wake_at = Some(next);
-            self.saved("the interrupted cycle", self.store.cycle_save(&cycle));
-            self.journal.record(
-                Entry::new(
-                    Kind::Garden,
-                    format!("garden cycle {id} stopped at a checkpoint"),
-                )
-                .reason(cycle.summary.clone()),
-            );
-            self.schedule_wake(next, "resume the interrupted memory pass", false);
-            return Ok(CycleReport {
-                id,
-                status: cycle.status,
-                guild: None,
-                summary: cycle.summary,
-                next_wake: next,
-                tended,
-                resumed,
-            });
+        Ok(run)
+    }
+
+    /// A pass stopped at its checkpoint: the cycle ends there, and the next
+    /// one (after the minimum interval) resumes it.
+    fn interrupted(
+        &self,
+        mut cycle: Cycle,
+        tended: Tended,
+        resumed: bool,
+        settings: &Settings,
+    ) -> CycleReport {
+        let id = cycle.id;
+        cycle.status = CycleStatus::Interrupted;
+        cycle.summary = format!(
+            "stopped at a checkpoint after {}; the next cycle resumes there",
+            pass::describe(&tended)
+        );
+        cycle.memories_modified = tended.modified() as u64;
+        cycle.ended_at = Some(self.clock.now());
+        let next =
+            self.clock.now() + Duration::minutes(i64::from(settings.garden.min_interval_minutes));
+        cycle.next_wake_at = Some(next);
+        self.saved("the interrupted cycle", self.store.cycle_save(&cycle));
+        self.journal.record(
+            Entry::new(
+                Kind::Garden,
+                format!("garden cycle {id} stopped at a checkpoint"),
+            )
+            .reason(cycle.summary.clone()),
+        );
+        self.schedule_wake(next, "resume the interrupted memory pass", false);
+        CycleReport {
+            id,
+            status: cycle.status,
+            guild: None,
+            summary: cycle.summary,
+            next_wake: next,
+            tended,
+            resumed,
         }
+    }
+
+    /// Extraction of conversations not yet read, its tokens counted in the
+    /// cycle's; returns how many facts it stored.
+    async fn extraction_pass(&self, cycle: &mut Cycle) -> usize {
         let extract_tokens = |since| {
             self.store
                 .usage_list(
@@ -231,97 +282,87 @@ impl Garden {
         cycle.tokens_in += ei;
         cycle.tokens_out += eo;
         if channels > 0 {
-            step(
-                &mut cycle,
+            self.note(
+                cycle,
                 "pass",
                 format!(
                     "extracted {extracted} fact(s) from {channels} conversation(s) not yet read"
                 ),
             );
         }
+        extracted
+    }
 
-        // 2. The model part, for one server that needs it.
-        let guild = self.choose_guild(started);
-        let mut modified = tended.modified() as u64 + extracted as u64;
-        // A memory pass alone says nothing about rate limits or readiness.
-        let mut ended = Ended::Neutral;
-        let (status, summary, requested, forced) = match guild {
-            Some(g)
-                if self.executive.unavailable(Role::Ambient).is_none()
-                    && settings.garden.enabled =>
-            {
-                cycle.guild = Some(g);
-                self.set_status(|s| s.detail = format!("tending {}", self.guild_name(g)));
-                self.saved("the cycle", self.store.cycle_save(&cycle));
-                let lines: Vec<String> = run
-                    .lines
-                    .iter()
-                    .filter(|(lg, _)| *lg == Some(g))
-                    .map(|(_, l)| l.clone())
-                    .collect();
-                let out = self
-                    .model_part(&mut cycle, g, &tended, &lines, started)
-                    .await;
-                modified += out.modified;
-                cycle.compactions = out.compactions;
-                cycle.proactive_work = out.proactive;
-                ended = out.ended;
-                if out.status == CycleStatus::Completed {
-                    // Only what the model was shown is done; the rest waits.
-                    self.saved(
-                        "the done queue items",
-                        self.store
-                            .queue_done(&out.shown.queue, id, self.clock.now()),
-                    );
-                    self.mark_judged(&out.shown.pairs);
-                    self.mark_tended(g, started);
-                }
-                (out.status, out.summary, out.requested, out.forced)
-            }
-            Some(g) => {
-                let why = self
-                    .executive
-                    .unavailable(Role::Ambient)
-                    .unwrap_or_else(|| "the garden is off".into());
-                step(
-                    &mut cycle,
-                    "note",
-                    format!("the model part for {} waits: {why}", self.guild_name(g)),
-                );
-                (
-                    CycleStatus::Completed,
-                    format!("memory pass only ({why}): {}", pass::describe(&tended)),
-                    None,
-                    false,
-                )
-            }
-            None => (
-                CycleStatus::Completed,
-                format!("memory pass: {}", pass::describe(&tended)),
-                None,
-                false,
-            ),
+    /// The model part for `guild`, when the ambient role has a model and
+    /// the garden is on; otherwise the cycle is the memory pass alone.
+    async fn tend(
+        &self,
+        cycle: &mut Cycle,
+        guild: Option<GuildId>,
+        run: &pass::Run,
+        started: DateTime<Utc>,
+        settings: &Settings,
+    ) -> Tending {
+        let tended = &run.tended;
+        let Some(g) = guild else {
+            return Tending::pass_only(format!("memory pass: {}", pass::describe(tended)));
         };
-
-        // 3. Record, adapt, schedule.
-        let rate_limited = self
-            .store
-            .usage_count(&UsageFilter {
-                since: Some(started),
-                roles: vec![Role::Ambient.as_str().into()],
-                outcome: Some("rate_limited".into()),
-                ..Default::default()
-            })
-            .unwrap_or(0)
-            > 0;
-        if rate_limited {
-            ended = Ended::RateLimited;
-        } else if status != CycleStatus::Completed
-            && ended != Ended::Failed
-            && cycle.guild.is_some()
+        if let Some(why) = self
+            .executive
+            .unavailable(Role::Ambient)
+            .or_else(|| (!settings.garden.enabled).then(|| "the garden is off".into()))
         {
-            ended = Ended::Failed;
+            let waits = format!("the model part for {} waits: {why}", self.guild_name(g));
+            self.note(cycle, "note", waits);
+            let summary = format!("memory pass only ({why}): {}", pass::describe(tended));
+            return Tending::pass_only(summary);
         }
+        cycle.guild = Some(g);
+        self.set_status(|s| s.detail = format!("tending {}", self.guild_name(g)));
+        self.saved("the cycle", self.store.cycle_save(cycle));
+        let lines: Vec<String> = run
+            .lines
+            .iter()
+            .filter(|(lg, _)| *lg == Some(g))
+            .map(|(_, l)| l.clone())
+            .collect();
+        let out = self.model_part(cycle, g, tended, &lines, started).await;
+        cycle.compactions = out.compactions;
+        cycle.proactive_work = out.proactive;
+        if out.status == CycleStatus::Completed {
+            // Only what the model was shown is done; the rest waits.
+            self.saved(
+                "the done queue items",
+                self.store
+                    .queue_done(&out.shown.queue, cycle.id, self.clock.now()),
+            );
+            self.mark_judged(&out.shown.pairs);
+            self.mark_tended(g, started);
+        }
+        Tending {
+            status: out.status,
+            summary: out.summary,
+            requested: out.requested,
+            forced: out.forced,
+            ended: out.ended,
+            modified: out.modified,
+        }
+    }
+
+    /// The record: how the cycle ended (a 429 is the scheduler's lesson, a
+    /// failed model part its server's back-off), the next wake, the saved
+    /// cycle and its journal line. Returns the next wake.
+    fn record(
+        &self,
+        cycle: &mut Cycle,
+        part: Tending,
+        modified: u64,
+        started: DateTime<Utc>,
+        settings: &Settings,
+    ) -> DateTime<Utc> {
+        let id = cycle.id;
+        let status = part.status;
+        let (ended, rate_limited) = self.how_it_ended(cycle.guild, &part, started);
         let now = self.clock.now();
         // A failing model part backs off for its server (a 429 is the scheduler's to handle).
         let setback = match (cycle.guild, ended, status) {
@@ -332,56 +373,15 @@ impl Garden {
             }
             _ => None,
         };
-        let mut state = scheduler::after_cycle(self.scheduler_state(), ended, &settings.garden);
-        let plan = scheduler::plan(&self.inputs(), &state, &settings.garden);
-        let safe = plan.wait.unwrap_or(Duration::minutes(i64::from(
-            settings.garden.min_interval_minutes,
-        )));
-        // The scheduler's interval in use (the agent's wish aside): what the next 429 doubles.
-        state.last_interval_minutes = Some(scheduler::minutes(safe));
-        self.saved(
-            "the scheduler's state",
-            self.store.garden_set("scheduler", &state),
-        );
-        let (next, reason, moved) = if forced {
-            let d = Duration::minutes(i64::from(settings.garden.default_interval_minutes));
-            (
-                now + d,
-                "the default wake after a forced end".to_string(),
-                false,
-            )
-        } else if let Some(at) = requested {
-            let (wait, moved) = scheduler::settle(at - now, safe, &settings.garden);
-            let why = if moved {
-                format!(
-                    "asked for {}, moved: {}",
-                    at.format("%H:%M"),
-                    plan.why.join("; ")
-                )
-            } else {
-                "as the garden asked".into()
-            };
-            (now + wait, why, moved)
-        } else if cycle.guild.is_some() && status == CycleStatus::Completed {
-            tracing::warn!(
-                "the garden cycle did not schedule its next wake; using the maximum interval"
-            );
-            let d = Duration::minutes(i64::from(settings.garden.max_interval_minutes));
-            (
-                now + d,
-                "no wake was scheduled: the maximum interval".to_string(),
-                false,
-            )
-        } else {
-            (now + safe, plan.why.join("; "), false)
-        };
+        let tended_a_server = cycle.guild.is_some() && status == CycleStatus::Completed;
+        let (next, reason, moved) = self.next_wake(ended, &part, tended_a_server, now, settings);
         cycle.status = status;
-        cycle.summary = summary;
+        cycle.summary = part.summary;
         cycle.memories_modified = cycle.memories_modified.max(modified);
         cycle.rate_limited = rate_limited;
         cycle.ended_at = Some(now);
         cycle.next_wake_at = Some(next);
-        self.saved("the cycle", self.store.cycle_save(&cycle));
+        self.saved("the cycle", self.store.cycle_save(cycle));
         self.saved(
             "the last cycle's time",
             self.store.garden_set("last_cycle_at", &now),
@@ -404,15 +404,96 @@ impl Garden {
             .data(serde_json::json!({ "cycle": id, "tokens": cycle.tokens_in + cycle.tokens_out })),
         );
         self.schedule_wake(next, reason, moved);
-        Ok(CycleReport {
-            id,
-            status,
-            guild: cycle.guild,
-            summary: cycle.summary,
-            next_wake: next,
-            tended,
-            resumed,
-        })
+        next
+    }
+
+    /// How the cycle ended for the scheduler, and whether the ambient role
+    /// met a rate limit since it started.
+    fn how_it_ended(
+        &self,
+        guild: Option<GuildId>,
+        part: &Tending,
+        started: DateTime<Utc>,
+    ) -> (Ended, bool) {
+        let rate_limited = self
+            .store
+            .usage_count(&UsageFilter {
+                since: Some(started),
+                roles: vec![Role::Ambient.as_str().into()],
+                outcome: Some("rate_limited".into()),
+                ..Default::default()
+            })
+            .unwrap_or(0)
+            > 0;
+        let ended = if rate_limited {
+            Ended::RateLimited
+        } else if part.status != CycleStatus::Completed
+            && part.ended != Ended::Failed
+            && guild.is_some()
+        {
+            Ended::Failed
+        } else {
+            part.ended
+        };
+        (ended, rate_limited)
+    }
+
+    /// The next wake and why: the scheduler learns from how the cycle
+    /// ended, then the model's wish is kept within what is safe (a forced
+    /// end takes the default interval, a tended server that asked for
+    /// nothing the maximum). Returns (when, why, whether the wish moved).
+    fn next_wake(
+        &self,
+        ended: Ended,
+        part: &Tending,
+        tended_a_server: bool,
+        now: DateTime<Utc>,
+        settings: &Settings,
+    ) -> (DateTime<Utc>, String, bool) {
+        let garden = &settings.garden;
+        let mut state = scheduler::after_cycle(self.scheduler_state(), ended, garden);
+        let plan = scheduler::plan(&self.inputs(), &state, garden);
+        let safe = plan
+            .wait
+            .unwrap_or(Duration::minutes(i64::from(garden.min_interval_minutes)));
+        // The scheduler's interval in use (the agent's wish aside): what the next 429 doubles.
+        state.last_interval_minutes = Some(scheduler::minutes(safe));
+        self.saved(
+            "the scheduler's state",
+            self.store.garden_set("scheduler", &state),
+        );
+        if part.forced {
+            let d = Duration::minutes(i64::from(garden.default_interval_minutes));
+            (
+                now + d,
+                "the default wake after a forced end".to_string(),
+                false,
+            )
+        } else if let Some(at) = part.requested {
+            let (wait, moved) = scheduler::settle(at - now, safe, garden);
+            let why = if moved {
+                format!(
+                    "asked for {}, moved: {}",
+                    at.format("%H:%M"),
+                    plan.why.join("; ")
+                )
+            } else {
+                "as the garden asked".into()
+            };
+            (now + wait, why, moved)
+        } else if tended_a_server {
+            tracing::warn!(
+                "the garden cycle did not schedule its next wake; using the maximum interval"
+            );
+            let d = Duration::minutes(i64::from(garden.max_interval_minutes));
+            (
+                now + d,
+                "no wake was scheduled: the maximum interval".to_string(),
+                false,
+            )
+        } else {
+            (now + safe, plan.why.join("; "), false)
+        }
     }
 
     pub(super) fn tended_at(&self) -> HashMap<u64, DateTime<Utc>> {
@@ -470,6 +551,8 @@ impl Garden {
             .map(|(_, g)| g)
     }
 
+    /// The model part: the garden prompt for one server, the tool loop
+    /// that tends it, and what its end (`end_ambient_cycle`, or none) says.
     async fn model_part(
         &self,
         cycle: &mut Cycle,
@@ -533,84 +616,97 @@ impl Garden {
         if let Ok(Some(saved)) = self.store.cycle(cycle.id) {
             cycle.todos = saved.todos;
         }
-        let modified = u64::from(*shared.modified.lock().unwrap_or_else(|p| p.into_inner()));
-        let prepared = shared
-            .prepared
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        let requested = *shared.requested.lock().unwrap_or_else(|p| p.into_inner());
-        let now = self.clock.now();
+        let did = ToolsDid::of(&shared);
         match result.outcome {
             Ok(TurnOutcome::Final(v)) => match parse_args::<EndCycle>(&v) {
-                Ok(end) => {
-                    let asked = end
-                        .next_schedule
-                        .as_ref()
-                        .and_then(|w| w.resolve(now).ok().flatten());
-                    if let Some(w) = end
-                        .next_schedule
-                        .as_ref()
-                        .filter(|w| !w.context.trim().is_empty())
-                    {
-                        if let Some(at) = asked {
-                            let queued = self.store.queue_insert(&QueueItem {
-                                id: uuid::Uuid::new_v4().simple().to_string(),
-                                guild: Some(guild),
-                                scheduled_for: at,
-                                context: w.context.trim().chars().take(500).collect(),
-                                priority: Priority::Normal,
-                                created_by: format!("cycle {}", cycle.id),
-                                created_at: now,
-                                done_at: None,
-                            });
-                            self.saved("the wake the model asked for", queued);
-                        }
-                    }
-                    let proactive_work = end
-                        .proactive_work
-                        .filter(|p| !p.trim().is_empty())
-                        .or_else(|| (!prepared.is_empty()).then(|| prepared.join("; ")));
-                    ModelPart {
-                        status: CycleStatus::Completed,
-                        summary: end.summary,
-                        modified: u64::from(end.memories_modified).max(modified),
-                        compactions: u64::from(end.compactions),
-                        proactive: proactive_work,
-                        requested: match (asked, requested) {
-                            (Some(a), Some(b)) => Some(a.min(b)),
-                            (a, b) => a.or(b),
-                        },
-                        forced: false,
-                        ended: Ended::Clean,
-                        shown,
-                    }
-                }
-                Err(e) => ModelPart::failed(e.to_string(), shown),
+                Ok(end) => self.ended_cycle(cycle.id, guild, end, did, shown),
+                Err(e) => ModelPart::failed(e, shown),
             },
             Ok(TurnOutcome::Incomplete(why)) => {
                 tracing::warn!(cycle = cycle.id, reason = %why, "garden cycle ended without end_ambient_cycle");
                 let left = cycle.todos.iter().filter(|t| !t.done).count();
-                ModelPart {
-                    status: CycleStatus::Incomplete,
-                    summary: format!(
-                        "incomplete ({why}); {} memories changed by the pass; {left} planned item(s) left",
-                        tended.modified() as u64 + modified
-                    ),
-                    modified,
-                    compactions: 0,
-                    proactive: (!prepared.is_empty()).then(|| prepared.join("; ")),
-                    requested: None,
-                    forced: true,
-                    ended: Ended::Failed,
-                    shown,
-                }
+                ModelPart::incomplete(&why, tended.modified() as u64, left, did, shown)
             }
             Ok(TurnOutcome::Answer(_)) => ModelPart::failed(
                 "the model answered in prose instead of ending the cycle".into(),
                 shown,
             ),
             Err(e) => ModelPart::failed(format!("the model call failed: {e}"), shown),
+        }
+    }
+
+    /// The model ended the cycle: the wake it asked for is queued with its
+    /// context, and the earlier of that and a `schedule` call's wish is the
+    /// one the scheduler weighs.
+    fn ended_cycle(
+        &self,
+        cycle: i64,
+        guild: GuildId,
+        end: EndCycle,
+        did: ToolsDid,
+        shown: Shown,
+    ) -> ModelPart {
+        let now = self.clock.now();
+        let asked = end
+            .next_schedule
+            .as_ref()
+            .and_then(|w| w.resolve(now).ok().flatten());
+        if let Some(w) = end
+            .next_schedule
+            .as_ref()
+            .filter(|w| !w.context.trim().is_empty())
+            && let Some(at) = asked
+        {
+            let queued = self.store.queue_insert(&QueueItem {
+                id: uuid::Uuid::new_v4().simple().to_string(),
+                guild: Some(guild),
+                scheduled_for: at,
+                context: w.context.trim().chars().take(500).collect(),
+                priority: Priority::Normal,
+                created_by: format!("cycle {cycle}"),
+                created_at: now,
+                done_at: None,
+            });
+            self.saved("the wake the model asked for", queued);
+        }
+        let proactive_work = end
+            .proactive_work
+            .filter(|p| !p.trim().is_empty())
+            .or_else(|| (!did.prepared.is_empty()).then(|| did.prepared.join("; ")));
+        ModelPart {
+            status: CycleStatus::Completed,
+            summary: end.summary,
+            modified: u64::from(end.memories_modified).max(did.modified),
+            compactions: u64::from(end.compactions),
+            proactive: proactive_work,
+            requested: match (asked, did.requested) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+            forced: false,
+            ended: Ended::Clean,
+            shown,
+        }
+    }
+}
+
+/// What the cycle's tools did during the turn, read once it ended.
+struct ToolsDid {
+    modified: u64,
+    prepared: Vec<String>,
+    requested: Option<DateTime<Utc>>,
+}
+
+impl ToolsDid {
+    fn of(shared: &CycleShared) -> Self {
+        Self {
+            modified: u64::from(*shared.modified.lock().unwrap_or_else(|p| p.into_inner())),
+            prepared: shared
+                .prepared
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+            requested: *shared.requested.lock().unwrap_or_else(|p| p.into_inner()),
         }
     }
 }
@@ -653,6 +749,46 @@ fn transcript(messages: &[Message], at: DateTime<Utc>) -> Vec<Step> {
     steps
 }
 
+/// What the model part (or the lack of one) leaves for the record.
+struct Tending {
+    status: CycleStatus,
+    summary: String,
+    requested: Option<DateTime<Utc>>,
+    forced: bool,
+    ended: Ended,
+    /// Memories the model part changed.
+    modified: u64,
+}
+
+impl Tending {
+    /// A cycle that was the memory pass alone.
+    fn pass_only(summary: String) -> Self {
+        Self {
+            status: CycleStatus::Completed,
+            summary,
+            requested: None,
+            forced: false,
+            // A memory pass alone says nothing about rate limits or readiness.
+            ended: Ended::Neutral,
+            modified: 0,
+        }
+    }
+}
+
+/// Why a cycle did not run or could not be recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum CycleError {
+    /// Declined: another cycle runs (that one's end serves what was asked).
+    #[error("{}", super::BUSY)]
+    Busy,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("the cycle row is gone")]
+    RowGone,
+    #[error("the memory pass failed: {0}")]
+    Pass(tokio::task::JoinError),
+}
+
 struct ModelPart {
     shown: Shown,
     status: CycleStatus,
@@ -667,6 +803,25 @@ struct ModelPart {
 }
 
 impl ModelPart {
+    /// The turn ran out without `end_ambient_cycle`, even after the
+    /// continuation: a forced end, with what the pass and the tools did.
+    fn incomplete(why: &str, pass_modified: u64, left: usize, did: ToolsDid, shown: Shown) -> Self {
+        Self {
+            status: CycleStatus::Incomplete,
+            summary: format!(
+                "incomplete ({why}); {} memories changed by the pass; {left} planned item(s) left",
+                pass_modified + did.modified
+            ),
+            modified: did.modified,
+            compactions: 0,
+            proactive: (!did.prepared.is_empty()).then(|| did.prepared.join("; ")),
+            requested: None,
+            forced: true,
+            ended: Ended::Failed,
+            shown,
+        }
+    }
+
     fn failed(why: String, shown: Shown) -> Self {
         Self {
             shown,

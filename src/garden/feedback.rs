@@ -85,18 +85,18 @@ pub fn harvest(store: &Store, memory: &Memory, me: UserId, now: DateTime<Utc>) -
         fact.subject = Some(format!("{verdict}: post {}", e.post));
         // Stopping before the cursor passes an event means the next pass harvests it again.
         if let Err(why) = memory.remember(fact, None) {
-            return stopped(memory, kept, why);
+            return stopped(memory, kept, &why);
         }
         kept += 1;
         // After each event: a crash mid-harvest must not count one 👎 twice.
         if let Err(e) = store.garden_set("feedback_cursor", &cursor.timestamp_millis()) {
-            return stopped(memory, kept, e.to_string());
+            return stopped(memory, kept, &e);
         }
     }
     kept
 }
 
-fn stopped(memory: &Memory, kept: usize, why: String) -> usize {
+fn stopped(memory: &Memory, kept: usize, why: &dyn std::fmt::Display) -> usize {
     memory.journal.record(
         crate::journal::Entry::new(
             crate::journal::Kind::Error,

@@ -55,7 +55,7 @@ use crate::memory::Memory;
 use crate::settings::{Settings, SettingsService};
 use crate::store::Store;
 use crate::store::garden::QueueItem;
-pub use cycle::CycleReport;
+pub use cycle::{CycleError, CycleReport};
 use scheduler::Plan;
 
 /// The seed's continuation message, sent once when the model stops without the final call.
@@ -669,7 +669,7 @@ impl Handler for GardenHandler {
         let result = self.garden.cycle(&trigger).await;
         match result {
             Ok(_) => Outcome::Done,
-            Err(e) => Outcome::Declined(e),
+            Err(e) => Outcome::Declined(e.to_string()),
         }
     }
 }

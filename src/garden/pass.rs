@@ -177,6 +177,33 @@ fn merge_duplicates(
     now: DateTime<Utc>,
 ) -> usize {
     let mut merged = 0;
+    for members in duplicate_clusters(facts, words) {
+        let (survivor_at, survivor, others) = fold(facts, &members, guild, now);
+        let refs: Vec<&Fact> = others.iter().collect();
+        // A failed merge leaves the cluster as it was: the next pass finds it again.
+        if store.merge_facts(&survivor, &refs, now).is_ok() {
+            for &i in &members {
+                gone[i] = i != survivor_at;
+            }
+            merged += others.len();
+            journal.record(
+                Entry::new(Kind::Garden, format!("merged {} duplicate(s) into memory {}", others.len(), survivor.short_id()))
+                    .guild(guild)
+                    .reason(format!(
+                        "they said the same thing (keyword Jaccard ≥ {NEAR_DUPLICATE}): \"{}\"; strength now {}",
+                        survivor.content, survivor.strength
+                    ))
+                    .data(serde_json::json!({ "survivor": survivor.id, "merged": others.iter().map(|o| &o.id).collect::<Vec<_>>() })),
+            );
+        }
+    }
+    merged
+}
+
+/// The groups of facts (indices, two or more each, in a stable order) that
+/// say the same thing: same kind and person, subjects that agree, keyword
+/// Jaccard ≥ `NEAR_DUPLICATE`, joined transitively.
+fn duplicate_clusters(facts: &[Fact], words: &[BTreeSet<String>]) -> Vec<Vec<usize>> {
     let items: Vec<((FactKind, Option<u64>), _)> = facts
         .iter()
         .zip(words)
@@ -213,67 +240,63 @@ fn merge_duplicates(
     }
     let mut clusters: Vec<Vec<usize>> = clusters.into_values().filter(|c| c.len() > 1).collect();
     clusters.sort();
-    for members in clusters {
-        let survivor_at = *members
-            .iter()
-            .min_by_key(|&&i| {
-                (
-                    scope_rank(&facts[i].scope),
-                    std::cmp::Reverse(facts[i].strength),
-                    facts[i].created_at,
-                )
-            })
-            .expect("a cluster has members");
-        let mut survivor = facts[survivor_at].clone();
-        let others: Vec<Fact> = members
-            .iter()
-            .filter(|&&i| i != survivor_at)
-            .map(|&i| {
-                let mut f = facts[i].clone();
-                f.superseded_by = Some(survivor.id.clone());
-                f.updated_at = now;
-                f
-            })
-            .collect();
-        let channels: BTreeSet<_> = members
-            .iter()
-            .filter_map(|&i| facts[i].scope.channel)
-            .collect();
-        if survivor.scope.kind == ScopeKind::Channel && channels.len() > 1 {
-            if let Some(g) = guild {
-                survivor.scope = Scope::guild(g);
+    clusters
+}
+
+/// One cluster folded: the survivor (widest scope, strongest, oldest) takes
+/// the others' strength, confidence, importance and sources, and moves up to
+/// the guild when the copies came from several channels; the others point
+/// at it. Returns (the survivor's index, the survivor, the others).
+fn fold(
+    facts: &[Fact],
+    members: &[usize],
+    guild: Option<GuildId>,
+    now: DateTime<Utc>,
+) -> (usize, Fact, Vec<Fact>) {
+    let survivor_at = *members
+        .iter()
+        .min_by_key(|&&i| {
+            (
+                scope_rank(&facts[i].scope),
+                std::cmp::Reverse(facts[i].strength),
+                facts[i].created_at,
+            )
+        })
+        .expect("a cluster has members");
+    let mut survivor = facts[survivor_at].clone();
+    let others: Vec<Fact> = members
+        .iter()
+        .filter(|&&i| i != survivor_at)
+        .map(|&i| {
+            let mut f = facts[i].clone();
+            f.superseded_by = Some(survivor.id.clone());
+            f.updated_at = now;
+            f
+        })
+        .collect();
+    let channels: BTreeSet<_> = members
+        .iter()
+        .filter_map(|&i| facts[i].scope.channel)
+        .collect();
+    if survivor.scope.kind == ScopeKind::Channel
+        && channels.len() > 1
+        && let Some(g) = guild
+    {
+        survivor.scope = Scope::guild(g);
+    }
+    for o in &others {
+        survivor.strength += o.strength;
+        survivor.confidence = survivor.confidence.max(o.confidence);
+        survivor.importance = survivor.importance.max(o.importance);
+        survivor.last_seen_at = survivor.last_seen_at.max(o.last_seen_at);
+        for s in &o.sources {
+            if !survivor.sources.contains(s) && survivor.sources.len() < 20 {
+                survivor.sources.push(*s);
             }
-        }
-        for o in &others {
-            survivor.strength += o.strength;
-            survivor.confidence = survivor.confidence.max(o.confidence);
-            survivor.importance = survivor.importance.max(o.importance);
-            survivor.last_seen_at = survivor.last_seen_at.max(o.last_seen_at);
-            for s in &o.sources {
-                if !survivor.sources.contains(s) && survivor.sources.len() < 20 {
-                    survivor.sources.push(*s);
-                }
-            }
-        }
-        survivor.updated_at = now;
-        let refs: Vec<&Fact> = others.iter().collect();
-        if store.merge_facts(&survivor, &refs, now).is_ok() {
-            for &i in &members {
-                gone[i] = i != survivor_at;
-            }
-            merged += others.len();
-            journal.record(
-                Entry::new(Kind::Garden, format!("merged {} duplicate(s) into memory {}", others.len(), survivor.short_id()))
-                    .guild(guild)
-                    .reason(format!(
-                        "they said the same thing (keyword Jaccard ≥ {NEAR_DUPLICATE}): \"{}\"; strength now {}",
-                        survivor.content, survivor.strength
-                    ))
-                    .data(serde_json::json!({ "survivor": survivor.id, "merged": others.iter().map(|o| &o.id).collect::<Vec<_>>() })),
-            );
         }
     }
-    merged
+    survivor.updated_at = now;
+    (survivor_at, survivor, others)
 }
 
 /// Links facts that share two or more distinctive words; returns the new links.
@@ -459,13 +482,13 @@ pub fn candidates(
     let max = g.max_candidates as usize;
     let mut groups: HashMap<(FactKind, Scope, String), Vec<&Fact>> = HashMap::new();
     for f in &facts {
-        if let Some(s) = f.subject.as_deref().filter(|s| !s.trim().is_empty()) {
-            if f.kind != FactKind::Feedback {
-                groups
-                    .entry((f.kind, f.scope, s.trim().to_lowercase()))
-                    .or_default()
-                    .push(f);
-            }
+        if let Some(s) = f.subject.as_deref().filter(|s| !s.trim().is_empty())
+            && f.kind != FactKind::Feedback
+        {
+            groups
+                .entry((f.kind, f.scope, s.trim().to_lowercase()))
+                .or_default()
+                .push(f);
         }
     }
     let mut contradictions = Vec::new();
@@ -475,7 +498,7 @@ pub fn candidates(
         // Pairs grow with the square of a group: only the freshest facts on a
         // subject are compared (a contradiction nearly always involves a new one).
         let mut group = groups[&k].clone();
-        group.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
+        group.sort_by_key(|f| std::cmp::Reverse(f.updated_at));
         group.truncate(MAX_SUBJECT_GROUP);
         // Each fact's keywords once, not once per pair.
         let words: Vec<_> = group.iter().map(|f| keywords(&f.content)).collect();

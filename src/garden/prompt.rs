@@ -6,6 +6,7 @@
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Duration, Utc};
+use chrono_tz::Tz;
 use serde::Serialize;
 
 use super::{Garden, feedback, pass, scheduler};
@@ -15,7 +16,8 @@ use crate::ids::{ChannelId, GuildId};
 use crate::journal::stream;
 use crate::journal::summary::Audience;
 use crate::memory::fact::Fact;
-use crate::store::garden::{CycleStatus, QueueItem};
+use crate::store::garden::{Cycle, CycleStatus, QueueItem};
+use crate::store::messages::StoredMessage;
 
 /// What a prompt showed the model, so the cycle acts only on that.
 #[derive(Clone, Debug, Default)]
@@ -66,7 +68,11 @@ impl Garden {
     }
 
     /// The prompt for one guild's cycle, and what it showed (the queue items
-    /// and candidate memories the model may act on).
+    /// and candidate memories the model may act on). Each section of the
+    /// garden prompt is gathered by its own function below.
+    // Whole on purpose: what is left is the prompt's table of sections (one
+    // struct literal, each field a section or a named helper's result); it
+    // reads in the template's order, and splitting it would scatter that.
     pub(super) fn prompt(
         &self,
         guild: GuildId,
@@ -77,7 +83,7 @@ impl Garden {
         let settings = self.settings.for_guild(Some(guild));
         let g = &settings.garden;
         let tz = settings.zone();
-        let when = |t: DateTime<Utc>| t.with_timezone(&tz).format("%Y-%m-%d %H:%M").to_string();
+        let when = |t: DateTime<Utc>| stamp(t, tz);
         // The last cycle that tended this guild — never another guild's summary.
         let last = self
             .store
@@ -85,69 +91,16 @@ impl Garden {
             .unwrap_or_default()
             .into_iter()
             .find(|c| c.guild == Some(guild) && c.ended_at.is_some());
-        let since = self
-            .tended_at()
-            .get(&guild.get())
-            .copied()
-            .unwrap_or(now - Duration::hours(24));
         // Like the rest of the prompt, only what anyone in the bot's open
         // channels could read: talk in a private channel stays there.
         let public = Audience::public(&settings, guild);
-        let mut recent: Vec<_> = self
-            .store
-            .recent_guild_messages(guild, since, 500)
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|m| public.sees(Some(guild), Some(m.channel)))
-            .collect();
-        recent.drain(..recent.len().saturating_sub(60));
+        let recent = self.recent_talk(guild, &public, now);
         let talk: String = recent
             .iter()
             .map(|m| m.content.as_str())
             .collect::<Vec<_>>()
             .join(" ");
-        let judged = self.judged();
-        let cands = pass::candidates(&self.store, g, guild, &talk, now, &judged);
-        let mut conversations: HashMap<ChannelId, (usize, DateTime<Utc>)> = HashMap::new();
-        for m in &recent {
-            let e = conversations.entry(m.channel).or_insert((0, m.created_at));
-            e.0 += 1;
-            e.1 = e.1.max(m.created_at);
-        }
-        let checkpoints: HashSet<ChannelId> = self
-            .store
-            .unextracted_channels()
-            .unwrap_or_default()
-            .into_iter()
-            .map(|u| u.channel)
-            .collect();
-        let (total, active) = self.store.fact_counts(Some(guild)).unwrap_or((0, 0));
-        let active_facts = self
-            .store
-            .list_facts(&crate::store::memory::FactFilter {
-                guild: Some(Some(guild)),
-                ..Default::default()
-            })
-            .unwrap_or_default();
-        let low = active_facts
-            .iter()
-            .filter(|f| pass::decayed_confidence(f, now, g.confidence_half_life_days) < 0.1)
-            .count();
-        let links = self.store.link_count(guild).unwrap_or(0);
-        let snap = self.executive.snapshot();
-        let budget = match (snap.tokens_remaining, snap.window_reset) {
-            (Some(left), Some(reset)) => format!(
-                "- Tokens remaining in the window: {left}\n- Window resets: {}\n- People's usage: {:.0} tokens/min",
-                when(reset),
-                snap.user_tokens_per_minute
-            ),
-            _ => format!(
-                "- No rate-limit headers yet\n- People's usage: {:.0} tokens/min\n- Ambient budget left today: {}",
-                snap.user_tokens_per_minute,
-                snap.ambient_budget_remaining
-                    .map_or("no cap".to_string(), |l| l.to_string())
-            ),
-        };
+        let cands = pass::candidates(&self.store, g, guild, &talk, now, &self.judged());
         let queue: Vec<QueueItem> = self
             .store
             .queue_open()
@@ -156,52 +109,17 @@ impl Garden {
             .filter(|q| q.guild == Some(guild))
             .take(10)
             .collect();
+        let shown = shown(&queue, &cands, now);
         let max = Duration::minutes(i64::from(g.max_interval_minutes));
-        let downtime = match &last {
-            Some(c) if c.ended_at.is_some_and(|e| now - e > max) => {
-                format!(
-                    "{} (the last cycle here)",
-                    when(c.ended_at.unwrap_or(c.started_at))
-                )
-            }
-            _ => String::new(),
-        };
-        // A cycle here that stopped before its end: its plan's open items.
-        let leftover: Vec<String> = last
-            .as_ref()
-            .filter(|c| matches!(c.status, CycleStatus::Interrupted | CycleStatus::Incomplete))
-            .map(|c| {
-                c.todos
-                    .iter()
-                    .filter(|t| !t.done)
-                    .map(|t| t.text.clone())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let shown = Shown {
-            queue: queue
-                .iter()
-                .filter(|q| q.scheduled_for <= now)
-                .map(|q| q.id.clone())
-                .collect(),
-            pairs: cands
-                .contradictions
-                .iter()
-                .map(|(a, b)| pair_key(a, b))
-                .collect(),
-            facts: cands
-                .contradictions
-                .iter()
-                .flat_map(|(a, b)| [a.id.clone(), b.id.clone()])
-                .chain(cands.stale.iter().map(|f| f.id.clone()))
-                .collect(),
-        };
+        let (tasks, ideas) = self.prepared_work(guild, tz);
         let prompt = GardenPrompt {
             bot_name: settings.bot.name.clone(),
             guild_name: self.guild_name(guild),
             context: stream::prefix_for(&self.store, &settings, Role::Ambient, &public, now)
                 .unwrap_or_default(),
             now: format!("{} {}", when(now), tz),
+            downtime: downtime(last.as_ref(), now, max, tz),
+            leftover: leftover(last.as_ref()),
             last_cycle: last.map_or("never".into(), |c| {
                 format!(
                     "{} ({}): {}",
@@ -210,8 +128,6 @@ impl Garden {
                     c.summary
                 )
             }),
-            downtime,
-            leftover,
             active: {
                 let n = self.spine.active.active_channels(Some(guild), now).len();
                 if n == 0 {
@@ -233,57 +149,11 @@ impl Garden {
                     context: q.context,
                 })
                 .collect(),
-            conversations: {
-                let mut v: Vec<ConversationLine> = conversations
-                    .into_iter()
-                    .map(|(c, (n, last))| ConversationLine {
-                        channel: self
-                            .store
-                            .channel_name(c)
-                            .ok()
-                            .flatten()
-                            .unwrap_or_else(|| c.to_string()),
-                        messages: n,
-                        last: when(last),
-                        extraction: if checkpoints.contains(&c) {
-                            "pending".into()
-                        } else {
-                            "done".into()
-                        },
-                    })
-                    .collect();
-                v.sort_by(|a, b| a.channel.cmp(&b.channel));
-                v
-            },
-            health: Health {
-                total,
-                active,
-                inactive: total - active,
-                low_confidence: low as u64,
-                links,
-            },
+            conversations: self.conversation_lines(&recent, tz),
+            health: self.health(guild, now, g.confidence_half_life_days),
             pass_lines: pass_lines.to_vec(),
-            contradictions: cands
-                .contradictions
-                .iter()
-                .map(|(a, b)| ContradictionLine {
-                    a_id: a.short_id().into(),
-                    a: a.content.clone(),
-                    a_when: when(a.updated_at),
-                    b_id: b.short_id().into(),
-                    b: b.content.clone(),
-                    b_when: when(b.updated_at),
-                })
-                .collect(),
-            stale: cands
-                .stale
-                .iter()
-                .map(|f| StaleLine {
-                    id: f.short_id().into(),
-                    content: f.content.clone(),
-                    when: when(f.last_seen_at),
-                })
-                .collect(),
+            contradictions: contradiction_lines(&cands, tz),
+            stale: stale_lines(&cands, tz),
             recent: if cands.stale.is_empty() {
                 Vec::new()
             } else {
@@ -295,16 +165,7 @@ impl Garden {
                     .map(PromptLine::from)
                     .collect()
             },
-            feedback: feedback::history(&self.store, guild, 12)
-                .into_iter()
-                .map(|f| {
-                    if f.strength > 1 {
-                        format!("{} (×{})", f.content, f.strength)
-                    } else {
-                        f.content
-                    }
-                })
-                .collect(),
+            feedback: self.feedback_lines(guild),
             // What the bot did lately, as anyone in its public channels could read it.
             deeds: crate::journal::summary::what_i_did(
                 &self.journal,
@@ -315,26 +176,234 @@ impl Garden {
                 12,
             ),
             proactive,
-            tasks: self
-                .store
-                .tasks(Some(guild), false)
-                .unwrap_or_default()
-                .into_iter()
-                .take(10)
-                .map(|t| format!("{} (due {})", t.text, when(t.due)))
-                .collect(),
-            ideas: self
-                .store
-                .ideas(Some(guild), false)
-                .unwrap_or_default()
-                .into_iter()
-                .take(10)
-                .map(|i| i.text)
-                .collect(),
-            budget,
+            tasks,
+            ideas,
+            budget: self.budget_line(tz),
         };
         (prompt, shown)
     }
+
+    /// The last 60 messages since this guild was last tended (a day when
+    /// never), from channels anyone could read.
+    fn recent_talk(
+        &self,
+        guild: GuildId,
+        public: &Audience,
+        now: DateTime<Utc>,
+    ) -> Vec<StoredMessage> {
+        let since = self
+            .tended_at()
+            .get(&guild.get())
+            .copied()
+            .unwrap_or(now - Duration::hours(24));
+        let mut recent: Vec<_> = self
+            .store
+            .recent_guild_messages(guild, since, 500)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|m| public.sees(Some(guild), Some(m.channel)))
+            .collect();
+        recent.drain(..recent.len().saturating_sub(60));
+        recent
+    }
+
+    /// One line per channel talked in: how much, how lately, and whether
+    /// extraction has read it yet.
+    fn conversation_lines(&self, recent: &[StoredMessage], tz: Tz) -> Vec<ConversationLine> {
+        let mut conversations: HashMap<ChannelId, (usize, DateTime<Utc>)> = HashMap::new();
+        for m in recent {
+            let e = conversations.entry(m.channel).or_insert((0, m.created_at));
+            e.0 += 1;
+            e.1 = e.1.max(m.created_at);
+        }
+        let checkpoints: HashSet<ChannelId> = self
+            .store
+            .unextracted_channels()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|u| u.channel)
+            .collect();
+        let mut v: Vec<ConversationLine> = conversations
+            .into_iter()
+            .map(|(c, (n, last))| ConversationLine {
+                channel: self
+                    .store
+                    .channel_name(c)
+                    .ok()
+                    .flatten()
+                    .unwrap_or_else(|| c.to_string()),
+                messages: n,
+                last: stamp(last, tz),
+                extraction: if checkpoints.contains(&c) {
+                    "pending".into()
+                } else {
+                    "done".into()
+                },
+            })
+            .collect();
+        v.sort_by(|a, b| a.channel.cmp(&b.channel));
+        v
+    }
+
+    /// The memory's health in numbers: how many facts, how many still
+    /// active, how many faded below a tenth of their confidence, how many links.
+    fn health(&self, guild: GuildId, now: DateTime<Utc>, half_life_days: u32) -> Health {
+        let (total, active) = self.store.fact_counts(Some(guild)).unwrap_or((0, 0));
+        let active_facts = self
+            .store
+            .list_facts(&crate::store::memory::FactFilter {
+                guild: Some(Some(guild)),
+                ..Default::default()
+            })
+            .unwrap_or_default();
+        let low = active_facts
+            .iter()
+            .filter(|f| pass::decayed_confidence(f, now, half_life_days) < 0.1)
+            .count();
+        Health {
+            total,
+            active,
+            inactive: total - active,
+            low_confidence: low as u64,
+            links: self.store.link_count(guild).unwrap_or(0),
+        }
+    }
+
+    /// The open tasks and ideas already prepared here (ten of each), so the
+    /// model does not prepare them twice.
+    fn prepared_work(&self, guild: GuildId, tz: Tz) -> (Vec<String>, Vec<String>) {
+        let tasks = self
+            .store
+            .tasks(Some(guild), false)
+            .unwrap_or_default()
+            .into_iter()
+            .take(10)
+            .map(|t| format!("{} (due {})", t.text, stamp(t.due, tz)))
+            .collect();
+        let ideas = self
+            .store
+            .ideas(Some(guild), false)
+            .unwrap_or_default()
+            .into_iter()
+            .take(10)
+            .map(|i| i.text)
+            .collect();
+        (tasks, ideas)
+    }
+
+    /// What the rate-limit window and the day's ambient budget leave.
+    fn budget_line(&self, tz: Tz) -> String {
+        let snap = self.executive.snapshot();
+        match (snap.tokens_remaining, snap.window_reset) {
+            (Some(left), Some(reset)) => format!(
+                "- Tokens remaining in the window: {left}\n- Window resets: {}\n- People's usage: {:.0} tokens/min",
+                stamp(reset, tz),
+                snap.user_tokens_per_minute
+            ),
+            _ => format!(
+                "- No rate-limit headers yet\n- People's usage: {:.0} tokens/min\n- Ambient budget left today: {}",
+                snap.user_tokens_per_minute,
+                snap.ambient_budget_remaining
+                    .map_or("no cap".to_string(), |l| l.to_string())
+            ),
+        }
+    }
+
+    /// How people took the bot's posts here lately (reinforced ones counted).
+    fn feedback_lines(&self, guild: GuildId) -> Vec<String> {
+        feedback::history(&self.store, guild, 12)
+            .into_iter()
+            .map(|f| {
+                if f.strength > 1 {
+                    format!("{} (×{})", f.content, f.strength)
+                } else {
+                    f.content
+                }
+            })
+            .collect()
+    }
+}
+
+/// A time as the guild reads it.
+fn stamp(t: DateTime<Utc>, tz: Tz) -> String {
+    t.with_timezone(&tz).format("%Y-%m-%d %H:%M").to_string()
+}
+
+/// What the model is shown and may act on: the due queue items and the
+/// candidate memories (only these may its judgment tools touch).
+fn shown(queue: &[QueueItem], cands: &pass::Candidates, now: DateTime<Utc>) -> Shown {
+    Shown {
+        queue: queue
+            .iter()
+            .filter(|q| q.scheduled_for <= now)
+            .map(|q| q.id.clone())
+            .collect(),
+        pairs: cands
+            .contradictions
+            .iter()
+            .map(|(a, b)| pair_key(a, b))
+            .collect(),
+        facts: cands
+            .contradictions
+            .iter()
+            .flat_map(|(a, b)| [a.id.clone(), b.id.clone()])
+            .chain(cands.stale.iter().map(|f| f.id.clone()))
+            .collect(),
+    }
+}
+
+/// When the last cycle here ended, if longer ago than the maximum interval
+/// (the bot was down); empty otherwise.
+fn downtime(last: Option<&Cycle>, now: DateTime<Utc>, max: Duration, tz: Tz) -> String {
+    match last {
+        Some(c) if c.ended_at.is_some_and(|e| now - e > max) => {
+            format!(
+                "{} (the last cycle here)",
+                stamp(c.ended_at.unwrap_or(c.started_at), tz)
+            )
+        }
+        _ => String::new(),
+    }
+}
+
+/// A cycle here that stopped before its end: its plan's open items.
+fn leftover(last: Option<&Cycle>) -> Vec<String> {
+    last.filter(|c| matches!(c.status, CycleStatus::Interrupted | CycleStatus::Incomplete))
+        .map(|c| {
+            c.todos
+                .iter()
+                .filter(|t| !t.done)
+                .map(|t| t.text.clone())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn contradiction_lines(cands: &pass::Candidates, tz: Tz) -> Vec<ContradictionLine> {
+    cands
+        .contradictions
+        .iter()
+        .map(|(a, b)| ContradictionLine {
+            a_id: a.short_id().into(),
+            a: a.content.clone(),
+            a_when: stamp(a.updated_at, tz),
+            b_id: b.short_id().into(),
+            b: b.content.clone(),
+            b_when: stamp(b.updated_at, tz),
+        })
+        .collect()
+}
+
+fn stale_lines(cands: &pass::Candidates, tz: Tz) -> Vec<StaleLine> {
+    cands
+        .stale
+        .iter()
+        .map(|f| StaleLine {
+            id: f.short_id().into(),
+            content: f.content.clone(),
+            when: stamp(f.last_seen_at, tz),
+        })
+        .collect()
 }
 
 #[derive(Serialize)]

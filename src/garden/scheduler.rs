@@ -97,6 +97,50 @@ fn from_minutes(m: f64) -> Duration {
     Duration::seconds((m * 60.0).round() as i64)
 }
 
+/// The interval the budget allows, before people's activity is weighed:
+/// the longest when most of the budget is used; else what fits in the
+/// rate-limit window (or the back-off, if longer); without headers, the
+/// adaptive interval.
+fn base_interval(i: &Inputs, state: &State, max: f64, why: &mut Vec<String>) -> f64 {
+    if i.budget_used > 0.8 {
+        why.push(format!(
+            "{:.0}% of the budget is used: the longest interval",
+            i.budget_used * 100.0
+        ));
+        return max;
+    }
+    let Some(w) = i.window.filter(|w| w.resets_at > i.now) else {
+        why.push(format!(
+            "no rate-limit headers: the adaptive interval, {:.0} min",
+            state.interval_minutes
+        ));
+        return state.interval_minutes;
+    };
+    let left = minutes(w.resets_at - i.now).max(1.0);
+    let user_projected = i.user_tokens_per_minute * left;
+    let ambient_budget = (w.tokens_remaining as f64 - user_projected).max(0.0) * 0.8;
+    let per_cycle = i
+        .tokens_per_cycle
+        .unwrap_or(ASSUMED_TOKENS_PER_CYCLE)
+        .max(1.0);
+    let cycles = (ambient_budget / per_cycle).floor();
+    let headroom = if cycles >= 1.0 { left / cycles } else { left };
+    why.push(if cycles >= 1.0 {
+        format!("{cycles:.0} cycle(s) of ~{per_cycle:.0} tokens fit in the {left:.0} min left of the window: every {headroom:.0} min")
+    } else {
+        format!("no cycle fits in what is left of the window: wait {left:.0} min for it to reset")
+    });
+    if state.consecutive_rate_limits > 0 && state.interval_minutes > headroom {
+        why.push(format!(
+            "backing off after {} rate limit(s): {:.0} min",
+            state.consecutive_rate_limits, state.interval_minutes
+        ));
+        state.interval_minutes
+    } else {
+        headroom
+    }
+}
+
 /// The safe interval until the next cycle.
 pub fn plan(i: &Inputs, state: &State, s: &GardenSettings) -> Plan {
     let (min, max) = (
@@ -106,43 +150,7 @@ pub fn plan(i: &Inputs, state: &State, s: &GardenSettings) -> Plan {
     let mut why = Vec::new();
     // Over budget or backing off: nothing below may shorten the interval.
     let holding = i.budget_used > 0.8 || state.consecutive_rate_limits > 0;
-    let mut interval = if i.budget_used > 0.8 {
-        why.push(format!(
-            "{:.0}% of the budget is used: the longest interval",
-            i.budget_used * 100.0
-        ));
-        max
-    } else if let Some(w) = i.window.filter(|w| w.resets_at > i.now) {
-        let left = minutes(w.resets_at - i.now).max(1.0);
-        let user_projected = i.user_tokens_per_minute * left;
-        let ambient_budget = (w.tokens_remaining as f64 - user_projected).max(0.0) * 0.8;
-        let per_cycle = i
-            .tokens_per_cycle
-            .unwrap_or(ASSUMED_TOKENS_PER_CYCLE)
-            .max(1.0);
-        let cycles = (ambient_budget / per_cycle).floor();
-        let headroom = if cycles >= 1.0 { left / cycles } else { left };
-        why.push(if cycles >= 1.0 {
-            format!("{cycles:.0} cycle(s) of ~{per_cycle:.0} tokens fit in the {left:.0} min left of the window: every {headroom:.0} min")
-        } else {
-            format!("no cycle fits in what is left of the window: wait {left:.0} min for it to reset")
-        });
-        if state.consecutive_rate_limits > 0 && state.interval_minutes > headroom {
-            why.push(format!(
-                "backing off after {} rate limit(s): {:.0} min",
-                state.consecutive_rate_limits, state.interval_minutes
-            ));
-            state.interval_minutes
-        } else {
-            headroom
-        }
-    } else {
-        why.push(format!(
-            "no rate-limit headers: the adaptive interval, {:.0} min",
-            state.interval_minutes
-        ));
-        state.interval_minutes
-    };
+    let mut interval = base_interval(i, state, max, &mut why);
     if i.people_active {
         if s.pause_on_active {
             why.push("people are talking with the bot: paused (garden.pauseOnActive)".into());

@@ -51,13 +51,11 @@ pub struct Wake {
 }
 
 impl Wake {
-    pub fn resolve(&self, now: DateTime<Utc>) -> Result<Option<DateTime<Utc>>, String> {
+    pub fn resolve(&self, now: DateTime<Utc>) -> Result<Option<DateTime<Utc>>, JudgeError> {
         match (&self.wake_at, self.wake_in_minutes) {
             (Some(at), _) => DateTime::parse_from_rfc3339(at.trim())
                 .map(|t| Some(t.with_timezone(&Utc)))
-                .map_err(|_| {
-                    format!("wake_at {at:?} is not an RFC 3339 time like 2026-02-08T15:30:00Z")
-                }),
+                .map_err(|_| JudgeError::BadWakeAt(at.clone())),
             (None, Some(m)) => Ok(Some(now + Duration::minutes(i64::from(m)))),
             (None, None) => Ok(None),
         }
@@ -84,21 +82,47 @@ pub struct EndCycle {
 
 /// High-importance memories and behaviour guidance are people's word: the
 /// garden never retires or replaces them.
-fn protected(f: &Fact) -> Result<(), String> {
+fn protected(f: &Fact) -> Result<(), JudgeError> {
     if f.importance == crate::memory::fact::Importance::High
         || f.kind == crate::memory::fact::FactKind::BehaviorGuidance
     {
-        return Err(format!(
-            "{} is {} — only people change that (/memory)",
-            f.short_id(),
-            if f.kind == crate::memory::fact::FactKind::BehaviorGuidance {
+        return Err(JudgeError::Protected {
+            id: f.short_id().to_string(),
+            what: if f.kind == crate::memory::fact::FactKind::BehaviorGuidance {
                 "behaviour guidance"
             } else {
                 "high importance"
-            }
-        ));
+            },
+        });
     }
     Ok(())
+}
+
+/// Why a cycle tool refused what the model asked; the text is the tool's
+/// error result, for the model to correct its call.
+#[derive(Debug, thiserror::Error)]
+pub enum JudgeError {
+    #[error("wake_at {0:?} is not an RFC 3339 time like 2026-02-08T15:30:00Z")]
+    BadWakeAt(String),
+    /// `id` is the memory's short id.
+    #[error("{id} is {what} — only people change that (/memory)")]
+    Protected { id: String, what: &'static str },
+    #[error("{0:?}: give at least the first 8 characters of the memory's id")]
+    ShortId(String),
+    #[error("{0} is not one of the memories this cycle was asked to judge")]
+    NotAsked(String),
+    #[error("no active memory of this server has the id {0}")]
+    NoSuchMemory(String),
+    #[error("{0} matches several memories; give more of the id")]
+    Ambiguous(String),
+}
+
+// The tools' results are text for the model (executive's `TypedTool`), so a
+// refusal becomes its message there.
+impl From<JudgeError> for String {
+    fn from(e: JudgeError) -> String {
+        e.to_string()
+    }
 }
 
 /// What the tools share with the cycle while it runs.
@@ -129,12 +153,10 @@ impl CycleShared {
     }
 
     /// An active fact of this guild, by id or its first 8+ characters.
-    fn fact(&self, id: &str) -> Result<Fact, String> {
+    fn fact(&self, id: &str) -> Result<Fact, JudgeError> {
         let id = id.trim();
         if id.len() < 8 {
-            return Err(format!(
-                "{id:?}: give at least the first 8 characters of the memory's id"
-            ));
+            return Err(JudgeError::ShortId(id.to_string()));
         }
         let found: Vec<Fact> = self
             .store
@@ -144,14 +166,10 @@ impl CycleShared {
             .filter(|f| f.scope.guild == Some(self.guild) && f.is_active())
             .collect();
         match found.as_slice() {
-            [f] if !self.allowed.contains(&f.id) => Err(format!(
-                "{id} is not one of the memories this cycle was asked to judge"
-            )),
+            [f] if !self.allowed.contains(&f.id) => Err(JudgeError::NotAsked(id.to_string())),
             [f] => Ok(f.clone()),
-            [] => Err(format!("no active memory of this server has the id {id}")),
-            _ => Err(format!(
-                "{id} matches several memories; give more of the id"
-            )),
+            [] => Err(JudgeError::NoSuchMemory(id.to_string())),
+            _ => Err(JudgeError::Ambiguous(id.to_string())),
         }
     }
 

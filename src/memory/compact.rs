@@ -12,7 +12,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::Memory;
+use super::{AskError, Memory};
 use super::fact::{Fact, FactKind, Importance, Scope, ScopeKind};
 use crate::executive::tools::{FinalTool, parse_args};
 use crate::executive::{Message, Role, Turn, TurnOutcome};
@@ -155,9 +155,9 @@ impl Memory {
         Compaction::Failed { why }
     }
 
-    async fn summarise(&self, scope: &Scope, batch: &[Fact]) -> Result<String, String> {
+    async fn summarise(&self, scope: &Scope, batch: &[Fact]) -> Result<String, AskError> {
         if let Some(why) = self.executive.unavailable(Role::Extract) {
-            return Err(why);
+            return Err(AskError::Unavailable(why));
         }
         let settings = self.settings.for_guild(scope.guild);
         let prompt = CompactPrompt {
@@ -167,11 +167,7 @@ impl Memory {
                 .map(|f| format!("[{}, {}] {}", f.kind, f.importance.as_str(), f.content))
                 .collect(),
         };
-        let rendered = self
-            .executive
-            .prompts
-            .render("compact", &prompt)
-            .map_err(|e| e.to_string())?;
+        let rendered = self.executive.prompts.render("compact", &prompt)?;
         let mut turn = Turn::new(Role::Extract, scope.guild, "memory compaction");
         turn.channel = scope.channel;
         turn.system = rendered.system;
@@ -184,14 +180,15 @@ impl Memory {
         turn.max_calls = 0;
         match self.executive.run_turn(turn).await.outcome {
             Ok(TurnOutcome::Final(v)) => {
-                let s: Summary = parse_args(&v).map_err(|e| e.to_string())?;
+                let s: Summary =
+                    parse_args(&v).map_err(|e| AskError::BadAnswer(e.to_string()))?;
                 if s.content.trim().is_empty() {
-                    return Err("the summary was empty".into());
+                    return Err(AskError::EmptySummary);
                 }
                 Ok(s.content)
             }
-            Ok(other) => Err(format!("no summary: {other:?}")),
-            Err(e) => Err(e.to_string()),
+            Ok(other) => Err(AskError::NoSummary(format!("{other:?}"))),
+            Err(e) => Err(e.into()),
         }
     }
 }

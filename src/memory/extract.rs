@@ -20,10 +20,11 @@
 
 use std::collections::HashSet;
 
+use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::Memory;
+use super::{AskError, Memory};
 use super::fact::{Fact, FactKind, Importance, Scope, ScopeKind};
 use crate::executive::prompts::PromptLine;
 use crate::executive::tools::{FinalTool, parse_args};
@@ -153,64 +154,83 @@ impl Memory {
             .run_extraction(guild, channel, &messages, &withheld)
             .await
         {
-            Ok(facts) => {
-                let recovered = self.extraction_backoff.succeeded(&channel);
-                let mut stored = 0;
-                let mut refused = Vec::new();
-                for fact in facts.into_iter().filter(|f| !f.content.trim().is_empty()) {
-                    match self.remember(fact, None) {
-                        Ok(_) => stored += 1,
-                        Err(why) => refused.push(why),
-                    }
-                }
-                if let Some(why) = refused.first() {
-                    // Only store errors are left: keep the checkpoint so the facts are extracted
-                    // again (those stored meanwhile are then reinforced), after a back-off.
-                    self.extraction_backoff.failed(&channel, now);
-                    self.journal.record(
-                        Entry::new(
-                            Kind::Error,
-                            format!("could not store {} extracted fact(s)", refused.len()),
-                        )
-                        .place(guild, Some(channel))
-                        .reason(format!("{why}; these messages will be read again")),
-                    );
-                    return stored;
-                }
-                // Losing the checkpoint only means these messages are read once more.
-                let _ = self.store.set_extraction_checkpoint(channel, last, now);
-                self.journal.record(
-                    Entry::new(
-                        Kind::Memory,
-                        format!(
-                            "extracted {stored} fact(s) from {} message(s)",
-                            messages.len()
-                        ),
-                    )
-                    .place(guild, Some(channel))
-                    .reason(recovered.map_or(String::new(), |n| {
-                        format!("extraction works again after {n} failure(s) in a row")
-                    })),
-                );
-                stored
-            }
+            Ok(facts) => self.store_extracted(guild, channel, facts, messages.len(), (last, now)),
             Err(why) => {
-                let setback = self.extraction_backoff.failed(&channel, now);
-                // Keep the checkpoint: the same messages are tried again later
-                // (harmless if lost: the checkpoint already points there).
-                let _ = self.store.set_extraction_checkpoint(
-                    channel,
-                    after.unwrap_or(MessageId(0)),
-                    now,
-                );
-                self.journal.record(
-                    Entry::new(Kind::Memory, "could not extract memories")
-                        .place(guild, Some(channel))
-                        .reason(format!("{why}; {}", setback.describe())),
-                );
+                self.extraction_failed(guild, channel, (after, now), &why);
                 0
             }
         }
+    }
+
+    /// Stores what the model extracted and moves the checkpoint past `last`,
+    /// unless a fact could not be stored: then the checkpoint stays, so the
+    /// batch is read again after a back-off. Returns how many were stored.
+    fn store_extracted(
+        &self,
+        guild: Option<GuildId>,
+        channel: ChannelId,
+        facts: Vec<Fact>,
+        read: usize,
+        (last, now): (MessageId, DateTime<Utc>),
+    ) -> usize {
+        let recovered = self.extraction_backoff.succeeded(&channel);
+        let mut stored = 0;
+        let mut refused = Vec::new();
+        for fact in facts.into_iter().filter(|f| !f.content.trim().is_empty()) {
+            match self.remember(fact, None) {
+                Ok(_) => stored += 1,
+                Err(why) => refused.push(why),
+            }
+        }
+        if let Some(why) = refused.first() {
+            // Only store errors are left: keep the checkpoint so the facts are extracted
+            // again (those stored meanwhile are then reinforced), after a back-off.
+            self.extraction_backoff.failed(&channel, now);
+            self.journal.record(
+                Entry::new(
+                    Kind::Error,
+                    format!("could not store {} extracted fact(s)", refused.len()),
+                )
+                .place(guild, Some(channel))
+                .reason(format!("{why}; these messages will be read again")),
+            );
+            return stored;
+        }
+        // Losing the checkpoint only means these messages are read once more.
+        let _ = self.store.set_extraction_checkpoint(channel, last, now);
+        self.journal.record(
+            Entry::new(
+                Kind::Memory,
+                format!("extracted {stored} fact(s) from {read} message(s)"),
+            )
+            .place(guild, Some(channel))
+            .reason(recovered.map_or(String::new(), |n| {
+                format!("extraction works again after {n} failure(s) in a row")
+            })),
+        );
+        stored
+    }
+
+    /// A failed extraction: the channel backs off and the same messages are
+    /// tried again later, with one journal line saying when.
+    fn extraction_failed(
+        &self,
+        guild: Option<GuildId>,
+        channel: ChannelId,
+        (after, now): (Option<MessageId>, DateTime<Utc>),
+        why: &AskError,
+    ) {
+        let setback = self.extraction_backoff.failed(&channel, now);
+        // Keep the checkpoint: the same messages are tried again later
+        // (harmless if lost: the checkpoint already points there).
+        let _ = self
+            .store
+            .set_extraction_checkpoint(channel, after.unwrap_or(MessageId(0)), now);
+        self.journal.record(
+            Entry::new(Kind::Memory, "could not extract memories")
+                .place(guild, Some(channel))
+                .reason(format!("{why}; {}", setback.describe())),
+        );
     }
 
     /// The batch without the people who asked not to be remembered (and
@@ -252,13 +272,62 @@ impl Memory {
         Some((kept, names))
     }
 
+    /// Asks the `extract` role for the facts in `messages`; facts about the
+    /// people in `withheld` (no-memory) are dropped even if the model names them.
     async fn run_extraction(
         &self,
         guild: Option<GuildId>,
         channel: ChannelId,
         messages: &[StoredMessage],
         withheld: &[String],
-    ) -> Result<Vec<Fact>, String> {
+    ) -> Result<Vec<Fact>, AskError> {
+        let prompt = self.extract_prompt(guild, channel, messages);
+        let rendered = self.executive.prompts.render("extract", &prompt)?;
+        let mut turn = Turn::new(
+            Role::Extract,
+            guild,
+            format!("memory extraction in channel {channel}"),
+        );
+        turn.channel = Some(channel);
+        turn.system = rendered.system;
+        turn.messages = vec![Message::user(rendered.user)];
+        turn.final_tool = Some(FinalTool::of::<Extraction>(
+            "remember_facts",
+            "The facts worth remembering from these messages (an empty list if none are).",
+        ));
+        turn.max_steps = 2;
+        turn.max_calls = 0;
+        let result = self.executive.run_turn(turn).await;
+        let value = match result.outcome? {
+            TurnOutcome::Final(v) => v,
+            other => return Err(AskError::NoExtraction(format!("{other:?}"))),
+        };
+        let extraction: Extraction =
+            parse_args(&value).map_err(|e| AskError::BadAnswer(e.to_string()))?;
+        let now = self.clock.now();
+        let about_withheld = |f: &ExtractedFact| {
+            f.about.as_deref().is_some_and(|name| {
+                let name = name.trim().trim_start_matches('@').to_lowercase();
+                withheld.contains(&name)
+            })
+        };
+        Ok(extraction
+            .facts
+            .into_iter()
+            .filter(|f| !f.content.trim().is_empty())
+            .filter(|f| !about_withheld(f))
+            .map(|x| self.to_fact(x, guild, channel, messages, now))
+            .collect())
+    }
+
+    /// The extraction prompt: where it was said, the numbered lines, and
+    /// what is already known about it (so the model does not repeat it).
+    fn extract_prompt(
+        &self,
+        guild: Option<GuildId>,
+        channel: ChannelId,
+        messages: &[StoredMessage],
+    ) -> ExtractPrompt {
         let settings = self.settings.for_guild(guild);
         let place = match guild {
             Some(g) => format!(
@@ -297,7 +366,7 @@ impl Memory {
         .into_iter()
         .map(|s| format!("[{}] {}", s.fact.kind, s.fact.content))
         .collect();
-        let prompt = ExtractPrompt {
+        ExtractPrompt {
             bot_name: settings.bot.name.clone(),
             place,
             lines: messages
@@ -309,47 +378,7 @@ impl Memory {
                 })
                 .collect(),
             known,
-        };
-        let rendered = self
-            .executive
-            .prompts
-            .render("extract", &prompt)
-            .map_err(|e| e.to_string())?;
-        let mut turn = Turn::new(
-            Role::Extract,
-            guild,
-            format!("memory extraction in channel {channel}"),
-        );
-        turn.channel = Some(channel);
-        turn.system = rendered.system;
-        turn.messages = vec![Message::user(rendered.user)];
-        turn.final_tool = Some(FinalTool::of::<Extraction>(
-            "remember_facts",
-            "The facts worth remembering from these messages (an empty list if none are).",
-        ));
-        turn.max_steps = 2;
-        turn.max_calls = 0;
-        let result = self.executive.run_turn(turn).await;
-        let value = match result.outcome {
-            Ok(TurnOutcome::Final(v)) => v,
-            Ok(other) => return Err(format!("no extraction: {other:?}")),
-            Err(e) => return Err(e.to_string()),
-        };
-        let extraction: Extraction = parse_args(&value).map_err(|e| e.to_string())?;
-        let now = self.clock.now();
-        let about_withheld = |f: &ExtractedFact| {
-            f.about.as_deref().is_some_and(|name| {
-                let name = name.trim().trim_start_matches('@').to_lowercase();
-                withheld.contains(&name)
-            })
-        };
-        Ok(extraction
-            .facts
-            .into_iter()
-            .filter(|f| !f.content.trim().is_empty())
-            .filter(|f| !about_withheld(f))
-            .map(|x| self.to_fact(x, guild, channel, messages, now))
-            .collect())
+        }
     }
 
     fn to_fact(

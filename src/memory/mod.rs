@@ -32,11 +32,12 @@ use tokio::sync::watch;
 
 use crate::backoff::Backoff;
 use crate::clock::SharedClock;
-use crate::executive::Executive;
+use crate::executive::prompts::PromptError;
+use crate::executive::{ExecError, Executive};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::journal::{Entry, Journal, Kind};
 use crate::settings::SettingsService;
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 use crate::store::memory::FactFilter;
 use fact::{Fact, FactKind, Importance, Scope, ScopeKind};
 use search::{Reader, Scored};
@@ -47,8 +48,57 @@ const MAINTAIN_EVERY: Duration = Duration::from_secs(60);
 /// Jaccard similarity at or above which a new fact is "the same thing again".
 const NEAR_DUPLICATE: f64 = 0.8;
 
+/// Why a fact could not be stored or forgotten; the text is what the
+/// person who asked reads.
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    #[error("there is nothing to remember: the text is empty")]
+    Empty,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("no memory with an id starting {0:?} here")]
+    NoSuchPrefix(String),
+    /// `ids` are the short ids of the facts the prefix matched.
+    #[error(
+        "{count} memories start with {prefix:?}; give more of the id ({list})",
+        count = .ids.len(),
+        list = .ids.join(", ")
+    )]
+    Ambiguous { prefix: String, ids: Vec<String> },
+    #[error("only members with Manage Server, or the person it is about, can forget that")]
+    NotYours,
+    #[error("no memory with the id {0:?} (already forgotten?)")]
+    NoSuchId(String),
+    #[error("I could not forget you: {0}; nothing was changed")]
+    ForgetPerson(StoreError),
+}
+
+/// Why asking the `extract` role (for facts, or for a compaction summary)
+/// gave nothing usable; the journal line shows the text.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    /// The executive's words for why the role has no model.
+    #[error("{0}")]
+    Unavailable(String),
+    #[error(transparent)]
+    Prompt(#[from] PromptError),
+    #[error(transparent)]
+    Model(#[from] ExecError),
+    /// The model's final call did not fit its schema (the executive's explanation).
+    #[error("{0}")]
+    BadAnswer(String),
+    /// The turn ended without the final call; the outcome, for the journal.
+    #[error("no extraction: {0}")]
+    NoExtraction(String),
+    #[error("no summary: {0}")]
+    NoSummary(String),
+    #[error("the summary was empty")]
+    EmptySummary,
+}
+
 /// What storing a fact did.
 #[derive(Clone, Debug, PartialEq)]
+#[allow(clippy::large_enum_variant)] // made once per fact stored and read at once; a Box would only add noise
 pub enum Stored {
     New(Fact),
     /// An existing fact was confirmed instead of duplicated.
@@ -130,13 +180,13 @@ impl Memory {
         &self,
         mut new: Fact,
         reinforced_by: Option<MessageId>,
-    ) -> Result<Stored, String> {
+    ) -> Result<Stored, MemoryError> {
         let settings = self.settings.for_guild(new.scope.guild);
         let threshold = settings.memory.supersede_threshold;
         let now = self.clock.now();
         new.content = new.content.trim().to_string();
         if new.content.is_empty() {
-            return Err("there is nothing to remember: the text is empty".into());
+            return Err(MemoryError::Empty);
         }
         let (duplicate, replaced) = self.similar(&new, threshold)?;
         let stored = match (duplicate, replaced) {
@@ -148,23 +198,20 @@ impl Memory {
                 old.last_seen_at = now;
                 old.sources.extend(new.sources.iter().copied());
                 self.store
-                    .save_facts(&[], &[&old])
-                    .map_err(|e| e.to_string())?;
+                    .save_facts(&[], &[&old])?;
                 self.store
-                    .add_reinforcement(&old.id, reinforced_by.or(new.sources.first().copied()), now)
-                    .map_err(|e| e.to_string())?;
+                    .add_reinforcement(&old.id, reinforced_by.or(new.sources.first().copied()), now)?;
                 Stored::Reinforced(old)
             }
             (None, Some(mut old)) => {
                 old.superseded_by = Some(new.id.clone());
                 old.updated_at = now;
                 self.store
-                    .save_facts(&[&new], &[&old])
-                    .map_err(|e| e.to_string())?;
+                    .save_facts(&[&new], &[&old])?;
                 Stored::Superseded { new, old }
             }
             (None, None) => {
-                self.store.insert_fact(&new).map_err(|e| e.to_string())?;
+                self.store.insert_fact(&new)?;
                 Stored::New(new)
             }
         };
@@ -192,12 +239,15 @@ impl Memory {
     /// The active fact of the same kind, scope (and subject) that `new`
     /// repeats (keyword Jaccard ≥ `NEAR_DUPLICATE`), else, for a decision,
     /// the earlier decision it replaces (more than `threshold` of its keywords).
-    fn similar(&self, new: &Fact, threshold: f64) -> Result<(Option<Fact>, Option<Fact>), String> {
+    fn similar(
+        &self,
+        new: &Fact,
+        threshold: f64,
+    ) -> Result<(Option<Fact>, Option<Fact>), StoreError> {
         let new_kw = keywords::keywords(&new.content);
         let candidates: Vec<(f64, f64, Fact)> = self
             .store
-            .facts_in_scope(&new.scope, Some(new.kind))
-            .map_err(|e| e.to_string())?
+            .facts_in_scope(&new.scope, Some(new.kind))?
             .into_iter()
             .filter(|old| match (&old.subject, &new.subject) {
                 (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
@@ -380,52 +430,42 @@ impl Memory {
         id_prefix: &str,
         by: UserId,
         manage: bool,
-    ) -> Result<Fact, String> {
+    ) -> Result<Fact, MemoryError> {
         let matches: Vec<Fact> = self
             .store
-            .facts_by_prefix(id_prefix)
-            .map_err(|e| e.to_string())?
+            .facts_by_prefix(id_prefix)?
             .into_iter()
             .filter(|f| f.scope.guild == guild)
             .collect();
         let fact = match matches.as_slice() {
-            [] => return Err(format!("no memory with an id starting {id_prefix:?} here")),
+            [] => return Err(MemoryError::NoSuchPrefix(id_prefix.to_string())),
             [one] => one.clone(),
             many => {
-                return Err(format!(
-                    "{} memories start with {id_prefix:?}; give more of the id ({})",
-                    many.len(),
-                    many.iter()
-                        .map(|f| f.short_id().to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
+                return Err(MemoryError::Ambiguous {
+                    prefix: id_prefix.to_string(),
+                    ids: many.iter().map(|f| f.short_id().to_string()).collect(),
+                });
             }
         };
         let own = fact.scope.kind == ScopeKind::User && fact.scope.user == Some(by);
         if !manage && !own {
-            return Err(
-                "only members with Manage Server, or the person it is about, can forget that"
-                    .into(),
-            );
+            return Err(MemoryError::NotYours);
         }
         self.delete_fact(fact, &format!("asked by member {by}"))
     }
 
     /// The operator's forget (the dashboard): any fact, by its whole id.
-    pub fn forget_by_operator(&self, id: &str, via: &str) -> Result<Fact, String> {
+    pub fn forget_by_operator(&self, id: &str, via: &str) -> Result<Fact, MemoryError> {
         let fact = self
             .store
-            .fact(id)
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("no memory with the id {id:?} (already forgotten?)"))?;
+            .fact(id)?
+            .ok_or_else(|| MemoryError::NoSuchId(id.to_string()))?;
         self.delete_fact(fact, &format!("asked by the operator ({via})"))
     }
 
-    fn delete_fact(&self, fact: Fact, why: &str) -> Result<Fact, String> {
+    fn delete_fact(&self, fact: Fact, why: &str) -> Result<Fact, MemoryError> {
         self.store
-            .delete_fact(&fact.id)
-            .map_err(|e| e.to_string())?;
+            .delete_fact(&fact.id)?;
         self.journal.record(
             Entry::new(Kind::Memory, format!("forgot: {}", fact.content))
                 .guild(fact.scope.guild)
@@ -443,7 +483,7 @@ impl Memory {
         guild: Option<GuildId>,
         user: UserId,
         messages: bool,
-    ) -> Result<(usize, usize), String> {
+    ) -> Result<(usize, usize), MemoryError> {
         self.forget_person(guild, user, messages, "at their request")
     }
 
@@ -455,11 +495,11 @@ impl Memory {
         user: UserId,
         messages: bool,
         asked: &str,
-    ) -> Result<(usize, usize), String> {
+    ) -> Result<(usize, usize), MemoryError> {
         let gone = self
             .store
             .forget_person(user, messages, self.clock.now())
-            .map_err(|e| format!("I could not forget you: {e}; nothing was changed"))?;
+            .map_err(MemoryError::ForgetPerson)?;
         let log = if gone.log_truncated {
             ""
         } else {
@@ -485,12 +525,11 @@ impl Memory {
         &self,
         guild: GuildId,
         channel: ChannelId,
-    ) -> Result<(usize, usize), String> {
+    ) -> Result<(usize, usize), MemoryError> {
         let now = self.clock.now();
         let facts = self
             .store
-            .facts_in_scope(&Scope::channel(Some(guild), channel), None)
-            .map_err(|e| e.to_string())?;
+            .facts_in_scope(&Scope::channel(Some(guild), channel), None)?;
         let (mut promoted, mut archived) = (Vec::new(), Vec::new());
         for mut f in facts {
             if f.importance == Importance::High {
@@ -504,8 +543,7 @@ impl Memory {
         }
         let changed: Vec<&Fact> = promoted.iter().chain(archived.iter()).collect();
         self.store
-            .save_facts(&[], &changed)
-            .map_err(|e| e.to_string())?;
+            .save_facts(&[], &changed)?;
         self.journal.record(
             Entry::new(
                 Kind::Memory,

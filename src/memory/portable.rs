@@ -126,41 +126,84 @@ pub fn export(facts: &[Fact], now: DateTime<Utc>) -> Document {
     }
 }
 
-/// Parses and checks a whole export; the error names the first problem's place.
+/// Why an export cannot be imported; the text names the first problem's place.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// `reason` is serde_json's explanation without its own position.
+    #[error("line {line}, column {column}: {reason}")]
+    Json {
+        line: usize,
+        column: usize,
+        reason: String,
+    },
+    #[error("version {0} is not supported (this ambient reads version {FORMAT_VERSION})")]
+    Version(u32),
+    /// `index` is the fact's place in `facts`.
+    #[error("facts[{index}] (id {id:?}): {problem}")]
+    Fact {
+        index: usize,
+        id: String,
+        problem: FactProblem,
+    },
+}
+
+/// What is wrong with one imported fact.
+#[derive(Debug, thiserror::Error)]
+pub enum FactProblem {
+    #[error("id must be at least 8 hex digits")]
+    BadId,
+    #[error("content is empty")]
+    EmptyContent,
+    #[error("a channel-scoped fact needs channel_id")]
+    NoChannel,
+    #[error("a user-scoped fact needs user_id")]
+    NoUser,
+    #[error("confidence must be between 0 and 1, got {0}")]
+    Confidence(f64),
+}
+
+/// Parses and checks a whole export; the error names the first problem's
+/// place. Its callers (the CLI, the integration tests) read the text; the
+/// problem's kind is [`check`]'s.
 pub fn parse(text: &str) -> Result<Vec<Fact>, String> {
-    let doc: Document = serde_json::from_str(text).map_err(|e| {
-        format!(
-            "line {}, column {}: {}",
-            e.line(),
-            e.column(),
-            e.to_string().split(" at line").next().unwrap_or("")
-        )
+    check(text).map_err(|e| e.to_string())
+}
+
+/// [`parse`], with the problem as a type.
+pub fn check(text: &str) -> Result<Vec<Fact>, ImportError> {
+    let doc: Document = serde_json::from_str(text).map_err(|e| ImportError::Json {
+        line: e.line(),
+        column: e.column(),
+        reason: e
+            .to_string()
+            .split(" at line")
+            .next()
+            .unwrap_or("")
+            .to_string(),
     })?;
     if doc.version != FORMAT_VERSION {
-        return Err(format!(
-            "version {} is not supported (this ambient reads version {FORMAT_VERSION})",
-            doc.version
-        ));
+        return Err(ImportError::Version(doc.version));
     }
-    for (i, f) in doc.facts.iter().enumerate() {
+    for (index, f) in doc.facts.iter().enumerate() {
         let problem = if f.id.len() < 8 || !f.id.chars().all(|c| c.is_ascii_hexdigit()) {
-            Some("id must be at least 8 hex digits".to_string())
+            Some(FactProblem::BadId)
         } else if f.content.trim().is_empty() {
-            Some("content is empty".to_string())
+            Some(FactProblem::EmptyContent)
         } else if f.scope == ScopeKind::Channel && f.channel_id.is_none() {
-            Some("a channel-scoped fact needs channel_id".to_string())
+            Some(FactProblem::NoChannel)
         } else if f.scope == ScopeKind::User && f.user_id.is_none() {
-            Some("a user-scoped fact needs user_id".to_string())
+            Some(FactProblem::NoUser)
         } else if !(0.0..=1.0).contains(&f.confidence) {
-            Some(format!(
-                "confidence must be between 0 and 1, got {}",
-                f.confidence
-            ))
+            Some(FactProblem::Confidence(f.confidence))
         } else {
             None
         };
-        if let Some(p) = problem {
-            return Err(format!("facts[{i}] (id {:?}): {p}", f.id));
+        if let Some(problem) = problem {
+            return Err(ImportError::Fact {
+                index,
+                id: f.id.clone(),
+                problem,
+            });
         }
     }
     Ok(doc.facts.into_iter().map(PortableFact::into_fact).collect())

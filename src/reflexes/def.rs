@@ -36,7 +36,7 @@ use serde_json::Value;
 use serde_saphyr::Spanned;
 
 use crate::ids::GuildId;
-use crate::memory::fact::{FactKind, Importance};
+use crate::memory::fact::{FactKind, FactParseError, Importance};
 
 /// Variables every pipeline can use.
 pub const BUILTIN_VARS: &[&str] = &[
@@ -60,10 +60,10 @@ pub struct Template(pub String);
 impl Template {
     pub fn vars(&self) -> Vec<String> {
         let t = self.0.trim();
-        if let Some(name) = t.strip_prefix('$') {
-            if is_ident(name) {
-                return vec![name.to_string()];
-            }
+        if let Some(name) = t.strip_prefix('$')
+            && is_ident(name)
+        {
+            return vec![name.to_string()];
         }
         let mut out = Vec::new();
         let mut rest = self.0.as_str();
@@ -78,10 +78,10 @@ impl Template {
 
     pub fn render(&self, vars: &BTreeMap<String, String>) -> String {
         let t = self.0.trim();
-        if let Some(name) = t.strip_prefix('$') {
-            if is_ident(name) {
-                return vars.get(name).cloned().unwrap_or_default();
-            }
+        if let Some(name) = t.strip_prefix('$')
+            && is_ident(name)
+        {
+            return vars.get(name).cloned().unwrap_or_default();
         }
         let mut out = String::with_capacity(self.0.len());
         let mut rest = self.0.as_str();
@@ -399,129 +399,108 @@ struct RawTrigger {
     addressed: Option<bool>,
 }
 
+/// One problem in a reflex file; [`parse`] reports each as `file:line: {this}`.
+#[derive(Debug, thiserror::Error)]
+pub enum DefError {
+    /// The YAML itself did not read (its first line of explanation).
+    #[error("{0}")]
+    Yaml(String),
+    #[error("name {0:?} must be 1–64 letters, digits, - or _")]
+    BadName(String),
+    #[error("a trigger is a pattern, an event or a classifier, not several")]
+    SeveralTriggers,
+    #[error("the trigger needs a pattern, an event or a classifier")]
+    NoTrigger,
+    /// `reason` is the last line of the regex crate's explanation.
+    #[error("the pattern does not compile: {reason}")]
+    BadPattern { reason: String },
+    #[error("extract names {names} values but the pattern has {groups} group(s)")]
+    TooManyExtracts { names: usize, groups: usize },
+    #[error("extract name {0:?} must be a plain name")]
+    BadExtractName(String),
+    #[error("unknown event {0:?}; use member_join or reaction")]
+    UnknownEvent(String),
+    #[error(
+        "a classifier needs a pattern prefilter or addressed: true, so the model is not asked about every message"
+    )]
+    UnguardedClassifier,
+    #[error("a pipeline step needs `action`")]
+    NoAction,
+    #[error("unknown action {0:?}; the actions are {list}", list = ACTIONS.join(", "))]
+    UnknownAction(String),
+    #[error("{action} does not take `{key}` (it takes {list})", list = .allowed.join(", "))]
+    ExtraKey {
+        action: String,
+        key: String,
+        allowed: &'static [&'static str],
+    },
+    #[error("{action} needs `{key}`")]
+    Missing {
+        action: &'static str,
+        key: &'static str,
+    },
+    #[error("fetch_url needs `input` (the URL)")]
+    NoUrl,
+    #[error("`path` {path:?} is not a JSONPath: {source}")]
+    NotJsonPath {
+        path: String,
+        source: serde_json_path::ParseError,
+    },
+    /// A `remember` step's `type` or `importance`.
+    #[error(transparent)]
+    Memory(#[from] FactParseError),
+    #[error("{action} uses {{{{{var}}}}}, which is not defined before it")]
+    Undefined { action: &'static str, var: String },
+    #[error("output {0:?} must be a plain name (letters, digits, _)")]
+    BadOutput(String),
+    #[error("the pipeline is empty: give it at least one action")]
+    EmptyPipeline,
+    #[error("level must be 0, 1, 2 or 3, got {0}")]
+    BadLevel(u8),
+    #[error("level {level} is too low: {what} needs level {needed}")]
+    LevelTooLow {
+        level: u8,
+        what: &'static str,
+        needed: u8,
+    },
+    #[error("a member_join has no message: reply needs a channel, and react cannot be used")]
+    MemberJoinCannotAnswer,
+}
+
+/// Problems found so far, each with the line it is about.
+type Problems = Vec<(u64, DefError)>;
+
 /// Parses and checks one reflex file; every problem is `file:line: reason`.
 pub fn parse(file: &str, text: &str) -> Result<Reflex, Vec<String>> {
     let raw: RawReflex = serde_saphyr::from_str(text).map_err(|e| {
         let line = e.location().map(|l| l.line()).unwrap_or(0);
         let message = e.to_string();
         let first = message.lines().next().unwrap_or(&message).to_string();
-        vec![format!("{file}:{line}: {first}")]
+        vec![format!("{file}:{line}: {}", DefError::Yaml(first))]
     })?;
-    let mut problems = Vec::new();
-    let at = |line: u64, msg: String| format!("{file}:{line}: {msg}");
+    let mut problems = Problems::new();
+    let name_line = raw.name.referenced.line();
     let name = raw.name.value.trim().to_string();
-    if name.is_empty()
-        || name.len() > 64
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
-        problems.push(at(
-            raw.name.referenced.line(),
-            format!("name {name:?} must be 1–64 letters, digits, - or _"),
-        ));
+    if !is_name(&name) {
+        problems.push((name_line, DefError::BadName(name.clone())));
     }
     let tline = raw.trigger.referenced.line();
-    let trigger = match trigger(&raw.trigger.value) {
-        Ok(t) => Some(t),
-        Err(e) => {
-            problems.push(at(tline, e));
-            None
-        }
-    };
-    let mut defined: HashSet<String> = BUILTIN_VARS.iter().map(|s| s.to_string()).collect();
-    if let Some(t) = &trigger {
-        defined.extend(t.extract().iter().cloned());
-    }
-    let mut steps = Vec::new();
-    for raw_step in &raw.pipeline {
-        let line = raw_step.referenced.line();
-        match step(&raw_step.value) {
-            Ok(action) => {
-                for t in action.templates() {
-                    for var in t.vars() {
-                        if !defined.contains(&var) {
-                            problems.push(at(
-                                line,
-                                format!(
-                                    "{} uses {{{{{var}}}}}, which is not defined before it",
-                                    action.name()
-                                ),
-                            ));
-                        }
-                    }
-                }
-                if let Some(out) = action.output() {
-                    if !is_ident(out) {
-                        problems.push(at(
-                            line,
-                            format!("output {out:?} must be a plain name (letters, digits, _)"),
-                        ));
-                    }
-                    defined.insert(out.to_string());
-                }
-                steps.push(Step { action, line });
-            }
-            Err(e) => problems.push(at(line, e)),
-        }
-    }
+    let trigger = trigger(&raw.trigger.value)
+        .map_err(|e| problems.push((tline, e)))
+        .ok();
+    let steps = pipeline(&raw.pipeline, trigger.as_ref(), &mut problems);
     if steps.is_empty() && problems.is_empty() {
-        problems.push(at(
-            raw.name.referenced.line(),
-            "the pipeline is empty: give it at least one action".into(),
-        ));
+        problems.push((name_line, DefError::EmptyPipeline));
     }
-    let needed = steps
-        .iter()
-        .map(|s| s.action.level())
-        .chain(trigger.iter().map(|t| {
-            if matches!(t, Trigger::Classifier { .. }) {
-                2
-            } else {
-                0
-            }
-        }))
-        .max()
-        .unwrap_or(0);
-    let level = match &raw.level {
-        Some(l) if l.value > 3 => {
-            problems.push(at(
-                l.referenced.line(),
-                format!("level must be 0, 1, 2 or 3, got {}", l.value),
-            ));
-            needed
-        }
-        Some(l) if l.value < needed => {
-            let what = steps
-                .iter()
-                .find(|s| s.action.level() > l.value)
-                .map(|s| s.action.name())
-                .unwrap_or("a classifier trigger");
-            problems.push(at(
-                l.referenced.line(),
-                format!("level {} is too low: {what} needs level {needed}", l.value),
-            ));
-            needed
-        }
-        Some(l) => l.value,
-        None => needed,
-    };
-    if let (Some(Trigger::Event(Event::MemberJoin)), true) = (
-        &trigger,
-        steps.iter().any(|s| {
-            matches!(
-                &s.action,
-                Action::Reply { channel: None, .. } | Action::React { .. }
-            )
-        }),
-    ) {
-        problems.push(at(
-            tline,
-            "a member_join has no message: reply needs a channel, and react cannot be used".into(),
-        ));
+    let level = level(raw.level.as_ref(), &steps, trigger.as_ref(), &mut problems);
+    if matches!(trigger, Some(Trigger::Event(Event::MemberJoin))) && answers_a_message(&steps) {
+        problems.push((tline, DefError::MemberJoinCannotAnswer));
     }
     if !problems.is_empty() {
-        return Err(problems);
+        return Err(problems
+            .into_iter()
+            .map(|(line, e)| format!("{file}:{line}: {e}"))
+            .collect());
     }
     Ok(Reflex {
         name,
@@ -531,40 +510,108 @@ pub fn parse(file: &str, text: &str) -> Result<Reflex, Vec<String>> {
         trigger: trigger.expect("no problems means a trigger"),
         steps,
         file: file.to_string(),
-        name_line: raw.name.referenced.line(),
+        name_line,
         guild: None,
     })
 }
 
-fn trigger(t: &RawTrigger) -> Result<Trigger, String> {
-    let compile = |p: &str| -> Result<Regex, String> {
-        Regex::new(p).map_err(|e| {
-            format!(
-                "the pattern does not compile: {}",
-                e.to_string().lines().last().unwrap_or("")
-            )
-        })
-    };
-    let with_groups = |p: &str| -> Result<(Regex, Vec<String>), String> {
-        let regex = compile(p)?;
-        let groups = regex.captures_len() - 1;
-        if t.extract.len() > groups {
-            return Err(format!(
-                "extract names {} values but the pattern has {groups} group(s)",
-                t.extract.len()
-            ));
+/// A reflex name is also a file name and a journal key, so it stays plain.
+fn is_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// The pipeline's steps, in order; a step may only use variables the
+/// trigger or an earlier step defined, so a typo is caught at load, not at
+/// the moment the reflex fires.
+fn pipeline(
+    raw: &[Spanned<BTreeMap<String, Value>>],
+    trigger: Option<&Trigger>,
+    problems: &mut Problems,
+) -> Vec<Step> {
+    let mut defined: HashSet<String> = BUILTIN_VARS.iter().map(|s| s.to_string()).collect();
+    if let Some(t) = trigger {
+        defined.extend(t.extract().iter().cloned());
+    }
+    let mut steps = Vec::new();
+    for raw_step in raw {
+        let line = raw_step.referenced.line();
+        let action = match step(&raw_step.value) {
+            Ok(action) => action,
+            Err(e) => {
+                problems.push((line, e));
+                continue;
+            }
+        };
+        for var in action.templates().into_iter().flat_map(Template::vars) {
+            if !defined.contains(&var) {
+                let action = action.name();
+                problems.push((line, DefError::Undefined { action, var }));
+            }
         }
-        if let Some(bad) = t.extract.iter().find(|n| !is_ident(n)) {
-            return Err(format!("extract name {bad:?} must be a plain name"));
+        if let Some(out) = action.output() {
+            if !is_ident(out) {
+                problems.push((line, DefError::BadOutput(out.to_string())));
+            }
+            defined.insert(out.to_string());
         }
-        Ok((regex, t.extract.clone()))
-    };
+        steps.push(Step { action, line });
+    }
+    steps
+}
+
+/// The reflex's level: what its steps and trigger need, and a declared level
+/// below that is a problem (a level-0 reflex cannot fetch, a level-1 one
+/// cannot ask a model), so the operator's cost ceiling is visible in the file.
+fn level(
+    declared: Option<&Spanned<u8>>,
+    steps: &[Step],
+    trigger: Option<&Trigger>,
+    problems: &mut Problems,
+) -> u8 {
+    let classifier = matches!(trigger, Some(Trigger::Classifier { .. }));
+    let needed = steps
+        .iter()
+        .map(|s| s.action.level())
+        .chain(classifier.then_some(2))
+        .max()
+        .unwrap_or(0);
+    let Some(l) = declared else { return needed };
+    let (level, line) = (l.value, l.referenced.line());
+    if level > 3 {
+        problems.push((line, DefError::BadLevel(level)));
+        needed
+    } else if level < needed {
+        let what = steps
+            .iter()
+            .find(|s| s.action.level() > level)
+            .map(|s| s.action.name())
+            .unwrap_or("a classifier trigger");
+        problems.push((line, DefError::LevelTooLow { level, what, needed }));
+        needed
+    } else {
+        level
+    }
+}
+
+/// Whether a step needs a message to answer (a reply to it, or a reaction).
+fn answers_a_message(steps: &[Step]) -> bool {
+    steps.iter().any(|s| {
+        matches!(
+            &s.action,
+            Action::Reply { channel: None, .. } | Action::React { .. }
+        )
+    })
+}
+
+fn trigger(t: &RawTrigger) -> Result<Trigger, DefError> {
     match (&t.pattern, &t.event, &t.classifier) {
-        (_, Some(_), Some(_)) | (Some(_), Some(_), None) => {
-            Err("a trigger is a pattern, an event or a classifier, not several".into())
-        }
+        (_, Some(_), Some(_)) | (Some(_), Some(_), None) => Err(DefError::SeveralTriggers),
         (Some(p), None, None) => {
-            let (regex, extract) = with_groups(p)?;
+            let (regex, extract) = with_groups(p, &t.extract)?;
             Ok(Trigger::Pattern {
                 regex,
                 extract,
@@ -576,35 +623,70 @@ fn trigger(t: &RawTrigger) -> Result<Trigger, String> {
             "reaction" => Ok(Trigger::Event(Event::Reaction {
                 emoji: t.emoji.clone(),
             })),
-            other => Err(format!(
-                "unknown event {other:?}; use member_join or reaction"
-            )),
+            other => Err(DefError::UnknownEvent(other.to_string())),
         },
         (prefilter, None, Some(question)) => {
             if prefilter.is_none() && t.addressed != Some(true) {
-                return Err("a classifier needs a pattern prefilter or addressed: true, so the model is not asked about every message".into());
+                return Err(DefError::UnguardedClassifier);
             }
             Ok(Trigger::Classifier {
                 question: question.clone(),
-                prefilter: prefilter.as_deref().map(with_groups).transpose()?,
+                prefilter: prefilter
+                    .as_deref()
+                    .map(|p| with_groups(p, &t.extract))
+                    .transpose()?,
                 addressed: t.addressed,
             })
         }
-        (None, None, None) => Err("the trigger needs a pattern, an event or a classifier".into()),
+        (None, None, None) => Err(DefError::NoTrigger),
     }
 }
 
-fn step(map: &BTreeMap<String, Value>) -> Result<Action, String> {
-    let get = |key: &str| -> Option<String> {
-        map.get(key).map(|v| match v {
+/// A trigger's regex and the names for its groups, which must fit it.
+fn with_groups(pattern: &str, extract: &[String]) -> Result<(Regex, Vec<String>), DefError> {
+    let regex = Regex::new(pattern).map_err(|e| DefError::BadPattern {
+        reason: e.to_string().lines().last().unwrap_or("").to_string(),
+    })?;
+    let groups = regex.captures_len() - 1;
+    if extract.len() > groups {
+        return Err(DefError::TooManyExtracts {
+            names: extract.len(),
+            groups,
+        });
+    }
+    if let Some(bad) = extract.iter().find(|n| !is_ident(n)) {
+        return Err(DefError::BadExtractName(bad.clone()));
+    }
+    Ok((regex, extract.to_vec()))
+}
+
+/// One pipeline step's keys, as the YAML gave them.
+struct Keys<'a>(&'a BTreeMap<String, Value>);
+
+impl Keys<'_> {
+    fn get(&self, key: &str) -> Option<String> {
+        self.0.get(key).map(|v| match v {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         })
-    };
-    let need = |key: &str, action: &str| get(key).ok_or_else(|| format!("{action} needs `{key}`"));
-    let output = |action: &str| need("output", action);
-    let action = get("action").ok_or("a pipeline step needs `action`")?;
-    let allowed: &[&str] = match action.as_str() {
+    }
+
+    fn need(&self, key: &'static str, action: &'static str) -> Result<String, DefError> {
+        self.get(key).ok_or(DefError::Missing { action, key })
+    }
+
+    fn template(&self, key: &'static str, action: &'static str) -> Result<Template, DefError> {
+        self.need(key, action).map(Template)
+    }
+
+    fn output(&self, action: &'static str) -> Result<String, DefError> {
+        self.need("output", action)
+    }
+}
+
+/// The keys each action takes; an unknown action is a problem naming them all.
+fn allowed_keys(action: &str) -> Result<&'static [&'static str], DefError> {
+    Ok(match action {
         "fetch_url" => &["input", "url", "output"],
         "read_file" => &["path", "output"],
         "write_file" => &["path", "content"],
@@ -621,101 +703,116 @@ fn step(map: &BTreeMap<String, Value>) -> Result<Action, String> {
         "hush" => &["duration", "output"],
         "unhush" => &["output"],
         "escalate" | "pass" => &["reason"],
-        other => {
-            return Err(format!(
-                "unknown action {other:?}; the actions are {}",
-                ACTIONS.join(", ")
-            ));
-        }
-    };
+        other => return Err(DefError::UnknownAction(other.to_string())),
+    })
+}
+
+fn step(map: &BTreeMap<String, Value>) -> Result<Action, DefError> {
+    let keys = Keys(map);
+    let action = keys.get("action").ok_or(DefError::NoAction)?;
+    let allowed = allowed_keys(&action)?;
     if let Some(extra) = map
         .keys()
         .find(|k| k.as_str() != "action" && !allowed.contains(&k.as_str()))
     {
-        return Err(format!(
-            "{action} does not take `{extra}` (it takes {})",
-            allowed.join(", ")
-        ));
+        return Err(DefError::ExtraKey {
+            key: extra.clone(),
+            action,
+            allowed,
+        });
     }
+    action_of(&action, &keys)
+}
+
+// Whole on purpose: one short arm per action, read as the table of what each
+// action is built from; splitting it would scatter that table.
+/// The action a step names (already known to be one), built from its keys.
+fn action_of(action: &str, k: &Keys) -> Result<Action, DefError> {
     let t = |s: String| Template(s);
-    Ok(match action.as_str() {
+    Ok(match action {
         "fetch_url" => Action::FetchUrl {
-            url: t(get("input")
-                .or_else(|| get("url"))
-                .ok_or("fetch_url needs `input` (the URL)")?),
-            output: output("fetch_url")?,
+            url: t(k.get("input").or_else(|| k.get("url")).ok_or(DefError::NoUrl)?),
+            output: k.output("fetch_url")?,
         },
         "read_file" => Action::ReadFile {
-            path: t(need("path", "read_file")?),
-            output: output("read_file")?,
+            path: k.template("path", "read_file")?,
+            output: k.output("read_file")?,
         },
         "write_file" => Action::WriteFile {
-            path: t(need("path", "write_file")?),
-            content: t(need("content", "write_file")?),
+            path: k.template("path", "write_file")?,
+            content: k.template("content", "write_file")?,
         },
         "llm_prompt" | "ollama_prompt" => Action::LlmPrompt {
-            prompt: t(need("prompt", "llm_prompt")?),
-            output: output("llm_prompt")?,
+            prompt: k.template("prompt", "llm_prompt")?,
+            output: k.output("llm_prompt")?,
         },
-        "extract_json" => {
-            let path = need("path", "extract_json")?;
-            serde_json_path::JsonPath::parse(&path)
-                .map_err(|e| format!("`path` {path:?} is not a JSONPath: {e}"))?;
-            Action::ExtractJson {
-                input: t(need("input", "extract_json")?),
-                path,
-                output: output("extract_json")?,
-            }
-        }
+        "extract_json" => extract_json(k)?,
         "github_api" => Action::GithubApi {
-            path: t(need("path", "github_api")?),
-            output: output("github_api")?,
+            path: k.template("path", "github_api")?,
+            output: k.output("github_api")?,
         },
         "reply" => Action::Reply {
-            message: t(need("message", "reply")?),
-            channel: get("channel"),
+            message: k.template("message", "reply")?,
+            channel: k.get("channel"),
         },
         "react" => Action::React {
-            emoji: t(need("emoji", "react")?),
+            emoji: k.template("emoji", "react")?,
         },
         "add_task" => Action::AddTask {
-            text: t(need("text", "add_task")?),
-            due: t(need("due", "add_task")?),
-            message: get("message").map(t),
+            text: k.template("text", "add_task")?,
+            due: k.template("due", "add_task")?,
+            message: k.get("message").map(t),
         },
         "add_idea" => Action::AddIdea {
-            text: t(need("text", "add_idea")?),
+            text: k.template("text", "add_idea")?,
         },
         "remember" => Action::Remember {
-            text: t(need("text", "remember")?),
-            kind: get("type")
-                .map(|k| FactKind::parse(&k))
+            text: k.template("text", "remember")?,
+            kind: k
+                .get("type")
+                .map(|kind| FactKind::parse(&kind))
                 .transpose()?
                 .unwrap_or(FactKind::Fact),
-            importance: get("importance")
+            importance: k
+                .get("importance")
                 .map(|i| Importance::parse(&i))
                 .transpose()?,
         },
         "log" => Action::Log {
-            message: t(need("message", "log")?),
+            message: k.template("message", "log")?,
         },
         "journal_summary" => Action::JournalSummary {
-            since: get("since").unwrap_or_else(|| "today".into()),
-            output: output("journal_summary")?,
+            since: k.get("since").unwrap_or_else(|| "today".into()),
+            output: k.output("journal_summary")?,
         },
         "hush" => Action::Hush {
-            duration: t(get("duration").unwrap_or_default()),
-            output: output("hush")?,
+            duration: t(k.get("duration").unwrap_or_default()),
+            output: k.output("hush")?,
         },
         "unhush" => Action::Unhush {
-            output: output("unhush")?,
+            output: k.output("unhush")?,
         },
         "escalate" => Action::Escalate {
-            reason: t(get("reason").unwrap_or_else(|| "a reflex asked for the executive".into())),
+            reason: t(k
+                .get("reason")
+                .unwrap_or_else(|| "a reflex asked for the executive".into())),
         },
         _ => Action::Pass {
-            reason: t(get("reason").unwrap_or_else(|| "not for this reflex".into())),
+            reason: t(k.get("reason").unwrap_or_else(|| "not for this reflex".into())),
         },
+    })
+}
+
+/// An `extract_json` step, whose `path` must be a JSONPath already at load.
+fn extract_json(k: &Keys) -> Result<Action, DefError> {
+    let path = k.need("path", "extract_json")?;
+    if let Err(source) = serde_json_path::JsonPath::parse(&path) {
+        return Err(DefError::NotJsonPath { path, source });
+    }
+    Ok(Action::ExtractJson {
+        input: k.template("input", "extract_json")?,
+        path,
+        output: k.output("extract_json")?,
     })
 }
 

@@ -33,10 +33,11 @@ use serde::Deserialize;
 use crate::attention::router::ORDER_REFLEX;
 use crate::attention::{Attended, Handler, Input, Outcome, Percept};
 use crate::executive::tools::FinalTool;
-use crate::executive::{Message, Role, Turn, TurnOutcome};
-use crate::ids::{GuildId, UserId};
+use crate::executive::{ExecError, Message, Role, Turn, TurnOutcome};
+use crate::ids::{GuildId, MessageId, UserId};
 use crate::journal::{Entry, Kind};
 use crate::settings::load::{FileError, read_limited};
+use crate::store::StoreError;
 use def::{Event, Reflex, Trigger};
 use pipeline::{Ended, Firing, Services};
 
@@ -82,6 +83,57 @@ pub enum DirError {
     Read { dir: String, source: std::io::Error },
     #[error("{dir}: more than {limit} reflex files; keep at most {limit} .yaml files there")]
     TooMany { dir: String, limit: usize },
+}
+
+/// Why the executive's reflex edit (create, disable, enable) was refused;
+/// the text is the tool result the model reads.
+#[derive(Debug, thiserror::Error)]
+pub enum EditError {
+    #[error(
+        "the new reflex is {0} bytes, more than the limit of {max} bytes for a reflex file",
+        max = MAX_FILE_BYTES
+    )]
+    TooLarge(usize),
+    /// Every problem `def::parse` found, each clipped, one a line.
+    #[error("{lines}", lines = .0.join("\n"))]
+    Invalid(Vec<String>),
+    /// The line of the `reply` step that names a channel.
+    #[error(
+        "the new reflex:{0}: a reflex written here replies where it was triggered; remove `channel`"
+    )]
+    RepliesElsewhere(u64),
+    /// The last line of the regex crate's explanation.
+    #[error("the pattern is too large together with this server's other reflexes ({0})")]
+    SetTooLarge(String),
+    #[error("{0:?} is the name of an operator's reflex; choose another name")]
+    OperatorsName(String),
+    #[error(
+        "this server already has {mine} reflexes of its own (reflexes.maxCreatedPerGuild is {max}); disable or replace one"
+    )]
+    TooMany { mine: usize, max: usize },
+    #[error("cannot create {dir}: {source}")]
+    CreateDir { dir: String, source: std::io::Error },
+    #[error("{0}")]
+    Write(std::io::Error),
+    #[error("wrote {path} but could not switch it on: {source}")]
+    NotSwitchedOn { path: String, source: StoreError },
+    #[error("there is no reflex {name:?}; the reflexes are: {list}", list = .known.join(", "))]
+    Unknown { name: String, known: Vec<String> },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Why a classifier trigger could not say yes or no.
+#[derive(Debug, thiserror::Error)]
+enum ClassifyError {
+    #[error(transparent)]
+    Model(#[from] ExecError),
+    /// The executive's explanation of the malformed answer.
+    #[error("{0}")]
+    BadAnswer(String),
+    /// The turn's outcome, for the journal.
+    #[error("the classifier gave no answer ({0})")]
+    NoAnswer(String),
 }
 
 /// The definitions built into the binary, as files.
@@ -288,7 +340,7 @@ impl Loaded {
     }
 
     /// Whether a guild's patterns still fit in one matcher with `extra` added.
-    pub fn fits(&self, guild: GuildId, extra: &Reflex) -> Result<(), String> {
+    pub fn fits(&self, guild: GuildId, extra: &Reflex) -> Result<(), EditError> {
         let mut patterns: Vec<&str> = self
             .reflexes
             .iter()
@@ -297,10 +349,7 @@ impl Loaded {
             .collect();
         patterns.extend(extra.trigger.regex().map(|re| re.as_str()));
         RegexSet::new(&patterns).map(|_| ()).map_err(|e| {
-            format!(
-                "the pattern is too large together with this server's other reflexes ({})",
-                e.to_string().lines().last().unwrap_or("")
-            )
+            EditError::SetTooLarge(e.to_string().lines().last().unwrap_or("").to_string())
         })
     }
 
@@ -316,78 +365,17 @@ impl Loaded {
     /// The reflexes that want this stimulus, best first: higher priority,
     /// then the cheaper level, then by name.
     pub fn candidates(&self, guild: Option<GuildId>, stimulus: Stimulus<'_>) -> Vec<Candidate> {
-        let mut out = Vec::new();
-        match stimulus {
+        let mut out = match stimulus {
             Stimulus::Message { text, addressed } => {
-                let wanted =
-                    |r: &Reflex| r.trigger.addressed().is_none_or(|want| want == addressed);
-                let mut hits = self.global.hits(&self.reflexes, text);
-                if let Some(m) = guild.and_then(|g| self.guilds.get(&g)) {
-                    hits.extend(m.hits(&self.reflexes, text));
-                }
-                for hit in hits {
-                    let r = &self.reflexes[hit];
-                    if !wanted(r) || !self.applies(r, guild) {
-                        continue;
-                    }
-                    let captures = match r.trigger.regex().and_then(|re| re.captures(text)) {
-                        Some(caps) => r
-                            .trigger
-                            .extract()
-                            .iter()
-                            .enumerate()
-                            .map(|(i, name)| {
-                                (
-                                    name.clone(),
-                                    caps.get(i + 1).map_or("", |m| m.as_str()).to_string(),
-                                )
-                            })
-                            .collect(),
-                        None => continue,
-                    };
-                    out.push(Candidate {
-                        reflex: r.clone(),
-                        captures,
-                    });
-                }
-                if addressed {
-                    for &i in &self.unpatterned {
-                        let r = &self.reflexes[i];
-                        if wanted(r) && self.applies(r, guild) {
-                            out.push(Candidate {
-                                reflex: r.clone(),
-                                captures: Vec::new(),
-                            });
-                        }
-                    }
-                }
+                self.message_candidates(guild, text, addressed)
             }
-            Stimulus::Reaction { emoji } => {
-                for &i in &self.events {
-                    let r = &self.reflexes[i];
-                    let wants = matches!(&r.trigger, Trigger::Event(Event::Reaction { emoji: want }) if want.as_deref().is_none_or(|w| w == emoji));
-                    if wants && self.applies(r, guild) {
-                        out.push(Candidate {
-                            reflex: r.clone(),
-                            captures: Vec::new(),
-                        });
-                    }
-                }
-            }
+            Stimulus::Reaction { emoji } => self.event_candidates(guild, |t| {
+                matches!(t, Trigger::Event(Event::Reaction { emoji: want }) if want.as_deref().is_none_or(|w| w == emoji))
+            }),
             Stimulus::MemberJoin => {
-                for &i in &self.events {
-                    let r = &self.reflexes[i];
-                    if matches!(r.trigger, Trigger::Event(Event::MemberJoin))
-                        && self.applies(r, guild)
-                    {
-                        out.push(Candidate {
-                            reflex: r.clone(),
-                            captures: Vec::new(),
-                        });
-                    }
-                }
+                self.event_candidates(guild, |t| matches!(t, Trigger::Event(Event::MemberJoin)))
             }
-        }
+        };
         out.sort_by(|a, b| {
             b.reflex
                 .priority
@@ -396,6 +384,75 @@ impl Loaded {
                 .then(a.reflex.name.cmp(&b.reflex.name))
         });
         out
+    }
+
+    /// A message's candidates: the patterns that hit (with what they
+    /// extracted), then, when the bot is addressed, the reflexes that need
+    /// no pattern (an addressed classifier).
+    fn message_candidates(
+        &self,
+        guild: Option<GuildId>,
+        text: &str,
+        addressed: bool,
+    ) -> Vec<Candidate> {
+        let wanted = |r: &Reflex| r.trigger.addressed().is_none_or(|want| want == addressed);
+        let mut hits = self.global.hits(&self.reflexes, text);
+        if let Some(m) = guild.and_then(|g| self.guilds.get(&g)) {
+            hits.extend(m.hits(&self.reflexes, text));
+        }
+        let mut out = Vec::new();
+        for hit in hits {
+            let r = &self.reflexes[hit];
+            if !wanted(r) || !self.applies(r, guild) {
+                continue;
+            }
+            let Some(caps) = r.trigger.regex().and_then(|re| re.captures(text)) else {
+                continue;
+            };
+            let captures = r
+                .trigger
+                .extract()
+                .iter()
+                .enumerate()
+                .map(|(i, name)| {
+                    let value = caps.get(i + 1).map_or("", |m| m.as_str());
+                    (name.clone(), value.to_string())
+                })
+                .collect();
+            out.push(Candidate {
+                reflex: r.clone(),
+                captures,
+            });
+        }
+        if addressed {
+            for &i in &self.unpatterned {
+                let r = &self.reflexes[i];
+                if wanted(r) && self.applies(r, guild) {
+                    out.push(Candidate {
+                        reflex: r.clone(),
+                        captures: Vec::new(),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// The event reflexes whose trigger `wants` this event.
+    fn event_candidates(
+        &self,
+        guild: Option<GuildId>,
+        wants: impl Fn(&Trigger) -> bool,
+    ) -> Vec<Candidate> {
+        self.events
+            .iter()
+            .map(|&i| &self.reflexes[i])
+            .filter(|r| wants(&r.trigger) && self.applies(r, guild))
+            .map(|r| Candidate {
+                reflex: r.clone(),
+                captures: Vec::new(),
+            })
+            .collect()
     }
 }
 
@@ -577,22 +634,18 @@ impl Reflexes {
             user: None,
             vars,
         };
-        let vars = &mut firing.vars;
         match p {
             Percept::Message(m) => {
                 if let StimulusOwned::Message { text, .. } = stimulus {
-                    vars.insert("message".into(), text.clone());
+                    firing.vars.insert("message".into(), text.clone());
                 }
-                vars.insert("author".into(), m.message.author_name.clone());
-                vars.insert("author_id".into(), m.message.author_id.to_string());
-                vars.insert("user".into(), m.message.author_name.clone());
-                vars.insert("user_id".into(), m.message.author_id.to_string());
-                vars.insert(
-                    "channel".into(),
-                    m.channel_name
-                        .clone()
-                        .unwrap_or_else(|| channel_name(m.message.channel)),
-                );
+                let channel = m
+                    .channel_name
+                    .clone()
+                    .unwrap_or_else(|| channel_name(m.message.channel));
+                person_vars(&mut firing.vars, "author", &m.message.author_name, m.message.author_id);
+                person_vars(&mut firing.vars, "user", &m.message.author_name, m.message.author_id);
+                firing.vars.insert("channel".into(), channel);
                 (firing.channel, firing.message, firing.user) = (
                     Some(m.message.channel),
                     m.reply_target(),
@@ -606,40 +659,35 @@ impl Reflexes {
                 emoji,
                 ..
             } => {
-                let reacted = s.store.message(*message).ok().flatten();
-                vars.insert(
-                    "message".into(),
-                    reacted
-                        .as_ref()
-                        .map(|m| m.content.clone())
-                        .unwrap_or_default(),
-                );
-                vars.insert(
-                    "author".into(),
-                    reacted
-                        .as_ref()
-                        .map(|m| m.author_name.clone())
-                        .unwrap_or_default(),
-                );
-                vars.insert(
-                    "author_id".into(),
-                    reacted.map(|m| m.author_id.to_string()).unwrap_or_default(),
-                );
-                vars.insert("user".into(), user.name.clone());
-                vars.insert("user_id".into(), user.id.to_string());
-                vars.insert("emoji".into(), emoji.clone());
-                vars.insert("channel".into(), channel_name(place.channel));
+                self.reacted_vars(&mut firing.vars, *message);
+                person_vars(&mut firing.vars, "user", &user.name, user.id);
+                firing.vars.insert("emoji".into(), emoji.clone());
+                firing
+                    .vars
+                    .insert("channel".into(), channel_name(place.channel));
                 (firing.channel, firing.message, firing.user) =
                     (Some(place.channel), Some(*message), Some(user.id));
             }
             Percept::MemberJoin { user, .. } => {
-                vars.insert("user".into(), user.name.clone());
-                vars.insert("user_id".into(), user.id.to_string());
+                person_vars(&mut firing.vars, "user", &user.name, user.id);
                 firing.user = Some(user.id);
             }
             _ => {}
         }
         firing
+    }
+
+    /// For a reaction, `message` and `author` are the message reacted to
+    /// (empty when the store no longer has it).
+    fn reacted_vars(&self, vars: &mut BTreeMap<String, String>, message: MessageId) {
+        let reacted = self.services.store.message(message).ok().flatten();
+        let (text, name, id) = match reacted {
+            Some(m) => (m.content, m.author_name, m.author_id.to_string()),
+            None => Default::default(),
+        };
+        vars.insert("message".into(), text);
+        vars.insert("author".into(), name);
+        vars.insert("author_id".into(), id);
     }
 
     /// The reflexes that want this input, best first (empty when reflexes are off).
@@ -674,7 +722,12 @@ impl Reflexes {
     }
 
     /// Asks the reflex model the classifier's yes/no question.
-    async fn classify(&self, r: &Reflex, question: &str, firing: &Firing) -> Result<bool, String> {
+    async fn classify(
+        &self,
+        r: &Reflex,
+        question: &str,
+        firing: &Firing,
+    ) -> Result<bool, ClassifyError> {
         let mut turn = Turn::new(
             Role::Reflex,
             firing.guild,
@@ -700,14 +753,11 @@ impl Reflexes {
             "Answer the question: does it match?",
         ));
         turn.max_steps = 2;
-        match self.services.executive.run_turn(turn).await.outcome {
-            Ok(TurnOutcome::Final(v)) => {
-                crate::executive::tools::parse_args::<Classify>(&v)
-                    .map(|c| c.matches)
-                    .map_err(|e| e.to_string())
-            }
-            Ok(other) => Err(format!("the classifier gave no answer ({other:?})")),
-            Err(e) => Err(e.to_string()),
+        match self.services.executive.run_turn(turn).await.outcome? {
+            TurnOutcome::Final(v) => crate::executive::tools::parse_args::<Classify>(&v)
+                .map(|c| c.matches)
+                .map_err(|e| ClassifyError::BadAnswer(e.to_string())),
+            other => Err(ClassifyError::NoAnswer(format!("{other:?}"))),
         }
     }
 
@@ -773,72 +823,30 @@ impl Reflexes {
     }
 
     /// The executive's `reflex_create`: validates, writes
-    /// `state/reflexes/<guild>/<name>.yaml` atomically, reloads.
+    /// `state/reflexes/<guild>/<name>.yaml` atomically, reloads. The answer
+    /// either way is text for the model (the tool's result), which is all
+    /// its callers read; the refusal's kind is [`Reflexes::try_create`]'s.
     pub fn create(&self, guild: GuildId, yaml: &str, by: &str) -> Result<String, String> {
+        self.try_create(guild, yaml, by).map_err(|e| e.to_string())
+    }
+
+    fn try_create(&self, guild: GuildId, yaml: &str, by: &str) -> Result<String, EditError> {
         if yaml.len() as u64 > MAX_FILE_BYTES {
-            return Err(format!(
-                "the new reflex is {} bytes, more than the limit of {MAX_FILE_BYTES} bytes for a reflex file",
-                yaml.len()
-            ));
+            return Err(EditError::TooLarge(yaml.len()));
         }
         let reflex = def::parse("the new reflex", yaml)
-            .map_err(|p| p.iter().map(|p| clip(p)).collect::<Vec<_>>().join("\n"))?;
-        // A reflex written for one server stays in the channel that woke it.
-        if let Some(step) = reflex.steps.iter().find(|s| {
-            matches!(
-                s.action,
-                def::Action::Reply {
-                    channel: Some(_),
-                    ..
-                }
-            )
-        }) {
-            return Err(format!(
-                "the new reflex:{}: a reflex written here replies where it was triggered; remove `channel`",
-                step.line
-            ));
-        }
-        let loaded = self.loaded();
-        loaded.fits(guild, &reflex)?;
-        if loaded
-            .reflexes
-            .iter()
-            .any(|o| o.guild.is_none() && o.name == reflex.name)
-        {
-            return Err(format!(
-                "{:?} is the name of an operator's reflex; choose another name",
-                reflex.name
-            ));
-        }
-        let dir = self.created_dir().join(guild.to_string());
-        let path = dir.join(format!("{}.yaml", reflex.name));
-        let mine = loaded
-            .reflexes
-            .iter()
-            .filter(|o| o.guild == Some(guild))
-            .count();
-        let max = self
-            .services
-            .settings
-            .for_guild(Some(guild))
-            .reflexes
-            .max_created_per_guild as usize;
-        if !path.exists() && mine >= max {
-            return Err(format!(
-                "this server already has {mine} reflexes of its own (reflexes.maxCreatedPerGuild is {max}); disable or replace one"
-            ));
-        }
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(|e| e.to_string())?;
-        std::io::Write::write_all(&mut tmp, yaml.as_bytes()).map_err(|e| e.to_string())?;
-        tmp.persist(&path).map_err(|e| e.error.to_string())?;
+            .map_err(|p| EditError::Invalid(p.iter().map(|p| clip(p)).collect()))?;
+        let path = self.admit(guild, &reflex)?;
+        Self::write_atomically(&path, yaml)?;
         // A replaced reflex may have been disabled here: the new one must not stay off
         // while the journal and the answer say it is active.
         self.services
             .store
             .enable_reflex(Some(guild), &reflex.name)
-            .map_err(|e| format!("wrote {} but could not switch it on: {e}", path.display()))?;
+            .map_err(|source| EditError::NotSwitchedOn {
+                path: path.display().to_string(),
+                source,
+            })?;
         self.reload();
         self.services.journal.record(
             Entry::new(Kind::Reflex, format!("created the reflex {}", reflex.name))
@@ -852,6 +860,67 @@ impl Reflexes {
         ))
     }
 
+    /// The gates a server's own reflex passes before it is written: it
+    /// answers where it was woken, fits the server's matcher, does not take
+    /// an operator's name, and stays within `reflexes.maxCreatedPerGuild`.
+    /// Returns the file it goes to.
+    fn admit(&self, guild: GuildId, reflex: &Reflex) -> Result<PathBuf, EditError> {
+        // A reflex written for one server stays in the channel that woke it.
+        if let Some(step) = reflex.steps.iter().find(|s| {
+            matches!(
+                s.action,
+                def::Action::Reply {
+                    channel: Some(_),
+                    ..
+                }
+            )
+        }) {
+            return Err(EditError::RepliesElsewhere(step.line));
+        }
+        let loaded = self.loaded();
+        loaded.fits(guild, reflex)?;
+        if loaded
+            .reflexes
+            .iter()
+            .any(|o| o.guild.is_none() && o.name == reflex.name)
+        {
+            return Err(EditError::OperatorsName(reflex.name.clone()));
+        }
+        let path = self
+            .created_dir()
+            .join(guild.to_string())
+            .join(format!("{}.yaml", reflex.name));
+        let mine = loaded
+            .reflexes
+            .iter()
+            .filter(|o| o.guild == Some(guild))
+            .count();
+        let max = self
+            .services
+            .settings
+            .for_guild(Some(guild))
+            .reflexes
+            .max_created_per_guild as usize;
+        if !path.exists() && mine >= max {
+            return Err(EditError::TooMany { mine, max });
+        }
+        Ok(path)
+    }
+
+    /// Writes the file through a temporary one renamed into place, so a
+    /// crash never leaves half a reflex to be loaded.
+    fn write_atomically(path: &Path, yaml: &str) -> Result<(), EditError> {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(|source| EditError::CreateDir {
+            dir: dir.display().to_string(),
+            source,
+        })?;
+        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(EditError::Write)?;
+        std::io::Write::write_all(&mut tmp, yaml.as_bytes()).map_err(EditError::Write)?;
+        tmp.persist(path).map_err(|e| EditError::Write(e.error))?;
+        Ok(())
+    }
+
     /// Disables a reflex in one guild (`Some`) or everywhere (`None`).
     pub fn disable(
         &self,
@@ -859,28 +928,27 @@ impl Reflexes {
         name: &str,
         reason: &str,
         by: &str,
-    ) -> Result<String, String> {
+    ) -> Result<String, EditError> {
         let loaded = self.loaded();
         if !loaded
             .reflexes
             .iter()
             .any(|r| r.name == name && (r.guild.is_none() || guild.is_none() || r.guild == guild))
         {
-            let names: Vec<&str> = loaded
+            let known = loaded
                 .reflexes
                 .iter()
                 .filter(|r| r.guild.is_none() || r.guild == guild)
-                .map(|r| r.name.as_str())
+                .map(|r| r.name.clone())
                 .collect();
-            return Err(format!(
-                "there is no reflex {name:?}; the reflexes are: {}",
-                names.join(", ")
-            ));
+            return Err(EditError::Unknown {
+                name: name.to_string(),
+                known,
+            });
         }
         self.services
             .store
-            .disable_reflex(guild, name, reason, self.services.clock.now())
-            .map_err(|e| e.to_string())?;
+            .disable_reflex(guild, name, reason, self.services.clock.now())?;
         self.reload();
         self.services.journal.record(
             Entry::new(Kind::Reflex, format!("disabled the reflex {name}"))
@@ -893,12 +961,8 @@ impl Reflexes {
         })
     }
 
-    pub fn enable(&self, guild: Option<GuildId>, name: &str) -> Result<bool, String> {
-        let changed = self
-            .services
-            .store
-            .enable_reflex(guild, name)
-            .map_err(|e| e.to_string())?;
+    pub fn enable(&self, guild: Option<GuildId>, name: &str) -> Result<bool, EditError> {
+        let changed = self.services.store.enable_reflex(guild, name)?;
         self.reload();
         Ok(changed)
     }
@@ -909,6 +973,12 @@ impl Reflexes {
         let settings = self.services.settings.for_guild(Some(g));
         settings.discord.owner_user_ids.contains(&user) || settings.reflexes.allow_self_create
     }
+}
+
+/// `{role}` and `{role}_id` for a person (`author`, `user`).
+fn person_vars(vars: &mut BTreeMap<String, String>, role: &str, name: &str, id: UserId) {
+    vars.insert(role.into(), name.to_string());
+    vars.insert(format!("{role}_id"), id.to_string());
 }
 
 enum StimulusOwned {

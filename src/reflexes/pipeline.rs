@@ -14,22 +14,23 @@ use std::sync::Arc;
 
 use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderValue};
 
-use super::def::{Action, Reflex};
-use super::state::StateDir;
+use super::def::{Action, Reflex, Template};
+use super::state::{StateDir, StateError};
 use crate::attention::Place;
 use crate::clock::SharedClock;
 use crate::courtesy::hush;
 use crate::executive::bounds::cap_owned;
-use crate::executive::{Executive, Message, Role, Turn, TurnOutcome};
+use crate::chat::ChatError;
+use crate::executive::{ExecError, Executive, Message, Role, Turn, TurnOutcome};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::impulses::{Impulses, NewTask};
 use crate::journal::{Entry, Journal, Kind, summary};
-use crate::memory::Memory;
-use crate::memory::fact::Scope;
-use crate::net::fetch::Fetcher;
+use crate::memory::fact::{FactKind, Importance, Scope};
+use crate::memory::{Memory, MemoryError};
+use crate::net::fetch::{FetchError, Fetcher};
 use crate::net::html;
-use crate::settings::{Secrets, SettingsService};
-use crate::speech::Speech;
+use crate::settings::{Secrets, Settings, SettingsService};
+use crate::speech::{Speech, SpeechError};
 use crate::store::Store;
 
 /// What fetched pages and API answers are cut to before they reach a variable.
@@ -137,14 +138,60 @@ struct Done {
     did: Option<String>,
 }
 
-fn value(v: String) -> Result<Done, String> {
+/// Why a step failed; the pipeline's end names the step and shows this text.
+#[derive(Debug, thiserror::Error)]
+pub enum StepError {
+    #[error(transparent)]
+    Fetch(#[from] FetchError),
+    #[error(transparent)]
+    File(#[from] StateError),
+    #[error(transparent)]
+    Model(#[from] ExecError),
+    /// The turn's outcome, for the journal.
+    #[error("the reflex model gave no answer ({0})")]
+    NoAnswer(String),
+    #[error("the input is not JSON: {0}")]
+    NotJson(serde_json::Error),
+    #[error(transparent)]
+    JsonPath(#[from] serde_json_path::ParseError),
+    #[error("{0} matched nothing in the input")]
+    NothingMatched(String),
+    #[error("{0:?} is not a GitHub API path like /repos/OWNER/REPO/releases/latest")]
+    NotGithubPath(String),
+    #[error("there is no channel to reply in")]
+    NoChannel,
+    #[error("a reply to another channel needs a server")]
+    NoServer,
+    #[error("{0:?} is not a channel of this server")]
+    NotAChannel(String),
+    #[error(transparent)]
+    Speech(#[from] SpeechError),
+    #[error("there is no message to react to")]
+    NoMessage,
+    #[error(transparent)]
+    Chat(#[from] ChatError),
+    #[error("there is nowhere to remember it")]
+    NowhereToRemember,
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
+    #[error("journal_summary needs a channel to answer in")]
+    NoSummaryChannel,
+    #[error("a hush is asked for by someone in a server channel")]
+    HushOutsideChannel,
+    /// Another module's refusal in its own words (a task's due time, a
+    /// summary's window, a hush's duration).
+    #[error("{0}")]
+    Refused(String),
+}
+
+fn value(v: String) -> Result<Done, StepError> {
     Ok(Done {
         output: Some(v),
         did: None,
     })
 }
 
-fn did(what: String) -> Result<Done, String> {
+fn did(what: String) -> Result<Done, StepError> {
     Ok(Done {
         output: None,
         did: Some(what),
@@ -155,37 +202,18 @@ fn cut(text: String) -> String {
     cap_owned(text, MAX_VAR_CHARS)
 }
 
+/// Does one step. Each action's work is its own function below; the simple
+/// ones are done here.
 async fn perform(
     s: &Services,
     reflex: &Reflex,
     f: &Firing,
     action: &Action,
-) -> Result<Done, String> {
+) -> Result<Done, StepError> {
     let vars = &f.vars;
     let settings = s.settings.for_guild(f.guild);
     match action {
-        Action::FetchUrl { url, .. } => {
-            let url = url.render(vars);
-            let fetched = Fetcher::new(&settings.network)
-                .get(url.trim())
-                .await
-                .map_err(|e| e.to_string())?;
-            let body = String::from_utf8_lossy(&fetched.body).into_owned();
-            let is_html = fetched
-                .content_type
-                .as_deref()
-                .is_some_and(|t| t.contains("html"))
-                || body.trim_start().starts_with('<');
-            if is_html {
-                let (title, text) = html::readable(&body, MAX_VAR_CHARS);
-                value(match title {
-                    Some(t) => format!("{t}\n\n{text}"),
-                    None => text,
-                })
-            } else {
-                value(cut(body))
-            }
-        }
+        Action::FetchUrl { url, .. } => fetch_url(&settings, &url.render(vars)).await,
         Action::ReadFile { path, .. } => value(state_dir(s, f).read(&path.render(vars))?),
         Action::WriteFile { path, content } => {
             let path = path.render(vars);
@@ -193,191 +221,30 @@ async fn perform(
             did(format!("wrote {path}"))
         }
         Action::LlmPrompt { prompt, .. } => {
-            let mut turn = Turn::new(Role::Reflex, f.guild, format!("reflex {}", reflex.name));
-            turn.channel = f.channel;
-            turn.system = "You are a small, fast helper inside a Discord bot. Do exactly what is asked, briefly, with no preamble.".into();
-            // A level-2 reflex starts cold: the operator may give it what just happened here.
-            let context = crate::journal::stream::prefix_for(
-                &s.store,
-                &settings,
-                Role::Reflex,
-                &match f.channel {
-                    Some(c) => summary::Audience::new(&settings, f.guild, c),
-                    None => summary::Audience::new(&settings, f.guild, crate::ids::ChannelId(0)),
-                },
-                s.clock.now(),
-            );
-            // The variables may hold anything a person wrote: the prompt is one section.
-            let section = settings.executive.prompt_limits.section_chars as usize;
-            let asked = cap_owned(prompt.render(vars), section);
-            turn.messages = vec![Message::user(match context {
-                Some(c) => format!("{c}\n{asked}"),
-                None => asked,
-            })];
-            turn.max_steps = 1;
-            match s.executive.run_turn(turn).await.outcome {
-                Ok(TurnOutcome::Answer(text)) if !text.trim().is_empty() => {
-                    value(text.trim().to_string())
-                }
-                Ok(other) => Err(format!("the reflex model gave no answer ({other:?})")),
-                Err(e) => Err(e.to_string()),
-            }
+            llm_prompt(s, reflex, f, &settings, &prompt.render(vars)).await
         }
-        Action::ExtractJson { input, path, .. } => {
-            let json: serde_json::Value = serde_json::from_str(&input.render(vars))
-                .map_err(|e| format!("the input is not JSON: {e}"))?;
-            let query = serde_json_path::JsonPath::parse(path).map_err(|e| e.to_string())?;
-            let found: Vec<String> = query
-                .query(&json)
-                .all()
-                .into_iter()
-                .map(|v| match v {
-                    serde_json::Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                })
-                .collect();
-            if found.is_empty() {
-                return Err(format!("{path} matched nothing in the input"));
-            }
-            value(found.join("\n"))
-        }
+        Action::ExtractJson { input, path, .. } => extract_json(&input.render(vars), path),
         Action::GithubApi { path, .. } => {
-            let url = github_api_url(&settings.reflexes.github_api_base_url, &path.render(vars))?;
-            let mut headers = HeaderMap::new();
-            headers.insert(
-                ACCEPT,
-                HeaderValue::from_static("application/vnd.github+json"),
-            );
-            // The operator's token is for the operator's reflexes, not ones a server wrote.
-            if let Some(token) = s
-                .secrets
-                .github_token
-                .as_ref()
-                .filter(|_| reflex.guild.is_none())
-            {
-                if let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", token.expose())) {
-                    v.set_sensitive(true);
-                    headers.insert(AUTHORIZATION, v);
-                }
-            }
-            let fetched = Fetcher::new(&settings.network)
-                .get_with(&url, &Default::default(), &headers)
-                .await
-                .map_err(|e| e.to_string())?;
-            value(cut(String::from_utf8_lossy(&fetched.body).into_owned()))
+            github_api(s, reflex, &settings, &path.render(vars)).await
         }
         Action::Reply { message, channel } => {
-            let text = message.render(vars);
-            let (channel, reply_to) = match channel {
-                Some(target) => (resolve_channel(s, f.guild, target)?, None),
-                None => (
-                    f.channel.ok_or("there is no channel to reply in")?,
-                    f.message,
-                ),
-            };
-            let cause = format!(
-                "reflex-{}-{}",
-                reflex.name,
-                f.message.map(|m| m.to_string()).unwrap_or_else(|| s
-                    .clock
-                    .now()
-                    .timestamp()
-                    .to_string())
-            );
-            let sent = s
-                .speech
-                .say(
-                    Place {
-                        guild: f.guild,
-                        channel,
-                    },
-                    &text,
-                    reply_to,
-                    &cause,
-                )
-                .await
-                .map_err(|e| e.to_string())?;
-            // A reply hangs on the message it answers; anything else needs its
-            // own entry for `/ambient why` to find.
-            if let (None, Some(first)) = (reply_to, sent.first()) {
-                s.journal.record(
-                    Entry::new(Kind::Reflex, format!("reflex {} posted this", reflex.name))
-                        .place(f.guild, Some(channel))
-                        .reason(format!(
-                            "the reflex {} ran: {}",
-                            reflex.name, reflex.description
-                        ))
-                        .message(*first),
-                );
-            }
-            did(format!("replied {:?}", short(&text)))
+            reply(s, reflex, f, &message.render(vars), channel.as_deref()).await
         }
-        Action::React { emoji } => {
-            let emoji = emoji.render(vars);
-            let (Some(channel), Some(message)) = (f.channel, f.message) else {
-                return Err("there is no message to react to".into());
-            };
-            s.speech
-                .transport()
-                .react(channel, message, emoji.trim())
-                .await
-                .map_err(|e| e.to_string())?;
-            did(format!("reacted {}", emoji.trim()))
-        }
-        Action::AddTask { text, due, message } => {
-            let text = text.render(vars);
-            let context = format!(
-                "from the reflex {} after: {}",
-                reflex.name,
-                short(vars.get("message").map(String::as_str).unwrap_or(""))
-            );
-            let task = s.impulses.add_task(NewTask {
-                guild: f.guild,
-                channel: f.channel,
-                text,
-                due: due.render(vars),
-                message: message.as_ref().map(|m| m.render(vars)),
-                context,
-                created_by: format!("reflex:{}", reflex.name),
-                owner: f.user,
-            })
-            .map_err(|e| e.to_string())?;
-            did(format!(
-                "added the task {:?} due {}",
-                short(&task.text),
-                task.due.format("%Y-%m-%d %H:%M UTC")
-            ))
-        }
+        Action::React { emoji } => react(s, f, &emoji.render(vars)).await,
+        Action::AddTask { text, due, message } => add_task(s, reflex, f, text, due, message),
         Action::AddIdea { text } => {
-            let idea = s.impulses.add_idea(
-                f.guild,
-                &text.render(vars),
-                &format!("the reflex {}", reflex.name),
-            )
-            .map_err(|e| e.to_string())?;
+            let by = format!("the reflex {}", reflex.name);
+            let idea = s
+                .impulses
+                .add_idea(f.guild, &text.render(vars), &by)
+                .map_err(|e| StepError::Refused(e.to_string()))?;
             did(format!("noted the idea {:?}", short(&idea.text)))
         }
         Action::Remember {
             text,
             kind,
             importance,
-        } => {
-            let scope = match (f.guild, f.user) {
-                (Some(g), _) => Scope::guild(g),
-                (None, Some(u)) => Scope::user(None, u),
-                (None, None) => return Err("there is nowhere to remember it".into()),
-            };
-            let fact = crate::memory::manual(
-                scope,
-                *kind,
-                *importance,
-                &text.render(vars),
-                None,
-                s.clock.now(),
-            );
-            let stored = s.memory.remember(fact, f.message)?;
-            did(stored.describe())
-        }
+        } => remember(s, f, &text.render(vars), *kind, *importance),
         Action::Log { message } => {
             s.journal.record(
                 Entry::new(
@@ -391,34 +258,258 @@ async fn perform(
                 did: None,
             })
         }
-        Action::JournalSummary { since, .. } => {
-            let tz = s.impulses.timezone(f.guild);
-            let now = s.clock.now();
-            let start = summary::parse_window(since, now, tz).map_err(|e| e.to_string())?;
-            let Some(channel) = f.channel else {
-                return Err("journal_summary needs a channel to answer in".into());
-            };
-            let audience = summary::Audience::new(&settings, f.guild, channel);
-            let lines = summary::what_i_did(&s.journal, &s.store, &audience, start, tz, 25);
-            value(if lines.is_empty() {
-                format!("nothing yet ({since})")
-            } else {
-                lines.join("\n")
-            })
-        }
+        Action::JournalSummary { since, .. } => journal_summary(s, f, &settings, since),
         Action::Hush { duration, .. } => {
             let (c, who, here) = hush_ctx(s, f, &settings)?;
-            let minutes = hush::parse_duration(&duration.render(vars)).map_err(|e| e.to_string())?;
+            let minutes = hush::parse_duration(&duration.render(vars))
+                .map_err(|e| StepError::Refused(e.to_string()))?;
             let said = hush::hush(&c, &who, hush::Place::Channel(here), minutes);
             // A refusal ("up to 3 hours") is the answer the person needs, not a failed step.
-            value(said.unwrap_or_else(|why| why.to_string()))
+            value(said.unwrap_or_else(|why| why))
         }
         Action::Unhush { .. } => {
             let (c, who, here) = hush_ctx(s, f, &settings)?;
-            value(hush::unhush(&c, &who, hush::Place::Channel(here)).unwrap_or_else(|why| why.to_string()))
+            value(hush::unhush(&c, &who, hush::Place::Channel(here)).unwrap_or_else(|why| why))
         }
         Action::Escalate { .. } | Action::Pass { .. } => unreachable!("handled by run"),
     }
+}
+
+/// `fetch_url`: a page through the guarded fetcher, HTML read down to its
+/// text so the variable holds words, not markup.
+async fn fetch_url(settings: &Settings, url: &str) -> Result<Done, StepError> {
+    let fetched = Fetcher::new(&settings.network).get(url.trim()).await?;
+    let body = String::from_utf8_lossy(&fetched.body).into_owned();
+    let is_html = fetched
+        .content_type
+        .as_deref()
+        .is_some_and(|t| t.contains("html"))
+        || body.trim_start().starts_with('<');
+    if is_html {
+        let (title, text) = html::readable(&body, MAX_VAR_CHARS);
+        value(match title {
+            Some(t) => format!("{t}\n\n{text}"),
+            None => text,
+        })
+    } else {
+        value(cut(body))
+    }
+}
+
+/// `llm_prompt`: one answer from the `reflex` role (and its budget), the
+/// rendered prompt capped like any prompt section.
+async fn llm_prompt(
+    s: &Services,
+    reflex: &Reflex,
+    f: &Firing,
+    settings: &Settings,
+    asked: &str,
+) -> Result<Done, StepError> {
+    let mut turn = Turn::new(Role::Reflex, f.guild, format!("reflex {}", reflex.name));
+    turn.channel = f.channel;
+    turn.system = "You are a small, fast helper inside a Discord bot. Do exactly what is asked, briefly, with no preamble.".into();
+    // A level-2 reflex starts cold: the operator may give it what just happened here.
+    let context = crate::journal::stream::prefix_for(
+        &s.store,
+        settings,
+        Role::Reflex,
+        &match f.channel {
+            Some(c) => summary::Audience::new(settings, f.guild, c),
+            None => summary::Audience::new(settings, f.guild, crate::ids::ChannelId(0)),
+        },
+        s.clock.now(),
+    );
+    // The variables may hold anything a person wrote: the prompt is one section.
+    let section = settings.executive.prompt_limits.section_chars as usize;
+    let asked = cap_owned(asked.to_string(), section);
+    turn.messages = vec![Message::user(match context {
+        Some(c) => format!("{c}\n{asked}"),
+        None => asked,
+    })];
+    turn.max_steps = 1;
+    match s.executive.run_turn(turn).await.outcome? {
+        TurnOutcome::Answer(text) if !text.trim().is_empty() => value(text.trim().to_string()),
+        other => Err(StepError::NoAnswer(format!("{other:?}"))),
+    }
+}
+
+/// `extract_json`: every value the JSONPath finds, one a line.
+fn extract_json(input: &str, path: &str) -> Result<Done, StepError> {
+    let json: serde_json::Value = serde_json::from_str(input).map_err(StepError::NotJson)?;
+    let query = serde_json_path::JsonPath::parse(path)?;
+    let found: Vec<String> = query
+        .query(&json)
+        .all()
+        .into_iter()
+        .map(|v| match v {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect();
+    if found.is_empty() {
+        return Err(StepError::NothingMatched(path.to_string()));
+    }
+    value(found.join("\n"))
+}
+
+/// `github_api`: a GET under the configured API base, through the guarded fetcher.
+async fn github_api(
+    s: &Services,
+    reflex: &Reflex,
+    settings: &Settings,
+    path: &str,
+) -> Result<Done, StepError> {
+    let url = github_api_url(&settings.reflexes.github_api_base_url, path)?;
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        ACCEPT,
+        HeaderValue::from_static("application/vnd.github+json"),
+    );
+    // The operator's token is for the operator's reflexes, not ones a server wrote.
+    if let Some(token) = s
+        .secrets
+        .github_token
+        .as_ref()
+        .filter(|_| reflex.guild.is_none())
+        && let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
+    {
+        v.set_sensitive(true);
+        headers.insert(AUTHORIZATION, v);
+    }
+    let fetched = Fetcher::new(&settings.network)
+        .get_with(&url, &Default::default(), &headers)
+        .await?;
+    value(cut(String::from_utf8_lossy(&fetched.body).into_owned()))
+}
+
+/// `reply`: through speech (split, rate-limited, no mass pings), as a reply
+/// to the message or into a named channel of the same guild.
+async fn reply(
+    s: &Services,
+    reflex: &Reflex,
+    f: &Firing,
+    text: &str,
+    channel: Option<&str>,
+) -> Result<Done, StepError> {
+    let (channel, reply_to) = match channel {
+        Some(target) => (resolve_channel(s, f.guild, target)?, None),
+        None => (f.channel.ok_or(StepError::NoChannel)?, f.message),
+    };
+    let cause = format!(
+        "reflex-{}-{}",
+        reflex.name,
+        f.message
+            .map(|m| m.to_string())
+            .unwrap_or_else(|| s.clock.now().timestamp().to_string())
+    );
+    let place = Place {
+        guild: f.guild,
+        channel,
+    };
+    let sent = s.speech.say(place, text, reply_to, &cause).await?;
+    // A reply hangs on the message it answers; anything else needs its
+    // own entry for `/ambient why` to find.
+    if let (None, Some(first)) = (reply_to, sent.first()) {
+        s.journal.record(
+            Entry::new(Kind::Reflex, format!("reflex {} posted this", reflex.name))
+                .place(f.guild, Some(channel))
+                .reason(format!(
+                    "the reflex {} ran: {}",
+                    reflex.name, reflex.description
+                ))
+                .message(*first),
+        );
+    }
+    did(format!("replied {:?}", short(text)))
+}
+
+/// `react`: on the message that woke the reflex.
+async fn react(s: &Services, f: &Firing, emoji: &str) -> Result<Done, StepError> {
+    let (Some(channel), Some(message)) = (f.channel, f.message) else {
+        return Err(StepError::NoMessage);
+    };
+    s.speech
+        .transport()
+        .react(channel, message, emoji.trim())
+        .await?;
+    did(format!("reacted {}", emoji.trim()))
+}
+
+/// `add_task`: a task owned by the person it fired for, saying which reflex made it.
+fn add_task(
+    s: &Services,
+    reflex: &Reflex,
+    f: &Firing,
+    text: &Template,
+    due: &Template,
+    message: &Option<Template>,
+) -> Result<Done, StepError> {
+    let vars = &f.vars;
+    let context = format!(
+        "from the reflex {} after: {}",
+        reflex.name,
+        short(vars.get("message").map(String::as_str).unwrap_or(""))
+    );
+    let task = s
+        .impulses
+        .add_task(NewTask {
+            guild: f.guild,
+            channel: f.channel,
+            text: text.render(vars),
+            due: due.render(vars),
+            message: message.as_ref().map(|m| m.render(vars)),
+            context,
+            created_by: format!("reflex:{}", reflex.name),
+            owner: f.user,
+        })
+        .map_err(|e| StepError::Refused(e.to_string()))?;
+    did(format!(
+        "added the task {:?} due {}",
+        short(&task.text),
+        task.due.format("%Y-%m-%d %H:%M UTC")
+    ))
+}
+
+/// `remember`: a fact for the guild, or in a direct message for the person.
+fn remember(
+    s: &Services,
+    f: &Firing,
+    text: &str,
+    kind: FactKind,
+    importance: Option<Importance>,
+) -> Result<Done, StepError> {
+    let scope = match (f.guild, f.user) {
+        (Some(g), _) => Scope::guild(g),
+        (None, Some(u)) => Scope::user(None, u),
+        (None, None) => return Err(StepError::NowhereToRemember),
+    };
+    let fact = crate::memory::manual(scope, kind, importance, text, None, s.clock.now());
+    let stored = s.memory.remember(fact, f.message)?;
+    did(stored.describe())
+}
+
+/// `journal_summary`: what the bot did since `since`, as this channel's
+/// audience may see it.
+fn journal_summary(
+    s: &Services,
+    f: &Firing,
+    settings: &Settings,
+    since: &str,
+) -> Result<Done, StepError> {
+    let tz = s.impulses.timezone(f.guild);
+    let now = s.clock.now();
+    let start =
+        summary::parse_window(since, now, tz).map_err(|e| StepError::Refused(e.to_string()))?;
+    let Some(channel) = f.channel else {
+        return Err(StepError::NoSummaryChannel);
+    };
+    let audience = summary::Audience::new(settings, f.guild, channel);
+    let lines = summary::what_i_did(&s.journal, &s.store, &audience, start, tz, 25);
+    value(if lines.is_empty() {
+        format!("nothing yet ({since})")
+    } else {
+        lines.join("\n")
+    })
 }
 
 /// Who hushes in words, and where: the person who said it, in their channel,
@@ -426,10 +517,10 @@ async fn perform(
 fn hush_ctx<'a>(
     s: &'a Services,
     f: &Firing,
-    settings: &'a crate::settings::Settings,
-) -> Result<(hush::Ctx<'a>, hush::Asker, ChannelId), String> {
+    settings: &'a Settings,
+) -> Result<(hush::Ctx<'a>, hush::Asker, ChannelId), StepError> {
     let (Some(guild), Some(channel), Some(user)) = (f.guild, f.channel, f.user) else {
-        return Err("a hush is asked for by someone in a server channel".into());
+        return Err(StepError::HushOutsideChannel);
     };
     let who = hush::Asker {
         user,
@@ -461,8 +552,8 @@ fn resolve_channel(
     s: &Services,
     guild: Option<GuildId>,
     target: &str,
-) -> Result<ChannelId, String> {
-    let guild = guild.ok_or("a reply to another channel needs a server")?;
+) -> Result<ChannelId, StepError> {
+    let guild = guild.ok_or(StepError::NoServer)?;
     let target = target.trim();
     let found = match target.parse::<u64>() {
         Ok(id) => s
@@ -476,7 +567,7 @@ fn resolve_channel(
             .ok()
             .flatten(),
     };
-    found.ok_or_else(|| format!("{target:?} is not a channel of this server"))
+    found.ok_or_else(|| StepError::NotAChannel(target.to_string()))
 }
 
 fn short(text: &str) -> String {
@@ -487,10 +578,9 @@ fn short(text: &str) -> String {
 /// The URL a `github_api` path names, refused unless it stays under the API
 /// base: dot segments are refused in any spelling (`..`, `%2e%2e`, `.%2E`),
 /// and the resolved URL must still start with the base's path.
-fn github_api_url(base: &str, path: &str) -> Result<String, String> {
+fn github_api_url(base: &str, path: &str) -> Result<String, StepError> {
     let path = path.trim();
-    let bad =
-        || format!("{path:?} is not a GitHub API path like /repos/OWNER/REPO/releases/latest");
+    let bad = || StepError::NotGithubPath(path.to_string());
     let decoded = path.to_ascii_lowercase().replace("%2e", ".");
     let dot_segment = decoded
         .split(['/', '?'])
@@ -542,7 +632,10 @@ mod tests {
             "/repos/o/r\\..\\x",
         ] {
             let err = github_api_url(base, escape).unwrap_err();
-            assert!(err.contains("is not a GitHub API path"), "{escape}: {err}");
+            assert!(
+                err.to_string().contains("is not a GitHub API path"),
+                "{escape}: {err}"
+            );
         }
     }
 }

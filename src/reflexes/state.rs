@@ -27,92 +27,124 @@ impl StateDir {
     }
 
     /// Where `rel` lives, if it stays inside the folder.
-    pub fn resolve(&self, rel: &str) -> Result<PathBuf, String> {
+    pub fn resolve(&self, rel: &str) -> Result<PathBuf, StateError> {
         let rel = rel.trim();
         if rel.is_empty() {
-            return Err("the path is empty".into());
+            return Err(StateError::EmptyPath);
         }
         let path = Path::new(rel);
         for part in path.components() {
             match part {
                 Component::Normal(_) | Component::CurDir => {}
-                Component::ParentDir => {
-                    return Err(format!(
-                        "{rel:?} is refused: `..` would leave the reflex state folder"
-                    ));
-                }
+                Component::ParentDir => return Err(StateError::LeavesFolder(rel.into())),
                 Component::RootDir | Component::Prefix(_) => {
-                    return Err(format!(
-                        "{rel:?} is refused: paths are relative to the reflex state folder, not absolute"
-                    ));
+                    return Err(StateError::Absolute(rel.into()));
                 }
             }
         }
         let full = self.root.join(path);
         // A symlink planted inside the folder must not lead out of it.
-        std::fs::create_dir_all(&self.root)
-            .map_err(|e| format!("cannot create the state folder: {e}"))?;
-        let root = self
-            .root
-            .canonicalize()
-            .map_err(|e| format!("cannot resolve the state folder: {e}"))?;
+        std::fs::create_dir_all(&self.root).map_err(StateError::CreateRoot)?;
+        let root = self.root.canonicalize().map_err(StateError::ResolveRoot)?;
         let mut existing = full.clone();
         while !existing.exists() {
             if !existing.pop() {
                 break;
             }
         }
-        let resolved = existing
-            .canonicalize()
-            .map_err(|e| format!("cannot resolve {rel:?}: {e}"))?;
+        let resolved = existing.canonicalize().map_err(|source| StateError::Resolve {
+            rel: rel.into(),
+            source,
+        })?;
         if !resolved.starts_with(&root) {
-            return Err(format!(
-                "{rel:?} is refused: it resolves outside the reflex state folder"
-            ));
+            return Err(StateError::Outside(rel.into()));
         }
         Ok(full)
     }
 
     /// The file's text; a file that does not exist yet reads as empty, so a
     /// reflex can keep a counter or a list without creating it first.
-    pub fn read(&self, rel: &str) -> Result<String, String> {
+    pub fn read(&self, rel: &str) -> Result<String, StateError> {
         let path = self.resolve(rel)?;
+        let cannot = |source| StateError::Read {
+            rel: rel.into(),
+            source,
+        };
         match std::fs::metadata(&path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
-            Err(e) => return Err(format!("cannot read {rel:?}: {e}")),
-            Ok(m) if m.is_dir() => return Err(format!("{rel:?} is a folder, not a file")),
+            Err(e) => return Err(cannot(e)),
+            Ok(m) if m.is_dir() => return Err(StateError::Folder(rel.into())),
             Ok(m) if m.len() as usize > MAX_FILE_BYTES => {
-                return Err(format!("{rel:?} is larger than {MAX_FILE_BYTES} bytes"));
+                return Err(StateError::TooLarge(rel.into()));
             }
             Ok(_) => {}
         }
-        let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {rel:?}: {e}"))?;
+        let bytes = std::fs::read(&path).map_err(cannot)?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
-    pub fn write(&self, rel: &str, content: &str) -> Result<(), String> {
+    pub fn write(&self, rel: &str, content: &str) -> Result<(), StateError> {
         if content.len() > MAX_FILE_BYTES {
-            return Err(format!(
-                "refusing to write {} bytes to {rel:?}: the limit is {MAX_FILE_BYTES}",
-                content.len()
-            ));
+            return Err(StateError::WriteTooLarge {
+                bytes: content.len(),
+                rel: rel.into(),
+            });
         }
         let path = self.resolve(rel)?;
         let parent = path
             .parent()
-            .ok_or_else(|| format!("{rel:?} has no folder"))?;
-        std::fs::create_dir_all(parent)
-            .map_err(|e| format!("cannot create the folder for {rel:?}: {e}"))?;
+            .ok_or_else(|| StateError::NoFolder(rel.into()))?;
+        std::fs::create_dir_all(parent).map_err(|source| StateError::CreateFolder {
+            rel: rel.into(),
+            source,
+        })?;
         // Created folders are re-checked: a symlinked parent could only be seen once it exists.
         self.resolve(rel)?;
-        let mut tmp = tempfile::NamedTempFile::new_in(parent)
-            .map_err(|e| format!("cannot write {rel:?}: {e}"))?;
-        tmp.write_all(content.as_bytes())
-            .map_err(|e| format!("cannot write {rel:?}: {e}"))?;
-        tmp.persist(&path)
-            .map_err(|e| format!("cannot write {rel:?}: {}", e.error))?;
+        let cannot = |source| StateError::Write {
+            rel: rel.into(),
+            source,
+        };
+        let mut tmp = tempfile::NamedTempFile::new_in(parent).map_err(cannot)?;
+        tmp.write_all(content.as_bytes()).map_err(cannot)?;
+        tmp.persist(&path).map_err(|e| cannot(e.error))?;
         Ok(())
     }
+}
+
+/// Why a reflex's file could not be read or written; `rel` is the path as
+/// the reflex gave it, so the failed step names what it asked for.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("the path is empty")]
+    EmptyPath,
+    #[error("{0:?} is refused: `..` would leave the reflex state folder")]
+    LeavesFolder(String),
+    #[error(
+        "{0:?} is refused: paths are relative to the reflex state folder, not absolute"
+    )]
+    Absolute(String),
+    #[error("{0:?} is refused: it resolves outside the reflex state folder")]
+    Outside(String),
+    #[error("cannot create the state folder: {0}")]
+    CreateRoot(std::io::Error),
+    #[error("cannot resolve the state folder: {0}")]
+    ResolveRoot(std::io::Error),
+    #[error("cannot resolve {rel:?}: {source}")]
+    Resolve { rel: String, source: std::io::Error },
+    #[error("cannot read {rel:?}: {source}")]
+    Read { rel: String, source: std::io::Error },
+    #[error("{0:?} is a folder, not a file")]
+    Folder(String),
+    #[error("{0:?} is larger than {max} bytes", max = MAX_FILE_BYTES)]
+    TooLarge(String),
+    #[error("refusing to write {bytes} bytes to {rel:?}: the limit is {max}", max = MAX_FILE_BYTES)]
+    WriteTooLarge { bytes: usize, rel: String },
+    #[error("{0:?} has no folder")]
+    NoFolder(String),
+    #[error("cannot create the folder for {rel:?}: {source}")]
+    CreateFolder { rel: String, source: std::io::Error },
+    #[error("cannot write {rel:?}: {source}")]
+    Write { rel: String, source: std::io::Error },
 }
 
 #[cfg(test)]
@@ -143,7 +175,7 @@ mod tests {
         std::os::unix::fs::symlink(outside.path(), dir.path().join("state/guilds/1/escape"))
             .unwrap();
         let err = state.write("escape/x.txt", "x").unwrap_err();
-        assert!(err.contains("outside"), "{err}");
+        assert!(err.to_string().contains("outside"), "{err}");
         assert!(!outside.path().join("x.txt").exists());
     }
 }

@@ -93,6 +93,7 @@ impl TypedTool for ReflexDisable {
     async fn run(&self, args: DisableArgs) -> Result<String, String> {
         self.reflexes
             .disable(Some(self.guild), args.name.trim(), &args.reason, &self.by)
+            .map_err(|e| e.to_string())
     }
 }
 

@@ -267,7 +267,7 @@ async fn carry_out(a: &Attachment, plan: Plan, settings: &Settings) -> Outcome {
             Outcome::Named(why.into())
         }
         Plan::Image => match fetch(a, settings, limits.max_image_bytes, false).await {
-            Err(why) => Outcome::Named(why),
+            Err(why) => Outcome::Named(why.to_string()),
             Ok(bytes) => {
                 let (max_pixels, max_side) = (limits.max_image_pixels, limits.max_image_side);
                 let prepared = tokio::task::spawn_blocking(move || {
@@ -287,7 +287,7 @@ async fn carry_out(a: &Attachment, plan: Plan, settings: &Settings) -> Outcome {
         Plan::Text | Plan::Sniff => {
             let fetched = match fetch(a, settings, limits.max_text_file_bytes, true).await {
                 Ok(f) => f,
-                Err(why) => return Outcome::Named(why),
+                Err(why) => return Outcome::Named(why.to_string()),
             };
             let Some(text) = text_files::as_text(&fetched.body, fetched.truncated) else {
                 return Outcome::Named(if plan == Plan::Sniff {
@@ -308,13 +308,26 @@ async fn carry_out(a: &Attachment, plan: Plan, settings: &Settings) -> Outcome {
     }
 }
 
-/// The attachment's bytes, from an allowed place only; the error is words for the prompt.
+/// Why an attachment was not fetched; the text is words for the prompt.
+#[derive(Debug, thiserror::Error)]
+pub enum AttachmentError {
+    #[error("its address is neither Discord's CDN nor discord.apiBaseUrl's server")]
+    NotDiscords,
+    #[error("larger than the image size limit (discord.attachments.maxImageBytes)")]
+    TooLarge,
+    #[error("its address is refused")]
+    Refused,
+    #[error("it could not be fetched ({0})")]
+    Failed(FetchError),
+}
+
+/// The attachment's bytes, from an allowed place only.
 async fn fetch(
     a: &Attachment,
     settings: &Settings,
     max_bytes: u64,
     truncate: bool,
-) -> Result<crate::net::Fetched, String> {
+) -> Result<crate::net::Fetched, AttachmentError> {
     let fetcher = match fetcher_for(&a.url, settings, max_bytes) {
         Ok(f) if truncate => f.truncating(),
         Ok(f) => f,
@@ -326,21 +339,21 @@ async fn fetch(
     fetcher.get(&a.url).await.map_err(|e| {
         tracing::warn!(file = %a.name, error = %e, "attachment could not be fetched");
         match e {
-            FetchError::TooLarge(_) => {
-                "larger than the image size limit (discord.attachments.maxImageBytes)".into()
-            }
-            FetchError::Refused(_) => "its address is refused".into(),
-            other => format!("it could not be fetched ({other})"),
+            FetchError::TooLarge(_) => AttachmentError::TooLarge,
+            FetchError::Refused(_) => AttachmentError::Refused,
+            other => AttachmentError::Failed(other),
         }
     })
 }
 
 /// A fetcher for an attachment URL, or why it may not be fetched (see the
 /// module's "Where from").
-pub fn fetcher_for(url: &str, settings: &Settings, max_bytes: u64) -> Result<Fetcher, String> {
-    let refused =
-        || "its address is neither Discord's CDN nor discord.apiBaseUrl's server".to_string();
-    let parsed = Url::parse(url).map_err(|_| refused())?;
+pub fn fetcher_for(
+    url: &str,
+    settings: &Settings,
+    max_bytes: u64,
+) -> Result<Fetcher, AttachmentError> {
+    let parsed = Url::parse(url).map_err(|_| AttachmentError::NotDiscords)?;
     let on_cdn = parsed.scheme() == "https"
         && parsed
             .host_str()
@@ -357,7 +370,7 @@ pub fn fetcher_for(url: &str, settings: &Settings, max_bytes: u64) -> Result<Fet
         .filter(|u| u.origin() == parsed.origin());
     match operator {
         Some(_) => Ok(Fetcher::for_endpoint(network, api, max_bytes, true)),
-        None => Err(refused()),
+        None => Err(AttachmentError::NotDiscords),
     }
 }
 
@@ -390,7 +403,10 @@ mod tests {
             "file:///etc/passwd",
         ] {
             assert_eq!(
-                fetcher_for(refused, &discord, 1_000).err().as_deref(),
+                fetcher_for(refused, &discord, 1_000)
+                    .err()
+                    .map(|e| e.to_string())
+                    .as_deref(),
                 Some("its address is neither Discord's CDN nor discord.apiBaseUrl's server"),
                 "{refused}"
             );

@@ -53,17 +53,17 @@ impl FactKind {
         }
     }
 
-    pub fn parse(s: &str) -> Result<FactKind, String> {
+    pub fn parse(s: &str) -> Result<FactKind, FactParseError> {
         FactKind::ALL
             .into_iter()
             .find(|k| k.as_str() == s.trim().to_ascii_lowercase())
-            .ok_or_else(|| {
-                let valid: Vec<&str> = FactKind::ALL.iter().map(|k| k.as_str()).collect();
-                format!(
-                    "{s:?} is not a memory type; use one of {}",
-                    valid.join(", ")
-                )
-            })
+            .ok_or_else(|| FactParseError::UnknownKind(s.to_string()))
+    }
+
+    /// Every type's word, for messages that list what would be valid.
+    fn names() -> String {
+        let valid: Vec<&str> = FactKind::ALL.iter().map(|k| k.as_str()).collect();
+        valid.join(", ")
     }
 
     /// The importance a fact of this kind gets when nobody says otherwise
@@ -75,6 +75,18 @@ impl FactKind {
             _ => Importance::Medium,
         }
     }
+}
+
+/// A memory type or importance given as a word that is not one of ours
+/// (from a command, a reflex file, the CLI).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FactParseError {
+    /// The word as given.
+    #[error("{0:?} is not a memory type; use one of {valid}", valid = FactKind::names())]
+    UnknownKind(String),
+    /// The word, trimmed and lowercased.
+    #[error("{0:?} is not an importance; use high, medium or low")]
+    UnknownImportance(String),
 }
 
 impl fmt::Display for FactKind {
@@ -102,14 +114,12 @@ impl Importance {
         }
     }
 
-    pub fn parse(s: &str) -> Result<Importance, String> {
+    pub fn parse(s: &str) -> Result<Importance, FactParseError> {
         match s.trim().to_ascii_lowercase().as_str() {
             "low" => Ok(Importance::Low),
             "medium" => Ok(Importance::Medium),
             "high" => Ok(Importance::High),
-            other => Err(format!(
-                "{other:?} is not an importance; use high, medium or low"
-            )),
+            other => Err(FactParseError::UnknownImportance(other.to_string())),
         }
     }
 
