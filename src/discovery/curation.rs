@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 use super::sources::{SourceError, SourceKind, SourceSpec};
 use super::{Discovery, Origin};
-use crate::executive::tools::{Tool, TypedTool, typed};
+use crate::executive::tools::{Tool, TypedTool, ToolError, typed};
 use crate::ids::{GuildId, UserId};
 use crate::journal::{Entry, Kind};
 use crate::store::StoreError;
@@ -127,20 +127,8 @@ pub fn list(d: &Discovery, guild: GuildId) -> String {
         .join("\n")
 }
 
-/// Adds a source; the answer, or the refusal's text.
-// The refusal stays a `String` at this boundary: slash commands and tools show
-// it as is, and tests/e2e read it with `str` methods. The reasons are [`CurationError`].
+/// Adds a source; the answer, or why not.
 pub fn add(
-    d: &Discovery,
-    guild: GuildId,
-    kind_name: &str,
-    target: &str,
-    actor: Actor,
-) -> Result<String, String> {
-    try_add(d, guild, kind_name, target, actor).map_err(|e| e.to_string())
-}
-
-fn try_add(
     d: &Discovery,
     guild: GuildId,
     kind_name: &str,
@@ -183,19 +171,8 @@ fn try_add(
     ))
 }
 
-/// Removes a source; the answer, or the refusal's text (a `String` for the
-/// reason given at [`add`]).
+/// Removes a source; the answer, or why not.
 pub fn remove(
-    d: &Discovery,
-    guild: GuildId,
-    kind_name: &str,
-    target: &str,
-    actor: Actor,
-) -> Result<String, String> {
-    try_remove(d, guild, kind_name, target, actor).map_err(|e| e.to_string())
-}
-
-fn try_remove(
     d: &Discovery,
     guild: GuildId,
     kind_name: &str,
@@ -256,8 +233,9 @@ impl TypedTool for AddTool {
     fn description(&self) -> String {
         "Add a feed source this community would enjoy (within the server's limits).".into()
     }
-    async fn run(&self, a: SourceArgs) -> Result<String, String> {
+    async fn run(&self, a: SourceArgs) -> Result<String, ToolError> {
         add(&self.0, self.1, a.kind.as_str(), &a.target, Actor::Model)
+            .map_err(|e| ToolError(e.to_string()))
     }
 }
 
@@ -270,8 +248,9 @@ impl TypedTool for RemoveTool {
     fn description(&self) -> String {
         "Remove a feed source you added that is not working out.".into()
     }
-    async fn run(&self, a: SourceArgs) -> Result<String, String> {
+    async fn run(&self, a: SourceArgs) -> Result<String, ToolError> {
         remove(&self.0, self.1, a.kind.as_str(), &a.target, Actor::Model)
+            .map_err(|e| ToolError(e.to_string()))
     }
 }
 
@@ -284,7 +263,7 @@ impl TypedTool for ListTool {
     fn description(&self) -> String {
         "List this server's feed sources, where each comes from, and how it is doing.".into()
     }
-    async fn run(&self, _: NoArgs) -> Result<String, String> {
+    async fn run(&self, _: NoArgs) -> Result<String, ToolError> {
         Ok(list(&self.0, self.1))
     }
 }

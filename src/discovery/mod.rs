@@ -164,9 +164,7 @@ impl Discovery {
     }
 
     /// Fetches every source whose time has come; failures only affect their own source.
-    // The error text stays a `String` here: it is what the journal, the status and
-    // tests/e2e read (with `str` methods); inside, failures are `FetchFailure`.
-    pub async fn fetch_due(&self) -> Vec<(SourceSpec, Result<FetchReport, String>)> {
+    pub async fn fetch_due(&self) -> Vec<(SourceSpec, Result<FetchReport, FetchFailure>)> {
         let now = self.clock.now();
         let mut due = Vec::new();
         for spec in self.all_sources() {
@@ -188,15 +186,8 @@ impl Discovery {
         results
     }
 
-    /// Fetches one source now and stores what is new. The error is the text
-    /// of a [`FetchFailure`] (see `fetch_due` for why a `String`).
-    pub async fn fetch_source(&self, spec: &SourceSpec) -> Result<FetchReport, String> {
-        self.fetch_source_typed(spec)
-            .await
-            .map_err(|e| e.to_string())
-    }
-
-    async fn fetch_source_typed(&self, spec: &SourceSpec) -> Result<FetchReport, FetchFailure> {
+    /// Fetches one source now and stores what is new.
+    pub async fn fetch_source(&self, spec: &SourceSpec) -> Result<FetchReport, FetchFailure> {
         let id = self.store.upsert_source(spec.kind.as_str(), &spec.target)?;
         if !self
             .fetching

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use std::sync::Arc;
 
-use super::tools::{Tool, TypedTool, typed};
+use super::tools::{Tool, TypedTool, ToolError, typed};
 use crate::clock::SharedClock;
 use crate::journal::summary::{self, Audience};
 use crate::journal::{Journal, Kind};
@@ -51,7 +51,7 @@ impl TypedTool for JournalSearch {
             .into()
     }
 
-    async fn run(&self, args: SearchArgs) -> Result<String, String> {
+    async fn run(&self, args: SearchArgs) -> Result<String, ToolError> {
         let now = self.clock.now();
         // The tool's error arm is text for the model (see `executive::tools::Tool`).
         let since = summary::parse_window(args.since.as_deref().unwrap_or("today"), now, self.tz)

@@ -21,12 +21,35 @@ use super::wire::ToolSpec;
 pub trait Tool: Send + Sync {
     fn spec(&self) -> ToolSpec;
 
-    /// Runs the tool. `Ok` is the result text for the model; `Err` is an
-    /// error text for the model (bad arguments, a failed lookup).
-    // The error stays a `String` on purpose: it is the tool result the model
-    // reads (sent with is_error), not something any caller branches on, and
-    // tools outside this crate (tests/e2e) implement this trait as it is.
-    async fn call(&self, args: &Value) -> Result<String, String>;
+    /// Runs the tool. `Ok` is the result text for the model; `Err` is what
+    /// the model is told instead (bad arguments, a failed lookup).
+    async fn call(&self, args: &Value) -> Result<String, ToolError>;
+}
+
+/// What a tool tells the model when it cannot do what was asked: bad
+/// arguments, a failed lookup, a refusal. The model reads it back (sent with
+/// `is_error`) and may try again; nothing in the crate branches on it, so it
+/// is the text alone, made from the typed error that caused it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ToolError(pub String);
+
+impl From<String> for ToolError {
+    fn from(text: String) -> Self {
+        ToolError(text)
+    }
+}
+
+impl From<&str> for ToolError {
+    fn from(text: &str) -> Self {
+        ToolError(text.to_string())
+    }
+}
+
+impl From<ArgsError> for ToolError {
+    fn from(e: ArgsError) -> Self {
+        ToolError(e.to_string())
+    }
 }
 
 /// Arguments the model sent that a tool cannot take; the text goes back to the model.
@@ -56,7 +79,7 @@ pub trait TypedTool: Send + Sync + 'static {
     fn name(&self) -> &'static str;
     fn description(&self) -> String;
     /// `Err` is text for the model, as for [`Tool::call`].
-    async fn run(&self, args: Self::Args) -> Result<String, String>;
+    async fn run(&self, args: Self::Args) -> Result<String, ToolError>;
 }
 
 pub struct Typed<T>(pub T);
@@ -71,8 +94,8 @@ impl<T: TypedTool> Tool for Typed<T> {
         }
     }
 
-    async fn call(&self, args: &Value) -> Result<String, String> {
-        let args = parse_args::<T::Args>(args).map_err(|e| e.to_string())?;
+    async fn call(&self, args: &Value) -> Result<String, ToolError> {
+        let args = parse_args::<T::Args>(args)?;
         self.0.run(args).await
     }
 }
@@ -139,11 +162,11 @@ impl FinalTool {
 
     /// A final tool whose arguments must deserialize into `A` and pass `extra`
     /// (e.g. "the channel is in the pool"); either failure goes back to the model.
-    /// `extra`'s refusal is plain text for the model ([`ArgsError::Refused`]).
-    pub fn checked<A: DeserializeOwned + JsonSchema + 'static>(
+    /// `extra`'s refusal reaches the model as its text ([`ArgsError::Refused`]).
+    pub fn checked<A: DeserializeOwned + JsonSchema + 'static, E: std::fmt::Display>(
         name: &str,
         description: &str,
-        extra: impl Fn(&A) -> Result<(), String> + Send + Sync + 'static,
+        extra: impl Fn(&A) -> Result<(), E> + Send + Sync + 'static,
     ) -> Self {
         Self {
             spec: ToolSpec {
@@ -151,7 +174,9 @@ impl FinalTool {
                 description: description.into(),
                 schema: schema_of::<A>(),
             },
-            validate: Arc::new(move |v| extra(&parse_args::<A>(v)?).map_err(ArgsError::Refused)),
+            validate: Arc::new(move |v| {
+                extra(&parse_args::<A>(v)?).map_err(|e| ArgsError::Refused(e.to_string()))
+            }),
         }
     }
 

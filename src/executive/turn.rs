@@ -312,7 +312,7 @@ impl Executive {
             Ok(text) => (text, false),
             Err(e) => {
                 tracing::debug!(tool = name, error = %e, "tool call returned an error to the model");
-                (e, true)
+                (e.0, true)
             }
         };
         let limit = self

@@ -620,7 +620,7 @@ impl Garden {
         match result.outcome {
             Ok(TurnOutcome::Final(v)) => match parse_args::<EndCycle>(&v) {
                 Ok(end) => self.ended_cycle(cycle.id, guild, end, did, shown),
-                Err(e) => ModelPart::failed(e, shown),
+                Err(e) => ModelPart::failed(e.to_string(), shown),
             },
             Ok(TurnOutcome::Incomplete(why)) => {
                 tracing::warn!(cycle = cycle.id, reason = %why, "garden cycle ended without end_ambient_cycle");

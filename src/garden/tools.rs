@@ -25,7 +25,7 @@ use serde::Deserialize;
 use super::feedback;
 use crate::attention::Priority;
 use crate::clock::SharedClock;
-use crate::executive::tools::{Tool, TypedTool, typed};
+use crate::executive::tools::{Tool, TypedTool, ToolError, typed};
 use crate::ids::GuildId;
 use crate::impulses::{Impulses, NewTask};
 use crate::initiative::pending::PendingThought;
@@ -119,9 +119,9 @@ pub enum JudgeError {
 
 // The tools' results are text for the model (executive's `TypedTool`), so a
 // refusal becomes its message there.
-impl From<JudgeError> for String {
-    fn from(e: JudgeError) -> String {
-        e.to_string()
+impl From<JudgeError> for ToolError {
+    fn from(e: JudgeError) -> ToolError {
+        ToolError(e.to_string())
     }
 }
 
@@ -196,7 +196,7 @@ impl TypedTool for Todos {
     fn description(&self) -> String {
         "Plan this cycle: the list of what you will do, each marked done as you finish it. Call it first, and again as you go.".into()
     }
-    async fn run(&self, args: TodosArgs) -> Result<String, String> {
+    async fn run(&self, args: TodosArgs) -> Result<String, ToolError> {
         let s = &self.0;
         let mut cycle = s
             .store
@@ -240,7 +240,7 @@ impl TypedTool for Schedule {
     fn description(&self) -> String {
         "Queue work for a later cycle: when (wake_in_minutes or wake_at) and what (context). The system may move the time to stay within budget.".into()
     }
-    async fn run(&self, args: ScheduleArgs) -> Result<String, String> {
+    async fn run(&self, args: ScheduleArgs) -> Result<String, ToolError> {
         let s = &self.0;
         let now = s.clock.now();
         let wake = Wake {
@@ -295,7 +295,7 @@ impl TypedTool for Resolve {
     fn description(&self) -> String {
         "Resolve a contradiction: the memory `keep` holds now and replaces `supersede` (ids from the candidates).".into()
     }
-    async fn run(&self, args: ResolveArgs) -> Result<String, String> {
+    async fn run(&self, args: ResolveArgs) -> Result<String, ToolError> {
         let s = &self.0;
         let keep = s.fact(&args.keep)?;
         let mut old = s.fact(&args.supersede)?;
@@ -346,7 +346,7 @@ impl TypedTool for Confirm {
     fn description(&self) -> String {
         "A stale memory still holds (recent conversation confirms it): restore its confidence and reinforce it.".into()
     }
-    async fn run(&self, args: IdReasonArgs) -> Result<String, String> {
+    async fn run(&self, args: IdReasonArgs) -> Result<String, ToolError> {
         let s = &self.0;
         let mut f = s.fact(&args.id)?;
         let now = s.clock.now();
@@ -381,7 +381,7 @@ impl TypedTool for Retire {
     fn description(&self) -> String {
         "A memory no longer holds (recent conversation contradicts it, or it went stale): archive it.".into()
     }
-    async fn run(&self, args: IdReasonArgs) -> Result<String, String> {
+    async fn run(&self, args: IdReasonArgs) -> Result<String, ToolError> {
         let s = &self.0;
         let mut f = s.fact(&args.id)?;
         protected(&f)?;
@@ -421,10 +421,10 @@ impl TypedTool for AddTask {
     fn description(&self) -> String {
         "Prepare a task for later (a follow-up someone would appreciate); when due you will be asked what to do, and any post still goes through the usual checks.".into()
     }
-    async fn run(&self, args: TaskArgs) -> Result<String, String> {
+    async fn run(&self, args: TaskArgs) -> Result<String, ToolError> {
         let s = &self.0;
         if let Some(why) = feedback::rejected_before(&s.store, s.guild, &args.text) {
-            return Err(format!("not this one: {why}"));
+            return Err(ToolError(format!("not this one: {why}")));
         }
         let channel = match args
             .channel
@@ -484,10 +484,10 @@ impl TypedTool for AddIdea {
     fn description(&self) -> String {
         "Note an idea to explore when the server is quiet.".into()
     }
-    async fn run(&self, args: IdeaArgs) -> Result<String, String> {
+    async fn run(&self, args: IdeaArgs) -> Result<String, ToolError> {
         let s = &self.0;
         if let Some(why) = feedback::rejected_before(&s.store, s.guild, &args.text) {
-            return Err(format!("not this one: {why}"));
+            return Err(ToolError(format!("not this one: {why}")));
         }
         let idea = self
             .1
@@ -524,10 +524,10 @@ impl TypedTool for ProposeThought {
     fn description(&self) -> String {
         "Leave a thought for the initiative cycle to consider posting later (it decides whether, when and where; nothing is posted now). Only one can wait at a time.".into()
     }
-    async fn run(&self, args: ThoughtArgs) -> Result<String, String> {
+    async fn run(&self, args: ThoughtArgs) -> Result<String, ToolError> {
         let s = &self.0;
         if let Some(why) = feedback::rejected_before(&s.store, s.guild, &args.text) {
-            return Err(format!("not this one: {why}"));
+            return Err(ToolError(format!("not this one: {why}")));
         }
         if s.store
             .pending_thought(s.guild)

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Impulses, NewTask};
-use crate::executive::tools::{Tool, TypedTool, typed};
+use crate::executive::tools::{Tool, TypedTool, ToolError, typed};
 use crate::ids::{ChannelId, GuildId, UserId};
 
 #[derive(Deserialize, JsonSchema)]
@@ -48,7 +48,7 @@ impl TypedTool for AddTask {
             .into()
     }
 
-    async fn run(&self, args: AddTaskArgs) -> Result<String, String> {
+    async fn run(&self, args: AddTaskArgs) -> Result<String, ToolError> {
         let task = self.impulses.add_task(NewTask {
             guild: self.guild,
             channel: Some(self.channel),

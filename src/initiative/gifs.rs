@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use super::media::{MediaCall, MediaError};
 use crate::clock::SharedClock;
-use crate::executive::tools::{Tool, TypedTool, typed};
+use crate::executive::tools::{Tool, TypedTool, ToolError, typed};
 use crate::ids::GuildId;
 use crate::net::{FetchError, Fetcher};
 use crate::settings::{Secrets, Settings, SettingsService};
@@ -170,14 +170,14 @@ impl TypedTool for GifSearch {
             .into()
     }
 
-    async fn run(&self, args: GifArgs) -> Result<String, String> {
+    async fn run(&self, args: GifArgs) -> Result<String, ToolError> {
         let settings = self.settings.for_guild(Some(self.guild));
         let now = self.clock.now();
         // The budget again: the model may ask twice in one answer.
         if let Some(why) =
             unavailable_for_replies(&settings, &self.secrets, &self.store, self.guild, now)
         {
-            return Err(why);
+            return Err(ToolError(why));
         }
         let query: String = args.query.chars().take(MAX_QUERY_CHARS).collect();
         let url = search(

@@ -939,7 +939,7 @@ struct Sent<'a> {
 /// back to the model with the reason, and the reason is noted in `rejections`
 /// for the journal.
 fn decide_tool(pool: Pool, max_chars: usize, rejections: Arc<Mutex<Vec<String>>>) -> FinalTool {
-    FinalTool::checked::<Decision>(
+    FinalTool::checked::<Decision, String>(
         "decide",
         "Your decision for this ambient moment: post now, hold a refined draft for later, or drop the thought.",
         move |d| {

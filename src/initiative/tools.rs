@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::executive::tools::{Tool, TypedTool, typed};
+use crate::executive::tools::{Tool, TypedTool, ToolError, typed};
 use crate::net::{Fetcher, html};
 
 #[derive(Deserialize, JsonSchema)]
@@ -37,7 +37,7 @@ impl TypedTool for WebScrape {
             .into()
     }
 
-    async fn run(&self, args: ScrapeArgs) -> Result<String, String> {
+    async fn run(&self, args: ScrapeArgs) -> Result<String, ToolError> {
         let page = self
             .fetcher
             .get(&args.url)
@@ -86,7 +86,7 @@ impl TypedTool for WebSearch {
         "Search the web: returns up to five results (title, URL, snippet).".into()
     }
 
-    async fn run(&self, args: SearchArgs) -> Result<String, String> {
+    async fn run(&self, args: SearchArgs) -> Result<String, ToolError> {
         let mut url = url::Url::parse(&format!("{}/search", self.base_url.trim_end_matches('/')))
             .map_err(|e| format!("network.searchBaseUrl is not a URL: {e}"))?;
         url.query_pairs_mut()

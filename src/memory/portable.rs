@@ -162,15 +162,8 @@ pub enum FactProblem {
     Confidence(f64),
 }
 
-/// Parses and checks a whole export; the error names the first problem's
-/// place. Its callers (the CLI, the integration tests) read the text; the
-/// problem's kind is [`check`]'s.
-pub fn parse(text: &str) -> Result<Vec<Fact>, String> {
-    check(text).map_err(|e| e.to_string())
-}
-
-/// [`parse`], with the problem as a type.
-pub fn check(text: &str) -> Result<Vec<Fact>, ImportError> {
+/// Parses and checks a whole export; the error names the first problem's place.
+pub fn parse(text: &str) -> Result<Vec<Fact>, ImportError> {
     let doc: Document = serde_json::from_str(text).map_err(|e| ImportError::Json {
         line: e.line(),
         column: e.column(),

@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::Memory;
 use super::search::Reader;
-use crate::executive::tools::{Tool, TypedTool, typed};
+use crate::executive::tools::{Tool, TypedTool, ToolError, typed};
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -38,7 +38,7 @@ impl TypedTool for MemorySearch {
         "Search what you remember about this server and its people.".into()
     }
 
-    async fn run(&self, args: SearchArgs) -> Result<String, String> {
+    async fn run(&self, args: SearchArgs) -> Result<String, ToolError> {
         let limit = args.limit.unwrap_or(5).clamp(1, 20) as usize;
         let found = self.memory.search(self.reader, &args.query, limit);
         if found.is_empty() {

@@ -823,14 +823,9 @@ impl Reflexes {
     }
 
     /// The executive's `reflex_create`: validates, writes
-    /// `state/reflexes/<guild>/<name>.yaml` atomically, reloads. The answer
-    /// either way is text for the model (the tool's result), which is all
-    /// its callers read; the refusal's kind is [`Reflexes::try_create`]'s.
-    pub fn create(&self, guild: GuildId, yaml: &str, by: &str) -> Result<String, String> {
-        self.try_create(guild, yaml, by).map_err(|e| e.to_string())
-    }
-
-    fn try_create(&self, guild: GuildId, yaml: &str, by: &str) -> Result<String, EditError> {
+    /// `state/reflexes/<guild>/<name>.yaml` atomically, reloads; the answer
+    /// for the model, or why not.
+    pub fn create(&self, guild: GuildId, yaml: &str, by: &str) -> Result<String, EditError> {
         if yaml.len() as u64 > MAX_FILE_BYTES {
             return Err(EditError::TooLarge(yaml.len()));
         }

@@ -265,11 +265,11 @@ async fn perform(
                 .map_err(|e| StepError::Refused(e.to_string()))?;
             let said = hush::hush(&c, &who, hush::Place::Channel(here), minutes);
             // A refusal ("up to 3 hours") is the answer the person needs, not a failed step.
-            value(said.unwrap_or_else(|why| why))
+            value(said.unwrap_or_else(|why| why.to_string()))
         }
         Action::Unhush { .. } => {
             let (c, who, here) = hush_ctx(s, f, &settings)?;
-            value(hush::unhush(&c, &who, hush::Place::Channel(here)).unwrap_or_else(|why| why))
+            value(hush::unhush(&c, &who, hush::Place::Channel(here)).unwrap_or_else(|why| why.to_string()))
         }
         Action::Escalate { .. } | Action::Pass { .. } => unreachable!("handled by run"),
     }

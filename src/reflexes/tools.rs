@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::Reflexes;
-use crate::executive::tools::{Tool, TypedTool, typed};
+use crate::executive::tools::{Tool, TypedTool, ToolError, typed};
 use crate::ids::GuildId;
 
 #[derive(Deserialize, JsonSchema)]
@@ -47,8 +47,10 @@ impl TypedTool for ReflexCreate {
         )
     }
 
-    async fn run(&self, args: CreateArgs) -> Result<String, String> {
-        self.reflexes.create(self.guild, &args.yaml, &self.by)
+    async fn run(&self, args: CreateArgs) -> Result<String, ToolError> {
+        self.reflexes
+            .create(self.guild, &args.yaml, &self.by)
+            .map_err(|e| ToolError(e.to_string()))
     }
 }
 
@@ -90,10 +92,10 @@ impl TypedTool for ReflexDisable {
         )
     }
 
-    async fn run(&self, args: DisableArgs) -> Result<String, String> {
+    async fn run(&self, args: DisableArgs) -> Result<String, ToolError> {
         self.reflexes
             .disable(Some(self.guild), args.name.trim(), &args.reason, &self.by)
-            .map_err(|e| e.to_string())
+            .map_err(|e| ToolError(e.to_string()))
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use ambient::clock::Clock;
-use ambient::executive::tools::{FinalTool, TypedTool, typed};
+use ambient::executive::tools::{FinalTool, TypedTool, ToolError, typed};
 use ambient::executive::{
     CallContext, ChatRequest, ExecError, Message, Role, ToolChoice, Turn, TurnOutcome,
 };
@@ -41,7 +41,7 @@ impl TypedTool for Weather {
     fn description(&self) -> String {
         "Current weather in a city".into()
     }
-    async fn run(&self, args: WeatherArgs) -> Result<String, String> {
+    async fn run(&self, args: WeatherArgs) -> Result<String, ToolError> {
         self.runs.fetch_add(1, Ordering::SeqCst);
         Ok(format!("rain in {}", args.city))
     }

@@ -663,11 +663,11 @@ async fn a_truncated_or_invalid_import_is_rejected_whole() {
     ))
     .unwrap();
     let truncated = &text[..text.len() / 2];
-    let err = portable::parse(truncated).unwrap_err();
+    let err = portable::parse(truncated).unwrap_err().to_string();
     assert!(err.starts_with("line "), "{err}");
     let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
     doc["facts"][1]["content"] = json!("   ");
-    let err = portable::parse(&doc.to_string()).unwrap_err();
+    let err = portable::parse(&doc.to_string()).unwrap_err().to_string();
     assert!(
         err.starts_with("facts[1]") && err.contains("content is empty"),
         "{err}"

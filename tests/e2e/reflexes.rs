@@ -846,7 +846,8 @@ async fn one_servers_oversized_patterns_cannot_break_anyone_elses_reflexes() {
         .app
         .reflexes
         .create(GUILD_A, &big("big2"), "olga")
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(
         refused.contains("too large together with this server's other reflexes"),
         "{refused}"

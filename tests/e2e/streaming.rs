@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ambient::executive::tools::{TypedTool, typed};
+use ambient::executive::tools::{TypedTool, ToolError, typed};
 use ambient::executive::{Message, Role, TextSink, Turn, TurnOutcome};
 use ambient::ids::{ChannelId, GuildId, MessageId};
 use ambient::journal::{Filter, Kind};
@@ -531,7 +531,7 @@ impl TypedTool for Weather {
     fn description(&self) -> String {
         "Current weather in a city".into()
     }
-    async fn run(&self, args: CityArgs) -> Result<String, String> {
+    async fn run(&self, args: CityArgs) -> Result<String, ToolError> {
         self.0.lock().unwrap().push(args.city.clone());
         Ok(format!("rain in {}", args.city))
     }
