@@ -94,7 +94,10 @@ fn cpu(pid: u32) -> Duration {
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
     let fields: Vec<&str> = rest.split_whitespace().collect();
     let ticks: u64 = fields.get(11).and_then(|f| f.parse().ok()).unwrap_or(0)
-        + fields.get(12).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+        + fields
+            .get(12)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0);
     // CLK_TCK is 100 on Linux.
     Duration::from_millis(ticks * 10)
 }
@@ -153,13 +156,23 @@ fn main() {
     let discord = FakeDiscord::start_with_guilds(extra, a.channels);
     let started = Instant::now();
     // No dev guild: commands register globally, as in production.
-    let bot = Bot::start_on(discord, json!({"discord": {"devGuildId": null}}), &[], "warn");
-    bot.model.fallback(Scripted::text("A fine question; here is a short answer."));
+    let bot = Bot::start_on(
+        discord,
+        json!({"discord": {"devGuildId": null}}),
+        &[],
+        "warn",
+    );
+    bot.model
+        .fallback(Scripted::text("A fine question; here is a short answer."));
     let pid = bot.pid();
     let store = bot.store();
     let deadline = Instant::now() + Duration::from_secs(600);
     while store.known_guilds().map_or(0, |g| g.len()) < a.guilds as usize {
-        assert!(Instant::now() < deadline, "not every server arrived:\n{}", bot.log());
+        assert!(
+            Instant::now() < deadline,
+            "not every server arrived:\n{}",
+            bot.log()
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     let ready = started.elapsed();
@@ -200,19 +213,37 @@ fn main() {
     let stored = people_stored(&bot);
     let sent = u64::from(a.messages + a.addressed);
 
-    println!("servers {} × {} channels, {} msg/s", a.guilds, a.channels, a.rate);
+    println!(
+        "servers {} × {} channels, {} msg/s",
+        a.guilds, a.channels, a.rate
+    );
     println!("ready after                 {:.1} s", ready.as_secs_f64());
-    println!("idle RSS                    {:.1} MB", idle_rss as f64 / 1024.0);
-    println!("idle CPU                    {:.2} % of a core", idle_rate * 100.0);
-    println!("CPU per unaddressed message {unaddressed_ms:.3} ms ({} messages)", a.messages);
-    println!("CPU per addressed message   {addressed_ms:.3} ms ({} answered: {answered})", a.addressed);
+    println!(
+        "idle RSS                    {:.1} MB",
+        idle_rss as f64 / 1024.0
+    );
+    println!(
+        "idle CPU                    {:.2} % of a core",
+        idle_rate * 100.0
+    );
+    println!(
+        "CPU per unaddressed message {unaddressed_ms:.3} ms ({} messages)",
+        a.messages
+    );
+    println!(
+        "CPU per addressed message   {addressed_ms:.3} ms ({} answered: {answered})",
+        a.addressed
+    );
     println!(
         "routing latency (hello → 👋) p50 {:.1} ms, p99 {:.1} ms ({} timed)",
         percentile(&latencies, 0.5).as_secs_f64() * 1_000.0,
         percentile(&latencies, 0.99).as_secs_f64() * 1_000.0,
         latencies.len()
     );
-    println!("RSS after load              {:.1} MB", after_rss as f64 / 1024.0);
+    println!(
+        "RSS after load              {:.1} MB",
+        after_rss as f64 / 1024.0
+    );
     println!("people's messages stored    {stored} of {sent} sent");
 }
 
@@ -228,9 +259,14 @@ fn hello_latencies(bot: &Bot, expected: u32) -> Vec<Duration> {
 
 /// People's messages in the bot's store (read beside the running bot, as WAL allows).
 fn people_stored(bot: &Bot) -> u64 {
-    let db = rusqlite::Connection::open(bot.home.data_dir().join("ambient.db")).expect("open the store");
+    let db =
+        rusqlite::Connection::open(bot.home.data_dir().join("ambient.db")).expect("open the store");
     let n: i64 = db
-        .query_row("SELECT count(*) FROM messages WHERE author_is_bot = 0", [], |r| r.get(0))
+        .query_row(
+            "SELECT count(*) FROM messages WHERE author_is_bot = 0",
+            [],
+            |r| r.get(0),
+        )
         .expect("count messages");
     n as u64
 }

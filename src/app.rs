@@ -17,8 +17,8 @@ use crate::chat::Transport;
 use crate::clock::{Chance, SharedClock};
 use crate::discovery::Discovery;
 use crate::executive::{Executive, Prompts, StandIn};
-use crate::ids::UserId;
 use crate::garden::{Garden, GardenHandler};
+use crate::ids::UserId;
 use crate::impulses::Impulses;
 use crate::impulses::handler::ImpulseHandler;
 use crate::initiative::{Initiative, InitiativeHandler};
@@ -142,7 +142,10 @@ impl Base {
     }
 
     /// The executive, with the prompt templates it renders (a broken one stops the start).
-    async fn executive(&self, stand_in: Option<Arc<dyn StandIn>>) -> anyhow::Result<Arc<Executive>> {
+    async fn executive(
+        &self,
+        stand_in: Option<Arc<dyn StandIn>>,
+    ) -> anyhow::Result<Arc<Executive>> {
         let prompts = Prompts::load(Path::new(&self.settings.global().executive.prompts_dir))
             .context("a prompt template is broken (executive.promptsDir)")?;
         Ok(Arc::new(

@@ -11,9 +11,9 @@
 //! - `attachments`: what a message's images and files become for the model
 //!   (`images` prepares a picture, `text_files` reads and quotes text)
 
-pub mod attachments;
-pub mod images;
-pub mod text_files;
+pub(crate) mod attachments;
+pub(crate) mod images;
+pub(crate) mod text_files;
 
 use std::sync::Arc;
 

@@ -49,7 +49,7 @@ use crate::store::boundaries::Boundary;
 use crate::store::messages::{Source, StoredMessage};
 use crate::store::{Store, StoreError};
 
-pub mod stream;
+pub(crate) mod stream;
 
 /// Discord's message length limit, in characters.
 pub const MESSAGE_LIMIT: usize = 2000;

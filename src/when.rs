@@ -25,7 +25,9 @@ pub fn parse_since(spec: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, NotA
     if let Ok(d) = NaiveDate::parse_from_str(spec, "%Y-%m-%d") {
         return Ok(d.and_hms_opt(0, 0, 0).expect("midnight exists").and_utc());
     }
-    Err(NotAWindow { spec: spec.to_string() })
+    Err(NotAWindow {
+        spec: spec.to_string(),
+    })
 }
 
 /// `90s`, `30m`, `24h`, `7d`, `2w` (one number and one unit).

@@ -8,12 +8,12 @@
 //! on its own task, at most `attention.maxConcurrent` at once. A handler that
 //! panics is journaled and its lane released; it never takes the bot down.
 
-pub mod active;
-pub mod impulse;
-pub mod percept;
-pub mod queue;
+pub(crate) mod active;
+pub(crate) mod impulse;
+pub(crate) mod percept;
+pub(crate) mod queue;
 pub mod router;
-pub mod salience;
+pub(crate) mod salience;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -442,7 +442,9 @@ async fn memories(
         )),
         Some(MemoriesCommand::Stats) => memory::stats(s).await,
         Some(MemoriesCommand::Delete { id, force }) => memory::delete(s, &id, force).await,
-        Some(MemoriesCommand::Edit { id, content }) => memory::edit(s, &id, content.as_deref()).await,
+        Some(MemoriesCommand::Edit { id, content }) => {
+            memory::edit(s, &id, content.as_deref()).await
+        }
         Some(MemoriesCommand::Import { file }) => memory::import(s, &file).await,
     }
 }
@@ -455,7 +457,9 @@ fn reflexes_verb(
     match command {
         ReflexesCommand::Check { dir } => reflexes::check(s, dir.as_deref()),
         ReflexesCommand::Stats => reflexes::stats(s),
-        ReflexesCommand::Disable { name, reason } => reflexes::set_disabled(s, &name, true, &reason),
+        ReflexesCommand::Disable { name, reason } => {
+            reflexes::set_disabled(s, &name, true, &reason)
+        }
         ReflexesCommand::Enable { name } => reflexes::set_disabled(s, &name, false, ""),
     }
 }

@@ -130,7 +130,9 @@ fn print_row(s: &ReflexStats, disabled: &[(Option<crate::ids::GuildId>, String, 
     };
     let off: Vec<String> = disabled
         .iter()
-        .filter(|(g, n, _)| n == name && (g.is_none() || only.is_none() || g.map(|g| g.get()) == only))
+        .filter(|(g, n, _)| {
+            n == name && (g.is_none() || only.is_none() || g.map(|g| g.get()) == only)
+        })
         .map(|(g, _, why)| match g {
             Some(g) => format!(" (disabled in {g}: {why})"),
             None => format!(" (disabled: {why})"),

@@ -22,12 +22,7 @@ pub enum HushRefused {
 
 /// Hushes; `Ok` is the confirmation everyone in the channel may see, `Err`
 /// a refusal for the asker alone.
-pub fn hush(
-    app: &App,
-    who: &Asker,
-    duration: &str,
-    place: &str,
-) -> Result<String, HushRefused> {
+pub fn hush(app: &App, who: &Asker, duration: &str, place: &str) -> Result<String, HushRefused> {
     let Some(guild) = who.guild else {
         return Err(HushRefused::HushInDm);
     };

@@ -9,11 +9,13 @@ pub fn list(app: &App, guild: GuildId) -> String {
 }
 
 pub fn add(app: &App, guild: GuildId, by: UserId, kind: &str, target: &str) -> String {
-    curation::add(&app.discovery, guild, kind, target, Actor::Member(by)).unwrap_or_else(|e| e.to_string())
+    curation::add(&app.discovery, guild, kind, target, Actor::Member(by))
+        .unwrap_or_else(|e| e.to_string())
 }
 
 pub fn remove(app: &App, guild: GuildId, by: UserId, kind: &str, target: &str) -> String {
-    curation::remove(&app.discovery, guild, kind, target, Actor::Member(by)).unwrap_or_else(|e| e.to_string())
+    curation::remove(&app.discovery, guild, kind, target, Actor::Member(by))
+        .unwrap_or_else(|e| e.to_string())
 }
 
 /// The console form: `list`, `add KIND TARGET`, `remove KIND TARGET`.

@@ -3,13 +3,13 @@
 //! The Discord and console layers only parse arguments and display results.
 
 pub mod courtesy;
-pub mod discovery;
+pub(crate) mod discovery;
 pub mod garden;
-pub mod impulses;
-pub mod memory;
-pub mod settings;
+pub(crate) mod impulses;
+pub(crate) mod memory;
+pub(crate) mod settings;
 pub mod status;
-pub mod voice;
+pub(crate) mod voice;
 pub mod why;
 
 use crate::ids::{ChannelId, GuildId, UserId};

@@ -11,7 +11,7 @@
 //! Input may be piped: at end of input the console finishes the work in
 //! flight and exits 0; a line that is not UTF-8 is skipped with a notice.
 
-pub mod transport;
+pub(crate) mod transport;
 
 use std::sync::Arc;
 

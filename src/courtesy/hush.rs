@@ -208,9 +208,7 @@ pub fn hush(
         by_name: who.name.clone(),
         at: c.now,
     };
-    c.store
-        .set_hush(&h)
-        .map_err(HushError::Save)?;
+    c.store.set_hush(&h).map_err(HushError::Save)?;
     let what = describe(c, place);
     let end = local(until, tz, c.now);
     c.journal.record(

@@ -16,7 +16,7 @@
 //!
 //! Cheap by construction: settings, the clock and one indexed store read.
 
-pub mod hush;
+pub(crate) mod hush;
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;

@@ -407,7 +407,7 @@ pub async fn forget(
                     message: format!("Forgotten: \"{}\".", f.content),
                 },
             ),
-            Err(e) => d.bad_input(&who, &e.to_string()),
+            Err(e) => d.bad_input(&who, e),
         }
     })
     .await
@@ -519,7 +519,7 @@ pub async fn forget_me(
                     },
                 },
             ),
-            Err(e) => d.bad_input(&who, &e.to_string()),
+            Err(e) => d.bad_input(&who, e),
         }
     })
     .await

@@ -16,7 +16,7 @@
 //! `access`'s job; every response carries security headers that forbid
 //! scripts, framing and sniffing.
 
-pub mod access;
+pub(crate) mod access;
 mod chart;
 mod initiative;
 mod memory;

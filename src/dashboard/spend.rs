@@ -80,10 +80,7 @@ fn view(site: &Site) -> Result<View, Problem> {
         .and_hms_opt(0, 0, 0)
         .expect("midnight exists")
         .and_utc();
-    let rows = site
-        .store
-        .usage_by_day(first)
-        .map_err(Problem::Usage)?;
+    let rows = site.store.usage_by_day(first).map_err(Problem::Usage)?;
     let settings = site.settings.global();
     let snapshot = site.executive.snapshot();
     let (user, ambient, whole) = status::budget_shares(&snapshot, &settings);

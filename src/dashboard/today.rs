@@ -155,8 +155,7 @@ fn window_start(spec: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, Problem
     {
         return Err(too_long());
     }
-    let since =
-        crate::when::parse_since(spec, now).map_err(|e| Problem::Since(e.to_string()))?;
+    let since = crate::when::parse_since(spec, now).map_err(|e| Problem::Since(e.to_string()))?;
     if now - since > chrono::Duration::days(MAX_WINDOW_DAYS) {
         return Err(too_long());
     }

@@ -13,12 +13,12 @@
 
 mod backfill;
 mod commands;
-pub mod convert;
+pub(crate) mod convert;
 mod events;
-pub mod ratelimit;
+pub(crate) mod ratelimit;
 mod reconnect;
-pub mod transport;
-pub mod voice;
+pub(crate) mod transport;
+pub(crate) mod voice;
 
 use std::sync::Arc;
 
@@ -172,7 +172,10 @@ async fn log_in(rest: &serenity::all::Http, settings: &Settings) -> anyhow::Resu
 }
 
 /// The slash commands (poise); mentions stay conversation, not commands.
-fn framework(app: Arc<App>, dev_guild: Option<crate::ids::GuildId>) -> poise::Framework<Data, commands::Error> {
+fn framework(
+    app: Arc<App>,
+    dev_guild: Option<crate::ids::GuildId>,
+) -> poise::Framework<Data, commands::Error> {
     poise::Framework::builder()
         .options(poise::FrameworkOptions {
             commands: commands::all(),

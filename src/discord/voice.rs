@@ -17,8 +17,8 @@ use songbird::driver::{Channels, DecodeConfig, DecodeMode, SampleRate};
 use songbird::{CoreEvent, Event, EventContext, EventHandler, Songbird};
 
 use crate::ids::{ChannelId, GuildId, UserId};
-use crate::voice::{PlatformError, VoiceBackend};
 use crate::voice::listener::Listener;
+use crate::voice::{PlatformError, VoiceBackend};
 
 /// Songbird configured to decode everyone to 16 kHz mono.
 pub fn songbird() -> Arc<Songbird> {

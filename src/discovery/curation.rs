@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 use super::sources::{SourceError, SourceKind, SourceSpec};
 use super::{Discovery, Origin};
-use crate::executive::tools::{Tool, TypedTool, ToolError, typed};
+use crate::executive::tools::{Tool, ToolError, TypedTool, typed};
 use crate::ids::{GuildId, UserId};
 use crate::journal::{Entry, Kind};
 use crate::store::StoreError;
@@ -147,7 +147,9 @@ pub fn add(
     let spec = SourceSpec::new(kind, target)?;
     let existing = d.guild_sources(guild);
     if existing.iter().any(|(s, _)| *s == spec) {
-        return Err(CurationError::AlreadyThere { label: spec.label() });
+        return Err(CurationError::AlreadyThere {
+            label: spec.label(),
+        });
     }
     let of_kind = existing.iter().filter(|(s, _)| s.kind == kind).count();
     if of_kind >= disc.max_sources_per_type as usize {
@@ -183,7 +185,9 @@ pub fn remove(
     let spec = SourceSpec::new(kind, target)?;
     let found = d.guild_sources(guild).into_iter().find(|(s, _)| *s == spec);
     match found {
-        None => Err(CurationError::NotThere { label: spec.label() }),
+        None => Err(CurationError::NotThere {
+            label: spec.label(),
+        }),
         Some((_, Origin::Settings)) => Err(CurationError::FromSettings {
             label: spec.label(),
             key: match actor {
@@ -192,7 +196,9 @@ pub fn remove(
             },
         }),
         Some((_, Origin::Added { by })) if actor == Actor::Model && by != "model" => {
-            Err(CurationError::AddedByMember { label: spec.label() })
+            Err(CurationError::AddedByMember {
+                label: spec.label(),
+            })
         }
         Some(_) => {
             d.store

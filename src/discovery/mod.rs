@@ -12,12 +12,12 @@
 //! guarded fetcher, with conditional GET (a 304 costs no parse) and
 //! exponential backoff on failure; items are stored once across sources.
 
-pub mod canonical;
+pub(crate) mod canonical;
 pub mod curation;
 pub mod parse;
-pub mod rank;
+pub(crate) mod rank;
 pub mod sources;
-pub mod topics;
+pub(crate) mod topics;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -443,9 +443,7 @@ pub async fn fetch_items(
     validators: &Validators,
 ) -> Result<(Vec<Item>, Validators, bool), FetchFailure> {
     let d = &settings.initiative.discovery;
-    let page = fetcher
-        .get_with(url, validators, &HeaderMap::new())
-        .await?;
+    let page = fetcher.get_with(url, validators, &HeaderMap::new()).await?;
     let new_validators = Validators {
         etag: page.etag.clone(),
         last_modified: page.last_modified.clone(),

@@ -112,7 +112,8 @@ impl SourceSpec {
         let target = || t.to_string();
         let target = match kind {
             SourceKind::Rss => {
-                let u = url::Url::parse(t).map_err(|_| SourceError::NotAUrl { target: target() })?;
+                let u =
+                    url::Url::parse(t).map_err(|_| SourceError::NotAUrl { target: target() })?;
                 if u.scheme() != "http" && u.scheme() != "https" {
                     return Err(SourceError::NotHttp { target: target() });
                 }

@@ -18,8 +18,8 @@ use chrono::{DateTime, Utc};
 use super::CallContext;
 use super::endpoints::{Endpoint, Role};
 use crate::settings::Settings;
-use crate::store::{Store, StoreError};
 use crate::store::usage::UsageFilter;
+use crate::store::{Store, StoreError};
 
 const AUTONOMOUS: [Role; 3] = [Role::Ambient, Role::Reflex, Role::Extract];
 

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use std::sync::Arc;
 
-use super::tools::{Tool, TypedTool, ToolError, typed};
+use super::tools::{Tool, ToolError, TypedTool, typed};
 use crate::clock::SharedClock;
 use crate::journal::summary::{self, Audience};
 use crate::journal::{Journal, Kind};

@@ -11,23 +11,23 @@
 //! written (`stream`, framed by `sse`). Error texts are scrubbed of secrets before they are logged,
 //! journaled or stored.
 
-pub mod anthropic;
-pub mod bounds;
-pub mod budget;
-pub mod endpoints;
-pub mod journal_search;
-pub mod openai;
-pub mod prices;
-pub mod prompts;
-pub mod ratelimit;
-pub mod snapshot;
-pub mod sse;
-pub mod stand_in;
+pub(crate) mod anthropic;
+pub(crate) mod bounds;
+pub(crate) mod budget;
+pub(crate) mod endpoints;
+pub(crate) mod journal_search;
+pub(crate) mod openai;
+pub(crate) mod prices;
+pub(crate) mod prompts;
+pub(crate) mod ratelimit;
+pub(crate) mod snapshot;
+pub(crate) mod sse;
+pub(crate) mod stand_in;
 pub mod stream;
 pub mod tools;
-pub mod turn;
-pub mod vision;
-pub mod wire;
+pub(crate) mod turn;
+pub(crate) mod vision;
+pub(crate) mod wire;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};

@@ -4,7 +4,8 @@
 use serde_json::{Value, json};
 
 use super::wire::{
-    ChatRequest, ChatResponse, Malformed, Message, Part, Speaker, StopReason, TokenUsage, ToolChoice,
+    ChatRequest, ChatResponse, Malformed, Message, Part, Speaker, StopReason, TokenUsage,
+    ToolChoice,
 };
 
 pub fn url(base: &str) -> String {
@@ -87,8 +88,7 @@ fn user_messages(m: &Message, messages: &mut Vec<Value>) {
             } else {
                 content.clone()
             };
-            messages
-                .push(json!({"role": "tool", "tool_call_id": id, "content": content}));
+            messages.push(json!({"role": "tool", "tool_call_id": id, "content": content}));
         }
     }
     if let Some(content) = with_images(&m.parts) {
@@ -129,7 +129,9 @@ pub fn parse(body: &Value) -> Result<ChatResponse, Malformed> {
         .and_then(Value::as_array)
         .and_then(|c| c.first())
         .ok_or(Malformed::missing("no `choices` in the response"))?;
-    let message = choice.get("message").ok_or(Malformed::missing("a choice without `message`"))?;
+    let message = choice
+        .get("message")
+        .ok_or(Malformed::missing("a choice without `message`"))?;
     let mut parts = Vec::new();
     if let Some(text) = message.get("content").and_then(Value::as_str)
         && !text.is_empty()

@@ -56,6 +56,7 @@ impl Parser {
     }
 
     /// Bytes held for a line that has not ended yet.
+    #[cfg(test)]
     pub fn pending_bytes(&self) -> usize {
         self.pending.len()
     }

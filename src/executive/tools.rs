@@ -220,16 +220,25 @@ mod tests {
         assert!(schema.get("$schema").is_none());
 
         assert!(parse_args::<Args>(&json!({"city": "Oslo"})).is_ok());
-        let e = parse_args::<Args>(&json!({"city": 5})).err().unwrap().to_string();
+        let e = parse_args::<Args>(&json!({"city": 5}))
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("`city`"), "{e}");
-        let e = parse_args::<Args>(&json!({"days": 2})).err().unwrap().to_string();
+        let e = parse_args::<Args>(&json!({"days": 2}))
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("missing field `city`"), "{e}");
         let e = parse_args::<Args>(&json!({"city": "x", "extra": 1}))
             .err()
             .unwrap()
             .to_string();
         assert!(e.contains("unknown field `extra`"), "{e}");
-        let e = parse_args::<Args>(&json!("{oops")).err().unwrap().to_string();
+        let e = parse_args::<Args>(&json!("{oops"))
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("not valid JSON"), "{e}");
     }
 }

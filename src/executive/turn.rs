@@ -94,7 +94,10 @@ fn step_cap_reached(turn: &Turn) -> TurnOutcome {
         turn.max_steps,
         turn.final_tool
             .as_ref()
-            .map_or("an answer".to_string(), |f| format!("a call to {}", f.name()))
+            .map_or("an answer".to_string(), |f| format!(
+                "a call to {}",
+                f.name()
+            ))
     ))
 }
 

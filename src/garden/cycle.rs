@@ -139,7 +139,9 @@ impl Garden {
         let mut cycle = self.store.cycle(id)?.ok_or(CycleError::RowGone)?;
 
         // 1. The memory pass.
-        let run = self.memory_pass(&mut cycle, started, stop, &settings).await?;
+        let run = self
+            .memory_pass(&mut cycle, started, stop, &settings)
+            .await?;
         let (tended, resumed) = (run.tended.clone(), run.resumed);
         if !run.finished {
             return Ok(self.interrupted(cycle, tended, resumed, &settings));

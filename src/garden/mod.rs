@@ -29,9 +29,9 @@ mod cycle;
 pub mod feedback;
 pub mod pass;
 mod prompt;
-pub mod scheduler;
-pub mod similar;
-pub mod tools;
+pub(crate) mod scheduler;
+pub(crate) mod similar;
+pub(crate) mod tools;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};

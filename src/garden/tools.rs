@@ -25,7 +25,7 @@ use serde::Deserialize;
 use super::feedback;
 use crate::attention::Priority;
 use crate::clock::SharedClock;
-use crate::executive::tools::{Tool, TypedTool, ToolError, typed};
+use crate::executive::tools::{Tool, ToolError, TypedTool, typed};
 use crate::ids::GuildId;
 use crate::impulses::{Impulses, NewTask};
 use crate::initiative::pending::PendingThought;
@@ -441,17 +441,19 @@ impl TypedTool for AddTask {
             ),
             None => None,
         };
-        let task = self.1.add_task(NewTask {
-            guild: Some(s.guild),
-            channel,
-            text: args.text,
-            due: args.due,
-            message: None,
-            context: format!("prepared by garden cycle {}", s.cycle),
-            created_by: "the garden".into(),
-            owner: None,
-        })
-        .map_err(|e| e.to_string())?;
+        let task = self
+            .1
+            .add_task(NewTask {
+                guild: Some(s.guild),
+                channel,
+                text: args.text,
+                due: args.due,
+                message: None,
+                context: format!("prepared by garden cycle {}", s.cycle),
+                created_by: "the garden".into(),
+                owner: None,
+            })
+            .map_err(|e| e.to_string())?;
         s.prepared
             .lock()
             .unwrap_or_else(|p| p.into_inner())

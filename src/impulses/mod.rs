@@ -15,9 +15,9 @@
 //! The check runs every `impulses.activeCheckSeconds` while people are
 //! talking with the bot and every `idleCheckSeconds` otherwise.
 
-pub mod handler;
-pub mod tools;
-pub mod when;
+pub(crate) mod handler;
+pub(crate) mod tools;
+pub(crate) mod when;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Impulses, NewTask};
-use crate::executive::tools::{Tool, TypedTool, ToolError, typed};
+use crate::executive::tools::{Tool, ToolError, TypedTool, typed};
 use crate::ids::{ChannelId, GuildId, UserId};
 
 #[derive(Deserialize, JsonSchema)]
@@ -49,18 +49,20 @@ impl TypedTool for AddTask {
     }
 
     async fn run(&self, args: AddTaskArgs) -> Result<String, ToolError> {
-        let task = self.impulses.add_task(NewTask {
-            guild: self.guild,
-            channel: Some(self.channel),
-            text: args.text,
-            due: args.due,
-            message: args.message.filter(|m| !m.trim().is_empty()),
-            context: self.context.clone(),
-            created_by: self.by.clone(),
-            owner: Some(self.owner),
-        })
-        // The tool's error arm is text for the model (see `executive::tools::Tool`).
-        .map_err(|e| e.to_string())?;
+        let task = self
+            .impulses
+            .add_task(NewTask {
+                guild: self.guild,
+                channel: Some(self.channel),
+                text: args.text,
+                due: args.due,
+                message: args.message.filter(|m| !m.trim().is_empty()),
+                context: self.context.clone(),
+                created_by: self.by.clone(),
+                owner: Some(self.owner),
+            })
+            // The tool's error arm is text for the model (see `executive::tools::Tool`).
+            .map_err(|e| e.to_string())?;
         Ok(format!(
             "task {} recorded, due {}",
             task.short_id(),

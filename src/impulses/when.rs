@@ -404,7 +404,8 @@ mod tests {
         );
         assert!(
             parse_due("whenever", now, utc)
-                .unwrap_err().to_string()
+                .unwrap_err()
+                .to_string()
                 .contains("in 10m")
         );
     }
@@ -415,10 +416,16 @@ mod tests {
         let utc: Tz = "UTC".parse().unwrap();
         let next = next_fire(&s, at("2026-01-05T12:03:00Z"), utc).unwrap();
         assert_eq!(next, at("2026-01-05T12:05:00Z"));
-        assert!(parse_cron("* * *").unwrap_err().to_string().contains("5 (minute hour"));
+        assert!(
+            parse_cron("* * *")
+                .unwrap_err()
+                .to_string()
+                .contains("5 (minute hour")
+        );
         assert!(
             parse_cron("0 9 * * 8")
-                .unwrap_err().to_string()
+                .unwrap_err()
+                .to_string()
                 .contains("weekdays are 0–7")
         );
     }
@@ -443,7 +450,8 @@ mod tests {
         );
         assert!(
             parse_cron("*/0 * * * *")
-                .unwrap_err().to_string()
+                .unwrap_err()
+                .to_string()
                 .contains("a step is a whole number of 1 or more")
         );
         // Syntax the crate refuses: the guide, never the internal 6-field form.

@@ -22,15 +22,10 @@ pub struct Interests {
 }
 
 impl Interests {
-    pub fn is_empty(&self) -> bool {
-        self.topics.is_empty()
-    }
-
     pub fn words(&self) -> impl Iterator<Item = &str> {
         self.topics.iter().map(|(w, _)| w.as_str())
     }
 }
-
 
 /// Topics from the guild's human messages since `since` (at most `limit` messages).
 pub fn interests(
@@ -81,7 +76,6 @@ pub fn interests(
         messages_considered: human.len(),
     }
 }
-
 
 #[cfg(test)]
 mod tests {

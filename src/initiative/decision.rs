@@ -114,12 +114,12 @@ pub enum Rejected {
 pub fn check(d: &Decision, pool: &Pool, max_chars: usize) -> Result<Checked, Rejected> {
     let text = d.text.as_deref().map(str::trim).unwrap_or("");
     let channel = match &d.channel {
-        Some(name) if !name.trim().is_empty() => Some(pool.resolve(name).ok_or_else(|| {
-            Rejected::UnknownChannel {
+        Some(name) if !name.trim().is_empty() => {
+            Some(pool.resolve(name).ok_or_else(|| Rejected::UnknownChannel {
                 name: name.trim().to_string(),
                 choices: pool.names(),
-            }
-        })?),
+            })?)
+        }
         _ => None,
     };
     match d.action {
@@ -138,10 +138,9 @@ pub fn check(d: &Decision, pool: &Pool, max_chars: usize) -> Result<Checked, Rej
             })
         }
         Action::Post => {
-            let channel = channel
-                .ok_or_else(|| Rejected::NoChannel {
-                    choices: pool.names(),
-                })?;
+            let channel = channel.ok_or_else(|| Rejected::NoChannel {
+                choices: pool.names(),
+            })?;
             if text.is_empty() {
                 return Err(Rejected::EmptyPost);
             }

@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use super::media::{MediaCall, MediaError};
 use crate::clock::SharedClock;
-use crate::executive::tools::{Tool, TypedTool, ToolError, typed};
+use crate::executive::tools::{Tool, ToolError, TypedTool, typed};
 use crate::ids::GuildId;
 use crate::net::{FetchError, Fetcher};
 use crate::settings::{Secrets, Settings, SettingsService};
@@ -215,10 +215,7 @@ enum SearchError {
 
 async fn find(settings: &Settings, secrets: &Secrets, query: &str) -> Result<String, SearchError> {
     let source = &settings.initiative.discovery.gif_source;
-    let key = secrets
-        .giphy_api_key
-        .as_ref()
-        .ok_or(SearchError::NoKey)?;
+    let key = secrets.giphy_api_key.as_ref().ok_or(SearchError::NoKey)?;
     let base = source.base_url.trim_end_matches('/');
     let mut url =
         url::Url::parse(&format!("{base}/v1/gifs/search")).map_err(SearchError::NotAUrl)?;

@@ -13,14 +13,14 @@
 //! in flight, and one consideration is bounded in time. At most one pending
 //! thought per guild; it blocks fresh synthesis for its own guild only.
 
-pub mod community;
-pub mod context;
-pub mod decision;
-pub mod gates;
-pub mod gifs;
+pub(crate) mod community;
+pub(crate) mod context;
+pub(crate) mod decision;
+pub(crate) mod gates;
+pub(crate) mod gifs;
 pub mod media;
 pub use crate::vocab::pending;
-pub mod tools;
+pub(crate) mod tools;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -391,8 +391,9 @@ impl Initiative {
             }
         };
         let max_chars = settings.initiative.text.max_post_chars as usize;
-        let Some((decision, last_call)) =
-            self.decide(&settings, guild, &pool, rendered, tools, max_chars).await
+        let Some((decision, last_call)) = self
+            .decide(&settings, guild, &pool, rendered, tools, max_chars)
+            .await
         else {
             return;
         };
@@ -701,7 +702,12 @@ impl Initiative {
             }
             Err(why) => {
                 let why = why.to_string();
-                self.skip(guild, Some(channel), "posted without the requested image", &why);
+                self.skip(
+                    guild,
+                    Some(channel),
+                    "posted without the requested image",
+                    &why,
+                );
                 nothing
             }
         }
@@ -778,7 +784,10 @@ impl Initiative {
             return self.hold_back(guild, channel, text, media, pending, &r, now);
         }
         let (files, media_note) = match &media {
-            Some(m) => self.media(&settings, guild, channel, m, &mut text, now).await,
+            Some(m) => {
+                self.media(&settings, guild, channel, m, &mut text, now)
+                    .await
+            }
             None => (Vec::new(), serde_json::Value::Null),
         };
         // Recorded before it is sent: a crash in between is settled at the next start.

@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::executive::tools::{Tool, TypedTool, ToolError, typed};
+use crate::executive::tools::{Tool, ToolError, TypedTool, typed};
 use crate::net::{Fetcher, html};
 
 #[derive(Deserialize, JsonSchema)]

@@ -143,7 +143,9 @@ pub fn parse_kinds(list: &str) -> Result<Vec<String>, UnknownStreamKind> {
                 .iter()
                 .find(|known| **known == k)
                 .map(|known| known.to_string())
-                .ok_or_else(|| UnknownStreamKind { name: k.to_string() })
+                .ok_or_else(|| UnknownStreamKind {
+                    name: k.to_string(),
+                })
         })
         .collect()
 }

@@ -22,7 +22,7 @@
 //! services it refreshes, and the front ends start it (`ambient run` watches
 //! and listens for SIGHUP; the console reloads on `/settings reload` only).
 
-pub mod watch;
+pub(crate) mod watch;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -12,8 +12,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{AskError, Memory};
 use super::fact::{Fact, FactKind, Importance, Scope, ScopeKind};
+use super::{AskError, Memory};
 use crate::executive::tools::{FinalTool, parse_args};
 use crate::executive::{Message, Role, Turn, TurnOutcome};
 use crate::journal::{Entry, Kind};
@@ -180,8 +180,7 @@ impl Memory {
         turn.max_calls = 0;
         match self.executive.run_turn(turn).await.outcome {
             Ok(TurnOutcome::Final(v)) => {
-                let s: Summary =
-                    parse_args(&v).map_err(|e| AskError::BadAnswer(e.to_string()))?;
+                let s: Summary = parse_args(&v).map_err(|e| AskError::BadAnswer(e.to_string()))?;
                 if s.content.trim().is_empty() {
                     return Err(AskError::EmptySummary);
                 }

@@ -24,8 +24,8 @@ use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{AskError, Memory};
 use super::fact::{Fact, FactKind, Importance, Scope, ScopeKind};
+use super::{AskError, Memory};
 use crate::executive::prompts::PromptLine;
 use crate::executive::tools::{FinalTool, parse_args};
 use crate::executive::{Message, Role, Turn, TurnOutcome};

@@ -19,10 +19,10 @@
 pub mod compact;
 pub mod extract;
 pub use crate::vocab::fact;
-pub mod keywords;
+pub(crate) mod keywords;
 pub mod portable;
 pub mod search;
-pub mod tools;
+pub(crate) mod tools;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,8 +37,8 @@ use crate::executive::{ExecError, Executive};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::journal::{Entry, Journal, Kind};
 use crate::settings::SettingsService;
-use crate::store::{Store, StoreError};
 use crate::store::memory::FactFilter;
+use crate::store::{Store, StoreError};
 use fact::{Fact, FactKind, Importance, Scope, ScopeKind};
 use search::{Reader, Scored};
 
@@ -197,17 +197,18 @@ impl Memory {
                 old.updated_at = now;
                 old.last_seen_at = now;
                 old.sources.extend(new.sources.iter().copied());
-                self.store
-                    .save_facts(&[], &[&old])?;
-                self.store
-                    .add_reinforcement(&old.id, reinforced_by.or(new.sources.first().copied()), now)?;
+                self.store.save_facts(&[], &[&old])?;
+                self.store.add_reinforcement(
+                    &old.id,
+                    reinforced_by.or(new.sources.first().copied()),
+                    now,
+                )?;
                 Stored::Reinforced(old)
             }
             (None, Some(mut old)) => {
                 old.superseded_by = Some(new.id.clone());
                 old.updated_at = now;
-                self.store
-                    .save_facts(&[&new], &[&old])?;
+                self.store.save_facts(&[&new], &[&old])?;
                 Stored::Superseded { new, old }
             }
             (None, None) => {
@@ -464,8 +465,7 @@ impl Memory {
     }
 
     fn delete_fact(&self, fact: Fact, why: &str) -> Result<Fact, MemoryError> {
-        self.store
-            .delete_fact(&fact.id)?;
+        self.store.delete_fact(&fact.id)?;
         self.journal.record(
             Entry::new(Kind::Memory, format!("forgot: {}", fact.content))
                 .guild(fact.scope.guild)
@@ -542,8 +542,7 @@ impl Memory {
             }
         }
         let changed: Vec<&Fact> = promoted.iter().chain(archived.iter()).collect();
-        self.store
-            .save_facts(&[], &changed)?;
+        self.store.save_facts(&[], &changed)?;
         self.journal.record(
             Entry::new(
                 Kind::Memory,

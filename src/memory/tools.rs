@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::Memory;
 use super::search::Reader;
-use crate::executive::tools::{Tool, TypedTool, ToolError, typed};
+use crate::executive::tools::{Tool, ToolError, TypedTool, typed};
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

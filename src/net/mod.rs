@@ -4,10 +4,10 @@
 //!   time and redirects, conditional GET)
 //! - `html`: readable text out of an HTML page
 
-pub mod fetch;
-pub mod html;
+pub(crate) mod fetch;
+pub(crate) mod html;
 
-pub use fetch::{FetchError, Fetched, Fetcher, PostBody, Posted};
+pub use fetch::{FetchError, Fetched, Fetcher, PostBody};
 
 use crate::settings::NetworkSettings;
 

@@ -590,7 +590,14 @@ fn level(
             .find(|s| s.action.level() > level)
             .map(|s| s.action.name())
             .unwrap_or("a classifier trigger");
-        problems.push((line, DefError::LevelTooLow { level, what, needed }));
+        problems.push((
+            line,
+            DefError::LevelTooLow {
+                level,
+                what,
+                needed,
+            },
+        ));
         needed
     } else {
         level
@@ -731,7 +738,10 @@ fn action_of(action: &str, k: &Keys) -> Result<Action, DefError> {
     let t = |s: String| Template(s);
     Ok(match action {
         "fetch_url" => Action::FetchUrl {
-            url: t(k.get("input").or_else(|| k.get("url")).ok_or(DefError::NoUrl)?),
+            url: t(k
+                .get("input")
+                .or_else(|| k.get("url"))
+                .ok_or(DefError::NoUrl)?),
             output: k.output("fetch_url")?,
         },
         "read_file" => Action::ReadFile {
@@ -798,7 +808,9 @@ fn action_of(action: &str, k: &Keys) -> Result<Action, DefError> {
                 .unwrap_or_else(|| "a reflex asked for the executive".into())),
         },
         _ => Action::Pass {
-            reason: t(k.get("reason").unwrap_or_else(|| "not for this reflex".into())),
+            reason: t(k
+                .get("reason")
+                .unwrap_or_else(|| "not for this reflex".into())),
         },
     })
 }

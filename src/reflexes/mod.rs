@@ -15,10 +15,10 @@
 //! run is counted (`ambient reflexes stats`) so the useful ones can be told
 //! from the rest.
 
-pub mod def;
-pub mod pipeline;
-pub mod state;
-pub mod tools;
+pub(crate) mod def;
+pub(crate) mod pipeline;
+pub(crate) mod state;
+pub(crate) mod tools;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -643,8 +643,18 @@ impl Reflexes {
                     .channel_name
                     .clone()
                     .unwrap_or_else(|| channel_name(m.message.channel));
-                person_vars(&mut firing.vars, "author", &m.message.author_name, m.message.author_id);
-                person_vars(&mut firing.vars, "user", &m.message.author_name, m.message.author_id);
+                person_vars(
+                    &mut firing.vars,
+                    "author",
+                    &m.message.author_name,
+                    m.message.author_id,
+                );
+                person_vars(
+                    &mut firing.vars,
+                    "user",
+                    &m.message.author_name,
+                    m.message.author_id,
+                );
                 firing.vars.insert("channel".into(), channel);
                 (firing.channel, firing.message, firing.user) = (
                     Some(m.message.channel),

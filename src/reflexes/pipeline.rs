@@ -17,10 +17,10 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderValue};
 use super::def::{Action, Reflex, Template};
 use super::state::{StateDir, StateError};
 use crate::attention::Place;
+use crate::chat::ChatError;
 use crate::clock::SharedClock;
 use crate::courtesy::hush;
 use crate::executive::bounds::cap_owned;
-use crate::chat::ChatError;
 use crate::executive::{ExecError, Executive, Message, Role, Turn, TurnOutcome};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::impulses::{Impulses, NewTask};
@@ -269,7 +269,10 @@ async fn perform(
         }
         Action::Unhush { .. } => {
             let (c, who, here) = hush_ctx(s, f, &settings)?;
-            value(hush::unhush(&c, &who, hush::Place::Channel(here)).unwrap_or_else(|why| why.to_string()))
+            value(
+                hush::unhush(&c, &who, hush::Place::Channel(here))
+                    .unwrap_or_else(|why| why.to_string()),
+            )
         }
         Action::Escalate { .. } | Action::Pass { .. } => unreachable!("handled by run"),
     }

@@ -52,10 +52,12 @@ impl StateDir {
                 break;
             }
         }
-        let resolved = existing.canonicalize().map_err(|source| StateError::Resolve {
-            rel: rel.into(),
-            source,
-        })?;
+        let resolved = existing
+            .canonicalize()
+            .map_err(|source| StateError::Resolve {
+                rel: rel.into(),
+                source,
+            })?;
         if !resolved.starts_with(&root) {
             return Err(StateError::Outside(rel.into()));
         }
@@ -119,9 +121,7 @@ pub enum StateError {
     EmptyPath,
     #[error("{0:?} is refused: `..` would leave the reflex state folder")]
     LeavesFolder(String),
-    #[error(
-        "{0:?} is refused: paths are relative to the reflex state folder, not absolute"
-    )]
+    #[error("{0:?} is refused: paths are relative to the reflex state folder, not absolute")]
     Absolute(String),
     #[error("{0:?} is refused: it resolves outside the reflex state folder")]
     Outside(String),

@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::Reflexes;
-use crate::executive::tools::{Tool, TypedTool, ToolError, typed};
+use crate::executive::tools::{Tool, ToolError, TypedTool, typed};
 use crate::ids::GuildId;
 
 #[derive(Deserialize, JsonSchema)]

@@ -126,8 +126,10 @@ pub enum MessageError {
     NotATime { field: String, shown: String },
     #[error("\"{field}\" is {shown}, not a list")]
     NotAList { field: String, shown: String },
-    #[error("\"timestamp\" {at} is earlier than the message before it: the messages must be \
-             in time order, as DiscordChatExporter writes them")]
+    #[error(
+        "\"timestamp\" {at} is earlier than the message before it: the messages must be \
+             in time order, as DiscordChatExporter writes them"
+    )]
     OutOfOrder { at: String },
     #[error("cannot be read: {0}")]
     UnreadableLine(String),
@@ -625,10 +627,11 @@ fn id_field(v: &Value, field: &str) -> Result<u64, MessageError> {
         Value::Number(n) => n.as_u64(),
         _ => None,
     };
-    id.filter(|id| *id > 0).ok_or_else(|| MessageError::NotAnId {
-        field: field.into(),
-        shown: shown(v),
-    })
+    id.filter(|id| *id > 0)
+        .ok_or_else(|| MessageError::NotAnId {
+            field: field.into(),
+            shown: shown(v),
+        })
 }
 
 fn text_field(v: &Value, field: &str) -> Result<String, MessageError> {

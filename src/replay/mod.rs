@@ -14,10 +14,10 @@
 
 pub mod export;
 pub mod html;
-pub mod offline;
-pub mod report;
+pub(crate) mod offline;
+pub(crate) mod report;
 pub mod run;
 pub mod sim;
 pub mod text;
-pub mod timeline;
+pub(crate) mod timeline;
 pub mod transport;

@@ -25,10 +25,6 @@ pub struct Checked {
 }
 
 impl Checked {
-    pub fn is_valid(&self) -> bool {
-        self.loaded.is_some() && self.problems.is_empty()
-    }
-
     /// The problems to show: the first [`MAX_SHOWN`], then a count of the rest.
     pub fn shown_problems(&self) -> Vec<String> {
         let mut lines: Vec<String> = self.problems.iter().take(MAX_SHOWN).cloned().collect();

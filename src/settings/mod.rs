@@ -11,15 +11,15 @@
 //! - `diff`: what changed between two settings documents, and what waits for the next start
 //! - `quiet_hours`: the `initiative.quietHours` syntax and when a server is quiet
 
-pub mod check;
-pub mod diff;
-pub mod load;
+pub(crate) mod check;
+pub(crate) mod diff;
+pub(crate) mod load;
 pub mod paths;
-pub mod quiet_hours;
-pub mod role;
-pub mod schema;
-pub mod secrets;
-pub mod service;
+pub(crate) mod quiet_hours;
+pub(crate) mod role;
+pub(crate) mod schema;
+pub(crate) mod secrets;
+pub(crate) mod service;
 pub mod validate;
 
 pub use load::{Loaded, SettingsSource, load};

@@ -54,9 +54,7 @@ pub enum RuleError {
     NotARange { range: String },
     #[error("{text:?} is not a time of day (HH:MM from 00:00 to 23:59)")]
     NotATime { text: String },
-    #[error(
-        "{range:?} starts and ends at the same time; a quiet period needs two different times"
-    )]
+    #[error("{range:?} starts and ends at the same time; a quiet period needs two different times")]
     SameTime { range: String },
     #[error("{text:?} names no day")]
     NoDay { text: String },
@@ -91,10 +89,6 @@ impl QuietHours {
         }
         let rules = rules.into_iter().map(rule).collect::<Result<Vec<_>, _>>()?;
         Ok(Self { rules })
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.rules.is_empty()
     }
 
     /// When the quiet period containing `now` ends, if `now` is inside one.
@@ -170,12 +164,14 @@ fn rule(text: &str) -> Result<Rule, RuleError> {
             return Err(RuleError::NotARule { text: text.into() });
         }
     };
-    let (start, end) = range
-        .split_once('-')
-        .ok_or_else(|| RuleError::NotARange { range: range.into() })?;
+    let (start, end) = range.split_once('-').ok_or_else(|| RuleError::NotARange {
+        range: range.into(),
+    })?;
     let (start, end) = (time(start)?, time(end)?);
     if start == end {
-        return Err(RuleError::SameTime { range: range.into() });
+        return Err(RuleError::SameTime {
+            range: range.into(),
+        });
     }
     let days = match days {
         None => [true; 7],
@@ -392,10 +388,15 @@ mod tests {
             QuietHours::parse("8:5-9:00").is_err(),
             "minutes take two digits"
         );
-        assert!(QuietHours::parse("").unwrap().is_empty());
-        assert!(QuietHours::parse(" ; ").unwrap().is_empty());
+        assert!(QuietHours::parse("").unwrap().rules.is_empty());
+        assert!(QuietHours::parse(" ; ").unwrap().rules.is_empty());
         let many = vec!["01:00-02:00"; MAX_RULES + 1].join(";");
-        assert!(QuietHours::parse(&many).unwrap_err().to_string().contains("at most"));
+        assert!(
+            QuietHours::parse(&many)
+                .unwrap_err()
+                .to_string()
+                .contains("at most")
+        );
         assert_eq!(
             QuietHours::parse("Friday-Monday 8:00-9:30").unwrap(),
             QuietHours::parse("fri,sat,sun,mon 08:00-09:30").unwrap(),

@@ -73,4 +73,3 @@ impl fmt::Display for Role {
         f.write_str(self.as_str())
     }
 }
-

@@ -55,18 +55,6 @@ pub struct Secrets {
     pub giphy_api_key: Option<Secret>,
 }
 
-/// The environment variables read, for help texts and the README.
-pub const SECRET_VARS: &[&str] = &[
-    "DISCORD_TOKEN",
-    "ANTHROPIC_API_KEY",
-    "OPENAI_API_KEY",
-    "OPENROUTER_API_KEY",
-    "TRANSCRIPTION_API_KEY",
-    "IMAGE_API_KEY",
-    "GITHUB_TOKEN",
-    "GIPHY_API_KEY",
-];
-
 impl Secrets {
     pub fn from_env() -> Self {
         Self::from_lookup(|k| std::env::var(k).ok())

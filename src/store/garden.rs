@@ -7,8 +7,8 @@ use rusqlite::{OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 use super::{Result, Store, StoreError, from_ms, to_ms};
-use crate::vocab::Priority;
 use crate::ids::GuildId;
+use crate::vocab::Priority;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -10,22 +10,22 @@
 //! caller writes `store.insert_message(..)` and never sees SQL.
 
 pub mod boundaries;
-pub mod channels;
-pub mod conditions;
+pub(crate) mod channels;
+pub(crate) mod conditions;
 pub mod discovery;
-pub mod forget;
+pub(crate) mod forget;
 pub mod garden;
-pub mod guild_settings;
-pub mod hushes;
+pub(crate) mod guild_settings;
+pub(crate) mod hushes;
 pub mod impulses;
-pub mod initiative;
-pub mod journal;
-pub mod lock;
+pub(crate) mod initiative;
+pub(crate) mod journal;
+pub(crate) mod lock;
 pub mod memory;
 pub mod messages;
 pub mod migrations;
 pub mod usage;
-pub mod voice;
+pub(crate) mod voice;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -82,7 +82,11 @@ impl Kind {
         s.split(',')
             .map(str::trim)
             .filter(|t| !t.is_empty())
-            .map(|t| Kind::parse(t).ok_or_else(|| UnknownKind { name: t.to_string() }))
+            .map(|t| {
+                Kind::parse(t).ok_or_else(|| UnknownKind {
+                    name: t.to_string(),
+                })
+            })
             .collect()
     }
 
@@ -195,4 +199,3 @@ pub struct Filter {
     /// Keep only the newest N.
     pub limit: Option<usize>,
 }
-

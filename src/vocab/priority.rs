@@ -26,4 +26,3 @@ pub enum Priority {
     Normal,
     High,
 }
-

@@ -16,7 +16,7 @@
 pub mod listener;
 pub mod segment;
 pub mod transcribe;
-pub mod wav;
+pub(crate) mod wav;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};

@@ -498,7 +498,11 @@ fn max_messages_per_hour_is_checked_before_the_model_is_paid() {
     let capped = |r: &String| {
         r.starts_with("reacted 💤") && r.contains("permissions.replies.maxMessagesPerHour")
     };
-    let said = || journal_reasons(&bot, ambient::journal::Kind::Reply).iter().any(capped);
+    let said = || {
+        journal_reasons(&bot, ambient::journal::Kind::Reply)
+            .iter()
+            .any(capped)
+    };
     assert!(
         bot.discord.wait_until(15, |_| said()),
         "{:#?}",
@@ -541,7 +545,11 @@ fn a_channel_that_refused_the_bot_is_not_paid_for_again() {
     );
     // The 💤 goes out before the journal line is written: wait for the line.
     let refused = |r: &String| r.contains("refused the bot's last message");
-    let said = || journal_reasons(&bot, ambient::journal::Kind::Reply).iter().any(refused);
+    let said = || {
+        journal_reasons(&bot, ambient::journal::Kind::Reply)
+            .iter()
+            .any(refused)
+    };
     assert!(
         bot.discord.wait_until(15, |_| said()),
         "{:#?}",

@@ -164,7 +164,14 @@ async fn a_failing_source_backs_off_without_affecting_the_others() {
     let results = world.app.discovery.fetch_due().await;
     let failed: Vec<_> = results.iter().filter(|(_, r)| r.is_err()).collect();
     assert_eq!(failed.len(), 1);
-    assert!(failed[0].1.as_ref().unwrap_err().to_string().contains("HTTP 500"));
+    assert!(
+        failed[0]
+            .1
+            .as_ref()
+            .unwrap_err()
+            .to_string()
+            .contains("HTTP 500")
+    );
     assert_eq!(results.iter().filter(|(_, r)| r.is_ok()).count(), 5);
 
     // Ten minutes later everything is due again except the failing source,
@@ -230,9 +237,17 @@ async fn hostile_input_fails_its_source_with_a_reason() {
         .map(|i| i.title)
         .collect();
     assert!(titles.iter().all(|t| t.len() < 200), "{titles:?}");
-    let huge = d.fetch_source(&rss(&feeds, "/huge.xml")).await.unwrap_err().to_string();
+    let huge = d
+        .fetch_source(&rss(&feeds, "/huge.xml"))
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(huge.contains("larger than 2000000 bytes"), "{huge}");
-    let looped = d.fetch_source(&rss(&feeds, "/loop")).await.unwrap_err().to_string();
+    let looped = d
+        .fetch_source(&rss(&feeds, "/loop"))
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(looped.contains("more than 5 redirects"), "{looped}");
     // The healthy source is unaffected.
     assert!(d.fetch_source(&rss(&feeds, "/atom.xml")).await.is_ok());

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use ambient::clock::Clock;
-use ambient::executive::tools::{FinalTool, TypedTool, ToolError, typed};
+use ambient::executive::tools::{FinalTool, ToolError, TypedTool, typed};
 use ambient::executive::{
     CallContext, ChatRequest, ExecError, Message, Role, ToolChoice, Turn, TurnOutcome,
 };

@@ -96,7 +96,12 @@ impl Drop for Gate {
 
 /// Starts a long cycle: its memory pass waits at the first server until the
 /// gate opens. Returns once the cycle is running.
-async fn long_cycle(w: &World) -> (Gate, tokio::task::JoinHandle<Result<CycleReport, ambient::garden::CycleError>>) {
+async fn long_cycle(
+    w: &World,
+) -> (
+    Gate,
+    tokio::task::JoinHandle<Result<CycleReport, ambient::garden::CycleError>>,
+) {
     let now = w.clock.now();
     w.app
         .store

@@ -13,13 +13,20 @@ use std::path::{Path, PathBuf};
 fn table(lib: &str) -> BTreeMap<String, usize> {
     let mut rows = BTreeMap::new();
     for line in lib.lines() {
-        let Some(rest) = line.strip_prefix("//! | ") else { continue };
+        let Some(rest) = line.strip_prefix("//! | ") else {
+            continue;
+        };
         let mut cells = rest.split(" | ");
-        let Some(Ok(row)) = cells.next().map(|c| c.trim().parse::<usize>()) else { continue };
+        let Some(Ok(row)) = cells.next().map(|c| c.trim().parse::<usize>()) else {
+            continue;
+        };
         let modules = cells.next().unwrap_or_default();
         for name in modules.split(',') {
             let name = name.trim().trim_matches('`');
-            assert!(rows.insert(name.to_string(), row).is_none(), "`{name}` is in two rows of the layer table");
+            assert!(
+                rows.insert(name.to_string(), row).is_none(),
+                "`{name}` is in two rows of the layer table"
+            );
         }
     }
     rows
@@ -113,7 +120,10 @@ fn crate_paths(text: &str) -> Vec<(usize, String)> {
                 }
             }
         } else {
-            let head: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            let head: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
             found.push((line, head));
         }
     }
@@ -130,12 +140,16 @@ fn no_module_imports_one_above_it() {
     let mut problems = Vec::new();
     for m in &on_disk {
         if !rows.contains_key(m) {
-            problems.push(format!("src/{m}: not in the layer table at the top of src/lib.rs; give it a row"));
+            problems.push(format!(
+                "src/{m}: not in the layer table at the top of src/lib.rs; give it a row"
+            ));
         }
     }
     for m in rows.keys() {
         if !on_disk.contains(m) {
-            problems.push(format!("src/lib.rs: the layer table names `{m}`, which src/ does not have"));
+            problems.push(format!(
+                "src/lib.rs: the layer table names `{m}`, which src/ does not have"
+            ));
         }
     }
 
@@ -144,13 +158,28 @@ fn no_module_imports_one_above_it() {
     files.sort();
     for file in files {
         let rel = file.strip_prefix(&src).unwrap();
-        let module = rel.components().next().unwrap().as_os_str().to_str().unwrap().trim_end_matches(".rs");
-        let Some(&own) = rows.get(module) else { continue };
+        let module = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_str()
+            .unwrap()
+            .trim_end_matches(".rs");
+        let Some(&own) = rows.get(module) else {
+            continue;
+        };
         let text = std::fs::read_to_string(&file).unwrap();
         for (line, used) in crate_paths(&text) {
-            let Some(&theirs) = rows.get(&used) else { continue };
+            let Some(&theirs) = rows.get(&used) else {
+                continue;
+            };
             if used != module && theirs <= own {
-                let place = if theirs == own { "on its own row" } else { "above it" };
+                let place = if theirs == own {
+                    "on its own row"
+                } else {
+                    "above it"
+                };
                 problems.push(format!(
                     "src/{}:{line}: `{module}` (row {own}) uses `{used}` (row {theirs}), {place}",
                     rel.display()
@@ -158,12 +187,19 @@ fn no_module_imports_one_above_it() {
             }
         }
     }
-    assert!(problems.is_empty(), "the layers climb:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "the layers climb:\n{}",
+        problems.join("\n")
+    );
 }
 
 #[test]
 fn the_path_reader_sees_groups_and_skips_comments() {
     let text = "use crate::{\n    a::b,\n    c::{d, e},\n};\n// crate::f\nlet x = crate::g::h(\"// crate::i\");\n";
-    let found: Vec<_> = crate_paths(text).into_iter().map(|(l, m)| format!("{l}:{m}")).collect();
+    let found: Vec<_> = crate_paths(text)
+        .into_iter()
+        .map(|(l, m)| format!("{l}:{m}"))
+        .collect();
     assert_eq!(found, ["1:a", "1:c", "6:g"]);
 }

@@ -46,10 +46,10 @@ fn a_gateway_that_is_down_is_retried_with_back_off_and_the_bot_comes_back() {
         .discord
         .say(GENERAL, ALICE, &format!("<@{BOT}> are you back?"));
     assert!(
-        bot.discord.wait_until(20, |w| w
-            .sent_in(GENERAL)
-            .iter()
-            .any(|b| b["message_reference"]["message_id"] == json!(asked.to_string()))),
+        bot.discord
+            .wait_until(20, |w| w.sent_in(GENERAL).iter().any(
+                |b| b["message_reference"]["message_id"] == json!(asked.to_string())
+            )),
         "{}",
         bot.log()
     );

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ambient::executive::tools::{TypedTool, ToolError, typed};
+use ambient::executive::tools::{ToolError, TypedTool, typed};
 use ambient::executive::{Message, Role, TextSink, Turn, TurnOutcome};
 use ambient::ids::{ChannelId, GuildId, MessageId};
 use ambient::journal::{Filter, Kind};

@@ -376,9 +376,7 @@ fn edit_message(w: &mut World, channel: u64, id: u64, body: &Value) -> Response 
         return r;
     }
     // An edited reply pings its author again only as `replied_user` says, like a new one.
-    let replied_author = w.messages[&id]["referenced_message"]
-        .get("author")
-        .cloned();
+    let replied_author = w.messages[&id]["referenced_message"].get("author").cloned();
     let (users, everyone, roles) = match computed_mentions(
         &content,
         &body["allowed_mentions"],

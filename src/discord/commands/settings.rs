@@ -87,8 +87,8 @@ async fn reset(
         return Ok(());
     };
     let by = Some(UserId(ctx.author().id.get()));
-    let text = commands::settings::reset(&ctx.data().app, g, by, &path)
-        .unwrap_or_else(|e| e.to_string());
+    let text =
+        commands::settings::reset(&ctx.data().app, g, by, &path).unwrap_or_else(|e| e.to_string());
     ctx.say(text).await?;
     Ok(())
 }
