@@ -2,7 +2,8 @@
 # ambient's two entry points, with all set-up included:
 #   ./dev.sh run [ARGS]    build and start the bot (`ambient run`; ARGS go to ambient,
 #                          e.g. `./dev.sh run console` for the terminal console)
-#   ./dev.sh test          build and run every test
+#   ./dev.sh test          check the formatting, build and run every test, then clippy
+#                          (`./dev.sh test NAME` runs just the tests matching NAME)
 #   ./dev.sh install       build and install the `ambient` command
 #                          (cargo install: into ~/.cargo/bin, which must be on PATH)
 # On a fresh Debian/Ubuntu machine it installs what is missing first: a C
@@ -65,6 +66,27 @@ ensure_rust() {
     PATH="$HOME/.cargo/bin:$PATH"; export PATH
 }
 
+# A rustup component (clippy, rustfmt) for the checks beside the tests; a
+# minimal rustup profile lacks them. Says so and returns 1 when it cannot be had.
+ensure_component() {
+    cargo "$2" --version >/dev/null 2>&1 && return 0
+    command -v rustup >/dev/null 2>&1 && rustup component add "$1" >&2 && return 0
+    echo "dev.sh: cannot install the Rust component $1; skipping the $3 check" >&2
+    return 1
+}
+
+# The code's layout is rustfmt's: a difference fails the run before the tests build.
+check_format() {
+    ensure_component rustfmt fmt format || return 0
+    cargo fmt --check || { echo "dev.sh: the formatting differs from rustfmt's; run cargo fmt" >&2; exit 1; }
+}
+
+# Clippy on every target; a lint is allowed only where it is, with a reason.
+check_lints() {
+    ensure_component clippy clippy lint || return 0
+    cargo clippy --all-targets --locked -- -D warnings
+}
+
 cmd="${1:-}"
 [ $# -gt 0 ] && shift
 case "$cmd" in
@@ -79,7 +101,11 @@ case "$cmd" in
         ensure_espeak
         ensure_chromium
         ensure_rust
-        exec cargo test --locked "$@"
+        # With arguments, just those tests (e.g. `./dev.sh test layers`).
+        [ $# -gt 0 ] && exec cargo test --locked "$@"
+        check_format
+        cargo test --locked
+        check_lints
         ;;
     install)
         ensure_system_packages
