@@ -142,6 +142,11 @@ fn cycle_row(r: &Row<'_>) -> rusqlite::Result<Cycle> {
     })
 }
 
+/// "This line, in this server's stream, in the window": a seek on
+/// `context_stream_repeat` (migration 13), asked for every stored message.
+const REPEAT_CHECK: &str = "SELECT EXISTS (SELECT 1 FROM context_stream \
+     WHERE guild_id = ?1 AND ts >= ?2 AND kind = ?3 AND content = ?4)";
+
 const QUEUE: &str =
     "id, guild_id, scheduled_for, context, priority, created_by, created_at, done_at";
 
@@ -382,18 +387,25 @@ impl Store {
         repeat_window: chrono::Duration,
     ) -> Result<bool> {
         let conn = self.lock();
-        let repeated: bool = conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM context_stream WHERE guild_id = ?1 AND ts >= ?2 AND kind = ?3 AND content = ?4)",
-            params![guild.to_sql(), to_ms(at - repeat_window), kind, content],
-            |r| r.get(0),
-        )?;
+        let repeated: bool = conn
+            .prepare_cached(REPEAT_CHECK)?
+            .query_row(
+                params![guild.to_sql(), to_ms(at - repeat_window), kind, content],
+                |r| r.get(0),
+            )?;
         if repeated {
             return Ok(false);
         }
-        conn.execute(
+        conn.prepare_cached(
             "INSERT INTO context_stream (guild_id, channel_id, ts, kind, content) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![guild.to_sql(), channel.map(|c| c.to_sql()), to_ms(at), kind, content],
-        )?;
+        )?
+        .execute(params![
+            guild.to_sql(),
+            channel.map(|c| c.to_sql()),
+            to_ms(at),
+            kind,
+            content
+        ])?;
         Ok(true)
     }
 
@@ -522,4 +534,39 @@ impl Store {
 
 fn to_json<T: Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_else(|_| "[]".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_repeat_check_seeks_its_index_instead_of_reading_the_window() {
+        let store = Store::open_in_memory().unwrap();
+        let conn = store.lock();
+        let plan: Vec<String> = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {REPEAT_CHECK}"))
+            .unwrap()
+            .query_map(params![1, 0, "user_message", "ada: hi"], |r| r.get(3))
+            .unwrap()
+            .collect::<std::result::Result<_, _>>()
+            .unwrap();
+        assert!(
+            plan.iter().any(|step| step.contains("context_stream_repeat")),
+            "{plan:#?}"
+        );
+    }
+
+    #[test]
+    fn a_line_is_kept_once_per_window() {
+        let store = Store::open_in_memory().unwrap();
+        let t = DateTime::<Utc>::from_timestamp(1_800_000_000, 0).unwrap();
+        let window = chrono::Duration::minutes(10);
+        let append = |at| store.stream_append(GuildId(1), None, "user_message", "ada: hi", at, window);
+        assert!(append(t).unwrap());
+        assert!(!append(t + chrono::Duration::minutes(9)).unwrap());
+        assert!(append(t + chrono::Duration::minutes(11)).unwrap());
+        let other_server = store.stream_append(GuildId(2), None, "user_message", "ada: hi", t, window);
+        assert!(other_server.unwrap());
+    }
 }

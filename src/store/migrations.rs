@@ -440,6 +440,18 @@ pub const MIGRATIONS: &[Migration] = &[
             ALTER TABLE schedules ADD COLUMN during_quiet_hours INTEGER NOT NULL DEFAULT 0;
         "#,
     },
+    Migration {
+        version: 13,
+        name: "the context stream's repeat check: one seek instead of reading the last ten minutes",
+        // Every stored message asks "is this line already in the stream from
+        // the last ten minutes?". With only (guild_id, ts) to go on, SQLite read
+        // every line of those minutes to answer: on a busy server, thousands
+        // per message, growing with the traffic (the load harness showed it as
+        // over half the CPU of an unaddressed message).
+        sql: r#"
+            CREATE INDEX context_stream_repeat ON context_stream (guild_id, kind, content, ts);
+        "#,
+    },
 ];
 
 pub fn latest() -> u32 {
