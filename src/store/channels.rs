@@ -8,13 +8,16 @@ use super::{Result, Store, to_ms};
 use crate::ids::{ChannelId, GuildId};
 
 impl Store {
+    /// Asked for every message seen (a rename shows on the next one), so
+    /// prepared once; an unchanged name writes nothing.
     pub fn upsert_guild(&self, id: GuildId, name: &str, at: DateTime<Utc>) -> Result<()> {
-        self.lock().execute(
-            "INSERT INTO guilds (id, name, updated_at) VALUES (?1, ?2, ?3)
-             ON CONFLICT (id) DO UPDATE SET name = excluded.name, updated_at = excluded.updated_at
-             WHERE guilds.name <> excluded.name",
-            params![id.to_sql(), name, to_ms(at)],
-        )?;
+        self.lock()
+            .prepare_cached(
+                "INSERT INTO guilds (id, name, updated_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (id) DO UPDATE SET name = excluded.name, updated_at = excluded.updated_at
+                 WHERE guilds.name <> excluded.name",
+            )?
+            .execute(params![id.to_sql(), name, to_ms(at)])?;
         Ok(())
     }
 
@@ -25,24 +28,27 @@ impl Store {
         name: &str,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        self.lock().execute(
-            "INSERT INTO channels (id, guild_id, name, updated_at) VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT (id) DO UPDATE SET name = excluded.name, guild_id = excluded.guild_id,
-                                            updated_at = excluded.updated_at
-             WHERE channels.name <> excluded.name",
-            params![id.to_sql(), guild.map(GuildId::to_sql), name, to_ms(at)],
-        )?;
+        self.lock()
+            .prepare_cached(
+                "INSERT INTO channels (id, guild_id, name, updated_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (id) DO UPDATE SET name = excluded.name, guild_id = excluded.guild_id,
+                                                updated_at = excluded.updated_at
+                 WHERE channels.name <> excluded.name",
+            )?
+            .execute(params![
+                id.to_sql(),
+                guild.map(GuildId::to_sql),
+                name,
+                to_ms(at)
+            ])?;
         Ok(())
     }
 
     pub fn channel_name(&self, id: ChannelId) -> Result<Option<String>> {
         Ok(self
             .lock()
-            .query_row(
-                "SELECT name FROM channels WHERE id = ?1",
-                [id.to_sql()],
-                |r| r.get(0),
-            )
+            .prepare_cached("SELECT name FROM channels WHERE id = ?1")?
+            .query_row([id.to_sql()], |r| r.get(0))
             .optional()?)
     }
 

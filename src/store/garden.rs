@@ -387,12 +387,10 @@ impl Store {
         repeat_window: chrono::Duration,
     ) -> Result<bool> {
         let conn = self.lock();
-        let repeated: bool = conn
-            .prepare_cached(REPEAT_CHECK)?
-            .query_row(
-                params![guild.to_sql(), to_ms(at - repeat_window), kind, content],
-                |r| r.get(0),
-            )?;
+        let repeated: bool = conn.prepare_cached(REPEAT_CHECK)?.query_row(
+            params![guild.to_sql(), to_ms(at - repeat_window), kind, content],
+            |r| r.get(0),
+        )?;
         if repeated {
             return Ok(false);
         }
@@ -552,7 +550,8 @@ mod tests {
             .collect::<std::result::Result<_, _>>()
             .unwrap();
         assert!(
-            plan.iter().any(|step| step.contains("context_stream_repeat")),
+            plan.iter()
+                .any(|step| step.contains("context_stream_repeat")),
             "{plan:#?}"
         );
     }
@@ -562,11 +561,13 @@ mod tests {
         let store = Store::open_in_memory().unwrap();
         let t = DateTime::<Utc>::from_timestamp(1_800_000_000, 0).unwrap();
         let window = chrono::Duration::minutes(10);
-        let append = |at| store.stream_append(GuildId(1), None, "user_message", "ada: hi", at, window);
+        let append =
+            |at| store.stream_append(GuildId(1), None, "user_message", "ada: hi", at, window);
         assert!(append(t).unwrap());
         assert!(!append(t + chrono::Duration::minutes(9)).unwrap());
         assert!(append(t + chrono::Duration::minutes(11)).unwrap());
-        let other_server = store.stream_append(GuildId(2), None, "user_message", "ada: hi", t, window);
+        let other_server =
+            store.stream_append(GuildId(2), None, "user_message", "ada: hi", t, window);
         assert!(other_server.unwrap());
     }
 }

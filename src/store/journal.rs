@@ -29,23 +29,24 @@ impl Store {
     /// Appends an entry and returns its id.
     pub fn journal_append(&self, e: &Entry) -> Result<i64> {
         let conn = self.lock();
-        conn.execute(
+        // Prepared once: every routed message writes a line.
+        conn.prepare_cached(
             "INSERT INTO journal (ts, kind, guild_id, channel_id, message_id, model_call_id,
                                   summary, reason, salience, data)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            rusqlite::params![
-                to_ms(e.at),
-                e.kind.as_str(),
-                e.guild.map(GuildId::to_sql),
-                e.channel.map(ChannelId::to_sql),
-                e.message.map(MessageId::to_sql),
-                e.model_call,
-                e.summary,
-                e.reason,
-                e.salience,
-                e.data.to_string(),
-            ],
-        )?;
+        )?
+        .execute(rusqlite::params![
+            to_ms(e.at),
+            e.kind.as_str(),
+            e.guild.map(GuildId::to_sql),
+            e.channel.map(ChannelId::to_sql),
+            e.message.map(MessageId::to_sql),
+            e.model_call,
+            e.summary,
+            e.reason,
+            e.salience,
+            e.data.to_string(),
+        ])?;
         Ok(conn.last_insert_rowid())
     }
 

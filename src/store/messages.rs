@@ -134,12 +134,15 @@ impl Store {
             return Ok(false);
         }
         let attachments = serde_json::to_string(&m.attachments).unwrap_or_else(|_| "[]".into());
-        let n = self.lock().execute(
+        let conn = self.lock();
+        // Prepared once: every message seen is stored.
+        let n = conn.prepare_cached(
             &format!(
                 "INSERT INTO messages ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
                  ON CONFLICT (id) DO NOTHING"
             ),
-            params![
+        )?
+        .execute(params![
                 m.id.to_sql(),
                 m.guild.map(GuildId::to_sql),
                 m.channel.to_sql(),
