@@ -12,6 +12,7 @@ use super::scheduler::{self, Ended};
 use super::tools::{self, CycleShared, EndCycle};
 use super::{CONTINUATION, Garden, feedback, pass};
 use crate::attention::Priority;
+use crate::executive::prompts::Rendered;
 use crate::executive::tools::{FinalTool, parse_args};
 use crate::executive::wire::{Part, Speaker};
 use crate::executive::{Message, Role, Turn, TurnOutcome};
@@ -588,27 +589,7 @@ impl Garden {
                 );
             }
         };
-        let mut turn = Turn::new(
-            Role::Ambient,
-            Some(guild),
-            format!("garden cycle {}", cycle.id),
-        );
-        turn.system = rendered.system;
-        turn.messages = vec![Message::user(rendered.user)];
-        turn.tools = tools::for_cycle(&shared, &self.impulses, &self.settings, proactive);
-        if settings.memory.enabled {
-            turn.tools.push(crate::memory::tools::memory_search(
-                &self.memory,
-                Reader::Guild(guild),
-            ));
-        }
-        turn.final_tool = Some(FinalTool::of::<EndCycle>(
-            "end_ambient_cycle",
-            "End the cycle: what you did, and when to wake next.",
-        ));
-        turn.continuation = Some(CONTINUATION.into());
-        turn.max_steps = settings.initiative.text.max_tool_steps.max(4) * 2;
-        turn.max_calls = settings.initiative.text.max_tool_calls.max(4) * 2;
+        let turn = self.cycle_turn(&settings, &shared, rendered, proactive);
         let result = self.executive.run_turn(turn).await;
         cycle.tokens_in += result.tokens.input;
         cycle.tokens_out += result.tokens.output;
@@ -635,6 +616,41 @@ impl Garden {
             ),
             Err(e) => ModelPart::failed(format!("the model call failed: {e}"), shown),
         }
+    }
+
+    /// The cycle's one model turn: the garden's tools (and memory search when
+    /// memory is on), ended by `end_ambient_cycle`, with twice the initiative's
+    /// step and call allowance (a cycle does more than one post).
+    fn cycle_turn(
+        &self,
+        settings: &Settings,
+        shared: &Arc<CycleShared>,
+        rendered: Rendered,
+        proactive: bool,
+    ) -> Turn {
+        let guild = shared.guild;
+        let mut turn = Turn::new(
+            Role::Ambient,
+            Some(guild),
+            format!("garden cycle {}", shared.cycle),
+        );
+        turn.system = rendered.system;
+        turn.messages = vec![Message::user(rendered.user)];
+        turn.tools = tools::for_cycle(shared, &self.impulses, &self.settings, proactive);
+        if settings.memory.enabled {
+            turn.tools.push(crate::memory::tools::memory_search(
+                &self.memory,
+                Reader::Guild(guild),
+            ));
+        }
+        turn.final_tool = Some(FinalTool::of::<EndCycle>(
+            "end_ambient_cycle",
+            "End the cycle: what you did, and when to wake next.",
+        ));
+        turn.continuation = Some(CONTINUATION.into());
+        turn.max_steps = settings.initiative.text.max_tool_steps.max(4) * 2;
+        turn.max_calls = settings.initiative.text.max_tool_calls.max(4) * 2;
+        turn
     }
 
     /// The model ended the cycle: the wake it asked for is queued with its
