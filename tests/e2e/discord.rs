@@ -318,19 +318,28 @@ fn edits_deletions_dms_and_replies_to_the_bot() {
         bot.discord
             .wait_until(15, |w| w.sent_in(GENERAL).len() == 1)
     );
-    let reply_target = bot
-        .store()
-        .recent_messages(ambient::ids::ChannelId(GENERAL), 5)
-        .unwrap()
-        .into_iter()
-        .find(|m| m.is_self)
-        .expect("the bot's own message is stored")
-        .id;
+    // Alice replies to the message as Discord shows it. The bot stores its
+    // words before Discord confirms them (under a provisional id), so wait
+    // for the row to carry Discord's id.
+    let reply_target: u64 = bot.discord.with(|w| w.posted_in(GENERAL))[0]["id"]
+        .as_str()
+        .and_then(|id| id.parse().ok())
+        .expect("Discord gave the bot's message an id");
+    let stored = |_: &_| {
+        bot.store()
+            .message(ambient::ids::MessageId(reply_target))
+            .unwrap()
+            .is_some_and(|m| m.is_self)
+    };
+    assert!(
+        bot.discord.wait_until(15, stored),
+        "the bot's own message is stored under Discord's id"
+    );
     bot.discord.say_full(
         GENERAL,
         ALICE,
         "thanks, and one more thing",
-        Some(reply_target.get()),
+        Some(reply_target),
     );
     assert!(
         bot.discord
@@ -369,16 +378,21 @@ fn ambient_status_and_why_explain_the_bot() {
         assert!(text.lines().any(|l| l == line), "{line:?} in:\n{text}");
     }
 
-    let sent_id = {
-        let store = bot.store();
-        store
-            .recent_messages(ambient::ids::ChannelId(GENERAL), 5)
+    // The message as Discord shows it, once the bot has stored it under that id.
+    let sent_id: u64 = bot.discord.with(|w| w.posted_in(GENERAL))[0]["id"]
+        .as_str()
+        .and_then(|id| id.parse().ok())
+        .expect("Discord gave the bot's message an id");
+    let stored = |_: &_| {
+        bot.store()
+            .message(ambient::ids::MessageId(sent_id))
             .unwrap()
-            .into_iter()
-            .find(|m| m.is_self)
-            .unwrap()
-            .id
+            .is_some_and(|m| m.is_self)
     };
+    assert!(
+        bot.discord.wait_until(15, stored),
+        "the bot's answer is stored under Discord's id"
+    );
     let link = format!("https://discord.com/channels/100/{GENERAL}/{sent_id}");
     let why = reply(
         bot.discord
