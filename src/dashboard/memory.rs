@@ -97,14 +97,12 @@ pub async fn page(
     RawQuery(query): RawQuery,
 ) -> Response {
     super::blocking(d, move |d| {
-        let frame = d.frame("memory", "Memory", &who);
-        match Params::from_query(query.as_deref())
-            .map_err(Problem::from)
-            .and_then(|p| view(&d.site, &p))
-        {
-            Ok(v) => d.views.page("memory.html", &frame, &v),
-            Err(e) => d.bad_input(&who, &e),
-        }
+        d.query_page(
+            &who,
+            ("memory", "Memory", "memory.html"),
+            query.as_deref(),
+            view,
+        )
     })
     .await
 }
@@ -385,13 +383,10 @@ pub async fn forget(
     body: Bytes,
 ) -> Response {
     super::blocking(d, move |d| {
-        let form = match Params::from_form(&body) {
+        let form = match d.posted_form(&who, &body) {
             Ok(f) => f,
-            Err(e) => return d.bad_input(&who, &e),
+            Err(refused) => return *refused,
         };
-        if let Some(refused) = d.check_csrf(&who, &form) {
-            return refused;
-        }
         let Some(id) = form.get("id") else {
             return d.bad_input(&who, "id: which memory to forget (its whole id) is missing");
         };
@@ -488,13 +483,10 @@ pub async fn forget_me(
     body: Bytes,
 ) -> Response {
     super::blocking(d, move |d| {
-        let form = match Params::from_form(&body) {
+        let form = match d.posted_form(&who, &body) {
             Ok(f) => f,
-            Err(e) => return d.bad_input(&who, &e),
+            Err(refused) => return *refused,
         };
-        if let Some(refused) = d.check_csrf(&who, &form) {
-            return refused;
-        }
         let user = match form.user("user") {
             Ok(Some(u)) => u,
             Ok(None) => return d.bad_input(&who, "user: whose memory to erase (their user id) is missing"),

@@ -109,9 +109,34 @@ impl Dash {
         )
     }
 
-    /// `Some(refusal)` unless `form` carries `who`'s CSRF token.
-    fn check_csrf(&self, who: &Who, form: &Params) -> Option<Response> {
-        (!self.access.csrf_ok(who, form.raw("csrf"))).then(|| self.csrf_refused(who))
+    /// A read-only page drawn from its query string: `view` makes the page's
+    /// data, or names the bad parameter.
+    fn query_page<V: serde::Serialize>(
+        &self,
+        who: &Who,
+        (id, title, template): (&'static str, &str, &str),
+        query: Option<&str>,
+        view: impl FnOnce(&Site, &Params) -> Result<V, problem::Problem>,
+    ) -> Response {
+        let frame = self.frame(id, title, who);
+        match Params::from_query(query)
+            .map_err(problem::Problem::from)
+            .and_then(|p| view(&self.site, &p))
+        {
+            Ok(v) => self.views.page(template, &frame, &v),
+            Err(e) => self.bad_input(who, &e),
+        }
+    }
+
+    /// A posted form, once it parses and carries `who`'s CSRF token; or the
+    /// answer that refuses it (bad input, or a forged form), boxed: a
+    /// response is large and the form is the usual case.
+    fn posted_form(&self, who: &Who, body: &[u8]) -> Result<Params, Box<Response>> {
+        let form = Params::from_form(body).map_err(|e| Box::new(self.bad_input(who, &e)))?;
+        if !self.access.csrf_ok(who, form.raw("csrf")) {
+            return Err(Box::new(self.csrf_refused(who)));
+        }
+        Ok(form)
     }
 }
 
@@ -389,12 +414,8 @@ async fn logout(
     Extension(who): Extension<Who>,
     body: Bytes,
 ) -> Response {
-    let form = match Params::from_form(&body) {
-        Ok(f) => f,
-        Err(e) => return d.bad_input(&who, &e),
-    };
-    if let Some(refused) = d.check_csrf(&who, &form) {
-        return refused;
+    if let Err(refused) = d.posted_form(&who, &body) {
+        return *refused;
     }
     d.access.sign_out(&who);
     let mut res = see_other("/login");

@@ -86,14 +86,12 @@ pub async fn page(
     RawQuery(query): RawQuery,
 ) -> Response {
     super::blocking(d, move |d| {
-        let frame = d.frame("today", "Today", &who);
-        match Params::from_query(query.as_deref())
-            .map_err(Problem::from)
-            .and_then(|p| view(&d.site, &p))
-        {
-            Ok(v) => d.views.page("today.html", &frame, &v),
-            Err(e) => d.bad_input(&who, &e),
-        }
+        d.query_page(
+            &who,
+            ("today", "Today", "today.html"),
+            query.as_deref(),
+            view,
+        )
     })
     .await
 }
