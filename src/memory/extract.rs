@@ -196,8 +196,12 @@ impl Memory {
             );
             return stored;
         }
-        // Losing the checkpoint only means these messages are read once more.
-        let _ = self.store.set_extraction_checkpoint(channel, last, now);
+        // Lost, the checkpoint makes this batch be read again and its facts
+        // reinforced a second time: worth a warning, not worth undoing the
+        // facts already stored.
+        if let Err(e) = self.store.set_extraction_checkpoint(channel, last, now) {
+            tracing::warn!(%channel, error = %e, "could not save the extraction checkpoint");
+        }
         self.journal.record(
             Entry::new(
                 Kind::Memory,
