@@ -147,8 +147,8 @@ fn strings_in<'a>(value: &'a mut Value, out: &mut Vec<&'a mut String>) {
     }
 }
 
-/// 5000000 → "5,000,000".
-fn thousands(n: usize) -> String {
+/// 5000000 → "5,000,000": sizes told to people and to the model.
+pub(crate) fn thousands(n: impl std::fmt::Display) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, d) in digits.chars().enumerate() {

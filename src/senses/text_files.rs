@@ -15,6 +15,7 @@
 //! `executive.promptLimits.totalChars` (`executive::bounds`), which cuts the
 //! longest pieces — a huge file first — before anything else.
 
+use crate::executive::bounds::thousands;
 use crate::store::messages::Attachment;
 
 /// Extensions read as text.
@@ -342,18 +343,6 @@ pub fn display_name(name: &str) -> String {
     } else {
         clean
     }
-}
-
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, d) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(d);
-    }
-    out
 }
 
 #[cfg(test)]
