@@ -56,6 +56,12 @@ pub enum Command {
         /// on SIGHUP or `/settings reload`
         #[arg(long)]
         no_watch: bool,
+        /// Run only these gateway shards, e.g. 0-3 (overrides discord.shards)
+        #[arg(long, value_name = "RANGE")]
+        shards: Option<String>,
+        /// How many shards the whole bot runs (overrides discord.totalShards)
+        #[arg(long, value_name = "N")]
+        total_shards: Option<u32>,
     },
     /// Run the whole bot against a simulated guild in this terminal
     Console {
@@ -307,7 +313,17 @@ pub fn init_logging(cli: &Cli) {
 // verb's module; split, the table of what `ambient` can do would be in pieces.
 pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Run { no_watch } => run::run(cli.settings.as_deref(), no_watch).await,
+        Command::Run {
+            no_watch,
+            shards,
+            total_shards,
+        } => {
+            let shards = run::ShardFlags {
+                shards,
+                total_shards,
+            };
+            run::run(cli.settings.as_deref(), no_watch, shards).await
+        }
         Command::Console {
             json,
             channel,
@@ -466,10 +482,14 @@ fn reflexes_verb(
 
 /// Loads settings for a verb that runs the bot: every problem is printed and is fatal.
 fn load_valid(path: Option<&std::path::Path>) -> anyhow::Result<Result<Loaded, ExitCode>> {
-    let loaded = load_once(path)?;
+    Ok(refuse_problems(load_once(path)?))
+}
+
+/// Settings the bot can run with, or its problems said on stderr and a failing exit.
+fn refuse_problems(loaded: Loaded) -> Result<Loaded, ExitCode> {
     warn_about_ignored(&loaded);
     if loaded.problems.is_empty() {
-        return Ok(Ok(loaded));
+        return Ok(loaded);
     }
     eprintln!(
         "{}: {} problem(s) in the settings:",
@@ -486,7 +506,7 @@ fn load_valid(path: Option<&std::path::Path>) -> anyhow::Result<Result<Loaded, E
         );
     }
     eprintln!("Fix them (ambient settings check lists them again) and start again.");
-    Ok(Err(ExitCode::FAILURE))
+    Err(ExitCode::FAILURE)
 }
 
 /// Loads settings for a read-only verb: problems are warnings.

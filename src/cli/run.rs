@@ -10,8 +10,48 @@ use crate::clock::{Chance, SystemClock};
 use crate::live::Watching;
 use crate::settings::Secrets;
 
-pub async fn run(settings: Option<&Path>, no_watch: bool) -> anyhow::Result<ExitCode> {
-    let loaded = match super::load_valid(settings)? {
+/// `--shards` and `--total-shards`: the settings' `discord.shards` and
+/// `discord.totalShards` for this start only.
+pub struct ShardFlags {
+    pub shards: Option<String>,
+    pub total_shards: Option<u32>,
+}
+
+impl ShardFlags {
+    /// The flags written over the file's settings, and the shard problems
+    /// checked again with the flags' names (the file's own stay as they were).
+    fn apply(self, loaded: &mut crate::settings::Loaded) {
+        if self.shards.is_none() && self.total_shards.is_none() {
+            return;
+        }
+        let d = &mut loaded.settings.discord;
+        if let Some(range) = self.shards {
+            d.shards = range;
+        }
+        if let Some(total) = self.total_shards {
+            d.total_shards = total;
+        }
+        const KEYS: [&str; 3] = ["discord.shards", "discord.totalShards", "storage.sharedDir"];
+        loaded.problems.retain(|p| !KEYS.contains(&p.path.as_str()));
+        for mut p in crate::settings::shards::problems(&loaded.settings) {
+            p.path = match p.path.as_str() {
+                "discord.shards" => "--shards (discord.shards)".into(),
+                "discord.totalShards" => "--total-shards (discord.totalShards)".into(),
+                _ => p.path,
+            };
+            loaded.problems.push(p);
+        }
+    }
+}
+
+pub async fn run(
+    settings: Option<&Path>,
+    no_watch: bool,
+    flags: ShardFlags,
+) -> anyhow::Result<ExitCode> {
+    let mut loaded = super::load_once(settings)?;
+    flags.apply(&mut loaded);
+    let loaded = match super::refuse_problems(loaded) {
         Ok(l) => l,
         Err(code) => return Ok(code),
     };

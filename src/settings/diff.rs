@@ -28,6 +28,10 @@ use super::secrets::Secrets;
 pub const AT_NEXT_START: &[&str] = &[
     // The store, its lock and the journal live there.
     "storage.dataDir",
+    // The gateway shards run, the guilds owned, and where people's requests pass between processes.
+    "storage.sharedDir",
+    "discord.shards",
+    "discord.totalShards",
     // The Discord client: REST base, its rate limiting, intents, command registration.
     "discord.apiBaseUrl",
     "discord.restProxyHandlesRateLimits",

@@ -9,6 +9,7 @@
 //! - `paths`: dotted-path helpers
 //! - `check`: a file's problems as `ambient settings check` and a live reload word them
 //! - `diff`: what changed between two settings documents, and what waits for the next start
+//! - `shards`: which gateway shards (and so which guilds) this process runs
 //! - `quiet_hours`: the `initiative.quietHours` syntax and when a server is quiet
 
 pub(crate) mod check;
@@ -20,6 +21,7 @@ pub(crate) mod role;
 pub(crate) mod schema;
 pub(crate) mod secrets;
 pub(crate) mod service;
+pub mod shards;
 pub mod validate;
 
 pub use load::{Loaded, SettingsSource, load};

@@ -112,6 +112,12 @@ pub struct DiscordSettings {
     pub stream_replies: bool,
     /// A streamed message is edited at most once per this many milliseconds.
     pub stream_edit_interval_ms: u32,
+    /// The gateway shards this process runs, `"0-3"` or `"5"`; empty: all of them
+    /// (see `settings::shards`). `ambient run --shards` overrides it.
+    pub shards: String,
+    /// How many shards the whole bot runs (every process the same); 0: Discord's
+    /// recommendation. `ambient run --total-shards` overrides it.
+    pub total_shards: u32,
 }
 
 impl Default for DiscordSettings {
@@ -130,6 +136,8 @@ impl Default for DiscordSettings {
             stream_replies: true,
             stream_edit_interval_ms: 1500,
             attachments: AttachmentSettings::default(),
+            shards: String::new(),
+            total_shards: 0,
         }
     }
 }
@@ -176,12 +184,17 @@ impl Default for AttachmentSettings {
 pub struct StorageSettings {
     /// Directory holding the SQLite database and the bot's `state/` files.
     pub data_dir: String,
+    /// A directory every process of a sharded bot shares (empty: none, one
+    /// process): a person's boundaries and forget-me requests reach the other
+    /// processes through it.
+    pub shared_dir: String,
 }
 
 impl Default for StorageSettings {
     fn default() -> Self {
         Self {
             data_dir: "./data".into(),
+            shared_dir: String::new(),
         }
     }
 }

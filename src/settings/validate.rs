@@ -490,6 +490,7 @@ fn bot_discord_storage(p: &mut Rules, s: &Settings) {
     p.non_empty("bot.name", &s.bot.name);
     p.max_len("bot.name", &s.bot.name, 32);
     p.url("discord.apiBaseUrl", &s.discord.api_base_url, false);
+    p.0.extend(super::shards::problems(s));
     p.range(
         "discord.backfillMessages",
         s.discord.backfill_messages,
