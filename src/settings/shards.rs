@@ -77,7 +77,7 @@ impl fmt::Display for ShardRange {
 }
 
 impl ShardRange {
-    pub fn len(&self) -> u32 {
+    pub fn count(&self) -> u32 {
         self.last - self.first + 1
     }
 
@@ -112,7 +112,7 @@ impl Shards {
 
     /// This process's part of the bot: its shards over all shards.
     pub fn share(&self) -> f64 {
-        f64::from(self.range.len()) / f64::from(self.total.max(1))
+        f64::from(self.range.count()) / f64::from(self.total.max(1))
     }
 }
 
