@@ -35,6 +35,8 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use super::fake_gateway::{self as gw, Answer, Identify, Outbound, Session, Sharding};
+
 pub const BOT: u64 = 10_000;
 pub const APP: u64 = 10_000;
 pub const GUILD: u64 = 100;
@@ -64,16 +66,23 @@ pub struct Request {
     pub body: Value,
 }
 
-enum Outbound {
-    Frame(Value),
-    Close(u16),
-}
-
 #[derive(Default)]
 pub struct World {
-    seq: u64,
+    /// Every dispatch, whichever sessions it went to (`t` and `d`), for `log_of`.
     log: Vec<Value>,
-    conn: Option<mpsc::UnboundedSender<Outbound>>,
+    /// One per IDENTIFY let through, until the shard identifies again.
+    sessions: Vec<Session>,
+    /// Numbers the gateway's connections, so a closing one detaches only itself.
+    next_conn: u64,
+    /// What the gateway recommends and allows (see `fake_gateway`).
+    pub sharding: Sharding,
+    /// Every IDENTIFY, answered or refused, oldest first.
+    pub identify_log: Vec<Identify>,
+    /// When each identify bucket last let one through.
+    identify_buckets: HashMap<u32, Instant>,
+    /// The test guild (`GUILD`) is left out: only the extra servers are served.
+    pub without_test_guild: bool,
+    /// IDENTIFYs answered with READY.
     pub identifies: u32,
     pub resumes: u32,
     replay_from: Option<u64>,
@@ -134,15 +143,55 @@ impl World {
         1_500_000_000_000_000_000 + self.next_id
     }
 
-    /// Numbers and sends a dispatch to the live connection (if any) and logs it for resumes.
-    fn dispatch(&mut self, t: &str, d: Value) -> u64 {
-        self.seq += 1;
-        let frame = json!({"op": 0, "t": t, "s": self.seq, "d": d});
-        self.log.push(frame.clone());
-        if let Some(conn) = &self.conn {
-            let _ = conn.send(Outbound::Frame(frame));
+    /// Sends a dispatch to every session that hears its guild (the payload's
+    /// `guild_id`, a GUILD_CREATE's `id`; none: a DM, shard 0), numbered in
+    /// each session and kept there for resumes.
+    fn dispatch(&mut self, t: &str, d: Value) {
+        let guild = match t {
+            "GUILD_CREATE" => d["id"].as_str(),
+            _ => d["guild_id"].as_str(),
         }
-        self.seq
+        .and_then(|g| g.parse::<u64>().ok());
+        self.log.push(json!({"t": t, "d": d}));
+        let rules = self.sharding.clone();
+        for s in self.sessions.iter_mut().filter(|s| s.hears(guild, &rules)) {
+            s.send(t, d.clone());
+        }
+    }
+
+    /// The guilds the bot is in: the test guild (unless left out) and the extra servers.
+    pub fn guilds(&self) -> Vec<u64> {
+        let (more, _) = self.more_guilds;
+        (!self.without_test_guild)
+            .then_some(GUILD)
+            .into_iter()
+            .chain((0..more).map(extra_guild))
+            .collect()
+    }
+
+    /// The IDENTIFYs refused for coming faster than their bucket allows.
+    pub fn identifies_refused(&self) -> Vec<Identify> {
+        self.identify_log
+            .iter()
+            .filter(|i| i.answer == Answer::RateLimited)
+            .cloned()
+            .collect()
+    }
+
+    /// The shards that identified successfully, `[id, total]`, in order.
+    pub fn identified_shards(&self) -> Vec<[u32; 2]> {
+        self.identify_log
+            .iter()
+            .filter(|i| i.answer == Answer::Ready)
+            .map(|i| i.shard)
+            .collect()
+    }
+
+    /// Closes every live gateway connection with `code`.
+    fn close_all(&mut self, code: u16) {
+        for s in &mut self.sessions {
+            s.close(code);
+        }
     }
 
     /// For each reaction the bot added to a message the test sent: how long
@@ -747,7 +796,7 @@ impl FakeDiscord {
         false
     }
 
-    fn dispatch(&self, t: &str, d: Value) -> u64 {
+    fn dispatch(&self, t: &str, d: Value) {
         check(t, &d);
         self.with(|w| w.dispatch(t, d))
     }
@@ -968,9 +1017,7 @@ impl FakeDiscord {
     pub fn drop_session(&self) {
         self.with(|w| {
             w.refuse_resume = true;
-            if let Some(conn) = w.conn.take() {
-                let _ = conn.send(Outbound::Close(4000));
-            }
+            w.close_all(4000);
         });
     }
 
@@ -979,9 +1026,7 @@ impl FakeDiscord {
     pub fn gateway_down(&self) {
         self.with(|w| {
             w.gateway_down = true;
-            if let Some(conn) = w.conn.take() {
-                let _ = conn.send(Outbound::Close(1000));
-            }
+            w.close_all(1000);
         });
     }
 
@@ -1002,14 +1047,13 @@ impl FakeDiscord {
     pub fn drop_connection(&self, replay_from: Option<u64>) {
         self.with(|w| {
             w.replay_from = replay_from;
-            if let Some(conn) = w.conn.take() {
-                let _ = conn.send(Outbound::Close(4000));
-            }
+            w.close_all(4000);
         });
     }
 
+    /// The newest session's sequence number (a single-shard test's only session).
     pub fn seq(&self) -> u64 {
-        self.with(|w| w.seq)
+        self.with(|w| w.sessions.last().map_or(0, |s| s.seq))
     }
 }
 
@@ -1035,10 +1079,16 @@ async fn gateway(
     ws.on_upgrade(move |socket| session(socket, world))
 }
 
+/// One websocket to the gateway: HELLO, then IDENTIFY or RESUME (see
+/// `fake_gateway` for the sharding rules), heartbeats ACKed.
 async fn session(socket: WebSocket, world: Arc<Mutex<World>>) {
     let (mut sink, mut stream) = socket.split();
     let (tx, mut rx) = mpsc::unbounded_channel::<Outbound>();
-    world.lock().unwrap().conn = Some(tx.clone());
+    let conn = {
+        let mut w = world.lock().unwrap();
+        w.next_conn += 1;
+        w.next_conn
+    };
     let _ = tx.send(Outbound::Frame(
         json!({"op": 10, "d": {"heartbeat_interval": 41250}}),
     ));
@@ -1075,55 +1125,102 @@ async fn session(socket: WebSocket, world: Arc<Mutex<World>>) {
             Some(1) => {
                 let _ = tx.send(Outbound::Frame(json!({"op": 11})));
             }
-            Some(2) => {
-                let mut w = world.lock().unwrap();
-                w.identifies += 1;
-                let (more, channels) = w.more_guilds;
-                let unavailable: Vec<Value> = std::iter::once(GUILD)
-                    .chain((0..more).map(extra_guild))
-                    .map(|g| json!({"id": g.to_string(), "unavailable": true}))
-                    .collect();
-                let ready = json!({
-                    "v": 10, "user": bot_user(), "guilds": unavailable,
-                    "session_id": format!("session-{}", w.identifies), "resume_gateway_url": "ws://unused",
-                    "shard": [0, 1], "application": {"id": APP.to_string(), "flags": 0},
-                });
-                check("READY", &ready);
-                w.dispatch("READY", ready);
-                let guild = guild_create();
-                check("GUILD_CREATE", &guild);
-                w.dispatch("GUILD_CREATE", guild);
-                for i in 0..more {
-                    let guild = extra_guild_create(i, channels);
-                    if i == 0 {
-                        check("GUILD_CREATE", &guild);
-                    }
-                    w.dispatch("GUILD_CREATE", guild);
-                }
-            }
-            Some(6) if world.lock().unwrap().refuse_resume => {
-                let _ = tx.send(Outbound::Frame(json!({"op": 9, "d": false})));
-            }
-            Some(6) => {
-                let client_seq = frame["d"]["seq"].as_u64().unwrap_or(0);
-                let mut w = world.lock().unwrap();
-                w.resumes += 1;
-                let from = w.replay_from.take().unwrap_or(client_seq);
-                let replay: Vec<Value> = w
-                    .log
-                    .iter()
-                    .filter(|f| f["s"].as_u64().unwrap_or(0) > from)
-                    .cloned()
-                    .collect();
-                for f in replay {
-                    let _ = tx.send(Outbound::Frame(f));
-                }
-                w.dispatch("RESUMED", json!({}));
-            }
+            Some(2) => identify(&mut world.lock().unwrap(), &frame["d"], conn, &tx),
+            Some(6) => resume(&mut world.lock().unwrap(), &frame["d"], conn, &tx),
             _ => {}
         }
     }
+    for s in &mut world.lock().unwrap().sessions {
+        if s.conn.as_ref().is_some_and(|(c, _)| *c == conn) {
+            s.conn = None;
+        }
+    }
     writer.abort();
+}
+
+/// IDENTIFY: judged by the sharding rules; let through, a new session gets
+/// READY with its shard's guilds and their GUILD_CREATEs.
+fn identify(w: &mut World, d: &Value, conn: u64, tx: &mpsc::UnboundedSender<Outbound>) {
+    let shard = gw::identified_shard(d);
+    let guilds = w.guilds();
+    let now = Instant::now();
+    let answer = gw::judge(&w.sharding, &mut w.identify_buckets, shard, &guilds, now);
+    w.identify_log.push(Identify {
+        shard,
+        at: now,
+        answer,
+    });
+    if let Some(code) = answer.close_code() {
+        let _ = tx.send(Outbound::Close(code));
+        return;
+    }
+    if answer == Answer::RateLimited {
+        let _ = tx.send(Outbound::Frame(json!({"op": 9, "d": false})));
+        return;
+    }
+    w.identifies += 1;
+    // A shard identifying again replaces its sessions that lost their connection.
+    w.sessions.retain(|s| s.shard != shard || s.conn.is_some());
+    let mut session = Session {
+        id: format!("session-{}", w.identifies),
+        shard,
+        seq: 0,
+        log: Vec::new(),
+        conn: Some((conn, tx.clone())),
+    };
+    let mine: Vec<u64> = guilds
+        .into_iter()
+        .filter(|g| session.hears(Some(*g), &w.sharding))
+        .collect();
+    let ready = json!({
+        "v": 10, "user": bot_user(),
+        "guilds": mine.iter().map(|g| json!({"id": g.to_string(), "unavailable": true})).collect::<Vec<_>>(),
+        "session_id": session.id, "resume_gateway_url": "ws://unused",
+        "shard": shard, "application": {"id": APP.to_string(), "flags": 0},
+    });
+    check("READY", &ready);
+    w.log.push(json!({"t": "READY", "d": ready}));
+    session.send("READY", ready);
+    let (_, channels) = w.more_guilds;
+    for (n, g) in mine.into_iter().enumerate() {
+        let guild = match g {
+            GUILD => guild_create(),
+            _ => extra_guild_create(((g >> 22) - 1_000) as u32, channels),
+        };
+        if n == 0 {
+            check("GUILD_CREATE", &guild);
+        }
+        w.log.push(json!({"t": "GUILD_CREATE", "d": guild}));
+        session.send("GUILD_CREATE", guild);
+    }
+    w.sessions.push(session);
+}
+
+/// RESUME: the named session gets this connection and what it missed
+/// (from `replay_from` when a test set one, as if Discord delivered again).
+fn resume(w: &mut World, d: &Value, conn: u64, tx: &mpsc::UnboundedSender<Outbound>) {
+    let wanted = d["session_id"].as_str().unwrap_or("");
+    let found = w.sessions.iter().position(|s| s.id == wanted);
+    let Some(i) = found.filter(|_| !w.refuse_resume) else {
+        let _ = tx.send(Outbound::Frame(json!({"op": 9, "d": false})));
+        return;
+    };
+    let from = w
+        .replay_from
+        .take()
+        .unwrap_or(d["seq"].as_u64().unwrap_or(0));
+    let session = &mut w.sessions[i];
+    for f in session
+        .log
+        .iter()
+        .filter(|f| f["s"].as_u64().unwrap_or(0) > from)
+    {
+        let _ = tx.send(Outbound::Frame(f.clone()));
+    }
+    session.conn = Some((conn, tx.clone()));
+    session.send("RESUMED", json!({}));
+    w.resumes += 1;
+    w.log.push(json!({"t": "RESUMED", "d": {}}));
 }
 
 /// Discord's attachment limit without boosts: 25 MiB per file.
@@ -1256,8 +1353,9 @@ async fn rest(
     match (method.as_str(), segments.as_slice()) {
         ("GET", ["attachments", _, _, _]) => cdn(&w, &path, uri.query().unwrap_or("")),
         ("GET", ["gateway"]) => ok(json!({"url": ws_url})),
-        ("GET", ["gateway", "bot"]) => ok(json!({"url": ws_url, "shards": 1,
-            "session_start_limit": {"total": 1000, "remaining": 999, "reset_after": 14400000, "max_concurrency": 1}})),
+        ("GET", ["gateway", "bot"]) => ok(json!({"url": ws_url, "shards": w.sharding.shards,
+            "session_start_limit": {"total": 1000, "remaining": 1000u32.saturating_sub(w.identifies),
+                "reset_after": 14400000, "max_concurrency": w.sharding.max_concurrency}})),
         ("GET", ["users", "@me"]) => ok(bot_user()),
         ("GET", ["oauth2", "applications", "@me"]) => ok(
             json!({"id": APP.to_string(), "name": "ambient", "description": "",

@@ -6,6 +6,7 @@
 pub mod bot;
 pub mod exec;
 pub mod fake_discord;
+pub mod fake_gateway;
 pub mod feed_server;
 pub mod gif_server;
 pub mod home;
