@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::app::Parts;
 use crate::clock::{Chance, SystemClock};
-use crate::live::Watching;
+use crate::live::{CommandLine, Watching};
 use crate::settings::Secrets;
 
 /// `--shards` and `--total-shards`: the settings' `discord.shards` and
@@ -20,15 +20,19 @@ pub struct ShardFlags {
 impl ShardFlags {
     /// The flags written over the file's settings, and the shard problems
     /// checked again with the flags' names (the file's own stay as they were).
-    fn apply(self, loaded: &mut crate::settings::Loaded) {
+    /// Returns what was set, for live reloads to keep over the file.
+    fn apply(self, loaded: &mut crate::settings::Loaded) -> CommandLine {
         if self.shards.is_none() && self.total_shards.is_none() {
-            return;
+            return Vec::new();
         }
+        let mut held = CommandLine::new();
         let d = &mut loaded.settings.discord;
         if let Some(range) = self.shards {
+            held.push(("discord.shards".into(), range.clone().into()));
             d.shards = range;
         }
         if let Some(total) = self.total_shards {
+            held.push(("discord.totalShards".into(), total.into()));
             d.total_shards = total;
         }
         const KEYS: [&str; 3] = ["discord.shards", "discord.totalShards", "storage.sharedDir"];
@@ -41,6 +45,7 @@ impl ShardFlags {
             };
             loaded.problems.push(p);
         }
+        held
     }
 }
 
@@ -50,7 +55,7 @@ pub async fn run(
     flags: ShardFlags,
 ) -> anyhow::Result<ExitCode> {
     let mut loaded = super::load_once(settings)?;
-    flags.apply(&mut loaded);
+    let command_line = flags.apply(&mut loaded);
     let loaded = match super::refuse_problems(loaded) {
         Ok(l) => l,
         Err(code) => return Ok(code),
@@ -78,6 +83,7 @@ pub async fn run(
         Watching {
             files: !no_watch,
             sighup: true,
+            command_line,
         },
     )
     .await?;

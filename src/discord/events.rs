@@ -21,9 +21,20 @@ pub struct Events {
     pub me: UserId,
     /// Told when a connection is up, so reconnect back-off starts over.
     pub gate: Arc<super::reconnect::Gate>,
+    /// This process's shards; events of other guilds are dropped (`super::shards`).
+    pub plan: Option<crate::settings::shards::Shards>,
 }
 
 impl Events {
+    /// Whether an event of `guild` (None: a DM) belongs to another process's shards.
+    fn foreign(&self, guild: Option<SGuildId>) -> bool {
+        let foreign = !super::shards::admits_serenity(self.plan.as_ref(), guild);
+        if foreign {
+            tracing::debug!(guild = ?guild, "dropped: not a guild of this process's shards");
+        }
+        foreign
+    }
+
     fn voice_member(&self, user: UserId, is_bot: bool) -> crate::voice::Member {
         use crate::voice::Member;
         match (user == self.me, is_bot) {
@@ -110,6 +121,9 @@ impl EventHandler for Events {
     }
 
     async fn guild_create(&self, ctx: Context, guild: serenity::all::Guild, _is_new: Option<bool>) {
+        if self.foreign(Some(guild.id)) {
+            return;
+        }
         let now = self.app.clock.now();
         let g = GuildId(guild.id.get());
         let mut result = self.app.store.upsert_guild(g, &guild.name, now);
@@ -154,6 +168,9 @@ impl EventHandler for Events {
     }
 
     async fn message(&self, ctx: Context, m: Message) {
+        if self.foreign(m.guild_id) {
+            return;
+        }
         let bot_name = self
             .app
             .settings
@@ -183,6 +200,9 @@ impl EventHandler for Events {
         _new: Option<Message>,
         event: MessageUpdateEvent,
     ) {
+        if self.foreign(event.guild_id) {
+            return;
+        }
         let Some(content) = event.content else { return };
         let at = event
             .edited_timestamp
@@ -203,6 +223,9 @@ impl EventHandler for Events {
         id: SMessageId,
         guild: Option<SGuildId>,
     ) {
+        if self.foreign(guild) {
+            return;
+        }
         self.perceive(Percept::Delete {
             id: MessageId(id.get()),
             place: place(channel, guild),
@@ -211,6 +234,9 @@ impl EventHandler for Events {
     }
 
     async fn reaction_add(&self, ctx: Context, r: Reaction) {
+        if self.foreign(r.guild_id) {
+            return;
+        }
         let Some(user) = r.user_id else { return };
         let name = r
             .member
@@ -234,6 +260,9 @@ impl EventHandler for Events {
     }
 
     async fn reaction_remove(&self, _ctx: Context, r: Reaction) {
+        if self.foreign(r.guild_id) {
+            return;
+        }
         let Some(user) = r.user_id else { return };
         self.perceive(Percept::Reaction {
             place: place(r.channel_id, r.guild_id),
@@ -255,6 +284,9 @@ impl EventHandler for Events {
         channel: serenity::all::GuildChannel,
         _messages: Option<Vec<Message>>,
     ) {
+        if self.foreign(Some(channel.guild_id)) {
+            return;
+        }
         let (guild, channel) = (GuildId(channel.guild_id.get()), ChannelId(channel.id.get()));
         match self.app.memory.archive_channel(guild, channel) {
             Ok(_) => {}
@@ -265,6 +297,9 @@ impl EventHandler for Events {
     }
 
     async fn voice_state_update(&self, ctx: Context, _old: Option<VoiceState>, new: VoiceState) {
+        if self.foreign(new.guild_id) {
+            return;
+        }
         let Some(guild) = new.guild_id else { return };
         let is_bot = new
             .member
@@ -284,6 +319,9 @@ impl EventHandler for Events {
     }
 
     async fn guild_member_addition(&self, _ctx: Context, member: Member) {
+        if self.foreign(Some(member.guild_id)) {
+            return;
+        }
         self.perceive(Percept::MemberJoin {
             guild: GuildId(member.guild_id.get()),
             user: Author {

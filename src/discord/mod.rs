@@ -17,6 +17,7 @@ pub(crate) mod convert;
 mod events;
 pub(crate) mod ratelimit;
 mod reconnect;
+pub(crate) mod shards;
 pub(crate) mod transport;
 pub(crate) mod voice;
 
@@ -106,9 +107,15 @@ pub async fn run(parts: Parts, token: &str, watching: Watching) -> anyhow::Resul
     }
     let mut running = app.start(lock);
     let live = app.live.clone();
+    live.hold_command_line(watching.command_line.clone());
     running.spawn(move |shutdown| live.run(shutdown, watching));
 
-    let framework = framework(app.clone(), settings.discord.dev_guild_id);
+    let plan = settings.discord.shard_plan();
+    tracing::info!("this process runs {}", shards::describe(plan.as_ref()));
+    let framework = shards::Owned {
+        plan,
+        inner: framework(app.clone(), settings.discord.dev_guild_id),
+    };
     let songbird = voice::songbird();
     let gate = Arc::new(reconnect::Gate::default());
     let mut client =
@@ -119,6 +126,7 @@ pub async fn run(parts: Parts, token: &str, watching: Watching) -> anyhow::Resul
                 app: app.clone(),
                 me: me.id,
                 gate: gate.clone(),
+                plan,
             })
             .await
             .context("cannot set up the Discord client")?;
@@ -129,24 +137,41 @@ pub async fn run(parts: Parts, token: &str, watching: Watching) -> anyhow::Resul
         cache: client.cache.clone(),
         me: me.id,
     }));
-    let shards = client.shard_manager.clone();
+    let shard_manager = client.shard_manager.clone();
     let leaving = app.clone();
+    let stopping = Arc::new(tokio::sync::Notify::new());
+    let stop = stopping.clone();
     tokio::spawn(async move {
         wait_for_signal().await;
         tracing::info!("shutting down");
+        // A process still waiting its turn to identify stops waiting.
+        stop.notify_one();
         // Leave voice while the gateway is still there to say so; transcripts in flight finish.
         leaving.voice.leave_all().await;
         // A shard waiting out a back-off step must see the shutdown now.
         door.abort();
-        shards.shutdown_all().await;
+        shard_manager.shutdown_all().await;
     });
 
-    let result = client.start().await;
+    let wait = shards::stagger(plan.as_ref());
+    let result = if wait.is_zero() {
+        shards::start(&mut client, plan.as_ref()).await
+    } else {
+        tracing::info!(
+            "waiting {} s before identifying, so processes started together identify one shard \
+             per 5 s",
+            wait.as_secs()
+        );
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => shards::start(&mut client, plan.as_ref()).await,
+            _ = stopping.notified() => Ok(()),
+        }
+    };
     running.stop().await;
     if let Some(d) = dashboard {
         d.stop().await;
     }
-    result.map_err(|e| anyhow!("the Discord connection ended: {e}"))
+    result
 }
 
 /// Who the token logs in as; a rejected token is said plainly (it is the

@@ -62,13 +62,22 @@ impl Trigger {
 }
 
 /// What a front end turns on.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Watching {
     /// Poll the settings file and the reflexes folder.
     pub files: bool,
     /// Reload on SIGHUP.
     pub sighup: bool,
+    /// Settings given on the command line (`ambient run --shards 0-3`):
+    /// they win over the file at every reload, as they did at start.
+    pub command_line: CommandLine,
 }
+
+/// Settings paths and the values the command line gave them for this
+/// start. A reload lays them over the file before comparing, so a key the
+/// file leaves out is neither reported as waiting for the next start nor
+/// dropped.
+pub type CommandLine = Vec<(String, Value)>;
 
 /// What became of the settings file.
 #[derive(Clone, Debug, PartialEq)]
@@ -154,6 +163,8 @@ pub struct Live {
     discovery: Arc<Discovery>,
     /// Held for a whole reload: one at a time, whoever asks.
     seen: Mutex<Seen>,
+    /// What the command line set for this start (see [`CommandLine`]).
+    command_line: std::sync::Mutex<CommandLine>,
 }
 
 impl Live {
@@ -182,7 +193,16 @@ impl Live {
                 file: None,
                 reflexes: Some(folder),
             }),
+            command_line: std::sync::Mutex::new(Vec::new()),
         }
+    }
+
+    /// Keeps `values` from the command line over the file at every reload.
+    pub fn hold_command_line(&self, values: CommandLine) {
+        *self
+            .command_line
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = values;
     }
 
     /// The file a reload reads: the one the bot started from, or
@@ -246,6 +266,14 @@ impl Live {
 
     /// Replaces the settings in effect with `new` (start-bound paths kept).
     async fn apply(&self, file: &str, mut new: Value) -> Verdict {
+        let held = self
+            .command_line
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone();
+        for (path, value) in held {
+            crate::settings::paths::set(&mut new, &path, value);
+        }
         let running = serde_json::to_value(&*self.settings.global()).expect("settings serialize");
         let all = diff::changes(&running, &new);
         if all.is_empty() {

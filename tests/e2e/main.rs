@@ -35,6 +35,7 @@ mod replay_html;
 mod secrets;
 mod sends;
 mod settings_cli;
+mod shards;
 mod spine;
 mod status;
 mod store_upgrade;

@@ -32,8 +32,18 @@ impl Bot {
         )
     }
 
-    /// Starts the bot against `discord` with `run_args`, logging at `rust_log`.
+    /// Starts the bot against `discord` with `run_args`, logging at `rust_log`,
+    /// and waits until it is in the test guild.
     pub fn start_on(discord: FakeDiscord, extra: Value, run_args: &[&str], rust_log: &str) -> Self {
+        let bot = Self::spawn(discord, extra, run_args, rust_log);
+        bot.wait_registered();
+        bot.wait_guild(super::fake_discord::GUILD);
+        bot
+    }
+
+    /// Starts `ambient run` against `discord` with its own model server and
+    /// home, and returns at once (see [`Bot::wait_registered`], [`Bot::wait_guild`]).
+    pub fn spawn(discord: FakeDiscord, extra: Value, run_args: &[&str], rust_log: &str) -> Self {
         let model = ModelServer::start();
         let mut settings = json!({
             "discord": {"apiBaseUrl": discord.url, "devGuildId": super::fake_discord::GUILD.to_string()},
@@ -53,34 +63,45 @@ impl Bot {
             .stderr(log)
             .spawn()
             .expect("spawn ambient run");
-        let bot = Self {
+        Self {
             discord,
             model,
             home,
             child: Some(child),
-        };
-        let registered = bot
+        }
+    }
+
+    /// Waits until some bot has registered its slash commands (on READY).
+    pub fn wait_registered(&self) {
+        let registered = self
             .discord
             .wait_until(20, |w| !w.find("PUT", "/commands").is_empty());
         assert!(
             registered,
             "the bot did not connect and register its commands:\n{}",
-            bot.log()
+            self.log()
         );
-        // Commands register on ready; the guild's channels arrive with GUILD_CREATE,
-        // and a test naming a channel must not race them.
-        let store = bot.store();
-        let guild = ambient::ids::GuildId(super::fake_discord::GUILD);
-        let deadline = Instant::now() + Duration::from_secs(20);
+    }
+
+    /// Waits until `guild`'s channels are in this bot's store: they arrive
+    /// with GUILD_CREATE, after READY, and a test naming a channel must not race them.
+    pub fn wait_guild(&self, guild: u64) {
+        self.wait_guild_for(guild, Duration::from_secs(20));
+    }
+
+    /// [`Bot::wait_guild`] with its own deadline.
+    pub fn wait_guild_for(&self, guild: u64, patience: Duration) {
+        let store = self.store();
+        let guild = ambient::ids::GuildId(guild);
+        let deadline = Instant::now() + patience;
         while store.guild_channels(guild).map_or(true, |c| c.is_empty()) {
             assert!(
                 Instant::now() < deadline,
-                "the guild's channels were never stored:\n{}",
-                bot.log()
+                "guild {guild}'s channels were never stored:\n{}",
+                self.log()
             );
             std::thread::sleep(Duration::from_millis(20));
         }
-        bot
     }
 
     pub fn log(&self) -> String {

@@ -780,6 +780,19 @@ impl FakeDiscord {
         Self { url, world }
     }
 
+    /// A fake Discord whose `/gateway/bot` recommends `shards` and whose bot
+    /// is in `guilds` extra servers of one text channel each, without the
+    /// test guild: server `i` is on shard `(1000 + i) % shards`, so they
+    /// spread evenly (the test guild, id 100, is on shard 0 of any count).
+    pub fn start_sharded(shards: u32, guilds: u32) -> Self {
+        let discord = Self::start_with_guilds(guilds, 1);
+        discord.with(|w| {
+            w.sharding.shards = shards;
+            w.without_test_guild = true;
+        });
+        discord
+    }
+
     pub fn with<T>(&self, f: impl FnOnce(&mut World) -> T) -> T {
         f(&mut self.world.lock().unwrap())
     }

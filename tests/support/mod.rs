@@ -13,5 +13,6 @@ pub mod home;
 pub mod model_server;
 pub mod model_stream;
 pub mod serve;
+pub mod shards;
 pub mod stt_server;
 pub mod world;

@@ -1,0 +1,220 @@
+//! Shards across processes: `ambient run --shards S --total-shards N` runs
+//! only its shards and answers only its servers; without flags one process
+//! runs every shard Discord recommends; the fake Discord is as strict as
+//! Discord about sharded IDENTIFY (see `support::fake_gateway`).
+
+use std::time::{Duration, Instant};
+
+use ambient::ids::MessageId;
+use ambient::journal::{Filter, Kind};
+use serde_json::json;
+
+use crate::support::bot::Bot;
+use crate::support::fake_discord::{ALICE, BOT, DM_CHANNEL, FakeDiscord, GENERAL, World};
+use crate::support::model_server::Scripted;
+use crate::support::shards::{Pair, SERVERS, TOTAL, server, servers_of};
+
+fn mention(text: &str) -> String {
+    format!("<@{BOT}> {text}")
+}
+
+/// What the bot posted in `channel`, as text.
+fn said_in(w: &World, channel: u64) -> Vec<String> {
+    w.sent_in(channel)
+        .iter()
+        .map(|b| b["content"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+/// Waits until `channel` holds `n` posts of the bot, then a moment more for
+/// a second process's answer, which must not come.
+fn wait_posts(discord: &FakeDiscord, channel: u64, n: usize, log: impl Fn() -> String) {
+    assert!(
+        discord.wait_until(30, |w| w.sent_in(channel).len() >= n),
+        "channel {channel} never got {n} answer(s):\n{}",
+        log()
+    );
+}
+
+#[test]
+fn two_processes_each_answer_their_own_servers_and_store_only_theirs() {
+    let pair = Pair::start(json!({}));
+    for (shard, bot) in pair.bots.iter().enumerate() {
+        bot.model
+            .fallback(Scripted::text(&format!("Shard {shard} answering.")));
+    }
+    let logs = || {
+        pair.bots
+            .iter()
+            .map(|b| b.log())
+            .collect::<Vec<_>>()
+            .join("\n----\n")
+    };
+
+    // Discord's rule held: each process identified its one shard, and the
+    // later one waited its turn, so no IDENTIFY was refused.
+    let (shards, refused, bot_gateway) = pair.discord.with(|w| {
+        (
+            w.identified_shards(),
+            w.identifies_refused(),
+            w.find("GET", "/gateway/bot").len(),
+        )
+    });
+    assert_eq!(shards, vec![[0, TOTAL], [1, TOTAL]], "{}", logs());
+    assert!(refused.is_empty(), "refused: {refused:?}\n{}", logs());
+    assert_eq!(
+        bot_gateway, 0,
+        "a process with a plan needs no recommendation"
+    );
+
+    let asked: Vec<u64> = (0..SERVERS)
+        .map(|i| {
+            let (guild, channel) = server(i);
+            pair.discord.say_in(
+                guild,
+                channel,
+                ALICE,
+                &mention("what do you make of the plan?"),
+            )
+        })
+        .collect();
+    for i in 0..SERVERS {
+        wait_posts(&pair.discord, server(i).1, 1, logs);
+    }
+    for shard in 0..TOTAL {
+        let bot = &pair.bots[shard as usize];
+        for i in servers_of(shard) {
+            let channel = server(i).1;
+            assert_eq!(
+                pair.discord.with(|w| said_in(w, channel)),
+                vec![format!("Shard {shard} answering.")],
+                "server {i} is answered by shard {shard}'s process alone"
+            );
+            assert!(bot.wait_stored(asked[i as usize]));
+        }
+        // Its data directory holds only its own servers' messages.
+        let store = bot.store();
+        for i in (0..SERVERS).filter(|i| i % TOTAL != shard) {
+            assert_eq!(
+                store.message(MessageId(asked[i as usize])).unwrap(),
+                None,
+                "shard {shard}'s process stored server {i}'s message"
+            );
+        }
+        assert_eq!(
+            bot.model.requests().len(),
+            2,
+            "one model call per own mention"
+        );
+    }
+
+    // Behind a Discord-compatible server that ignores sharding, every event
+    // reaches both processes: each still handles only its own servers, and
+    // only shard 0's process answers a direct message.
+    pair.discord.with(|w| w.sharding.ignore_sharding = true);
+    let (guild, channel) = server(1);
+    let again = pair
+        .discord
+        .say_in(guild, channel, ALICE, &mention("and now?"));
+    pair.discord.dm(ALICE, "are you there?");
+    wait_posts(&pair.discord, channel, 2, logs);
+    wait_posts(&pair.discord, DM_CHANNEL, 1, logs);
+    // The other process had as long to answer as the owner took, and more.
+    std::thread::sleep(Duration::from_secs(2));
+    let (in_server, in_dm) = pair
+        .discord
+        .with(|w| (said_in(w, channel), said_in(w, DM_CHANNEL)));
+    assert_eq!(in_server, vec!["Shard 1 answering."; 2]);
+    assert_eq!(in_dm, vec!["Shard 0 answering."]);
+    assert_eq!(
+        pair.bots[0].store().message(MessageId(again)).unwrap(),
+        None,
+        "shard 0's process dropped server 1's message"
+    );
+    assert_eq!(pair.bots[0].model.requests().len(), 3);
+    assert_eq!(pair.bots[1].model.requests().len(), 3);
+    for bot in pair.bots {
+        assert!(bot.stop().success());
+    }
+}
+
+#[test]
+fn without_flags_one_process_runs_every_shard_discord_recommends() {
+    let discord = FakeDiscord::start_sharded(TOTAL, SERVERS);
+    let bot = Bot::spawn(
+        discord.clone(),
+        json!({}),
+        &[],
+        "ambient=debug,serenity=warn,poise=warn",
+    );
+    // Serenity starts one shard per 5 s.
+    assert!(
+        discord.wait_until(30, |w| w.identified_shards().len() == 2),
+        "both shards never identified:\n{}",
+        bot.log()
+    );
+    for i in 0..SERVERS {
+        bot.wait_guild(server(i).0);
+    }
+    let (shards, refused, bot_gateway) = discord.with(|w| {
+        (
+            w.identified_shards(),
+            w.identifies_refused(),
+            w.find("GET", "/gateway/bot").len(),
+        )
+    });
+    assert_eq!(shards, vec![[0, TOTAL], [1, TOTAL]]);
+    assert!(refused.is_empty(), "refused: {refused:?}");
+    assert!(
+        bot_gateway >= 1,
+        "the recommendation is asked through discord.apiBaseUrl"
+    );
+    bot.model.fallback(Scripted::text("One process for all."));
+    for i in [0, 1] {
+        let (guild, channel) = server(i);
+        discord.say_in(guild, channel, ALICE, &mention("which shard is this?"));
+        wait_posts(&discord, channel, 1, || bot.log());
+    }
+    assert!(bot.stop().success());
+}
+
+#[test]
+fn the_run_flags_stay_in_effect_and_unreported_across_a_reload() {
+    let bot = Bot::start_with(
+        json!({}),
+        &["--no-watch", "--shards", "0", "--total-shards", "1"],
+    );
+    assert!(
+        bot.log().contains("this process runs shards 0 of 1"),
+        "{}",
+        bot.log()
+    );
+    bot.home
+        .edit_settings(json!({"executive": {"maxRetries": 1}}));
+    bot.signal("HUP");
+    let store = bot.store();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let entry = loop {
+        let found = store
+            .journal_query(&Filter {
+                kinds: vec![Kind::Settings],
+                ..Default::default()
+            })
+            .unwrap()
+            .into_iter()
+            .find(|e| e.summary.starts_with("settings reloaded"));
+        if let Some(e) = found {
+            break e;
+        }
+        assert!(Instant::now() < deadline, "no reload:\n{}", bot.log());
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // The file has no discord.shards: the command line's value is neither
+    // reported as waiting for the next start nor dropped.
+    assert_eq!(entry.reason, "SIGHUP; executive.maxRetries: 0 → 1");
+    bot.model.push(Scripted::text("Still here."));
+    bot.discord
+        .say(GENERAL, ALICE, &mention("still on shard zero?"));
+    wait_posts(&bot.discord, GENERAL, 1, || bot.log());
+    assert!(bot.stop().success());
+}
