@@ -10,6 +10,9 @@
 //! says who honours 429s: true, a rate-limiting REST proxy (nirn-proxy,
 //! twilight-http-proxy) does and the bot sends straight through; false (the
 //! default), the chat transport waits and retries itself (`ratelimit`).
+//!
+//! Which gateway shards the process runs, when it identifies and which
+//! guilds' events it keeps is `shards`' job (`discord.shards`).
 
 mod backfill;
 mod commands;

@@ -14,6 +14,30 @@ use crate::support::fake_discord::{ALICE, BOT, DM_CHANNEL, FakeDiscord, GENERAL,
 use crate::support::model_server::Scripted;
 use crate::support::shards::{Pair, SERVERS, TOTAL, server, servers_of};
 
+/// The README's "Shards across processes" section.
+fn readme_section() -> String {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let start = readme
+        .find("### Shards across processes\n")
+        .expect("the README has the section");
+    let end = start + 4 + readme[start + 4..].find("\n### ").unwrap();
+    readme[start..end].to_string()
+}
+
+/// The section's fenced blocks in `lang`, in order.
+fn readme_blocks(lang: &str) -> Vec<String> {
+    let section = readme_section();
+    let open = format!("```{lang}\n");
+    section
+        .match_indices(&open)
+        .map(|(i, _)| {
+            let body = &section[i + open.len()..];
+            body[..body.find("```").unwrap()].to_string()
+        })
+        .collect()
+}
+
 fn mention(text: &str) -> String {
     format!("<@{BOT}> {text}")
 }
@@ -38,7 +62,10 @@ fn wait_posts(discord: &FakeDiscord, channel: u64, n: usize, log: impl Fn() -> S
 
 #[test]
 fn two_processes_each_answer_their_own_servers_and_store_only_theirs() {
-    let pair = Pair::start(json!({}));
+    // As the README says: its settings in each process's directory, its commands run as written.
+    let settings: serde_json::Value = serde_json::from_str(&readme_blocks("json")[0]).unwrap();
+    let commands: Vec<String> = readme_blocks("sh")[0].lines().map(String::from).collect();
+    let pair = Pair::start_with(settings, json!({}), &commands);
     for (shard, bot) in pair.bots.iter().enumerate() {
         bot.model
             .fallback(Scripted::text(&format!("Shard {shard} answering.")));
@@ -217,4 +244,21 @@ fn the_run_flags_stay_in_effect_and_unreported_across_a_reload() {
         .say(GENERAL, ALICE, &mention("still on shard zero?"));
     wait_posts(&bot.discord, GENERAL, 1, || bot.log());
     assert!(bot.stop().success());
+}
+
+#[test]
+fn the_readmes_shard_and_proxy_settings_pass_the_check() {
+    let blocks = readme_blocks("json");
+    assert_eq!(blocks.len(), 2, "a process's settings and the proxy's");
+    for block in blocks {
+        let home = crate::support::home::Home::new(json!({}));
+        let file = home.path().join("example.json");
+        std::fs::write(&file, &block).unwrap();
+        let out = home.run(&["settings", "check", file.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "{block}\n{}",
+            String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }

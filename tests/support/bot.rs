@@ -44,13 +44,24 @@ impl Bot {
     /// Starts `ambient run` against `discord` with its own model server and
     /// home, and returns at once (see [`Bot::wait_registered`], [`Bot::wait_guild`]).
     pub fn spawn(discord: FakeDiscord, extra: Value, run_args: &[&str], rust_log: &str) -> Self {
+        Self::spawn_with(discord, extra, run_args, rust_log, Home::new)
+    }
+
+    /// [`Bot::spawn`] in the home `make` makes from the settings.
+    pub fn spawn_with(
+        discord: FakeDiscord,
+        extra: Value,
+        run_args: &[&str],
+        rust_log: &str,
+        make: impl FnOnce(Value) -> Home,
+    ) -> Self {
         let model = ModelServer::start();
         let mut settings = json!({
             "discord": {"apiBaseUrl": discord.url, "devGuildId": super::fake_discord::GUILD.to_string()},
             "executive": {"ollamaBaseUrl": "http://127.0.0.1:9", "maxRetries": 0},
         });
         merge(&mut settings, extra);
-        let home = Home::new(settings);
+        let home = make(settings);
         let log = std::fs::File::create(home.path().join("bot.log")).unwrap();
         let child = home
             .command(&[&["run"], run_args].concat())

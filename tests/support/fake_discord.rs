@@ -5,7 +5,10 @@
 //! The gateway sends HELLO, answers IDENTIFY with READY and GUILD_CREATE,
 //! ACKs heartbeats, and on RESUME replays the events after the client's
 //! sequence number (or from an earlier one, to simulate Discord delivering
-//! again) and sends RESUMED. Every REST request is recorded; messages the bot
+//! again) and sends RESUMED. It is sharded as Discord is (`fake_gateway`):
+//! `/gateway/bot` recommends `sharding.shards`, IDENTIFY's shard is checked
+//! and rate limited per identify bucket, and each event goes only to the
+//! sessions of its guild's shard (a DM to shard 0's). Every REST request is recorded; messages the bot
 //! creates get ids, are echoed as MESSAGE_CREATE like Discord does, and a
 //! repeated nonce with `enforce_nonce` returns the first message instead of a
 //! new one. The bot may edit its own messages (`PATCH`, with Discord's

@@ -18,7 +18,15 @@ pub struct Home {
 impl Home {
     /// A home whose settings are `extra` merged over a data dir inside it.
     pub fn new(extra: Value) -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
+        Self::in_dir(tempfile::tempdir().expect("tempdir"), extra)
+    }
+
+    /// [`Home::new`] in a directory made inside `parent` (homes side by side).
+    pub fn new_in(parent: &Path, extra: Value) -> Self {
+        Self::in_dir(tempfile::tempdir_in(parent).expect("tempdir"), extra)
+    }
+
+    fn in_dir(dir: tempfile::TempDir, extra: Value) -> Self {
         let mut settings =
             json!({ "storage": { "dataDir": dir.path().join("data").to_string_lossy() } });
         merge(&mut settings, extra);

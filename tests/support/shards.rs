@@ -1,8 +1,9 @@
 //! Two `ambient run` processes sharing one bot: shard 0 and shard 1 of 2,
 //! against one fake Discord serving four servers, two on each shard. Each
 //! process has its own home (so its own `storage.dataDir`) and model server;
-//! both share one `storage.sharedDir`. Started together, as an operator's
-//! supervisor would start them.
+//! the homes sit side by side in one directory with the `shared/` directory
+//! both use as `storage.sharedDir` (the README's layout). Started together,
+//! as an operator's supervisor would start them.
 
 use std::time::Duration;
 
@@ -10,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::bot::Bot;
 use super::fake_discord::{FakeDiscord, extra_channel, extra_guild};
-use super::home::merge;
+use super::home::{Home, merge};
 
 /// How many shards the bot runs, and so how many processes.
 pub const TOTAL: u32 = 2;
@@ -21,10 +22,10 @@ pub const SERVERS: u32 = 4;
 
 pub struct Pair {
     pub discord: FakeDiscord,
-    /// `storage.sharedDir`, shared by both processes.
-    pub shared: tempfile::TempDir,
-    /// `bots[s]` runs shard `s`.
+    /// `bots[s]` runs shard `s` (declared before `root`: stopped before it is removed).
     pub bots: Vec<Bot>,
+    /// Holds both homes and `shared/`, their `storage.sharedDir`.
+    pub root: tempfile::TempDir,
 }
 
 /// Server `i`'s guild id and its one text channel.
@@ -41,26 +42,41 @@ impl Pair {
     /// Starts the fake (recommending [`TOTAL`] shards) and both processes with
     /// `extra` settings each, and waits until each holds its servers.
     pub fn start(extra: Value) -> Self {
+        let commands: Vec<String> = (0..TOTAL)
+            .map(|s| format!("ambient run --shards {s} --total-shards {TOTAL}"))
+            .collect();
+        let settings = json!({"storage": {"dataDir": "./data", "sharedDir": "../shared"}});
+        Self::start_with(settings, extra, &commands)
+    }
+
+    /// Like [`Pair::start`]: each process gets `settings` (with `extra` over
+    /// them) and is started with `commands[shard]`, an `ambient run …` line
+    /// without shell syntax, run as written.
+    pub fn start_with(settings: Value, extra: Value, commands: &[String]) -> Self {
+        assert_eq!(commands.len(), TOTAL as usize);
         let discord = FakeDiscord::start_sharded(TOTAL, SERVERS);
-        let shared = tempfile::tempdir().expect("tempdir");
-        let bots: Vec<Bot> = (0..TOTAL)
-            .map(|shard| {
-                let mut settings =
-                    json!({"storage": {"sharedDir": shared.path().to_string_lossy()}});
+        let root = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(root.path().join("shared")).unwrap();
+        let bots: Vec<Bot> = commands
+            .iter()
+            .map(|line| {
+                let mut settings = settings.clone();
                 merge(&mut settings, extra.clone());
-                let (shard, total) = (shard.to_string(), TOTAL.to_string());
-                Bot::spawn(
+                let args: Vec<&str> = line.split_whitespace().collect();
+                assert_eq!(args[..2], ["ambient", "run"], "{line}");
+                Bot::spawn_with(
                     discord.clone(),
                     settings,
-                    &["--shards", &shard, "--total-shards", &total],
+                    &args[2..],
                     "ambient=debug,serenity=warn,poise=warn",
+                    |s| Home::new_in(root.path(), s),
                 )
             })
             .collect();
         let pair = Self {
             discord,
-            shared,
             bots,
+            root,
         };
         for (shard, bot) in pair.bots.iter().enumerate() {
             let shard = shard as u32;
