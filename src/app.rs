@@ -15,6 +15,7 @@ use tokio::task::JoinHandle;
 use crate::attention::Spine;
 use crate::chat::Transport;
 use crate::clock::{Chance, SharedClock};
+use crate::courtesy::people::{self, People};
 use crate::discovery::Discovery;
 use crate::executive::{Executive, Prompts, StandIn};
 use crate::garden::{Garden, GardenHandler};
@@ -32,7 +33,9 @@ use crate::senses::Senses;
 use crate::settings::{Secrets, Settings, SettingsService, SettingsSource};
 use crate::speech::Speech;
 use crate::store::Store;
+use crate::store::boundaries::Boundary;
 use crate::store::lock::DataLock;
+use crate::store::people::PersonEvent;
 use crate::voice::Voice;
 use crate::voice::transcribe::Transcriber;
 
@@ -59,6 +62,9 @@ pub struct App {
     pub data_dir: PathBuf,
     /// What is unavailable and why, said plainly at start (console, logs, status).
     pub notices: Vec<String>,
+    /// Applies the boundaries and forget-me other processes passed on
+    /// (`storage.sharedDir`); `None` for a bot that shares with no one.
+    people: Option<People>,
 }
 
 /// What a front end provides to build the app.
@@ -108,6 +114,8 @@ impl Base {
                 data_dir.display()
             )
         })?;
+        let store = people::attach(store, &settings)
+            .context("cannot open the people ledger (storage.sharedDir)")?;
         let settings = Arc::new(SettingsService::new(settings, store.clone(), clock.clone()));
         let journal = Journal::new(store.clone(), clock.clone());
         let spine = Spine::new(journal.clone(), settings.clone(), clock.clone());
@@ -312,6 +320,13 @@ impl App {
             stand_in,
         } = parts;
         let b = Base::open(settings, secrets, clock, chance, transport)?;
+        // What people asked on the other processes' servers holds here
+        // before this one hears anyone: before the gateway connects.
+        let people = People::new(&b.store, &b.journal);
+        if let Some(p) = &people {
+            p.catch_up()
+                .context("cannot apply the people ledger (storage.sharedDir)")?;
+        }
         let executive = b.executive(stand_in).await?;
         let mut notices = executive.unavailable_summary();
         let memory = Memory::new(
@@ -372,6 +387,7 @@ impl App {
             live,
             data_dir: b.data_dir,
             notices,
+            people,
         }))
     }
 
@@ -411,6 +427,20 @@ impl App {
         running
             .tasks
             .push(tokio::spawn(self.garden.clone().run(rx)));
+        if let Some(people) = self.people.clone() {
+            let rx = running.shutdown.subscribe();
+            let voice = self.voice.clone();
+            running.tasks.push(tokio::spawn(people.run(rx, move |e| {
+                if let PersonEvent::Boundary {
+                    user,
+                    boundary: Boundary::NoVoice,
+                    on,
+                } = *e
+                {
+                    voice.boundary_changed(user, on);
+                }
+            })));
+        }
         running
     }
 

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::anyhow;
+use anyhow::{Context as _, anyhow};
 
 use crate::dashboard::{self, Site};
 use crate::settings::{DashboardSettings, Secrets};
@@ -33,7 +33,12 @@ pub async fn dashboard(
             .map_err(|e| anyhow!("dashboard.bind: {e}"))?,
     };
     let data_dir = loaded.settings.storage.data_dir.clone();
-    let store = super::journal::open_existing(&data_dir)?;
+    // Its forget-me reaches the bot's other processes like the bot's own.
+    let store = crate::courtesy::people::attach(
+        super::journal::open_existing(&data_dir)?,
+        &loaded.settings,
+    )
+    .context("cannot open the people ledger (storage.sharedDir)")?;
     let site = Site::standalone(loaded.settings, Secrets::from_env(), store).await?;
     let served = dashboard::start(site, addr, Path::new(&data_dir), new_token).await?;
     // Listening for the stop before saying where it serves: whoever reads the

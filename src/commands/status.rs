@@ -130,6 +130,9 @@ pub fn widget(src: &Sources<'_>, guild: Option<GuildId>) -> Vec<String> {
     let snapshot = src.executive.snapshot();
     let (user, ambient, whole) = budget_shares(&snapshot, &settings);
     lines.push(format!("budget {}", budget_bar(user, ambient, whole)));
+    if let Some(share) = crate::executive::budget::share_line(&settings) {
+        lines.push(format!("budget: {share}"));
+    }
     lines.push(format!("tokens {}", usage_line(&snapshot)));
     lines.extend(model_lines(src.executive));
     lines.extend(
@@ -327,8 +330,8 @@ pub fn budget_shares(s: &UsageSnapshot, settings: &crate::settings::Settings) ->
         let ambient = (used as f64 * s.ambient_share).round() as u64;
         return (used - ambient.min(used), ambient.min(used), limit);
     }
-    let caps = &settings.budget.daily_tokens;
-    let cap = caps.ambient + caps.reply;
+    // This process's caps: its share of the bot's when it runs part of it.
+    let cap = Role::Ambient.daily_budget(settings) + Role::Reply.daily_budget(settings);
     (s.user_tokens_24h, s.ambient_tokens_24h, cap)
 }
 

@@ -17,6 +17,7 @@
 //! Cheap by construction: settings, the clock and one indexed store read.
 
 pub(crate) mod hush;
+pub(crate) mod people;
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;

@@ -90,8 +90,10 @@ fn view(site: &Site) -> Result<View, Problem> {
             compact(whole)
         )
     } else {
+        let share = crate::executive::budget::share_line(&settings)
+            .map_or_else(String::new, |l| format!("; {l}"));
         format!(
-            "of {} tokens a day (budget.dailyTokens.reply + ambient), last 24 h",
+            "of {} tokens a day (budget.dailyTokens.reply + ambient{share}), last 24 h",
             compact(whole)
         )
     };
@@ -275,7 +277,7 @@ fn caps(site: &Site, now: DateTime<Utc>) -> Vec<Meter> {
             pay_per_token: Some(true),
             ..Default::default()
         }),
-        settings.budget.pay_per_token_daily_tokens,
+        settings.process_cap(settings.budget.pay_per_token_daily_tokens),
         "budget.payPerTokenDailyTokens",
     ));
     for (guild, name) in site.guilds() {

@@ -432,7 +432,8 @@ impl Garden {
             }),
             _ => None,
         };
-        let cap = settings.budget.daily_tokens.ambient;
+        // This process's share of the bot's cap, as the budget check counts it.
+        let cap = crate::executive::Role::Ambient.daily_budget(&settings);
         let daily_used = match (cap, snap.ambient_budget_remaining) {
             (0, _) | (_, None) => 0.0,
             (cap, Some(left)) => 1.0 - left as f64 / cap as f64,

@@ -177,6 +177,8 @@ fn prepare(opts: &Options) -> anyhow::Result<(Settings, Secrets, bool, Option<Ar
 fn effective_settings(opts: &Options) -> Settings {
     let mut settings = opts.settings.clone();
     settings.storage.data_dir = opts.data_dir.display().to_string();
+    // A replay must not tell the live bot's processes that someone asked to be forgotten.
+    settings.storage.shared_dir = String::new();
     if let Some(e) = opts.eagerness {
         settings.initiative.text.eagerness = e;
     }

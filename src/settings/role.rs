@@ -57,14 +57,34 @@ impl Role {
         }
     }
 
+    /// This process's daily cap for the role (`budget.dailyTokens.<role>`
+    /// times its share of the bot, [`Settings::process_cap`]); 0: no cap.
     pub fn daily_budget(self, s: &Settings) -> u64 {
         let b = &s.budget.daily_tokens;
-        match self {
+        s.process_cap(match self {
             Role::Reply => b.reply,
             Role::Ambient => b.ambient,
             Role::Reflex => b.reflex,
             Role::Extract => b.extract,
+        })
+    }
+}
+
+impl Settings {
+    /// This process's part of the bot: its shards over all shards (1 when
+    /// it runs them all). The bot-wide daily caps are split by it, so N
+    /// processes never spend more than one process would.
+    pub fn budget_share(&self) -> f64 {
+        self.discord.shard_plan().map_or(1.0, |p| p.share())
+    }
+
+    /// A bot-wide daily cap as this process may spend it: `whole` times its
+    /// share, rounded down but never to 0 (which would mean no cap at all).
+    pub fn process_cap(&self, whole: u64) -> u64 {
+        if whole == 0 {
+            return 0;
         }
+        ((whole as f64 * self.budget_share()).floor() as u64).max(1)
     }
 }
 

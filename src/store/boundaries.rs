@@ -10,8 +10,9 @@
 use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
-use rusqlite::{OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
+use super::people::PersonEvent;
 use super::{Result, Store, StoreError, from_ms, to_ms};
 use crate::ids::UserId;
 
@@ -75,6 +76,8 @@ impl Boundary {
 
 impl Store {
     /// Sets (`on`) or lifts a boundary; `true` if that changed anything.
+    /// With a people ledger (`people`), the change is passed on to the
+    /// bot's other processes first: if it cannot be, nothing changes here.
     pub fn set_boundary(
         &self,
         user: UserId,
@@ -82,19 +85,8 @@ impl Store {
         on: bool,
         at: DateTime<Utc>,
     ) -> Result<bool> {
-        let conn = self.lock();
-        let changed = if on {
-            conn.execute(
-                "INSERT OR IGNORE INTO boundaries (user_id, kind, at) VALUES (?1, ?2, ?3)",
-                params![user.to_sql(), boundary.as_str(), to_ms(at)],
-            )?
-        } else {
-            conn.execute(
-                "DELETE FROM boundaries WHERE user_id = ?1 AND kind = ?2",
-                params![user.to_sql(), boundary.as_str()],
-            )?
-        };
-        Ok(changed == 1)
+        self.pass_on(PersonEvent::Boundary { user, boundary, on }, at)?;
+        Ok(write_boundary(&self.lock(), user, boundary, on, at)?)
     }
 
     pub fn has_boundary(&self, user: UserId, boundary: Boundary) -> Result<bool> {
@@ -155,6 +147,29 @@ impl Store {
             .collect::<rusqlite::Result<_>>()?;
         Ok(users)
     }
+}
+
+/// Sets or lifts a boundary on `conn` (a transaction's, when applying a
+/// ledger event with its cursor); `true` if that changed anything.
+pub(super) fn write_boundary(
+    conn: &Connection,
+    user: UserId,
+    boundary: Boundary,
+    on: bool,
+    at: DateTime<Utc>,
+) -> rusqlite::Result<bool> {
+    let changed = if on {
+        conn.execute(
+            "INSERT OR IGNORE INTO boundaries (user_id, kind, at) VALUES (?1, ?2, ?3)",
+            params![user.to_sql(), boundary.as_str(), to_ms(at)],
+        )?
+    } else {
+        conn.execute(
+            "DELETE FROM boundaries WHERE user_id = ?1 AND kind = ?2",
+            params![user.to_sql(), boundary.as_str()],
+        )?
+    };
+    Ok(changed == 1)
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use regex::{Regex, RegexBuilder};
 use rusqlite::{Transaction, params};
 
+use super::people::{LedgerEntry, PersonEvent};
 use super::{Result, Store, StoreError, to_ms};
 use crate::ids::UserId;
 use chrono::{DateTime, Utc};
@@ -83,23 +84,56 @@ impl Store {
     /// `messages`, the facts they told and the text of everything they
     /// said), and every quote of those texts. One transaction, then the
     /// write-ahead log is checkpointed so the old pages leave the disk.
+    /// With a people ledger (`people`), the request is passed on to the
+    /// bot's other processes first: if it cannot be, nothing is forgotten.
     pub fn forget_person(
         &self,
         user: UserId,
         messages: bool,
         at: DateTime<Utc>,
     ) -> Result<Forgotten> {
+        self.pass_on(PersonEvent::ForgetMe { user, messages }, at)?;
+        self.forget(user, messages, at, None)
+    }
+
+    /// Another process's forget-me from the people ledger, applied here:
+    /// what was held of `user` when they asked (`entry.at`), with the
+    /// cursor moved to the event in the same transaction. Applied again,
+    /// it finds nothing more (what they said since is not theirs to lose).
+    pub fn apply_forget_event(
+        &self,
+        ledger_id: &str,
+        entry: &LedgerEntry,
+        user: UserId,
+        messages: bool,
+    ) -> Result<Forgotten> {
+        self.forget(user, messages, entry.at, Some((ledger_id, entry.seq)))
+    }
+
+    /// `applied`: the ledger event being applied (bounds what is forgotten
+    /// by its time and moves the cursor with the erasure).
+    fn forget(
+        &self,
+        user: UserId,
+        messages: bool,
+        at: DateTime<Utc>,
+        applied: Option<(&str, i64)>,
+    ) -> Result<Forgotten> {
+        let until = applied.map(|_| to_ms(at));
         let mut conn = self.lock();
         let tx = conn.transaction()?;
         let mut out = Forgotten::default();
-        let mut quotes = forget_facts(&tx, user, messages, &mut out)?;
+        let mut quotes = forget_facts(&tx, user, messages, until, &mut out)?;
         if messages {
-            quotes.extend(forget_messages(&tx, user, at, &mut out)?);
+            quotes.extend(forget_messages(&tx, user, at, until, &mut out)?);
         }
         out.redacted += redact_quotes(&tx, &quotes)?;
         // Merging rewrites the index without the deleted facts' words; the
         // old segments' pages are freed (and zeroed by secure_delete).
         tx.execute("INSERT INTO facts_fts (facts_fts) VALUES ('optimize')", [])?;
+        if let Some((ledger_id, seq)) = applied {
+            super::people::set_cursor(&tx, ledger_id, seq)?;
+        }
         tx.commit()?;
         let busy: i64 = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
         out.log_truncated = busy == 0;
@@ -107,20 +141,24 @@ impl Store {
     }
 }
 
-/// Deletes the facts about `user` (and those they told, with `told`);
-/// returns their texts.
+/// Deletes the facts about `user` (and those they told, with `told`),
+/// learned up to `until` (Unix ms) if given; returns their texts.
 fn forget_facts(
     tx: &Transaction<'_>,
     user: UserId,
     told: bool,
+    until: Option<i64>,
     out: &mut Forgotten,
 ) -> Result<Vec<String>> {
     let mut stmt = tx.prepare_cached(
         "SELECT id, content FROM facts
-         WHERE (scope = 'user' AND user_id = ?1) OR (?2 AND author_id = ?1)",
+         WHERE ((scope = 'user' AND user_id = ?1) OR (?2 AND author_id = ?1))
+           AND (?3 IS NULL OR created_at <= ?3)",
     )?;
     let facts: Vec<(String, String)> = stmt
-        .query_map(params![user.to_sql(), told], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .query_map(params![user.to_sql(), told, until], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?
         .collect::<rusqlite::Result<_>>()?;
     for (id, _) in &facts {
         tx.execute("DELETE FROM fact_reinforcements WHERE fact_id = ?1", [id])?;
@@ -131,20 +169,23 @@ fn forget_facts(
     Ok(facts.into_iter().map(|(_, content)| content).collect())
 }
 
-/// Blanks every message `user` wrote (text and voice), their lines in the
-/// context stream and the journal entries about them; returns their texts.
+/// Blanks every message `user` wrote (text and voice) up to `until` (Unix
+/// ms) if given, their lines in the context stream and the journal entries
+/// about them; returns their texts.
 fn forget_messages(
     tx: &Transaction<'_>,
     user: UserId,
     at: DateTime<Utc>,
+    until: Option<i64>,
     out: &mut Forgotten,
 ) -> Result<Vec<String>> {
     let mut stmt = tx.prepare_cached(
         "SELECT id, guild_id, channel_id, created_at, author_name, content FROM messages
-         WHERE author_id = ?1 AND (content != '' OR attachments != '[]')",
+         WHERE author_id = ?1 AND (content != '' OR attachments != '[]')
+           AND (?2 IS NULL OR created_at <= ?2)",
     )?;
     let said: Vec<Said> = stmt
-        .query_map([user.to_sql()], |r| {
+        .query_map(params![user.to_sql(), until], |r| {
             Ok(Said {
                 id: r.get(0)?,
                 guild: r.get(1)?,
@@ -427,5 +468,41 @@ mod tests {
             .query_row("SELECT content FROM messages", [], |r| r.get(0))
             .unwrap();
         assert_eq!(content, "the blue door is mine");
+    }
+
+    #[test]
+    fn an_applied_forget_me_takes_what_was_there_when_asked_once_with_its_cursor() {
+        let store = store_with(&["the blue door is mine", "said after she asked"], &[]);
+        // The second message came after the forget-me (created at 10 s).
+        store
+            .lock()
+            .execute("UPDATE messages SET created_at = 10000 WHERE id = 2", [])
+            .unwrap();
+        let entry = LedgerEntry {
+            seq: 3,
+            at: super::super::from_ms(5000),
+            writer: "0/2".into(),
+            event: PersonEvent::ForgetMe {
+                user: UserId(DAVE as u64),
+                messages: true,
+            },
+        };
+        let user = UserId(DAVE as u64);
+        let gone = store.apply_forget_event("L", &entry, user, true).unwrap();
+        assert_eq!(gone.messages, 1);
+        assert_eq!(store.people_cursor("L").unwrap(), 3);
+        let again = store.apply_forget_event("L", &entry, user, true).unwrap();
+        assert_eq!(again.messages, 0, "applied twice, nothing more goes");
+        let kept: Vec<String> = {
+            let conn = store.lock();
+            let mut stmt = conn
+                .prepare("SELECT content FROM messages ORDER BY id")
+                .unwrap();
+            stmt.query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap()
+        };
+        assert_eq!(kept, vec!["".to_string(), "said after she asked".into()]);
     }
 }

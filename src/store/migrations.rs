@@ -452,6 +452,27 @@ pub const MIGRATIONS: &[Migration] = &[
             CREATE INDEX context_stream_repeat ON context_stream (guild_id, kind, content, ts);
         "#,
     },
+    Migration {
+        version: 14,
+        // Number 14 belongs to the guild export/import work (a parallel
+        // branch); this placeholder keeps the versions consecutive until
+        // that branch's migration takes its place when they are merged.
+        name: "reserved for guild export and import",
+        sql: "",
+    },
+    Migration {
+        version: 15,
+        name: "the people ledger's cursor: the last shared boundary or forget-me event this store applied",
+        // A process applies the events other processes append to the people
+        // ledger in storage.sharedDir; the cursor moves in the transaction
+        // that applies each one, so none is applied twice or skipped.
+        sql: r#"
+            CREATE TABLE people_cursor (
+                ledger_id TEXT    PRIMARY KEY,   -- the ledger's own id (a new sharedDir starts again at 0)
+                seq       INTEGER NOT NULL
+            );
+        "#,
+    },
 ];
 
 pub fn latest() -> u32 {

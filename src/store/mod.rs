@@ -24,6 +24,7 @@ pub(crate) mod lock;
 pub mod memory;
 pub mod messages;
 pub mod migrations;
+pub mod people;
 pub mod usage;
 pub(crate) mod voice;
 
@@ -62,6 +63,15 @@ pub enum StoreError {
     Corrupt(String),
     #[error("cannot search for the forgotten texts: {0}")]
     Forget(String),
+    /// The people ledger in `storage.sharedDir` could not be read or written.
+    #[error(
+        "the people ledger {path} (storage.sharedDir), which passes boundaries and forget-me to the bot's \
+         other processes, failed: {source}"
+    )]
+    Ledger {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;
@@ -74,6 +84,8 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 pub struct Store {
     conn: Arc<Mutex<Connection>>,
     path: Option<PathBuf>,
+    /// Where boundaries and forget-me are passed on to other processes (`people`).
+    ledger: Option<people::Ledger>,
 }
 
 impl Store {
@@ -118,6 +130,7 @@ impl Store {
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
             path,
+            ledger: None,
         })
     }
 

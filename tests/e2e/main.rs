@@ -25,6 +25,7 @@ mod live;
 mod media;
 mod memory;
 mod newcomer;
+mod people;
 mod ratelimits;
 mod reconnect;
 mod recovery;

@@ -988,7 +988,11 @@ impl FakeDiscord {
         let id = self.with(|w| w.next_id());
         let opts: Vec<Value> = options
             .iter()
-            .map(|(name, value)| json!({"type": 3, "name": name, "value": value}))
+            // "true"/"false" as Discord sends a boolean option (type 5); anything else a string.
+            .map(|(name, value)| match *value {
+                "true" | "false" => json!({"type": 5, "name": name, "value": *value == "true"}),
+                _ => json!({"type": 3, "name": name, "value": value}),
+            })
             .collect();
         let d = json!({
             "id": id.to_string(), "application_id": APP.to_string(), "type": 2, "token": format!("token-{id}"),
