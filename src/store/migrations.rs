@@ -452,6 +452,22 @@ pub const MIGRATIONS: &[Migration] = &[
             CREATE INDEX context_stream_repeat ON context_stream (guild_id, kind, content, ts);
         "#,
     },
+    Migration {
+        version: 14,
+        name: "the shard plan this data directory was last run with",
+        // One row at most: `ambient guild import` refuses a guild the plan
+        // does not own, and status shows it. No row: never run with a plan
+        // (or last run as the whole bot), so every guild belongs here.
+        sql: r#"
+            CREATE TABLE shard_plan (
+                id          INTEGER PRIMARY KEY CHECK (id = 1),
+                first_shard INTEGER NOT NULL,
+                last_shard  INTEGER NOT NULL,
+                total       INTEGER NOT NULL CHECK (total > 0),
+                recorded_at INTEGER NOT NULL
+            );
+        "#,
+    },
 ];
 
 pub fn latest() -> u32 {

@@ -15,6 +15,7 @@ pub(crate) mod conditions;
 pub mod discovery;
 pub(crate) mod forget;
 pub mod garden;
+pub mod guild_io;
 pub(crate) mod guild_settings;
 pub(crate) mod hushes;
 pub mod impulses;
@@ -24,6 +25,7 @@ pub(crate) mod lock;
 pub mod memory;
 pub mod messages;
 pub mod migrations;
+pub mod partition;
 pub mod usage;
 pub(crate) mod voice;
 
