@@ -127,6 +127,11 @@ pub fn import(
     let doc = guild_io::parse(&bytes).map_err(|e| nothing(&e))?;
     let guild = GuildId(doc.guild);
     check_owner(&store, &settings, guild).map_err(|e| nothing(&e))?;
+    let existing = store.guild_row_counts(guild)?;
+    if !replace && !existing.is_empty() {
+        let rows = guild_io::describe(&existing);
+        return Err(nothing(&guild_io::GuildIoError::Exists { guild, rows }));
+    }
     check_files(&data_dir, guild, &doc.files, replace).map_err(|e| nothing(&e))?;
     let staged = stage(&data_dir, guild, &doc.files).map_err(|e| nothing(&e))?;
     let counts = match store.import_guild(&doc, replace) {

@@ -329,6 +329,9 @@ fn delete_rows(conn: &Connection, guild: GuildId) -> Res<Counts> {
     Ok(out)
 }
 
+/// A row's values to insert, by column.
+type Values = Vec<(String, Sql)>;
+
 /// One import in progress: the new id of every re-numbered row, by table.
 struct Import<'c> {
     conn: &'c Connection,
@@ -388,7 +391,7 @@ impl Import<'_> {
         row: &Row,
         columns: &[String],
         at: &str,
-    ) -> Res<(Option<i64>, Vec<(String, Sql)>)> {
+    ) -> Res<(Option<i64>, Values)> {
         let mut old_id = None;
         let mut out = Vec::with_capacity(row.len());
         for (column, value) in row {
