@@ -7,12 +7,14 @@ mod console;
 mod dashboard;
 mod discovery;
 mod garden;
+mod guild;
 mod journal;
 mod memory;
 mod reflexes;
 mod replay;
 mod run;
 mod settings;
+mod shards;
 mod status;
 mod usage;
 
@@ -172,6 +174,16 @@ pub enum Command {
         #[arg(long)]
         new_token: bool,
     },
+    /// One server's data out of this data directory and into another (a reshard, a backup, a move)
+    Guild {
+        #[command(subcommand)]
+        command: GuildCommand,
+    },
+    /// Which shard each stored server is on, and which must move for a shard range
+    Shards {
+        #[command(subcommand)]
+        command: ShardsCommand,
+    },
     /// A server's context stream: recent messages, decisions, observations, errors
     Context {
         /// Server id or name [default: the only one the bot knows]
@@ -183,6 +195,48 @@ pub enum Command {
         /// Only these types, comma-separated: user_message, observation, decision, error, delegation
         #[arg(long)]
         types: Option<String>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum GuildCommand {
+    /// Every table's rows and the state files of one server, as JSON on stdout
+    Export {
+        /// Server id or stored name
+        guild: String,
+    },
+    /// A server from an export file, in one transaction (the bot must not be running here)
+    Import {
+        file: PathBuf,
+        /// Delete the server's rows and files already here first (same transaction)
+        #[arg(long)]
+        replace: bool,
+        /// The largest file read, in MB
+        #[arg(long, default_value_t = 256, value_name = "MB")]
+        max_mb: u64,
+    },
+    /// Delete one server's rows and state files (after it moved); prints what it would remove without --yes
+    Remove {
+        /// Server id or stored name
+        guild: String,
+        #[arg(long)]
+        yes: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ShardsCommand {
+    /// Each stored server's shard under --total, and with --shards which must move out
+    Plan {
+        /// How many shards the whole bot would run
+        #[arg(long, value_name = "N")]
+        total: u32,
+        /// The range this data directory's process would run, e.g. 0-3
+        #[arg(long, value_name = "RANGE")]
+        shards: Option<String>,
+        /// One JSON object
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -408,6 +462,15 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             dashboard::dashboard(cli.settings.as_deref(), bind.as_deref(), new_token).await
         }
         Command::Reflexes { command } => reflexes_verb(cli.settings.as_deref(), command),
+        Command::Guild { command } => guild_verb(cli.settings.as_deref(), command),
+        Command::Shards {
+            command:
+                ShardsCommand::Plan {
+                    total,
+                    shards,
+                    json,
+                },
+        } => shards::plan(cli.settings.as_deref(), total, shards.as_deref(), json),
     }
 }
 
@@ -462,6 +525,19 @@ async fn memories(
             memory::edit(s, &id, content.as_deref()).await
         }
         Some(MemoriesCommand::Import { file }) => memory::import(s, &file).await,
+    }
+}
+
+/// `ambient guild export | import | remove`.
+fn guild_verb(s: Option<&std::path::Path>, command: GuildCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        GuildCommand::Export { guild } => guild::export(s, &guild),
+        GuildCommand::Import {
+            file,
+            replace,
+            max_mb,
+        } => guild::import(s, &file, replace, max_mb),
+        GuildCommand::Remove { guild, yes } => guild::remove(s, &guild, yes),
     }
 }
 

@@ -454,11 +454,19 @@ pub const MIGRATIONS: &[Migration] = &[
     },
     Migration {
         version: 14,
-        // Number 14 belongs to the guild export/import work (a parallel
-        // branch); this placeholder keeps the versions consecutive until
-        // that branch's migration takes its place when they are merged.
-        name: "reserved for guild export and import",
-        sql: "",
+        name: "the shard plan this data directory was last run with",
+        // One row at most: `ambient guild import` refuses a guild the plan
+        // does not own, and status shows it. No row: never run with a plan
+        // (or last run as the whole bot), so every guild belongs here.
+        sql: r#"
+            CREATE TABLE shard_plan (
+                id          INTEGER PRIMARY KEY CHECK (id = 1),
+                first_shard INTEGER NOT NULL,
+                last_shard  INTEGER NOT NULL,
+                total       INTEGER NOT NULL CHECK (total > 0),
+                recorded_at INTEGER NOT NULL
+            );
+        "#,
     },
     Migration {
         version: 15,

@@ -14,7 +14,7 @@ use crate::support::world::{self, GENERAL, World};
 
 /// The README's shell example that starts with `prefix`, from a code block
 /// line or an inline code span, exactly as written there.
-fn readme_example(prefix: &str) -> String {
+pub(crate) fn readme_example(prefix: &str) -> String {
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     for line in readme.lines() {

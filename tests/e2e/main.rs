@@ -18,6 +18,7 @@ mod executive;
 mod first_hour;
 mod forget;
 mod garden;
+mod guild_io;
 mod hostile;
 mod initiative;
 mod layers;

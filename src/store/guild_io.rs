@@ -1,0 +1,785 @@
+//! One guild's rows, out of this store and into another: `ambient guild
+//! export / import / remove`, so a reshard (or a backup, or a move to
+//! another host) is two commands.
+//!
+//! The document is JSON: a format name and version, the schema version of
+//! the store that wrote it, the guild, every table of [`partition::TABLES`]
+//! as rows of column → value (integers, reals, text, null; no column holds a
+//! blob, and a blob found is refused rather than guessed at), and the
+//! guild's state files (read and written by the caller, through the
+//! reflexes' path guard). Export writes it as it reads, in one read
+//! transaction, so the tables are one moment's.
+//!
+//! Import is one transaction: a file from another schema, a guild that
+//! already has rows here (unless replaced), a row that is not the guild's,
+//! or one that cannot be stored leaves the store as it was. Ids this store
+//! assigns (AUTOINCREMENT columns, the facts' rowid that the full-text index
+//! is keyed on) are given anew and the columns that refer to them rewritten;
+//! facts go in through their table, so the triggers index them.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+
+use rusqlite::types::{Value as Sql, ValueRef};
+use rusqlite::{Connection, params_from_iter};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::partition::{Link, TABLES, Table};
+use super::{Store, StoreError, migrations};
+use crate::ids::GuildId;
+
+pub const FORMAT: &str = "ambient-guild";
+pub const VERSION: u32 = 1;
+
+/// Rows of one table, as exported: column → value.
+pub type Row = Map<String, Value>;
+
+/// A file of the guild's state folders: `folder` is `guilds` (what its
+/// reflexes read and write) or `reflexes` (the reflexes written for it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuildFile {
+    pub folder: String,
+    pub path: String,
+    pub text: String,
+}
+
+/// A whole export file, as read back.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Document {
+    pub format: String,
+    pub version: u32,
+    pub schema: u32,
+    pub guild: u64,
+    pub exported_at: i64,
+    pub tables: BTreeMap<String, Vec<Row>>,
+    #[serde(default)]
+    pub files: Vec<GuildFile>,
+}
+
+/// Rows per table, in [`TABLES`] order, tables without rows left out.
+pub type Counts = Vec<(&'static str, usize)>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum GuildIoError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot write the export: {0}")]
+    Write(#[from] std::io::Error),
+    #[error(
+        "{table}.{column} holds a blob, which the export format does not carry; nothing was exported"
+    )]
+    Blob { table: String, column: String },
+    #[error("the file is not valid JSON of a guild export: {0}")]
+    Json(String),
+    #[error("the file's format is {0:?}; a guild export says \"{FORMAT}\"")]
+    Format(String),
+    #[error("the file is format version {0}; this ambient reads version {VERSION}")]
+    Version(u32),
+    #[error(
+        "the file was written by a store at schema version {file}, this data directory is at version {here}: \
+         export again with the same ambient version as the one that will import"
+    )]
+    Schema { file: u32, here: u32 },
+    #[error("{at}: {problem}")]
+    Malformed { at: String, problem: String },
+    #[error(
+        "this data directory already holds rows of guild {guild} ({rows}); \
+         add --replace to delete them first (in the same transaction)"
+    )]
+    Exists { guild: GuildId, rows: String },
+    #[error("{at} is not guild {guild}'s: {why}")]
+    NotTheGuilds {
+        at: String,
+        guild: GuildId,
+        why: String,
+    },
+    #[error("{at}: cannot store it here: {source}")]
+    Insert { at: String, source: rusqlite::Error },
+}
+
+impl From<rusqlite::Error> for GuildIoError {
+    fn from(e: rusqlite::Error) -> Self {
+        Self::Store(e.into())
+    }
+}
+
+type Res<T> = std::result::Result<T, GuildIoError>;
+
+/// Counts as `messages 12, facts 3`.
+pub fn describe(counts: &Counts) -> String {
+    if counts.is_empty() {
+        return "no rows".into();
+    }
+    counts
+        .iter()
+        .map(|(t, n)| format!("{t} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Reads an export file's text; errors name the JSON path that is wrong.
+pub fn parse(bytes: &[u8]) -> Res<Document> {
+    let de = &mut serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        GuildIoError::Json(if path == "." {
+            e.inner().to_string()
+        } else {
+            format!("at {path}: {}", e.inner())
+        })
+    })
+}
+
+impl Store {
+    /// Writes `guild`'s export document (with `files`) to `w`.
+    pub fn export_guild(
+        &self,
+        guild: GuildId,
+        files: &[GuildFile],
+        exported_at: i64,
+        w: &mut dyn Write,
+    ) -> Res<Counts> {
+        let mut conn = self.lock();
+        // A read transaction: every table as of one moment, even beside a running bot.
+        let tx = conn.transaction()?;
+        let schema = migrations::current_version(&tx)?;
+        write!(
+            w,
+            "{{\"format\":\"{FORMAT}\",\"version\":{VERSION},\"schema\":{schema},\"guild\":{},\
+             \"exported_at\":{exported_at},\"tables\":{{",
+            guild.get()
+        )?;
+        let mut counts = Counts::new();
+        for (i, t) in TABLES.iter().enumerate() {
+            if i > 0 {
+                w.write_all(b",")?;
+            }
+            write!(
+                w,
+                "\n{}:[",
+                serde_json::to_string(t.name).unwrap_or_default()
+            )?;
+            let n = export_table(&tx, t, guild, w)?;
+            w.write_all(b"]")?;
+            if n > 0 {
+                counts.push((t.name, n));
+            }
+        }
+        w.write_all(b"},\n\"files\":")?;
+        serde_json::to_writer(&mut *w, files).map_err(std::io::Error::from)?;
+        w.write_all(b"}\n")?;
+        w.flush()?;
+        tx.commit()?;
+        Ok(counts)
+    }
+
+    /// How many rows of `guild` each of its own tables holds (shared feed
+    /// rows left out: they stay when the guild goes).
+    pub fn guild_row_counts(&self, guild: GuildId) -> Res<Counts> {
+        own_counts(&self.lock(), guild)
+    }
+
+    /// Deletes `guild`'s rows (shared feed rows stay); returns what went.
+    pub fn remove_guild(&self, guild: GuildId) -> Res<Counts> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let removed = delete_rows(&tx, guild)?;
+        // As forget-me does: merged, the full-text index keeps no segment
+        // with the removed facts' words (secure_delete zeroes what is freed).
+        tx.execute("INSERT INTO facts_fts (facts_fts) VALUES ('optimize')", [])?;
+        tx.commit()?;
+        Ok(removed)
+    }
+
+    /// Stores `doc`'s rows in one transaction; with `replace`, the guild's
+    /// rows already here are deleted first, in the same transaction.
+    pub fn import_guild(&self, doc: &Document, replace: bool) -> Res<Counts> {
+        check_header(doc, migrations::current_version(&self.lock())?)?;
+        for name in doc.tables.keys() {
+            if !TABLES.iter().any(|t| t.name == name) {
+                return Err(GuildIoError::Malformed {
+                    at: format!("tables.{name}"),
+                    problem: format!(
+                        "not a table of a guild's data; the tables are {}",
+                        TABLES.iter().map(|t| t.name).collect::<Vec<_>>().join(", ")
+                    ),
+                });
+            }
+        }
+        let guild = GuildId(doc.guild);
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let existing = own_counts(&tx, guild)?;
+        if !existing.is_empty() {
+            if !replace {
+                return Err(GuildIoError::Exists {
+                    guild,
+                    rows: describe(&existing),
+                });
+            }
+            delete_rows(&tx, guild)?;
+        }
+        let mut import = Import {
+            conn: &tx,
+            guild,
+            ids: HashMap::new(),
+            shared: Vec::new(),
+        };
+        let mut counts = Counts::new();
+        for t in TABLES {
+            let rows = doc.tables.get(t.name).map_or(&[][..], Vec::as_slice);
+            let n = import.table(t, rows)?;
+            if n > 0 {
+                counts.push((t.name, n));
+            }
+        }
+        import.check_shared()?;
+        tx.commit()?;
+        Ok(counts)
+    }
+}
+
+fn check_header(doc: &Document, here: u32) -> Res<()> {
+    if doc.format != FORMAT {
+        return Err(GuildIoError::Format(doc.format.chars().take(60).collect()));
+    }
+    if doc.version != VERSION {
+        return Err(GuildIoError::Version(doc.version));
+    }
+    if doc.schema != here {
+        return Err(GuildIoError::Schema {
+            file: doc.schema,
+            here,
+        });
+    }
+    if doc.guild == 0 || doc.guild > i64::MAX as u64 {
+        return Err(GuildIoError::Malformed {
+            at: "guild".into(),
+            problem: format!("{} is not a server id", doc.guild),
+        });
+    }
+    Ok(())
+}
+
+fn export_table(conn: &Connection, t: &Table, guild: GuildId, w: &mut dyn Write) -> Res<usize> {
+    let mut stmt = conn.prepare(&format!("SELECT * FROM {} WHERE {}", t.name, t.rows_of()))?;
+    let columns: Vec<String> = stmt.column_names().map(str::to_string).collect();
+    let mut rows = stmt.query([guild.to_sql()])?;
+    let mut n = 0;
+    while let Some(r) = rows.next()? {
+        let mut row = Row::new();
+        for (i, c) in columns.iter().enumerate() {
+            let v = match r.get_ref(i)? {
+                ValueRef::Null => Value::Null,
+                ValueRef::Integer(x) => x.into(),
+                ValueRef::Real(x) => x.into(),
+                ValueRef::Text(s) => String::from_utf8_lossy(s).into_owned().into(),
+                ValueRef::Blob(_) => {
+                    return Err(GuildIoError::Blob {
+                        table: t.name.into(),
+                        column: c.clone(),
+                    });
+                }
+            };
+            row.insert(c.clone(), v);
+        }
+        if n > 0 {
+            w.write_all(b",")?;
+        }
+        w.write_all(b"\n")?;
+        serde_json::to_writer(&mut *w, &row).map_err(std::io::Error::from)?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+fn own_counts(conn: &Connection, guild: GuildId) -> Res<Counts> {
+    let mut out = Counts::new();
+    for t in TABLES {
+        let Some(rows) = t.removed() else { continue };
+        let n: i64 = conn.query_row(
+            &format!("SELECT count(*) FROM {} WHERE {rows}", t.name),
+            [guild.to_sql()],
+            |r| r.get(0),
+        )?;
+        if n > 0 {
+            out.push((t.name, n as usize));
+        }
+    }
+    Ok(out)
+}
+
+/// Deletes the guild's own rows; a row that names another goes first.
+fn delete_rows(conn: &Connection, guild: GuildId) -> Res<Counts> {
+    let mut out = Counts::new();
+    for t in TABLES.iter().rev() {
+        let Some(rows) = t.removed() else { continue };
+        let n = conn.execute(
+            &format!("DELETE FROM {} WHERE {rows}", t.name),
+            [guild.to_sql()],
+        )?;
+        if n > 0 {
+            out.push((t.name, n));
+        }
+    }
+    out.reverse();
+    Ok(out)
+}
+
+/// A row's values to insert, by column.
+type Values = Vec<(String, Sql)>;
+
+/// One import in progress: the new id of every re-numbered row, by table.
+struct Import<'c> {
+    conn: &'c Connection,
+    guild: GuildId,
+    ids: HashMap<&'static str, HashMap<i64, i64>>,
+    /// Shared rows this import added, checked once every row is in.
+    shared: Vec<(&'static Table, i64, String)>,
+}
+
+impl Import<'_> {
+    fn table(&mut self, t: &'static Table, rows: &[Row]) -> Res<usize> {
+        let columns = table_columns(self.conn, t.name)?;
+        let mut stored = 0;
+        for (i, row) in rows.iter().enumerate() {
+            let at = format!("tables.{}[{i}]", t.name);
+            let (old_id, values) = self.values(t, row, &columns, &at)?;
+            if let Link::Shared(_) = t.link
+                && let Some(found) = self.same_row(t, &values)?
+            {
+                if let Some(old) = old_id {
+                    self.ids.entry(t.name).or_default().insert(old, found);
+                }
+                continue;
+            }
+            let names: Vec<&str> = values.iter().map(|(c, _)| c.as_str()).collect();
+            let sql = format!(
+                "INSERT INTO {} ({}) VALUES ({})",
+                t.name,
+                names.join(", "),
+                vec!["?"; names.len()].join(", ")
+            );
+            self.conn
+                .prepare_cached(&sql)?
+                .execute(params_from_iter(values.iter().map(|(_, v)| v)))
+                .map_err(|source| GuildIoError::Insert {
+                    at: at.clone(),
+                    source,
+                })?;
+            let new = self.conn.last_insert_rowid();
+            match t.link {
+                Link::Shared(_) => self.shared.push((t, new, at)),
+                _ => self.check_owned(t, new, &at)?,
+            }
+            if let Some(old) = old_id {
+                self.ids.entry(t.name).or_default().insert(old, new);
+            }
+            stored += 1;
+        }
+        Ok(stored)
+    }
+
+    /// The row's values to insert, checked against the table's columns, with
+    /// the re-numbered id taken out and references rewritten.
+    fn values(
+        &self,
+        t: &Table,
+        row: &Row,
+        columns: &[String],
+        at: &str,
+    ) -> Res<(Option<i64>, Values)> {
+        let mut old_id = None;
+        let mut out = Vec::with_capacity(row.len());
+        for (column, value) in row {
+            let here = format!("{at}.{column}");
+            if !columns.iter().any(|c| c == column) {
+                return Err(GuildIoError::Malformed {
+                    at: here,
+                    problem: format!(
+                        "{} has no such column; its columns are {}",
+                        t.name,
+                        columns.join(", ")
+                    ),
+                });
+            }
+            let mut v = to_sql(value, &here)?;
+            if t.renumber == Some(column.as_str()) {
+                old_id = Some(integer(&v, &here)?);
+                continue;
+            }
+            if let Some(r) = t.refs.iter().find(|r| r.column == column)
+                && !matches!(v, Sql::Null)
+            {
+                let old = integer(&v, &here)?;
+                v = match self.ids.get(r.table).and_then(|m| m.get(&old)) {
+                    Some(new) => Sql::Integer(*new),
+                    None if !r.required => Sql::Null,
+                    None => {
+                        return Err(GuildIoError::Malformed {
+                            at: here,
+                            problem: format!(
+                                "refers to {} id {old}, which the file does not hold",
+                                r.table
+                            ),
+                        });
+                    }
+                };
+            }
+            out.push((column.clone(), v));
+        }
+        Ok((old_id, out))
+    }
+
+    /// The id of a shared row already here with the same key (a feed source
+    /// another server here follows too).
+    fn same_row(&self, t: &Table, values: &[(String, Sql)]) -> Res<Option<i64>> {
+        let id = t.renumber.unwrap_or("rowid");
+        let mut clauses = Vec::new();
+        let mut args = Vec::new();
+        for k in t.key {
+            clauses.push(format!("{k} IS ?"));
+            args.push(
+                values
+                    .iter()
+                    .find(|(c, _)| c == k)
+                    .map_or(Sql::Null, |(_, v)| v.clone()),
+            );
+        }
+        let sql = format!(
+            "SELECT {id} FROM {} WHERE {} LIMIT 1",
+            t.name,
+            clauses.join(" AND ")
+        );
+        use rusqlite::OptionalExtension as _;
+        Ok(self
+            .conn
+            .prepare_cached(&sql)?
+            .query_row(params_from_iter(args.iter()), |r| r.get(0))
+            .optional()?)
+    }
+
+    /// A shared row is the guild's through rows stored after it (an item
+    /// through a share): each added one must be the guild's once all are in.
+    fn check_shared(&self) -> Res<()> {
+        for (t, rowid, at) in &self.shared {
+            self.check_owned(t, *rowid, at)?;
+        }
+        Ok(())
+    }
+
+    /// Refuses a row that the guild's own query would not find: a file may
+    /// carry only its guild's data.
+    fn check_owned(&self, t: &Table, rowid: i64, at: &str) -> Res<()> {
+        let why = match t.link {
+            Link::Guild(column) => format!("its {column} must be {}", self.guild),
+            Link::Owned(_) | Link::Shared(_) => format!(
+                "it must belong to one of the guild's rows stored before it ({})",
+                t.rows_of().split_whitespace().collect::<Vec<_>>().join(" ")
+            ),
+        };
+        let sql = format!(
+            "SELECT count(*) FROM {} WHERE rowid = ?1 AND {}",
+            t.name,
+            t.rows_of().replace("?1", "?2")
+        );
+        let n: i64 = self
+            .conn
+            .prepare_cached(&sql)?
+            .query_row(rusqlite::params![rowid, self.guild.to_sql()], |r| r.get(0))?;
+        if n == 1 {
+            Ok(())
+        } else {
+            Err(GuildIoError::NotTheGuilds {
+                at: at.into(),
+                guild: self.guild,
+                why,
+            })
+        }
+    }
+}
+
+fn table_columns(conn: &Connection, table: &str) -> Res<Vec<String>> {
+    let mut stmt = conn.prepare_cached("SELECT name FROM pragma_table_info(?1)")?;
+    let names = stmt
+        .query_map([table], |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<String>>>()?;
+    Ok(names)
+}
+
+fn to_sql(v: &Value, at: &str) -> Res<Sql> {
+    Ok(match v {
+        Value::Null => Sql::Null,
+        Value::String(s) => Sql::Text(s.clone()),
+        Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => Sql::Integer(i),
+            (None, Some(_)) if n.is_u64() => {
+                return Err(GuildIoError::Malformed {
+                    at: at.into(),
+                    problem: format!("{n} does not fit a 64-bit integer"),
+                });
+            }
+            (None, Some(f)) => Sql::Real(f),
+            (None, None) => {
+                return Err(GuildIoError::Malformed {
+                    at: at.into(),
+                    problem: format!("{n} is not a number SQLite keeps"),
+                });
+            }
+        },
+        Value::Bool(_) | Value::Array(_) | Value::Object(_) => {
+            return Err(GuildIoError::Malformed {
+                at: at.into(),
+                problem: "must be an integer, a real, a text or null".into(),
+            });
+        }
+    })
+}
+
+fn integer(v: &Sql, at: &str) -> Res<i64> {
+    match v {
+        Sql::Integer(i) => Ok(*i),
+        _ => Err(GuildIoError::Malformed {
+            at: at.into(),
+            problem: "must be an integer id".into(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Guild 7's rows in every kind of table, beside guild 8's.
+    const SEVEN: &str = "
+        INSERT INTO guilds (id, name, updated_at) VALUES (7, 'Seven', 0), (8, 'Eight', 0);
+        INSERT INTO channels (id, guild_id, name, updated_at) VALUES (70, 7, 'general', 0), (80, 8, 'eight', 0);
+        INSERT INTO messages (id, guild_id, channel_id, author_id, author_name, content, created_at)
+            VALUES (700, 7, 70, 1, 'ada', 'the moon is made of basalt', 1),
+                   (701, 7, 70, 1, 'ada', 'said in voice', 2),
+                   (800, 8, 80, 1, 'ada', 'eight says hi', 1);
+        INSERT INTO voice_utterances (message_id, voice_channel_id, started_at, ended_at) VALUES (701, 71, 1, 2);
+        INSERT INTO usage (ts, role, source, guild_id, provider, model, outcome) VALUES (1, 'reply', 'user', 7, 'p', 'm', 'ok');
+        INSERT INTO journal (ts, kind, guild_id, model_call_id, summary) VALUES (1, 'reply', 7, last_insert_rowid(), 'answered');
+        INSERT INTO journal (ts, kind, guild_id, summary) VALUES (1, 'route', 8, 'eight');
+        INSERT INTO facts (id, guild_id, scope, kind, importance, content, created_at, updated_at, last_seen_at, tags)
+            VALUES ('f1', 7, 'guild', 'fact', 'high', 'Movie night is every Sunday', 0, 0, 0, 'g7 active'),
+                   ('f2', 7, 'guild', 'fact', 'low', 'The server mascot is a heron', 0, 0, 0, 'g7 active'),
+                   ('f8', 8, 'guild', 'fact', 'low', 'Eight likes chess', 0, 0, 0, 'g8 active');
+        INSERT INTO fact_reinforcements (fact_id, message_id, at) VALUES ('f1', 700, 1), ('f8', 800, 1);
+        INSERT INTO fact_links (a, b, relation, created_at) VALUES ('f1', 'f2', 'related', 0);
+        INSERT INTO discovery_sources (kind, target) VALUES ('rss', 'https://feeds.example/a');
+        INSERT INTO feed_items (source_id, url, canonical_url, title, title_key, fetched_at)
+            VALUES (last_insert_rowid(), 'https://a/1', 'https://a/1', 'One', 'one', 0);
+        INSERT INTO feed_shares (item_id, guild_id, channel_id, message_id, shared_at) VALUES (last_insert_rowid(), 7, 70, 702, 0);
+        INSERT INTO guild_sources (guild_id, kind, target, added_by, added_at) VALUES (7, 'rss', 'https://feeds.example/a', 'model', 0);
+        INSERT INTO garden_cycles (guild_id, trigger, started_at, status) VALUES (7, 'timer', 0, 'completed');
+        INSERT INTO garden_queue (id, guild_id, scheduled_for, context, priority, created_by, created_at, done_at, done_in_cycle)
+            VALUES ('q1', 7, 0, 'tidy', 'low', 'garden', 0, 1, last_insert_rowid());
+        INSERT INTO reflex_stats (name, fired) VALUES ('greet@7', 3), ('ping', 9);
+        INSERT INTO extraction_state (channel_id, last_message_id, last_run_at) VALUES (70, 700, 0), (80, 800, 0);
+    ";
+
+    /// Rows already in the target, so its ids collide with the file's.
+    const OTHER: &str = "
+        INSERT INTO usage (ts, role, source, guild_id, provider, model, outcome) VALUES (1, 'reply', 'user', 9, 'p', 'm', 'ok');
+        INSERT INTO journal (ts, kind, guild_id, summary) VALUES (1, 'route', 9, 'nine');
+        INSERT INTO facts (id, guild_id, scope, kind, importance, content, created_at, updated_at, last_seen_at, tags)
+            VALUES ('f9', 9, 'guild', 'fact', 'low', 'Nine likes tea', 0, 0, 0, 'g9 active');
+        INSERT INTO discovery_sources (kind, target) VALUES ('rss', 'https://other.example/z');
+        INSERT INTO discovery_sources (kind, target) VALUES ('rss', 'https://feeds.example/a');
+        INSERT INTO garden_cycles (guild_id, trigger, started_at, status) VALUES (9, 'timer', 0, 'completed');
+    ";
+
+    fn store_with(sql: &str) -> Store {
+        let s = Store::open_in_memory().unwrap();
+        s.lock().execute_batch(sql).unwrap();
+        s
+    }
+
+    fn exported(store: &Store, guild: u64) -> Vec<u8> {
+        let files = [GuildFile {
+            folder: "guilds".into(),
+            path: "notes/today.txt".into(),
+            text: "buy milk".into(),
+        }];
+        let mut out = Vec::new();
+        store
+            .export_guild(GuildId(guild), &files, 5, &mut out)
+            .unwrap();
+        out
+    }
+
+    fn one<T: rusqlite::types::FromSql>(s: &Store, sql: &str) -> T {
+        s.lock().query_row(sql, [], |r| r.get(0)).unwrap()
+    }
+
+    fn all_counts(s: &Store) -> Vec<(String, i64)> {
+        let conn = s.lock();
+        TABLES
+            .iter()
+            .map(|t| {
+                let n = conn
+                    .query_row(&format!("SELECT count(*) FROM {}", t.name), [], |r| {
+                        r.get(0)
+                    })
+                    .unwrap();
+                (t.name.to_string(), n)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_guild_moves_with_new_ids_and_its_references_rewritten() {
+        let from = store_with(SEVEN);
+        let bytes = exported(&from, 7);
+        let doc = parse(&bytes).unwrap();
+        assert_eq!(doc.files[0].text, "buy milk");
+        let to = store_with(OTHER);
+        let counts = to.import_guild(&doc, false).unwrap();
+        assert!(counts.contains(&("feed_items", 1)), "{counts:?}");
+        assert!(
+            !counts.iter().any(|(t, _)| *t == "discovery_sources"),
+            "the feed already here is used, not copied: {counts:?}"
+        );
+        assert_eq!(
+            to.guild_row_counts(GuildId(7)).unwrap(),
+            from.guild_row_counts(GuildId(7)).unwrap()
+        );
+        // The journal's model call is the moved call, under its new id.
+        let call: i64 = one(&to, "SELECT model_call_id FROM journal WHERE guild_id = 7");
+        assert_eq!(
+            one::<i64>(
+                &to,
+                &format!("SELECT guild_id FROM usage WHERE id = {call}")
+            ),
+            7
+        );
+        assert_ne!(call, 1, "id 1 was the target's own call");
+        // The shared feed source is the one already here; the share names the moved item.
+        assert_eq!(one::<i64>(&to, "SELECT count(*) FROM discovery_sources"), 2);
+        let source: i64 = one(
+            &to,
+            "SELECT i.source_id FROM feed_shares s JOIN feed_items i ON i.id = s.item_id WHERE s.guild_id = 7",
+        );
+        assert_eq!(source, 2, "the target's existing source for the same feed");
+        let cycle: i64 = one(
+            &to,
+            "SELECT done_in_cycle FROM garden_queue WHERE id = 'q1'",
+        );
+        assert_eq!(
+            one::<i64>(
+                &to,
+                &format!("SELECT guild_id FROM garden_cycles WHERE id = {cycle}")
+            ),
+            7
+        );
+        // The full-text index found the facts through the triggers.
+        let found: String = one(
+            &to,
+            "SELECT f.id FROM facts_fts JOIN facts f ON f.rowid = facts_fts.rowid WHERE facts_fts MATCH 'heron'",
+        );
+        assert_eq!(found, "f2");
+        assert_eq!(one::<String>(&to, "SELECT a || b FROM fact_links"), "f1f2");
+        assert_eq!(
+            one::<i64>(&to, "SELECT count(*) FROM messages WHERE guild_id = 8"),
+            0
+        );
+        assert_eq!(
+            one::<i64>(&to, "SELECT count(*) FROM reflex_stats WHERE name = 'ping'"),
+            0
+        );
+        assert_eq!(one::<i64>(&to, "SELECT count(*) FROM extraction_state"), 1);
+    }
+
+    #[test]
+    fn a_refused_import_leaves_the_store_as_it_was() {
+        let from = store_with(SEVEN);
+        let good = String::from_utf8(exported(&from, 7)).unwrap();
+        let to = store_with(OTHER);
+        let before = all_counts(&to);
+        let refuse = |text: &str, replace: bool| -> String {
+            let err = parse(text.as_bytes())
+                .and_then(|doc| to.import_guild(&doc, replace))
+                .unwrap_err()
+                .to_string();
+            assert_eq!(all_counts(&to), before, "{err}");
+            err
+        };
+        let schema = good.replace(
+            &format!("\"schema\":{}", migrations::latest()),
+            "\"schema\":3",
+        );
+        assert!(refuse(&schema, false).contains("schema version 3"));
+        let format = good.replace(FORMAT, "something-else");
+        assert!(refuse(&format, false).contains("\"something-else\""));
+        let foreign = good.replace(
+            "\"guild_id\":7,\"channel_id\":70,\"author_id\"",
+            "\"guild_id\":9,\"channel_id\":70,\"author_id\"",
+        );
+        let err = refuse(&foreign, false);
+        assert!(
+            err.starts_with("tables.messages[0] is not guild 7's: its guild_id must be 7"),
+            "{err}"
+        );
+        let bad_value = good.replace("\"content\":\"said in voice\"", "\"content\":true");
+        assert_eq!(
+            refuse(&bad_value, false),
+            "tables.messages[1].content: must be an integer, a real, a text or null"
+        );
+        let bad_column = good.replace("\"content\":\"said in voice\"", "\"contnet\":\"x\"");
+        assert!(
+            refuse(&bad_column, false)
+                .starts_with("tables.messages[1].contnet: messages has no such column")
+        );
+        assert!(refuse("{\"format\": 1}", false).contains("at format"));
+        // Late in the file: everything before it is rolled back too.
+        let late = good.replace("\"priority\":\"low\"", "\"priority\":\"urgent\"");
+        assert!(refuse(&late, false).starts_with("tables.garden_queue[0]: cannot store it here"));
+        to.import_guild(&parse(good.as_bytes()).unwrap(), false)
+            .unwrap();
+        let once = all_counts(&to);
+        let err = to
+            .import_guild(&parse(good.as_bytes()).unwrap(), false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("already holds rows of guild 7 (guilds 1, channels 1, messages 2"),
+            "{err}"
+        );
+        assert_eq!(all_counts(&to), once);
+        to.import_guild(&parse(good.as_bytes()).unwrap(), true)
+            .unwrap();
+        assert_eq!(all_counts(&to), once, "replaced, not doubled");
+    }
+
+    #[test]
+    fn removing_a_guild_keeps_the_others_and_the_shared_feed() {
+        let store = store_with(SEVEN);
+        let removed = store.remove_guild(GuildId(7)).unwrap();
+        assert!(removed.contains(&("messages", 2)), "{removed:?}");
+        assert!(store.guild_row_counts(GuildId(7)).unwrap().is_empty());
+        assert_eq!(
+            store.guild_row_counts(GuildId(8)).unwrap(),
+            vec![
+                ("guilds", 1),
+                ("channels", 1),
+                ("messages", 1),
+                ("journal", 1),
+                ("facts", 1),
+                ("fact_reinforcements", 1),
+                ("extraction_state", 1),
+            ]
+        );
+        assert_eq!(one::<i64>(&store, "SELECT count(*) FROM feed_items"), 1);
+        assert_eq!(one::<i64>(&store, "SELECT count(*) FROM reflex_stats"), 1);
+        let left: i64 = one(
+            &store,
+            "SELECT count(*) FROM facts_fts WHERE facts_fts MATCH 'heron'",
+        );
+        assert_eq!(left, 0);
+    }
+}
