@@ -226,7 +226,7 @@ impl Store {
             conn: &tx,
             guild,
             ids: HashMap::new(),
-            shared: Vec::new(),
+            added: Vec::new(),
         };
         let mut counts = Counts::new();
         for t in TABLES {
@@ -236,7 +236,7 @@ impl Store {
                 counts.push((t.name, n));
             }
         }
-        import.check_shared()?;
+        import.check_owned()?;
         tx.commit()?;
         Ok(counts)
     }
@@ -337,14 +337,15 @@ struct Import<'c> {
     conn: &'c Connection,
     guild: GuildId,
     ids: HashMap<&'static str, HashMap<i64, i64>>,
-    /// Shared rows this import added, checked once every row is in.
-    shared: Vec<(&'static Table, i64, String)>,
+    /// The rows this import added (rowid, index in the file) per table,
+    /// checked to be the guild's once every row is in.
+    added: Vec<(&'static Table, Vec<(i64, usize)>)>,
 }
 
 impl Import<'_> {
     fn table(&mut self, t: &'static Table, rows: &[Row]) -> Res<usize> {
         let columns = table_columns(self.conn, t.name)?;
-        let mut stored = 0;
+        let mut added = Vec::new();
         for (i, row) in rows.iter().enumerate() {
             let at = format!("tables.{}[{i}]", t.name);
             let (old_id, values) = self.values(t, row, &columns, &at)?;
@@ -371,15 +372,13 @@ impl Import<'_> {
                     source,
                 })?;
             let new = self.conn.last_insert_rowid();
-            match t.link {
-                Link::Shared(_) => self.shared.push((t, new, at)),
-                _ => self.check_owned(t, new, &at)?,
-            }
+            added.push((new, i));
             if let Some(old) = old_id {
                 self.ids.entry(t.name).or_default().insert(old, new);
             }
-            stored += 1;
         }
+        let stored = added.len();
+        self.added.push((t, added));
         Ok(stored)
     }
 
@@ -462,43 +461,43 @@ impl Import<'_> {
             .optional()?)
     }
 
-    /// A shared row is the guild's through rows stored after it (an item
-    /// through a share): each added one must be the guild's once all are in.
-    fn check_shared(&self) -> Res<()> {
-        for (t, rowid, at) in &self.shared {
-            self.check_owned(t, *rowid, at)?;
+    /// Refuses a row that the guild's own query does not find once every
+    /// row is in (a feed item is the guild's through a share stored after
+    /// it): a file may carry only its guild's data. One query per table,
+    /// not per row, so a large server's import stays linear.
+    fn check_owned(&self) -> Res<()> {
+        for (t, added) in &self.added {
+            if added.is_empty() {
+                continue;
+            }
+            let mut stmt = self.conn.prepare(&format!(
+                "SELECT rowid FROM {} WHERE {}",
+                t.name,
+                t.rows_of()
+            ))?;
+            let owned = stmt
+                .query_map([self.guild.to_sql()], |r| r.get::<_, i64>(0))?
+                .collect::<rusqlite::Result<std::collections::HashSet<i64>>>()?;
+            if let Some((_, i)) = added.iter().find(|(rowid, _)| !owned.contains(rowid)) {
+                let why = match t.link {
+                    Link::Guild(column) => format!("its {column} must be {}", self.guild),
+                    Link::Owned(clause) | Link::Shared(clause) => format!(
+                        "it must belong to one of the guild's rows ({})",
+                        clause
+                            .replace("?1", &self.guild.to_string())
+                            .split_whitespace()
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    ),
+                };
+                return Err(GuildIoError::NotTheGuilds {
+                    at: format!("tables.{}[{i}]", t.name),
+                    guild: self.guild,
+                    why,
+                });
+            }
         }
         Ok(())
-    }
-
-    /// Refuses a row that the guild's own query would not find: a file may
-    /// carry only its guild's data.
-    fn check_owned(&self, t: &Table, rowid: i64, at: &str) -> Res<()> {
-        let why = match t.link {
-            Link::Guild(column) => format!("its {column} must be {}", self.guild),
-            Link::Owned(_) | Link::Shared(_) => format!(
-                "it must belong to one of the guild's rows stored before it ({})",
-                t.rows_of().split_whitespace().collect::<Vec<_>>().join(" ")
-            ),
-        };
-        let sql = format!(
-            "SELECT count(*) FROM {} WHERE rowid = ?1 AND {}",
-            t.name,
-            t.rows_of().replace("?1", "?2")
-        );
-        let n: i64 = self
-            .conn
-            .prepare_cached(&sql)?
-            .query_row(rusqlite::params![rowid, self.guild.to_sql()], |r| r.get(0))?;
-        if n == 1 {
-            Ok(())
-        } else {
-            Err(GuildIoError::NotTheGuilds {
-                at: at.into(),
-                guild: self.guild,
-                why,
-            })
-        }
     }
 }
 
@@ -723,6 +722,12 @@ mod tests {
         let err = refuse(&foreign, false);
         assert!(
             err.starts_with("tables.messages[0] is not guild 7's: its guild_id must be 7"),
+            "{err}"
+        );
+        let stray = good.replace("\"fact_id\":\"f1\"", "\"fact_id\":\"f9\"");
+        let err = refuse(&stray, false);
+        assert!(
+            err.starts_with("tables.fact_reinforcements[0] is not guild 7's: it must belong to one of the guild's rows (fact_id IN (SELECT id FROM facts WHERE guild_id = 7))"),
             "{err}"
         );
         let bad_value = good.replace("\"content\":\"said in voice\"", "\"content\":true");
