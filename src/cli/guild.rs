@@ -181,31 +181,38 @@ fn check_owner(
     settings: &crate::settings::Settings,
     guild: GuildId,
 ) -> anyhow::Result<()> {
-    let recorded = store.recorded_plan()?.map(|p| {
-        (
-            Shards {
-                range: ShardRange {
-                    first: p.first,
-                    last: p.last,
-                },
-                total: p.total,
-            },
-            "recorded when the bot last started here",
-        )
-    });
+    // The plan this directory runs under next: a reshard writes the new one
+    // into the settings before moving servers, so the settings' plan wins;
+    // without one (a plan given by `--shards` flags), the one recorded at
+    // the last start stands for it.
     let configured = settings
         .discord
         .shard_plan()
         .map(|p| (p, "discord.shards and discord.totalShards"));
-    for (plan, whence) in recorded.into_iter().chain(configured) {
-        if !plan.owns(guild) {
-            bail!(
-                "server {guild} is on shard {} of {}, which this data directory's plan ({plan}, {whence}) \
-                 does not own; import it on the data directory of the process that runs shard {0}",
-                shard_of(guild, plan.total),
-                plan.total
-            );
-        }
+    let recorded = || -> anyhow::Result<_> {
+        Ok(store.recorded_plan()?.map(|p| {
+            let range = ShardRange {
+                first: p.first,
+                last: p.last,
+            };
+            let plan = Shards {
+                range,
+                total: p.total,
+            };
+            (plan, "recorded when the bot last started here")
+        }))
+    };
+    let plan = match configured {
+        Some(c) => Some(c),
+        None => recorded()?,
+    };
+    if let Some((plan, whence)) = plan.filter(|(p, _)| !p.owns(guild)) {
+        bail!(
+            "server {guild} is on shard {} of {}, which this data directory's plan ({plan}, {whence}) \
+             does not own; import it on the data directory of the process that runs shard {0}",
+            shard_of(guild, plan.total),
+            plan.total
+        );
     }
     Ok(())
 }

@@ -10,7 +10,7 @@ use ambient::journal::{Filter, Kind};
 use serde_json::json;
 
 use crate::support::bot::Bot;
-use crate::support::fake_discord::{ALICE, BOT, DM_CHANNEL, FakeDiscord, GENERAL, World};
+use crate::support::fake_discord::{ALICE, BOB, BOT, DM_CHANNEL, FakeDiscord, GENERAL, World};
 use crate::support::model_server::Scripted;
 use crate::support::shards::{Pair, SERVERS, TOTAL, server, servers_of};
 
@@ -261,4 +261,127 @@ fn the_readmes_shard_and_proxy_settings_pass_the_check() {
             String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+/// Waits until `done` holds, polling; false after `secs` seconds.
+fn eventually(secs: u64, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    done()
+}
+
+/// The two processes over four servers, living together: a person's
+/// forget-me asked of one process reaches the other's servers too, and when
+/// the bot shrinks to one process, a server exported from the other's data
+/// directory is imported, answered from what was said there before, and
+/// removed from where it was.
+#[test]
+fn forget_me_reaches_both_processes_and_a_server_moves_between_them() {
+    let mut pair = Pair::start(json!({}));
+    for bot in &pair.bots {
+        bot.model.fallback(Scripted::text("Noted."));
+    }
+    let ((g0, c0), (g1, c1)) = (server(0), server(1));
+    let hers0 = pair
+        .discord
+        .say_in(g0, c0, ALICE, "my locker code is 4471, keep it to yourself");
+    let hers1 = pair
+        .discord
+        .say_in(g1, c1, ALICE, "the spare key is under the blue flowerpot");
+    let his1 = pair.discord.say_in(
+        g1,
+        c1,
+        BOB,
+        "the meetup moved to Thursday at the old library",
+    );
+    assert!(pair.bots[0].wait_stored(hers0), "{}", pair.bots[0].log());
+    assert!(pair.bots[1].wait_stored(hers1), "{}", pair.bots[1].log());
+    assert!(pair.bots[1].wait_stored(his1), "{}", pair.bots[1].log());
+
+    // Alice asks shard 0's process to forget her; shard 1's forgets her too.
+    let forget = pair.discord.slash_in(
+        g0,
+        c0,
+        ALICE,
+        0,
+        "memory",
+        "forget-me",
+        &[("messages", "true")],
+    );
+    let answer = pair.discord.interaction_text(forget).unwrap_or_default();
+    assert!(answer.starts_with("Done: I forgot"), "{answer}");
+    // A forgotten message keeps its row (replies still point at it), not its words.
+    let gone = |bot: usize, id: u64| {
+        pair.bots[bot]
+            .store()
+            .message(MessageId(id))
+            .unwrap()
+            .is_none_or(|m| m.content.is_empty())
+    };
+    assert!(gone(0, hers0));
+    assert!(
+        eventually(20, || gone(1, hers1)),
+        "shard 1's process still holds her words:\n{}",
+        pair.bots[1].log()
+    );
+    assert!(!gone(1, his1), "Bob's words stay");
+
+    // The bot shrinks to one process: both stop, shard 0's data directory
+    // takes the whole bot's plan, and server 1 moves into it.
+    for bot in &mut pair.bots {
+        assert!(bot.halt().success(), "{}", bot.log());
+    }
+    let guild = g1.to_string();
+    let (a, b) = (&pair.bots[0], &pair.bots[1]);
+    let exported = b.home.run(&["guild", "export", &guild]);
+    assert!(exported.status.success(), "{exported:?}");
+    let file = a.home.path().join("server1.json");
+    std::fs::write(&file, &exported.stdout).unwrap();
+    let import =
+        |home: &crate::support::home::Home| home.run(&["guild", "import", file.to_str().unwrap()]);
+    let refused = import(&a.home);
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("which this data directory's plan"),
+        "still shard 0's directory: {refused:?}"
+    );
+    a.home
+        .edit_settings(json!({"discord": {"shards": "0-1", "totalShards": TOTAL}}));
+    let imported = import(&a.home);
+    assert!(imported.status.success(), "{imported:?}");
+    let removed = b.home.run(&["guild", "remove", &guild, "--yes"]);
+    assert!(removed.status.success(), "{removed:?}");
+    assert!(b.store().message(MessageId(his1)).unwrap().is_none());
+
+    // The one process answers in server 1 from what Bob said there before
+    // the move, and has nothing of Alice's forgotten words.
+    let a = &mut pair.bots[0];
+    a.relaunch(&[], "ambient=debug,serenity=warn,poise=warn");
+    a.wait_guild_for(g1, Duration::from_secs(20));
+    let asked = pair
+        .discord
+        .say_in(g1, c1, BOB, &mention("where is the meetup now?"));
+    assert!(a.wait_stored(asked), "{}", a.log());
+    assert!(
+        eventually(20, || a
+            .model
+            .requests()
+            .iter()
+            .any(|r| r.body.to_string().contains("where is the meetup now?"))),
+        "no model call for server 1:\n{}",
+        a.log()
+    );
+    let prompt = a
+        .model
+        .requests()
+        .into_iter()
+        .map(|r| r.body.to_string())
+        .find(|b| b.contains("where is the meetup now?"))
+        .unwrap();
+    assert!(prompt.contains("Thursday at the old library"), "{prompt}");
+    assert!(!prompt.contains("blue flowerpot"), "{prompt}");
 }

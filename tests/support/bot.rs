@@ -62,18 +62,7 @@ impl Bot {
         });
         merge(&mut settings, extra);
         let home = make(settings);
-        let log = std::fs::File::create(home.path().join("bot.log")).unwrap();
-        let child = home
-            .command(&[&["run"], run_args].concat())
-            .env("DISCORD_TOKEN", "test-token-abc")
-            .env("OPENAI_BASE_URL", model.openai_base())
-            .env("OPENAI_API_KEY", "sk-test-bot")
-            .env("RUST_LOG", rust_log)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("spawn ambient run");
+        let child = launch(&home, &model, run_args, rust_log);
         Self {
             discord,
             model,
@@ -136,7 +125,12 @@ impl Bot {
 
     /// Sends SIGTERM and waits for the process to exit.
     pub fn stop(mut self) -> ExitStatus {
-        let mut child = self.child.take().unwrap();
+        self.halt()
+    }
+
+    /// [`Bot::stop`], keeping its home (and data) for [`Bot::relaunch`] or the CLI.
+    pub fn halt(&mut self) -> ExitStatus {
+        let mut child = self.child.take().expect("the bot runs");
         std::process::Command::new("kill")
             .args(["-TERM", &child.id().to_string()])
             .status()
@@ -176,6 +170,33 @@ impl Bot {
         }
         false
     }
+}
+
+impl Bot {
+    /// Starts `ambient run RUN_ARGS` again in the same home, with the same model server.
+    pub fn relaunch(&mut self, run_args: &[&str], rust_log: &str) {
+        assert!(self.child.is_none(), "the bot still runs");
+        self.child = Some(launch(&self.home, &self.model, run_args, rust_log));
+    }
+}
+
+/// `ambient run` in `home`, its stderr appended to `bot.log`.
+fn launch(home: &Home, model: &ModelServer, run_args: &[&str], rust_log: &str) -> Child {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(home.path().join("bot.log"))
+        .unwrap();
+    home.command(&[&["run"], run_args].concat())
+        .env("DISCORD_TOKEN", "test-token-abc")
+        .env("OPENAI_BASE_URL", model.openai_base())
+        .env("OPENAI_API_KEY", "sk-test-bot")
+        .env("RUST_LOG", rust_log)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("spawn ambient run")
 }
 
 impl Drop for Bot {

@@ -985,6 +985,21 @@ impl FakeDiscord {
         sub: &str,
         options: &[(&str, &str)],
     ) -> u64 {
+        self.slash_in(GUILD, channel, person, permissions, command, sub, options)
+    }
+
+    /// [`FakeDiscord::slash`] in another server (`guild`).
+    #[allow(clippy::too_many_arguments)] // an interaction's own fields, as the command line names them
+    pub fn slash_in(
+        &self,
+        guild: u64,
+        channel: u64,
+        person: Person,
+        permissions: u64,
+        command: &str,
+        sub: &str,
+        options: &[(&str, &str)],
+    ) -> u64 {
         let id = self.with(|w| w.next_id());
         let opts: Vec<Value> = options
             .iter()
@@ -996,10 +1011,10 @@ impl FakeDiscord {
             .collect();
         let d = json!({
             "id": id.to_string(), "application_id": APP.to_string(), "type": 2, "token": format!("token-{id}"),
-            "version": 1, "guild_id": GUILD.to_string(), "channel_id": channel.to_string(),
+            "version": 1, "guild_id": guild.to_string(), "channel_id": channel.to_string(),
             "member": member(user(person), Some(permissions)),
             "app_permissions": "2147483647", "locale": "en-US", "guild_locale": "en-US", "entitlements": [],
-            "authorizing_integration_owners": {"0": GUILD.to_string()}, "context": 0,
+            "authorizing_integration_owners": {"0": guild.to_string()}, "context": 0,
             "attachment_size_limit": 8388608,
             "data": {"id": "777", "name": command, "type": 1,
                      "options": [{"type": 1, "name": sub, "options": opts}]},
