@@ -108,6 +108,11 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<StoredMessage> {
     })
 }
 
+/// The bot's messages in a channel since a time (asked before every answer:
+/// a seek in the partial index `messages_self_time`).
+const COUNT_SELF: &str =
+    "SELECT count(*) FROM messages WHERE channel_id = ?1 AND is_self = 1 AND created_at >= ?2";
+
 /// The bit that marks a provisional id: the row of the bot's own words
 /// written before they are sent. No platform id has it (Discord's would need
 /// a timestamp past the year 2150), and in SQL such ids are negative.
@@ -418,11 +423,12 @@ impl Store {
         channel: ChannelId,
         since: DateTime<Utc>,
     ) -> Result<u64> {
-        Ok(self.lock().query_row(
-            "SELECT count(*) FROM messages WHERE channel_id = ?1 AND is_self = 1 AND created_at >= ?2",
-            params![channel.to_sql(), to_ms(since)],
-            |r| r.get::<_, i64>(0),
-        )? as u64)
+        Ok(self
+            .lock()
+            .prepare_cached(COUNT_SELF)?
+            .query_row(params![channel.to_sql(), to_ms(since)], |r| {
+                r.get::<_, i64>(0)
+            })? as u64)
     }
 
     /// How many messages are stored in a channel (deleted ones included).
@@ -458,6 +464,23 @@ pub(crate) fn sample(id: u64, channel: u64, content: &str, at: DateTime<Utc>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_hourly_count_reads_only_the_bots_own_messages() {
+        let store = Store::open_in_memory().unwrap();
+        let conn = store.lock();
+        let plan: Vec<String> = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {COUNT_SELF}"))
+            .unwrap()
+            .query_map(params![1, 0], |r| r.get(3))
+            .unwrap()
+            .collect::<std::result::Result<_, _>>()
+            .unwrap();
+        assert!(
+            plan.iter().any(|step| step.contains("messages_self_time")),
+            "{plan:#?}"
+        );
+    }
 
     fn mine(id: MessageId, content: &str, at: DateTime<Utc>) -> StoredMessage {
         StoredMessage {
