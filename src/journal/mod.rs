@@ -27,6 +27,10 @@ impl Journal {
 
     /// Appends an entry stamped with the current time. A failure to write is
     /// logged, not propagated: losing a journal line must not stop a reply.
+    ///
+    /// Routing lines (one or two for every message) join the store's open
+    /// group of writes: committed within 100 ms, or with the next other
+    /// write, whichever comes first, and in order with everything else.
     pub fn record(&self, mut entry: Entry) -> Option<i64> {
         entry.at = self.clock.now();
         tracing::debug!(
@@ -38,7 +42,12 @@ impl Journal {
             entry.summary
         );
         stream::record_entry(&self.store, &entry);
-        match self.store.journal_append(&entry) {
+        let written = if entry.kind == Kind::Route {
+            self.store.journal_append_grouped(&entry)
+        } else {
+            self.store.journal_append(&entry)
+        };
+        match written {
             Ok(id) => Some(id),
             Err(e) => {
                 tracing::error!(error = %e, summary = %entry.summary, "could not write to the journal");

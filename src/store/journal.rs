@@ -1,6 +1,6 @@
 //! Persistence for the journal (see `crate::journal` for what goes in it).
 
-use rusqlite::{Row, params_from_iter};
+use rusqlite::{Connection, Row, params_from_iter};
 
 use super::conditions::Conditions;
 use super::{Result, Store, from_ms, to_ms};
@@ -28,26 +28,14 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Entry> {
 impl Store {
     /// Appends an entry and returns its id.
     pub fn journal_append(&self, e: &Entry) -> Result<i64> {
-        let conn = self.lock();
-        // Prepared once: every routed message writes a line.
-        conn.prepare_cached(
-            "INSERT INTO journal (ts, kind, guild_id, channel_id, message_id, model_call_id,
-                                  summary, reason, salience, data)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-        )?
-        .execute(rusqlite::params![
-            to_ms(e.at),
-            e.kind.as_str(),
-            e.guild.map(GuildId::to_sql),
-            e.channel.map(ChannelId::to_sql),
-            e.message.map(MessageId::to_sql),
-            e.model_call,
-            e.summary,
-            e.reason,
-            e.salience,
-            e.data.to_string(),
-        ])?;
-        Ok(conn.last_insert_rowid())
+        append(&self.lock(), e)
+    }
+
+    /// Appends an entry in the open group of writes (see
+    /// [`super::group_commit`]): for the routing lines every message
+    /// writes, which a crash may lose with the message they are about.
+    pub fn journal_append_grouped(&self, e: &Entry) -> Result<i64> {
+        append(&*self.lock_grouped()?, e)
     }
 
     /// Entries matching `f`, oldest first (the newest `f.limit` when limited).
@@ -77,4 +65,26 @@ impl Store {
         rows.reverse();
         Ok(rows)
     }
+}
+
+fn append(conn: &Connection, e: &Entry) -> Result<i64> {
+    // Prepared once: every routed message writes a line.
+    conn.prepare_cached(
+        "INSERT INTO journal (ts, kind, guild_id, channel_id, message_id, model_call_id,
+                              summary, reason, salience, data)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?
+    .execute(rusqlite::params![
+        to_ms(e.at),
+        e.kind.as_str(),
+        e.guild.map(GuildId::to_sql),
+        e.channel.map(ChannelId::to_sql),
+        e.message.map(MessageId::to_sql),
+        e.model_call,
+        e.summary,
+        e.reason,
+        e.salience,
+        e.data.to_string(),
+    ])?;
+    Ok(conn.last_insert_rowid())
 }

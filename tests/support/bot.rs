@@ -41,18 +41,7 @@ impl Bot {
         });
         merge(&mut settings, extra);
         let home = Home::new(settings);
-        let log = std::fs::File::create(home.path().join("bot.log")).unwrap();
-        let child = home
-            .command(&[&["run"], run_args].concat())
-            .env("DISCORD_TOKEN", "test-token-abc")
-            .env("OPENAI_BASE_URL", model.openai_base())
-            .env("OPENAI_API_KEY", "sk-test-bot")
-            .env("RUST_LOG", rust_log)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("spawn ambient run");
+        let child = spawn(&home, &model, run_args, rust_log);
         let bot = Self {
             discord,
             model,
@@ -81,6 +70,26 @@ impl Bot {
             std::thread::sleep(Duration::from_millis(20));
         }
         bot
+    }
+
+    /// Kills the bot with SIGKILL (a crash: nothing is flushed) and starts
+    /// it again on the same data; waits until it has identified anew.
+    pub fn crash_and_restart(&mut self) {
+        let mut child = self.child.take().expect("the bot runs");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let before = self.discord.with(|w| w.identifies);
+        self.child = Some(spawn(
+            &self.home,
+            &self.model,
+            &[],
+            "ambient=debug,serenity=warn,poise=warn",
+        ));
+        assert!(
+            self.discord.wait_until(20, |w| w.identifies > before),
+            "the bot did not come back:\n{}",
+            self.log()
+        );
     }
 
     pub fn log(&self) -> String {
@@ -153,4 +162,24 @@ impl Drop for Bot {
             let _ = child.wait();
         }
     }
+}
+
+/// Starts `ambient run` in `home` against its fake Discord and `model`,
+/// logging to `bot.log` there (appended to, across restarts).
+fn spawn(home: &Home, model: &ModelServer, run_args: &[&str], rust_log: &str) -> Child {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(home.path().join("bot.log"))
+        .unwrap();
+    home.command(&[&["run"], run_args].concat())
+        .env("DISCORD_TOKEN", "test-token-abc")
+        .env("OPENAI_BASE_URL", model.openai_base())
+        .env("OPENAI_API_KEY", "sk-test-bot")
+        .env("RUST_LOG", rust_log)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("spawn ambient run")
 }
