@@ -9,11 +9,14 @@
 //! is not submitted again, so it is never answered twice.
 //!
 //! A front end whose platform keeps what was said (Discord) uses
-//! [`Senses::perceive_grouped`] instead: a server message nobody addressed
-//! is then committed with the group of writes open at the time, within
-//! 100 ms (see `store::group_commit`). A crash may lose the last of those,
-//! and the backfill reads them again; anything that addressed the bot, and
-//! everything written after (the bot's own words), is committed in order.
+//! [`Senses::perceive_grouped`] instead: a server message is then committed
+//! with the group of writes open at the time, within 100 ms (see
+//! `store::group_commit`). A crash may lose the last of those, and the
+//! backfill reads them again; since writes reach the disk in order, a
+//! message the bot answered is on disk before its answer is recorded (the
+//! answer's row is written, and so the group committed, before it is sent),
+//! so nothing is answered twice. Direct messages, which backfill does not
+//! read, are committed at once.
 //!
 //! - `attachments`: what a message's images and files become for the model
 //!   (`images` prepares a picture, `text_files` reads and quotes text)
@@ -81,10 +84,10 @@ impl Senses {
         self.take_in(percept, false)
     }
 
-    /// Like [`Senses::perceive`], except that a server message nobody
-    /// addressed may be committed up to 100 ms later with others: for front
-    /// ends whose platform keeps the history, so backfill can read again
-    /// what a crash lost.
+    /// Like [`Senses::perceive`], except that a server message may be
+    /// committed up to 100 ms later with others: for front ends whose
+    /// platform keeps the history, so backfill can read again what a crash
+    /// lost.
     pub fn perceive_grouped(&self, percept: Percept) -> Result<Perceived, StoreError> {
         self.take_in(percept, true)
     }
@@ -158,9 +161,9 @@ impl Senses {
     }
 
     /// Stores a message with its names and stream line; whether it is new.
-    /// With `may_group`, one nobody addressed in a server joins the group of writes.
+    /// With `may_group`, one in a server joins the group of writes.
     fn store_message(&self, m: &MessagePercept, may_group: bool) -> Result<bool, StoreError> {
-        let grouped = may_group && m.message.guild.is_some() && !m.addressed.is_addressed();
+        let grouped = may_group && m.message.guild.is_some();
         let names_known = self.names_known(m);
         let new = self.store.insert_seen(
             &Seen {

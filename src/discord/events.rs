@@ -54,8 +54,8 @@ impl Events {
     }
 
     fn perceive(&self, percept: Percept) {
-        // Discord keeps what was said: chatter may be committed in a group
-        // (backfill reads again what a crash lost).
+        // Discord keeps what was said: a message may be committed in a
+        // group (backfill reads again what a crash lost).
         if let Err(e) = self.app.senses.perceive_grouped(percept) {
             tracing::error!(error = %e, "could not store a percept");
         }

@@ -19,6 +19,7 @@ use chrono_tz::Tz;
 
 use super::summary::Audience;
 use super::{Entry, Kind};
+use crate::ids::GuildId;
 use crate::settings::{Role, Settings};
 use crate::store::Store;
 use crate::store::garden::{StreamEvent, StreamLine};
@@ -64,28 +65,28 @@ fn kind_of(e: &Entry) -> Option<&'static str> {
     }
 }
 
-/// Called by the journal for every entry it writes.
-pub fn record_entry(store: &Store, e: &Entry) {
+/// The stream line a journal entry becomes, and its guild's, if it is one
+/// the stream shows (the journal writes it with the entry).
+pub fn entry_event(e: &Entry) -> Option<(GuildId, StreamLine<'static>)> {
     let (Some(guild), Some(kind)) = (e.guild, kind_of(e)) else {
-        return;
+        return None;
     };
     if e.may_quote_any_channel() {
-        return;
+        return None;
     }
     let content = if e.reason.is_empty() {
         e.summary.clone()
     } else {
         format!("{} — {}", e.summary, e.reason)
     };
-    // Harmless if lost: the stream is a rolling view; the entry itself is in the journal.
-    let _ = store.stream_append(
+    Some((
         guild,
-        e.channel,
-        kind,
-        &cut(&content),
-        e.at,
-        repeat_window(),
-    );
+        StreamLine {
+            kind,
+            content: cut(&content),
+            repeat_window: repeat_window(),
+        },
+    ))
 }
 
 /// The line a person's message in a guild becomes, for the senses to store

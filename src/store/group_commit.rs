@@ -2,18 +2,20 @@
 //! had again share one transaction, committed at most [`WINDOW`] later.
 //!
 //! Committing is what a stored message costs most (the WAL frames and their
-//! locks), and the messages nobody addressed are most of what a busy bot
-//! stores. Those (and the routing lines that say they were let pass) are
-//! written with [`Store::lock_grouped`](super::Store::lock_grouped): the
-//! first opens a transaction, the next ones join it, and it is committed
-//! when it is [`WINDOW`] old (a thread of the store's waits for that), when
-//! it holds [`MAX_WRITES`], or as soon as anything else uses the store —
-//! [`Store::lock`](super::Store::lock) commits the group before it hands the
-//! connection out. So writes reach the disk in the order they were made: a
-//! crash loses at most the last [`WINDOW`] of grouped writes, never a write
-//! made after them (the bot's own words, a reply's record) while keeping an
-//! earlier one. What is lost is chatter the platform still has: Discord's
-//! backfill reads a channel again from its newest stored message on.
+//! locks), and a busy bot stores many. The messages Discord delivers (and
+//! the routing lines about them, and the platform's id for a message the
+//! bot sent) are written with [`Store::lock_grouped`](super::Store::lock_grouped):
+//! the first opens a transaction, the next ones join it, and it is
+//! committed when it is [`WINDOW`] old (a thread of the store's waits for
+//! that), when it holds [`MAX_WRITES`], or as soon as anything else writes
+//! or reads — [`Store::lock`](super::Store::lock) commits the group before
+//! it hands the connection out. So writes reach the disk in the order they
+//! were made: a crash loses at most the last [`WINDOW`] of grouped writes,
+//! never one made after them (the row of the bot's words, written before
+//! they are sent) while keeping an earlier one. What is lost the platform
+//! still has: Discord's backfill reads a channel again from its newest
+//! stored message on, and takes a sent message's real id over its
+//! provisional row.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
@@ -286,9 +288,11 @@ mod tests {
             .insert_seen(&seen(&chatter(1)), Commit::Grouped)
             .unwrap();
         store
-            .journal_append_grouped(
+            .journal_append_with(
                 &crate::vocab::journal::Entry::new(crate::vocab::journal::Kind::Route, "→ pass")
                     .place(Some(GuildId(1)), Some(ChannelId(5))),
+                None,
+                Commit::Grouped,
             )
             .unwrap();
         drop(store);

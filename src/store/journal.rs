@@ -3,6 +3,8 @@
 use rusqlite::{Connection, Row, params_from_iter};
 
 use super::conditions::Conditions;
+use super::garden::StreamLine;
+use super::messages::Commit;
 use super::{Result, Store, from_ms, to_ms};
 use crate::ids::{ChannelId, GuildId, MessageId};
 use crate::vocab::journal::{Entry, Filter, Kind};
@@ -31,11 +33,25 @@ impl Store {
         append(&self.lock(), e)
     }
 
-    /// Appends an entry in the open group of writes (see
-    /// [`super::group_commit`]): for the routing lines every message
-    /// writes, which a crash may lose with the message they are about.
-    pub fn journal_append_grouped(&self, e: &Entry) -> Result<i64> {
-        append(&*self.lock_grouped()?, e)
+    /// Appends an entry and, when it is one the context stream shows, its
+    /// stream line (`guild`'s), together: in one transaction, or in the open
+    /// group of writes with [`Commit::Grouped`] (see [`super::group_commit`]).
+    pub fn journal_append_with(
+        &self,
+        e: &Entry,
+        stream: Option<(GuildId, &StreamLine<'_>)>,
+        commit: Commit,
+    ) -> Result<i64> {
+        match commit {
+            Commit::Now => {
+                let mut conn = self.lock();
+                let tx = conn.transaction()?;
+                let id = append_with(&tx, e, stream)?;
+                tx.commit()?;
+                Ok(id)
+            }
+            Commit::Grouped => append_with(&*self.lock_grouped()?, e, stream),
+        }
     }
 
     /// Entries matching `f`, oldest first (the newest `f.limit` when limited).
@@ -65,6 +81,18 @@ impl Store {
         rows.reverse();
         Ok(rows)
     }
+}
+
+fn append_with(
+    conn: &Connection,
+    e: &Entry,
+    stream: Option<(GuildId, &StreamLine<'_>)>,
+) -> Result<i64> {
+    if let Some((guild, line)) = stream {
+        // Harmless if lost: the stream is a rolling view; the entry itself is in the journal.
+        let _ = super::garden::stream_append(conn, guild, e.channel, line, e.at);
+    }
+    append(conn, e)
 }
 
 fn append(conn: &Connection, e: &Entry) -> Result<i64> {

@@ -193,24 +193,24 @@ impl Store {
 
     /// A row written before its message was sent now has the platform's id.
     /// If that id is already stored (the gateway's echo came first), the
-    /// provisional row goes; either way one row remains.
+    /// provisional row goes; either way one row remains. Grouped (see
+    /// [`super::group_commit`]): if a crash loses it, backfill gives the
+    /// message's id to the provisional row as it does for the echo.
     pub fn confirm_message(&self, provisional: MessageId, id: MessageId) -> Result<()> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let echoed: bool = tx.query_row(
+        let conn = self.lock_grouped()?;
+        let echoed: bool = conn.query_row(
             "SELECT EXISTS (SELECT 1 FROM messages WHERE id = ?1)",
             [id.to_sql()],
             |r| r.get(0),
         )?;
         if echoed {
-            tx.execute("DELETE FROM messages WHERE id = ?1", [provisional.to_sql()])?;
+            conn.execute("DELETE FROM messages WHERE id = ?1", [provisional.to_sql()])?;
         } else {
-            tx.execute(
+            conn.execute(
                 "UPDATE messages SET id = ?2 WHERE id = ?1",
                 params![provisional.to_sql(), id.to_sql()],
             )?;
         }
-        tx.commit()?;
         Ok(())
     }
 
