@@ -46,14 +46,12 @@ impl Store {
             .map(|g| g.map(GuildId::from_sql)))
     }
 
+    /// Asked for every answer's prompt, so prepared once.
     pub fn guild_name(&self, id: GuildId) -> Result<Option<String>> {
         Ok(self
             .lock()
-            .query_row(
-                "SELECT name FROM guilds WHERE id = ?1",
-                [id.to_sql()],
-                |r| r.get(0),
-            )
+            .prepare_cached("SELECT name FROM guilds WHERE id = ?1")?
+            .query_row([id.to_sql()], |r| r.get(0))
             .optional()?)
     }
 

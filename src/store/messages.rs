@@ -114,6 +114,11 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<StoredMessage> {
 const COUNT_SELF: &str =
     "SELECT count(*) FROM messages WHERE channel_id = ?1 AND is_self = 1 AND created_at >= ?2";
 
+/// Whether a message id is stored, and a provisional row taking its
+/// platform id: asked for every message the bot sends, so prepared once.
+const EXISTS: &str = "SELECT EXISTS (SELECT 1 FROM messages WHERE id = ?1)";
+const TAKE_ID: &str = "UPDATE messages SET id = ?2 WHERE id = ?1";
+
 /// The bit that marks a provisional id: the row of the bot's own words
 /// written before they are sent. No platform id has it (Discord's would need
 /// a timestamp past the year 2150), and in SQL such ids are negative.
@@ -180,14 +185,12 @@ impl Store {
         Ok(n == 1)
     }
 
+    /// Asked for every answer (who is answered, may they be pinged), so prepared once.
     pub fn message(&self, id: MessageId) -> Result<Option<StoredMessage>> {
         Ok(self
             .lock()
-            .query_row(
-                &format!("SELECT {COLUMNS} FROM messages WHERE id = ?1"),
-                [id.to_sql()],
-                from_row,
-            )
+            .prepare_cached(&format!("SELECT {COLUMNS} FROM messages WHERE id = ?1"))?
+            .query_row([id.to_sql()], from_row)
             .optional()?)
     }
 
@@ -198,18 +201,14 @@ impl Store {
     /// message's id to the provisional row as it does for the echo.
     pub fn confirm_message(&self, provisional: MessageId, id: MessageId) -> Result<()> {
         let conn = self.lock_grouped()?;
-        let echoed: bool = conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM messages WHERE id = ?1)",
-            [id.to_sql()],
-            |r| r.get(0),
-        )?;
+        let echoed: bool = conn
+            .prepare_cached(EXISTS)?
+            .query_row([id.to_sql()], |r| r.get(0))?;
         if echoed {
             conn.execute("DELETE FROM messages WHERE id = ?1", [provisional.to_sql()])?;
         } else {
-            conn.execute(
-                "UPDATE messages SET id = ?2 WHERE id = ?1",
-                params![provisional.to_sql(), id.to_sql()],
-            )?;
+            conn.prepare_cached(TAKE_ID)?
+                .execute(params![provisional.to_sql(), id.to_sql()])?;
         }
         Ok(())
     }
@@ -479,11 +478,9 @@ fn insert(conn: &Connection, m: &StoredMessage) -> Result<bool> {
 /// text, unless `m` is stored already; whether one was claimed. Runs inside
 /// the caller's transaction.
 fn claim_provisional(conn: &Connection, m: &StoredMessage) -> Result<bool> {
-    let known: bool = conn.query_row(
-        "SELECT EXISTS (SELECT 1 FROM messages WHERE id = ?1)",
-        [m.id.to_sql()],
-        |r| r.get(0),
-    )?;
+    let known: bool = conn
+        .prepare_cached(EXISTS)?
+        .query_row([m.id.to_sql()], |r| r.get(0))?;
     if known {
         return Ok(false);
     }
@@ -500,10 +497,8 @@ fn claim_provisional(conn: &Connection, m: &StoredMessage) -> Result<bool> {
     let Some(provisional) = provisional else {
         return Ok(false);
     };
-    conn.execute(
-        "UPDATE messages SET id = ?2 WHERE id = ?1",
-        params![provisional, m.id.to_sql()],
-    )?;
+    conn.prepare_cached(TAKE_ID)?
+        .execute(params![provisional, m.id.to_sql()])?;
     Ok(true)
 }
 
