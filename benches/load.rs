@@ -155,10 +155,14 @@ fn main() {
     let extra = a.guilds.saturating_sub(1);
     let discord = FakeDiscord::start_with_guilds(extra, a.channels);
     let started = Instant::now();
-    // No dev guild: commands register globally, as in production.
+    // No dev guild: commands register globally, as in production. The
+    // hourly cap per channel at its most, so every question is answered.
     let bot = Bot::start_on(
         discord,
-        json!({"discord": {"devGuildId": null}}),
+        json!({
+            "discord": {"devGuildId": null},
+            "permissions": {"replies": {"maxMessagesPerHour": 3600}},
+        }),
         &[],
         "warn",
     );

@@ -8,6 +8,16 @@
 //! attention. A message redelivered after a reconnect is already stored and
 //! is not submitted again, so it is never answered twice.
 //!
+//! A front end whose platform keeps what was said (Discord) uses
+//! [`Senses::perceive_grouped`] instead: a server message is then committed
+//! with the group of writes open at the time, within 100 ms (see
+//! `store::group_commit`). A crash may lose the last of those, and the
+//! backfill reads them again; since writes reach the disk in order, a
+//! message the bot answered is on disk before its answer is recorded (the
+//! answer's row is written, and so the group committed, before it is sent),
+//! so nothing is answered twice. Direct messages, which backfill does not
+//! read, are committed at once.
+//!
 //! - `attachments`: what a message's images and files become for the model
 //!   (`images` prepares a picture, `text_files` reads and quotes text)
 
@@ -15,13 +25,16 @@ pub(crate) mod attachments;
 pub(crate) mod images;
 pub(crate) mod text_files;
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
-use crate::attention::{Input, Percept, Spine};
+use crate::attention::{Input, MessagePercept, Percept, Spine};
 use crate::clock::SharedClock;
-use crate::ids::{MessageId, UserId};
+use crate::ids::{ChannelId, MessageId, UserId};
+use crate::journal::stream;
 use crate::permissions;
 use crate::settings::SettingsService;
+use crate::store::messages::{Commit, Seen};
 use crate::store::{Store, StoreError};
 
 /// What became of a percept.
@@ -40,7 +53,13 @@ pub struct Senses {
     spine: Arc<Spine>,
     clock: SharedClock,
     me: UserId,
+    /// The server and channel names last written for each channel: every
+    /// message carries them, and writing an unchanged name is not free.
+    names: Arc<Mutex<HashMap<ChannelId, Names>>>,
 }
+
+/// A channel's server name and name, as a message last carried them.
+type Names = (Option<String>, Option<String>);
 
 impl Senses {
     pub fn new(
@@ -56,10 +75,24 @@ impl Senses {
             spine,
             clock,
             me,
+            names: Arc::default(),
         }
     }
 
+    /// Takes in a percept; once this returns, what was stored survives a crash.
     pub fn perceive(&self, percept: Percept) -> Result<Perceived, StoreError> {
+        self.take_in(percept, false)
+    }
+
+    /// Like [`Senses::perceive`], except that a server message may be
+    /// committed up to 100 ms later with others: for front ends whose
+    /// platform keeps the history, so backfill can read again what a crash
+    /// lost.
+    pub fn perceive_grouped(&self, percept: Percept) -> Result<Perceived, StoreError> {
+        self.take_in(percept, true)
+    }
+
+    fn take_in(&self, percept: Percept, may_group: bool) -> Result<Perceived, StoreError> {
         let settings = self.settings.for_guild(percept.guild());
         if let Some(place) = percept.place() {
             if let Some(why) = permissions::invisible_because(&settings, place, percept.author_id())
@@ -81,18 +114,7 @@ impl Senses {
         let from_me = percept.author_id() == Some(self.me);
         let (new, worth_deciding) = match &percept {
             Percept::Message(m) => {
-                self.remember_names(m);
-                let new = self.store.insert_message(&m.message)?;
-                if let (true, Some(g), false) = (new, m.message.guild, m.message.author_is_bot) {
-                    crate::journal::stream::record_message(
-                        &self.store,
-                        g,
-                        m.message.channel,
-                        &m.message.author_name,
-                        &m.message.content,
-                        m.message.created_at,
-                    );
-                }
+                let new = self.store_message(m, may_group && !from_me)?;
                 (new, new)
             }
             Percept::Edit {
@@ -138,6 +160,33 @@ impl Senses {
         Ok(Perceived::Stored { new, queued })
     }
 
+    /// Stores a message with its names and stream line; whether it is new.
+    /// With `may_group`, one in a server joins the group of writes.
+    fn store_message(&self, m: &MessagePercept, may_group: bool) -> Result<bool, StoreError> {
+        let grouped = may_group && m.message.guild.is_some();
+        let names_known = self.names_known(m);
+        let new = self.store.insert_seen(
+            &Seen {
+                message: &m.message,
+                guild_name: m.guild_name.as_deref().filter(|_| !names_known),
+                channel_name: m.channel_name.as_deref().filter(|_| !names_known),
+                stream_line: (!m.message.author_is_bot)
+                    .then(|| stream::message_event(&m.message.author_name, &m.message.content)),
+                now: self.clock.now(),
+            },
+            if grouped {
+                Commit::Grouped
+            } else {
+                Commit::Now
+            },
+        )?;
+        if !names_known {
+            let names = (m.guild_name.clone(), m.channel_name.clone());
+            self.lock_names().insert(m.message.channel, names);
+        }
+        Ok(new)
+    }
+
     /// An edit (`Some(new text)`) or a delete, by `change`; the context stream
     /// follows, so what someone took back is not told on. Whether it changed.
     fn change_message(
@@ -154,20 +203,13 @@ impl Senses {
         Ok(changed)
     }
 
-    fn remember_names(&self, m: &crate::attention::MessagePercept) {
-        let now = self.clock.now();
-        let result = (|| {
-            if let (Some(g), Some(name)) = (m.message.guild, &m.guild_name) {
-                self.store.upsert_guild(g, name, now)?;
-            }
-            if let Some(name) = &m.channel_name {
-                self.store
-                    .upsert_channel(m.message.channel, m.message.guild, name, now)?;
-            }
-            Ok::<_, StoreError>(())
-        })();
-        if let Err(e) = result {
-            tracing::warn!(error = %e, "could not record guild/channel names");
-        }
+    /// Whether `m`'s server and channel names are the ones last written for its channel.
+    fn names_known(&self, m: &MessagePercept) -> bool {
+        let names = (m.guild_name.clone(), m.channel_name.clone());
+        self.lock_names().get(&m.message.channel) == Some(&names)
+    }
+
+    fn lock_names(&self) -> std::sync::MutexGuard<'_, HashMap<ChannelId, Names>> {
+        self.names.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

@@ -65,7 +65,9 @@ impl Events {
     }
 
     fn perceive(&self, percept: Percept) {
-        if let Err(e) = self.app.senses.perceive(percept) {
+        // Discord keeps what was said: a message may be committed in a
+        // group (backfill reads again what a crash lost).
+        if let Err(e) = self.app.senses.perceive_grouped(percept) {
             tracing::error!(error = %e, "could not store a percept");
         }
     }
@@ -76,22 +78,29 @@ impl Events {
         channel: SChannelId,
         guild: Option<SGuildId>,
     ) -> Option<String> {
-        if let Ok(Some(name)) = self.app.store.channel_name(ChannelId(channel.get())) {
-            return Some(name);
-        }
-        let guild = guild?;
-        let cached = ctx.cache.guild(guild)?;
-        cached
-            .channels
-            .get(&channel)
-            .map(|c| c.name.clone())
-            .or_else(|| {
-                cached
-                    .threads
-                    .iter()
-                    .find(|t| t.id == channel)
-                    .map(|t| t.name.clone())
-            })
+        // The cache first: it is in memory, and a store read would commit
+        // the open group of writes (see `store::group_commit`).
+        let cached = guild.and_then(|g| {
+            let cached = ctx.cache.guild(g)?;
+            cached
+                .channels
+                .get(&channel)
+                .map(|c| c.name.clone())
+                .or_else(|| {
+                    cached
+                        .threads
+                        .iter()
+                        .find(|t| t.id == channel)
+                        .map(|t| t.name.clone())
+                })
+        });
+        cached.or_else(|| {
+            self.app
+                .store
+                .channel_name(ChannelId(channel.get()))
+                .ok()
+                .flatten()
+        })
     }
 }
 

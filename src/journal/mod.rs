@@ -9,6 +9,7 @@ pub mod stream;
 pub mod summary;
 
 use crate::clock::SharedClock;
+use crate::store::messages::Commit;
 use crate::store::{Store, StoreError};
 
 pub use crate::vocab::journal::{Entry, Filter, Kind, UnknownKind};
@@ -27,6 +28,12 @@ impl Journal {
 
     /// Appends an entry stamped with the current time. A failure to write is
     /// logged, not propagated: losing a journal line must not stop a reply.
+    ///
+    /// The entry's context-stream line (see `stream`) is written with it.
+    /// Routing lines (one or two for every message) join the store's open
+    /// group of writes: committed within 100 ms, or with the next other
+    /// use of the store, whichever comes first, and in order with
+    /// everything else.
     pub fn record(&self, mut entry: Entry) -> Option<i64> {
         entry.at = self.clock.now();
         tracing::debug!(
@@ -37,8 +44,15 @@ impl Journal {
             "{}",
             entry.summary
         );
-        stream::record_entry(&self.store, &entry);
-        match self.store.journal_append(&entry) {
+        let line = stream::entry_event(&entry);
+        let line = line.as_ref().map(|(guild, line)| (*guild, line));
+        let commit = if entry.kind == Kind::Route {
+            Commit::Grouped
+        } else {
+            Commit::Now
+        };
+        let written = self.store.journal_append_with(&entry, line, commit);
+        match written {
             Ok(id) => Some(id),
             Err(e) => {
                 tracing::error!(error = %e, summary = %entry.summary, "could not write to the journal");

@@ -4,7 +4,8 @@
 //! level-2 reflex, an initiative consideration) can get as a short
 //! `[AMBIENT CONTEXT — last 5 min]` summary.
 //!
-//! Written from two places: the senses (people's messages) and the journal
+//! Written from two places: the senses (people's messages, with the message
+//! itself, see [`message_event`]) and the journal
 //! (every decision already passes through it; routing chatter and gate
 //! checks are left out, like the seed's "tool metadata"). An identical event
 //! within ten minutes is not written again. A guild's stream is only ever
@@ -18,10 +19,10 @@ use chrono_tz::Tz;
 
 use super::summary::Audience;
 use super::{Entry, Kind};
-use crate::ids::{ChannelId, GuildId};
+use crate::ids::GuildId;
 use crate::settings::{Role, Settings};
 use crate::store::Store;
-use crate::store::garden::StreamEvent;
+use crate::store::garden::{StreamEvent, StreamLine};
 use crate::store::messages::StoredMessage;
 
 pub const KINDS: &[&str] = &[
@@ -64,48 +65,38 @@ fn kind_of(e: &Entry) -> Option<&'static str> {
     }
 }
 
-/// Called by the journal for every entry it writes.
-pub fn record_entry(store: &Store, e: &Entry) {
+/// The stream line a journal entry becomes, and its guild's, if it is one
+/// the stream shows (the journal writes it with the entry).
+pub fn entry_event(e: &Entry) -> Option<(GuildId, StreamLine<'static>)> {
     let (Some(guild), Some(kind)) = (e.guild, kind_of(e)) else {
-        return;
+        return None;
     };
     if e.may_quote_any_channel() {
-        return;
+        return None;
     }
     let content = if e.reason.is_empty() {
         e.summary.clone()
     } else {
         format!("{} — {}", e.summary, e.reason)
     };
-    // Harmless if lost: the stream is a rolling view; the entry itself is in the journal.
-    let _ = store.stream_append(
+    Some((
         guild,
-        e.channel,
-        kind,
-        &cut(&content),
-        e.at,
-        repeat_window(),
-    );
+        StreamLine {
+            kind,
+            content: cut(&content),
+            repeat_window: repeat_window(),
+        },
+    ))
 }
 
-/// Called by the senses for a person's message in a guild.
-pub fn record_message(
-    store: &Store,
-    guild: GuildId,
-    channel: ChannelId,
-    author: &str,
-    content: &str,
-    at: DateTime<Utc>,
-) {
-    // Harmless if lost: the stream is a rolling view; the message itself is stored.
-    let _ = store.stream_append(
-        guild,
-        Some(channel),
-        "user_message",
-        &message_line(author, content),
-        at,
-        repeat_window(),
-    );
+/// The line a person's message in a guild becomes, for the senses to store
+/// with the message (see `Store::insert_seen`).
+pub fn message_event(author: &str, content: &str) -> StreamLine<'static> {
+    StreamLine {
+        kind: "user_message",
+        content: message_line(author, content),
+        repeat_window: repeat_window(),
+    }
 }
 
 fn message_line(author: &str, content: &str) -> String {

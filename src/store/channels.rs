@@ -2,7 +2,7 @@
 //! `#memes` instead of a snowflake. Updated whenever a front end sees them.
 
 use chrono::{DateTime, Utc};
-use rusqlite::{OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{Result, Store, to_ms};
 use crate::ids::{ChannelId, GuildId};
@@ -11,14 +11,7 @@ impl Store {
     /// Asked for every message seen (a rename shows on the next one), so
     /// prepared once; an unchanged name writes nothing.
     pub fn upsert_guild(&self, id: GuildId, name: &str, at: DateTime<Utc>) -> Result<()> {
-        self.lock()
-            .prepare_cached(
-                "INSERT INTO guilds (id, name, updated_at) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (id) DO UPDATE SET name = excluded.name, updated_at = excluded.updated_at
-                 WHERE guilds.name <> excluded.name",
-            )?
-            .execute(params![id.to_sql(), name, to_ms(at)])?;
-        Ok(())
+        upsert_guild(&self.lock(), id, name, at)
     }
 
     pub fn upsert_channel(
@@ -28,20 +21,7 @@ impl Store {
         name: &str,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        self.lock()
-            .prepare_cached(
-                "INSERT INTO channels (id, guild_id, name, updated_at) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (id) DO UPDATE SET name = excluded.name, guild_id = excluded.guild_id,
-                                                updated_at = excluded.updated_at
-                 WHERE channels.name <> excluded.name",
-            )?
-            .execute(params![
-                id.to_sql(),
-                guild.map(GuildId::to_sql),
-                name,
-                to_ms(at)
-            ])?;
-        Ok(())
+        upsert_channel(&self.lock(), id, guild, name, at)
     }
 
     pub fn channel_name(&self, id: ChannelId) -> Result<Option<String>> {
@@ -66,14 +46,12 @@ impl Store {
             .map(|g| g.map(GuildId::from_sql)))
     }
 
+    /// Asked for every answer's prompt, so prepared once.
     pub fn guild_name(&self, id: GuildId) -> Result<Option<String>> {
         Ok(self
             .lock()
-            .query_row(
-                "SELECT name FROM guilds WHERE id = ?1",
-                [id.to_sql()],
-                |r| r.get(0),
-            )
+            .prepare_cached("SELECT name FROM guilds WHERE id = ?1")?
+            .query_row([id.to_sql()], |r| r.get(0))
             .optional()?)
     }
 
@@ -110,4 +88,43 @@ impl Store {
             .optional()?
             .map(ChannelId::from_sql))
     }
+}
+
+/// A guild's name, on a locked connection (the senses write it with the message).
+pub(super) fn upsert_guild(
+    conn: &Connection,
+    id: GuildId,
+    name: &str,
+    at: DateTime<Utc>,
+) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO guilds (id, name, updated_at) VALUES (?1, ?2, ?3)
+         ON CONFLICT (id) DO UPDATE SET name = excluded.name, updated_at = excluded.updated_at
+         WHERE guilds.name <> excluded.name",
+    )?
+    .execute(params![id.to_sql(), name, to_ms(at)])?;
+    Ok(())
+}
+
+/// A channel's name, on a locked connection.
+pub(super) fn upsert_channel(
+    conn: &Connection,
+    id: ChannelId,
+    guild: Option<GuildId>,
+    name: &str,
+    at: DateTime<Utc>,
+) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO channels (id, guild_id, name, updated_at) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (id) DO UPDATE SET name = excluded.name, guild_id = excluded.guild_id,
+                                        updated_at = excluded.updated_at
+         WHERE channels.name <> excluded.name",
+    )?
+    .execute(params![
+        id.to_sql(),
+        guild.map(GuildId::to_sql),
+        name,
+        to_ms(at)
+    ])?;
+    Ok(())
 }

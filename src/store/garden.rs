@@ -3,7 +3,7 @@
 //! the per-guild context stream.
 
 use chrono::{DateTime, Utc};
-use rusqlite::{OptionalExtension, Row, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 use super::{Result, Store, StoreError, from_ms, to_ms};
@@ -103,6 +103,15 @@ pub struct PostFeedback {
     /// The reply's text, for a reply.
     pub reply: Option<String>,
     pub at: DateTime<Utc>,
+}
+
+/// A line to append to a guild's context stream: its kind, its text, and
+/// how long an identical line keeps it from being written again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamLine<'a> {
+    pub kind: &'a str,
+    pub content: String,
+    pub repeat_window: chrono::Duration,
 }
 
 /// One line of a guild's context stream.
@@ -386,25 +395,12 @@ impl Store {
         at: DateTime<Utc>,
         repeat_window: chrono::Duration,
     ) -> Result<bool> {
-        let conn = self.lock();
-        let repeated: bool = conn.prepare_cached(REPEAT_CHECK)?.query_row(
-            params![guild.to_sql(), to_ms(at - repeat_window), kind, content],
-            |r| r.get(0),
-        )?;
-        if repeated {
-            return Ok(false);
-        }
-        conn.prepare_cached(
-            "INSERT INTO context_stream (guild_id, channel_id, ts, kind, content) VALUES (?1, ?2, ?3, ?4, ?5)",
-        )?
-        .execute(params![
-            guild.to_sql(),
-            channel.map(|c| c.to_sql()),
-            to_ms(at),
+        let line = StreamLine {
             kind,
-            content
-        ])?;
-        Ok(true)
+            content: content.to_string(),
+            repeat_window,
+        };
+        stream_append(&self.lock(), guild, channel, &line, at)
     }
 
     /// One guild's events since `since`, oldest first, of the given kinds
@@ -532,6 +528,39 @@ impl Store {
 
 fn to_json<T: Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_else(|_| "[]".into())
+}
+
+/// Appends `line` on a locked connection unless it is a repeat; whether it was written.
+pub(super) fn stream_append(
+    conn: &Connection,
+    guild: GuildId,
+    channel: Option<crate::ids::ChannelId>,
+    line: &StreamLine<'_>,
+    at: DateTime<Utc>,
+) -> Result<bool> {
+    let repeated: bool = conn.prepare_cached(REPEAT_CHECK)?.query_row(
+        params![
+            guild.to_sql(),
+            to_ms(at - line.repeat_window),
+            line.kind,
+            line.content
+        ],
+        |r| r.get(0),
+    )?;
+    if repeated {
+        return Ok(false);
+    }
+    conn.prepare_cached(
+        "INSERT INTO context_stream (guild_id, channel_id, ts, kind, content) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![
+        guild.to_sql(),
+        channel.map(|c| c.to_sql()),
+        to_ms(at),
+        line.kind,
+        line.content
+    ])?;
+    Ok(true)
 }
 
 #[cfg(test)]

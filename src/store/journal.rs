@@ -1,8 +1,10 @@
 //! Persistence for the journal (see `crate::journal` for what goes in it).
 
-use rusqlite::{Row, params_from_iter};
+use rusqlite::{Connection, Row, params_from_iter};
 
 use super::conditions::Conditions;
+use super::garden::StreamLine;
+use super::messages::Commit;
 use super::{Result, Store, from_ms, to_ms};
 use crate::ids::{ChannelId, GuildId, MessageId};
 use crate::vocab::journal::{Entry, Filter, Kind};
@@ -28,26 +30,28 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Entry> {
 impl Store {
     /// Appends an entry and returns its id.
     pub fn journal_append(&self, e: &Entry) -> Result<i64> {
-        let conn = self.lock();
-        // Prepared once: every routed message writes a line.
-        conn.prepare_cached(
-            "INSERT INTO journal (ts, kind, guild_id, channel_id, message_id, model_call_id,
-                                  summary, reason, salience, data)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-        )?
-        .execute(rusqlite::params![
-            to_ms(e.at),
-            e.kind.as_str(),
-            e.guild.map(GuildId::to_sql),
-            e.channel.map(ChannelId::to_sql),
-            e.message.map(MessageId::to_sql),
-            e.model_call,
-            e.summary,
-            e.reason,
-            e.salience,
-            e.data.to_string(),
-        ])?;
-        Ok(conn.last_insert_rowid())
+        append(&self.lock(), e)
+    }
+
+    /// Appends an entry and, when it is one the context stream shows, its
+    /// stream line (`guild`'s), together: in one transaction, or in the open
+    /// group of writes with [`Commit::Grouped`] (see [`super::group_commit`]).
+    pub fn journal_append_with(
+        &self,
+        e: &Entry,
+        stream: Option<(GuildId, &StreamLine<'_>)>,
+        commit: Commit,
+    ) -> Result<i64> {
+        match commit {
+            Commit::Now => {
+                let mut conn = self.lock();
+                let tx = conn.transaction()?;
+                let id = append_with(&tx, e, stream)?;
+                tx.commit()?;
+                Ok(id)
+            }
+            Commit::Grouped => append_with(&*self.lock_grouped()?, e, stream),
+        }
     }
 
     /// Entries matching `f`, oldest first (the newest `f.limit` when limited).
@@ -77,4 +81,38 @@ impl Store {
         rows.reverse();
         Ok(rows)
     }
+}
+
+fn append_with(
+    conn: &Connection,
+    e: &Entry,
+    stream: Option<(GuildId, &StreamLine<'_>)>,
+) -> Result<i64> {
+    if let Some((guild, line)) = stream {
+        // Harmless if lost: the stream is a rolling view; the entry itself is in the journal.
+        let _ = super::garden::stream_append(conn, guild, e.channel, line, e.at);
+    }
+    append(conn, e)
+}
+
+fn append(conn: &Connection, e: &Entry) -> Result<i64> {
+    // Prepared once: every routed message writes a line.
+    conn.prepare_cached(
+        "INSERT INTO journal (ts, kind, guild_id, channel_id, message_id, model_call_id,
+                              summary, reason, salience, data)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?
+    .execute(rusqlite::params![
+        to_ms(e.at),
+        e.kind.as_str(),
+        e.guild.map(GuildId::to_sql),
+        e.channel.map(ChannelId::to_sql),
+        e.message.map(MessageId::to_sql),
+        e.model_call,
+        e.summary,
+        e.reason,
+        e.salience,
+        e.data.to_string(),
+    ])?;
+    Ok(conn.last_insert_rowid())
 }

@@ -5,9 +5,10 @@
 //! a new row is handed to attention, so nothing is answered twice.
 
 use chrono::{DateTime, Utc};
-use rusqlite::{OptionalExtension, Row, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 
+use super::garden::StreamLine;
 use super::{Result, Store, from_ms, to_ms};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 
@@ -108,6 +109,16 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<StoredMessage> {
     })
 }
 
+/// The bot's messages in a channel since a time (asked before every answer:
+/// a seek in the partial index `messages_self_time`).
+const COUNT_SELF: &str =
+    "SELECT count(*) FROM messages WHERE channel_id = ?1 AND is_self = 1 AND created_at >= ?2";
+
+/// Whether a message id is stored, and a provisional row taking its
+/// platform id: asked for every message the bot sends, so prepared once.
+const EXISTS: &str = "SELECT EXISTS (SELECT 1 FROM messages WHERE id = ?1)";
+const TAKE_ID: &str = "UPDATE messages SET id = ?2 WHERE id = ?1";
+
 /// The bit that marks a provisional id: the row of the bot's own words
 /// written before they are sent. No platform id has it (Discord's would need
 /// a timestamp past the year 2150), and in SQL such ids are negative.
@@ -130,36 +141,29 @@ impl Store {
     /// row with the same channel and text instead of adding a second: if the
     /// bot stopped between sending and confirming, that row is this message.
     pub fn insert_message(&self, m: &StoredMessage) -> Result<bool> {
-        if m.is_self && !is_provisional(m.id) && self.claim_provisional(m)? {
-            return Ok(false);
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let new = insert(&tx, m)?;
+        tx.commit()?;
+        Ok(new)
+    }
+
+    /// Stores a message someone sent with what comes with it (the names of
+    /// its server and channel, its context-stream line) in one transaction,
+    /// or in the open group of writes (see [`super::group_commit`]) with
+    /// [`Commit::Grouped`]; returns `false` if it was already stored (then
+    /// its stream line is not written again).
+    pub fn insert_seen(&self, seen: &Seen<'_>, commit: Commit) -> Result<bool> {
+        match commit {
+            Commit::Now => {
+                let mut conn = self.lock();
+                let tx = conn.transaction()?;
+                let new = insert_seen(&tx, seen)?;
+                tx.commit()?;
+                Ok(new)
+            }
+            Commit::Grouped => insert_seen(&*self.lock_grouped()?, seen),
         }
-        let attachments = serde_json::to_string(&m.attachments).unwrap_or_else(|_| "[]".into());
-        let conn = self.lock();
-        // Prepared once: every message seen is stored.
-        let n = conn.prepare_cached(
-            &format!(
-                "INSERT INTO messages ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
-                 ON CONFLICT (id) DO NOTHING"
-            ),
-        )?
-        .execute(params![
-                m.id.to_sql(),
-                m.guild.map(GuildId::to_sql),
-                m.channel.to_sql(),
-                m.author_id.to_sql(),
-                m.author_name,
-                m.author_is_bot,
-                m.is_self,
-                m.content,
-                attachments,
-                m.reply_to.map(MessageId::to_sql),
-                m.source.as_str(),
-                to_ms(m.created_at),
-                m.edited_at.map(to_ms),
-                m.deleted_at.map(to_ms),
-            ],
-        )?;
-        Ok(n == 1)
     }
 
     /// Applies an edit; returns `false` if the message is unknown or deleted.
@@ -181,72 +185,32 @@ impl Store {
         Ok(n == 1)
     }
 
+    /// Asked for every answer (who is answered, may they be pinged), so prepared once.
     pub fn message(&self, id: MessageId) -> Result<Option<StoredMessage>> {
         Ok(self
             .lock()
-            .query_row(
-                &format!("SELECT {COLUMNS} FROM messages WHERE id = ?1"),
-                [id.to_sql()],
-                from_row,
-            )
+            .prepare_cached(&format!("SELECT {COLUMNS} FROM messages WHERE id = ?1"))?
+            .query_row([id.to_sql()], from_row)
             .optional()?)
     }
 
     /// A row written before its message was sent now has the platform's id.
     /// If that id is already stored (the gateway's echo came first), the
-    /// provisional row goes; either way one row remains.
+    /// provisional row goes; either way one row remains. Grouped (see
+    /// [`super::group_commit`]): if a crash loses it, backfill gives the
+    /// message's id to the provisional row as it does for the echo.
     pub fn confirm_message(&self, provisional: MessageId, id: MessageId) -> Result<()> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let echoed: bool = tx.query_row(
-            "SELECT EXISTS (SELECT 1 FROM messages WHERE id = ?1)",
-            [id.to_sql()],
-            |r| r.get(0),
-        )?;
+        let conn = self.lock_grouped()?;
+        let echoed: bool = conn
+            .prepare_cached(EXISTS)?
+            .query_row([id.to_sql()], |r| r.get(0))?;
         if echoed {
-            tx.execute("DELETE FROM messages WHERE id = ?1", [provisional.to_sql()])?;
+            conn.execute("DELETE FROM messages WHERE id = ?1", [provisional.to_sql()])?;
         } else {
-            tx.execute(
-                "UPDATE messages SET id = ?2 WHERE id = ?1",
-                params![provisional.to_sql(), id.to_sql()],
-            )?;
+            conn.prepare_cached(TAKE_ID)?
+                .execute(params![provisional.to_sql(), id.to_sql()])?;
         }
-        tx.commit()?;
         Ok(())
-    }
-
-    /// Gives `m`'s id to the oldest provisional row of the same channel and
-    /// text, unless `m` is stored already; whether one was claimed.
-    fn claim_provisional(&self, m: &StoredMessage) -> Result<bool> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let known: bool = tx.query_row(
-            "SELECT EXISTS (SELECT 1 FROM messages WHERE id = ?1)",
-            [m.id.to_sql()],
-            |r| r.get(0),
-        )?;
-        if known {
-            return Ok(false);
-        }
-        // Provisional ids are negative in SQL (see `PROVISIONAL`).
-        let provisional: Option<i64> = tx
-            .query_row(
-                "SELECT id FROM messages
-                 WHERE channel_id = ?1 AND is_self = 1 AND id < 0 AND content = ?2
-                 ORDER BY created_at, id LIMIT 1",
-                params![m.channel.to_sql(), m.content],
-                |r| r.get(0),
-            )
-            .optional()?;
-        let Some(provisional) = provisional else {
-            return Ok(false);
-        };
-        tx.execute(
-            "UPDATE messages SET id = ?2 WHERE id = ?1",
-            params![provisional, m.id.to_sql()],
-        )?;
-        tx.commit()?;
-        Ok(true)
     }
 
     /// Removes a provisional row whose message was never sent.
@@ -418,11 +382,12 @@ impl Store {
         channel: ChannelId,
         since: DateTime<Utc>,
     ) -> Result<u64> {
-        Ok(self.lock().query_row(
-            "SELECT count(*) FROM messages WHERE channel_id = ?1 AND is_self = 1 AND created_at >= ?2",
-            params![channel.to_sql(), to_ms(since)],
-            |r| r.get::<_, i64>(0),
-        )? as u64)
+        Ok(self
+            .lock()
+            .prepare_cached(COUNT_SELF)?
+            .query_row(params![channel.to_sql(), to_ms(since)], |r| {
+                r.get::<_, i64>(0)
+            })? as u64)
     }
 
     /// How many messages are stored in a channel (deleted ones included).
@@ -433,6 +398,108 @@ impl Store {
             |r| r.get::<_, i64>(0),
         )? as u64)
     }
+}
+
+/// A message someone sent, as the senses store it: with the names it came
+/// with and, for a person in a server, its line in the context stream.
+pub struct Seen<'a> {
+    pub message: &'a StoredMessage,
+    pub guild_name: Option<&'a str>,
+    pub channel_name: Option<&'a str>,
+    pub stream_line: Option<StreamLine<'a>>,
+    /// When the names were seen.
+    pub now: DateTime<Utc>,
+}
+
+/// When a write reaches the disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Commit {
+    /// Before the call returns.
+    Now,
+    /// With the open group, within [`super::group_commit::WINDOW`].
+    Grouped,
+}
+
+fn insert_seen(conn: &Connection, seen: &Seen<'_>) -> Result<bool> {
+    let m = seen.message;
+    let names = (|| {
+        if let (Some(g), Some(name)) = (m.guild, seen.guild_name) {
+            super::channels::upsert_guild(conn, g, name, seen.now)?;
+        }
+        if let Some(name) = seen.channel_name {
+            super::channels::upsert_channel(conn, m.channel, m.guild, name, seen.now)?;
+        }
+        Ok::<_, super::StoreError>(())
+    })();
+    if let Err(e) = names {
+        // Only the names are missing: prompts say the channel's id instead.
+        tracing::warn!(error = %e, "could not record guild/channel names");
+    }
+    let new = insert(conn, m)?;
+    if let (true, Some(g), Some(line)) = (new, m.guild, &seen.stream_line) {
+        // Harmless if lost: the stream is a rolling view; the message itself is stored.
+        let _ = super::garden::stream_append(conn, g, Some(m.channel), line, m.created_at);
+    }
+    Ok(new)
+}
+
+/// Inserts `m` on a locked connection (see [`Store::insert_message`]); whether it is new.
+fn insert(conn: &Connection, m: &StoredMessage) -> Result<bool> {
+    if m.is_self && !is_provisional(m.id) && claim_provisional(conn, m)? {
+        return Ok(false);
+    }
+    let attachments = serde_json::to_string(&m.attachments).unwrap_or_else(|_| "[]".into());
+    // Prepared once: every message seen is stored.
+    let n = conn
+        .prepare_cached(&format!(
+            "INSERT INTO messages ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+             ON CONFLICT (id) DO NOTHING"
+        ))?
+        .execute(params![
+            m.id.to_sql(),
+            m.guild.map(GuildId::to_sql),
+            m.channel.to_sql(),
+            m.author_id.to_sql(),
+            m.author_name,
+            m.author_is_bot,
+            m.is_self,
+            m.content,
+            attachments,
+            m.reply_to.map(MessageId::to_sql),
+            m.source.as_str(),
+            to_ms(m.created_at),
+            m.edited_at.map(to_ms),
+            m.deleted_at.map(to_ms),
+        ])?;
+    Ok(n == 1)
+}
+
+/// Gives `m`'s id to the oldest provisional row of the same channel and
+/// text, unless `m` is stored already; whether one was claimed. Runs inside
+/// the caller's transaction.
+fn claim_provisional(conn: &Connection, m: &StoredMessage) -> Result<bool> {
+    let known: bool = conn
+        .prepare_cached(EXISTS)?
+        .query_row([m.id.to_sql()], |r| r.get(0))?;
+    if known {
+        return Ok(false);
+    }
+    // Provisional ids are negative in SQL (see `PROVISIONAL`).
+    let provisional: Option<i64> = conn
+        .query_row(
+            "SELECT id FROM messages
+             WHERE channel_id = ?1 AND is_self = 1 AND id < 0 AND content = ?2
+             ORDER BY created_at, id LIMIT 1",
+            params![m.channel.to_sql(), m.content],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let Some(provisional) = provisional else {
+        return Ok(false);
+    };
+    conn.prepare_cached(TAKE_ID)?
+        .execute(params![provisional, m.id.to_sql()])?;
+    Ok(true)
 }
 
 #[cfg(test)]
@@ -458,6 +525,23 @@ pub(crate) fn sample(id: u64, channel: u64, content: &str, at: DateTime<Utc>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_hourly_count_reads_only_the_bots_own_messages() {
+        let store = Store::open_in_memory().unwrap();
+        let conn = store.lock();
+        let plan: Vec<String> = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {COUNT_SELF}"))
+            .unwrap()
+            .query_map(params![1, 0], |r| r.get(3))
+            .unwrap()
+            .collect::<std::result::Result<_, _>>()
+            .unwrap();
+        assert!(
+            plan.iter().any(|step| step.contains("messages_self_time")),
+            "{plan:#?}"
+        );
+    }
 
     fn mine(id: MessageId, content: &str, at: DateTime<Utc>) -> StoredMessage {
         StoredMessage {

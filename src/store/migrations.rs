@@ -481,6 +481,18 @@ pub const MIGRATIONS: &[Migration] = &[
             );
         "#,
     },
+    Migration {
+        version: 16,
+        name: "the bot's own messages by channel and time, for the hourly cap asked before every answer",
+        // "How many messages did the bot send here in the last hour?" is
+        // asked before every answer and reaction. From (channel_id,
+        // created_at) SQLite read every message of the hour to find the
+        // bot's few: on a busy channel thousands per answer. Partial, so
+        // people's messages (nearly all of them) cost it nothing.
+        sql: r#"
+            CREATE INDEX messages_self_time ON messages (channel_id, created_at) WHERE is_self = 1;
+        "#,
+    },
 ];
 
 pub fn latest() -> u32 {

@@ -6,6 +6,10 @@
 //! schema is versioned (`PRAGMA user_version`) and migrated at open; a
 //! database written by a newer binary is refused rather than damaged.
 //!
+//! Writes whose loss in a crash the platform can make good (the messages
+//! nobody addressed, and the routing lines saying they were let pass) may be
+//! grouped instead: see [`group_commit`].
+//!
 //! Each table family has its own module with `impl Store` methods, so a
 //! caller writes `store.insert_message(..)` and never sees SQL.
 
@@ -16,6 +20,7 @@ pub mod discovery;
 pub(crate) mod forget;
 pub mod garden;
 pub mod guild_io;
+pub(crate) mod group_commit;
 pub(crate) mod guild_settings;
 pub(crate) mod hushes;
 pub mod impulses;
@@ -31,7 +36,7 @@ pub mod usage;
 pub(crate) mod voice;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, MutexGuard};
 
 use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::Connection;
@@ -84,10 +89,26 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 /// the calling task under a mutex rather than hopping to a blocking pool.
 #[derive(Clone)]
 pub struct Store {
-    conn: Arc<Mutex<Connection>>,
+    shared: Arc<group_commit::Shared>,
     path: Option<PathBuf>,
     /// Where boundaries and forget-me are passed on to other processes (`people`).
     ledger: Option<people::Ledger>,
+}
+
+/// The connection, locked; see [`Store::lock`] and [`Store::lock_grouped`].
+pub(crate) struct Conn<'a>(MutexGuard<'a, group_commit::Db>);
+
+impl std::ops::Deref for Conn<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        &self.0.conn
+    }
+}
+
+impl std::ops::DerefMut for Conn<'_> {
+    fn deref_mut(&mut self) -> &mut Connection {
+        &mut self.0.conn
+    }
 }
 
 impl Store {
@@ -130,7 +151,7 @@ impl Store {
         conn.set_prepared_statement_cache_capacity(64);
         migrations::apply(&conn, up_to, path.as_deref())?;
         Ok(Self {
-            conn: Arc::new(Mutex::new(conn)),
+            shared: group_commit::Shared::new(group_commit::Db::new(conn)),
             path,
             ledger: None,
         })
@@ -144,11 +165,35 @@ impl Store {
         Ok(migrations::current_version(&self.lock())?)
     }
 
-    /// The connection, for this module's table-family files only.
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Connection> {
-        // A panic while holding the lock cannot leave SQLite inconsistent
-        // (transactions roll back on drop), so a poisoned lock is still usable.
-        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    /// The connection, for this module's table-family files only. Grouped
+    /// writes are committed first, so whatever is done with it is ordered
+    /// after them on disk too, and it is in autocommit mode.
+    pub(crate) fn lock(&self) -> Conn<'_> {
+        let mut db = self.shared.lock_db();
+        db.commit_group();
+        Conn(db)
+    }
+
+    /// The connection inside the open group of writes (see [`group_commit`]):
+    /// what is written with it is committed within [`group_commit::WINDOW`],
+    /// and lost if the process dies before that.
+    pub(crate) fn lock_grouped(&self) -> Result<Conn<'_>> {
+        Ok(Conn(self.shared.lock_grouped()?))
+    }
+
+    /// This store with grouped writes waiting up to `window` (tests that
+    /// need a group to stay open).
+    #[cfg(test)]
+    pub(crate) fn with_group_window(mut self, window: std::time::Duration) -> Self {
+        Arc::get_mut(&mut self.shared)
+            .expect("set before the store is shared")
+            .window = window;
+        self
+    }
+
+    /// Commits grouped writes now.
+    pub fn flush(&self) {
+        self.shared.lock_db().commit_group();
     }
 }
 

@@ -1,4 +1,5 @@
-//! Killing the process mid-stream loses nothing it acknowledged.
+//! Killing the process mid-stream loses nothing it acknowledged, and
+//! nothing Discord still has.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -8,7 +9,10 @@ use ambient::ids::MessageId;
 use ambient::store::Store;
 use serde_json::{Value, json};
 
+use crate::support::bot::Bot;
+use crate::support::fake_discord::{ALICE, BOB, BOT, GENERAL};
 use crate::support::home::Home;
+use crate::support::model_server::Scripted;
 
 #[test]
 fn sigkill_mid_stream_loses_no_acknowledged_message() {
@@ -69,4 +73,57 @@ fn sigkill_mid_stream_loses_no_acknowledged_message() {
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .unwrap();
     assert_eq!(ok, "ok");
+}
+
+/// From Discord, chatter nobody addressed is committed in groups, up to
+/// 100 ms after it arrived (`store::group_commit`): a crash may lose the
+/// last of it. Discord still has it, and the backfill after the restart
+/// stores every message; the question answered before the crash is not
+/// answered again.
+#[test]
+fn chatter_a_crash_lost_is_read_again_from_discord() {
+    let mut bot = Bot::start(json!({}));
+    bot.model.fallback(Scripted::text("Here."));
+    bot.discord
+        .say(GENERAL, ALICE, &format!("<@{BOT}> are you there?"));
+    assert!(
+        bot.discord
+            .wait_until(15, |w| w.sent_in(GENERAL).len() == 1),
+        "{}",
+        bot.log()
+    );
+    let first = bot.discord.say(GENERAL, BOB, "chatter begins");
+    assert!(bot.wait_stored(first), "{}", bot.log());
+    // The bot is storing chatter: killed right after these are sent, it has
+    // some in a group not yet on disk, or not yet read from the gateway.
+    let chatter: Vec<u64> = (0..40)
+        .map(|i| bot.discord.say(GENERAL, BOB, &format!("chatter {i}")))
+        .collect();
+    bot.crash_and_restart();
+
+    let store = bot.store();
+    let all_stored = || {
+        chatter.iter().all(|id| {
+            store
+                .message(ambient::ids::MessageId(*id))
+                .unwrap()
+                .is_some()
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !all_stored() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "chatter lost in the crash was not read again:\n{}",
+            bot.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Caught up past the question: a second answer would be on its way by now.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        bot.discord.with(|w| w.sent_in(GENERAL).len()),
+        1,
+        "the question was answered once"
+    );
 }

@@ -104,6 +104,26 @@ impl Bot {
         }
     }
 
+    /// Kills the bot with SIGKILL (a crash: nothing is flushed) and starts
+    /// it again on the same data; waits until it has identified anew.
+    pub fn crash_and_restart(&mut self) {
+        let mut child = self.child.take().expect("the bot runs");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let before = self.discord.with(|w| w.identifies);
+        self.child = Some(launch(
+            &self.home,
+            &self.model,
+            &[],
+            "ambient=debug,serenity=warn,poise=warn",
+        ));
+        assert!(
+            self.discord.wait_until(20, |w| w.identifies > before),
+            "the bot did not come back:\n{}",
+            self.log()
+        );
+    }
+
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.home.path().join("bot.log")).unwrap_or_default()
     }
@@ -180,7 +200,7 @@ impl Bot {
     }
 }
 
-/// `ambient run` in `home`, its stderr appended to `bot.log`.
+/// `ambient run` in `home`, its stderr appended to `bot.log` (across restarts).
 fn launch(home: &Home, model: &ModelServer, run_args: &[&str], rust_log: &str) -> Child {
     let log = std::fs::OpenOptions::new()
         .create(true)

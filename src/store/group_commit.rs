@@ -1,0 +1,309 @@
+//! Group commit: writes whose loss in a crash costs nothing that cannot be
+//! had again share one transaction, committed at most [`WINDOW`] later.
+//!
+//! Committing is what a stored message costs most (the WAL frames and their
+//! locks), and a busy bot stores many. The messages Discord delivers (and
+//! the routing lines about them, and the platform's id for a message the
+//! bot sent) are written with [`Store::lock_grouped`](super::Store::lock_grouped):
+//! the first opens a transaction, the next ones join it, and it is
+//! committed when it is [`WINDOW`] old (a thread of the store's waits for
+//! that), when it holds [`MAX_WRITES`], or as soon as anything else writes
+//! or reads — [`Store::lock`](super::Store::lock) commits the group before
+//! it hands the connection out. So writes reach the disk in the order they
+//! were made: a crash loses at most the last [`WINDOW`] of grouped writes,
+//! never one made after them (the row of the bot's words, written before
+//! they are sent) while keeping an earlier one. What is lost the platform
+//! still has: Discord's backfill reads a channel again from its newest
+//! stored message on, and takes a sent message's real id over its
+//! provisional row.
+
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+
+/// The longest a grouped write waits to be committed.
+pub const WINDOW: Duration = Duration::from_millis(100);
+
+/// A group is committed once it holds this many writes, whatever its age.
+const MAX_WRITES: usize = 1_000;
+
+/// The connection and the group open on it, if any.
+pub(super) struct Db {
+    pub(super) conn: Connection,
+    /// When the open group's transaction began, and how many writes it holds.
+    group: Option<(Instant, usize)>,
+}
+
+impl Db {
+    pub(super) fn new(conn: Connection) -> Self {
+        Self { conn, group: None }
+    }
+
+    /// Commits the open group, if any. A failure is logged: the writes in it
+    /// are the kind whose loss was accepted when they were grouped.
+    pub(super) fn commit_group(&mut self) {
+        if self.group.take().is_none() || self.conn.is_autocommit() {
+            return;
+        }
+        if let Err(e) = self.conn.execute_batch("COMMIT") {
+            tracing::error!(error = %e, "could not commit a group of writes; they are lost");
+            // Harmless if it fails: it only fails when SQLite already rolled back.
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+    }
+
+    /// Joins the open group, or opens one; whether a new group was opened.
+    fn join_group(&mut self) -> rusqlite::Result<bool> {
+        let full = self.group.is_some_and(|(_, n)| n >= MAX_WRITES);
+        // SQLite may have rolled the transaction back itself (a full disk).
+        if full || self.conn.is_autocommit() {
+            self.commit_group();
+        }
+        match &mut self.group {
+            Some((_, n)) => {
+                *n += 1;
+                Ok(false)
+            }
+            None => {
+                self.conn.execute_batch("BEGIN IMMEDIATE")?;
+                self.group = Some((Instant::now(), 1));
+                Ok(true)
+            }
+        }
+    }
+}
+
+impl Drop for Db {
+    /// The last handle to the store is gone: what is grouped is committed,
+    /// not rolled back with the connection.
+    fn drop(&mut self) {
+        self.commit_group();
+    }
+}
+
+/// The connection behind its lock, with the committer's wake-up.
+pub(super) struct Shared {
+    db: Mutex<Db>,
+    timer: Arc<Timer>,
+    committer: OnceLock<()>,
+    /// [`WINDOW`], but for tests that need a group to stay open.
+    pub(super) window: Duration,
+}
+
+/// When the committer thread must next look at the group.
+#[derive(Default)]
+struct Timer {
+    due: Mutex<Due>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct Due {
+    at: Option<Instant>,
+    /// The store is gone: the thread ends.
+    closed: bool,
+}
+
+impl Shared {
+    pub(super) fn new(db: Db) -> Arc<Self> {
+        Arc::new(Self {
+            db: Mutex::new(db),
+            timer: Arc::default(),
+            committer: OnceLock::new(),
+            window: WINDOW,
+        })
+    }
+
+    pub(super) fn lock_db(&self) -> MutexGuard<'_, Db> {
+        // A panic while holding the lock cannot leave SQLite inconsistent
+        // (transactions roll back on drop), so a poisoned lock is still usable.
+        self.db.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The connection inside the open group (opened if none is).
+    pub(super) fn lock_grouped(self: &Arc<Self>) -> rusqlite::Result<MutexGuard<'_, Db>> {
+        let mut db = self.lock_db();
+        if db.join_group()? {
+            self.committer.get_or_init(|| spawn_committer(self));
+            let mut due = self.timer.lock();
+            due.at = Some(Instant::now() + self.window);
+            self.timer.wake.notify_one();
+        }
+        Ok(db)
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        self.timer.lock().closed = true;
+        self.timer.wake.notify_one();
+    }
+}
+
+impl Timer {
+    fn lock(&self) -> MutexGuard<'_, Due> {
+        self.due.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The thread that commits a group once it is [`WINDOW`] old. It holds the
+/// store weakly, so it ends with the store.
+fn spawn_committer(shared: &Arc<Shared>) {
+    let (store, timer) = (Arc::downgrade(shared), shared.timer.clone());
+    let spawned = std::thread::Builder::new()
+        .name("store-commit".into())
+        .spawn(move || commit_when_due(&store, &timer));
+    if let Err(e) = spawned {
+        // Groups are then committed only by the next other use of the store.
+        tracing::error!(error = %e, "could not start the store's commit thread");
+    }
+}
+
+fn commit_when_due(store: &Weak<Shared>, timer: &Timer) {
+    let mut due = timer.lock();
+    loop {
+        if due.closed {
+            return;
+        }
+        let now = Instant::now();
+        due = match due.at {
+            None => timer.wake.wait(due).unwrap_or_else(|p| p.into_inner()),
+            Some(at) if at > now => {
+                timer
+                    .wake
+                    .wait_timeout(due, at - now)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0
+            }
+            Some(_) => {
+                due.at = None;
+                drop(due);
+                let Some(shared) = store.upgrade() else {
+                    return;
+                };
+                commit_if_old(&mut shared.lock_db(), shared.window);
+                drop(shared);
+                timer.lock()
+            }
+        };
+    }
+}
+
+/// Commits the open group if it is `window` old; a younger one (opened
+/// since the timer was set) set the timer again when it was opened.
+fn commit_if_old(db: &mut Db, window: Duration) {
+    if db
+        .group
+        .is_some_and(|(opened, _)| opened.elapsed() >= window)
+    {
+        db.commit_group();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use crate::ids::{ChannelId, GuildId, MessageId};
+    use crate::store::Store;
+    use crate::store::messages::{Commit, Seen, StoredMessage, sample};
+
+    fn chatter(id: u64) -> StoredMessage {
+        let at = chrono::Utc.with_ymd_and_hms(2025, 3, 1, 12, 0, 0).unwrap();
+        sample(id, 5, &format!("chatter {id}"), at)
+    }
+
+    fn seen(m: &StoredMessage) -> Seen<'_> {
+        Seen {
+            message: m,
+            guild_name: Some("the harbour"),
+            channel_name: Some("general"),
+            stream_line: None,
+            now: m.created_at,
+        }
+    }
+
+    /// Messages in the file as another process sees it.
+    fn on_disk(dir: &std::path::Path) -> i64 {
+        rusqlite::Connection::open(dir.join(crate::store::DB_FILE))
+            .unwrap()
+            .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn grouped_writes_reach_the_disk_with_the_next_other_use_and_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        // A window no test outlasts: only the store's own uses commit here.
+        let store = Store::open(dir.path())
+            .unwrap()
+            .with_group_window(std::time::Duration::from_secs(3600));
+        for id in 1..=3 {
+            assert!(
+                store
+                    .insert_seen(&seen(&chatter(id)), Commit::Grouped)
+                    .unwrap()
+            );
+        }
+        assert_eq!(on_disk(dir.path()), 0, "grouped writes wait");
+        // Any other use of the store commits the group first.
+        assert!(store.message(MessageId(3)).unwrap().is_some());
+        assert_eq!(on_disk(dir.path()), 3);
+
+        store
+            .insert_seen(&seen(&chatter(4)), Commit::Grouped)
+            .unwrap();
+        assert_eq!(on_disk(dir.path()), 3, "a grouped write waits");
+        store.insert_seen(&seen(&chatter(5)), Commit::Now).unwrap();
+        assert_eq!(
+            on_disk(dir.path()),
+            5,
+            "a write made now takes the group with it"
+        );
+    }
+
+    #[test]
+    fn a_group_left_alone_is_committed_by_the_stores_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store
+            .insert_seen(&seen(&chatter(1)), Commit::Grouped)
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while on_disk(dir.path()) == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the group was never committed"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn the_last_handle_going_commits_the_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store
+            .insert_seen(&seen(&chatter(1)), Commit::Grouped)
+            .unwrap();
+        store
+            .journal_append_with(
+                &crate::vocab::journal::Entry::new(crate::vocab::journal::Kind::Route, "→ pass")
+                    .place(Some(GuildId(1)), Some(ChannelId(5))),
+                None,
+                Commit::Grouped,
+            )
+            .unwrap();
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        assert!(store.message(MessageId(1)).unwrap().is_some());
+        assert_eq!(
+            store
+                .journal_query(&crate::vocab::journal::Filter::default())
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+}
