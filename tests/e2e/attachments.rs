@@ -457,22 +457,9 @@ fn budgets_count_what_an_image_costs_before_the_call_is_made() {
     assert!(bot.stop().success());
 }
 
-/// The first ```` ```lang ```` block after the README line containing `after`.
-fn readme_block(after: &str, lang: &str) -> String {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let start = readme
-        .find(after)
-        .unwrap_or_else(|| panic!("the README has no {after:?}"));
-    let open = format!("```{lang}\n");
-    let body = start + readme[start..].find(&open).unwrap() + open.len();
-    let end = body + readme[body..].find("```").unwrap();
-    readme[body..end].to_string()
-}
-
 #[test]
 fn the_readmes_examples_are_what_the_bot_does() {
-    let example = readme_block("A local vision model for answers", "json");
+    let example = crate::support::readme::block("A local vision model for answers", "json");
     let home = crate::support::home::Home::new(json!({}));
     let file = home.path().join("vision.json");
     std::fs::write(&file, &example).unwrap();
@@ -503,7 +490,7 @@ fn the_readmes_examples_are_what_the_bot_does() {
     d.say_with(GENERAL, ALICE, &mention("all good?"), Some(bobs), files);
     answered(&bot);
     let prompt = text_of(&user_message(&bot.model.requests()[0].body));
-    let listed = readme_block("The prompt lists every attachment", "text");
+    let listed = crate::support::readme::block("The prompt lists every attachment", "text");
     assert!(
         prompt.contains(&listed),
         "the README shows:\n{listed}\nthe prompt has:\n{prompt}"

@@ -10,25 +10,8 @@ use serde_json::json;
 use crate::conversation::{model_env, with_env};
 use crate::support::home::{Home, events_of, notices};
 use crate::support::model_server::{ModelServer, Scripted};
+use crate::support::readme::example as readme_example;
 use crate::support::world::{self, GENERAL, World};
-
-/// The README's shell example that starts with `prefix`, from a code block
-/// line or an inline code span, exactly as written there.
-pub(crate) fn readme_example(prefix: &str) -> String {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    for line in readme.lines() {
-        if line.starts_with(prefix) {
-            return line.to_string();
-        }
-        for span in line.split('`').skip(1).step_by(2) {
-            if span.starts_with(prefix) {
-                return span.to_string();
-            }
-        }
-    }
-    panic!("the README has no example starting with {prefix:?}");
-}
 
 /// Runs the README's example starting with `prefix` exactly as written,
 /// with `server` as the model; returns the home and what was printed.

@@ -12,10 +12,10 @@ use ambient::store::Store;
 use ambient::store::partition::TABLES;
 use serde_json::{Value, json};
 
-use crate::first_hour::readme_example;
 use crate::support::bot::Bot;
 use crate::support::fake_discord::{ALICE, BOT, FakeDiscord, GENERAL, GUILD, MANAGE_GUILD};
 use crate::support::home::Home;
+use crate::support::readme::example as readme_example;
 
 /// A server on shard 1 of 2 (and 1 of 4): `(id >> 22) % total`.
 const FAR: u64 = 1 << 22;

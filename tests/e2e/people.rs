@@ -370,24 +370,11 @@ async fn a_process_running_half_the_shards_spends_half_the_daily_cap() {
     assert_eq!(f.server.requests().len(), 1, "the second call was not made");
 }
 
-/// The first ```` ```lang ```` block after the README line containing `after`.
-fn readme_block(after: &str, lang: &str) -> String {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let start = readme
-        .find(after)
-        .unwrap_or_else(|| panic!("the README has no {after:?}"));
-    let open = format!("```{lang}\n");
-    let body = start + readme[start..].find(&open).unwrap() + open.len();
-    let end = body + readme[body..].find("```").unwrap();
-    readme[body..end].to_string()
-}
-
 #[test]
 fn the_readmes_people_and_budget_examples_run_as_written() {
     let home = Home::new(json!({}));
     // The settings as shown (`ambient status` reads the shared directory's path, never the ledger).
-    let settings = readme_block("Two processes on one host share", "json");
+    let settings = crate::support::readme::block("Two processes on one host share", "json");
     let mut merged: Value =
         serde_json::from_str(&std::fs::read_to_string(home.path().join("settings.json")).unwrap())
             .unwrap();
@@ -401,7 +388,7 @@ fn the_readmes_people_and_budget_examples_run_as_written() {
         String::from_utf8_lossy(&check.stderr)
     );
 
-    let shown = readme_block("Status says what this process may spend", "sh");
+    let shown = crate::support::readme::block("Status says what this process may spend", "sh");
     let mut lines = shown.lines();
     let command = lines.next().unwrap().trim_start_matches("$ ");
     let out = home.shell(command, &[]);

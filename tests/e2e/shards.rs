@@ -16,8 +16,7 @@ use crate::support::shards::{Pair, SERVERS, TOTAL, server, servers_of};
 
 /// The README's "Shards across processes" section.
 fn readme_section() -> String {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let readme = crate::support::readme::text();
     let start = readme
         .find("### Shards across processes\n")
         .expect("the README has the section");

@@ -12,6 +12,7 @@ pub mod gif_server;
 pub mod home;
 pub mod model_server;
 pub mod model_stream;
+pub mod readme;
 pub mod serve;
 pub mod shards;
 pub mod stt_server;
