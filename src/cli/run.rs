@@ -35,8 +35,8 @@ impl ShardFlags {
             held.push(("discord.totalShards".into(), total.into()));
             d.total_shards = total;
         }
-        const KEYS: [&str; 3] = ["discord.shards", "discord.totalShards", "storage.sharedDir"];
-        loaded.problems.retain(|p| !KEYS.contains(&p.path.as_str()));
+        let keys = crate::settings::shards::KEYS;
+        loaded.problems.retain(|p| !keys.contains(&p.path.as_str()));
         for mut p in crate::settings::shards::problems(&loaded.settings) {
             p.path = match p.path.as_str() {
                 "discord.shards" => "--shards (discord.shards)".into(),

@@ -205,6 +205,14 @@ impl Live {
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = values;
     }
 
+    fn holds_command_line(&self) -> bool {
+        !self
+            .command_line
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .is_empty()
+    }
+
     /// The file a reload reads: the one the bot started from, or
     /// `settings.json` when it started on the defaults (it may appear).
     fn path(&self) -> Option<PathBuf> {
@@ -227,10 +235,14 @@ impl Live {
         };
         seen.file = Some(blocking(path.clone(), |p| watch::look_file(&p)).await);
         let explicit = matches!(self.source, Some(SettingsSource::File(_)));
-        let checked = {
+        let mut checked = {
             let p = path.clone();
             blocking(p, move |p| check(explicit.then_some(p.as_path()))).await
         };
+        if self.holds_command_line() {
+            // `apply` checks them again with the command line's values laid over.
+            checked.leave_to_the_command_line(&crate::settings::shards::KEYS);
+        }
         let file = path.display().to_string();
         let refused: Vec<String> = checked
             .shown_problems()

@@ -25,6 +25,23 @@ pub struct Checked {
 }
 
 impl Checked {
+    /// Forgets the file's problems at `paths`: values laid over the file
+    /// (the command line's) decide them, and are checked with it after.
+    pub fn leave_to_the_command_line(&mut self, paths: &[&str]) {
+        let Some(loaded) = self.loaded.as_mut() else {
+            return;
+        };
+        loaded
+            .problems
+            .retain(|p| !paths.contains(&p.path.as_str()));
+        let source = &loaded.source;
+        self.problems = loaded
+            .problems
+            .iter()
+            .map(|p| format!("{source}: {p}"))
+            .collect();
+    }
+
     /// The problems to show: the first [`MAX_SHOWN`], then a count of the rest.
     pub fn shown_problems(&self) -> Vec<String> {
         let mut lines: Vec<String> = self.problems.iter().take(MAX_SHOWN).cloned().collect();

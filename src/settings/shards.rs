@@ -136,6 +136,10 @@ impl super::DiscordSettings {
     }
 }
 
+/// The keys [`problems`] checks together; a command line's `--shards` and
+/// `--total-shards` change what they say of the file's values.
+pub const KEYS: [&str; 3] = ["discord.shards", "discord.totalShards", "storage.sharedDir"];
+
 /// The problems with `discord.shards`, `discord.totalShards` and
 /// `storage.sharedDir` together, each named by the key a person would fix.
 pub(crate) fn problems(s: &super::Settings) -> Vec<super::Problem> {

@@ -245,6 +245,46 @@ fn the_run_flags_stay_in_effect_and_unreported_across_a_reload() {
     assert!(bot.stop().success());
 }
 
+/// A file that names the range but leaves the total to `--total-shards`
+/// is whole only with the command line: a reload checks it so, not alone.
+#[test]
+fn a_reload_checks_the_file_with_the_command_lines_shard_values() {
+    let bot = Bot::start_with(
+        json!({"discord": {"shards": "0"}}),
+        &["--no-watch", "--total-shards", "1"],
+    );
+    assert!(
+        bot.log().contains("this process runs shards 0 of 1"),
+        "{}",
+        bot.log()
+    );
+    bot.home
+        .edit_settings(json!({"executive": {"maxRetries": 1}}));
+    bot.signal("HUP");
+    let store = bot.store();
+    let mut reloads = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while reloads.is_empty() {
+        assert!(Instant::now() < deadline, "no reload:\n{}", bot.log());
+        std::thread::sleep(Duration::from_millis(100));
+        reloads = store
+            .journal_query(&Filter {
+                kinds: vec![Kind::Settings],
+                ..Default::default()
+            })
+            .unwrap();
+    }
+    let entry = &reloads[0];
+    assert!(
+        entry.summary.starts_with("settings reloaded"),
+        "{}: {}",
+        entry.summary,
+        entry.reason
+    );
+    assert_eq!(entry.reason, "SIGHUP; executive.maxRetries: 0 → 1");
+    assert!(bot.stop().success());
+}
+
 #[test]
 fn the_readmes_shard_and_proxy_settings_pass_the_check() {
     let blocks = readme_blocks("json");
