@@ -14,7 +14,7 @@ use anyhow::{Context as _, anyhow, bail};
 
 use crate::ids::GuildId;
 use crate::reflexes::state::{MAX_FILE_BYTES, StateDir};
-use crate::settings::shards::{ShardRange, Shards, shard_of};
+use crate::settings::shards::shard_of;
 use crate::store::Store;
 use crate::store::guild_io::{self, GuildFile};
 use crate::store::lock::DataLock;
@@ -190,17 +190,9 @@ fn check_owner(
         .shard_plan()
         .map(|p| (p, "discord.shards and discord.totalShards"));
     let recorded = || -> anyhow::Result<_> {
-        Ok(store.recorded_plan()?.map(|p| {
-            let range = ShardRange {
-                first: p.first,
-                last: p.last,
-            };
-            let plan = Shards {
-                range,
-                total: p.total,
-            };
-            (plan, "recorded when the bot last started here")
-        }))
+        Ok(store
+            .recorded_plan()?
+            .map(|p| (p, "recorded when the bot last started here")))
     };
     let plan = match configured {
         Some(c) => Some(c),

@@ -97,13 +97,7 @@ pub async fn run(parts: Parts, token: &str, watching: Watching) -> anyhow::Resul
     // before logging in; a fine one records the plan (`store::partition`).
     let plan = settings.discord.shard_plan();
     let store = crate::store::Store::open(std::path::Path::new(&settings.storage.data_dir))?;
-    let record = plan.map(|p| crate::store::partition::RecordedPlan {
-        first: p.range.first,
-        last: p.range.last,
-        total: p.total,
-    });
-    let now = parts.clock.now();
-    crate::store::partition::enter(&store, record, |g| plan.is_none_or(|p| p.owns(g)), now)?;
+    crate::store::partition::enter(&store, plan, parts.clock.now())?;
     drop(store);
     let client = rest_client(&settings)?;
     let rest = Arc::new(http(token, &settings, client.clone()));

@@ -18,6 +18,7 @@ use rusqlite::{OptionalExtension, params};
 
 use super::{Result, Store, StoreError, to_ms};
 use crate::ids::GuildId;
+use crate::vocab::shards::{ShardRange, Shards};
 use chrono::{DateTime, Utc};
 
 /// How a table's rows belong to one guild; `?1` in a clause is the guild id.
@@ -249,22 +250,14 @@ impl Table {
     }
 }
 
-/// The plan as the store keeps it: shards `first..=last` of `total`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RecordedPlan {
-    pub first: u32,
-    pub last: u32,
-    pub total: u32,
-}
-
-impl std::fmt::Display for RecordedPlan {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.first == self.last {
-            write!(f, "shard {} of {}", self.first, self.total)
-        } else {
-            write!(f, "shards {}-{} of {}", self.first, self.last, self.total)
-        }
-    }
+/// The plan as a refusal names its owner: "shard 0 of 2", "shards 0-1 of 4".
+fn owner(plan: &Shards) -> String {
+    let shards = if plan.range.count() == 1 {
+        "shard"
+    } else {
+        "shards"
+    };
+    format!("{shards} {} of {}", plan.range, plan.total)
 }
 
 /// A guild stored here, by id, with the name last seen for it.
@@ -289,19 +282,18 @@ const NAMED: usize = 5;
 #[derive(Debug, thiserror::Error)]
 pub enum PartitionError {
     #[error(
-        "this data directory holds rows of {count} server(s) that {plan} does not own: {named}{more}. \
+        "this data directory holds rows of {count} server(s) that {} does not own: {named}{more}. \
          A process keeps only its own servers' data. Move them to the process that owns them, then \
-         start again: `ambient shards plan --total {total} --shards {range}` lists each one's shard; \
+         start again: `ambient shards plan --total {} --shards {}` lists each one's shard; \
          for each, `ambient guild export GUILD > GUILD.json` here, `ambient guild import GUILD.json` \
-         on the owner's data directory, and `ambient guild remove GUILD --yes` here"
+         on the owner's data directory, and `ambient guild remove GUILD --yes` here",
+        owner(plan), plan.total, plan.range
     )]
     Foreign {
-        plan: RecordedPlan,
+        plan: Shards,
         count: usize,
         named: String,
         more: String,
-        total: u32,
-        range: String,
     },
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -338,16 +330,18 @@ impl Store {
             .collect()
     }
 
-    pub fn recorded_plan(&self) -> Result<Option<RecordedPlan>> {
+    pub fn recorded_plan(&self) -> Result<Option<Shards>> {
         Ok(self
             .lock()
             .query_row(
                 "SELECT first_shard, last_shard, total FROM shard_plan WHERE id = 1",
                 [],
                 |r| {
-                    Ok(RecordedPlan {
-                        first: r.get(0)?,
-                        last: r.get(1)?,
+                    Ok(Shards {
+                        range: ShardRange {
+                            first: r.get(0)?,
+                            last: r.get(1)?,
+                        },
                         total: r.get(2)?,
                     })
                 },
@@ -356,7 +350,7 @@ impl Store {
     }
 
     /// Records the plan this directory now runs under (None: the whole bot).
-    pub fn record_plan(&self, plan: Option<RecordedPlan>, at: DateTime<Utc>) -> Result<()> {
+    pub fn record_plan(&self, plan: Option<Shards>, at: DateTime<Utc>) -> Result<()> {
         let conn = self.lock();
         match plan {
             Some(p) => conn.execute(
@@ -364,7 +358,7 @@ impl Store {
                  VALUES (1, ?1, ?2, ?3, ?4)
                  ON CONFLICT (id) DO UPDATE SET first_shard = ?1, last_shard = ?2, total = ?3,
                                                 recorded_at = ?4",
-                params![p.first, p.last, p.total, to_ms(at)],
+                params![p.range.first, p.range.last, p.total, to_ms(at)],
             )?,
             None => conn.execute("DELETE FROM shard_plan", [])?,
         };
@@ -373,18 +367,17 @@ impl Store {
 }
 
 /// The start-up check: refuses a data directory holding rows of a guild
-/// `owns` says is another process's, else records `plan` as this one's.
+/// `plan` does not own, else records `plan` as this one's (None: the whole bot).
 pub fn enter(
     store: &Store,
-    plan: Option<RecordedPlan>,
-    owns: impl Fn(GuildId) -> bool,
+    plan: Option<Shards>,
     at: DateTime<Utc>,
 ) -> std::result::Result<(), PartitionError> {
     if let Some(p) = plan {
         let foreign: Vec<StoredGuild> = store
             .stored_guilds()?
             .into_iter()
-            .filter(|g| !owns(g.id))
+            .filter(|g| !p.owns(g.id))
             .collect();
         if !foreign.is_empty() {
             let named: Vec<String> = foreign.iter().take(NAMED).map(|g| g.to_string()).collect();
@@ -397,12 +390,6 @@ pub fn enter(
                     format!(" and {more} more")
                 } else {
                     String::new()
-                },
-                total: p.total,
-                range: if p.first == p.last {
-                    p.first.to_string()
-                } else {
-                    format!("{}-{}", p.first, p.last)
                 },
             });
         }
@@ -516,19 +503,19 @@ mod tests {
     fn a_foreign_guild_is_refused_and_named_and_the_plan_recorded_only_when_fine() {
         let store = Store::open_in_memory().unwrap();
         let at = crate::store::from_ms(1_000);
-        let plan = RecordedPlan {
-            first: 0,
-            last: 0,
+        let plan = Shards {
+            range: ShardRange { first: 0, last: 0 },
             total: 2,
         };
-        enter(&store, Some(plan), |_| false, at).unwrap();
+        enter(&store, Some(plan), at).unwrap();
         assert_eq!(store.recorded_plan().unwrap(), Some(plan), "empty is fine");
         store
             .lock()
             .execute_batch("INSERT INTO guilds (id, name, updated_at) VALUES (4194304, 'Far', 0)")
             .unwrap();
-        let other = RecordedPlan { total: 4, ..plan };
-        let err = enter(&store, Some(other), |g| g.get() != 4_194_304, at).unwrap_err();
+        // Guild 4194304 is on shard 1 of 4.
+        let other = Shards { total: 4, ..plan };
+        let err = enter(&store, Some(other), at).unwrap_err();
         let text = err.to_string();
         assert!(
             text.contains("1 server(s) that shard 0 of 4 does not own: 4194304 (Far)"),
@@ -539,7 +526,7 @@ mod tests {
             "{text}"
         );
         assert_eq!(store.recorded_plan().unwrap(), Some(plan), "not recorded");
-        enter(&store, None, |_| false, at).unwrap();
+        enter(&store, None, at).unwrap();
         assert_eq!(
             store.recorded_plan().unwrap(),
             None,

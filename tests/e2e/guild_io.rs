@@ -310,9 +310,8 @@ fn refused_imports_name_the_problem_and_leave_the_target_unchanged() {
     Store::open(&target.data_dir())
         .unwrap()
         .record_plan(
-            Some(ambient::store::partition::RecordedPlan {
-                first: 1,
-                last: 1,
+            Some(ambient::settings::shards::Shards {
+                range: ambient::settings::shards::ShardRange { first: 1, last: 1 },
                 total: 2,
             }),
             chrono::Utc::now(),
