@@ -204,55 +204,14 @@ fn without_flags_one_process_runs_every_shard_discord_recommends() {
     assert!(bot.stop().success());
 }
 
-#[test]
-fn the_run_flags_stay_in_effect_and_unreported_across_a_reload() {
-    let bot = Bot::start_with(
-        json!({}),
-        &["--no-watch", "--shards", "0", "--total-shards", "1"],
-    );
-    assert!(
-        bot.log().contains("this process runs shards 0 of 1"),
-        "{}",
-        bot.log()
-    );
-    bot.home
-        .edit_settings(json!({"executive": {"maxRetries": 1}}));
-    bot.signal("HUP");
-    let store = bot.store();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let entry = loop {
-        let found = store
-            .journal_query(&Filter {
-                kinds: vec![Kind::Settings],
-                ..Default::default()
-            })
-            .unwrap()
-            .into_iter()
-            .find(|e| e.summary.starts_with("settings reloaded"));
-        if let Some(e) = found {
-            break e;
-        }
-        assert!(Instant::now() < deadline, "no reload:\n{}", bot.log());
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    // The file has no discord.shards: the command line's value is neither
-    // reported as waiting for the next start nor dropped.
-    assert_eq!(entry.reason, "SIGHUP; executive.maxRetries: 0 → 1");
-    bot.model.push(Scripted::text("Still here."));
-    bot.discord
-        .say(GENERAL, ALICE, &mention("still on shard zero?"));
-    wait_posts(&bot.discord, GENERAL, 1, || bot.log());
-    assert!(bot.stop().success());
-}
-
-/// A file that names the range but leaves the total to `--total-shards`
-/// is whole only with the command line: a reload checks it so, not alone.
-#[test]
-fn a_reload_checks_the_file_with_the_command_lines_shard_values() {
-    let bot = Bot::start_with(
-        json!({"discord": {"shards": "0"}}),
-        &["--no-watch", "--total-shards", "1"],
-    );
+/// A bot on shard 0 of 1 from `settings` and `args`; its settings file is
+/// then saved with `executive.maxRetries` 1 and reloaded by SIGHUP. Returns
+/// the bot and the journal's first settings entry, the reload's.
+fn started_on_shard_zero_and_reloaded(
+    settings: serde_json::Value,
+    args: &[&str],
+) -> (Bot, ambient::journal::Entry) {
+    let bot = Bot::start_with(settings, args);
     assert!(
         bot.log().contains("this process runs shards 0 of 1"),
         "{}",
@@ -274,12 +233,39 @@ fn a_reload_checks_the_file_with_the_command_lines_shard_values() {
             })
             .unwrap();
     }
-    let entry = &reloads[0];
+    let entry = reloads.swap_remove(0);
     assert!(
         entry.summary.starts_with("settings reloaded"),
         "{}: {}",
         entry.summary,
         entry.reason
+    );
+    (bot, entry)
+}
+
+#[test]
+fn the_run_flags_stay_in_effect_and_unreported_across_a_reload() {
+    let (bot, entry) = started_on_shard_zero_and_reloaded(
+        json!({}),
+        &["--no-watch", "--shards", "0", "--total-shards", "1"],
+    );
+    // The file has no discord.shards: the command line's value is neither
+    // reported as waiting for the next start nor dropped.
+    assert_eq!(entry.reason, "SIGHUP; executive.maxRetries: 0 → 1");
+    bot.model.push(Scripted::text("Still here."));
+    bot.discord
+        .say(GENERAL, ALICE, &mention("still on shard zero?"));
+    wait_posts(&bot.discord, GENERAL, 1, || bot.log());
+    assert!(bot.stop().success());
+}
+
+/// A file that names the range but leaves the total to `--total-shards`
+/// is whole only with the command line: a reload checks it so, not alone.
+#[test]
+fn a_reload_checks_the_file_with_the_command_lines_shard_values() {
+    let (bot, entry) = started_on_shard_zero_and_reloaded(
+        json!({"discord": {"shards": "0"}}),
+        &["--no-watch", "--total-shards", "1"],
     );
     assert_eq!(entry.reason, "SIGHUP; executive.maxRetries: 0 → 1");
     assert!(bot.stop().success());
