@@ -71,20 +71,18 @@ impl Role {
 }
 
 impl Settings {
-    /// This process's part of the bot: its shards over all shards (1 when
-    /// it runs them all). The bot-wide daily caps are split by it, so N
-    /// processes never spend more than one process would.
-    pub fn budget_share(&self) -> f64 {
-        self.discord.shard_plan().map_or(1.0, |p| p.share())
-    }
-
-    /// A bot-wide daily cap as this process may spend it: `whole` times its
-    /// share, rounded down but never to 0 (which would mean no cap at all).
+    /// A bot-wide daily cap as this process may spend it: its shards' part
+    /// of `whole` (all of it when it runs them all), so N processes never
+    /// spend more than one would; rounded down but never to 0 (which would
+    /// mean no cap at all).
     pub fn process_cap(&self, whole: u64) -> u64 {
         if whole == 0 {
             return 0;
         }
-        ((whole as f64 * self.budget_share()).floor() as u64).max(1)
+        self.discord
+            .shard_plan()
+            .map_or(whole, |p| p.part_of(whole))
+            .max(1)
     }
 }
 

@@ -99,9 +99,12 @@ impl Shards {
         self.range.first == 0 && self.range.last + 1 == self.total
     }
 
-    /// This process's part of the bot: its shards over all shards.
-    pub fn share(&self) -> f64 {
-        f64::from(self.range.count()) / f64::from(self.total.max(1))
+    /// This process's part of `whole`: its shards over all shards, rounded
+    /// down, in integers (3,000 × 1/3 is 1,000, not a float's 999).
+    pub fn part_of(&self, whole: u64) -> u64 {
+        let part =
+            u128::from(whole) * u128::from(self.range.count()) / u128::from(self.total.max(1));
+        part as u64
     }
 }
 
@@ -136,7 +139,12 @@ mod tests {
             total: 4,
         };
         assert_eq!(plan.owns(g), shard_of(g, 4) <= 1);
-        assert_eq!(plan.share(), 0.5);
+        assert_eq!(plan.part_of(1_000), 500);
+        let third = Shards {
+            range: ShardRange { first: 0, last: 0 },
+            total: 3,
+        };
+        assert_eq!(third.part_of(3_000), 1_000);
         assert!(!plan.is_whole());
     }
 }
