@@ -25,12 +25,8 @@ pub fn plan(
         None => None,
         Some(r) => {
             let r: ShardRange = r.parse().map_err(|e| anyhow::anyhow!("--shards: {e}"))?;
-            if r.last >= total {
-                bail!(
-                    "--shards: shard {} does not exist: with --total {total} the shards are 0-{}",
-                    r.last,
-                    total - 1
-                );
+            if let Some(why) = r.past(total, &format!("--total {total}")) {
+                bail!("--shards: {why}");
             }
             Some(Shards { range: r, total })
         }

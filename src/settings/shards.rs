@@ -78,16 +78,9 @@ pub(crate) fn problems(s: &super::Settings) -> Vec<super::Problem> {
         ));
         return out;
     }
-    if range.last >= d.total_shards {
-        out.push(Problem::new(
-            "discord.shards",
-            format!(
-                "shard {} does not exist: with discord.totalShards {} the shards are 0-{}",
-                range.last,
-                d.total_shards,
-                d.total_shards - 1
-            ),
-        ));
+    let named = format!("discord.totalShards {}", d.total_shards);
+    if let Some(why) = range.past(d.total_shards, &named) {
+        out.push(Problem::new("discord.shards", why));
         return out;
     }
     if !s.storage.shared_dir.trim().is_empty()

@@ -70,6 +70,18 @@ impl ShardRange {
         self.last - self.first + 1
     }
 
+    /// Why the range cannot run out of `total` shards, if it cannot;
+    /// `named` is how the reader gave the total ("--total 4").
+    pub fn past(&self, total: u32, named: &str) -> Option<String> {
+        (self.last >= total).then(|| {
+            format!(
+                "shard {} does not exist: with {named} the shards are 0-{}",
+                self.last,
+                total.saturating_sub(1)
+            )
+        })
+    }
+
     pub fn contains(&self, shard: u32) -> bool {
         (self.first..=self.last).contains(&shard)
     }
