@@ -87,8 +87,8 @@ pub async fn start(client: &mut Client, plan: Option<&Shards>) -> anyhow::Result
     result.map_err(|e| anyhow!("the Discord connection ended: {e}"))
 }
 
-/// Poise in front of a filter: interactions (and prefix messages) of
-/// guilds this process does not own never reach a command.
+/// Poise in front of a filter: interactions of guilds this process does
+/// not own never reach a command.
 pub struct Owned<F> {
     pub plan: Option<Shards>,
     pub inner: F,
@@ -100,17 +100,22 @@ impl<F: serenity::framework::Framework> serenity::framework::Framework for Owned
         self.inner.init(client).await;
     }
 
+    /// Poise is handed only what it acts on here: Ready (its setup, which
+    /// registers the commands) and interactions. The bot has no prefix
+    /// commands, no edit tracker and no poise event handler, so every other
+    /// event — each message above all — would only cost poise a large future
+    /// built and dropped.
     async fn dispatch(&self, ctx: Context, event: FullEvent) {
-        let guild = match &event {
-            FullEvent::InteractionCreate { interaction } => Some(interaction.guild_id()),
-            FullEvent::Message { new_message } => Some(new_message.guild_id),
-            _ => None,
-        };
-        if let Some(guild) = guild
-            && !admits_serenity(self.plan.as_ref(), guild)
-        {
-            tracing::debug!(guild = ?guild, "dropped: not a guild of this process's shards");
-            return;
+        match &event {
+            FullEvent::Ready { .. } => {}
+            FullEvent::InteractionCreate { interaction } => {
+                let guild = interaction.guild_id();
+                if !admits_serenity(self.plan.as_ref(), guild) {
+                    tracing::debug!(guild = ?guild, "dropped: not a guild of this process's shards");
+                    return;
+                }
+            }
+            _ => return,
         }
         self.inner.dispatch(ctx, event).await;
     }
