@@ -26,7 +26,7 @@ impl Store {
 
     pub fn channel_name(&self, id: ChannelId) -> Result<Option<String>> {
         Ok(self
-            .lock()
+            .read()
             .prepare_cached("SELECT name FROM channels WHERE id = ?1")?
             .query_row([id.to_sql()], |r| r.get(0))
             .optional()?)
@@ -49,7 +49,7 @@ impl Store {
     /// Asked for every answer's prompt, so prepared once.
     pub fn guild_name(&self, id: GuildId) -> Result<Option<String>> {
         Ok(self
-            .lock()
+            .read()
             .prepare_cached("SELECT name FROM guilds WHERE id = ?1")?
             .query_row([id.to_sql()], |r| r.get(0))
             .optional()?)

@@ -9,7 +9,9 @@
 //! committed when it is [`WINDOW`] old (a thread of the store's waits for
 //! that), when it holds [`MAX_WRITES`], or as soon as anything else writes
 //! or reads — [`Store::lock`](super::Store::lock) commits the group before
-//! it hands the connection out. So writes reach the disk in the order they
+//! it hands the connection out (but for [`Store::read`](super::Store::read),
+//! the names looked up for every message, which see the group's rows on the
+//! same connection and leave it open). So writes reach the disk in the order they
 //! were made: a crash loses at most the last [`WINDOW`] of grouped writes,
 //! never one made after them (the row of the bot's words, written before
 //! they are sent) while keeping an earlier one. What is lost the platform
@@ -247,6 +249,16 @@ mod tests {
             );
         }
         assert_eq!(on_disk(dir.path()), 0, "grouped writes wait");
+        // The names looked up for every message see the group and leave it open.
+        assert_eq!(
+            store.guild_name(GuildId(1)).unwrap().as_deref(),
+            Some("the harbour")
+        );
+        assert_eq!(
+            store.channel_name(ChannelId(5)).unwrap().as_deref(),
+            Some("general")
+        );
+        assert_eq!(on_disk(dir.path()), 0, "a name lookup commits nothing");
         // Any other use of the store commits the group first.
         assert!(store.message(MessageId(3)).unwrap().is_some());
         assert_eq!(on_disk(dir.path()), 3);

@@ -174,6 +174,16 @@ impl Store {
         Conn(db)
     }
 
+    /// The connection for a plain read that leaves the open group of writes
+    /// open: the group is this connection's own transaction, so its rows are
+    /// seen without committing them. For the lookups asked of every message
+    /// (a guild's or channel's name) — committing there would commit each
+    /// message alone and undo the grouping. Never for a write: it would join
+    /// the group unawares.
+    pub(crate) fn read(&self) -> Conn<'_> {
+        Conn(self.shared.lock_db())
+    }
+
     /// The connection inside the open group of writes (see [`group_commit`]):
     /// what is written with it is committed within [`group_commit::WINDOW`],
     /// and lost if the process dies before that.
