@@ -164,7 +164,8 @@ fn main() {
             "permissions": {"replies": {"maxMessagesPerHour": 3600}},
         }),
         &[],
-        "warn",
+        // The one info line the harness waits for: start-up has settled.
+        "warn,ambient::discord::startup_pages=info",
     );
     bot.model
         .fallback(Scripted::text("A fine question; here is a short answer."));
@@ -180,8 +181,17 @@ fn main() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let ready = started.elapsed();
-    // Let start-up work (backfill, first ticks) settle, then measure the idle bot.
-    std::thread::sleep(Duration::from_secs(5));
+    // Idle means start-up has settled: backfill and first ticks done, and the
+    // pages only start-up ran given back (`discord::startup_pages`).
+    while !bot.log().contains("start-up settled") {
+        assert!(
+            Instant::now() < deadline,
+            "start-up never settled:\n{}",
+            bot.log()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(2));
     let idle_rss = rss_kib(pid);
     let (idle_cpu_0, idle_t0) = (cpu(pid), Instant::now());
     std::thread::sleep(Duration::from_secs(5));

@@ -23,6 +23,8 @@ pub struct Events {
     pub gate: Arc<super::reconnect::Gate>,
     /// This process's shards; events of other guilds are dropped (`super::shards`).
     pub plan: Option<crate::settings::shards::Shards>,
+    /// Told when a shard's servers have all arrived: start-up settling.
+    pub settler: super::startup_pages::Settler,
 }
 
 impl Events {
@@ -127,6 +129,10 @@ impl EventHandler for Events {
                 ready.guilds.len()
             )),
         );
+    }
+
+    async fn cache_ready(&self, _ctx: Context, _guilds: Vec<SGuildId>) {
+        self.settler.servers_arrived();
     }
 
     async fn guild_create(&self, ctx: Context, guild: serenity::all::Guild, _is_new: Option<bool>) {

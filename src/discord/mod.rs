@@ -21,6 +21,7 @@ mod events;
 pub(crate) mod ratelimit;
 mod reconnect;
 pub(crate) mod shards;
+mod startup_pages;
 pub(crate) mod transport;
 pub(crate) mod voice;
 
@@ -127,6 +128,8 @@ pub async fn run(parts: Parts, token: &str, watching: Watching) -> anyhow::Resul
     };
     let songbird = voice::songbird();
     let gate = Arc::new(reconnect::Gate::default());
+    let settler = startup_pages::Settler::default();
+    let settling = settler.spawn();
     let mut client =
         ClientBuilder::new_with_http(http(token, &settings, client), intents(&settings))
             .framework(framework)
@@ -136,6 +139,7 @@ pub async fn run(parts: Parts, token: &str, watching: Watching) -> anyhow::Resul
                 me: me.id,
                 gate: gate.clone(),
                 plan,
+                settler,
             })
             .await
             .context("cannot set up the Discord client")?;
@@ -176,6 +180,7 @@ pub async fn run(parts: Parts, token: &str, watching: Watching) -> anyhow::Resul
             _ = stopping.notified() => Ok(()),
         }
     };
+    settling.abort();
     running.stop().await;
     if let Some(d) = dashboard {
         d.stop().await;

@@ -16,6 +16,7 @@ mod door;
 mod durability;
 mod executive;
 mod first_hour;
+mod footprint;
 mod forget;
 mod garden;
 mod guild_io;

@@ -1,0 +1,232 @@
+//! Gives the kernel back the pages of the binary that only start-up ran.
+//!
+//! Start-up runs a great deal of code once: the migrations, the settings
+//! and their schema, the reflexes' YAML, TLS set-up, logging in, command
+//! registration, each server's arrival and backfill. The kernel maps a
+//! binary's code around every page touched (fault-around, 64 KiB at a
+//! time), so start-up leaves about 20 MB of the binary's 28 MB of code
+//! resident, while the idle bot runs only a few hundred KiB of it and a
+//! busy one about 10 MB.
+//!
+//! Once start-up has settled (the last server of the last shard arrived and
+//! [`SETTLE`] passed with no other), [`Settler`] asks the kernel once to
+//! page out the binary's code and read-only data (`MADV_PAGEOUT`, Linux
+//! 5.4+). What it guarantees:
+//!
+//! - nothing is lost: only the binary's read-only mappings are advised, and
+//!   their pages are clean copies of the file, read back on their next use
+//!   (a page also mapped by another process is left alone by the kernel);
+//! - once per process: a server joining later does not evict the code the
+//!   running bot uses;
+//! - never fatal: an older kernel or another platform only logs why not.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+/// How long start-up must have been quiet (no server arriving) before its
+/// pages are given back: longer than serenity's 5 s between two shards of
+/// one process, so a range's later shards count as start-up too.
+pub const SETTLE: Duration = Duration::from_secs(10);
+
+/// Waits for start-up to settle, then releases its pages, once.
+#[derive(Clone, Default)]
+pub struct Settler {
+    arrived: Arc<Notify>,
+}
+
+impl Settler {
+    /// A shard's servers have all arrived (serenity's cache is ready).
+    pub fn servers_arrived(&self) {
+        self.arrived.notify_one();
+    }
+
+    /// Runs until the pages are released: first servers' arrival, then
+    /// [`SETTLE`] without another.
+    pub fn spawn(&self) -> tokio::task::JoinHandle<()> {
+        let arrived = self.arrived.clone();
+        tokio::spawn(async move {
+            arrived.notified().await;
+            while tokio::time::timeout(SETTLE, arrived.notified())
+                .await
+                .is_ok()
+            {}
+            match release() {
+                Ok(r) => tracing::info!(
+                    "start-up settled: gave back {:.1} MB of code only start-up ran \
+                     (resident {:.1} → {:.1} MB; it is read back from the binary if needed)",
+                    r.released_kib() as f64 / 1024.0,
+                    r.before_kib as f64 / 1024.0,
+                    r.after_kib as f64 / 1024.0,
+                ),
+                Err(e) => tracing::debug!(error = %e, "start-up pages not given back"),
+            }
+        })
+    }
+}
+
+/// The process's resident memory before and after, in KiB (`VmRSS`).
+#[derive(Debug, Clone, Copy)]
+pub struct Released {
+    pub before_kib: u64,
+    pub after_kib: u64,
+}
+
+impl Released {
+    pub fn released_kib(&self) -> u64 {
+        self.before_kib.saturating_sub(self.after_kib)
+    }
+}
+
+/// Pages out this binary's code and read-only data now.
+#[cfg(target_os = "linux")]
+pub fn release() -> std::io::Result<Released> {
+    let before_kib = resident_kib()?;
+    let maps = std::fs::read_to_string("/proc/self/maps")?;
+    let here = release as *const () as usize;
+    let binary = maps
+        .lines()
+        .filter_map(Mapping::parse)
+        .find(|m| m.start <= here && here < m.end)
+        .map(|m| m.path.to_string())
+        .ok_or_else(|| std::io::Error::other("this code's mapping is not in /proc/self/maps"))?;
+    for m in maps.lines().filter_map(Mapping::parse) {
+        if m.path != binary || !m.read_only_image() {
+            continue;
+        }
+        // SAFETY: MADV_PAGEOUT is advice: it changes no byte of the mapping
+        // (clean file pages are read back from the file when next touched),
+        // and the range is exactly one whole mapping of this process's own
+        // binary, taken from /proc/self/maps.
+        let advised = unsafe {
+            libc::madvise(
+                m.start as *mut libc::c_void,
+                m.end - m.start,
+                libc::MADV_PAGEOUT,
+            )
+        };
+        if advised != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(Released {
+        before_kib,
+        after_kib: resident_kib()?,
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn release() -> std::io::Result<Released> {
+    Err(std::io::Error::other("only on Linux"))
+}
+
+/// One line of /proc/self/maps: `start-end perms offset dev inode path`.
+struct Mapping<'a> {
+    start: usize,
+    end: usize,
+    perms: &'a str,
+    offset: &'a str,
+    path: &'a str,
+}
+
+impl<'a> Mapping<'a> {
+    fn parse(line: &'a str) -> Option<Self> {
+        let mut fields = line.split_whitespace();
+        let (start, end) = fields.next()?.split_once('-')?;
+        let perms = fields.next()?;
+        let offset = fields.next()?;
+        let path = fields.nth(2)?;
+        Some(Self {
+            start: usize::from_str_radix(start, 16).ok()?,
+            end: usize::from_str_radix(end, 16).ok()?,
+            perms,
+            offset,
+            path,
+        })
+    }
+
+    /// The code, and the constants the file starts with. The relocated
+    /// read-only data after the code was written at load (its pages are
+    /// the process's own now), and the writable data is the program's.
+    fn read_only_image(&self) -> bool {
+        self.perms == "r-xp"
+            || (self.perms == "r--p" && u64::from_str_radix(self.offset, 16) == Ok(0))
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn resident_kib() -> std::io::Result<u64> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or_else(|| std::io::Error::other("no VmRSS in /proc/self/status"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_maps_line_is_read_and_only_the_code_and_leading_constants_are_advised() {
+        let code =
+            Mapping::parse("55589cd47000-55589e948000 r-xp 009b6000 fe:00 5360532   /srv/ambient")
+                .unwrap();
+        assert_eq!(
+            (code.start, code.end, code.path),
+            (0x55589cd47000, 0x55589e948000, "/srv/ambient")
+        );
+        assert!(code.read_only_image());
+        let constants =
+            Mapping::parse("55589c390000-55589cd47000 r--p 00000000 fe:00 5360532 /srv/ambient")
+                .unwrap();
+        assert!(constants.read_only_image());
+        let relocated =
+            Mapping::parse("55589e948000-55589eb56000 r--p 025b6000 fe:00 5360532 /srv/ambient")
+                .unwrap();
+        assert!(!relocated.read_only_image());
+        let data =
+            Mapping::parse("55589eb56000-55589eb5f000 rw-p 027c4000 fe:00 5360532 /srv/ambient")
+                .unwrap();
+        assert!(!data.read_only_image());
+        assert!(
+            Mapping::parse("7ffd1000-7ffd2000 rw-p 00000000 00:00 0").is_none(),
+            "anonymous: no path"
+        );
+    }
+
+    /// Resident KiB of this test binary's code, from /proc/self/smaps.
+    #[cfg(target_os = "linux")]
+    fn code_resident_kib() -> u64 {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let here = code_resident_kib as *const () as usize;
+        let mut in_code = false;
+        for line in smaps.lines() {
+            if let Some(m) = Mapping::parse(line) {
+                in_code = m.start <= here && here < m.end;
+            } else if in_code && let Some(rss) = line.strip_prefix("Rss:") {
+                return rss.trim().trim_end_matches("kB").trim().parse().unwrap();
+            }
+        }
+        panic!("this code's mapping is not in /proc/self/smaps")
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn releasing_pages_out_the_code_and_the_program_runs_on() {
+        let before = code_resident_kib();
+        release().expect("Linux 5.4+ pages out");
+        let after = code_resident_kib();
+        assert!(
+            after < before,
+            "code resident {before} KiB before, {after} KiB after"
+        );
+        // The code just paged out runs again, read back from the file.
+        assert_eq!(
+            Mapping::parse("1-2 r-xp 0 0 0 /x").map(|m| m.path),
+            Some("/x")
+        );
+    }
+}

@@ -1,0 +1,61 @@
+//! What the running bot costs the machine: the pages only start-up ran are
+//! given back once start-up has settled, and the bot runs on without them.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::support::bot::Bot;
+use crate::support::fake_discord::{ALICE, BOT, GENERAL};
+use crate::support::model_server::Scripted;
+
+/// The `(before, after)` resident MB in the bot's "start-up settled" line.
+fn settled(log: &str) -> Option<(f64, f64)> {
+    let line = log
+        .lines()
+        .find(|l| l.contains("start-up settled: gave back"))?;
+    let (_, figures) = line.split_once("(resident ")?;
+    let (before, rest) = figures.split_once(" → ")?;
+    let (after, _) = rest.split_once(" MB")?;
+    Some((before.parse().ok()?, after.parse().ok()?))
+}
+
+#[test]
+fn start_up_pages_are_given_back_once_settled_and_the_bot_answers_on() {
+    let bot = Bot::start(json!({}));
+    // Settling takes discord::startup_pages::SETTLE (10 s) after the server arrived.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (before, after) = loop {
+        if let Some(figures) = settled(&bot.log()) {
+            break figures;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "start-up never settled:\n{}",
+            bot.log()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        after < before,
+        "resident {before} MB before, {after} MB after"
+    );
+    assert_eq!(
+        bot.log().matches("start-up settled").count(),
+        1,
+        "given back once"
+    );
+
+    // The code paged out is read back as it runs: a mention is answered.
+    bot.model.push(Scripted::text("Still here, alice."));
+    bot.discord
+        .say(GENERAL, ALICE, &format!("<@{BOT}> are you there?"));
+    assert!(
+        bot.discord
+            .wait_until(15, |w| !w.sent_in(GENERAL).is_empty()),
+        "no answer after the pages were given back:\n{}",
+        bot.log()
+    );
+    let sent = bot.discord.with(|w| w.sent_in(GENERAL));
+    assert_eq!(sent[0]["content"], "Still here, alice.");
+}
