@@ -127,6 +127,8 @@ pub struct World {
     pub typing_hang: Option<Duration>,
     /// Typing requests received and not yet answered or abandoned by the bot.
     pub typing_open: u32,
+    /// The `heartbeat_interval` HELLO asks for; none: Discord's 41.25 s.
+    pub heartbeat_interval: Option<Duration>,
 }
 
 /// A file a person attached, as the CDN keeps it.
@@ -1134,13 +1136,14 @@ async fn gateway(
 async fn session(socket: WebSocket, world: Arc<Mutex<World>>) {
     let (mut sink, mut stream) = socket.split();
     let (tx, mut rx) = mpsc::unbounded_channel::<Outbound>();
-    let conn = {
+    let (conn, heartbeat) = {
         let mut w = world.lock().unwrap();
         w.next_conn += 1;
-        w.next_conn
+        let heartbeat = w.heartbeat_interval.unwrap_or(Duration::from_millis(41_250));
+        (w.next_conn, heartbeat.as_millis() as u64)
     };
     let _ = tx.send(Outbound::Frame(
-        json!({"op": 10, "d": {"heartbeat_interval": 41250}}),
+        json!({"op": 10, "d": {"heartbeat_interval": heartbeat}}),
     ));
     let writer = tokio::spawn(async move {
         while let Some(out) = rx.recv().await {
@@ -1194,7 +1197,7 @@ fn identify(w: &mut World, d: &Value, conn: u64, tx: &mpsc::UnboundedSender<Outb
     let shard = gw::identified_shard(d);
     let guilds = w.guilds();
     let now = Instant::now();
-    let answer = gw::judge(&w.sharding, &mut w.identify_buckets, shard, &guilds, now);
+    let answer = gw::judge(&w.sharding, &mut w.identify_buckets, d, &guilds, now);
     w.identify_log.push(Identify {
         shard,
         at: now,
