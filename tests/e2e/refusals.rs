@@ -19,6 +19,18 @@ use crate::support::shards::server;
 
 const LOG: &str = "ambient=info,serenity=warn,poise=warn";
 
+/// Whether `log` says what the README's `example` shows, its `…` standing for anything.
+fn says_as_the_readme_shows(log: &str, example: &str) -> bool {
+    let mut rest = log;
+    for part in example.split('…').map(str::trim).filter(|p| !p.is_empty()) {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
 /// A fake Discord serving two servers (server 0 on shard 0 of 2, server 1
 /// on shard 1) that has only the one shard it recommends: shard 1 of 2 is
 /// refused with 4010. Its HELLO asks for a heartbeat every second, so a
@@ -88,10 +100,11 @@ fn a_refused_shard_is_said_and_stopped_while_the_other_shard_answers() {
     ] {
         assert!(said.reason.contains(words), "{words:?} in {}", said.reason);
     }
+    // As the README's "When Discord refuses a shard" shows it.
+    let example = crate::support::readme::block("**When Discord refuses a shard.**", "");
     assert!(
-        bot.log()
-            .contains("Discord refused shard 1 of 2 (4010 invalid shard): the gateway does not accept shard 1 of 2"),
-        "{}",
+        says_as_the_readme_shows(&bot.log(), example.trim()),
+        "{example}\n{}",
         bot.log()
     );
 
@@ -163,6 +176,9 @@ fn a_privileged_intent_not_switched_on_is_said_and_the_process_exits() {
         ),
         "{log}"
     );
+    // As the README's Discord setup quotes it.
+    let example = crate::support::readme::example("Discord refused shard 0 of 1");
+    assert!(says_as_the_readme_shows(&log, &example), "{example}\n{log}");
     let errors = journaled_errors(&bot);
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(
