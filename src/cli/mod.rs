@@ -336,6 +336,7 @@ pub enum SettingsCommand {
 pub fn init_logging(cli: &Cli) {
     use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::prelude::*;
     // The bot itself logs at info; one-shot verbs and the console stay quiet
     // unless asked, so their output is not buried in logs.
     let default = match cli.command {
@@ -351,16 +352,21 @@ pub fn init_logging(cli: &Cli) {
     // A log line that cannot be written (stderr closed: a pipe's reader gone)
     // is lost; reporting that on the same stderr would panic whichever task
     // logged — the attention spine's dispatcher included, which stalls the bot.
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let log = tracing_subscriber::fmt::layer()
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .log_internal_errors(false);
-    // Harmless: it fails only if a subscriber is already set (tests), which then logs.
-    let _ = match cli.log_format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().try_init(),
+    let log = match cli.log_format {
+        LogFormat::Text => log.boxed(),
+        LogFormat::Json => log.json().boxed(),
     };
+    // `RUST_LOG` filters the log only: Discord refusing a shard is heard
+    // from serenity's own log events whatever it says (`discord::refusals`).
+    // Harmless: it fails only if a subscriber is already set (tests), which then logs.
+    let _ = tracing_subscriber::registry()
+        .with(log.with_filter(filter))
+        .with(crate::discord::refusals::layer())
+        .try_init();
 }
 
 // Whole on purpose: one flat arm per verb, each handing its flags to the

@@ -12,7 +12,9 @@
 //! default), the chat transport waits and retries itself (`ratelimit`).
 //!
 //! Which gateway shards the process runs, when it identifies and which
-//! guilds' events it keeps is `shards`' job (`discord.shards`).
+//! guilds' events it keeps is `shards`' job (`discord.shards`); a shard
+//! Discord refuses is said, stopped, and the end of the process when it was
+//! the last one (`refusals`).
 
 mod backfill;
 mod commands;
@@ -20,6 +22,7 @@ pub(crate) mod convert;
 mod events;
 pub(crate) mod ratelimit;
 mod reconnect;
+pub mod refusals;
 pub(crate) mod shards;
 mod startup_pages;
 pub(crate) mod transport;
@@ -166,26 +169,51 @@ pub async fn run(parts: Parts, token: &str, watching: Watching) -> anyhow::Resul
         shard_manager.shutdown_all().await;
     });
 
-    let wait = shards::stagger(plan.as_ref());
-    let result = if wait.is_zero() {
-        shards::start(&mut client, plan.as_ref()).await
-    } else {
-        tracing::info!(
-            "waiting {} s before identifying, so processes started together identify one shard \
-             per 5 s",
-            wait.as_secs()
-        );
-        tokio::select! {
-            _ = tokio::time::sleep(wait) => shards::start(&mut client, plan.as_ref()).await,
-            _ = stopping.notified() => Ok(()),
-        }
-    };
+    let mut refusals =
+        refusals::Watch::new(app.journal.clone(), client.shard_manager.clone(), plan)
+            .context("the Discord front end runs once per process")?;
+    let result = connect(&mut client, plan.as_ref(), &stopping, &mut refusals).await;
     settling.abort();
     running.stop().await;
     if let Some(d) = dashboard {
         d.stop().await;
     }
     result
+}
+
+/// Identifies (after the plan's stagger) and runs until the shards stop,
+/// a signal ends the wait, or Discord has refused every shard of this
+/// process; a refusal is said as it happens, and ends the run in its own
+/// words.
+async fn connect(
+    client: &mut serenity::all::Client,
+    plan: Option<&crate::settings::shards::Shards>,
+    stopping: &tokio::sync::Notify,
+    refusals: &mut refusals::Watch,
+) -> anyhow::Result<()> {
+    let wait = shards::stagger(plan);
+    let run = async {
+        if !wait.is_zero() {
+            tracing::info!(
+                "waiting {} s before identifying, so processes started together identify one \
+                 shard per 5 s",
+                wait.as_secs()
+            );
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = stopping.notified() => return Ok(()),
+            }
+        }
+        shards::start(client, plan).await
+    };
+    let result = tokio::select! {
+        ended = run => ended,
+        gone = refusals.until_none_left() => return Err(gone),
+    };
+    match result {
+        Err(e) => Err(refusals.explain(e).await),
+        ok => ok,
+    }
 }
 
 /// Who the token logs in as; a rejected token is said plainly (it is the

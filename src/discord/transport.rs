@@ -11,8 +11,15 @@
 //! elsewhere serenity performs them. A 429 that will not clear is a
 //! `Transport` error, not `Unknown` (Discord creates nothing when it answers
 //! 429) and not `Refused` (which closes the channel to the bot for a while,
-//! meant for a missing permission). Typing stays with serenity either way
-//! (a lost indicator costs nothing).
+//! meant for a missing permission). Typing goes straight through serenity
+//! either way (a lost indicator costs nothing).
+//!
+//! The typing indicator runs beside the turn, never in front of it: it is a
+//! task of its own, and the answer is sent without waiting for it. When the
+//! guard drops (the answer is sent, or the turn failed) the task is aborted,
+//! an unanswered typing request with it: a stuck typing route holds back
+//! neither the answer nor, afterwards, a connection per answer. (Serenity's
+//! own `Typing` leaves a request in flight running until it ends.)
 
 use std::sync::Arc;
 
@@ -21,7 +28,6 @@ use reqwest::multipart::{Form, Part};
 use serenity::all::{
     ChannelId as SChannelId, CreateAllowedMentions, CreateAttachment, CreateMessage, EditMessage,
     GetMessages, Http, Message, MessageId as SMessageId, MessageReference, Nonce, ReactionType,
-    Typing as STyping,
 };
 use serenity::constants::MESSAGE_CODE_LIMIT;
 use serenity::http::{LightMethod, Request, Route};
@@ -32,6 +38,18 @@ use crate::attention::Author;
 use crate::chat::{ChatError, Edit, Outgoing, Transport, Typing};
 use crate::ids::{ChannelId, MessageId};
 use crate::store::messages::StoredMessage;
+
+/// How often the typing indicator is renewed while the bot thinks.
+const TYPING_RENEWAL: std::time::Duration = std::time::Duration::from_secs(7);
+
+/// Aborts the task when dropped: the typing indicator ends with its guard.
+struct Aborting(tokio::task::JoinHandle<()>);
+
+impl Drop for Aborting {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
 
 pub struct DiscordTransport {
     http: Arc<Http>,
@@ -260,10 +278,20 @@ impl Transport for DiscordTransport {
     }
 
     fn typing(&self, channel: ChannelId) -> Typing {
-        Typing::holding(STyping::start(
-            self.http.clone(),
-            SChannelId::new(channel.get()),
-        ))
+        let http = self.http.clone();
+        let id = SChannelId::new(channel.get());
+        let task = tokio::spawn(async move {
+            // Discord shows the indicator for about 10 s; serenity renews it every 7.
+            loop {
+                if let Err(e) = http.broadcast_typing(id).await {
+                    // A missing permission will not pass on the next try either.
+                    tracing::debug!(%channel, error = %e, "typing indicator stopped");
+                    return;
+                }
+                tokio::time::sleep(TYPING_RENEWAL).await;
+            }
+        });
+        Typing::holding(Aborting(task))
     }
 
     async fn history(

@@ -65,6 +65,79 @@ fn a_mention_is_answered_with_typing_first_and_safe_mentions() {
     assert!(bot.stop().success());
 }
 
+/// Discord's typing route stuck (answering after ten minutes, far past every
+/// wait here): the answer is still posted, journaled and streamed, so it
+/// never waited for the indicator; and once it is out, the bot lets go of
+/// the stuck request instead of holding a connection per answer.
+#[test]
+fn a_stuck_typing_route_holds_back_neither_the_answer_nor_a_connection() {
+    let bot = Bot::start(json!({}));
+    bot.discord.hang_typing(Duration::from_secs(600));
+    bot.model.push(Scripted::text("Here, typing or not."));
+    let asked = bot
+        .discord
+        .say(GENERAL, ALICE, &mention("is anyone there?"));
+    assert!(
+        bot.discord
+            .wait_until(15, |w| !w.sent_in(GENERAL).is_empty()),
+        "no answer while typing hangs:\n{}",
+        bot.log()
+    );
+    let (sent, typed) = bot.discord.with(|w| {
+        (
+            w.sent_in(GENERAL),
+            w.find("POST", &format!("/channels/{GENERAL}/typing")).len(),
+        )
+    });
+    assert_eq!(sent[0]["content"], "Here, typing or not.");
+    assert_eq!(typed, 1, "typing was asked for, and is still unanswered");
+
+    let store = bot.store();
+    let reply = || {
+        store
+            .journal_query(&ambient::journal::Filter {
+                kinds: vec![ambient::journal::Kind::Reply],
+                message: Some(ambient::ids::MessageId(asked)),
+                ..Default::default()
+            })
+            .unwrap()
+    };
+    let mut journaled = reply();
+    for _ in 0..100 {
+        if !journaled.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        journaled = reply();
+    }
+    assert_eq!(
+        journaled.len(),
+        1,
+        "the answer is journaled:\n{}",
+        bot.log()
+    );
+    let streamed = store
+        .stream_read(
+            ambient::ids::GuildId(crate::support::fake_discord::GUILD),
+            chrono::Utc::now() - chrono::Duration::hours(1),
+            &["decision".to_string()],
+            10,
+        )
+        .unwrap();
+    assert!(
+        streamed
+            .iter()
+            .any(|e| e.content.starts_with("answered alice")),
+        "the answer is in the context stream: {streamed:?}"
+    );
+    assert!(
+        bot.discord.wait_until(15, |w| w.typing_open == 0),
+        "the stuck typing request is still held after the answer:\n{}",
+        bot.log()
+    );
+    assert!(bot.stop().success());
+}
+
 #[test]
 fn an_unaddressed_message_in_a_normal_channel_is_stored_but_not_answered() {
     let bot = Bot::start(json!({}));

@@ -32,6 +32,7 @@ mod ratelimits;
 mod reconnect;
 mod recovery;
 mod reflexes;
+mod refusals;
 mod replay;
 mod replay_cli;
 mod replay_html;

@@ -143,6 +143,20 @@ impl Bot {
         assert!(sent.success(), "kill -{name}");
     }
 
+    /// Waits up to `patience` for the bot to exit by itself; None if it still runs.
+    pub fn wait_exit(&mut self, patience: Duration) -> Option<ExitStatus> {
+        let child = self.child.as_mut().expect("the bot runs");
+        let deadline = Instant::now() + patience;
+        while Instant::now() < deadline {
+            if let Some(status) = child.try_wait().unwrap() {
+                self.child = None;
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
     /// Sends SIGTERM and waits for the process to exit.
     pub fn stop(mut self) -> ExitStatus {
         self.halt()

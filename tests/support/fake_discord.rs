@@ -12,7 +12,10 @@
 //! creates get ids, are echoed as MESSAGE_CREATE like Discord does, and a
 //! repeated nonce with `enforce_nonce` returns the first message instead of a
 //! new one. The bot may edit its own messages (`PATCH`, with Discord's
-//! checks and an edit rate limit a test can set). Each dispatched payload is first parsed with serenity's own type,
+//! checks and an edit rate limit a test can set). The typing route can be
+//! made to hang, as a stuck Discord route does: the request is recorded and
+//! answered only after the hang, or never if the bot gives up on it first.
+//! Each dispatched payload is first parsed with serenity's own type,
 //! because serenity silently drops one it cannot parse.
 //!
 //! Replies and pings are computed as Discord computes them: a
@@ -119,6 +122,13 @@ pub struct World {
     pub edits: Vec<EditAttempt>,
     /// Files people attached, by CDN path (see `FakeDiscord::upload`).
     uploads: HashMap<String, Upload>,
+    /// How long `POST /channels/{id}/typing` takes to answer, as a stuck
+    /// Discord route would (see [`FakeDiscord::hang_typing`]); none: at once.
+    pub typing_hang: Option<Duration>,
+    /// Typing requests received and not yet answered or abandoned by the bot.
+    pub typing_open: u32,
+    /// The `heartbeat_interval` HELLO asks for; none: Discord's 41.25 s.
+    pub heartbeat_interval: Option<Duration>,
 }
 
 /// A file a person attached, as the CDN keeps it.
@@ -1069,6 +1079,13 @@ impl FakeDiscord {
         self.with(|w| w.gateway_down = false);
     }
 
+    /// From now on `POST /channels/{id}/typing` answers only after `hang`
+    /// (recorded at once, like every request); a bot that stops waiting for
+    /// it closes the request, which [`World::typing_open`] then no longer counts.
+    pub fn hang_typing(&self, hang: Duration) {
+        self.with(|w| w.typing_hang = Some(hang));
+    }
+
     /// Makes a stored message `minutes` older (as fetched through REST).
     pub fn backdate(&self, id: u64, minutes: i64) {
         self.with(|w| {
@@ -1119,13 +1136,16 @@ async fn gateway(
 async fn session(socket: WebSocket, world: Arc<Mutex<World>>) {
     let (mut sink, mut stream) = socket.split();
     let (tx, mut rx) = mpsc::unbounded_channel::<Outbound>();
-    let conn = {
+    let (conn, heartbeat) = {
         let mut w = world.lock().unwrap();
         w.next_conn += 1;
-        w.next_conn
+        let heartbeat = w
+            .heartbeat_interval
+            .unwrap_or(Duration::from_millis(41_250));
+        (w.next_conn, heartbeat.as_millis() as u64)
     };
     let _ = tx.send(Outbound::Frame(
-        json!({"op": 10, "d": {"heartbeat_interval": 41250}}),
+        json!({"op": 10, "d": {"heartbeat_interval": heartbeat}}),
     ));
     let writer = tokio::spawn(async move {
         while let Some(out) = rx.recv().await {
@@ -1179,7 +1199,7 @@ fn identify(w: &mut World, d: &Value, conn: u64, tx: &mpsc::UnboundedSender<Outb
     let shard = gw::identified_shard(d);
     let guilds = w.guilds();
     let now = Instant::now();
-    let answer = gw::judge(&w.sharding, &mut w.identify_buckets, shard, &guilds, now);
+    let answer = gw::judge(&w.sharding, &mut w.identify_buckets, d, &guilds, now);
     w.identify_log.push(Identify {
         shard,
         at: now,
@@ -1256,6 +1276,22 @@ fn resume(w: &mut World, d: &Value, conn: u64, tx: &mpsc::UnboundedSender<Outbou
     session.send("RESUMED", json!({}));
     w.resumes += 1;
     w.log.push(json!({"t": "RESUMED", "d": {}}));
+}
+
+/// The typing route stuck for `hang`: answered 204 after it, unless the bot
+/// closes the request first (axum then drops this future, and the guard
+/// counts the request as no longer open either way).
+async fn typing_after(world: Arc<Mutex<World>>, hang: Duration) -> Response {
+    struct Open(Arc<Mutex<World>>);
+    impl Drop for Open {
+        fn drop(&mut self) {
+            let mut w = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            w.typing_open = w.typing_open.saturating_sub(1);
+        }
+    }
+    let _open = Open(world);
+    tokio::time::sleep(hang).await;
+    StatusCode::NO_CONTENT.into_response()
 }
 
 /// Discord's attachment limit without boosts: 25 MiB per file.
@@ -1352,6 +1388,16 @@ fn invalid_form(field: &str, code: &str, message: &str) -> Response {
         .into_response()
 }
 
+/// Keeps a REST request and when it came, as every route does first.
+fn record(w: &mut World, method: &Method, path: &str, body: &Value) {
+    w.requests.push(Request {
+        method: method.to_string(),
+        path: path.to_string(),
+        body: body.clone(),
+    });
+    w.request_times.push(Instant::now());
+}
+
 async fn rest(
     State((world, ws_url)): State<(Arc<Mutex<World>>, String)>,
     method: Method,
@@ -1369,14 +1415,21 @@ async fn rest(
         Some(b) => multipart(&body, &b),
         None => serde_json::from_slice(&body).unwrap_or(Value::Null),
     };
-    let mut w = world.lock().unwrap();
-    w.requests.push(Request {
-        method: method.to_string(),
-        path: path.clone(),
-        body: body.clone(),
-    });
-    w.request_times.push(Instant::now());
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    if let ("POST", ["channels", _, "typing"]) = (method.as_str(), segments.as_slice()) {
+        let hang = {
+            let mut w = world.lock().unwrap();
+            w.typing_hang.inspect(|_| {
+                record(&mut w, &method, &path, &body);
+                w.typing_open += 1;
+            })
+        };
+        if let Some(hang) = hang {
+            return typing_after(world, hang).await;
+        }
+    }
+    let mut w = world.lock().unwrap();
+    record(&mut w, &method, &path, &body);
     let ok = |v: Value| (StatusCode::OK, axum::Json(v)).into_response();
     let rate_headers = match (method.as_str(), segments.as_slice()) {
         ("POST", ["channels", _, "messages"]) => match w.send_bucket.admit(Instant::now()) {

@@ -4,7 +4,14 @@
 //! - IDENTIFY names `shard: [id, total]` (absent: `[0, 1]`). `total` of 0 or
 //!   `id >= total` closes the connection with 4010 (Invalid Shard); a shard
 //!   that would serve more than `guilds_per_shard` guilds (Discord: 2,500)
-//!   closes with 4011 (Sharding Required).
+//!   closes with 4011 (Sharding Required). With `only_recommended`, a shard
+//!   id at or past the count `/gateway/bot` recommends is 4010 too, as on a
+//!   Discord-compatible server that serves only the shards it recommends.
+//! - IDENTIFY's `intents` may hold a privileged intent (Server Members,
+//!   Presences, Message Content) only if it is switched on for the bot
+//!   (`privileged_off` lists those that are not): otherwise 4014
+//!   (Disallowed Intents), Discord's answer to a bot whose Message Content
+//!   switch was forgotten.
 //! - At most one IDENTIFY per `identify_window` (Discord: 5 s) in each of
 //!   `max_concurrency` buckets, a shard's bucket being `id % max_concurrency`.
 //!   A faster IDENTIFY gets what Discord sends, an invalid session (op 9,
@@ -48,7 +55,17 @@ pub struct Sharding {
     /// Every event goes to every session: a Discord-compatible server that
     /// ignores sharding (for testing the bot's own filter behind it).
     pub ignore_sharding: bool,
+    /// Only shards below `shards` exist: a higher id is refused with 4010
+    /// (Discord itself lets a bot run more shards than it recommends).
+    pub only_recommended: bool,
+    /// Privileged intents not switched on for the bot in the Developer Portal.
+    pub privileged_off: u64,
 }
+
+/// Discord's privileged intents: Server Members, Presences, Message Content.
+pub const GUILD_MEMBERS: u64 = 1 << 1;
+pub const GUILD_PRESENCES: u64 = 1 << 8;
+pub const MESSAGE_CONTENT: u64 = 1 << 15;
 
 impl Default for Sharding {
     fn default() -> Self {
@@ -58,6 +75,8 @@ impl Default for Sharding {
             identify_window: IDENTIFY_WINDOW,
             guilds_per_shard: GUILDS_PER_SHARD,
             ignore_sharding: false,
+            only_recommended: false,
+            privileged_off: 0,
         }
     }
 }
@@ -131,6 +150,8 @@ pub enum Answer {
     InvalidShard,
     /// Closed with 4011.
     ShardingRequired,
+    /// Closed with 4014.
+    DisallowedIntents,
     /// Op 9 (invalid session): faster than the shard's identify bucket allows.
     RateLimited,
 }
@@ -141,6 +162,7 @@ impl Answer {
         match self {
             Answer::InvalidShard => Some(4010),
             Answer::ShardingRequired => Some(4011),
+            Answer::DisallowedIntents => Some(4014),
             Answer::Ready | Answer::RateLimited => None,
         }
     }
@@ -156,17 +178,21 @@ pub fn identified_shard(d: &Value) -> [u32; 2] {
     [part(0, 0), part(1, 1)]
 }
 
-/// Decides one IDENTIFY of `shard` for a bot in `guilds`; `buckets` holds
-/// when each identify bucket last let one through.
+/// Decides one IDENTIFY (its payload `d`) for a bot in `guilds`; `buckets`
+/// holds when each identify bucket last let one through.
 pub fn judge(
     rules: &Sharding,
     buckets: &mut HashMap<u32, Instant>,
-    shard: [u32; 2],
+    d: &Value,
     guilds: &[u64],
     now: Instant,
 ) -> Answer {
-    let [id, total] = shard;
-    if total == 0 || id >= total {
+    let privileged = GUILD_MEMBERS | GUILD_PRESENCES | MESSAGE_CONTENT;
+    if d["intents"].as_u64().unwrap_or(0) & privileged & rules.privileged_off != 0 {
+        return Answer::DisallowedIntents;
+    }
+    let [id, total] = identified_shard(d);
+    if total == 0 || id >= total || (rules.only_recommended && id >= rules.shards) {
         return Answer::InvalidShard;
     }
     let served = guilds.iter().filter(|g| shard_of(**g, total) == id).count();
