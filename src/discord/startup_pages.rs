@@ -83,15 +83,15 @@ impl Released {
 #[cfg(target_os = "linux")]
 pub fn release() -> std::io::Result<Released> {
     let before_kib = resident_kib()?;
-    let maps = std::fs::read_to_string("/proc/self/maps")?;
+    let text = std::fs::read_to_string("/proc/self/maps")?;
+    let maps: Vec<Mapping<'_>> = text.lines().filter_map(Mapping::parse).collect();
     let here = release as *const () as usize;
     let binary = maps
-        .lines()
-        .filter_map(Mapping::parse)
+        .iter()
         .find(|m| m.start <= here && here < m.end)
-        .map(|m| m.path.to_string())
+        .map(|m| m.path)
         .ok_or_else(|| std::io::Error::other("this code's mapping is not in /proc/self/maps"))?;
-    for m in maps.lines().filter_map(Mapping::parse) {
+    for m in &maps {
         if m.path != binary || !m.read_only_image() {
             continue;
         }
@@ -161,8 +161,13 @@ fn resident_kib() -> std::io::Result<u64> {
     status
         .lines()
         .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .and_then(kib)
         .ok_or_else(|| std::io::Error::other("no VmRSS in /proc/self/status"))
+}
+
+/// A `/proc` size field's value, `"  1234 kB"`, in KiB.
+fn kib(value: &str) -> Option<u64> {
+    value.trim().strip_suffix("kB")?.trim().parse().ok()
 }
 
 #[cfg(test)]
@@ -207,7 +212,7 @@ mod tests {
             if let Some(m) = Mapping::parse(line) {
                 in_code = m.start <= here && here < m.end;
             } else if in_code && let Some(rss) = line.strip_prefix("Rss:") {
-                return rss.trim().trim_end_matches("kB").trim().parse().unwrap();
+                return kib(rss).unwrap();
             }
         }
         panic!("this code's mapping is not in /proc/self/smaps")
