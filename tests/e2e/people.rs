@@ -187,33 +187,22 @@ fn journal(store: &Store) -> Vec<Entry> {
 
 /// Alice asks process A not to be pinged and to be forgotten, words and all.
 fn alice_asks_a(a: &Bot) {
-    let no_ping = a.discord.slash(
-        GENERAL,
-        ALICE,
-        0,
+    let done = |command: &str, sub: &str, option: (&str, &str), said: &str| {
+        let asked = a.discord.slash(GENERAL, ALICE, 0, command, sub, &[option]);
+        let answer = a.discord.interaction_text(asked).unwrap_or_default();
+        assert!(answer.starts_with(said), "{answer}:\n{}", a.log());
+    };
+    done(
         "ambient",
         "me",
-        &[("boundary", "no-ping")],
+        ("boundary", "no-ping"),
+        "Done — don't ping me",
     );
-    let answer = a.discord.interaction_text(no_ping).unwrap_or_default();
-    assert!(
-        answer.starts_with("Done — don't ping me"),
-        "{answer}:\n{}",
-        a.log()
-    );
-    let forget = a.discord.slash(
-        GENERAL,
-        ALICE,
-        0,
+    done(
         "memory",
         "forget-me",
-        &[("messages", "true")],
-    );
-    let answer = a.discord.interaction_text(forget).unwrap_or_default();
-    assert!(
-        answer.starts_with("Done: I forgot"),
-        "{answer}:\n{}",
-        a.log()
+        ("messages", "true"),
+        "Done: I forgot",
     );
 }
 
