@@ -354,13 +354,13 @@ impl Store {
             "passed" => "passed",
             _ => "escalated",
         };
-        self.lock().execute(
-            &format!(
+        // One of four statements, kept prepared: this runs with every reflex.
+        self.lock()
+            .prepare_cached(&format!(
                 "INSERT INTO reflex_stats (name, fired, {column}, total_us) VALUES (?1, 1, 1, ?2)
                  ON CONFLICT (name) DO UPDATE SET fired = fired + 1, {column} = {column} + 1, total_us = total_us + ?2"
-            ),
-            params![name, micros as i64],
-        )?;
+            ))?
+            .execute(params![name, micros as i64])?;
         Ok(())
     }
 

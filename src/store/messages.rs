@@ -382,8 +382,11 @@ impl Store {
         channel: ChannelId,
         since: DateTime<Utc>,
     ) -> Result<u64> {
+        // Asked before every answer and reaction: a read inside the open
+        // group sees its rows and leaves it open, where a commit here would
+        // commit each message that fires a reflex alone.
         Ok(self
-            .lock()
+            .read()
             .prepare_cached(COUNT_SELF)?
             .query_row(params![channel.to_sql(), to_ms(since)], |r| {
                 r.get::<_, i64>(0)
