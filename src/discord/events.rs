@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use serenity::all::{
-    ChannelId as SChannelId, ChannelType, Context, EventHandler, GuildId as SGuildId, Member,
-    Message, MessageId as SMessageId, MessageUpdateEvent, Reaction, Ready, VoiceState,
+    ChannelId as SChannelId, ChannelType, Context, EventHandler, GuildId as SGuildId, Interaction,
+    Member, Message, MessageId as SMessageId, MessageUpdateEvent, Reaction, Ready, VoiceState,
 };
 use serenity::async_trait;
 
@@ -25,6 +25,8 @@ pub struct Events {
     pub plan: Option<crate::settings::shards::Shards>,
     /// Told when a shard's servers have all arrived: start-up settling.
     pub settler: super::startup_pages::Settler,
+    /// The slash commands, handed Ready and interactions (`super::shards::Commands`).
+    pub commands: super::shards::Commands,
 }
 
 impl Events {
@@ -119,7 +121,7 @@ impl EventHandler for Events {
         self.gate.connected();
     }
 
-    async fn ready(&self, _ctx: Context, ready: Ready) {
+    async fn ready(&self, ctx: Context, ready: Ready) {
         self.gate.connected();
         tracing::info!(user = %ready.user.name, guilds = ready.guilds.len(), "connected to Discord");
         self.app.journal.record(
@@ -129,6 +131,13 @@ impl EventHandler for Events {
                 ready.guilds.len()
             )),
         );
+        self.commands.ready(ctx, &ready).await;
+    }
+
+    async fn interaction_create(&self, ctx: Context, interaction: Interaction) {
+        self.commands
+            .interaction(self.plan.as_ref(), ctx, interaction)
+            .await;
     }
 
     async fn cache_ready(&self, _ctx: Context, _guilds: Vec<SGuildId>) {

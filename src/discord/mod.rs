@@ -125,17 +125,13 @@ pub async fn run(parts: Parts, token: &str, watching: Watching) -> anyhow::Resul
 
     let plan = settings.discord.shard_plan();
     tracing::info!("this process runs {}", shards::describe(plan.as_ref()));
-    let framework = shards::Owned {
-        plan,
-        inner: framework(app.clone(), settings.discord.dev_guild_id),
-    };
+    let commands = shards::Commands::default();
     let songbird = voice::songbird();
     let gate = Arc::new(reconnect::Gate::default());
     let settler = startup_pages::Settler::default();
     let settling = settler.spawn();
     let mut client =
         ClientBuilder::new_with_http(http(token, &settings, client), intents(&settings))
-            .framework(framework)
             .voice_manager_arc(songbird.clone())
             .event_handler(events::Events {
                 app: app.clone(),
@@ -143,9 +139,16 @@ pub async fn run(parts: Parts, token: &str, watching: Watching) -> anyhow::Resul
                 gate: gate.clone(),
                 plan,
                 settler,
+                commands: commands.clone(),
             })
             .await
             .context("cannot set up the Discord client")?;
+    commands
+        .install(
+            framework(app.clone(), settings.discord.dev_guild_id),
+            &client,
+        )
+        .await;
     let door = gate.spawn(client.ws_url.clone()).await;
 
     app.voice.set_backend(Arc::new(voice::SongbirdBackend {

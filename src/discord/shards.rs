@@ -10,10 +10,12 @@
 //! messages (which Discord sends on shard 0) are handled only by the process
 //! that runs shard 0, so no person gets two answers.
 
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::anyhow;
-use serenity::all::{Client, Context, FullEvent, GuildId as SGuildId};
+use serenity::all::{Client, Context, FullEvent, GuildId as SGuildId, Interaction, Ready};
+use serenity::framework::Framework;
 
 use crate::ids::GuildId;
 use crate::settings::shards::Shards;
@@ -87,37 +89,53 @@ pub async fn start(client: &mut Client, plan: Option<&Shards>) -> anyhow::Result
     result.map_err(|e| anyhow!("the Discord connection ended: {e}"))
 }
 
-/// Poise in front of a filter: interactions of guilds this process does
-/// not own never reach a command.
-pub struct Owned<F> {
-    pub plan: Option<Shards>,
-    pub inner: F,
-}
+/// The slash commands' framework (poise), handed only what it acts on:
+/// Ready (its setup, which registers the commands) and interactions of
+/// guilds this process owns, so an interaction of another process's guild
+/// never reaches a command.
+///
+/// It is not registered with serenity as a framework: serenity clones every
+/// event for a registered framework and spawns a task to hand it over, so
+/// each message would cost a clone and a task that poise then drops (the
+/// bot has no prefix commands, no edit tracker and no poise event handler).
+/// The event handler hands these two events on instead. Installed once the
+/// client exists, before any shard starts; until then nothing is handed on.
+#[derive(Clone, Default)]
+pub struct Commands(Arc<OnceLock<Arc<dyn Framework>>>);
 
-#[serenity::async_trait]
-impl<F: serenity::framework::Framework> serenity::framework::Framework for Owned<F> {
-    async fn init(&mut self, client: &Client) {
-        self.inner.init(client).await;
+impl Commands {
+    /// Initialises `framework` with the client (as serenity would) and
+    /// starts handing it events.
+    pub async fn install(&self, mut framework: impl Framework + 'static, client: &Client) {
+        framework.init(client).await;
+        if self.0.set(Arc::new(framework)).is_err() {
+            tracing::warn!("the slash commands were installed twice; the first stays");
+        }
     }
 
-    /// Poise is handed only what it acts on here: Ready (its setup, which
-    /// registers the commands) and interactions. The bot has no prefix
-    /// commands, no edit tracker and no poise event handler, so every other
-    /// event — each message above all — would only cost poise a large future
-    /// built and dropped.
-    async fn dispatch(&self, ctx: Context, event: FullEvent) {
-        match &event {
-            FullEvent::Ready { .. } => {}
-            FullEvent::InteractionCreate { interaction } => {
-                let guild = interaction.guild_id();
-                if !admits_serenity(self.plan.as_ref(), guild) {
-                    tracing::debug!(guild = ?guild, "dropped: not a guild of this process's shards");
-                    return;
-                }
-            }
-            _ => return,
+    /// A shard is ready: poise's setup runs on the first.
+    pub async fn ready(&self, ctx: Context, ready: &Ready) {
+        let event = FullEvent::Ready {
+            data_about_bot: ready.clone(),
+        };
+        self.hand(ctx, event).await;
+    }
+
+    /// An interaction (a slash command), if its guild is this process's.
+    pub async fn interaction(&self, plan: Option<&Shards>, ctx: Context, interaction: Interaction) {
+        let guild = interaction.guild_id();
+        if !admits_serenity(plan, guild) {
+            tracing::debug!(guild = ?guild, "dropped: not a guild of this process's shards");
+            return;
         }
-        self.inner.dispatch(ctx, event).await;
+        self.hand(ctx, FullEvent::InteractionCreate { interaction })
+            .await;
+    }
+
+    async fn hand(&self, ctx: Context, event: FullEvent) {
+        if let Some(framework) = self.0.get() {
+            framework.dispatch(ctx, event).await;
+        }
     }
 }
 
