@@ -159,6 +159,9 @@ impl Spine {
                 }
             };
             let Some(item) = item else { break };
+            if self.passed_here(&item) {
+                continue;
+            }
             let spine = self.clone();
             tasks.spawn(async move {
                 let _permit = permit;
@@ -172,6 +175,24 @@ impl Spine {
         while let Some(done) = tasks.join_next().await {
             log_join(done);
         }
+    }
+
+    /// Routes an item no handler wants on the dispatcher itself (one
+    /// journal line, not worth a task); whether it was one. A panic in a
+    /// handler's `wants` is journaled and the item dropped, as on a task.
+    fn passed_here(&self, item: &Attended) -> bool {
+        let passed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            router::pass_if_unwanted(&self.registry, &self.journal, item)
+        }));
+        match passed {
+            Ok(false) => return false,
+            Ok(true) => {}
+            Err(_) => {
+                self.journal.record(panicked());
+            }
+        }
+        self.finish(item.lane);
+        true
     }
 
     fn pop_ready(&self) -> Option<Attended> {
@@ -207,13 +228,15 @@ struct InFlight<'a> {
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            self.spine.journal.record(
-                Entry::new(Kind::Error, "a handler panicked")
-                    .reason("the input was dropped; see the log for the panic message"),
-            );
+            self.spine.journal.record(panicked());
         }
         self.spine.finish(self.lane);
     }
+}
+
+fn panicked() -> Entry {
+    Entry::new(Kind::Error, "a handler panicked")
+        .reason("the input was dropped; see the log for the panic message")
 }
 
 fn log_join(done: Result<(), tokio::task::JoinError>) {

@@ -78,6 +78,11 @@ pub fn readable_mentions(
     me: UserId,
     bot_name: &str,
 ) -> String {
+    // Every mention is written `<@…>` or `<#…>`: most chatter has none to
+    // rewrite, and this runs for every message.
+    if !text.contains('<') {
+        return text.to_string();
+    }
     let mut text = text.to_string();
     let me_name = bot_mention(bot_name);
     for (id, name) in mentioned {

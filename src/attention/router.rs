@@ -111,11 +111,26 @@ pub async fn route(registry: &Registry, journal: &Journal, item: &Attended) {
             reason,
         ));
     }
+    record_pass(journal, &item, &what);
+}
+
+/// Journals the pass of an input no handler wants, if none does; whether
+/// it did. Most of what a busy server says is such chatter, so the
+/// dispatcher asks this itself and spares those a task of their own.
+pub fn pass_if_unwanted(registry: &Registry, journal: &Journal, item: &Attended) -> bool {
+    if registry.snapshot().iter().any(|h| h.wants(item).is_some()) {
+        return false;
+    }
+    record_pass(journal, item, &describe(&item.input));
+    true
+}
+
+fn record_pass(journal: &Journal, item: &Attended, what: &str) {
     journal.record(entry(
-        &item,
+        item,
         Kind::Route,
         format!("{what} → pass"),
-        pass_reason(&item),
+        pass_reason(item),
     ));
 }
 

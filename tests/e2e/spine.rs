@@ -85,6 +85,13 @@ fn message(channel: u64, text: &str, clock: &ManualClock, id: u64) -> Input {
 }
 
 fn spine(max_concurrent: u32, recorder: Arc<Recorder>) -> (Arc<Spine>, Journal, Arc<ManualClock>) {
+    spine_with(max_concurrent, recorder)
+}
+
+fn spine_with(
+    max_concurrent: u32,
+    handler: Arc<dyn Handler>,
+) -> (Arc<Spine>, Journal, Arc<ManualClock>) {
     let clock = ManualClock::at_test_epoch();
     let store = Store::open_in_memory().unwrap();
     let mut settings = Settings::default();
@@ -92,7 +99,7 @@ fn spine(max_concurrent: u32, recorder: Arc<Recorder>) -> (Arc<Spine>, Journal, 
     let settings = Arc::new(SettingsService::new(settings, store.clone(), clock.clone()));
     let journal = Journal::new(store, clock.clone());
     let spine = Spine::new(journal.clone(), settings, clock.clone());
-    spine.registry.register(recorder);
+    spine.registry.register(handler);
     (spine, journal, clock)
 }
 
@@ -190,5 +197,74 @@ async fn a_panicking_handler_is_journaled_and_the_spine_carries_on() {
         })
         .unwrap();
     assert_eq!(errors.len(), 1);
+    assert!(errors[0].summary.contains("panicked"));
+}
+
+/// Wants only what says "please" (and panics when asked about "explode").
+struct Picky {
+    seen: Mutex<Vec<String>>,
+}
+
+#[async_trait]
+impl Handler for Picky {
+    fn name(&self) -> String {
+        "picky".into()
+    }
+    fn order(&self) -> i32 {
+        ORDER_EXECUTIVE
+    }
+    fn wants(&self, item: &Attended) -> Option<String> {
+        let label = label(&item.input);
+        if label.ends_with("explode") {
+            panic!("boom in wants");
+        }
+        label.contains("please").then(|| "asked nicely".into())
+    }
+    async fn handle(&self, item: &Attended) -> Outcome {
+        self.seen.lock().unwrap().push(label(&item.input));
+        Outcome::Done
+    }
+}
+
+/// Chatter no handler wants is passed by the dispatcher itself, not on a
+/// task of its own: every pass is still journaled, in order with what a
+/// handler took, and a panic in a handler's `wants` is journaled and
+/// dropped there as it would be on a task, with the spine carrying on.
+#[tokio::test]
+async fn chatter_nobody_wants_is_passed_and_journaled_and_a_panicking_wants_is_survived() {
+    let picky = Arc::new(Picky {
+        seen: Mutex::new(Vec::new()),
+    });
+    let (spine, journal, clock) = spine_with(2, picky.clone());
+    spine.submit(message(1, "hello", &clock, 1));
+    spine.submit(message(1, "explode", &clock, 2));
+    spine.submit(message(1, "please help", &clock, 3));
+    spine.submit(message(2, "bye", &clock, 4));
+    run_until_idle(&spine).await;
+
+    assert_eq!(*picky.seen.lock().unwrap(), vec!["1:please help"]);
+    let of = |kind: Kind| {
+        journal
+            .query(&Filter {
+                kinds: vec![kind],
+                ..Default::default()
+            })
+            .unwrap()
+    };
+    let mut passed: Vec<Option<MessageId>> = of(Kind::Route)
+        .into_iter()
+        .filter(|e| e.summary.ends_with("→ pass"))
+        .map(|e| e.message)
+        .collect();
+    passed.sort();
+    assert_eq!(passed, vec![Some(MessageId(1)), Some(MessageId(4))]);
+    assert!(
+        of(Kind::Route)
+            .iter()
+            .any(|e| e.message == Some(MessageId(3)) && e.summary.ends_with("→ picky")),
+        "the wanted message is routed to its handler"
+    );
+    let errors = of(Kind::Error);
+    assert_eq!(errors.len(), 1, "{errors:?}");
     assert!(errors[0].summary.contains("panicked"));
 }
