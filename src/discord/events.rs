@@ -135,9 +135,10 @@ impl EventHandler for Events {
     }
 
     async fn interaction_create(&self, ctx: Context, interaction: Interaction) {
-        self.commands
-            .interaction(self.plan.as_ref(), ctx, interaction)
-            .await;
+        if self.foreign(interaction.guild_id()) {
+            return;
+        }
+        self.commands.interaction(ctx, interaction).await;
     }
 
     async fn cache_ready(&self, _ctx: Context, _guilds: Vec<SGuildId>) {

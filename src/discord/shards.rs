@@ -121,13 +121,9 @@ impl Commands {
         self.hand(ctx, event).await;
     }
 
-    /// An interaction (a slash command), if its guild is this process's.
-    pub async fn interaction(&self, plan: Option<&Shards>, ctx: Context, interaction: Interaction) {
-        let guild = interaction.guild_id();
-        if !admits_serenity(plan, guild) {
-            tracing::debug!(guild = ?guild, "dropped: not a guild of this process's shards");
-            return;
-        }
+    /// An interaction (a slash command); the event handler has checked its
+    /// guild is this process's.
+    pub async fn interaction(&self, ctx: Context, interaction: Interaction) {
         self.hand(ctx, FullEvent::InteractionCreate { interaction })
             .await;
     }
