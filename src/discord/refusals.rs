@@ -141,14 +141,22 @@ pub struct Refused {
 }
 
 impl Refused {
-    /// "Discord refused shard 1 of 2 (4010 invalid shard): …what to fix".
-    pub fn describe(&self) -> String {
+    /// "Discord refused shard 1 of 2 (4010 invalid shard)".
+    fn headline(&self) -> String {
         format!(
-            "Discord refused shard {} of {} ({} {}): {}",
+            "Discord refused shard {} of {} ({} {})",
             self.shard,
             self.total,
             self.why.code(),
-            self.why.name(),
+            self.why.name()
+        )
+    }
+
+    /// "Discord refused shard 1 of 2 (4010 invalid shard): …what to fix".
+    pub fn describe(&self) -> String {
+        format!(
+            "{}: {}",
+            self.headline(),
             self.why.fix(self.shard, self.total)
         )
     }
@@ -315,25 +323,16 @@ impl Watch {
             "{words}; {then}"
         );
         self.journal.record(
-            Entry::new(
-                Kind::Error,
-                format!(
-                    "Discord refused shard {} of {} ({} {})",
-                    refused.shard,
-                    refused.total,
-                    refused.why.code(),
-                    refused.why.name()
-                ),
-            )
-            .reason(format!(
-                "{}; {then}",
-                refused.why.fix(refused.shard, refused.total)
-            ))
-            .data(serde_json::json!({
-                "shard": refused.shard,
-                "total": refused.total,
-                "code": refused.why.code(),
-            })),
+            Entry::new(Kind::Error, refused.headline())
+                .reason(format!(
+                    "{}; {then}",
+                    refused.why.fix(refused.shard, refused.total)
+                ))
+                .data(serde_json::json!({
+                    "shard": refused.shard,
+                    "total": refused.total,
+                    "code": refused.why.code(),
+                })),
         );
         self.last = Some(words.clone());
         left.is_empty().then(|| anyhow!("{words}"))
