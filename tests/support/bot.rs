@@ -164,23 +164,13 @@ impl Bot {
 
     /// [`Bot::stop`], keeping its home (and data) for [`Bot::relaunch`] or the CLI.
     pub fn halt(&mut self) -> ExitStatus {
-        let mut child = self.child.take().expect("the bot runs");
+        let pid = self.child.as_ref().expect("the bot runs").id();
         std::process::Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
+            .args(["-TERM", &pid.to_string()])
             .status()
             .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the bot did not stop on SIGTERM:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        self.wait_exit(Duration::from_secs(20))
+            .unwrap_or_else(|| panic!("the bot did not stop on SIGTERM:\n{}", self.log()))
     }
 
     /// The bot's store, opened alongside the running process (WAL allows it).
