@@ -10,8 +10,8 @@
 //! that), when it holds [`MAX_WRITES`], or as soon as anything else writes
 //! or reads — [`Store::lock`](super::Store::lock) commits the group before
 //! it hands the connection out (but for [`Store::read`](super::Store::read),
-//! the names looked up for every message, which see the group's rows on the
-//! same connection and leave it open). So writes reach the disk in the order they
+//! the names looked up for every message and the hourly cap's count, which
+//! see the group's rows on the same connection and leave it open). So writes reach the disk in the order they
 //! were made: a crash loses at most the last [`WINDOW`] of grouped writes,
 //! never one made after them (the row of the bot's words, written before
 //! they are sent) while keeping an earlier one. What is lost the platform

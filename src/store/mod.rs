@@ -176,8 +176,9 @@ impl Store {
 
     /// The connection for a plain read that leaves the open group of writes
     /// open: the group is this connection's own transaction, so its rows are
-    /// seen without committing them. For the lookups asked of every message
-    /// (a guild's or channel's name) — committing there would commit each
+    /// seen without committing them. For the reads asked of every message
+    /// (a guild's or channel's name) and before every answer or reaction
+    /// (the hourly cap's count) — committing there would commit each
     /// message alone and undo the grouping. Never for a write: it would join
     /// the group unawares.
     pub(crate) fn read(&self) -> Conn<'_> {
