@@ -30,8 +30,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::attention::{Input, MessagePercept, Percept, Spine};
 use crate::clock::SharedClock;
-use crate::ids::{ChannelId, MessageId, UserId};
-use crate::journal::stream;
+use crate::ids::{ChannelId, UserId};
 use crate::permissions;
 use crate::settings::SettingsService;
 use crate::store::messages::{Commit, Seen};
@@ -119,16 +118,8 @@ impl Senses {
             }
             Percept::Edit {
                 id, content, at, ..
-            } => (
-                self.change_message(*id, Some(content), || {
-                    self.store.edit_message(*id, content, *at)
-                })?,
-                false,
-            ),
-            Percept::Delete { id, at, .. } => (
-                self.change_message(*id, None, || self.store.delete_message(*id, *at))?,
-                false,
-            ),
+            } => (self.store.edit_message(*id, content, *at)?, false),
+            Percept::Delete { id, at, .. } => (self.store.delete_message(*id, *at)?, false),
             Percept::Reaction {
                 place,
                 message,
@@ -160,7 +151,7 @@ impl Senses {
         Ok(Perceived::Stored { new, queued })
     }
 
-    /// Stores a message with its names and stream line; whether it is new.
+    /// Stores a message with its names; whether it is new.
     /// With `may_group`, one in a server joins the group of writes.
     fn store_message(&self, m: &MessagePercept, may_group: bool) -> Result<bool, StoreError> {
         let grouped = may_group && m.message.guild.is_some();
@@ -170,8 +161,6 @@ impl Senses {
                 message: &m.message,
                 guild_name: m.guild_name.as_deref().filter(|_| !names_known),
                 channel_name: m.channel_name.as_deref().filter(|_| !names_known),
-                stream_line: (!m.message.author_is_bot)
-                    .then(|| stream::message_event(&m.message.author_name, &m.message.content)),
                 now: self.clock.now(),
             },
             if grouped {
@@ -185,22 +174,6 @@ impl Senses {
             self.lock_names().insert(m.message.channel, names);
         }
         Ok(new)
-    }
-
-    /// An edit (`Some(new text)`) or a delete, by `change`; the context stream
-    /// follows, so what someone took back is not told on. Whether it changed.
-    fn change_message(
-        &self,
-        id: MessageId,
-        new: Option<&str>,
-        change: impl FnOnce() -> Result<bool, StoreError>,
-    ) -> Result<bool, StoreError> {
-        let old = self.store.message(id)?;
-        let changed = change()?;
-        if let Some(old) = old.filter(|_| changed) {
-            crate::journal::stream::message_changed(&self.store, &old, new)?;
-        }
-        Ok(changed)
     }
 
     /// Whether `m`'s server and channel names are the ones last written for its channel.

@@ -4,15 +4,20 @@
 //! level-2 reflex, an initiative consideration) can get as a short
 //! `[AMBIENT CONTEXT — last 5 min]` summary.
 //!
-//! Written from two places: the senses (people's messages, with the message
-//! itself, see [`message_event`]) and the journal
-//! (every decision already passes through it; routing chatter and gate
-//! checks are left out, like the seed's "tool metadata"). An identical event
-//! within ten minutes is not written again. A guild's stream is only ever
-//! read for that guild — and only what the reader may see of it (see
-//! [`Audience`]: a private channel's talk is not told elsewhere) — and it is cleaned up after
-//! `executive.contextStream.retentionHours`. Prepending costs tokens, so it is opt-in
-//! per model role (`executive.contextStream.roles`).
+//! It has two sources. People's messages are read from their own stored
+//! rows (see [`read`]): never copied, so a message costs the store one row,
+//! and an edit, a delete or a forget-me shows in the stream at once. The
+//! journal writes the rest (every decision already passes through it;
+//! routing chatter and gate checks are left out, like the seed's "tool
+//! metadata"). An identical event within ten minutes is shown once. A
+//! guild's stream is only ever read for that guild — and only what the
+//! reader may see of it (see [`Audience`]: a private channel's talk is not
+//! told elsewhere) — and no prompt gets anything older than
+//! `executive.contextStream.retentionHours` (the journal's lines are deleted
+//! then). Prepending costs tokens, so it is opt-in per model role
+//! (`executive.contextStream.roles`).
+
+use std::collections::HashMap;
 
 use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
@@ -23,7 +28,6 @@ use crate::ids::GuildId;
 use crate::settings::{Role, Settings};
 use crate::store::Store;
 use crate::store::garden::{StreamEvent, StreamLine};
-use crate::store::messages::StoredMessage;
 
 pub const KINDS: &[&str] = &[
     "user_message",
@@ -89,39 +93,37 @@ pub fn entry_event(e: &Entry) -> Option<(GuildId, StreamLine<'static>)> {
     ))
 }
 
-/// The line a person's message in a guild becomes, for the senses to store
-/// with the message (see `Store::insert_seen`).
-pub fn message_event(author: &str, content: &str) -> StreamLine<'static> {
-    StreamLine {
-        kind: "user_message",
-        content: message_line(author, content),
-        repeat_window: repeat_window(),
-    }
-}
-
-fn message_line(author: &str, content: &str) -> String {
-    cut(&format!("{author}: {content}"))
-}
-
-/// Called by the senses when a person edits (`Some(new)`) or deletes
-/// (`None`) a message: the stream shows the new text, or nothing. A failure
-/// is the caller's to report: the old text would still reach prompts.
-pub fn message_changed(
+/// One guild's stream since `since`, as the stream shows it: oldest first,
+/// of `kinds` (all when empty), the newest `limit`, each line cut, and a
+/// person's message that repeats one of the ten minutes before it left out
+/// (journal lines were checked for repeats when written; people's messages
+/// are read from their own rows, so theirs is checked here).
+pub fn read(
     store: &Store,
-    old: &StoredMessage,
-    new: Option<&str>,
-) -> crate::store::Result<()> {
-    let Some(guild) = old.guild.filter(|_| !old.author_is_bot) else {
-        return Ok(());
-    };
-    store.stream_message_changed(
-        guild,
-        old.channel,
-        old.created_at,
-        &message_line(&old.author_name, &old.content),
-        new.map(|n| message_line(&old.author_name, n)).as_deref(),
-    )?;
-    Ok(())
+    guild: GuildId,
+    since: DateTime<Utc>,
+    kinds: &[String],
+    limit: usize,
+) -> crate::store::Result<Vec<StreamEvent>> {
+    // The ten minutes before `since` only say what is a repeat.
+    let events = store.stream_read(guild, since - repeat_window(), kinds, limit)?;
+    let mut last_shown: HashMap<String, DateTime<Utc>> = HashMap::new();
+    let mut out = Vec::with_capacity(events.len());
+    for mut e in events {
+        if e.kind == "user_message" {
+            e.content = cut(&e.content);
+            if let Some(&shown) = last_shown.get(&e.content)
+                && e.at - shown < repeat_window()
+            {
+                continue;
+            }
+            last_shown.insert(e.content.clone(), e.at);
+        }
+        if e.at >= since {
+            out.push(e);
+        }
+    }
+    Ok(out)
 }
 
 /// Checks a comma-separated list of stream kinds, naming the bad one.
@@ -170,8 +172,8 @@ pub fn summary(
     let guild = audience.guild?;
     let c = &settings.executive.context_stream;
     let minutes = i64::from(c.window_minutes);
-    let events: Vec<StreamEvent> = store
-        .stream_read(guild, now - Duration::minutes(minutes), &[], 10_000)
+    let since = retained(settings, now - Duration::minutes(minutes), now);
+    let events: Vec<StreamEvent> = read(store, guild, since, &[], 10_000)
         .ok()?
         .into_iter()
         .filter(|e| audience.sees(Some(guild), e.channel))
@@ -211,11 +213,66 @@ pub fn prefix_for(
     summary(store, settings, audience, now, tz)
 }
 
-/// Drops events older than `executive.contextStream.retentionHours`.
+/// `since`, or the oldest instant `executive.contextStream.retentionHours`
+/// keeps if that is later.
+pub fn retained(settings: &Settings, since: DateTime<Utc>, now: DateTime<Utc>) -> DateTime<Utc> {
+    let hours = settings.executive.context_stream.retention_hours;
+    since.max(now - Duration::hours(i64::from(hours)))
+}
+
+/// Drops the journal's lines older than `executive.contextStream.retentionHours`
+/// (people's messages are not copied into the stream; see [`read`]).
 pub fn cleanup(store: &Store, settings: &Settings, now: DateTime<Utc>) -> usize {
     store
         .stream_cleanup(
             now - Duration::hours(i64::from(settings.executive.context_stream.retention_hours)),
         )
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::messages::sample;
+
+    #[test]
+    fn peoples_messages_are_read_from_their_rows_cut_and_without_repeats() {
+        let store = Store::open_in_memory().unwrap();
+        let t = DateTime::<Utc>::from_timestamp(1_800_000_000, 0).unwrap();
+        let said = |id: u64, text: &str, minutes: i64| {
+            let m = sample(id, 5, text, t + Duration::minutes(minutes));
+            store.insert_message(&m).unwrap();
+        };
+        said(1, "lol", 0);
+        said(2, "lol", 5); // a repeat of the first
+        said(3, &"long ".repeat(100), 6);
+        said(4, "lol", 12); // ten minutes after the last shown
+        let mut bot = sample(5, 5, "i am the bot", t + Duration::minutes(7));
+        bot.author_is_bot = true;
+        store.insert_message(&bot).unwrap();
+        let mut other = sample(6, 5, "elsewhere", t + Duration::minutes(7));
+        other.guild = Some(GuildId(2));
+        store.insert_message(&other).unwrap();
+
+        let lines = |since: DateTime<Utc>| -> Vec<String> {
+            read(&store, GuildId(1), since, &[], 100)
+                .unwrap()
+                .into_iter()
+                .map(|e| e.content)
+                .collect()
+        };
+        let all = lines(t);
+        assert_eq!(all.len(), 3, "{all:?}");
+        assert_eq!(all[0], "ada: lol");
+        assert!(
+            all[1].starts_with("ada: long long") && all[1].ends_with('…'),
+            "{}",
+            all[1]
+        );
+        assert_eq!(all[1].chars().count(), MAX_EVENT_CHARS + 1);
+        assert_eq!(all[2], "ada: lol");
+        // From the fourth minute on, the repeat at the fifth is still one of
+        // the first's, which is before the window but decides it.
+        assert_eq!(lines(t + Duration::minutes(4)).len(), 2);
+    }
 }

@@ -380,6 +380,8 @@ pub struct ContextStreamSettings {
     pub window_minutes: u32,
     /// At most this many events in the summary (the newest).
     pub max_lines: u32,
+    /// How long the stream's own lines are kept, and the oldest a summary
+    /// reaches back (people's messages are read from the stored messages).
     pub retention_hours: u32,
 }
 

@@ -54,6 +54,13 @@ impl Conditions {
         self
     }
 
+    /// Adds a fixed clause, written as a partial index's WHERE is (SQLite
+    /// uses such an index only when the query states that clause itself).
+    pub fn fixed(&mut self, clause: &'static str) -> &mut Self {
+        self.clauses.push(clause.to_string());
+        self
+    }
+
     /// ` WHERE …` (or nothing) and the bound values.
     pub fn finish(self) -> (String, Vec<SqlValue>) {
         let sql = if self.clauses.is_empty() {

@@ -72,10 +72,6 @@ pub struct Forgotten {
 
 struct Said {
     id: i64,
-    guild: Option<i64>,
-    channel: i64,
-    at: i64,
-    author_name: String,
     content: String,
 }
 
@@ -170,8 +166,8 @@ fn forget_facts(
 }
 
 /// Blanks every message `user` wrote (text and voice) up to `until` (Unix
-/// ms) if given, their lines in the context stream and the journal entries
-/// about them; returns their texts.
+/// ms) if given (which takes their lines out of the context stream, read
+/// from these rows) and the journal entries about them; returns their texts.
 fn forget_messages(
     tx: &Transaction<'_>,
     user: UserId,
@@ -180,7 +176,7 @@ fn forget_messages(
     out: &mut Forgotten,
 ) -> Result<Vec<String>> {
     let mut stmt = tx.prepare_cached(
-        "SELECT id, guild_id, channel_id, created_at, author_name, content FROM messages
+        "SELECT id, content FROM messages
          WHERE author_id = ?1 AND (content != '' OR attachments != '[]')
            AND (?2 IS NULL OR created_at <= ?2)",
     )?;
@@ -188,11 +184,7 @@ fn forget_messages(
         .query_map(params![user.to_sql(), until], |r| {
             Ok(Said {
                 id: r.get(0)?,
-                guild: r.get(1)?,
-                channel: r.get(2)?,
-                at: r.get(3)?,
-                author_name: r.get(4)?,
-                content: r.get(5)?,
+                content: r.get(1)?,
             })
         })?
         .collect::<rusqlite::Result<_>>()?;
@@ -201,15 +193,6 @@ fn forget_messages(
             "UPDATE messages SET content = '', attachments = '[]', deleted_at = coalesce(deleted_at, ?2)
              WHERE id = ?1",
             params![m.id, to_ms(at)],
-        )?;
-        // The stream line is "name: text", cut; the message's place and
-        // time find it even when the cut hides the text.
-        let prefix = format!("{}: ", m.author_name);
-        out.redacted += tx.execute(
-            "DELETE FROM context_stream
-             WHERE guild_id IS ?1 AND channel_id = ?2 AND ts = ?3 AND kind = 'user_message'
-               AND substr(content, 1, length(?4)) = ?4",
-            params![m.guild, m.channel, m.at, prefix],
         )?;
         // When they spoke in a voice channel says something about them too.
         tx.execute("DELETE FROM voice_utterances WHERE message_id = ?1", [m.id])?;

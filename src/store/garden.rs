@@ -152,9 +152,17 @@ fn cycle_row(r: &Row<'_>) -> rusqlite::Result<Cycle> {
 }
 
 /// "This line, in this server's stream, in the window": a seek on
-/// `context_stream_repeat` (migration 13), asked for every stored message.
+/// `context_stream_repeat` (migration 13), asked for every journal entry
+/// the stream shows.
 const REPEAT_CHECK: &str = "SELECT EXISTS (SELECT 1 FROM context_stream \
      WHERE guild_id = ?1 AND ts >= ?2 AND kind = ?3 AND content = ?4)";
+
+/// People's replies to the bot's ambient posts: a seek per post on
+/// `messages_reply_to`, which holds only replies (migration 17).
+const REPLIES_TO_POSTS: &str =
+    "SELECT o.guild_id, o.channel_id, o.message_id, o.text, m.author_name, NULL, m.content, m.created_at
+     FROM messages m JOIN initiative_outbox o ON o.message_id = m.reply_to_id
+     WHERE m.created_at > ?1 AND m.author_is_bot = 0 AND m.deleted_at IS NULL";
 
 const QUEUE: &str =
     "id, guild_id, scheduled_for, context, priority, created_by, created_at, done_at";
@@ -405,7 +413,11 @@ impl Store {
 
     /// One guild's events since `since`, oldest first, of the given kinds
     /// (all when empty), newest `limit` — kinds and limit in the query, so a
-    /// busy stream is not loaded whole.
+    /// busy stream is not loaded whole. A `user_message` is a person's
+    /// message read from its own row as `name: text`, as it stands now (an
+    /// edit shows, a deleted or forgotten one is gone): it is never copied
+    /// into `context_stream`, so storing a message costs one row, not two.
+    /// Uncut and with repeats: the stream's rules are `journal::stream`'s.
     pub fn stream_read(
         &self,
         guild: GuildId,
@@ -414,64 +426,13 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<StreamEvent>> {
         let conn = self.lock();
-        let kind_filter = if kinds.is_empty() {
-            String::new()
-        } else {
-            // ?4, ?5, … after guild, since and limit.
-            let marks: Vec<String> = (0..kinds.len()).map(|i| format!("?{}", i + 4)).collect();
-            format!(" AND kind IN ({})", marks.join(", "))
-        };
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT ts, kind, content, channel_id FROM context_stream WHERE guild_id = ?1 AND ts >= ?2{kind_filter}
-             ORDER BY ts DESC, id DESC LIMIT ?3"
-        ))?;
-        let mut values: Vec<rusqlite::types::Value> = vec![
-            guild.to_sql().into(),
-            to_ms(since).into(),
-            i64::try_from(limit).unwrap_or(i64::MAX).into(),
-        ];
-        values.extend(kinds.iter().map(|k| k.clone().into()));
-        let mut rows: Vec<StreamEvent> = stmt
-            .query_map(rusqlite::params_from_iter(values), |r| {
-                Ok(StreamEvent {
-                    at: from_ms(r.get(0)?),
-                    kind: r.get(1)?,
-                    content: r.get(2)?,
-                    channel: r
-                        .get::<_, Option<i64>>(3)?
-                        .map(crate::ids::ChannelId::from_sql),
-                })
-            })?
-            .collect::<rusqlite::Result<_>>()?;
-        rows.reverse();
-        Ok(rows)
-    }
-
-    /// A person's message changed (`Some(new)`) or was deleted (`None`): its
-    /// line in the stream follows, so the stream never tells what they took back.
-    /// Stream rows carry no message id; a message's row is the `user_message`
-    /// of its guild, channel and time with its text.
-    pub fn stream_message_changed(
-        &self,
-        guild: GuildId,
-        channel: crate::ids::ChannelId,
-        at: DateTime<Utc>,
-        old: &str,
-        new: Option<&str>,
-    ) -> Result<usize> {
-        let conn = self.lock();
-        let place = "guild_id = ?1 AND channel_id = ?2 AND ts = ?3 AND kind = 'user_message' AND content = ?4";
-        let n = match new {
-            Some(new) => conn.execute(
-                &format!("UPDATE context_stream SET content = ?5 WHERE {place}"),
-                params![guild.to_sql(), channel.to_sql(), to_ms(at), old, new],
-            )?,
-            None => conn.execute(
-                &format!("DELETE FROM context_stream WHERE {place}"),
-                params![guild.to_sql(), channel.to_sql(), to_ms(at), old],
-            )?,
-        };
-        Ok(n)
+        let mut rows = stream_lines(&conn, guild, since, kinds, limit)?;
+        if kinds.is_empty() || kinds.iter().any(|k| k == USER_MESSAGE) {
+            rows.extend(people_lines(&conn, guild, since, limit)?);
+        }
+        rows.sort_by_key(|(e, order)| (e.at, *order));
+        let skip = rows.len().saturating_sub(limit);
+        Ok(rows.into_iter().skip(skip).map(|(e, _)| e).collect())
     }
 
     /// Reactions and replies to the bot's ambient posts after `since`, oldest
@@ -507,11 +468,7 @@ impl Store {
             .query_map(params![to_ms(since), me.to_sql()], row)?
             .collect::<rusqlite::Result<_>>()?;
         let replies: Vec<PostFeedback> = conn
-            .prepare_cached(
-                "SELECT o.guild_id, o.channel_id, o.message_id, o.text, m.author_name, NULL, m.content, m.created_at
-                 FROM messages m JOIN initiative_outbox o ON o.message_id = m.reply_to_id
-                 WHERE m.created_at > ?1 AND m.author_is_bot = 0 AND m.deleted_at IS NULL",
-            )?
+            .prepare_cached(REPLIES_TO_POSTS)?
             .query_map(params![to_ms(since)], row)?
             .collect::<rusqlite::Result<_>>()?;
         out.extend(replies);
@@ -528,6 +485,91 @@ impl Store {
 
 fn to_json<T: Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_else(|_| "[]".into())
+}
+
+/// The kind of a person's message in the stream.
+const USER_MESSAGE: &str = "user_message";
+
+/// A stream event with where it sorts among those of the same instant: a
+/// person's message (0) before the lines written about it (1), each kind
+/// by its row id.
+type Ordered = (StreamEvent, (u8, i64));
+
+/// The newest `limit` lines written to a guild's `context_stream` since
+/// `since`, of `kinds` (all when empty), sorting after people's messages.
+fn stream_lines(
+    conn: &Connection,
+    guild: GuildId,
+    since: DateTime<Utc>,
+    kinds: &[String],
+    limit: usize,
+) -> Result<Vec<Ordered>> {
+    let kind_filter = if kinds.is_empty() {
+        String::new()
+    } else {
+        // ?4, ?5, … after guild, since and limit.
+        let marks: Vec<String> = (0..kinds.len()).map(|i| format!("?{}", i + 4)).collect();
+        format!(" AND kind IN ({})", marks.join(", "))
+    };
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT ts, kind, content, channel_id, id FROM context_stream WHERE guild_id = ?1 AND ts >= ?2{kind_filter}
+         ORDER BY ts DESC, id DESC LIMIT ?3"
+    ))?;
+    let mut values: Vec<rusqlite::types::Value> = vec![
+        guild.to_sql().into(),
+        to_ms(since).into(),
+        i64::try_from(limit).unwrap_or(i64::MAX).into(),
+    ];
+    values.extend(kinds.iter().map(|k| k.clone().into()));
+    let rows = stmt
+        .query_map(rusqlite::params_from_iter(values), |r| {
+            let event = StreamEvent {
+                at: from_ms(r.get(0)?),
+                kind: r.get(1)?,
+                content: r.get(2)?,
+                channel: r
+                    .get::<_, Option<i64>>(3)?
+                    .map(crate::ids::ChannelId::from_sql),
+            };
+            Ok((event, (1, r.get(4)?)))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(rows)
+}
+
+/// The newest `limit` messages people sent in a guild since `since`, still
+/// standing, as `user_message` lines (on `messages_guild_time`).
+fn people_lines(
+    conn: &Connection,
+    guild: GuildId,
+    since: DateTime<Utc>,
+    limit: usize,
+) -> Result<Vec<Ordered>> {
+    let rows = conn
+        .prepare_cached(
+            "SELECT created_at, author_name || ': ' || content, channel_id, id FROM messages
+             WHERE guild_id = ?1 AND created_at >= ?2 AND author_is_bot = 0 AND is_self = 0
+               AND deleted_at IS NULL
+             ORDER BY created_at DESC, id DESC LIMIT ?3",
+        )?
+        .query_map(
+            params![
+                guild.to_sql(),
+                to_ms(since),
+                i64::try_from(limit).unwrap_or(i64::MAX)
+            ],
+            |r| {
+                let event = StreamEvent {
+                    at: from_ms(r.get(0)?),
+                    kind: USER_MESSAGE.to_string(),
+                    content: r.get(1)?,
+                    channel: Some(crate::ids::ChannelId::from_sql(r.get(2)?)),
+                };
+                Ok((event, (0, r.get(3)?)))
+            },
+        )?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(rows)
 }
 
 /// Appends `line` on a locked connection unless it is a repeat; whether it was written.
@@ -567,20 +609,34 @@ pub(super) fn stream_append(
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_repeat_check_seeks_its_index_instead_of_reading_the_window() {
+    /// The steps SQLite plans for `sql`.
+    fn plan(sql: &str, params: impl rusqlite::Params) -> Vec<String> {
         let store = Store::open_in_memory().unwrap();
         let conn = store.lock();
-        let plan: Vec<String> = conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {REPEAT_CHECK}"))
+        conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
             .unwrap()
-            .query_map(params![1, 0, "user_message", "ada: hi"], |r| r.get(3))
+            .query_map(params, |r| r.get(3))
             .unwrap()
             .collect::<std::result::Result<_, _>>()
-            .unwrap();
+            .unwrap()
+    }
+
+    #[test]
+    fn the_repeat_check_seeks_its_index_instead_of_reading_the_window() {
+        let plan = plan(REPEAT_CHECK, params![1, 0, "decision", "answered ada"]);
         assert!(
             plan.iter()
                 .any(|step| step.contains("context_stream_repeat")),
+            "{plan:#?}"
+        );
+    }
+
+    #[test]
+    fn replies_to_posts_seek_the_index_that_holds_only_replies() {
+        let plan = plan(REPLIES_TO_POSTS, params![0]);
+        assert!(
+            plan.iter()
+                .any(|step| step.contains("USING INDEX messages_reply_to (reply_to_id=?)")),
             "{plan:#?}"
         );
     }
@@ -591,12 +647,12 @@ mod tests {
         let t = DateTime::<Utc>::from_timestamp(1_800_000_000, 0).unwrap();
         let window = chrono::Duration::minutes(10);
         let append =
-            |at| store.stream_append(GuildId(1), None, "user_message", "ada: hi", at, window);
+            |at| store.stream_append(GuildId(1), None, "decision", "answered ada", at, window);
         assert!(append(t).unwrap());
         assert!(!append(t + chrono::Duration::minutes(9)).unwrap());
         assert!(append(t + chrono::Duration::minutes(11)).unwrap());
         let other_server =
-            store.stream_append(GuildId(2), None, "user_message", "ada: hi", t, window);
+            store.stream_append(GuildId(2), None, "decision", "answered ada", t, window);
         assert!(other_server.unwrap());
     }
 }

@@ -221,7 +221,6 @@ mod tests {
             message: m,
             guild_name: Some("the harbour"),
             channel_name: Some("general"),
-            stream_line: None,
             now: m.created_at,
         }
     }

@@ -8,7 +8,6 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 
-use super::garden::StreamLine;
 use super::{Result, Store, from_ms, to_ms};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 
@@ -149,10 +148,9 @@ impl Store {
     }
 
     /// Stores a message someone sent with what comes with it (the names of
-    /// its server and channel, its context-stream line) in one transaction,
-    /// or in the open group of writes (see [`super::group_commit`]) with
-    /// [`Commit::Grouped`]; returns `false` if it was already stored (then
-    /// its stream line is not written again).
+    /// its server and channel) in one transaction, or in the open group of
+    /// writes (see [`super::group_commit`]) with [`Commit::Grouped`];
+    /// returns `false` if it was already stored.
     pub fn insert_seen(&self, seen: &Seen<'_>, commit: Commit) -> Result<bool> {
         match commit {
             Commit::Now => {
@@ -404,12 +402,12 @@ impl Store {
 }
 
 /// A message someone sent, as the senses store it: with the names it came
-/// with and, for a person in a server, its line in the context stream.
+/// with. (Its line in the context stream is read from its row: see
+/// `Store::stream_read`.)
 pub struct Seen<'a> {
     pub message: &'a StoredMessage,
     pub guild_name: Option<&'a str>,
     pub channel_name: Option<&'a str>,
-    pub stream_line: Option<StreamLine<'a>>,
     /// When the names were seen.
     pub now: DateTime<Utc>,
 }
@@ -438,12 +436,7 @@ fn insert_seen(conn: &Connection, seen: &Seen<'_>) -> Result<bool> {
         // Only the names are missing: prompts say the channel's id instead.
         tracing::warn!(error = %e, "could not record guild/channel names");
     }
-    let new = insert(conn, m)?;
-    if let (true, Some(g), Some(line)) = (new, m.guild, &seen.stream_line) {
-        // Harmless if lost: the stream is a rolling view; the message itself is stored.
-        let _ = super::garden::stream_append(conn, g, Some(m.channel), line, m.created_at);
-    }
-    Ok(new)
+    insert(conn, m)
 }
 
 /// Inserts `m` on a locked connection (see [`Store::insert_message`]); whether it is new.

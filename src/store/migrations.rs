@@ -493,6 +493,29 @@ pub const MIGRATIONS: &[Migration] = &[
             CREATE INDEX messages_self_time ON messages (channel_id, created_at) WHERE is_self = 1;
         "#,
     },
+    Migration {
+        version: 17,
+        name: "what a message nobody addressed costs: no copy in the context stream, no entries in indexes it is never sought by",
+        // Every stored message wrote a second row to context_stream (and
+        // three index entries, one over its whole text) to be read back as
+        // "name: text"; the stream now reads it from messages, so those
+        // copies go. Most messages reply to nothing, and a NULL in an index
+        // is an entry all the same: the reply index keeps only replies (a
+        // `reply_to_id = ?` still seeks it). And nearly every message writes
+        // a routing line to the journal, which is never sought by kind (it
+        // is found by time, server or message): the indexes by kind leave
+        // routing lines out, and the journal's query says `kind != 'route'`
+        // so SQLite may use them.
+        sql: r#"
+            DELETE FROM context_stream WHERE kind = 'user_message';
+            DROP INDEX messages_reply_to;
+            CREATE INDEX messages_reply_to ON messages (reply_to_id) WHERE reply_to_id IS NOT NULL;
+            DROP INDEX journal_kind_time;
+            CREATE INDEX journal_kind_time ON journal (kind, ts) WHERE kind != 'route';
+            DROP INDEX journal_kind_guild_time;
+            CREATE INDEX journal_kind_guild_time ON journal (kind, guild_id, ts) WHERE kind != 'route';
+        "#,
+    },
 ];
 
 pub fn latest() -> u32 {

@@ -815,16 +815,31 @@ async fn the_context_summary_holds_guild_as_events_and_none_of_guild_bs() {
         "{asked}"
     );
     assert!(!asked.contains("secret launch"));
-    // Older than a day: cleaned up.
+    // Older than a day: the journal's lines are cleaned up, and a prompt
+    // is given nothing older (people's messages are read from their rows).
     w.clock.advance(Duration::hours(25));
-    ambient::journal::stream::cleanup(&w.app.store, &w.app.settings.global(), w.clock.now());
-    assert!(
-        w.app
-            .store
-            .stream_read(GUILD_A, w.clock.now() - Duration::days(3), &[], 100)
-            .unwrap()
-            .is_empty()
-    );
+    let settings = w.app.settings.global();
+    ambient::journal::stream::cleanup(&w.app.store, &settings, w.clock.now());
+    let left: Vec<String> = w
+        .app
+        .store
+        .stream_read(GUILD_A, w.clock.now() - Duration::days(3), &[], 100)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert!(left.iter().all(|k| k == "user_message"), "{left:?}");
+    // Two hours after the talk, a day's window shows it, unless only an hour is kept.
+    let then = w.clock.now() - Duration::hours(23);
+    let mut s = (*settings).clone();
+    s.executive.context_stream.window_minutes = 1440;
+    let a = ambient::journal::summary::Audience::public(&s, GUILD_A);
+    let day = |s: &ambient::settings::Settings| {
+        ambient::journal::stream::summary(&w.app.store, s, &a, then, chrono_tz::UTC)
+    };
+    assert!(day(&s).is_some_and(|d| d.contains("is the meetup on friday")));
+    s.executive.context_stream.retention_hours = 1;
+    assert_eq!(day(&s), None, "the window stops at the hour kept");
 }
 
 #[test]

@@ -338,12 +338,13 @@ async fn feedback_the_store_refuses_is_harvested_at_the_next_pass() {
 }
 
 #[tokio::test]
-async fn a_delete_the_stream_refuses_is_reported_not_swallowed() {
+async fn a_delete_the_store_refuses_is_reported_not_swallowed() {
     let world = World::start(settings()).await;
     let gone = world
         .message(GENERAL, "ada", "my phone number is 555-0100", Addressed::No)
         .await;
-    refuse(&world, "DELETE", "context_stream", "");
+    // A delete blanks the message's row, which is also its context-stream line.
+    refuse(&world, "UPDATE", "messages", "");
 
     let deleted = world.app.senses.perceive(Percept::Delete {
         id: gone,
