@@ -59,19 +59,6 @@ pub fn intents(settings: &Settings) -> GatewayIntents {
         | GatewayIntents::GUILD_VOICE_STATES
 }
 
-/// The one reqwest client for Discord's REST API, serenity's and our limiter's.
-/// Built through `net::with_proxy`, so it ignores `HTTP_PROXY`/`HTTPS_PROXY`/
-/// `ALL_PROXY` in the environment and uses only an explicit `network.proxy`,
-/// like every other client of the bot.
-fn rest_client(settings: &Settings) -> anyhow::Result<reqwest::Client> {
-    crate::net::with_proxy(
-        reqwest::Client::builder().use_rustls_tls(),
-        &settings.network,
-    )
-    .build()
-    .context("cannot build the Discord HTTP client")
-}
-
 fn http(token: &str, settings: &Settings, client: reqwest::Client) -> serenity::all::Http {
     let base = settings.discord.api_base_url.trim_end_matches('/');
     let builder = HttpBuilder::new(token).client(client);
@@ -103,7 +90,9 @@ pub async fn run(parts: Parts, token: &str, watching: Watching) -> anyhow::Resul
     let store = crate::store::Store::open(std::path::Path::new(&settings.storage.data_dir))?;
     crate::store::partition::enter(&store, plan, parts.clock.now())?;
     drop(store);
-    let client = rest_client(&settings)?;
+    // The one client for Discord's REST API, serenity's and our limiter's.
+    let client = crate::net::platform_client(&settings.network)
+        .context("cannot build the Discord HTTP client")?;
     let rest = Arc::new(http(token, &settings, client.clone()));
     let me = log_in(&rest, &settings).await?;
 

@@ -191,7 +191,8 @@ mod tests {
 
     #[test]
     fn a_block_is_never_shortened_and_a_global_one_covers_every_route() {
-        let l = Limiter::new(reqwest::Client::new(), "http://127.0.0.1:1/");
+        let client = crate::net::platform_client(&Default::default()).unwrap();
+        let l = Limiter::new(client, "http://127.0.0.1:1/");
         l.block("send 1", Duration::from_secs(9), false);
         let long = l.until("send 1").unwrap();
         l.block("send 1", Duration::ZERO, false);

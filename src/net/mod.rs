@@ -1,8 +1,10 @@
-//! Outbound fetching of things people and feeds point at.
+//! Outbound fetching of things people and feeds point at, and the one other
+//! client outside the model providers': the chat platform's own API.
 //!
 //! - `fetch`: the guarded HTTP client (no private addresses, bounded size,
 //!   time and redirects, conditional GET)
 //! - `html`: readable text out of an HTML page
+//! - [`platform_client`]: Discord's REST (or the rate-limiting proxy in front of it)
 
 pub(crate) mod fetch;
 pub(crate) mod html;
@@ -27,6 +29,16 @@ pub fn with_proxy(builder: reqwest::ClientBuilder, n: &NetworkSettings) -> reqwe
         Some(p) => builder.proxy(p),
         None => builder.no_proxy(),
     }
+}
+
+/// The client for the chat platform's REST API: Discord's, or the
+/// rate-limiting proxy the operator names in `discord.apiBaseUrl`. It does
+/// not go through the [`Fetcher`]: its host is the operator's setting, never
+/// something a message or a feed points at, and a shared REST proxy usually
+/// runs on a private address the fetcher would refuse. Like every client,
+/// it takes only `network.proxy`.
+pub fn platform_client(n: &NetworkSettings) -> reqwest::Result<reqwest::Client> {
+    with_proxy(reqwest::Client::builder().use_rustls_tls(), n).build()
 }
 
 /// An error and its causes on one line: "connection refused" usually hides in a cause.
