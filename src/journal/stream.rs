@@ -27,10 +27,10 @@ use super::{Entry, Kind};
 use crate::ids::GuildId;
 use crate::settings::{Role, Settings};
 use crate::store::Store;
-use crate::store::garden::{StreamEvent, StreamLine};
+use crate::store::garden::{StreamEvent, StreamLine, USER_MESSAGE};
 
 pub const KINDS: &[&str] = &[
-    "user_message",
+    USER_MESSAGE,
     "observation",
     "decision",
     "error",
@@ -110,7 +110,7 @@ pub fn read(
     let mut last_shown: HashMap<String, DateTime<Utc>> = HashMap::new();
     let mut out = Vec::with_capacity(events.len());
     for mut e in events {
-        if e.kind == "user_message" {
+        if e.kind == USER_MESSAGE {
             e.content = cut(&e.content);
             if let Some(&shown) = last_shown.get(&e.content)
                 && e.at - shown < repeat_window()
@@ -153,7 +153,7 @@ pub struct UnknownStreamKind {
 /// One event as a line: `12:03 ada: should we…` or `12:04 decision: answered ada — a mention`.
 pub fn line(e: &StreamEvent, tz: Tz) -> String {
     let at = e.at.with_timezone(&tz).format("%H:%M");
-    if e.kind == "user_message" {
+    if e.kind == USER_MESSAGE {
         format!("{at} {}", e.content)
     } else {
         format!("{at} {}: {}", e.kind, e.content)

@@ -487,8 +487,8 @@ fn to_json<T: Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_else(|_| "[]".into())
 }
 
-/// The kind of a person's message in the stream.
-const USER_MESSAGE: &str = "user_message";
+/// The kind of a person's message in the stream (read from `messages`).
+pub const USER_MESSAGE: &str = "user_message";
 
 /// A stream event with where it sorts among those of the same instant: a
 /// person's message (0) before the lines written about it (1), each kind
