@@ -8,6 +8,8 @@
 //! not by trimming a global result list afterwards — and the filter token's
 //! list is only as long as that guild's memory.
 
+use std::sync::LazyLock;
+
 use chrono::{DateTime, Utc};
 use rusqlite::{OptionalExtension, Row, Transaction, params, params_from_iter};
 
@@ -19,6 +21,20 @@ use crate::vocab::fact::{Fact, FactKind, Importance, Scope, ScopeKind};
 const COLUMNS: &str = "id, guild_id, scope, channel_id, user_id, kind, importance, subject, content, sources, \
                        author_id, author_name, created_at, updated_at, last_seen_at, strength, confidence, \
                        superseded_by, archived_at";
+
+/// Full-text search over facts, best first: asked for every answer.
+static SEARCH: LazyLock<String> = LazyLock::new(|| {
+    let cols = COLUMNS
+        .split(", ")
+        .map(|c| format!("f.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "SELECT {cols}, bm25(facts_fts, 1.0, 0.5, 0.0) AS rank
+         FROM facts_fts JOIN facts f ON f.rowid = facts_fts.rowid
+         WHERE facts_fts MATCH ?1 ORDER BY rank LIMIT ?2"
+    )
+});
 
 /// The full-text filter tokens of a fact.
 pub fn tags(f: &Fact) -> String {
@@ -362,16 +378,7 @@ impl Store {
     /// Full-text matches for a MATCH expression, best BM25 first: (fact, bm25 relevance ≥ 0).
     pub fn search_facts(&self, match_expr: &str, limit: usize) -> Result<Vec<(Fact, f64)>> {
         let conn = self.lock();
-        let cols = COLUMNS
-            .split(", ")
-            .map(|c| format!("f.{c}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {cols}, bm25(facts_fts, 1.0, 0.5, 0.0) AS rank
-             FROM facts_fts JOIN facts f ON f.rowid = facts_fts.rowid
-             WHERE facts_fts MATCH ?1 ORDER BY rank LIMIT ?2"
-        ))?;
+        let mut stmt = conn.prepare_cached(&SEARCH)?;
         let rows = stmt
             .query_map(params![match_expr, limit as i64], |r| {
                 Ok((fact_row(r)?, -r.get::<_, f64>(19)?))

@@ -4,6 +4,8 @@
 //! new: after a gateway resume Discord may deliver a message again, and only
 //! a new row is handed to attention, so nothing is answered twice.
 
+use std::sync::LazyLock;
+
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
@@ -112,6 +114,15 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<StoredMessage> {
 /// a seek in the partial index `messages_self_time`).
 const COUNT_SELF: &str =
     "SELECT count(*) FROM messages WHERE channel_id = ?1 AND is_self = 1 AND created_at >= ?2";
+
+/// A channel's latest messages: read for every answer's prompt.
+static RECENT: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {COLUMNS} FROM messages
+         WHERE channel_id = ?1 AND deleted_at IS NULL
+         ORDER BY created_at DESC, id DESC LIMIT ?2"
+    )
+});
 
 /// Whether a message id is stored, and a provisional row taking its
 /// platform id: asked for every message the bot sends, so prepared once.
@@ -245,11 +256,7 @@ impl Store {
     /// The last `limit` messages of a channel that still have content, oldest first.
     pub fn recent_messages(&self, channel: ChannelId, limit: usize) -> Result<Vec<StoredMessage>> {
         let conn = self.lock();
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM messages
-             WHERE channel_id = ?1 AND deleted_at IS NULL
-             ORDER BY created_at DESC, id DESC LIMIT ?2"
-        ))?;
+        let mut stmt = conn.prepare_cached(&RECENT)?;
         let mut rows: Vec<StoredMessage> = stmt
             .query_map(params![channel.to_sql(), limit as i64], from_row)?
             .collect::<rusqlite::Result<_>>()?;
@@ -537,6 +544,31 @@ mod tests {
             plan.iter().any(|step| step.contains("messages_self_time")),
             "{plan:#?}"
         );
+    }
+
+    #[test]
+    fn a_cached_query_runs_again_without_being_prepared_again() {
+        // SQLite re-prepares a statement whose bound values the planner
+        // looked at (a LIMIT, a term beside a partial index) each time the
+        // values change, and rusqlite clears them when it caches the
+        // statement: without the planner's stability guarantee, every
+        // answer parsed its queries afresh.
+        let store = Store::open_in_memory().unwrap();
+        let t = Utc::now();
+        store.insert_message(&mine(MessageId(1), "hi", t)).unwrap();
+        for _ in 0..3 {
+            store.recent_messages(ChannelId(5), 20).unwrap();
+            store.count_self_messages_since(ChannelId(5), t).unwrap();
+        }
+        let conn = store.lock();
+        for sql in [RECENT.as_str(), COUNT_SELF] {
+            let stmt = conn.prepare_cached(sql).unwrap();
+            assert_eq!(
+                stmt.get_status(rusqlite::StatementStatus::RePrepare),
+                0,
+                "{sql}"
+            );
+        }
     }
 
     fn mine(id: MessageId, content: &str, at: DateTime<Utc>) -> StoredMessage {

@@ -122,6 +122,7 @@ impl Ledger {
             .map_err(fail)?;
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(fail)?;
+        super::steady_plans(&conn).map_err(fail)?;
         let found: u32 = conn
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .map_err(fail)?;

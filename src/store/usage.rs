@@ -2,6 +2,8 @@
 //! raw material for budgets, `ambient usage`, the status widget and the
 //! garden's adaptive scheduler.
 
+use std::sync::LazyLock;
+
 use chrono::{DateTime, Utc};
 use rusqlite::{Row, params, params_from_iter};
 
@@ -76,6 +78,14 @@ pub struct DailyUsage {
 const COLUMNS: &str = "id, ts, role, source, guild_id, provider, model, pay_per_token, tokens_in, tokens_out, \
                        latency_ms, outcome, detail";
 
+/// A model call's record: one per answer, so prepared once.
+static INSERT: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "INSERT INTO usage ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        COLUMNS.trim_start_matches("id, ")
+    )
+});
+
 fn from_row(r: &Row<'_>) -> rusqlite::Result<UsageRecord> {
     Ok(UsageRecord {
         id: r.get(0)?,
@@ -97,26 +107,20 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<UsageRecord> {
 impl Store {
     pub fn usage_append(&self, u: &UsageRecord) -> Result<i64> {
         let conn = self.lock();
-        conn.execute(
-            &format!(
-                "INSERT INTO usage ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-                COLUMNS.trim_start_matches("id, ")
-            ),
-            params![
-                to_ms(u.at),
-                u.role,
-                u.source,
-                u.guild.map(GuildId::to_sql),
-                u.provider,
-                u.model,
-                u.pay_per_token,
-                u.tokens_in as i64,
-                u.tokens_out as i64,
-                u.latency_ms as i64,
-                u.outcome,
-                u.detail,
-            ],
-        )?;
+        conn.prepare_cached(&INSERT)?.execute(params![
+            to_ms(u.at),
+            u.role,
+            u.source,
+            u.guild.map(GuildId::to_sql),
+            u.provider,
+            u.model,
+            u.pay_per_token,
+            u.tokens_in as i64,
+            u.tokens_out as i64,
+            u.latency_ms as i64,
+            u.outcome,
+            u.detail,
+        ])?;
         Ok(conn.last_insert_rowid())
     }
 
