@@ -8,7 +8,9 @@
 //! of a garden cycle) are [`FinalTool`]s: calling one with valid arguments
 //! ends the turn with a typed value, so nothing is ever parsed out of prose.
 
-use std::sync::Arc;
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -104,8 +106,19 @@ pub fn typed<T: TypedTool>(tool: T) -> Arc<dyn Tool> {
     Arc::new(Typed(tool))
 }
 
-/// The JSON schema of `A`, as providers expect it (an object schema, no meta keys).
-pub fn schema_of<A: JsonSchema>() -> Value {
+/// The JSON schema of `A`, as providers expect it (an object schema, no meta
+/// keys). Made once per type: tools are built anew for every turn (they hold
+/// its server), and walking the type with schemars cost an answer more than
+/// rendering its prompt.
+pub fn schema_of<A: JsonSchema + 'static>() -> Value {
+    static MADE: LazyLock<Mutex<HashMap<TypeId, Value>>> = LazyLock::new(Default::default);
+    let mut made = MADE.lock().unwrap_or_else(PoisonError::into_inner);
+    made.entry(TypeId::of::<A>())
+        .or_insert_with(make_schema::<A>)
+        .clone()
+}
+
+fn make_schema<A: JsonSchema>() -> Value {
     let mut schema = serde_json::to_value(schemars::schema_for!(A)).unwrap_or_default();
     if let Some(map) = schema.as_object_mut() {
         map.remove("$schema");

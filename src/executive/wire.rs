@@ -135,7 +135,7 @@ impl ChatRequest {
                 .flat_map(|m| &m.parts)
                 .map(|p| match p {
                     Part::Text { text } => text.len(),
-                    Part::ToolUse { input, .. } => input.to_string().len(),
+                    Part::ToolUse { input, .. } => json_len(input),
                     Part::ToolResult { content, .. } => content.len(),
                     Part::Image { .. } => 0,
                 })
@@ -143,10 +143,29 @@ impl ChatRequest {
             + self
                 .tools
                 .iter()
-                .map(|t| t.schema.to_string().len() + t.description.len())
+                .map(|t| json_len(&t.schema) + t.description.len())
                 .sum::<usize>();
         (chars / 4) as u64
     }
+}
+
+/// The length of `v` written as JSON, without building the text: asked of
+/// every tool's schema for every request's estimate.
+fn json_len(v: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut n = Count(0);
+    // Writing a `Value` to a sink that never fails cannot fail.
+    let _ = serde_json::to_writer(&mut n, v);
+    n.0
 }
 
 /// A provider's success body missing what every answer has; `what` says which
@@ -200,5 +219,16 @@ impl ChatResponse {
                 _ => None,
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_estimate_counts_json_as_it_is_written() {
+        let v = serde_json::json!({"q": "a \"quoted\" line\nand é, 🦀", "n": [1, 2.5, null]});
+        assert_eq!(json_len(&v), v.to_string().len());
     }
 }
