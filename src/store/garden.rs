@@ -609,17 +609,7 @@ pub(super) fn stream_append(
 mod tests {
     use super::*;
 
-    /// The steps SQLite plans for `sql`.
-    fn plan(sql: &str, params: impl rusqlite::Params) -> Vec<String> {
-        let store = Store::open_in_memory().unwrap();
-        let conn = store.lock();
-        conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
-            .unwrap()
-            .query_map(params, |r| r.get(3))
-            .unwrap()
-            .collect::<std::result::Result<_, _>>()
-            .unwrap()
-    }
+    use crate::store::query_plan as plan;
 
     #[test]
     fn the_repeat_check_seeks_its_index_instead_of_reading_the_window() {

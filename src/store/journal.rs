@@ -139,15 +139,8 @@ mod tests {
 
     /// The indexes SQLite plans to read for `f`.
     fn indexes(f: &Filter) -> Vec<String> {
-        let store = Store::open_in_memory().unwrap();
         let (sql, args) = query(f);
-        let conn = store.lock();
-        conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
-            .unwrap()
-            .query_map(params_from_iter(args), |r| r.get::<_, String>(3))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap()
+        crate::store::query_plan(&sql, params_from_iter(args))
     }
 
     #[test]

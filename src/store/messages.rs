@@ -531,15 +531,7 @@ mod tests {
 
     #[test]
     fn the_hourly_count_reads_only_the_bots_own_messages() {
-        let store = Store::open_in_memory().unwrap();
-        let conn = store.lock();
-        let plan: Vec<String> = conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {COUNT_SELF}"))
-            .unwrap()
-            .query_map(params![1, 0], |r| r.get(3))
-            .unwrap()
-            .collect::<std::result::Result<_, _>>()
-            .unwrap();
+        let plan = crate::store::query_plan(COUNT_SELF, params![1, 0]);
         assert!(
             plan.iter().any(|step| step.contains("messages_self_time")),
             "{plan:#?}"

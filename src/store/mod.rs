@@ -209,6 +209,20 @@ impl Store {
     }
 }
 
+/// The steps SQLite plans for `sql` on a new, migrated store: for tests of
+/// which index a query reads.
+#[cfg(test)]
+pub(crate) fn query_plan(sql: &str, params: impl rusqlite::Params) -> Vec<String> {
+    let store = Store::open_in_memory().unwrap();
+    let conn = store.lock();
+    conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+        .unwrap()
+        .query_map(params, |r| r.get(3))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+}
+
 /// Turns on SQLite's query-planner stability guarantee. Without it, a plan
 /// that looked at a bound value (a `LIMIT ?`, any term of a table with a
 /// partial index) makes SQLite prepare the statement again whenever that
