@@ -426,8 +426,14 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<StreamEvent>> {
         let conn = self.lock();
-        let mut rows = stream_lines(&conn, guild, since, kinds, limit)?;
-        if kinds.is_empty() || kinds.iter().any(|k| k == USER_MESSAGE) {
+        let people = kinds.is_empty() || kinds.iter().any(|k| k == USER_MESSAGE);
+        let written = kinds.is_empty() || kinds.iter().any(|k| k != USER_MESSAGE);
+        let mut rows = Vec::new();
+        // `context_stream` holds no people's messages (migration 17).
+        if written {
+            rows = stream_lines(&conn, guild, since, kinds, limit)?;
+        }
+        if people {
             rows.extend(people_lines(&conn, guild, since, limit)?);
         }
         rows.sort_by_key(|(e, order)| (e.at, *order));
@@ -629,6 +635,30 @@ mod tests {
                 .any(|step| step.contains("USING INDEX messages_reply_to (reply_to_id=?)")),
             "{plan:#?}"
         );
+    }
+
+    #[test]
+    fn a_read_by_kind_reads_only_the_source_that_holds_it() {
+        let store = Store::open_in_memory().unwrap();
+        let t = DateTime::<Utc>::from_timestamp(1_800_000_000, 0).unwrap();
+        let window = chrono::Duration::minutes(10);
+        store
+            .stream_append(GuildId(1), None, "decision", "answered ada", t, window)
+            .unwrap();
+        let said = crate::store::messages::sample(1, 5, "hi", t);
+        store.insert_message(&said).unwrap();
+        let kinds = |kinds: &[&str]| -> Vec<String> {
+            let kinds: Vec<String> = kinds.iter().map(|k| k.to_string()).collect();
+            store
+                .stream_read(GuildId(1), t, &kinds, 10)
+                .unwrap()
+                .into_iter()
+                .map(|e| e.kind)
+                .collect()
+        };
+        assert_eq!(kinds(&[]), [USER_MESSAGE, "decision"]);
+        assert_eq!(kinds(&[USER_MESSAGE]), [USER_MESSAGE]);
+        assert_eq!(kinds(&["decision"]), ["decision"]);
     }
 
     #[test]
