@@ -37,9 +37,10 @@ pub(crate) mod voice;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, MutexGuard};
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, TimeZone, Utc};
-use rusqlite::Connection;
+use rusqlite::{Connection, ErrorCode};
 
 pub const DB_FILE: &str = "ambient.db";
 
@@ -139,13 +140,15 @@ impl Store {
     }
 
     fn prepare(conn: Connection, path: Option<PathBuf>, up_to: u32) -> Result<Self> {
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        // Set first: a command (`ambient status`) may open the store while
+        // the bot is creating it or writing.
+        conn.busy_timeout(PATIENCE)?;
+        write_ahead(&conn)?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         // Deleted rows are zeroed on disk, not left in free space: what
         // forget-me removes must not be recoverable from the file.
         conn.pragma_update(None, "secure_delete", "ON")?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
         // The same few dozen queries run every tick: parsing them once each
         // matters more than the memory a statement holds.
         conn.set_prepared_statement_cache_capacity(64);
@@ -221,6 +224,29 @@ pub(crate) fn query_plan(sql: &str, params: impl rusqlite::Params) -> Vec<String
         .unwrap()
         .collect::<rusqlite::Result<_>>()
         .unwrap()
+}
+
+/// How long opening a database waits for other processes' locks.
+const PATIENCE: Duration = Duration::from_secs(5);
+
+/// Puts a database in WAL mode. Processes opening a new file together each
+/// read its header and then try to rewrite it; SQLite refuses the later ones
+/// at once instead of calling the busy handler (waiting while holding a read
+/// lock could deadlock), so a refused switch is tried again, within the same
+/// patience as any other lock.
+fn write_ahead(conn: &Connection) -> rusqlite::Result<()> {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Err(e)
+                if e.sqlite_error_code() == Some(ErrorCode::DatabaseBusy)
+                    && Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            done => return done,
+        }
+    }
 }
 
 /// Turns on SQLite's query-planner stability guarantee. Without it, a plan

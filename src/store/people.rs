@@ -116,10 +116,8 @@ impl Ledger {
         };
         let mut conn = Connection::open(&path).map_err(fail)?;
         // Set first: another process may be creating the file this moment.
-        conn.busy_timeout(std::time::Duration::from_secs(5))
-            .map_err(fail)?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(fail)?;
+        conn.busy_timeout(super::PATIENCE).map_err(fail)?;
+        super::write_ahead(&conn).map_err(fail)?;
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(fail)?;
         super::steady_plans(&conn).map_err(fail)?;
@@ -353,6 +351,31 @@ mod tests {
             user: UserId(user),
             boundary: Boundary::NoPing,
             on,
+        }
+    }
+
+    #[test]
+    fn processes_starting_together_all_open_a_new_ledger() {
+        // Each thread's connection locks the file as another process's would.
+        for _ in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let start = std::sync::Barrier::new(4);
+            let ids: Vec<String> = std::thread::scope(|s| {
+                let opens: Vec<_> = (0..4)
+                    .map(|i| {
+                        let (dir, start) = (dir.path(), &start);
+                        s.spawn(move || {
+                            start.wait();
+                            Ledger::open(dir, &format!("{i}/4")).map(|l| l.id().to_string())
+                        })
+                    })
+                    .collect();
+                opens
+                    .into_iter()
+                    .map(|o| o.join().unwrap().expect("every process opens the ledger"))
+                    .collect()
+            });
+            assert!(ids.iter().all(|id| *id == ids[0]), "one ledger: {ids:?}");
         }
     }
 
