@@ -122,7 +122,7 @@ pub async fn run(parts: Parts, token: &str, watching: Watching) -> anyhow::Resul
     let mut client =
         ClientBuilder::new_with_http(http(token, &settings, client), intents(&settings))
             .voice_manager_arc(songbird.clone())
-            .event_handler(events::Events {
+            .raw_event_handler(events::Events {
                 app: app.clone(),
                 me: me.id,
                 gate: gate.clone(),

@@ -422,6 +422,72 @@ fn edits_deletions_dms_and_replies_to_the_bot() {
     );
 }
 
+/// The gateway events besides messages, each as Discord sends it, reach the
+/// bot: the routing line of a reaction and of a newcomer, the reactions
+/// table, the archive of a deleted channel (not of a deleted category).
+#[test]
+fn reactions_newcomers_and_deleted_channels_reach_the_bot() {
+    use crate::support::fake_discord::CAROL;
+    use ambient::journal::Kind;
+    let bot = Bot::start(json!({}));
+    let id = bot.discord.say(RANDOM, ALICE, "a photo of my cat");
+    assert!(bot.wait_stored(id));
+    let reactions = || {
+        let db = bot.home.data_dir().join(ambient::store::DB_FILE);
+        let db = rusqlite::Connection::open(db).unwrap();
+        db.query_row(
+            "SELECT count(*) FROM reactions WHERE message_id = ?1 AND user_id = ?2",
+            [id as i64, BOB.id as i64],
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap()
+    };
+
+    bot.discord.react(RANDOM, id, BOB, "👍");
+    let routed = |line: &str| {
+        bot.discord.wait_until(10, |_| {
+            journal_reasons(&bot, Kind::Route)
+                .iter()
+                .any(|r| r.starts_with(line))
+        })
+    };
+    assert!(
+        routed(&format!("reaction 👍 by bob on message {id}")),
+        "{}",
+        bot.log()
+    );
+    assert!(bot.discord.wait_until(10, |_| reactions() == 1));
+    bot.discord.unreact(RANDOM, id, BOB, "👍");
+    assert!(
+        bot.discord.wait_until(10, |_| reactions() == 0),
+        "a reaction taken back is removed:\n{}",
+        bot.log()
+    );
+
+    bot.discord.member_joins(CAROL);
+    assert!(routed("carol joined"), "{}", bot.log());
+
+    let archived = |channel: u64| {
+        let filter = ambient::journal::Filter {
+            kinds: vec![Kind::Memory],
+            channel: Some(ambient::ids::ChannelId(channel)),
+            ..Default::default()
+        };
+        let lines = bot.store().journal_query(&filter).unwrap();
+        lines
+            .iter()
+            .any(|e| e.summary.starts_with("a channel was deleted"))
+    };
+    bot.discord.delete_channel(7_000, 4);
+    bot.discord.delete_channel(RANDOM, 0);
+    assert!(
+        bot.discord.wait_until(10, |_| archived(RANDOM)),
+        "{}",
+        bot.log()
+    );
+    assert!(!archived(7_000), "a category has no memory to archive");
+}
+
 #[test]
 fn ambient_status_and_why_explain_the_bot() {
     let bot = Bot::start(json!({}));

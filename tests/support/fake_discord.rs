@@ -61,6 +61,11 @@ pub const ALICE: Person = Person {
     name: "alice",
 };
 pub const BOB: Person = Person { id: 4, name: "bob" };
+/// Not in the server until she joins (`FakeDiscord::member_joins`).
+pub const CAROL: Person = Person {
+    id: 5,
+    name: "carol",
+};
 
 /// Discord permission bits used in tests.
 pub const MANAGE_GUILD: u64 = 1 << 5;
@@ -757,7 +762,11 @@ fn check(t: &str, d: &Value) {
         "GUILD_CREATE" => serde_json::from_value::<s::Guild>(d.clone()).map(|_| ()),
         "MESSAGE_CREATE" => serde_json::from_value::<s::Message>(d.clone()).map(|_| ()),
         "MESSAGE_UPDATE" => serde_json::from_value::<s::MessageUpdateEvent>(d.clone()).map(|_| ()),
-        "MESSAGE_REACTION_ADD" => serde_json::from_value::<s::Reaction>(d.clone()).map(|_| ()),
+        "MESSAGE_REACTION_ADD" | "MESSAGE_REACTION_REMOVE" => {
+            serde_json::from_value::<s::Reaction>(d.clone()).map(|_| ())
+        }
+        "GUILD_MEMBER_ADD" => serde_json::from_value::<s::Member>(d.clone()).map(|_| ()),
+        "CHANNEL_DELETE" => serde_json::from_value::<s::GuildChannel>(d.clone()).map(|_| ()),
         "INTERACTION_CREATE" => serde_json::from_value::<s::Interaction>(d.clone()).map(|_| ()),
         _ => Ok(()),
     };
@@ -982,6 +991,31 @@ impl FakeDiscord {
             json!({"user_id": person.id.to_string(), "channel_id": channel.to_string(), "message_id": message.to_string(),
                    "guild_id": GUILD.to_string(), "emoji": {"id": null, "name": emoji}, "burst": false, "type": 0,
                    "member": member(user(person), None)}),
+        );
+    }
+
+    /// `person` takes back their `emoji` on `message` (Discord sends no member).
+    pub fn unreact(&self, channel: u64, message: u64, person: Person, emoji: &str) {
+        self.dispatch(
+            "MESSAGE_REACTION_REMOVE",
+            json!({"user_id": person.id.to_string(), "channel_id": channel.to_string(), "message_id": message.to_string(),
+                   "guild_id": GUILD.to_string(), "emoji": {"id": null, "name": emoji}, "burst": false, "type": 0}),
+        );
+    }
+
+    /// `person` joins the server.
+    pub fn member_joins(&self, person: Person) {
+        let mut m = member(user(person), None);
+        m["guild_id"] = json!(GUILD.to_string());
+        self.dispatch("GUILD_MEMBER_ADD", m);
+    }
+
+    /// A moderator deletes `channel` (`kind` 0: text, 4: a category).
+    pub fn delete_channel(&self, channel: u64, kind: u8) {
+        self.dispatch(
+            "CHANNEL_DELETE",
+            json!({"id": channel.to_string(), "type": kind, "name": "gone", "guild_id": GUILD.to_string(),
+                   "position": 0, "permission_overwrites": []}),
         );
     }
 
