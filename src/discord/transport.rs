@@ -80,15 +80,23 @@ fn create_message(channel: SChannelId, message: &Outgoing) -> CreateMessage {
     builder
 }
 
+/// What the bot reads of the message Discord echoes back once it has
+/// created it. Decoding the whole echo into serenity's `Message` was a
+/// fiftieth of an answer's instructions, for the one field kept.
+#[derive(serde::Deserialize)]
+struct Created {
+    id: SMessageId,
+}
+
 /// Sends through our limiter: the JSON body serenity's `send_message` sends,
 /// or with files the same multipart form (`payload_json` naming each
-/// `files[i]` in `attachments`).
+/// `files[i]` in `attachments`). The new message's id.
 async fn send_limited(
     http: &Http,
     limiter: &Limiter,
     channel: SChannelId,
     message: &Outgoing,
-) -> Result<Message, serenity::Error> {
+) -> Result<SMessageId, serenity::Error> {
     let mut payload = serde_json::to_value(create_message(channel, message))?;
     let request = Request::new(
         Route::ChannelMessages {
@@ -123,7 +131,8 @@ async fn send_limited(
             .perform(http.token(), &route, request, Some(&form))
             .await?
     };
-    Ok(serde_json::from_slice(&response.bytes().await?)?)
+    let created: Created = serde_json::from_slice(&response.bytes().await?)?;
+    Ok(created.id)
 }
 
 /// Only the users speech named may be pinged (a reply pings its author
@@ -188,11 +197,14 @@ impl Transport for DiscordTransport {
                         file.name.clone(),
                     ));
                 }
-                channel.send_message(&self.http, builder).await
+                channel
+                    .send_message(&self.http, builder)
+                    .await
+                    .map(|m| m.id)
             }
         }
         .map_err(chat_error)?;
-        Ok(MessageId(sent.id.get()))
+        Ok(MessageId(sent.get()))
     }
 
     fn can_edit(&self) -> bool {
