@@ -113,7 +113,10 @@ impl Senses {
         let from_me = percept.author_id() == Some(self.me);
         let (new, worth_deciding) = match &percept {
             Percept::Message(m) => {
-                let new = self.store_message(m, may_group && !from_me)?;
+                // The bot's own words arrive here as the gateway's echo of a
+                // message already recorded before it was sent, so they may
+                // join the group like anyone's.
+                let new = self.store_message(m, may_group)?;
                 (new, new)
             }
             Percept::Edit {

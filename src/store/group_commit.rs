@@ -275,6 +275,41 @@ mod tests {
     }
 
     #[test]
+    fn an_answers_memory_search_leaves_the_group_open() {
+        use crate::vocab::fact::{Fact, FactKind, Importance, Scope};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path())
+            .unwrap()
+            .with_group_window(std::time::Duration::from_secs(3600));
+        let then = chrono::Utc.with_ymd_and_hms(2025, 1, 1, 0, 0, 0).unwrap();
+        let fact = Fact::new(
+            Scope::guild(GuildId(1)),
+            FactKind::Fact,
+            Importance::Medium,
+            "the ferry leaves at nine",
+            then,
+        );
+        store.insert_fact(&fact).unwrap();
+        let question = chatter(1);
+        store
+            .insert_seen(&seen(&question), Commit::Grouped)
+            .unwrap();
+
+        // A search that found nothing touches nothing.
+        store.touch_facts(&[], question.created_at).unwrap();
+        assert_eq!(on_disk(dir.path()), 0, "the question is still grouped");
+        // What a search found is marked used in the group, with the question.
+        store
+            .touch_facts(std::slice::from_ref(&fact.id), question.created_at)
+            .unwrap();
+        assert_eq!(on_disk(dir.path()), 0, "the question is still grouped");
+        store.flush();
+        assert_eq!(on_disk(dir.path()), 1);
+        let seen_at = store.fact(&fact.id).unwrap().unwrap().last_seen_at;
+        assert_eq!(seen_at, question.created_at);
+    }
+
+    #[test]
     fn a_group_left_alone_is_committed_by_the_stores_thread() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
