@@ -42,6 +42,10 @@ use support::bot::Bot;
 use support::fake_discord::{self, ALICE, BOB, BOT, FakeDiscord, extra_channel, extra_guild};
 use support::model_server::Scripted;
 
+/// How long the idle bot's CPU is watched, to take its rate off the rounds':
+/// long enough to take in its periodic work (heartbeats, the shard loop).
+const IDLE_WINDOW: Duration = Duration::from_secs(10);
+
 /// The most messages of the second round, the one with hello mentions in it.
 const MIXED_MESSAGES: u32 = 4_000;
 
@@ -53,6 +57,8 @@ struct Args {
     messages: u32,
     addressed: u32,
     hello_every: u32,
+    /// The bot and the load generator on CPUs of their own (see [`Placement`]).
+    apart: bool,
 }
 
 fn args() -> Args {
@@ -64,6 +70,7 @@ fn args() -> Args {
         messages: 4_000,
         addressed: 200,
         hello_every: 20,
+        apart: true,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -83,6 +90,11 @@ fn args() -> Args {
             "--hello-every" => {
                 a.hello_every = value().parse().unwrap_or_else(|_| bad("--hello-every"))
             }
+            "--shared" => {
+                a.apart = false;
+                i += 1;
+                continue;
+            }
             // `cargo bench` passes --bench; anything else is a mistake worth saying.
             "--bench" => {
                 i += 1;
@@ -91,7 +103,7 @@ fn args() -> Args {
             other => {
                 eprintln!(
                     "load: unknown flag {other}; flags: --guilds N --channels M --rate MSG_PER_S \
-                     --warmup N --messages N --addressed N --hello-every K"
+                     --warmup N --messages N --addressed N --hello-every K --shared"
                 );
                 std::process::exit(2)
             }
@@ -103,19 +115,42 @@ fn args() -> Args {
     a
 }
 
-/// The bot process's CPU time so far (user + system), from /proc.
-fn cpu(pid: u32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command name (which may hold spaces) start at state (field 3).
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = fields.get(11).and_then(|f| f.parse().ok()).unwrap_or(0)
-        + fields
-            .get(12)
-            .and_then(|f| f.parse::<u64>().ok())
-            .unwrap_or(0);
-    // CLK_TCK is 100 on Linux.
-    Duration::from_millis(ticks * 10)
+/// The CPU time each of the bot's threads has had so far, in nanoseconds,
+/// from the scheduler's own count (`/proc/PID/task/TID/schedstat`). The
+/// process's `stat` counts in 10 ms ticks, which made the idle rate taken
+/// off every figure (tens of milliseconds over the idle window) uncertain
+/// by a fifth.
+struct Cpu(std::collections::HashMap<u32, u64>);
+
+impl Cpu {
+    fn of(pid: u32) -> Self {
+        let threads = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .into_iter()
+            .flatten();
+        Self(
+            threads
+                .flatten()
+                .filter_map(|t| {
+                    let tid = t.file_name().to_str()?.parse().ok()?;
+                    let stat = std::fs::read_to_string(t.path().join("schedstat")).ok()?;
+                    Some((tid, stat.split_whitespace().next()?.parse().ok()?))
+                })
+                .collect(),
+        )
+    }
+
+    /// The CPU time spent since `before`: by threads seen then, what they
+    /// added; by threads started since, all of theirs. (A thread that ended
+    /// in between is not counted: the runtime's idle blocking threads end
+    /// after 10 s of nothing to do.)
+    fn since(&self, before: &Cpu) -> Duration {
+        let ns: u64 = self
+            .0
+            .iter()
+            .map(|(tid, now)| now.saturating_sub(before.0.get(tid).copied().unwrap_or(0)))
+            .sum();
+        Duration::from_nanos(ns)
+    }
 }
 
 /// The bot process's resident memory in KiB, from /proc.
@@ -126,6 +161,83 @@ fn rss_kib(pid: u32) -> u64 {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0)
+}
+
+/// Where the bot and the load generator (this process: the fake Discord,
+/// the model server, the driver) run. Apart, the generator keeps to the
+/// first CPU it may use and the bot to the others. On loopback a message is
+/// delivered in the sender's context, and the scheduler pulls the woken bot
+/// onto the generator's CPU and back, so shared, the bot's CPU time
+/// includes caches refilled after each move and the generator's work
+/// evicting them; from a real network the bot's threads stay where they
+/// ran. Shared (`--shared`) measures the noisier case.
+struct Placement {
+    /// (the generator's CPUs, the bot's); `None` when shared or one CPU.
+    cpus: Option<(Vec<usize>, Vec<usize>)>,
+}
+
+impl Placement {
+    fn new(apart: bool) -> Self {
+        let allowed = allowed_cpus();
+        let cpus = (apart && allowed.len() >= 2).then(|| {
+            let (generator, bot) = allowed.split_at(1);
+            (generator.to_vec(), bot.to_vec())
+        });
+        Self { cpus }
+    }
+
+    /// Pins every thread of the bot and of this process (threads started
+    /// later inherit their starter's CPUs).
+    fn apply(&self, bot: u32) {
+        if let Some((generator, mine)) = &self.cpus {
+            pin_threads(bot, mine);
+            pin_threads(std::process::id(), generator);
+        }
+    }
+
+    fn describe(&self) -> String {
+        match &self.cpus {
+            Some((generator, bot)) => {
+                format!("load generator on CPU {generator:?}, bot on CPU {bot:?}")
+            }
+            None => "bot and load generator on any CPU (shared)".into(),
+        }
+    }
+}
+
+/// The CPUs this process may run on.
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: `set` is a plain bit set; the call writes at most its size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|c| libc::CPU_ISSET(*c, &set))
+            .collect()
+    }
+}
+
+/// Puts every thread of `pid` on `cpus`.
+fn pin_threads(pid: u32, cpus: &[usize]) {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return;
+    };
+    for tid in tasks
+        .flatten()
+        .filter_map(|t| t.file_name().to_str()?.parse().ok())
+    {
+        // SAFETY: as in `allowed_cpus`; a thread that has just ended makes
+        // the call fail, which is harmless.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            for c in cpus {
+                libc::CPU_SET(*c, &mut set);
+            }
+            libc::sched_setaffinity(tid, std::mem::size_of_val(&set), &set);
+        }
+    }
 }
 
 /// Where the `n`th message goes: the servers in turn (the test guild is
@@ -186,6 +298,8 @@ fn main() {
     bot.model
         .fallback(Scripted::text("A fine question; here is a short answer."));
     let pid = bot.pid();
+    let placement = Placement::new(a.apart);
+    placement.apply(pid);
     let store = bot.store();
     let deadline = Instant::now() + Duration::from_secs(600);
     while store.known_guilds().map_or(0, |g| g.len()) < a.guilds as usize {
@@ -209,9 +323,9 @@ fn main() {
     }
     std::thread::sleep(Duration::from_secs(2));
     let idle_rss = rss_kib(pid);
-    let (idle_cpu_0, idle_t0) = (cpu(pid), Instant::now());
-    std::thread::sleep(Duration::from_secs(5));
-    let idle_rate = (cpu(pid) - idle_cpu_0).as_secs_f64() / idle_t0.elapsed().as_secs_f64();
+    let (idle_cpu_0, idle_t0) = (Cpu::of(pid), Instant::now());
+    std::thread::sleep(IDLE_WINDOW);
+    let idle_rate = Cpu::of(pid).since(&idle_cpu_0).as_secs_f64() / idle_t0.elapsed().as_secs_f64();
 
     // A warm-up round, not measured: the first messages after idle read
     // back the code start-up gave back and fill SQLite's page cache, costs
@@ -223,12 +337,15 @@ fn main() {
         "the last warm-up message was never stored"
     );
     let warm_rss = rss_kib(pid);
+    // Threads started during the warm-up inherited their starter's CPUs;
+    // pinned again in case one was started before the first pinning.
+    placement.apply(pid);
 
     // Unaddressed load: chatter nobody addressed, measured alone.
-    let (cpu_0, t0) = (cpu(pid), Instant::now());
+    let (cpu_0, t0) = (Cpu::of(pid), Instant::now());
     let last = drive(&bot.discord, &a, a.warmup, a.messages, chatter);
     assert!(bot.wait_stored(last), "the last message was never stored");
-    let spent = (cpu(pid) - cpu_0).as_secs_f64() - idle_rate * t0.elapsed().as_secs_f64();
+    let spent = Cpu::of(pid).since(&cpu_0).as_secs_f64() - idle_rate * t0.elapsed().as_secs_f64();
     let unaddressed_ms = spent * 1_000.0 / f64::from(a.messages);
 
     // Routing latency under the same load: the chatter again, with a hello
@@ -256,14 +373,14 @@ fn main() {
 
     // Addressed load: each a question the model answers.
     let before = bot.discord.with(|w| w.find("POST", "/messages").len());
-    let (cpu_1, t1) = (cpu(pid), Instant::now());
+    let (cpu_1, t1) = (Cpu::of(pid), Instant::now());
     drive(&bot.discord, &a, from + mixed, a.addressed, |n| {
         format!("<@{BOT}> question {n}: what should we name the new harbour cat?")
     });
     let answered = bot.discord.wait_until(600, |w| {
         w.find("POST", "/messages").len() >= before + a.addressed as usize
     });
-    let spent = (cpu(pid) - cpu_1).as_secs_f64() - idle_rate * t1.elapsed().as_secs_f64();
+    let spent = Cpu::of(pid).since(&cpu_1).as_secs_f64() - idle_rate * t1.elapsed().as_secs_f64();
     let addressed_ms = spent * 1_000.0 / f64::from(a.addressed.max(1));
     let after_rss = rss_kib(pid);
     let stored = people_stored(&bot);
@@ -273,6 +390,7 @@ fn main() {
         "servers {} × {} channels, {} msg/s",
         a.guilds, a.channels, a.rate
     );
+    println!("placement                   {}", placement.describe());
     println!("ready after                 {:.1} s", ready.as_secs_f64());
     println!(
         "idle RSS                    {:.1} MB",

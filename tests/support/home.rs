@@ -7,8 +7,13 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
+/// The `ambient` binary under test: cargo's build, or the one `AMBIENT_BIN`
+/// names, so the load harness can compare two builds turn about.
 pub fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_ambient")
+    static BIN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        std::env::var("AMBIENT_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_ambient").to_string())
+    })
 }
 
 pub struct Home {
