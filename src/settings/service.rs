@@ -110,12 +110,21 @@ struct Global {
     generation: u64,
 }
 
+/// Each guild's effective settings as last built, and how many times any
+/// were dropped (an override changed, the file replaced): settings built
+/// from what was read before a drop are not kept after it.
+#[derive(Default)]
+struct GuildCache {
+    built: HashMap<GuildId, Arc<Settings>>,
+    drops: u64,
+}
+
 pub struct SettingsService {
     global: RwLock<Global>,
     defaults: Value,
     store: Store,
     clock: SharedClock,
-    cache: RwLock<HashMap<GuildId, Arc<Settings>>>,
+    cache: RwLock<GuildCache>,
     changed: watch::Sender<u64>,
 }
 
@@ -143,7 +152,7 @@ impl SettingsService {
             defaults: defaults_tree(),
             store,
             clock,
-            cache: RwLock::new(HashMap::new()),
+            cache: RwLock::new(GuildCache::default()),
             changed: watch::channel(0).0,
         }
     }
@@ -159,7 +168,7 @@ impl SettingsService {
         let tree = serde_json::to_value(&settings).expect("settings serialize");
         // The cache lock is held across the swap, so no guild's settings built
         // from the old values can be cached after it (see `for_guild`).
-        let mut cache = self.cache.write().unwrap_or_else(|p| p.into_inner());
+        let mut cache = self.write_cache();
         let generation = {
             let mut g = self.global.write().unwrap_or_else(|p| p.into_inner());
             g.settings = Arc::new(settings);
@@ -167,7 +176,8 @@ impl SettingsService {
             g.generation += 1;
             g.generation
         };
-        cache.clear();
+        cache.built.clear();
+        cache.drops += 1;
         drop(cache);
         self.changed.send_replace(generation);
     }
@@ -186,25 +196,34 @@ impl SettingsService {
         let Some(guild) = guild else {
             return self.global();
         };
-        if let Some(s) = self
-            .cache
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&guild)
-        {
-            return s.clone();
-        }
-        let (global, tree, generation) = {
+        let drops = {
+            let cache = self.cache.read().unwrap_or_else(|p| p.into_inner());
+            if let Some(s) = cache.built.get(&guild) {
+                return s.clone();
+            }
+            cache.drops
+        };
+        let (global, tree) = {
             let g = self.read_global();
-            (g.settings.clone(), g.tree.clone(), g.generation)
+            (g.settings.clone(), g.tree.clone())
         };
         let settings = Arc::new(self.build_for(guild, &global, &tree));
-        let mut cache = self.cache.write().unwrap_or_else(|p| p.into_inner());
-        // Built from settings replaced meanwhile: correct for this read, stale for the next.
-        if self.read_global().generation == generation {
-            cache.insert(guild, settings.clone());
-        }
+        self.keep_if_current(guild, drops, &settings);
         settings
+    }
+
+    /// Caches settings built after `drops` drops, unless another came since:
+    /// an override written (or the file replaced) while they were being
+    /// built would otherwise be hidden until the next change.
+    fn keep_if_current(&self, guild: GuildId, drops: u64, settings: &Arc<Settings>) {
+        let mut cache = self.write_cache();
+        if cache.drops == drops {
+            cache.built.insert(guild, settings.clone());
+        }
+    }
+
+    fn write_cache(&self) -> std::sync::RwLockWriteGuard<'_, GuildCache> {
+        self.cache.write().unwrap_or_else(|p| p.into_inner())
     }
 
     fn build_for(&self, guild: GuildId, global: &Settings, tree: &Value) -> Settings {
@@ -313,10 +332,9 @@ impl SettingsService {
     }
 
     fn invalidate(&self, guild: GuildId) {
-        self.cache
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&guild);
+        let mut cache = self.write_cache();
+        cache.built.remove(&guild);
+        cache.drops += 1;
     }
 
     fn known(&self, path: &str) -> Result<&Value, ChangeError> {
@@ -433,6 +451,21 @@ mod tests {
         );
         assert!(s.reset_override(a, "initiative.text.eagerness").unwrap());
         assert_eq!(s.for_guild(Some(a)).initiative.text.eagerness, 20);
+    }
+
+    #[test]
+    fn settings_built_while_an_override_was_written_are_not_kept() {
+        let s = service();
+        let a = GuildId(1);
+        // Another task starts building the server's settings...
+        let drops = s.cache.read().unwrap().drops;
+        let before = Arc::new(s.build_for(a, &s.global(), &s.read_global().tree.clone()));
+        // ...an admin's override is written meanwhile...
+        s.set_override(a, "initiative.text.eagerness", "80", None)
+            .unwrap();
+        // ...and the other task finishes: what it built is not kept.
+        s.keep_if_current(a, drops, &before);
+        assert_eq!(s.for_guild(Some(a)).initiative.text.eagerness, 80);
     }
 
     #[tokio::test]
