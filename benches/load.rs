@@ -27,6 +27,13 @@
 //! (`--guilds 1` and `--guilds 1000`) divided by the servers added.
 //! Figures come from /proc, so this runs on Linux only.
 //!
+//! The bot's threads and this process's are kept on CPUs of their own
+//! (see [`Placement`]); `--shared` lets them mix. CPU time is the sum of
+//! the scheduler's nanosecond counts over the bot's threads
+//! (`/proc/PID/task/TID/schedstat`), not the 10 ms ticks of `/proc/PID/stat`.
+//! `AMBIENT_BIN=path` runs another build (or a wrapper script that `exec`s
+//! it under a profiler, or with other environment) in place of cargo's.
+//!
 //! `--hello-every 0` leaves out the round with hellos. At the end the bot
 //! is stopped with SIGTERM, as an operator stops it, so a profiler that
 //! wraps it (callgrind, heaptrack) writes its figures: the README's
