@@ -12,11 +12,13 @@ use clap::Parser;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = ambient::cli::Cli::parse();
     ambient::cli::init_logging(&cli);
-    match ambient::cli::dispatch(cli).await {
+    let ran = ambient::cli::runtime::build()
+        .map_err(anyhow::Error::from)
+        .and_then(|runtime| runtime.block_on(ambient::cli::dispatch(cli)));
+    match ran {
         Ok(code) => code,
         Err(e) => {
             eprintln!("ambient: {e:#}");

@@ -13,6 +13,7 @@ mod memory;
 mod reflexes;
 mod replay;
 mod run;
+pub mod runtime;
 mod settings;
 mod shards;
 mod status;

@@ -1,5 +1,6 @@
 //! What the running bot costs the machine: the pages only start-up ran are
-//! given back once start-up has settled, and the bot runs on without them.
+//! given back once start-up has settled, and the bot runs on without them;
+//! its tasks run on one worker thread unless the operator asks for more.
 
 use std::time::{Duration, Instant};
 
@@ -7,6 +8,7 @@ use serde_json::json;
 
 use crate::support::bot::Bot;
 use crate::support::fake_discord::{ALICE, BOT, GENERAL};
+use crate::support::home::Home;
 use crate::support::model_server::Scripted;
 
 /// The `(before, after)` resident MB in the bot's "start-up settled" line.
@@ -58,4 +60,35 @@ fn start_up_pages_are_given_back_once_settled_and_the_bot_answers_on() {
     );
     let sent = bot.discord.with(|w| w.sent_in(GENERAL));
     assert_eq!(sent[0]["content"], "Still here, alice.");
+}
+
+#[test]
+fn the_bot_runs_its_tasks_on_one_worker_thread_and_says_so() {
+    let bot = Bot::start(json!({}));
+    assert!(
+        bot.log()
+            .contains("tasks run on 1 worker thread (TOKIO_WORKER_THREADS sets how many)"),
+        "{}",
+        bot.log()
+    );
+}
+
+#[test]
+fn more_worker_threads_answer_the_same_and_none_is_refused() {
+    let home = Home::new(json!({}));
+    let (events, more) = home.console_with("/help\n", &[("TOKIO_WORKER_THREADS", "3")]);
+    assert!(more.status.success(), "{more:?}");
+    assert!(
+        events.iter().any(|e| e.to_string().contains("/settings")),
+        "the help, on three workers: {events:?}"
+    );
+
+    let (events, none) = home.console_with("/help\n", &[("TOKIO_WORKER_THREADS", "0")]);
+    assert!(!none.status.success());
+    assert!(events.is_empty(), "nothing ran: {events:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&none.stderr).trim(),
+        "ambient: TOKIO_WORKER_THREADS=\"0\": expected a whole number of worker threads, \
+         1 or more (unset, the bot uses 1)"
+    );
 }

@@ -78,6 +78,8 @@ impl Home {
             .env_remove("OPENAI_API_KEY")
             .env_remove("OPENAI_BASE_URL")
             .env_remove("OPENROUTER_API_KEY")
+            // The runtime's default (one worker) is what the tests run.
+            .env_remove("TOKIO_WORKER_THREADS")
             .env("RUST_LOG", "warn");
         cmd
     }
