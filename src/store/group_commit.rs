@@ -225,6 +225,16 @@ mod tests {
         }
     }
 
+    /// A store in a fresh directory whose group only the store's own uses
+    /// commit: its window is one no test outlasts.
+    fn held_open() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path())
+            .unwrap()
+            .with_group_window(std::time::Duration::from_secs(3600));
+        (dir, store)
+    }
+
     /// Messages in the file as another process sees it.
     fn on_disk(dir: &std::path::Path) -> i64 {
         rusqlite::Connection::open(dir.join(crate::store::DB_FILE))
@@ -235,11 +245,7 @@ mod tests {
 
     #[test]
     fn grouped_writes_reach_the_disk_with_the_next_other_use_and_in_order() {
-        let dir = tempfile::tempdir().unwrap();
-        // A window no test outlasts: only the store's own uses commit here.
-        let store = Store::open(dir.path())
-            .unwrap()
-            .with_group_window(std::time::Duration::from_secs(3600));
+        let (dir, store) = held_open();
         for id in 1..=3 {
             assert!(
                 store
@@ -277,10 +283,7 @@ mod tests {
     #[test]
     fn an_answers_memory_search_leaves_the_group_open() {
         use crate::vocab::fact::{Fact, FactKind, Importance, Scope};
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path())
-            .unwrap()
-            .with_group_window(std::time::Duration::from_secs(3600));
+        let (dir, store) = held_open();
         let then = chrono::Utc.with_ymd_and_hms(2025, 1, 1, 0, 0, 0).unwrap();
         let fact = Fact::new(
             Scope::guild(GuildId(1)),
