@@ -131,15 +131,11 @@ struct Cpu(std::collections::HashMap<u32, u64>);
 
 impl Cpu {
     fn of(pid: u32) -> Self {
-        let threads = std::fs::read_dir(format!("/proc/{pid}/task"))
-            .into_iter()
-            .flatten();
         Self(
-            threads
-                .flatten()
-                .filter_map(|t| {
-                    let tid = t.file_name().to_str()?.parse().ok()?;
-                    let stat = std::fs::read_to_string(t.path().join("schedstat")).ok()?;
+            threads(pid)
+                .filter_map(|tid| {
+                    let path = format!("/proc/{pid}/task/{tid}/schedstat");
+                    let stat = std::fs::read_to_string(path).ok()?;
                     Some((tid, stat.split_whitespace().next()?.parse().ok()?))
                 })
                 .collect(),
@@ -226,23 +222,30 @@ fn allowed_cpus() -> Vec<usize> {
     }
 }
 
-/// Puts every thread of `pid` on `cpus`.
-fn pin_threads(pid: u32, cpus: &[usize]) {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return;
-    };
-    for tid in tasks
+/// The ids of `pid`'s threads now (none if it has ended).
+fn threads(pid: u32) -> impl Iterator<Item = u32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
         .flatten()
         .filter_map(|t| t.file_name().to_str()?.parse().ok())
-    {
-        // SAFETY: as in `allowed_cpus`; a thread that has just ended makes
-        // the call fail, which is harmless.
+}
+
+/// Puts every thread of `pid` on `cpus`.
+fn pin_threads(pid: u32, cpus: &[usize]) {
+    // SAFETY: as in `allowed_cpus`.
+    let set = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for c in cpus {
+            libc::CPU_SET(*c, &mut set);
+        }
+        set
+    };
+    for tid in threads(pid) {
+        // SAFETY: `set` outlives the call; a thread that has just ended
+        // makes it fail, which is harmless.
         unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            for c in cpus {
-                libc::CPU_SET(*c, &mut set);
-            }
-            libc::sched_setaffinity(tid, std::mem::size_of_val(&set), &set);
+            libc::sched_setaffinity(tid as libc::pid_t, std::mem::size_of_val(&set), &set);
         }
     }
 }
