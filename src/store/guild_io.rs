@@ -143,8 +143,9 @@ impl Store {
         w: &mut dyn Write,
     ) -> Res<Counts> {
         let mut conn = self.lock();
-        // A read transaction: every table as of one moment, even beside a running bot.
-        let tx = conn.transaction()?;
+        // A read transaction: every table as of one moment, even beside a
+        // running bot, without taking its write lock.
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Deferred)?;
         let schema = migrations::current_version(&tx)?;
         write!(
             w,

@@ -139,11 +139,12 @@ impl Store {
         Self::prepare(Connection::open(&path)?, Some(path), version)
     }
 
-    fn prepare(conn: Connection, path: Option<PathBuf>, up_to: u32) -> Result<Self> {
+    fn prepare(mut conn: Connection, path: Option<PathBuf>, up_to: u32) -> Result<Self> {
         // Set first: a command (`ambient status`) may open the store while
         // the bot is creating it or writing.
         conn.busy_timeout(PATIENCE)?;
         write_ahead(&conn)?;
+        writers_wait(&mut conn);
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         // Deleted rows are zeroed on disk, not left in free space: what
@@ -247,6 +248,18 @@ fn write_ahead(conn: &Connection) -> rusqlite::Result<()> {
             done => return done,
         }
     }
+}
+
+/// Makes every transaction take the write lock when it begins (`BEGIN
+/// IMMEDIATE`), waiting for it within the busy timeout. SQLite's default, a
+/// deferred transaction, reads first and asks for the write lock only at its
+/// first write; if another process committed in between, its snapshot is
+/// stale and SQLite refuses the write at once ("database is locked") without
+/// waiting — which is how `ambient remember` or the dashboard's forget-me
+/// failed beside a bot storing messages. A transaction that only reads asks
+/// for [`rusqlite::TransactionBehavior::Deferred`] by name.
+fn writers_wait(conn: &mut Connection) {
+    conn.set_transaction_behavior(rusqlite::TransactionBehavior::Immediate);
 }
 
 /// Turns on SQLite's query-planner stability guarantee. Without it, a plan

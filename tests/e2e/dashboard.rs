@@ -930,14 +930,14 @@ fn readme_command(command: &str) -> Vec<String> {
 }
 
 /// `ambient …` from the README, run in `home` until it has said where it listens.
-struct Running {
+pub(crate) struct Running {
     child: Child,
     said: Vec<String>,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl Running {
-    fn start(home: &Home, words: &[String]) -> Self {
+    pub(crate) fn start(home: &Home, words: &[String]) -> Self {
         assert_eq!(words[0], "ambient");
         let args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
         let mut child = home
@@ -974,7 +974,7 @@ impl Running {
             .map(String::from)
     }
 
-    fn stop(mut self) {
+    pub(crate) fn stop(mut self) {
         Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status()

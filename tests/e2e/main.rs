@@ -6,6 +6,7 @@ mod support;
 
 mod attachments;
 mod bounds;
+mod busy;
 mod console;
 mod conversation;
 mod courtesy;
