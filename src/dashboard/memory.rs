@@ -24,6 +24,7 @@ use super::today::{Choice, channel_choices};
 use super::view::stamp;
 use super::{Dash, Site, Who};
 use crate::ids::{GuildId, UserId};
+use crate::memory::MemoryError;
 use crate::memory::fact::{Fact, FactKind, Importance, ScopeKind};
 use crate::memory::portable;
 use crate::memory::search::{self, Reader};
@@ -362,7 +363,7 @@ pub async fn confirm_forget(
         let fact = match d.site.store.fact(&id) {
             Ok(Some(f)) => f,
             Ok(None) => return not_found(d, &who, &id),
-            Err(e) => return d.bad_input(&who, format!("the memory cannot be read: {e}")),
+            Err(e) => return d.store_failed(&who, "read the memory", e),
         };
         let view = Confirm {
             action: "/memory/forget",
@@ -402,7 +403,8 @@ pub async fn forget(
                     message: format!("Forgotten: \"{}\".", f.content),
                 },
             ),
-            Err(e) => d.bad_input(&who, e),
+            Err(MemoryError::NoSuchId(id)) => not_found(d, &who, &id),
+            Err(e) => d.store_failed(&who, "forget this memory", e),
         }
     })
     .await
@@ -511,7 +513,7 @@ pub async fn forget_me(
                     },
                 },
             ),
-            Err(e) => d.bad_input(&who, e),
+            Err(e) => d.store_failed(&who, "run forget-me", e),
         }
     })
     .await
@@ -540,7 +542,7 @@ pub async fn export(
                     Where::Guild(g) => f.scope.guild == Some(g),
                 })
                 .collect(),
-            Err(e) => return d.bad_input(&who, format!("the memory cannot be read: {e}")),
+            Err(e) => return d.store_failed(&who, "read the memory", e),
         };
         let now = d.site.now();
         let Ok(json) = serde_json::to_string_pretty(&portable::export(&facts, now)) else {

@@ -99,6 +99,18 @@ impl Dash {
         )
     }
 
+    /// A 503 page for an action the store could not carry out now (a
+    /// lock held too long, a full disk): the request was fine, so it is
+    /// not a 400, and nothing was changed, so it may simply be tried again.
+    fn store_failed(&self, who: &Who, what: &str, e: impl std::fmt::Display) -> Response {
+        self.views.error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &self.frame("", "Not done", who),
+            &format!("The database could not {what} just now; nothing was changed."),
+            &format!("{e}. Try again in a moment; the log may say more."),
+        )
+    }
+
     /// The refusal of an action whose CSRF token is missing or wrong.
     fn csrf_refused(&self, who: &Who) -> Response {
         self.views.error(
