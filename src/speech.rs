@@ -260,7 +260,7 @@ impl Speech {
     /// the bot's history and in the channel's hourly count.
     async fn post(&self, place: Place, outgoing: &Outgoing) -> Result<MessageId, SpeechError> {
         let me = self.transport.me();
-        let provisional = crate::store::messages::provisional_id(self.clock.now());
+        let provisional = crate::store::messages::provisional_id(&outgoing.nonce);
         self.store.insert_message(&StoredMessage {
             id: provisional,
             guild: place.guild,

@@ -128,11 +128,23 @@ impl Store {
         )? == 1)
     }
 
-    pub fn outbox_mark_sent(&self, nonce: &str, message: MessageId) -> Result<()> {
-        self.lock().execute(
+    /// A post Discord took: its outbox row marked sent with the message's
+    /// id and its guild's held thought (what was posted) deleted, in one
+    /// transaction. Apart, a crash between the two left the thought held
+    /// while the row said "sent": the next start found nothing to settle,
+    /// and the model was shown the thought again and posted it twice.
+    pub fn outbox_settle(&self, nonce: &str, guild: GuildId, message: MessageId) -> Result<()> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        tx.execute(
             "UPDATE initiative_outbox SET message_id = ?2 WHERE nonce = ?1",
             params![nonce, message.to_sql()],
         )?;
+        tx.execute(
+            "DELETE FROM pending_thoughts WHERE guild_id = ?1",
+            [guild.to_sql()],
+        )?;
+        tx.commit()?;
         Ok(())
     }
 
@@ -144,13 +156,24 @@ impl Store {
 
     /// Posts recorded but never confirmed sent (a crash between the two).
     pub fn outbox_unsent(&self) -> Result<Vec<OutboxPost>> {
+        self.unsent_where("1", [])
+    }
+
+    /// [`Store::outbox_unsent`] for one guild: asked before each of its
+    /// looks, since a post whose fate is unknown must be settled before the
+    /// model is shown the thought it carried.
+    pub fn outbox_unsent_in(&self, guild: GuildId) -> Result<Vec<OutboxPost>> {
+        self.unsent_where("guild_id = ?1", [guild.to_sql()])
+    }
+
+    fn unsent_where(&self, filter: &str, args: impl rusqlite::Params) -> Result<Vec<OutboxPost>> {
         let conn = self.lock();
-        let mut stmt = conn.prepare_cached(
+        let mut stmt = conn.prepare_cached(&format!(
             "SELECT nonce, guild_id, channel_id, text, created_at, message_id FROM initiative_outbox
-             WHERE message_id IS NULL ORDER BY created_at",
-        )?;
+             WHERE message_id IS NULL AND {filter} ORDER BY created_at"
+        ))?;
         let rows = stmt
-            .query_map([], |r| {
+            .query_map(args, |r| {
                 Ok(OutboxPost {
                     nonce: r.get(0)?,
                     guild: GuildId::from_sql(r.get(1)?),

@@ -134,9 +134,13 @@ const TAKE_ID: &str = "UPDATE messages SET id = ?2 WHERE id = ?1";
 /// a timestamp past the year 2150), and in SQL such ids are negative.
 const PROVISIONAL: u64 = 1 << 63;
 
-/// An id for the bot's own words before the platform has given them one.
-pub fn provisional_id(at: DateTime<Utc>) -> MessageId {
-    MessageId(crate::ids::next_snowflake(at) | PROVISIONAL)
+/// An id for the bot's own words before the platform has given them one,
+/// made from the nonce they are sent with. A part sent again under its
+/// nonce (a post settled after a crash before its delivery) finds the row
+/// recorded the first time instead of adding a second one, as the platform
+/// answers a repeated nonce with the message it already made.
+pub fn provisional_id(nonce: &str) -> MessageId {
+    MessageId(crate::ids::stable_id("provisional", nonce) | PROVISIONAL)
 }
 
 pub fn is_provisional(id: MessageId) -> bool {
@@ -588,8 +592,8 @@ mod tests {
                 .insert_message(&mine(MessageId(100), "ok", t))
                 .unwrap()
         );
-        let crashed = provisional_id(t);
-        let pending = provisional_id(t + chrono::Duration::seconds(1));
+        let crashed = provisional_id("nonce-2");
+        let pending = provisional_id("nonce-3");
         assert!(is_provisional(crashed) && !is_provisional(MessageId(100)));
         store.insert_message(&mine(crashed, "ok", t)).unwrap();
         store

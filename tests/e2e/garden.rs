@@ -179,7 +179,10 @@ fn ambient_post(w: &World, text: &str) -> MessageId {
         .store
         .outbox_insert("nonce-post", GUILD_A, GENERAL, text, now)
         .unwrap();
-    w.app.store.outbox_mark_sent("nonce-post", id).unwrap();
+    w.app
+        .store
+        .outbox_settle("nonce-post", GUILD_A, id)
+        .unwrap();
     w.app
         .store
         .insert_message(&StoredMessage {

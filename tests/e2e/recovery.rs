@@ -8,7 +8,12 @@ use ambient::clock::Clock;
 use ambient::journal::Kind;
 use ambient::store::messages::{Source, StoredMessage, provisional_id};
 
+use ambient::initiative::pending::PendingThought;
+use serde_json::json;
+
+use crate::support::model_server::Scripted;
 use crate::support::world::{self, GENERAL, GUILD_A, World};
+use crate::writes::{allow, refuse};
 
 /// The bot posted its held thought (through speech, as a tick does) and
 /// stopped before marking the outbox row sent. The text had `@everyone`, so
@@ -50,7 +55,8 @@ async fn the_bots_message_left_unconfirmed_by_a_crash_is_stored_once() {
     let me = w.app.speech.transport().me();
     let now = w.clock.now();
     let text = "The picnic is on Saturday.";
-    let provisional = provisional_id(now);
+    let nonce = ambient::speech::nonce("crash-before-confirm", 0);
+    let provisional = provisional_id(&nonce);
     let row = |id| StoredMessage {
         id,
         guild: Some(GUILD_A),
@@ -71,7 +77,7 @@ async fn the_bots_message_left_unconfirmed_by_a_crash_is_stored_once() {
     let outgoing = Outgoing {
         content: text.into(),
         reply_to: None,
-        nonce: ambient::speech::nonce("crash-before-confirm", 0),
+        nonce,
         files: vec![],
         pings: vec![],
         ping_replied: false,
@@ -105,4 +111,118 @@ async fn the_bots_message_left_unconfirmed_by_a_crash_is_stored_once() {
         .collect();
     assert_eq!(mine.len(), 1, "stored once: {mine:#?}");
     assert_eq!(mine[0].id, real, "under the id Discord gave it");
+}
+
+/// The post went out, and the write that confirms it failed (here the
+/// store refuses to let go of the held thought, as a crash right between
+/// marking the post sent and settling the thought left it): after a
+/// restart the model is not shown the thought again, and the channel has
+/// the post once — sent again under its own nonce, which the platform
+/// answers with the message it already made, and in the bot's history once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_whose_confirmation_was_lost_is_settled_not_posted_twice() {
+    // Guild A alone, and no fresh thought for an hour: after the restart
+    // only a held thought could make the model be asked.
+    let mut s = world::settings();
+    s.permissions.replies.discovery_channel_ids = vec![GENERAL];
+    s.initiative.text.min_minutes_between_posts = 60;
+    let w = World::start(s.clone()).await;
+    let now = w.clock.now();
+    let held = PendingThought::new(
+        GUILD_A,
+        "The eclipse is tonight!".into(),
+        Some(GENERAL),
+        "waiting for a quiet moment".into(),
+        None,
+        now,
+        chrono::Duration::hours(3),
+    );
+    w.app.store.save_pending_thought(&held).unwrap();
+    refuse(&w, "DELETE", "pending_thoughts", "");
+    let post = json!({"action": "post", "channel": "general", "text": "The eclipse is tonight!", "reason": "people asked"});
+    w.model.push(Scripted::tool("decide", post.clone()));
+    w.model.push(Scripted::tool("decide", post));
+    w.tick().await;
+    assert_eq!(w.said().len(), 1, "posted");
+    let asked = w.model.requests().len();
+
+    allow(&w, "DELETE");
+    let w = w.restart(s).await;
+    w.app.initiative.recover().await;
+    w.clock.advance(chrono::Duration::minutes(1));
+    w.tick().await;
+
+    let said: Vec<String> = w.said().into_iter().map(|s| s.content).collect();
+    assert_eq!(said, vec!["The eclipse is tonight!"], "posted once");
+    let asked_after: Vec<String> = w.model.requests()[asked..]
+        .iter()
+        .map(|r| r.body.to_string().chars().take(600).collect())
+        .collect();
+    assert!(
+        asked_after.is_empty(),
+        "the model was asked again: {asked_after:#?}"
+    );
+    assert!(w.app.store.pending_thought(GUILD_A).unwrap().is_none());
+    assert!(w.app.store.outbox_unsent().unwrap().is_empty());
+    let mine: Vec<_> = w
+        .app
+        .store
+        .recent_messages(GENERAL, 10)
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.is_self)
+        .collect();
+    assert_eq!(mine.len(), 1, "in the bot's history once: {mine:#?}");
+}
+
+/// The bot recorded its post and its words (the outbox row, and the
+/// provisional row speech writes before a send) and stopped before sending
+/// them: after the restart the post goes out once, and the bot's history
+/// — its prompts, the hourly cap — has it once, under Discord's id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_recorded_but_never_sent_is_sent_and_stored_once() {
+    let w = World::start(world::settings()).await;
+    let me = w.app.speech.transport().me();
+    let now = w.clock.now();
+    let (cause, text) = (
+        "initiative-crash-before-send",
+        "Anyone up for the meteor shower?",
+    );
+    w.app
+        .store
+        .outbox_insert(cause, GUILD_A, GENERAL, text, now)
+        .unwrap();
+    let recorded = StoredMessage {
+        id: provisional_id(&ambient::speech::nonce(cause, 0)),
+        guild: Some(GUILD_A),
+        channel: GENERAL,
+        author_id: me.id,
+        author_name: me.name.clone(),
+        author_is_bot: true,
+        is_self: true,
+        content: text.into(),
+        attachments: vec![],
+        reply_to: None,
+        source: Source::Text,
+        created_at: now,
+        edited_at: None,
+        deleted_at: None,
+    };
+    w.app.store.insert_message(&recorded).unwrap();
+
+    let w = w.restart(world::settings()).await;
+    w.app.initiative.recover().await;
+
+    let said = w.said();
+    assert_eq!(said.len(), 1, "sent once: {said:#?}");
+    let mine: Vec<_> = w
+        .app
+        .store
+        .recent_messages(GENERAL, 10)
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.is_self)
+        .collect();
+    assert_eq!(mine.len(), 1, "stored once: {mine:#?}");
+    assert_eq!(mine[0].id, said[0].id, "under the id Discord gave it");
 }

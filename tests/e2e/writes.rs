@@ -17,7 +17,7 @@ use crate::support::model_server::Scripted;
 use crate::support::world::{GENERAL, GUILD_A, MEMES, World, settings};
 
 /// Makes every `op` (INSERT, DELETE) on `table` matching `when` fail as a full disk would.
-fn refuse(world: &World, op: &str, table: &str, when: &str) {
+pub(crate) fn refuse(world: &World, op: &str, table: &str, when: &str) {
     let db = world.app.store.path().expect("the world's store is a file");
     rusqlite::Connection::open(db)
         .unwrap()
@@ -28,7 +28,7 @@ fn refuse(world: &World, op: &str, table: &str, when: &str) {
         .unwrap();
 }
 
-fn allow(world: &World, op: &str) {
+pub(crate) fn allow(world: &World, op: &str) {
     let db = world.app.store.path().unwrap();
     rusqlite::Connection::open(db)
         .unwrap()
@@ -273,7 +273,7 @@ async fn feedback_the_store_refuses_is_harvested_at_the_next_pass() {
     store
         .outbox_insert("nonce-post", GUILD_A, GENERAL, "tabs beat spaces", now)
         .unwrap();
-    store.outbox_mark_sent("nonce-post", post).unwrap();
+    store.outbox_settle("nonce-post", GUILD_A, post).unwrap();
     store
         .insert_message(&StoredMessage {
             id: post,

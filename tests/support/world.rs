@@ -196,12 +196,33 @@ impl World {
         Self::start_full(settings, dir, model, clock, Secrets::default()).await
     }
 
+    /// The bot stopped and started again on the same data, model and clock,
+    /// while the platform stays up: what it was sent (and the nonces it
+    /// still remembers) outlives the bot, as Discord's does.
+    pub async fn restart(self, settings: Settings) -> Self {
+        let platform = self.said.clone();
+        let (dir, model, clock) = self.stop().await;
+        Self::start_on(settings, dir, model, clock, Secrets::default(), platform).await
+    }
+
     async fn start_full(
+        settings: Settings,
+        dir: Arc<tempfile::TempDir>,
+        model: ModelServer,
+        clock: Arc<ManualClock>,
+        secrets: Secrets,
+    ) -> Self {
+        let platform = Arc::new(Recording::default());
+        Self::start_on(settings, dir, model, clock, secrets, platform).await
+    }
+
+    async fn start_on(
         mut settings: Settings,
         dir: Arc<tempfile::TempDir>,
         model: ModelServer,
         clock: Arc<ManualClock>,
         secrets: Secrets,
+        said: Arc<Recording>,
     ) -> Self {
         settings.storage.data_dir = dir.path().join("data").to_string_lossy().into_owned();
         for role in [
@@ -216,7 +237,6 @@ impl World {
                 role.model = "scripted".into();
             }
         }
-        let said = Arc::new(Recording::default());
         let transport = Arc::new(RecordingTransport {
             log: said.clone(),
             clock: clock.clone(),
@@ -364,6 +384,27 @@ impl World {
         self.app.senses.perceive(percept).unwrap();
         self.app.spine.drain().await;
         id
+    }
+
+    /// Makes every read of `table` fail as a damaged database does: the
+    /// table is renamed away from another connection, so the bot's own
+    /// statements find "no such table" when they are prepared again.
+    pub fn break_table(&self, table: &str) {
+        self.other_connection()
+            .execute_batch(&format!("ALTER TABLE {table} RENAME TO {table}_broken"))
+            .unwrap();
+    }
+
+    /// Undoes [`World::break_table`].
+    pub fn mend_table(&self, table: &str) {
+        self.other_connection()
+            .execute_batch(&format!("ALTER TABLE {table}_broken RENAME TO {table}"))
+            .unwrap();
+    }
+
+    fn other_connection(&self) -> rusqlite::Connection {
+        rusqlite::Connection::open(self.app.store.path().expect("the world's store is a file"))
+            .unwrap()
     }
 
     pub fn reactions(&self) -> Vec<(ChannelId, MessageId, String)> {
