@@ -783,12 +783,12 @@ impl Handler for ReplyHandler {
         let settings = self.settings.for_guild(place.guild);
         let now = self.clock.now();
         if unprompted {
-            if let Err(r) = crate::courtesy::chime_in(
+            if let Err(r) = crate::courtesy::unprompted_to(
                 &settings,
                 &self.store,
                 place.guild,
                 place.channel,
-                m.message.author_id,
+                Some(m.message.author_id),
                 now,
             ) {
                 return Outcome::Declined(format!("did not chime in ({} gate): {r}", r.gate));

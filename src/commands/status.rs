@@ -180,7 +180,10 @@ fn initiative_lines(src: &Sources<'_>, guild: GuildId) -> Vec<String> {
         .ok()
         .flatten()
         .filter(|p| !p.is_expired(now));
-    let posts = crate::initiative::posts_last_24h(src.store, guild, now);
+    let posts = match crate::initiative::posts_last_24h(src.store, guild, now) {
+        Ok(n) => n.to_string(),
+        Err(e) => format!("? (store read failed: {e})"),
+    };
     let held = match &pending {
         Some(p) => format!(
             "\"{}\" (revision {}, since {}, expires {})",
@@ -194,7 +197,7 @@ fn initiative_lines(src: &Sources<'_>, guild: GuildId) -> Vec<String> {
     let mut lines = vec![
         format!(
             "initiative: {}",
-            next_look(src, &settings, guild, posts, pending.as_ref())
+            next_look(src, &settings, guild, pending.as_ref())
         ),
         format!("held thought: {held}"),
         format!(
@@ -233,7 +236,6 @@ pub fn next_look(
     src: &Sources<'_>,
     settings: &Settings,
     guild: GuildId,
-    posts: u32,
     pending: Option<&PendingThought>,
 ) -> String {
     if src
@@ -243,25 +245,26 @@ pub fn next_look(
         return "thinking about a post now".into();
     }
     let t = &settings.initiative.text;
-    let last = src.store.last_considered(guild).ok().flatten();
+    let reads = match gates::Reads::read(src.store, settings, guild, src.now) {
+        Ok(r) => r,
+        Err(refused) => return format!("cannot tell: {}", refused.reason),
+    };
+    let last = reads.last_considered;
     let active = src
         .running
         .map(|app| app.spine.active.active_channels(Some(guild), src.now))
         .unwrap_or_default();
     let role = crate::initiative::decider(settings);
-    let guild_channels = src.store.guild_channels(guild).unwrap_or_default();
-    let eligible = gates::eligible_pool(settings, &guild_channels);
-    let room = gates::Room::look(src.store, settings, guild, &eligible, src.now);
-    let closed: Vec<ChannelId> = eligible
+    let closed: Vec<ChannelId> = gates::eligible_pool(settings, &reads.guild_channels)
         .into_iter()
         .filter(|c| !deliverable(src, settings, guild, *c))
         .collect();
     let verdict = gates::evaluate(
         &gates::Inputs {
             settings,
-            guild_channels: &guild_channels,
+            guild_channels: &reads.guild_channels,
             now: src.now,
-            posts_last_24h: posts,
+            posts_last_24h: reads.posts_last_24h,
             last_considered: last,
             pending,
             active: &active,
@@ -271,9 +274,10 @@ pub fn next_look(
                 &crate::executive::CallContext::new(role, Some(guild)),
                 src.executive.likely_call_tokens(role),
             ),
-            server_hush: room.server_hush,
-            hushed: &room.hushed,
-            last_human: room.last_human,
+            server_hush: reads.room.server_hush,
+            hushed: &reads.room.hushed,
+            last_human: reads.room.last_human,
+            unsettled: reads.unsettled,
         },
         &Chance::seeded(0),
     );

@@ -7,12 +7,21 @@
 //! - for a chime-in, the boundaries of the person it would answer
 //!   (`store::boundaries`: no-unprompted).
 //!
+//! Every unprompted message, whatever its source — the initiative, a
+//! chime-in, a reflex woken by a message nobody addressed to the bot, by a
+//! reaction or by a newcomer, a routine, a task the garden set itself —
+//! passes [`unprompted`] (or [`unprompted_to`] when it answers or greets a
+//! person) in the channel it would be said in, before any model call.
+//!
 //! Answers to people who address the bot, and reminders they asked for, are
 //! prompted: quiet hours stop answers only when
 //! `initiative.repliesDuringQuietHours` is off, and nothing here stops a
 //! reminder. Every refusal is a [`Refusal`] with the gate's name and a
 //! reason a person can read ("quiet hours until 08:00 Europe/Berlin"); the
 //! callers journal it and check it before any model call.
+//!
+//! A store read that fails refuses (gate `store`, "store read failed: …"):
+//! a hush or a boundary the bot cannot read is one it must assume.
 //!
 //! Cheap by construction: settings, the clock and one indexed store read.
 
@@ -25,16 +34,28 @@ use chrono_tz::Tz;
 use crate::ids::{ChannelId, GuildId, UserId};
 use crate::settings::Settings;
 use crate::settings::quiet_hours::QuietHours;
-use crate::store::Store;
 use crate::store::boundaries::Boundary;
 use crate::store::hushes::Hush;
+use crate::store::{Store, StoreError};
 
 /// Why the bot keeps quiet: the gate that said so, and its reason.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Refusal {
-    /// `quiet_hours`, `hush` or `boundary`: the name the journal, status and replay count.
+    /// `quiet_hours`, `hush`, `boundary` or `store`: the name the journal, status and replay count.
     pub gate: &'static str,
     pub reason: String,
+}
+
+impl Refusal {
+    /// A read the decision needed failed: the bot keeps quiet rather than
+    /// guess (`what` names the read, e.g. "the hushes").
+    pub fn read_failed(what: &str, e: &StoreError) -> Self {
+        tracing::warn!(error = %e, "store read failed: {what}; keeping quiet");
+        Refusal {
+            gate: "store",
+            reason: format!("store read failed: {what}: {e}; keeping quiet"),
+        }
+    }
 }
 
 impl std::fmt::Display for Refusal {
@@ -70,9 +91,14 @@ pub fn hush_on(
     guild: GuildId,
     channel: Option<ChannelId>,
     now: DateTime<Utc>,
-) -> Option<Hush> {
-    let server = store.hush(guild, None, now).ok().flatten();
-    server.or_else(|| channel.and_then(|c| store.hush(guild, Some(c), now).ok().flatten()))
+) -> Result<Option<Hush>, StoreError> {
+    if let Some(server) = store.hush(guild, None, now)? {
+        return Ok(Some(server));
+    }
+    match channel {
+        Some(c) => store.hush(guild, Some(c), now),
+        None => Ok(None),
+    }
 }
 
 /// A hush as a refusal.
@@ -104,36 +130,40 @@ pub fn unprompted(
         return Err(r);
     }
     match hush_on(store, guild, Some(channel), now) {
-        Some(h) => Err(hushed(store, settings, &h, now)),
-        None => Ok(()),
+        Ok(Some(h)) => Err(hushed(store, settings, &h, now)),
+        Ok(None) => Ok(()),
+        Err(e) => Err(Refusal::read_failed("the hushes", &e)),
     }
 }
 
-/// Whether the bot may join in after `author`'s message unasked: the
-/// server's and channel's state, then the person's own boundary.
-pub fn chime_in(
+/// Whether the bot may say something unasked in `channel` that answers,
+/// greets or names `person` (the author it would chime in on, the one who
+/// reacted, the newcomer): the server's and channel's state, then the
+/// person's own boundary. Outside a server only the boundary counts.
+pub fn unprompted_to(
     settings: &Settings,
     store: &Store,
     guild: Option<GuildId>,
     channel: ChannelId,
-    author: UserId,
+    person: Option<UserId>,
     now: DateTime<Utc>,
 ) -> Result<(), Refusal> {
     if let Some(g) = guild {
         unprompted(settings, store, g, channel, now)?;
     }
-    // Unreadable boundaries fail closed: better one chime-in missed than a person ignored.
-    if store
-        .has_boundary(author, Boundary::NoUnprompted)
-        .unwrap_or(true)
-    {
-        return Err(Refusal {
+    let Some(person) = person else {
+        return Ok(());
+    };
+    match store.has_boundary(person, Boundary::NoUnprompted) {
+        Ok(false) => Ok(()),
+        Ok(true) => Err(Refusal {
             gate: "boundary",
-            reason: "the author asked not to be answered unprompted (/ambient me no-unprompted)"
+            reason: "the person asked not to be answered unprompted (/ambient me no-unprompted)"
                 .into(),
-        });
+        }),
+        // Better one greeting missed than a person's boundary ignored.
+        Err(e) => Err(Refusal::read_failed("the person's boundaries", &e)),
     }
-    Ok(())
 }
 
 /// Whether someone who addressed the bot is answered now: always, unless

@@ -113,7 +113,8 @@ fn guild_view(site: &Site, guild: GuildId, name: String) -> GuildView {
         .ok()
         .flatten()
         .filter(|p| !p.is_expired(now));
-    let posts = crate::initiative::posts_last_24h(&site.store, guild, now);
+    // Unreadable, the count shows as 0 and the next look names the failed read.
+    let posts = crate::initiative::posts_last_24h(&site.store, guild, now).unwrap_or(0);
     let day = |kinds| {
         site.store
             .journal_query(&Filter {
@@ -134,7 +135,7 @@ fn guild_view(site: &Site, guild: GuildId, name: String) -> GuildView {
     };
     GuildView {
         id: guild.to_string(),
-        next_look: status::next_look(&site.sources(), &settings, guild, posts, pending.as_ref()),
+        next_look: status::next_look(&site.sources(), &settings, guild, pending.as_ref()),
         posts,
         cap: settings.initiative.text.max_posts_per_day,
         posted: lines(day(vec![Kind::InitiativePost])),

@@ -20,6 +20,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -258,6 +259,9 @@ impl ImpulseHandler {
             if let Err(why) = self.speech.deliverable(place) {
                 return self.postpone(&task, &why.to_string(), now);
             }
+            if let Some((refused, until)) = self.unasked_refusal(&task, channel, now) {
+                return self.postpone_until(&task, &refused, until, now);
+            }
         }
         if let Some(message) = &task.message {
             return match self
@@ -311,9 +315,43 @@ impl ImpulseHandler {
         }
     }
 
+    /// Why a task nobody asked for (the garden's own, with no owner) may
+    /// not be said in `channel` now — quiet hours or a hush, as for every
+    /// unprompted word — and when that ends, if known. A reminder a person
+    /// asked for is theirs, and goes.
+    fn unasked_refusal(
+        &self,
+        task: &Task,
+        channel: ChannelId,
+        now: DateTime<Utc>,
+    ) -> Option<(String, Option<DateTime<Utc>>)> {
+        let guild = task.guild.filter(|_| task.owner.is_none())?;
+        let settings = self.settings.for_guild(Some(guild));
+        let refused =
+            crate::courtesy::unprompted(&settings, &self.store, guild, channel, now).err()?;
+        let until = crate::courtesy::quiet_until(&settings, now).or_else(|| {
+            crate::courtesy::hush_on(&self.store, guild, Some(channel), now)
+                .ok()
+                .flatten()
+                .map(|h| h.until)
+        });
+        Some((format!("{} gate: {}", refused.gate, refused.reason), until))
+    }
+
     /// A due task that cannot be said now is due again later, not lost and not paid for.
-    fn postpone(&self, task: &Task, why: &str, now: chrono::DateTime<chrono::Utc>) -> Outcome {
-        let later = now + chrono::Duration::minutes(POSTPONE_MINUTES);
+    fn postpone(&self, task: &Task, why: &str, now: DateTime<Utc>) -> Outcome {
+        self.postpone_until(task, why, None, now)
+    }
+
+    /// [`Self::postpone`] to when what stops it ends (`until`), if later than the usual wait.
+    fn postpone_until(
+        &self,
+        task: &Task,
+        why: &str,
+        until: Option<DateTime<Utc>>,
+        now: DateTime<Utc>,
+    ) -> Outcome {
+        let later = (now + chrono::Duration::minutes(POSTPONE_MINUTES)).max(until.unwrap_or(now));
         match self.store.postpone_task(&task.id, later) {
             Ok(_) => {
                 self.note(
@@ -343,8 +381,10 @@ impl ImpulseHandler {
         let settings = self.settings.for_guild(Some(entry.guild));
         let now = self.clock.now();
         let quiet = crate::courtesy::quiet(&settings, now).filter(|_| !entry.during_quiet_hours);
-        let hush = crate::courtesy::hush_on(&self.store, entry.guild, entry.channel, now)
-            .map(|h| crate::courtesy::hushed(&self.store, &settings, &h, now));
+        let hush = match crate::courtesy::hush_on(&self.store, entry.guild, entry.channel, now) {
+            Ok(h) => h.map(|h| crate::courtesy::hushed(&self.store, &settings, &h, now)),
+            Err(e) => Some(crate::courtesy::Refusal::read_failed("the hushes", &e)),
+        };
         if let Some(r) = quiet.or(hush) {
             self.note(
                 Some(entry.guild),

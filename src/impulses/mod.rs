@@ -373,9 +373,15 @@ impl Impulses {
             }
             // What an idea finds is meant to be shared: not explored while nothing may be.
             let settings = self.settings.for_guild(Some(guild));
-            if crate::courtesy::quiet(&settings, now).is_some()
-                || crate::courtesy::hush_on(&self.store, guild, None, now).is_some()
-            {
+            let hushed = match crate::courtesy::hush_on(&self.store, guild, None, now) {
+                Ok(h) => h.is_some(),
+                Err(e) => {
+                    // An unreadable hush counts as one: the idea waits for the next look.
+                    tracing::warn!(%guild, error = %e, "store read failed: the hushes; no idea explored");
+                    true
+                }
+            };
+            if crate::courtesy::quiet(&settings, now).is_some() || hushed {
                 continue;
             }
             let Some(idea) = self

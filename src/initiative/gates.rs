@@ -2,6 +2,14 @@
 //! read settings, counters and the clock, roll the seeded dice, and never
 //! call a model. A guild stopped by a gate costs nothing.
 //!
+//! Before them, the store (gate `store`): every read that can stop a look
+//! (the guild's channels, hushes, last posts, the daily count, the
+//! cooldown, an unconfirmed post) succeeded — a hush, a cap or a cooldown
+//! the bot cannot read is one it must assume ([`Reads::read`]).
+//!
+//! 0. an unconfirmed post: a post recorded and not confirmed sent is
+//!    settled first (found in the channel, or sent again under its nonce),
+//!    so the thought it carried is never shown to the model twice
 //! 1. `initiative.text.enabled`
 //! 2. a non-empty eligible pool: `discoveryChannelIds` that belong to this
 //!    guild, minus blocked or not-allowed channels. The ids are a flat
@@ -32,7 +40,7 @@ use crate::courtesy::{self, Refusal};
 use crate::ids::{ChannelId, GuildId};
 use crate::permissions;
 use crate::settings::Settings;
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 
 /// What may happen this tick.
 #[derive(Clone, Debug, PartialEq)]
@@ -67,6 +75,55 @@ pub struct Inputs<'a> {
     pub hushed: &'a [(ChannelId, Refusal)],
     /// When a person last posted in any channel of the eligible pool.
     pub last_human: Option<DateTime<Utc>>,
+    /// When a post still unconfirmed was recorded, if one is.
+    pub unsettled: Option<DateTime<Utc>>,
+}
+
+/// What the gates read from the store for one guild, read together so
+/// that one failed read stops the look instead of counting as "none"
+/// (a hush not read is not "not hushed"; a count not read is not zero).
+#[derive(Clone, Debug, Default)]
+pub struct Reads {
+    pub guild_channels: Vec<ChannelId>,
+    pub room: Room,
+    pub posts_last_24h: u32,
+    pub last_considered: Option<DateTime<Utc>>,
+    pub unsettled: Option<DateTime<Utc>>,
+}
+
+impl Reads {
+    pub fn read(
+        store: &Store,
+        settings: &Settings,
+        guild: GuildId,
+        now: DateTime<Utc>,
+    ) -> Result<Reads, Refusal> {
+        fn failed(what: &'static str) -> impl Fn(StoreError) -> Refusal {
+            move |e| Refusal::read_failed(what, &e)
+        }
+        let guild_channels = store
+            .guild_channels(guild)
+            .map_err(failed("the server's channels"))?;
+        let eligible = eligible_pool(settings, &guild_channels);
+        let room = Room::look(store, settings, guild, &eligible, now)?;
+        let posts_last_24h = super::posts_last_24h(store, guild, now)
+            .map_err(failed("the posts of the last 24 h"))?;
+        let last_considered = store
+            .last_considered(guild)
+            .map_err(failed("when the bot last considered posting"))?;
+        let unsettled = store
+            .outbox_unsent_in(guild)
+            .map_err(failed("the posts not yet confirmed"))?
+            .first()
+            .map(|p| p.created_at);
+        Ok(Reads {
+            guild_channels,
+            room,
+            posts_last_24h,
+            last_considered,
+            unsettled,
+        })
+    }
 }
 
 /// The guild's channels the bot may post in on its own, before ACTIVE ones are taken out.
@@ -124,28 +181,28 @@ impl Room {
         guild: GuildId,
         eligible: &[ChannelId],
         now: DateTime<Utc>,
-    ) -> Room {
+    ) -> Result<Room, Refusal> {
+        let hushes = |e| Refusal::read_failed("the hushes", &e);
         let server_hush = store
             .hush(guild, None, now)
-            .ok()
-            .flatten()
+            .map_err(hushes)?
             .map(|h| courtesy::hushed(store, settings, &h, now));
-        let hushed = eligible
-            .iter()
-            .filter_map(|c| {
-                let h = store.hush(guild, Some(*c), now).ok().flatten()?;
-                Some((*c, courtesy::hushed(store, settings, &h, now)))
-            })
-            .collect();
-        let last_human = eligible
-            .iter()
-            .filter_map(|c| store.last_human_in(*c).ok().flatten())
-            .max();
-        Room {
+        let mut hushed = Vec::new();
+        let mut last_human = None;
+        for c in eligible {
+            if let Some(h) = store.hush(guild, Some(*c), now).map_err(hushes)? {
+                hushed.push((*c, courtesy::hushed(store, settings, &h, now)));
+            }
+            let last = store
+                .last_human_in(*c)
+                .map_err(|e| Refusal::read_failed("when people last posted", &e))?;
+            last_human = last_human.max(last);
+        }
+        Ok(Room {
             server_hush,
             hushed,
             last_human,
-        }
+        })
     }
 }
 
@@ -172,6 +229,7 @@ pub fn evaluate(i: &Inputs<'_>, chance: &Chance) -> Verdict {
 /// The gates, one step each, in the seed's order (numbered as in the
 /// module's comment); the first to stop decides.
 fn gates(i: &Inputs<'_>, chance: &Chance) -> Result<Verdict, Stop> {
+    unsettled(i)?; // 0
     enabled(i)?; // 1
     let eligible = eligible(i)?; // 2
     quiet_hours(i)?; // 3
@@ -187,6 +245,20 @@ fn gates(i: &Inputs<'_>, chance: &Chance) -> Result<Verdict, Stop> {
     cooldown(i)?; // 11
     eagerness(i, chance)?; // 12
     Ok(Verdict::Fresh { pool })
+}
+
+fn unsettled(i: &Inputs<'_>) -> Result<(), Stop> {
+    match i.unsettled {
+        Some(at) => Err(stop(
+            "unsettled",
+            format!(
+                "the post recorded at {} is not confirmed sent; it is settled (looked for in the \
+                 channel, or sent again under its nonce) before anything else is thought of",
+                at.format("%H:%M UTC")
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 fn enabled(i: &Inputs<'_>) -> Result<(), Stop> {
@@ -373,6 +445,7 @@ mod tests {
             server_hush: None,
             hushed: &[],
             last_human: Some(Utc::now()),
+            unsettled: None,
         }
     }
 

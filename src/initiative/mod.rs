@@ -129,8 +129,21 @@ impl Initiative {
                 );
             }
         }
+        self.settle_unconfirmed().await;
+    }
+
+    /// Settles every post recorded and not confirmed sent whose guild is not
+    /// posting right now: at a start (a crash between send and confirm), and
+    /// before each tick (a confirmation the store refused must not wait for
+    /// a restart, and until it is settled the guild's looks stay stopped).
+    /// Unreadable, the outbox settles nothing now: the tick's gate stops those
+    /// guilds and journals the failed read.
+    pub async fn settle_unconfirmed(&self) {
+        let now = self.clock.now();
         for post in self.store.outbox_unsent().unwrap_or_default() {
-            self.settle(post, now).await;
+            if !self.lock_in_flight().contains(&post.guild) {
+                self.settle(post, now).await;
+            }
         }
     }
 
@@ -145,7 +158,7 @@ impl Initiative {
             self.skip(
                 post.guild,
                 held.channel,
-                "settled a held thought: it was being posted when the bot stopped",
+                "settled a held thought: it was being posted, and the post was never confirmed sent",
                 &format!("draft: {}", held.draft),
             );
         }
@@ -211,8 +224,9 @@ impl Initiative {
     }
 
     fn confirmed(&self, post: &OutboxPost, first: MessageId, how: &str) {
-        // Harmless to lose: an unconfirmed row is settled again at the next start, by looking first.
-        let _ = self.store.outbox_mark_sent(&post.nonce, first);
+        // Harmless to lose: an unconfirmed row is settled again (by looking first) before
+        // the guild's next look, and its thought was settled before the resend.
+        let _ = self.store.outbox_settle(&post.nonce, post.guild, first);
         // `/ambient why` on it must find it, like any post.
         self.journal.record(
             Entry::new(Kind::InitiativePost, "posted a thought after a restart")
@@ -228,6 +242,7 @@ impl Initiative {
         self.recover().await;
         let mut changes = self.settings.changes();
         loop {
+            self.settle_unconfirmed().await;
             self.tick();
             let ticked = tokio::time::Instant::now();
             loop {
@@ -258,56 +273,13 @@ impl Initiative {
         }
         let settings = self.settings.for_guild(Some(guild));
         let now = self.clock.now();
-        let mut pending = self.store.pending_thought(guild).ok().flatten();
-        if let Some(p) = pending.as_ref().filter(|p| p.is_expired(now)) {
-            // Harmless if lost: an expired thought is never posted, and the next tick drops it again.
-            let _ = self.store.delete_pending_thought(guild);
-            self.skip(
-                guild,
-                p.channel,
-                &format!(
-                    "dropped a held thought: it expired after {} min",
-                    settings.initiative.text.pending_thought_max_age_minutes
-                ),
-                &format!("draft: {}", p.draft),
-            );
-            pending = None;
-        }
-        let role = decider(&settings);
-        let guild_channels = self.store.guild_channels(guild).unwrap_or_default();
-        let eligible = gates::eligible_pool(&settings, &guild_channels);
-        let room = gates::Room::look(&self.store, &settings, guild, &eligible, now);
-        let closed: Vec<ChannelId> = eligible
-            .into_iter()
-            .filter(|c| {
-                let place = Place {
-                    guild: Some(guild),
-                    channel: *c,
-                };
-                self.speech.deliverable(place).is_err()
-            })
-            .collect();
-        let verdict = gates::evaluate(
-            &gates::Inputs {
-                settings: &settings,
-                guild_channels: &guild_channels,
-                now,
-                posts_last_24h: self.posts_last_24h(guild, now),
-                last_considered: self.store.last_considered(guild).ok().flatten(),
-                pending: pending.as_ref(),
-                active: &self.spine.active.active_channels(Some(guild), now),
-                closed: &closed,
-                model_unavailable: self.executive.unavailable(role),
-                over_budget: self.executive.over_budget(
-                    &CallContext::new(role, Some(guild)),
-                    self.executive.likely_call_tokens(role),
-                ),
-                server_hush: room.server_hush,
-                hushed: &room.hushed,
-                last_human: room.last_human,
+        let verdict = match self.look(guild, &settings, now) {
+            Ok(verdict) => verdict,
+            Err(refused) => Verdict::Stop {
+                gate: refused.gate,
+                reason: refused.reason,
             },
-            &self.chance,
-        );
+        };
         match &verdict {
             Verdict::Stop { gate, reason } => self.note_gate(guild, gate, reason),
             Verdict::Revisit { .. } | Verdict::Fresh { .. } => {
@@ -326,6 +298,68 @@ impl Initiative {
         Some(verdict)
     }
 
+    /// The gates for `guild` on what the store says now; a read that fails
+    /// is the refusal (see `gates`).
+    fn look(
+        &self,
+        guild: GuildId,
+        settings: &Settings,
+        now: DateTime<Utc>,
+    ) -> Result<Verdict, crate::courtesy::Refusal> {
+        let mut pending = self
+            .store
+            .pending_thought(guild)
+            .map_err(|e| crate::courtesy::Refusal::read_failed("the held thought", &e))?;
+        if let Some(p) = pending.as_ref().filter(|p| p.is_expired(now)) {
+            // Harmless if lost: an expired thought is never posted, and the next tick drops it again.
+            let _ = self.store.delete_pending_thought(guild);
+            self.skip(
+                guild,
+                p.channel,
+                &format!(
+                    "dropped a held thought: it expired after {} min",
+                    settings.initiative.text.pending_thought_max_age_minutes
+                ),
+                &format!("draft: {}", p.draft),
+            );
+            pending = None;
+        }
+        let role = decider(settings);
+        let reads = gates::Reads::read(&self.store, settings, guild, now)?;
+        let closed: Vec<ChannelId> = gates::eligible_pool(settings, &reads.guild_channels)
+            .into_iter()
+            .filter(|c| {
+                let place = Place {
+                    guild: Some(guild),
+                    channel: *c,
+                };
+                self.speech.deliverable(place).is_err()
+            })
+            .collect();
+        Ok(gates::evaluate(
+            &gates::Inputs {
+                settings,
+                guild_channels: &reads.guild_channels,
+                now,
+                posts_last_24h: reads.posts_last_24h,
+                last_considered: reads.last_considered,
+                pending: pending.as_ref(),
+                active: &self.spine.active.active_channels(Some(guild), now),
+                closed: &closed,
+                model_unavailable: self.executive.unavailable(role),
+                over_budget: self.executive.over_budget(
+                    &CallContext::new(role, Some(guild)),
+                    self.executive.likely_call_tokens(role),
+                ),
+                server_hush: reads.room.server_hush,
+                hushed: &reads.room.hushed,
+                last_human: reads.room.last_human,
+                unsettled: reads.unsettled,
+            },
+            &self.chance,
+        ))
+    }
+
     fn note_gate(&self, guild: GuildId, gate: &'static str, reason: &str) {
         let mut last = self.lock_last_gate();
         if last.get(&guild).is_some_and(|(g, _)| *g == gate) {
@@ -340,21 +374,22 @@ impl Initiative {
         );
     }
 
-    pub fn posts_last_24h(&self, guild: GuildId, now: DateTime<Utc>) -> u32 {
-        posts_last_24h(&self.store, guild, now)
-    }
-
     /// The consideration a passed tick asked for: context, model, decision.
     pub async fn consider(&self, guild: GuildId) {
         let settings = self.settings.for_guild(Some(guild));
         let now = self.clock.now();
-        let pending = self
-            .store
-            .pending_thought(guild)
-            .ok()
-            .flatten()
-            .filter(|p| !p.is_expired(now));
-        let pool = self.open_pool(&settings, guild, now);
+        let read = self.store.pending_thought(guild).and_then(|pending| {
+            let pool = self.open_pool(&settings, guild, now)?;
+            Ok((pending.filter(|p| !p.is_expired(now)), pool))
+        });
+        let (pending, pool) = match read {
+            Ok(read) => read,
+            Err(e) => {
+                let refused =
+                    crate::courtesy::Refusal::read_failed("the held thought or the pool", &e);
+                return self.note_gate(guild, refused.gate, &refused.reason);
+            }
+        };
         if pool.channels.is_empty() {
             self.note_gate(
                 guild,
@@ -406,10 +441,15 @@ impl Initiative {
     /// The channels an unprompted post may go to now: eligible, nobody
     /// talking with the bot there, and not hushed or in quiet hours (either
     /// may have begun since the tick queued this: still nothing paid).
-    fn open_pool(&self, settings: &Settings, guild: GuildId, now: DateTime<Utc>) -> Pool {
+    fn open_pool(
+        &self,
+        settings: &Settings,
+        guild: GuildId,
+        now: DateTime<Utc>,
+    ) -> Result<Pool, crate::store::StoreError> {
         let active = self.spine.active.active_channels(Some(guild), now);
-        let guild_channels = self.store.guild_channels(guild).unwrap_or_default();
-        Pool {
+        let guild_channels = self.store.guild_channels(guild)?;
+        Ok(Pool {
             channels: gates::eligible_pool(settings, &guild_channels)
                 .into_iter()
                 .filter(|c| !active.contains(c))
@@ -427,7 +467,7 @@ impl Initiative {
                     )
                 })
                 .collect(),
-        }
+        })
     }
 
     /// CAPABILITIES: what media can be asked for and why not, and the
@@ -732,14 +772,16 @@ impl Initiative {
             text,
             media_note,
         } = sent;
+        // Still held, the posted thought would be shown to the model and posted
+        // again: it goes in the transaction that marks the post sent. If that
+        // fails, the unconfirmed row keeps the guild's looks stopped until it
+        // is settled by looking in the channel first.
         if let Some(first) = ids.first() {
-            if let Err(e) = self.store.outbox_mark_sent(nonce, *first) {
+            if let Err(e) = self.store.outbox_settle(nonce, guild, *first) {
                 self.write_failed(guild, Some(channel), "mark the post as sent", e);
             }
             self.discovery.note_post(guild, channel, *first, text, now);
-        }
-        // Still held, the posted thought would be shown to the model and posted again.
-        if let Err(e) = self.store.delete_pending_thought(guild) {
+        } else if let Err(e) = self.store.delete_pending_thought(guild) {
             self.write_failed(guild, Some(channel), "settle the posted thought", e);
         }
         let name = self
@@ -924,7 +966,11 @@ impl Initiative {
 }
 
 /// Ambient posts in the rolling 24 h that `maxPostsPerDay` counts.
-pub fn posts_last_24h(store: &Store, guild: GuildId, now: DateTime<Utc>) -> u32 {
+pub fn posts_last_24h(
+    store: &Store,
+    guild: GuildId,
+    now: DateTime<Utc>,
+) -> Result<u32, crate::store::StoreError> {
     store
         .journal_query(&Filter {
             since: Some(now - chrono::Duration::hours(24)),
@@ -932,7 +978,7 @@ pub fn posts_last_24h(store: &Store, guild: GuildId, now: DateTime<Utc>) -> u32 
             guild: Some(guild),
             ..Default::default()
         })
-        .map_or(0, |e| e.len() as u32)
+        .map(|e| e.len() as u32)
 }
 
 /// A post Discord took: its nonce (the outbox row), the message ids it

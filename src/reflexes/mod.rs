@@ -632,6 +632,7 @@ impl Reflexes {
             channel: None,
             message: None,
             user: None,
+            unprompted: !matches!(p, Percept::Message(m) if m.addressed.is_addressed()),
             vars,
         };
         match p {
@@ -1065,28 +1066,26 @@ impl ReflexHandler {
             .map(|e| e.to_string())
     }
 
-    /// Why a reflex may not answer this message unasked, if so: a message
-    /// that did not address the bot, in quiet hours, a hushed channel, or
-    /// from someone who asked not to be answered unprompted.
-    fn unprompted_refusal(&self, item: &Attended, firing: &Firing) -> Option<String> {
-        let Input::Percept(Percept::Message(m)) = &item.input else {
-            return None;
-        };
-        if m.addressed.is_addressed() {
-            return None;
-        }
+    /// Why a reflex may not speak unasked where it woke, if so: nobody
+    /// addressed the bot (a message to others, a reaction) and it is quiet
+    /// hours, the channel is hushed, or the person asked not to be answered
+    /// unprompted. Checked before any reflex runs, so a level-2 reflex does
+    /// not pay its model for words that could not be said; a reply into
+    /// another channel (a newcomer's welcome) is checked there by the step.
+    fn unprompted_refusal(&self, firing: &Firing) -> Option<String> {
+        let channel = firing.channel.filter(|_| firing.unprompted)?;
         let s = &self.reflexes.services;
         let settings = s.settings.for_guild(firing.guild);
-        crate::courtesy::chime_in(
+        crate::courtesy::unprompted_to(
             &settings,
             &s.store,
             firing.guild,
-            m.message.channel,
-            m.message.author_id,
+            channel,
+            firing.user,
             s.clock.now(),
         )
         .err()
-        .map(|r| r.reason)
+        .map(|r| format!("{} gate: {}", r.gate, r.reason))
     }
 }
 
@@ -1129,7 +1128,7 @@ impl Handler for ReflexHandler {
         };
         let mut notes = Vec::new();
         let closed = self.undeliverable(&firing);
-        let unasked = self.unprompted_refusal(item, &firing);
+        let unasked = self.unprompted_refusal(&firing);
         for c in &found {
             if let (Some(why), true) = (&unasked, speaks(&c.reflex)) {
                 notes.push(format!("{} not run: {why}", c.reflex.name));

@@ -59,6 +59,9 @@ pub struct Firing {
     pub message: Option<MessageId>,
     /// The person it is about (author, reacting user, new member).
     pub user: Option<UserId>,
+    /// Nobody addressed the bot: a message to others, a reaction, a
+    /// newcomer. What it says then passes courtesy where it is said.
+    pub unprompted: bool,
     pub vars: BTreeMap<String, String>,
 }
 
@@ -109,6 +112,17 @@ pub async fn run(s: &Services, reflex: &Reflex, mut firing: Firing) -> Run {
                 }
                 spoke |= matches!(step.action, Action::Reply { .. } | Action::React { .. });
                 did.extend(what);
+            }
+            // Keeping quiet where courtesy asks it is the reflex working, not failing.
+            Err(StepError::Courtesy(refused)) => {
+                let ended = Ended::Passed(format!(
+                    "step {} ({}) kept quiet: {} gate: {}",
+                    i + 1,
+                    step.action.name(),
+                    refused.gate,
+                    refused.reason
+                ));
+                return Run { ended, spoke };
             }
             Err(reason) => {
                 let ended = Ended::Failed(format!(
@@ -182,6 +196,9 @@ pub enum StepError {
     /// summary's window, a hush's duration).
     #[error("{0}")]
     Refused(String),
+    /// Courtesy keeps the bot from saying this unasked there now.
+    #[error("{} gate: {}", .0.gate, .0.reason)]
+    Courtesy(crate::courtesy::Refusal),
 }
 
 fn value(v: String) -> Result<Done, StepError> {
@@ -398,6 +415,7 @@ async fn reply(
         Some(target) => (resolve_channel(s, f.guild, target)?, None),
         None => (f.channel.ok_or(StepError::NoChannel)?, f.message),
     };
+    courteous(s, f, channel)?;
     let cause = format!(
         "reflex-{}-{}",
         reflex.name,
@@ -426,11 +444,25 @@ async fn reply(
     did(format!("replied {:?}", short(text)))
 }
 
+/// Whether an unprompted firing may speak in `channel` now: quiet hours,
+/// a hush there, and the boundary of the person it is about — the same
+/// gate as every other unprompted word, checked where the words would go
+/// (a welcome's `#channel`, not only where the reflex woke).
+fn courteous(s: &Services, f: &Firing, channel: ChannelId) -> Result<(), StepError> {
+    if !f.unprompted {
+        return Ok(());
+    }
+    let settings = s.settings.for_guild(f.guild);
+    crate::courtesy::unprompted_to(&settings, &s.store, f.guild, channel, f.user, s.clock.now())
+        .map_err(StepError::Courtesy)
+}
+
 /// `react`: on the message that woke the reflex.
 async fn react(s: &Services, f: &Firing, emoji: &str) -> Result<Done, StepError> {
     let (Some(channel), Some(message)) = (f.channel, f.message) else {
         return Err(StepError::NoMessage);
     };
+    courteous(s, f, channel)?;
     s.speech
         .transport()
         .react(channel, message, emoji.trim())

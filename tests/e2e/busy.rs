@@ -37,7 +37,7 @@ fn seed(store: &Store) -> Vec<String> {
     for i in 0..FORGETS {
         let text = format!("the build server number {i} lives in rack {i}");
         let f = manual(
-            guild.clone(),
+            guild,
             FactKind::Fact,
             Some(Importance::Medium),
             &text,

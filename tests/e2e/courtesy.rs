@@ -443,7 +443,7 @@ async fn no_unprompted_means_no_chime_in_on_that_persons_messages() {
     );
     assert!(w.journal(Kind::Outcome).iter().any(|e| e.message == Some(bobs)
         && e.reason
-            == "did not chime in (boundary gate): the author asked not to be answered unprompted (/ambient me no-unprompted)"));
+            == "did not chime in (boundary gate): the person asked not to be answered unprompted (/ambient me no-unprompted)"));
     w.message(
         GENERAL,
         "ada",

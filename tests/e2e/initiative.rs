@@ -607,10 +607,7 @@ async fn a_post_counts_for_the_status_and_the_journal_explains_it() {
     world.model.push(decide(json!({"action": "post", "channel": "general", "text": "hi all", "reason": "the room was quiet"})));
     world.tick().await;
     assert_eq!(
-        world
-            .app
-            .initiative
-            .posts_last_24h(GUILD_A, world.clock.now()),
+        ambient::initiative::posts_last_24h(&world.app.store, GUILD_A, world.clock.now()).unwrap(),
         1
     );
     let post: Entry = world.journal(Kind::InitiativePost).remove(0);

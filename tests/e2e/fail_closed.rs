@@ -1,0 +1,118 @@
+//! Reads that let the bot speak or spend fail closed: when the store cannot
+//! say whether a channel is hushed, whether a person asked to be left
+//! alone, when the bot last considered posting or whether a post is still
+//! unconfirmed, the bot says nothing and pays for nothing, and the journal
+//! says which read failed.
+
+use ambient::attention::Addressed;
+use ambient::clock::Clock;
+use ambient::journal::Kind;
+use ambient::store::boundaries::Boundary;
+use serde_json::json;
+
+use crate::support::model_server::Scripted;
+use crate::support::world::{self, GENERAL, GUILD_A, World};
+
+fn initiative_settings() -> ambient::settings::Settings {
+    let mut s = world::settings();
+    s.permissions.replies.discovery_channel_ids = vec![GENERAL];
+    s
+}
+
+fn post(text: &str) -> Scripted {
+    Scripted::tool(
+        "decide",
+        json!({"action": "post", "channel": "general", "text": text, "reason": "worth it"}),
+    )
+}
+
+/// Guild A's journal lines saying the initiative stopped at the store gate.
+fn store_stops(w: &World) -> Vec<String> {
+    w.journal(Kind::Gate)
+        .into_iter()
+        .filter(|e| e.guild == Some(GUILD_A) && e.summary == "initiative stopped at the store gate")
+        .map(|e| e.reason)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_hush_or_cooldown_or_outbox_keeps_the_initiative_quiet() {
+    for (table, read) in [
+        ("hushes", "store read failed: the hushes: "),
+        (
+            "initiative_state",
+            "store read failed: when the bot last considered posting: ",
+        ),
+        (
+            "initiative_outbox",
+            "store read failed: the posts not yet confirmed: ",
+        ),
+    ] {
+        let w = World::start(initiative_settings()).await;
+        w.model.fallback(post("Anyone seen the comet?"));
+        w.break_table(table);
+        for _ in 0..3 {
+            w.tick().await;
+        }
+        assert!(w.model.requests().is_empty(), "{table}: no model call");
+        assert!(w.said().is_empty(), "{table}: no post");
+        let stops = store_stops(&w);
+        assert_eq!(
+            stops.len(),
+            1,
+            "{table}: one line for the run of stops, not one a tick: {stops:#?}"
+        );
+        assert!(stops[0].starts_with(read), "{table}: {stops:#?}");
+
+        w.mend_table(table);
+        w.tick().await;
+        assert_eq!(w.said().len(), 1, "{table}: mended, it posts again");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_boundary_keeps_the_bot_from_chiming_in() {
+    let mut s = world::settings();
+    s.permissions.replies.discovery_channel_ids = vec![];
+    s.permissions.replies.reply_channel_ids = vec![GENERAL];
+    s.attention.unsolicited_reply_threshold = 0.0;
+    s.attention.chime_in_cooldown_minutes = 0;
+    let w = World::start(s).await;
+    w.model.fallback(Scripted::tool(
+        "chime_in",
+        json!({"speak": true, "text": "Tabs, obviously.", "reason": "fun"}),
+    ));
+    // Someone else's boundary makes the table non-empty, as in a real server.
+    w.app
+        .store
+        .set_boundary(
+            ambient::ids::UserId(99),
+            Boundary::NoUnprompted,
+            true,
+            w.clock.now(),
+        )
+        .unwrap();
+    w.break_table("boundaries");
+    let asked = w
+        .message(
+            GENERAL,
+            "ada",
+            "what do people think about tabs?",
+            Addressed::No,
+        )
+        .await;
+    assert!(w.model.requests().is_empty(), "no chime-in considered");
+    assert!(w.said().is_empty());
+    let outcome = w
+        .journal(Kind::Outcome)
+        .into_iter()
+        .find(|e| e.message == Some(asked))
+        .expect("the decision is journaled");
+    assert!(
+        outcome.reason.starts_with(
+            "did not chime in (store gate): store read failed: the person's boundaries"
+        ),
+        "{}",
+        outcome.reason
+    );
+}
