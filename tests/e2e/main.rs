@@ -16,6 +16,7 @@ mod door;
 mod durability;
 mod executive;
 mod first_hour;
+mod first_hour_35;
 mod footprint;
 mod forget;
 mod garden;
