@@ -5,10 +5,14 @@
 //! the bot sent, and a long line of accented text dropped whole.
 
 use std::process::Stdio;
+use std::sync::Arc;
 
+use ambient::clock::SystemClock;
+use ambient::journal::{Entry, Journal, Kind};
 use serde_json::json;
 
 use crate::support::home::Home;
+use crate::support::readme::example as readme_example;
 
 fn home() -> Home {
     Home::new(json!({"executive": {"ollamaBaseUrl": "http://127.0.0.1:9"}}))
@@ -63,4 +67,33 @@ fn a_verb_whose_reader_has_gone_ends_quietly() {
             verb.join(" ")
         );
     }
+}
+
+/// The README's `ambient journal | head`, exactly as written, over a
+/// journal far longer than a pipe holds: `head` leaves after ten lines
+/// while `ambient` still writes, and the pipeline (with `pipefail`, so
+/// `ambient`'s own status counts) ends with 0 and nothing on stderr.
+#[test]
+fn the_readme_journal_into_head_ends_quietly() {
+    let example = readme_example("ambient journal | head");
+    let home = home();
+    let (_, out) = home.console("hello\n");
+    assert!(out.status.success());
+    let store = ambient::store::Store::open(&home.data_dir()).unwrap();
+    let journal = Journal::new(store, Arc::new(SystemClock));
+    for i in 0..3_000 {
+        journal.record(
+            Entry::new(Kind::Route, format!("routed line {i} of a long day → pass"))
+                .guild(Some(ambient::console::guild_id()))
+                .reason("not addressed, and nothing in it for the bot to pick up on"),
+        );
+    }
+    drop(journal);
+    assert!(!example.contains('\''), "{example}");
+    let out = home.shell(&format!("bash -o pipefail -c '{example}'"), &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stdout.lines().count(), 10, "{stdout}");
+    assert!(out.status.success(), "exit {:?}: {stderr}", out.status);
+    assert!(stderr.is_empty(), "{stderr}");
 }
