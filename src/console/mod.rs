@@ -9,7 +9,8 @@
 //! transport differs. `/wait 5m` moves the console's clock forward tick by
 //! tick, so initiative posts and reminders can be seen without waiting.
 //! Input may be piped: at end of input the console finishes the work in
-//! flight and exits 0; a line that is not UTF-8 is skipped with a notice.
+//! flight and exits 0; a line that is not UTF-8 is skipped with a notice,
+//! and one longer than 64 KiB is cut at a character boundary, with a notice.
 
 pub(crate) mod transport;
 
@@ -74,12 +75,22 @@ pub async fn run(app: Arc<App>, out: Arc<ConsoleOut>, options: Options) -> anyho
     loop {
         tokio::select! {
             line = lines.recv() => match line {
-                Some(Ok(line)) => {
-                    if session.line(&line).await? == Flow::Quit {
+                Some(Input::Line { text, cut: Some(number) }) => {
+                    session.out.notice(&format!(
+                        "line {number} is longer than {} KiB: only its first {} characters are read",
+                        MAX_LINE_BYTES / 1024,
+                        text.chars().count()
+                    ));
+                    if session.line(&text).await? == Flow::Quit {
                         break;
                     }
                 }
-                Some(Err(number)) => session.out.notice(&format!(
+                Some(Input::Line { text, cut: None }) => {
+                    if session.line(&text).await? == Flow::Quit {
+                        break;
+                    }
+                }
+                Some(Input::NotUtf8(number)) => session.out.notice(&format!(
                     "line {number} skipped: it is not valid UTF-8 text"
                 )),
                 None => break,
@@ -95,18 +106,26 @@ pub async fn run(app: Arc<App>, out: Arc<ConsoleOut>, options: Options) -> anyho
 /// dropped (a Discord message is at most 4,000 characters with Nitro).
 const MAX_LINE_BYTES: usize = 64 * 1024;
 
+/// One line of standard input, as the session takes it.
+#[derive(Debug, PartialEq, Eq)]
+enum Input {
+    /// A line's text; `cut` is its (1-based) number when it was longer than
+    /// [`MAX_LINE_BYTES`] and only its start is here.
+    Line { text: String, cut: Option<usize> },
+    /// The number of a line that was not UTF-8.
+    NotUtf8(usize),
+}
+
 /// Stdin on its own thread: a blocking read cannot be cancelled, and a
-/// detached thread never holds up shutdown. Each line is its text, or the
-/// (1-based) number of a line that was not UTF-8.
-fn stdin_lines() -> mpsc::Receiver<Result<String, usize>> {
+/// detached thread never holds up shutdown.
+fn stdin_lines() -> mpsc::Receiver<Input> {
     let (tx, rx) = mpsc::channel(64);
     std::thread::spawn(move || {
         let mut input = std::io::stdin().lock();
         let mut number = 0;
-        while let Some(bytes) = read_line(&mut input) {
+        while let Some((bytes, cut)) = read_line(&mut input) {
             number += 1;
-            let line = String::from_utf8(bytes).map_err(|_| number);
-            if tx.blocking_send(line).is_err() {
+            if tx.blocking_send(decode(bytes, cut, number)).is_err() {
                 break;
             }
         }
@@ -114,8 +133,28 @@ fn stdin_lines() -> mpsc::Receiver<Result<String, usize>> {
     rx
 }
 
-/// One line without its ending, at most [`MAX_LINE_BYTES`]; `None` at end of input.
-fn read_line<R: std::io::BufRead>(input: &mut R) -> Option<Vec<u8>> {
+/// A line's bytes as text. A line cut at [`MAX_LINE_BYTES`] may end inside
+/// a character: that partial character goes, not the whole line.
+fn decode(mut bytes: Vec<u8>, cut: bool, number: usize) -> Input {
+    if cut
+        && let Err(e) = std::str::from_utf8(&bytes)
+        // No error length: the bytes end in the middle of a character.
+        && e.error_len().is_none()
+    {
+        bytes.truncate(e.valid_up_to());
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) => Input::Line {
+            text,
+            cut: cut.then_some(number),
+        },
+        Err(_) => Input::NotUtf8(number),
+    }
+}
+
+/// One line without its ending, at most [`MAX_LINE_BYTES`], and whether it
+/// was longer (its rest is read and dropped); `None` at end of input.
+fn read_line<R: std::io::BufRead>(input: &mut R) -> Option<(Vec<u8>, bool)> {
     use std::io::{BufRead, Read};
     let mut line = Vec::new();
     let read = BufRead::read_until(
@@ -127,15 +166,24 @@ fn read_line<R: std::io::BufRead>(input: &mut R) -> Option<Vec<u8>> {
     if read == 0 {
         return None;
     }
-    if line.last() != Some(&b'\n') && line.len() == MAX_LINE_BYTES {
+    let cut = line.last() != Some(&b'\n') && line.len() == MAX_LINE_BYTES;
+    if cut {
         let mut rest = Vec::new();
         // Drop the rest of an over-long line; an error here ends input like any read error.
         input.read_until(b'\n', &mut rest).ok()?;
+        // A line of exactly the limit, then its ending, was not cut after all.
+        if rest.iter().all(|b| matches!(b, b'\n' | b'\r')) {
+            return Some((trimmed(line), false));
+        }
     }
+    Some((trimmed(line), cut))
+}
+
+fn trimmed(mut line: Vec<u8>) -> Vec<u8> {
     while matches!(line.last(), Some(b'\n' | b'\r')) {
         line.pop();
     }
-    Some(line)
+    line
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -541,3 +589,60 @@ const HELP: &str = "commands:
   /settings reload           read the settings file again and apply it if it is valid
   /quit                      finish and exit (as does Ctrl-D)
 anything else is a message; @ambient (or @ and the bot's name) addresses the bot";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(bytes: &[u8]) -> Vec<Input> {
+        let mut input = std::io::Cursor::new(bytes.to_vec());
+        let mut lines = Vec::new();
+        while let Some((line, cut)) = read_line(&mut input) {
+            lines.push(decode(line, cut, lines.len() + 1));
+        }
+        lines
+    }
+
+    #[test]
+    fn a_long_line_is_cut_between_characters_and_says_so() {
+        // 65,536 is not a multiple of 3: the limit falls inside a '€'.
+        let long = "€".repeat(30_000);
+        let lines = read(format!("{long}\nnext\n").as_bytes());
+        let Input::Line { text, cut } = &lines[0] else {
+            panic!("{:?}", &lines[0]);
+        };
+        assert_eq!(*cut, Some(1));
+        assert_eq!(text.chars().count(), MAX_LINE_BYTES / 3);
+        assert!(text.chars().all(|c| c == '€'));
+        assert_eq!(
+            lines[1],
+            Input::Line {
+                text: "next".into(),
+                cut: None
+            },
+            "the rest of the long line is dropped, the next line kept"
+        );
+    }
+
+    #[test]
+    fn a_line_of_exactly_the_limit_is_whole() {
+        let exact = "a".repeat(MAX_LINE_BYTES);
+        let lines = read(format!("{exact}\r\nnext\n").as_bytes());
+        assert_eq!(
+            lines[0],
+            Input::Line {
+                text: exact,
+                cut: None
+            }
+        );
+        assert_eq!(lines.len(), 2);
+    }
+
+    #[test]
+    fn a_long_line_that_is_not_utf8_is_still_skipped() {
+        let mut bytes = b"caf\xe9 ".to_vec();
+        bytes.extend("€".repeat(30_000).bytes());
+        bytes.push(b'\n');
+        assert_eq!(read(&bytes), vec![Input::NotUtf8(1)]);
+    }
+}

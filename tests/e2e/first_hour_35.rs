@@ -11,7 +11,7 @@ use ambient::clock::SystemClock;
 use ambient::journal::{Entry, Journal, Kind};
 use serde_json::json;
 
-use crate::support::home::Home;
+use crate::support::home::{Home, events_of, notices};
 use crate::support::readme::example as readme_example;
 
 fn home() -> Home {
@@ -96,4 +96,35 @@ fn the_readme_journal_into_head_ends_quietly() {
     assert_eq!(stdout.lines().count(), 10, "{stdout}");
     assert!(out.status.success(), "exit {:?}: {stderr}", out.status);
     assert!(stderr.is_empty(), "{stderr}");
+}
+
+/// A valid line over 64 KiB of three-byte characters: the limit falls
+/// inside a '€'. The line is cut before that character, said to be cut, and
+/// stored; the session goes on.
+#[test]
+fn a_long_line_of_accented_text_is_cut_between_characters_and_kept() {
+    let home = home();
+    let mut input = "€".repeat(30_000).into_bytes();
+    input.extend_from_slice(b"\n@ambient hello\n");
+    let (events, out) = home.console_bytes(&input);
+    assert!(out.status.success());
+    let kept = 64 * 1024 / 3;
+    let notices = notices(&events);
+    assert!(
+        notices.contains(
+            &format!("line 1 is longer than 64 KiB: only its first {kept} characters are read")
+                .as_str()
+        ),
+        "{notices:#?}"
+    );
+    assert!(
+        !notices.iter().any(|n| n.contains("not valid UTF-8")),
+        "{notices:#?}"
+    );
+    assert_eq!(events_of(&events, "stored").len(), 2, "{notices:#?}");
+    let store = ambient::store::Store::open(&home.data_dir()).unwrap();
+    let stored = store
+        .recent_messages(ambient::console::channel_id("general"), 10)
+        .unwrap();
+    assert_eq!(stored[0].content, "€".repeat(kept));
 }
