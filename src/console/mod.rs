@@ -301,8 +301,9 @@ impl Session {
             Perceived::Invisible(why) => {
                 self.out.notice(&format!("the bot cannot see that: {why}"))
             }
+            // The id is how a person asks about the line later (`/ambient why ID`).
             Perceived::Stored { .. } => self.out.emit(
-                "",
+                &format!("· stored as message {id}"),
                 json!({"event": "stored", "id": id.to_string(), "channel": self.channel}),
             ),
         }
@@ -324,15 +325,12 @@ impl Session {
                     self.out.notice(&format!("you are now {rest}"));
                 }
             }
-            "journal" => self.print_journal(rest),
+            "journal" => self.print_journal(rest).await,
             "channels" => self.print_channels(),
             "wait" => self.wait(rest).await,
-            "status" => {
-                let src = commands::status::Sources::of(&self.app);
-                for line in commands::status::widget(&src, Some(guild_id())) {
-                    self.out.notice(&line);
-                }
-            }
+            // `/ambient status`, as in Discord; `/status` is its short form.
+            "status" => self.print_status(),
+            "ambient" if rest == "status" => self.print_status(),
             other => match self.shared(other, rest).await {
                 Some(text) => self.out.notice(&text),
                 None => self.out.notice(&format!(
@@ -366,14 +364,15 @@ impl Session {
             "task" | "schedule" | "idea" => {
                 commands::impulses::run_text(&self.app, &self.asker(), verb, rest)
             }
-            "why" => commands::why::why(
-                &self.app,
-                Some(guild_id()),
-                channel_id(&self.channel),
-                Some(rest),
-            ),
+            // `/ambient why` and `/ambient garden`, as in Discord; `/why` and
+            // `/garden` are their short forms.
+            "ambient" => match rest.split_once(' ').unwrap_or((rest, "")) {
+                ("why", target) => self.why(target).await,
+                ("garden", _) => self.app.garden.request(guild_id(), &self.user.name),
+                _ => commands::courtesy::run_text(&self.app, &self.asker(), rest),
+            },
+            "why" => self.why(rest).await,
             "garden" => self.app.garden.request(guild_id(), &self.user.name),
-            "ambient" => commands::courtesy::run_text(&self.app, &self.asker(), rest),
             // The operator at the console owns the bot: the file is theirs to reload.
             "settings" if rest == "reload" => {
                 commands::settings::reload(&self.app, &self.user.name).await
@@ -388,6 +387,28 @@ impl Session {
             _ => return None,
         };
         Some(text)
+    }
+
+    /// `/ambient why [MESSAGE-ID]`: the ids are the ones the console shows
+    /// (`stored as message …`, `(id …)` after the bot's words). The bot
+    /// finishes what it is doing first: its words are printed as they are
+    /// sent, a moment before they are stored under the id shown, and a
+    /// decision still being made has no reasons written yet.
+    async fn why(&self, target: &str) -> String {
+        self.app.spine.drain().await;
+        commands::why::why(
+            &self.app,
+            Some(guild_id()),
+            channel_id(&self.channel),
+            Some(target),
+        )
+    }
+
+    fn print_status(&self) {
+        let src = commands::status::Sources::of(&self.app);
+        for line in commands::status::widget(&src, Some(guild_id())) {
+            self.out.notice(&line);
+        }
     }
 
     /// The operator at the console may do everything a server manager may.
@@ -507,7 +528,10 @@ impl Session {
             .map(|at| at - now)
     }
 
-    fn print_journal(&self, since: &str) {
+    /// `/journal [SINCE]`, once the bot has finished what it is doing (a
+    /// decision in flight has not been written down yet).
+    async fn print_journal(&self, since: &str) {
+        self.app.spine.drain().await;
         let now = self.app.clock.now();
         let since = if since.is_empty() { "1h" } else { since };
         let start = match crate::when::parse_since(since, now) {
@@ -568,9 +592,11 @@ const HELP: &str = "commands:
   /wait DURATION             let simulated time pass, e.g. /wait 5m: ticks and reminders run
   /wait until HH:MM          let time pass until then in the guild's zone (guild.timezone), e.g. /wait until 23:30
   /journal [SINCE]           what the bot decided lately (default 1h; e.g. 30m, 24h)
-  /why [MESSAGE-ID]          why the bot said (or did not say) something
-  /status                    what the bot is up to here: garden, budget, models, initiative
-  /garden                    tend this guild's memory now (still within the budget)
+  /ambient why [MESSAGE-ID]  why the bot said (or did not say) something: the ids are shown after
+                             your lines (stored as message …) and the bot's words (id …);
+                             without one, its latest decisions here (short: /why)
+  /ambient status            what the bot is up to here: garden, budget, models, initiative (short: /status)
+  /ambient garden            tend this guild's memory now, still within the budget (short: /garden)
   /ambient hush [DURATION] [#channel|server]   no unprompted messages there for a while (default 1h, here)
   /ambient unhush [#channel|server]            end a hush early
   /ambient me [BOUNDARY on|off]                your boundaries: no-ping, no-unprompted, no-memory, no-voice

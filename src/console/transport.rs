@@ -124,7 +124,11 @@ impl Transport for ConsoleTransport {
             format!(" [attached: {}]", files.join(", "))
         };
         self.out.emit(
-            &format!("[#{name}] {}: {}{attached}", self.me.name, message.content),
+            // The id is how a person asks why it was said (`/ambient why ID`).
+            &format!(
+                "[#{name}] {}: {}{attached}  (id {id})",
+                self.me.name, message.content
+            ),
             json!({
                 "event": "message",
                 "id": id.to_string(),

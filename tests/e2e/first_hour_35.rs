@@ -128,3 +128,135 @@ fn a_long_line_of_accented_text_is_cut_between_characters_and_kept() {
         .unwrap();
     assert_eq!(stored[0].content, "€".repeat(kept));
 }
+
+/// `ambient console` in text mode, kept running so a test can answer what
+/// it printed, as a person at the terminal does.
+struct TextConsole {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl TextConsole {
+    fn start(home: &Home, env: &[(&str, &str)]) -> Self {
+        let mut cmd = home.command(&["console", "--user", "ada"]);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in stdout.lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        use std::io::Write;
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The lines printed up to and including the first that `done` accepts
+    /// (waiting at most a minute for it).
+    fn until(&self, done: impl Fn(&str) -> bool) -> Vec<String> {
+        let mut seen = Vec::new();
+        loop {
+            match self.lines.recv_timeout(std::time::Duration::from_secs(60)) {
+                Ok(line) => {
+                    let last = done(&line);
+                    seen.push(line);
+                    if last {
+                        return seen;
+                    }
+                }
+                Err(e) => panic!("{e} waiting; the console printed:\n{}", seen.join("\n")),
+            }
+        }
+    }
+
+    /// What `command` printed: everything until the console has also
+    /// answered a command after it, which marks the end.
+    fn ask(&mut self, command: &str) -> Vec<String> {
+        self.send(command);
+        self.send("/as ada");
+        let mut said = self.until(|l| l == "· you are now ada");
+        said.pop();
+        said
+    }
+
+    /// Ends input and returns the rest of what was printed.
+    fn finish(self) -> String {
+        drop(self.stdin);
+        let status = self.child.wait_with_output().unwrap().status;
+        assert!(status.success(), "{status}");
+        self.lines.iter().collect::<Vec<_>>().join("\n")
+    }
+}
+
+/// The id in `line` after `marker` (`stored as message 123`, `(id 123)`).
+fn id_after(line: &str, marker: &str) -> String {
+    let at = line
+        .find(marker)
+        .unwrap_or_else(|| panic!("no {marker:?} in {line:?}"));
+    line[at + marker.len()..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect()
+}
+
+/// At the console, as in Discord, `/ambient why` explains a message, by the
+/// id the console shows: the bot's own words carry theirs, a person's line
+/// is acknowledged with its own; `/why` is the short form of the same verb.
+#[test]
+fn ambient_why_at_the_console_explains_a_message_by_the_id_it_shows() {
+    let home = home();
+    let mut console = TextConsole::start(&home, &[]);
+    console.send("@ambient remind me in 10 minutes to stretch");
+    let printed = console.until(|l| l.starts_with("[#general] ambient: "));
+    let asked = printed
+        .iter()
+        .find(|l| l.starts_with("· stored as message "))
+        .unwrap_or_else(|| panic!("the line's id is shown: {printed:#?}"));
+    let asked = id_after(asked, "stored as message ");
+    let answer = printed.last().unwrap();
+    assert!(
+        answer.contains("Okay ada, I'll remind you in 10 minutes: stretch"),
+        "{answer}"
+    );
+    let answer = id_after(answer, "(id ");
+
+    let why_answer = console.ask(&format!("/ambient why {answer}"));
+    let why_asked = console.ask(&format!("/ambient why {asked}"));
+    let short = console.ask(&format!("/why {asked}"));
+    let rest = console.finish();
+
+    let why_answer = why_answer.join("\n");
+    assert!(
+        why_answer.contains("· Why I said that:") && !why_answer.contains("usage"),
+        "{why_answer}"
+    );
+    let why_asked = why_asked.join("\n");
+    assert!(
+        why_asked.contains("· What I made of that message:"),
+        "{why_asked}"
+    );
+    assert_eq!(short.join("\n"), why_asked, "/why is the same verb");
+    assert!(!rest.contains("usage"), "{rest}");
+}
