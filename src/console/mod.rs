@@ -12,6 +12,7 @@
 //! flight and exits 0; a line that is not UTF-8 is skipped with a notice,
 //! and one longer than 64 KiB is cut at a character boundary, with a notice.
 
+pub(crate) mod markup;
 pub(crate) mod transport;
 
 use std::sync::Arc;
@@ -396,12 +397,13 @@ impl Session {
     /// decision still being made has no reasons written yet.
     async fn why(&self, target: &str) -> String {
         self.app.spine.drain().await;
-        commands::why::why(
+        let why = commands::why::why(
             &self.app,
             Some(guild_id()),
             channel_id(&self.channel),
             Some(target),
-        )
+        );
+        markup::readable(&why, &self.app.store)
     }
 
     fn print_status(&self) {
@@ -552,7 +554,8 @@ impl Session {
                     let name = e
                         .channel
                         .and_then(|c| self.app.store.channel_name(c).ok().flatten());
-                    self.out.notice(&journal::format_line(&e, name.as_deref()));
+                    let line = journal::format_line(&e, name.as_deref());
+                    self.out.notice(&markup::readable(&line, &self.app.store));
                 }
             }
             Err(e) => self.out.notice(&format!("cannot read the journal: {e}")),

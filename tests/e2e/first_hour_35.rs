@@ -11,7 +11,9 @@ use ambient::clock::SystemClock;
 use ambient::journal::{Entry, Journal, Kind};
 use serde_json::json;
 
+use crate::conversation::{model_env, with_env};
 use crate::support::home::{Home, events_of, notices};
+use crate::support::model_server::{ModelServer, Scripted};
 use crate::support::readme::example as readme_example;
 
 fn home() -> Home {
@@ -259,4 +261,65 @@ fn ambient_why_at_the_console_explains_a_message_by_the_id_it_shows() {
     );
     assert_eq!(short.join("\n"), why_asked, "/why is the same verb");
     assert!(!rest.contains("usage"), "{rest}");
+}
+
+/// What the bot writes for Discord — `<@id>` to ping whom a reminder is for,
+/// `<#id>` for a channel — reads at the console as names: `@ada`,
+/// `#general`; a channel the console does not know stays readable as one.
+/// `--json` keeps the text as it would be sent.
+#[test]
+fn mentions_at_the_console_read_as_names() {
+    let server = ModelServer::start();
+    let ada = ambient::console::user_id("ada");
+    let general = ambient::console::channel_id("general");
+    server.fallback(Scripted::text(&format!(
+        "<@{ada}> the schedule is pinned in <#{general}>; the archive was in <#4242>."
+    )));
+    let home = home();
+    let env = model_env(&server);
+    let input = "@ambient remind me in 1 minute to stretch\n\
+                 @ambient where is the schedule?\n\
+                 /wait 2m\n\
+                 /journal\n";
+    let out = home
+        .command(&["console", "--user", "ada"])
+        .envs(with_env(&env))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(input.as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("[#general] ambient: @ada reminder: stretch  (id "),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "[#general] ambient: @ada the schedule is pinned in #general; \
+             the archive was in #channel:4242.  (id "
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("said \"@ada reminder: stretch\""),
+        "the journal's lines too: {text}"
+    );
+    assert!(!text.contains("<@") && !text.contains("<#"), "{text}");
+
+    let (events, _) = home.console_with(input, &with_env(&env));
+    let sent: Vec<&str> = events_of(&events, "message")
+        .iter()
+        .map(|e| e["content"].as_str().unwrap())
+        .collect();
+    assert!(
+        sent.contains(&format!("<@{ada}> reminder: stretch").as_str()),
+        "{sent:#?}"
+    );
 }
