@@ -28,7 +28,7 @@ use crate::attention::{
 use crate::clock::ShiftedClock;
 use crate::commands;
 use crate::ids::{ChannelId, GuildId, MessageId, UserId, next_snowflake, stable_id};
-use crate::journal::{self, Filter};
+use crate::journal::{self, Filter, Kind};
 use crate::senses::Perceived;
 use crate::store::messages::{Source, StoredMessage};
 pub use transport::{ConsoleOut, ConsoleTransport};
@@ -497,6 +497,7 @@ impl Session {
                 .tick_seconds
                 .max(1),
         );
+        let started = self.app.clock.now();
         let mut left = total;
         while left > chrono::Duration::zero() {
             let step = left.min(chrono::Duration::seconds(tick));
@@ -514,6 +515,46 @@ impl Session {
             ),
             json!({"event": "waited", "seconds": total.num_seconds(), "now": now.to_rfc3339()}),
         );
+        self.say_unposted(started);
+    }
+
+    /// Each time the initiative looked for something to say during a
+    /// `/wait` and posted nothing — the model answered without a decision,
+    /// it chose to stay quiet, it held a thought — said in a line with the
+    /// journal's reason: a post shows itself, silence would not.
+    fn say_unposted(&self, since: chrono::DateTime<chrono::Utc>) {
+        let filter = Filter {
+            since: Some(since),
+            kinds: vec![Kind::InitiativeSkip],
+            guild: Some(guild_id()),
+            ..Default::default()
+        };
+        let entries = match self.app.journal.query(&filter) {
+            Ok(entries) => entries,
+            Err(e) => return self.out.notice(&format!("cannot read the journal: {e}")),
+        };
+        let tz = self.app.settings.for_guild(Some(guild_id())).zone();
+        for e in entries {
+            // The initiative's own words for its two commonest endings, made
+            // plain; any other ending is said as the journal has it.
+            let what = match e.summary.as_str() {
+                "no decision" | "no usable decision" => {
+                    "the model answered without a decision (post, hold or drop)"
+                }
+                "stayed quiet" => "it decided to stay quiet",
+                other => other,
+            };
+            let why = if e.reason.is_empty() {
+                String::new()
+            } else {
+                format!(" — {}", e.reason)
+            };
+            self.out.notice(&format!(
+                "{} the bot looked for something to say, and nothing was posted: {what}{why}. \
+                 /journal shows each step.",
+                e.at.with_timezone(&tz).format("%H:%M")
+            ));
+        }
     }
 
     /// How long until the wall clock next reads `hh:mm` in the guild's zone.

@@ -323,3 +323,67 @@ fn mentions_at_the_console_read_as_names() {
         "{sent:#?}"
     );
 }
+
+/// The README's ambient-post example with `model` answering every request:
+/// what was printed, once the model was asked and nothing was posted.
+fn readme_initiative_example_with(model: Scripted) -> String {
+    let server = ModelServer::start();
+    server.fallback(model);
+    let example = readme_example(
+        "printf '/channels\\n/settings set permissions.replies.discoveryChannelIds #general",
+    );
+    let home = home();
+    let out = home.shell(&example, &with_env(&model_env(&server)));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}");
+    assert!(
+        server
+            .requests()
+            .iter()
+            .any(|r| r.body.to_string().contains("AMBIENT TEXT MODE")),
+        "the initiative asked the model: {text}"
+    );
+    assert!(
+        !text.contains("[#general] ambient:"),
+        "nothing posted: {text}"
+    );
+    text
+}
+
+/// The line `/wait` printed after it ended that contains `what`.
+fn said_after_the_wait<'a>(text: &'a str, what: &str) -> &'a str {
+    let after_wait = &text[text.find("(waited 5m;").expect("the wait ended")..];
+    after_wait
+        .lines()
+        .find(|l| l.contains(what))
+        .unwrap_or_else(|| panic!("/wait says {what:?}: {text}"))
+}
+
+/// A model that answers in prose and never calls a tool: nothing is posted,
+/// and `/wait 5m` says so — the model answered without a decision — and
+/// where to see why, instead of nothing.
+#[test]
+fn a_wait_where_the_model_never_decides_says_so() {
+    let text = readme_initiative_example_with(Scripted::text(
+        "It is quiet in here; maybe someone would like to talk about the eclipse.",
+    ));
+    let said = said_after_the_wait(&text, "the model answered without a decision");
+    assert!(said.contains("nothing was posted"), "{said}");
+    assert!(said.contains("/journal shows each step"), "{said}");
+}
+
+/// A model that decides to stay quiet: `/wait 5m` says so, with its reason.
+#[test]
+fn a_wait_where_the_bot_stays_quiet_says_why() {
+    let text = readme_initiative_example_with(Scripted::tool(
+        "decide",
+        json!({"action": "drop", "reason": "the room has nothing to pick up on"}),
+    ));
+    let said = said_after_the_wait(&text, "it decided to stay quiet");
+    assert!(
+        said.contains(
+            "nothing was posted: it decided to stay quiet — the room has nothing to pick up on."
+        ),
+        "{said}"
+    );
+}
