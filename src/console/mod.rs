@@ -633,7 +633,8 @@ const HELP: &str = "commands:
   /channel NAME              move to #NAME
   /as NAME                   speak as someone else
   /channels                  this guild's channels with their ids and what each is open to
-  /wait DURATION             let simulated time pass, e.g. /wait 5m: ticks and reminders run
+  /wait DURATION             let simulated time pass, e.g. /wait 5m: ticks and reminders run, and each
+                             look that posted nothing is said with its reason
   /wait until HH:MM          let time pass until then in the guild's zone (guild.timezone), e.g. /wait until 23:30
   /journal [SINCE]           what the bot decided lately (default 1h; e.g. 30m, 24h)
   /ambient why [MESSAGE-ID]  why the bot said (or did not say) something: the ids are shown after
