@@ -1,10 +1,11 @@
-//! Discord's mention markup made readable at the console.
+//! Discord's mention markup made readable outside Discord: at the console,
+//! and on the dashboard (which shows what the bot said).
 //!
 //! What the bot writes is what Discord would receive: `<@1234…> reminder:
 //! stretch` pings the person it is for, `<#5678…>` links a channel. Discord
-//! shows those as names; a terminal would show the digits. The console
-//! prints them as people see them — `@ada`, `#general` — from the names the
-//! store knows. An id it does not know stays readable as what it is
+//! shows those as names; a terminal or a web page would show the digits.
+//! They are printed as people see them — `@ada`, `#general` — from the
+//! names the store knows. An id it does not know stays readable as what it is
 //! (`@user:1234…`, `#channel:5678…`, `@role:42`: the console has no roles).
 //! `--json` keeps the text as sent, for scripts.
 

@@ -8,13 +8,18 @@ use std::process::Stdio;
 use std::sync::Arc;
 
 use ambient::clock::SystemClock;
+use ambient::dashboard::{self, Site};
+use ambient::ids::UserId;
+use ambient::impulses::NewTask;
 use ambient::journal::{Entry, Journal, Kind};
+use ambient::store::messages::Source;
 use serde_json::json;
 
 use crate::conversation::{model_env, with_env};
 use crate::support::home::{Home, events_of, notices};
 use crate::support::model_server::{ModelServer, Scripted};
 use crate::support::readme::example as readme_example;
+use crate::support::world::{self, GENERAL, World};
 
 fn home() -> Home {
     Home::new(json!({"executive": {"ollamaBaseUrl": "http://127.0.0.1:9"}}))
@@ -386,4 +391,97 @@ fn a_wait_where_the_bot_stays_quiet_says_why() {
         ),
         "{said}"
     );
+}
+
+/// A reminder, a routine's post and an ambient post, each with text that
+/// must stay text: the dashboard's default timeline shows all three with
+/// what the bot said (mentions as names), and the Initiative page lists the
+/// post with its text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_shows_what_the_bot_sent_on_its_own() {
+    let w = World::start(world::settings()).await;
+    w.hear(GENERAL, "ada", "morning all", Source::Text);
+    let ada = UserId(50);
+    w.app
+        .impulses
+        .add_task(NewTask {
+            guild: Some(world::GUILD_A),
+            channel: Some(GENERAL),
+            text: "remind ada to stretch".into(),
+            due: "in 5m".into(),
+            message: Some(format!("<@{ada}> stretch <b>now</b> & drink water")),
+            context: "test".into(),
+            created_by: "ada".into(),
+            owner: Some(ada),
+        })
+        .unwrap();
+    w.app
+        .impulses
+        .add_schedule(
+            world::GUILD_A,
+            Some(GENERAL),
+            "checkin",
+            "*/5 * * * *",
+            "ask how everyone is doing",
+            "test",
+        )
+        .unwrap();
+    w.model.push(Scripted::tool(
+        "act",
+        json!({"say": "How is everyone doing? <i>honestly</i>", "note": "asked how it's going"}),
+    ));
+    w.clock.advance(chrono::Duration::minutes(5));
+    assert_eq!(
+        w.app.impulses.check().len(),
+        2,
+        "the reminder and the routine"
+    );
+    w.app.spine.drain().await;
+    w.model.fallback(Scripted::tool(
+        "decide",
+        json!({"action": "post", "channel": "memes", "text": "Quiet in here. <script>alert(1)</script> Anyone up?", "reason": "the room went idle"}),
+    ));
+    w.tick().await;
+    assert_eq!(w.said().len(), 3, "{:#?}", w.said());
+
+    let served = dashboard::start(
+        Site::of_app(&w.app),
+        "127.0.0.1:0".parse().unwrap(),
+        &w.app.data_dir,
+        false,
+    )
+    .await
+    .unwrap();
+    let get = |path: &str| {
+        let url = format!("http://127.0.0.1:{}{path}", served.addr.port());
+        async move { reqwest::get(url).await.unwrap().text().await.unwrap() }
+    };
+    let today = get("/").await;
+    for said in [
+        "@ada stretch &lt;b&gt;now&lt;&#x2f;b&gt; &amp; drink water",
+        "How is everyone doing? &lt;i&gt;honestly&lt;&#x2f;i&gt;",
+        "Quiet in here. &lt;script&gt;alert(1)&lt;&#x2f;script&gt; Anyone up?",
+    ] {
+        assert!(
+            today.contains(&format!(r#"<div class="said text">{said}</div>"#)),
+            "the timeline shows {said:?}:\n{today}"
+        );
+    }
+    assert!(
+        today.contains("did a task: remind ada to stretch"),
+        "{today}"
+    );
+    assert!(today.contains("ran the routine checkin"), "{today}");
+    assert!(
+        !today.contains("<b>now") && !today.contains("<i>") && !today.contains("<script"),
+        "{today}"
+    );
+    let initiative = get("/initiative").await;
+    assert!(
+        initiative.contains(
+            r#"<div class="said text">Quiet in here. &lt;script&gt;alert(1)&lt;&#x2f;script&gt; Anyone up?</div>"#
+        ),
+        "the post's text on the Initiative page:\n{initiative}"
+    );
+    served.stop().await;
 }
