@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, anyhow, bail};
 
-use super::out::outln;
+use super::out::{OutputError, outln};
 use crate::clock::{Chance, SystemClock};
 use crate::executive::{Executive, Prompts};
 use crate::ids::{ChannelId, GuildId};
@@ -279,7 +279,11 @@ pub async fn delete(
     let ctx = open(settings).await?;
     let f = one(&ctx.store, prefix)?;
     if !force {
-        super::out::prompt(format_args!("Delete {}? [y/N] ", line(&f, &ctx.store)))?;
+        match super::out::prompt(format_args!("Delete {}? [y/N] ", line(&f, &ctx.store))) {
+            // A question nobody can read is not a yes: nothing is deleted.
+            Err(OutputError::Closed) => return Ok(ExitCode::FAILURE),
+            asked => asked?,
+        }
         let mut answer = String::new();
         std::io::stdin().lock().read_line(&mut answer)?;
         if !answer.trim().eq_ignore_ascii_case("y") {

@@ -76,6 +76,45 @@ fn a_verb_whose_reader_has_gone_ends_quietly() {
     }
 }
 
+/// `ambient memories delete` asks first; with nobody able to read the
+/// question (its output already closed) the answer is no: nothing is
+/// deleted, and it says so with exit 1, as when the answer is no.
+#[test]
+fn a_delete_whose_question_cannot_be_read_deletes_nothing() {
+    let home = home();
+    let (_, out) = home.console("hello\n");
+    assert!(out.status.success());
+    let remembered = home.run(&["remember", "the meetup is on Thursdays"]);
+    assert!(
+        remembered.status.success(),
+        "{}",
+        String::from_utf8_lossy(&remembered.stderr)
+    );
+    let export = home.run(&["memories", "export"]);
+    let doc: serde_json::Value = serde_json::from_slice(&export.stdout).unwrap();
+    let id = doc["facts"][0]["id"].as_str().unwrap().to_string();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = home
+        .command(&["memories", "delete", &id[..8]])
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = home.run(&["memories", "search", "meetup"]);
+    assert!(
+        String::from_utf8_lossy(&after.stdout).contains("the meetup is on Thursdays"),
+        "kept"
+    );
+}
+
 /// The README's `ambient journal | head`, exactly as written, over a
 /// journal far longer than a pipe holds: `head` leaves after ten lines
 /// while `ambient` still writes, and the pipeline (with `pipefail`, so
