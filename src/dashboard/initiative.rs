@@ -16,6 +16,7 @@ use super::today::{message_link, said};
 use super::view::{short_time, stamp};
 use super::{Dash, Site, Who};
 use crate::commands::status;
+use crate::console::markup::readable;
 use crate::discovery::Origin;
 use crate::ids::GuildId;
 use crate::initiative::pending::PendingThought;
@@ -151,8 +152,8 @@ fn line(site: &Site, e: &Entry, now: DateTime<Utc>) -> Line {
     Line {
         at: short_time(e.at, now),
         at_full: stamp(e.at),
-        summary: e.summary.clone(),
-        why: e.reason.clone(),
+        summary: readable(&e.summary, &site.store),
+        why: readable(&e.reason, &site.store),
         said: said(site, e),
         link: message_link(e),
     }
