@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, anyhow};
 
+use super::out::outln;
 use crate::dashboard::{self, Site};
 use crate::settings::{DashboardSettings, Secrets};
 
@@ -44,10 +45,17 @@ pub async fn dashboard(
     // Listening for the stop before saying where it serves: whoever reads the
     // address may stop it at once.
     let signalled = crate::discord::wait_for_signal();
-    for line in served.announce() {
-        println!("{line}");
+    // The dashboard serves whether or not anyone reads where: a reader gone
+    // (`ambient dashboard | head -1`) must not stop it. The token, if this
+    // was its one showing, can be made again with --new-token.
+    let mut said = served.announce();
+    said.push("Ctrl-C stops it.".into());
+    for line in said {
+        if let Err(e) = outln!("{line}") {
+            tracing::warn!(error = %e, "the dashboard's address was not shown");
+            break;
+        }
     }
-    println!("Ctrl-C stops it.");
     signalled.await;
     served.stop().await;
     Ok(ExitCode::SUCCESS)

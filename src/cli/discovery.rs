@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use anyhow::anyhow;
 
+use super::out::outln;
 use crate::clock::SystemClock;
 use crate::discovery::sources::{SourceKind, SourceSpec};
 use crate::discovery::{Discovery, curation, fetch_items};
@@ -48,7 +49,7 @@ pub async fn fetch(
     .await
     .map_err(|e| anyhow!("{url}: {e}"))?;
     if items.is_empty() {
-        println!("{url}: no items");
+        outln!("{url}: no items")?;
     }
     for item in &items {
         let when = item
@@ -59,12 +60,12 @@ pub async fn fetch(
             .media
             .map(|m| format!(" [{}]", m.as_str()))
             .unwrap_or_default();
-        println!("{when}  {}{media}\n    {}", item.title, item.url);
+        outln!("{when}  {}{media}\n    {}", item.title, item.url)?;
         if !item.summary.is_empty() {
-            println!("    {}", item.summary.chars().take(200).collect::<String>());
+            outln!("    {}", item.summary.chars().take(200).collect::<String>())?;
         }
     }
-    println!("{} item(s) from {url}", items.len());
+    outln!("{} item(s) from {url}", items.len())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -85,12 +86,12 @@ pub fn list(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
     );
     let guilds = store.known_guilds()?;
     if guilds.is_empty() {
-        println!("The bot has not seen any server yet.");
+        outln!("The bot has not seen any server yet.")?;
     }
     for (guild, name) in guilds {
-        println!("{name} ({guild}):");
+        outln!("{name} ({guild}):")?;
         for line in curation::list(&discovery, guild).lines() {
-            println!("  {line}");
+            outln!("  {line}")?;
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::anyhow;
 
+use super::out::outln;
 use crate::journal::stream;
 
 pub fn log(settings: Option<&Path>, limit: usize, cycle: Option<i64>) -> anyhow::Result<ExitCode> {
@@ -14,7 +15,7 @@ pub fn log(settings: Option<&Path>, limit: usize, cycle: Option<i64>) -> anyhow:
     // The shared text ends without a newline when it is one line (Discord
     // wants none); a terminal prompt must not land after it.
     let text = crate::commands::garden::log(&store, limit, cycle, cycle.is_some());
-    println!("{}", text.trim_end_matches('\n'));
+    outln!("{}", text.trim_end_matches('\n'))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -42,10 +43,10 @@ pub fn context(
         .unwrap_or(chrono_tz::Tz::UTC);
     let events = stream::read(&store, guild, start, &kinds, 10_000)?;
     if events.is_empty() {
-        println!("nothing in the context stream of that server in that window");
+        outln!("nothing in the context stream of that server in that window")?;
     }
     for e in &events {
-        println!("{}", stream::line(e, tz));
+        outln!("{}", stream::line(e, tz))?;
     }
     Ok(ExitCode::SUCCESS)
 }

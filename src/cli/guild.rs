@@ -6,12 +6,13 @@
 //! written through the reflexes' path guard, and the checks that need the
 //! settings: the data lock and the shard plan.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, anyhow, bail};
 
+use super::out::outln;
 use crate::ids::GuildId;
 use crate::reflexes::state::{MAX_FILE_BYTES, StateDir};
 use crate::settings::shards::shard_of;
@@ -45,11 +46,8 @@ pub fn export(settings: Option<&Path>, guild: &str) -> anyhow::Result<ExitCode> 
         bail!("this data directory holds no rows of server {guild}; nothing was exported");
     }
     let files = read_files(Path::new(&settings.storage.data_dir), guild)?;
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
     let now = chrono::Utc::now().timestamp_millis();
-    let counts = store.export_guild(guild, &files, now, &mut out)?;
-    out.flush()?;
+    let counts = super::out::stream(|out| store.export_guild(guild, &files, now, out))?;
     eprintln!(
         "Exported server {guild}: {}; {} state file(s).",
         guild_io::describe(&counts),
@@ -149,11 +147,11 @@ pub fn import(
             staged.display()
         )
     })?;
-    println!(
+    outln!(
         "Imported server {guild}: {}; {} state file(s).",
         guild_io::describe(&counts),
         doc.files.len()
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -296,7 +294,7 @@ pub fn remove(settings: Option<&Path>, guild: &str, yes: bool) -> anyhow::Result
         .map(|n| format!("state/{n}/{guild}/"))
         .collect();
     if rows.is_empty() && folders.is_empty() {
-        println!("This data directory holds nothing of server {guild}.");
+        outln!("This data directory holds nothing of server {guild}.")?;
         return Ok(ExitCode::SUCCESS);
     }
     let what = format!(
@@ -309,10 +307,10 @@ pub fn remove(settings: Option<&Path>, guild: &str, yes: bool) -> anyhow::Result
         }
     );
     if !yes {
-        println!(
+        outln!(
             "Would remove server {guild}: {what}.\nNothing removed: add --yes to remove it \
              (after importing it where it moves: `ambient guild export {guild} > {guild}.json`)."
-        );
+        )?;
         return Ok(ExitCode::FAILURE);
     }
     store.remove_guild(guild)?;
@@ -323,6 +321,6 @@ pub fn remove(settings: Option<&Path>, guild: &str, yes: bool) -> anyhow::Result
                 .with_context(|| format!("cannot remove {}", dir.display()))?;
         }
     }
-    println!("Removed server {guild}: {what}.");
+    outln!("Removed server {guild}: {what}.")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use anyhow::{Context as _, anyhow};
 use serde_json::json;
 
+use super::out::outln;
 use crate::ids::GuildId;
 use crate::journal::{Filter, Kind, format_line};
 use crate::store::Store;
@@ -33,12 +34,12 @@ pub fn journal(
     let store = open_existing(&loaded.settings.storage.data_dir)?;
     let entries = store.journal_query(&filter)?;
     if entries.is_empty() && !as_json {
-        println!("The journal has no entries since {since}.");
+        outln!("The journal has no entries since {since}.")?;
     }
     for e in &entries {
         let channel = e.channel.and_then(|c| store.channel_name(c).ok().flatten());
         if as_json {
-            println!(
+            outln!(
                 "{}",
                 json!({
                     "id": e.id,
@@ -54,9 +55,9 @@ pub fn journal(
                     "salience": e.salience,
                     "data": e.data,
                 })
-            );
+            )?;
         } else {
-            println!("{}", format_line(e, channel.as_deref()));
+            outln!("{}", format_line(e, channel.as_deref()))?;
         }
     }
     Ok(ExitCode::SUCCESS)

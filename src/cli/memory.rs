@@ -1,13 +1,14 @@
 //! `ambient remember` and `ambient memories …`: the seed's memory verbs for
 //! the operator, over the same store the bot uses.
 
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context as _, anyhow, bail};
 
+use super::out::{OutputError, outln};
 use crate::clock::{Chance, SystemClock};
 use crate::executive::{Executive, Prompts};
 use crate::ids::{ChannelId, GuildId};
@@ -150,7 +151,7 @@ pub async fn remember(
     };
     let fact = manual(scope, kind, importance, text, None, ctx.memory.now());
     let stored = ctx.memory.remember(fact, None).map_err(|e| anyhow!(e))?;
-    println!("{}", stored.describe());
+    outln!("{}", stored.describe())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -190,10 +191,10 @@ pub async fn list(settings: Option<&Path>, a: ListArgs<'_>) -> anyhow::Result<Ex
     };
     let facts = ctx.store.list_facts(&filter)?;
     if facts.is_empty() {
-        println!("No memories match.");
+        outln!("No memories match.")?;
     }
     for f in &facts {
-        println!("{}", line(f, &ctx.store));
+        outln!("{}", line(f, &ctx.store))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -217,10 +218,10 @@ pub async fn search(
     found.sort_by(|a, b| b.score.total_cmp(&a.score));
     found.truncate(limit);
     if found.is_empty() {
-        println!("Nothing remembered about {query:?}.");
+        outln!("Nothing remembered about {query:?}.")?;
     }
     for s in &found {
-        println!("{:>7.3}  {}", s.score, line(&s.fact, &ctx.store));
+        outln!("{:>7.3}  {}", s.score, line(&s.fact, &ctx.store))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -229,16 +230,16 @@ pub async fn stats(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
     let ctx = open(settings).await?;
     let (counts, range, inactive) = ctx.store.fact_stats()?;
     let total: u64 = counts.iter().map(|(_, _, n)| n).sum();
-    println!("{total} active memories ({inactive} superseded or archived)");
+    outln!("{total} active memories ({inactive} superseded or archived)")?;
     for (kind, importance, n) in &counts {
-        println!("  {kind:<18} {importance:<6} {n}");
+        outln!("  {kind:<18} {importance:<6} {n}")?;
     }
     if let Some((first, last)) = range {
-        println!(
+        outln!(
             "from {} to {}",
             first.format("%Y-%m-%d"),
             last.format("%Y-%m-%d")
-        );
+        )?;
     }
     let db = ctx.data_dir.join(crate::store::DB_FILE);
     let size: u64 = ["", "-wal", "-shm"]
@@ -246,11 +247,11 @@ pub async fn stats(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
         .filter_map(|s| std::fs::metadata(format!("{}{s}", db.display())).ok())
         .map(|m| m.len())
         .sum();
-    println!(
+    outln!(
         "database on disk: {:.1} MB ({})",
         size as f64 / 1_000_000.0,
         db.display()
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -278,17 +279,20 @@ pub async fn delete(
     let ctx = open(settings).await?;
     let f = one(&ctx.store, prefix)?;
     if !force {
-        print!("Delete {}? [y/N] ", line(&f, &ctx.store));
-        std::io::stdout().flush()?;
+        match super::out::prompt(format_args!("Delete {}? [y/N] ", line(&f, &ctx.store))) {
+            // A question nobody can read is not a yes: nothing is deleted.
+            Err(OutputError::Closed) => return Ok(ExitCode::FAILURE),
+            asked => asked?,
+        }
         let mut answer = String::new();
         std::io::stdin().lock().read_line(&mut answer)?;
         if !answer.trim().eq_ignore_ascii_case("y") {
-            println!("Kept.");
+            outln!("Kept.")?;
             return Ok(ExitCode::FAILURE);
         }
     }
     ctx.store.delete_fact(&f.id)?;
-    println!("Deleted {}.", f.short_id());
+    outln!("Deleted {}.", f.short_id())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -311,7 +315,7 @@ pub async fn edit(
     f.content = new.trim().to_string();
     f.updated_at = ctx.memory.now();
     ctx.store.save_facts(&[], &[&f])?;
-    println!("{}", line(&f, &ctx.store));
+    outln!("{}", line(&f, &ctx.store))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -357,7 +361,7 @@ pub async fn export(
     } else {
         serde_json::to_string(&doc)?
     };
-    println!("{text}");
+    outln!("{text}")?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -368,6 +372,6 @@ pub async fn import(settings: Option<&Path>, file: &Path) -> anyhow::Result<Exit
         .map_err(|e| anyhow!("{}: {e}; nothing was imported", file.display()))?;
     let ctx = open(settings).await?;
     let (inserted, skipped) = ctx.store.import_facts(&facts)?;
-    println!("Imported {inserted} memories ({skipped} already present, skipped).");
+    outln!("Imported {inserted} memories ({skipped} already present, skipped).")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -2,6 +2,8 @@
 //!
 //! Each verb family has its own file; each stays thin and calls into the
 //! core. Exit codes: 0 success, 1 failure (bad settings, errors), 2 usage.
+//! A verb whose standard output is closed by its reader (`ambient journal |
+//! head`) stops there, quietly, with 0 (see `out`).
 
 mod console;
 mod dashboard;
@@ -10,6 +12,7 @@ mod garden;
 mod guild;
 mod journal;
 mod memory;
+pub(crate) mod out;
 mod reflexes;
 mod replay;
 mod run;
@@ -370,9 +373,18 @@ pub fn init_logging(cli: &Cli) {
         .try_init();
 }
 
+/// Runs the verb `cli` names. One whose reader went away has done what was
+/// asked of it: it ends with success and says nothing.
+pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    match verb(cli).await {
+        Err(e) if out::closed(&e) => Ok(ExitCode::SUCCESS),
+        ran => ran,
+    }
+}
+
 // Whole on purpose: one flat arm per verb, each handing its flags to the
 // verb's module; split, the table of what `ambient` can do would be in pieces.
-pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+async fn verb(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run {
             no_watch,
@@ -390,7 +402,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             channel,
             user,
         } => console::console(cli.settings.as_deref(), json, channel, user).await,
-        Command::Settings { command } => Ok(settings_verb(cli.settings.as_deref(), command)),
+        Command::Settings { command } => settings_verb(cli.settings.as_deref(), command),
         Command::Journal {
             since,
             kinds,
@@ -482,12 +494,15 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 /// `ambient settings check | example`.
-fn settings_verb(s: Option<&std::path::Path>, command: SettingsCommand) -> ExitCode {
+fn settings_verb(
+    s: Option<&std::path::Path>,
+    command: SettingsCommand,
+) -> anyhow::Result<ExitCode> {
     match command {
         SettingsCommand::Check { file } => settings::check(file.as_deref().or(s)),
         SettingsCommand::Example => {
-            print!("{}", crate::settings::example_json());
-            ExitCode::SUCCESS
+            out::outln!("{}", crate::settings::example_json().trim_end_matches('\n'))?;
+            Ok(ExitCode::SUCCESS)
         }
     }
 }

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use super::out::{OutputError, outln};
 use crate::reflexes;
 use crate::store::impulses::ReflexStats;
 
@@ -20,27 +21,30 @@ pub fn check(settings: Option<&Path>, dir: Option<&Path>) -> anyhow::Result<Exit
     let files = if dir.is_dir() {
         reflexes::read_dir(&dir)?
     } else {
-        println!(
+        outln!(
             "{} does not exist: checking the built-in defaults",
             dir.display()
-        );
+        )?;
         reflexes::built_in()
     };
     let (good, problems) = reflexes::parse_all(&files);
     for r in &good {
-        println!(
+        outln!(
             "ok   {:<24} level {} priority {:>3}  {}",
-            r.name, r.level, r.priority, r.description
-        );
+            r.name,
+            r.level,
+            r.priority,
+            r.description
+        )?;
     }
     for p in &problems {
-        println!("FAIL {p}");
+        outln!("FAIL {p}")?;
     }
-    println!(
+    outln!(
         "{} reflex(es) ok, {} problem(s)",
         good.len(),
         problems.len()
-    );
+    )?;
     Ok(if problems.is_empty() {
         ExitCode::SUCCESS
     } else {
@@ -65,14 +69,20 @@ pub fn stats(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
         });
     }
     let disabled = store.disabled_reflexes()?;
-    println!(
+    outln!(
         "{:<28} {:>6} {:>9} {:>6} {:>6} {:>9} {:>10}",
-        "reflex", "fired", "succeeded", "failed", "passed", "escalated", "mean ms"
-    );
+        "reflex",
+        "fired",
+        "succeeded",
+        "failed",
+        "passed",
+        "escalated",
+        "mean ms"
+    )?;
     let mut sorted: Vec<&ReflexStats> = rows.values().collect();
     sorted.sort_by(|a, b| b.fired.cmp(&a.fired).then(a.name.cmp(&b.name)));
     for s in sorted {
-        print_row(s, &disabled);
+        print_row(s, &disabled)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -117,7 +127,10 @@ fn defined(settings: &crate::settings::Settings) -> Vec<String> {
 }
 
 /// One reflex's line of the table, with where it is disabled and why.
-fn print_row(s: &ReflexStats, disabled: &[(Option<crate::ids::GuildId>, String, String)]) {
+fn print_row(
+    s: &ReflexStats,
+    disabled: &[(Option<crate::ids::GuildId>, String, String)],
+) -> Result<(), OutputError> {
     let mean = if s.fired == 0 {
         "-".to_string()
     } else {
@@ -138,7 +151,7 @@ fn print_row(s: &ReflexStats, disabled: &[(Option<crate::ids::GuildId>, String, 
             None => format!(" (disabled: {why})"),
         })
         .collect();
-    println!(
+    outln!(
         "{:<28} {:>6} {:>9} {:>6} {:>6} {:>9} {:>10}{}",
         s.name,
         s.fired,
@@ -148,7 +161,7 @@ fn print_row(s: &ReflexStats, disabled: &[(Option<crate::ids::GuildId>, String, 
         s.escalated,
         mean,
         off.join("")
-    );
+    )
 }
 
 /// Disables (or enables again) a reflex everywhere; the running bot picks it up on its next start.
@@ -162,11 +175,11 @@ pub fn set_disabled(
     let store = super::journal::open_existing(&loaded.settings.storage.data_dir)?;
     if disabled {
         store.disable_reflex(None, name, reason, chrono::Utc::now())?;
-        println!("disabled the reflex {name} everywhere");
+        outln!("disabled the reflex {name} everywhere")?;
     } else if store.enable_reflex(None, name)? {
-        println!("enabled the reflex {name} again");
+        outln!("enabled the reflex {name} again")?;
     } else {
-        println!("the reflex {name} was not disabled");
+        outln!("the reflex {name} was not disabled")?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -4,16 +4,17 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use super::out::outln;
 use crate::settings::check::check as check_file;
 use crate::settings::validate::defaults_tree;
 use crate::settings::{SettingsSource, paths};
 
 pub(super) use crate::settings::check::MAX_SHOWN;
 
-pub fn check(file: Option<&Path>) -> ExitCode {
+pub fn check(file: Option<&Path>) -> anyhow::Result<ExitCode> {
     let checked = check_file(file);
     for w in &checked.warnings {
-        println!("{w}");
+        outln!("{w}")?;
     }
     let Some(loaded) = checked
         .loaded
@@ -21,19 +22,19 @@ pub fn check(file: Option<&Path>) -> ExitCode {
         .filter(|_| checked.problems.is_empty())
     else {
         for line in checked.shown_problems() {
-            println!("{line}");
+            outln!("{line}")?;
         }
         if checked.loaded.is_some() {
-            println!("{} problem(s) found", checked.problems.len());
+            outln!("{} problem(s) found", checked.problems.len())?;
         }
-        return ExitCode::FAILURE;
+        return Ok(ExitCode::FAILURE);
     };
     let count = paths::leaf_paths(&defaults_tree()).len();
     match &loaded.source {
-        SettingsSource::File(p) => println!("{}: OK ({count} settings known)", p.display()),
+        SettingsSource::File(p) => outln!("{}: OK ({count} settings known)", p.display())?,
         SettingsSource::Defaults => {
-            println!("no settings.json here: the built-in defaults apply, and they are valid")
+            outln!("no settings.json here: the built-in defaults apply, and they are valid")?
         }
     }
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }

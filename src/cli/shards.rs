@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use anyhow::{Context as _, bail};
 use serde_json::json;
 
+use super::out::{OutputError, outln};
 use crate::settings::shards::{MAX_TOTAL_SHARDS, ShardRange, Shards, shard_of};
 use crate::store::Store;
 
@@ -61,18 +62,22 @@ pub fn plan(
             "shards": range.map(|p| p.range.to_string()),
             "guilds": list,
         });
-        println!("{doc}");
+        outln!("{doc}")?;
         return Ok(ExitCode::SUCCESS);
     }
-    print_plan(&rows, total, range);
+    print_plan(&rows, total, range)?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_plan(rows: &[(String, String, u32, bool)], total: u32, range: Option<Shards>) {
-    println!(
+fn print_plan(
+    rows: &[(String, String, u32, bool)],
+    total: u32,
+    range: Option<Shards>,
+) -> Result<(), OutputError> {
+    outln!(
         "{} server(s) in this data directory, over {total} shard(s):",
         rows.len()
-    );
+    )?;
     let id_w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0).max(5);
     let name_w = rows
         .iter()
@@ -80,26 +85,27 @@ fn print_plan(rows: &[(String, String, u32, bool)], total: u32, range: Option<Sh
         .max()
         .unwrap_or(0)
         .max(4);
-    println!("  {:<id_w$}  {:<name_w$}  shard", "guild", "name");
+    outln!("  {:<id_w$}  {:<name_w$}  shard", "guild", "name")?;
     for (id, name, shard, moves) in rows {
         let verdict = match range {
             None => String::new(),
             Some(_) if *moves => format!("  moves to shard {shard}'s process"),
             Some(_) => "  stays".into(),
         };
-        println!("  {id:<id_w$}  {name:<name_w$}  {shard:<5}{verdict}");
+        outln!("  {id:<id_w$}  {name:<name_w$}  {shard:<5}{verdict}")?;
     }
     if let Some(plan) = range {
         let moving: Vec<&String> = rows.iter().filter(|r| r.3).map(|r| &r.0).collect();
         if moving.is_empty() {
-            println!("Nothing moves: {plan} owns every server here.");
+            outln!("Nothing moves: {plan} owns every server here.")?;
         } else {
-            println!(
+            outln!(
                 "{} server(s) must move out before {plan} runs here: for each, \
                  `ambient guild export GUILD > GUILD.json`, `ambient guild import GUILD.json` on the \
                  owner's data directory, then `ambient guild remove GUILD --yes` here.",
                 moving.len()
-            );
+            )?;
         }
     }
+    Ok(())
 }

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use super::out::outln;
 use crate::clock::{Chance, SystemClock};
 use crate::commands::status;
 use crate::executive::{Executive, Prompts};
@@ -34,12 +35,12 @@ pub async fn status(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
         None,
     )
     .await;
-    println!(
+    outln!(
         "ambient {} — settings from {}, data in {}",
         env!("CARGO_PKG_VERSION"),
         loaded.source,
         data_dir.display()
-    );
+    )?;
     let sources = status::Sources {
         store: &store,
         settings: &service,
@@ -49,7 +50,7 @@ pub async fn status(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
         running: None,
     };
     for line in status::widget(&sources, None) {
-        println!("{line}");
+        outln!("{line}")?;
     }
     Ok(ExitCode::SUCCESS)
 }

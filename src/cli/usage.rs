@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use anyhow::anyhow;
 use serde_json::json;
 
+use super::out::outln;
 use crate::executive::Role;
 use crate::store::usage::UsageFilter;
 
@@ -39,7 +40,7 @@ pub fn usage(
     let records = store.usage_list(&filter, None)?;
     if as_json {
         for r in &records {
-            println!(
+            outln!(
                 "{}",
                 json!({
                     "id": r.id, "at": r.at.to_rfc3339(), "role": r.role, "source": r.source,
@@ -47,18 +48,24 @@ pub fn usage(
                     "pay_per_token": r.pay_per_token, "tokens_in": r.tokens_in, "tokens_out": r.tokens_out,
                     "latency_ms": r.latency_ms, "outcome": r.outcome, "detail": r.detail,
                 })
-            );
+            )?;
         }
         return Ok(ExitCode::SUCCESS);
     }
     if records.is_empty() {
-        println!("No model calls since {since}.");
+        outln!("No model calls since {since}.")?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "{:<19}  {:<7}  {:<7}  {:<28}  {:>8}  {:>8}  {:>7}  outcome",
-        "time", "role", "source", "provider:model", "in", "out", "ms"
-    );
+        "time",
+        "role",
+        "source",
+        "provider:model",
+        "in",
+        "out",
+        "ms"
+    )?;
     for r in &records {
         let mut line = format!(
             "{:<19}  {:<7}  {:<7}  {:<28}  {:>8}  {:>8}  {:>7}  {}",
@@ -74,16 +81,16 @@ pub fn usage(
         if !r.detail.is_empty() {
             line.push_str(&format!(" — {}", r.detail));
         }
-        println!("{line}");
+        outln!("{line}")?;
     }
     let (tin, tout): (u64, u64) = records
         .iter()
         .map(|r| (r.tokens_in, r.tokens_out))
         .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
     let ok = records.iter().filter(|r| r.outcome == "ok").count();
-    println!(
+    outln!(
         "{} calls ({ok} ok), {tin} tokens in, {tout} tokens out",
         records.len()
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }

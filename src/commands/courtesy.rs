@@ -170,8 +170,10 @@ fn words() -> String {
         .join(", ")
 }
 
-/// The console's `/ambient …`: `hush [DURATION] [#channel|server]`,
-/// `unhush [#channel|server]`, `me [BOUNDARY [on|off]]`.
+/// The console's `/ambient …` courtesy verbs: `hush [DURATION]
+/// [#channel|server]`, `unhush [#channel|server]`, `me [BOUNDARY [on|off]]`
+/// (the console answers `why`, `status` and `garden` itself); anything
+/// else gets the usage of every `/ambient` verb.
 pub fn run_text(app: &App, who: &Asker, rest: &str) -> String {
     let (verb, args) = rest.trim().split_once(' ').unwrap_or((rest.trim(), ""));
     match verb {
@@ -184,7 +186,7 @@ pub fn run_text(app: &App, who: &Asker, rest: &str) -> String {
             let mut words = args.split_whitespace();
             me(app, who, words.next().unwrap_or(""), words.next().unwrap_or(""))
         }
-        _ => "usage: /ambient hush [DURATION] [#channel|server], /ambient unhush [#channel|server], /ambient me [BOUNDARY on|off]".into(),
+        _ => "usage: /ambient why [MESSAGE-ID], /ambient status, /ambient garden, /ambient hush [DURATION] [#channel|server], /ambient unhush [#channel|server], /ambient me [BOUNDARY on|off]".into(),
     }
 }
 

@@ -9,8 +9,10 @@
 //! transport differs. `/wait 5m` moves the console's clock forward tick by
 //! tick, so initiative posts and reminders can be seen without waiting.
 //! Input may be piped: at end of input the console finishes the work in
-//! flight and exits 0; a line that is not UTF-8 is skipped with a notice.
+//! flight and exits 0; a line that is not UTF-8 is skipped with a notice,
+//! and one longer than 64 KiB is cut at a character boundary, with a notice.
 
+pub(crate) mod markup;
 pub(crate) mod transport;
 
 use std::sync::Arc;
@@ -26,7 +28,7 @@ use crate::attention::{
 use crate::clock::ShiftedClock;
 use crate::commands;
 use crate::ids::{ChannelId, GuildId, MessageId, UserId, next_snowflake, stable_id};
-use crate::journal::{self, Filter};
+use crate::journal::{self, Filter, Kind};
 use crate::senses::Perceived;
 use crate::store::messages::{Source, StoredMessage};
 pub use transport::{ConsoleOut, ConsoleTransport};
@@ -74,12 +76,22 @@ pub async fn run(app: Arc<App>, out: Arc<ConsoleOut>, options: Options) -> anyho
     loop {
         tokio::select! {
             line = lines.recv() => match line {
-                Some(Ok(line)) => {
-                    if session.line(&line).await? == Flow::Quit {
+                Some(Input::Line { text, cut: Some(number) }) => {
+                    session.out.notice(&format!(
+                        "line {number} is longer than {} KiB: only its first {} characters are read",
+                        MAX_LINE_BYTES / 1024,
+                        text.chars().count()
+                    ));
+                    if session.line(&text).await? == Flow::Quit {
                         break;
                     }
                 }
-                Some(Err(number)) => session.out.notice(&format!(
+                Some(Input::Line { text, cut: None }) => {
+                    if session.line(&text).await? == Flow::Quit {
+                        break;
+                    }
+                }
+                Some(Input::NotUtf8(number)) => session.out.notice(&format!(
                     "line {number} skipped: it is not valid UTF-8 text"
                 )),
                 None => break,
@@ -95,18 +107,26 @@ pub async fn run(app: Arc<App>, out: Arc<ConsoleOut>, options: Options) -> anyho
 /// dropped (a Discord message is at most 4,000 characters with Nitro).
 const MAX_LINE_BYTES: usize = 64 * 1024;
 
+/// One line of standard input, as the session takes it.
+#[derive(Debug, PartialEq, Eq)]
+enum Input {
+    /// A line's text; `cut` is its (1-based) number when it was longer than
+    /// [`MAX_LINE_BYTES`] and only its start is here.
+    Line { text: String, cut: Option<usize> },
+    /// The number of a line that was not UTF-8.
+    NotUtf8(usize),
+}
+
 /// Stdin on its own thread: a blocking read cannot be cancelled, and a
-/// detached thread never holds up shutdown. Each line is its text, or the
-/// (1-based) number of a line that was not UTF-8.
-fn stdin_lines() -> mpsc::Receiver<Result<String, usize>> {
+/// detached thread never holds up shutdown.
+fn stdin_lines() -> mpsc::Receiver<Input> {
     let (tx, rx) = mpsc::channel(64);
     std::thread::spawn(move || {
         let mut input = std::io::stdin().lock();
         let mut number = 0;
-        while let Some(bytes) = read_line(&mut input) {
+        while let Some((bytes, cut)) = read_line(&mut input) {
             number += 1;
-            let line = String::from_utf8(bytes).map_err(|_| number);
-            if tx.blocking_send(line).is_err() {
+            if tx.blocking_send(decode(bytes, cut, number)).is_err() {
                 break;
             }
         }
@@ -114,8 +134,28 @@ fn stdin_lines() -> mpsc::Receiver<Result<String, usize>> {
     rx
 }
 
-/// One line without its ending, at most [`MAX_LINE_BYTES`]; `None` at end of input.
-fn read_line<R: std::io::BufRead>(input: &mut R) -> Option<Vec<u8>> {
+/// A line's bytes as text. A line cut at [`MAX_LINE_BYTES`] may end inside
+/// a character: that partial character goes, not the whole line.
+fn decode(mut bytes: Vec<u8>, cut: bool, number: usize) -> Input {
+    if cut
+        && let Err(e) = std::str::from_utf8(&bytes)
+        // No error length: the bytes end in the middle of a character.
+        && e.error_len().is_none()
+    {
+        bytes.truncate(e.valid_up_to());
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) => Input::Line {
+            text,
+            cut: cut.then_some(number),
+        },
+        Err(_) => Input::NotUtf8(number),
+    }
+}
+
+/// One line without its ending, at most [`MAX_LINE_BYTES`], and whether it
+/// was longer (its rest is read and dropped); `None` at end of input.
+fn read_line<R: std::io::BufRead>(input: &mut R) -> Option<(Vec<u8>, bool)> {
     use std::io::{BufRead, Read};
     let mut line = Vec::new();
     let read = BufRead::read_until(
@@ -127,15 +167,24 @@ fn read_line<R: std::io::BufRead>(input: &mut R) -> Option<Vec<u8>> {
     if read == 0 {
         return None;
     }
-    if line.last() != Some(&b'\n') && line.len() == MAX_LINE_BYTES {
+    let cut = line.last() != Some(&b'\n') && line.len() == MAX_LINE_BYTES;
+    if cut {
         let mut rest = Vec::new();
         // Drop the rest of an over-long line; an error here ends input like any read error.
         input.read_until(b'\n', &mut rest).ok()?;
+        // A line of exactly the limit, then its ending, was not cut after all.
+        if rest.iter().all(|b| matches!(b, b'\n' | b'\r')) {
+            return Some((trimmed(line), false));
+        }
     }
+    Some((trimmed(line), cut))
+}
+
+fn trimmed(mut line: Vec<u8>) -> Vec<u8> {
     while matches!(line.last(), Some(b'\n' | b'\r')) {
         line.pop();
     }
-    Some(line)
+    line
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -253,8 +302,9 @@ impl Session {
             Perceived::Invisible(why) => {
                 self.out.notice(&format!("the bot cannot see that: {why}"))
             }
+            // The id is how a person asks about the line later (`/ambient why ID`).
             Perceived::Stored { .. } => self.out.emit(
-                "",
+                &format!("· stored as message {id}"),
                 json!({"event": "stored", "id": id.to_string(), "channel": self.channel}),
             ),
         }
@@ -276,15 +326,12 @@ impl Session {
                     self.out.notice(&format!("you are now {rest}"));
                 }
             }
-            "journal" => self.print_journal(rest),
+            "journal" => self.print_journal(rest).await,
             "channels" => self.print_channels(),
             "wait" => self.wait(rest).await,
-            "status" => {
-                let src = commands::status::Sources::of(&self.app);
-                for line in commands::status::widget(&src, Some(guild_id())) {
-                    self.out.notice(&line);
-                }
-            }
+            // `/ambient status`, as in Discord; `/status` is its short form.
+            "status" => self.print_status(),
+            "ambient" if rest == "status" => self.print_status(),
             other => match self.shared(other, rest).await {
                 Some(text) => self.out.notice(&text),
                 None => self.out.notice(&format!(
@@ -318,14 +365,15 @@ impl Session {
             "task" | "schedule" | "idea" => {
                 commands::impulses::run_text(&self.app, &self.asker(), verb, rest)
             }
-            "why" => commands::why::why(
-                &self.app,
-                Some(guild_id()),
-                channel_id(&self.channel),
-                Some(rest),
-            ),
+            // `/ambient why` and `/ambient garden`, as in Discord; `/why` and
+            // `/garden` are their short forms.
+            "ambient" => match rest.split_once(' ').unwrap_or((rest, "")) {
+                ("why", target) => self.why(target).await,
+                ("garden", _) => self.app.garden.request(guild_id(), &self.user.name),
+                _ => commands::courtesy::run_text(&self.app, &self.asker(), rest),
+            },
+            "why" => self.why(rest).await,
             "garden" => self.app.garden.request(guild_id(), &self.user.name),
-            "ambient" => commands::courtesy::run_text(&self.app, &self.asker(), rest),
             // The operator at the console owns the bot: the file is theirs to reload.
             "settings" if rest == "reload" => {
                 commands::settings::reload(&self.app, &self.user.name).await
@@ -340,6 +388,29 @@ impl Session {
             _ => return None,
         };
         Some(text)
+    }
+
+    /// `/ambient why [MESSAGE-ID]`: the ids are the ones the console shows
+    /// (`stored as message …`, `(id …)` after the bot's words). The bot
+    /// finishes what it is doing first: its words are printed as they are
+    /// sent, a moment before they are stored under the id shown, and a
+    /// decision still being made has no reasons written yet.
+    async fn why(&self, target: &str) -> String {
+        self.app.spine.drain().await;
+        let why = commands::why::why(
+            &self.app,
+            Some(guild_id()),
+            channel_id(&self.channel),
+            Some(target),
+        );
+        markup::readable(&why, &self.app.store)
+    }
+
+    fn print_status(&self) {
+        let src = commands::status::Sources::of(&self.app);
+        for line in commands::status::widget(&src, Some(guild_id())) {
+            self.out.notice(&line);
+        }
     }
 
     /// The operator at the console may do everything a server manager may.
@@ -426,6 +497,7 @@ impl Session {
                 .tick_seconds
                 .max(1),
         );
+        let started = self.app.clock.now();
         let mut left = total;
         while left > chrono::Duration::zero() {
             let step = left.min(chrono::Duration::seconds(tick));
@@ -443,6 +515,46 @@ impl Session {
             ),
             json!({"event": "waited", "seconds": total.num_seconds(), "now": now.to_rfc3339()}),
         );
+        self.say_unposted(started);
+    }
+
+    /// Each time the initiative looked for something to say during a
+    /// `/wait` and posted nothing — the model answered without a decision,
+    /// it chose to stay quiet, it held a thought — said in a line with the
+    /// journal's reason: a post shows itself, silence would not.
+    fn say_unposted(&self, since: chrono::DateTime<chrono::Utc>) {
+        let filter = Filter {
+            since: Some(since),
+            kinds: vec![Kind::InitiativeSkip],
+            guild: Some(guild_id()),
+            ..Default::default()
+        };
+        let entries = match self.app.journal.query(&filter) {
+            Ok(entries) => entries,
+            Err(e) => return self.out.notice(&format!("cannot read the journal: {e}")),
+        };
+        let tz = self.app.settings.for_guild(Some(guild_id())).zone();
+        for e in entries {
+            // The initiative's own words for its two commonest endings, made
+            // plain; any other ending is said as the journal has it.
+            let what = match e.summary.as_str() {
+                "no decision" | "no usable decision" => {
+                    "the model answered without a decision (post, hold or drop)"
+                }
+                "stayed quiet" => "it decided to stay quiet",
+                other => other,
+            };
+            let why = if e.reason.is_empty() {
+                String::new()
+            } else {
+                format!(" — {}", e.reason)
+            };
+            self.out.notice(&format!(
+                "{} the bot looked for something to say, and nothing was posted: {what}{why}. \
+                 /journal shows each step.",
+                e.at.with_timezone(&tz).format("%H:%M")
+            ));
+        }
     }
 
     /// How long until the wall clock next reads `hh:mm` in the guild's zone.
@@ -459,7 +571,10 @@ impl Session {
             .map(|at| at - now)
     }
 
-    fn print_journal(&self, since: &str) {
+    /// `/journal [SINCE]`, once the bot has finished what it is doing (a
+    /// decision in flight has not been written down yet).
+    async fn print_journal(&self, since: &str) {
+        self.app.spine.drain().await;
         let now = self.app.clock.now();
         let since = if since.is_empty() { "1h" } else { since };
         let start = match crate::when::parse_since(since, now) {
@@ -480,7 +595,8 @@ impl Session {
                     let name = e
                         .channel
                         .and_then(|c| self.app.store.channel_name(c).ok().flatten());
-                    self.out.notice(&journal::format_line(&e, name.as_deref()));
+                    let line = journal::format_line(&e, name.as_deref());
+                    self.out.notice(&markup::readable(&line, &self.app.store));
                 }
             }
             Err(e) => self.out.notice(&format!("cannot read the journal: {e}")),
@@ -517,12 +633,15 @@ const HELP: &str = "commands:
   /channel NAME              move to #NAME
   /as NAME                   speak as someone else
   /channels                  this guild's channels with their ids and what each is open to
-  /wait DURATION             let simulated time pass, e.g. /wait 5m: ticks and reminders run
+  /wait DURATION             let simulated time pass, e.g. /wait 5m: ticks and reminders run, and each
+                             look that posted nothing is said with its reason
   /wait until HH:MM          let time pass until then in the guild's zone (guild.timezone), e.g. /wait until 23:30
   /journal [SINCE]           what the bot decided lately (default 1h; e.g. 30m, 24h)
-  /why [MESSAGE-ID]          why the bot said (or did not say) something
-  /status                    what the bot is up to here: garden, budget, models, initiative
-  /garden                    tend this guild's memory now (still within the budget)
+  /ambient why [MESSAGE-ID]  why the bot said (or did not say) something: the ids are shown after
+                             your lines (stored as message …) and the bot's words (id …);
+                             without one, its latest decisions here (short: /why)
+  /ambient status            what the bot is up to here: garden, budget, models, initiative (short: /status)
+  /ambient garden            tend this guild's memory now, still within the budget (short: /garden)
   /ambient hush [DURATION] [#channel|server]   no unprompted messages there for a while (default 1h, here)
   /ambient unhush [#channel|server]            end a hush early
   /ambient me [BOUNDARY on|off]                your boundaries: no-ping, no-unprompted, no-memory, no-voice
@@ -541,3 +660,60 @@ const HELP: &str = "commands:
   /settings reload           read the settings file again and apply it if it is valid
   /quit                      finish and exit (as does Ctrl-D)
 anything else is a message; @ambient (or @ and the bot's name) addresses the bot";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(bytes: &[u8]) -> Vec<Input> {
+        let mut input = std::io::Cursor::new(bytes.to_vec());
+        let mut lines = Vec::new();
+        while let Some((line, cut)) = read_line(&mut input) {
+            lines.push(decode(line, cut, lines.len() + 1));
+        }
+        lines
+    }
+
+    #[test]
+    fn a_long_line_is_cut_between_characters_and_says_so() {
+        // 65,536 is not a multiple of 3: the limit falls inside a '€'.
+        let long = "€".repeat(30_000);
+        let lines = read(format!("{long}\nnext\n").as_bytes());
+        let Input::Line { text, cut } = &lines[0] else {
+            panic!("{:?}", &lines[0]);
+        };
+        assert_eq!(*cut, Some(1));
+        assert_eq!(text.chars().count(), MAX_LINE_BYTES / 3);
+        assert!(text.chars().all(|c| c == '€'));
+        assert_eq!(
+            lines[1],
+            Input::Line {
+                text: "next".into(),
+                cut: None
+            },
+            "the rest of the long line is dropped, the next line kept"
+        );
+    }
+
+    #[test]
+    fn a_line_of_exactly_the_limit_is_whole() {
+        let exact = "a".repeat(MAX_LINE_BYTES);
+        let lines = read(format!("{exact}\r\nnext\n").as_bytes());
+        assert_eq!(
+            lines[0],
+            Input::Line {
+                text: exact,
+                cut: None
+            }
+        );
+        assert_eq!(lines.len(), 2);
+    }
+
+    #[test]
+    fn a_long_line_that_is_not_utf8_is_still_skipped() {
+        let mut bytes = b"caf\xe9 ".to_vec();
+        bytes.extend("€".repeat(30_000).bytes());
+        bytes.push(b'\n');
+        assert_eq!(read(&bytes), vec![Input::NotUtf8(1)]);
+    }
+}

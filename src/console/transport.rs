@@ -4,7 +4,9 @@
 //! (for scripts and tests): `ready`, `stored` (a typed line was acknowledged:
 //! it is in the store), `message`, `edit` (a streamed answer growing, with
 //! the message's whole new text), `reaction`, `typing`, `notice`. In text
-//! mode an edit that only adds to a message prints what it adds.
+//! mode an edit that only adds to a message prints what it adds, each
+//! message of the bot ends with its id (`/ambient why` takes it), and
+//! mentions show names (`markup`); JSON keeps the content as sent.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -13,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::json;
 
+use super::markup::readable;
 use crate::attention::Author;
 use crate::chat::{ChatError, Delivered, Edit, Outgoing, Transport, Typing};
 use crate::clock::SharedClock;
@@ -124,7 +127,12 @@ impl Transport for ConsoleTransport {
             format!(" [attached: {}]", files.join(", "))
         };
         self.out.emit(
-            &format!("[#{name}] {}: {}{attached}", self.me.name, message.content),
+            // The id is how a person asks why it was said (`/ambient why ID`).
+            &format!(
+                "[#{name}] {}: {}{attached}  (id {id})",
+                self.me.name,
+                readable(&message.content, &self.store)
+            ),
             json!({
                 "event": "message",
                 "id": id.to_string(),
@@ -155,8 +163,16 @@ impl Transport for ConsoleTransport {
         let name = self.channel_label(channel);
         let text = match edit.content.strip_prefix(before.as_str()) {
             Some("") => String::new(),
-            Some(added) => format!("[#{name}] {} …{added}", self.me.name),
-            None => format!("[#{name}] {} (edited): {}", self.me.name, edit.content),
+            Some(added) => format!(
+                "[#{name}] {} …{}",
+                self.me.name,
+                readable(added, &self.store)
+            ),
+            None => format!(
+                "[#{name}] {} (edited): {}",
+                self.me.name,
+                readable(&edit.content, &self.store)
+            ),
         };
         self.out.emit(
             &text,

@@ -1,5 +1,5 @@
-//! Initiative, per server: the held thought and its revisions, posts in the
-//! last 24 h against the cap, the gates' recent refusals, when the engine
+//! Initiative, per server: the held thought and its revisions, posts (with
+//! their text) in the last 24 h against the cap, the gates' recent refusals, when the engine
 //! looks next (asked of the gates, as the status widget asks them), and the
 //! discovery sources with what they yielded, what was shared and how it was
 //! received, and their failures.
@@ -12,10 +12,11 @@ use axum::response::Response;
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
-use super::today::message_link;
+use super::today::{message_link, said};
 use super::view::{short_time, stamp};
 use super::{Dash, Site, Who};
 use crate::commands::status;
+use crate::console::markup::readable;
 use crate::discovery::Origin;
 use crate::ids::GuildId;
 use crate::initiative::pending::PendingThought;
@@ -50,6 +51,8 @@ struct Line {
     at_full: String,
     summary: String,
     why: String,
+    /// A post's text (none for a gate's stop).
+    said: Option<String>,
     link: Option<String>,
 }
 
@@ -130,7 +133,7 @@ fn guild_view(site: &Site, guild: GuildId, name: String) -> GuildView {
             .iter()
             .rev()
             .take(LISTED)
-            .map(|e| line(e, now))
+            .map(|e| line(site, e, now))
             .collect()
     };
     GuildView {
@@ -146,12 +149,13 @@ fn guild_view(site: &Site, guild: GuildId, name: String) -> GuildView {
     }
 }
 
-fn line(e: &Entry, now: DateTime<Utc>) -> Line {
+fn line(site: &Site, e: &Entry, now: DateTime<Utc>) -> Line {
     Line {
         at: short_time(e.at, now),
         at_full: stamp(e.at),
-        summary: e.summary.clone(),
-        why: e.reason.clone(),
+        summary: readable(&e.summary, &site.store),
+        why: readable(&e.reason, &site.store),
+        said: said(site, e),
         link: message_link(e),
     }
 }

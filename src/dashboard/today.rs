@@ -1,7 +1,8 @@
 //! Today: the journal as a timeline — replies, reflexes, ambient posts,
-//! skips, the gates that stopped a look, errors — newest first, filterable
-//! by server, channel, kind and window, each entry with its *why* and a
-//! link to the message it was about.
+//! reminders and routines, skips, the gates that stopped a look, errors —
+//! newest first, filterable by server, channel, kind and window, each entry
+//! with its *why*, what the bot said (if it said something) and a link to
+//! the message it was about.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,14 +17,17 @@ use super::params::Params;
 use super::problem::Problem;
 use super::view::{short_time, stamp};
 use super::{Dash, Site, Who};
-use crate::ids::{ChannelId, GuildId};
+use crate::console::markup::readable;
+use crate::ids::{ChannelId, GuildId, MessageId};
 use crate::journal::{Entry, Filter, Kind};
 
-/// What the timeline shows without a kind chosen: what the bot did.
+/// What the timeline shows without a kind chosen: what the bot did —
+/// impulses too, for a reminder or a routine's post is said on its own.
 const ACTS: &[Kind] = &[
     Kind::Reply,
     Kind::Reflex,
     Kind::InitiativePost,
+    Kind::Impulse,
     Kind::InitiativeSkip,
     Kind::Gate,
     Kind::Error,
@@ -76,6 +80,8 @@ struct EntryView {
     place: String,
     summary: String,
     why: String,
+    /// What the bot said in the channel, when the entry sent something.
+    said: Option<String>,
     salience: Option<String>,
     link: Option<String>,
 }
@@ -126,7 +132,7 @@ fn view(site: &Site, p: &Params) -> Result<View, Problem> {
         .iter()
         .rev()
         .take(SHOWN)
-        .map(|e| entry_view(e, now, &mut places))
+        .map(|e| entry_view(site, e, now, &mut places))
         .collect();
     Ok(View {
         since: since_spec,
@@ -177,6 +183,11 @@ fn counts(entries: &[Entry]) -> Vec<Count> {
             label: "ambient posts",
             n: n(Kind::InitiativePost),
             class: "k-initiative_post",
+        },
+        Count {
+            label: "reminders and routines",
+            n: n(Kind::Impulse),
+            class: "k-impulse",
         },
         Count {
             label: "skips",
@@ -243,18 +254,49 @@ impl<'a> Places<'a> {
     }
 }
 
-fn entry_view(e: &Entry, now: DateTime<Utc>, places: &mut Places<'_>) -> EntryView {
+fn entry_view(site: &Site, e: &Entry, now: DateTime<Utc>, places: &mut Places<'_>) -> EntryView {
     EntryView {
         at: short_time(e.at, now),
         at_full: stamp(e.at),
         kind: e.kind.as_str(),
         label: label(e.kind),
         place: places.of(e.guild, e.channel),
-        summary: e.summary.clone(),
-        why: e.reason.clone(),
+        summary: readable(&e.summary, &site.store),
+        why: readable(&e.reason, &site.store),
+        said: said(site, e),
         salience: e.salience.map(|s| format!("{s:.2}")),
         link: message_link(e),
     }
+}
+
+/// What the bot said for an entry, as the channel reads it (mentions as
+/// names): an ambient post's text as the journal kept it, else the
+/// messages a reply, reminder or routine became (`data.sent`), from the
+/// store — or, for a post re-sent after a restart, the one it names. None
+/// where nothing was said, or its text is no longer kept.
+pub fn said(site: &Site, e: &Entry) -> Option<String> {
+    if let Some(text) = e.data["text"]
+        .as_str()
+        .filter(|_| e.kind == Kind::InitiativePost)
+    {
+        return Some(readable(text, &site.store));
+    }
+    let mut ids: Vec<MessageId> = e.data["sent"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str()?.parse().ok().map(MessageId))
+        .collect();
+    if ids.is_empty() && e.kind == Kind::InitiativePost {
+        ids.extend(e.message);
+    }
+    let parts: Vec<String> = ids
+        .into_iter()
+        .filter_map(|id| site.store.message(id).ok().flatten())
+        .filter(|m| m.is_self && !m.content.is_empty())
+        .map(|m| m.content)
+        .collect();
+    (!parts.is_empty()).then(|| readable(&parts.join("\n"), &site.store))
 }
 
 /// The Discord link of the message an entry is about, when it has one that
@@ -320,7 +362,7 @@ fn kind_choices(chosen: &str) -> Vec<Choice> {
     let mut out = vec![
         Choice {
             value: String::new(),
-            label: "what it did (replies, reflexes, posts, skips, gates, errors)".into(),
+            label: "what it did (replies, reflexes, posts, reminders and routines, skips, gates, errors)".into(),
             selected: chosen.is_empty(),
         },
         Choice {

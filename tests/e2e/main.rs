@@ -19,6 +19,7 @@ mod durability;
 mod executive;
 mod fail_closed;
 mod first_hour;
+mod first_hour_35;
 mod footprint;
 mod forget;
 mod garden;
