@@ -2,9 +2,10 @@
 //! chat, a feed, a reflex, a model's tool call) is fetched through here.
 //!
 //! - Only `http` and `https`.
-//! - Private, loopback, link-local, CGNAT, multicast and unspecified
-//!   addresses (also in their IPv6 transition forms: IPv4-mapped and
-//!   -compatible, NAT64, 6to4) are refused unless `network.allowPrivateHosts` is on
+//! - Private, loopback, link-local, site-local, CGNAT, multicast and
+//!   unspecified addresses (also in their IPv6 transition forms: IPv4-mapped,
+//!   -translated and -compatible, NAT64 and local-use NAT64, 6to4, Teredo) are
+//!   refused unless `network.allowPrivateHosts` is on
 //!   (or, for an operator's own endpoint, its own setting: `for_endpoint`). The
 //!   check runs inside DNS resolution (so every connection, redirects
 //!   included, is checked, and a name cannot be re-resolved to something
@@ -134,23 +135,33 @@ pub fn is_private(ip: IpAddr) -> bool {
                 || (a == 198 && (b == 18 || b == 19)) // benchmarking 198.18/15
         }
         IpAddr::V6(v6) => {
-            if let Some(v4) = embedded_ipv4(v6) {
-                return is_private(IpAddr::V4(v4));
+            if embedded_ipv4(v6)
+                .into_iter()
+                .any(|v4| is_private(IpAddr::V4(v4)))
+            {
+                return true;
             }
-            let first = v6.segments()[0];
+            // Site-local addresses are deprecated but still routed inside some
+            // networks; a local-use NAT64 prefix is a translator inside this one.
+            let s = v6.segments();
             v6.is_loopback()
                 || v6.is_unspecified()
                 || v6.is_multicast()
-                || (first & 0xfe00) == 0xfc00 // unique local fc00::/7
-                || (first & 0xffc0) == 0xfe80 // link-local fe80::/10
+                || (s[0] & 0xfe00) == 0xfc00 // unique local fc00::/7
+                || (s[0] & 0xffc0) == 0xfe80 // link-local fe80::/10
+                || (s[0] & 0xffc0) == 0xfec0 // site-local fec0::/10
+                || s[..3] == [0x64, 0xff9b, 1] // local-use NAT64 64:ff9b:1::/48
         }
     }
 }
 
-/// The IPv4 address an IPv6 address stands for, where it is a transition
-/// form that reaches it: IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible
-/// (`::a.b.c.d`), NAT64 (`64:ff9b::a.b.c.d`) and 6to4 (`2002:aabb:ccdd::`).
-fn embedded_ipv4(v6: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
+/// The IPv4 addresses an IPv6 address stands for, where it is a transition
+/// form that reaches them: IPv4-mapped (`::ffff:a.b.c.d`), SIIT's
+/// IPv4-translated (`::ffff:0:a.b.c.d`), IPv4-compatible (`::a.b.c.d`),
+/// NAT64 (`64:ff9b::a.b.c.d`), 6to4 (`2002:aabb:ccdd::`) and Teredo
+/// (`2001:0:server:…:client`, two: the server in bits 32–63, the client in
+/// the last 32 bits with every bit flipped).
+fn embedded_ipv4(v6: std::net::Ipv6Addr) -> Vec<std::net::Ipv4Addr> {
     let s = v6.segments();
     let v4 = |hi: u16, lo: u16| {
         let [a, b] = hi.to_be_bytes();
@@ -158,19 +169,25 @@ fn embedded_ipv4(v6: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
         std::net::Ipv4Addr::new(a, b, c, d)
     };
     if let Some(mapped) = v6.to_ipv4_mapped() {
-        return Some(mapped);
+        return vec![mapped];
+    }
+    if s[..6] == [0, 0, 0, 0, 0xffff, 0] {
+        return vec![v4(s[6], s[7])];
     }
     // `::` and `::1` are not IPv4; the loopback/unspecified checks classify them.
     if s[..6] == [0; 6] && !v6.is_loopback() && !v6.is_unspecified() {
-        return Some(v4(s[6], s[7]));
+        return vec![v4(s[6], s[7])];
     }
     if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
-        return Some(v4(s[6], s[7]));
+        return vec![v4(s[6], s[7])];
     }
     if s[0] == 0x2002 {
-        return Some(v4(s[1], s[2]));
+        return vec![v4(s[1], s[2])];
     }
-    None
+    if s[..2] == [0x2001, 0] {
+        return vec![v4(s[2], s[3]), v4(!s[6], !s[7])];
+    }
+    Vec::new()
 }
 
 /// DNS resolution that never yields a private address (unless allowed).
@@ -584,6 +601,72 @@ mod tests {
                 "{url}"
             );
         }
+    }
+
+    /// Private IPv4 addresses as the other IPv6 transition forms carry them,
+    /// and the IPv6 ranges that are someone's own network whatever they carry.
+    const MORE_PRIVATE_FORMS: &[&str] = &[
+        // Site-local fec0::/10.
+        "fec0::1",
+        "feff:ffff::1",
+        // SIIT's IPv4-translated ::ffff:0:a.b.c.d.
+        "::ffff:0:10.0.0.1",
+        "::ffff:0:127.0.0.1",
+        "::ffff:0:169.254.169.254",
+        // Local-use NAT64 64:ff9b:1::/48, whatever it embeds.
+        "64:ff9b:1::1",
+        "64:ff9b:1::8.8.8.8",
+        "64:ff9b:1:ffff::1",
+        // Teredo: a private server (bits 32–63)…
+        "2001:0:a00:1::",
+        "2001:0:7f00:1:8000:63bf:fefe:fefe",
+        // …or a private client (the last 32 bits, every bit flipped): 10.0.0.1, 127.0.0.1.
+        "2001:0:4136:e378:8000:63bf:f5ff:fffe",
+        "2001:0:4136:e378:8000:63bf:80ff:fffe",
+        // 6to4 and NAT64 embedding a private address.
+        "2002:a00:1::1",
+        "64:ff9b::10.0.0.1",
+        "64:ff9b::192.168.1.1",
+    ];
+
+    #[test]
+    fn site_local_siit_local_nat64_and_teredo_forms_are_private() {
+        let public: Vec<&str> = MORE_PRIVATE_FORMS
+            .iter()
+            .copied()
+            .filter(|ip| !is_private(ip.parse().unwrap()))
+            .collect();
+        assert_eq!(public, Vec::<&str>::new(), "taken for public");
+        // The same forms around public addresses stay public.
+        for ip in [
+            "::ffff:0:1.1.1.1",
+            "64:ff9b::1.1.1.1",
+            "2002:101:101::1",
+            // Teredo: server 65.54.227.120, client 1.1.1.1.
+            "2001:0:4136:e378:8000:63bf:fefe:fefe",
+            "fe00::1",
+            "64:ff9b:2::1",
+        ] {
+            assert!(!is_private(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    #[test]
+    fn the_other_transition_forms_are_refused_as_url_literals() {
+        let f = Fetcher::new(&NetworkSettings::default());
+        let allowed: Vec<&str> = MORE_PRIVATE_FORMS
+            .iter()
+            .copied()
+            .filter(|ip| {
+                let refused = f.check_url(&format!("http://[{ip}]/feed.xml"));
+                !refused.is_err_and(|e| e.is_private_refusal())
+            })
+            .collect();
+        assert_eq!(allowed, Vec::<&str>::new(), "not refused");
+        assert!(
+            f.check_url("http://[2001:0:4136:e378:8000:63bf:fefe:fefe]/")
+                .is_ok()
+        );
     }
 
     #[test]
