@@ -9,6 +9,7 @@
 //! `imageGeneration.allowPrivate`, no redirects, `timeoutSeconds` for all of
 //! it, and the answer read only up to what an image under Discord's 25 MiB
 //! attachment limit needs; a larger image is refused before it is decoded.
+//! A refusal's body is read only up to `net::MAX_ERROR_BODY_BYTES`.
 //! GIFs come from the GIF source (`gifs.rs`: a Giphy-compatible search with
 //! `GIPHY_API_KEY`), within `maxGifsPerDay`. No video source is built in, so
 //! videos are reported unavailable and such a request is dropped with a reason.
@@ -22,7 +23,7 @@ use serde_json::{Value, json};
 
 use super::pending::MediaKind;
 use crate::ids::GuildId;
-use crate::net::{FetchError, Fetcher, PostBody};
+use crate::net::{FetchError, Fetcher, MAX_ERROR_BODY_BYTES, PostBody};
 use crate::settings::{Secrets, Settings};
 use crate::store::Store;
 use crate::store::usage::{UsageFilter, UsageRecord};
@@ -205,17 +206,20 @@ pub async fn generate_image(
             .post(&url, PostBody::Json(request), &headers)
             .await
             .map_err(door_error)?;
-        let body: Value = serde_json::from_slice(&answer.body)
-            .map_err(|e| format!("the image generator answered something that is not JSON: {e}"))?;
         if !(200..300).contains(&answer.status) {
+            let long = if answer.truncated {
+                format!(", in more than {MAX_ERROR_BODY_BYTES} bytes")
+            } else {
+                String::new()
+            };
             return Err(format!(
-                "the image generator refused ({}): {}",
+                "the image generator refused ({}{long}): {}",
                 answer.status,
-                body.pointer("/error/message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("no reason given")
+                refusal(&answer.body)
             ));
         }
+        let body: Value = serde_json::from_slice(&answer.body)
+            .map_err(|e| format!("the image generator answered something that is not JSON: {e}"))?;
         let b64 = body
             .pointer("/data/0/b64_json")
             .and_then(Value::as_str)
@@ -283,6 +287,19 @@ impl MediaCall<'_> {
             }),
             _ => result.map_err(MediaError::Failed),
         }
+    }
+}
+
+/// The generator's own words for a refusal: its JSON's `error.message`, or
+/// the start of what it answered when that is not JSON (or was cut).
+fn refusal(body: &[u8]) -> String {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(json) => json
+            .pointer("/error/message")
+            .and_then(Value::as_str)
+            .unwrap_or("no reason given")
+            .to_string(),
+        Err(_) => String::from_utf8_lossy(body).into_owned(),
     }
 }
 

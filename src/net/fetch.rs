@@ -22,7 +22,8 @@
 //!   timeout, but a redirect is never followed (an upload is not re-sent to
 //!   wherever a 3xx points; the error names where it pointed). Any status is
 //!   answered with its bounded body and headers, because callers read the
-//!   error message and `retry-after` out of a refusal.
+//!   error message and `retry-after` out of a refusal; an error's body is
+//!   read only up to [`MAX_ERROR_BODY_BYTES`] and marked `truncated` past it.
 //! - Proxies: environment proxies (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`)
 //!   are ignored, because a proxy resolves names itself and the resolver
 //!   guard would never run. Only `network.proxy` is used; with it, every
@@ -80,13 +81,21 @@ pub enum PostBody {
     Multipart(reqwest::multipart::Form),
 }
 
+/// The most of an error answer's body (a status outside 2xx) that is read.
+/// Its message is all a caller wants, and a refusal has no reason to be
+/// large: an image generator may answer 35 MB of image, but not of refusal.
+pub const MAX_ERROR_BODY_BYTES: u64 = 16 * 1024;
+
 /// What a POST was answered with, whatever the status.
 #[derive(Debug)]
 pub struct Posted {
     pub status: u16,
     pub headers: HeaderMap,
-    /// At most the fetcher's response limit.
+    /// At most the fetcher's response limit; for an error, at most
+    /// [`MAX_ERROR_BODY_BYTES`].
     pub body: Vec<u8>,
+    /// The body is only the start of a longer error answer.
+    pub truncated: bool,
 }
 
 impl FetchError {
@@ -335,10 +344,17 @@ impl Fetcher {
             )));
         }
         let headers = resp.headers().clone();
+        let (body, truncated) = if status.is_success() {
+            self.read_body(resp, self.max_bytes, false).await?
+        } else {
+            let limit = self.max_bytes.min(MAX_ERROR_BODY_BYTES);
+            self.read_body(resp, limit, true).await?
+        };
         Ok(Posted {
             status: status.as_u16(),
             headers,
-            body: self.read_body(resp, false).await?.0,
+            body,
+            truncated,
         })
     }
 
@@ -492,29 +508,31 @@ impl Fetcher {
             if !status.is_success() {
                 return Err(FetchError::Status(status.as_u16()));
             }
-            (fetched.body, fetched.truncated) = self.read_body(resp, self.truncate).await?;
+            (fetched.body, fetched.truncated) =
+                self.read_body(resp, self.max_bytes, self.truncate).await?;
             return Ok(fetched);
         }
         Err(FetchError::TooManyRedirects(self.max_redirects))
     }
 
-    /// The body read in chunks, abandoned as soon as it passes the limit
+    /// The body read in chunks, abandoned as soon as it passes `limit`
     /// (with `truncate`: cut at the limit, and `true` returned with it).
     async fn read_body(
         &self,
         mut resp: reqwest::Response,
+        limit: u64,
         truncate: bool,
     ) -> Result<(Vec<u8>, bool), FetchError> {
-        if !truncate && resp.content_length().is_some_and(|n| n > self.max_bytes) {
-            return Err(FetchError::TooLarge(self.max_bytes));
+        if !truncate && resp.content_length().is_some_and(|n| n > limit) {
+            return Err(FetchError::TooLarge(limit));
         }
         let mut body = Vec::new();
         while let Some(chunk) = resp.chunk().await.map_err(network_error)? {
-            if body.len() as u64 + chunk.len() as u64 > self.max_bytes {
+            if body.len() as u64 + chunk.len() as u64 > limit {
                 if !truncate {
-                    return Err(FetchError::TooLarge(self.max_bytes));
+                    return Err(FetchError::TooLarge(limit));
                 }
-                let room = self.max_bytes as usize - body.len();
+                let room = limit as usize - body.len();
                 body.extend_from_slice(&chunk[..room]);
                 return Ok((body, true));
             }
@@ -838,6 +856,37 @@ mod tests {
             err,
             FetchError::TooLarge(1_024),
             "without truncating it is refused"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_error_answer_is_read_only_as_far_as_its_message_needs() {
+        let huge = format!(r#"{{"error": {{"message": "{}"}}}}"#, "x".repeat(1_000_000));
+        let (url, _) = server(answer(400, &[], &huge)).await;
+        let posted = own_endpoint(&url, 35_000_000)
+            .post(
+                &url,
+                PostBody::Json(serde_json::json!({})),
+                &HeaderMap::new(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(posted.status, 400);
+        assert_eq!(posted.body.len() as u64, MAX_ERROR_BODY_BYTES);
+        assert_eq!(posted.body, huge.as_bytes()[..posted.body.len()]);
+        assert!(posted.truncated);
+        let (url, _) = server(answer(401, &[], "bad key")).await;
+        let short = own_endpoint(&url, 35_000_000)
+            .post(
+                &url,
+                PostBody::Json(serde_json::json!({})),
+                &HeaderMap::new(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            (short.body.as_slice(), short.truncated),
+            (&b"bad key"[..], false)
         );
     }
 

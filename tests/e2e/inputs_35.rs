@@ -1,6 +1,7 @@
-//! Issue 35, inputs and secrets: a key quoted back in another spelling, and
-//! IPv6 forms of private addresses — each as a person would find it: in the
-//! journal, the usage log, the logs, the database and what the bot fetched.
+//! Issue 35, inputs and secrets: a key quoted back in another spelling, an
+//! error text of any size, and IPv6 forms of private addresses — each as a
+//! person would find it: in the journal, the usage log, the logs, the
+//! database and what the bot fetched.
 
 use std::io::Write;
 use std::path::Path;
@@ -83,6 +84,21 @@ fn files_containing(dir: &Path, needle: &[u8]) -> Vec<String> {
         }
     }
     hits
+}
+
+/// The bytes of every file under `dir`.
+fn bytes_under(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| {
+            if p.is_dir() {
+                bytes_under(&p)
+            } else {
+                p.metadata().map_or(0, |m| m.len())
+            }
+        })
+        .sum()
 }
 
 /// Initiative in #general of guild A alone, posting media from `images` (if any).
@@ -223,6 +239,57 @@ async fn a_gif_key_in_a_failed_searchs_url_is_masked_as_the_url_encodes_it() {
     );
     assert_eq!(media_rows(&world, "gifs")[0].detail, failed[0].reason);
     assert_eq!(leaks(&world, &logs, &spellings(KEY)), vec![]);
+}
+
+/// The most a stored reason takes, its cut marker included.
+const MAX_STORED_REASON: usize = 2_048;
+
+/// A world whose image generator is `images`, with this daily budget.
+async fn refused_by(images: &ImageServer, max_images_per_day: u32) -> World {
+    let mut s = posting(Some(images));
+    s.initiative.discovery.max_images_per_day = max_images_per_day;
+    let secrets = Secrets {
+        image_api_key: Some(Secret::new(KEY)),
+        ..Default::default()
+    };
+    World::start_with_secrets(s, secrets).await
+}
+
+#[tokio::test]
+async fn a_30_mb_refusal_is_read_to_16_kib_and_stored_cut_to_2_kib() {
+    let images = ImageServer::start(Refusal::Sized(30_000_000));
+    let world = refused_by(&images, 3).await;
+    post_asking(&world, "image", "a crab").await;
+    assert_eq!(images.calls(), 1);
+    let failed = skips(&world, "posted without the requested image");
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    let reason = &failed[0].reason;
+    assert!(
+        reason.starts_with(
+            "the image generator refused (400, in more than 16384 bytes): \
+             {\"error\":{\"message\":\"xxx"
+        ),
+        "{}",
+        &reason[..200.min(reason.len())]
+    );
+    // The README's example is this refusal's.
+    let marker = crate::support::readme::example("… [cut: 16,445 bytes");
+    assert!(
+        reason.len() <= MAX_STORED_REASON && reason.ends_with(&marker),
+        "{} bytes, ending {:?}",
+        reason.len(),
+        &reason[reason.len().saturating_sub(60)..]
+    );
+    let rows = media_rows(&world, "images");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].outcome, "client_error");
+    assert_eq!(&rows[0].detail, reason);
+    assert_eq!(world.said().len(), 1, "the words were posted all the same");
+    let stored = bytes_under(world.dir.path());
+    assert!(
+        stored < 10_000_000,
+        "the data directory holds {stored} bytes"
+    );
 }
 
 /// IPv6 literals that are someone's own network, one of each form.

@@ -1,8 +1,9 @@
 //! A fake OpenAI-compatible image generator on 127.0.0.1 that refuses every
 //! request, as a broken or careless one does. It checks what OpenAI checks
 //! first (the route, a POST, a JSON body with a `prompt`, a bearer key) and
-//! answers those mistakes as OpenAI does; then it refuses the key, quoting
-//! it back in the spelling the prompt names (see [`spellings`]).
+//! answers those mistakes as OpenAI does; then, by the mode it was started
+//! in, it either refuses the key quoting it back in the spelling the prompt
+//! names (see [`spellings`]), or refuses with an error message of any size.
 //! It counts the calls that reached the generator.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -22,6 +23,8 @@ use serde_json::{Value, json};
 pub enum Refusal {
     /// 401, quoting the key in the spelling named by the request's prompt.
     QuoteKey,
+    /// 400 with an `error.message` of this many bytes.
+    Sized(usize),
 }
 
 #[derive(Clone)]
@@ -139,6 +142,9 @@ async fn generate(
             };
             let message = format!("Incorrect API key provided: {spelled}.");
             openai_error(StatusCode::UNAUTHORIZED, &message, "invalid_api_key")
+        }
+        Refusal::Sized(bytes) => {
+            openai_error(StatusCode::BAD_REQUEST, &"x".repeat(bytes), "invalid_value")
         }
     }
 }
