@@ -4,7 +4,9 @@
 //! Images come from an OpenAI-compatible images endpoint
 //! (`initiative.discovery.imageGeneration`), within the daily budget
 //! `maxImagesPerDay` per guild and the `allowedImageModels` allowlist; each
-//! one is recorded in the usage log. The request goes through the guarded
+//! call is recorded in the usage log, and every call counts against the
+//! budget, made or failed, so a generator that always fails is not asked
+//! again and again. The request goes through the guarded
 //! fetcher (`net::Fetcher::post`): a private endpoint only with
 //! `imageGeneration.allowPrivate`, no redirects, `timeoutSeconds` for all of
 //! it, and the answer read only up to what an image under Discord's 25 MiB
@@ -150,14 +152,14 @@ fn image_availability(settings: &Settings, images_today: u64) -> Result<(), Unav
     Ok(())
 }
 
-/// Images a guild generated in the last 24 h.
+/// Images a guild asked the generator for in the last 24 h, made or failed:
+/// a failed call costs the provider's time (and often money) all the same.
 pub fn images_today(store: &Store, guild: GuildId, now: DateTime<Utc>) -> u64 {
     store
         .usage_count(&UsageFilter {
             since: Some(now - chrono::Duration::hours(24)),
             guild: Some(guild),
             provider: Some(IMAGE_PROVIDER.into()),
-            outcome: Some("ok".into()),
             ..Default::default()
         })
         .unwrap_or(0)

@@ -1,7 +1,7 @@
 //! Issue 35, inputs and secrets: a key quoted back in another spelling, an
-//! error text of any size, and IPv6 forms of private addresses — each as a
-//! person would find it: in the journal, the usage log, the logs, the
-//! database and what the bot fetched.
+//! error text of any size, a media provider that always fails, and IPv6
+//! forms of private addresses — each as a person would find it: in the
+//! journal, the usage log, the logs, the database and what the bot fetched.
 
 use std::io::Write;
 use std::path::Path;
@@ -290,6 +290,24 @@ async fn a_30_mb_refusal_is_read_to_16_kib_and_stored_cut_to_2_kib() {
         stored < 10_000_000,
         "the data directory holds {stored} bytes"
     );
+}
+
+#[tokio::test]
+async fn a_generator_that_always_fails_is_asked_only_the_days_budget() {
+    let images = ImageServer::start(Refusal::Sized(40));
+    let world = refused_by(&images, 2).await;
+    for n in 1..=4 {
+        post_asking(&world, "image", &format!("crab number {n}")).await;
+    }
+    assert_eq!(images.calls(), 2, "asked past maxImagesPerDay");
+    assert_eq!(skips(&world, "posted without the requested image").len(), 2);
+    let used_up = skips(&world, "dropped the image request");
+    assert_eq!(used_up.len(), 2, "{used_up:#?}");
+    assert_eq!(
+        used_up[0].reason,
+        "today's images are used up (2 of initiative.discovery.maxImagesPerDay 2)"
+    );
+    assert_eq!(world.said().len(), 4, "the words were posted all the same");
 }
 
 /// IPv6 literals that are someone's own network, one of each form.
