@@ -4,11 +4,14 @@
 //! Images come from an OpenAI-compatible images endpoint
 //! (`initiative.discovery.imageGeneration`), within the daily budget
 //! `maxImagesPerDay` per guild and the `allowedImageModels` allowlist; each
-//! one is recorded in the usage log. The request goes through the guarded
+//! call is recorded in the usage log, and every call counts against the
+//! budget, made or failed, so a generator that always fails is not asked
+//! again and again. The request goes through the guarded
 //! fetcher (`net::Fetcher::post`): a private endpoint only with
 //! `imageGeneration.allowPrivate`, no redirects, `timeoutSeconds` for all of
 //! it, and the answer read only up to what an image under Discord's 25 MiB
 //! attachment limit needs; a larger image is refused before it is decoded.
+//! A refusal's body is read only up to `net::MAX_ERROR_BODY_BYTES`.
 //! GIFs come from the GIF source (`gifs.rs`: a Giphy-compatible search with
 //! `GIPHY_API_KEY`), within `maxGifsPerDay`. No video source is built in, so
 //! videos are reported unavailable and such a request is dropped with a reason.
@@ -22,7 +25,7 @@ use serde_json::{Value, json};
 
 use super::pending::MediaKind;
 use crate::ids::GuildId;
-use crate::net::{FetchError, Fetcher, PostBody};
+use crate::net::{FetchError, Fetcher, MAX_ERROR_BODY_BYTES, PostBody};
 use crate::settings::{Secrets, Settings};
 use crate::store::Store;
 use crate::store::usage::{UsageFilter, UsageRecord};
@@ -149,14 +152,14 @@ fn image_availability(settings: &Settings, images_today: u64) -> Result<(), Unav
     Ok(())
 }
 
-/// Images a guild generated in the last 24 h.
+/// Images a guild asked the generator for in the last 24 h, made or failed:
+/// a failed call costs the provider's time (and often money) all the same.
 pub fn images_today(store: &Store, guild: GuildId, now: DateTime<Utc>) -> u64 {
     store
         .usage_count(&UsageFilter {
             since: Some(now - chrono::Duration::hours(24)),
             guild: Some(guild),
             provider: Some(IMAGE_PROVIDER.into()),
-            outcome: Some("ok".into()),
             ..Default::default()
         })
         .unwrap_or(0)
@@ -205,17 +208,20 @@ pub async fn generate_image(
             .post(&url, PostBody::Json(request), &headers)
             .await
             .map_err(door_error)?;
-        let body: Value = serde_json::from_slice(&answer.body)
-            .map_err(|e| format!("the image generator answered something that is not JSON: {e}"))?;
         if !(200..300).contains(&answer.status) {
+            let long = if answer.truncated {
+                format!(", in more than {MAX_ERROR_BODY_BYTES} bytes")
+            } else {
+                String::new()
+            };
             return Err(format!(
-                "the image generator refused ({}): {}",
+                "the image generator refused ({}{long}): {}",
                 answer.status,
-                body.pointer("/error/message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("no reason given")
+                refusal(&answer.body)
             ));
         }
+        let body: Value = serde_json::from_slice(&answer.body)
+            .map_err(|e| format!("the image generator answered something that is not JSON: {e}"))?;
         let b64 = body
             .pointer("/data/0/b64_json")
             .and_then(Value::as_str)
@@ -283,6 +289,19 @@ impl MediaCall<'_> {
             }),
             _ => result.map_err(MediaError::Failed),
         }
+    }
+}
+
+/// The generator's own words for a refusal: its JSON's `error.message`, or
+/// the start of what it answered when that is not JSON (or was cut).
+fn refusal(body: &[u8]) -> String {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(json) => json
+            .pointer("/error/message")
+            .and_then(Value::as_str)
+            .unwrap_or("no reason given")
+            .to_string(),
+        Err(_) => String::from_utf8_lossy(body).into_owned(),
     }
 }
 

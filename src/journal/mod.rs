@@ -9,6 +9,7 @@ pub mod stream;
 pub mod summary;
 
 use crate::clock::SharedClock;
+use crate::store::journal::bound;
 use crate::store::messages::Commit;
 use crate::store::{Store, StoreError};
 
@@ -28,6 +29,9 @@ impl Journal {
 
     /// Appends an entry stamped with the current time. A failure to write is
     /// logged, not propagated: losing a journal line must not stop a reply.
+    /// Its summary and reason are cut as the store cuts them (see
+    /// [`MAX_REASON_BYTES`](crate::store::journal::MAX_REASON_BYTES)) before
+    /// they are logged too.
     ///
     /// The entry's context-stream line (see `stream`) is written with it.
     /// Routing lines (one or two for every message) join the store's open
@@ -36,6 +40,8 @@ impl Journal {
     /// everything else.
     pub fn record(&self, mut entry: Entry) -> Option<i64> {
         entry.at = self.clock.now();
+        bound(&mut entry.summary);
+        bound(&mut entry.reason);
         tracing::debug!(
             kind = entry.kind.as_str(),
             guild = ?entry.guild,

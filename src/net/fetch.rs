@@ -2,9 +2,10 @@
 //! chat, a feed, a reflex, a model's tool call) is fetched through here.
 //!
 //! - Only `http` and `https`.
-//! - Private, loopback, link-local, CGNAT, multicast and unspecified
-//!   addresses (also in their IPv6 transition forms: IPv4-mapped and
-//!   -compatible, NAT64, 6to4) are refused unless `network.allowPrivateHosts` is on
+//! - Private, loopback, link-local, site-local, CGNAT, multicast and
+//!   unspecified addresses (also in their IPv6 transition forms: IPv4-mapped,
+//!   -translated and -compatible, NAT64 and local-use NAT64, 6to4, Teredo) are
+//!   refused unless `network.allowPrivateHosts` is on
 //!   (or, for an operator's own endpoint, its own setting: `for_endpoint`). The
 //!   check runs inside DNS resolution (so every connection, redirects
 //!   included, is checked, and a name cannot be re-resolved to something
@@ -21,7 +22,8 @@
 //!   timeout, but a redirect is never followed (an upload is not re-sent to
 //!   wherever a 3xx points; the error names where it pointed). Any status is
 //!   answered with its bounded body and headers, because callers read the
-//!   error message and `retry-after` out of a refusal.
+//!   error message and `retry-after` out of a refusal; an error's body is
+//!   read only up to [`MAX_ERROR_BODY_BYTES`] and marked `truncated` past it.
 //! - Proxies: environment proxies (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`)
 //!   are ignored, because a proxy resolves names itself and the resolver
 //!   guard would never run. Only `network.proxy` is used; with it, every
@@ -79,13 +81,21 @@ pub enum PostBody {
     Multipart(reqwest::multipart::Form),
 }
 
+/// The most of an error answer's body (a status outside 2xx) that is read.
+/// Its message is all a caller wants, and a refusal has no reason to be
+/// large: an image generator may answer 35 MB of image, but not of refusal.
+pub const MAX_ERROR_BODY_BYTES: u64 = 16 * 1024;
+
 /// What a POST was answered with, whatever the status.
 #[derive(Debug)]
 pub struct Posted {
     pub status: u16,
     pub headers: HeaderMap,
-    /// At most the fetcher's response limit.
+    /// At most the fetcher's response limit; for an error, at most
+    /// [`MAX_ERROR_BODY_BYTES`].
     pub body: Vec<u8>,
+    /// The body is only the start of a longer error answer.
+    pub truncated: bool,
 }
 
 impl FetchError {
@@ -134,23 +144,33 @@ pub fn is_private(ip: IpAddr) -> bool {
                 || (a == 198 && (b == 18 || b == 19)) // benchmarking 198.18/15
         }
         IpAddr::V6(v6) => {
-            if let Some(v4) = embedded_ipv4(v6) {
-                return is_private(IpAddr::V4(v4));
+            if embedded_ipv4(v6)
+                .into_iter()
+                .any(|v4| is_private(IpAddr::V4(v4)))
+            {
+                return true;
             }
-            let first = v6.segments()[0];
+            // Site-local addresses are deprecated but still routed inside some
+            // networks; a local-use NAT64 prefix is a translator inside this one.
+            let s = v6.segments();
             v6.is_loopback()
                 || v6.is_unspecified()
                 || v6.is_multicast()
-                || (first & 0xfe00) == 0xfc00 // unique local fc00::/7
-                || (first & 0xffc0) == 0xfe80 // link-local fe80::/10
+                || (s[0] & 0xfe00) == 0xfc00 // unique local fc00::/7
+                || (s[0] & 0xffc0) == 0xfe80 // link-local fe80::/10
+                || (s[0] & 0xffc0) == 0xfec0 // site-local fec0::/10
+                || s[..3] == [0x64, 0xff9b, 1] // local-use NAT64 64:ff9b:1::/48
         }
     }
 }
 
-/// The IPv4 address an IPv6 address stands for, where it is a transition
-/// form that reaches it: IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible
-/// (`::a.b.c.d`), NAT64 (`64:ff9b::a.b.c.d`) and 6to4 (`2002:aabb:ccdd::`).
-fn embedded_ipv4(v6: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
+/// The IPv4 addresses an IPv6 address stands for, where it is a transition
+/// form that reaches them: IPv4-mapped (`::ffff:a.b.c.d`), SIIT's
+/// IPv4-translated (`::ffff:0:a.b.c.d`), IPv4-compatible (`::a.b.c.d`),
+/// NAT64 (`64:ff9b::a.b.c.d`), 6to4 (`2002:aabb:ccdd::`) and Teredo
+/// (`2001:0:server:…:client`, two: the server in bits 32–63, the client in
+/// the last 32 bits with every bit flipped).
+fn embedded_ipv4(v6: std::net::Ipv6Addr) -> Vec<std::net::Ipv4Addr> {
     let s = v6.segments();
     let v4 = |hi: u16, lo: u16| {
         let [a, b] = hi.to_be_bytes();
@@ -158,19 +178,25 @@ fn embedded_ipv4(v6: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
         std::net::Ipv4Addr::new(a, b, c, d)
     };
     if let Some(mapped) = v6.to_ipv4_mapped() {
-        return Some(mapped);
+        return vec![mapped];
+    }
+    if s[..6] == [0, 0, 0, 0, 0xffff, 0] {
+        return vec![v4(s[6], s[7])];
     }
     // `::` and `::1` are not IPv4; the loopback/unspecified checks classify them.
     if s[..6] == [0; 6] && !v6.is_loopback() && !v6.is_unspecified() {
-        return Some(v4(s[6], s[7]));
+        return vec![v4(s[6], s[7])];
     }
     if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
-        return Some(v4(s[6], s[7]));
+        return vec![v4(s[6], s[7])];
     }
     if s[0] == 0x2002 {
-        return Some(v4(s[1], s[2]));
+        return vec![v4(s[1], s[2])];
     }
-    None
+    if s[..2] == [0x2001, 0] {
+        return vec![v4(s[2], s[3]), v4(!s[6], !s[7])];
+    }
+    Vec::new()
 }
 
 /// DNS resolution that never yields a private address (unless allowed).
@@ -318,10 +344,17 @@ impl Fetcher {
             )));
         }
         let headers = resp.headers().clone();
+        let (body, truncated) = if status.is_success() {
+            self.read_body(resp, self.max_bytes, false).await?
+        } else {
+            let limit = self.max_bytes.min(MAX_ERROR_BODY_BYTES);
+            self.read_body(resp, limit, true).await?
+        };
         Ok(Posted {
             status: status.as_u16(),
             headers,
-            body: self.read_body(resp, false).await?.0,
+            body,
+            truncated,
         })
     }
 
@@ -475,29 +508,31 @@ impl Fetcher {
             if !status.is_success() {
                 return Err(FetchError::Status(status.as_u16()));
             }
-            (fetched.body, fetched.truncated) = self.read_body(resp, self.truncate).await?;
+            (fetched.body, fetched.truncated) =
+                self.read_body(resp, self.max_bytes, self.truncate).await?;
             return Ok(fetched);
         }
         Err(FetchError::TooManyRedirects(self.max_redirects))
     }
 
-    /// The body read in chunks, abandoned as soon as it passes the limit
+    /// The body read in chunks, abandoned as soon as it passes `limit`
     /// (with `truncate`: cut at the limit, and `true` returned with it).
     async fn read_body(
         &self,
         mut resp: reqwest::Response,
+        limit: u64,
         truncate: bool,
     ) -> Result<(Vec<u8>, bool), FetchError> {
-        if !truncate && resp.content_length().is_some_and(|n| n > self.max_bytes) {
-            return Err(FetchError::TooLarge(self.max_bytes));
+        if !truncate && resp.content_length().is_some_and(|n| n > limit) {
+            return Err(FetchError::TooLarge(limit));
         }
         let mut body = Vec::new();
         while let Some(chunk) = resp.chunk().await.map_err(network_error)? {
-            if body.len() as u64 + chunk.len() as u64 > self.max_bytes {
+            if body.len() as u64 + chunk.len() as u64 > limit {
                 if !truncate {
-                    return Err(FetchError::TooLarge(self.max_bytes));
+                    return Err(FetchError::TooLarge(limit));
                 }
-                let room = self.max_bytes as usize - body.len();
+                let room = limit as usize - body.len();
                 body.extend_from_slice(&chunk[..room]);
                 return Ok((body, true));
             }
@@ -584,6 +619,72 @@ mod tests {
                 "{url}"
             );
         }
+    }
+
+    /// Private IPv4 addresses as the other IPv6 transition forms carry them,
+    /// and the IPv6 ranges that are someone's own network whatever they carry.
+    const MORE_PRIVATE_FORMS: &[&str] = &[
+        // Site-local fec0::/10.
+        "fec0::1",
+        "feff:ffff::1",
+        // SIIT's IPv4-translated ::ffff:0:a.b.c.d.
+        "::ffff:0:10.0.0.1",
+        "::ffff:0:127.0.0.1",
+        "::ffff:0:169.254.169.254",
+        // Local-use NAT64 64:ff9b:1::/48, whatever it embeds.
+        "64:ff9b:1::1",
+        "64:ff9b:1::8.8.8.8",
+        "64:ff9b:1:ffff::1",
+        // Teredo: a private server (bits 32–63)…
+        "2001:0:a00:1::",
+        "2001:0:7f00:1:8000:63bf:fefe:fefe",
+        // …or a private client (the last 32 bits, every bit flipped): 10.0.0.1, 127.0.0.1.
+        "2001:0:4136:e378:8000:63bf:f5ff:fffe",
+        "2001:0:4136:e378:8000:63bf:80ff:fffe",
+        // 6to4 and NAT64 embedding a private address.
+        "2002:a00:1::1",
+        "64:ff9b::10.0.0.1",
+        "64:ff9b::192.168.1.1",
+    ];
+
+    #[test]
+    fn site_local_siit_local_nat64_and_teredo_forms_are_private() {
+        let public: Vec<&str> = MORE_PRIVATE_FORMS
+            .iter()
+            .copied()
+            .filter(|ip| !is_private(ip.parse().unwrap()))
+            .collect();
+        assert_eq!(public, Vec::<&str>::new(), "taken for public");
+        // The same forms around public addresses stay public.
+        for ip in [
+            "::ffff:0:1.1.1.1",
+            "64:ff9b::1.1.1.1",
+            "2002:101:101::1",
+            // Teredo: server 65.54.227.120, client 1.1.1.1.
+            "2001:0:4136:e378:8000:63bf:fefe:fefe",
+            "fe00::1",
+            "64:ff9b:2::1",
+        ] {
+            assert!(!is_private(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    #[test]
+    fn the_other_transition_forms_are_refused_as_url_literals() {
+        let f = Fetcher::new(&NetworkSettings::default());
+        let allowed: Vec<&str> = MORE_PRIVATE_FORMS
+            .iter()
+            .copied()
+            .filter(|ip| {
+                let refused = f.check_url(&format!("http://[{ip}]/feed.xml"));
+                !refused.is_err_and(|e| e.is_private_refusal())
+            })
+            .collect();
+        assert_eq!(allowed, Vec::<&str>::new(), "not refused");
+        assert!(
+            f.check_url("http://[2001:0:4136:e378:8000:63bf:fefe:fefe]/")
+                .is_ok()
+        );
     }
 
     #[test]
@@ -755,6 +856,37 @@ mod tests {
             err,
             FetchError::TooLarge(1_024),
             "without truncating it is refused"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_error_answer_is_read_only_as_far_as_its_message_needs() {
+        let huge = format!(r#"{{"error": {{"message": "{}"}}}}"#, "x".repeat(1_000_000));
+        let (url, _) = server(answer(400, &[], &huge)).await;
+        let posted = own_endpoint(&url, 35_000_000)
+            .post(
+                &url,
+                PostBody::Json(serde_json::json!({})),
+                &HeaderMap::new(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(posted.status, 400);
+        assert_eq!(posted.body.len() as u64, MAX_ERROR_BODY_BYTES);
+        assert_eq!(posted.body, huge.as_bytes()[..posted.body.len()]);
+        assert!(posted.truncated);
+        let (url, _) = server(answer(401, &[], "bad key")).await;
+        let short = own_endpoint(&url, 35_000_000)
+            .post(
+                &url,
+                PostBody::Json(serde_json::json!({})),
+                &HeaderMap::new(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            (short.body.as_slice(), short.truncated),
+            (&b"bad key"[..], false)
         );
     }
 

@@ -9,7 +9,7 @@
 pub(crate) mod fetch;
 pub(crate) mod html;
 
-pub use fetch::{FetchError, Fetched, Fetcher, PostBody};
+pub use fetch::{FetchError, Fetched, Fetcher, MAX_ERROR_BODY_BYTES, PostBody};
 
 use crate::settings::NetworkSettings;
 

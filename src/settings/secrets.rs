@@ -2,23 +2,60 @@
 //!
 //! A [`Secret`] cannot be printed by accident: its `Debug` and `Display`
 //! show `***`. [`Secrets::redact`] scrubs every known secret out of a piece of
-//! text (an error body, a URL) before it is logged or shown to anyone.
+//! text (an error body, a URL) before it is logged or shown to anyone — in
+//! every spelling a service or a library quotes it back in (see
+//! [`spellings`]), not only as it was given.
 
 use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+use regex::Regex;
+
+/// Shorter values are not masked: `***` for every "abc" would garble text and hide nothing.
+const MIN_MASKED_LEN: usize = 4;
 
 /// A credential. Use [`Secret::expose`] only where it is sent to its service.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
+#[derive(Clone)]
+pub struct Secret {
+    value: String,
+    /// Every spelling of `value`, compiled when first needed and shared by clones.
+    spellings: Arc<OnceLock<Option<Regex>>>,
+}
 
 impl Secret {
     pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
+        Self {
+            value: value.into(),
+            spellings: Arc::default(),
+        }
     }
 
     pub fn expose(&self) -> &str {
-        &self.0
+        &self.value
+    }
+
+    /// `text` with every spelling of this secret replaced by `***`.
+    fn mask_in(&self, text: &str) -> String {
+        if self.value.len() < MIN_MASKED_LEN {
+            return text.to_string();
+        }
+        match self.spellings.get_or_init(|| spellings(&self.value)) {
+            Some(any_spelling) => any_spelling.replace_all(text, "***").into_owned(),
+            // Too long to compile as a pattern (a pasted file, not a key): as given, at least.
+            None => text.replace(&self.value, "***"),
+        }
     }
 }
+
+impl PartialEq for Secret {
+    fn eq(&self, other: &Self) -> bool {
+        self.value == other.value
+    }
+}
+
+impl Eq for Secret {}
 
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -66,7 +103,7 @@ impl Secrets {
             get(k)
                 .map(|v| v.trim().to_string())
                 .filter(|v| !v.is_empty())
-                .map(Secret)
+                .map(Secret::new)
         };
         Self {
             discord_token: secret("DISCORD_TOKEN"),
@@ -96,12 +133,92 @@ impl Secrets {
         .flatten()
     }
 
-    /// Replaces every occurrence of a known secret in `text` with `***`.
+    /// Replaces every occurrence of a known secret in `text`, in any of its
+    /// spellings, with `***`.
     pub fn redact(&self, text: &str) -> String {
-        self.all()
-            .filter(|s| s.0.len() >= 4)
-            .fold(text.to_string(), |acc, s| acc.replace(&s.0, "***"))
+        if text.is_empty() {
+            // Most usage rows' detail: no pattern need be compiled or run.
+            return String::new();
+        }
+        self.all().fold(text.to_string(), |acc, s| s.mask_in(&acc))
     }
+}
+
+/// One pattern for every spelling of `value` a service or a library quotes
+/// back: an error that echoes the key it refused, a URL in an HTTP error.
+///
+/// - as given, in any letter case (some services upper-case what they echo);
+/// - percent-encoded in any style: a query or form (`+` for a space), a
+///   path, or every byte as `%XX` — any character may be escaped or not;
+/// - hex, in either case;
+/// - base64, standard or URL-safe, padded or not, alone or inside a longer
+///   base64 text (`Basic` credentials, `user:key` encoded together): each of
+///   the three ways the value can fall on base64's 3-byte groups gives the
+///   characters that depend on the value alone.
+///
+/// Longer spellings come first, so a whole padded base64 is masked whole.
+/// `None` when the pattern is too large to compile.
+fn spellings(value: &str) -> Option<Regex> {
+    let mut alternatives: Vec<(usize, String)> = vec![
+        (value.len(), format!("(?i:{})", escapable(value))),
+        (value.len() * 2, format!("(?i:{})", hex::encode(value))),
+    ];
+    for encoded in base64_spellings(value.as_bytes()) {
+        alternatives.push((encoded.len(), escapable(&encoded)));
+    }
+    alternatives.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    alternatives.dedup();
+    let pattern: Vec<String> = alternatives.into_iter().map(|(_, p)| p).collect();
+    Regex::new(&pattern.join("|")).ok()
+}
+
+/// A pattern for `text` in which any character may also be percent-encoded
+/// (a space also as `+`, a slash also JSON-escaped as `\/`).
+fn escapable(text: &str) -> String {
+    let mut pattern = String::new();
+    for c in text.chars() {
+        let mut utf8 = [0; 4];
+        let percent: String = c
+            .encode_utf8(&mut utf8)
+            .bytes()
+            .map(|b| format!("%{b:02X}"))
+            .collect();
+        let mut forms = vec![
+            regex::escape(c.encode_utf8(&mut utf8)),
+            format!("(?i:{percent})"),
+        ];
+        match c {
+            ' ' => forms.push(r"\+".into()),
+            '/' => forms.push(r"\\/".into()),
+            _ => {}
+        }
+        pattern.push_str(&format!("(?:{})", forms.join("|")));
+    }
+    pattern
+}
+
+/// `bytes` in base64: whole (padded and not), and, for each of the three
+/// offsets it may start at inside a longer base64 text, the characters that
+/// come from its bits alone — standard and URL-safe alphabets alike.
+fn base64_spellings(bytes: &[u8]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (padded, unpadded) in [(STANDARD, STANDARD_NO_PAD), (URL_SAFE, URL_SAFE_NO_PAD)] {
+        out.push(padded.encode(bytes));
+        for offset in 0..3 {
+            let mut shifted = vec![0u8; offset];
+            shifted.extend_from_slice(bytes);
+            let encoded = unpadded.encode(&shifted);
+            // A character holds 6 bits: the first ones mix in the bytes before,
+            // the last one (when the bits do not come out even) the bytes after.
+            let first = (offset * 8).div_ceil(6);
+            let last = shifted.len() * 8 / 6;
+            out.push(encoded[first..last].to_string());
+            if offset == 0 {
+                out.push(encoded);
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -119,5 +236,90 @@ mod tests {
             "bad key *** rejected"
         );
         assert!(s.discord_token.is_none());
+    }
+
+    /// A key with every character that encodings treat differently.
+    const KEY: &str = "sk-Img+Canary/8c1E55=x";
+
+    fn keyed() -> Secrets {
+        Secrets::from_lookup(|k| (k == "IMAGE_API_KEY").then(|| KEY.to_string()))
+    }
+
+    /// Every spelling the issue names, and the name a failure shows.
+    fn spelled() -> Vec<(&'static str, String)> {
+        let mut path = url::Url::parse("http://x/").unwrap();
+        path.path_segments_mut().unwrap().push(KEY);
+        let path = path.path().trim_start_matches('/').to_string();
+        assert_ne!(path, KEY, "the path style escapes something");
+        vec![
+            ("plain", KEY.into()),
+            ("upper case", KEY.to_uppercase()),
+            ("lower case", KEY.to_lowercase()),
+            ("base64", STANDARD.encode(KEY)),
+            ("base64 unpadded", STANDARD_NO_PAD.encode(KEY)),
+            ("base64 url-safe", URL_SAFE.encode(KEY)),
+            ("base64 url-safe unpadded", URL_SAFE_NO_PAD.encode(KEY)),
+            (
+                "percent, form",
+                url::form_urlencoded::byte_serialize(KEY.as_bytes()).collect(),
+            ),
+            ("percent, path", path),
+            (
+                "percent, every byte",
+                KEY.bytes().map(|b| format!("%{b:02x}")).collect(),
+            ),
+            ("hex", hex::encode(KEY)),
+            ("hex upper case", hex::encode_upper(KEY)),
+            ("JSON-escaped", KEY.replace('/', "\\/")),
+        ]
+    }
+
+    #[test]
+    fn every_spelling_of_a_secret_is_masked_whole() {
+        let s = keyed();
+        for (name, spelling) in spelled() {
+            assert_ne!(spelling.len(), 0);
+            assert_eq!(
+                s.redact(&format!("refused: {spelling} is wrong")),
+                "refused: *** is wrong",
+                "{name}: {spelling}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_secret_inside_a_longer_base64_text_is_masked_at_any_offset() {
+        let s = keyed();
+        for user in ["a", "ab", "abc"] {
+            for engine in [STANDARD, URL_SAFE_NO_PAD] {
+                let basic = engine.encode(format!("{user}:{KEY}"));
+                let masked = s.redact(&format!("Authorization: Basic {basic}"));
+                assert!(masked.contains("***"), "{user}: {masked}");
+                // Left around the mask: the user's characters, and a few
+                // that mix its bits (or the padding's) with the key's.
+                let left = masked
+                    .trim_start_matches("Authorization: Basic ")
+                    .replace("***", "");
+                let user_chars = engine.encode(format!("{user}:")).len();
+                assert!(left.len() <= user_chars + 4, "{user}: {masked}");
+            }
+        }
+    }
+
+    #[test]
+    fn text_without_a_secret_is_left_as_it_is() {
+        let s = keyed();
+        let other = "sk-Img+Canary/8c1E56=x";
+        for text in [
+            other.to_string(),
+            STANDARD.encode(other),
+            hex::encode(other),
+            "https://api.example/v1/images?size=1024x1024".into(),
+            "the image generator refused (401): Incorrect API key provided".into(),
+        ] {
+            assert_eq!(s.redact(&text), text);
+        }
+        let short = Secrets::from_lookup(|k| (k == "GITHUB_TOKEN").then(|| "abc".to_string()));
+        assert_eq!(short.redact("abc ABC 616263"), "abc ABC 616263");
     }
 }

@@ -1,4 +1,9 @@
-//! Persistence for the journal (see `crate::journal` for what goes in it).
+//! Persistence for the journal (see `crate::journal` for what goes in it),
+//! and the bound on every stored reason: a journal entry's summary and reason
+//! and a usage row's detail are cut to [`MAX_REASON_BYTES`] here, where they
+//! are written, so no caller can store a service's 30 MB refusal whole.
+
+use std::borrow::Cow;
 
 use rusqlite::{Connection, Row, params_from_iter};
 
@@ -8,6 +13,50 @@ use super::messages::Commit;
 use super::{Result, Store, from_ms, to_ms};
 use crate::ids::{ChannelId, GuildId, MessageId};
 use crate::vocab::journal::{Entry, Filter, Kind};
+
+/// The most of a reason (a journal entry's summary or reason, a usage row's
+/// detail) that is stored, in bytes. A reason is read by a person; an error
+/// text quotes whatever a service answered, and that has no bound of its own.
+pub const MAX_REASON_BYTES: usize = 2_048;
+
+/// Room the cut marker takes at most (the longest numbers included): a cut
+/// reason, marker and all, still fits, so cutting it again changes nothing.
+const MARKER_BYTES: usize = 80;
+
+/// `text` cut at a character boundary, with a marker saying how long it
+/// was, to at most [`MAX_REASON_BYTES`] bytes in all; unchanged when it fits.
+pub fn bounded(text: &str) -> Cow<'_, str> {
+    if text.len() <= MAX_REASON_BYTES {
+        return Cow::Borrowed(text);
+    }
+    let end = text.floor_char_boundary(MAX_REASON_BYTES - MARKER_BYTES);
+    Cow::Owned(format!(
+        "{}… [cut: {} bytes, showing the first {}]",
+        &text[..end],
+        thousands(text.len()),
+        thousands(end)
+    ))
+}
+
+/// [`bounded`] in place: nothing is copied when `text` fits.
+pub fn bound(text: &mut String) {
+    if text.len() > MAX_REASON_BYTES {
+        *text = bounded(text).into_owned();
+    }
+}
+
+/// `1234567` as `1,234,567`, as the other cut markers write their numbers.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
+}
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<Entry> {
     let kind: String = row.get(2)?;
@@ -125,8 +174,8 @@ fn append(conn: &Connection, e: &Entry) -> Result<i64> {
         e.channel.map(ChannelId::to_sql),
         e.message.map(MessageId::to_sql),
         e.model_call,
-        e.summary,
-        e.reason,
+        bounded(&e.summary),
+        bounded(&e.reason),
         e.salience,
         e.data.to_string(),
     ])?;
@@ -173,6 +222,53 @@ mod tests {
         assert!(
             routes.iter().all(|s| !s.contains("journal_kind")),
             "a routing line is in neither: {routes:#?}"
+        );
+    }
+
+    #[test]
+    fn a_huge_summary_and_reason_are_stored_cut_at_a_character_boundary_with_a_marker() {
+        let store = Store::open_in_memory().unwrap();
+        // Three bytes a character after the first: the cut falls inside one.
+        let huge = format!("a{}", "€".repeat(1_000_000));
+        store
+            .journal_append(&Entry::new(Kind::Error, huge.clone()).reason(huge.clone()))
+            .unwrap();
+        store
+            .journal_append_with(
+                &Entry::new(Kind::Error, "short").reason(huge),
+                None,
+                Commit::Now,
+            )
+            .unwrap();
+        let rows = store.journal_query(&Filter::default()).unwrap();
+        let cut = format!(
+            "a{}… [cut: 3,000,001 bytes, showing the first 1,966]",
+            "€".repeat(655)
+        );
+        assert_eq!(rows[0].summary, cut);
+        assert_eq!(rows[0].reason, cut);
+        assert_eq!(rows[1].summary, "short");
+        assert_eq!(rows[1].reason, cut);
+    }
+
+    #[test]
+    fn a_reason_that_fits_is_stored_as_it_is() {
+        let fits = "é".repeat(MAX_REASON_BYTES / 2);
+        assert_eq!(bounded(&fits), fits);
+        assert!(matches!(bounded(&fits), Cow::Borrowed(_)));
+        let mut over = format!("{fits}!");
+        bound(&mut over);
+        assert_eq!(
+            over,
+            format!(
+                "{}… [cut: 2,049 bytes, showing the first 1,968]",
+                "é".repeat(984)
+            )
+        );
+        assert!(over.len() <= MAX_REASON_BYTES);
+        assert!(
+            matches!(bounded(&over), Cow::Borrowed(_)),
+            "cut once is cut"
         );
     }
 

@@ -25,6 +25,8 @@ pub struct UsageRecord {
     pub tokens_out: u64,
     pub latency_ms: u64,
     pub outcome: String,
+    /// Why the call failed, if it did; stored cut to
+    /// [`MAX_REASON_BYTES`](super::journal::MAX_REASON_BYTES).
     pub detail: String,
 }
 
@@ -119,7 +121,8 @@ impl Store {
             u.tokens_out as i64,
             u.latency_ms as i64,
             u.outcome,
-            u.detail,
+            // A provider's error text, quoted: bounded like every stored reason.
+            super::journal::bounded(&u.detail),
         ])?;
         Ok(conn.last_insert_rowid())
     }
@@ -221,6 +224,23 @@ mod tests {
             outcome: outcome.into(),
             detail: String::new(),
         }
+    }
+
+    #[test]
+    fn a_huge_detail_is_stored_cut_with_a_marker() {
+        let store = Store::open_in_memory().unwrap();
+        let at = Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap();
+        let mut refused = record(at, "ambient", "client_error", 0);
+        refused.detail = format!("refused (400): {}", "x".repeat(30_000_000));
+        store.usage_append(&refused).unwrap();
+        let rows = store.usage_list(&UsageFilter::default(), None).unwrap();
+        assert_eq!(
+            rows[0].detail,
+            format!(
+                "refused (400): {}… [cut: 30,000,015 bytes, showing the first 1,968]",
+                "x".repeat(1_968 - 15)
+            )
+        );
     }
 
     #[test]

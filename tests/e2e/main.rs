@@ -26,6 +26,7 @@ mod garden;
 mod guild_io;
 mod hostile;
 mod initiative;
+mod inputs_35;
 mod layers;
 mod live;
 mod media;

@@ -10,6 +10,7 @@ pub mod fake_gateway;
 pub mod feed_server;
 pub mod gif_server;
 pub mod home;
+pub mod image_server;
 pub mod model_server;
 pub mod model_stream;
 pub mod readme;
