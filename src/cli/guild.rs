@@ -117,6 +117,8 @@ pub fn import(
     max_mb: u64,
 ) -> anyhow::Result<ExitCode> {
     let (settings, store) = open(settings)?;
+    // The forget-mes other processes passed on are applied to what comes in too.
+    let store = crate::courtesy::people::attach(store, &settings)?;
     let data_dir = PathBuf::from(&settings.storage.data_dir);
     let _lock = DataLock::acquire(&data_dir)?;
     let bytes = read_bounded(file, max_mb)?;
@@ -132,7 +134,7 @@ pub fn import(
     }
     check_files(&data_dir, guild, &doc.files, replace).map_err(|e| nothing(&e))?;
     let staged = stage(&data_dir, guild, &doc.files).map_err(|e| nothing(&e))?;
-    let counts = match store.import_guild(&doc, replace) {
+    let imported = match store.import_guild(&doc, replace) {
         Ok(c) => c,
         Err(e) => {
             // Harmless if it fails: a leftover staging folder holds only this file's texts.
@@ -149,9 +151,19 @@ pub fn import(
     })?;
     outln!(
         "Imported server {guild}: {}; {} state file(s).",
-        guild_io::describe(&counts),
+        guild_io::describe(&imported.counts),
         doc.files.len()
     )?;
+    let gone = &imported.forgotten;
+    if gone.facts + gone.messages + gone.redacted > 0 {
+        outln!(
+            "Forgotten again, as people asked before this export was imported: {} fact(s), the text of {} \
+             message(s), {} quote(s).",
+            gone.facts,
+            gone.messages,
+            gone.redacted
+        )?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 

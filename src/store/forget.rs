@@ -89,7 +89,38 @@ impl Store {
         at: DateTime<Utc>,
     ) -> Result<Forgotten> {
         self.pass_on(PersonEvent::ForgetMe { user, messages }, at)?;
-        self.forget(user, messages, at, None)
+        self.forget(user, messages, at, None, Log::Record)
+    }
+
+    /// Carries out again, here only, an erasure already recorded (it is not
+    /// logged or passed on a second time): for work that read `user`'s
+    /// words before they asked and stored what it learned after the erasure
+    /// ran. Unbounded in time, like the first one, so it takes what was
+    /// stored since.
+    pub fn erase_again(&self, erasure: &Erasure, at: DateTime<Utc>) -> Result<Forgotten> {
+        self.forget(erasure.user, erasure.messages, at, None, Log::Skip)
+    }
+
+    /// Where the erasure log ends now: an extraction notes it before it
+    /// reads a channel, and [`Store::erasures_after`] it before it stores.
+    pub fn erasure_mark(&self) -> Result<i64> {
+        Ok(self
+            .lock()
+            .query_row("SELECT coalesce(max(seq), 0) FROM erasures", [], |r| {
+                r.get(0)
+            })?)
+    }
+
+    /// The forget-mes carried out after `mark`, oldest first.
+    pub fn erasures_after(&self, mark: i64) -> Result<Vec<Erasure>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
+            "SELECT seq, user_id, messages, at FROM erasures WHERE seq > ?1 ORDER BY seq",
+        )?;
+        let rows = stmt
+            .query_map([mark], erasure_from_row)?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
     }
 
     /// Another process's forget-me from the people ledger, applied here:
@@ -103,38 +134,107 @@ impl Store {
         user: UserId,
         messages: bool,
     ) -> Result<Forgotten> {
-        self.forget(user, messages, entry.at, Some((ledger_id, entry.seq)))
+        self.forget(
+            user,
+            messages,
+            entry.at,
+            Some((ledger_id, entry.seq)),
+            Log::Record,
+        )
     }
 
     /// `applied`: the ledger event being applied (bounds what is forgotten
-    /// by its time and moves the cursor with the erasure).
+    /// by its time and moves the cursor with the erasure). `log`: whether it
+    /// goes in the erasure log, in the same transaction.
     fn forget(
         &self,
         user: UserId,
         messages: bool,
         at: DateTime<Utc>,
         applied: Option<(&str, i64)>,
+        log: Log,
     ) -> Result<Forgotten> {
         let until = applied.map(|_| to_ms(at));
         let mut conn = self.lock();
         let tx = conn.transaction()?;
-        let mut out = Forgotten::default();
-        let mut quotes = forget_facts(&tx, user, messages, until, &mut out)?;
-        if messages {
-            quotes.extend(forget_messages(&tx, user, at, until, &mut out)?);
-        }
-        out.redacted += redact_quotes(&tx, &quotes)?;
-        // Merging rewrites the index without the deleted facts' words; the
-        // old segments' pages are freed (and zeroed by secure_delete).
-        tx.execute("INSERT INTO facts_fts (facts_fts) VALUES ('optimize')", [])?;
+        let mut out = erase(
+            &tx,
+            &Erasure {
+                seq: 0,
+                user,
+                messages,
+                at,
+            },
+            until,
+        )?;
         if let Some((ledger_id, seq)) = applied {
             super::people::set_cursor(&tx, ledger_id, seq)?;
+        }
+        if log == Log::Record {
+            tx.execute(
+                "INSERT INTO erasures (user_id, messages, at) VALUES (?1, ?2, ?3)",
+                params![user.to_sql(), messages, to_ms(at)],
+            )?;
         }
         tx.commit()?;
         let busy: i64 = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
         out.log_truncated = busy == 0;
         Ok(out)
     }
+}
+
+/// Whether an erasure is written to the erasure log.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Log {
+    Record,
+    Skip,
+}
+
+/// One forget-me in the erasure log (migration 18).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Erasure {
+    pub seq: i64,
+    pub user: UserId,
+    /// The text of what they said went too.
+    pub messages: bool,
+    /// What was held of them until then went.
+    pub at: DateTime<Utc>,
+}
+
+fn erasure_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Erasure> {
+    Ok(Erasure {
+        seq: r.get(0)?,
+        user: UserId::from_sql(r.get(1)?),
+        messages: r.get(2)?,
+        at: super::from_ms(r.get(3)?),
+    })
+}
+
+/// Every erasure in the log, oldest first: an import applies them again to
+/// what it brings in.
+pub(super) fn all_erasures(conn: &rusqlite::Connection) -> Result<Vec<Erasure>> {
+    let mut stmt =
+        conn.prepare_cached("SELECT seq, user_id, messages, at FROM erasures ORDER BY seq")?;
+    let rows = stmt
+        .query_map([], erasure_from_row)?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(rows)
+}
+
+/// One erasure inside the caller's transaction: the facts, with
+/// `messages` the texts, what was held until `until` (Unix ms) if given,
+/// every quote of them redacted, and the full-text index merged.
+pub(super) fn erase(tx: &Transaction<'_>, e: &Erasure, until: Option<i64>) -> Result<Forgotten> {
+    let mut out = Forgotten::default();
+    let mut quotes = forget_facts(tx, e.user, e.messages, until, &mut out)?;
+    if e.messages {
+        quotes.extend(forget_messages(tx, e.user, e.at, until, &mut out)?);
+    }
+    out.redacted += redact_quotes(tx, &quotes)?;
+    // Merging rewrites the index without the deleted facts' words; the
+    // old segments' pages are freed (and zeroed by secure_delete).
+    tx.execute("INSERT INTO facts_fts (facts_fts) VALUES ('optimize')", [])?;
+    Ok(out)
 }
 
 /// Deletes the facts about `user` (and those they told, with `told`),

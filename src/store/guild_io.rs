@@ -25,7 +25,9 @@ use rusqlite::{Connection, params_from_iter};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::forget::{Erasure, Forgotten, all_erasures, erase};
 use super::partition::{Link, TABLES, Table};
+use super::people::PersonEvent;
 use super::{Store, StoreError, migrations};
 use crate::ids::GuildId;
 
@@ -196,8 +198,12 @@ impl Store {
     }
 
     /// Stores `doc`'s rows in one transaction; with `replace`, the guild's
-    /// rows already here are deleted first, in the same transaction.
-    pub fn import_guild(&self, doc: &Document, replace: bool) -> Res<Counts> {
+    /// rows already here are deleted first, in the same transaction. Every
+    /// forget-me this store carried out (its erasure log) and every one the
+    /// people ledger holds is applied again to what came in, in the same
+    /// transaction: an export taken before someone asked to be forgotten
+    /// cannot bring them back.
+    pub fn import_guild(&self, doc: &Document, replace: bool) -> Res<Imported> {
         check_header(doc, migrations::current_version(&self.lock())?)?;
         for name in doc.tables.keys() {
             if !TABLES.iter().any(|t| t.name == name) {
@@ -211,6 +217,7 @@ impl Store {
             }
         }
         let guild = GuildId(doc.guild);
+        let shared = self.ledger_erasures()?;
         let mut conn = self.lock();
         let tx = conn.transaction()?;
         let existing = own_counts(&tx, guild)?;
@@ -238,9 +245,57 @@ impl Store {
             }
         }
         import.check_owned()?;
+        let forgotten = forget_again(&tx, shared)?;
         tx.commit()?;
-        Ok(counts)
+        Ok(Imported { counts, forgotten })
     }
+
+    /// The forget-mes in the people ledger, if this store has one.
+    fn ledger_erasures(&self) -> Res<Vec<Erasure>> {
+        let Some(ledger) = self.ledger() else {
+            return Ok(Vec::new());
+        };
+        let mut found = Vec::new();
+        let mut after = 0;
+        loop {
+            let batch = ledger.after(after, super::people::BATCH)?;
+            let Some(last) = batch.last() else {
+                return Ok(found);
+            };
+            after = last.seq;
+            found.extend(batch.iter().filter_map(|e| match e.event {
+                PersonEvent::ForgetMe { user, messages } => Some(Erasure {
+                    seq: e.seq,
+                    user,
+                    messages,
+                    at: e.at,
+                }),
+                PersonEvent::Boundary { .. } => None,
+            }));
+        }
+    }
+}
+
+/// What an import brought in, and what of it went again because the
+/// person had asked to be forgotten before.
+#[derive(Debug, Default)]
+pub struct Imported {
+    pub counts: Counts,
+    pub forgotten: Forgotten,
+}
+
+/// Applies every erasure of the log and of `shared` (the ledger's) to the
+/// rows just imported, each bounded by when it was asked: what a person
+/// said after their forget-me is theirs to keep.
+fn forget_again(tx: &rusqlite::Transaction<'_>, shared: Vec<Erasure>) -> Res<Forgotten> {
+    let mut total = Forgotten::default();
+    for e in all_erasures(tx)?.into_iter().chain(shared) {
+        let gone = erase(tx, &e, Some(super::to_ms(e.at)))?;
+        total.facts += gone.facts;
+        total.messages += gone.messages;
+        total.redacted += gone.redacted;
+    }
+    Ok(total)
 }
 
 fn check_header(doc: &Document, here: u32) -> Res<()> {
@@ -639,7 +694,7 @@ mod tests {
         let doc = parse(&bytes).unwrap();
         assert_eq!(doc.files[0].text, "buy milk");
         let to = store_with(OTHER);
-        let counts = to.import_guild(&doc, false).unwrap();
+        let counts = to.import_guild(&doc, false).unwrap().counts;
         assert!(counts.contains(&("feed_items", 1)), "{counts:?}");
         assert!(
             !counts.iter().any(|(t, _)| *t == "discovery_sources"),

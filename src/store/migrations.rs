@@ -516,6 +516,32 @@ pub const MIGRATIONS: &[Migration] = &[
             CREATE INDEX journal_kind_guild_time ON journal (kind, guild_id, ts) WHERE kind != 'route';
         "#,
     },
+    Migration {
+        version: 18,
+        name: "the erasure log: every forget-me this store carried out, by person and time",
+        // Work that read a person's words before they asked to be forgotten
+        // (an extraction waiting on the model) checks it before storing what
+        // it learned, and an imported export taken before a forget-me has it
+        // applied again. Ids and times only, never anyone's words. The
+        // forget-mes carried out before this log existed are read back from
+        // the journal's lines about them (with their text, when any was
+        // erased).
+        sql: r#"
+            CREATE TABLE erasures (
+                seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+                user_id  INTEGER NOT NULL,
+                messages INTEGER NOT NULL,       -- the text of what they said went too
+                at       INTEGER NOT NULL        -- Unix ms: what was held of them until then
+            );
+            INSERT INTO erasures (user_id, messages, at)
+                SELECT CAST(substr(summary, 32) AS INTEGER),
+                       reason NOT LIKE '%, 0 message(s) erased%',
+                       ts
+                FROM journal
+                WHERE kind = 'memory' AND summary LIKE 'forgot everything about member %'
+                ORDER BY ts, id;
+        "#,
+    },
 ];
 
 pub fn latest() -> u32 {

@@ -16,6 +16,7 @@ mod discord;
 mod discovery;
 mod door;
 mod durability;
+mod erasure;
 mod executive;
 mod fail_closed;
 mod first_hour;

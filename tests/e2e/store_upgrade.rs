@@ -122,3 +122,41 @@ fn voice_opt_outs_become_the_persons_boundary_on_upgrade() {
         .unwrap();
     assert_eq!(old_table, 0, "one place for the opt-out now");
 }
+
+/// The forget-mes carried out before the erasure log existed are read back
+/// from the journal's lines about them, here and from another process, with
+/// whether any of the person's words were erased — so an old export is
+/// cleaned of them on import like a new one.
+#[test]
+fn forget_mes_from_before_the_erasure_log_are_found_in_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let old = Store::open_at_version(dir.path(), 17).unwrap();
+        for (summary, reason) in [
+            (
+                "forgot everything about member 4242",
+                "2 fact(s), 3 message(s) erased, 1 quote(s) redacted at their request",
+            ),
+            (
+                "forgot everything about member 77, asked on another server",
+                "1 fact(s), 0 message(s) erased, 0 quote(s) redacted; from 0-1/2",
+            ),
+            (
+                "forgot: a fact that is not a person",
+                "asked by the operator (dashboard)",
+            ),
+        ] {
+            let mut e = Entry::new(Kind::Memory, summary).reason(reason);
+            e.at = Utc::now();
+            old.journal_append(&e).unwrap();
+        }
+    }
+    let store = Store::open(dir.path()).unwrap();
+    let found: Vec<(u64, bool)> = store
+        .erasures_after(0)
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.user.get(), e.messages))
+        .collect();
+    assert_eq!(found, vec![(4242, true), (77, false)]);
+}

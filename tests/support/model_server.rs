@@ -52,6 +52,12 @@ pub enum Scripted {
     },
     /// Never answers.
     Hang,
+    /// Answers as `then` once the test releases it (`Notify::notify_one`):
+    /// a model still thinking while something else happens.
+    Held {
+        then: Box<Scripted>,
+        release: Arc<tokio::sync::Notify>,
+    },
     /// 200 with a body that is not JSON.
     Malformed,
     /// Text streamed `chunk_chars` at a time, each delta `every` after the
@@ -82,6 +88,14 @@ impl Scripted {
 
     pub fn tool(name: &str, args: Value) -> Self {
         Scripted::Tools(vec![(name.into(), args)])
+    }
+
+    /// `then`, answered only once `release` is notified.
+    pub fn held(then: Scripted, release: &Arc<tokio::sync::Notify>) -> Self {
+        Scripted::Held {
+            then: Box::new(then),
+            release: release.clone(),
+        }
     }
 
     /// `text` streamed `chunk_chars` characters every `every`.
@@ -237,6 +251,13 @@ async fn handle(
         let next = s.script.pop_front().or_else(|| s.fallback.clone());
         (next, s.counter, s.success_headers.clone())
     };
+    let scripted = match scripted {
+        Some(Scripted::Held { then, release }) => {
+            release.notified().await;
+            Some(*then)
+        }
+        other => other,
+    };
     let model = body["model"].as_str().unwrap_or("scripted").to_string();
     if body["stream"] == json!(true)
         && let Some(scripted) = &scripted
@@ -318,7 +339,8 @@ async fn handle(
             }
             r
         }
-        Scripted::Hang => {
+        // Held answers were released and unwrapped above.
+        Scripted::Hang | Scripted::Held { .. } => {
             tokio::time::sleep(Duration::from_secs(3600)).await;
             StatusCode::GATEWAY_TIMEOUT.into_response()
         }
@@ -392,7 +414,10 @@ fn streamed(scripted: &Scripted, mut plan: Plan<'_>) -> Option<Sse> {
                 arguments.clone(),
             )]))
         }
-        Scripted::Status { .. } | Scripted::Hang | Scripted::Malformed => None,
+        // Held answers were released and unwrapped before this is asked.
+        Scripted::Status { .. } | Scripted::Hang | Scripted::Malformed | Scripted::Held { .. } => {
+            None
+        }
     }
 }
 
