@@ -229,13 +229,16 @@ impl Served {
 
     /// Stops listening; requests in flight get a few seconds to finish.
     pub async fn stop(self) {
+        self.stop_by(tokio::time::Instant::now() + Duration::from_secs(5))
+            .await;
+    }
+
+    /// Stops listening; requests in flight get until `deadline` to finish.
+    pub async fn stop_by(self, deadline: tokio::time::Instant) {
         // Harmless: it fails only when the server has already stopped.
         let _ = self.stop.send(());
         let mut task = self.task;
-        if tokio::time::timeout(Duration::from_secs(5), &mut task)
-            .await
-            .is_err()
-        {
+        if tokio::time::timeout_at(deadline, &mut task).await.is_err() {
             task.abort();
         }
     }

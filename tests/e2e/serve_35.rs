@@ -11,6 +11,8 @@ use ambient::journal::{Entry, Filter, Kind};
 use serde_json::json;
 
 use crate::support::bot::Bot;
+use crate::support::fake_discord::{ALICE, BOT, FakeDiscord, GENERAL};
+use crate::support::model_server::Scripted;
 
 /// Polls the bot's journal (for up to `secs`) until an entry of `kind` satisfies `found`.
 fn wait_entry(bot: &Bot, kind: Kind, secs: u64, found: impl Fn(&Entry) -> bool) -> Option<Entry> {
@@ -101,4 +103,89 @@ fn a_fifo_swapped_in_for_the_settings_file_is_refused_and_reloads_go_on() {
         "SIGTERM did not stop the bot after the FIFO ({exit:?}):\n{}",
         bot.log()
     );
+}
+
+/// Sends SIGTERM and waits (up to a generous 10 s) for the process to end;
+/// prints how long it took (the issue asks for 2 s: measured, not asserted).
+fn terminate(bot: &mut Bot, state: &str) {
+    bot.signal("TERM");
+    let asked = Instant::now();
+    let exit = bot.wait_exit(Duration::from_secs(10));
+    eprintln!("{state}: ended {:?} after SIGTERM", asked.elapsed());
+    assert!(
+        exit.is_some_and(|s| s.success()),
+        "{state}: SIGTERM did not end the bot cleanly within 10 s ({exit:?}):\n{}",
+        bot.log()
+    );
+}
+
+/// The journal's last word on a bot that ran: "stopped".
+fn assert_stopped(bot: &Bot) {
+    let stopped = wait_entry(bot, Kind::System, 1, |e| e.summary == "stopped");
+    assert!(stopped.is_some(), "no 'stopped' in the journal");
+}
+
+/// Still logging in, against a Discord that took the connection and never
+/// answers: the stop was not listened for yet, so SIGTERM killed the
+/// process outright instead of ending it.
+#[test]
+fn sigterm_ends_a_bot_still_logging_in() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", silent.local_addr().unwrap());
+    let (taken, asked) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        // Each connection is held open and never answered.
+        for conn in silent.incoming() {
+            let held = conn.unwrap();
+            if taken.send(held).is_err() {
+                return;
+            }
+        }
+    });
+    let mut bot = Bot::spawn(
+        FakeDiscord::start(),
+        json!({"discord": {"apiBaseUrl": url}}),
+        &[],
+        "ambient=debug,serenity=warn",
+    );
+    let _held = asked
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the bot did not try to log in");
+    terminate(&mut bot, "logging in");
+}
+
+/// A gateway that is down from the start: serenity restarts the shard
+/// every 5 s and between two tries no shard is registered, so its
+/// `shutdown_all` did nothing and SIGTERM was ignored (40 s in the issue,
+/// for ever here).
+#[test]
+fn sigterm_ends_a_bot_whose_gateway_is_down() {
+    let discord = FakeDiscord::start();
+    discord.gateway_down();
+    let mut bot = Bot::spawn(discord, json!({}), &[], "ambient=debug,serenity=warn");
+    assert!(
+        bot.discord.wait_until(30, |w| w.gateway_attempts >= 3),
+        "the bot did not try the gateway:\n{}",
+        bot.log()
+    );
+    terminate(&mut bot, "gateway down");
+    assert_stopped(&bot);
+}
+
+/// Identified, with an answer in flight whose model never answers: the
+/// stop does not wait for it (the bot records its words before sending
+/// them, so a cut answer is never half-said).
+#[test]
+fn sigterm_ends_a_bot_with_an_answer_in_flight() {
+    let mut bot = Bot::start(json!({}));
+    bot.model.fallback(Scripted::Hang);
+    bot.discord
+        .say(GENERAL, ALICE, &format!("<@{BOT}> what do you think?"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while bot.model.requests().is_empty() {
+        assert!(Instant::now() < deadline, "no model call:\n{}", bot.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    terminate(&mut bot, "answer in flight");
+    assert_stopped(&bot);
 }
