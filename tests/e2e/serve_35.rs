@@ -3,10 +3,13 @@
 //! reloads; SIGTERM ends the process whatever the gateway is doing; the
 //! dashboard's half-sent requests are closed and never starve the bot.
 
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use ambient::dashboard;
 use ambient::journal::{Entry, Filter, Kind};
 use serde_json::json;
 
@@ -188,4 +191,169 @@ fn sigterm_ends_a_bot_with_an_answer_in_flight() {
     }
     terminate(&mut bot, "answer in flight");
     assert_stopped(&bot);
+}
+
+/// Limits `pid`'s open files to `n` (soft and hard), as on a small host.
+fn limit_open_files(pid: u32, n: u64) {
+    let limit = libc::rlimit {
+        rlim_cur: n,
+        rlim_max: n,
+    };
+    // SAFETY: `limit` outlives the call; the old limit is not asked for (null).
+    let set = unsafe {
+        libc::prlimit(
+            pid as libc::pid_t,
+            libc::RLIMIT_NOFILE,
+            &limit,
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(set, 0, "prlimit: {}", std::io::Error::last_os_error());
+}
+
+/// Reads `conn` until the server closes it or `deadline` passes; the bytes
+/// read, or None if it was still open at the deadline.
+fn until_closed(mut conn: &TcpStream, deadline: Instant) -> Option<Vec<u8>> {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        conn.set_read_timeout(Some(left.max(Duration::from_millis(1))))
+            .unwrap();
+        match conn.read(&mut buf) {
+            Ok(0) => return Some(got),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Some(got),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return None;
+            }
+            Err(e) => panic!("reading from the dashboard: {e}"),
+        }
+    }
+}
+
+/// Where `ambient run` said its loopback dashboard is.
+fn dashboard_port(bot: &Bot) -> u16 {
+    let log = bot.log();
+    regex::Regex::new(r"dashboard on http://127\.0\.0\.1:(\d+)/")
+        .unwrap()
+        .captures(&log)
+        .unwrap_or_else(|| panic!("ambient run did not say where the dashboard is:\n{log}"))[1]
+        .parse()
+        .unwrap()
+}
+
+/// A browser's connection to the dashboard, kept alive after its request
+/// was answered (the icon, a short and fixed answer).
+fn kept_alive(port: u16) -> TcpStream {
+    let kept = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    (&kept)
+        .write_all(b"GET /assets/icon.svg HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .unwrap();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !String::from_utf8_lossy(&answer).contains("</svg>") {
+        let n = (&kept).read(&mut buf).unwrap();
+        assert!(n > 0, "the icon was not served");
+        answer.extend_from_slice(&buf[..n]);
+    }
+    kept
+}
+
+/// Up to `n` connections to the dashboard that each send half a request
+/// head and then nothing; fewer if the dashboard's queue has no room for
+/// one more (its connect times out).
+fn half_sent(port: u16, n: usize) -> Vec<TcpStream> {
+    let at: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
+    (0..n)
+        .map_while(|_| {
+            let mut c = TcpStream::connect_timeout(&at, Duration::from_secs(1)).ok()?;
+            // Harmless: a connection the dashboard closed at once (over its cap) refuses the write.
+            let _ = c.write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+            Some(c)
+        })
+        .collect()
+}
+
+/// Slowloris against the dashboard of a running bot whose process may open
+/// 128 files: up to 400 connections each send half a request head and then
+/// nothing. They took every file the process could open (1,100 in the
+/// issue), so the answer's model call could not connect; and they stayed
+/// open for ever. Now the dashboard keeps at most a quarter of the limit
+/// open (the rest are closed at once), a mention is answered, every
+/// half-sent request (and an idle kept-alive connection) is closed within
+/// the head timeout, a body that stops coming gets 408, and the dashboard
+/// serves pages again.
+#[test]
+fn half_sent_requests_to_the_dashboard_neither_starve_the_bot_nor_stay_open() {
+    let bot = Bot::start(json!({"dashboard": {"enabled": true, "bind": "127.0.0.1:0"}}));
+    bot.model.fallback(Scripted::text("Still answering."));
+    let port = dashboard_port(&bot);
+    limit_open_files(bot.pid(), 128);
+    let kept = kept_alive(port);
+    let opened = Instant::now();
+    let flood = half_sent(port, 400);
+
+    let asked = bot
+        .discord
+        .say(GENERAL, ALICE, &format!("<@{BOT}> are you still there?"));
+    let answered = bot.discord.wait_until(30, |w| {
+        w.sent_in(GENERAL).iter().any(|b| {
+            b["message_reference"]["message_id"] == json!(asked.to_string())
+                && b["content"] == "Still answering."
+        })
+    });
+    assert!(
+        answered,
+        "the mention was not answered with the dashboard flooded:\n{}",
+        bot.log()
+    );
+
+    let deadline = opened + dashboard::HEAD_WITHIN + Duration::from_secs(5);
+    assert!(
+        until_closed(&kept, deadline).is_some(),
+        "an idle kept-alive connection stayed open"
+    );
+    let still_open = flood
+        .iter()
+        .filter(|c| until_closed(c, deadline).is_none())
+        .count();
+    assert_eq!(
+        still_open,
+        0,
+        "of {} half-sent requests, some still open {:?} after they were sent",
+        flood.len(),
+        opened.elapsed()
+    );
+
+    let slow_body = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    (&slow_body)
+        .write_all(
+            b"POST /memory/forget HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+              Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\nid=1",
+        )
+        .unwrap();
+    let patience = Instant::now() + dashboard::BODY_WITHIN + Duration::from_secs(5);
+    let answer = until_closed(&slow_body, patience)
+        .expect("a body that stopped coming was never given up on");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        answer.ends_with("the request's body did not arrive within 10 s"),
+        "{answer}"
+    );
+
+    let page = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    (&page)
+        .write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let page = until_closed(&page, Instant::now() + Duration::from_secs(10))
+        .expect("the dashboard did not answer a page");
+    let page = String::from_utf8_lossy(&page);
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
 }
