@@ -50,7 +50,7 @@ pub fn workers(value: Option<OsString>) -> Result<usize, RuntimeError> {
 /// long it takes, and one stuck in a system call (a file system that
 /// stopped answering) kept a stopped bot's process alive; the bot has
 /// already stopped its own work by then (`discord::run` within 1.5 s).
-pub const FINISH_WITHIN: Duration = Duration::from_millis(500);
+pub const FINISH_WITHIN: Duration = Duration::from_millis(300);
 
 /// Runs `verb` on `runtime` to its end, then ends the runtime within
 /// [`FINISH_WITHIN`].

@@ -85,6 +85,13 @@ fn own_limiter(settings: &Settings, client: &reqwest::Client) -> Option<ratelimi
 /// before it sends them, and sends them with a nonce.
 const STOP_WITHIN: Duration = Duration::from_millis(1500);
 
+/// How long leaving voice and closing the gateway may take, within
+/// [`STOP_WITHIN`]. A connected shard reads its messages between two reads
+/// of the gateway, at most 0.5 s apart, and then waits for the gateway's
+/// answer to its close; a shard waiting at the gate has no connection to
+/// close, and would only be waited for.
+const CLOSE_WITHIN: Duration = Duration::from_secs(1);
+
 /// Connects and runs until SIGINT/SIGTERM, and returns within
 /// [`STOP_WITHIN`] of it whatever the gateway is doing: connecting, backing
 /// off between attempts, identified, or refused. `watching` says how the
@@ -219,25 +226,28 @@ async fn serve(
             Ok(())
         }
     };
+    // The gateway closes, the loops stop and the dashboard ends together.
+    // Voice is left first, while the gateway is there to say so; the gate
+    // stays shut meanwhile, so no new connection starts.
     let deadline = tokio::time::Instant::now() + STOP_WITHIN;
-    // Leave voice while the gateway is still there to say so; then close
-    // the gateway. The gate stays shut meanwhile: no new connection starts.
-    let closed = tokio::time::timeout_at(deadline, async {
+    let close = tokio::time::timeout(CLOSE_WITHIN, async {
         app.voice.leave_all().await;
         shard_manager.shutdown_all().await;
     });
-    if closed.await.is_err() {
+    let dashboard = async {
+        if let Some(d) = dashboard {
+            d.stop_by(deadline).await;
+        }
+    };
+    let (closed, (), ()) = tokio::join!(close, running.stop_by(deadline), dashboard);
+    if closed.is_err() {
         tracing::warn!(
             "the gateway did not close within {} ms; stopping without it",
-            STOP_WITHIN.as_millis()
+            CLOSE_WITHIN.as_millis()
         );
     }
     door.abort();
     settling.abort();
-    running.stop_by(deadline).await;
-    if let Some(d) = dashboard {
-        d.stop_by(deadline).await;
-    }
     result
 }
 

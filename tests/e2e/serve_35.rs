@@ -175,6 +175,26 @@ fn sigterm_ends_a_bot_whose_gateway_is_down() {
     assert_stopped(&bot);
 }
 
+/// Connected, then the gateway went down: the shard waits at the gate
+/// between two attempts. It has no connection to close, and waiting for it
+/// must not spend the time the loops have to stop: none is cut short.
+#[test]
+fn sigterm_ends_a_bot_backing_off_and_its_loops_stop_whole() {
+    let mut bot = Bot::start(json!({}));
+    let before = bot.discord.with(|w| w.gateway_attempts);
+    bot.discord.gateway_down();
+    assert!(
+        bot.discord
+            .wait_until(30, |w| w.gateway_attempts >= before + 3),
+        "the bot did not try the gateway again:\n{}",
+        bot.log()
+    );
+    terminate(&mut bot, "backing off");
+    let stopped = wait_entry(&bot, Kind::System, 1, |e| e.summary == "stopped");
+    let reason = stopped.expect("no 'stopped' in the journal").reason;
+    assert!(reason.is_empty(), "loops were cut short: {reason}");
+}
+
 /// Identified, with an answer in flight whose model never answers: the
 /// stop does not wait for it (the bot records its words before sending
 /// them, so a cut answer is never half-said).
