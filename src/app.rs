@@ -496,4 +496,28 @@ impl Running {
         }
         self.journal.record(Entry::new(Kind::System, "stopped"));
     }
+
+    /// [`Running::stop`], waiting for work in flight only until `deadline`:
+    /// a loop still busy then (an answer waiting on its model, a garden
+    /// cycle) is cut short, and the journal says how many were. Cutting is
+    /// safe: words are recorded before they are sent, and a garden cycle cut
+    /// short is continued at the next start.
+    pub async fn stop_by(self, deadline: tokio::time::Instant) {
+        // Harmless: it fails only when every loop has already stopped.
+        let _ = self.shutdown.send(true);
+        let mut cut = 0;
+        for mut task in self.tasks {
+            if tokio::time::timeout_at(deadline, &mut task).await.is_err() {
+                task.abort();
+                cut += 1;
+            }
+        }
+        let stopped = Entry::new(Kind::System, "stopped");
+        self.journal.record(match cut {
+            0 => stopped,
+            n => stopped.reason(format!(
+                "{n} loop(s) still at work were cut short to stop in time"
+            )),
+        });
+    }
 }

@@ -17,7 +17,7 @@ fn main() -> ExitCode {
     ambient::cli::init_logging(&cli);
     let ran = ambient::cli::runtime::build()
         .map_err(anyhow::Error::from)
-        .and_then(|runtime| runtime.block_on(ambient::cli::dispatch(cli)));
+        .and_then(|runtime| ambient::cli::runtime::block_on(runtime, ambient::cli::dispatch(cli)));
     match ran {
         Ok(code) => code,
         Err(e) => {

@@ -60,6 +60,7 @@ pub async fn run(
         Ok(l) => l,
         Err(code) => return Ok(code),
     };
+    raise_open_files_limit();
     let secrets = Secrets::from_env();
     let Some(token) = secrets.discord_token.clone() else {
         eprintln!(
@@ -88,4 +89,43 @@ pub async fn run(
     )
     .await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Raises the process's open-file limit to the most it may have (its hard
+/// limit). The usual soft limit, 1,024, is soon spent by a bot that serves
+/// many servers, voice and a dashboard; the dashboard keeps a quarter of
+/// whatever the limit is (`dashboard::serve`). A limit that cannot be
+/// raised stays as it was.
+fn raise_open_files_limit() {
+    #[cfg(unix)]
+    {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit only writes `limit`, which lives through the call.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0
+            || limit.rlim_cur >= limit.rlim_max
+        {
+            return;
+        }
+        let raised = libc::rlimit {
+            rlim_cur: limit.rlim_max,
+            rlim_max: limit.rlim_max,
+        };
+        // SAFETY: setrlimit only reads `raised`, which lives through the call.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            tracing::debug!(
+                from = limit.rlim_cur,
+                to = limit.rlim_max,
+                "open-file limit raised to its hard limit"
+            );
+        } else {
+            tracing::debug!(
+                error = %std::io::Error::last_os_error(),
+                "open-file limit not raised; it stays at {}",
+                limit.rlim_cur
+            );
+        }
+    }
 }

@@ -12,6 +12,7 @@
 //! store's commits, the garden's cycles, voice) has threads of its own.
 
 use std::ffi::OsString;
+use std::time::Duration;
 
 use tokio::runtime::{Builder, Runtime};
 
@@ -42,6 +43,21 @@ pub fn workers(value: Option<OsString>) -> Result<usize, RuntimeError> {
             value: text.into_owned(),
         }),
     }
+}
+
+/// How long a verb's leftover blocking work may run once the verb itself
+/// has returned. Dropping a runtime waits for every blocking task however
+/// long it takes, and one stuck in a system call (a file system that
+/// stopped answering) kept a stopped bot's process alive; the bot has
+/// already stopped its own work by then (`discord::run` within 1.5 s).
+pub const FINISH_WITHIN: Duration = Duration::from_millis(300);
+
+/// Runs `verb` on `runtime` to its end, then ends the runtime within
+/// [`FINISH_WITHIN`].
+pub fn block_on<T>(runtime: Runtime, verb: impl Future<Output = T>) -> T {
+    let out = runtime.block_on(verb);
+    runtime.shutdown_timeout(FINISH_WITHIN);
+    out
 }
 
 /// The runtime, with as many workers as the environment asks (see [`workers`]).

@@ -14,7 +14,9 @@
 //! Served by `ambient dashboard` (from the store), and by `ambient run` and
 //! `ambient console` when `dashboard.enabled` is set. Who may use it is
 //! `access`'s job; every response carries security headers that forbid
-//! scripts, framing and sniffing.
+//! scripts, framing and sniffing. How long a client may take and how many
+//! connections are kept is `serve`'s: never so many that the bot beside it
+//! runs out of sockets.
 
 pub(crate) mod access;
 mod chart;
@@ -22,6 +24,7 @@ mod initiative;
 mod memory;
 mod params;
 mod problem;
+mod serve;
 mod site;
 mod spend;
 mod today;
@@ -51,6 +54,7 @@ use tokio::task::JoinHandle;
 use crate::app::App;
 pub use access::{Access, Who};
 use params::Params;
+pub use serve::{BODY_WITHIN, HEAD_WITHIN};
 pub use site::Site;
 use view::{Frame, Views};
 
@@ -190,6 +194,7 @@ pub fn router(dash: Arc<Dash>) -> Router {
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(dash.clone(), guard))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn(serve::read_body_within))
         .layer(middleware::map_response(security_headers))
         .with_state(dash)
 }
@@ -241,13 +246,16 @@ impl Served {
 
     /// Stops listening; requests in flight get a few seconds to finish.
     pub async fn stop(self) {
+        self.stop_by(tokio::time::Instant::now() + Duration::from_secs(5))
+            .await;
+    }
+
+    /// Stops listening; requests in flight get until `deadline` to finish.
+    pub async fn stop_by(self, deadline: tokio::time::Instant) {
         // Harmless: it fails only when the server has already stopped.
         let _ = self.stop.send(());
         let mut task = self.task;
-        if tokio::time::timeout(Duration::from_secs(5), &mut task)
-            .await
-            .is_err()
-        {
+        if tokio::time::timeout_at(deadline, &mut task).await.is_err() {
             task.abort();
         }
     }
@@ -263,9 +271,8 @@ pub async fn start(
 ) -> anyhow::Result<Served> {
     // Listening first: a token made for a dashboard that then cannot listen
     // would be stored but never shown.
-    let listener = tokio::net::TcpListener::bind(bind)
-        .await
-        .with_context(|| format!("cannot listen on {bind} (dashboard.bind)"))?;
+    let listener =
+        serve::listen(bind).with_context(|| format!("cannot listen on {bind} (dashboard.bind)"))?;
     let (access, new_token, token_file) = if Access::needs_token(bind) {
         let token = access::load_or_make_token(data_dir, renew_token)?;
         (Access::token(token.hash), token.fresh, Some(token.file))
@@ -281,20 +288,10 @@ pub async fn start(
     let addr = listener.local_addr()?;
     let app = router(Arc::new(Dash::new(site, access)));
     let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        let served = axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(async {
-            // A dropped sender stops the server as well.
-            let _ = stopped.await;
-        })
-        .await;
-        if let Err(e) = served {
-            tracing::error!(error = %e, "the dashboard stopped serving");
-        }
-    });
+    let task = tokio::spawn(serve::serve(listener, app, async {
+        // Harmless: a dropped sender stops the server as well.
+        let _ = stopped.await;
+    }));
     Ok(Served {
         addr,
         new_token,

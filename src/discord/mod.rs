@@ -29,6 +29,7 @@ pub(crate) mod transport;
 pub(crate) mod voice;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context as _, anyhow};
 use serenity::all::{ClientBuilder, GatewayIntents, GuildId as SGuildId, HttpBuilder};
@@ -77,9 +78,57 @@ fn own_limiter(settings: &Settings, client: &reqwest::Client) -> Option<ratelimi
         .then(|| ratelimit::Limiter::new(client.clone(), base))
 }
 
-/// Connects and runs until SIGINT/SIGTERM; returns after a graceful shutdown.
-/// `watching` says how the settings are reloaded meanwhile (`crate::live`).
+/// How long stopping may take, from SIGINT/SIGTERM to the end of [`run`].
+/// Leaving voice, closing the gateway, the loops' work in flight and the
+/// dashboard's requests share it; what has not finished by then is cut
+/// short. A cut answer is never said twice: the bot records its words
+/// before it sends them, and sends them with a nonce.
+const STOP_WITHIN: Duration = Duration::from_millis(1500);
+
+/// How long leaving voice and closing the gateway may take, within
+/// [`STOP_WITHIN`]. A connected shard reads its messages between two reads
+/// of the gateway, at most 0.5 s apart, and then waits for the gateway's
+/// answer to its close; a shard waiting at the gate has no connection to
+/// close, and would only be waited for.
+const CLOSE_WITHIN: Duration = Duration::from_secs(1);
+
+/// Connects and runs until SIGINT/SIGTERM, and returns within
+/// [`STOP_WITHIN`] of it whatever the gateway is doing: connecting, backing
+/// off between attempts, identified, or refused. `watching` says how the
+/// settings are reloaded meanwhile (`crate::live`).
+///
+/// Serenity's own stop is not waited on: between a failed attempt and the
+/// next (a gateway that is down), no shard of its is registered, and
+/// `ShardManager::shutdown_all` then does nothing at all, so `Client::start`
+/// never returned and SIGTERM was ignored.
 pub async fn run(parts: Parts, token: &str, watching: Watching) -> anyhow::Result<()> {
+    // Listening first: a stop asked while Discord is slow to answer, or
+    // down, ends the start as well.
+    let signalled = wait_for_signal();
+    tokio::pin!(signalled);
+    let prepared = tokio::select! {
+        prepared = prepare(parts, token) => prepared?,
+        () = &mut signalled => {
+            tracing::info!("stopped before connecting to Discord");
+            return Ok(());
+        }
+    };
+    serve(prepared, watching, signalled).await
+}
+
+/// What [`run`] makes before it connects: the app (its loops not started
+/// yet) and serenity's client with the slash commands installed.
+struct Prepared {
+    app: Arc<App>,
+    lock: crate::store::lock::DataLock,
+    client: serenity::all::Client,
+    gate: Arc<reconnect::Gate>,
+    settler: startup_pages::Settler,
+    plan: Option<crate::settings::shards::Shards>,
+}
+
+/// Takes the data directory, logs in, builds the app and the client.
+async fn prepare(parts: Parts, token: &str) -> anyhow::Result<Prepared> {
     let settings = parts.settings.clone();
     // One bot per data directory: refused before logging in or touching the data.
     let lock =
@@ -102,6 +151,61 @@ pub async fn run(parts: Parts, token: &str, watching: Watching) -> anyhow::Resul
         own_limiter(&settings, &client),
     ));
     let app = App::build(parts, |_| transport).await?;
+    let commands = shards::Commands::default();
+    let songbird = voice::songbird();
+    let gate = Arc::new(reconnect::Gate::default());
+    let settler = startup_pages::Settler::default();
+    let discord = ClientBuilder::new_with_http(http(token, &settings, client), intents(&settings))
+        .voice_manager_arc(songbird.clone())
+        .raw_event_handler(events::Events {
+            app: app.clone(),
+            me: me.id,
+            gate: gate.clone(),
+            plan,
+            settler: settler.clone(),
+            commands: commands.clone(),
+        })
+        .await
+        .context("cannot set up the Discord client")?;
+    commands
+        .install(
+            framework(app.clone(), settings.discord.dev_guild_id),
+            &discord,
+        )
+        .await;
+    app.voice.set_backend(Arc::new(voice::SongbirdBackend {
+        manager: songbird,
+        cache: discord.cache.clone(),
+        me: me.id,
+    }));
+    Ok(Prepared {
+        app,
+        lock,
+        client: discord,
+        gate,
+        settler,
+        plan,
+    })
+}
+
+/// Starts the app's loops and the dashboard, connects, and runs until the
+/// shards end or `signalled`; then stops everything by [`STOP_WITHIN`].
+async fn serve(
+    p: Prepared,
+    watching: Watching,
+    signalled: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
+) -> anyhow::Result<()> {
+    let Prepared {
+        app,
+        lock,
+        mut client,
+        gate,
+        settler,
+        plan,
+    } = p;
+    let mut refusals =
+        refusals::Watch::new(app.journal.clone(), client.shard_manager.clone(), plan)
+            .context("the Discord front end runs once per process")?;
     let dashboard = crate::dashboard::start_for(&app).await?;
     for line in dashboard.iter().flat_map(|d| d.announce()) {
         // Said on stderr, not logged: the first start's line holds the token.
@@ -111,76 +215,48 @@ pub async fn run(parts: Parts, token: &str, watching: Watching) -> anyhow::Resul
     let live = app.live.clone();
     live.hold_command_line(watching.command_line.clone());
     running.spawn(move |shutdown| live.run(shutdown, watching));
-
-    let plan = settings.discord.shard_plan();
     tracing::info!("this process runs {}", shards::describe(plan.as_ref()));
-    let commands = shards::Commands::default();
-    let songbird = voice::songbird();
-    let gate = Arc::new(reconnect::Gate::default());
-    let settler = startup_pages::Settler::default();
     let settling = settler.spawn();
-    let mut client =
-        ClientBuilder::new_with_http(http(token, &settings, client), intents(&settings))
-            .voice_manager_arc(songbird.clone())
-            .raw_event_handler(events::Events {
-                app: app.clone(),
-                me: me.id,
-                gate: gate.clone(),
-                plan,
-                settler,
-                commands: commands.clone(),
-            })
-            .await
-            .context("cannot set up the Discord client")?;
-    commands
-        .install(
-            framework(app.clone(), settings.discord.dev_guild_id),
-            &client,
-        )
-        .await;
     let door = gate.spawn(client.ws_url.clone()).await;
-
-    app.voice.set_backend(Arc::new(voice::SongbirdBackend {
-        manager: songbird,
-        cache: client.cache.clone(),
-        me: me.id,
-    }));
     let shard_manager = client.shard_manager.clone();
-    let leaving = app.clone();
-    let stopping = Arc::new(tokio::sync::Notify::new());
-    let stop = stopping.clone();
-    tokio::spawn(async move {
-        wait_for_signal().await;
-        tracing::info!("shutting down");
-        // A process still waiting its turn to identify stops waiting.
-        stop.notify_one();
-        // Leave voice while the gateway is still there to say so; transcripts in flight finish.
-        leaving.voice.leave_all().await;
-        // A shard waiting out a back-off step must see the shutdown now.
-        door.abort();
+    let result = tokio::select! {
+        ended = connect(&mut client, plan.as_ref(), &mut refusals) => ended,
+        () = signalled => {
+            tracing::info!("shutting down");
+            Ok(())
+        }
+    };
+    // The gateway closes, the loops stop and the dashboard ends together.
+    // Voice is left first, while the gateway is there to say so; the gate
+    // stays shut meanwhile, so no new connection starts.
+    let deadline = tokio::time::Instant::now() + STOP_WITHIN;
+    let close = tokio::time::timeout(CLOSE_WITHIN, async {
+        app.voice.leave_all().await;
         shard_manager.shutdown_all().await;
     });
-
-    let mut refusals =
-        refusals::Watch::new(app.journal.clone(), client.shard_manager.clone(), plan)
-            .context("the Discord front end runs once per process")?;
-    let result = connect(&mut client, plan.as_ref(), &stopping, &mut refusals).await;
-    settling.abort();
-    running.stop().await;
-    if let Some(d) = dashboard {
-        d.stop().await;
+    let dashboard = async {
+        if let Some(d) = dashboard {
+            d.stop_by(deadline).await;
+        }
+    };
+    let (closed, (), ()) = tokio::join!(close, running.stop_by(deadline), dashboard);
+    if closed.is_err() {
+        tracing::warn!(
+            "the gateway did not close within {} ms; stopping without it",
+            CLOSE_WITHIN.as_millis()
+        );
     }
+    door.abort();
+    settling.abort();
     result
 }
 
-/// Identifies (after the plan's stagger) and runs until the shards stop,
-/// a signal ends the wait, or Discord has refused every shard of this
-/// process; a refusal is said as it happens, and ends the run in its own
-/// words.
+/// Identifies (after the plan's stagger) and runs until the shards stop, or
+/// Discord has refused every shard of this process; a refusal is said as it
+/// happens, and ends the run in its own words.
 async fn connect(
     client: &mut serenity::all::Client,
     plan: Option<&crate::settings::shards::Shards>,
-    stopping: &tokio::sync::Notify,
     refusals: &mut refusals::Watch,
 ) -> anyhow::Result<()> {
     let wait = shards::stagger(plan);
@@ -191,10 +267,7 @@ async fn connect(
                  shard per 5 s",
                 wait.as_secs()
             );
-            tokio::select! {
-                _ = tokio::time::sleep(wait) => {}
-                _ = stopping.notified() => return Ok(()),
-            }
+            tokio::time::sleep(wait).await;
         }
         shards::start(client, plan).await
     };

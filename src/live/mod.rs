@@ -26,6 +26,7 @@ pub(crate) mod watch;
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
@@ -34,11 +35,17 @@ use crate::discovery::Discovery;
 use crate::executive::Executive;
 use crate::journal::{Entry, Journal, Kind};
 use crate::reflexes::Reflexes;
-use crate::settings::check::check;
+use crate::settings::check::{Checked, check};
 use crate::settings::diff::{self, Changed};
 use crate::settings::load::DEFAULT_FILE;
 use crate::settings::{Secrets, SettingsService, SettingsSource, validate};
 use watch::{FileLook, FolderLook, Settle};
+
+/// How long reading the settings file (or listing the reflexes folder) may
+/// take. Past it the reload is refused, the settings in effect stay, and
+/// the next trigger tries again: a file system that stops answering holds
+/// up no later reload, and no stop.
+const READ_WITHIN: Duration = Duration::from_secs(10);
 
 /// What asked for a reload; named in the journal.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -233,11 +240,16 @@ impl Live {
                 reflexes: None,
             };
         };
-        seen.file = Some(blocking(path.clone(), |p| watch::look_file(&p)).await);
         let explicit = matches!(self.source, Some(SettingsSource::File(_)));
-        let mut checked = {
-            let p = path.clone();
-            blocking(p, move |p| check(explicit.then_some(p.as_path()))).await
+        let read = blocking(path.clone(), move |p| {
+            (watch::look_file(&p), check(explicit.then_some(p.as_path())))
+        });
+        let mut checked = match tokio::time::timeout(READ_WITHIN, read).await {
+            Ok((look, checked)) => {
+                seen.file = Some(look);
+                checked
+            }
+            Err(_) => unread(&path),
         };
         if self.holds_command_line() {
             // `apply` checks them again with the command line's values laid over.
@@ -369,6 +381,8 @@ impl Live {
     }
 
     /// Watches until `shutdown`: polls the files and/or listens for SIGHUP.
+    /// A look or a reload under way is dropped when the stop comes: the
+    /// stop never waits on a file.
     pub async fn run(
         self: Arc<Self>,
         mut shutdown: tokio::sync::watch::Receiver<bool>,
@@ -383,15 +397,19 @@ impl Live {
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let (mut file, mut folder) = (Settle::default(), Settle::default());
         loop {
+            let trigger = tokio::select! {
+                _ = poll.tick(), if watching.files => Trigger::Watched,
+                _ = next_hangup(&mut hangups) => Trigger::Signal,
+                _ = shutdown.changed() => return,
+            };
+            let work = async {
+                if trigger == Trigger::Signal || self.changed_on_disk(&mut file, &mut folder).await
+                {
+                    self.reload(trigger).await;
+                }
+            };
             tokio::select! {
-                _ = poll.tick(), if watching.files => {
-                    if self.changed_on_disk(&mut file, &mut folder).await {
-                        self.reload(Trigger::Watched).await;
-                    }
-                }
-                _ = next_hangup(&mut hangups) => {
-                    self.reload(Trigger::Signal).await;
-                }
+                () = work => {}
                 _ = shutdown.changed() => return,
             }
         }
@@ -407,10 +425,17 @@ impl Live {
             return false;
         };
         let dir = reflexes_dir(&self.settings);
-        let (f, d) = blocking((path, dir), |(p, d)| {
+        let look = blocking((path, dir), |(p, d)| {
             (watch::look_file(&p), watch::look_folder(&d))
-        })
-        .await;
+        });
+        let Ok((f, d)) = tokio::time::timeout(READ_WITHIN, look).await else {
+            tracing::warn!(
+                "the settings file or the reflexes folder was not read within {} s; \
+                 looking again at the next poll",
+                READ_WITHIN.as_secs()
+            );
+            return false;
+        };
         let seen = self.seen.lock().await;
         let file_new = file.feed(f).is_some_and(|f| seen.file.as_ref() != Some(f));
         let folder_new = folder
@@ -491,6 +516,19 @@ fn settings_entry(o: &Outcome, trigger: &Trigger) -> Option<Entry> {
                     })),
             )
         }
+    }
+}
+
+/// What a reload says of a file not read within [`READ_WITHIN`].
+fn unread(path: &std::path::Path) -> Checked {
+    Checked {
+        loaded: None,
+        problems: vec![format!(
+            "{}: not read within {} s (the file system did not answer)",
+            path.display(),
+            READ_WITHIN.as_secs()
+        )],
+        warnings: Vec::new(),
     }
 }
 

@@ -37,9 +37,10 @@ pub enum FileError {
 }
 
 /// Reads a plain file of at most `limit` bytes as text. The kind and size are
-/// checked before opening (opening a FIFO would block) and again on the open
-/// file, and the read itself stops after `limit + 1` bytes, so a file that
-/// grows or lies about its size is still refused without being read whole.
+/// checked before opening and again on the opened file (the open itself never
+/// waits, see [`open_limited`]), and the read itself stops after `limit + 1`
+/// bytes, so a file that grows or lies about its size is still refused
+/// without being read whole.
 pub fn read_limited(path: &Path, limit: u64) -> Result<String, FileError> {
     let file = open_limited(path, limit)?;
     let mut bytes = Vec::new();
@@ -52,11 +53,32 @@ pub fn read_limited(path: &Path, limit: u64) -> Result<String, FileError> {
 
 /// Opens a plain file of at most `limit` bytes, for a reader that streams it
 /// (and so must stop at `limit` itself): the checks of [`read_limited`].
+///
+/// The check before opening is not enough on its own: a FIFO renamed over
+/// the path between it and the open made the open wait for a writer for
+/// ever (a live reload wedged so, and with it every later reload and the
+/// stop). So the open itself never waits ([`open_nonblocking`]), and what
+/// was opened is what the second check looks at.
 pub fn open_limited(path: &Path, limit: u64) -> Result<std::fs::File, FileError> {
     check_kind(&std::fs::metadata(path)?, limit)?;
-    let file = std::fs::File::open(path)?;
+    let file = open_nonblocking(path)?;
     check_kind(&file.metadata()?, limit)?;
     Ok(file)
+}
+
+/// Opens `path` for reading without waiting: `O_NONBLOCK` makes opening a
+/// FIFO with no writer return at once. A regular file reads the same with
+/// it (the flag changes nothing for regular files), and anything else is
+/// refused by the caller's check on the opened file.
+fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    options.open(path)
 }
 
 fn check_kind(meta: &std::fs::Metadata, limit: u64) -> Result<(), FileError> {
@@ -219,6 +241,32 @@ mod tests {
             err.to_string(),
             "it is a FIFO (named pipe), not a regular file; only plain files are read"
         );
+    }
+
+    /// What a FIFO renamed over the path after the first check meets: the
+    /// open returns at once (a plain open would wait for a writer for ever)
+    /// and the check on the opened file refuses it.
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_that_slips_past_the_first_check_is_opened_without_waiting_and_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("settings.json");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success());
+        let opened = open_nonblocking(&fifo).unwrap();
+        let err = check_kind(&opened.metadata().unwrap(), 10).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "it is a FIFO (named pipe), not a regular file; only plain files are read"
+        );
+        let plain = dir.path().join("plain.json");
+        std::fs::write(&plain, "{}").unwrap();
+        let mut text = String::new();
+        open_nonblocking(&plain)
+            .unwrap()
+            .read_to_string(&mut text)
+            .unwrap();
+        assert_eq!(text, "{}", "a regular file reads as without the flag");
     }
 
     #[test]

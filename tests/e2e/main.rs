@@ -44,6 +44,7 @@ mod replay_cli;
 mod replay_html;
 mod secrets;
 mod sends;
+mod serve_35;
 mod settings_cli;
 mod shards;
 mod spine;

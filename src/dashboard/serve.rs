@@ -1,0 +1,255 @@
+//! How the dashboard is served: its listener, its connections, and the
+//! bounds that keep a slow or hostile client from holding the process's
+//! sockets.
+//!
+//! `axum::serve` waits for a request's head and body as long as a client
+//! takes and keeps every connection it is offered: 2,000 half-sent requests
+//! stayed open, and inside `ambient run` 1,100 of them took every file the
+//! process could open, so a mention went unanswered (its model call could
+//! not connect). Here each connection is hyper's HTTP/1, and:
+//!
+//! - its request head must arrive within [`HEAD_WITHIN`] (hyper's header
+//!   read timeout, which also ends a kept-alive connection idle that long);
+//! - a request's body within [`BODY_WITHIN`] of its head, or the answer is
+//!   408 and the connection closes ([`read_body_within`]);
+//! - at most a quarter of the process's open-file limit are open at once
+//!   ([`cap`]); one past it is closed as soon as it is accepted. The bot's
+//!   own sockets (the gateway, Discord's REST, the models, the store) keep
+//!   the other three quarters, whatever the dashboard is sent.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{ConnectInfo, Request};
+use axum::http::StatusCode;
+use axum::http::header::CONNECTION;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt as _;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::{Service as _, service_fn};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::MAX_BODY_BYTES;
+
+/// How long a request's head (its line and headers) may take to arrive.
+pub const HEAD_WITHIN: Duration = Duration::from_secs(10);
+/// How long a request's body may take to arrive once its head has.
+pub const BODY_WITHIN: Duration = Duration::from_secs(10);
+/// The most connections kept open, however high the open-file limit.
+const MOST_CONNECTIONS: usize = 256;
+/// The fewest, however low the limit: the operator's browser opens a few.
+const FEWEST_CONNECTIONS: usize = 8;
+/// Connections the kernel holds until they are accepted. The default (128,
+/// std's and tokio's) turned connections away in a burst of a few hundred
+/// even while each was accepted, and closed at once, as it came.
+const BACKLOG: u32 = 1024;
+/// How often the log says that connections are being closed at the cap.
+const SAY_FULL_EVERY: Duration = Duration::from_secs(60);
+
+/// Listens on `addr`, with room for a burst of connections ([`BACKLOG`]).
+pub(super) fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = match addr {
+        SocketAddr::V4(_) => TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => TcpSocket::new_v6()?,
+    };
+    // As std and tokio do: a restarted dashboard binds its port at once.
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(BACKLOG)
+}
+
+/// Serves `app` on `listener` until `stop`; then each connection finishes
+/// the request it is in, and the task ends when they all have.
+pub(super) async fn serve(
+    listener: TcpListener,
+    app: Router,
+    stop: impl std::future::Future<Output = ()>,
+) {
+    let (closing, _) = watch::channel(false);
+    let mut open = JoinSet::new();
+    let mut full = Full::default();
+    tokio::pin!(stop);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = accept(&listener) => accepted,
+            () = &mut stop => break,
+        };
+        while open.try_join_next().is_some() {}
+        let cap = cap();
+        if open.len() >= cap {
+            full.closed(cap);
+            drop(stream);
+            continue;
+        }
+        open.spawn(connection(stream, peer, app.clone(), closing.subscribe()));
+    }
+    // Harmless: with no connection open there is nobody to tell.
+    let _ = closing.send(true);
+    while open.join_next().await.is_some() {}
+}
+
+/// The next connection. Accepting fails while the process (or the system)
+/// is out of files: tried again after a pause, not at once, so a process
+/// out of files does not spin; a connection reset before it was accepted is
+/// skipped.
+async fn accept(listener: &TcpListener) -> (TcpStream, SocketAddr) {
+    use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
+    loop {
+        match listener.accept().await {
+            Ok(accepted) => return accepted,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ConnectionAborted | ConnectionRefused | ConnectionReset
+                ) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "dashboard: cannot accept a connection; trying again in 1 s");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+/// One connection, served until it ends or the dashboard stops.
+async fn connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    app: Router,
+    mut closing: watch::Receiver<bool>,
+) {
+    let app = TowerToHyperService::new(app);
+    let service = service_fn(move |mut req: hyper::Request<Incoming>| {
+        // What axum's `ConnectInfo` extractor reads (the guard logs refusals with it).
+        req.extensions_mut().insert(ConnectInfo(peer));
+        app.call(req)
+    });
+    let mut http = http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(HEAD_WITHIN);
+    let conn = http.serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(conn);
+    let stopping = async {
+        // Harmless: the server gone (the sender dropped) is a stop as well.
+        let _ = closing.wait_for(|stop| *stop).await;
+    };
+    let ended = tokio::select! {
+        ended = conn.as_mut() => ended,
+        () = stopping => {
+            conn.as_mut().graceful_shutdown();
+            conn.await
+        }
+    };
+    if let Err(e) = ended {
+        // A client gone, or one too slow with its head: nothing to act on.
+        tracing::debug!(%peer, error = %e, "dashboard: a connection ended");
+    }
+}
+
+/// How many connections the dashboard keeps open: a quarter of the
+/// process's open-file limit as it is now, between [`FEWEST_CONNECTIONS`]
+/// and [`MOST_CONNECTIONS`].
+fn cap() -> usize {
+    open_files_limit().map_or(MOST_CONNECTIONS, |n| {
+        (n / 4).clamp(FEWEST_CONNECTIONS, MOST_CONNECTIONS)
+    })
+}
+
+/// The process's open-file limit (its soft limit); None when unlimited or unknown.
+#[cfg(unix)]
+fn open_files_limit() -> Option<usize> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit only writes `limit`, which lives through the call.
+    let read = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
+    (read && limit.rlim_cur != libc::RLIM_INFINITY)
+        .then(|| usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX))
+}
+
+#[cfg(not(unix))]
+fn open_files_limit() -> Option<usize> {
+    None
+}
+
+/// Connections closed at the cap, said in the log once a minute at most
+/// (a flood would otherwise log a line per connection).
+#[derive(Default)]
+struct Full {
+    closed: u64,
+    said: Option<Instant>,
+}
+
+impl Full {
+    fn closed(&mut self, cap: usize) {
+        self.closed += 1;
+        if self.said.is_some_and(|at| at.elapsed() < SAY_FULL_EVERY) {
+            return;
+        }
+        tracing::warn!(
+            "dashboard: {cap} connections open, the most it keeps (a quarter of the open-file \
+             limit); closed {} more as they came",
+            self.closed
+        );
+        self.closed = 0;
+        self.said = Some(Instant::now());
+    }
+}
+
+/// Reads a request's body (at most [`MAX_BODY_BYTES`]) within
+/// [`BODY_WITHIN`] before the request goes on: a body that stops coming
+/// gets 408, one over the limit 413, and either closes the connection.
+pub(super) async fn read_body_within(req: Request, next: Next) -> Response {
+    let (parts, body) = req.into_parts();
+    match tokio::time::timeout(BODY_WITHIN, collect(body)).await {
+        Ok(Ok(bytes)) => {
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
+        Ok(Err(refused)) => *refused,
+        Err(_) => closing(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the request's body did not arrive within {} s",
+                BODY_WITHIN.as_secs()
+            ),
+        ),
+    }
+}
+
+/// The whole body, or the answer that refuses it (boxed: a response is
+/// large and a body that fits is the usual case).
+async fn collect(body: Body) -> Result<Bytes, Box<Response>> {
+    let mut chunks = body.into_data_stream();
+    let mut bytes = Vec::new();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk.map_err(|_| {
+            Box::new(closing(
+                StatusCode::BAD_REQUEST,
+                "the request's body broke off".into(),
+            ))
+        })?;
+        if bytes.len() + chunk.len() > MAX_BODY_BYTES {
+            return Err(Box::new(closing(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("request bodies are at most {} KiB", MAX_BODY_BYTES / 1024),
+            )));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes.into())
+}
+
+/// A plain-text answer after which the connection closes (what is left of
+/// the request is not read).
+fn closing(status: StatusCode, text: String) -> Response {
+    (status, [(CONNECTION, "close")], text).into_response()
+}
