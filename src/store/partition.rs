@@ -200,6 +200,10 @@ const LINKS_EITHER: &str = "a IN (SELECT id FROM facts WHERE guild_id = ?1) \
 /// Tables that hold no guild's rows, and why; everything else is in [`TABLES`].
 pub const NOT_PER_GUILD: &[(&str, &str)] = &[
     (
+        "erasures",
+        "a person's forget-me holds on every server; an import applies them all to what it brings in",
+    ),
+    (
         "boundaries",
         "a person's boundaries hold on every server; they pass between processes through storage.sharedDir",
     ),

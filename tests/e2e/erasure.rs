@@ -6,7 +6,6 @@
 use std::sync::Arc;
 
 use ambient::attention::Addressed;
-use ambient::clock::Clock;
 use ambient::ids::{GuildId, UserId, stable_id};
 use ambient::journal::Kind;
 use ambient::memory::fact::{FactKind, Importance, Scope};
