@@ -1,0 +1,237 @@
+//! `ambient replay` against what issue 35 found: an export with a field of
+//! hundreds of megabytes or a time no Discord message can have. Each test
+//! runs the real binary as a person would.
+
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::replay_cli::home;
+use crate::support::home::Home;
+
+// --- bounds -----------------------------------------------------------------------------------
+
+/// Runs `cmd` to its end and returns whether it succeeded and the peak of
+/// its resident memory in KiB, as its own `VmHWM` shows it while it runs.
+/// Not `getrusage`: a child spawned from this test process starts with the
+/// test process's own high-water mark (the kernel counts it at `exec`), and
+/// with the other tests running here that is often past any bound.
+fn peak_memory_kib(mut cmd: Command) -> (bool, u64) {
+    let mut child = cmd.spawn().expect("run ambient");
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak = 0;
+    loop {
+        // The mark only grows; read until the process ends (a big field takes seconds to read).
+        if let Some(kib) = std::fs::read_to_string(&status)
+            .ok()
+            .and_then(|s| high_water_kib(&s))
+        {
+            peak = peak.max(kib);
+        }
+        if let Some(exit) = child.try_wait().unwrap() {
+            return (exit.success(), peak);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// `VmHWM` of a `/proc/PID/status` text, in KiB.
+fn high_water_kib(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Writes `unit` repeated to about `n` bytes (whole units only) without holding them.
+fn repeat(out: &mut impl std::io::Write, unit: &str, n: usize) {
+    let per_block = (64 * 1024 / unit.len()).max(1);
+    let block = unit.repeat(per_block);
+    let mut units = n / unit.len();
+    while units > 0 {
+        let take = units.min(per_block);
+        out.write_all(&block.as_bytes()[..take * unit.len()])
+            .unwrap();
+        units -= take;
+    }
+}
+
+const MB: usize = 1024 * 1024;
+
+#[test]
+fn a_field_of_hundreds_of_megabytes_is_cut_while_streaming_in_bounded_memory() {
+    let home = home();
+    let path = home.path().join("huge.json");
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    let message = |id: u64, ts: &str, content: &str| {
+        format!(
+            r#"{{"id": "{id}", "type": "Default", "timestamp": "{ts}", "content": "{content}",
+                "author": {{"id": "5", "name": "dana", "isBot": false}}, "mentions": []}}"#
+        )
+    };
+    // A server name of 100 MB, and one message of 200 MB among ordinary ones.
+    write!(out, r#"{{"guild": {{"id": "1", "name": "Tide"#).unwrap();
+    repeat(&mut out, "pool", 100 * MB);
+    write!(
+        out,
+        r#""}}, "channel": {{"id": "2", "name": "general"}}, "messages": [{}, "#,
+        message(10, "2024-05-01T18:30:00+00:00", "before the long one")
+    )
+    .unwrap();
+    write!(
+        out,
+        r#"{{"id": "11", "type": "Default", "timestamp": "2024-05-01T18:31:00+00:00", "content": "#
+    )
+    .unwrap();
+    write!(out, "\"").unwrap();
+    repeat(&mut out, "all work and no play \\\"ok\\\" é ", 200 * MB);
+    write!(
+        out,
+        r#"", "author": {{"id": "6", "name": "jack", "isBot": false}}}}, {}]}}"#,
+        message(12, "2024-05-01T18:32:00+00:00", "after the long one")
+    )
+    .unwrap();
+    out.flush().unwrap();
+    drop(out);
+
+    let mut cmd = home.command(&[
+        "replay",
+        "huge.json",
+        "--format",
+        "json",
+        "--html",
+        "page.html",
+    ]);
+    let stdout = std::fs::File::create(home.path().join("stdout")).unwrap();
+    let stderr = std::fs::File::create(home.path().join("stderr")).unwrap();
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::from(stdout))
+        .stderr(Stdio::from(stderr));
+    let (ok, peak_kib) = peak_memory_kib(cmd);
+    let stderr = std::fs::read_to_string(home.path().join("stderr")).unwrap();
+    assert!(ok, "{stderr}");
+    // The whole bot runs in about 50 MB; holding the 200 MB field once, as
+    // serde_json's scratch buffer or as a String, would pass this bound.
+    assert!(
+        peak_kib < 160 * 1024,
+        "the replay peaked at {} MB",
+        peak_kib / 1024
+    );
+
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.path().join("stdout")).unwrap())
+            .unwrap();
+    assert_eq!(report["messages"], 3);
+    let guild = report["run"]["guild"].as_str().unwrap();
+    assert!(
+        guild.starts_with("Tidepoolpool") && guild.ends_with('…') && guild.chars().count() == 101,
+        "the server's name is cut to 100 characters and says so: {guild:?}"
+    );
+    let page = std::fs::read_to_string(home.path().join("page.html")).unwrap();
+    assert!(page.len() < MB, "the page holds {} bytes", page.len());
+    assert!(page.contains("before the long one") && page.contains("after the long one"));
+    let long = page
+        .find("all work and no play")
+        .expect("the long message is in the timeline");
+    let notice = "[… cut here: the message is longer than 16 KiB]";
+    let cut_at = page[long..]
+        .find(notice)
+        .expect("the long message is cut with a notice");
+    assert!(
+        cut_at > 15_000 && cut_at < 17 * 1024 * 2,
+        "the notice follows the first 16 KiB of the text ({cut_at} bytes in)"
+    );
+}
+
+/// `ambient ARGS` in `home`, stopped if it has not ended within two minutes:
+/// a replay asked to live through thousands of years would never end.
+fn run_within(home: &Home, args: &[&str]) -> (String, String, bool) {
+    let (out, err) = (home.path().join("out"), home.path().join("err"));
+    let mut child = home
+        .command(args)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            // Harmless if it ended just now: the panic below is the point.
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("ambient {args:?} was still running after two minutes");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    (
+        std::fs::read_to_string(out).unwrap(),
+        std::fs::read_to_string(err).unwrap(),
+        status.success(),
+    )
+}
+
+fn export_with(home: &Home, name: &str, timestamps: &[&str]) {
+    let messages: Vec<String> = timestamps
+        .iter()
+        .enumerate()
+        .map(|(i, ts)| {
+            format!(
+                r#"{{"id": "{}", "type": "Default", "timestamp": "{ts}", "content": "hi",
+                    "author": {{"id": "5", "name": "ada", "isBot": false}}}}"#,
+                10 + i
+            )
+        })
+        .collect();
+    std::fs::write(
+        home.path().join(name),
+        format!(
+            r#"{{"guild": {{"id": "1", "name": "G"}}, "channel": {{"id": "2", "name": "general"}},
+                "messages": [{}]}}"#,
+            messages.join(", ")
+        ),
+    )
+    .unwrap();
+}
+
+#[test]
+fn absurd_timestamps_are_refused_naming_the_message_or_line() {
+    let home = home();
+    let cases = [
+        (
+            ["2024-05-01T18:30:00+00:00", "9999-12-31T23:59:59+00:00"],
+            "general.json: message 2: \"timestamp\" is \"9999-12-31T23:59:59+00:00\", \
+             not a time a Discord message can have: from 2015-01-01 (Discord's first \
+             year) to ",
+        ),
+        (
+            ["2009-05-01T18:30:00+00:00", "2024-05-01T18:30:00+00:00"],
+            "general.json: message 1: \"timestamp\" is \"2009-05-01T18:30:00+00:00\", \
+             not a time a Discord message can have",
+        ),
+    ];
+    for (timestamps, error) in cases {
+        export_with(&home, "general.json", &timestamps);
+        let (stdout, stderr, ok) = run_within(&home, &["replay", "general.json"]);
+        assert!(!ok, "{timestamps:?} was replayed");
+        assert!(stderr.contains(error), "{stderr}");
+        assert!(stdout.is_empty(), "{stdout}");
+    }
+
+    std::fs::write(
+        home.path().join("made.jsonl"),
+        "{\"ts\": \"2024-05-01T18:30:00Z\", \"channel\": \"general\", \"author\": \"ada\", \"content\": \"hi\"}\n\
+         {\"ts\": 253402300799, \"channel\": \"general\", \"author\": \"ada\", \"content\": \"hi\"}\n",
+    )
+    .unwrap();
+    let (_, stderr, ok) = run_within(&home, &["replay", "made.jsonl"]);
+    assert!(!ok);
+    assert!(
+        stderr.contains(
+            "made.jsonl: line 2: \"ts\" is 253402300799, not a time a Discord message can have"
+        ),
+        "{stderr}"
+    );
+}
