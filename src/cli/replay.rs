@@ -11,7 +11,7 @@ use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 
 use crate::replay::export::ExportLimits;
-use crate::replay::run::{Models, Options, Outcome, Progress, replay};
+use crate::replay::run::{Models, Options, Outcome, Progress, refuse_a_bots_directory, replay};
 use crate::replay::text::{self, SweepRow};
 use crate::settings::Secrets;
 
@@ -62,6 +62,10 @@ pub async fn run(settings: Option<&Path>, args: ReplayArgs) -> anyhow::Result<Ex
     };
     if let Some(bad) = args.eagerness.iter().find(|e| **e > 100) {
         anyhow::bail!("--eagerness {bad}: an eagerness is a percent, 0 to 100");
+    }
+    // Before anything is written: a bot's data directory is never a replay's.
+    if let Some(dir) = &args.keep {
+        refuse_a_bots_directory(dir).map_err(|e| anyhow::anyhow!("--keep {e}"))?;
     }
     let secrets = Secrets::from_env();
     let temp = tempfile::tempdir().context("cannot make a temporary data directory")?;

@@ -3,7 +3,9 @@
 //! this; tests call it directly.
 //!
 //! - The replay's data directory is its own (temporary unless kept): the
-//!   live store is never opened.
+//!   live store is never opened. A directory that holds a bot's store or
+//!   lock is refused before anything is written, and the replay holds the
+//!   lock of its own while it runs.
 //! - Every exported channel is opened to the bot (its initiative pool and
 //!   its reply channels) unless the settings already name channels there:
 //!   the question is how the bot would be in *these* channels.
@@ -12,10 +14,8 @@
 //!   bot's acts), so a 100,000-message export stays in bounded memory.
 
 use std::collections::{HashMap, VecDeque};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-use anyhow::Context as _;
 
 use super::export::{ExportLimits, ExportedMessage, read_exports};
 use super::offline::Offline;
@@ -25,7 +25,10 @@ use super::timeline::{Line, Timeline};
 use crate::executive::endpoints::{Offer, default_model, resolve};
 use crate::executive::prices::cost;
 use crate::executive::{Role, StandIn};
+use crate::settings::load::read_limited;
 use crate::settings::{ProviderKind, Secret, Secrets, Settings};
+use crate::store::DB_FILE;
+use crate::store::lock::{DataLock, LOCK_FILE};
 
 /// People's messages kept whole in the timeline before it keeps only context.
 const TIMELINE_PEOPLE: usize = 2_000;
@@ -41,6 +44,57 @@ pub enum Models {
     Live,
     /// Every role pinned to one OpenAI-compatible endpoint.
     Pinned { url: String },
+}
+
+/// Why a directory cannot hold a replay's data: it is a bot's.
+#[derive(Debug, thiserror::Error)]
+pub enum KeepError {
+    #[error(
+        "{dir}: it holds a bot's store ({file}): a replay keeps its data only in an empty or \
+         new directory, so that no bot's store is ever written; name another one"
+    )]
+    Store { dir: String, file: String },
+    #[error(
+        "{dir}: it holds the lock of a bot's data directory ({LOCK_FILE}{holder}): a replay \
+         keeps its data only in an empty or new directory, so that no bot's store is ever \
+         written; name another one"
+    )]
+    Locked { dir: String, holder: String },
+}
+
+/// Refuses a directory that holds a bot's store or the lock of a bot's data
+/// directory (held now or left by one that stopped); an empty or missing one is fine.
+pub fn refuse_a_bots_directory(dir: &Path) -> Result<(), KeepError> {
+    let shown = dir.display().to_string();
+    let lock = dir.join(LOCK_FILE);
+    if lock.exists() {
+        return Err(KeepError::Locked {
+            dir: shown,
+            holder: lock_holder(&lock).map_or_else(String::new, |pid| format!(", pid {pid}")),
+        });
+    }
+    let suffixes = ["", "-wal", "-shm", "-journal"];
+    if let Some(file) = suffixes
+        .iter()
+        .map(|s| format!("{DB_FILE}{s}"))
+        .find(|f| dir.join(f).exists())
+    {
+        return Err(KeepError::Store { dir: shown, file });
+    }
+    Ok(())
+}
+
+/// The pid a bot wrote into its lock file, if it reads as one (a lock that
+/// is not a small plain file only makes the refusal say less).
+fn lock_holder(lock: &Path) -> Option<u32> {
+    read_limited(lock, 32).ok()?.trim().parse().ok()
+}
+
+/// The replay's data directory, refused if it is a bot's, and locked for
+/// the replay's run (so no bot starts on it meanwhile).
+fn own_data_dir(dir: &Path) -> anyhow::Result<DataLock> {
+    refuse_a_bots_directory(dir).map_err(|e| anyhow::anyhow!("the replay's data directory {e}"))?;
+    Ok(DataLock::acquire(dir)?)
 }
 
 pub struct Options {
@@ -75,11 +129,12 @@ pub async fn replay(
     opts: Options,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> anyhow::Result<Outcome> {
+    let _held = own_data_dir(&opts.data_dir)?;
     let mut exports = read_exports(&opts.files, &opts.limits)?;
     let Some(first) = exports.next().transpose()? else {
         anyhow::bail!("{}: no messages to replay", names(&opts.files));
     };
-    let (settings, secrets, assumed, stand_in) = prepare(&opts)?;
+    let (settings, secrets, assumed, stand_in) = prepare(&opts);
     let eagerness = settings.initiative.text.eagerness;
     let offline_calls = stand_in.clone();
     let offline = stand_in;
@@ -148,7 +203,7 @@ pub async fn replay(
 
 /// The settings and secrets the replay runs with, whether the roles' models
 /// were assumed, and the offline stand-in if any.
-fn prepare(opts: &Options) -> anyhow::Result<(Settings, Secrets, bool, Option<Arc<Offline>>)> {
+fn prepare(opts: &Options) -> (Settings, Secrets, bool, Option<Arc<Offline>>) {
     let settings = effective_settings(opts);
     let mut secrets = opts.secrets.clone();
     let mut assumed = false;
@@ -163,13 +218,7 @@ fn prepare(opts: &Options) -> anyhow::Result<(Settings, Secrets, bool, Option<Ar
         }
         Models::Live | Models::Pinned { .. } => None,
     };
-    std::fs::create_dir_all(&opts.data_dir).with_context(|| {
-        format!(
-            "cannot create the replay's data directory {}",
-            opts.data_dir.display()
-        )
-    })?;
-    Ok((settings, secrets, assumed, stand_in))
+    (settings, secrets, assumed, stand_in)
 }
 
 /// The bot's settings as the replay runs them: its own data directory, the

@@ -1,14 +1,126 @@
-//! `ambient replay` against what issue 35 found: an export with a field of
-//! hundreds of megabytes or a time no Discord message can have. Each test
-//! runs the real binary as a person would.
+//! `ambient replay` against what issue 35 found: a kept directory that is a
+//! live bot's, and an export with a field of hundreds of megabytes or a time
+//! no Discord message can have. Each test runs the real binary as a person
+//! would.
 
+use std::collections::BTreeMap;
 use std::io::Write as _;
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
 use crate::replay_cli::home;
 use crate::support::home::Home;
+
+fn run(home: &Home, line: &str, env: &[(&str, &str)]) -> (String, String, bool) {
+    let out = home.shell(line, env);
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.success(),
+    )
+}
+
+/// Every file under `dir` with its bytes: what "nothing was written" compares.
+fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            for (name, bytes) in snapshot(&path) {
+                files.insert(format!("{}/{name}", path.display()), bytes);
+            }
+        } else {
+            files.insert(path.display().to_string(), std::fs::read(&path).unwrap());
+        }
+    }
+    files
+}
+
+// --- --keep DIR -----------------------------------------------------------------------------
+
+#[test]
+fn keep_refuses_a_live_bots_data_directory_and_writes_nothing_there() {
+    let home = home();
+    let (_, stderr, ok) = run(
+        &home,
+        "ambient remember 'a memory of the bot' --guild 42",
+        &[],
+    );
+    assert!(ok, "{stderr}");
+    let data = home.data_dir();
+    assert!(data.join(ambient::store::DB_FILE).exists());
+    let before = snapshot(&data);
+
+    for line in [
+        "ambient replay examples/replay/sample.jsonl --keep data",
+        "ambient replay examples/replay/sample.jsonl --keep data --eagerness 0,50",
+    ] {
+        let (stdout, stderr, ok) = run(&home, line, &[]);
+        assert!(!ok, "{line} replayed into the bot's data directory");
+        assert!(
+            stderr.contains("--keep data: it holds a bot's store (ambient.db)"),
+            "{line}: {stderr}"
+        );
+        assert!(stderr.contains("an empty or new directory"), "{stderr}");
+        assert!(stdout.is_empty(), "{stdout}");
+        assert_eq!(
+            snapshot(&data),
+            before,
+            "{line}: the bot's data directory was written to"
+        );
+    }
+}
+
+#[test]
+fn keep_refuses_a_directory_another_process_holds_the_lock_of() {
+    let home = home();
+    let held = home.path().join("held");
+    std::fs::create_dir(&held).unwrap();
+    let mut lock = std::fs::File::create(held.join("ambient.lock")).unwrap();
+    lock.lock().unwrap();
+    write!(lock, "{}", std::process::id()).unwrap();
+
+    let (stdout, stderr, ok) = run(
+        &home,
+        "ambient replay examples/replay/sample.jsonl --keep held",
+        &[],
+    );
+    assert!(!ok, "replayed into a locked directory");
+    assert!(
+        stderr.contains(&format!(
+            "--keep held: it holds the lock of a bot's data directory (ambient.lock, pid {})",
+            std::process::id()
+        )),
+        "{stderr}"
+    );
+    assert!(stdout.is_empty(), "{stdout}");
+    let names: Vec<_> = std::fs::read_dir(&held)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        ["ambient.lock"],
+        "nothing was added next to the lock"
+    );
+
+    // An empty directory that already exists is fine, as a new one is.
+    std::fs::create_dir(home.path().join("empty")).unwrap();
+    let (_, stderr, ok) = run(
+        &home,
+        "ambient replay examples/replay/sample.jsonl --keep empty",
+        &[],
+    );
+    assert!(ok, "{stderr}");
+    assert!(
+        home.path()
+            .join("empty")
+            .join(ambient::store::DB_FILE)
+            .exists()
+    );
+}
 
 // --- bounds -----------------------------------------------------------------------------------
 
