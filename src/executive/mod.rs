@@ -681,8 +681,12 @@ impl Executive {
         }
         (
             "network",
-            self.secrets
-                .redact(&format!("cannot reach {}: {}", ep.base_url, error_chain(e))),
+            // A base URL may carry a user and password (a --model URL, a role's baseUrl).
+            self.secrets.redact(&format!(
+                "cannot reach {}: {}",
+                crate::settings::diff::mask(&ep.base_url),
+                error_chain(e)
+            )),
         )
     }
 

@@ -29,7 +29,7 @@ pub struct Run {
     pub to: DateTime<Utc>,
     /// Days between the first and the last message (at least one, so rates are never inflated).
     pub days: f64,
-    /// `offline`, `live` or the pinned endpoint's URL.
+    /// `offline`, `live` or the pinned endpoint's URL (a user and password in it masked).
     pub model: String,
     /// The role models were assumed (no provider configured here), not read from settings.
     pub models_assumed: bool,

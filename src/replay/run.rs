@@ -6,6 +6,9 @@
 //!   live store is never opened. A directory that holds a bot's store or
 //!   lock is refused before anything is written, and the replay holds the
 //!   lock of its own while it runs.
+//! - A pinned endpoint (`--model URL`) is sent its own key, if one is
+//!   given, and never a provider's from the environment; its URL is shown
+//!   with any user and password masked.
 //! - Every exported channel is opened to the bot (its initiative pool and
 //!   its reply channels) unless the settings already name channels there:
 //!   the question is how the bot would be in *these* channels.
@@ -25,6 +28,7 @@ use super::timeline::{Line, Timeline};
 use crate::executive::endpoints::{Offer, default_model, resolve};
 use crate::executive::prices::cost;
 use crate::executive::{Role, StandIn};
+use crate::settings::diff::mask;
 use crate::settings::load::read_limited;
 use crate::settings::{ProviderKind, Secret, Secrets, Settings};
 use crate::store::DB_FILE;
@@ -42,8 +46,9 @@ pub enum Models {
     Offline { post_rate: f64 },
     /// The providers the settings and environment configure.
     Live,
-    /// Every role pinned to one OpenAI-compatible endpoint.
-    Pinned { url: String },
+    /// Every role pinned to one OpenAI-compatible endpoint, sent `key` if
+    /// one is given and no provider's key from the environment.
+    Pinned { url: String, key: Option<Secret> },
 }
 
 /// Why a directory cannot hold a replay's data: it is a bot's.
@@ -182,7 +187,7 @@ pub async fn replay(
         model: match &opts.models {
             Models::Offline { .. } => "offline".into(),
             Models::Live => "live".into(),
-            Models::Pinned { url } => url.clone(),
+            Models::Pinned { url, .. } => mask(url),
         },
         models_assumed: assumed,
         seed: opts.seed,
@@ -205,7 +210,7 @@ pub async fn replay(
 /// were assumed, and the offline stand-in if any.
 fn prepare(opts: &Options) -> (Settings, Secrets, bool, Option<Arc<Offline>>) {
     let settings = effective_settings(opts);
-    let mut secrets = opts.secrets.clone();
+    let mut secrets = replay_secrets(opts);
     let mut assumed = false;
     let stand_in = match &opts.models {
         Models::Offline { post_rate } => {
@@ -221,6 +226,24 @@ fn prepare(opts: &Options) -> (Settings, Secrets, bool, Option<Arc<Offline>>) {
     (settings, secrets, assumed, stand_in)
 }
 
+/// The secrets the replay may send: a pinned endpoint gets its own key and
+/// none of the providers' (whose keys are for their own APIs).
+fn replay_secrets(opts: &Options) -> Secrets {
+    let mut secrets = opts.secrets.clone();
+    if let Models::Pinned { key, .. } = &opts.models {
+        // The image generator falls back to OPENAI_API_KEY: it keeps the key it was configured with.
+        secrets.image_api_key = secrets
+            .image_api_key
+            .take()
+            .or(secrets.openai_api_key.take());
+        secrets.anthropic_api_key = None;
+        secrets.openrouter_api_key = None;
+        secrets.openai_base_url = None;
+        secrets.openai_api_key = key.clone();
+    }
+    secrets
+}
+
 /// The bot's settings as the replay runs them: its own data directory, the
 /// eagerness asked for, every role on the pinned endpoint if one is.
 fn effective_settings(opts: &Options) -> Settings {
@@ -231,7 +254,7 @@ fn effective_settings(opts: &Options) -> Settings {
     if let Some(e) = opts.eagerness {
         settings.initiative.text.eagerness = e;
     }
-    if let Models::Pinned { url } = &opts.models {
+    if let Models::Pinned { url, .. } = &opts.models {
         let roles = &mut settings.executive.roles;
         for role in [
             &mut roles.reply,
@@ -268,7 +291,7 @@ pub fn worst_case(opts: &Options) -> anyhow::Result<String> {
         _ => 1,
     };
     let offer = Offer {
-        secrets: opts.secrets.clone(),
+        secrets: replay_secrets(opts),
         ollama_reachable: false,
     };
     let per_reply_in = 2_000

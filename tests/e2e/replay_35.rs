@@ -1,7 +1,7 @@
 //! `ambient replay` against what issue 35 found: a kept directory that is a
-//! live bot's, and an export with a field of hundreds of megabytes or a time
-//! no Discord message can have. Each test runs the real binary as a person
-//! would.
+//! live bot's, an export with a field of hundreds of megabytes or a time no
+//! Discord message can have, and a pinned endpoint that was sent the
+//! operator's key. Each test runs the real binary as a person would.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::replay_cli::home;
 use crate::support::home::Home;
+use crate::support::model_server::{ModelServer, Scripted};
 
 fn run(home: &Home, line: &str, env: &[(&str, &str)]) -> (String, String, bool) {
     let out = home.shell(line, env);
@@ -344,6 +345,187 @@ fn absurd_timestamps_are_refused_naming_the_message_or_line() {
         stderr.contains(
             "made.jsonl: line 2: \"ts\" is 253402300799, not a time a Discord message can have"
         ),
+        "{stderr}"
+    );
+}
+
+// --- --model URL ------------------------------------------------------------------------------
+
+const OPERATOR_OPENAI: &str = "sk-operator-openai-0123456789";
+const OPERATOR_ANTHROPIC: &str = "sk-ant-operator-0123456789";
+const OPERATOR_OPENROUTER: &str = "sk-or-operator-0123456789";
+
+fn operator_env() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("OPENAI_API_KEY", OPERATOR_OPENAI),
+        ("ANTHROPIC_API_KEY", OPERATOR_ANTHROPIC),
+        ("OPENROUTER_API_KEY", OPERATOR_OPENROUTER),
+    ]
+}
+
+/// Every header of every request the server received, as one text.
+fn headers_sent(server: &ModelServer) -> String {
+    let requests = server.requests();
+    assert!(
+        !requests.is_empty(),
+        "the replay's calls reached the endpoint"
+    );
+    requests
+        .iter()
+        .map(|r| format!("{:?}", r.headers))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_pinned_url_gets_no_operator_key_and_its_password_is_shown_nowhere() {
+    let home = home();
+    let server = ModelServer::start();
+    server.fallback(Scripted::text("an answer from the pinned model"));
+    let base = server.openai_base();
+    let with_password = base.replace("http://", "http://replayer:hunter2-pass@");
+    let mut env = operator_env();
+    env.push(("RUST_LOG", "debug"));
+    let (stdout, stderr, ok) = run(
+        &home,
+        &format!(
+            "ambient replay examples/replay/sample.jsonl --model {with_password} --yes \
+             --format json --html page.html --keep kept"
+        ),
+        &env,
+    );
+    assert!(ok, "{stderr}");
+
+    let sent = headers_sent(&server);
+    for key in [OPERATOR_OPENAI, OPERATOR_ANTHROPIC, OPERATOR_OPENROUTER] {
+        assert!(
+            !sent.contains(key),
+            "the operator's key went to the URL: {sent}"
+        );
+    }
+    // The URL's own user and password go to it, as basic auth; no key was named, so none is sent.
+    use base64::Engine as _;
+    let basic = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode("replayer:hunter2-pass")
+    );
+    for r in server.requests() {
+        assert_eq!(
+            r.headers.get("authorization"),
+            Some(&basic),
+            "{:?}",
+            r.headers
+        );
+    }
+
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let masked = base.replace("http://", "http://***@");
+    assert_eq!(report["run"]["model"], masked.as_str());
+    let page = std::fs::read_to_string(home.path().join("page.html")).unwrap();
+    // The page escapes the URL's slashes; its host follows the mask.
+    let host = base
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap();
+    assert!(
+        page.contains(&format!("***@{host}")),
+        "the page names the endpoint, masked: {}",
+        page.lines()
+            .find(|l| l.starts_with("Models:"))
+            .unwrap_or(&page)
+    );
+    let kept = snapshot(&home.path().join("kept"));
+    for (what, text) in [
+        ("the report", stdout.as_str()),
+        ("the logs", &stderr),
+        ("the page", &page),
+    ] {
+        assert!(
+            !text.contains("hunter2-pass"),
+            "{what} shows the password: {text}"
+        );
+    }
+    for (file, bytes) in kept {
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains("hunter2-pass"), "{file} keeps the password");
+    }
+
+    // An endpoint that cannot be reached: its failures, logged and kept in
+    // the usage records, name the URL masked too.
+    let (_, stderr, ok) = run(
+        &home,
+        "ambient replay examples/replay/sample.jsonl --model http://replayer:hunter2-pass@127.0.0.1:9/v1 \
+         --yes --keep unreachable",
+        &env,
+    );
+    assert!(ok, "{stderr}");
+    assert!(
+        !stderr.contains("hunter2-pass"),
+        "the logs show the password: {stderr}"
+    );
+    let kept = snapshot(&home.path().join("unreachable"));
+    let kept: String = kept
+        .values()
+        .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
+        .collect();
+    assert!(
+        kept.contains("cannot reach http://***@127.0.0.1:9/v1"),
+        "the failures are kept, masked"
+    );
+    assert!(
+        !kept.contains("hunter2-pass"),
+        "the store keeps the password"
+    );
+}
+
+#[test]
+fn a_pinned_url_gets_the_key_named_by_api_key_env_and_no_other() {
+    let home = home();
+    let server = ModelServer::start();
+    server.fallback(Scripted::text("an answer from the pinned model"));
+    let url = server.openai_base();
+    let mut env = operator_env();
+    env.push(("PINNED_KEY", "sk-pinned-for-this-url-42"));
+    let (_, stderr, ok) = run(
+        &home,
+        &format!(
+            "ambient replay examples/replay/sample.jsonl --model {url} --api-key-env PINNED_KEY --yes --format json"
+        ),
+        &env,
+    );
+    assert!(ok, "{stderr}");
+    for r in server.requests() {
+        assert_eq!(
+            r.headers.get("authorization").map(String::as_str),
+            Some("Bearer sk-pinned-for-this-url-42"),
+            "{:?}",
+            r.headers
+        );
+    }
+    assert!(!headers_sent(&server).contains(OPERATOR_OPENAI));
+
+    // A name the environment does not hold, or one without a URL, is refused before anything runs.
+    let (_, stderr, ok) = run(
+        &home,
+        &format!(
+            "ambient replay examples/replay/sample.jsonl --model {url} --api-key-env NO_SUCH_KEY --yes"
+        ),
+        &env,
+    );
+    assert!(!ok);
+    assert!(
+        stderr.contains("--api-key-env NO_SUCH_KEY: the environment has no NO_SUCH_KEY"),
+        "{stderr}"
+    );
+    let (_, stderr, ok) = run(
+        &home,
+        "ambient replay examples/replay/sample.jsonl --model live --api-key-env PINNED_KEY --yes",
+        &env,
+    );
+    assert!(!ok);
+    assert!(
+        stderr.contains("--api-key-env goes with --model URL"),
         "{stderr}"
     );
 }
