@@ -101,7 +101,7 @@ pub async fn run(settings: Option<&Path>, args: ReplayArgs) -> anyhow::Result<Ex
         };
         if !asked {
             asked = true;
-            if !confirmed(&args, &opts)? {
+            if !confirmed(&args, &opts).await? {
                 eprintln!("Nothing was replayed.");
                 return Ok(ExitCode::FAILURE);
             }
@@ -225,8 +225,8 @@ fn progress(p: Progress) {
 
 /// A live replay sends the export to the configured models: say what that
 /// could cost at most, and go on only when the person says so.
-fn confirmed(args: &ReplayArgs, opts: &Options) -> anyhow::Result<bool> {
-    let worst = crate::replay::run::worst_case(opts)?;
+async fn confirmed(args: &ReplayArgs, opts: &Options) -> anyhow::Result<bool> {
+    let worst = crate::replay::run::worst_case(opts).await?;
     eprintln!("{worst}");
     if args.yes {
         return Ok(true);

@@ -799,6 +799,19 @@ impl Executive {
     }
 }
 
+/// Whether a local Ollama answers at `executive.ollamaBaseUrl`, looked for
+/// as [`Executive::new`] does: for a front end that must know before it
+/// builds the bot (replay's question before real models are paid).
+pub async fn ollama_answers(settings: &crate::settings::Settings) -> bool {
+    let http = crate::net::with_proxy(reqwest::Client::builder(), &settings.network)
+        .connect_timeout(Duration::from_secs(10))
+        .build();
+    match http {
+        Ok(http) => probe_ollama(&http, &settings.executive.ollama_base_url).await,
+        Err(_) => false,
+    }
+}
+
 async fn probe_ollama(http: &reqwest::Client, base: &str) -> bool {
     let url = format!("{}/api/tags", base.trim_end_matches('/'));
     matches!(

@@ -33,6 +33,10 @@ pub struct Run {
     pub model: String,
     /// The role models were assumed (no provider configured here), not read from settings.
     pub models_assumed: bool,
+    /// Roles no model served: the bot did none of their work.
+    pub roles_without_model: Vec<String>,
+    /// Why those roles had no model (each reason once).
+    pub no_model_because: Vec<String>,
     pub seed: u64,
     /// Offline only: how often the stand-in posts or speaks when asked.
     pub post_rate: Option<f64>,

@@ -9,6 +9,8 @@
 //! - A pinned endpoint (`--model URL`) is sent its own key, if one is
 //!   given, and never a provider's from the environment; its URL is shown
 //!   with any user and password masked.
+//! - Roles no model serves are named, with what that means for the bot; a
+//!   live replay with no model at all is refused, not reported as $0.
 //! - Every exported channel is opened to the bot (its initiative pool and
 //!   its reply channels) unless the settings already name channels there:
 //!   the question is how the bot would be in *these* channels.
@@ -25,9 +27,9 @@ use super::offline::Offline;
 use super::report::{Report, Run, Seen};
 use super::sim::{Setup, Simulation};
 use super::timeline::{Line, Timeline};
-use crate::executive::endpoints::{Offer, default_model, resolve};
+use crate::executive::endpoints::{Offer, Resolution, default_model, resolve};
 use crate::executive::prices::cost;
-use crate::executive::{Role, StandIn};
+use crate::executive::{Role, StandIn, ollama_answers};
 use crate::settings::diff::mask;
 use crate::settings::load::read_limited;
 use crate::settings::{ProviderKind, Secret, Secrets, Settings};
@@ -152,6 +154,10 @@ pub async fn replay(
         stand_in: offline.map(|o| o as Arc<dyn StandIn>),
     })
     .await?;
+    let unserved = Unserved::of(|role| sim.app.executive.resolve(role));
+    if opts.models == Models::Live && unserved.is_everything() {
+        anyhow::bail!(unserved.refusal());
+    }
     sim.open_exported_channels = opens_channels(&opts.settings);
 
     let mut walk = Walk::new(first.at);
@@ -190,6 +196,8 @@ pub async fn replay(
             Models::Pinned { url, .. } => mask(url),
         },
         models_assumed: assumed,
+        roles_without_model: unserved.roles.iter().map(|r| r.as_str().into()).collect(),
+        no_model_because: unserved.reasons,
         seed: opts.seed,
         post_rate: match opts.models {
             Models::Offline { post_rate } => Some(post_rate),
@@ -274,9 +282,18 @@ fn effective_settings(opts: &Options) -> Settings {
 
 /// What a replay with real models could spend at most, in words: each
 /// role's daily budget for every day of the export, and for the reply role
-/// (which has no budget by default) one full answer per message.
-pub fn worst_case(opts: &Options) -> anyhow::Result<String> {
+/// (which has no budget by default) one full answer per message; and the
+/// roles no model would serve. A live replay with no model at all is refused.
+pub async fn worst_case(opts: &Options) -> anyhow::Result<String> {
     let settings = effective_settings(opts);
+    let offer = Offer {
+        secrets: replay_secrets(opts),
+        ollama_reachable: opts.models == Models::Live && ollama_answers(&settings).await,
+    };
+    let unserved = Unserved::of(|role| resolve(role, &settings, &offer));
+    if opts.models == Models::Live && unserved.is_everything() {
+        anyhow::bail!(unserved.refusal());
+    }
     let (mut messages, mut chars) = (0u64, 0u64);
     let (mut first, mut last) = (None, None);
     for m in read_exports(&opts.files, &opts.limits)? {
@@ -289,10 +306,6 @@ pub fn worst_case(opts: &Options) -> anyhow::Result<String> {
     let days = match (first, last) {
         (Some(a), Some(b)) => ((b - a).num_seconds() as f64 / 86_400.0).max(1.0).ceil() as u64,
         _ => 1,
-    };
-    let offer = Offer {
-        secrets: replay_secrets(opts),
-        ollama_reachable: false,
     };
     let per_reply_in = 2_000
         + u64::from(settings.executive.reply_history_messages) * (chars / messages.max(1) / 4 + 10);
@@ -339,13 +352,58 @@ pub fn worst_case(opts: &Options) -> anyhow::Result<String> {
             super::text::money(spend)
         ));
     }
+    let roles: Vec<String> = unserved.roles.iter().map(|r| r.as_str().into()).collect();
+    let gap = super::text::unserved(&roles, &unserved.reasons)
+        .map_or_else(String::new, |note| format!("\n{note}"));
     Ok(format!(
         "A replay with real models sends {messages} messages over {days} day(s) to:\n{}\n\
          Worst case: {} (each role's daily budget every day; replies, which have no budget, \
-         one full answer per message). Budgets stop it there, as they would the bot.",
+         one full answer per message). Budgets stop it there, as they would the bot.{gap}",
         lines.join("\n"),
         super::text::money(total)
     ))
+}
+
+/// The roles no model serves, and why (each reason once).
+#[derive(Default)]
+struct Unserved {
+    roles: Vec<Role>,
+    reasons: Vec<String>,
+}
+
+impl Unserved {
+    fn of(resolve: impl Fn(Role) -> Resolution) -> Self {
+        let mut unserved = Self::default();
+        for role in Role::ALL {
+            let r = resolve(role);
+            if !r.endpoints.is_empty() {
+                continue;
+            }
+            unserved.roles.push(role);
+            let reason = r.reason();
+            if !unserved.reasons.contains(&reason) {
+                unserved.reasons.push(reason);
+            }
+        }
+        unserved
+    }
+
+    fn is_everything(&self) -> bool {
+        self.roles.len() == Role::ALL.len()
+    }
+
+    /// Why a live replay with no model at all does not run, and what would.
+    fn refusal(&self) -> String {
+        let roles: Vec<&str> = self.roles.iter().map(|r| r.as_str()).collect();
+        format!(
+            "--model live: no role has a model ({}), so the replayed bot would answer nobody \
+             and post nothing, and cost $0: {}. Configure a model (see Models in the README), \
+             or replay with --model offline (a stand-in that measures routing, gates and cost \
+             and sends nothing) or --model URL (one OpenAI-compatible endpoint)",
+            roles.join(", "),
+            self.reasons.join("; ")
+        )
+    }
 }
 
 /// Whether the environment names a hosted model provider (a local Ollama

@@ -1,14 +1,15 @@
 //! `ambient replay` against what issue 35 found: a kept directory that is a
 //! live bot's, an export with a field of hundreds of megabytes or a time no
-//! Discord message can have, and a pinned endpoint that was sent the
-//! operator's key. Each test runs the real binary as a person would.
+//! Discord message can have, a pinned endpoint that was sent the operator's
+//! key, and a live replay with no model that reported $0 as if that meant
+//! something. Each test runs the real binary as a person would.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::replay_cli::home;
 use crate::support::home::Home;
@@ -527,5 +528,75 @@ fn a_pinned_url_gets_the_key_named_by_api_key_env_and_no_other() {
     assert!(
         stderr.contains("--api-key-env goes with --model URL"),
         "{stderr}"
+    );
+}
+
+// --- --model live without a model -------------------------------------------------------------
+
+#[test]
+fn a_live_replay_with_no_model_is_refused_with_how_to_configure_one() {
+    let home = home();
+    let (stdout, stderr, ok) = run(
+        &home,
+        "ambient replay examples/replay/sample.jsonl --model live --yes",
+        &[],
+    );
+    assert!(!ok, "a live replay ran with no model: {stdout}");
+    assert!(
+        stderr.contains(
+            "--model live: no role has a model (reply, ambient, reflex, extract), so the \
+             replayed bot would answer nobody and post nothing, and cost $0"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("set ANTHROPIC_API_KEY"), "{stderr}");
+    assert!(stderr.contains("--model offline"), "{stderr}");
+    assert!(!stderr.contains("Worst case"), "{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+}
+
+#[test]
+fn a_live_replay_with_some_roles_unserved_says_which_and_what_that_means() {
+    let home = home();
+    home.edit_settings(json!({"executive": {"roles": {
+        "ambient": {"provider": "none"},
+        "extract": {"provider": "none"},
+        "reflex": {"provider": "none"}
+    }}}));
+    let server = ModelServer::start();
+    server.fallback(Scripted::text("an answer from the live model"));
+    let base = server.openai_base();
+    let env = [
+        ("OPENAI_BASE_URL", base.as_str()),
+        ("OPENAI_API_KEY", "sk-test-live"),
+    ];
+    let (stdout, stderr, ok) = run(
+        &home,
+        "ambient replay examples/replay/sample.jsonl --model live --yes --html page.html",
+        &env,
+    );
+    assert!(ok, "{stderr}");
+    let gap = "No model for the ambient, reflex and extract roles \
+               (executive.roles.ambient.provider is \"none\"; executive.roles.reflex.provider \
+               is \"none\"; executive.roles.extract.provider is \"none\")";
+    let meaning = "so the bot would not post on its own, chime in or tend its garden; \
+                   run level-2 reflexes; or remember anything from conversations";
+    for (what, text) in [("the question", &stderr), ("the report", &stdout)] {
+        assert!(text.contains(gap), "{what}: {text}");
+        assert!(text.contains(meaning), "{what}: {text}");
+    }
+    let page = std::fs::read_to_string(home.path().join("page.html")).unwrap();
+    assert!(page.contains(meaning), "the page says it too");
+
+    let (stdout, _, ok) = run(
+        &home,
+        "ambient replay examples/replay/sample.jsonl --model live --yes --format json",
+        &env,
+    );
+    assert!(ok);
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        report["run"]["roles_without_model"],
+        json!(["ambient", "reflex", "extract"])
     );
 }
