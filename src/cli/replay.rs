@@ -11,9 +11,10 @@ use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 
 use crate::replay::export::ExportLimits;
-use crate::replay::run::{Models, Options, Outcome, Progress, replay};
+use crate::replay::run::{Models, Options, Outcome, Progress, refuse_a_bots_directory, replay};
 use crate::replay::text::{self, SweepRow};
-use crate::settings::Secrets;
+use crate::settings::diff::mask;
+use crate::settings::{Secret, Secrets};
 
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
@@ -46,6 +47,9 @@ pub struct ReplayArgs {
     /// Live or URL: start without asking about the worst-case spend
     #[arg(long)]
     pub yes: bool,
+    /// URL only: the environment variable holding the key for that endpoint [default: no key is sent]
+    #[arg(long, value_name = "NAME")]
+    pub api_key_env: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -62,6 +66,10 @@ pub async fn run(settings: Option<&Path>, args: ReplayArgs) -> anyhow::Result<Ex
     };
     if let Some(bad) = args.eagerness.iter().find(|e| **e > 100) {
         anyhow::bail!("--eagerness {bad}: an eagerness is a percent, 0 to 100");
+    }
+    // Before anything is written: a bot's data directory is never a replay's.
+    if let Some(dir) = &args.keep {
+        refuse_a_bots_directory(dir).map_err(|e| anyhow::anyhow!("--keep {e}"))?;
     }
     let secrets = Secrets::from_env();
     let temp = tempfile::tempdir().context("cannot make a temporary data directory")?;
@@ -93,7 +101,7 @@ pub async fn run(settings: Option<&Path>, args: ReplayArgs) -> anyhow::Result<Ex
         };
         if !asked {
             asked = true;
-            if !confirmed(&args, &opts)? {
+            if !confirmed(&args, &opts).await? {
                 eprintln!("Nothing was replayed.");
                 return Ok(ExitCode::FAILURE);
             }
@@ -133,17 +141,43 @@ fn models(args: &ReplayArgs) -> anyhow::Result<Models> {
             args.post_rate
         );
     }
-    Ok(match args.model.as_str() {
+    let models = match args.model.as_str() {
         "offline" => Models::Offline {
             post_rate: args.post_rate,
         },
         "live" => Models::Live,
         url if url.starts_with("http://") || url.starts_with("https://") => Models::Pinned {
             url: url.trim_end_matches('/').to_string(),
+            key: None,
         },
         other => anyhow::bail!(
-            "--model {other:?}: offline, live, or the URL of an OpenAI-compatible endpoint (http://…/v1)"
+            "--model {:?}: offline, live, or the URL of an OpenAI-compatible endpoint (http://…/v1)",
+            mask(other)
         ),
+    };
+    let Some(name) = &args.api_key_env else {
+        return Ok(models);
+    };
+    let Models::Pinned { url, .. } = models else {
+        anyhow::bail!(
+            "--api-key-env goes with --model URL: live sends the environment's keys \
+             (ANTHROPIC_API_KEY …) only to their own providers, and offline sends nothing"
+        );
+    };
+    let key = std::env::var(name)
+        .ok()
+        .map(|k| k.trim().to_string())
+        .filter(|k| !k.is_empty());
+    let Some(key) = key else {
+        anyhow::bail!(
+            "--api-key-env {name}: the environment has no {name}; set it to the key for {}, \
+             or leave --api-key-env out to send no key",
+            mask(&url)
+        );
+    };
+    Ok(Models::Pinned {
+        url,
+        key: Some(Secret::new(key)),
     })
 }
 
@@ -191,8 +225,8 @@ fn progress(p: Progress) {
 
 /// A live replay sends the export to the configured models: say what that
 /// could cost at most, and go on only when the person says so.
-fn confirmed(args: &ReplayArgs, opts: &Options) -> anyhow::Result<bool> {
-    let worst = crate::replay::run::worst_case(opts)?;
+async fn confirmed(args: &ReplayArgs, opts: &Options) -> anyhow::Result<bool> {
+    let worst = crate::replay::run::worst_case(opts).await?;
     eprintln!("{worst}");
     if args.yes {
         return Ok(true);

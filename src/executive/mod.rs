@@ -681,8 +681,12 @@ impl Executive {
         }
         (
             "network",
-            self.secrets
-                .redact(&format!("cannot reach {}: {}", ep.base_url, error_chain(e))),
+            // A base URL may carry a user and password (a --model URL, a role's baseUrl).
+            self.secrets.redact(&format!(
+                "cannot reach {}: {}",
+                crate::settings::diff::mask(&ep.base_url),
+                error_chain(e)
+            )),
         )
     }
 
@@ -792,6 +796,19 @@ impl Executive {
                 "provider skipped after repeated failures"
             );
         }
+    }
+}
+
+/// Whether a local Ollama answers at `executive.ollamaBaseUrl`, looked for
+/// as [`Executive::new`] does: for a front end that must know before it
+/// builds the bot (replay's question before real models are paid).
+pub async fn ollama_answers(settings: &crate::settings::Settings) -> bool {
+    let http = crate::net::with_proxy(reqwest::Client::builder(), &settings.network)
+        .connect_timeout(Duration::from_secs(10))
+        .build();
+    match http {
+        Ok(http) => probe_ollama(&http, &settings.executive.ollama_base_url).await,
+        Err(_) => false,
     }
 }
 

@@ -13,9 +13,13 @@
 //! - Messages other than plain ones and replies (joins, pins, calls…) are
 //!   skipped and counted, not fatal.
 //! - Errors name the file, the message (or line) and the field, and say what
-//!   would be valid; a file ending early says it looks truncated. Files are
-//!   plain files under `max_file_bytes`; a message's text is cut at
-//!   `max_content_bytes`.
+//!   would be valid; a file ending early says it looks truncated.
+//! - Everything read is bounded while it streams (see `bounded`): files are
+//!   plain files under `max_file_bytes`; a string is cut before the parser
+//!   holds it, a message's text then at `max_content_bytes` with a notice
+//!   saying so, a name at `MAX_NAME_CHARS`; a message past
+//!   `max_message_bytes` is an error. A time no Discord message can have
+//!   (before Discord's epoch, or after `latest`) is refused.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -30,6 +34,7 @@ use serde::Deserializer as _;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use super::bounded::{Bounded, Overflow};
 use crate::ids::stable_id;
 use crate::settings::load::{FileError, open_limited};
 
@@ -69,18 +74,43 @@ pub struct ExportedMessage {
 #[derive(Clone, Debug)]
 pub struct ExportLimits {
     pub max_file_bytes: u64,
-    /// Longer text is cut (on a character boundary); Discord's own limit is 4,000 characters.
+    /// Longer text is cut (on a character boundary) with a notice; Discord's
+    /// own limit is 4,000 characters.
     pub max_content_bytes: usize,
+    /// A DiscordChatExporter message (its JSON, after long texts are cut)
+    /// longer than this is an error: reactions, embeds and all, real ones
+    /// take a few kilobytes.
+    pub max_message_bytes: u64,
+    /// The latest time a message can have: a later one is refused.
+    pub latest: DateTime<Utc>,
 }
 
 impl Default for ExportLimits {
+    /// The latest time is a day from now (the clocks of the machine that
+    /// exported and this one may differ a little).
     fn default() -> Self {
         Self {
             max_file_bytes: 2 * 1024 * 1024 * 1024,
             max_content_bytes: 16 * 1024,
+            max_message_bytes: 1024 * 1024,
+            latest: Utc::now() + chrono::Duration::days(1),
         }
     }
 }
+
+/// Names (server, channel, people) longer than this are cut: Discord's own
+/// limit is 100 characters for servers and channels, 32 for people.
+pub const MAX_NAME_CHARS: usize = 100;
+
+/// Mentions kept per message; a message's 4,000 characters hold at most
+/// about 190 (`<@id>` takes 21 or more).
+const MAX_MENTIONS: usize = 200;
+
+/// Kinds of skipped message counted apart; the rest are counted as one.
+const MAX_SKIPPED_KINDS: usize = 32;
+
+/// Discord's epoch (2015-01-01): no message is older. In milliseconds since 1970.
+const DISCORD_EPOCH_MS: i64 = 1_420_070_400_000;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExportError {
@@ -126,6 +156,22 @@ pub enum MessageError {
     NotATime { field: String, shown: String },
     #[error("\"{field}\" is {shown}, not a list")]
     NotAList { field: String, shown: String },
+    #[error(
+        "\"{field}\" is {shown}, not a time a Discord message can have: from 2015-01-01 \
+         (Discord's first year) to {latest}"
+    )]
+    ImpossibleTime {
+        field: String,
+        shown: String,
+        latest: String,
+    },
+    #[error(
+        "is longer than {max} bytes even with its long texts cut: not a message \
+         DiscordChatExporter writes"
+    )]
+    TooLarge { max: u64 },
+    #[error("holds a number or word longer than {max} characters")]
+    TooLongToken { max: u64 },
     #[error(
         "\"timestamp\" {at} is earlier than the message before it: the messages must be \
              in time order, as DiscordChatExporter writes them"
@@ -278,7 +324,15 @@ impl Exports {
         while self.heads[i].is_none() && !self.finished[i] {
             match self.queues[i].recv() {
                 Ok(Item::Message(m)) => self.heads[i] = Some(*m),
-                Ok(Item::Skipped(kind)) => *self.skipped.entry(kind).or_default() += 1,
+                Ok(Item::Skipped(kind)) => {
+                    let known = self.skipped.contains_key(&kind);
+                    let kind = if known || self.skipped.len() < MAX_SKIPPED_KINDS {
+                        kind
+                    } else {
+                        "other kinds".to_string()
+                    };
+                    *self.skipped.entry(kind).or_default() += 1;
+                }
                 Ok(Item::Failed(e)) => return Err(e),
                 Err(_) => self.finished[i] = true,
             }
@@ -375,15 +429,39 @@ impl FileReader {
         self.send(Item::Message(Box::new(m)))
     }
 
+    /// A message's text within `max_content_bytes`, a longer one cut with
+    /// a notice that says so (the notice within the limit too).
     fn cut(&self, mut text: String) -> String {
-        if text.len() > self.limits.max_content_bytes {
-            let mut end = self.limits.max_content_bytes;
-            while !text.is_char_boundary(end) {
-                end -= 1;
-            }
-            text.truncate(end);
+        let max = self.limits.max_content_bytes;
+        if text.len() <= max {
+            return text;
         }
+        let notice = format!(" [… cut here: the message is longer than {}]", size(max));
+        let mut end = max.saturating_sub(notice.len());
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push_str(&notice);
         text
+    }
+
+    /// A time a Discord message can have, or why not.
+    fn possible(
+        &self,
+        at: DateTime<Utc>,
+        v: &Value,
+        field: &str,
+    ) -> Result<DateTime<Utc>, MessageError> {
+        let latest = self.limits.latest;
+        if at.timestamp_millis() < DISCORD_EPOCH_MS || at > latest {
+            return Err(MessageError::ImpossibleTime {
+                field: field.into(),
+                shown: shown(v),
+                latest: latest.format("%Y-%m-%d").to_string(),
+            });
+        }
+        Ok(at)
     }
 }
 
@@ -399,20 +477,49 @@ struct Progress {
 }
 
 impl FileReader {
-    fn dce(&self, input: impl Read) {
+    fn dce(&self, input: impl BufRead) {
+        // A string is cut where, even all escapes, it holds more than
+        // `max_content_bytes`: the text's own cut (with its notice) then applies.
+        let max_string = 6 * self.limits.max_content_bytes as u64 + 6;
+        let mut bounded = Bounded::new(input, max_string, self.limits.max_message_bytes);
         let mut progress = Progress::default();
-        let mut de = serde_json::Deserializer::from_reader(input);
-        let result = de.deserialize_map(TopVisitor {
-            reader: self,
-            progress: &mut progress,
-        });
-        let result = result.and_then(|()| de.end());
-        match result {
-            Err(e) if !progress.stopped => {
+        let result = {
+            let mut de = serde_json::Deserializer::from_reader(BufReader::new(&mut bounded));
+            let result = de.deserialize_map(TopVisitor {
+                reader: self,
+                progress: &mut progress,
+            });
+            result.and_then(|()| de.end())
+        };
+        match (result, bounded.overflow()) {
+            (Err(_), Some(o)) if !progress.stopped => {
+                self.send(self.overflowed(o, &progress));
+            }
+            (Err(e), None) if !progress.stopped => {
                 self.send(self.syntax_error(&e, &progress));
             }
             _ => {}
         }
+    }
+
+    /// A limit of `bounded` stopped the read: where, and which.
+    fn overflowed(&self, o: Overflow, p: &Progress) -> Item {
+        if p.in_messages {
+            let why = match o {
+                Overflow::Item(max) => MessageError::TooLarge { max },
+                Overflow::Token(max) => MessageError::TooLongToken { max },
+            };
+            return self.fail_at(format!("message {}", p.read + 1), why);
+        }
+        self.fail(match o {
+            Overflow::Item(max) => format!(
+                "before its messages, a value longer than {max} bytes even with its long \
+                 texts cut: not what DiscordChatExporter writes"
+            ),
+            Overflow::Token(max) => {
+                format!("before its messages, a number or word longer than {max} characters")
+            }
+        })
     }
 
     fn syntax_error(&self, e: &serde_json::Error, p: &Progress) -> Item {
@@ -548,17 +655,19 @@ fn dce_message(
         Value::Null => None,
         r => Some(id_field(&r["messageId"], "reference.messageId")?),
     };
+    let at = time_field(&v["timestamp"], "timestamp")?;
     Ok(Some(ExportedMessage {
         file: s.reader.file,
         index,
         guild: s.guild.clone(),
         channel: s.channel.clone(),
         id: id_field(&v["id"], "id")?,
-        at: time_field(&v["timestamp"], "timestamp")?,
+        at: s.reader.possible(at, &v["timestamp"], "timestamp")?,
         author: author(&v["author"], "author")?,
         content: s.reader.cut(text_field(&v["content"], "content")?),
         mentions: list(&v["mentions"], "mentions")?
             .iter()
+            .take(MAX_MENTIONS)
             .enumerate()
             .map(|(i, m)| author(m, &format!("mentions[{i}]")))
             .collect::<Result<_, _>>()?,
@@ -589,8 +698,25 @@ fn type_name(v: &Value) -> String {
 fn named(v: &Value, field: &str) -> Result<Named, MessageError> {
     Ok(Named {
         id: id_field(&v["id"], &format!("{field}.id"))?,
-        name: text_field(&v["name"], &format!("{field}.name"))?,
+        name: short_name(text_field(&v["name"], &format!("{field}.name"))?),
     })
+}
+
+/// A name cut at `MAX_NAME_CHARS`, with an ellipsis where it was.
+fn short_name(name: String) -> String {
+    match name.char_indices().nth(MAX_NAME_CHARS) {
+        Some((end, _)) => format!("{}…", &name[..end]),
+        None => name,
+    }
+}
+
+/// A size as the notices give it: "16 KiB", or bytes when not whole KiB.
+fn size(bytes: usize) -> String {
+    if bytes.is_multiple_of(1024) {
+        format!("{} KiB", bytes / 1024)
+    } else {
+        format!("{bytes} bytes")
+    }
 }
 
 fn author(v: &Value, field: &str) -> Result<ExportedAuthor, MessageError> {
@@ -600,10 +726,10 @@ fn author(v: &Value, field: &str) -> Result<ExportedAuthor, MessageError> {
             kind: kind(v),
         });
     }
-    let name = match &v["nickname"] {
+    let name = short_name(match &v["nickname"] {
         Value::String(nick) if !nick.is_empty() => nick.clone(),
         _ => text_field(&v["name"], &format!("{field}.name"))?,
-    };
+    });
     let is_bot = match &v["isBot"] {
         Value::Null => false,
         Value::Bool(b) => *b,
@@ -750,9 +876,10 @@ impl FileReader {
                 .ok_or_else(|| MessageError::NotUnixSeconds { n: n.to_string() })?,
             other => time_field(other, "ts")?,
         };
+        let at = self.possible(at, &v["ts"], "ts")?;
         let channel = text_field(&v["channel"], "channel")?;
-        let channel = channel.trim_start_matches('#').to_string();
-        let who = text_field(&v["author"], "author")?;
+        let channel = short_name(channel.trim_start_matches('#').to_string());
+        let who = short_name(text_field(&v["author"], "author")?);
         Ok(ExportedMessage {
             file: self.file,
             index,
@@ -778,7 +905,6 @@ impl FileReader {
 
 /// A snowflake-shaped id for a JSONL line: time-ordered, the same every run.
 fn made_up_id(at: DateTime<Utc>, file: usize, index: usize) -> u64 {
-    const DISCORD_EPOCH_MS: i64 = 1_420_070_400_000;
     let ms = (at.timestamp_millis() - DISCORD_EPOCH_MS).max(0) as u64;
     (ms << 22) | (((index as u64) & 0x1_ffff) << 5) | (file as u64 & 0x1f)
 }
@@ -1014,7 +1140,7 @@ mod tests {
     }
 
     #[test]
-    fn long_text_is_cut_on_a_character_boundary() {
+    fn long_text_is_cut_on_a_character_boundary_with_a_notice() {
         let dir = tempfile::tempdir().unwrap();
         let long = "é".repeat(20_000);
         let path = dce_file(
@@ -1025,7 +1151,118 @@ mod tests {
         );
         let (messages, result, _) = read_all(&[path]);
         result.unwrap();
-        assert_eq!(messages[0].content.len(), 16 * 1024);
+        let text = &messages[0].content;
+        let notice = " [… cut here: the message is longer than 16 KiB]";
+        assert!(text.ends_with(notice), "{}", &text[text.len() - 80..]);
+        assert!(text.len() <= 16 * 1024 && text.len() > 16 * 1024 - notice.len() - 2);
+        assert!(text.trim_end_matches(notice).chars().all(|c| c == 'é'));
+    }
+
+    #[test]
+    fn a_huge_text_or_name_is_cut_before_it_is_held() {
+        let dir = tempfile::tempdir().unwrap();
+        // Escapes all the way: even so the text is cut at 16 KiB, with its notice.
+        let escaped = "\\u00e9".repeat(100_000);
+        let path = dir.path().join("escaped.json");
+        std::fs::write(
+            &path,
+            format!(
+                r#"{{"guild": {{"id": "1", "name": "{}"}}, "channel": {{"id": "7", "name": "c"}},
+                   "messages": [{}]}}"#,
+                "Tide".repeat(10_000),
+                message(10, "2024-05-01T18:30:00Z", &escaped)
+            ),
+        )
+        .unwrap();
+        let (messages, result, _) = read_all(&[path]);
+        result.unwrap();
+        assert!(messages[0].content.ends_with("longer than 16 KiB]"));
+        assert!(messages[0].content.starts_with("éé"));
+        let guild = &messages[0].guild.name;
+        assert_eq!(guild.chars().count(), MAX_NAME_CHARS + 1, "{guild}");
+        assert!(guild.starts_with("TideTide") && guild.ends_with('…'));
+    }
+
+    #[test]
+    fn a_message_past_its_size_limit_is_refused_by_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let many = format!("[{}]", vec![r#"{"id": "9", "name": "x"}"#; 2_000].join(","));
+        let huge = message(11, "2024-05-01T18:31:00Z", "hi")
+            .replace(r#""mentions": []"#, &format!(r#""mentions": {many}"#));
+        let limits = ExportLimits {
+            max_message_bytes: 16 * 1024,
+            ..ExportLimits::default()
+        };
+        let path = dce_file(
+            dir.path(),
+            "chat.json",
+            "1",
+            &format!("{}, {huge}", message(10, "2024-05-01T18:30:00Z", "hi")),
+        );
+        let mut exports = read_exports(std::slice::from_ref(&path), &limits).unwrap();
+        assert!(
+            exports.next().unwrap().is_ok(),
+            "the message before is read"
+        );
+        assert_eq!(
+            exports.next().unwrap().unwrap_err().to_string(),
+            format!(
+                "{}: message 2: is longer than 16384 bytes even with its long texts cut: \
+                 not a message DiscordChatExporter writes",
+                path.display()
+            )
+        );
+    }
+
+    #[test]
+    fn times_no_discord_message_can_have_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let latest = DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
+            .unwrap()
+            .to_utc();
+        let limits = ExportLimits {
+            latest,
+            ..ExportLimits::default()
+        };
+        for (ts, ok) in [
+            ("2014-12-31T23:59:59Z", false),
+            ("2015-01-01T00:00:00Z", true),
+            ("2026-01-01T00:00:00Z", true),
+            ("2026-01-01T00:00:01Z", false),
+        ] {
+            let path = dce_file(dir.path(), "t.json", "1", &message(10, ts, "hi"));
+            let got = read_exports(&[path], &limits).unwrap().next().unwrap();
+            match (got, ok) {
+                (Ok(m), true) => assert_eq!(m.at.to_rfc3339().get(..19), ts.get(..19)),
+                (Err(e), false) => assert!(
+                    e.to_string().ends_with(&format!(
+                        "message 1: \"timestamp\" is \"{ts}\", not a time a Discord message \
+                         can have: from 2015-01-01 (Discord's first year) to 2026-01-01"
+                    )),
+                    "{e}"
+                ),
+                (got, _) => panic!("{ts}: {got:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn skipped_kinds_are_counted_apart_up_to_a_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let odd: Vec<String> = (0..40)
+            .map(|i| {
+                message(10 + i, "2024-05-01T18:30:00Z", "x")
+                    .replace(r#""type": "Default""#, &format!(r#""type": "Kind{i}""#))
+            })
+            .collect();
+        let path = dce_file(dir.path(), "odd.json", "1", &odd.join(","));
+        let (messages, result, exports) = read_all(&[path]);
+        result.unwrap();
+        assert!(messages.is_empty());
+        let skipped = exports.skipped();
+        assert_eq!(skipped.len(), MAX_SKIPPED_KINDS + 1);
+        assert_eq!(skipped.get("Kind0"), Some(&1));
+        assert_eq!(skipped.get("other kinds"), Some(&8));
     }
 
     #[test]

@@ -45,6 +45,8 @@ struct View<'a> {
     days: String,
     /// Offline only.
     post_rate: Option<String>,
+    /// Roles no model served, and what that meant.
+    unserved: Option<String>,
     did: Vec<Figure>,
     cost: String,
     cost_per_day: String,
@@ -104,6 +106,7 @@ impl<'a> View<'a> {
             to: r.run.to.format("%Y-%m-%d %H:%M UTC").to_string(),
             days: format!("{days:.1}"),
             post_rate: r.run.post_rate.map(|p| format!("{p:.2}")),
+            unserved: super::text::unserved(&r.run.roles_without_model, &r.run.no_model_because),
             did,
             cost: money(r.cost),
             cost_per_day: money(r.cost_per_day),

@@ -5,6 +5,7 @@
 //!
 //! - `export`: the chat exports read, streaming and in time order
 //!   (DiscordChatExporter JSON, or a simple JSONL)
+//! - `bounded`: JSON with every field bounded before the parser holds it
 //! - `sim`: the bot living through them on a manual clock
 //! - `transport`: what the bot would have said, kept instead of sent
 //! - `offline`: the models' stand-in when nothing may be sent anywhere
@@ -12,6 +13,7 @@
 //! - `report`, `text`, `timeline`: what it found, as data, as text, as a timeline
 //! - `html`: the report and the timeline as one self-contained page
 
+pub(crate) mod bounded;
 pub mod export;
 pub mod html;
 pub(crate) mod offline;

@@ -29,10 +29,14 @@ pub struct Run {
     pub to: DateTime<Utc>,
     /// Days between the first and the last message (at least one, so rates are never inflated).
     pub days: f64,
-    /// `offline`, `live` or the pinned endpoint's URL.
+    /// `offline`, `live` or the pinned endpoint's URL (a user and password in it masked).
     pub model: String,
     /// The role models were assumed (no provider configured here), not read from settings.
     pub models_assumed: bool,
+    /// Roles no model served: the bot did none of their work.
+    pub roles_without_model: Vec<String>,
+    /// Why those roles had no model (each reason once).
+    pub no_model_because: Vec<String>,
     pub seed: u64,
     /// Offline only: how often the stand-in posts or speaks when asked.
     pub post_rate: Option<f64>,

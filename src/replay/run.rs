@@ -3,7 +3,14 @@
 //! this; tests call it directly.
 //!
 //! - The replay's data directory is its own (temporary unless kept): the
-//!   live store is never opened.
+//!   live store is never opened. A directory that holds a bot's store or
+//!   lock is refused before anything is written, and the replay holds the
+//!   lock of its own while it runs.
+//! - A pinned endpoint (`--model URL`) is sent its own key, if one is
+//!   given, and never a provider's from the environment; its URL is shown
+//!   with any user and password masked.
+//! - Roles no model serves are named, with what that means for the bot; a
+//!   live replay with no model at all is refused, not reported as $0.
 //! - Every exported channel is opened to the bot (its initiative pool and
 //!   its reply channels) unless the settings already name channels there:
 //!   the question is how the bot would be in *these* channels.
@@ -12,20 +19,22 @@
 //!   bot's acts), so a 100,000-message export stays in bounded memory.
 
 use std::collections::{HashMap, VecDeque};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-use anyhow::Context as _;
 
 use super::export::{ExportLimits, ExportedMessage, read_exports};
 use super::offline::Offline;
 use super::report::{Report, Run, Seen};
 use super::sim::{Setup, Simulation};
 use super::timeline::{Line, Timeline};
-use crate::executive::endpoints::{Offer, default_model, resolve};
+use crate::executive::endpoints::{Offer, Resolution, default_model, resolve};
 use crate::executive::prices::cost;
-use crate::executive::{Role, StandIn};
+use crate::executive::{Role, StandIn, ollama_answers};
+use crate::settings::diff::mask;
+use crate::settings::load::read_limited;
 use crate::settings::{ProviderKind, Secret, Secrets, Settings};
+use crate::store::DB_FILE;
+use crate::store::lock::{DataLock, LOCK_FILE};
 
 /// People's messages kept whole in the timeline before it keeps only context.
 const TIMELINE_PEOPLE: usize = 2_000;
@@ -39,8 +48,60 @@ pub enum Models {
     Offline { post_rate: f64 },
     /// The providers the settings and environment configure.
     Live,
-    /// Every role pinned to one OpenAI-compatible endpoint.
-    Pinned { url: String },
+    /// Every role pinned to one OpenAI-compatible endpoint, sent `key` if
+    /// one is given and no provider's key from the environment.
+    Pinned { url: String, key: Option<Secret> },
+}
+
+/// Why a directory cannot hold a replay's data: it is a bot's.
+#[derive(Debug, thiserror::Error)]
+pub enum KeepError {
+    #[error(
+        "{dir}: it holds a bot's store ({file}): a replay keeps its data only in an empty or \
+         new directory, so that no bot's store is ever written; name another one"
+    )]
+    Store { dir: String, file: String },
+    #[error(
+        "{dir}: it holds the lock of a bot's data directory ({LOCK_FILE}{holder}): a replay \
+         keeps its data only in an empty or new directory, so that no bot's store is ever \
+         written; name another one"
+    )]
+    Locked { dir: String, holder: String },
+}
+
+/// Refuses a directory that holds a bot's store or the lock of a bot's data
+/// directory (held now or left by one that stopped); an empty or missing one is fine.
+pub fn refuse_a_bots_directory(dir: &Path) -> Result<(), KeepError> {
+    let shown = dir.display().to_string();
+    let lock = dir.join(LOCK_FILE);
+    if lock.exists() {
+        return Err(KeepError::Locked {
+            dir: shown,
+            holder: lock_holder(&lock).map_or_else(String::new, |pid| format!(", pid {pid}")),
+        });
+    }
+    let suffixes = ["", "-wal", "-shm", "-journal"];
+    if let Some(file) = suffixes
+        .iter()
+        .map(|s| format!("{DB_FILE}{s}"))
+        .find(|f| dir.join(f).exists())
+    {
+        return Err(KeepError::Store { dir: shown, file });
+    }
+    Ok(())
+}
+
+/// The pid a bot wrote into its lock file, if it reads as one (a lock that
+/// is not a small plain file only makes the refusal say less).
+fn lock_holder(lock: &Path) -> Option<u32> {
+    read_limited(lock, 32).ok()?.trim().parse().ok()
+}
+
+/// The replay's data directory, refused if it is a bot's, and locked for
+/// the replay's run (so no bot starts on it meanwhile).
+fn own_data_dir(dir: &Path) -> anyhow::Result<DataLock> {
+    refuse_a_bots_directory(dir).map_err(|e| anyhow::anyhow!("the replay's data directory {e}"))?;
+    Ok(DataLock::acquire(dir)?)
 }
 
 pub struct Options {
@@ -75,11 +136,12 @@ pub async fn replay(
     opts: Options,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> anyhow::Result<Outcome> {
+    let _held = own_data_dir(&opts.data_dir)?;
     let mut exports = read_exports(&opts.files, &opts.limits)?;
     let Some(first) = exports.next().transpose()? else {
         anyhow::bail!("{}: no messages to replay", names(&opts.files));
     };
-    let (settings, secrets, assumed, stand_in) = prepare(&opts)?;
+    let (settings, secrets, assumed, stand_in) = prepare(&opts);
     let eagerness = settings.initiative.text.eagerness;
     let offline_calls = stand_in.clone();
     let offline = stand_in;
@@ -92,6 +154,10 @@ pub async fn replay(
         stand_in: offline.map(|o| o as Arc<dyn StandIn>),
     })
     .await?;
+    let unserved = Unserved::of(|role| sim.app.executive.resolve(role));
+    if opts.models == Models::Live && unserved.is_everything() {
+        anyhow::bail!(unserved.refusal());
+    }
     sim.open_exported_channels = opens_channels(&opts.settings);
 
     let mut walk = Walk::new(first.at);
@@ -127,9 +193,11 @@ pub async fn replay(
         model: match &opts.models {
             Models::Offline { .. } => "offline".into(),
             Models::Live => "live".into(),
-            Models::Pinned { url } => url.clone(),
+            Models::Pinned { url, .. } => mask(url),
         },
         models_assumed: assumed,
+        roles_without_model: unserved.roles.iter().map(|r| r.as_str().into()).collect(),
+        no_model_because: unserved.reasons,
         seed: opts.seed,
         post_rate: match opts.models {
             Models::Offline { post_rate } => Some(post_rate),
@@ -148,9 +216,9 @@ pub async fn replay(
 
 /// The settings and secrets the replay runs with, whether the roles' models
 /// were assumed, and the offline stand-in if any.
-fn prepare(opts: &Options) -> anyhow::Result<(Settings, Secrets, bool, Option<Arc<Offline>>)> {
+fn prepare(opts: &Options) -> (Settings, Secrets, bool, Option<Arc<Offline>>) {
     let settings = effective_settings(opts);
-    let mut secrets = opts.secrets.clone();
+    let mut secrets = replay_secrets(opts);
     let mut assumed = false;
     let stand_in = match &opts.models {
         Models::Offline { post_rate } => {
@@ -163,13 +231,25 @@ fn prepare(opts: &Options) -> anyhow::Result<(Settings, Secrets, bool, Option<Ar
         }
         Models::Live | Models::Pinned { .. } => None,
     };
-    std::fs::create_dir_all(&opts.data_dir).with_context(|| {
-        format!(
-            "cannot create the replay's data directory {}",
-            opts.data_dir.display()
-        )
-    })?;
-    Ok((settings, secrets, assumed, stand_in))
+    (settings, secrets, assumed, stand_in)
+}
+
+/// The secrets the replay may send: a pinned endpoint gets its own key and
+/// none of the providers' (whose keys are for their own APIs).
+fn replay_secrets(opts: &Options) -> Secrets {
+    let mut secrets = opts.secrets.clone();
+    if let Models::Pinned { key, .. } = &opts.models {
+        // The image generator falls back to OPENAI_API_KEY: it keeps the key it was configured with.
+        secrets.image_api_key = secrets
+            .image_api_key
+            .take()
+            .or(secrets.openai_api_key.take());
+        secrets.anthropic_api_key = None;
+        secrets.openrouter_api_key = None;
+        secrets.openai_base_url = None;
+        secrets.openai_api_key = key.clone();
+    }
+    secrets
 }
 
 /// The bot's settings as the replay runs them: its own data directory, the
@@ -182,7 +262,7 @@ fn effective_settings(opts: &Options) -> Settings {
     if let Some(e) = opts.eagerness {
         settings.initiative.text.eagerness = e;
     }
-    if let Models::Pinned { url } = &opts.models {
+    if let Models::Pinned { url, .. } = &opts.models {
         let roles = &mut settings.executive.roles;
         for role in [
             &mut roles.reply,
@@ -202,9 +282,18 @@ fn effective_settings(opts: &Options) -> Settings {
 
 /// What a replay with real models could spend at most, in words: each
 /// role's daily budget for every day of the export, and for the reply role
-/// (which has no budget by default) one full answer per message.
-pub fn worst_case(opts: &Options) -> anyhow::Result<String> {
+/// (which has no budget by default) one full answer per message; and the
+/// roles no model would serve. A live replay with no model at all is refused.
+pub async fn worst_case(opts: &Options) -> anyhow::Result<String> {
     let settings = effective_settings(opts);
+    let offer = Offer {
+        secrets: replay_secrets(opts),
+        ollama_reachable: opts.models == Models::Live && ollama_answers(&settings).await,
+    };
+    let unserved = Unserved::of(|role| resolve(role, &settings, &offer));
+    if opts.models == Models::Live && unserved.is_everything() {
+        anyhow::bail!(unserved.refusal());
+    }
     let (mut messages, mut chars) = (0u64, 0u64);
     let (mut first, mut last) = (None, None);
     for m in read_exports(&opts.files, &opts.limits)? {
@@ -217,10 +306,6 @@ pub fn worst_case(opts: &Options) -> anyhow::Result<String> {
     let days = match (first, last) {
         (Some(a), Some(b)) => ((b - a).num_seconds() as f64 / 86_400.0).max(1.0).ceil() as u64,
         _ => 1,
-    };
-    let offer = Offer {
-        secrets: opts.secrets.clone(),
-        ollama_reachable: false,
     };
     let per_reply_in = 2_000
         + u64::from(settings.executive.reply_history_messages) * (chars / messages.max(1) / 4 + 10);
@@ -267,13 +352,58 @@ pub fn worst_case(opts: &Options) -> anyhow::Result<String> {
             super::text::money(spend)
         ));
     }
+    let roles: Vec<String> = unserved.roles.iter().map(|r| r.as_str().into()).collect();
+    let gap = super::text::unserved(&roles, &unserved.reasons)
+        .map_or_else(String::new, |note| format!("\n{note}"));
     Ok(format!(
         "A replay with real models sends {messages} messages over {days} day(s) to:\n{}\n\
          Worst case: {} (each role's daily budget every day; replies, which have no budget, \
-         one full answer per message). Budgets stop it there, as they would the bot.",
+         one full answer per message). Budgets stop it there, as they would the bot.{gap}",
         lines.join("\n"),
         super::text::money(total)
     ))
+}
+
+/// The roles no model serves, and why (each reason once).
+#[derive(Default)]
+struct Unserved {
+    roles: Vec<Role>,
+    reasons: Vec<String>,
+}
+
+impl Unserved {
+    fn of(resolve: impl Fn(Role) -> Resolution) -> Self {
+        let mut unserved = Self::default();
+        for role in Role::ALL {
+            let r = resolve(role);
+            if !r.endpoints.is_empty() {
+                continue;
+            }
+            unserved.roles.push(role);
+            let reason = r.reason();
+            if !unserved.reasons.contains(&reason) {
+                unserved.reasons.push(reason);
+            }
+        }
+        unserved
+    }
+
+    fn is_everything(&self) -> bool {
+        self.roles.len() == Role::ALL.len()
+    }
+
+    /// Why a live replay with no model at all does not run, and what would.
+    fn refusal(&self) -> String {
+        let roles: Vec<&str> = self.roles.iter().map(|r| r.as_str()).collect();
+        format!(
+            "--model live: no role has a model ({}), so the replayed bot would answer nobody \
+             and post nothing, and cost $0: {}. Configure a model (see Models in the README), \
+             or replay with --model offline (a stand-in that measures routing, gates and cost \
+             and sends nothing) or --model URL (one OpenAI-compatible endpoint)",
+            roles.join(", "),
+            self.reasons.join("; ")
+        )
+    }
 }
 
 /// Whether the environment names a hosted model provider (a local Ollama

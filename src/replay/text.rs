@@ -114,6 +114,9 @@ fn models(out: &mut String, r: &Report) {
             r.unpriced_models.join(", ")
         );
     }
+    if let Some(note) = unserved(&r.run.roles_without_model, &r.run.no_model_because) {
+        say!(out, "  {note}");
+    }
     if r.run.models_assumed {
         say!(
             out,
@@ -203,6 +206,34 @@ fn messages(n: u64) -> String {
         1 => "1 message".into(),
         n => format!("{n} messages"),
     }
+}
+
+/// What roles without a model mean for the bot, in words; `None` when every role has one.
+pub fn unserved(roles: &[String], reasons: &[String]) -> Option<String> {
+    let (last, rest) = roles.split_last()?;
+    let names = if rest.is_empty() {
+        format!("the {last} role")
+    } else {
+        format!("the {} and {last} roles", rest.join(", "))
+    };
+    let would_not: Vec<&str> = roles
+        .iter()
+        .map(|role| match role.as_str() {
+            "reply" => "answer anyone who speaks to it",
+            "ambient" => "post on its own, chime in or tend its garden",
+            "reflex" => "run level-2 reflexes",
+            "extract" => "remember anything from conversations",
+            _ => "do that role's work",
+        })
+        .collect();
+    let would_not = match would_not.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{}; or {last}", rest.join("; ")),
+        _ => would_not.concat(),
+    };
+    Some(format!(
+        "No model for {names} ({}), so the bot would not {would_not}.",
+        reasons.join("; ")
+    ))
 }
 
 /// US$, with cents below a dollar shown to a tenth of a cent.

@@ -40,6 +40,7 @@ mod recovery;
 mod reflexes;
 mod refusals;
 mod replay;
+mod replay_35;
 mod replay_cli;
 mod replay_html;
 mod secrets;

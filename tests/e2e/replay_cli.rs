@@ -12,7 +12,7 @@ use crate::support::home::Home;
 use crate::support::model_server::{ModelServer, Scripted};
 
 /// A home with the shipped sample under `examples/replay`, as in a checkout.
-fn home() -> Home {
+pub(crate) fn home() -> Home {
     let home = Home::new(json!({"executive": {"ollamaBaseUrl": "http://127.0.0.1:9"}}));
     let samples = home.path().join("examples/replay");
     std::fs::create_dir_all(&samples).unwrap();
