@@ -147,18 +147,7 @@ fn strings_in<'a>(value: &'a mut Value, out: &mut Vec<&'a mut String>) {
     }
 }
 
-/// 5000000 → "5,000,000": sizes told to people and to the model.
-pub(crate) fn thousands(n: impl std::fmt::Display) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, d) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(d);
-    }
-    out
-}
+pub(crate) use crate::store::journal::thousands;
 
 #[cfg(test)]
 mod tests {

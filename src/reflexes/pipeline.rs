@@ -113,25 +113,13 @@ pub async fn run(s: &Services, reflex: &Reflex, mut firing: Firing) -> Run {
                 spoke |= matches!(step.action, Action::Reply { .. } | Action::React { .. });
                 did.extend(what);
             }
-            // Keeping quiet where courtesy asks it is the reflex working, not failing.
-            Err(StepError::Courtesy(refused)) => {
-                let ended = Ended::Passed(format!(
-                    "step {} ({}) kept quiet: {} gate: {}",
-                    i + 1,
-                    step.action.name(),
-                    refused.gate,
-                    refused.reason
-                ));
-                return Run { ended, spoke };
-            }
             Err(reason) => {
-                let ended = Ended::Failed(format!(
-                    "step {} ({}, {}:{}) failed: {reason}",
-                    i + 1,
-                    step.action.name(),
-                    reflex.file,
-                    step.line
-                ));
+                let step = format!("step {} ({}, {}:{})", i + 1, step.action.name(), reflex.file, step.line);
+                let ended = match reason {
+                    // Keeping quiet where courtesy asks it is the reflex working, not failing.
+                    StepError::Courtesy(_) => Ended::Passed(format!("{step} kept quiet: {reason}")),
+                    _ => Ended::Failed(format!("{step} failed: {reason}")),
+                };
                 return Run { ended, spoke };
             }
         }

@@ -45,8 +45,9 @@ pub fn bound(text: &mut String) {
     }
 }
 
-/// `1234567` as `1,234,567`, as the other cut markers write their numbers.
-fn thousands(n: usize) -> String {
+/// `1234567` as `1,234,567`: sizes told to people and to the model, and in
+/// every cut marker. Here, at the lowest layer that writes one.
+pub(crate) fn thousands(n: impl std::fmt::Display) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, d) in digits.chars().enumerate() {
