@@ -23,6 +23,7 @@ mod first_hour_35;
 mod footprint;
 mod forget;
 mod garden;
+mod garden_35;
 mod guild_io;
 mod hostile;
 mod initiative;
