@@ -51,4 +51,5 @@ mod status;
 mod store_upgrade;
 mod streaming;
 mod voice;
+mod voice_35;
 mod writes;
