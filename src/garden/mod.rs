@@ -218,19 +218,20 @@ impl Garden {
     /// within `garden.minIntervalMinutes` of the last cycle; otherwise it
     /// waits for the adaptive interval. Returns the time and, when held, why.
     fn earliest(&self, wanted: DateTime<Utc>) -> (DateTime<Utc>, Option<String>) {
+        let settings = self.settings.global();
+        let state = self.scheduler_state();
+        let inputs = self.inputs();
+        let held = state.consecutive_rate_limits > 0 || inputs.budget_used > 0.8;
         let Some(last) = self
             .store
             .garden_get::<DateTime<Utc>>("last_cycle_at")
             .ok()
             .flatten()
         else {
-            return (wanted, None);
+            return self.earliest_first(wanted, held, &inputs, &state, &settings);
         };
-        let settings = self.settings.global();
-        let state = self.scheduler_state();
-        let inputs = self.inputs();
         let min_gap = Duration::minutes(i64::from(settings.garden.min_interval_minutes));
-        let (gap, why) = if state.consecutive_rate_limits > 0 || inputs.budget_used > 0.8 {
+        let (gap, why) = if held {
             let plan = scheduler::plan(&inputs, &state, &settings.garden);
             (
                 plan.wait.unwrap_or(min_gap).max(min_gap),
@@ -247,6 +248,35 @@ impl Garden {
             (wanted, None)
         } else {
             (last + gap, Some(why))
+        }
+    }
+
+    /// [`Garden::earliest`] before the first cycle ever: there is no last
+    /// cycle to count from, but the budget rule holds all the same. Over
+    /// 80 % used, the wake already planned goes ahead when it comes; any
+    /// other waits for it — or, when none is planned ahead (a wake left
+    /// from before a restart), for the adaptive interval from now.
+    fn earliest_first(
+        &self,
+        wanted: DateTime<Utc>,
+        held: bool,
+        inputs: &scheduler::Inputs,
+        state: &scheduler::State,
+        settings: &Settings,
+    ) -> (DateTime<Utc>, Option<String>) {
+        let scheduled = self.status().next_wake;
+        if !held || scheduled == Some(wanted) {
+            return (wanted, None);
+        }
+        let plan = scheduler::plan(inputs, state, &settings.garden);
+        let min_gap = Duration::minutes(i64::from(settings.garden.min_interval_minutes));
+        let planned = scheduled
+            .filter(|t| *t > inputs.now)
+            .unwrap_or_else(|| inputs.now + plan.wait.unwrap_or(min_gap).max(min_gap));
+        if wanted >= planned {
+            (wanted, None)
+        } else {
+            (planned, Some(plan.why.join("; ")))
         }
     }
 
@@ -344,39 +374,52 @@ impl Garden {
             );
         } else if last.as_ref().is_some_and(|c| now - c.started_at > max) {
             self.wake_early(now, "catch-up after downtime (one cycle, nothing replayed)");
-        } else if self.status().next_wake.is_none_or(|t| t < now) {
-            let plan = self.plan();
-            let min = Duration::minutes(i64::from(
-                self.settings.global().garden.min_interval_minutes,
-            ));
-            self.schedule_wake(now + plan.wait.unwrap_or(min), plan.why.join("; "), false);
+        } else {
+            if self.status().next_wake.is_none_or(|t| t < now) {
+                let plan = self.plan();
+                let min = Duration::minutes(i64::from(
+                    self.settings.global().garden.min_interval_minutes,
+                ));
+                self.schedule_wake(now + plan.wait.unwrap_or(min), plan.why.join("; "), false);
+            }
+            // A request the last process never served is still someone's
+            // request: it wakes the garden as it did when it was made, not
+            // one new interval after the restart.
+            if let Some(asked) = self.requested(None, now) {
+                let (at, _) = self.earliest(now);
+                if self.status().next_wake.is_none_or(|t| t > at) {
+                    self.wake_early(now, &format!("{}, made before a restart", asked.context));
+                }
+            }
         }
     }
 
     /// `/ambient garden`: tend this server's memory next — still within budget.
+    /// One request per server waits in the queue; asking again while it
+    /// waits says it is on its way only if a wake is set for it (a cycle
+    /// runs or is queued, or the wake comes no later than a new request's
+    /// would) — otherwise, as after a failed model part, the request is
+    /// woken again.
     pub fn request(&self, guild: GuildId, by: &str) -> String {
         let now = self.clock.now();
-        let pending = self
-            .store
-            .queue_open()
-            .unwrap_or_default()
-            .into_iter()
-            .any(|q| q.guild == Some(guild) && q.context.ends_with(REQUESTED));
-        if pending {
-            return "A garden cycle for this server is already on its way.".into();
-        }
-        let item = QueueItem {
-            id: uuid::Uuid::new_v4().simple().to_string(),
-            guild: Some(guild),
-            scheduled_for: now,
-            context: format!("{by} asked for a garden cycle {REQUESTED}"),
-            priority: Priority::High,
-            created_by: by.to_string(),
-            created_at: now,
-            done_at: None,
-        };
-        if let Err(e) = self.store.queue_insert(&item) {
-            return format!("Could not queue it: {e}");
+        if self.requested(Some(guild), now).is_some() {
+            if self.on_its_way(now) {
+                return "A garden cycle for this server is already on its way.".into();
+            }
+        } else {
+            let item = QueueItem {
+                id: uuid::Uuid::new_v4().simple().to_string(),
+                guild: Some(guild),
+                scheduled_for: now,
+                context: format!("{by} asked for a garden cycle {REQUESTED}"),
+                priority: Priority::High,
+                created_by: by.to_string(),
+                created_at: now,
+                done_at: None,
+            };
+            if let Err(e) = self.store.queue_insert(&item) {
+                return format!("Could not queue it: {e}");
+            }
         }
         self.journal.record(
             Entry::new(Kind::Garden, "a garden cycle was requested")
@@ -393,13 +436,34 @@ impl Garden {
         }
     }
 
-    /// Whether someone's `/ambient garden` request is due (not held back by people talking).
-    fn requested_due(&self, now: DateTime<Utc>) -> bool {
+    /// The oldest open `/ambient garden` request due by `now` (of `guild`, if given).
+    fn requested(&self, guild: Option<GuildId>, now: DateTime<Utc>) -> Option<QueueItem> {
         self.store
             .queue_open()
             .unwrap_or_default()
-            .iter()
-            .any(|q| q.scheduled_for <= now && q.context.ends_with(REQUESTED))
+            .into_iter()
+            .find(|q| {
+                q.scheduled_for <= now
+                    && q.context.ends_with(REQUESTED)
+                    && guild.is_none_or(|g| q.guild == Some(g))
+            })
+    }
+
+    /// Whether a cycle that serves a waiting request is coming: one runs or
+    /// is queued in this process, or the wake is set no later than a new
+    /// request would get. A queue row alone is not enough — it outlives the
+    /// process that woke the garden for it.
+    fn on_its_way(&self, now: DateTime<Utc>) -> bool {
+        if self.cycle_running() || self.in_flight.load(Ordering::SeqCst) {
+            return true;
+        }
+        let (at, _) = self.earliest(now);
+        self.status().next_wake.is_some_and(|t| t <= at)
+    }
+
+    /// Whether someone's `/ambient garden` request is due (not held back by people talking).
+    fn requested_due(&self, now: DateTime<Utc>) -> bool {
+        self.requested(None, now).is_some()
     }
 
     /// A wake that comes due while people talk with the bot was planned

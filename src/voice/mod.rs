@@ -8,10 +8,11 @@
 //! queue, transcription, storage — is [`listener::Listener`], our own code,
 //! tested with synthetic PCM.
 //!
-//! People are told: joining posts a notice in the linked text channel that
-//! the bot is listening and transcribing, and how to opt out
-//! (`/voice optout`). Opted-out and blocked users are never recorded,
-//! buffered or transcribed.
+//! People are told first: joining posts a notice in the linked text channel
+//! that the bot is listening and transcribing, and how to opt out
+//! (`/voice optout`), and only then connects — a notice that cannot be
+//! posted means no connection. Opted-out and blocked users are never
+//! recorded, buffered or transcribed.
 
 pub mod listener;
 pub mod segment;
@@ -24,7 +25,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use async_trait::async_trait;
 
 use crate::attention::Place;
-use crate::ids::{ChannelId, GuildId, UserId};
+use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::journal::{Entry, Kind};
 use crate::speech::Speech;
 use crate::store::boundaries::Boundary;
@@ -57,9 +58,9 @@ pub enum VoiceError {
     /// The platform refused to connect (its own words).
     #[error("I couldn't join <#{voice}>: {why}")]
     NotJoined { voice: ChannelId, why: String },
-    /// Nobody may be transcribed without being told, so the bot left again.
+    /// Nobody may be transcribed without being told, so the bot did not connect.
     #[error(
-        "I couldn't post the notice that I'm listening in <#{text}> ({why}), so I left <#{voice}>."
+        "I couldn't post the notice that I'm listening in <#{text}> ({why}), so I did not join <#{voice}>."
     )]
     NoticeUnposted {
         text: ChannelId,
@@ -242,6 +243,10 @@ impl Voice {
         Ok(())
     }
 
+    /// Moves the bot here: the notice first, then the connection. Nobody is
+    /// heard before the linked channel has been told; a notice that cannot
+    /// be posted means the bot never connects, and a connection refused after
+    /// the notice says so in the channel.
     async fn connect(
         &self,
         guild: GuildId,
@@ -258,24 +263,39 @@ impl Voice {
             }
             self.leave(guild, "moving to another voice channel").await?;
         }
-        self.open_session(guild, voice, text).await?;
-        self.announce(guild, voice, text, by).await
-    }
-
-    /// Connects through the front end and starts the listener; the room's
-    /// people, if the platform knows them, are counted from the start.
-    async fn open_session(
-        &self,
-        guild: GuildId,
-        voice: ChannelId,
-        text: ChannelId,
-    ) -> Result<(), VoiceError> {
         let backend = self
             .backend
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
             .ok_or(VoiceError::NoFrontEnd)?;
+        let notice = self.announce(guild, voice, text).await?;
+        if let Err(e) = self.open_session(backend, guild, voice, text).await {
+            self.take_back(guild, voice, text, &e).await;
+            return Err(e);
+        }
+        let mut joined = Entry::new(Kind::Voice, "joined a voice channel")
+            .place(Some(guild), Some(text))
+            .reason(format!("listening in {voice} for {by}"));
+        if let Some(first) = notice {
+            // `/ambient why` on the notice explains it.
+            joined = joined.message(first);
+        }
+        self.services.journal.record(joined);
+        Ok(format!(
+            "Listening in <#{voice}>; transcripts go to <#{text}>."
+        ))
+    }
+
+    /// Connects through the front end and starts the listener; the room's
+    /// people, if the platform knows them, are counted from the start.
+    async fn open_session(
+        &self,
+        backend: Arc<dyn VoiceBackend>,
+        guild: GuildId,
+        voice: ChannelId,
+        text: ChannelId,
+    ) -> Result<(), VoiceError> {
         let listener = Listener::new(
             Session {
                 guild,
@@ -305,15 +325,15 @@ impl Voice {
         Ok(())
     }
 
-    /// Tells the linked text channel that the bot listens, and journals the
-    /// join; if the notice cannot be posted, the bot leaves again.
+    /// Tells the linked text channel that the bot is about to listen, before
+    /// it connects: the notice's first message, or why it could not be posted
+    /// (then the bot must not connect).
     async fn announce(
         &self,
         guild: GuildId,
         voice: ChannelId,
         text: ChannelId,
-        by: &str,
-    ) -> Result<String, VoiceError> {
+    ) -> Result<Option<MessageId>, VoiceError> {
         let notice = format!(
             "🎙️ I'm listening in <#{voice}> and transcribing what's said there into this channel (as [vc] lines), \
              so I can follow the conversation. Say \"hey {}\" to talk to me; I answer here in text. \
@@ -324,6 +344,28 @@ impl Voice {
             "voice-join-{voice}-{}",
             self.services.clock.now().timestamp()
         );
+        let place = Place {
+            guild: Some(guild),
+            channel: text,
+        };
+        match self.speech.say(place, &notice, None, &cause).await {
+            Ok(ids) => Ok(ids.first().copied()),
+            Err(e) => Err(VoiceError::NoticeUnposted {
+                text,
+                voice,
+                why: e.to_string(),
+            }),
+        }
+    }
+
+    /// The platform refused to connect after the notice went out: the
+    /// channel is told the bot is not listening after all, so the notice is
+    /// not left standing as if it were.
+    async fn take_back(&self, guild: GuildId, voice: ChannelId, text: ChannelId, e: &VoiceError) {
+        let cause = format!(
+            "voice-unjoined-{voice}-{}",
+            self.services.clock.now().timestamp()
+        );
         let said = self
             .speech
             .say(
@@ -331,37 +373,26 @@ impl Voice {
                     guild: Some(guild),
                     channel: text,
                 },
-                &notice,
+                &format!("🔇 I couldn't join <#{voice}> after all, so I'm not listening there."),
                 None,
                 &cause,
             )
             .await;
-        let sent = match said {
-            Ok(ids) => ids,
-            Err(e) => {
-                // Nobody may be transcribed without being told. Leaving closes the
-                // listener first; its only error is "not in a channel".
-                let _ = self
-                    .leave(guild, "the listening notice could not be posted")
-                    .await;
-                return Err(VoiceError::NoticeUnposted {
-                    text,
-                    voice,
-                    why: e.to_string(),
-                });
-            }
-        };
-        let mut joined = Entry::new(Kind::Voice, "joined a voice channel")
+        let mut entry = Entry::new(Kind::Voice, "could not join a voice channel")
             .place(Some(guild), Some(text))
-            .reason(format!("listening in {voice} for {by}"));
-        if let Some(first) = sent.first() {
-            // `/ambient why` on the notice explains it.
-            joined = joined.message(*first);
+            .reason(e.to_string());
+        match said {
+            Ok(ids) => {
+                if let Some(first) = ids.first() {
+                    entry = entry.message(*first);
+                }
+            }
+            // Nothing was heard either way; the journal keeps that the correction is missing.
+            Err(said) => {
+                entry = entry.reason(format!("{e}; the correction was not posted: {said}"))
+            }
         }
-        self.services.journal.record(joined);
-        Ok(format!(
-            "Listening in <#{voice}>; transcripts go to <#{text}>."
-        ))
+        self.services.journal.record(entry);
     }
 
     pub async fn leave(&self, guild: GuildId, why: &str) -> Result<String, VoiceError> {

@@ -1,0 +1,207 @@
+//! The garden's first hour (issue 35): a `/ambient garden` request the last
+//! process left behind runs at once after a restart, an answer of "already
+//! on its way" is only given when a wake is set for it, and the first cycle
+//! ever keeps to the budget like every later one.
+//!
+//! Each test drives the garden as its run loop does — `recover` when it
+//! starts, then `look` at the wake — on the manual clock, and checks what a
+//! person would see: the answer to `/ambient garden`, the cycle in the log,
+//! and the model request that did or did not happen.
+
+use ambient::clock::Clock;
+use ambient::garden::Look;
+use ambient::settings::Settings;
+use ambient::store::messages::Source;
+use ambient::store::usage::UsageRecord;
+use chrono::{DateTime, Duration, Utc};
+use serde_json::json;
+
+use crate::support::model_server::Scripted;
+use crate::support::world::{GENERAL, GUILD_A, World, settings};
+
+fn end(summary: &str) -> Scripted {
+    Scripted::tool(
+        "end_ambient_cycle",
+        json!({"summary": summary, "memories_modified": 0, "compactions": 0}),
+    )
+}
+
+/// One look at the garden's wake, as the run loop takes it, and whatever it
+/// queued handled: a cycle that is due runs before this returns.
+async fn look(w: &World) {
+    let look = w.app.garden.look(&w.app.settings.global(), w.clock.now());
+    if matches!(look, Look::Again) {
+        w.app.spine.drain().await;
+    }
+}
+
+/// The requests the garden's model part made (its prompt is the garden's).
+fn garden_requests(w: &World) -> Vec<String> {
+    w.model
+        .requests()
+        .into_iter()
+        .map(|r| r.body.to_string())
+        .filter(|b| b.contains("end_ambient_cycle"))
+        .collect()
+}
+
+fn ambient_usage(tokens: u64, at: DateTime<Utc>) -> UsageRecord {
+    UsageRecord {
+        id: 0,
+        at,
+        role: "ambient".into(),
+        source: "ambient".into(),
+        guild: Some(GUILD_A),
+        provider: "openai".into(),
+        model: "scripted".into(),
+        pay_per_token: false,
+        tokens_in: tokens,
+        tokens_out: 0,
+        latency_ms: 10,
+        outcome: "ok".into(),
+        detail: String::new(),
+    }
+}
+
+#[tokio::test]
+async fn a_request_left_by_the_last_process_runs_at_once_after_a_restart() {
+    let w = World::start(settings()).await;
+    w.hear(GENERAL, "ada", "the meetup moved to friday", Source::Text);
+    w.model.push(end("tended"));
+    w.app.garden.cycle("test").await.unwrap();
+    w.clock.advance(Duration::minutes(20));
+    w.hear(GENERAL, "ada", "and the venue is the library", Source::Text);
+    assert_eq!(
+        w.app.garden.request(GUILD_A, "ada"),
+        "The garden will tend this server's memory next."
+    );
+    // The bot stops before its loop gets to the request, and is back two minutes later.
+    let (dir, model, clock) = w.stop().await;
+    clock.advance(Duration::minutes(2));
+    let w = World::start_in(settings(), dir, model, clock).await;
+    w.app.garden.recover();
+    let status = w.app.garden.status();
+    assert_eq!(
+        status.next_wake,
+        Some(w.clock.now()),
+        "the request is due: it is not put off by a new interval: {status:?}"
+    );
+    assert_eq!(
+        w.app.garden.request(GUILD_A, "ada"),
+        "A garden cycle for this server is already on its way.",
+        "true now: a wake is set for it"
+    );
+    w.model.push(end("tended as asked"));
+    look(&w).await;
+    let cycles = w.app.store.cycles(10).unwrap();
+    assert_eq!(cycles.len(), 2, "the requested cycle ran");
+    assert_eq!(cycles[0].guild, Some(GUILD_A));
+    assert_eq!(cycles[0].summary, "tended as asked");
+    let asked = garden_requests(&w);
+    assert_eq!(asked.len(), 2);
+    assert!(
+        asked[1].contains("ada asked for a garden cycle"),
+        "the request is in the prompt: {}",
+        asked[1]
+    );
+    assert!(
+        w.app.store.queue_open().unwrap().is_empty(),
+        "one request, served once"
+    );
+}
+
+#[tokio::test]
+async fn a_request_still_open_but_without_a_wake_is_woken_again_not_called_on_its_way() {
+    let w = World::start(settings()).await;
+    w.hear(GENERAL, "ada", "the meetup moved to friday", Source::Text);
+    w.app.garden.request(GUILD_A, "ada");
+    // Its model part fails: the request stays open and the garden waits its interval.
+    w.model.push(Scripted::status(500, "{}"));
+    let failed = w.app.garden.cycle("requested by ada").await.unwrap();
+    assert_eq!((failed.next_wake - w.clock.now()).num_minutes(), 30);
+    assert_eq!(w.app.store.queue_open().unwrap().len(), 1);
+    // Past this server's back-off (5 min), ada asks again.
+    w.clock.advance(Duration::minutes(6));
+    assert_eq!(
+        w.app.garden.request(GUILD_A, "ada"),
+        "The garden will tend this server's memory next.",
+        "nothing is on its way for 24 more minutes: say what happens instead"
+    );
+    assert_eq!(
+        w.app.garden.status().next_wake,
+        Some(w.clock.now()),
+        "{:?}",
+        w.app.garden.status()
+    );
+    w.model.push(end("tended as asked"));
+    look(&w).await;
+    let last = w.app.store.cycles(1).unwrap().remove(0);
+    assert_eq!(
+        (last.guild, last.summary.as_str()),
+        (Some(GUILD_A), "tended as asked")
+    );
+    assert_eq!(garden_requests(&w).len(), 2);
+    assert!(
+        w.app.store.queue_open().unwrap().is_empty(),
+        "the one request row was reused and is done"
+    );
+}
+
+#[tokio::test]
+async fn the_first_cycle_ever_keeps_to_the_eighty_percent_rule() {
+    let mut s: Settings = settings();
+    s.budget.daily_tokens.ambient = 10_000;
+    let w = World::start(s).await;
+    let start = w.clock.now();
+    // 95 % of the day's ambient budget went on initiative posts overnight.
+    let spent_at = start - Duration::hours(22) - Duration::minutes(30);
+    w.app
+        .store
+        .usage_append(&ambient_usage(9_500, spent_at))
+        .unwrap();
+    w.hear(GENERAL, "ada", "the meetup moved to friday", Source::Text);
+    w.app.garden.recover();
+    let planned = w.app.garden.status().next_wake.unwrap();
+    assert_eq!(
+        planned,
+        start + Duration::minutes(120),
+        "the maximum interval"
+    );
+
+    let answer = w.app.garden.request(GUILD_A, "olga");
+    assert_eq!(
+        answer,
+        "The garden will tend this server's memory at 14:00 UTC — it keeps to the budget, which holds it until then.",
+    );
+    let status = w.app.garden.status();
+    assert_eq!(status.next_wake, Some(planned), "{status:?}");
+    assert!(
+        status
+            .next_reason
+            .contains("95% of the budget is used: the longest interval"),
+        "{status:?}"
+    );
+    look(&w).await;
+    assert!(w.app.store.cycles(10).unwrap().is_empty(), "no cycle ran");
+    assert!(
+        w.model.requests().is_empty(),
+        "no model call at 95 % of the budget"
+    );
+
+    // At the planned wake (the night's spending is more than a day old by
+    // then) it runs, and serves the request.
+    w.clock.advance(Duration::minutes(120));
+    w.model.push(end("tended as asked"));
+    look(&w).await;
+    let cycles = w.app.store.cycles(10).unwrap();
+    assert_eq!(cycles.len(), 1);
+    assert_eq!(
+        (cycles[0].guild, cycles[0].summary.as_str()),
+        (Some(GUILD_A), "tended as asked")
+    );
+    assert!(
+        garden_requests(&w)[0].contains("olga asked for a garden cycle"),
+        "the request was kept, not dropped"
+    );
+    assert!(w.app.store.queue_open().unwrap().is_empty());
+}
