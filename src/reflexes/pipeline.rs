@@ -114,7 +114,13 @@ pub async fn run(s: &Services, reflex: &Reflex, mut firing: Firing) -> Run {
                 did.extend(what);
             }
             Err(reason) => {
-                let step = format!("step {} ({}, {}:{})", i + 1, step.action.name(), reflex.file, step.line);
+                let step = format!(
+                    "step {} ({}, {}:{})",
+                    i + 1,
+                    step.action.name(),
+                    reflex.file,
+                    step.line
+                );
                 let ended = match reason {
                     // Keeping quiet where courtesy asks it is the reflex working, not failing.
                     StepError::Courtesy(_) => Ended::Passed(format!("{step} kept quiet: {reason}")),

@@ -30,23 +30,49 @@ pub const WINDOW: Duration = Duration::from_millis(100);
 /// A group is committed once it holds this many writes, whatever its age.
 const MAX_WRITES: usize = 1_000;
 
+/// After a group is committed, no new one opens for this long: the writes
+/// of that moment are committed each on its own. A group holds the
+/// database's one write lock for its whole window, and on a busy bot the
+/// next message would open the next group at once; another process
+/// (`ambient remember`, the dashboard's forget-me) waiting for the lock
+/// would find it free only between two groups, if ever. The rest gives it
+/// that moment, every [`WINDOW`] at the latest.
+pub const REST: Duration = Duration::from_millis(10);
+
 /// The connection and the group open on it, if any.
 pub(super) struct Db {
     pub(super) conn: Connection,
     /// When the open group's transaction began, and how many writes it holds.
     group: Option<(Instant, usize)>,
+    /// No group opens before then (see [`REST`]).
+    rest_until: Option<Instant>,
+    /// [`REST`], but for tests that need a rest to last.
+    pub(super) rest: Duration,
+    /// The open transaction holds one write made during a rest: it is
+    /// committed as soon as that write's connection is let go.
+    pub(super) alone: bool,
 }
 
 impl Db {
     pub(super) fn new(conn: Connection) -> Self {
-        Self { conn, group: None }
+        Self {
+            conn,
+            group: None,
+            rest_until: None,
+            rest: REST,
+            alone: false,
+        }
     }
 
     /// Commits the open group, if any. A failure is logged: the writes in it
     /// are the kind whose loss was accepted when they were grouped.
     pub(super) fn commit_group(&mut self) {
+        let was_group = !std::mem::take(&mut self.alone);
         if self.group.take().is_none() || self.conn.is_autocommit() {
             return;
+        }
+        if was_group {
+            self.rest_until = Some(Instant::now() + self.rest);
         }
         if let Err(e) = self.conn.execute_batch("COMMIT") {
             tracing::error!(error = %e, "could not commit a group of writes; they are lost");
@@ -55,7 +81,8 @@ impl Db {
         }
     }
 
-    /// Joins the open group, or opens one; whether a new group was opened.
+    /// Joins the open group, or opens one; whether a new group was opened
+    /// (during a rest, a transaction of its own, committed on release).
     fn join_group(&mut self) -> rusqlite::Result<bool> {
         let full = self.group.is_some_and(|(_, n)| n >= MAX_WRITES);
         // SQLite may have rolled the transaction back itself (a full disk).
@@ -70,7 +97,8 @@ impl Db {
             None => {
                 self.conn.execute_batch("BEGIN IMMEDIATE")?;
                 self.group = Some((Instant::now(), 1));
-                Ok(true)
+                self.alone = self.rest_until.is_some_and(|until| Instant::now() < until);
+                Ok(!self.alone)
             }
         }
     }
@@ -226,12 +254,13 @@ mod tests {
     }
 
     /// A store in a fresh directory whose group only the store's own uses
-    /// commit: its window is one no test outlasts.
+    /// commit: its window is one no test outlasts, and it never rests.
     fn held_open() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path())
             .unwrap()
-            .with_group_window(std::time::Duration::from_secs(3600));
+            .with_group_window(std::time::Duration::from_secs(3600))
+            .with_group_rest(std::time::Duration::ZERO);
         (dir, store)
     }
 
@@ -354,5 +383,33 @@ mod tests {
                 .len(),
             1
         );
+    }
+
+    /// After a group, the store rests: a grouped write of that moment is
+    /// committed on its own, at once, so the write lock is free between
+    /// writes and another process finds it (without the rest, a busy bot
+    /// opens the next group as the last one closes).
+    #[test]
+    fn after_a_group_the_store_rests_and_another_process_can_write() {
+        let (dir, store) = held_open();
+        let store = store.with_group_rest(std::time::Duration::from_secs(3600));
+        store
+            .insert_seen(&seen(&chatter(1)), Commit::Grouped)
+            .unwrap();
+        assert_eq!(on_disk(dir.path()), 0, "the first group waits");
+        store.flush();
+        store
+            .insert_seen(&seen(&chatter(2)), Commit::Grouped)
+            .unwrap();
+        assert_eq!(
+            on_disk(dir.path()),
+            2,
+            "resting, a grouped write is committed alone"
+        );
+        let other = rusqlite::Connection::open(dir.path().join(crate::store::DB_FILE)).unwrap();
+        other.busy_timeout(std::time::Duration::ZERO).unwrap();
+        other
+            .execute_batch("BEGIN IMMEDIATE; DELETE FROM messages WHERE id = 2; COMMIT")
+            .expect("the write lock is free while the bot rests");
     }
 }

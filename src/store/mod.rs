@@ -112,6 +112,15 @@ impl std::ops::DerefMut for Conn<'_> {
     }
 }
 
+impl Drop for Conn<'_> {
+    /// A write made while grouping rests is committed as it is let go.
+    fn drop(&mut self) {
+        if self.0.alone {
+            self.0.commit_group();
+        }
+    }
+}
+
 impl Store {
     /// Opens (creating if needed) `<data_dir>/ambient.db` and migrates it.
     pub fn open(data_dir: &Path) -> Result<Self> {
@@ -142,7 +151,7 @@ impl Store {
     fn prepare(mut conn: Connection, path: Option<PathBuf>, up_to: u32) -> Result<Self> {
         // Set first: a command (`ambient status`) may open the store while
         // the bot is creating it or writing.
-        conn.busy_timeout(PATIENCE)?;
+        conn.busy_handler(Some(wait_for_the_lock))?;
         write_ahead(&conn)?;
         writers_wait(&mut conn);
         conn.pragma_update(None, "synchronous", "NORMAL")?;
@@ -207,6 +216,13 @@ impl Store {
         self
     }
 
+    /// This store resting `rest` after each group (tests that need a rest to last).
+    #[cfg(test)]
+    pub(crate) fn with_group_rest(self, rest: std::time::Duration) -> Self {
+        self.shared.lock_db().rest = rest;
+        self
+    }
+
     /// Commits grouped writes now.
     pub fn flush(&self) {
         self.shared.lock_db().commit_group();
@@ -229,6 +245,23 @@ pub(crate) fn query_plan(sql: &str, params: impl rusqlite::Params) -> Vec<String
 
 /// How long opening a database waits for other processes' locks.
 const PATIENCE: Duration = Duration::from_secs(5);
+
+/// How often a connection waiting for a lock looks again.
+const LOOK_AGAIN: Duration = Duration::from_millis(2);
+
+/// SQLite's busy handler: while another process holds the lock, look again
+/// every [`LOOK_AGAIN`] for up to [`PATIENCE`]. SQLite's own timeout sleeps
+/// longer and longer (up to 100 ms a time), and so misses the moment a busy
+/// bot leaves free between two groups of writes (`group_commit::REST`);
+/// looking often finds it. `n` is how many times it has already waited.
+fn wait_for_the_lock(n: i32) -> bool {
+    let waited = LOOK_AGAIN * u32::try_from(n).unwrap_or(u32::MAX);
+    if waited >= PATIENCE {
+        return false;
+    }
+    std::thread::sleep(LOOK_AGAIN);
+    true
+}
 
 /// Puts a database in WAL mode. Processes opening a new file together each
 /// read its header and then try to rewrite it; SQLite refuses the later ones

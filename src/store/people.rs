@@ -116,7 +116,8 @@ impl Ledger {
         };
         let mut conn = Connection::open(&path).map_err(fail)?;
         // Set first: another process may be creating the file this moment.
-        conn.busy_timeout(super::PATIENCE).map_err(fail)?;
+        conn.busy_handler(Some(super::wait_for_the_lock))
+            .map_err(fail)?;
         super::write_ahead(&conn).map_err(fail)?;
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(fail)?;
