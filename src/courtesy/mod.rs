@@ -48,9 +48,9 @@ pub struct Refusal {
 
 impl Refusal {
     /// A read the decision needed failed: the bot keeps quiet rather than
-    /// guess (`what` names the read, e.g. "the hushes").
+    /// guess (`what` names the read, e.g. "the hushes"). The caller journals
+    /// it, as any refusal.
     pub fn read_failed(what: &str, e: &StoreError) -> Self {
-        tracing::warn!(error = %e, "store read failed: {what}; keeping quiet");
         Refusal {
             gate: "store",
             reason: format!("store read failed: {what}: {e}; keeping quiet"),

@@ -377,7 +377,11 @@ impl Impulses {
                 Ok(h) => h.is_some(),
                 Err(e) => {
                     // An unreadable hush counts as one: the idea waits for the next look.
-                    tracing::warn!(%guild, error = %e, "store read failed: the hushes; no idea explored");
+                    self.journal.read_failed(
+                        Some(guild),
+                        "the hushes, before exploring an idea",
+                        &e,
+                    );
                     true
                 }
             };

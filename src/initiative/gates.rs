@@ -464,6 +464,19 @@ mod tests {
         );
     }
 
+    #[test]
+    fn an_unconfirmed_post_stops_the_look_before_any_other_gate() {
+        let mut s = settings();
+        s.initiative.text.enabled = false;
+        let mut i = inputs(&s);
+        i.unsettled = Some(Utc::now());
+        let Verdict::Stop { gate, reason } = evaluate(&i, &Chance::seeded(1)) else {
+            panic!("a look went on past an unconfirmed post");
+        };
+        assert_eq!(gate, "unsettled");
+        assert!(reason.contains("is not confirmed sent"), "{reason}");
+    }
+
     fn gate(v: Verdict) -> &'static str {
         match v {
             Verdict::Stop { gate, .. } => gate,

@@ -32,8 +32,8 @@ use crate::executive::tools::{Tool, ToolError, TypedTool, typed};
 use crate::ids::GuildId;
 use crate::net::{FetchError, Fetcher};
 use crate::settings::{Secrets, Settings, SettingsService};
-use crate::store::Store;
 use crate::store::usage::UsageFilter;
+use crate::store::{Store, StoreError};
 
 pub const GIF_PROVIDER: &str = "gifs";
 
@@ -55,15 +55,13 @@ pub fn unconfigured(settings: &Settings, secrets: &Secrets) -> Option<String> {
 }
 
 /// GIF searches a guild made in the last 24 h.
-pub fn gifs_today(store: &Store, guild: GuildId, now: DateTime<Utc>) -> u64 {
-    store
-        .usage_count(&UsageFilter {
-            since: Some(now - chrono::Duration::hours(24)),
-            guild: Some(guild),
-            provider: Some(GIF_PROVIDER.into()),
-            ..Default::default()
-        })
-        .unwrap_or(0)
+pub fn gifs_today(store: &Store, guild: GuildId, now: DateTime<Utc>) -> Result<u64, StoreError> {
+    store.usage_count(&UsageFilter {
+        since: Some(now - chrono::Duration::hours(24)),
+        guild: Some(guild),
+        provider: Some(GIF_PROVIDER.into()),
+        ..Default::default()
+    })
 }
 
 /// Searches for a GIF matching `query` and returns its URL. The search is
@@ -111,7 +109,10 @@ pub fn unavailable_for_replies(
     if let Some(why) = unconfigured(settings, secrets) {
         return Some(why);
     }
-    let used = gifs_today(store, guild, now);
+    let used = match gifs_today(store, guild, now) {
+        Ok(used) => used,
+        Err(e) => return Some(format!("store read failed: the day's GIF count: {e}")),
+    };
     (used >= u64::from(d.max_gifs_per_day)).then(|| {
         format!(
             "today's GIFs are used up ({used} of initiative.discovery.maxGifsPerDay {})",

@@ -27,8 +27,8 @@ use super::pending::MediaKind;
 use crate::ids::GuildId;
 use crate::net::{FetchError, Fetcher, MAX_ERROR_BODY_BYTES, PostBody};
 use crate::settings::{Secrets, Settings};
-use crate::store::Store;
 use crate::store::usage::{UsageFilter, UsageRecord};
+use crate::store::{Store, StoreError};
 
 pub const IMAGE_PROVIDER: &str = "images";
 
@@ -39,9 +39,11 @@ pub const MAX_IMAGE_BYTES: u64 = 25 * 1024 * 1024;
 const MAX_ANSWER_BYTES: u64 = MAX_IMAGE_BYTES / 3 * 4 + 64 * 1024;
 
 /// What today's budgets and the operator's keys allow, for `availability`.
+/// A count the store cannot give is an error: the budget it feeds counts as
+/// spent (a call not counted could be one too many).
 pub struct MediaState {
-    pub images_today: u64,
-    pub gifs_today: u64,
+    pub images_today: Result<u64, String>,
+    pub gifs_today: Result<u64, String>,
     /// Why the GIF source cannot be used (no base URL, no key), if it cannot.
     pub gif_source_missing: Option<String>,
 }
@@ -55,8 +57,8 @@ impl MediaState {
         now: DateTime<Utc>,
     ) -> Self {
         Self {
-            images_today: images_today(store, guild, now),
-            gifs_today: super::gifs::gifs_today(store, guild, now),
+            images_today: images_today(store, guild, now).map_err(|e| e.to_string()),
+            gifs_today: super::gifs::gifs_today(store, guild, now).map_err(|e| e.to_string()),
             gif_source_missing: super::gifs::unconfigured(settings, secrets),
         }
     }
@@ -85,6 +87,9 @@ pub enum Unavailable {
     GifsUsedUp { used: u64, max: u32 },
     #[error("no {kind} source is configured")]
     NoSource { kind: &'static str },
+    /// The day's count could not be read: no call is made against a budget nobody can check.
+    #[error("store read failed: the day's {kind} count: {why}")]
+    UsageUnread { kind: &'static str, why: String },
 }
 
 /// Why a media call gave nothing: the provider's failure (its words, with
@@ -106,16 +111,17 @@ pub fn availability(
 ) -> Result<(), Unavailable> {
     let d = &settings.initiative.discovery;
     match kind {
-        MediaKind::Image => image_availability(settings, state.images_today),
+        MediaKind::Image => image_availability(settings, counted("image", &state.images_today)?),
         MediaKind::Video if !d.allow_video_posts => Err(Unavailable::VideosOff),
         MediaKind::Gif if !d.allow_gif_posts => Err(Unavailable::GifsOff),
         MediaKind::Gif => {
             if let Some(why) = &state.gif_source_missing {
                 return Err(Unavailable::GifSourceMissing(why.clone()));
             }
-            if state.gifs_today >= u64::from(d.max_gifs_per_day) {
+            let used = counted("GIF", &state.gifs_today)?;
+            if used >= u64::from(d.max_gifs_per_day) {
                 return Err(Unavailable::GifsUsedUp {
-                    used: state.gifs_today,
+                    used,
                     max: d.max_gifs_per_day,
                 });
             }
@@ -125,6 +131,12 @@ pub fn availability(
             kind: kind.as_str(),
         }),
     }
+}
+
+fn counted(kind: &'static str, count: &Result<u64, String>) -> Result<u64, Unavailable> {
+    count
+        .clone()
+        .map_err(|why| Unavailable::UsageUnread { kind, why })
 }
 
 /// Images: switched on, a generator and an allowed model, budget left today.
@@ -154,15 +166,13 @@ fn image_availability(settings: &Settings, images_today: u64) -> Result<(), Unav
 
 /// Images a guild asked the generator for in the last 24 h, made or failed:
 /// a failed call costs the provider's time (and often money) all the same.
-pub fn images_today(store: &Store, guild: GuildId, now: DateTime<Utc>) -> u64 {
-    store
-        .usage_count(&UsageFilter {
-            since: Some(now - chrono::Duration::hours(24)),
-            guild: Some(guild),
-            provider: Some(IMAGE_PROVIDER.into()),
-            ..Default::default()
-        })
-        .unwrap_or(0)
+pub fn images_today(store: &Store, guild: GuildId, now: DateTime<Utc>) -> Result<u64, StoreError> {
+    store.usage_count(&UsageFilter {
+        since: Some(now - chrono::Duration::hours(24)),
+        guild: Some(guild),
+        provider: Some(IMAGE_PROVIDER.into()),
+        ..Default::default()
+    })
 }
 
 /// Generates one PNG through an OpenAI-compatible `/images/generations`,
@@ -320,5 +330,42 @@ fn door_error(e: FetchError) -> String {
         ),
         FetchError::Refused(why) => format!("the image generator was refused: {why}"),
         e => format!("the image generator is unreachable: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A day's count the store could not give spends nothing: the kind is
+    /// unavailable, saying which read failed (the budget gate asks the
+    /// same table first, so this is the guard behind it).
+    #[test]
+    fn an_unreadable_days_count_makes_the_media_unavailable() {
+        let mut settings = Settings::default();
+        let d = &mut settings.initiative.discovery;
+        d.allow_image_posts = true;
+        d.image_generation.base_url = "https://images.example".into();
+        d.allow_gif_posts = true;
+        let state = MediaState {
+            images_today: Err("no such table: usage".into()),
+            gifs_today: Err("no such table: usage".into()),
+            gif_source_missing: None,
+        };
+        for (kind, said) in [(MediaKind::Image, "image"), (MediaKind::Gif, "GIF")] {
+            let why = availability(&settings, &state, kind)
+                .unwrap_err()
+                .to_string();
+            assert_eq!(
+                why,
+                format!("store read failed: the day's {said} count: no such table: usage")
+            );
+        }
+        let counted = MediaState {
+            images_today: Ok(0),
+            gifs_today: Ok(0),
+            gif_source_missing: None,
+        };
+        assert_eq!(availability(&settings, &counted, MediaKind::Image), Ok(()));
     }
 }

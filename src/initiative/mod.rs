@@ -183,6 +183,22 @@ impl Initiative {
             );
             return;
         }
+        // Sent again, it is unprompted words like any post: not into quiet
+        // hours or a hush that began since. It is let go, as one too old is.
+        let settings = self.settings.for_guild(Some(post.guild));
+        if let Err(r) =
+            crate::courtesy::unprompted(&settings, &self.store, post.guild, post.channel, now)
+        {
+            // Harmless to lose: the row would be settled the same way at the next look.
+            let _ = self.store.outbox_delete(&post.nonce);
+            let why = format!("not sent again: {} gate: {}", r.gate, r.reason);
+            self.journal.record(
+                Entry::new(Kind::Error, "a post may not have been sent")
+                    .place(Some(post.guild), Some(post.channel))
+                    .reason(why),
+            );
+            return;
+        }
         // Same nonce as the first attempt: within the window, if that one did go out, Discord drops this one.
         let place = Place {
             guild: Some(post.guild),
@@ -224,9 +240,20 @@ impl Initiative {
     }
 
     fn confirmed(&self, post: &OutboxPost, first: MessageId, how: &str) {
-        // Harmless to lose: an unconfirmed row is settled again (by looking first) before
-        // the guild's next look, and its thought was settled before the resend.
+        // Harmless to lose: an unconfirmed row is settled again before the
+        // guild's next look (sent again under its nonce, or looked for in
+        // the channel), and its thought was let go before the resend.
         let _ = self.store.outbox_settle(&post.nonce, post.guild, first);
+        // A post whose confirmation alone failed was journaled when it went
+        // out: a second line would count it twice against maxPostsPerDay.
+        let journaled = self.store.journal_query(&Filter {
+            kinds: vec![Kind::InitiativePost],
+            message: Some(first),
+            ..Default::default()
+        });
+        if journaled.is_ok_and(|found| !found.is_empty()) {
+            return;
+        }
         // `/ambient why` on it must find it, like any post.
         self.journal.record(
             Entry::new(Kind::InitiativePost, "posted a thought after a restart")

@@ -8,7 +8,13 @@
 pub mod stream;
 pub mod summary;
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
+
 use crate::clock::SharedClock;
+use crate::ids::GuildId;
 use crate::store::journal::bound;
 use crate::store::messages::Commit;
 use crate::store::{Store, StoreError};
@@ -20,11 +26,41 @@ pub use crate::vocab::journal::{Entry, Filter, Kind, UnknownKind};
 pub struct Journal {
     store: Store,
     clock: SharedClock,
+    /// When each failed read was last journaled (see [`Journal::read_failed`]).
+    failed_reads: Arc<Mutex<HashMap<(Option<GuildId>, &'static str), DateTime<Utc>>>>,
 }
+
+/// A read that keeps failing is journaled once in this long.
+const READ_FAILED_EVERY_MINUTES: i64 = 10;
 
 impl Journal {
     pub fn new(store: Store, clock: SharedClock) -> Self {
-        Self { store, clock }
+        Self {
+            store,
+            clock,
+            failed_reads: Arc::default(),
+        }
+    }
+
+    /// A store read that would have let the bot speak or spend failed, and
+    /// it kept quiet: one `error` line saying which read (`what`), at most
+    /// every [`READ_FAILED_EVERY_MINUTES`] per server and read, so a broken
+    /// store does not fill the journal (if it can still be written).
+    pub fn read_failed(&self, guild: Option<GuildId>, what: &'static str, e: &StoreError) {
+        let now = self.clock.now();
+        {
+            let mut last = self.failed_reads.lock().unwrap_or_else(|p| p.into_inner());
+            let quiet = chrono::Duration::minutes(READ_FAILED_EVERY_MINUTES);
+            if last.get(&(guild, what)).is_some_and(|at| now - *at < quiet) {
+                return;
+            }
+            last.insert((guild, what), now);
+        }
+        self.record(
+            Entry::new(Kind::Error, format!("store read failed: {what}"))
+                .guild(guild)
+                .reason(format!("{e}; kept quiet rather than guess")),
+        );
     }
 
     /// Appends an entry stamped with the current time. A failure to write is

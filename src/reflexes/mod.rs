@@ -1065,38 +1065,6 @@ impl ReflexHandler {
             .err()
             .map(|e| e.to_string())
     }
-
-    /// Why a reflex may not speak unasked where it woke, if so: nobody
-    /// addressed the bot (a message to others, a reaction) and it is quiet
-    /// hours, the channel is hushed, or the person asked not to be answered
-    /// unprompted. Checked before any reflex runs, so a level-2 reflex does
-    /// not pay its model for words that could not be said; a reply into
-    /// another channel (a newcomer's welcome) is checked there by the step.
-    fn unprompted_refusal(&self, firing: &Firing) -> Option<String> {
-        let channel = firing.channel.filter(|_| firing.unprompted)?;
-        let s = &self.reflexes.services;
-        let settings = s.settings.for_guild(firing.guild);
-        crate::courtesy::unprompted_to(
-            &settings,
-            &s.store,
-            firing.guild,
-            channel,
-            firing.user,
-            s.clock.now(),
-        )
-        .err()
-        .map(|r| format!("{} gate: {}", r.gate, r.reason))
-    }
-}
-
-/// Whether a reflex says anything where it fires (a reply or a reaction).
-fn speaks(reflex: &Reflex) -> bool {
-    reflex.steps.iter().any(|s| {
-        matches!(
-            s.action,
-            def::Action::Reply { .. } | def::Action::React { .. }
-        )
-    })
 }
 
 #[async_trait]
@@ -1128,9 +1096,9 @@ impl Handler for ReflexHandler {
         };
         let mut notes = Vec::new();
         let closed = self.undeliverable(&firing);
-        let unasked = self.unprompted_refusal(&firing);
         for c in &found {
-            if let (Some(why), true) = (&unasked, speaks(&c.reflex)) {
+            let unasked = pipeline::unprompted_refusal(&self.reflexes.services, &c.reflex, &firing);
+            if let Some(why) = unasked {
                 notes.push(format!("{} not run: {why}", c.reflex.name));
                 continue;
             }

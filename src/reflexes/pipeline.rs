@@ -438,6 +438,28 @@ async fn reply(
     did(format!("replied {:?}", short(text)))
 }
 
+/// Why an unprompted firing of `reflex` may not speak where its steps
+/// would (its `reply` targets, or where it woke), if so: asked before the
+/// reflex runs, so a level-2 reflex does not pay its model for words that
+/// could not be said (a newcomer's welcome into a hushed `#general`).
+pub(super) fn unprompted_refusal(s: &Services, reflex: &Reflex, f: &Firing) -> Option<String> {
+    if !f.unprompted {
+        return None;
+    }
+    let targets = reflex.steps.iter().filter_map(|step| match &step.action {
+        Action::Reply {
+            channel: Some(target),
+            ..
+        } => resolve_channel(s, f.guild, target).ok(),
+        Action::Reply { channel: None, .. } | Action::React { .. } => f.channel,
+        _ => None,
+    });
+    targets
+        .map(|c| courteous(s, f, c))
+        .find_map(Result::err)
+        .map(|e| e.to_string())
+}
+
 /// Whether an unprompted firing may speak in `channel` now: quiet hours,
 /// a hush there, and the boundary of the person it is about — the same
 /// gate as every other unprompted word, checked where the words would go
@@ -489,7 +511,10 @@ fn add_task(
             message: message.as_ref().map(|m| m.render(vars)),
             context,
             created_by: format!("reflex:{}", reflex.name),
-            owner: f.user,
+            // Someone's own reminder only when they addressed the bot: a
+            // task a reaction or a newcomer set off is unprompted, and
+            // keeps quiet hours and hushes when it comes due.
+            owner: f.user.filter(|_| !f.unprompted),
         })
         .map_err(|e| StepError::Refused(e.to_string()))?;
     did(format!(

@@ -205,3 +205,43 @@ async fn a_task_the_garden_set_itself_waits_out_quiet_hours_a_persons_reminder_d
         vec!["Stretch, Ada!", "Weekly thread: what are you reading?"]
     );
 }
+
+/// A level-2 welcome (it asks the small model first) during quiet hours:
+/// the gate is asked where its reply would go before the reflex runs, so
+/// no model call is paid for words that could not be said.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newcomer_reflex_that_would_ask_a_model_pays_nothing_in_quiet_hours() {
+    const WARM: &str = "name: warm-welcome\nlevel: 2\ntrigger:\n  event: member_join\npipeline:\n  - action: llm_prompt\n    prompt: \"Write one warm line welcoming {{user}}.\"\n    output: line\n  - action: reply\n    channel: \"#general\"\n    message: \"{{line}}\"\n";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("warm.yaml"), WARM).unwrap();
+    let mut s = settings();
+    s.reflexes.dir = dir.path().to_string_lossy().into_owned();
+    s.guild.timezone = "Europe/Berlin".into();
+    s.initiative.quiet_hours = "23:00-08:00".into();
+    let w = World::start(s).await;
+    w.model
+        .fallback(crate::support::model_server::Scripted::text(
+            "Welcome aboard!",
+        ));
+    w.clock.set(at("2026-01-05T23:30:00Z"));
+    w.app
+        .senses
+        .perceive(Percept::MemberJoin {
+            guild: GUILD_A,
+            user: person("nia"),
+            at: w.clock.now(),
+        })
+        .unwrap();
+    w.app.spine.drain().await;
+    assert!(
+        w.model.requests().is_empty(),
+        "no model call in quiet hours"
+    );
+    assert!(said(&w).is_empty());
+    let why = kept_quiet(&w);
+    assert!(
+        why.iter()
+            .any(|r| r.contains("warm-welcome not run: quiet_hours gate")),
+        "{why:#?}"
+    );
+}

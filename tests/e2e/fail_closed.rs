@@ -116,3 +116,42 @@ async fn an_unreadable_boundary_keeps_the_bot_from_chiming_in() {
         outcome.reason
     );
 }
+
+/// A chime-in is refused where the hushes cannot be read — courtesy's own
+/// check, the one every unprompted word passes — and the route line says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_hush_keeps_the_bot_from_chiming_in() {
+    let mut s = world::settings();
+    s.permissions.replies.discovery_channel_ids = vec![];
+    s.permissions.replies.reply_channel_ids = vec![GENERAL];
+    s.attention.unsolicited_reply_threshold = 0.0;
+    s.attention.chime_in_cooldown_minutes = 0;
+    let w = World::start(s).await;
+    w.model.fallback(Scripted::tool(
+        "chime_in",
+        json!({"speak": true, "text": "Tabs, obviously.", "reason": "fun"}),
+    ));
+    w.break_table("hushes");
+    let asked = w
+        .message(
+            GENERAL,
+            "ada",
+            "what do people think about tabs?",
+            Addressed::No,
+        )
+        .await;
+    assert!(w.model.requests().is_empty(), "no chime-in considered");
+    assert!(w.said().is_empty());
+    let outcome = w
+        .journal(Kind::Outcome)
+        .into_iter()
+        .find(|e| e.message == Some(asked))
+        .expect("the decision is journaled");
+    assert!(
+        outcome
+            .reason
+            .starts_with("did not chime in (store gate): store read failed: the hushes"),
+        "{}",
+        outcome.reason
+    );
+}

@@ -226,3 +226,56 @@ async fn a_post_recorded_but_never_sent_is_sent_and_stored_once() {
     assert_eq!(mine.len(), 1, "stored once: {mine:#?}");
     assert_eq!(mine[0].id, said[0].id, "under the id Discord gave it");
 }
+
+/// The same failed confirmation, with the bot running on: the next tick
+/// stops at the `unsettled` gate instead of showing the model the thought,
+/// the post is settled before the tick after (resent under its nonce, which
+/// the platform answers with the message it made), and it counts once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_whose_confirmation_failed_is_settled_before_the_next_look() {
+    let mut s = world::settings();
+    s.permissions.replies.discovery_channel_ids = vec![GENERAL];
+    let w = World::start(s).await;
+    let held = PendingThought::new(
+        GUILD_A,
+        "The eclipse is tonight!".into(),
+        Some(GENERAL),
+        "waiting for a quiet moment".into(),
+        None,
+        w.clock.now(),
+        chrono::Duration::hours(3),
+    );
+    w.app.store.save_pending_thought(&held).unwrap();
+    refuse(&w, "DELETE", "pending_thoughts", "");
+    let post = json!({"action": "post", "channel": "general", "text": "The eclipse is tonight!", "reason": "people asked"});
+    w.model.push(Scripted::tool("decide", post.clone()));
+    w.model.fallback(Scripted::tool("decide", post));
+    w.tick().await;
+    assert_eq!(w.said().len(), 1, "posted");
+    let asked = w.model.requests().len();
+
+    allow(&w, "DELETE");
+    w.tick().await;
+    assert_eq!(
+        w.model.requests().len(),
+        asked,
+        "the thought was not shown again"
+    );
+    let stops: Vec<String> = w
+        .journal(Kind::Gate)
+        .into_iter()
+        .map(|e| e.summary)
+        .collect();
+    assert!(
+        stops.contains(&"initiative stopped at the unsettled gate".to_string()),
+        "{stops:#?}"
+    );
+
+    w.app.initiative.settle_unconfirmed().await;
+    assert!(w.app.store.outbox_unsent().unwrap().is_empty());
+    assert!(w.app.store.pending_thought(GUILD_A).unwrap().is_none());
+    assert_eq!(w.said().len(), 1, "not posted twice");
+    let counted =
+        ambient::initiative::posts_last_24h(&w.app.store, GUILD_A, w.clock.now()).unwrap();
+    assert_eq!(counted, 1, "counted once against maxPostsPerDay");
+}
