@@ -41,6 +41,7 @@ mod refusals;
 mod replay;
 mod replay_cli;
 mod replay_html;
+mod reply_35;
 mod secrets;
 mod sends;
 mod settings_cli;

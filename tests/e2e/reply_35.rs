@@ -1,0 +1,120 @@
+//! The reply path, again (issue 35): an answer already paid for and then
+//! dropped because the message it answers was unknown to the server, answers
+//! cut at four characters a token, a streamed one-piece answer that waited
+//! for a polling pause, and attachments on a Discord-compatible server whose
+//! files live on another origin.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::bot::Bot;
+use crate::support::fake_discord::{ALICE, BOT, GENERAL, UnknownReference};
+use crate::support::model_server::Scripted;
+
+fn mention(text: &str) -> String {
+    format!("<@{BOT}> {text}")
+}
+
+/// Alice asks; the message she wrote is unknown to the server when the
+/// answer is sent (`how` the server answers a reply to it). The answer is
+/// posted once, as a plain message, after one model call; every attempt
+/// carried the same nonce.
+fn answered_though_the_message_is_unknown(how: UnknownReference, garbled: u32) {
+    let answer = "Tuesday works: the hall is free from six.";
+    let bot = Bot::start(json!({}));
+    bot.model.push(Scripted::text(answer));
+    bot.discord.with(|w| {
+        w.unknown_reference = how;
+        w.saves_late = true;
+        w.garble_sends = garbled;
+    });
+    bot.discord
+        .say(GENERAL, ALICE, &mention("when can we meet?"));
+    assert!(
+        bot.discord
+            .wait_until(20, |w| !w.posted_in(GENERAL).is_empty()),
+        "{how:?}: the answer was dropped:\n{}",
+        bot.log()
+    );
+    // A retry after an unknown outcome comes 500 ms later: give it time to show.
+    std::thread::sleep(Duration::from_millis(1500));
+    let posted = bot.discord.with(|w| w.posted_in(GENERAL));
+    assert_eq!(posted.len(), 1, "{how:?}: posted once: {posted:#?}");
+    assert_eq!(posted[0]["content"], answer);
+    assert!(
+        posted[0]["message_reference"].is_null(),
+        "{how:?}: sent without the reference: {:#}",
+        posted[0]
+    );
+    // Every create request, refused or not.
+    let sent: Vec<Value> = bot.discord.with(|w| w.sent_in(GENERAL));
+    assert!(
+        sent[0]["message_reference"].is_object(),
+        "{how:?}: the first attempt was a reply: {:#}",
+        sent[0]
+    );
+    // Refused, then plain; after an unreadable answer the same pair again.
+    assert_eq!(sent.len(), 2 * (1 + garbled as usize), "{sent:#?}");
+    assert!(
+        sent.iter().all(|b| b["nonce"] == sent[0]["nonce"]),
+        "{how:?}: one nonce for every attempt: {sent:#?}"
+    );
+    assert_eq!(bot.model.requests().len(), 1, "{how:?}: one model call");
+    let store = bot.store();
+    let ours: Vec<_> = store
+        .recent_messages(ambient::ids::ChannelId(GENERAL), 20)
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.is_self)
+        .collect();
+    assert_eq!(ours.len(), 1, "{how:?}: one stored row: {ours:#?}");
+    assert_eq!(ours[0].content, answer);
+    assert!(bot.stop().success());
+}
+
+#[test]
+fn an_answer_to_a_message_discord_refuses_to_reference_is_sent_as_a_plain_message() {
+    answered_though_the_message_is_unknown(UnknownReference::Refused, 0);
+}
+
+#[test]
+fn an_answer_to_a_message_a_compatible_server_has_not_saved_is_sent_as_a_plain_message() {
+    answered_though_the_message_is_unknown(UnknownReference::NotFound, 0);
+}
+
+#[test]
+fn an_answer_sent_again_without_its_reference_is_still_posted_once() {
+    // The plain send is made but its answer is unreadable: speech asks again
+    // with the same nonce, the reference is refused again, and the plain send
+    // finds the message already made.
+    answered_though_the_message_is_unknown(UnknownReference::NotFound, 1);
+}
+
+#[test]
+fn an_answer_to_a_message_deleted_meanwhile_is_said_on_discord_too() {
+    let answer = "It was the blue one, I think.";
+    let bot = Bot::start(json!({}));
+    // Slow enough that the question is deleted while the model writes.
+    bot.model
+        .push(Scripted::streamed(answer, 4, Duration::from_millis(150)));
+    let asked = bot
+        .discord
+        .say(GENERAL, ALICE, &mention("which one was it?"));
+    assert!(
+        bot.discord
+            .wait_until(20, |_| !bot.model.requests().is_empty())
+    );
+    bot.discord.delete(GENERAL, asked);
+    assert!(
+        bot.discord
+            .wait_until(20, |w| !w.posted_in(GENERAL).is_empty()),
+        "the answer was dropped:\n{}",
+        bot.log()
+    );
+    let posted = bot.discord.with(|w| w.posted_in(GENERAL));
+    assert_eq!(posted.len(), 1);
+    assert_eq!(posted[0]["content"], answer);
+    assert_eq!(bot.model.requests().len(), 1);
+    assert!(bot.stop().success());
+}
