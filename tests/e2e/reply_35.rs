@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::support::bot::Bot;
-use crate::support::fake_discord::{ALICE, BOT, GENERAL, UnknownReference};
+use crate::support::fake_discord::{ALICE, BOT, GENERAL, UnknownReference, World};
 use crate::support::model_server::Scripted;
 
 fn mention(text: &str) -> String {
@@ -117,4 +117,106 @@ fn an_answer_to_a_message_deleted_meanwhile_is_said_on_discord_too() {
     assert_eq!(posted[0]["content"], answer);
     assert_eq!(bot.model.requests().len(), 1);
     assert!(bot.stop().success());
+}
+
+/// What the channel shows of the bot's answers, in order (a streamed answer
+/// reaches it through edits).
+fn shown(w: &World) -> Vec<String> {
+    w.posted_in(GENERAL)
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+/// An answer of 4,695 characters in sentences whose 4,096th character falls
+/// inside a word.
+fn long_complete_answer() -> String {
+    let mut text = String::new();
+    let mut i = 0;
+    while text.chars().count() < 4_695 {
+        i += 1;
+        text.push_str(&format!("Reason {i} is a consideration of its own. "));
+    }
+    let text: String = text
+        .chars()
+        .take(4_694)
+        .collect::<String>()
+        .trim_end()
+        .to_string();
+    let text = format!("{}.", text.trim_end_matches('.'));
+    assert!(
+        text.chars().nth(4_095).is_some_and(char::is_alphanumeric)
+            && text.chars().nth(4_096).is_some_and(char::is_alphanumeric),
+        "the old cut falls mid-word"
+    );
+    text
+}
+
+/// The answer the model reported complete (finish reason `stop`) is said
+/// whole, however few tokens it claims and however many characters it has:
+/// `maxOutputTokens` × 4 characters is not a limit.
+#[test]
+fn a_complete_answer_is_never_cut_by_a_character_estimate() {
+    let answer = long_complete_answer();
+    let expected = ambient::speech::split_message(&answer, 2000);
+    assert_eq!(expected.len(), 3);
+    for stream in [true, false] {
+        let bot = Bot::start(json!({"discord": {"streamReplies": stream}}));
+        bot.model.push(Scripted::Text {
+            text: answer.clone(),
+            tokens_in: 120,
+            tokens_out: 7,
+        });
+        bot.discord
+            .say(GENERAL, ALICE, &mention("why did we move the meetup?"));
+        assert!(
+            bot.discord.wait_until(30, |w| shown(w) == expected),
+            "stream {stream}: shown {:#?}\n{}",
+            bot.discord.with(|w| shown(w)),
+            bot.log()
+        );
+        assert!(
+            !bot.discord
+                .with(|w| shown(w))
+                .concat()
+                .contains(ambient::speech::CUT_MARKER),
+            "nothing is marked cut"
+        );
+        assert!(bot.stop().success());
+    }
+}
+
+/// The model stopped at its token limit (it says `length`): the answer ends at
+/// its last whole word and says it was cut — streamed or not.
+#[test]
+fn an_answer_the_model_stopped_at_its_limit_ends_at_a_word_and_says_so() {
+    let written = "Two reasons.\n\nFirst, the rent went up. Second, the hall is far from \
+                   the station and the buses stop runn";
+    let expected = format!(
+        "Two reasons.\n\nFirst, the rent went up. Second, the hall is far from the station \
+         and the buses stop\n{}",
+        ambient::speech::CUT_MARKER
+    );
+    for stream in [true, false] {
+        let bot = Bot::start(json!({"discord": {"streamReplies": stream}}));
+        bot.model.push(Scripted::AtLimit {
+            text: written.into(),
+            tokens_out: 1024,
+        });
+        bot.discord
+            .say(GENERAL, ALICE, &mention("why did we move the meetup?"));
+        assert!(
+            bot.discord
+                .wait_until(30, |w| w.posted_in(GENERAL).len() == 1),
+            "{}",
+            bot.log()
+        );
+        assert!(
+            bot.discord
+                .wait_until(10, |w| shown(w) == [expected.clone()]),
+            "stream {stream}: shown {:#?}",
+            bot.discord.with(|w| shown(w))
+        );
+        assert!(bot.stop().success());
+    }
 }
