@@ -9,8 +9,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::support::bot::Bot;
-use crate::support::fake_discord::{ALICE, BOT, GENERAL, UnknownReference, World};
+use crate::support::fake_discord::{ALICE, BOT, FakeDiscord, GENERAL, UnknownReference, World};
 use crate::support::model_server::Scripted;
+use crate::support::readme;
 
 fn mention(text: &str) -> String {
     format!("<@{BOT}> {text}")
@@ -219,4 +220,101 @@ fn an_answer_the_model_stopped_at_its_limit_ends_at_a_word_and_says_so() {
         );
         assert!(bot.stop().success());
     }
+}
+
+/// A small opaque PNG.
+fn png() -> Vec<u8> {
+    let img = image::RgbImage::from_fn(64, 48, |x, y| image::Rgb([x as u8 * 4, y as u8 * 5, 90]));
+    let mut out = Vec::new();
+    image::DynamicImage::ImageRgb8(img)
+        .write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png)
+        .unwrap();
+    out
+}
+
+/// The text of the last user message the model was sent.
+fn prompt_of(body: &Value) -> String {
+    let user = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .unwrap();
+    match &user["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+        _ => String::new(),
+    }
+}
+
+/// A Discord-compatible server whose files live on another port: what
+/// `discord.attachmentOrigins` names is read (as `apiBaseUrl`'s origin is,
+/// though it is a private address), and an attachment anywhere else is still
+/// refused before any connection.
+#[test]
+fn attachments_from_a_named_file_origin_are_read_and_from_nowhere_else() {
+    let example = readme::block("whose attachments are served from port 8081", "json");
+    let home = crate::support::home::Home::new(json!({}));
+    let file = home.path().join("files.json");
+    std::fs::write(&file, &example).unwrap();
+    let out = home.run(&["settings", "check", file.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    // Two more fake Discords play file hosts on ports of their own: one named, one not.
+    let files = FakeDiscord::start();
+    let elsewhere = FakeDiscord::start();
+    let refused = "its address is not Discord's CDN, discord.apiBaseUrl's server or one of discord.attachmentOrigins";
+    for named in [true, false] {
+        let origins = if named {
+            vec![files.url.clone()]
+        } else {
+            vec![]
+        };
+        let bot = Bot::start(json!({
+            "discord": {"attachmentOrigins": origins},
+            "executive": {"roles": {"reply": {"vision": true}}},
+        }));
+        bot.model.push(Scripted::text("A floor plan."));
+        let plan = files.upload(GENERAL, "plan.png", &png(), "image/png");
+        let other = elsewhere.upload(GENERAL, "other.png", &png(), "image/png");
+        let before = files.with(|w| w.find("GET", "/attachments/").len());
+        bot.discord.say_with(
+            GENERAL,
+            ALICE,
+            &mention("what's on the plan?"),
+            None,
+            vec![plan, other],
+        );
+        assert!(
+            bot.discord
+                .wait_until(20, |w| !w.sent_in(GENERAL).is_empty()),
+            "no answer:\n{}",
+            bot.log()
+        );
+        let prompt = prompt_of(&bot.model.requests()[0].body);
+        let plan_line = if named {
+            "- [image: plan.png — image 1 below], from alice's message".to_string()
+        } else {
+            format!("- [image: plan.png, not shown: {refused}], from alice's message")
+        };
+        assert!(prompt.contains(&plan_line), "named {named}: {prompt}");
+        assert!(
+            prompt.contains(&format!(
+                "- [image: other.png, not shown: {refused}], from alice's message"
+            )),
+            "{prompt}"
+        );
+        let fetched = files.with(|w| w.find("GET", "/attachments/").len()) - before;
+        assert_eq!(fetched, usize::from(named), "named {named}");
+        assert!(bot.stop().success());
+    }
+    assert!(
+        elsewhere.with(|w| w.find("GET", "/attachments/").is_empty()),
+        "an origin nobody named was reached"
+    );
 }
