@@ -46,7 +46,7 @@ use crate::clock::SharedClock;
 use crate::executive::journal_search::journal_search;
 use crate::executive::prompts::{PromptLine, Rendered};
 use crate::executive::tools::{FinalTool, Tool, parse_args};
-use crate::executive::{ExecError, Executive, Role, Turn, TurnOutcome, TurnResult};
+use crate::executive::{ExecError, Executive, Role, StopReason, Turn, TurnOutcome, TurnResult};
 use crate::ids::ChannelId;
 use crate::impulses::Impulses;
 use crate::impulses::tools::add_task;
@@ -350,7 +350,7 @@ impl ReplyHandler {
         };
         let text = match &result.outcome {
             Ok(TurnOutcome::Answer(text)) if !clean_answer(text, &settings.bot.name).is_empty() => {
-                shape(text)
+                ended_as_reported(shape(text), result.stop)
             }
             Ok(TurnOutcome::Answer(_) | TurnOutcome::Final(_)) => String::new(),
             Ok(TurnOutcome::Incomplete(why)) => {
@@ -678,17 +678,17 @@ impl ReplyHandler {
 }
 
 /// What an answer to `m` says, from the model's text: an echoed name
-/// removed, within the output limit, addressed to its speaker if said aloud.
-/// Applied alike to a streamed draft and to the final text.
+/// removed, addressed to its speaker if said aloud. Applied alike to a
+/// streamed draft and to the final text (which may then be cut:
+/// [`ended_as_reported`]).
 fn answer_shape(
     m: &MessagePercept,
     settings: &crate::settings::Settings,
 ) -> impl Fn(&str) -> String + Clone + Send + Sync + 'static {
     let name = settings.bot.name.clone();
-    let most = Role::Reply.settings(settings).max_output_tokens;
     let speaker = m.is_voice().then_some(m.message.author_id);
     move |raw: &str| {
-        let text = within_output_tokens(clean_answer(raw, &name), most);
+        let text = clean_answer(raw, &name);
         match speaker {
             Some(who) => format!("<@{who}> {text}"),
             None => text,
@@ -705,13 +705,15 @@ fn voice_addressed(m: &MessagePercept, text: &str) -> String {
     }
 }
 
-/// Roughly four characters a token: a provider that ignores `max_tokens`
-/// (or a runaway answer) cannot make the bot post more than was asked for.
-fn within_output_tokens(text: String, max_output_tokens: u32) -> String {
-    let most = max_output_tokens as usize * 4;
-    match text.char_indices().nth(most) {
-        Some((cut, _)) => format!("{}\n{}", text[..cut].trim_end(), crate::speech::CUT_MARKER),
-        None => text,
+/// The answer as the model ended it: one it stopped at its length limit
+/// (`maxOutputTokens`, by its own count) loses its unfinished end and says it
+/// was cut; any other is said whole. Its length in characters decides
+/// nothing here — a model's tokens are not four characters each — and speech
+/// still splits it at 2,000 characters, within `maxPartsPerAnswer`.
+fn ended_as_reported(text: String, stop: Option<StopReason>) -> String {
+    match stop {
+        Some(StopReason::MaxTokens) => crate::speech::cut_unfinished(&text),
+        _ => text,
     }
 }
 
@@ -808,6 +810,25 @@ impl Handler for ReplyHandler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_an_answer_stopped_at_its_limit_is_cut() {
+        let long = "A sentence of the answer that goes on. ".repeat(120) + "And the la";
+        assert_eq!(
+            ended_as_reported(long.clone(), Some(StopReason::EndTurn)),
+            long
+        );
+        assert_eq!(ended_as_reported(long.clone(), None), long);
+        let cut = ended_as_reported(long.clone(), Some(StopReason::MaxTokens));
+        assert!(
+            cut.ends_with(&format!("goes on.\n{}", crate::speech::CUT_MARKER)),
+            "{cut}"
+        );
+        assert!(
+            cut.chars().count() > 4_000,
+            "nothing but the unfinished end is lost"
+        );
+    }
 
     #[test]
     fn echoed_name_prefixes_are_removed() {

@@ -393,6 +393,54 @@ pub fn split_within(text: &str, limit: usize, max_parts: usize) -> Vec<String> {
     parts
 }
 
+/// How far back from its end an answer the model stopped at its length limit
+/// is cut to end at a paragraph, line or sentence: past this, at a word.
+const UNFINISHED_LOOKBACK: usize = 500;
+
+/// An answer the model stopped writing at its length limit (it said so:
+/// `length`, `max_tokens`), ready to say: its unfinished end dropped — back
+/// to a paragraph, line or sentence end in its last quarter (at most
+/// [`UNFINISHED_LOOKBACK`] bytes), else to its last word — an open code block
+/// closed, and [`CUT_MARKER`] after it. Text already ending a sentence loses
+/// nothing; text without a space anywhere is kept whole.
+pub fn cut_unfinished(text: &str) -> String {
+    let text = text.trim_end();
+    let finished = text.ends_with(['.', '!', '?', '…']) || text.ends_with("```");
+    let end = if finished {
+        text.len()
+    } else {
+        unfinished_from(text)
+    };
+    let mut kept = text[..end].trim_end().to_string();
+    if kept.matches("```").count() % 2 == 1 {
+        kept.push_str("\n```");
+    }
+    kept.push('\n');
+    kept.push_str(CUT_MARKER);
+    kept
+}
+
+/// Byte index where the unfinished end of `text` begins (see [`cut_unfinished`]).
+fn unfinished_from(text: &str) -> usize {
+    let floor = text.len() - (text.len() / 4).min(UNFINISHED_LOOKBACK);
+    let after = |pat: &str| {
+        text.rmatch_indices(pat)
+            .next()
+            .map(|(i, m)| i + m.len())
+            .filter(|&end| end >= floor)
+    };
+    after("\n\n")
+        .or_else(|| after("\n"))
+        .or_else(|| {
+            [". ", "! ", "? ", "… "]
+                .iter()
+                .filter_map(|p| after(p))
+                .max()
+        })
+        .or_else(|| text.rfind(char::is_whitespace))
+        .unwrap_or(text.len())
+}
+
 /// A Discord nonce (at most 25 characters) derived from the cause and part index.
 pub fn nonce(cause: &str, part: usize) -> String {
     let h = crate::ids::stable_id("nonce", &format!("{cause}#{part}"));
@@ -543,6 +591,38 @@ mod tests {
             assert!(p.chars().count() <= 2000);
         }
         assert!(parts[1].ends_with(CUT_MARKER));
+    }
+
+    #[test]
+    fn an_answer_stopped_at_its_limit_ends_at_a_boundary_with_the_marker() {
+        let marked = |t: &str| format!("{t}\n{CUT_MARKER}");
+        // Mid-word, no sentence end near: back to the last whole word.
+        let text = "Two reasons.\n\nFirst, the rent went up. Second, the hall is far from the station and the buses stop runn";
+        assert_eq!(
+            cut_unfinished(text),
+            marked(
+                "Two reasons.\n\nFirst, the rent went up. Second, the hall is far from the station and the buses stop"
+            )
+        );
+        // A paragraph just ended: the half-begun one goes.
+        let text = format!(
+            "{}\n\nAnd th",
+            "A whole sentence here. ".repeat(10).trim_end()
+        );
+        assert_eq!(
+            cut_unfinished(&text),
+            marked("A whole sentence here. ".repeat(10).trim_end())
+        );
+        // Already at a sentence end: nothing lost.
+        assert_eq!(cut_unfinished("All done."), marked("All done."));
+        // No space at all: kept whole, never cut inside a character.
+        assert_eq!(
+            cut_unfinished("日本語のテキスト"),
+            marked("日本語のテキスト")
+        );
+        // Inside code: the block is closed before the marker.
+        let code = cut_unfinished("Here:\n```rust\nlet x = 1;\nlet y = sq");
+        assert_eq!(code, marked("Here:\n```rust\nlet x = 1;\nlet y =\n```"));
     }
 
     #[test]

@@ -5,6 +5,13 @@
 //! only the users speech named — never `@everyone`, `@here` or roles,
 //! whatever the text says (speech has neutralised those in the text too).
 //!
+//! A reply whose `message_reference` the server refuses — Discord's 400 (code
+//! 50035) naming the field, for a message deleted meanwhile, or the 404 a
+//! Discord-compatible server gave for a message it had announced but not yet
+//! saved — is sent again at once without the reference, with the same nonce:
+//! an answer already paid for is said as a plain message rather than
+//! dropped, and still never twice.
+//!
 //! Where the bot must honour 429s itself (a Discord-compatible server with no
 //! rate-limiting proxy, see `ratelimit`), send, react and history are performed
 //! through `ratelimit::Limiter` with the same bodies serenity would send;
@@ -30,7 +37,7 @@ use serenity::all::{
     GetMessages, Http, Message, MessageId as SMessageId, MessageReference, Nonce, ReactionType,
 };
 use serenity::constants::MESSAGE_CODE_LIMIT;
-use serenity::http::{LightMethod, Request, Route};
+use serenity::http::{HttpError, LightMethod, Request, Route};
 
 use super::convert;
 use super::ratelimit::{Limiter, is_rate_limited};
@@ -151,6 +158,27 @@ pub fn safe_mentions(pings: &[crate::ids::UserId], replied: bool) -> CreateAllow
         .replied_user(replied)
 }
 
+/// Discord's JSON error code for an unknown channel.
+const UNKNOWN_CHANNEL: isize = 10003;
+
+/// Whether the server refused a send for its `message_reference` (the
+/// message answered is unknown to it): a 400 naming the field, or a 404 that
+/// is not about the channel itself.
+fn reference_refused(e: &serenity::Error) -> bool {
+    let serenity::Error::Http(HttpError::UnsuccessfulRequest(refused)) = e else {
+        return false;
+    };
+    match refused.status_code.as_u16() {
+        400 => refused
+            .error
+            .errors
+            .iter()
+            .any(|field| field.path.starts_with("message_reference")),
+        404 => refused.error.code != UNKNOWN_CHANNEL,
+        _ => false,
+    }
+}
+
 fn chat_error(e: serenity::Error) -> ChatError {
     if is_rate_limited(&e) {
         // Discord creates nothing it answers 429 to: not unknown; and the channel is not closed to us.
@@ -171,24 +199,16 @@ fn chat_error(e: serenity::Error) -> ChatError {
     }
 }
 
-#[async_trait]
-impl Transport for DiscordTransport {
-    fn me(&self) -> Author {
-        self.me.clone()
-    }
-
-    async fn send(&self, channel: ChannelId, message: &Outgoing) -> Result<MessageId, ChatError> {
+impl DiscordTransport {
+    /// One attempt at creating the message, as the server answered it.
+    async fn send_once(
+        &self,
+        channel: ChannelId,
+        message: &Outgoing,
+    ) -> Result<SMessageId, serenity::Error> {
         let channel = SChannelId::new(channel.get());
-        let sent = match &self.limiter {
-            Some(limiter) => {
-                if message.content.chars().count() > MESSAGE_CODE_LIMIT {
-                    // What serenity's own send refuses before sending.
-                    return Err(ChatError::Refused(format!(
-                        "message over {MESSAGE_CODE_LIMIT} characters"
-                    )));
-                }
-                send_limited(&self.http, limiter, channel, message).await
-            }
+        match &self.limiter {
+            Some(limiter) => send_limited(&self.http, limiter, channel, message).await,
             None => {
                 let mut builder = create_message(channel, message);
                 for file in &message.files {
@@ -203,8 +223,35 @@ impl Transport for DiscordTransport {
                     .map(|m| m.id)
             }
         }
-        .map_err(chat_error)?;
-        Ok(MessageId(sent.get()))
+    }
+}
+
+#[async_trait]
+impl Transport for DiscordTransport {
+    fn me(&self) -> Author {
+        self.me.clone()
+    }
+
+    async fn send(&self, channel: ChannelId, message: &Outgoing) -> Result<MessageId, ChatError> {
+        if self.limiter.is_some() && message.content.chars().count() > MESSAGE_CODE_LIMIT {
+            // What serenity's own send refuses before sending.
+            return Err(ChatError::Refused(format!(
+                "message over {MESSAGE_CODE_LIMIT} characters"
+            )));
+        }
+        let sent = match self.send_once(channel, message).await {
+            Err(e) if message.reply_to.is_some() && reference_refused(&e) => {
+                tracing::info!(%channel, error = %e, "the message answered is unknown to the server; sending the answer without the reference");
+                let plain = Outgoing {
+                    reply_to: None,
+                    ping_replied: false,
+                    ..message.clone()
+                };
+                self.send_once(channel, &plain).await
+            }
+            other => other,
+        };
+        sent.map(|id| MessageId(id.get())).map_err(chat_error)
     }
 
     fn can_edit(&self) -> bool {

@@ -44,7 +44,7 @@ pub use snapshot::UsageSnapshot;
 pub use stand_in::StandIn;
 pub use stream::TextSink;
 pub use turn::{Turn, TurnOutcome, TurnResult};
-pub use wire::{ChatRequest, ChatResponse, Message, Part, ToolChoice, ToolSpec};
+pub use wire::{ChatRequest, ChatResponse, Message, Part, StopReason, ToolChoice, ToolSpec};
 
 use crate::clock::{Chance, SharedClock};
 use crate::ids::GuildId;

@@ -23,7 +23,9 @@ use serde_json::Value;
 use super::bounds::{bound_request, cap_owned};
 use super::stream::TextSink;
 use super::tools::{FinalTool, Tool};
-use super::wire::{ChatRequest, ChatResponse, Message, Part, Speaker, TokenUsage, ToolChoice};
+use super::wire::{
+    ChatRequest, ChatResponse, Message, Part, Speaker, StopReason, TokenUsage, ToolChoice,
+};
 use super::{CallContext, ExecError, Executive};
 use crate::ids::{ChannelId, GuildId};
 use crate::journal::{Entry, Kind};
@@ -83,6 +85,10 @@ pub struct TurnResult {
     pub tokens: TokenUsage,
     /// The usage record of the last model call (journal entries link to it).
     pub last_call: Option<i64>,
+    /// How the last model call ended, as the provider reported it: an answer
+    /// that ran into `max_tokens` says `MaxTokens`, a complete one `EndTurn`.
+    /// `None` when no call answered.
+    pub stop: Option<StopReason>,
     /// The whole conversation, for transcripts.
     pub messages: Vec<Message>,
 }
@@ -146,6 +152,7 @@ impl Executive {
             tool_calls: 0,
             tokens: TokenUsage::default(),
             last_call: None,
+            stop: None,
             messages: Vec::new(),
         };
         let mut continued = false;
@@ -165,6 +172,7 @@ impl Executive {
                 Err(e) => break Err(e),
             };
             result.last_call = Some(completion.usage_id);
+            result.stop = Some(completion.response.stop);
             result.tokens.input += completion.response.usage.input;
             result.tokens.output += completion.response.usage.output;
             let response = completion.response;

@@ -10,10 +10,11 @@
 //! **Where from.** Attachment bytes are fetched only from
 //! - Discord's CDN over https (`cdn.discordapp.com`, `media.discordapp.net`),
 //!   through the guarded fetcher (private addresses refused on every hop), or
-//! - the origin of `discord.apiBaseUrl` when it is set to a Discord-compatible
-//!   server (the operator's own, which serves its attachments itself): that
-//!   origin, and only it, may be a private address, and no redirect may
-//!   leave it.
+//! - the operator's own origins, for a Discord-compatible server: that of
+//!   `discord.apiBaseUrl` when it is set to one (a server that serves its
+//!   attachments itself), and each of `discord.attachmentOrigins` (one whose
+//!   files live on another host or port). These, and only these, may be a
+//!   private address, and no redirect may leave the origin asked.
 //!
 //! Any other address — another private host, a metadata service, an
 //! arbitrary site — is refused before a connection is made, and the prompt
@@ -311,7 +312,9 @@ async fn carry_out(a: &Attachment, plan: Plan, settings: &Settings) -> Outcome {
 /// Why an attachment was not fetched; the text is words for the prompt.
 #[derive(Debug, thiserror::Error)]
 pub enum AttachmentError {
-    #[error("its address is neither Discord's CDN nor discord.apiBaseUrl's server")]
+    #[error(
+        "its address is not Discord's CDN, discord.apiBaseUrl's server or one of discord.attachmentOrigins"
+    )]
     NotDiscords,
     #[error("larger than the image size limit (discord.attachments.maxImageBytes)")]
     TooLarge,
@@ -362,15 +365,11 @@ pub fn fetcher_for(
     if on_cdn {
         return Ok(Fetcher::for_endpoint(network, url, max_bytes, false));
     }
-    let api = &settings.discord.api_base_url;
-    let default_api = crate::settings::DiscordSettings::default().api_base_url;
-    let operator = Url::parse(api)
-        .ok()
-        .filter(|_| api.trim_end_matches('/') != default_api)
-        .filter(|u| u.origin() == parsed.origin());
-    match operator {
-        Some(_) => Ok(Fetcher::for_endpoint(network, api, max_bytes, true)),
-        None => Err(AttachmentError::NotDiscords),
+    // The operator's own server: it may be private, and the fetcher is pinned to its origin.
+    let origin = parsed.origin();
+    match settings.discord.attachment_origins().contains(&origin) {
+        true => Ok(Fetcher::for_endpoint(network, url, max_bytes, true)),
+        false => Err(AttachmentError::NotDiscords),
     }
 }
 
@@ -407,7 +406,9 @@ mod tests {
                     .err()
                     .map(|e| e.to_string())
                     .as_deref(),
-                Some("its address is neither Discord's CDN nor discord.apiBaseUrl's server"),
+                Some(
+                    "its address is not Discord's CDN, discord.apiBaseUrl's server or one of discord.attachmentOrigins"
+                ),
                 "{refused}"
             );
         }
@@ -415,6 +416,37 @@ mod tests {
         assert!(fetcher_for("http://127.0.0.1:3000/attachments/1/2/a.png", &own, 1_000).is_ok());
         assert!(fetcher_for("http://127.0.0.1:3001/attachments/1/2/a.png", &own, 1_000).is_err());
         assert!(fetcher_for("http://localhost:3000/attachments/1/2/a.png", &own, 1_000).is_err());
+    }
+
+    #[test]
+    fn the_operators_file_origins_are_fetched_from_and_nothing_beside_them() {
+        let mut s = settings("http://127.0.0.1:3000");
+        s.discord.attachment_origins = vec![
+            "http://127.0.0.1:3001".into(),
+            "https://files.example/".into(),
+        ];
+        for ok in [
+            "http://127.0.0.1:3000/attachments/1/2/a.png",
+            "http://127.0.0.1:3001/attachments/1/2/a.png",
+            "https://files.example/a/b/c.png?ex=1",
+            "https://cdn.discordapp.com/attachments/1/2/cat.png",
+        ] {
+            assert!(fetcher_for(ok, &s, 1_000).is_ok(), "{ok}");
+        }
+        for refused in [
+            "http://127.0.0.1:3002/attachments/1/2/a.png",
+            "http://files.example/a.png",
+            "https://files.example:8443/a.png",
+            "https://sub.files.example/a.png",
+            "http://169.254.169.254/latest/meta-data/",
+        ] {
+            assert!(fetcher_for(refused, &s, 1_000).is_err(), "{refused}");
+        }
+        // On Discord itself, a named origin is the only one beside the CDN.
+        let mut discord = settings("https://discord.com");
+        discord.discord.attachment_origins = vec!["http://127.0.0.1:3001".into()];
+        assert!(fetcher_for("http://127.0.0.1:3001/a.png", &discord, 1_000).is_ok());
+        assert!(fetcher_for("https://discord.com/a.png", &discord, 1_000).is_err());
     }
 
     fn attachment(name: &str, size: u64) -> Attachment {

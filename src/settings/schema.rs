@@ -84,6 +84,10 @@ pub struct DiscordSettings {
     /// Base URL of the Discord REST API. Point it at a Discord-compatible server
     /// (or the tests' fake Discord) to run the bot elsewhere.
     pub api_base_url: String,
+    /// Where a Discord-compatible server keeps its attachments when that is not
+    /// `apiBaseUrl`'s origin: origins (`https://files.example`, `http://10.0.0.5:8081`)
+    /// read from as `apiBaseUrl`'s is (see [`DiscordSettings::attachment_origins`]).
+    pub attachment_origins: Vec<String>,
     /// With a custom `apiBaseUrl`: true when it is a rate-limiting REST proxy (nirn-proxy,
     /// twilight-http-proxy) that handles 429s; false: the bot waits out 429s and retries itself.
     pub rest_proxy_handles_rate_limits: bool,
@@ -124,6 +128,7 @@ impl Default for DiscordSettings {
     fn default() -> Self {
         Self {
             api_base_url: "https://discord.com".into(),
+            attachment_origins: Vec::new(),
             rest_proxy_handles_rate_limits: false,
             dev_guild_id: None,
             owner_user_ids: Vec::new(),
@@ -142,9 +147,41 @@ impl Default for DiscordSettings {
     }
 }
 
+impl DiscordSettings {
+    /// The operator's own origins attachments may be read from, besides
+    /// Discord's CDN: `apiBaseUrl`'s when it points at a Discord-compatible
+    /// server (not at Discord), then each of `attachmentOrigins`. Entries that
+    /// are not an http(s) origin are left out (validation names them).
+    pub fn attachment_origins(&self) -> Vec<url::Origin> {
+        let api = Some(self.api_base_url.as_str())
+            .filter(|api| api.trim_end_matches('/') != Self::default().api_base_url);
+        api.into_iter()
+            .chain(self.attachment_origins.iter().map(String::as_str))
+            .filter_map(|text| web_origin(text).ok())
+            .collect()
+    }
+}
+
+/// `text` as an http(s) origin — a scheme, a host and an optional port, and
+/// nothing after (a lone `/` is allowed) — or what is wrong with it.
+pub fn web_origin(text: &str) -> Result<url::Origin, &'static str> {
+    let url = url::Url::parse(text).map_err(|_| "not a URL")?;
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+        return Err("not an http:// or https:// address with a host");
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("it holds credentials");
+    }
+    if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
+        return Err("it has a path, query or fragment");
+    }
+    Ok(url.origin())
+}
+
 /// Limits on the attachments read for the model: only a message that
 /// addresses the bot (and the message it replies to) is read, from Discord's
-/// CDN or `discord.apiBaseUrl`'s origin, through the guarded fetcher.
+/// CDN or the operator's own origins (`discord.apiBaseUrl`'s and
+/// `discord.attachmentOrigins`), through the guarded fetcher.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct AttachmentSettings {

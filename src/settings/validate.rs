@@ -490,6 +490,7 @@ fn bot_discord_storage(p: &mut Rules, s: &Settings) {
     p.non_empty("bot.name", &s.bot.name);
     p.max_len("bot.name", &s.bot.name, 32);
     p.url("discord.apiBaseUrl", &s.discord.api_base_url, false);
+    attachment_origins(p, &s.discord.attachment_origins);
     p.0.extend(super::shards::problems(s));
     p.range(
         "discord.backfillMessages",
@@ -513,6 +514,35 @@ fn bot_discord_storage(p: &mut Rules, s: &Settings) {
         60_000,
     );
     p.non_empty("storage.dataDir", &s.storage.data_dir);
+}
+
+/// The most origins `discord.attachmentOrigins` may name: a server's files
+/// live in one or two places, and each is an address the bot may reach.
+pub const MAX_ATTACHMENT_ORIGINS: usize = 16;
+
+/// `discord.attachmentOrigins`: a few http(s) origins, each alone.
+fn attachment_origins(p: &mut Rules, origins: &[String]) {
+    let path = "discord.attachmentOrigins";
+    if origins.len() > MAX_ATTACHMENT_ORIGINS {
+        p.push(
+            path,
+            format!(
+                "has {} entries; at most {MAX_ATTACHMENT_ORIGINS} are allowed",
+                origins.len()
+            ),
+        );
+    }
+    for (i, origin) in origins.iter().enumerate() {
+        if let Err(why) = super::schema::web_origin(origin) {
+            p.push(
+                format!("{path}[{i}]"),
+                format!(
+                    "must be an http:// or https:// origin — a scheme, a host and an optional \
+                     port, nothing after, like \"https://files.example\" — got {origin:?} ({why})"
+                ),
+            );
+        }
+    }
 }
 
 /// `network`: the guarded fetcher's bounds and the search and proxy addresses.
@@ -1220,6 +1250,34 @@ mod tests {
 
     fn problems(v: Value) -> Vec<String> {
         validate(&v).1.iter().map(|p| p.to_string()).collect()
+    }
+
+    #[test]
+    fn attachment_origins_are_a_few_origins_each_alone() {
+        let (s, found) = validate(&json!({"discord": {"attachmentOrigins": [
+            "https://files.example", "http://10.0.0.5:8081/"]}}));
+        assert!(found.is_empty(), "{found:?}");
+        assert_eq!(s.discord.attachment_origins.len(), 2);
+        let found = problems(json!({"discord": {"attachmentOrigins": [
+            "https://files.example/attachments", "ftp://files.example", "files.example",
+            "https://user:pw@files.example", "https://files.example?x=1"]}}));
+        assert_eq!(
+            found,
+            [
+                "discord.attachmentOrigins[0]: must be an http:// or https:// origin — a scheme, a host and an optional port, nothing after, like \"https://files.example\" — got \"https://files.example/attachments\" (it has a path, query or fragment)",
+                "discord.attachmentOrigins[1]: must be an http:// or https:// origin — a scheme, a host and an optional port, nothing after, like \"https://files.example\" — got \"ftp://files.example\" (not an http:// or https:// address with a host)",
+                "discord.attachmentOrigins[2]: must be an http:// or https:// origin — a scheme, a host and an optional port, nothing after, like \"https://files.example\" — got \"files.example\" (not a URL)",
+                "discord.attachmentOrigins[3]: must be an http:// or https:// origin — a scheme, a host and an optional port, nothing after, like \"https://files.example\" — got \"https://user:pw@files.example\" (it holds credentials)",
+                "discord.attachmentOrigins[4]: must be an http:// or https:// origin — a scheme, a host and an optional port, nothing after, like \"https://files.example\" — got \"https://files.example?x=1\" (it has a path, query or fragment)",
+            ]
+        );
+        let many: Vec<String> = (0..=MAX_ATTACHMENT_ORIGINS)
+            .map(|i| format!("https://files{i}.example"))
+            .collect();
+        assert_eq!(
+            problems(json!({"discord": {"attachmentOrigins": many}})),
+            ["discord.attachmentOrigins: has 17 entries; at most 16 are allowed"]
+        );
     }
 
     #[test]

@@ -14,6 +14,16 @@
 //! - past 2,000 characters the part is sealed (split as [`split_message`]
 //!   splits) and the answer continues in a new message.
 //!
+//! The stream's own events drive it, never a polling pause: the draft is
+//! looked at when text arrives — so the first message goes out with the first
+//! text worth showing — and, while an edit waits for its interval, again only
+//! when the interval has passed or the stream has ended (the text in between
+//! is coalesced, not looked at piece by piece); a runaway draft, once shown
+//! as far as its parts go, is not looked at again until the stream ends or a
+//! new attempt begins. The end of the stream ends
+//! [`Streamed::show`] at once: an answer that came in one piece is said as
+//! soon as it is complete.
+//!
 //! [`Streamed::finish`] then makes the messages say exactly what
 //! [`Speech::say`] would have posted for the final text (the same parts, cut
 //! marker and all), and updates each stored row, so history and the journal
@@ -47,9 +57,6 @@ pub const MAX_EDITS: u32 = 20;
 
 /// Attempts at the edit that makes a message final.
 const FINAL_TRIES: u32 = 3;
-
-/// How often a growing draft is looked at, at most.
-const LOOK_EVERY: Duration = Duration::from_millis(100);
 
 /// Characters of a draft looked at beyond what its parts can show (an echoed
 /// name the shape removes, a voice line's mention it adds): the rest of a
@@ -93,7 +100,10 @@ struct DraftState {
 #[derive(Default)]
 pub struct DraftSink {
     state: Mutex<DraftState>,
+    /// Text arrived, an attempt began, or the stream ended.
     changed: Notify,
+    /// The stream ended (the model call is over).
+    ended: Notify,
 }
 
 impl DraftSink {
@@ -105,6 +115,7 @@ impl DraftSink {
     pub fn close(&self) {
         self.lock().closed = true;
         self.changed.notify_one();
+        self.ended.notify_one();
     }
 
     fn mark_shown(&self, attempt: u64) {
@@ -212,38 +223,54 @@ impl Streamed {
         !self.shown.is_empty()
     }
 
-    /// Shows the draft as it grows, until the sink is closed.
+    /// Shows the draft as it grows, until the sink is closed; returns as soon
+    /// as it is (see the module's doc for when the draft is looked at).
     pub async fn show(&mut self) {
+        let draft = self.draft.clone();
+        // An attempt whose draft outgrew what its parts can show, shown as far as it
+        // goes: until it ends or another attempt begins, more text changes nothing.
+        let mut full: Option<u64> = None;
         loop {
-            let (text, attempt, closed) = {
-                let state = self.draft.lock();
-                (self.head(&state.text), state.attempt, state.closed)
+            let (head, attempt) = {
+                let state = draft.lock();
+                if state.closed {
+                    return;
+                }
+                let head = (full != Some(state.attempt)).then(|| self.head(&state.text));
+                (head, state.attempt)
             };
-            if closed {
-                return;
-            }
-            let draft = self.draft.clone();
-            let changed = draft.changed.notified();
+            let Some((text, cut)) = head else {
+                draft.changed.notified().await;
+                continue;
+            };
             match self.present(&text, attempt).await {
+                // An edit waits for its interval: until then new text would only be
+                // looked at and left, so the wait ends with the interval or the stream.
                 Some(wait) => {
                     tokio::select! {
-                        _ = changed => {}
+                        _ = draft.ended.notified() => {}
                         _ = self.speech.clock.sleep(wait) => {}
                     }
                 }
-                None => changed.await,
+                // Everything due is shown: the next text (or the end) is the next thing to do.
+                // A change made while this pass ran left a permit, so it is not missed.
+                None => {
+                    if cut {
+                        full = Some(attempt);
+                    }
+                    draft.changed.notified().await;
+                }
             }
-            // Text comes in many small pieces: looked at a few times a second, not at each.
-            self.speech.clock.sleep(LOOK_EVERY).await;
         }
     }
 
-    /// The start of `text` that the parts this answer may take can show.
-    fn head(&self, text: &str) -> String {
+    /// The start of `text` that the parts this answer may take can show, and
+    /// whether that is less than all of it.
+    fn head(&self, text: &str) -> (String, bool) {
         let most = self.fits * MESSAGE_LIMIT + HEAD_MARGIN;
         match text.char_indices().nth(most) {
-            Some((end, _)) => text[..end].to_string(),
-            None => text.to_string(),
+            Some((end, _)) => (text[..end].to_string(), true),
+            None => (text.to_string(), false),
         }
     }
 
@@ -436,7 +463,7 @@ impl Streamed {
         // The draft is what was shown, unless a later attempt or step began and showed nothing yet.
         let mut parts = match self.draft.shown() {
             true => {
-                let head = self.head(&self.draft.lock().text);
+                let (head, _) = self.head(&self.draft.lock().text);
                 self.parts_of(&head)
             }
             false => Vec::new(),
@@ -472,6 +499,155 @@ fn with_note(text: &str, note: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::attention::Author;
+    use crate::chat::{Transport, Typing};
+    use crate::clock::ManualClock;
+    use crate::ids::ChannelId;
+    use crate::settings::{Settings, SettingsService};
+    use crate::store::Store;
+    use crate::store::messages::StoredMessage;
+    use async_trait::async_trait;
+
+    /// Keeps what was sent and edited, each with how many sleeps the clock had
+    /// been asked for by then.
+    struct Recorder {
+        clock: Arc<ManualClock>,
+        sent: Mutex<Vec<(String, usize)>>,
+        edits: Mutex<Vec<(String, usize)>>,
+    }
+
+    #[async_trait]
+    impl Transport for Recorder {
+        fn me(&self) -> Author {
+            Author {
+                id: UserId(1),
+                name: "ambient".into(),
+                is_bot: true,
+            }
+        }
+
+        async fn send(&self, _: ChannelId, m: &Outgoing) -> Result<MessageId, ChatError> {
+            let mut sent = self.sent.lock().unwrap();
+            sent.push((m.content.clone(), self.clock.slept().len()));
+            Ok(MessageId(1_000 + sent.len() as u64))
+        }
+
+        async fn react(&self, _: ChannelId, _: MessageId, _: &str) -> Result<(), ChatError> {
+            Ok(())
+        }
+
+        fn can_edit(&self) -> bool {
+            true
+        }
+
+        async fn edit(&self, _: ChannelId, _: MessageId, e: &Edit) -> Result<(), ChatError> {
+            let slept = self.clock.slept().len();
+            self.edits.lock().unwrap().push((e.content.clone(), slept));
+            Ok(())
+        }
+
+        fn typing(&self, _: ChannelId) -> Typing {
+            Typing::none()
+        }
+
+        async fn history(&self, _: ChannelId, _: usize) -> Result<Vec<StoredMessage>, ChatError> {
+            Ok(Vec::new())
+        }
+    }
+
+    const PLACE: Place = Place {
+        guild: None,
+        channel: ChannelId(7),
+    };
+
+    fn streamed() -> (Streamed, Arc<Recorder>, Arc<ManualClock>) {
+        let clock = ManualClock::at_test_epoch();
+        let store = Store::open_in_memory().unwrap();
+        let settings = Arc::new(SettingsService::new(
+            Settings::default(),
+            store.clone(),
+            clock.clone(),
+        ));
+        let recorder = Arc::new(Recorder {
+            clock: clock.clone(),
+            sent: Mutex::default(),
+            edits: Mutex::default(),
+        });
+        let speech = Arc::new(Speech::new(
+            recorder.clone(),
+            store,
+            settings,
+            clock.clone(),
+        ));
+        let streamed = speech
+            .stream(PLACE, None, "reply-1", &[], |t| t.to_string())
+            .expect("a DM on a transport that edits streams");
+        (streamed, recorder, clock)
+    }
+
+    /// Lets the other futures of a `join!` run until `done` holds (at most a
+    /// few thousand turns: a bounded wait for an outcome, not a timing).
+    async fn until(done: impl Fn() -> bool) -> bool {
+        for _ in 0..5_000 {
+            if done() {
+                return true;
+            }
+            tokio::task::yield_now().await;
+        }
+        done()
+    }
+
+    #[tokio::test]
+    async fn an_answer_that_came_in_one_piece_is_said_without_a_pause() {
+        let (mut streamed, recorder, clock) = streamed();
+        let sink = streamed.sink();
+        let answer = "Tuesday works for me.";
+        let model = async {
+            // The show is already waiting when the stream begins, as beside a real call.
+            tokio::task::yield_now().await;
+            sink.begin();
+            sink.text(answer);
+            tokio::task::yield_now().await;
+            sink.close();
+        };
+        tokio::join!(streamed.show(), model);
+        streamed.finish(answer).await.unwrap();
+        assert_eq!(*recorder.sent.lock().unwrap(), [(answer.to_string(), 0)]);
+        assert!(
+            clock.slept().is_empty(),
+            "waited before saying it: {:?}",
+            clock.slept()
+        );
+    }
+
+    #[tokio::test]
+    async fn the_first_message_goes_out_with_the_first_text_worth_showing() {
+        let (mut streamed, recorder, clock) = streamed();
+        let sink = streamed.sink();
+        let start = "The hall is free on Tuesday from six, and the key is with Sam. ".repeat(3);
+        let model = async {
+            tokio::task::yield_now().await;
+            sink.begin();
+            sink.text(&start);
+            // Nothing more arrives and nothing is slept on until the start is posted.
+            let posted = until(|| !recorder.sent.lock().unwrap().is_empty()).await;
+            sink.text(" More to come.");
+            sink.close();
+            posted
+        };
+        let ((), posted) = tokio::join!(streamed.show(), model);
+        assert!(posted, "the start was not posted before the stream went on");
+        assert_eq!(
+            *recorder.sent.lock().unwrap(),
+            [(start.trim().to_string(), 0)],
+            "posted at once, before any pause"
+        );
+        assert!(clock.slept().is_empty(), "{:?}", clock.slept());
+        let whole = format!("{}{}", start, " More to come.");
+        streamed.finish(&whole).await.unwrap();
+        let edits = recorder.edits.lock().unwrap();
+        assert_eq!(edits.last().map(|e| e.0.as_str()), Some(whole.trim()));
+    }
 
     #[test]
     fn a_sentence_or_two_is_worth_showing_a_few_words_are_not() {

@@ -277,7 +277,7 @@ fn oversize_private_address_and_too_large_images_are_refused_and_the_prompt_says
     for line in [
         "- [image: big.png, not shown: larger than the image size limit (discord.attachments.maxImageBytes)], from alice's message",
         "- [image: liar.png, not shown: larger than the image size limit (discord.attachments.maxImageBytes)], from alice's message",
-        "- [image: secret.png, not shown: its address is neither Discord's CDN nor discord.apiBaseUrl's server], from alice's message",
+        "- [image: secret.png, not shown: its address is not Discord's CDN, discord.apiBaseUrl's server or one of discord.attachmentOrigins], from alice's message",
         "- [image: wide.png, not shown: more pixels than allowed (discord.attachments.maxImagePixels)], from alice's message",
     ] {
         assert!(prompt.contains(line), "missing {line:?} in:\n{prompt}");

@@ -44,6 +44,7 @@ mod replay;
 mod replay_35;
 mod replay_cli;
 mod replay_html;
+mod reply_35;
 mod secrets;
 mod sends;
 mod serve_35;

@@ -20,8 +20,12 @@
 //!
 //! Replies and pings are computed as Discord computes them: a
 //! `message_reference` must name a message of the same channel (an unknown
-//! one is refused unless `fail_if_not_exists` is false, which sends a plain
-//! message instead); the message pings the mentions its text makes, narrowed
+//! one — deleted, or never saved — is refused with 400 50035 unless
+//! `fail_if_not_exists` is false, which sends a plain message instead; a test
+//! can make the server answer as a Discord-compatible one did instead, see
+//! [`UnknownReference`]), and the body is checked before its nonce is looked
+//! up, so a refused body is refused again when it is sent again; the message
+//! pings the mentions its text makes, narrowed
 //! by `allowed_mentions`, plus the replied-to author unless
 //! `allowed_mentions.replied_user` is false. Who was pinged is kept on the
 //! created message (`mentions`), as Discord shows it.
@@ -105,6 +109,14 @@ pub struct World {
     pub no_send: Vec<u64>,
     /// The next N sends create their message but answer with a body nobody can read.
     pub garble_sends: u32,
+    /// How a `message_reference` to a message the server does not know is answered.
+    pub unknown_reference: UnknownReference,
+    /// People's messages are announced (MESSAGE_CREATE) before the server has
+    /// saved them, as a Discord-compatible server's were: until
+    /// [`FakeDiscord::save_late`], a reply to one finds it unknown.
+    pub saves_late: bool,
+    /// Announced and not yet saved (see `saves_late`).
+    unsaved: Vec<(u64, Value)>,
     /// RESUME is answered with an invalid session (not resumable): the client must identify anew.
     pub refuse_resume: bool,
     /// The gateway is down: every connection is accepted and closed at once,
@@ -134,6 +146,22 @@ pub struct World {
     pub typing_open: u32,
     /// The `heartbeat_interval` HELLO asks for; none: Discord's 41.25 s.
     pub heartbeat_interval: Option<Duration>,
+}
+
+/// How the server answers a `message_reference` to a message it does not know.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum UnknownReference {
+    /// As Discord: 400, code 50035 "Invalid Form Body" with the
+    /// `message_reference` error MESSAGE_REFERENCE_UNKNOWN_MESSAGE, unless
+    /// `fail_if_not_exists` is false (then a plain message is sent).
+    #[default]
+    Discord,
+    /// Discord's 400 whatever `fail_if_not_exists` says (a compatible server
+    /// that does not know the field).
+    Refused,
+    /// 404 Unknown Message (10008) whatever `fail_if_not_exists` says, as a
+    /// Discord-compatible server answered.
+    NotFound,
 }
 
 /// A file a person attached, as the CDN keeps it.
@@ -949,7 +977,11 @@ impl FakeDiscord {
                     m["referenced_message"] = original.clone();
                 }
             }
-            w.messages.insert(id, m.clone());
+            if w.saves_late {
+                w.unsaved.push((id, m.clone()));
+            } else {
+                w.messages.insert(id, m.clone());
+            }
             w.said_at.insert(id, Instant::now());
             (id, m)
         });
@@ -957,14 +989,23 @@ impl FakeDiscord {
         id
     }
 
+    /// Saves the messages announced while `saves_late` was on: from now on
+    /// they can be replied to.
+    pub fn save_late(&self) {
+        self.with(|w| {
+            for (id, m) in std::mem::take(&mut w.unsaved) {
+                w.messages.insert(id, m);
+            }
+        });
+    }
+
     /// A direct message from `person`.
     pub fn dm(&self, person: Person, content: &str) -> u64 {
         let (id, msg) = self.with(|w| {
             let id = w.next_id();
-            (
-                id,
-                message_json(id, DM_CHANNEL, None, user(person), content),
-            )
+            let m = message_json(id, DM_CHANNEL, None, user(person), content);
+            w.messages.insert(id, m.clone());
+            (id, m)
         });
         self.dispatch("MESSAGE_CREATE", msg);
         id
@@ -978,7 +1019,9 @@ impl FakeDiscord {
         );
     }
 
+    /// Deletes a message: Discord forgets it (a reply to it is a reply to an unknown message).
     pub fn delete(&self, channel: u64, id: u64) {
+        self.with(|w| w.messages.remove(&id));
         self.dispatch(
             "MESSAGE_DELETE",
             json!({"id": id.to_string(), "channel_id": channel.to_string(), "guild_id": GUILD.to_string()}),
@@ -1546,16 +1589,9 @@ async fn rest(
                         "content_type": f["content_type"], "url": url, "proxy_url": url})
                 })
                 .collect();
-            let nonce = body["nonce"].as_str().map(String::from);
-            if body["enforce_nonce"] == json!(true)
-                && let Some(previous) = nonce.as_ref().and_then(|n| w.nonces.get(n))
-            {
-                return ok(previous.clone());
-            }
-            let id = w.next_id();
             let guild = (channel != DM_CHANNEL).then(|| w.guild_of(channel));
             let mut m = message_json(
-                id,
+                0,
                 channel,
                 guild,
                 bot_user(),
@@ -1588,8 +1624,17 @@ async fn rest(
                         m["type"] = json!(19);
                         replied_author = Some(original["author"].clone());
                     }
+                    (None, true) if w.unknown_reference == UnknownReference::NotFound => {
+                        return (
+                            StatusCode::NOT_FOUND,
+                            axum::Json(json!({"message": "Unknown Message", "code": 10008})),
+                        )
+                            .into_response();
+                    }
                     // Discord sends it as a plain message only when asked to.
-                    (None, true) if r["fail_if_not_exists"] == json!(false) => {}
+                    (None, true)
+                        if r["fail_if_not_exists"] == json!(false)
+                            && w.unknown_reference == UnknownReference::Discord => {}
                     (None, true) => {
                         return invalid_form(
                             "message_reference",
@@ -1619,6 +1664,15 @@ async fn rest(
                         .into_response();
                 }
             }
+            // A repeated nonce is answered with the message it first made, once the body passed.
+            let nonce = body["nonce"].as_str().map(String::from);
+            if body["enforce_nonce"] == json!(true)
+                && let Some(previous) = nonce.as_ref().and_then(|n| w.nonces.get(n))
+            {
+                return ok(previous.clone());
+            }
+            let id = w.next_id();
+            m["id"] = json!(id.to_string());
             if let Some(n) = &nonce {
                 m["nonce"] = json!(n);
                 w.nonces.insert(n.clone(), m.clone());

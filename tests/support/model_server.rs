@@ -67,6 +67,9 @@ pub enum Scripted {
         chunk_chars: usize,
         every: Duration,
     },
+    /// Text the model stopped writing at its token limit: `finish_reason:
+    /// "length"` (OpenAI) or `stop_reason: "max_tokens"` (Anthropic), streamed or not.
+    AtLimit { text: String, tokens_out: u64 },
     /// A stream that shows the first `after` characters of `text`, paced like
     /// `Streamed`, and then breaks off (a 500 when not asked to stream).
     BreaksOff {
@@ -270,6 +273,7 @@ async fn handle(
             tokens: (120, 30),
             chunk_chars: 24,
             every: Duration::ZERO,
+            at_limit: false,
         };
         if let Some(sse) = streamed(scripted, plan) {
             return sse.into_response(&extra);
@@ -357,6 +361,15 @@ async fn handle(
         Scripted::BreaksOff { .. } => {
             (StatusCode::INTERNAL_SERVER_ERROR, "upstream cut off").into_response()
         }
+        Scripted::AtLimit { text, tokens_out } => ok(if anthropic {
+            json!({"id": format!("msg_{n}"), "type": "message", "role": "assistant", "model": model,
+                   "content": [{"type": "text", "text": text}], "stop_reason": "max_tokens",
+                   "usage": {"input_tokens": 120, "output_tokens": tokens_out}})
+        } else {
+            json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion", "model": model,
+                   "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}],
+                   "usage": {"prompt_tokens": 120, "completion_tokens": tokens_out, "total_tokens": 120 + tokens_out}})
+        }),
     }
 }
 
@@ -379,6 +392,11 @@ fn streamed(scripted: &Scripted, mut plan: Plan<'_>) -> Option<Sse> {
         } => {
             plan.chunk_chars = *chunk_chars;
             plan.every = *every;
+            Some(plan.text(text, None))
+        }
+        Scripted::AtLimit { text, tokens_out } => {
+            plan.tokens = (120, *tokens_out);
+            plan.at_limit = true;
             Some(plan.text(text, None))
         }
         Scripted::BreaksOff {

@@ -32,6 +32,8 @@ pub struct Plan<'a> {
     /// Characters of text per delta, and the pause before each.
     pub chunk_chars: usize,
     pub every: Duration,
+    /// The text ends at the model's token limit (`max_tokens`, `length`).
+    pub at_limit: bool,
 }
 
 fn anthropic_frame(name: &str, data: Value) -> String {
@@ -84,10 +86,10 @@ impl Plan<'_> {
                 anthropic_frame("message_stop", json!({"type": "message_stop"})),
             ]
         } else {
-            let finish = if stop == "tool_use" {
-                "tool_calls"
-            } else {
-                "stop"
+            let finish = match stop {
+                "tool_use" => "tool_calls",
+                "max_tokens" => "length",
+                _ => "stop",
             };
             let mut frames = vec![self.chunk(json!({}), Some(finish))];
             if self.include_usage {
@@ -140,7 +142,11 @@ impl Plan<'_> {
                     json!({"type": "content_block_stop", "index": 0}),
                 ));
             }
-            frames.extend(self.end("end_turn"));
+            frames.extend(self.end(if self.at_limit {
+                "max_tokens"
+            } else {
+                "end_turn"
+            }));
         } else if self.anthropic {
             frames.push(anthropic_frame(
                 "error",

@@ -1,0 +1,320 @@
+//! The reply path, again (issue 35): an answer already paid for and then
+//! dropped because the message it answers was unknown to the server, answers
+//! cut at four characters a token, a streamed one-piece answer that waited
+//! for a polling pause, and attachments on a Discord-compatible server whose
+//! files live on another origin.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::bot::Bot;
+use crate::support::fake_discord::{ALICE, BOT, FakeDiscord, GENERAL, UnknownReference, World};
+use crate::support::model_server::Scripted;
+use crate::support::readme;
+
+fn mention(text: &str) -> String {
+    format!("<@{BOT}> {text}")
+}
+
+/// Alice asks; the message she wrote is unknown to the server when the
+/// answer is sent (`how` the server answers a reply to it). The answer is
+/// posted once, as a plain message, after one model call; every attempt
+/// carried the same nonce.
+fn answered_though_the_message_is_unknown(how: UnknownReference, garbled: u32) {
+    let answer = "Tuesday works: the hall is free from six.";
+    let bot = Bot::start(json!({}));
+    bot.model.push(Scripted::text(answer));
+    bot.discord.with(|w| {
+        w.unknown_reference = how;
+        w.saves_late = true;
+        w.garble_sends = garbled;
+    });
+    bot.discord
+        .say(GENERAL, ALICE, &mention("when can we meet?"));
+    assert!(
+        bot.discord
+            .wait_until(20, |w| !w.posted_in(GENERAL).is_empty()),
+        "{how:?}: the answer was dropped:\n{}",
+        bot.log()
+    );
+    // A retry after an unknown outcome comes 500 ms later: give it time to show.
+    std::thread::sleep(Duration::from_millis(1500));
+    let posted = bot.discord.with(|w| w.posted_in(GENERAL));
+    assert_eq!(posted.len(), 1, "{how:?}: posted once: {posted:#?}");
+    assert_eq!(posted[0]["content"], answer);
+    assert!(
+        posted[0]["message_reference"].is_null(),
+        "{how:?}: sent without the reference: {:#}",
+        posted[0]
+    );
+    // Every create request, refused or not.
+    let sent: Vec<Value> = bot.discord.with(|w| w.sent_in(GENERAL));
+    assert!(
+        sent[0]["message_reference"].is_object(),
+        "{how:?}: the first attempt was a reply: {:#}",
+        sent[0]
+    );
+    // Refused, then plain; after an unreadable answer the same pair again.
+    assert_eq!(sent.len(), 2 * (1 + garbled as usize), "{sent:#?}");
+    assert!(
+        sent.iter().all(|b| b["nonce"] == sent[0]["nonce"]),
+        "{how:?}: one nonce for every attempt: {sent:#?}"
+    );
+    assert_eq!(bot.model.requests().len(), 1, "{how:?}: one model call");
+    let store = bot.store();
+    let ours: Vec<_> = store
+        .recent_messages(ambient::ids::ChannelId(GENERAL), 20)
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.is_self)
+        .collect();
+    assert_eq!(ours.len(), 1, "{how:?}: one stored row: {ours:#?}");
+    assert_eq!(ours[0].content, answer);
+    assert!(bot.stop().success());
+}
+
+#[test]
+fn an_answer_to_a_message_discord_refuses_to_reference_is_sent_as_a_plain_message() {
+    answered_though_the_message_is_unknown(UnknownReference::Refused, 0);
+}
+
+#[test]
+fn an_answer_to_a_message_a_compatible_server_has_not_saved_is_sent_as_a_plain_message() {
+    answered_though_the_message_is_unknown(UnknownReference::NotFound, 0);
+}
+
+#[test]
+fn an_answer_sent_again_without_its_reference_is_still_posted_once() {
+    // The plain send is made but its answer is unreadable: speech asks again
+    // with the same nonce, the reference is refused again, and the plain send
+    // finds the message already made.
+    answered_though_the_message_is_unknown(UnknownReference::NotFound, 1);
+}
+
+#[test]
+fn an_answer_to_a_message_deleted_meanwhile_is_said_on_discord_too() {
+    let answer = "It was the blue one, I think.";
+    let bot = Bot::start(json!({}));
+    // Slow enough that the question is deleted while the model writes.
+    bot.model
+        .push(Scripted::streamed(answer, 4, Duration::from_millis(150)));
+    let asked = bot
+        .discord
+        .say(GENERAL, ALICE, &mention("which one was it?"));
+    assert!(
+        bot.discord
+            .wait_until(20, |_| !bot.model.requests().is_empty())
+    );
+    bot.discord.delete(GENERAL, asked);
+    assert!(
+        bot.discord
+            .wait_until(20, |w| !w.posted_in(GENERAL).is_empty()),
+        "the answer was dropped:\n{}",
+        bot.log()
+    );
+    let posted = bot.discord.with(|w| w.posted_in(GENERAL));
+    assert_eq!(posted.len(), 1);
+    assert_eq!(posted[0]["content"], answer);
+    assert_eq!(bot.model.requests().len(), 1);
+    assert!(bot.stop().success());
+}
+
+/// What the channel shows of the bot's answers, in order (a streamed answer
+/// reaches it through edits).
+fn shown(w: &World) -> Vec<String> {
+    w.posted_in(GENERAL)
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+/// An answer of 4,695 characters in sentences whose 4,096th character falls
+/// inside a word.
+fn long_complete_answer() -> String {
+    let mut text = String::new();
+    let mut i = 0;
+    while text.chars().count() < 4_695 {
+        i += 1;
+        text.push_str(&format!("Reason {i} is a consideration of its own. "));
+    }
+    let text: String = text
+        .chars()
+        .take(4_694)
+        .collect::<String>()
+        .trim_end()
+        .to_string();
+    let text = format!("{}.", text.trim_end_matches('.'));
+    assert!(
+        text.chars().nth(4_095).is_some_and(char::is_alphanumeric)
+            && text.chars().nth(4_096).is_some_and(char::is_alphanumeric),
+        "the old cut falls mid-word"
+    );
+    text
+}
+
+/// The answer the model reported complete (finish reason `stop`) is said
+/// whole, however few tokens it claims and however many characters it has:
+/// `maxOutputTokens` × 4 characters is not a limit.
+#[test]
+fn a_complete_answer_is_never_cut_by_a_character_estimate() {
+    let answer = long_complete_answer();
+    let expected = ambient::speech::split_message(&answer, 2000);
+    assert_eq!(expected.len(), 3);
+    for stream in [true, false] {
+        let bot = Bot::start(json!({"discord": {"streamReplies": stream}}));
+        bot.model.push(Scripted::Text {
+            text: answer.clone(),
+            tokens_in: 120,
+            tokens_out: 7,
+        });
+        bot.discord
+            .say(GENERAL, ALICE, &mention("why did we move the meetup?"));
+        assert!(
+            bot.discord.wait_until(30, |w| shown(w) == expected),
+            "stream {stream}: shown {:#?}\n{}",
+            bot.discord.with(|w| shown(w)),
+            bot.log()
+        );
+        assert!(
+            !bot.discord
+                .with(|w| shown(w))
+                .concat()
+                .contains(ambient::speech::CUT_MARKER),
+            "nothing is marked cut"
+        );
+        assert!(bot.stop().success());
+    }
+}
+
+/// The model stopped at its token limit (it says `length`): the answer ends at
+/// its last whole word and says it was cut — streamed or not.
+#[test]
+fn an_answer_the_model_stopped_at_its_limit_ends_at_a_word_and_says_so() {
+    let written = "Two reasons.\n\nFirst, the rent went up. Second, the hall is far from \
+                   the station and the buses stop runn";
+    let expected = format!(
+        "Two reasons.\n\nFirst, the rent went up. Second, the hall is far from the station \
+         and the buses stop\n{}",
+        ambient::speech::CUT_MARKER
+    );
+    for stream in [true, false] {
+        let bot = Bot::start(json!({"discord": {"streamReplies": stream}}));
+        bot.model.push(Scripted::AtLimit {
+            text: written.into(),
+            tokens_out: 1024,
+        });
+        bot.discord
+            .say(GENERAL, ALICE, &mention("why did we move the meetup?"));
+        assert!(
+            bot.discord
+                .wait_until(30, |w| w.posted_in(GENERAL).len() == 1),
+            "{}",
+            bot.log()
+        );
+        assert!(
+            bot.discord
+                .wait_until(10, |w| shown(w) == [expected.clone()]),
+            "stream {stream}: shown {:#?}",
+            bot.discord.with(|w| shown(w))
+        );
+        assert!(bot.stop().success());
+    }
+}
+
+/// A small opaque PNG.
+fn png() -> Vec<u8> {
+    let img = image::RgbImage::from_fn(64, 48, |x, y| image::Rgb([x as u8 * 4, y as u8 * 5, 90]));
+    let mut out = Vec::new();
+    image::DynamicImage::ImageRgb8(img)
+        .write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png)
+        .unwrap();
+    out
+}
+
+/// The text of the last user message the model was sent.
+fn prompt_of(body: &Value) -> String {
+    let user = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .unwrap();
+    match &user["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+        _ => String::new(),
+    }
+}
+
+/// A Discord-compatible server whose files live on another port: what
+/// `discord.attachmentOrigins` names is read (as `apiBaseUrl`'s origin is,
+/// though it is a private address), and an attachment anywhere else is still
+/// refused before any connection.
+#[test]
+fn attachments_from_a_named_file_origin_are_read_and_from_nowhere_else() {
+    let example = readme::block("whose attachments are served from port 8081", "json");
+    let home = crate::support::home::Home::new(json!({}));
+    let file = home.path().join("files.json");
+    std::fs::write(&file, &example).unwrap();
+    let out = home.run(&["settings", "check", file.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    // Two more fake Discords play file hosts on ports of their own: one named, one not.
+    let files = FakeDiscord::start();
+    let elsewhere = FakeDiscord::start();
+    let refused = "its address is not Discord's CDN, discord.apiBaseUrl's server or one of discord.attachmentOrigins";
+    for named in [true, false] {
+        let origins = if named {
+            vec![files.url.clone()]
+        } else {
+            vec![]
+        };
+        let bot = Bot::start(json!({
+            "discord": {"attachmentOrigins": origins},
+            "executive": {"roles": {"reply": {"vision": true}}},
+        }));
+        bot.model.push(Scripted::text("A floor plan."));
+        let plan = files.upload(GENERAL, "plan.png", &png(), "image/png");
+        let other = elsewhere.upload(GENERAL, "other.png", &png(), "image/png");
+        let before = files.with(|w| w.find("GET", "/attachments/").len());
+        bot.discord.say_with(
+            GENERAL,
+            ALICE,
+            &mention("what's on the plan?"),
+            None,
+            vec![plan, other],
+        );
+        assert!(
+            bot.discord
+                .wait_until(20, |w| !w.sent_in(GENERAL).is_empty()),
+            "no answer:\n{}",
+            bot.log()
+        );
+        let prompt = prompt_of(&bot.model.requests()[0].body);
+        let plan_line = if named {
+            "- [image: plan.png — image 1 below], from alice's message".to_string()
+        } else {
+            format!("- [image: plan.png, not shown: {refused}], from alice's message")
+        };
+        assert!(prompt.contains(&plan_line), "named {named}: {prompt}");
+        assert!(
+            prompt.contains(&format!(
+                "- [image: other.png, not shown: {refused}], from alice's message"
+            )),
+            "{prompt}"
+        );
+        let fetched = files.with(|w| w.find("GET", "/attachments/").len()) - before;
+        assert_eq!(fetched, usize::from(named), "named {named}");
+        assert!(bot.stop().success());
+    }
+    assert!(
+        elsewhere.with(|w| w.find("GET", "/attachments/").is_empty()),
+        "an origin nobody named was reached"
+    );
+}
