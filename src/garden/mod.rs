@@ -97,6 +97,16 @@ fn backoff_bounds(g: &crate::settings::GardenSettings) -> (Duration, Duration) {
     )
 }
 
+/// "at 14:00 UTC — it keeps to the budget, …": when a `/ambient garden`
+/// request the budget holds back will be served, in the same words however
+/// often it is asked.
+fn held_until(at: DateTime<Utc>) -> String {
+    format!(
+        "at {} — it keeps to the budget, which holds it until then.",
+        at.format("%H:%M UTC")
+    )
+}
+
 /// Reads the garden's status from a store (for `ambient status` in another process too).
 pub fn read_status(store: &Store) -> Status {
     store
@@ -398,13 +408,20 @@ impl Garden {
     /// One request per server waits in the queue; asking again while it
     /// waits says it is on its way only if a wake is set for it (a cycle
     /// runs or is queued, or the wake comes no later than a new request's
-    /// would) — otherwise, as after a failed model part, the request is
-    /// woken again.
+    /// would), and when, if the budget holds it — otherwise, as after a
+    /// failed model part, the request is woken again.
     pub fn request(&self, guild: GuildId, by: &str) -> String {
         let now = self.clock.now();
         if self.requested(Some(guild), now).is_some() {
-            if self.on_its_way(now) {
-                return "A garden cycle for this server is already on its way.".into();
+            match self.on_its_way(now) {
+                Some(at) if at > now => {
+                    return format!(
+                        "A garden cycle for this server is already on its way: {}",
+                        held_until(at)
+                    );
+                }
+                Some(_) => return "A garden cycle for this server is already on its way.".into(),
+                None => {}
             }
         } else {
             let item = QueueItem {
@@ -428,10 +445,9 @@ impl Garden {
         );
         match self.wake_early(now, &format!("requested by {by}")) {
             None => "The garden is tending memory right now; this server comes next, as soon as the budget allows.".into(),
-            Some(at) if at > now => format!(
-                "The garden will tend this server's memory at {} — it keeps to the budget, which holds it until then.",
-                at.format("%H:%M UTC")
-            ),
+            Some(at) if at > now => {
+                format!("The garden will tend this server's memory {}", held_until(at))
+            }
             Some(_) => "The garden will tend this server's memory next.".into(),
         }
     }
@@ -449,16 +465,19 @@ impl Garden {
             })
     }
 
-    /// Whether a cycle that serves a waiting request is coming: one runs or
-    /// is queued in this process, or the wake is set no later than a new
-    /// request would get. A queue row alone is not enough — it outlives the
-    /// process that woke the garden for it.
-    fn on_its_way(&self, now: DateTime<Utc>) -> bool {
+    /// When a cycle that serves a waiting request comes, if one is coming:
+    /// now, when one runs or is queued in this process, else when the wake
+    /// set no later than a new request would get comes — no earlier than
+    /// the budget allows (a wake due sooner is held to then when it comes).
+    /// A queue row alone is not enough — it outlives the process that woke
+    /// the garden for it.
+    fn on_its_way(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         if self.cycle_running() || self.in_flight.load(Ordering::SeqCst) {
-            return true;
+            return Some(now);
         }
         let (at, _) = self.earliest(now);
-        self.status().next_wake.is_some_and(|t| t <= at)
+        let wake = self.status().next_wake?;
+        (wake <= at).then_some(at)
     }
 
     /// Whether someone's `/ambient garden` request is due (not held back by people talking).

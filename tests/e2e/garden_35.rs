@@ -1,7 +1,8 @@
 //! The garden's first hour (issue 35): a `/ambient garden` request the last
 //! process left behind runs at once after a restart, an answer of "already
-//! on its way" is only given when a wake is set for it, and the first cycle
-//! ever keeps to the budget like every later one.
+//! on its way" is only given when a wake is set for it — with when, if the
+//! budget holds it — and the first cycle ever keeps to the budget like every
+//! later one.
 //!
 //! Each test drives the garden as its run loop does — `recover` when it
 //! starts, then `look` at the wake — on the manual clock, and checks what a
@@ -204,4 +205,43 @@ async fn the_first_cycle_ever_keeps_to_the_eighty_percent_rule() {
         "the request was kept, not dropped"
     );
     assert!(w.app.store.queue_open().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn asking_again_while_the_budget_holds_the_wake_says_when_as_the_first_answer_did() {
+    let mut s: Settings = settings();
+    s.budget.daily_tokens.ambient = 10_000;
+    let w = World::start(s).await;
+    let start = w.clock.now();
+    w.hear(GENERAL, "ada", "the meetup moved to friday", Source::Text);
+    w.model.push(end("tended"));
+    w.app.garden.cycle("test").await.unwrap();
+    // Then initiative posts spend 95 % of the day's ambient budget.
+    w.app
+        .store
+        .usage_append(&ambient_usage(9_500, start))
+        .unwrap();
+    w.clock.advance(Duration::minutes(20));
+    let first = w.app.garden.request(GUILD_A, "olga");
+    assert_eq!(
+        first,
+        "The garden will tend this server's memory at 14:00 UTC — it keeps to the budget, which holds it until then.",
+        "the maximum interval after the last cycle"
+    );
+    w.clock.advance(Duration::minutes(30));
+    assert_eq!(
+        w.app.garden.request(GUILD_A, "ada"),
+        "A garden cycle for this server is already on its way: at 14:00 UTC — it keeps to the budget, which holds it until then.",
+        "70 minutes away: 'on its way' alone would read as now"
+    );
+    look(&w).await;
+    assert_eq!(garden_requests(&w).len(), 1, "still held: no model call");
+    assert_eq!(w.app.store.queue_open().unwrap().len(), 1, "one request");
+
+    // Once it is due it is simply on its way.
+    w.clock.advance(Duration::minutes(70));
+    assert_eq!(
+        w.app.garden.request(GUILD_A, "ada"),
+        "A garden cycle for this server is already on its way."
+    );
 }
