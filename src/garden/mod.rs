@@ -74,7 +74,7 @@ const REQUESTED: &str = "(/ambient garden)";
 const BUSY: &str = "a garden cycle is already running";
 
 /// What `ambient status` and `/ambient status` show (kept in the store, so
-/// another process can read it).
+/// another process can read it), and the next wake the run loop keeps to.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Status {
     /// idle, running, scheduled or paused.
@@ -144,6 +144,9 @@ pub struct Garden {
     /// failed), waiting `garden.minIntervalMinutes` × 2ⁿ, at most
     /// `garden.maxIntervalMinutes`, before the next try.
     backoff: Backoff<Option<GuildId>>,
+    /// The status the store would not take: `look` wakes by its next wake,
+    /// so this process keeps it, and writes it again, until the store does.
+    unsaved: Mutex<Option<Status>>,
 }
 
 impl Garden {
@@ -179,11 +182,20 @@ impl Garden {
             was_active: Mutex::new(HashSet::new()),
             early: Mutex::new(None),
             backoff,
+            unsaved: Mutex::new(None),
         })
     }
 
     pub fn status(&self) -> Status {
+        if let Some(s) = self.unsaved_lock().clone() {
+            return s;
+        }
         read_status(&self.store)
+    }
+
+    fn unsaved_lock(&self) -> std::sync::MutexGuard<'_, Option<Status>> {
+        // A plain value: a panic elsewhere cannot leave it half-written.
+        self.unsaved.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Journals a failed write whose loss matters; the cycle goes on (what it did is done).
@@ -198,8 +210,35 @@ impl Garden {
     fn set_status(&self, f: impl FnOnce(&mut Status)) {
         let mut s = self.status();
         f(&mut s);
-        // Harmless if lost: the status only feeds the status widget.
-        let _ = self.store.garden_set("status", &s);
+        self.save_status(s);
+    }
+
+    /// Stores the status; one the store will not take is kept in this
+    /// process instead (its next wake is what `look` keeps to), and the
+    /// first such failure is journaled — not every retry.
+    fn save_status(&self, s: Status) {
+        let first_failure = {
+            let mut unsaved = self.unsaved_lock();
+            match self.store.garden_set("status", &s) {
+                Ok(()) => {
+                    *unsaved = None;
+                    return;
+                }
+                Err(e) => {
+                    let first = unsaved.is_none();
+                    *unsaved = Some(s);
+                    first.then_some(e)
+                }
+            }
+        };
+        if let Some(e) = first_failure {
+            self.journal.record(
+                Entry::new(Kind::Error, "could not save the garden's status").reason(format!(
+                    "{e}; this process keeps its next wake and writes it again at each look; \
+                     until then `ambient status` in another process shows the last one saved"
+                )),
+            );
+        }
     }
 
     pub fn scheduler_state(&self) -> scheduler::State {
@@ -608,6 +647,10 @@ impl Garden {
     /// says when to look again. `run` calls it in its loop; a front end on
     /// simulated time (replay) calls it once per step.
     pub fn look(&self, settings: &Settings, now: DateTime<Utc>) -> Look {
+        let unsaved = self.unsaved_lock().clone();
+        if let Some(s) = unsaved {
+            self.save_status(s);
+        }
         let status = self.status();
         let mut wait = StdDuration::from_secs(60);
         match status.next_wake {
