@@ -74,7 +74,7 @@ const REQUESTED: &str = "(/ambient garden)";
 const BUSY: &str = "a garden cycle is already running";
 
 /// What `ambient status` and `/ambient status` show (kept in the store, so
-/// another process can read it).
+/// another process can read it), and the next wake the run loop keeps to.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Status {
     /// idle, running, scheduled or paused.
@@ -94,6 +94,16 @@ fn backoff_bounds(g: &crate::settings::GardenSettings) -> (Duration, Duration) {
         Duration::minutes(i64::from(
             g.max_interval_minutes.max(g.min_interval_minutes),
         )),
+    )
+}
+
+/// "at 14:00 UTC — it keeps to the budget, …": when a `/ambient garden`
+/// request the budget holds back will be served, in the same words however
+/// often it is asked.
+fn held_until(at: DateTime<Utc>) -> String {
+    format!(
+        "at {} — it keeps to the budget, which holds it until then.",
+        at.format("%H:%M UTC")
     )
 }
 
@@ -134,6 +144,9 @@ pub struct Garden {
     /// failed), waiting `garden.minIntervalMinutes` × 2ⁿ, at most
     /// `garden.maxIntervalMinutes`, before the next try.
     backoff: Backoff<Option<GuildId>>,
+    /// The status the store would not take: `look` wakes by its next wake,
+    /// so this process keeps it, and writes it again, until the store does.
+    unsaved: Mutex<Option<Status>>,
 }
 
 impl Garden {
@@ -169,11 +182,20 @@ impl Garden {
             was_active: Mutex::new(HashSet::new()),
             early: Mutex::new(None),
             backoff,
+            unsaved: Mutex::new(None),
         })
     }
 
     pub fn status(&self) -> Status {
+        if let Some(s) = self.unsaved_lock().clone() {
+            return s;
+        }
         read_status(&self.store)
+    }
+
+    fn unsaved_lock(&self) -> std::sync::MutexGuard<'_, Option<Status>> {
+        // A plain value: a panic elsewhere cannot leave it half-written.
+        self.unsaved.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Journals a failed write whose loss matters; the cycle goes on (what it did is done).
@@ -188,8 +210,35 @@ impl Garden {
     fn set_status(&self, f: impl FnOnce(&mut Status)) {
         let mut s = self.status();
         f(&mut s);
-        // Harmless if lost: the status only feeds the status widget.
-        let _ = self.store.garden_set("status", &s);
+        self.save_status(s);
+    }
+
+    /// Stores the status; one the store will not take is kept in this
+    /// process instead (its next wake is what `look` keeps to), and the
+    /// first such failure is journaled — not every retry.
+    fn save_status(&self, s: Status) {
+        let first_failure = {
+            let mut unsaved = self.unsaved_lock();
+            match self.store.garden_set("status", &s) {
+                Ok(()) => {
+                    *unsaved = None;
+                    return;
+                }
+                Err(e) => {
+                    let first = unsaved.is_none();
+                    *unsaved = Some(s);
+                    first.then_some(e)
+                }
+            }
+        };
+        if let Some(e) = first_failure {
+            self.journal.record(
+                Entry::new(Kind::Error, "could not save the garden's status").reason(format!(
+                    "{e}; this process keeps its next wake and writes it again at each look; \
+                     until then `ambient status` in another process shows the last one saved"
+                )),
+            );
+        }
     }
 
     pub fn scheduler_state(&self) -> scheduler::State {
@@ -398,13 +447,20 @@ impl Garden {
     /// One request per server waits in the queue; asking again while it
     /// waits says it is on its way only if a wake is set for it (a cycle
     /// runs or is queued, or the wake comes no later than a new request's
-    /// would) — otherwise, as after a failed model part, the request is
-    /// woken again.
+    /// would), and when, if the budget holds it — otherwise, as after a
+    /// failed model part, the request is woken again.
     pub fn request(&self, guild: GuildId, by: &str) -> String {
         let now = self.clock.now();
         if self.requested(Some(guild), now).is_some() {
-            if self.on_its_way(now) {
-                return "A garden cycle for this server is already on its way.".into();
+            match self.on_its_way(now) {
+                Some(at) if at > now => {
+                    return format!(
+                        "A garden cycle for this server is already on its way: {}",
+                        held_until(at)
+                    );
+                }
+                Some(_) => return "A garden cycle for this server is already on its way.".into(),
+                None => {}
             }
         } else {
             let item = QueueItem {
@@ -428,10 +484,9 @@ impl Garden {
         );
         match self.wake_early(now, &format!("requested by {by}")) {
             None => "The garden is tending memory right now; this server comes next, as soon as the budget allows.".into(),
-            Some(at) if at > now => format!(
-                "The garden will tend this server's memory at {} — it keeps to the budget, which holds it until then.",
-                at.format("%H:%M UTC")
-            ),
+            Some(at) if at > now => {
+                format!("The garden will tend this server's memory {}", held_until(at))
+            }
             Some(_) => "The garden will tend this server's memory next.".into(),
         }
     }
@@ -449,16 +504,19 @@ impl Garden {
             })
     }
 
-    /// Whether a cycle that serves a waiting request is coming: one runs or
-    /// is queued in this process, or the wake is set no later than a new
-    /// request would get. A queue row alone is not enough — it outlives the
-    /// process that woke the garden for it.
-    fn on_its_way(&self, now: DateTime<Utc>) -> bool {
+    /// When a cycle that serves a waiting request comes, if one is coming:
+    /// now, when one runs or is queued in this process, else when the wake
+    /// set no later than a new request would get comes — no earlier than
+    /// the budget allows (a wake due sooner is held to then when it comes).
+    /// A queue row alone is not enough — it outlives the process that woke
+    /// the garden for it.
+    fn on_its_way(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         if self.cycle_running() || self.in_flight.load(Ordering::SeqCst) {
-            return true;
+            return Some(now);
         }
         let (at, _) = self.earliest(now);
-        self.status().next_wake.is_some_and(|t| t <= at)
+        let wake = self.status().next_wake?;
+        (wake <= at).then_some(at)
     }
 
     /// Whether someone's `/ambient garden` request is due (not held back by people talking).
@@ -589,6 +647,10 @@ impl Garden {
     /// says when to look again. `run` calls it in its loop; a front end on
     /// simulated time (replay) calls it once per step.
     pub fn look(&self, settings: &Settings, now: DateTime<Utc>) -> Look {
+        let unsaved = self.unsaved_lock().clone();
+        if let Some(s) = unsaved {
+            self.save_status(s);
+        }
         let status = self.status();
         let mut wait = StdDuration::from_secs(60);
         match status.next_wake {

@@ -13,6 +13,11 @@
 //! (`/voice optout`), and only then connects — a notice that cannot be
 //! posted means no connection. Opted-out and blocked users are never
 //! recorded, buffered or transcribed.
+//!
+//! Auto-join is unprompted, so a room it could not join is not tried again
+//! on every voice-state update: it waits [`AUTO_JOIN_RETRY`], doubling up to
+//! [`AUTO_JOIN_RETRY_CEILING`], or until the server's settings change, and
+//! each failure is journaled once.
 
 pub mod listener;
 pub mod segment;
@@ -23,13 +28,23 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 
 use async_trait::async_trait;
+use chrono::Duration;
 
 use crate::attention::Place;
+use crate::backoff::{Setback, delay};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::journal::{Entry, Kind};
+use crate::settings::Settings;
 use crate::speech::Speech;
 use crate::store::boundaries::Boundary;
 use listener::{Listener, Services, Session};
+
+/// How long auto-join leaves a room alone after it could not join it: a
+/// failed attempt posts the notice and its correction, unprompted, so it is
+/// not repeated for each person who enters.
+pub const AUTO_JOIN_RETRY: Duration = Duration::minutes(15);
+/// The longest wait between two auto-join attempts at a room that keeps failing.
+pub const AUTO_JOIN_RETRY_CEILING: Duration = Duration::hours(24);
 
 /// Why the bot did not join or leave a voice channel; the text is the answer
 /// the person who asked sees.
@@ -111,6 +126,16 @@ enum Recount {
     Moved { emptied: Option<ChannelId> },
 }
 
+/// An auto-join room whose last attempt failed.
+struct Refusal {
+    /// Failures in a row, and when auto-join may try the room again.
+    setback: Setback,
+    /// The server's settings at the failure: a change (a link, a channel
+    /// opened to the bot, another transcription endpoint) may be the fix,
+    /// so it ends the wait.
+    under: Arc<Settings>,
+}
+
 pub struct Voice {
     services: Services,
     speech: Arc<Speech>,
@@ -126,6 +151,8 @@ pub struct Voice {
     sent_away: Mutex<HashSet<ChannelId>>,
     /// Guilds with a join under way (two events must not both connect).
     joining: Mutex<HashSet<GuildId>>,
+    /// Auto-join rooms it could not join, waiting before the next try.
+    refused: Mutex<HashMap<ChannelId, Refusal>>,
 }
 
 impl Voice {
@@ -139,6 +166,7 @@ impl Voice {
             unlinked_said: Mutex::new(HashSet::new()),
             sent_away: Mutex::new(HashSet::new()),
             joining: Mutex::new(HashSet::new()),
+            refused: Mutex::new(HashMap::new()),
         })
     }
 
@@ -274,6 +302,8 @@ impl Voice {
             self.take_back(guild, voice, text, &e).await;
             return Err(e);
         }
+        // Joined (by `/voice join` too): whatever kept auto-join out is fixed.
+        self.refused_lock().remove(&voice);
         let mut joined = Entry::new(Kind::Voice, "joined a voice channel")
             .place(Some(guild), Some(text))
             .reason(format!("listening in {voice} for {by}"));
@@ -600,7 +630,8 @@ impl Voice {
 
     /// A person entered `target`: join it if it is a `voice.autoJoin` room,
     /// the bot is not already in this server's voice, nobody sent it away,
-    /// and the room has a linked text channel (said once when it has not).
+    /// the last attempt did not fail too recently, and the room has a linked
+    /// text channel (said once when it has not).
     async fn auto_join(&self, guild: GuildId, target: ChannelId) {
         let settings = self.services.settings.for_guild(Some(guild));
         if !settings.voice.auto_join
@@ -614,6 +645,7 @@ impl Voice {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .contains(&target)
+            || self.waiting_after_failure(target, &settings)
         {
             return;
         }
@@ -632,13 +664,65 @@ impl Voice {
             }
             return;
         }
-        if let Err(e) = self.join(guild, target, None, "voice.autoJoin").await {
-            self.services.journal.record(
-                Entry::new(Kind::Voice, "could not auto-join a voice channel")
-                    .guild(Some(guild))
-                    .reason(e.to_string()),
-            );
+        match self.join(guild, target, None, "voice.autoJoin").await {
+            // Another event is joining this server's voice; it journals its own outcome.
+            Ok(_) | Err(VoiceError::AlreadyJoining) => {}
+            Err(e) => {
+                let setback = self.auto_join_failed(target, settings);
+                self.services.journal.record(
+                    Entry::new(Kind::Voice, "could not auto-join a voice channel")
+                        .guild(Some(guild))
+                        .reason(format!(
+                            "{e}; auto-join is {}, or sooner if the settings change — until then people entering do not bring it back (/voice join still works)",
+                            setback.describe()
+                        )),
+                );
+            }
         }
+    }
+
+    /// Whether auto-join still waits after failing to join `room`: until its
+    /// back-off ends, unless the settings it failed under have changed.
+    fn waiting_after_failure(&self, room: ChannelId, settings: &Arc<Settings>) -> bool {
+        let mut refused = self.refused_lock();
+        let Some(r) = refused.get(&room) else {
+            return false;
+        };
+        if !Arc::ptr_eq(&r.under, settings) && *r.under != **settings {
+            refused.remove(&room);
+            return false;
+        }
+        self.services.clock.now() < r.setback.until
+    }
+
+    /// Starts the next, longer wait for `room` (the first after a settings change).
+    fn auto_join_failed(&self, room: ChannelId, settings: Arc<Settings>) -> Setback {
+        let now = self.services.clock.now();
+        let mut refused = self.refused_lock();
+        let failures = refused
+            .get(&room)
+            .filter(|r| *r.under == *settings)
+            .map_or(0, |r| r.setback.failures)
+            + 1;
+        let wait = delay(AUTO_JOIN_RETRY, AUTO_JOIN_RETRY_CEILING, failures);
+        let setback = Setback {
+            failures,
+            wait,
+            until: now + wait,
+        };
+        refused.insert(
+            room,
+            Refusal {
+                setback,
+                under: settings,
+            },
+        );
+        setback
+    }
+
+    fn refused_lock(&self) -> std::sync::MutexGuard<'_, HashMap<ChannelId, Refusal>> {
+        // Plain values: a panic elsewhere cannot leave the map half-written.
+        self.refused.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Stops every session (shutdown).

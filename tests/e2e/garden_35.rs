@@ -1,7 +1,8 @@
 //! The garden's first hour (issue 35): a `/ambient garden` request the last
 //! process left behind runs at once after a restart, an answer of "already
-//! on its way" is only given when a wake is set for it, and the first cycle
-//! ever keeps to the budget like every later one.
+//! on its way" is only given when a wake is set for it — with when, if the
+//! budget holds it — the first cycle ever keeps to the budget like every
+//! later one, and a wake the store would not save still comes.
 //!
 //! Each test drives the garden as its run loop does — `recover` when it
 //! starts, then `look` at the wake — on the manual clock, and checks what a
@@ -9,7 +10,8 @@
 //! and the model request that did or did not happen.
 
 use ambient::clock::Clock;
-use ambient::garden::Look;
+use ambient::garden::{Look, read_status};
+use ambient::journal::Kind;
 use ambient::settings::Settings;
 use ambient::store::messages::Source;
 use ambient::store::usage::UsageRecord;
@@ -204,4 +206,114 @@ async fn the_first_cycle_ever_keeps_to_the_eighty_percent_rule() {
         "the request was kept, not dropped"
     );
     assert!(w.app.store.queue_open().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn asking_again_while_the_budget_holds_the_wake_says_when_as_the_first_answer_did() {
+    let mut s: Settings = settings();
+    s.budget.daily_tokens.ambient = 10_000;
+    let w = World::start(s).await;
+    let start = w.clock.now();
+    w.hear(GENERAL, "ada", "the meetup moved to friday", Source::Text);
+    w.model.push(end("tended"));
+    w.app.garden.cycle("test").await.unwrap();
+    // Then initiative posts spend 95 % of the day's ambient budget.
+    w.app
+        .store
+        .usage_append(&ambient_usage(9_500, start))
+        .unwrap();
+    w.clock.advance(Duration::minutes(20));
+    let first = w.app.garden.request(GUILD_A, "olga");
+    assert_eq!(
+        first,
+        "The garden will tend this server's memory at 14:00 UTC — it keeps to the budget, which holds it until then.",
+        "the maximum interval after the last cycle"
+    );
+    w.clock.advance(Duration::minutes(30));
+    assert_eq!(
+        w.app.garden.request(GUILD_A, "ada"),
+        "A garden cycle for this server is already on its way: at 14:00 UTC — it keeps to the budget, which holds it until then.",
+        "70 minutes away: 'on its way' alone would read as now"
+    );
+    look(&w).await;
+    assert_eq!(garden_requests(&w).len(), 1, "still held: no model call");
+    assert_eq!(w.app.store.queue_open().unwrap().len(), 1, "one request");
+
+    // Once it is due it is simply on its way.
+    w.clock.advance(Duration::minutes(70));
+    assert_eq!(
+        w.app.garden.request(GUILD_A, "ada"),
+        "A garden cycle for this server is already on its way."
+    );
+}
+
+/// Makes the store refuse to write the garden's status row (as a full disk
+/// would), while it still reads it and writes everything else.
+fn status_unwritable(w: &World, on: bool) {
+    let conn = rusqlite::Connection::open(w.app.store.path().unwrap()).unwrap();
+    if on {
+        conn.execute_batch(
+            "CREATE TRIGGER status_no_insert BEFORE INSERT ON garden_state WHEN NEW.key = 'status'
+               BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;
+             CREATE TRIGGER status_no_update BEFORE UPDATE ON garden_state WHEN NEW.key = 'status'
+               BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;",
+        )
+        .unwrap();
+    } else {
+        conn.execute_batch("DROP TRIGGER status_no_insert; DROP TRIGGER status_no_update;")
+            .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_wake_the_store_would_not_save_still_comes() {
+    let w = World::start(settings()).await;
+    w.hear(GENERAL, "ada", "the meetup moved to friday", Source::Text);
+    w.model.push(end("tended"));
+    let first = w.app.garden.cycle("test").await.unwrap();
+    w.clock.advance(Duration::minutes(20));
+    assert!(
+        first.next_wake > w.clock.now(),
+        "the planned wake is still ahead: {first:?}"
+    );
+    w.hear(GENERAL, "ada", "and the venue is the library", Source::Text);
+
+    status_unwritable(&w, true);
+    assert_eq!(
+        w.app.garden.request(GUILD_A, "ada"),
+        "The garden will tend this server's memory next."
+    );
+    w.model.push(end("tended as asked"));
+    look(&w).await;
+    let cycles = w.app.store.cycles(10).unwrap();
+    assert_eq!(
+        (cycles.len(), cycles[0].summary.as_str()),
+        (2, "tended as asked"),
+        "the request's wake came, though the store kept the old one"
+    );
+    assert_eq!(garden_requests(&w).len(), 2);
+    let lost: Vec<String> = w
+        .journal(Kind::Error)
+        .into_iter()
+        .filter(|e| e.summary == "could not save the garden's status")
+        .map(|e| e.reason)
+        .collect();
+    assert_eq!(lost.len(), 1, "said once, not at every write: {lost:?}");
+    assert!(
+        lost[0]
+            == "database error: database or disk is full; this process keeps its next wake and writes it again \
+                at each look; until then `ambient status` in another process shows the last one saved",
+        "{}",
+        lost[0]
+    );
+    let next = w.app.garden.status().next_wake;
+    assert_eq!(next, Some(cycles[0].next_wake_at.unwrap()));
+    assert_ne!(read_status(&w.app.store).next_wake, next, "not stored yet");
+
+    // The store takes writes again: the next look stores the status, so
+    // `ambient status` in another process sees it too.
+    status_unwritable(&w, false);
+    look(&w).await;
+    assert_eq!(read_status(&w.app.store).next_wake, next);
+    assert_eq!(garden_requests(&w).len(), 2, "nothing ran twice");
 }

@@ -7,18 +7,23 @@
 //! listener when the bot connects, and the room is already talking — it feeds
 //! that speech the moment it has the listener. It notes, at each connection,
 //! whether the linked text channel already showed the notice.
+//!
+//! Auto-join is unprompted: a room it cannot connect to is not tried again
+//! for every person who enters (each try posts the notice and its
+//! correction), only after a back-off or a change of settings.
 
 use std::sync::{Arc, Mutex};
 
 use ambient::clock::Clock;
 use ambient::ids::{ChannelId, GuildId, UserId, stable_id};
 use ambient::journal::Kind;
-use ambient::settings::Settings;
+use ambient::settings::{Settings, VoiceLink};
 use ambient::store::messages::Source;
 use ambient::voice::listener::Listener;
 use ambient::voice::segment::{quiet, tone};
-use ambient::voice::{PlatformError, VoiceBackend};
+use ambient::voice::{Member, PlatformError, VoiceBackend};
 use async_trait::async_trait;
+use chrono::Duration;
 
 use crate::support::stt_server::SttServer;
 use crate::support::world::{GENERAL, GUILD_A, Recording, World, settings};
@@ -35,7 +40,7 @@ struct TalkingRoom {
     left: Mutex<Vec<GuildId>>,
     listener: Mutex<Option<Arc<Listener>>>,
     /// The platform's refusal to connect (its own words), if it refuses.
-    refuse: Option<&'static str>,
+    refuse: Mutex<Option<&'static str>>,
 }
 
 impl TalkingRoom {
@@ -45,7 +50,7 @@ impl TalkingRoom {
             told_at_join: Mutex::new(Vec::new()),
             left: Mutex::new(Vec::new()),
             listener: Mutex::new(None),
-            refuse,
+            refuse: Mutex::new(refuse),
         })
     }
 
@@ -70,7 +75,7 @@ impl VoiceBackend for TalkingRoom {
             .iter()
             .any(|s| s.channel == GENERAL && s.content.starts_with(NOTICE));
         self.told_at_join.lock().unwrap().push(told);
-        if let Some(why) = self.refuse {
+        if let Some(why) = *self.refuse.lock().unwrap() {
             return Err(why.into());
         }
         // Ada is mid-sentence as the bot connects: songbird delivers it at once.
@@ -90,7 +95,11 @@ impl VoiceBackend for TalkingRoom {
 }
 
 fn ada() -> UserId {
-    UserId(stable_id("user", "ada"))
+    person("ada")
+}
+
+fn person(name: &str) -> UserId {
+    UserId(stable_id("user", name))
 }
 
 fn voice_settings(stt: &SttServer) -> Settings {
@@ -228,4 +237,155 @@ async fn a_connection_refused_after_the_notice_says_so_in_the_channel() {
         "the notice is not left standing as if the bot listened"
     );
     assert_eq!(stt.requests(), 0);
+}
+
+/// Follows people into VOICE (linked to #general).
+fn auto_join_settings(stt: &SttServer) -> Settings {
+    let mut s = voice_settings(stt);
+    s.voice.auto_join = true;
+    s.voice.auto_join_channel_ids = vec![VOICE];
+    s.voice.links = vec![VoiceLink {
+        voice_channel_id: VOICE,
+        text_channel_id: GENERAL,
+    }];
+    s
+}
+
+async fn enters(w: &World, who: &str) {
+    w.app
+        .voice
+        .voice_state(GUILD_A, person(who), Member::Person, Some(VOICE))
+        .await;
+}
+
+async fn leaves(w: &World, who: &str) {
+    w.app
+        .voice
+        .voice_state(GUILD_A, person(who), Member::Person, None)
+        .await;
+}
+
+fn auto_join_failures(w: &World) -> Vec<String> {
+    w.journal(Kind::Voice)
+        .into_iter()
+        .filter(|e| e.summary == "could not auto-join a voice channel")
+        .map(|e| e.reason)
+        .collect()
+}
+
+const TAKEN_BACK: &str = "🔇 I couldn't join <#2501> after all, so I'm not listening there.";
+
+#[tokio::test]
+async fn a_room_auto_join_cannot_connect_to_is_not_tried_again_for_each_person_entering() {
+    let stt = SttServer::start();
+    let (w, room) = world(
+        auto_join_settings(&stt),
+        Some("missing the Connect permission"),
+    )
+    .await;
+    for who in ["ada", "bob", "cleo", "dan"] {
+        enters(&w, who).await;
+    }
+    // Someone steps out and back in: another voice-state update, still nothing.
+    leaves(&w, "bob").await;
+    enters(&w, "bob").await;
+    assert_eq!(
+        room.told_at_join(),
+        vec![true],
+        "one attempt for five arrivals"
+    );
+    let said: Vec<String> = w.said().into_iter().map(|s| s.content).collect();
+    assert_eq!(
+        said.len(),
+        2,
+        "the notice and its correction, once: {said:?}"
+    );
+    assert!(said[0].starts_with(NOTICE));
+    assert_eq!(said[1], TAKEN_BACK);
+    assert_eq!(
+        auto_join_failures(&w),
+        vec![
+            "I couldn't join <#2501>: missing the Connect permission; auto-join is trying again in 15 minutes (failure 1 in a row), or sooner if the settings change — until then people entering do not bring it back (/voice join still works)"
+                .to_string()
+        ],
+        "journaled once"
+    );
+
+    // After the wait, the next person to enter is a reason to try again; it
+    // fails again and the wait doubles.
+    w.clock.advance(Duration::minutes(14));
+    enters(&w, "eve").await;
+    assert_eq!(room.told_at_join().len(), 1, "14 minutes is not 15");
+    w.clock.advance(Duration::minutes(1));
+    enters(&w, "finn").await;
+    enters(&w, "gus").await;
+    assert_eq!(room.told_at_join().len(), 2);
+    assert_eq!(w.said().len(), 4);
+    let failures = auto_join_failures(&w);
+    assert_eq!(failures.len(), 2);
+    assert!(
+        failures[1].contains("trying again in 30 minutes (failure 2 in a row)"),
+        "{}",
+        failures[1]
+    );
+    assert!(w.app.voice.session(GUILD_A).is_none());
+    assert_eq!(stt.requests(), 0);
+}
+
+#[tokio::test]
+async fn a_settings_change_or_a_fixed_platform_ends_the_auto_join_wait() {
+    let stt = SttServer::start();
+    stt.say("good, it can hear us now");
+    let (w, room) = world(
+        auto_join_settings(&stt),
+        Some("missing the Connect permission"),
+    )
+    .await;
+    enters(&w, "ada").await;
+    enters(&w, "bob").await;
+    assert_eq!(room.told_at_join().len(), 1);
+
+    // A moderator changes a setting of this server: that may be the fix, so
+    // the next arrival tries at once (the first failure of a new wait).
+    w.app
+        .settings
+        .set_override(
+            GUILD_A,
+            "permissions.replies.maxMessagesPerHour",
+            "40",
+            None,
+        )
+        .unwrap();
+    enters(&w, "cleo").await;
+    assert_eq!(room.told_at_join().len(), 2, "tried again after the change");
+    let failures = auto_join_failures(&w);
+    assert!(
+        failures[1].contains("(failure 1 in a row)"),
+        "{}",
+        failures[1]
+    );
+    enters(&w, "dan").await;
+    assert_eq!(room.told_at_join().len(), 2, "and then waits again");
+
+    // The Connect permission is granted; someone runs /voice join, which
+    // never waits, and it works: auto-join has nothing left to wait for.
+    *room.refuse.lock().unwrap() = None;
+    let answer = w.app.voice.join(GUILD_A, VOICE, None, "ada").await.unwrap();
+    assert_eq!(answer, "Listening in <#2501>; transcripts go to <#2001>.");
+    let listener = room.listener.lock().unwrap().clone().unwrap();
+    listener.drain().await;
+    w.app.spine.drain().await;
+    assert_eq!(vc_rows(&w), vec!["good, it can hear us now".to_string()]);
+
+    // Everyone leaves; the next gathering is followed at once.
+    for who in ["ada", "bob", "cleo", "dan"] {
+        leaves(&w, who).await;
+    }
+    assert!(
+        w.app.voice.session(GUILD_A).is_none(),
+        "left the empty room"
+    );
+    enters(&w, "eve").await;
+    assert_eq!(room.told_at_join().len(), 4, "joined again, no wait");
+    assert!(w.app.voice.session(GUILD_A).is_some());
 }
