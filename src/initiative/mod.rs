@@ -445,12 +445,10 @@ impl Initiative {
             Ok(r) => r,
             Err(e) => {
                 let summary = "the initiative prompt failed to render";
-                return self.ended(
-                    Kind::Error,
-                    guild,
-                    None,
-                    summary,
-                    &e.to_string(),
+                return self.end_look(
+                    Entry::new(Kind::Error, summary)
+                        .place(Some(guild), None)
+                        .reason(e.to_string()),
                     Look::Failed,
                 );
             }
@@ -464,12 +462,10 @@ impl Initiative {
         };
         match decision::check(&decision, &pool, max_chars) {
             Ok(checked) => self.act(guild, checked, pending, last_call).await,
-            Err(why) => self.ended(
-                Kind::InitiativeSkip,
-                guild,
-                None,
-                "rejected a decision",
-                &why.to_string(),
+            Err(why) => self.end_look(
+                Entry::new(Kind::InitiativeSkip, "rejected a decision")
+                    .place(Some(guild), None)
+                    .reason(why.to_string()),
                 Look::Rejected,
             ),
         }
@@ -649,7 +645,12 @@ impl Initiative {
             ),
             Err(e) => ("could not consult the model", e.to_string(), Look::Failed),
         };
-        self.ended(Kind::InitiativeSkip, guild, None, label, &why, look);
+        self.end_look(
+            Entry::new(Kind::InitiativeSkip, label)
+                .place(Some(guild), None)
+                .reason(&why),
+            look,
+        );
         None
     }
 
@@ -673,12 +674,10 @@ impl Initiative {
                     "stayed quiet"
                 };
                 let channel = pending.and_then(|p| p.channel);
-                self.ended(
-                    Kind::InitiativeSkip,
-                    guild,
-                    channel,
-                    summary,
-                    &reason,
+                self.end_look(
+                    Entry::new(Kind::InitiativeSkip, summary)
+                        .place(Some(guild), channel)
+                        .reason(&reason),
                     Look::Dropped,
                 );
             }
@@ -707,12 +706,10 @@ impl Initiative {
                 };
                 if let Err(e) = self.store.save_pending_thought(&thought) {
                     let why = e.to_string();
-                    return self.ended(
-                        Kind::InitiativeSkip,
-                        guild,
-                        channel,
-                        "could not keep the thought",
-                        &why,
+                    return self.end_look(
+                        Entry::new(Kind::InitiativeSkip, "could not keep the thought")
+                            .place(Some(guild), channel)
+                            .reason(&why),
                         Look::Failed,
                     );
                 }
@@ -893,12 +890,10 @@ impl Initiative {
         if let Err(e) = self.store.outbox_insert(&nonce, guild, channel, &text, now) {
             let why = format!("it could not be recorded before sending: {e}");
             let summary = "did not post an ambient thought";
-            return self.ended(
-                Kind::Error,
-                guild,
-                Some(channel),
-                summary,
-                &why,
+            return self.end_look(
+                Entry::new(Kind::Error, summary)
+                    .place(Some(guild), Some(channel))
+                    .reason(&why),
                 Look::Failed,
             );
         }
@@ -925,12 +920,10 @@ impl Initiative {
                     self.write_failed(guild, Some(channel), "forget the unsent post", e);
                 }
                 let summary = "could not post an ambient thought";
-                self.ended(
-                    Kind::Error,
-                    guild,
-                    Some(channel),
-                    summary,
-                    &e.to_string(),
+                self.end_look(
+                    Entry::new(Kind::Error, summary)
+                        .place(Some(guild), Some(channel))
+                        .reason(e.to_string()),
                     Look::Failed,
                 );
             }
@@ -976,22 +969,18 @@ impl Initiative {
         if let Err(e) = self.store.save_pending_thought(&thought) {
             let why = e.to_string();
             let summary = "could not keep the thought it did not post";
-            return self.ended(
-                Kind::Error,
-                guild,
-                Some(channel),
-                summary,
-                &why,
+            return self.end_look(
+                Entry::new(Kind::Error, summary)
+                    .place(Some(guild), Some(channel))
+                    .reason(&why),
                 Look::Failed,
             );
         }
         let summary = "held a thought instead of posting it";
-        self.ended(
-            Kind::InitiativeSkip,
-            guild,
-            Some(channel),
-            summary,
-            &reason,
+        self.end_look(
+            Entry::new(Kind::InitiativeSkip, summary)
+                .place(Some(guild), Some(channel))
+                .reason(&reason),
             Look::Held,
         );
     }
@@ -1020,24 +1009,11 @@ impl Initiative {
         );
     }
 
-    /// The entry that closes a look which posted nothing: `kind` (a skip,
-    /// or an error), marked with how it ended.
-    #[allow(clippy::too_many_arguments)] // the entry's parts, as `skip` takes them, and its ending
-    fn ended(
-        &self,
-        kind: Kind,
-        guild: GuildId,
-        channel: Option<ChannelId>,
-        summary: &str,
-        reason: &str,
-        look: Look,
-    ) {
-        self.journal.record(
-            Entry::new(kind, summary)
-                .place(Some(guild), channel)
-                .reason(reason)
-                .data(serde_json::json!({"look": look.as_str()})),
-        );
+    /// Journals `entry` as the one that closes a look which posted
+    /// nothing, marked with how it ended (`data.look`).
+    fn end_look(&self, entry: Entry, look: Look) {
+        self.journal
+            .record(entry.data(serde_json::json!({"look": look.as_str()})));
     }
 
     /// Whether a consideration for `guild` is under way (for the status widget).

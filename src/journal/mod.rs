@@ -27,8 +27,11 @@ pub struct Journal {
     store: Store,
     clock: SharedClock,
     /// When each failed read was last journaled (see [`Journal::read_failed`]).
-    failed_reads: Arc<Mutex<HashMap<(Option<GuildId>, &'static str), DateTime<Utc>>>>,
+    failed_reads: Arc<Mutex<HashMap<FailedRead, DateTime<Utc>>>>,
 }
+
+/// A server (or none) and the read that failed there.
+type FailedRead = (Option<GuildId>, &'static str);
 
 /// A read that keeps failing is journaled once in this long.
 const READ_FAILED_EVERY_MINUTES: i64 = 10;
@@ -140,6 +143,31 @@ mod tests {
     use super::*;
     use crate::clock::{Clock, ManualClock};
     use crate::ids::{ChannelId, GuildId, MessageId};
+
+    #[test]
+    fn a_read_that_keeps_failing_is_journaled_once_in_ten_minutes() {
+        let clock = ManualClock::at_test_epoch();
+        let journal = Journal::new(Store::open_in_memory().unwrap(), clock.clone());
+        let e = StoreError::Corrupt("no such table: hushes".into());
+        let lines = |j: &Journal| {
+            j.query(&Filter {
+                kinds: vec![Kind::Error],
+                ..Default::default()
+            })
+            .unwrap()
+            .len()
+        };
+        for _ in 0..5 {
+            journal.read_failed(Some(GuildId(1)), "the hushes", &e);
+            clock.advance(chrono::Duration::minutes(1));
+        }
+        assert_eq!(lines(&journal), 1);
+        journal.read_failed(Some(GuildId(2)), "the hushes", &e);
+        assert_eq!(lines(&journal), 2, "another server's is its own");
+        clock.advance(chrono::Duration::minutes(6));
+        journal.read_failed(Some(GuildId(1)), "the hushes", &e);
+        assert_eq!(lines(&journal), 3, "ten minutes on, it is said again");
+    }
 
     #[test]
     fn entries_are_queryable_by_window_type_and_place() {

@@ -12,11 +12,10 @@ use ambient::memory::fact::{FactKind, Importance, Scope};
 use ambient::memory::manual;
 use ambient::store::Store;
 use ambient::store::memory::FactFilter;
-use regex::Regex;
 use reqwest::StatusCode;
 use serde_json::json;
 
-use crate::dashboard::Running;
+use crate::dashboard::{Running, csrf_in};
 use crate::support::bot::Bot;
 use crate::support::fake_discord::{ALICE, BOB, FakeDiscord, GENERAL, GUILD};
 
@@ -59,16 +58,30 @@ fn seed(store: &Store) -> Vec<String> {
     ids
 }
 
-/// The CSRF token in a confirmation page's form.
-fn csrf_in(html: &str) -> String {
-    Regex::new(r#"name="csrf" value="([0-9a-f]{64})""#)
-        .unwrap()
-        .captures(html)
-        .unwrap_or_else(|| panic!("no CSRF token in the page:\n{html}"))[1]
-        .to_string()
+/// The CSRF token of a confirmation page's form.
+async fn confirmation(http: &reqwest::Client, base: &str, page: &str) -> String {
+    let confirm = http.get(format!("{base}{page}")).send().await.unwrap();
+    assert_eq!(confirm.status(), StatusCode::OK);
+    csrf_in(&confirm.text().await.unwrap())
 }
 
-/// A confirmation page's form posted back, as a person clicking its button does.
+/// A form posted, as a person clicking a confirmation page's button does.
+async fn post(
+    http: &reqwest::Client,
+    base: &str,
+    action: &str,
+    form: &[(&str, &str)],
+) -> (StatusCode, String) {
+    let res = http
+        .post(format!("{base}{action}"))
+        .form(form)
+        .send()
+        .await
+        .unwrap();
+    (res.status(), res.text().await.unwrap())
+}
+
+/// A confirmation page's form posted back.
 async fn confirm_and_post(
     http: &reqwest::Client,
     base: &str,
@@ -76,18 +89,10 @@ async fn confirm_and_post(
     action: &str,
     form: &[(&str, &str)],
 ) -> (StatusCode, String) {
-    let confirm = http.get(format!("{base}{page}")).send().await.unwrap();
-    assert_eq!(confirm.status(), StatusCode::OK);
-    let csrf = csrf_in(&confirm.text().await.unwrap());
+    let csrf = confirmation(http, base, page).await;
     let mut form = form.to_vec();
     form.push(("csrf", &csrf));
-    let res = http
-        .post(format!("{base}{action}"))
-        .form(&form)
-        .send()
-        .await
-        .unwrap();
-    (res.status(), res.text().await.unwrap())
+    post(http, base, action, &form).await
 }
 
 /// People talk in #general at about 20 messages a second until `stop`;
@@ -233,27 +238,13 @@ async fn a_forget_the_store_cannot_do_now_says_so_and_changes_nothing() {
     );
     let base = format!("http://127.0.0.1:{}", dashboard.port);
     let http = reqwest::Client::new();
-    let page = format!("/memory/forget?id={}", fact.id);
-    let confirm = http
-        .get(format!("{base}{page}"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let form = [("id", fact.id.as_str()), ("csrf", &csrf_in(&confirm))];
+    let csrf = confirmation(&http, &base, &format!("/memory/forget?id={}", fact.id)).await;
+    let form = [("id", fact.id.as_str()), ("csrf", &csrf)];
 
     let blocker =
         rusqlite::Connection::open(home.data_dir().join(ambient::store::DB_FILE)).unwrap();
     blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
-    let res = http
-        .post(format!("{base}/memory/forget"))
-        .form(&form)
-        .send()
-        .await
-        .unwrap();
-    let (status, body) = (res.status(), res.text().await.unwrap());
+    let (status, body) = post(&http, &base, "/memory/forget", &form).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert!(
         body.contains("The database could not forget this memory just now; nothing was changed."),
@@ -266,13 +257,8 @@ async fn a_forget_the_store_cannot_do_now_says_so_and_changes_nothing() {
         "nothing was forgotten"
     );
 
-    let res = http
-        .post(format!("{base}/memory/forget"))
-        .form(&form)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::OK);
+    let (status, _) = post(&http, &base, "/memory/forget", &form).await;
+    assert_eq!(status, StatusCode::OK);
     assert!(store.fact(&fact.id).unwrap().is_none());
     dashboard.stop();
 }

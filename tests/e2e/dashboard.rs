@@ -353,7 +353,7 @@ fn escaped(text: &str) -> String {
 }
 
 /// The CSRF token in a page's forms.
-fn csrf_in(html: &str) -> String {
+pub(crate) fn csrf_in(html: &str) -> String {
     Regex::new(r#"name="csrf" value="([0-9a-f]{64})""#)
         .unwrap()
         .captures(html)

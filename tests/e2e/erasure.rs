@@ -37,23 +37,19 @@ fn all_facts(store: &Store) -> Vec<String> {
         .collect()
 }
 
+/// Dave gives his phone number in #general, then Ada says when book club is.
+async fn dave_then_ada() -> World {
+    let w = World::start(settings()).await;
+    let dave = format!("my phone number is {PHONE}, call me about the bike sale");
+    w.message(GENERAL, "dave", &dave, Addressed::No).await;
+    let ada = "we moved book club to thursdays at seven";
+    w.message(GENERAL, "ada", ada, Addressed::No).await;
+    w
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_extraction_waiting_on_the_model_stores_nothing_about_who_asked_to_be_forgotten() {
-    let w = World::start(settings()).await;
-    w.message(
-        GENERAL,
-        "dave",
-        &format!("my phone number is {PHONE}, call me about the bike sale"),
-        Addressed::No,
-    )
-    .await;
-    w.message(
-        GENERAL,
-        "ada",
-        "we moved book club to thursdays at seven",
-        Addressed::No,
-    )
-    .await;
+    let w = dave_then_ada().await;
     let release = Arc::new(tokio::sync::Notify::new());
     w.model.push(Scripted::held(
         Scripted::tool(
@@ -200,21 +196,7 @@ fn an_export_from_before_a_forget_me_does_not_bring_the_person_back() {
 /// the model, and nothing about him is stored.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn words_said_before_a_forget_me_are_never_extracted_later() {
-    let w = World::start(settings()).await;
-    w.message(
-        GENERAL,
-        "dave",
-        &format!("my phone number is {PHONE}, call me about the bike sale"),
-        Addressed::No,
-    )
-    .await;
-    w.message(
-        GENERAL,
-        "ada",
-        "we moved book club to thursdays at seven",
-        Addressed::No,
-    )
-    .await;
+    let w = dave_then_ada().await;
     w.app
         .memory
         .forget_person(Some(GUILD_A), dave(), false, "at their request")

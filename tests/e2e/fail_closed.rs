@@ -70,8 +70,8 @@ async fn an_unreadable_hush_or_cooldown_or_outbox_keeps_the_initiative_quiet() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unreadable_boundary_keeps_the_bot_from_chiming_in() {
+/// A bot that would chime in on anything said in #general.
+async fn chiming() -> World {
     let mut s = world::settings();
     s.permissions.replies.discovery_channel_ids = vec![];
     s.permissions.replies.reply_channel_ids = vec![GENERAL];
@@ -82,6 +82,21 @@ async fn an_unreadable_boundary_keeps_the_bot_from_chiming_in() {
         "chime_in",
         json!({"speak": true, "text": "Tabs, obviously.", "reason": "fun"}),
     ));
+    w
+}
+
+/// The route line of the decision about `message`.
+fn decided(w: &World, message: ambient::ids::MessageId) -> String {
+    w.journal(Kind::Outcome)
+        .into_iter()
+        .find(|e| e.message == Some(message))
+        .expect("the decision is journaled")
+        .reason
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_boundary_keeps_the_bot_from_chiming_in() {
+    let w = chiming().await;
     // Someone else's boundary makes the table non-empty, as in a real server.
     w.app
         .store
@@ -103,17 +118,12 @@ async fn an_unreadable_boundary_keeps_the_bot_from_chiming_in() {
         .await;
     assert!(w.model.requests().is_empty(), "no chime-in considered");
     assert!(w.said().is_empty());
-    let outcome = w
-        .journal(Kind::Outcome)
-        .into_iter()
-        .find(|e| e.message == Some(asked))
-        .expect("the decision is journaled");
+    let why = decided(&w, asked);
     assert!(
-        outcome.reason.starts_with(
+        why.starts_with(
             "did not chime in (store gate): store read failed: the person's boundaries"
         ),
-        "{}",
-        outcome.reason
+        "{why}"
     );
 }
 
@@ -121,16 +131,7 @@ async fn an_unreadable_boundary_keeps_the_bot_from_chiming_in() {
 /// check, the one every unprompted word passes — and the route line says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreadable_hush_keeps_the_bot_from_chiming_in() {
-    let mut s = world::settings();
-    s.permissions.replies.discovery_channel_ids = vec![];
-    s.permissions.replies.reply_channel_ids = vec![GENERAL];
-    s.attention.unsolicited_reply_threshold = 0.0;
-    s.attention.chime_in_cooldown_minutes = 0;
-    let w = World::start(s).await;
-    w.model.fallback(Scripted::tool(
-        "chime_in",
-        json!({"speak": true, "text": "Tabs, obviously.", "reason": "fun"}),
-    ));
+    let w = chiming().await;
     w.break_table("hushes");
     let asked = w
         .message(
@@ -142,16 +143,9 @@ async fn an_unreadable_hush_keeps_the_bot_from_chiming_in() {
         .await;
     assert!(w.model.requests().is_empty(), "no chime-in considered");
     assert!(w.said().is_empty());
-    let outcome = w
-        .journal(Kind::Outcome)
-        .into_iter()
-        .find(|e| e.message == Some(asked))
-        .expect("the decision is journaled");
+    let why = decided(&w, asked);
     assert!(
-        outcome
-            .reason
-            .starts_with("did not chime in (store gate): store read failed: the hushes"),
-        "{}",
-        outcome.reason
+        why.starts_with("did not chime in (store gate): store read failed: the hushes"),
+        "{why}"
     );
 }

@@ -5,6 +5,7 @@
 use ambient::attention::{Addressed, MessagePercept, Percept};
 use ambient::chat::Outgoing;
 use ambient::clock::Clock;
+use ambient::ids::MessageId;
 use ambient::journal::Kind;
 use ambient::store::messages::{Source, StoredMessage, provisional_id};
 
@@ -14,6 +15,52 @@ use serde_json::json;
 use crate::support::model_server::Scripted;
 use crate::support::world::{self, GENERAL, GUILD_A, World};
 use crate::writes::{allow, refuse};
+
+/// The bot's own words in #general of guild A, as speech records them.
+fn own_row(w: &World, id: MessageId, text: &str) -> StoredMessage {
+    let me = w.app.speech.transport().me();
+    StoredMessage {
+        id,
+        guild: Some(GUILD_A),
+        channel: GENERAL,
+        author_id: me.id,
+        author_name: me.name,
+        author_is_bot: true,
+        is_self: true,
+        content: text.into(),
+        attachments: vec![],
+        reply_to: None,
+        source: Source::Text,
+        created_at: w.clock.now(),
+        edited_at: None,
+        deleted_at: None,
+    }
+}
+
+/// The bot's own messages in #general, as its history holds them.
+fn mine(w: &World) -> Vec<StoredMessage> {
+    w.app
+        .store
+        .recent_messages(GENERAL, 10)
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.is_self)
+        .collect()
+}
+
+/// Guild A holds `text` as its thought for #general.
+fn hold(w: &World, text: &str) {
+    let held = PendingThought::new(
+        GUILD_A,
+        text.into(),
+        Some(GENERAL),
+        "waiting for a quiet moment".into(),
+        None,
+        w.clock.now(),
+        chrono::Duration::hours(3),
+    );
+    w.app.store.save_pending_thought(&held).unwrap();
+}
 
 /// The bot posted its held thought (through speech, as a tick does) and
 /// stopped before marking the outbox row sent. The text had `@everyone`, so
@@ -52,28 +99,12 @@ async fn a_post_with_everyone_delivered_before_a_crash_is_not_posted_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bots_message_left_unconfirmed_by_a_crash_is_stored_once() {
     let w = World::start(world::settings()).await;
-    let me = w.app.speech.transport().me();
-    let now = w.clock.now();
     let text = "The picnic is on Saturday.";
     let nonce = ambient::speech::nonce("crash-before-confirm", 0);
-    let provisional = provisional_id(&nonce);
-    let row = |id| StoredMessage {
-        id,
-        guild: Some(GUILD_A),
-        channel: GENERAL,
-        author_id: me.id,
-        author_name: me.name.clone(),
-        author_is_bot: true,
-        is_self: true,
-        content: text.into(),
-        attachments: vec![],
-        reply_to: None,
-        source: Source::Text,
-        created_at: now,
-        edited_at: None,
-        deleted_at: None,
-    };
-    w.app.store.insert_message(&row(provisional)).unwrap();
+    w.app
+        .store
+        .insert_message(&own_row(&w, provisional_id(&nonce), text))
+        .unwrap();
     let outgoing = Outgoing {
         content: text.into(),
         reply_to: None,
@@ -94,21 +125,14 @@ async fn the_bots_message_left_unconfirmed_by_a_crash_is_stored_once() {
     w.app
         .senses
         .perceive(Percept::Message(MessagePercept {
-            message: row(real),
+            message: own_row(&w, real, text),
             addressed: Addressed::No,
             guild_name: None,
             channel_name: None,
         }))
         .unwrap();
 
-    let mine: Vec<_> = w
-        .app
-        .store
-        .recent_messages(GENERAL, 10)
-        .unwrap()
-        .into_iter()
-        .filter(|m| m.is_self)
-        .collect();
+    let mine = mine(&w);
     assert_eq!(mine.len(), 1, "stored once: {mine:#?}");
     assert_eq!(mine[0].id, real, "under the id Discord gave it");
 }
@@ -127,17 +151,7 @@ async fn a_post_whose_confirmation_was_lost_is_settled_not_posted_twice() {
     s.permissions.replies.discovery_channel_ids = vec![GENERAL];
     s.initiative.text.min_minutes_between_posts = 60;
     let w = World::start(s.clone()).await;
-    let now = w.clock.now();
-    let held = PendingThought::new(
-        GUILD_A,
-        "The eclipse is tonight!".into(),
-        Some(GENERAL),
-        "waiting for a quiet moment".into(),
-        None,
-        now,
-        chrono::Duration::hours(3),
-    );
-    w.app.store.save_pending_thought(&held).unwrap();
+    hold(&w, "The eclipse is tonight!");
     refuse(&w, "DELETE", "pending_thoughts", "");
     let post = json!({"action": "post", "channel": "general", "text": "The eclipse is tonight!", "reason": "people asked"});
     w.model.push(Scripted::tool("decide", post.clone()));
@@ -164,14 +178,7 @@ async fn a_post_whose_confirmation_was_lost_is_settled_not_posted_twice() {
     );
     assert!(w.app.store.pending_thought(GUILD_A).unwrap().is_none());
     assert!(w.app.store.outbox_unsent().unwrap().is_empty());
-    let mine: Vec<_> = w
-        .app
-        .store
-        .recent_messages(GENERAL, 10)
-        .unwrap()
-        .into_iter()
-        .filter(|m| m.is_self)
-        .collect();
+    let mine = mine(&w);
     assert_eq!(mine.len(), 1, "in the bot's history once: {mine:#?}");
 }
 
@@ -182,7 +189,6 @@ async fn a_post_whose_confirmation_was_lost_is_settled_not_posted_twice() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_post_recorded_but_never_sent_is_sent_and_stored_once() {
     let w = World::start(world::settings()).await;
-    let me = w.app.speech.transport().me();
     let now = w.clock.now();
     let (cause, text) = (
         "initiative-crash-before-send",
@@ -192,22 +198,7 @@ async fn a_post_recorded_but_never_sent_is_sent_and_stored_once() {
         .store
         .outbox_insert(cause, GUILD_A, GENERAL, text, now)
         .unwrap();
-    let recorded = StoredMessage {
-        id: provisional_id(&ambient::speech::nonce(cause, 0)),
-        guild: Some(GUILD_A),
-        channel: GENERAL,
-        author_id: me.id,
-        author_name: me.name.clone(),
-        author_is_bot: true,
-        is_self: true,
-        content: text.into(),
-        attachments: vec![],
-        reply_to: None,
-        source: Source::Text,
-        created_at: now,
-        edited_at: None,
-        deleted_at: None,
-    };
+    let recorded = own_row(&w, provisional_id(&ambient::speech::nonce(cause, 0)), text);
     w.app.store.insert_message(&recorded).unwrap();
 
     let w = w.restart(world::settings()).await;
@@ -215,14 +206,7 @@ async fn a_post_recorded_but_never_sent_is_sent_and_stored_once() {
 
     let said = w.said();
     assert_eq!(said.len(), 1, "sent once: {said:#?}");
-    let mine: Vec<_> = w
-        .app
-        .store
-        .recent_messages(GENERAL, 10)
-        .unwrap()
-        .into_iter()
-        .filter(|m| m.is_self)
-        .collect();
+    let mine = mine(&w);
     assert_eq!(mine.len(), 1, "stored once: {mine:#?}");
     assert_eq!(mine[0].id, said[0].id, "under the id Discord gave it");
 }
@@ -236,16 +220,7 @@ async fn a_post_whose_confirmation_failed_is_settled_before_the_next_look() {
     let mut s = world::settings();
     s.permissions.replies.discovery_channel_ids = vec![GENERAL];
     let w = World::start(s).await;
-    let held = PendingThought::new(
-        GUILD_A,
-        "The eclipse is tonight!".into(),
-        Some(GENERAL),
-        "waiting for a quiet moment".into(),
-        None,
-        w.clock.now(),
-        chrono::Duration::hours(3),
-    );
-    w.app.store.save_pending_thought(&held).unwrap();
+    hold(&w, "The eclipse is tonight!");
     refuse(&w, "DELETE", "pending_thoughts", "");
     let post = json!({"action": "post", "channel": "general", "text": "The eclipse is tonight!", "reason": "people asked"});
     w.model.push(Scripted::tool("decide", post.clone()));
