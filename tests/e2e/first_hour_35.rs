@@ -16,6 +16,7 @@ use ambient::store::messages::Source;
 use serde_json::json;
 
 use crate::conversation::{model_env, with_env};
+use crate::support::feed_server::FeedServer;
 use crate::support::home::{Home, events_of, notices};
 use crate::support::model_server::{ModelServer, Scripted};
 use crate::support::readme::example as readme_example;
@@ -31,9 +32,27 @@ fn home() -> Home {
 #[test]
 fn a_verb_whose_reader_has_gone_ends_quietly() {
     let home = home();
+    let feeds = FeedServer::start_at(chrono::Utc::now());
+    home.edit_settings(json!({"network": {"allowPrivateHosts": true}}));
     let (_, out) = home.console("hello\n@ambient hello\n");
     assert!(out.status.success());
+    std::fs::write(
+        home.path().join("export.jsonl"),
+        "{\"ts\": \"2026-05-04T18:05:00Z\", \"channel\": \"general\", \"author\": \"maya\", \"content\": \"morning all\"}\n",
+    )
+    .unwrap();
+    let export = home.run(&["guild", "export", "console"]);
+    assert!(export.status.success());
+    let other = Home::new(json!({}));
+    let guild_file = other.path().join("console.json");
+    std::fs::write(&guild_file, &export.stdout).unwrap();
+    let feed = format!("{}/blog/rss.xml", feeds.url);
     let verbs: &[&[&str]] = &[
+        &["replay", "export.jsonl"],
+        &["replay", "export.jsonl", "--format", "json"],
+        &["memories", "search", "hello"],
+        &["remember", "the meetup is on Thursdays"],
+        &["discovery", "fetch", &feed],
         &["journal", "--since", "1h"],
         &["journal", "--json"],
         &["status"],
@@ -51,7 +70,12 @@ fn a_verb_whose_reader_has_gone_ends_quietly() {
         &["shards", "plan", "--total", "2"],
         &["guild", "export", "console"],
     ];
-    for verb in verbs {
+    let guild_import = ["guild", "import", guild_file.to_str().unwrap()];
+    let runs = verbs
+        .iter()
+        .map(|v| (&home, *v))
+        .chain([(&other, &guild_import[..])]);
+    for (home, verb) in runs {
         let (reader, writer) = std::io::pipe().unwrap();
         drop(reader);
         let out = home
