@@ -154,7 +154,7 @@ fn decode(mut bytes: Vec<u8>, cut: bool, number: usize) -> Input {
 }
 
 /// One line without its ending, at most [`MAX_LINE_BYTES`], and whether it
-/// was longer (its rest is read and dropped); `None` at end of input.
+/// was longer (its rest is let go by unread); `None` at end of input.
 fn read_line<R: std::io::BufRead>(input: &mut R) -> Option<(Vec<u8>, bool)> {
     use std::io::{BufRead, Read};
     let mut line = Vec::new();
@@ -168,16 +168,36 @@ fn read_line<R: std::io::BufRead>(input: &mut R) -> Option<(Vec<u8>, bool)> {
         return None;
     }
     let cut = line.last() != Some(&b'\n') && line.len() == MAX_LINE_BYTES;
-    if cut {
-        let mut rest = Vec::new();
-        // Drop the rest of an over-long line; an error here ends input like any read error.
-        input.read_until(b'\n', &mut rest).ok()?;
+    // An error here ends input like any read error.
+    if cut && !skip_rest_of_line(input).ok()? {
         // A line of exactly the limit, then its ending, was not cut after all.
-        if rest.iter().all(|b| matches!(b, b'\n' | b'\r')) {
-            return Some((trimmed(line), false));
-        }
+        return Some((trimmed(line), false));
     }
     Some((trimmed(line), cut))
+}
+
+/// Lets the rest of a line go by, up to and including its `\n` (or the end
+/// of input), holding none of it — a line may go on for gigabytes — and
+/// says whether anything but a line ending (`\r`, `\n`) was in it.
+fn skip_rest_of_line<R: std::io::BufRead>(input: &mut R) -> std::io::Result<bool> {
+    let mut text = false;
+    loop {
+        let buf = match input.fill_buf() {
+            Ok(buf) => buf,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            return Ok(text);
+        }
+        let end = buf.iter().position(|b| *b == b'\n');
+        let upto = end.map_or(buf.len(), |at| at + 1);
+        text |= buf[..upto].iter().any(|b| !matches!(b, b'\n' | b'\r'));
+        input.consume(upto);
+        if end.is_some() {
+            return Ok(text);
+        }
+    }
 }
 
 fn trimmed(mut line: Vec<u8>) -> Vec<u8> {
@@ -707,6 +727,40 @@ mod tests {
             }
         );
         assert_eq!(lines.len(), 2);
+    }
+
+    /// `len` bytes of `a`, made as they are read, then `rest`: a line far
+    /// longer than the test would want to hold.
+    struct Endless {
+        left: usize,
+        block: Vec<u8>,
+        rest: std::io::Cursor<Vec<u8>>,
+    }
+
+    impl std::io::Read for Endless {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.left == 0 {
+                return self.rest.read(buf);
+            }
+            let n = buf.len().min(self.left).min(self.block.len());
+            buf[..n].copy_from_slice(&self.block[..n]);
+            self.left -= n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn the_rest_of_a_line_of_100_mb_goes_by_and_the_next_line_is_read() {
+        let endless = Endless {
+            left: 100 * 1024 * 1024,
+            block: vec![b'a'; 64 * 1024],
+            rest: std::io::Cursor::new(b"\r\nnext\n".to_vec()),
+        };
+        let mut input = std::io::BufReader::new(endless);
+        let (line, cut) = read_line(&mut input).unwrap();
+        assert_eq!((line.len(), cut), (MAX_LINE_BYTES, true));
+        assert_eq!(read_line(&mut input), Some((b"next".to_vec(), false)));
+        assert_eq!(read_line(&mut input), None);
     }
 
     #[test]

@@ -1,0 +1,92 @@
+//! The first hour, reviewed (issue 35): what the earlier fixes for the
+//! console, the CLI's output and the dashboard still left — a line that
+//! never ends held whole in memory, `/ambient why` frozen behind a model
+//! that does not answer, `/wait` saying nothing about a gate, the
+//! dashboard's counts and texts not saying what happened, and a dashboard
+//! whose slots one client could keep.
+
+use std::io::{Read, Write};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::support::home::{Home, events_of, notices};
+
+fn home() -> Home {
+    Home::new(json!({"executive": {"ollamaBaseUrl": "http://127.0.0.1:9"}}))
+}
+
+const MB: usize = 1024 * 1024;
+
+/// The peak resident memory (KiB) of `pid` so far, as `VmHWM` shows it.
+fn high_water_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// A line that goes on for 200 MB before it ends, piped into the console:
+/// its first 64 KiB are read and the rest goes by without being held (it
+/// was read whole to see whether it was only line endings: 620 MB resident
+/// for a 300 MB line), and the line after it is read as usual.
+#[test]
+fn a_line_of_hundreds_of_megabytes_goes_by_in_bounded_memory() {
+    let home = home();
+    let mut child = home
+        .command(&["console", "--json", "--user", "ada"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let block = vec![b'a'; 64 * 1024];
+        for _ in 0..(200 * MB / block.len()) {
+            stdin.write_all(&block).unwrap();
+        }
+        stdin.write_all(b"\nafter the long one\n").unwrap();
+    });
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        stdout.read_to_string(&mut text).unwrap();
+        text
+    });
+    let mut peak = 0;
+    let status = loop {
+        if let Some(kib) = high_water_kib(child.id()) {
+            peak = peak.max(kib);
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    writer.join().unwrap();
+    let text = reader.join().unwrap();
+    assert!(status.success(), "{text}");
+    let events: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let notices = notices(&events);
+    assert!(
+        notices.contains(&"line 1 is longer than 64 KiB: only its first 65536 characters are read"),
+        "{notices:#?}"
+    );
+    assert_eq!(events_of(&events, "stored").len(), 2, "{notices:#?}");
+    let store = ambient::store::Store::open(&home.data_dir()).unwrap();
+    let stored = store
+        .recent_messages(ambient::console::channel_id("general"), 10)
+        .unwrap();
+    let texts: Vec<&str> = stored.iter().map(|m| m.content.as_str()).collect();
+    assert!(texts.contains(&"after the long one"), "{:?}", texts.len());
+    eprintln!("peak resident memory: {} MiB", peak / 1024);
+    assert!(
+        peak < 120 * 1024,
+        "the console held {} MiB for a 200 MB line",
+        peak / 1024
+    );
+}
