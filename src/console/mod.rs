@@ -100,6 +100,7 @@ pub async fn run(app: Arc<App>, out: Arc<ConsoleOut>, options: Options) -> anyho
         }
     }
     app.spine.drain().await;
+    session.out.flush();
     Ok(())
 }
 
@@ -318,12 +319,13 @@ impl Session {
             guild_name: Some(GUILD_NAME.into()),
             channel_name: Some(self.channel.clone()),
         });
+        // Held from before the bot is handed the line until it is
+        // acknowledged: nothing the bot says about it can come first.
+        let mut lines = self.out.lines();
         match self.app.senses.perceive(percept)? {
-            Perceived::Invisible(why) => {
-                self.out.notice(&format!("the bot cannot see that: {why}"))
-            }
+            Perceived::Invisible(why) => lines.notice(&format!("the bot cannot see that: {why}")),
             // The id is how a person asks about the line later (`/ambient why ID`).
-            Perceived::Stored { .. } => self.out.emit(
+            Perceived::Stored { .. } => lines.emit(
                 &format!("· stored as message {id}"),
                 json!({"event": "stored", "id": id.to_string(), "channel": self.channel}),
             ),

@@ -90,3 +90,35 @@ fn a_line_of_hundreds_of_megabytes_goes_by_in_bounded_memory() {
         peak / 1024
     );
 }
+
+/// Each line is acknowledged (`stored`, its id) before anything the bot
+/// does about it is printed: the greeting reflex's wave came, now and then,
+/// before the line's own acknowledgement, for the line was handed to the
+/// bot before it was acknowledged. Many lines, on several worker threads,
+/// each waved at.
+#[test]
+fn a_line_is_acknowledged_before_the_bot_answers_it() {
+    let home = home();
+    let input = "@ambient hello\n".repeat(200);
+    let (events, out) = home.console_with(&input, &[("TOKIO_WORKER_THREADS", "4")]);
+    assert!(out.status.success());
+    let mut acknowledged = std::collections::HashSet::new();
+    let mut waves = 0;
+    for e in &events {
+        match e["event"].as_str() {
+            Some("stored") => {
+                acknowledged.insert(e["id"].as_str().unwrap().to_string());
+            }
+            Some("reaction") => {
+                waves += 1;
+                let about = e["message"].as_str().unwrap();
+                assert!(
+                    acknowledged.contains(about),
+                    "the wave at {about} came before its line's acknowledgement"
+                );
+            }
+            _ => {}
+        }
+    }
+    assert!(waves > 0, "{events:#?}");
+}
