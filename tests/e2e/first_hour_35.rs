@@ -102,7 +102,7 @@ fn a_verb_whose_reader_has_gone_ends_quietly() {
 
 /// `ambient memories delete` asks first; with nobody able to read the
 /// question (its output already closed) the answer is no: nothing is
-/// deleted, and it says so with exit 1, as when the answer is no.
+/// deleted, and it says so on stderr with exit 1, as when the answer is no.
 #[test]
 fn a_delete_whose_question_cannot_be_read_deletes_nothing() {
     let home = home();
@@ -126,11 +126,11 @@ fn a_delete_whose_question_cannot_be_read_deletes_nothing() {
         .stderr(Stdio::piped())
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("nothing deleted: the question could not be shown"),
+        "a failure says why: {stderr:?}"
     );
     let after = home.run(&["memories", "search", "meetup"]);
     assert!(
