@@ -68,40 +68,53 @@ pub struct Options {
 /// The longest `/wait`: a day of simulated time.
 const MAX_WAIT_HOURS: i64 = 24;
 
+/// How long `/ambient why` and `/journal` wait for the bot to finish what
+/// it is doing before they answer with what is written down: a model call
+/// may wait out its timeout, a garden cycle run for minutes.
+const SETTLE_WITHIN: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// How a console session ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// End of input or `/quit`, once the work in flight was done.
+    Done,
+    /// Ctrl-C: at once, without waiting for the work in flight.
+    Interrupted,
+}
+
 /// Reads lines until end of input (or `/quit`), then lets the bot finish.
-pub async fn run(app: Arc<App>, out: Arc<ConsoleOut>, options: Options) -> anyhow::Result<()> {
+/// Ctrl-C ends it at once, also while a command waits.
+pub async fn run(app: Arc<App>, out: Arc<ConsoleOut>, options: Options) -> anyhow::Result<Ended> {
     let mut session = Session::new(app.clone(), out, options)?;
     session.banner();
     let mut lines = stdin_lines();
+    let interrupted = async {
+        // A handler that cannot be installed leaves Ctrl-C to end the process.
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::pin!(interrupted);
     loop {
-        tokio::select! {
-            line = lines.recv() => match line {
-                Some(Input::Line { text, cut: Some(number) }) => {
-                    session.out.notice(&format!(
-                        "line {number} is longer than {} KiB: only its first {} characters are read",
-                        MAX_LINE_BYTES / 1024,
-                        text.chars().count()
-                    ));
-                    if session.line(&text).await? == Flow::Quit {
-                        break;
-                    }
-                }
-                Some(Input::Line { text, cut: None }) => {
-                    if session.line(&text).await? == Flow::Quit {
-                        break;
-                    }
-                }
-                Some(Input::NotUtf8(number)) => session.out.notice(&format!(
-                    "line {number} skipped: it is not valid UTF-8 text"
-                )),
-                None => break,
-            },
-            _ = tokio::signal::ctrl_c() => break,
+        let input = tokio::select! {
+            input = lines.recv() => input,
+            () = &mut interrupted => return Ok(Ended::Interrupted),
+        };
+        let Some(input) = input else { break };
+        let flow = tokio::select! {
+            flow = session.take(input) => flow?,
+            () = &mut interrupted => return Ok(Ended::Interrupted),
+        };
+        if flow == Flow::Quit {
+            break;
         }
     }
-    app.spine.drain().await;
+    tokio::select! {
+        () = app.spine.drain() => {}
+        () = &mut interrupted => return Ok(Ended::Interrupted),
+    }
     session.out.flush();
-    Ok(())
+    Ok(Ended::Done)
 }
 
 /// The longest line read from standard input; the rest of a longer line is
@@ -269,6 +282,30 @@ impl Session {
         Ok(())
     }
 
+    /// One line of input: said, run as a command, or noticed as unreadable.
+    async fn take(&mut self, input: Input) -> anyhow::Result<Flow> {
+        match input {
+            Input::Line {
+                text,
+                cut: Some(number),
+            } => {
+                self.out.notice(&format!(
+                    "line {number} is longer than {} KiB: only its first {} characters are read",
+                    MAX_LINE_BYTES / 1024,
+                    text.chars().count()
+                ));
+                self.line(&text).await
+            }
+            Input::Line { text, cut: None } => self.line(&text).await,
+            Input::NotUtf8(number) => {
+                self.out.notice(&format!(
+                    "line {number} skipped: it is not valid UTF-8 text"
+                ));
+                Ok(Flow::Continue)
+            }
+        }
+    }
+
     async fn line(&mut self, line: &str) -> anyhow::Result<Flow> {
         let line = line.trim_end_matches(['\r', '\n']);
         if line.trim().is_empty() {
@@ -414,18 +451,31 @@ impl Session {
 
     /// `/ambient why [MESSAGE-ID]`: the ids are the ones the console shows
     /// (`stored as message …`, `(id …)` after the bot's words). The bot
-    /// finishes what it is doing first: its words are printed as they are
-    /// sent, a moment before they are stored under the id shown, and a
-    /// decision still being made has no reasons written yet.
+    /// finishes what it is doing first, if it can in a few seconds: its
+    /// words are printed as they are sent, a moment before they are stored
+    /// under the id shown, and a decision still being made has no reasons
+    /// written yet — past that, the answer says so.
     async fn why(&self, target: &str) -> String {
-        self.app.spine.drain().await;
+        let settled = self.settled().await;
         let why = commands::why::why(
             &self.app,
             Some(guild_id()),
             channel_id(&self.channel),
             Some(target),
         );
-        markup::readable(&why, &self.app.store)
+        let why = markup::readable(&why, &self.app.store);
+        match settled {
+            true => why,
+            false => format!("{STILL_AT_WORK}\n{why}"),
+        }
+    }
+
+    /// Waits, at most [`SETTLE_WITHIN`], for the bot to finish what it is
+    /// doing; whether it has.
+    async fn settled(&self) -> bool {
+        tokio::time::timeout(SETTLE_WITHIN, self.app.spine.drain())
+            .await
+            .is_ok()
     }
 
     fn print_status(&self) {
@@ -594,9 +644,12 @@ impl Session {
     }
 
     /// `/journal [SINCE]`, once the bot has finished what it is doing (a
-    /// decision in flight has not been written down yet).
+    /// decision in flight has not been written down yet), or has not in a
+    /// few seconds: then it says so first.
     async fn print_journal(&self, since: &str) {
-        self.app.spine.drain().await;
+        if !self.settled().await {
+            self.out.notice(STILL_AT_WORK);
+        }
         let now = self.app.clock.now();
         let since = if since.is_empty() { "1h" } else { since };
         let start = match crate::when::parse_since(since, now) {
@@ -625,6 +678,12 @@ impl Session {
         }
     }
 }
+
+/// Said before `/ambient why` and `/journal` when the bot did not finish
+/// its work in flight within [`SETTLE_WITHIN`].
+const STILL_AT_WORK: &str = "the bot is still at work (a model call or a garden cycle): a decision may \
+                             still be in the making, and this is what is written down so far — ask again \
+                             in a moment";
 
 fn person(name: &str) -> Author {
     Author {
@@ -680,7 +739,7 @@ const HELP: &str = "commands:
   /settings set PATH VALUE   override a setting for this guild
   /settings reset PATH       remove an override
   /settings reload           read the settings file again and apply it if it is valid
-  /quit                      finish and exit (as does Ctrl-D)
+  /quit                      finish the work in flight and exit (as does Ctrl-D); Ctrl-C exits at once
 anything else is a message; @ambient (or @ and the bot's name) addresses the bot";
 
 #[cfg(test)]

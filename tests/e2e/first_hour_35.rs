@@ -201,14 +201,14 @@ fn a_long_line_of_accented_text_is_cut_between_characters_and_kept() {
 
 /// `ambient console` in text mode, kept running so a test can answer what
 /// it printed, as a person at the terminal does.
-struct TextConsole {
-    child: std::process::Child,
+pub(crate) struct TextConsole {
+    pub(crate) child: std::process::Child,
     stdin: std::process::ChildStdin,
     lines: std::sync::mpsc::Receiver<String>,
 }
 
 impl TextConsole {
-    fn start(home: &Home, env: &[(&str, &str)]) -> Self {
+    pub(crate) fn start(home: &Home, env: &[(&str, &str)]) -> Self {
         let mut cmd = home.command(&["console", "--user", "ada"]);
         for (k, v) in env {
             cmd.env(k, v);
@@ -237,7 +237,7 @@ impl TextConsole {
         }
     }
 
-    fn send(&mut self, line: &str) {
+    pub(crate) fn send(&mut self, line: &str) {
         use std::io::Write;
         writeln!(self.stdin, "{line}").unwrap();
         self.stdin.flush().unwrap();
@@ -245,7 +245,7 @@ impl TextConsole {
 
     /// The lines printed up to and including the first that `done` accepts
     /// (waiting at most a minute for it).
-    fn until(&self, done: impl Fn(&str) -> bool) -> Vec<String> {
+    pub(crate) fn until(&self, done: impl Fn(&str) -> bool) -> Vec<String> {
         let mut seen = Vec::new();
         loop {
             match self.lines.recv_timeout(std::time::Duration::from_secs(60)) {
@@ -263,7 +263,7 @@ impl TextConsole {
 
     /// What `command` printed: everything until the console has also
     /// answered a command after it, which marks the end.
-    fn ask(&mut self, command: &str) -> Vec<String> {
+    pub(crate) fn ask(&mut self, command: &str) -> Vec<String> {
         self.send(command);
         self.send("/as ada");
         let mut said = self.until(|l| l == "· you are now ada");
@@ -272,7 +272,7 @@ impl TextConsole {
     }
 
     /// Ends input and returns the rest of what was printed.
-    fn finish(self) -> String {
+    pub(crate) fn finish(self) -> String {
         drop(self.stdin);
         let status = self.child.wait_with_output().unwrap().status;
         assert!(status.success(), "{status}");
@@ -281,7 +281,7 @@ impl TextConsole {
 }
 
 /// The id in `line` after `marker` (`stored as message 123`, `(id 123)`).
-fn id_after(line: &str, marker: &str) -> String {
+pub(crate) fn id_after(line: &str, marker: &str) -> String {
     let at = line
         .find(marker)
         .unwrap_or_else(|| panic!("no {marker:?} in {line:?}"));

@@ -7,11 +7,14 @@
 
 use std::io::{Read, Write};
 use std::process::Stdio;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use crate::conversation::{model_env, with_env};
+use crate::first_hour_35::{TextConsole, id_after};
 use crate::support::home::{Home, events_of, notices};
+use crate::support::model_server::{ModelServer, Scripted};
 
 fn home() -> Home {
     Home::new(json!({"executive": {"ollamaBaseUrl": "http://127.0.0.1:9"}}))
@@ -121,4 +124,54 @@ fn a_line_is_acknowledged_before_the_bot_answers_it() {
         }
     }
     assert!(waves > 0, "{events:#?}");
+}
+
+/// A model that never answers keeps a mention's answer waiting (a minute
+/// a try). `/ambient why` about that mention and `/journal` waited for it
+/// without limit, and Ctrl-C was not heard meanwhile: now each answers
+/// within seconds with what is written down, saying that a decision may
+/// still be in the making, and Ctrl-C ends the console at once.
+#[test]
+fn why_and_journal_answer_while_a_model_keeps_the_bot_busy_and_ctrl_c_ends_it() {
+    let server = ModelServer::start();
+    server.fallback(Scripted::Hang);
+    let home = home();
+    let env = model_env(&server);
+    let mut console = TextConsole::start(&home, &with_env(&env));
+    console.send("@ambient what do you make of the eclipse tonight?");
+    let printed = console.until(|l| l.starts_with("· stored as message "));
+    let asked = id_after(printed.last().unwrap(), "stored as message ");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.requests().is_empty() {
+        assert!(Instant::now() < deadline, "the model was never asked");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let still = "· the bot is still at work (a model call or a garden cycle): a decision may \
+                 still be in the making, and this is what is written down so far — ask again in a moment";
+    let why = console.ask(&format!("/ambient why {asked}")).join("\n");
+    assert!(
+        why.contains(&format!("{still}\nWhat I made of that message:\n")),
+        "{why}"
+    );
+    let journal = console.ask("/journal").join("\n");
+    assert!(journal.contains(&format!("{still}\n")), "{journal}");
+    assert!(journal.contains("→ executive:reply"), "{journal}");
+
+    let interrupted = Instant::now();
+    // SAFETY: kill only sends a signal to the console this test started.
+    let sent = unsafe { libc::kill(console.child.id() as libc::pid_t, libc::SIGINT) };
+    assert_eq!(sent, 0);
+    let ended = loop {
+        if let Some(status) = console.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            interrupted.elapsed() < Duration::from_secs(20),
+            "Ctrl-C did not end the console while the model kept it waiting"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(ended.success(), "{ended}");
+    eprintln!("ended {:?} after Ctrl-C", interrupted.elapsed());
 }
