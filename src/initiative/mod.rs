@@ -417,12 +417,15 @@ impl Initiative {
         let rendered = match self.executive.prompts.render("initiative", &prompt) {
             Ok(r) => r,
             Err(e) => {
-                self.journal.record(
-                    Entry::new(Kind::Error, "the initiative prompt failed to render")
-                        .guild(Some(guild))
-                        .reason(e.to_string()),
+                let summary = "the initiative prompt failed to render";
+                return self.ended(
+                    Kind::Error,
+                    guild,
+                    None,
+                    summary,
+                    &e.to_string(),
+                    Look::Failed,
                 );
-                return;
             }
         };
         let max_chars = settings.initiative.text.max_post_chars as usize;
@@ -434,7 +437,14 @@ impl Initiative {
         };
         match decision::check(&decision, &pool, max_chars) {
             Ok(checked) => self.act(guild, checked, pending, last_call).await,
-            Err(why) => self.skip(guild, None, "rejected a decision", &why.to_string()),
+            Err(why) => self.ended(
+                Kind::InitiativeSkip,
+                guild,
+                None,
+                "rejected a decision",
+                &why.to_string(),
+                Look::Rejected,
+            ),
         }
     }
 
@@ -599,19 +609,20 @@ impl Initiative {
         {
             self.skip(guild, None, "rejected a decision", &reason);
         }
-        let (label, why) = match result.outcome {
+        let (label, why, look) = match result.outcome {
             Ok(TurnOutcome::Final(v)) => match serde_json::from_value::<Decision>(v) {
                 Ok(d) => return Some((d, result.last_call)),
-                Err(e) => ("no usable decision", e.to_string()),
+                Err(e) => ("no usable decision", e.to_string(), Look::NoDecision),
             },
-            Ok(TurnOutcome::Incomplete(why)) => ("no decision", why),
+            Ok(TurnOutcome::Incomplete(why)) => ("no decision", why, Look::NoDecision),
             Ok(TurnOutcome::Answer(_)) => (
                 "no decision",
                 "the model answered without deciding".to_string(),
+                Look::NoDecision,
             ),
-            Err(e) => ("could not consult the model", e.to_string()),
+            Err(e) => ("could not consult the model", e.to_string(), Look::Failed),
         };
-        self.skip(guild, None, label, &why);
+        self.ended(Kind::InitiativeSkip, guild, None, label, &why, look);
         None
     }
 
@@ -634,7 +645,15 @@ impl Initiative {
                 } else {
                     "stayed quiet"
                 };
-                self.skip(guild, pending.and_then(|p| p.channel), summary, &reason);
+                let channel = pending.and_then(|p| p.channel);
+                self.ended(
+                    Kind::InitiativeSkip,
+                    guild,
+                    channel,
+                    summary,
+                    &reason,
+                    Look::Dropped,
+                );
             }
             Checked::Hold {
                 draft,
@@ -660,12 +679,20 @@ impl Initiative {
                     ),
                 };
                 if let Err(e) = self.store.save_pending_thought(&thought) {
-                    return self.skip(guild, channel, "could not keep the thought", &e.to_string());
+                    let why = e.to_string();
+                    return self.ended(
+                        Kind::InitiativeSkip,
+                        guild,
+                        channel,
+                        "could not keep the thought",
+                        &why,
+                        Look::Failed,
+                    );
                 }
                 let mut e = Entry::new(Kind::InitiativeSkip, format!("held a thought (revision {})", thought.revision))
                     .place(Some(guild), thought.channel)
                     .reason(reason)
-                    .data(serde_json::json!({"action": "hold", "draft": thought.draft, "revision": thought.revision}));
+                    .data(serde_json::json!({"action": "hold", "draft": thought.draft, "revision": thought.revision, "look": Look::Held.as_str()}));
                 if let Some(id) = model_call {
                     e = e.model_call(id);
                 }
@@ -798,6 +825,7 @@ impl Initiative {
                 "revision": pending.as_ref().map(|p| p.revision),
                 "media": media_note,
                 "sent": ids.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
+                "look": Look::Posted.as_str(),
             }));
         if let Some(first) = ids.first() {
             e = e.message(*first);
@@ -836,12 +864,16 @@ impl Initiative {
         let nonce = format!("initiative-{guild}-{}", now.timestamp_millis());
         // Unrecorded, a post could be sent twice after a crash: no record, no post.
         if let Err(e) = self.store.outbox_insert(&nonce, guild, channel, &text, now) {
-            self.journal.record(
-                Entry::new(Kind::Error, "did not post an ambient thought")
-                    .place(Some(guild), Some(channel))
-                    .reason(format!("it could not be recorded before sending: {e}")),
+            let why = format!("it could not be recorded before sending: {e}");
+            let summary = "did not post an ambient thought";
+            return self.ended(
+                Kind::Error,
+                guild,
+                Some(channel),
+                summary,
+                &why,
+                Look::Failed,
             );
-            return;
         }
         let place = Place {
             guild: Some(guild),
@@ -865,10 +897,14 @@ impl Initiative {
                 if let Err(e) = self.store.outbox_delete(&nonce) {
                     self.write_failed(guild, Some(channel), "forget the unsent post", e);
                 }
-                self.journal.record(
-                    Entry::new(Kind::Error, "could not post an ambient thought")
-                        .place(Some(guild), Some(channel))
-                        .reason(e.to_string()),
+                let summary = "could not post an ambient thought";
+                self.ended(
+                    Kind::Error,
+                    guild,
+                    Some(channel),
+                    summary,
+                    &e.to_string(),
+                    Look::Failed,
                 );
             }
         }
@@ -911,13 +947,25 @@ impl Initiative {
             ),
         };
         if let Err(e) = self.store.save_pending_thought(&thought) {
-            return self.write_failed(guild, Some(channel), "keep the thought it did not post", e);
+            let why = e.to_string();
+            let summary = "could not keep the thought it did not post";
+            return self.ended(
+                Kind::Error,
+                guild,
+                Some(channel),
+                summary,
+                &why,
+                Look::Failed,
+            );
         }
-        self.skip(
+        let summary = "held a thought instead of posting it";
+        self.ended(
+            Kind::InitiativeSkip,
             guild,
             Some(channel),
-            "held a thought instead of posting it",
+            summary,
             &reason,
+            Look::Held,
         );
     }
 
@@ -942,6 +990,26 @@ impl Initiative {
             Entry::new(Kind::InitiativeSkip, summary)
                 .place(Some(guild), channel)
                 .reason(reason),
+        );
+    }
+
+    /// The entry that closes a look which posted nothing: `kind` (a skip,
+    /// or an error), marked with how it ended.
+    #[allow(clippy::too_many_arguments)] // the entry's parts, as `skip` takes them, and its ending
+    fn ended(
+        &self,
+        kind: Kind,
+        guild: GuildId,
+        channel: Option<ChannelId>,
+        summary: &str,
+        reason: &str,
+        look: Look,
+    ) {
+        self.journal.record(
+            Entry::new(kind, summary)
+                .place(Some(guild), channel)
+                .reason(reason)
+                .data(serde_json::json!({"look": look.as_str()})),
         );
     }
 
@@ -979,6 +1047,35 @@ pub fn posts_last_24h(
             ..Default::default()
         })
         .map(|e| e.len() as u32)
+}
+
+/// How a look that reached the model ended, as the journal entry closing it
+/// says in `data.look`: what the console's `/wait` and the replay read,
+/// instead of the entry's words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Look {
+    Posted,
+    Held,
+    Dropped,
+    /// The model gave no usable decision.
+    NoDecision,
+    /// The decision was refused (an unknown channel, too long).
+    Rejected,
+    /// The model or the store failed, or the post could not be sent.
+    Failed,
+}
+
+impl Look {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Look::Posted => "posted",
+            Look::Held => "held",
+            Look::Dropped => "dropped",
+            Look::NoDecision => "no_decision",
+            Look::Rejected => "rejected",
+            Look::Failed => "failed",
+        }
+    }
 }
 
 /// A post Discord took: its nonce (the outbox row), the message ids it

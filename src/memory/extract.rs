@@ -25,11 +25,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::fact::{Fact, FactKind, Importance, Scope, ScopeKind};
-use super::{AskError, Memory};
+use super::{AskError, Memory, erased};
 use crate::executive::prompts::PromptLine;
 use crate::executive::tools::{FinalTool, parse_args};
 use crate::executive::{Message, Role, Turn, TurnOutcome};
-use crate::ids::{ChannelId, GuildId, MessageId, UserId};
+use crate::ids::{ChannelId, GuildId, MessageId};
 use crate::journal::{Entry, Kind};
 use crate::store::boundaries::Boundary;
 use crate::store::messages::{StoredMessage, Unextracted};
@@ -123,11 +123,6 @@ impl Memory {
     /// Extracts facts from a channel's messages since its checkpoint; returns how many were stored.
     pub async fn extract_channel(&self, guild: Option<GuildId>, channel: ChannelId) -> usize {
         let now = self.clock.now();
-        // Noted before the messages are read: a forget-me that comes while
-        // the model reads them is applied to what it answers.
-        let Ok(mark) = self.store.erasure_mark() else {
-            return 0; // unreadable: the batch waits, unread, for the next try
-        };
         let after = self
             .store
             .extraction_checkpoint(channel)
@@ -144,6 +139,23 @@ impl Memory {
         let Some((messages, withheld)) = self.without_the_unremembered(messages) else {
             return 0;
         };
+        // Noted before what was forgotten is taken out: a forget-me that
+        // comes later is caught when the facts are stored.
+        let read = self
+            .store
+            .erasure_mark()
+            .map_err(|source| AskError::StoreRead {
+                what: "the erasure log",
+                source,
+            })
+            .and_then(|mark| Ok((mark, erased::without_the_forgotten(&self.store, messages)?)));
+        let (mark, messages) = match read {
+            Ok(read) => read,
+            Err(why) => {
+                self.extraction_failed(guild, channel, (after, now), &why);
+                return 0;
+            }
+        };
         let worth_it = messages.iter().any(|m| {
             !m.is_self && super::keywords::keywords(&m.content).len() >= MIN_CONTENT_WORDS
         });
@@ -159,15 +171,18 @@ impl Memory {
             .run_extraction(guild, channel, &messages, &withheld)
             .await
         {
-            Ok(facts) => {
-                let Some(facts) = self.without_the_erased(facts, &messages, mark) else {
-                    return 0; // unreadable: the batch is read again at the next try
-                };
-                let stored =
-                    self.store_extracted(guild, channel, facts, messages.len(), (last, now));
-                self.erase_what_came_too_late(mark, &messages);
-                stored
-            }
+            Ok(facts) => match erased::without_the_erased(&self.store, facts, &messages) {
+                Ok(facts) => {
+                    let stored =
+                        self.store_extracted(guild, channel, &facts, messages.len(), (last, now));
+                    erased::erase_what_came_too_late(&self.store, mark, &facts, &messages);
+                    stored
+                }
+                Err(why) => {
+                    self.extraction_failed(guild, channel, (after, now), &why);
+                    0
+                }
+            },
             Err(why) => {
                 self.extraction_failed(guild, channel, (after, now), &why);
                 0
@@ -182,15 +197,15 @@ impl Memory {
         &self,
         guild: Option<GuildId>,
         channel: ChannelId,
-        facts: Vec<Fact>,
+        facts: &[Fact],
         read: usize,
         (last, now): (MessageId, DateTime<Utc>),
     ) -> usize {
         let recovered = self.extraction_backoff.succeeded(&channel);
         let mut stored = 0;
         let mut refused = Vec::new();
-        for fact in facts.into_iter().filter(|f| !f.content.trim().is_empty()) {
-            match self.remember(fact, None) {
+        for fact in facts.iter().filter(|f| !f.content.trim().is_empty()) {
+            match self.remember(fact.clone(), None) {
                 Ok(_) => stored += 1,
                 Err(why) => refused.push(why),
             }
@@ -248,61 +263,6 @@ impl Memory {
                 .place(guild, Some(channel))
                 .reason(format!("{why}; {}", setback.describe())),
         );
-    }
-
-    /// `facts` without those about, told by or learned from the words of
-    /// someone who asked to be forgotten since `mark` (while the model was
-    /// reading). `None` when the erasure log cannot be read.
-    fn without_the_erased(
-        &self,
-        facts: Vec<Fact>,
-        messages: &[StoredMessage],
-        mark: i64,
-    ) -> Option<Vec<Fact>> {
-        let erased: HashSet<UserId> = match self.store.erasures_after(mark) {
-            Ok(e) => e.into_iter().map(|e| e.user).collect(),
-            Err(e) => {
-                tracing::warn!(error = %e, "store read failed: the erasure log; nothing extracted is stored");
-                return None;
-            }
-        };
-        if erased.is_empty() {
-            return Some(facts);
-        }
-        let author_of = |id: &MessageId| messages.iter().find(|m| m.id == *id).map(|m| m.author_id);
-        Some(
-            facts
-                .into_iter()
-                .filter(|f| {
-                    let mut people = f
-                        .scope
-                        .user
-                        .into_iter()
-                        .chain(f.author.as_ref().map(|a| a.0));
-                    let mut sources = f.sources.iter().filter_map(author_of);
-                    !people.any(|u| erased.contains(&u)) && !sources.any(|u| erased.contains(&u))
-                })
-                .collect(),
-        )
-    }
-
-    /// A forget-me by someone in the batch that came between the check
-    /// above and the facts being stored is carried out once more, so
-    /// nothing stored in that moment outlives it. Failing, it is logged:
-    /// the erasure itself already ran.
-    fn erase_what_came_too_late(&self, mark: i64, messages: &[StoredMessage]) {
-        let late = match self.store.erasures_after(mark) {
-            Ok(late) => late,
-            Err(e) => {
-                return tracing::error!(error = %e, "could not check for a forget-me during extraction");
-            }
-        };
-        let in_batch = |u: UserId| messages.iter().any(|m| !m.is_self && m.author_id == u);
-        for erasure in late.into_iter().filter(|e| in_batch(e.user)) {
-            if let Err(e) = self.store.erase_again(&erasure, self.clock.now()) {
-                tracing::error!(user = %erasure.user, error = %e, "could not carry out a forget-me again after extraction");
-            }
-        }
     }
 
     /// The batch without the people who asked not to be remembered (and

@@ -17,6 +17,7 @@
 //! Berlin") are both kept.
 
 pub mod compact;
+mod erased;
 pub mod extract;
 pub use crate::vocab::fact;
 pub(crate) mod keywords;
@@ -94,6 +95,12 @@ pub enum AskError {
     NoSummary(String),
     #[error("the summary was empty")]
     EmptySummary,
+    /// A read the work depends on failed; nothing was asked or stored.
+    #[error("store read failed: {what}: {source}")]
+    StoreRead {
+        what: &'static str,
+        source: StoreError,
+    },
 }
 
 /// What storing a fact did.

@@ -89,16 +89,31 @@ impl Store {
         at: DateTime<Utc>,
     ) -> Result<Forgotten> {
         self.pass_on(PersonEvent::ForgetMe { user, messages }, at)?;
-        self.forget(user, messages, at, None, Log::Record)
+        let asked = Erasure { user, messages, at };
+        self.forget(&asked, Carried::Here)
     }
 
     /// Carries out again, here only, an erasure already recorded (it is not
-    /// logged or passed on a second time): for work that read `user`'s
+    /// logged or passed on a second time): for work that read someone's
     /// words before they asked and stored what it learned after the erasure
-    /// ran. Unbounded in time, like the first one, so it takes what was
-    /// stored since.
-    pub fn erase_again(&self, erasure: &Erasure, at: DateTime<Utc>) -> Result<Forgotten> {
-        self.forget(erasure.user, erasure.messages, at, None, Log::Skip)
+    /// ran. Bounded by when they asked: what was said by then goes, facts
+    /// learned from it included; what they said since is theirs.
+    pub fn erase_again(&self, erasure: &Erasure) -> Result<Forgotten> {
+        self.forget(erasure, Carried::Again)
+    }
+
+    /// When each of `users` last asked to be forgotten, for those who did.
+    pub fn last_erasures(&self, users: &[UserId]) -> Result<HashMap<UserId, DateTime<Utc>>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached("SELECT max(at) FROM erasures WHERE user_id = ?1")?;
+        let mut last = HashMap::new();
+        for u in users {
+            let at: Option<i64> = stmt.query_row([u.to_sql()], |r| r.get(0))?;
+            if let Some(at) = at {
+                last.insert(*u, super::from_ms(at));
+            }
+        }
+        Ok(last)
     }
 
     /// Where the erasure log ends now: an extraction notes it before it
@@ -113,14 +128,7 @@ impl Store {
 
     /// The forget-mes carried out after `mark`, oldest first.
     pub fn erasures_after(&self, mark: i64) -> Result<Vec<Erasure>> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare_cached(
-            "SELECT seq, user_id, messages, at FROM erasures WHERE seq > ?1 ORDER BY seq",
-        )?;
-        let rows = stmt
-            .query_map([mark], erasure_from_row)?
-            .collect::<rusqlite::Result<_>>()?;
-        Ok(rows)
+        read_erasures(&self.lock(), mark)
     }
 
     /// Another process's forget-me from the people ledger, applied here:
@@ -134,46 +142,31 @@ impl Store {
         user: UserId,
         messages: bool,
     ) -> Result<Forgotten> {
-        self.forget(
+        let asked = Erasure {
             user,
             messages,
-            entry.at,
-            Some((ledger_id, entry.seq)),
-            Log::Record,
-        )
+            at: entry.at,
+        };
+        self.forget(&asked, Carried::FromLedger(ledger_id, entry.seq))
     }
 
-    /// `applied`: the ledger event being applied (bounds what is forgotten
-    /// by its time and moves the cursor with the erasure). `log`: whether it
-    /// goes in the erasure log, in the same transaction.
-    fn forget(
-        &self,
-        user: UserId,
-        messages: bool,
-        at: DateTime<Utc>,
-        applied: Option<(&str, i64)>,
-        log: Log,
-    ) -> Result<Forgotten> {
-        let until = applied.map(|_| to_ms(at));
+    /// One erasure in one transaction, logged (but when carried out again),
+    /// then the write-ahead log emptied.
+    fn forget(&self, asked: &Erasure, carried: Carried<'_>) -> Result<Forgotten> {
+        // Asked here, it takes everything held now; asked elsewhere or
+        // earlier, what was held when they asked.
+        let until = (carried != Carried::Here).then(|| to_ms(asked.at));
         let mut conn = self.lock();
         let tx = conn.transaction()?;
-        let mut out = erase(
-            &tx,
-            &Erasure {
-                seq: 0,
-                user,
-                messages,
-                at,
-            },
-            until,
-        )?;
-        if let Some((ledger_id, seq)) = applied {
+        let mut out = erase(&tx, asked, until)?;
+        merge_fact_index(&tx)?;
+        if let Carried::FromLedger(ledger_id, seq) = carried {
             super::people::set_cursor(&tx, ledger_id, seq)?;
         }
-        if log == Log::Record {
+        if carried != Carried::Again {
             tx.execute(
                 "INSERT INTO erasures (user_id, messages, at) VALUES (?1, ?2, ?3)",
-                params![user.to_sql(), messages, to_ms(at)],
+                params![asked.user.to_sql(), asked.messages, to_ms(asked.at)],
             )?;
         }
         tx.commit()?;
@@ -183,17 +176,21 @@ impl Store {
     }
 }
 
-/// Whether an erasure is written to the erasure log.
+/// How an erasure came to be carried out in this store.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Log {
-    Record,
-    Skip,
+enum Carried<'a> {
+    /// Asked here: everything held now, logged.
+    Here,
+    /// Another process's, from the people ledger (its id and the event's
+    /// sequence number): what was held when asked, logged, the cursor moved.
+    FromLedger(&'a str, i64),
+    /// One already logged, once more: what was held when asked, not logged.
+    Again,
 }
 
-/// One forget-me in the erasure log (migration 18).
+/// One forget-me (a row of the erasure log, migration 18).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Erasure {
-    pub seq: i64,
     pub user: UserId,
     /// The text of what they said went too.
     pub messages: bool,
@@ -201,22 +198,18 @@ pub struct Erasure {
     pub at: DateTime<Utc>,
 }
 
-fn erasure_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Erasure> {
-    Ok(Erasure {
-        seq: r.get(0)?,
-        user: UserId::from_sql(r.get(1)?),
-        messages: r.get(2)?,
-        at: super::from_ms(r.get(3)?),
-    })
-}
-
-/// Every erasure in the log, oldest first: an import applies them again to
-/// what it brings in.
-pub(super) fn all_erasures(conn: &rusqlite::Connection) -> Result<Vec<Erasure>> {
-    let mut stmt =
-        conn.prepare_cached("SELECT seq, user_id, messages, at FROM erasures ORDER BY seq")?;
+/// The erasures logged after `mark` (0: all of them), oldest first.
+pub(super) fn read_erasures(conn: &rusqlite::Connection, mark: i64) -> Result<Vec<Erasure>> {
+    let mut stmt = conn
+        .prepare_cached("SELECT user_id, messages, at FROM erasures WHERE seq > ?1 ORDER BY seq")?;
     let rows = stmt
-        .query_map([], erasure_from_row)?
+        .query_map([mark], |r| {
+            Ok(Erasure {
+                user: UserId::from_sql(r.get(0)?),
+                messages: r.get(1)?,
+                at: super::from_ms(r.get(2)?),
+            })
+        })?
         .collect::<rusqlite::Result<_>>()?;
     Ok(rows)
 }
@@ -231,14 +224,46 @@ pub(super) fn erase(tx: &Transaction<'_>, e: &Erasure, until: Option<i64>) -> Re
         quotes.extend(forget_messages(tx, e.user, e.at, until, &mut out)?);
     }
     out.redacted += redact_quotes(tx, &quotes)?;
-    // Merging rewrites the index without the deleted facts' words; the
-    // old segments' pages are freed (and zeroed by secure_delete).
-    tx.execute("INSERT INTO facts_fts (facts_fts) VALUES ('optimize')", [])?;
     Ok(out)
 }
 
-/// Deletes the facts about `user` (and those they told, with `told`),
-/// learned up to `until` (Unix ms) if given; returns their texts.
+/// Rewrites the full-text index without the deleted facts' words: the old
+/// segments' pages are freed (and zeroed by secure_delete).
+pub(super) fn merge_fact_index(tx: &Transaction<'_>) -> Result<()> {
+    tx.execute("INSERT INTO facts_fts (facts_fts) VALUES ('optimize')", [])?;
+    Ok(())
+}
+
+/// The erasures that hold for each person: their latest, and — when that
+/// one left their words — the latest that took their words too. (Joining
+/// them into one would take words they said between the two, which they
+/// did not ask for.)
+pub(super) fn latest_per_person(all: Vec<Erasure>) -> Vec<Erasure> {
+    let mut latest: HashMap<UserId, (Option<Erasure>, Option<Erasure>)> = HashMap::new();
+    for e in all {
+        let (any, words) = latest.entry(e.user).or_default();
+        if e.messages && words.as_ref().is_none_or(|w| w.at < e.at) {
+            *words = Some(e.clone());
+        }
+        if any.as_ref().is_none_or(|a| a.at < e.at) {
+            *any = Some(e);
+        }
+    }
+    let mut out = Vec::new();
+    for (any, words) in latest.into_values() {
+        let covered = any.as_ref().is_some_and(|a| a.messages);
+        out.extend(any);
+        out.extend(words.filter(|_| !covered));
+    }
+    out.sort_by_key(|e| (e.at, e.user.get()));
+    out
+}
+
+/// Deletes the facts about `user` (and those they told, with `told`)
+/// that were held by `until` (Unix ms) if given — stored by then, or
+/// learned from a message said by then (its id tells when: a snowflake),
+/// so a fact stored later from words said before the request goes too —
+/// and returns their texts.
 fn forget_facts(
     tx: &Transaction<'_>,
     user: UserId,
@@ -249,10 +274,13 @@ fn forget_facts(
     let mut stmt = tx.prepare_cached(
         "SELECT id, content FROM facts
          WHERE ((scope = 'user' AND user_id = ?1) OR (?2 AND author_id = ?1))
-           AND (?3 IS NULL OR created_at <= ?3)",
+           AND (?3 IS NULL OR created_at <= ?3
+                OR EXISTS (SELECT 1 FROM json_each(facts.sources) AS s
+                           WHERE s.value > 0 AND (s.value >> 22) + ?4 <= ?3))",
     )?;
+    let epoch = crate::ids::DISCORD_EPOCH_MS;
     let facts: Vec<(String, String)> = stmt
-        .query_map(params![user.to_sql(), told, until], |r| {
+        .query_map(params![user.to_sql(), told, until, epoch], |r| {
             Ok((r.get(0)?, r.get(1)?))
         })?
         .collect::<rusqlite::Result<_>>()?;
@@ -587,5 +615,59 @@ mod tests {
                 .unwrap()
         };
         assert_eq!(kept, vec!["".to_string(), "said after she asked".into()]);
+    }
+
+    /// A fact stored after someone asked to be forgotten, but learned from
+    /// what they said before, goes with the forget-me applied from the
+    /// ledger (bounded by when they asked); one learned from what they said
+    /// after stays theirs.
+    #[test]
+    fn a_bounded_erasure_takes_facts_learned_from_words_said_before_it() {
+        use crate::vocab::fact::{Fact, FactKind, Importance, Scope};
+        let store = Store::open_in_memory().unwrap();
+        let t = |minutes: i64| {
+            chrono::DateTime::parse_from_rfc3339("2026-03-01T12:00:00Z")
+                .unwrap()
+                .with_timezone(&Utc)
+                + chrono::Duration::minutes(minutes)
+        };
+        let dave = UserId(DAVE as u64);
+        let learned = |content: &str, said: i64| {
+            let mut f = Fact::new(
+                Scope::user(None, dave),
+                FactKind::Fact,
+                Importance::High,
+                content,
+                t(10),
+            );
+            f.sources = vec![crate::ids::MessageId(crate::ids::next_snowflake(t(said)))];
+            f
+        };
+        store
+            .insert_fact(&learned("Dave's number is 555-0101.", 0))
+            .unwrap();
+        store
+            .insert_fact(&learned("Dave moved to Lyon.", 8))
+            .unwrap();
+        let entry = LedgerEntry {
+            seq: 1,
+            at: t(5),
+            writer: "0-1/2".into(),
+            event: PersonEvent::ForgetMe {
+                user: dave,
+                messages: false,
+            },
+        };
+        let gone = store.apply_forget_event("L", &entry, dave, false).unwrap();
+        assert_eq!(gone.facts, 1);
+        let left: Vec<String> = {
+            let conn = store.lock();
+            let mut stmt = conn.prepare("SELECT content FROM facts").unwrap();
+            stmt.query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap()
+        };
+        assert_eq!(left, vec!["Dave moved to Lyon.".to_string()]);
     }
 }

@@ -25,7 +25,9 @@ use rusqlite::{Connection, params_from_iter};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::forget::{Erasure, Forgotten, all_erasures, erase};
+use super::forget::{
+    Erasure, Forgotten, erase, latest_per_person, merge_fact_index, read_erasures,
+};
 use super::partition::{Link, TABLES, Table};
 use super::people::PersonEvent;
 use super::{Store, StoreError, migrations};
@@ -247,6 +249,14 @@ impl Store {
         import.check_owned()?;
         let forgotten = forget_again(&tx, shared)?;
         tx.commit()?;
+        if forgotten.facts + forgotten.messages + forgotten.redacted > 0 {
+            // As after a forget-me: the log's earlier versions of the pages
+            // the import wrote still hold what was then taken out.
+            let busy: i64 = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
+            if busy != 0 {
+                tracing::warn!("the database log was busy; it is emptied at the next checkpoint");
+            }
+        }
         Ok(Imported { counts, forgotten })
     }
 
@@ -265,7 +275,6 @@ impl Store {
             after = last.seq;
             found.extend(batch.iter().filter_map(|e| match e.event {
                 PersonEvent::ForgetMe { user, messages } => Some(Erasure {
-                    seq: e.seq,
                     user,
                     messages,
                     at: e.at,
@@ -285,15 +294,20 @@ pub struct Imported {
 }
 
 /// Applies every erasure of the log and of `shared` (the ledger's) to the
-/// rows just imported, each bounded by when it was asked: what a person
-/// said after their forget-me is theirs to keep.
+/// rows just imported — for each person, their latest one, bounded by when
+/// it was asked: what a person said after their forget-me is theirs to keep.
 fn forget_again(tx: &rusqlite::Transaction<'_>, shared: Vec<Erasure>) -> Res<Forgotten> {
+    let mut all = read_erasures(tx, 0)?;
+    all.extend(shared);
     let mut total = Forgotten::default();
-    for e in all_erasures(tx)?.into_iter().chain(shared) {
+    for e in latest_per_person(all) {
         let gone = erase(tx, &e, Some(super::to_ms(e.at)))?;
         total.facts += gone.facts;
         total.messages += gone.messages;
         total.redacted += gone.redacted;
+    }
+    if total.facts > 0 {
+        merge_fact_index(tx)?;
     }
     Ok(total)
 }

@@ -524,8 +524,10 @@ pub const MIGRATIONS: &[Migration] = &[
         // it learned, and an imported export taken before a forget-me has it
         // applied again. Ids and times only, never anyone's words. The
         // forget-mes carried out before this log existed are read back from
-        // the journal's lines about them (with their text, when any was
-        // erased).
+        // the journal's lines about them; the journal did not keep whether
+        // the words were asked for, so a forget-me counts as taking them
+        // when its line says it erased some (one that asked for them and
+        // found none here is read back as without).
         sql: r#"
             CREATE TABLE erasures (
                 seq      INTEGER PRIMARY KEY AUTOINCREMENT,

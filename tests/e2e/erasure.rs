@@ -194,3 +194,95 @@ fn an_export_from_before_a_forget_me_does_not_bring_the_person_back() {
         "Ada's words stay: {texts:?}"
     );
 }
+
+/// Dave asked to be forgotten (facts only) before the channel's extraction
+/// ran: his words, still in the channel's unread batch, are never sent to
+/// the model, and nothing about him is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn words_said_before_a_forget_me_are_never_extracted_later() {
+    let w = World::start(settings()).await;
+    w.message(
+        GENERAL,
+        "dave",
+        &format!("my phone number is {PHONE}, call me about the bike sale"),
+        Addressed::No,
+    )
+    .await;
+    w.message(
+        GENERAL,
+        "ada",
+        "we moved book club to thursdays at seven",
+        Addressed::No,
+    )
+    .await;
+    w.app
+        .memory
+        .forget_person(Some(GUILD_A), dave(), false, "at their request")
+        .unwrap();
+    w.model.push(Scripted::tool(
+        "remember_facts",
+        json!({"facts": [
+            {"kind": "decision", "importance": "high", "scope": "guild", "subject": "book club", "content": "Book club is on Thursdays at seven.", "sources": [1]}
+        ]}),
+    ));
+    let stored = w.app.memory.extract_channel(Some(GUILD_A), GENERAL).await;
+    assert_eq!(stored, 1);
+    let prompt = w.model.requests()[0].body.to_string();
+    assert!(prompt.contains("book club to thursdays"), "{prompt}");
+    assert!(
+        !prompt.contains(PHONE),
+        "Dave's words reached the model: {prompt}"
+    );
+}
+
+/// Dave asked another process of a sharded bot to forget him; this data
+/// directory has not applied it yet (its bot is stopped). An export from
+/// before, imported here, has the people ledger's forget-me applied too.
+#[test]
+fn an_import_applies_the_forget_mes_of_the_people_ledger() {
+    let shared = tempfile::tempdir().unwrap();
+    let home = Home::new(json!({
+        "executive": {"ollamaBaseUrl": "http://127.0.0.1:9"},
+        "storage": {"sharedDir": shared.path().to_string_lossy()},
+    }));
+    stocked(&home);
+    let file = home.path().join("seven.json");
+    let out = home.run(&["guild", "export", "7"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(&file, &out.stdout).unwrap();
+
+    let other = ambient::store::people::Ledger::open(shared.path(), "1-1/2").unwrap();
+    other
+        .append(
+            &ambient::store::people::PersonEvent::ForgetMe {
+                user: dave(),
+                messages: false,
+            },
+            chrono::Utc::now(),
+        )
+        .unwrap();
+
+    let out = home.run(&["guild", "import", file.to_str().unwrap(), "--replace"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let store = Store::open(&home.data_dir()).unwrap();
+    assert_eq!(all_facts(&store), vec!["Ada rides a blue bike."]);
+    let texts: Vec<String> = store
+        .recent_messages(ambient::ids::ChannelId(70), 10)
+        .unwrap()
+        .into_iter()
+        .map(|m| m.content)
+        .collect();
+    assert!(
+        texts.iter().any(|t| t.contains(PHONE)),
+        "he asked to keep his words: {texts:?}"
+    );
+}

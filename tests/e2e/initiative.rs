@@ -624,3 +624,44 @@ async fn a_post_counts_for_the_status_and_the_journal_explains_it() {
         "{why}"
     );
 }
+
+/// The journal entry that closes each look says how it ended in
+/// `data.look`, for the console's `/wait` and the replay to read instead
+/// of the entry's words: a post, a drop, a held thought, no decision.
+#[tokio::test]
+async fn each_look_ends_with_an_entry_that_says_how_it_ended() {
+    let mut s = settings();
+    only_guild_a(&mut s);
+    let world = World::start(s).await;
+    world.model.push(decide(
+        json!({"action": "post", "channel": "general", "text": "hi all", "reason": "quiet"}),
+    ));
+    world.model.push(decide(
+        json!({"action": "drop", "reason": "nothing to add"}),
+    ));
+    world.model.push(decide(
+        json!({"action": "hold", "text": "maybe later", "reason": "too early"}),
+    ));
+    world
+        .model
+        .push(Scripted::text("I think I'll just chat instead."));
+    world.model.push(Scripted::text("Still chatting."));
+    for _ in 0..4 {
+        world.tick().await;
+        world.clock.advance(chrono::Duration::minutes(30));
+    }
+    let looks: Vec<String> = world
+        .app
+        .journal
+        .query(&ambient::journal::Filter {
+            kinds: vec![Kind::InitiativePost, Kind::InitiativeSkip],
+            ..Default::default()
+        })
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| e.data["look"].as_str().map(String::from))
+        .collect();
+    let mut looks = looks;
+    looks.sort();
+    assert_eq!(looks, vec!["dropped", "held", "no_decision", "posted"]);
+}
