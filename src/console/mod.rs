@@ -17,6 +17,7 @@ pub(crate) mod transport;
 
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use regex::Regex;
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -28,6 +29,7 @@ use crate::attention::{
 use crate::clock::ShiftedClock;
 use crate::commands;
 use crate::ids::{ChannelId, GuildId, MessageId, UserId, next_snowflake, stable_id};
+use crate::initiative::Look;
 use crate::journal::{self, Filter, Kind};
 use crate::senses::Perceived;
 use crate::store::messages::{Source, StoredMessage};
@@ -591,42 +593,80 @@ impl Session {
     }
 
     /// Each time the initiative looked for something to say during a
-    /// `/wait` and posted nothing — the model answered without a decision,
-    /// it chose to stay quiet, it held a thought — said in a line with the
-    /// journal's reason: a post shows itself, silence would not.
-    fn say_unposted(&self, since: chrono::DateTime<chrono::Utc>) {
-        let filter = Filter {
+    /// `/wait` and posted nothing, said in a line with the journal's reason:
+    /// a post shows itself, silence would not. A look's end is what its last
+    /// journal entry says (`data.look`, see [`Look`]), and a look stopped at
+    /// a gate is the gate's entry; a gate that stopped every look since
+    /// before the wait was journaled once, when it began, and is said too.
+    fn say_unposted(&self, since: DateTime<Utc>) {
+        let guild = Some(guild_id());
+        let window = Filter {
             since: Some(since),
-            kinds: vec![Kind::InitiativeSkip],
-            guild: Some(guild_id()),
+            kinds: LOOK_KINDS.to_vec(),
+            guild,
             ..Default::default()
         };
-        let entries = match self.app.journal.query(&filter) {
+        let entries = match self.app.journal.query(&window) {
             Ok(entries) => entries,
             Err(e) => return self.out.notice(&format!("cannot read the journal: {e}")),
         };
-        let tz = self.app.settings.for_guild(Some(guild_id())).zone();
-        for e in entries {
-            // The initiative's own words for its two commonest endings, made
-            // plain; any other ending is said as the journal has it.
-            let what = match e.summary.as_str() {
-                "no decision" | "no usable decision" => {
-                    "the model answered without a decision (post, hold or drop)"
-                }
-                "stayed quiet" => "it decided to stay quiet",
-                other => other,
-            };
-            let why = if e.reason.is_empty() {
-                String::new()
-            } else {
-                format!(" — {}", e.reason)
-            };
+        let tz = self.app.settings.for_guild(guild).zone();
+        let at = |t: DateTime<Utc>| t.with_timezone(&tz).format("%H:%M").to_string();
+        let mut said = false;
+        for e in &entries {
+            let Some(what) = unposted(e) else { continue };
+            said = true;
             self.out.notice(&format!(
-                "{} the bot looked for something to say, and nothing was posted: {what}{why}. \
+                "{} the bot looked for something to say, and nothing was posted: {what}. \
                  /journal shows each step.",
-                e.at.with_timezone(&tz).format("%H:%M")
+                at(e.at)
             ));
         }
+        let looked = entries
+            .iter()
+            .any(|e| e.kind == Kind::Gate || ending(e).is_some());
+        if said || looked {
+            return;
+        }
+        match self.gate_in_force(since) {
+            Ok(Some(gate)) => self.out.notice(&format!(
+                "at each tick of the wait the bot looked for something to say, and nothing was \
+                 posted: the {} (so since {}). /journal shows each step.",
+                with_reason(&gate),
+                at(gate.at)
+            )),
+            Ok(None) => {}
+            Err(e) => self.out.notice(&format!("cannot read the journal: {e}")),
+        }
+    }
+
+    /// The gate that has stopped every look since before `since`: the last
+    /// gate entry before it, when no look has ended since that entry (the
+    /// initiative journals a run of stops at one gate once).
+    fn gate_in_force(
+        &self,
+        since: DateTime<Utc>,
+    ) -> Result<Option<journal::Entry>, crate::store::StoreError> {
+        let guild = Some(guild_id());
+        let last_gate = self.app.journal.query(&Filter {
+            until: Some(since),
+            kinds: vec![Kind::Gate],
+            guild,
+            limit: Some(1),
+            ..Default::default()
+        })?;
+        let Some(gate) = last_gate.into_iter().next() else {
+            return Ok(None);
+        };
+        let after = self.app.journal.query(&Filter {
+            since: Some(gate.at),
+            until: Some(since),
+            kinds: LOOK_KINDS.to_vec(),
+            guild,
+            ..Default::default()
+        })?;
+        let ended_since = after.iter().any(|e| ending(e).is_some());
+        Ok((!ended_since).then_some(gate))
     }
 
     /// How long until the wall clock next reads `hh:mm` in the guild's zone.
@@ -684,6 +724,58 @@ impl Session {
 const STILL_AT_WORK: &str = "the bot is still at work (a model call or a garden cycle): a decision may \
                              still be in the making, and this is what is written down so far — ask again \
                              in a moment";
+
+/// The journal entries that can end a look: a gate's stop, and the entry
+/// that closes a look which reached the model (a skip, a post, an error).
+const LOOK_KINDS: [Kind; 4] = [
+    Kind::Gate,
+    Kind::InitiativeSkip,
+    Kind::InitiativePost,
+    Kind::Error,
+];
+
+/// How the look `e` closes ended, if it closes one.
+fn ending(e: &journal::Entry) -> Option<&str> {
+    e.data["look"].as_str()
+}
+
+/// What `e` says about a look that posted nothing, with its reason; None
+/// when `e` ends no look, or one that posted.
+fn unposted(e: &journal::Entry) -> Option<String> {
+    if e.kind == Kind::Gate {
+        return Some(format!("the {}", with_reason(e)));
+    }
+    let look = ending(e)?;
+    let is = |l: Look| look == l.as_str();
+    let what = if is(Look::Posted) {
+        return None;
+    } else if is(Look::Dropped) {
+        "it decided to stay quiet".to_string()
+    } else if is(Look::Held) {
+        format!("it {}, to say later", e.summary)
+    } else if is(Look::NoDecision) {
+        "the model answered without a decision (post, hold or drop)".to_string()
+    } else if is(Look::Rejected) {
+        "the model's decision was refused".to_string()
+    } else if is(Look::Failed) {
+        format!("it failed: {}", e.summary)
+    } else {
+        // An ending this console does not know yet: as the journal has it.
+        e.summary.clone()
+    };
+    Some(match e.reason.is_empty() {
+        true => what,
+        false => format!("{what} — {}", e.reason),
+    })
+}
+
+/// An entry's summary and, if it has one, its reason.
+fn with_reason(e: &journal::Entry) -> String {
+    match e.reason.is_empty() {
+        true => e.summary.clone(),
+        false => format!("{} — {}", e.summary, e.reason),
+    }
+}
 
 fn person(name: &str) -> Author {
     Author {

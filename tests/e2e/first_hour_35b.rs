@@ -175,3 +175,77 @@ fn why_and_journal_answer_while_a_model_keeps_the_bot_busy_and_ctrl_c_ends_it() 
     assert!(ended.success(), "{ended}");
     eprintln!("ended {:?} after Ctrl-C", interrupted.elapsed());
 }
+
+/// The `/wait` lines of `notices`: each look that posted nothing.
+fn unposted<'a>(notices: &[&'a str]) -> Vec<&'a str> {
+    notices
+        .iter()
+        .copied()
+        .filter(|n| n.contains("nothing was posted"))
+        .collect()
+}
+
+/// A newcomer who has opened no channel to the bot's own posts lets time
+/// pass: every look stops at the pool gate, which the journal noted once,
+/// when the bot started. `/wait` said nothing at all; now it says why
+/// nothing was posted.
+#[test]
+fn a_wait_stopped_at_a_gate_says_which_and_why() {
+    let home = home();
+    let (events, out) = home.console("anyone around?\n/wait 3m\n");
+    assert!(out.status.success());
+    let notices = notices(&events);
+    let said = unposted(&notices);
+    assert_eq!(said.len(), 1, "{notices:#?}");
+    assert!(
+        said[0].contains(
+            "nothing was posted: the initiative stopped at the pool gate — no channel is open to \
+             unprompted posts (permissions.replies.discoveryChannelIds is empty)"
+        ),
+        "{said:#?}"
+    );
+}
+
+/// The model's first decision names a channel that is not open, is refused
+/// and tries again, and posts: the look posted. `/wait` said "nothing was
+/// posted: rejected a decision" about it (the initiative's words for a
+/// step, not for how a look ended); now it says nothing of that look — and
+/// says the cooldown gate that stopped the looks after the post.
+#[test]
+fn a_wait_whose_look_posted_after_a_refused_decision_says_only_what_ended_looks() {
+    let server = ModelServer::start();
+    server.push(Scripted::tool(
+        "decide",
+        json!({"action": "post", "channel": "nowhere", "text": "Anyone seen the comet?", "reason": "the room went idle"}),
+    ));
+    server.fallback(Scripted::tool(
+        "decide",
+        json!({"action": "post", "channel": "general", "text": "Anyone seen the comet?", "reason": "the room went idle"}),
+    ));
+    let home = home();
+    let input = "/settings set permissions.replies.discoveryChannelIds #general\n\
+                 /settings set initiative.text.eagerness 100\n\
+                 anyone around?\n\
+                 /wait 3m\n";
+    let (events, out) = home.console_with(input, &with_env(&model_env(&server)));
+    assert!(out.status.success());
+    let posted: Vec<&str> = events_of(&events, "message")
+        .iter()
+        .map(|e| e["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(posted, ["Anyone seen the comet?"]);
+    let notices = notices(&events);
+    let said = unposted(&notices);
+    assert!(
+        !said
+            .iter()
+            .any(|n| n.contains("refused") || n.contains("rejected")),
+        "{said:#?}"
+    );
+    assert!(
+        said.iter()
+            .any(|n| n
+                .contains("nothing was posted: the initiative stopped at the cooldown gate — ")),
+        "{notices:#?}"
+    );
+}
