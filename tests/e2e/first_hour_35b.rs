@@ -9,12 +9,20 @@ use std::io::{Read, Write};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use ambient::attention::Addressed;
+use ambient::dashboard::{self, Site};
+use ambient::ids::UserId;
+use ambient::impulses::NewTask;
+use ambient::journal::Kind;
+use ambient::store::messages::Source;
+use reqwest::StatusCode;
 use serde_json::json;
 
 use crate::conversation::{model_env, with_env};
 use crate::first_hour_35::{TextConsole, id_after};
 use crate::support::home::{Home, events_of, notices};
 use crate::support::model_server::{ModelServer, Scripted};
+use crate::support::world::{self, GENERAL, World};
 
 fn home() -> Home {
     Home::new(json!({"executive": {"ollamaBaseUrl": "http://127.0.0.1:9"}}))
@@ -249,3 +257,95 @@ fn a_wait_whose_look_posted_after_a_refused_decision_says_only_what_ended_looks(
         "{notices:#?}"
     );
 }
+
+// --- the dashboard ---------------------------------------------------------------------------
+
+/// A dashboard served by `w`'s bot, and a client that follows no redirect.
+struct Dashboard {
+    served: dashboard::Served,
+    http: reqwest::Client,
+}
+
+impl Dashboard {
+    async fn of(w: &World) -> Self {
+        let served = dashboard::start(
+            Site::of_app(&w.app),
+            "127.0.0.1:0".parse().unwrap(),
+            &w.app.data_dir,
+            false,
+        )
+        .await
+        .unwrap();
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        Self { served, http }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.served.addr.port())
+    }
+
+    async fn get(&self, path: &str) -> (StatusCode, String) {
+        let res = self.http.get(self.url(path)).send().await.unwrap();
+        (res.status(), res.text().await.unwrap())
+    }
+
+    async fn post(&self, path: &str, form: &[(&str, &str)]) -> (StatusCode, String) {
+        let res = self
+            .http
+            .post(self.url(path))
+            .form(form)
+            .send()
+            .await
+            .unwrap();
+        (res.status(), res.text().await.unwrap())
+    }
+
+    /// The CSRF token of a page's form.
+    async fn csrf(&self, page: &str) -> String {
+        let (_, html) = self.get(page).await;
+        regex::Regex::new(r#"name="csrf" value="([0-9a-f]{64})""#)
+            .unwrap()
+            .captures(&html)
+            .unwrap_or_else(|| panic!("no CSRF token in {page}:\n{html}"))[1]
+            .to_string()
+    }
+}
+
+/// What the timeline shows as said, in order, newest first.
+fn said_on(page: &str) -> Vec<String> {
+    regex::Regex::new(r#"<div class="said text">([^<]*)</div>"#)
+        .unwrap()
+        .captures_iter(page)
+        .map(|c| c[1].to_string())
+        .collect()
+}
+
+/// The journal the Initiative page counts posts from cannot be read: the
+/// page showed "0/6", as if the bot had its whole day's posts left; now it
+/// says it cannot tell, and why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_initiative_page_cannot_tell_a_post_count_it_cannot_read() {
+    let settings = world::settings();
+    let cap = settings.initiative.text.max_posts_per_day;
+    let w = World::start(settings).await;
+    w.hear(GENERAL, "ada", "morning all", Source::Text);
+    let d = Dashboard::of(&w).await;
+    let (_, before) = d.get("/initiative").await;
+    let none_yet = format!("<b>0/{cap}</b>posts in the last 24 h");
+    assert!(before.contains(&none_yet), "{before}");
+    w.break_table("journal");
+    let (status, page) = d.get("/initiative").await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert!(
+        page.contains(&format!(
+            "<b>cannot tell</b>posts in the last 24 h (of {cap}): store read failed: database error: no such table: journal"
+        )),
+        "{page}"
+    );
+    assert!(!page.contains(&none_yet), "{page}");
+    d.served.stop().await;
+}
+
