@@ -349,3 +349,53 @@ async fn the_initiative_page_cannot_tell_a_post_count_it_cannot_read() {
     d.served.stop().await;
 }
 
+/// A forget the store cannot read the fact for (its table unreadable) was
+/// a 404 "it may have been forgotten already"; it is the 503 that says
+/// nothing was changed and why. A forget-me the store cannot carry out said
+/// "nothing was changed" twice, in the bot's voice to the person ("I could
+/// not forget you"); it says the store's error once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forget_the_store_cannot_read_for_is_a_503_saying_nothing_was_changed() {
+    let w = World::start(world::settings()).await;
+    w.hear(GENERAL, "ada", "morning all", Source::Text);
+    let fact = ambient::memory::manual(
+        ambient::memory::fact::Scope::guild(world::GUILD_A),
+        ambient::memory::fact::FactKind::Fact,
+        None,
+        "the wifi password is on the fridge",
+        None,
+        chrono::Utc::now(),
+    );
+    w.app.store.insert_fact(&fact).unwrap();
+    let d = Dashboard::of(&w).await;
+    let csrf = d.csrf(&format!("/memory/forget?id={}", fact.id)).await;
+    w.break_table("facts");
+
+    let (status, body) = d
+        .post("/memory/forget", &[("id", &fact.id), ("csrf", &csrf)])
+        .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert!(
+        body.contains("The database could not read the memory just now; nothing was changed."),
+        "{body}"
+    );
+    assert!(body.contains("no such table: facts"), "{body}");
+    assert!(!body.contains("forgotten already"), "{body}");
+
+    let (status, body) = d
+        .post("/memory/forget-me", &[("user", "50"), ("csrf", &csrf)])
+        .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert!(
+        body.contains("The database could not run forget-me just now; nothing was changed."),
+        "{body}"
+    );
+    assert!(body.contains("no such table: facts"), "{body}");
+    assert_eq!(body.matches("nothing was changed").count(), 1, "{body}");
+    assert!(!body.contains("I could not forget you"), "{body}");
+
+    w.mend_table("facts");
+    assert!(w.app.store.fact(&fact.id).unwrap().is_some(), "kept");
+    d.served.stop().await;
+}
+
