@@ -270,33 +270,36 @@ fn entry_view(site: &Site, e: &Entry, now: DateTime<Utc>, places: &mut Places<'_
 }
 
 /// What the bot said for an entry, as the channel reads it (mentions as
-/// names): an ambient post's text as the journal kept it, else the
-/// messages a reply, reminder or routine became (`data.sent`), from the
-/// store — or, for a post re-sent after a restart, the one it names. None
-/// where nothing was said, or its text is no longer kept.
+/// names): the messages a reply, reminder, routine or ambient post became
+/// (`data.sent`), from the store — as they were sent, `@everyone` broken,
+/// split, a GIF's link added — or, for a post re-sent after a restart or a
+/// reflex's post into a channel, the message the entry names. An ambient
+/// post whose messages are no longer kept shows its text as the journal
+/// kept it. None where nothing was said.
 pub fn said(site: &Site, e: &Entry) -> Option<String> {
-    if let Some(text) = e.data["text"]
-        .as_str()
-        .filter(|_| e.kind == Kind::InitiativePost)
-    {
-        return Some(readable(text, &site.store));
-    }
     let mut ids: Vec<MessageId> = e.data["sent"]
         .as_array()
         .into_iter()
         .flatten()
         .filter_map(|v| v.as_str()?.parse().ok().map(MessageId))
         .collect();
-    if ids.is_empty() && e.kind == Kind::InitiativePost {
+    if ids.is_empty() && matches!(e.kind, Kind::InitiativePost | Kind::Reflex) {
         ids.extend(e.message);
     }
+    // Only the bot's own words: a reflex's entry may name the message it answered.
     let parts: Vec<String> = ids
         .into_iter()
         .filter_map(|id| site.store.message(id).ok().flatten())
         .filter(|m| m.is_self && !m.content.is_empty())
         .map(|m| m.content)
         .collect();
-    (!parts.is_empty()).then(|| readable(&parts.join("\n"), &site.store))
+    if !parts.is_empty() {
+        return Some(readable(&parts.join("\n"), &site.store));
+    }
+    let drafted = e.data["text"]
+        .as_str()
+        .filter(|_| e.kind == Kind::InitiativePost)?;
+    Some(readable(drafted, &site.store))
 }
 
 /// The Discord link of the message an entry is about, when it has one that

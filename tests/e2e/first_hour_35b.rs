@@ -399,3 +399,61 @@ async fn a_forget_the_store_cannot_read_for_is_a_503_saying_nothing_was_changed(
     d.served.stop().await;
 }
 
+/// An ambient post is shown as the channel reads it — the stored message,
+/// `@everyone` broken as it was sent — not the model's draft (which the
+/// timeline showed, `@everyone` whole); and a reflex's post into another
+/// channel shows what it said (it showed nothing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_timeline_shows_posts_as_they_were_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("announce.yaml"), ANNOUNCE).unwrap();
+    let mut s = world::settings();
+    s.reflexes.dir = dir.path().to_string_lossy().into_owned();
+    s.permissions.replies.discovery_channel_ids = vec![GENERAL];
+    let w = World::start(s).await;
+    w.message(GENERAL, "ada", "version 2 is released", Addressed::No)
+        .await;
+    w.model.fallback(Scripted::tool(
+        "decide",
+        json!({"action": "post", "channel": "general", "text": "Big news @everyone: the comet is up tonight", "reason": "the room went idle"}),
+    ));
+    w.tick().await;
+    let said: Vec<String> = w.said().into_iter().map(|s| s.content).collect();
+    assert_eq!(
+        said,
+        [
+            "ada says a release is out",
+            "Big news @\u{200D}everyone: the comet is up tonight"
+        ]
+    );
+
+    let d = Dashboard::of(&w).await;
+    let (_, today) = d.get("/").await;
+    assert_eq!(
+        said_on(&today),
+        [
+            "Big news @\u{200D}everyone: the comet is up tonight",
+            "ada says a release is out"
+        ],
+        "{today}"
+    );
+    let (_, initiative) = d.get("/initiative").await;
+    assert_eq!(
+        said_on(&initiative),
+        ["Big news @\u{200D}everyone: the comet is up tonight"],
+        "{initiative}"
+    );
+    d.served.stop().await;
+}
+
+const ANNOUNCE: &str = r##"name: announce
+description: Releases are announced in the memes channel
+level: 1
+trigger:
+  pattern: "(?i)\\breleased\\b"
+pipeline:
+  - action: reply
+    channel: "#memes"
+    message: "{{author}} says a release is out"
+"##;
+
