@@ -22,7 +22,8 @@ use crate::ids::{ChannelId, GuildId, MessageId};
 use crate::journal::{Entry, Filter, Kind};
 
 /// What the timeline shows without a kind chosen: what the bot did —
-/// impulses too, for a reminder or a routine's post is said on its own.
+/// impulses too, for a reminder or a routine's post is said on its own
+/// (those that said something: see [`did_something`]).
 const ACTS: &[Kind] = &[
     Kind::Reply,
     Kind::Reflex,
@@ -53,8 +54,9 @@ struct View {
     entries: Vec<EntryView>,
     total: usize,
     shown: usize,
-    /// The window holds more than [`MAX_READ`] entries.
+    /// The window holds more than [`MAX_READ`] entries (of the kinds asked for).
     capped: bool,
+    read_most: usize,
 }
 
 #[derive(Serialize)]
@@ -114,7 +116,7 @@ fn view(site: &Site, p: &Params) -> Result<View, Problem> {
         "all" => Vec::new(),
         k => Kind::parse_list(k).map_err(|e| Problem::JournalKind(e.to_string()))?,
     };
-    let entries = site
+    let mut entries = site
         .store
         .journal_query(&Filter {
             since: Some(since),
@@ -125,6 +127,10 @@ fn view(site: &Site, p: &Params) -> Result<View, Problem> {
             ..Default::default()
         })
         .map_err(Problem::Journal)?;
+    let capped = entries.len() == MAX_READ;
+    if kind.is_empty() {
+        entries.retain(did_something);
+    }
     let counts = counts(&entries);
     let total = entries.len();
     let mut places = Places::new(site);
@@ -143,7 +149,8 @@ fn view(site: &Site, p: &Params) -> Result<View, Problem> {
         counts,
         shown: shown.len(),
         entries: shown,
-        capped: total == MAX_READ,
+        capped,
+        read_most: MAX_READ,
         total,
     })
 }
@@ -166,8 +173,20 @@ fn window_start(spec: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, Problem
     Ok(since)
 }
 
+/// Whether an entry is something the bot did, for the default timeline:
+/// an impulse only when it said something (`data.sent`) — a reminder or a
+/// routine's post, not a task added, an idea noted or a routine scheduled.
+fn did_something(e: &Entry) -> bool {
+    e.kind != Kind::Impulse || e.data["sent"].as_array().is_some_and(|s| !s.is_empty())
+}
+
 fn counts(entries: &[Entry]) -> Vec<Count> {
-    let n = |k: Kind| entries.iter().filter(|e| e.kind == k).count();
+    let n = |k: Kind| {
+        entries
+            .iter()
+            .filter(|e| e.kind == k && did_something(e))
+            .count()
+    };
     vec![
         Count {
             label: "replies",

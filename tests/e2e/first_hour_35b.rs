@@ -457,3 +457,64 @@ pipeline:
     message: "{{author}} says a release is out"
 "##;
 
+/// "Reminders and routines" counted every impulse entry — a task added, an
+/// idea noted, a routine scheduled — as if each had said something; it
+/// counts, and the timeline shows, the ones that did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reminders_and_routines_are_the_ones_that_said_something() {
+    let w = World::start(world::settings()).await;
+    w.hear(GENERAL, "ada", "morning all", Source::Text);
+    w.app
+        .impulses
+        .add_task(NewTask {
+            guild: Some(world::GUILD_A),
+            channel: Some(GENERAL),
+            text: "remind ada to stretch".into(),
+            due: "in 5m".into(),
+            message: Some("stretch now".into()),
+            context: "test".into(),
+            created_by: "ada".into(),
+            owner: Some(UserId(50)),
+        })
+        .unwrap();
+    w.app
+        .impulses
+        .add_task(NewTask {
+            guild: Some(world::GUILD_A),
+            channel: Some(GENERAL),
+            text: "water the plants".into(),
+            due: "in 3h".into(),
+            message: Some("the plants".into()),
+            context: "test".into(),
+            created_by: "ada".into(),
+            owner: Some(UserId(50)),
+        })
+        .unwrap();
+    w.clock.advance(chrono::Duration::minutes(5));
+    assert_eq!(w.app.impulses.check().len(), 1, "the reminder");
+    w.app.spine.drain().await;
+    assert_eq!(w.said().len(), 1);
+    assert!(
+        w.journal(Kind::Impulse).len() >= 3,
+        "two tasks added and one done: {:#?}",
+        w.journal(Kind::Impulse)
+    );
+
+    let d = Dashboard::of(&w).await;
+    let (_, today) = d.get("/").await;
+    assert!(
+        today.contains(r#"<div class="figure k-impulse"><b>1</b>reminders and routines</div>"#),
+        "{today}"
+    );
+    assert!(!today.contains("task added"), "{today}");
+    assert!(
+        today.contains("did a task: remind ada to stretch"),
+        "{today}"
+    );
+    let (_, every_impulse) = d.get("/?kind=impulse").await;
+    assert!(
+        every_impulse.contains("task added: water the plants"),
+        "{every_impulse}"
+    );
+    d.served.stop().await;
+}
