@@ -22,6 +22,7 @@ pub(crate) mod access;
 mod chart;
 mod initiative;
 mod memory;
+pub(crate) mod open_files;
 mod params;
 mod problem;
 mod serve;

@@ -157,27 +157,9 @@ async fn connection(
 /// process's open-file limit as it is now, between [`FEWEST_CONNECTIONS`]
 /// and [`MOST_CONNECTIONS`].
 fn cap() -> usize {
-    open_files_limit().map_or(MOST_CONNECTIONS, |n| {
+    super::open_files::limit().map_or(MOST_CONNECTIONS, |n| {
         (n / 4).clamp(FEWEST_CONNECTIONS, MOST_CONNECTIONS)
     })
-}
-
-/// The process's open-file limit (its soft limit); None when unlimited or unknown.
-#[cfg(unix)]
-fn open_files_limit() -> Option<usize> {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit only writes `limit`, which lives through the call.
-    let read = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
-    (read && limit.rlim_cur != libc::RLIM_INFINITY)
-        .then(|| usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX))
-}
-
-#[cfg(not(unix))]
-fn open_files_limit() -> Option<usize> {
-    None
 }
 
 /// Connections closed at the cap, said in the log once a minute at most
