@@ -518,3 +518,140 @@ async fn reminders_and_routines_are_the_ones_that_said_something() {
     );
     d.served.stop().await;
 }
+
+// --- the dashboard's connections ---------------------------------------------------------------
+
+/// Reads `conn` until the server closes it (or 10 s pass: None).
+fn until_closed(mut conn: &std::net::TcpStream) -> Option<String> {
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match conn.read(&mut buf) {
+            Ok(0) => return Some(String::from_utf8_lossy(&got).into_owned()),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                return Some(String::from_utf8_lossy(&got).into_owned());
+            }
+            Err(_) => return None,
+        }
+    }
+}
+
+/// A request whose head is over 16 KiB is refused with 431 and its
+/// connection closed: hyper buffered up to 400 KiB of a head, so 256
+/// connections could hold 100 MiB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_head_over_16_kib_is_refused() {
+    let w = World::start(world::settings()).await;
+    let d = Dashboard::of(&w).await;
+    let conn = std::net::TcpStream::connect(("127.0.0.1", d.served.addr.port())).unwrap();
+    let pad = "a".repeat(20 * 1024);
+    (&conn)
+        .write_all(format!("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: {pad}\r\n\r\n").as_bytes())
+        .unwrap();
+    let answer = until_closed(&conn).expect("the connection was closed");
+    assert!(answer.starts_with("HTTP/1.1 431"), "{answer}");
+    let (status, _) = d.get("/").await;
+    assert_eq!(status, StatusCode::OK, "a head of a usual size is served");
+    d.served.stop().await;
+}
+
+/// A POST that a dashboard refuses — for another host, or without its
+/// token — whose body then stops coming: the body was read before the
+/// request was let in, so the refusal came only as a 408 after 10 s;
+/// now it is answered at once, saying the connection closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_request_is_answered_at_once_without_waiting_for_its_body() {
+    let w = World::start(world::settings()).await;
+    let slow_post = |host: &str| {
+        format!(
+            "POST /memory/forget HTTP/1.1\r\nHost: {host}\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\nid=1"
+        )
+    };
+    let loopback = Dashboard::of(&w).await;
+    let conn = std::net::TcpStream::connect(("127.0.0.1", loopback.served.addr.port())).unwrap();
+    (&conn)
+        .write_all(slow_post("evil.example").as_bytes())
+        .unwrap();
+    let answer = until_closed(&conn).expect("the connection was closed");
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    assert!(
+        answer.to_lowercase().contains("connection: close"),
+        "{answer}"
+    );
+    loopback.served.stop().await;
+
+    let open = dashboard::start(
+        Site::of_app(&w.app),
+        "0.0.0.0:0".parse().unwrap(),
+        &w.app.data_dir,
+        false,
+    )
+    .await
+    .unwrap();
+    let conn = std::net::TcpStream::connect(("127.0.0.1", open.addr.port())).unwrap();
+    (&conn)
+        .write_all(slow_post("127.0.0.1").as_bytes())
+        .unwrap();
+    let answer = until_closed(&conn).expect("the connection was closed");
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+    assert!(
+        answer.to_lowercase().contains("connection: close"),
+        "{answer}"
+    );
+    open.stop().await;
+}
+
+/// Whether a request for the icon on `conn` is answered (the connection is
+/// then kept open); false when the dashboard closed the connection instead.
+fn served(mut conn: &std::net::TcpStream) -> bool {
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    if conn
+        .write_all(b"GET /assets/icon.svg HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&got).contains("</svg>") {
+        match conn.read(&mut buf) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    got.starts_with(b"HTTP/1.1 200")
+}
+
+/// One client opens connections, each kept busy, until the dashboard closes
+/// one at once: it could take every slot (256), so another client was shut
+/// out; now one client keeps at most a quarter, and another is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_client_cannot_keep_every_connection() {
+    let w = World::start(world::settings()).await;
+    let d = Dashboard::of(&w).await;
+    let at: std::net::SocketAddr = ([127, 0, 0, 1], d.served.addr.port()).into();
+    let mut held = Vec::new();
+    let refused = loop {
+        let conn = std::net::TcpStream::connect(at).unwrap();
+        if !served(&conn) {
+            break held.len();
+        }
+        held.push(conn);
+        assert!(held.len() <= 300, "no connection was ever refused");
+    };
+    let other = tokio::net::TcpSocket::new_v4().unwrap();
+    other.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+    let other = other.connect(at).await.unwrap().into_std().unwrap();
+    other.set_nonblocking(false).unwrap();
+    assert!(
+        served(&other),
+        "another client was shut out once one held {refused} connections"
+    );
+    assert!(refused < 256, "{refused}");
+    d.served.stop().await;
+}
