@@ -348,3 +348,38 @@ pub(super) fn closes(mut res: Response) -> Response {
         .insert(CONNECTION, HeaderValue::from_static("close"));
     res
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_client_is_an_ipv4_address_or_an_ipv6_64() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert_eq!(client_of(ip("192.0.2.7")), ip("192.0.2.7"));
+        assert_eq!(client_of(ip("::ffff:192.0.2.7")), ip("192.0.2.7"));
+        assert_eq!(
+            client_of(ip("2001:db8:1:2:aaaa:bbbb:cccc:dddd")),
+            client_of(ip("2001:db8:1:2::1"))
+        );
+        assert_ne!(
+            client_of(ip("2001:db8:1:2::1")),
+            client_of(ip("2001:db8:1:3::1"))
+        );
+    }
+
+    #[test]
+    fn a_client_gets_its_slots_back_when_its_connections_end() {
+        let clients = Clients::default();
+        let ip: IpAddr = "192.0.2.7".parse().unwrap();
+        let slots: Vec<Slot> = (0..3).filter_map(|_| clients.take(ip, 3)).collect();
+        assert_eq!(slots.len(), 3);
+        assert!(clients.take(ip, 3).is_none(), "a fourth is refused");
+        assert!(clients.take("192.0.2.8".parse().unwrap(), 3).is_some());
+        drop(slots);
+        assert!(clients.take(ip, 3).is_some());
+        assert_eq!(per_client(256), 64);
+        assert_eq!(per_client(32), 8);
+        assert_eq!(per_client(8), 8);
+    }
+}
