@@ -58,12 +58,24 @@ pub async fn console(
         },
     )
     .await;
-    running.stop().await;
+    match result {
+        // Ctrl-C does not wait for an answer still on its way: words are
+        // recorded before they are sent, so one cut short is never half-said.
+        Ok(console::Ended::Interrupted) => {
+            running
+                .stop_by(tokio::time::Instant::now() + INTERRUPTED_STOP_WITHIN)
+                .await
+        }
+        Ok(console::Ended::Done) | Err(_) => running.stop().await,
+    }
     if let Some(d) = dashboard {
         d.stop().await;
     }
-    result.map(|()| ExitCode::SUCCESS)
+    result.map(|_| ExitCode::SUCCESS)
 }
+
+/// How long the loops get to stop after Ctrl-C.
+const INTERRUPTED_STOP_WITHIN: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The console's name for the person at the terminal without `--user`:
 /// `$USER`, `$LOGNAME`, the login name of this process's user, or "operator".

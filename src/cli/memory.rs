@@ -1,7 +1,7 @@
 //! `ambient remember` and `ambient memories …`: the seed's memory verbs for
 //! the operator, over the same store the bot uses.
 
-use std::io::BufRead;
+use std::io::{BufRead, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -281,7 +281,15 @@ pub async fn delete(
     if !force {
         match super::out::prompt(format_args!("Delete {}? [y/N] ", line(&f, &ctx.store))) {
             // A question nobody can read is not a yes: nothing is deleted.
-            Err(OutputError::Closed) => return Ok(ExitCode::FAILURE),
+            Err(OutputError::Closed) => {
+                // Harmless if lost: stderr closed too leaves nobody to tell.
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "ambient memories delete: nothing deleted: the question could not be shown \
+                     (standard output is closed); --force deletes without asking"
+                );
+                return Ok(ExitCode::FAILURE);
+            }
             asked => asked?,
         }
         let mut answer = String::new();

@@ -3,7 +3,7 @@
 //! per eagerness, side by side), and prints the report as text or JSON,
 //! and the HTML page if asked.
 
-use std::io::{IsTerminal, Write as _};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -187,27 +187,29 @@ fn print(args: &ReplayArgs, runs: &[Option<u32>], outcomes: &[Outcome]) -> anyho
         std::fs::write(path, page).with_context(|| format!("cannot write {}", path.display()))?;
         eprintln!("Wrote {}.", path.display());
     }
-    let mut out = std::io::stdout().lock();
-    match (args.format, runs.len()) {
-        (Format::Json, 1) => writeln!(out, "{}", outcomes[0].report.json())?,
-        (Format::Json, _) => {
-            let reports: Vec<_> = outcomes.iter().map(|o| &o.report).collect();
-            writeln!(out, "{}", serde_json::to_string_pretty(&reports)?)?;
+    // Through `out::stream`: a reader gone (`| head`) ends the verb quietly.
+    super::out::stream(|out| -> std::io::Result<()> {
+        match (args.format, runs.len()) {
+            (Format::Json, 1) => writeln!(out, "{}", outcomes[0].report.json()),
+            (Format::Json, _) => {
+                let reports: Vec<_> = outcomes.iter().map(|o| &o.report).collect();
+                let json = serde_json::to_string_pretty(&reports)?;
+                writeln!(out, "{json}")
+            }
+            (Format::Text, 1) => write!(out, "{}", text::report(&outcomes[0].report)),
+            (Format::Text, _) => {
+                let rows: Vec<SweepRow<'_>> = runs
+                    .iter()
+                    .zip(outcomes)
+                    .map(|(e, o)| SweepRow {
+                        eagerness: e.unwrap_or(o.report.run.eagerness),
+                        report: &o.report,
+                    })
+                    .collect();
+                write!(out, "{}", text::sweep(&rows))
+            }
         }
-        (Format::Text, 1) => write!(out, "{}", text::report(&outcomes[0].report))?,
-        (Format::Text, _) => {
-            let rows: Vec<SweepRow<'_>> = runs
-                .iter()
-                .zip(outcomes)
-                .map(|(e, o)| SweepRow {
-                    eagerness: e.unwrap_or(o.report.run.eagerness),
-                    report: &o.report,
-                })
-                .collect();
-            write!(out, "{}", text::sweep(&rows))?;
-        }
-    }
-    Ok(())
+    })
 }
 
 /// A bar by the share of the files read, with the messages replayed so far.

@@ -97,35 +97,13 @@ pub async fn run(
 /// whatever the limit is (`dashboard::serve`). A limit that cannot be
 /// raised stays as it was.
 fn raise_open_files_limit() {
-    #[cfg(unix)]
-    {
-        let mut limit = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit only writes `limit`, which lives through the call.
-        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0
-            || limit.rlim_cur >= limit.rlim_max
-        {
-            return;
-        }
-        let raised = libc::rlimit {
-            rlim_cur: limit.rlim_max,
-            rlim_max: limit.rlim_max,
-        };
-        // SAFETY: setrlimit only reads `raised`, which lives through the call.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
-            tracing::debug!(
-                from = limit.rlim_cur,
-                to = limit.rlim_max,
-                "open-file limit raised to its hard limit"
-            );
-        } else {
-            tracing::debug!(
-                error = %std::io::Error::last_os_error(),
-                "open-file limit not raised; it stays at {}",
-                limit.rlim_cur
-            );
-        }
+    match crate::dashboard::open_files::raise() {
+        Ok(Some(raised)) => tracing::debug!(
+            from = raised.from,
+            to = raised.to,
+            "open-file limit raised to its hard limit"
+        ),
+        Ok(None) => {}
+        Err(e) => tracing::debug!(error = %e, "open-file limit not raised; it stays as it was"),
     }
 }

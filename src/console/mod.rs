@@ -17,6 +17,7 @@ pub(crate) mod transport;
 
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use regex::Regex;
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -28,6 +29,7 @@ use crate::attention::{
 use crate::clock::ShiftedClock;
 use crate::commands;
 use crate::ids::{ChannelId, GuildId, MessageId, UserId, next_snowflake, stable_id};
+use crate::initiative::Look;
 use crate::journal::{self, Filter, Kind};
 use crate::senses::Perceived;
 use crate::store::messages::{Source, StoredMessage};
@@ -68,39 +70,53 @@ pub struct Options {
 /// The longest `/wait`: a day of simulated time.
 const MAX_WAIT_HOURS: i64 = 24;
 
+/// How long `/ambient why` and `/journal` wait for the bot to finish what
+/// it is doing before they answer with what is written down: a model call
+/// may wait out its timeout, a garden cycle run for minutes.
+const SETTLE_WITHIN: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// How a console session ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// End of input or `/quit`, once the work in flight was done.
+    Done,
+    /// Ctrl-C: at once, without waiting for the work in flight.
+    Interrupted,
+}
+
 /// Reads lines until end of input (or `/quit`), then lets the bot finish.
-pub async fn run(app: Arc<App>, out: Arc<ConsoleOut>, options: Options) -> anyhow::Result<()> {
+/// Ctrl-C ends it at once, also while a command waits.
+pub async fn run(app: Arc<App>, out: Arc<ConsoleOut>, options: Options) -> anyhow::Result<Ended> {
     let mut session = Session::new(app.clone(), out, options)?;
     session.banner();
     let mut lines = stdin_lines();
+    let interrupted = async {
+        // A handler that cannot be installed leaves Ctrl-C to end the process.
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::pin!(interrupted);
     loop {
-        tokio::select! {
-            line = lines.recv() => match line {
-                Some(Input::Line { text, cut: Some(number) }) => {
-                    session.out.notice(&format!(
-                        "line {number} is longer than {} KiB: only its first {} characters are read",
-                        MAX_LINE_BYTES / 1024,
-                        text.chars().count()
-                    ));
-                    if session.line(&text).await? == Flow::Quit {
-                        break;
-                    }
-                }
-                Some(Input::Line { text, cut: None }) => {
-                    if session.line(&text).await? == Flow::Quit {
-                        break;
-                    }
-                }
-                Some(Input::NotUtf8(number)) => session.out.notice(&format!(
-                    "line {number} skipped: it is not valid UTF-8 text"
-                )),
-                None => break,
-            },
-            _ = tokio::signal::ctrl_c() => break,
+        let input = tokio::select! {
+            input = lines.recv() => input,
+            () = &mut interrupted => return Ok(Ended::Interrupted),
+        };
+        let Some(input) = input else { break };
+        let flow = tokio::select! {
+            flow = session.take(input) => flow?,
+            () = &mut interrupted => return Ok(Ended::Interrupted),
+        };
+        if flow == Flow::Quit {
+            break;
         }
     }
-    app.spine.drain().await;
-    Ok(())
+    tokio::select! {
+        () = app.spine.drain() => {}
+        () = &mut interrupted => return Ok(Ended::Interrupted),
+    }
+    session.out.flush();
+    Ok(Ended::Done)
 }
 
 /// The longest line read from standard input; the rest of a longer line is
@@ -154,7 +170,7 @@ fn decode(mut bytes: Vec<u8>, cut: bool, number: usize) -> Input {
 }
 
 /// One line without its ending, at most [`MAX_LINE_BYTES`], and whether it
-/// was longer (its rest is read and dropped); `None` at end of input.
+/// was longer (its rest is let go by unread); `None` at end of input.
 fn read_line<R: std::io::BufRead>(input: &mut R) -> Option<(Vec<u8>, bool)> {
     use std::io::{BufRead, Read};
     let mut line = Vec::new();
@@ -168,16 +184,36 @@ fn read_line<R: std::io::BufRead>(input: &mut R) -> Option<(Vec<u8>, bool)> {
         return None;
     }
     let cut = line.last() != Some(&b'\n') && line.len() == MAX_LINE_BYTES;
-    if cut {
-        let mut rest = Vec::new();
-        // Drop the rest of an over-long line; an error here ends input like any read error.
-        input.read_until(b'\n', &mut rest).ok()?;
+    // An error here ends input like any read error.
+    if cut && !skip_rest_of_line(input).ok()? {
         // A line of exactly the limit, then its ending, was not cut after all.
-        if rest.iter().all(|b| matches!(b, b'\n' | b'\r')) {
-            return Some((trimmed(line), false));
-        }
+        return Some((trimmed(line), false));
     }
     Some((trimmed(line), cut))
+}
+
+/// Lets the rest of a line go by, up to and including its `\n` (or the end
+/// of input), holding none of it — a line may go on for gigabytes — and
+/// says whether anything but a line ending (`\r`, `\n`) was in it.
+fn skip_rest_of_line<R: std::io::BufRead>(input: &mut R) -> std::io::Result<bool> {
+    let mut text = false;
+    loop {
+        let buf = match input.fill_buf() {
+            Ok(buf) => buf,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            return Ok(text);
+        }
+        let end = buf.iter().position(|b| *b == b'\n');
+        let upto = end.map_or(buf.len(), |at| at + 1);
+        text |= buf[..upto].iter().any(|b| !matches!(b, b'\n' | b'\r'));
+        input.consume(upto);
+        if end.is_some() {
+            return Ok(text);
+        }
+    }
 }
 
 fn trimmed(mut line: Vec<u8>) -> Vec<u8> {
@@ -248,6 +284,30 @@ impl Session {
         Ok(())
     }
 
+    /// One line of input: said, run as a command, or noticed as unreadable.
+    async fn take(&mut self, input: Input) -> anyhow::Result<Flow> {
+        match input {
+            Input::Line {
+                text,
+                cut: Some(number),
+            } => {
+                self.out.notice(&format!(
+                    "line {number} is longer than {} KiB: only its first {} characters are read",
+                    MAX_LINE_BYTES / 1024,
+                    text.chars().count()
+                ));
+                self.line(&text).await
+            }
+            Input::Line { text, cut: None } => self.line(&text).await,
+            Input::NotUtf8(number) => {
+                self.out.notice(&format!(
+                    "line {number} skipped: it is not valid UTF-8 text"
+                ));
+                Ok(Flow::Continue)
+            }
+        }
+    }
+
     async fn line(&mut self, line: &str) -> anyhow::Result<Flow> {
         let line = line.trim_end_matches(['\r', '\n']);
         if line.trim().is_empty() {
@@ -298,12 +358,13 @@ impl Session {
             guild_name: Some(GUILD_NAME.into()),
             channel_name: Some(self.channel.clone()),
         });
+        // Held from before the bot is handed the line until it is
+        // acknowledged: nothing the bot says about it can come first.
+        let mut lines = self.out.lines();
         match self.app.senses.perceive(percept)? {
-            Perceived::Invisible(why) => {
-                self.out.notice(&format!("the bot cannot see that: {why}"))
-            }
+            Perceived::Invisible(why) => lines.notice(&format!("the bot cannot see that: {why}")),
             // The id is how a person asks about the line later (`/ambient why ID`).
-            Perceived::Stored { .. } => self.out.emit(
+            Perceived::Stored { .. } => lines.emit(
                 &format!("· stored as message {id}"),
                 json!({"event": "stored", "id": id.to_string(), "channel": self.channel}),
             ),
@@ -392,18 +453,31 @@ impl Session {
 
     /// `/ambient why [MESSAGE-ID]`: the ids are the ones the console shows
     /// (`stored as message …`, `(id …)` after the bot's words). The bot
-    /// finishes what it is doing first: its words are printed as they are
-    /// sent, a moment before they are stored under the id shown, and a
-    /// decision still being made has no reasons written yet.
+    /// finishes what it is doing first, if it can in a few seconds: its
+    /// words are printed as they are sent, a moment before they are stored
+    /// under the id shown, and a decision still being made has no reasons
+    /// written yet — past that, the answer says so.
     async fn why(&self, target: &str) -> String {
-        self.app.spine.drain().await;
+        let settled = self.settled().await;
         let why = commands::why::why(
             &self.app,
             Some(guild_id()),
             channel_id(&self.channel),
             Some(target),
         );
-        markup::readable(&why, &self.app.store)
+        let why = markup::readable(&why, &self.app.store);
+        match settled {
+            true => why,
+            false => format!("{STILL_AT_WORK}\n{why}"),
+        }
+    }
+
+    /// Waits, at most [`SETTLE_WITHIN`], for the bot to finish what it is
+    /// doing; whether it has.
+    async fn settled(&self) -> bool {
+        tokio::time::timeout(SETTLE_WITHIN, self.app.spine.drain())
+            .await
+            .is_ok()
     }
 
     fn print_status(&self) {
@@ -519,42 +593,80 @@ impl Session {
     }
 
     /// Each time the initiative looked for something to say during a
-    /// `/wait` and posted nothing — the model answered without a decision,
-    /// it chose to stay quiet, it held a thought — said in a line with the
-    /// journal's reason: a post shows itself, silence would not.
-    fn say_unposted(&self, since: chrono::DateTime<chrono::Utc>) {
-        let filter = Filter {
+    /// `/wait` and posted nothing, said in a line with the journal's reason:
+    /// a post shows itself, silence would not. A look's end is what its last
+    /// journal entry says (`data.look`, see [`Look`]), and a look stopped at
+    /// a gate is the gate's entry; a gate that stopped every look since
+    /// before the wait was journaled once, when it began, and is said too.
+    fn say_unposted(&self, since: DateTime<Utc>) {
+        let guild = Some(guild_id());
+        let window = Filter {
             since: Some(since),
-            kinds: vec![Kind::InitiativeSkip],
-            guild: Some(guild_id()),
+            kinds: LOOK_KINDS.to_vec(),
+            guild,
             ..Default::default()
         };
-        let entries = match self.app.journal.query(&filter) {
+        let entries = match self.app.journal.query(&window) {
             Ok(entries) => entries,
             Err(e) => return self.out.notice(&format!("cannot read the journal: {e}")),
         };
-        let tz = self.app.settings.for_guild(Some(guild_id())).zone();
-        for e in entries {
-            // The initiative's own words for its two commonest endings, made
-            // plain; any other ending is said as the journal has it.
-            let what = match e.summary.as_str() {
-                "no decision" | "no usable decision" => {
-                    "the model answered without a decision (post, hold or drop)"
-                }
-                "stayed quiet" => "it decided to stay quiet",
-                other => other,
-            };
-            let why = if e.reason.is_empty() {
-                String::new()
-            } else {
-                format!(" — {}", e.reason)
-            };
+        let tz = self.app.settings.for_guild(guild).zone();
+        let at = |t: DateTime<Utc>| t.with_timezone(&tz).format("%H:%M").to_string();
+        let mut said = false;
+        for e in &entries {
+            let Some(what) = unposted(e) else { continue };
+            said = true;
             self.out.notice(&format!(
-                "{} the bot looked for something to say, and nothing was posted: {what}{why}. \
+                "{} the bot looked for something to say, and nothing was posted: {what}. \
                  /journal shows each step.",
-                e.at.with_timezone(&tz).format("%H:%M")
+                at(e.at)
             ));
         }
+        let looked = entries
+            .iter()
+            .any(|e| e.kind == Kind::Gate || ending(e).is_some());
+        if said || looked {
+            return;
+        }
+        match self.gate_in_force(since) {
+            Ok(Some(gate)) => self.out.notice(&format!(
+                "at each tick of the wait the bot looked for something to say, and nothing was \
+                 posted: the {} (so since {}). /journal shows each step.",
+                with_reason(&gate),
+                at(gate.at)
+            )),
+            Ok(None) => {}
+            Err(e) => self.out.notice(&format!("cannot read the journal: {e}")),
+        }
+    }
+
+    /// The gate that has stopped every look since before `since`: the last
+    /// gate entry before it, when no look has ended since that entry (the
+    /// initiative journals a run of stops at one gate once).
+    fn gate_in_force(
+        &self,
+        since: DateTime<Utc>,
+    ) -> Result<Option<journal::Entry>, crate::store::StoreError> {
+        let guild = Some(guild_id());
+        let last_gate = self.app.journal.query(&Filter {
+            until: Some(since),
+            kinds: vec![Kind::Gate],
+            guild,
+            limit: Some(1),
+            ..Default::default()
+        })?;
+        let Some(gate) = last_gate.into_iter().next() else {
+            return Ok(None);
+        };
+        let after = self.app.journal.query(&Filter {
+            since: Some(gate.at),
+            until: Some(since),
+            kinds: LOOK_KINDS.to_vec(),
+            guild,
+            ..Default::default()
+        })?;
+        let ended_since = after.iter().any(|e| ending(e).is_some());
+        Ok((!ended_since).then_some(gate))
     }
 
     /// How long until the wall clock next reads `hh:mm` in the guild's zone.
@@ -572,9 +684,12 @@ impl Session {
     }
 
     /// `/journal [SINCE]`, once the bot has finished what it is doing (a
-    /// decision in flight has not been written down yet).
+    /// decision in flight has not been written down yet), or has not in a
+    /// few seconds: then it says so first.
     async fn print_journal(&self, since: &str) {
-        self.app.spine.drain().await;
+        if !self.settled().await {
+            self.out.notice(STILL_AT_WORK);
+        }
         let now = self.app.clock.now();
         let since = if since.is_empty() { "1h" } else { since };
         let start = match crate::when::parse_since(since, now) {
@@ -601,6 +716,64 @@ impl Session {
             }
             Err(e) => self.out.notice(&format!("cannot read the journal: {e}")),
         }
+    }
+}
+
+/// Said before `/ambient why` and `/journal` when the bot did not finish
+/// its work in flight within [`SETTLE_WITHIN`].
+const STILL_AT_WORK: &str = "the bot is still at work (a model call or a garden cycle): a decision may \
+                             still be in the making, and this is what is written down so far — ask again \
+                             in a moment";
+
+/// The journal entries that can end a look: a gate's stop, and the entry
+/// that closes a look which reached the model (a skip, a post, an error).
+const LOOK_KINDS: [Kind; 4] = [
+    Kind::Gate,
+    Kind::InitiativeSkip,
+    Kind::InitiativePost,
+    Kind::Error,
+];
+
+/// How the look `e` closes ended, if it closes one.
+fn ending(e: &journal::Entry) -> Option<&str> {
+    e.data["look"].as_str()
+}
+
+/// What `e` says about a look that posted nothing, with its reason; None
+/// when `e` ends no look, or one that posted.
+fn unposted(e: &journal::Entry) -> Option<String> {
+    if e.kind == Kind::Gate {
+        return Some(format!("the {}", with_reason(e)));
+    }
+    let look = ending(e)?;
+    let is = |l: Look| look == l.as_str();
+    let what = if is(Look::Posted) {
+        return None;
+    } else if is(Look::Dropped) {
+        "it decided to stay quiet".to_string()
+    } else if is(Look::Held) {
+        format!("it {}, to say later", e.summary)
+    } else if is(Look::NoDecision) {
+        "the model answered without a decision (post, hold or drop)".to_string()
+    } else if is(Look::Rejected) {
+        "the model's decision was refused".to_string()
+    } else if is(Look::Failed) {
+        format!("it failed: {}", e.summary)
+    } else {
+        // An ending this console does not know yet: as the journal has it.
+        e.summary.clone()
+    };
+    Some(match e.reason.is_empty() {
+        true => what,
+        false => format!("{what} — {}", e.reason),
+    })
+}
+
+/// An entry's summary and, if it has one, its reason.
+fn with_reason(e: &journal::Entry) -> String {
+    match e.reason.is_empty() {
+        true => e.summary.clone(),
+        false => format!("{} — {}", e.summary, e.reason),
     }
 }
 
@@ -658,7 +831,7 @@ const HELP: &str = "commands:
   /settings set PATH VALUE   override a setting for this guild
   /settings reset PATH       remove an override
   /settings reload           read the settings file again and apply it if it is valid
-  /quit                      finish and exit (as does Ctrl-D)
+  /quit                      finish the work in flight and exit (as does Ctrl-D); Ctrl-C exits at once
 anything else is a message; @ambient (or @ and the bot's name) addresses the bot";
 
 #[cfg(test)]
@@ -707,6 +880,40 @@ mod tests {
             }
         );
         assert_eq!(lines.len(), 2);
+    }
+
+    /// `len` bytes of `a`, made as they are read, then `rest`: a line far
+    /// longer than the test would want to hold.
+    struct Endless {
+        left: usize,
+        block: Vec<u8>,
+        rest: std::io::Cursor<Vec<u8>>,
+    }
+
+    impl std::io::Read for Endless {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.left == 0 {
+                return self.rest.read(buf);
+            }
+            let n = buf.len().min(self.left).min(self.block.len());
+            buf[..n].copy_from_slice(&self.block[..n]);
+            self.left -= n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn the_rest_of_a_line_of_100_mb_goes_by_and_the_next_line_is_read() {
+        let endless = Endless {
+            left: 100 * 1024 * 1024,
+            block: vec![b'a'; 64 * 1024],
+            rest: std::io::Cursor::new(b"\r\nnext\n".to_vec()),
+        };
+        let mut input = std::io::BufReader::new(endless);
+        let (line, cut) = read_line(&mut input).unwrap();
+        assert_eq!((line.len(), cut), (MAX_LINE_BYTES, true));
+        assert_eq!(read_line(&mut input), Some((b"next".to_vec(), false)));
+        assert_eq!(read_line(&mut input), None);
     }
 
     #[test]

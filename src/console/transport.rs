@@ -4,15 +4,17 @@
 //! (for scripts and tests): `ready`, `stored` (a typed line was acknowledged:
 //! it is in the store), `message`, `edit` (a streamed answer growing, with
 //! the message's whole new text), `reaction`, `typing`, `notice`. In text
-//! mode an edit that only adds to a message prints what it adds, each
+//! mode an edit that only adds to a message prints what it adds (a mention
+//! cut by the end of a chunk waits for the chunk that completes it), each
 //! message of the bot ends with its id (`/ambient why` takes it), and
 //! mentions show names (`markup`); JSON keeps the content as sent.
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use async_trait::async_trait;
+use regex::Regex;
 use serde_json::json;
 
 use super::markup::readable;
@@ -26,14 +28,26 @@ use crate::store::messages::StoredMessage;
 /// Serialized writes to stdout, in text or JSON lines.
 pub struct ConsoleOut {
     json: bool,
-    lock: Mutex<()>,
+    held: Mutex<Held>,
+}
+
+/// The start of a mention that a streamed message's latest text ended in
+/// (`<@12` of `<@1234>`): it is printed with the chunk that completes it,
+/// as a name, or — if something else is printed first — as it is.
+struct Held {
+    tail: Option<(MessageId, String)>,
+    to: Box<dyn Write + Send>,
 }
 
 impl ConsoleOut {
     pub fn new(json: bool) -> Arc<Self> {
+        Self::writing_to(json, Box::new(std::io::stdout()))
+    }
+
+    fn writing_to(json: bool, to: Box<dyn Write + Send>) -> Arc<Self> {
         Arc::new(Self {
             json,
-            lock: Mutex::new(()),
+            held: Mutex::new(Held { tail: None, to }),
         })
     }
 
@@ -41,29 +55,104 @@ impl ConsoleOut {
         self.json
     }
 
+    /// The output to oneself: whatever is printed through these lines comes
+    /// out together, nothing else in between, until they are dropped.
+    pub fn lines(&self) -> Lines<'_> {
+        Lines {
+            json: self.json,
+            held: self.held.lock().unwrap_or_else(|p| p.into_inner()),
+        }
+    }
+
     /// Prints `text` in text mode (nothing if it is empty), or `event` in JSON mode.
     pub fn emit(&self, text: &str, event: serde_json::Value) {
-        if !self.json && text.is_empty() {
-            return;
-        }
-        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        let mut stdout = std::io::stdout().lock();
-        let line = if self.json {
-            event.to_string()
-        } else {
-            text.to_string()
-        };
-        // A closed stdout (e.g. piped into `head`) must not crash the bot.
-        let _ = writeln!(stdout, "{line}");
-        let _ = stdout.flush();
+        self.lines().emit(text, event);
     }
 
     pub fn notice(&self, text: &str) {
+        self.lines().notice(text);
+    }
+
+    /// Prints what a streamed message still holds back (the console ends).
+    pub fn flush(&self) {
+        self.lines().flush_tail();
+    }
+}
+
+/// Standard output held by one writer (see [`ConsoleOut::lines`]).
+pub struct Lines<'a> {
+    json: bool,
+    held: std::sync::MutexGuard<'a, Held>,
+}
+
+impl Lines<'_> {
+    /// Prints `text` in text mode (nothing if it is empty), or `event` in JSON mode.
+    pub fn emit(&mut self, text: &str, event: serde_json::Value) {
+        self.flush_tail();
+        if self.json {
+            self.write_line(&event.to_string());
+        } else if !text.is_empty() {
+            self.write_line(text);
+        }
+    }
+
+    pub fn notice(&mut self, text: &str) {
         self.emit(
             &format!("· {text}"),
             json!({"event": "notice", "text": text}),
         );
     }
+
+    fn flush_tail(&mut self) {
+        if let Some((_, line)) = self.held.tail.take() {
+            self.write_line(&line);
+        }
+    }
+
+    fn write_line(&mut self, line: &str) {
+        let to = &mut self.held.to;
+        // A closed stdout (e.g. piped into `head`) must not crash the bot.
+        let _ = writeln!(to, "{line}");
+        let _ = to.flush();
+    }
+
+    /// `message`'s held tail, taken back unprinted; None when it was printed meanwhile.
+    fn take_tail(&mut self, message: MessageId) -> Option<String> {
+        match &self.held.tail {
+            Some((id, _)) if *id == message => self.held.tail.take().map(|(_, line)| line),
+            _ => None,
+        }
+    }
+
+    fn hold_tail(&mut self, message: MessageId, line: String) {
+        self.flush_tail();
+        self.held.tail = Some((message, line));
+    }
+}
+
+/// A possible start of a mention at the very end of `text` — `<`, `<@`,
+/// `<@!12`, `<#34`, … — which the next chunk of a streamed message may
+/// complete: printed now, it would stay markup.
+static OPEN_MENTION: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"<(?:(?:@[!&]?|#)\d{0,20})?\z").expect("valid pattern"));
+
+/// `text` split before an unfinished mention at its end (text mode only:
+/// JSON shows the content as sent).
+fn open_tail(text: &str, json: bool) -> (&str, &str) {
+    match OPEN_MENTION.find(text).filter(|_| !json) {
+        Some(m) => text.split_at(m.start()),
+        None => (text, ""),
+    }
+}
+
+/// What the console has shown of one of the bot's messages.
+struct Shown {
+    /// Its whole text as last sent or edited.
+    content: String,
+    /// How much of `content` is printed (a held tail not counted).
+    printed: usize,
+    /// How much after that is held back ([`Held`]).
+    held: usize,
 }
 
 pub struct ConsoleTransport {
@@ -73,7 +162,7 @@ pub struct ConsoleTransport {
     me: Author,
     delivered: Delivered,
     /// What each message of the bot shows now, so an edit prints only what it adds.
-    shown: Mutex<HashMap<MessageId, String>>,
+    shown: Mutex<HashMap<MessageId, Shown>>,
 }
 
 impl ConsoleTransport {
@@ -88,7 +177,7 @@ impl ConsoleTransport {
         }
     }
 
-    fn lock_shown(&self) -> std::sync::MutexGuard<'_, HashMap<MessageId, String>> {
+    fn lock_shown(&self) -> std::sync::MutexGuard<'_, HashMap<MessageId, Shown>> {
         self.shown.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -114,7 +203,6 @@ impl Transport for ConsoleTransport {
         if !new {
             return Ok(id);
         }
-        self.lock_shown().insert(id, message.content.clone());
         let name = self.channel_label(channel);
         let files: Vec<String> = message
             .files
@@ -126,12 +214,14 @@ impl Transport for ConsoleTransport {
         } else {
             format!(" [attached: {}]", files.join(", "))
         };
-        self.out.emit(
+        let mut lines = self.out.lines();
+        let (now, tail) = open_tail(&message.content, self.out.is_json());
+        lines.emit(
             // The id is how a person asks why it was said (`/ambient why ID`).
             &format!(
                 "[#{name}] {}: {}{attached}  (id {id})",
                 self.me.name,
-                readable(&message.content, &self.store)
+                readable(now, &self.store)
             ),
             json!({
                 "event": "message",
@@ -142,6 +232,17 @@ impl Transport for ConsoleTransport {
                 "reply_to": message.reply_to.map(|m| m.to_string()),
                 "files": files,
             }),
+        );
+        if !tail.is_empty() {
+            lines.hold_tail(id, format!("[#{name}] {} …{tail}", self.me.name));
+        }
+        self.lock_shown().insert(
+            id,
+            Shown {
+                content: message.content.clone(),
+                printed: now.len(),
+                held: tail.len(),
+            },
         );
         Ok(id)
     }
@@ -156,25 +257,32 @@ impl Transport for ConsoleTransport {
         message: MessageId,
         edit: &Edit,
     ) -> Result<(), ChatError> {
-        let before = self
-            .lock_shown()
-            .insert(message, edit.content.clone())
-            .ok_or_else(|| ChatError::Unavailable(format!("unknown message {message}")))?;
         let name = self.channel_label(channel);
-        let text = match edit.content.strip_prefix(before.as_str()) {
-            Some("") => String::new(),
-            Some(added) => format!(
-                "[#{name}] {} …{}",
-                self.me.name,
-                readable(added, &self.store)
-            ),
-            None => format!(
-                "[#{name}] {} (edited): {}",
-                self.me.name,
-                readable(&edit.content, &self.store)
-            ),
+        let mut lines = self.out.lines();
+        let mut shown = self.lock_shown();
+        let was = shown
+            .get_mut(&message)
+            .ok_or_else(|| ChatError::Unavailable(format!("unknown message {message}")))?;
+        // A held tail printed meanwhile (something else came first) counts as printed.
+        if was.held > 0 && lines.take_tail(message).is_none() {
+            was.printed += was.held;
+        }
+        let before = &was.content[..was.printed];
+        let (shown_from, label) = match edit.content.strip_prefix(before) {
+            Some(_) => (was.printed, " …"),
+            None => (0, " (edited): "),
         };
-        self.out.emit(
+        let (now, tail) = open_tail(&edit.content[shown_from..], self.out.is_json());
+        let text = if now.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "[#{name}] {}{label}{}",
+                self.me.name,
+                readable(now, &self.store)
+            )
+        };
+        lines.emit(
             &text,
             json!({
                 "event": "edit",
@@ -184,6 +292,14 @@ impl Transport for ConsoleTransport {
                 "content": edit.content,
             }),
         );
+        if !tail.is_empty() {
+            lines.hold_tail(message, format!("[#{name}] {} …{tail}", self.me.name));
+        }
+        *was = Shown {
+            content: edit.content.clone(),
+            printed: shown_from + now.len(),
+            held: tail.len(),
+        };
         Ok(())
     }
 
@@ -218,5 +334,149 @@ impl Transport for ConsoleTransport {
         self.store
             .recent_messages(channel, limit)
             .map_err(|e| ChatError::Transport(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::SystemClock;
+    use crate::ids::{GuildId, UserId};
+    use crate::store::messages::Source;
+
+    /// What the console printed, shared with the test.
+    #[derive(Clone, Default)]
+    struct Printed(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Printed {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Printed {
+        fn text(&self) -> String {
+            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+        }
+    }
+
+    /// A console transport in text mode whose store knows ada (user 905)
+    /// in #general (channel 20).
+    fn console() -> (ConsoleTransport, Arc<ConsoleOut>, Printed) {
+        let store = Store::open_in_memory().unwrap();
+        let now = chrono::Utc::now();
+        store.upsert_guild(GuildId(1), "console", now).unwrap();
+        store
+            .upsert_channel(ChannelId(20), Some(GuildId(1)), "general", now)
+            .unwrap();
+        store
+            .insert_message(&StoredMessage {
+                id: MessageId(30),
+                guild: Some(GuildId(1)),
+                channel: ChannelId(20),
+                author_id: UserId(905),
+                author_name: "ada".into(),
+                author_is_bot: false,
+                is_self: false,
+                content: "hi".into(),
+                attachments: Vec::new(),
+                reply_to: None,
+                source: Source::Text,
+                created_at: now,
+                edited_at: None,
+                deleted_at: None,
+            })
+            .unwrap();
+        let printed = Printed::default();
+        let out = ConsoleOut::writing_to(false, Box::new(printed.clone()));
+        let me = Author {
+            id: UserId(1),
+            name: "ambient".into(),
+            is_bot: true,
+        };
+        let transport = ConsoleTransport::new(out.clone(), store, Arc::new(SystemClock), me);
+        (transport, out, printed)
+    }
+
+    fn outgoing(content: &str) -> Outgoing {
+        Outgoing {
+            content: content.into(),
+            reply_to: None,
+            nonce: "n1".into(),
+            files: Vec::new(),
+            pings: Vec::new(),
+            ping_replied: false,
+        }
+    }
+
+    fn edit(content: &str) -> Edit {
+        Edit {
+            content: content.into(),
+            pings: Vec::new(),
+            ping_replied: false,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_mention_cut_between_two_chunks_reads_as_a_name() {
+        let (transport, _, printed) = console();
+        let id = transport
+            .send(ChannelId(20), &outgoing("Good question, <@9"))
+            .await
+            .unwrap();
+        transport
+            .edit(ChannelId(20), id, &edit("Good question, <@905> — see <"))
+            .await
+            .unwrap();
+        transport
+            .edit(
+                ChannelId(20),
+                id,
+                &edit("Good question, <@905> — see <#20> for it."),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            printed.text(),
+            format!(
+                "[#general] ambient: Good question,   (id {id})\n\
+                 [#general] ambient …@ada — see \n\
+                 [#general] ambient …#general for it.\n"
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn a_held_start_of_a_mention_is_printed_before_anything_else() {
+        let (transport, out, printed) = console();
+        let id = transport
+            .send(ChannelId(20), &outgoing("I would write x <"))
+            .await
+            .unwrap();
+        out.notice("you are now bob");
+        out.flush();
+        assert_eq!(
+            printed.text(),
+            format!(
+                "[#general] ambient: I would write x   (id {id})\n\
+                 [#general] ambient …<\n\
+                 · you are now bob\n"
+            )
+        );
+        // Text that only looks like the start of a mention is not held.
+        let (transport, out, printed) = console();
+        let id = transport
+            .send(ChannelId(20), &outgoing("love it <3"))
+            .await
+            .unwrap();
+        out.flush();
+        assert_eq!(
+            printed.text(),
+            format!("[#general] ambient: love it <3  (id {id})\n")
+        );
     }
 }

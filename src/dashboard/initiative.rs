@@ -37,7 +37,9 @@ struct GuildView {
     id: String,
     name: String,
     next_look: String,
-    posts: u32,
+    /// None when the journal could not be read: then `posts_unread` says why.
+    posts: Option<u32>,
+    posts_unread: Option<String>,
     cap: u32,
     posted: Vec<Line>,
     held: Option<Held>,
@@ -116,8 +118,11 @@ fn guild_view(site: &Site, guild: GuildId, name: String) -> GuildView {
         .ok()
         .flatten()
         .filter(|p| !p.is_expired(now));
-    // Unreadable, the count shows as 0 and the next look names the failed read.
-    let posts = crate::initiative::posts_last_24h(&site.store, guild, now).unwrap_or(0);
+    // Unreadable, the count is not a number: 0 would say the bot has its whole day's posts left.
+    let (posts, posts_unread) = match crate::initiative::posts_last_24h(&site.store, guild, now) {
+        Ok(n) => (Some(n), None),
+        Err(e) => (None, Some(format!("store read failed: {e}"))),
+    };
     let day = |kinds| {
         site.store
             .journal_query(&Filter {
@@ -140,6 +145,7 @@ fn guild_view(site: &Site, guild: GuildId, name: String) -> GuildView {
         id: guild.to_string(),
         next_look: status::next_look(&site.sources(), &settings, guild, pending.as_ref()),
         posts,
+        posts_unread,
         cap: settings.initiative.text.max_posts_per_day,
         posted: lines(day(vec![Kind::InitiativePost])),
         refusals: lines(day(vec![Kind::Gate])),

@@ -391,8 +391,11 @@ pub async fn forget(
         let Some(id) = form.get("id") else {
             return d.bad_input(&who, "id: which memory to forget (its whole id) is missing");
         };
-        if d.site.store.fact(id).ok().flatten().is_none() {
-            return not_found(d, &who, id);
+        match d.site.store.fact(id) {
+            Ok(Some(_)) => {}
+            Ok(None) => return not_found(d, &who, id),
+            // Not a 404: the fact may well be there, and nothing was changed.
+            Err(e) => return d.store_failed(&who, "read the memory", e),
         }
         let frame = d.frame("memory", "Forgotten", &who);
         match d.site.memory.forget_by_operator(id, VIA) {
@@ -513,6 +516,9 @@ pub async fn forget_me(
                     },
                 },
             ),
+            // The store's own words: memory's wrapping speaks to the person
+            // ("I could not forget you") and says "nothing was changed" again.
+            Err(MemoryError::ForgetPerson(e)) => d.store_failed(&who, "run forget-me", e),
             Err(e) => d.store_failed(&who, "run forget-me", e),
         }
     })

@@ -22,6 +22,7 @@ pub(crate) mod access;
 mod chart;
 mod initiative;
 mod memory;
+pub(crate) mod open_files;
 mod params;
 mod problem;
 mod serve;
@@ -54,7 +55,7 @@ use tokio::task::JoinHandle;
 use crate::app::App;
 pub use access::{Access, Who};
 use params::Params;
-pub use serve::{BODY_WITHIN, HEAD_WITHIN};
+pub use serve::{BODY_WITHIN, HEAD_WITHIN, MAX_HEAD_BYTES};
 pub use site::Site;
 use view::{Frame, Views};
 
@@ -192,9 +193,10 @@ pub fn router(dash: Arc<Dash>) -> Router {
         .route("/assets/style.css", get(style))
         .route("/assets/icon.svg", get(icon))
         .fallback(not_found)
-        .layer(middleware::from_fn_with_state(dash.clone(), guard))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        // Inside the guard: a request refused is answered at once, its body unread.
         .layer(middleware::from_fn(serve::read_body_within))
+        .layer(middleware::from_fn_with_state(dash.clone(), guard))
         .layer(middleware::map_response(security_headers))
         .with_state(dash)
 }
@@ -317,7 +319,9 @@ pub async fn start_for(app: &Arc<App>) -> anyhow::Result<Option<Served>> {
 }
 
 /// Lets in whom `access` lets in; the sign-in page and the stylesheet are
-/// open (they show nothing), everything else needs a [`Who`].
+/// open (they show nothing), everything else needs a [`Who`]. A refusal
+/// comes before the request's body is read, and closes the connection: the
+/// body is not waited for, and the next request on it would be refused too.
 async fn guard(State(d): State<Arc<Dash>>, mut req: Request, next: Next) -> Response {
     if let Err(why) = d.access.host_allowed(req.headers()) {
         let peer = req
@@ -325,7 +329,7 @@ async fn guard(State(d): State<Arc<Dash>>, mut req: Request, next: Next) -> Resp
             .get::<ConnectInfo<SocketAddr>>()
             .map(|c| c.0.to_string());
         tracing::warn!(peer, "dashboard: refused a request for another host");
-        return (StatusCode::FORBIDDEN, why.to_string()).into_response();
+        return serve::closes((StatusCode::FORBIDDEN, why.to_string()).into_response());
     }
     let path = req.uri().path();
     if path == "/login" || path.starts_with("/assets/") {
@@ -342,7 +346,7 @@ async fn guard(State(d): State<Arc<Dash>>, mut req: Request, next: Next) -> Resp
                 WWW_AUTHENTICATE,
                 HeaderValue::from_static("Bearer realm=\"ambient dashboard\""),
             );
-            page
+            serve::closes(page)
         }
     }
 }

@@ -9,22 +9,31 @@
 //! not connect). Here each connection is hyper's HTTP/1, and:
 //!
 //! - its request head must arrive within [`HEAD_WITHIN`] (hyper's header
-//!   read timeout, which also ends a kept-alive connection idle that long);
+//!   read timeout, which also ends a kept-alive connection idle that long),
+//!   and be at most [`MAX_HEAD_BYTES`] (431 past that), so a connection
+//!   buffers kilobytes, not hyper's default 400 KiB;
 //! - a request's body within [`BODY_WITHIN`] of its head, or the answer is
-//!   408 and the connection closes ([`read_body_within`]);
+//!   408 and the connection closes ([`read_body_within`]) — read only once
+//!   the request is let in: a refusal answers at once, `Connection: close`;
 //! - at most a quarter of the process's open-file limit are open at once
 //!   ([`cap`]); one past it is closed as soon as it is accepted. The bot's
 //!   own sockets (the gateway, Discord's REST, the models, the store) keep
-//!   the other three quarters, whatever the dashboard is sent.
+//!   the other three quarters, whatever the dashboard is sent;
+//! - at most a quarter of those come from one client (one IPv4 address, one
+//!   IPv6 /64: [`Clients`]), so a client that keeps its connections busy
+//!   (a request every few seconds, under the idle timeout) cannot keep
+//!   every slot: others still get in.
 
-use std::net::SocketAddr;
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, Request};
-use axum::http::StatusCode;
 use axum::http::header::CONNECTION;
+use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt as _;
@@ -43,6 +52,10 @@ use super::MAX_BODY_BYTES;
 pub const HEAD_WITHIN: Duration = Duration::from_secs(10);
 /// How long a request's body may take to arrive once its head has.
 pub const BODY_WITHIN: Duration = Duration::from_secs(10);
+/// The largest request head (its line and headers) read; a browser sends
+/// one or two kilobytes. hyper's read buffer stops there (it takes no less
+/// than 8 KiB).
+pub const MAX_HEAD_BYTES: usize = 16 * 1024;
 /// The most connections kept open, however high the open-file limit.
 const MOST_CONNECTIONS: usize = 256;
 /// The fewest, however low the limit: the operator's browser opens a few.
@@ -75,7 +88,9 @@ pub(super) async fn serve(
 ) {
     let (closing, _) = watch::channel(false);
     let mut open = JoinSet::new();
+    let clients = Clients::default();
     let mut full = Full::default();
+    let mut crowded = Full::default();
     tokio::pin!(stop);
     loop {
         let (stream, peer) = tokio::select! {
@@ -85,11 +100,34 @@ pub(super) async fn serve(
         while open.try_join_next().is_some() {}
         let cap = cap();
         if open.len() >= cap {
-            full.closed(cap);
+            full.closed(|n| {
+                format!(
+                    "dashboard: {cap} connections open, the most it keeps (a quarter of the \
+                     open-file limit); closed {n} more as they came"
+                )
+            });
             drop(stream);
             continue;
         }
-        open.spawn(connection(stream, peer, app.clone(), closing.subscribe()));
+        let most = per_client(cap);
+        let Some(slot) = clients.take(peer.ip(), most) else {
+            crowded.closed(|n| {
+                format!(
+                    "dashboard: one client ({}) has {most} connections open, the most one client \
+                     may keep; closed {n} more of its as they came",
+                    client_of(peer.ip())
+                )
+            });
+            drop(stream);
+            continue;
+        };
+        open.spawn(connection(
+            stream,
+            peer,
+            app.clone(),
+            closing.subscribe(),
+            slot,
+        ));
     }
     // Harmless: with no connection open there is nobody to tell.
     let _ = closing.send(true);
@@ -118,12 +156,14 @@ async fn accept(listener: &TcpListener) -> (TcpStream, SocketAddr) {
     }
 }
 
-/// One connection, served until it ends or the dashboard stops.
+/// One connection, served until it ends or the dashboard stops; its client's
+/// slot is given back when it ends.
 async fn connection(
     stream: TcpStream,
     peer: SocketAddr,
     app: Router,
     mut closing: watch::Receiver<bool>,
+    _slot: Slot,
 ) {
     let app = TowerToHyperService::new(app);
     let service = service_fn(move |mut req: hyper::Request<Incoming>| {
@@ -133,7 +173,8 @@ async fn connection(
     });
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
-        .header_read_timeout(HEAD_WITHIN);
+        .header_read_timeout(HEAD_WITHIN)
+        .max_buf_size(MAX_HEAD_BYTES);
     let conn = http.serve_connection(TokioIo::new(stream), service);
     tokio::pin!(conn);
     let stopping = async {
@@ -157,30 +198,79 @@ async fn connection(
 /// process's open-file limit as it is now, between [`FEWEST_CONNECTIONS`]
 /// and [`MOST_CONNECTIONS`].
 fn cap() -> usize {
-    open_files_limit().map_or(MOST_CONNECTIONS, |n| {
+    super::open_files::limit().map_or(MOST_CONNECTIONS, |n| {
         (n / 4).clamp(FEWEST_CONNECTIONS, MOST_CONNECTIONS)
     })
 }
 
-/// The process's open-file limit (its soft limit); None when unlimited or unknown.
-#[cfg(unix)]
-fn open_files_limit() -> Option<usize> {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit only writes `limit`, which lives through the call.
-    let read = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
-    (read && limit.rlim_cur != libc::RLIM_INFINITY)
-        .then(|| usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX))
+/// The most connections one client may keep open: a quarter of `cap`, but
+/// never fewer than a browser opens (or all of `cap`, if that is fewer).
+fn per_client(cap: usize) -> usize {
+    (cap / 4).max(FEWEST_CONNECTIONS).min(cap)
 }
 
-#[cfg(not(unix))]
-fn open_files_limit() -> Option<usize> {
-    None
+/// Who a connection is from, as the per-client cap counts: an IPv4 address
+/// (an IPv4-mapped IPv6 one too), or the /64 of an IPv6 address — one
+/// host is given a whole /64 and may pick any address in it.
+fn client_of(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(v4) => IpAddr::V4(v4),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let mut segments = v6.segments();
+                segments[4..].fill(0);
+                IpAddr::V6(Ipv6Addr::from(segments))
+            }
+        },
+    }
 }
 
-/// Connections closed at the cap, said in the log once a minute at most
+/// The connections open per client.
+#[derive(Clone, Default)]
+struct Clients(Arc<Mutex<HashMap<IpAddr, usize>>>);
+
+impl Clients {
+    /// A slot for one more connection from `ip`, if its client has fewer than `most` open.
+    fn take(&self, ip: IpAddr, most: usize) -> Option<Slot> {
+        let client = client_of(ip);
+        let mut open = self.lock();
+        let n = open.entry(client).or_insert(0);
+        if *n >= most {
+            return None;
+        }
+        *n += 1;
+        Some(Slot {
+            clients: self.clone(),
+            client,
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, usize>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// One open connection of a client, given back when dropped (the
+/// connection's task ended, however it ended).
+struct Slot {
+    clients: Clients,
+    client: IpAddr,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut open = self.clients.lock();
+        if let Some(n) = open.get_mut(&self.client) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.client);
+            }
+        }
+    }
+}
+
+/// Connections closed at a cap, said in the log once a minute at most
 /// (a flood would otherwise log a line per connection).
 #[derive(Default)]
 struct Full {
@@ -189,16 +279,13 @@ struct Full {
 }
 
 impl Full {
-    fn closed(&mut self, cap: usize) {
+    /// One more closed; `say` words the log line from how many were since the last.
+    fn closed(&mut self, say: impl FnOnce(u64) -> String) {
         self.closed += 1;
         if self.said.is_some_and(|at| at.elapsed() < SAY_FULL_EVERY) {
             return;
         }
-        tracing::warn!(
-            "dashboard: {cap} connections open, the most it keeps (a quarter of the open-file \
-             limit); closed {} more as they came",
-            self.closed
-        );
+        tracing::warn!("{}", say(self.closed));
         self.closed = 0;
         self.said = Some(Instant::now());
     }
@@ -251,5 +338,48 @@ async fn collect(body: Body) -> Result<Bytes, Box<Response>> {
 /// A plain-text answer after which the connection closes (what is left of
 /// the request is not read).
 fn closing(status: StatusCode, text: String) -> Response {
-    (status, [(CONNECTION, "close")], text).into_response()
+    closes((status, text).into_response())
+}
+
+/// `res`, after which the connection closes: a refusal answered before the
+/// request's body was read, which is then not waited for.
+pub(super) fn closes(mut res: Response) -> Response {
+    res.headers_mut()
+        .insert(CONNECTION, HeaderValue::from_static("close"));
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_client_is_an_ipv4_address_or_an_ipv6_64() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert_eq!(client_of(ip("192.0.2.7")), ip("192.0.2.7"));
+        assert_eq!(client_of(ip("::ffff:192.0.2.7")), ip("192.0.2.7"));
+        assert_eq!(
+            client_of(ip("2001:db8:1:2:aaaa:bbbb:cccc:dddd")),
+            client_of(ip("2001:db8:1:2::1"))
+        );
+        assert_ne!(
+            client_of(ip("2001:db8:1:2::1")),
+            client_of(ip("2001:db8:1:3::1"))
+        );
+    }
+
+    #[test]
+    fn a_client_gets_its_slots_back_when_its_connections_end() {
+        let clients = Clients::default();
+        let ip: IpAddr = "192.0.2.7".parse().unwrap();
+        let slots: Vec<Slot> = (0..3).filter_map(|_| clients.take(ip, 3)).collect();
+        assert_eq!(slots.len(), 3);
+        assert!(clients.take(ip, 3).is_none(), "a fourth is refused");
+        assert!(clients.take("192.0.2.8".parse().unwrap(), 3).is_some());
+        drop(slots);
+        assert!(clients.take(ip, 3).is_some());
+        assert_eq!(per_client(256), 64);
+        assert_eq!(per_client(32), 8);
+        assert_eq!(per_client(8), 8);
+    }
 }

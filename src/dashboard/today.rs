@@ -22,7 +22,8 @@ use crate::ids::{ChannelId, GuildId, MessageId};
 use crate::journal::{Entry, Filter, Kind};
 
 /// What the timeline shows without a kind chosen: what the bot did —
-/// impulses too, for a reminder or a routine's post is said on its own.
+/// impulses too, for a reminder or a routine's post is said on its own
+/// (those that said something: see [`did_something`]).
 const ACTS: &[Kind] = &[
     Kind::Reply,
     Kind::Reflex,
@@ -53,8 +54,9 @@ struct View {
     entries: Vec<EntryView>,
     total: usize,
     shown: usize,
-    /// The window holds more than [`MAX_READ`] entries.
+    /// The window holds more than [`MAX_READ`] entries (of the kinds asked for).
     capped: bool,
+    read_most: usize,
 }
 
 #[derive(Serialize)]
@@ -114,7 +116,7 @@ fn view(site: &Site, p: &Params) -> Result<View, Problem> {
         "all" => Vec::new(),
         k => Kind::parse_list(k).map_err(|e| Problem::JournalKind(e.to_string()))?,
     };
-    let entries = site
+    let mut entries = site
         .store
         .journal_query(&Filter {
             since: Some(since),
@@ -125,6 +127,10 @@ fn view(site: &Site, p: &Params) -> Result<View, Problem> {
             ..Default::default()
         })
         .map_err(Problem::Journal)?;
+    let capped = entries.len() == MAX_READ;
+    if kind.is_empty() {
+        entries.retain(did_something);
+    }
     let counts = counts(&entries);
     let total = entries.len();
     let mut places = Places::new(site);
@@ -143,7 +149,8 @@ fn view(site: &Site, p: &Params) -> Result<View, Problem> {
         counts,
         shown: shown.len(),
         entries: shown,
-        capped: total == MAX_READ,
+        capped,
+        read_most: MAX_READ,
         total,
     })
 }
@@ -166,8 +173,20 @@ fn window_start(spec: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, Problem
     Ok(since)
 }
 
+/// Whether an entry is something the bot did, for the default timeline:
+/// an impulse only when it said something (`data.sent`) — a reminder or a
+/// routine's post, not a task added, an idea noted or a routine scheduled.
+fn did_something(e: &Entry) -> bool {
+    e.kind != Kind::Impulse || e.data["sent"].as_array().is_some_and(|s| !s.is_empty())
+}
+
 fn counts(entries: &[Entry]) -> Vec<Count> {
-    let n = |k: Kind| entries.iter().filter(|e| e.kind == k).count();
+    let n = |k: Kind| {
+        entries
+            .iter()
+            .filter(|e| e.kind == k && did_something(e))
+            .count()
+    };
     vec![
         Count {
             label: "replies",
@@ -270,33 +289,36 @@ fn entry_view(site: &Site, e: &Entry, now: DateTime<Utc>, places: &mut Places<'_
 }
 
 /// What the bot said for an entry, as the channel reads it (mentions as
-/// names): an ambient post's text as the journal kept it, else the
-/// messages a reply, reminder or routine became (`data.sent`), from the
-/// store — or, for a post re-sent after a restart, the one it names. None
-/// where nothing was said, or its text is no longer kept.
+/// names): the messages a reply, reminder, routine or ambient post became
+/// (`data.sent`), from the store — as they were sent, `@everyone` broken,
+/// split, a GIF's link added — or, for a post re-sent after a restart or a
+/// reflex's post into a channel, the message the entry names. An ambient
+/// post whose messages are no longer kept shows its text as the journal
+/// kept it. None where nothing was said.
 pub fn said(site: &Site, e: &Entry) -> Option<String> {
-    if let Some(text) = e.data["text"]
-        .as_str()
-        .filter(|_| e.kind == Kind::InitiativePost)
-    {
-        return Some(readable(text, &site.store));
-    }
     let mut ids: Vec<MessageId> = e.data["sent"]
         .as_array()
         .into_iter()
         .flatten()
         .filter_map(|v| v.as_str()?.parse().ok().map(MessageId))
         .collect();
-    if ids.is_empty() && e.kind == Kind::InitiativePost {
+    if ids.is_empty() && matches!(e.kind, Kind::InitiativePost | Kind::Reflex) {
         ids.extend(e.message);
     }
+    // Only the bot's own words: a reflex's entry may name the message it answered.
     let parts: Vec<String> = ids
         .into_iter()
         .filter_map(|id| site.store.message(id).ok().flatten())
         .filter(|m| m.is_self && !m.content.is_empty())
         .map(|m| m.content)
         .collect();
-    (!parts.is_empty()).then(|| readable(&parts.join("\n"), &site.store))
+    if !parts.is_empty() {
+        return Some(readable(&parts.join("\n"), &site.store));
+    }
+    let drafted = e.data["text"]
+        .as_str()
+        .filter(|_| e.kind == Kind::InitiativePost)?;
+    Some(readable(drafted, &site.store))
 }
 
 /// The Discord link of the message an entry is about, when it has one that

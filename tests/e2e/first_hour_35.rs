@@ -16,6 +16,7 @@ use ambient::store::messages::Source;
 use serde_json::json;
 
 use crate::conversation::{model_env, with_env};
+use crate::support::feed_server::FeedServer;
 use crate::support::home::{Home, events_of, notices};
 use crate::support::model_server::{ModelServer, Scripted};
 use crate::support::readme::example as readme_example;
@@ -31,9 +32,27 @@ fn home() -> Home {
 #[test]
 fn a_verb_whose_reader_has_gone_ends_quietly() {
     let home = home();
+    let feeds = FeedServer::start_at(chrono::Utc::now());
+    home.edit_settings(json!({"network": {"allowPrivateHosts": true}}));
     let (_, out) = home.console("hello\n@ambient hello\n");
     assert!(out.status.success());
+    std::fs::write(
+        home.path().join("export.jsonl"),
+        "{\"ts\": \"2026-05-04T18:05:00Z\", \"channel\": \"general\", \"author\": \"maya\", \"content\": \"morning all\"}\n",
+    )
+    .unwrap();
+    let export = home.run(&["guild", "export", "console"]);
+    assert!(export.status.success());
+    let other = Home::new(json!({}));
+    let guild_file = other.path().join("console.json");
+    std::fs::write(&guild_file, &export.stdout).unwrap();
+    let feed = format!("{}/blog/rss.xml", feeds.url);
     let verbs: &[&[&str]] = &[
+        &["replay", "export.jsonl"],
+        &["replay", "export.jsonl", "--format", "json"],
+        &["memories", "search", "hello"],
+        &["remember", "the meetup is on Thursdays"],
+        &["discovery", "fetch", &feed],
         &["journal", "--since", "1h"],
         &["journal", "--json"],
         &["status"],
@@ -51,7 +70,12 @@ fn a_verb_whose_reader_has_gone_ends_quietly() {
         &["shards", "plan", "--total", "2"],
         &["guild", "export", "console"],
     ];
-    for verb in verbs {
+    let guild_import = ["guild", "import", guild_file.to_str().unwrap()];
+    let runs = verbs
+        .iter()
+        .map(|v| (&home, *v))
+        .chain([(&other, &guild_import[..])]);
+    for (home, verb) in runs {
         let (reader, writer) = std::io::pipe().unwrap();
         drop(reader);
         let out = home
@@ -78,7 +102,7 @@ fn a_verb_whose_reader_has_gone_ends_quietly() {
 
 /// `ambient memories delete` asks first; with nobody able to read the
 /// question (its output already closed) the answer is no: nothing is
-/// deleted, and it says so with exit 1, as when the answer is no.
+/// deleted, and it says so on stderr with exit 1, as when the answer is no.
 #[test]
 fn a_delete_whose_question_cannot_be_read_deletes_nothing() {
     let home = home();
@@ -102,11 +126,11 @@ fn a_delete_whose_question_cannot_be_read_deletes_nothing() {
         .stderr(Stdio::piped())
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("nothing deleted: the question could not be shown"),
+        "a failure says why: {stderr:?}"
     );
     let after = home.run(&["memories", "search", "meetup"]);
     assert!(
@@ -177,14 +201,14 @@ fn a_long_line_of_accented_text_is_cut_between_characters_and_kept() {
 
 /// `ambient console` in text mode, kept running so a test can answer what
 /// it printed, as a person at the terminal does.
-struct TextConsole {
-    child: std::process::Child,
+pub(crate) struct TextConsole {
+    pub(crate) child: std::process::Child,
     stdin: std::process::ChildStdin,
     lines: std::sync::mpsc::Receiver<String>,
 }
 
 impl TextConsole {
-    fn start(home: &Home, env: &[(&str, &str)]) -> Self {
+    pub(crate) fn start(home: &Home, env: &[(&str, &str)]) -> Self {
         let mut cmd = home.command(&["console", "--user", "ada"]);
         for (k, v) in env {
             cmd.env(k, v);
@@ -213,7 +237,7 @@ impl TextConsole {
         }
     }
 
-    fn send(&mut self, line: &str) {
+    pub(crate) fn send(&mut self, line: &str) {
         use std::io::Write;
         writeln!(self.stdin, "{line}").unwrap();
         self.stdin.flush().unwrap();
@@ -221,7 +245,7 @@ impl TextConsole {
 
     /// The lines printed up to and including the first that `done` accepts
     /// (waiting at most a minute for it).
-    fn until(&self, done: impl Fn(&str) -> bool) -> Vec<String> {
+    pub(crate) fn until(&self, done: impl Fn(&str) -> bool) -> Vec<String> {
         let mut seen = Vec::new();
         loop {
             match self.lines.recv_timeout(std::time::Duration::from_secs(60)) {
@@ -239,7 +263,7 @@ impl TextConsole {
 
     /// What `command` printed: everything until the console has also
     /// answered a command after it, which marks the end.
-    fn ask(&mut self, command: &str) -> Vec<String> {
+    pub(crate) fn ask(&mut self, command: &str) -> Vec<String> {
         self.send(command);
         self.send("/as ada");
         let mut said = self.until(|l| l == "· you are now ada");
@@ -248,7 +272,7 @@ impl TextConsole {
     }
 
     /// Ends input and returns the rest of what was printed.
-    fn finish(self) -> String {
+    pub(crate) fn finish(self) -> String {
         drop(self.stdin);
         let status = self.child.wait_with_output().unwrap().status;
         assert!(status.success(), "{status}");
@@ -257,7 +281,7 @@ impl TextConsole {
 }
 
 /// The id in `line` after `marker` (`stored as message 123`, `(id 123)`).
-fn id_after(line: &str, marker: &str) -> String {
+pub(crate) fn id_after(line: &str, marker: &str) -> String {
     let at = line
         .find(marker)
         .unwrap_or_else(|| panic!("no {marker:?} in {line:?}"));

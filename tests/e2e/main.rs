@@ -21,6 +21,7 @@ mod executive;
 mod fail_closed;
 mod first_hour;
 mod first_hour_35;
+mod first_hour_35b;
 mod footprint;
 mod forget;
 mod garden;
