@@ -256,6 +256,51 @@ fn a_field_of_hundreds_of_megabytes_is_cut_while_streaming_in_bounded_memory() {
     );
 }
 
+/// A server given as a list of millions of small numbers: each number was
+/// counted as an item of its own, so the list passed the bounds, and it was
+/// read whole into memory (some 30 bytes per 2 bytes of file). Now only the
+/// messages are counted one by one: the list is one value, refused past
+/// 1 MiB before it is held, and a server is read for its id and name alone.
+#[test]
+fn a_server_given_as_a_huge_list_is_refused_in_bounded_memory() {
+    let home = home();
+    let path = home.path().join("listed.json");
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    write!(out, r#"{{"guild": ["#).unwrap();
+    repeat(&mut out, "0,", 16 * MB);
+    write!(
+        out,
+        r#"0], "channel": {{"id": "2", "name": "general"}}, "messages": [{{"id": "10",
+            "type": "Default", "timestamp": "2024-05-01T18:30:00+00:00", "content": "hi",
+            "author": {{"id": "5", "name": "dana", "isBot": false}}}}]}}"#
+    )
+    .unwrap();
+    out.flush().unwrap();
+    drop(out);
+
+    let mut cmd = home.command(&["replay", "listed.json"]);
+    let stderr = std::fs::File::create(home.path().join("stderr")).unwrap();
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(stderr));
+    let (ok, peak_kib) = peak_memory_kib(cmd);
+    let stderr = std::fs::read_to_string(home.path().join("stderr")).unwrap();
+    // Held whole, the list's eight million numbers take a few hundred megabytes.
+    assert!(
+        peak_kib < 160 * 1024,
+        "the replay peaked at {} MB",
+        peak_kib / 1024
+    );
+    assert!(!ok, "the export was replayed");
+    assert!(
+        stderr.contains(
+            "listed.json: before its messages, a value longer than 1048576 bytes even with \
+             its long texts cut: not what DiscordChatExporter writes"
+        ),
+        "{stderr}"
+    );
+}
+
 /// `ambient ARGS` in `home`, stopped if it has not ended within two minutes:
 /// a replay asked to live through thousands of years would never end.
 fn run_within(home: &Home, args: &[&str]) -> (String, String, bool) {
