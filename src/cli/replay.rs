@@ -82,6 +82,9 @@ pub async fn run(settings: Option<&Path>, args: ReplayArgs) -> anyhow::Result<Ex
     } else {
         args.eagerness.iter().copied().map(Some).collect()
     };
+    // The wall clock, read here at the edge: the replay runs on the export's
+    // time, and only refuses messages later than a day from now.
+    let limits = ExportLimits::at(chrono::Utc::now());
     let mut tasks = Vec::new();
     let mut asked = matches!(models, Models::Offline { .. });
     for eagerness in &runs {
@@ -97,7 +100,7 @@ pub async fn run(settings: Option<&Path>, args: ReplayArgs) -> anyhow::Result<Ex
             models: models.clone(),
             eagerness: *eagerness,
             bot: args.bot_id,
-            limits: ExportLimits::default(),
+            limits: limits.clone(),
         };
         if !asked {
             asked = true;

@@ -86,15 +86,17 @@ pub struct ExportLimits {
     pub latest: DateTime<Utc>,
 }
 
-impl Default for ExportLimits {
-    /// The latest time is a day from now (the clocks of the machine that
-    /// exported and this one may differ a little).
-    fn default() -> Self {
+impl ExportLimits {
+    /// The limits for a read at `now` (time is an input: the command line
+    /// passes the wall clock's): a message may be up to a day later than
+    /// `now`, as the clocks of the machine that exported and this one may
+    /// differ a little.
+    pub fn at(now: DateTime<Utc>) -> Self {
         Self {
             max_file_bytes: 2 * 1024 * 1024 * 1024,
             max_content_bytes: 16 * 1024,
             max_message_bytes: 1024 * 1024,
-            latest: Utc::now() + chrono::Duration::days(1),
+            latest: now + chrono::Duration::days(1),
         }
     }
 }
@@ -989,8 +991,14 @@ mod tests {
             .join(name)
     }
 
+    /// The limits of a read on 2026-06-01, after every message of the samples and the tests.
+    fn limits() -> ExportLimits {
+        let now = DateTime::parse_from_rfc3339("2026-06-01T00:00:00Z").unwrap();
+        ExportLimits::at(now.to_utc())
+    }
+
     fn read_all(paths: &[PathBuf]) -> (Vec<ExportedMessage>, Result<(), ExportError>, Exports) {
-        let mut exports = read_exports(paths, &ExportLimits::default()).unwrap();
+        let mut exports = read_exports(paths, &limits()).unwrap();
         let mut messages = Vec::new();
         let mut result = Ok(());
         for m in exports.by_ref() {
@@ -1161,7 +1169,7 @@ mod tests {
                 .unwrap()
                 .success()
         );
-        let Err(e) = read_exports(&[fifo], &ExportLimits::default()) else {
+        let Err(e) = read_exports(&[fifo], &limits()) else {
             panic!("a FIFO was opened");
         };
         assert!(
@@ -1178,7 +1186,7 @@ mod tests {
         );
         let limits = ExportLimits {
             max_file_bytes: 100,
-            ..ExportLimits::default()
+            ..limits()
         };
         let Err(e) = read_exports(&[big], &limits) else {
             panic!("an oversized file was opened");
@@ -1318,7 +1326,7 @@ mod tests {
             .replace(r#""mentions": []"#, &format!(r#""mentions": {many}"#));
         let limits = ExportLimits {
             max_message_bytes: 16 * 1024,
-            ..ExportLimits::default()
+            ..limits()
         };
         let path = dce_file(
             dir.path(),
@@ -1347,10 +1355,7 @@ mod tests {
         let latest = DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
             .unwrap()
             .to_utc();
-        let limits = ExportLimits {
-            latest,
-            ..ExportLimits::default()
-        };
+        let limits = ExportLimits { latest, ..limits() };
         for (ts, ok) in [
             ("2014-12-31T23:59:59Z", false),
             ("2015-01-01T00:00:00Z", true),
