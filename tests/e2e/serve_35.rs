@@ -109,7 +109,10 @@ fn a_fifo_swapped_in_for_the_settings_file_is_refused_and_reloads_go_on() {
 }
 
 /// Sends SIGTERM and waits (up to a generous 10 s) for the process to end;
-/// prints how long it took (the issue asks for 2 s: measured, not asserted).
+/// prints how long it took. The 2 s the issue asks for is not asserted here,
+/// where the machine's load decides: the stop sequence's deadlines (1.5 s in
+/// all, the gateway's close within 1 s beside the loops') are tested on
+/// tokio's paused clock, in `discord::tests`.
 fn terminate(bot: &mut Bot, state: &str) {
     bot.signal("TERM");
     let asked = Instant::now();
@@ -176,10 +179,11 @@ fn sigterm_ends_a_bot_whose_gateway_is_down() {
 }
 
 /// Connected, then the gateway went down: the shard waits at the gate
-/// between two attempts. It has no connection to close, and waiting for it
-/// must not spend the time the loops have to stop: none is cut short.
+/// between two attempts, with no connection to close. That waiting for it
+/// does not spend the loops' time (none is cut short) depends on how busy
+/// the machine is, here: `discord::tests` shows it on tokio's paused clock.
 #[test]
-fn sigterm_ends_a_bot_backing_off_and_its_loops_stop_whole() {
+fn sigterm_ends_a_bot_backing_off() {
     let mut bot = Bot::start(json!({}));
     let before = bot.discord.with(|w| w.gateway_attempts);
     bot.discord.gateway_down();
@@ -190,9 +194,7 @@ fn sigterm_ends_a_bot_backing_off_and_its_loops_stop_whole() {
         bot.log()
     );
     terminate(&mut bot, "backing off");
-    let stopped = wait_entry(&bot, Kind::System, 1, |e| e.summary == "stopped");
-    let reason = stopped.expect("no 'stopped' in the journal").reason;
-    assert!(reason.is_empty(), "loops were cut short: {reason}");
+    assert_stopped(&bot);
 }
 
 /// Identified, with an answer in flight whose model never answers: the
