@@ -10,31 +10,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use ambient::dashboard;
-use ambient::journal::{Entry, Filter, Kind};
+use ambient::journal::Kind;
 use serde_json::json;
 
 use crate::support::bot::Bot;
 use crate::support::fake_discord::{ALICE, BOT, FakeDiscord, GENERAL};
 use crate::support::model_server::Scripted;
-
-/// Polls the bot's journal (for up to `secs`) until an entry of `kind` satisfies `found`.
-fn wait_entry(bot: &Bot, kind: Kind, secs: u64, found: impl Fn(&Entry) -> bool) -> Option<Entry> {
-    let store = bot.store();
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while Instant::now() < deadline {
-        let entries = store
-            .journal_query(&Filter {
-                kinds: vec![kind],
-                ..Default::default()
-            })
-            .unwrap();
-        if let Some(e) = entries.into_iter().find(|e| found(e)) {
-            return Some(e);
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    None
-}
 
 /// Makes a FIFO at `path` (nobody ever opens it for writing).
 fn mkfifo(path: &std::path::Path) {
@@ -80,7 +61,7 @@ fn a_fifo_swapped_in_for_the_settings_file_is_refused_and_reloads_go_on() {
     let flips = flipper.join().unwrap();
     assert!(flips > 100, "only {flips} swaps");
 
-    let refused = wait_entry(&bot, Kind::Settings, 10, |e| {
+    let refused = bot.find_entry(Kind::Settings, Duration::from_secs(10), |e| {
         e.summary.contains("not applied") && e.reason.contains("a FIFO (named pipe)")
     });
     assert!(
@@ -91,7 +72,7 @@ fn a_fifo_swapped_in_for_the_settings_file_is_refused_and_reloads_go_on() {
     bot.home
         .edit_settings(json!({"initiative": {"text": {"eagerness": 42}}}));
     bot.signal("HUP");
-    let applied = wait_entry(&bot, Kind::Settings, 30, |e| {
+    let applied = bot.find_entry(Kind::Settings, Duration::from_secs(30), |e| {
         e.summary.starts_with("settings reloaded") && e.reason.contains("eagerness")
     });
     assert!(
@@ -127,7 +108,9 @@ fn terminate(bot: &mut Bot, state: &str) {
 
 /// The journal's last word on a bot that ran: "stopped".
 fn assert_stopped(bot: &Bot) {
-    let stopped = wait_entry(bot, Kind::System, 1, |e| e.summary == "stopped");
+    let stopped = bot.find_entry(Kind::System, Duration::from_secs(1), |e| {
+        e.summary == "stopped"
+    });
     assert!(stopped.is_some(), "no 'stopped' in the journal");
 }
 
