@@ -13,9 +13,11 @@ use ambient::journal::{Entry, Kind};
 use ambient::settings::{Secret, Secrets, Settings};
 use ambient::store::usage::UsageRecord;
 
+use crate::support::files::files_containing;
 use crate::support::home::Home;
-use crate::support::image_server::{ImageServer, Refusal, spellings};
+use crate::support::image_server::{ImageServer, Refusal};
 use crate::support::model_server::Scripted;
+use crate::support::spellings::spellings;
 use crate::support::world::{GENERAL, World, settings};
 
 /// An image or GIF key with the characters encodings treat differently.
@@ -68,22 +70,6 @@ impl Logs {
     fn text(&self) -> String {
         String::from_utf8_lossy(&self.text.lock().unwrap()).into_owned()
     }
-}
-
-/// The files under `dir` holding `needle` anywhere in their bytes.
-fn files_containing(dir: &Path, needle: &[u8]) -> Vec<String> {
-    let mut hits = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            hits.extend(files_containing(&path, needle));
-        } else if let Ok(bytes) = std::fs::read(&path)
-            && bytes.windows(needle.len()).any(|w| w == needle)
-        {
-            hits.push(path.display().to_string());
-        }
-    }
-    hits
 }
 
 /// The bytes of every file under `dir`.
