@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod alone;
 pub mod bot;
 pub mod exec;
 pub mod fake_discord;
