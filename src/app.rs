@@ -446,7 +446,6 @@ impl App {
 
     /// Starts only the attention dispatcher; tests drive the ticks themselves.
     pub fn start_spine(self: &Arc<Self>) -> Running {
-        let (shutdown, rx) = watch::channel(false);
         self.journal
             .record(Entry::new(Kind::System, "started").reason(format!(
                 "ambient {} with data in {}",
@@ -456,13 +455,9 @@ impl App {
         for notice in &self.notices {
             tracing::info!("{notice}");
         }
-        let tasks = vec![tokio::spawn(self.spine.clone().run(rx))];
-        Running {
-            shutdown,
-            tasks,
-            journal: self.journal.clone(),
-            lock: None,
-        }
+        let mut running = Running::new(self.journal.clone());
+        running.spawn(|rx| self.spine.clone().run(rx));
+        running
     }
 }
 
@@ -476,6 +471,16 @@ pub struct Running {
 }
 
 impl Running {
+    /// No loops yet: [`Running::spawn`] starts them; the journal hears of the stop.
+    pub fn new(journal: Journal) -> Self {
+        Self {
+            shutdown: watch::channel(false).0,
+            tasks: Vec::new(),
+            journal,
+            lock: None,
+        }
+    }
+
     /// Starts one more loop, stopped with the others (a front end's own, like
     /// the settings watcher).
     pub fn spawn<F>(&mut self, task: impl FnOnce(watch::Receiver<bool>) -> F)
@@ -488,26 +493,28 @@ impl Running {
 
     /// Signals every loop to stop and waits for work in flight to finish.
     pub async fn stop(self) {
-        // Harmless: it fails only when every loop has already stopped.
-        let _ = self.shutdown.send(true);
-        for task in self.tasks {
-            // Harmless: a task that panicked has already reported it; stopping goes on.
-            let _ = task.await;
-        }
-        self.journal.record(Entry::new(Kind::System, "stopped"));
+        self.stop_by(None).await;
     }
 
-    /// [`Running::stop`], waiting for work in flight only until `deadline`:
-    /// a loop still busy then (an answer waiting on its model, a garden
-    /// cycle) is cut short, and the journal says how many were. Cutting is
-    /// safe: words are recorded before they are sent, and a garden cycle cut
-    /// short is continued at the next start.
-    pub async fn stop_by(self, deadline: tokio::time::Instant) {
+    /// Signals every loop to stop and waits for work in flight to finish —
+    /// with a `deadline`, only until then: a loop still busy then (an answer
+    /// waiting on its model, a garden cycle) is cut short, and the journal
+    /// says how many were. Cutting is safe: words are recorded before they
+    /// are sent, and a garden cycle cut short is continued at the next start.
+    pub async fn stop_by(self, deadline: Option<tokio::time::Instant>) {
         // Harmless: it fails only when every loop has already stopped.
         let _ = self.shutdown.send(true);
         let mut cut = 0;
         for mut task in self.tasks {
-            if tokio::time::timeout_at(deadline, &mut task).await.is_err() {
+            let ended = match deadline {
+                Some(d) => tokio::time::timeout_at(d, &mut task).await.is_ok(),
+                None => {
+                    // Harmless: a task that panicked has already reported it; stopping goes on.
+                    let _ = (&mut task).await;
+                    true
+                }
+            };
+            if !ended {
                 task.abort();
                 cut += 1;
             }

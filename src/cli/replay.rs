@@ -11,7 +11,8 @@ use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 
 use crate::replay::export::ExportLimits;
-use crate::replay::run::{Models, Options, Outcome, Progress, refuse_a_bots_directory, replay};
+use crate::replay::keep::refuse_unless_empty;
+use crate::replay::run::{Models, Options, Outcome, Progress, replay};
 use crate::replay::text::{self, SweepRow};
 use crate::settings::diff::mask;
 use crate::settings::{Secret, Secrets};
@@ -38,7 +39,7 @@ pub struct ReplayArgs {
     /// Also write the report as one self-contained HTML page with the timeline
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
-    /// Keep the replay's data directory here to inspect it (ambient journal --settings …) [default: a temporary one]
+    /// Keep the replay's data here to inspect it (ambient journal --settings …): an empty or new directory [default: a temporary one]
     #[arg(long, value_name = "DIR")]
     pub keep: Option<PathBuf>,
     /// The bot's user id in the export, if it was there [default: recognised by its name]
@@ -67,9 +68,9 @@ pub async fn run(settings: Option<&Path>, args: ReplayArgs) -> anyhow::Result<Ex
     if let Some(bad) = args.eagerness.iter().find(|e| **e > 100) {
         anyhow::bail!("--eagerness {bad}: an eagerness is a percent, 0 to 100");
     }
-    // Before anything is written: a bot's data directory is never a replay's.
+    // Before anything is written: only an empty or new directory is a replay's.
     if let Some(dir) = &args.keep {
-        refuse_a_bots_directory(dir).map_err(|e| anyhow::anyhow!("--keep {e}"))?;
+        refuse_unless_empty(dir).map_err(|e| anyhow::anyhow!("--keep {e}"))?;
     }
     let secrets = Secrets::from_env();
     let temp = tempfile::tempdir().context("cannot make a temporary data directory")?;
@@ -82,6 +83,9 @@ pub async fn run(settings: Option<&Path>, args: ReplayArgs) -> anyhow::Result<Ex
     } else {
         args.eagerness.iter().copied().map(Some).collect()
     };
+    // The wall clock, read here at the edge: the replay runs on the export's
+    // time, and only refuses messages later than a day from now.
+    let limits = ExportLimits::at(chrono::Utc::now());
     let mut tasks = Vec::new();
     let mut asked = matches!(models, Models::Offline { .. });
     for eagerness in &runs {
@@ -97,7 +101,7 @@ pub async fn run(settings: Option<&Path>, args: ReplayArgs) -> anyhow::Result<Ex
             models: models.clone(),
             eagerness: *eagerness,
             bot: args.bot_id,
-            limits: ExportLimits::default(),
+            limits: limits.clone(),
         };
         if !asked {
             asked = true;

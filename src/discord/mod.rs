@@ -226,29 +226,50 @@ async fn serve(
             Ok(())
         }
     };
-    // The gateway closes, the loops stop and the dashboard ends together.
-    // Voice is left first, while the gateway is there to say so; the gate
-    // stays shut meanwhile, so no new connection starts.
-    let deadline = tokio::time::Instant::now() + STOP_WITHIN;
-    let close = tokio::time::timeout(CLOSE_WITHIN, async {
+    // Voice is left first, while the gateway is there to say so.
+    let close = async {
         app.voice.leave_all().await;
         shard_manager.shutdown_all().await;
-    });
-    let dashboard = async {
+    };
+    let dashboard = |deadline| async move {
         if let Some(d) = dashboard {
             d.stop_by(deadline).await;
         }
     };
-    let (closed, (), ()) = tokio::join!(close, running.stop_by(deadline), dashboard);
+    stop_within(close, running, dashboard, &app.store).await;
+    // The door is not opened (aborting its task would let a shard waiting
+    // at it connect now); it goes with the runtime.
+    drop(door);
+    settling.abort();
+    result
+}
+
+/// Stops everything by [`STOP_WITHIN`] from now. The gateway closes
+/// (`close`, within [`CLOSE_WITHIN`]), the loops stop and the dashboard
+/// ends (`dashboard`, told the deadline) side by side, so a shard waiting
+/// at the gate, with nothing to close, does not spend the loops' time.
+/// Then the store's last group of writes is committed: the messages the
+/// gateway delivered while it closed are grouped (`store::group_commit`),
+/// and the group is otherwise committed only when the store's last handle
+/// goes — never, if a blocking task still holds it when the runtime ends
+/// (`cli::runtime::FINISH_WITHIN`).
+async fn stop_within<D: Future<Output = ()>>(
+    close: impl Future<Output = ()>,
+    running: crate::app::Running,
+    dashboard: impl FnOnce(tokio::time::Instant) -> D,
+    store: &crate::store::Store,
+) {
+    let deadline = tokio::time::Instant::now() + STOP_WITHIN;
+    let close = tokio::time::timeout(CLOSE_WITHIN, close);
+    let (closed, (), ()) =
+        tokio::join!(close, running.stop_by(Some(deadline)), dashboard(deadline));
     if closed.is_err() {
         tracing::warn!(
             "the gateway did not close within {} ms; stopping without it",
             CLOSE_WITHIN.as_millis()
         );
     }
-    door.abort();
-    settling.abort();
-    result
+    store.flush();
 }
 
 /// Identifies (after the plan's stagger) and runs until the shards stop, or
@@ -385,5 +406,141 @@ pub(crate) fn wait_for_signal() -> impl std::future::Future<Output = ()> {
             // Harmless: an error here means no signal can be waited for; stopping is right.
             let _ = tokio::signal::ctrl_c().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The stop sequence on tokio's paused clock: each deadline is met
+    //! exactly, whatever the machine's load, and what a loop is given is
+    //! independent of how long the gateway takes to close.
+
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use tokio::time::Instant;
+
+    use super::{CLOSE_WITHIN, STOP_WITHIN, stop_within};
+    use crate::app::Running;
+    use crate::clock::SystemClock;
+    use crate::journal::{Filter, Journal, Kind};
+    use crate::store::Store;
+    use crate::store::messages::{Commit, Seen, sample};
+
+    /// A store whose grouped writes only a flush (or its end) commits.
+    fn store(dir: &std::path::Path) -> Store {
+        Store::open(dir)
+            .unwrap()
+            .with_group_window(Duration::from_secs(3_600))
+            .with_group_rest(Duration::ZERO)
+    }
+
+    /// Loops that take `stopping` each to stop once told to (`None`: never).
+    fn running(store: &Store, stopping: &[Option<Duration>]) -> Running {
+        let mut running = Running::new(Journal::new(store.clone(), Arc::new(SystemClock)));
+        for stopping in stopping.iter().copied() {
+            running.spawn(move |mut shutdown| async move {
+                // Harmless: a closed channel is a stop too.
+                let _ = shutdown.changed().await;
+                match stopping {
+                    Some(d) => tokio::time::sleep(d).await,
+                    None => std::future::pending().await,
+                }
+            });
+        }
+        running
+    }
+
+    /// The journal's "stopped" entry: its reason says what was cut short.
+    fn stopped(store: &Store) -> String {
+        let filter = Filter {
+            kinds: vec![Kind::System],
+            ..Default::default()
+        };
+        let entries = store.journal_query(&filter).unwrap();
+        let stopped = entries.iter().find(|e| e.summary == "stopped");
+        stopped.expect("no 'stopped' in the journal").reason.clone()
+    }
+
+    fn never() -> impl Future<Output = ()> {
+        std::future::pending()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_gateway_that_never_closes_does_not_spend_the_loops_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path());
+        // A shard waiting at the gate: there is nothing to close, and the
+        // close is given up at CLOSE_WITHIN. A loop needing more than that
+        // (but less than STOP_WITHIN) still stops whole.
+        let slow = CLOSE_WITHIN + Duration::from_millis(300);
+        let loops = running(&store, &[Some(Duration::ZERO), Some(slow)]);
+        let started = Instant::now();
+        stop_within(never(), loops, |_| async {}, &store).await;
+        assert_eq!(started.elapsed(), slow);
+        assert_eq!(stopped(&store), "", "a loop was cut short");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn everything_stuck_is_cut_at_the_deadline() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path());
+        let loops = running(&store, &[Some(Duration::ZERO), None, None]);
+        let told = Arc::new(std::sync::Mutex::new(None));
+        let dashboard = {
+            let told = told.clone();
+            // A request that never ends: the dashboard cuts it at the deadline it is told.
+            move |deadline| {
+                *told.lock().unwrap() = Some(deadline);
+                tokio::time::sleep_until(deadline)
+            }
+        };
+        let started = Instant::now();
+        stop_within(never(), loops, dashboard, &store).await;
+        assert_eq!(started.elapsed(), STOP_WITHIN);
+        assert_eq!(*told.lock().unwrap(), Some(started + STOP_WITHIN));
+        assert_eq!(
+            stopped(&store),
+            "2 loop(s) still at work were cut short to stop in time"
+        );
+    }
+
+    /// A message the gateway delivers while it closes is stored in the open
+    /// group of writes; with a blocking task still holding the store when
+    /// the runtime ends, the group was never committed.
+    #[tokio::test(start_paused = true)]
+    async fn a_message_stored_while_the_gateway_closes_is_on_disk_after_the_stop() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path());
+        let loops = running(&store, &[Some(Duration::ZERO)]);
+        let message = sample(77, 5, "said as the bot was stopping", chrono::Utc::now());
+        let close = {
+            let store = store.clone();
+            let message = message.clone();
+            async move {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let seen = Seen {
+                    message: &message,
+                    guild_name: Some("the harbour"),
+                    channel_name: Some("general"),
+                    now: message.created_at,
+                };
+                store.insert_seen(&seen, Commit::Grouped).unwrap();
+            }
+        };
+        stop_within(close, loops, |_| async {}, &store).await;
+
+        // `store` is still held, as by the blocking task: another connection reads the file.
+        let on_disk = rusqlite::Connection::open_with_flags(
+            dir.path().join(crate::store::DB_FILE),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .unwrap();
+        let content: Option<String> = on_disk
+            .query_row("SELECT content FROM messages WHERE id = 77", [], |r| {
+                r.get(0)
+            })
+            .ok();
+        assert_eq!(content.as_deref(), Some("said as the bot was stopping"));
     }
 }

@@ -22,6 +22,7 @@
 //! services it refreshes, and the front ends start it (`ambient run` watches
 //! and listens for SIGHUP; the console reloads on `/settings reload` only).
 
+mod reads;
 pub(crate) mod watch;
 
 use std::path::PathBuf;
@@ -35,16 +36,17 @@ use crate::discovery::Discovery;
 use crate::executive::Executive;
 use crate::journal::{Entry, Journal, Kind};
 use crate::reflexes::Reflexes;
-use crate::settings::check::{Checked, check};
+use crate::settings::check::Checked;
 use crate::settings::diff::{self, Changed};
 use crate::settings::load::DEFAULT_FILE;
 use crate::settings::{Secrets, SettingsService, SettingsSource, validate};
+use reads::{FileSystem, NotRead, Reads};
 use watch::{FileLook, FolderLook, Settle};
 
 /// How long reading the settings file (or listing the reflexes folder) may
 /// take. Past it the reload is refused, the settings in effect stay, and
-/// the next trigger tries again: a file system that stops answering holds
-/// up no later reload, and no stop.
+/// the next trigger after that read has ended tries again (`reads`): a file
+/// system that stops answering holds up no later reload, and no stop.
 const READ_WITHIN: Duration = Duration::from_secs(10);
 
 /// What asked for a reload; named in the journal.
@@ -170,6 +172,8 @@ pub struct Live {
     discovery: Arc<Discovery>,
     /// Held for a whole reload: one at a time, whoever asks.
     seen: Mutex<Seen>,
+    /// The file system, read within [`READ_WITHIN`], one stuck read at most.
+    reads: Reads,
     /// What the command line set for this start (see [`CommandLine`]).
     command_line: std::sync::Mutex<CommandLine>,
 }
@@ -201,6 +205,7 @@ impl Live {
                 reflexes: Some(folder),
             }),
             command_line: std::sync::Mutex::new(Vec::new()),
+            reads: Reads::new(Arc::new(FileSystem), READ_WITHIN),
         }
     }
 
@@ -241,16 +246,10 @@ impl Live {
             };
         };
         let explicit = matches!(self.source, Some(SettingsSource::File(_)));
-        let read = blocking(path.clone(), move |p| {
-            (watch::look_file(&p), check(explicit.then_some(p.as_path())))
-        });
-        let mut checked = match tokio::time::timeout(READ_WITHIN, read).await {
-            Ok((look, checked)) => {
-                seen.file = Some(look);
-                checked
-            }
-            Err(_) => unread(&path),
-        };
+        let (look, mut checked) = read_settings(&self.reads, &path, explicit).await;
+        if let Some(look) = look {
+            seen.file = Some(look);
+        }
         if self.holds_command_line() {
             // `apply` checks them again with the command line's values laid over.
             checked.leave_to_the_command_line(&crate::settings::shards::KEYS);
@@ -350,9 +349,13 @@ impl Live {
         }
     }
 
-    /// Reads the reflexes again if their folder (or which folder) changed.
+    /// Reads the reflexes again if their folder (or which folder) changed;
+    /// a folder not read now is looked at again at the next reload.
     async fn reflexes_again(&self, seen: &mut Seen) -> Option<String> {
-        let now = blocking(reflexes_dir(&self.settings), |d| watch::look_folder(&d)).await;
+        let dir = reflexes_dir(&self.settings);
+        let Ok(now) = self.reads.read(move |disk| disk.look_folder(&dir)).await else {
+            return None;
+        };
         if seen.reflexes.as_ref() == Some(&now) {
             return None;
         }
@@ -425,16 +428,21 @@ impl Live {
             return false;
         };
         let dir = reflexes_dir(&self.settings);
-        let look = blocking((path, dir), |(p, d)| {
-            (watch::look_file(&p), watch::look_folder(&d))
-        });
-        let Ok((f, d)) = tokio::time::timeout(READ_WITHIN, look).await else {
-            tracing::warn!(
-                "the settings file or the reflexes folder was not read within {} s; \
-                 looking again at the next poll",
-                READ_WITHIN.as_secs()
-            );
-            return false;
+        let look = self
+            .reads
+            .read(move |disk| (disk.look_file(&path), disk.look_folder(&dir)))
+            .await;
+        let (f, d) = match look {
+            Ok(seen) => seen,
+            Err(NotRead::Late(_)) => {
+                tracing::warn!(
+                    "the settings file or the reflexes folder was not read within {} s; \
+                     looking again once that read has ended",
+                    READ_WITHIN.as_secs()
+                );
+                return false;
+            }
+            Err(NotRead::Waiting(_)) => return false,
         };
         let seen = self.seen.lock().await;
         let file_new = file.feed(f).is_some_and(|f| seen.file.as_ref() != Some(f));
@@ -519,32 +527,38 @@ fn settings_entry(o: &Outcome, trigger: &Trigger) -> Option<Entry> {
     }
 }
 
-/// What a reload says of a file not read within [`READ_WITHIN`].
-fn unread(path: &std::path::Path) -> Checked {
-    Checked {
-        loaded: None,
-        problems: vec![format!(
-            "{}: not read within {} s (the file system did not answer)",
-            path.display(),
-            READ_WITHIN.as_secs()
-        )],
-        warnings: Vec::new(),
+/// The settings file as a reload reads it: what the watcher compares
+/// (`None` when it was not read) and what the check found. A file not read
+/// in time, or while an earlier read is stuck, is a problem of its own.
+async fn read_settings(
+    reads: &Reads,
+    path: &std::path::Path,
+    explicit: bool,
+) -> (Option<FileLook>, Checked) {
+    let p = path.to_path_buf();
+    let read = reads
+        .read(move |disk| {
+            (
+                disk.look_file(&p),
+                disk.check(explicit.then_some(p.as_path())),
+            )
+        })
+        .await;
+    match read {
+        Ok((look, checked)) => (Some(look), checked),
+        Err(why) => (
+            None,
+            Checked {
+                loaded: None,
+                problems: vec![format!("{}: {why}", path.display())],
+                warnings: Vec::new(),
+            },
+        ),
     }
 }
 
 fn reflexes_dir(settings: &SettingsService) -> PathBuf {
     PathBuf::from(&settings.global().reflexes.dir)
-}
-
-/// Runs file-system work off the async threads (a slow disk must not stall them).
-async fn blocking<A: Send + 'static, T: Send + 'static>(
-    arg: A,
-    f: impl FnOnce(A) -> T + Send + 'static,
-) -> T {
-    match tokio::task::spawn_blocking(move || f(arg)).await {
-        Ok(t) => t,
-        Err(e) => std::panic::resume_unwind(e.into_panic()),
-    }
 }
 
 #[cfg(unix)]
@@ -582,4 +596,62 @@ async fn next_hangup(hangups: &mut Option<Hangups>) {
     #[cfg(not(unix))]
     let _ = hangups;
     std::future::pending::<()>().await
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use super::reads::tests::HeldDisk;
+    use super::*;
+
+    /// A reload's read of a settings file on a mount that stopped answering:
+    /// refused with why, then refused without a new read while the first is
+    /// stuck, then read and checked once it ends.
+    #[tokio::test]
+    async fn a_settings_file_on_a_stuck_disk_is_refused_until_its_read_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        std::fs::write(&path, "{}").unwrap();
+        let disk = Arc::new(HeldDisk::default());
+        let reads = Reads::new(disk.clone(), Duration::from_millis(50));
+        let held = disk.hold();
+
+        let (look, checked) = read_settings(&reads, &path, true).await;
+        assert_eq!(look, None);
+        assert!(checked.loaded.is_none());
+        assert_eq!(
+            checked.problems,
+            [format!(
+                "{}: not read within 50 ms (the file system did not answer)",
+                path.display()
+            )]
+        );
+        for _ in 0..10 {
+            let (look, checked) = read_settings(&reads, &path, true).await;
+            assert_eq!(look, None);
+            let shown = format!("{}: not read: a read started ", path.display());
+            assert!(checked.problems[0].starts_with(&shown), "{checked:?}");
+            assert!(checked.problems[0].ends_with("it is read again once that one ends"));
+        }
+        assert_eq!(
+            disk.reads.load(Ordering::SeqCst),
+            1,
+            "no read while one is stuck"
+        );
+
+        drop(held);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let (look, checked) = loop {
+            let (look, checked) = read_settings(&reads, &path, true).await;
+            if look.is_some() || std::time::Instant::now() > deadline {
+                break (look, checked);
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        assert_eq!(look, Some(FileLook::Content(b"{}".to_vec())));
+        assert!(checked.problems.is_empty(), "{:?}", checked.problems);
+        assert!(checked.loaded.is_some());
+        assert_eq!(disk.reads.load(Ordering::SeqCst), 2);
+    }
 }

@@ -152,6 +152,8 @@ pub fn is_private(ip: IpAddr) -> bool {
             }
             // Site-local addresses are deprecated but still routed inside some
             // networks; a local-use NAT64 prefix is a translator inside this one.
+            // Benchmarking and documentation ranges are never the internet's,
+            // as their IPv4 counterparts (198.18/15, 192.0.2/24 …) are not.
             let s = v6.segments();
             v6.is_loopback()
                 || v6.is_unspecified()
@@ -160,6 +162,9 @@ pub fn is_private(ip: IpAddr) -> bool {
                 || (s[0] & 0xffc0) == 0xfe80 // link-local fe80::/10
                 || (s[0] & 0xffc0) == 0xfec0 // site-local fec0::/10
                 || s[..3] == [0x64, 0xff9b, 1] // local-use NAT64 64:ff9b:1::/48
+                || s[..3] == [0x2001, 2, 0] // benchmarking 2001:2::/48
+                || s[..2] == [0x2001, 0xdb8] // documentation 2001:db8::/32
+                || (s[0] == 0x3fff && s[1] < 0x1000) // documentation 3fff::/20
         }
     }
 }
@@ -666,6 +671,34 @@ mod tests {
             "64:ff9b:2::1",
         ] {
             assert!(!is_private(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    #[test]
+    fn benchmarking_and_documentation_ranges_are_private_as_in_ipv4() {
+        for ip in [
+            "2001:2::1",
+            "2001:2:0:ffff::1",
+            "2001:db8::1",
+            "2001:db8:ffff:ffff::1",
+            "3fff::1",
+            "3fff:fff:ffff::1",
+            // Their IPv4 counterparts.
+            "198.18.0.1",
+            "192.0.2.1",
+            "198.51.100.1",
+            "203.0.113.1",
+        ] {
+            assert!(is_private(ip.parse().unwrap()), "{ip}");
+        }
+        // Just outside them: public.
+        for ip in ["2001:2:1::1", "2001:db9::1", "2001:da8::1", "3fff:1000::1"] {
+            assert!(!is_private(ip.parse().unwrap()), "{ip}");
+        }
+        let f = Fetcher::new(&NetworkSettings::default());
+        for url in ["http://[2001:2::1]/", "http://[2001:db8::1]/feed.xml"] {
+            let refused = f.check_url(url);
+            assert!(refused.is_err_and(|e| e.is_private_refusal()), "{url}");
         }
     }
 

@@ -8,9 +8,12 @@
 //!   the two halves of a surrogate pair, so what is passed on is still valid
 //!   JSON; the rest of the string is skipped unread by the parser.
 //! - A number (or any bare word) longer than `MAX_TOKEN` bytes is an error.
-//! - Each item — a value of the top object, or an element of a list that is
-//!   one (a DiscordChatExporter export's messages) — may take at most
-//!   `max_item` bytes after the cuts; a longer one is an error.
+//! - Each item — a value of the top object, or an element of its
+//!   `messages` list — may take at most `max_item` bytes after the cuts; a
+//!   longer one is an error. Only `messages` is counted by element: any other
+//!   value (a server given as a list of a billion numbers) is one item, and
+//!   so is a `messages` key spelled with escapes (`"messag\u0065s"`), which
+//!   the reader does not decode — refused, never let through.
 //!
 //! The reader only follows the lexical structure (strings, escapes,
 //! brackets); it does not check the JSON. Errors are the parser's to find.
@@ -19,6 +22,9 @@ use std::io::{self, BufRead, Read};
 
 /// The longest number or bare word passed on: far beyond any id or count.
 pub const MAX_TOKEN: u64 = 64;
+
+/// The one key of the top object whose list is counted element by element.
+const LIST_KEY: &[u8] = b"messages";
 
 /// Why a read stopped: it went past a limit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,8 +63,15 @@ struct Lexer {
     state: State,
     /// Open brackets and braces.
     depth: u32,
-    /// Whether the container opened at depth 2 is a list: its elements are items.
+    /// Whether the container opened at depth 2 is the `messages` list: its elements are items.
     list_at_2: bool,
+    /// In the top object, the next string is a key (after `{` or `,`, not `:`).
+    key_next: bool,
+    /// How much of [`LIST_KEY`] the key being read matches so far; `None`
+    /// once it differs (or is not a key being read).
+    key_match: Option<usize>,
+    /// The last key of the top object was [`LIST_KEY`], exactly as written.
+    after_list_key: bool,
     item_bytes: u64,
     string_bytes: u64,
     token_bytes: u64,
@@ -76,6 +89,9 @@ impl<R: BufRead> Bounded<R> {
             state: State::Outside,
             depth: 0,
             list_at_2: false,
+            key_next: false,
+            key_match: None,
+            after_list_key: false,
             item_bytes: 0,
             string_bytes: 0,
             token_bytes: 0,
@@ -137,12 +153,21 @@ impl Lexer {
                 self.state = State::Text;
                 self.string_bytes = 0;
                 self.pair_open = false;
+                let is_key = self.depth == 1 && self.key_next;
+                self.key_match = is_key.then_some(0);
+                if is_key {
+                    self.after_list_key = false;
+                }
             }
             b'{' | b'[' => {
                 self.depth += 1;
-                if self.depth == 2 {
-                    self.list_at_2 = b == b'[';
-                    self.item_bytes = 0;
+                match self.depth {
+                    1 => self.key_next = b == b'{',
+                    2 => {
+                        self.list_at_2 = b == b'[' && self.after_list_key;
+                        self.item_bytes = 0;
+                    }
+                    _ => {}
                 }
             }
             b'}' | b']' => {
@@ -151,14 +176,30 @@ impl Lexer {
                     self.item_bytes = 0;
                 }
             }
+            b',' if self.depth == 1 => self.key_next = true,
+            b':' if self.depth == 1 => self.key_next = false,
             b',' if self.depth == 2 && self.list_at_2 => self.item_bytes = 0,
             _ => {}
         }
         Ok(true)
     }
 
+    /// Follows a key of the top object byte by byte (an escape never matches).
+    fn follow_key(&mut self, b: u8) {
+        let Some(matched) = self.key_match else {
+            return;
+        };
+        if b == b'"' {
+            self.after_list_key = matched == LIST_KEY.len();
+            self.key_match = None;
+        } else {
+            self.key_match = (LIST_KEY.get(matched) == Some(&b)).then_some(matched + 1);
+        }
+    }
+
     /// A byte inside a string: passed on, or the start of the skipped rest.
     fn text(&mut self, b: u8) -> bool {
+        self.follow_key(b);
         if b == b'"' {
             self.state = State::Outside;
             return true;
@@ -346,6 +387,28 @@ mod tests {
         // The top object's values are items too: a huge server object is stopped.
         let guild = format!(r#"{{"guild": {{{}"id": 1}}}}"#, r#""k": 1, "#.repeat(20));
         assert_eq!(through(&guild, 100, 50), Err(Overflow::Item(50)));
+    }
+
+    #[test]
+    fn only_the_messages_list_is_counted_by_element() {
+        let zeros = vec!["0"; 100].join(",");
+        // Any other list is one item, however small its elements: a server
+        // or channel given as a list was read whole, whatever its size.
+        for key in ["guild", "channel", "other", "messagesx", "message"] {
+            let json = format!(r#"{{"{key}": [{zeros}]}}"#);
+            assert_eq!(through(&json, 100, 50), Err(Overflow::Item(50)), "{key}");
+        }
+        let inside = format!(r#"{{"guild": {{"icons": [{zeros}]}}}}"#);
+        assert_eq!(through(&inside, 100, 50), Err(Overflow::Item(50)));
+        // A value that says "messages" is not the key.
+        let value = format!(r#"{{"a": "messages", "b": [{zeros}]}}"#);
+        assert_eq!(through(&value, 100, 50), Err(Overflow::Item(50)));
+        // The key spelled with an escape is not decoded: refused, not let through.
+        let escaped = format!(r#"{{"messag\u0065s": [{zeros}]}}"#);
+        assert_eq!(through(&escaped, 100, 50), Err(Overflow::Item(50)));
+        // The messages list, after the others, is counted by element.
+        let export = format!(r#"{{"guild": {{"id": "1"}}, "messages": [{zeros}]}}"#);
+        assert!(through(&export, 100, 50).is_ok());
     }
 
     #[test]

@@ -18,8 +18,9 @@
 //!   plain files under `max_file_bytes`; a string is cut before the parser
 //!   holds it, a message's text then at `max_content_bytes` with a notice
 //!   saying so, a name at `MAX_NAME_CHARS`; a message past
-//!   `max_message_bytes` is an error. A time no Discord message can have
-//!   (before Discord's epoch, or after `latest`) is refused.
+//!   `max_message_bytes` is an error; a server or channel is read for its
+//!   id and name alone, the rest passed over unread. A time no Discord
+//!   message can have (before Discord's epoch, or after `latest`) is refused.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -85,15 +86,17 @@ pub struct ExportLimits {
     pub latest: DateTime<Utc>,
 }
 
-impl Default for ExportLimits {
-    /// The latest time is a day from now (the clocks of the machine that
-    /// exported and this one may differ a little).
-    fn default() -> Self {
+impl ExportLimits {
+    /// The limits for a read at `now` (time is an input: the command line
+    /// passes the wall clock's): a message may be up to a day later than
+    /// `now`, as the clocks of the machine that exported and this one may
+    /// differ a little.
+    pub fn at(now: DateTime<Utc>) -> Self {
         Self {
             max_file_bytes: 2 * 1024 * 1024 * 1024,
             max_content_bytes: 16 * 1024,
             max_message_bytes: 1024 * 1024,
-            latest: Utc::now() + chrono::Duration::days(1),
+            latest: now + chrono::Duration::days(1),
         }
     }
 }
@@ -556,8 +559,8 @@ impl<'de> Visitor<'de> for TopVisitor<'_> {
         let mut channel = None;
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
-                "guild" => guild = Some(map.next_value::<Value>()?),
-                "channel" => channel = Some(map.next_value::<Value>()?),
+                "guild" => guild = Some(map.next_value_seed(HEADER)?),
+                "channel" => channel = Some(map.next_value_seed(HEADER)?),
                 "messages" => {
                     let (Some(g), Some(c)) = (&guild, &channel) else {
                         return Err(self.stop(
@@ -583,6 +586,75 @@ impl<'de> Visitor<'de> for TopVisitor<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// A value read one level deep, so that a server or channel costs what its
+/// `id` and `name` take whatever else it holds (an icon, a topic, a list of
+/// any length, passed over unread): a scalar as it is, a list or an object
+/// as an empty one of its kind (the checks, `named`, say what it was) — but
+/// for the `id` and `name` of the object read with `fields`.
+struct Shallow {
+    fields: bool,
+}
+
+/// How a server or channel is read.
+const HEADER: Shallow = Shallow { fields: true };
+
+impl<'de> DeserializeSeed<'de> for Shallow {
+    type Value = Value;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Shallow {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
+    }
+
+    fn visit_i64<E: de::Error>(self, n: i64) -> Result<Value, E> {
+        Ok(n.into())
+    }
+
+    fn visit_u64<E: de::Error>(self, n: u64) -> Result<Value, E> {
+        Ok(n.into())
+    }
+
+    fn visit_f64<E: de::Error>(self, n: f64) -> Result<Value, E> {
+        Ok(n.into())
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Value, E> {
+        Ok(s.into())
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Value::Array(Vec::new()))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut kept = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if self.fields && (key == "id" || key == "name") {
+                kept.insert(key, map.next_value_seed(Shallow { fields: false })?);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(Value::Object(kept))
     }
 }
 
@@ -919,8 +991,14 @@ mod tests {
             .join(name)
     }
 
+    /// The limits of a read on 2026-06-01, after every message of the samples and the tests.
+    fn limits() -> ExportLimits {
+        let now = DateTime::parse_from_rfc3339("2026-06-01T00:00:00Z").unwrap();
+        ExportLimits::at(now.to_utc())
+    }
+
     fn read_all(paths: &[PathBuf]) -> (Vec<ExportedMessage>, Result<(), ExportError>, Exports) {
-        let mut exports = read_exports(paths, &ExportLimits::default()).unwrap();
+        let mut exports = read_exports(paths, &limits()).unwrap();
         let mut messages = Vec::new();
         let mut result = Ok(());
         for m in exports.by_ref() {
@@ -1091,7 +1169,7 @@ mod tests {
                 .unwrap()
                 .success()
         );
-        let Err(e) = read_exports(&[fifo], &ExportLimits::default()) else {
+        let Err(e) = read_exports(&[fifo], &limits()) else {
             panic!("a FIFO was opened");
         };
         assert!(
@@ -1108,7 +1186,7 @@ mod tests {
         );
         let limits = ExportLimits {
             max_file_bytes: 100,
-            ..ExportLimits::default()
+            ..limits()
         };
         let Err(e) = read_exports(&[big], &limits) else {
             panic!("an oversized file was opened");
@@ -1137,6 +1215,63 @@ mod tests {
             e.contains("\"messages\" comes before \"guild\" and \"channel\""),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_server_or_channel_is_read_for_its_id_and_name_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("extra.json");
+        let write = |guild: &str| {
+            std::fs::write(
+                &path,
+                format!(
+                    r#"{{"guild": {guild}, "channel": {{"id": "7", "name": "c", "topic": null}},
+                       "messages": [{}]}}"#,
+                    message(10, "2024-05-01T18:30:00Z", "x")
+                ),
+            )
+            .unwrap();
+        };
+        // Whatever else a server holds is passed over.
+        let icons = vec!["0"; 10_000].join(",");
+        write(&format!(
+            r#"{{"id": "1", "icons": [{icons}], "more": {{"a": [{{"b": "c"}}]}}, "name": "G"}}"#
+        ));
+        let (messages, result, _) = read_all(std::slice::from_ref(&path));
+        result.unwrap();
+        assert_eq!(
+            messages[0].guild,
+            Named {
+                id: 1,
+                name: "G".into()
+            }
+        );
+        // What stands for a server, or its id, that is no object is named by its kind.
+        for (guild, error) in [
+            (
+                format!("[{icons}]"),
+                r#""guild.id" is missing, not a Discord id"#,
+            ),
+            (
+                r#""Tidepool""#.into(),
+                r#""guild.id" is missing, not a Discord id"#,
+            ),
+            (
+                r#"{"id": [1, 2], "name": "G"}"#.into(),
+                r#""guild.id" is a list, not a Discord id"#,
+            ),
+            (
+                r#"{"id": "1", "name": {"x": 1}}"#.into(),
+                r#""guild.name" is an object, not text"#,
+            ),
+        ] {
+            write(&guild);
+            let e = read_all(std::slice::from_ref(&path))
+                .1
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(error), "{guild}: {e}");
+        }
     }
 
     #[test]
@@ -1191,7 +1326,7 @@ mod tests {
             .replace(r#""mentions": []"#, &format!(r#""mentions": {many}"#));
         let limits = ExportLimits {
             max_message_bytes: 16 * 1024,
-            ..ExportLimits::default()
+            ..limits()
         };
         let path = dce_file(
             dir.path(),
@@ -1220,10 +1355,7 @@ mod tests {
         let latest = DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
             .unwrap()
             .to_utc();
-        let limits = ExportLimits {
-            latest,
-            ..ExportLimits::default()
-        };
+        let limits = ExportLimits { latest, ..limits() };
         for (ts, ok) in [
             ("2014-12-31T23:59:59Z", false),
             ("2015-01-01T00:00:00Z", true),

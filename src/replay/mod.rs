@@ -10,12 +10,14 @@
 //! - `transport`: what the bot would have said, kept instead of sent
 //! - `offline`: the models' stand-in when nothing may be sent anywhere
 //! - `run`: one replay from the files to the report
+//! - `keep`: the replay's own data directory, empty or new, locked and marked
 //! - `report`, `text`, `timeline`: what it found, as data, as text, as a timeline
 //! - `html`: the report and the timeline as one self-contained page
 
 pub(crate) mod bounded;
 pub mod export;
 pub mod html;
+pub mod keep;
 pub(crate) mod offline;
 pub(crate) mod report;
 pub mod run;

@@ -2,10 +2,8 @@
 //! simulation, then the report. The command line is a thin front end over
 //! this; tests call it directly.
 //!
-//! - The replay's data directory is its own (temporary unless kept): the
-//!   live store is never opened. A directory that holds a bot's store or
-//!   lock is refused before anything is written, and the replay holds the
-//!   lock of its own while it runs.
+//! - The replay's data directory is its own (temporary unless kept, and
+//!   then empty or new: see `keep`): the live store is never opened.
 //! - A pinned endpoint (`--model URL`) is sent its own key, if one is
 //!   given, and never a provider's from the environment; its URL is shown
 //!   with any user and password masked.
@@ -19,10 +17,11 @@
 //!   bot's acts), so a 100,000-message export stays in bounded memory.
 
 use std::collections::{HashMap, VecDeque};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::export::{ExportLimits, ExportedMessage, read_exports};
+use super::keep;
 use super::offline::Offline;
 use super::report::{Report, Run, Seen};
 use super::sim::{Setup, Simulation};
@@ -31,10 +30,7 @@ use crate::executive::endpoints::{Offer, Resolution, default_model, resolve};
 use crate::executive::prices::cost;
 use crate::executive::{Role, StandIn, ollama_answers};
 use crate::settings::diff::mask;
-use crate::settings::load::read_limited;
 use crate::settings::{ProviderKind, Secret, Secrets, Settings};
-use crate::store::DB_FILE;
-use crate::store::lock::{DataLock, LOCK_FILE};
 
 /// People's messages kept whole in the timeline before it keeps only context.
 const TIMELINE_PEOPLE: usize = 2_000;
@@ -51,57 +47,6 @@ pub enum Models {
     /// Every role pinned to one OpenAI-compatible endpoint, sent `key` if
     /// one is given and no provider's key from the environment.
     Pinned { url: String, key: Option<Secret> },
-}
-
-/// Why a directory cannot hold a replay's data: it is a bot's.
-#[derive(Debug, thiserror::Error)]
-pub enum KeepError {
-    #[error(
-        "{dir}: it holds a bot's store ({file}): a replay keeps its data only in an empty or \
-         new directory, so that no bot's store is ever written; name another one"
-    )]
-    Store { dir: String, file: String },
-    #[error(
-        "{dir}: it holds the lock of a bot's data directory ({LOCK_FILE}{holder}): a replay \
-         keeps its data only in an empty or new directory, so that no bot's store is ever \
-         written; name another one"
-    )]
-    Locked { dir: String, holder: String },
-}
-
-/// Refuses a directory that holds a bot's store or the lock of a bot's data
-/// directory (held now or left by one that stopped); an empty or missing one is fine.
-pub fn refuse_a_bots_directory(dir: &Path) -> Result<(), KeepError> {
-    let shown = dir.display().to_string();
-    let lock = dir.join(LOCK_FILE);
-    if lock.exists() {
-        return Err(KeepError::Locked {
-            dir: shown,
-            holder: lock_holder(&lock).map_or_else(String::new, |pid| format!(", pid {pid}")),
-        });
-    }
-    let suffixes = ["", "-wal", "-shm", "-journal"];
-    if let Some(file) = suffixes
-        .iter()
-        .map(|s| format!("{DB_FILE}{s}"))
-        .find(|f| dir.join(f).exists())
-    {
-        return Err(KeepError::Store { dir: shown, file });
-    }
-    Ok(())
-}
-
-/// The pid a bot wrote into its lock file, if it reads as one (a lock that
-/// is not a small plain file only makes the refusal say less).
-fn lock_holder(lock: &Path) -> Option<u32> {
-    read_limited(lock, 32).ok()?.trim().parse().ok()
-}
-
-/// The replay's data directory, refused if it is a bot's, and locked for
-/// the replay's run (so no bot starts on it meanwhile).
-fn own_data_dir(dir: &Path) -> anyhow::Result<DataLock> {
-    refuse_a_bots_directory(dir).map_err(|e| anyhow::anyhow!("the replay's data directory {e}"))?;
-    Ok(DataLock::acquire(dir)?)
 }
 
 pub struct Options {
@@ -136,7 +81,7 @@ pub async fn replay(
     opts: Options,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> anyhow::Result<Outcome> {
-    let _held = own_data_dir(&opts.data_dir)?;
+    let _held = keep::take(&opts.data_dir, &opts.files)?;
     let mut exports = read_exports(&opts.files, &opts.limits)?;
     let Some(first) = exports.next().transpose()? else {
         anyhow::bail!("{}: no messages to replay", names(&opts.files));

@@ -2,8 +2,6 @@
 //! words are on no byte of the data directory, in no context summary and in
 //! no export, in any guild or direct message — and everyone else's are.
 
-use std::path::Path;
-
 use ambient::attention::Addressed;
 use ambient::clock::Clock;
 use ambient::ids::{MessageId, UserId, next_snowflake, stable_id};
@@ -13,6 +11,7 @@ use ambient::settings::Settings;
 use ambient::store::messages::{Source, StoredMessage};
 use serde_json::json;
 
+use crate::support::files::files_containing_any_case;
 use crate::support::home::bin;
 use crate::support::model_server::Scripted;
 use crate::support::world::{B_GENERAL, DM, GENERAL, GUILD_A, GUILD_B, World, settings};
@@ -20,26 +19,6 @@ use crate::support::world::{B_GENERAL, DM, GENERAL, GUILD_A, GUILD_B, World, set
 const CANARY: &str = "555-0199-CANARY";
 const SAID: &str = "my phone number is 555-0199-CANARY";
 const KEPT: &str = "erin keeps bees on the roof, KEPT-7781";
-
-/// Every file under `dir` (database, -wal, -shm, anything) whose raw bytes hold `needle`.
-fn files_holding(dir: &Path, needle: &str) -> Vec<String> {
-    let mut found = vec![];
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            found.extend(files_holding(&path, needle));
-        } else {
-            let bytes = std::fs::read(&path).unwrap();
-            if bytes
-                .windows(needle.len())
-                .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
-            {
-                found.push(path.display().to_string());
-            }
-        }
-    }
-    found
-}
 
 fn context_summary(w: &World, guild: ambient::ids::GuildId) -> String {
     ambient::journal::stream::prefix_for(
@@ -115,22 +94,25 @@ async fn forget_me_leaves_no_byte_of_the_persons_words_anywhere() {
 
     let data = w.dir.path().join("data");
     assert!(
-        !files_holding(&data, CANARY).is_empty(),
+        !files_containing_any_case(&data, CANARY.as_bytes()).is_empty(),
         "the canary is on disk before forget-me (the search can find it)"
     );
     assert!(context_summary(&w, GUILD_A).contains(CANARY));
-    assert!(!files_holding(&data, "canari").is_empty(), "indexed");
+    assert!(
+        !files_containing_any_case(&data, b"canari").is_empty(),
+        "indexed"
+    );
 
     let (facts, erased) = w.app.memory.forget_me(Some(GUILD_A), dave, true).unwrap();
     assert_eq!((facts, erased), (3, 3), "every guild and the DM");
 
     assert_eq!(
-        files_holding(&data, CANARY),
+        files_containing_any_case(&data, CANARY.as_bytes()),
         Vec::<String>::new(),
         "no file of the data directory holds the canary"
     );
     assert_eq!(
-        files_holding(&data, "canari"),
+        files_containing_any_case(&data, b"canari"),
         Vec::<String>::new(),
         "the full-text index keeps no word of it (it indexes the stem `canari`)"
     );
@@ -140,7 +122,7 @@ async fn forget_me_leaves_no_byte_of_the_persons_words_anywhere() {
         assert!(!summary.contains("dave: "), "{summary}");
     }
     // Everyone else's words stay: on disk, in the summary, in memory.
-    assert!(!files_holding(&data, KEPT).is_empty());
+    assert!(!files_containing_any_case(&data, KEPT.as_bytes()).is_empty());
     assert!(
         context_summary(&w, GUILD_A).contains(&format!("erin: {KEPT}")),
         "{}",

@@ -5,7 +5,7 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 
@@ -13,19 +13,24 @@ use ambient::journal::{Entry, Kind};
 use ambient::settings::{Secret, Secrets, Settings};
 use ambient::store::usage::UsageRecord;
 
+use crate::support::alone;
+use crate::support::files::files_containing;
 use crate::support::home::Home;
-use crate::support::image_server::{ImageServer, Refusal, spellings};
+use crate::support::image_server::{ImageServer, Refusal};
 use crate::support::model_server::Scripted;
+use crate::support::spellings::spellings;
 use crate::support::world::{GENERAL, World, settings};
 
 /// An image or GIF key with the characters encodings treat differently.
 const KEY: &str = "sk-Img+Canary/8c1E55=x";
 
-/// Everything logged on this thread, at every level, while it lives: a
-/// `#[tokio::test]` runs the whole bot on its one thread.
+/// Everything logged, on every thread (the test's, the blocking pool's),
+/// at every level, from [`Logs::capture`] on. The subscriber is the
+/// process's global one, so a test that captures runs alone in a child
+/// process (`support::alone`): the other tests of this binary would
+/// otherwise log into it too.
 struct Logs {
     text: Arc<Mutex<Vec<u8>>>,
-    _guard: tracing::subscriber::DefaultGuard,
 }
 
 #[derive(Clone)]
@@ -42,16 +47,9 @@ impl Write for Sink {
     }
 }
 
-/// tracing caches which log lines anyone listens to. With one listener
-/// alive it asks only the thread that meets a line first, and a test thread
-/// listening to nothing would switch that line off for [`Logs`] too; with
-/// this second one, alive for the whole run, it asks every listener.
-static SECOND_LISTENER: LazyLock<tracing::Dispatch> =
-    LazyLock::new(|| tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default()));
-
 impl Logs {
+    /// Captures every thread's logs; call it only from a test run alone.
     fn capture() -> Self {
-        LazyLock::force(&SECOND_LISTENER);
         let text = Arc::new(Mutex::new(Vec::new()));
         let sink = Sink(text.clone());
         let subscriber = tracing_subscriber::fmt()
@@ -59,31 +57,20 @@ impl Logs {
             .with_ansi(false)
             .with_writer(move || sink.clone())
             .finish();
-        Self {
-            text,
-            _guard: tracing::subscriber::set_default(subscriber),
-        }
+        tracing::subscriber::set_global_default(subscriber)
+            .expect("the test runs alone: no other subscriber was set");
+        let logs = Self { text };
+        // What the capture claims: a line logged on another thread is in it.
+        std::thread::spawn(|| tracing::trace!("logged on another thread"))
+            .join()
+            .unwrap();
+        assert!(logs.text().contains("logged on another thread"));
+        logs
     }
 
     fn text(&self) -> String {
         String::from_utf8_lossy(&self.text.lock().unwrap()).into_owned()
     }
-}
-
-/// The files under `dir` holding `needle` anywhere in their bytes.
-fn files_containing(dir: &Path, needle: &[u8]) -> Vec<String> {
-    let mut hits = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            hits.extend(files_containing(&path, needle));
-        } else if let Ok(bytes) = std::fs::read(&path)
-            && bytes.windows(needle.len()).any(|w| w == needle)
-        {
-            hits.push(path.display().to_string());
-        }
-    }
-    hits
 }
 
 /// The bytes of every file under `dir`.
@@ -170,6 +157,10 @@ fn leaks(
 
 #[tokio::test]
 async fn an_image_generator_quoting_the_key_in_any_spelling_leaves_it_nowhere() {
+    let test = "an_image_generator_quoting_the_key_in_any_spelling_leaves_it_nowhere";
+    if !alone::here(module_path!(), test) {
+        return;
+    }
     let images = ImageServer::start(Refusal::QuoteKey);
     let secrets = Secrets {
         image_api_key: Some(Secret::new(KEY)),
@@ -206,6 +197,12 @@ async fn an_image_generator_quoting_the_key_in_any_spelling_leaves_it_nowhere() 
 
 #[tokio::test]
 async fn a_gif_key_in_a_failed_searchs_url_is_masked_as_the_url_encodes_it() {
+    if !alone::here(
+        module_path!(),
+        "a_gif_key_in_a_failed_searchs_url_is_masked_as_the_url_encodes_it",
+    ) {
+        return;
+    }
     let mut s = posting(None);
     s.initiative.discovery.allow_gif_posts = true;
     // Nothing listens on port 9: the error names the URL, key and all.

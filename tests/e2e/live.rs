@@ -3,38 +3,13 @@
 //! and the reflexes folder. Each test waits for what a person would see — a
 //! post, an answer, a prompt, a journal line — with a generous deadline.
 
-use std::time::{Duration, Instant};
-
-use ambient::journal::{Entry, Filter, Kind};
+use ambient::journal::Kind;
 use serde_json::json;
 
 use crate::support::bot::Bot;
 use crate::support::fake_discord::{ALICE, BOB, BOT, GENERAL, MANAGE_GUILD};
 use crate::support::home::{Home, LiveConsole};
 use crate::support::model_server::Scripted;
-
-/// Polls the bot's journal until an entry of `kind` satisfies `found`.
-fn wait_entry(bot: &Bot, kind: Kind, found: impl Fn(&Entry) -> bool) -> Entry {
-    let store = bot.store();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let entries = store
-            .journal_query(&Filter {
-                kinds: vec![kind],
-                ..Default::default()
-            })
-            .unwrap();
-        if let Some(e) = entries.into_iter().find(|e| found(e)) {
-            return e;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no such {kind:?} entry; the log:\n{}",
-            bot.log()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
 
 fn quiet_initiative() -> serde_json::Value {
     json!({
@@ -56,9 +31,7 @@ fn an_edited_settings_file_changes_eagerness_without_a_restart() {
     decide_to_post(&bot);
     bot.discord.say(GENERAL, ALICE, "morning all");
     // Ticks run and stop at the eagerness roll: nothing is asked, nothing posted.
-    wait_entry(&bot, Kind::Gate, |e| {
-        e.reason.contains("eagerness roll (0%)")
-    });
+    bot.wait_entry(Kind::Gate, |e| e.reason.contains("eagerness roll (0%)"));
     assert!(bot.model.requests().is_empty(), "eagerness 0 asks no model");
 
     let elsewhere = bot.home.path().join("other-data");
@@ -77,7 +50,7 @@ fn an_edited_settings_file_changes_eagerness_without_a_restart() {
     assert_eq!(sent[0]["content"], "Quiet in here. Anyone up for a puzzle?");
 
     // The journal (in the data directory in use, not the new one) says what changed.
-    let entry = wait_entry(&bot, Kind::Settings, |e| {
+    let entry = bot.wait_entry(Kind::Settings, |e| {
         e.summary.starts_with("settings reloaded")
     });
     assert_eq!(
@@ -132,9 +105,7 @@ fn a_broken_settings_edit_keeps_the_old_settings_and_says_what_is_wrong() {
         syntax.starts_with("settings.json:") && syntax.contains("not valid JSON"),
         "{syntax}"
     );
-    let refused = wait_entry(&bot, Kind::Settings, |e| {
-        e.reason.contains("not valid JSON")
-    });
+    let refused = bot.wait_entry(Kind::Settings, |e| e.reason.contains("not valid JSON"));
     assert_eq!(
         refused.summary,
         "settings.json not applied: the settings in effect stay"
@@ -153,7 +124,7 @@ fn a_broken_settings_edit_keeps_the_old_settings_and_says_what_is_wrong() {
         String::from_utf8_lossy(&check.stdout).contains(problem),
         "settings check words it so"
     );
-    wait_entry(&bot, Kind::Settings, |e| e.reason.contains(problem));
+    bot.wait_entry(Kind::Settings, |e| e.reason.contains(problem));
     assert!(bot.log().contains(problem), "logged too:\n{}", bot.log());
 
     bot.discord
@@ -173,7 +144,7 @@ fn a_broken_settings_edit_keeps_the_old_settings_and_says_what_is_wrong() {
     // Fixed: the whole file applies.
     bot.home
         .edit_settings(json!({"initiative": {"text": {"eagerness": 50}}}));
-    let applied = wait_entry(&bot, Kind::Settings, |e| {
+    let applied = bot.wait_entry(Kind::Settings, |e| {
         e.summary.starts_with("settings reloaded")
     });
     assert!(
@@ -265,7 +236,7 @@ fn sighup_reloads_and_settings_reload_is_for_the_owner_only() {
         "no post after SIGHUP:\n{}",
         bot.log()
     );
-    let entry = wait_entry(&bot, Kind::Settings, |e| {
+    let entry = bot.wait_entry(Kind::Settings, |e| {
         e.summary.starts_with("settings reloaded")
     });
     assert_eq!(
@@ -295,7 +266,7 @@ fn a_new_reflex_file_works_without_a_restart() {
         "name: ping\ndescription: Answer a ping\nlevel: 0\ntrigger:\n  pattern: \"^!ping$\"\npipeline:\n  - action: reply\n    message: pong\n",
     )
     .unwrap();
-    let entry = wait_entry(&bot, Kind::Reflex, |e| e.summary == "reflexes read again");
+    let entry = bot.wait_entry(Kind::Reflex, |e| e.summary == "reflexes read again");
     assert!(
         entry
             .reason

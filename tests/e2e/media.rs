@@ -161,6 +161,7 @@ async fn the_fake_discord_refuses_a_file_over_twenty_five_mib() {
 use ambient::journal::Kind;
 use ambient::settings::Secrets;
 
+use crate::support::files::files_containing;
 use crate::support::gif_server::GifServer;
 use crate::support::world::{self, World};
 
@@ -274,24 +275,6 @@ async fn a_private_gif_source_is_refused_without_its_flag() {
     );
 }
 
-/// Every file under `dir` whose raw bytes hold `needle`.
-fn files_holding(dir: &std::path::Path, needle: &str) -> Vec<String> {
-    let mut found = vec![];
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            found.extend(files_holding(&path, needle));
-        } else if std::fs::read(&path)
-            .unwrap()
-            .windows(needle.len())
-            .any(|w| w == needle.as_bytes())
-        {
-            found.push(path.display().to_string());
-        }
-    }
-    found
-}
-
 #[tokio::test]
 async fn the_gif_key_never_reaches_the_journal_the_usage_table_or_the_data_directory() {
     // A service that is down: the network error names the URL, and the key is in it.
@@ -308,7 +291,7 @@ async fn the_gif_key_never_reaches_the_journal_the_usage_table_or_the_data_direc
         "{reasons:#?}"
     );
     let (dir, _, _) = w.stop().await;
-    let holding = files_holding(dir.path(), GIPHY_KEY);
+    let holding = files_containing(dir.path(), GIPHY_KEY.as_bytes());
     assert!(holding.is_empty(), "the key is on disk in {holding:?}");
 }
 

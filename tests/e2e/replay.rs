@@ -26,7 +26,7 @@ async fn simulate(file: &str) -> (Simulation, tempfile::TempDir) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("examples/replay")
         .join(file);
-    let messages: Vec<_> = read_exports(&[path], &ExportLimits::default())
+    let messages: Vec<_> = read_exports(&[path], &ExportLimits::at(chrono::Utc::now()))
         .unwrap()
         .map(Result::unwrap)
         .collect();
@@ -160,7 +160,7 @@ async fn report_with(settings: Settings, eagerness: Option<u32>) -> Outcome {
             models: Models::Offline { post_rate: 0.3 },
             eagerness,
             bot: None,
-            limits: ExportLimits::default(),
+            limits: ExportLimits::at(chrono::Utc::now()),
         },
         &|_| {},
     )
@@ -330,7 +330,7 @@ async fn quiet_hours_and_a_hush_are_gates_in_the_report() {
             models: Models::Offline { post_rate: 1.0 },
             eagerness: None,
             bot: None,
-            limits: ExportLimits::default(),
+            limits: ExportLimits::at(chrono::Utc::now()),
         },
         &|_| {},
     )

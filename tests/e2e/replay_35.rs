@@ -124,6 +124,78 @@ fn keep_refuses_a_directory_another_process_holds_the_lock_of() {
     );
 }
 
+/// The names in `dir`, sorted.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// `--keep .` put a store among the person's files; a directory kept by an
+/// earlier replay was refused later as "the lock of a bot's data directory",
+/// naming the pid of a replay long gone. Now anything but an empty or new
+/// directory is refused before anything is written, saying what is in it.
+#[test]
+fn keep_takes_only_an_empty_or_new_directory_and_says_what_is_in_another() {
+    let home = home();
+    // The shell puts `ambient` on the PATH (bin/) the first time: before the look.
+    run(&home, "true", &[]);
+    let before = names_in(home.path());
+    let (stdout, stderr, ok) = run(
+        &home,
+        "ambient replay examples/replay/sample.jsonl --keep .",
+        &[],
+    );
+    assert!(!ok, "replayed into the current directory: {stdout}");
+    assert!(
+        stderr.contains("--keep .: it is not empty (it holds "),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("a replay keeps its data only in an empty or new directory"),
+        "{stderr}"
+    );
+    assert_eq!(names_in(home.path()), before, "--keep . wrote there");
+
+    for keep in ["kept", "sweep --eagerness 0,50"] {
+        let line = format!("ambient replay examples/replay/sample.jsonl --keep {keep}");
+        let (_, stderr, ok) = run(&home, &line, &[]);
+        assert!(ok, "{line}: {stderr}");
+        let dir = home.path().join(keep.split(' ').next().unwrap());
+        let kept = snapshot(&dir);
+        let (stdout, stderr, ok) = run(&home, &line, &[]);
+        assert!(
+            !ok,
+            "{line} replayed again into the same directory: {stdout}"
+        );
+        assert!(
+            stderr.contains("it holds the data an earlier replay kept ("),
+            "{line}: {stderr}"
+        );
+        assert!(
+            stderr.contains("remove it first, or name another one"),
+            "{stderr}"
+        );
+        assert!(
+            !stderr.contains("pid"),
+            "{line}: a dead replay's pid: {stderr}"
+        );
+        assert_eq!(snapshot(&dir), kept, "{line}: the kept data changed");
+    }
+    assert_eq!(
+        names_in(&home.path().join("sweep")),
+        ["eagerness-0", "eagerness-50"]
+    );
+    let marker = std::fs::read_to_string(home.path().join("kept").join("replay.txt")).unwrap();
+    assert!(
+        marker.contains("`ambient replay` did with examples/replay/sample.jsonl"),
+        "{marker}"
+    );
+}
+
 // --- bounds -----------------------------------------------------------------------------------
 
 /// Runs `cmd` to its end and returns whether it succeeded and the peak of
@@ -253,6 +325,51 @@ fn a_field_of_hundreds_of_megabytes_is_cut_while_streaming_in_bounded_memory() {
     assert!(
         cut_at > 15_000 && cut_at < 17 * 1024 * 2,
         "the notice follows the first 16 KiB of the text ({cut_at} bytes in)"
+    );
+}
+
+/// A server given as a list of millions of small numbers: each number was
+/// counted as an item of its own, so the list passed the bounds, and it was
+/// read whole into memory (some 30 bytes per 2 bytes of file). Now only the
+/// messages are counted one by one: the list is one value, refused past
+/// 1 MiB before it is held, and a server is read for its id and name alone.
+#[test]
+fn a_server_given_as_a_huge_list_is_refused_in_bounded_memory() {
+    let home = home();
+    let path = home.path().join("listed.json");
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    write!(out, r#"{{"guild": ["#).unwrap();
+    repeat(&mut out, "0,", 16 * MB);
+    write!(
+        out,
+        r#"0], "channel": {{"id": "2", "name": "general"}}, "messages": [{{"id": "10",
+            "type": "Default", "timestamp": "2024-05-01T18:30:00+00:00", "content": "hi",
+            "author": {{"id": "5", "name": "dana", "isBot": false}}}}]}}"#
+    )
+    .unwrap();
+    out.flush().unwrap();
+    drop(out);
+
+    let mut cmd = home.command(&["replay", "listed.json"]);
+    let stderr = std::fs::File::create(home.path().join("stderr")).unwrap();
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(stderr));
+    let (ok, peak_kib) = peak_memory_kib(cmd);
+    let stderr = std::fs::read_to_string(home.path().join("stderr")).unwrap();
+    // Held whole, the list's eight million numbers take a few hundred megabytes.
+    assert!(
+        peak_kib < 160 * 1024,
+        "the replay peaked at {} MB",
+        peak_kib / 1024
+    );
+    assert!(!ok, "the export was replayed");
+    assert!(
+        stderr.contains(
+            "listed.json: before its messages, a value longer than 1048576 bytes even with \
+             its long texts cut: not what DiscordChatExporter writes"
+        ),
+        "{stderr}"
     );
 }
 

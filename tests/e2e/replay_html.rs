@@ -21,7 +21,7 @@ async fn replayed(files: Vec<std::path::PathBuf>, dir: &Path) -> Outcome {
             models: Models::Offline { post_rate: 0.3 },
             eagerness: None,
             bot: None,
-            limits: ExportLimits::default(),
+            limits: ExportLimits::at(chrono::Utc::now()),
         },
         &|_| {},
     )

@@ -1,28 +1,13 @@
 //! Secrets never reach logs, stored records or messages.
 
-use std::path::Path;
-
 use serde_json::json;
 
+use crate::support::files::files_containing;
 use crate::support::home::Home;
 use crate::support::model_server::{ModelServer, Scripted};
+use crate::support::spellings::spellings;
 
 const KEY: &str = "sk-live-SECRET-0123456789abcdef";
-
-fn files_contain(dir: &Path, needle: &[u8]) -> Vec<String> {
-    let mut hits = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            hits.extend(files_contain(&path, needle));
-        } else if let Ok(bytes) = std::fs::read(&path)
-            && bytes.windows(needle.len()).any(|w| w == needle)
-        {
-            hits.push(path.display().to_string());
-        }
-    }
-    hits
-}
 
 #[test]
 fn no_api_key_appears_in_any_log_line_at_any_level() {
@@ -81,8 +66,33 @@ fn no_api_key_appears_in_any_log_line_at_any_level() {
     );
     assert!(!text.contains(KEY));
     assert_eq!(
-        files_contain(&home.data_dir(), KEY.as_bytes()),
+        files_containing(&home.data_dir(), KEY.as_bytes()),
         Vec::<String>::new(),
         "the key is in stored data"
     );
+}
+
+/// An image key with every character that encodings treat differently.
+const IMAGE_KEY: &str = "sk-Img+Canary/8c1E55=x";
+
+#[test]
+fn every_spelling_of_a_secret_is_masked_whole() {
+    let secrets = ambient::settings::Secrets::from_lookup(|k| {
+        (k == "IMAGE_API_KEY").then(|| IMAGE_KEY.to_string())
+    });
+    let spelled = spellings(IMAGE_KEY);
+    let path = &spelled
+        .iter()
+        .find(|(name, _)| *name == "percent-path")
+        .unwrap()
+        .1;
+    assert_ne!(path, IMAGE_KEY, "the path style escapes something");
+    for (name, spelling) in spelled {
+        assert_ne!(spelling.len(), 0);
+        assert_eq!(
+            secrets.redact(&format!("refused: {spelling} is wrong")),
+            "refused: *** is wrong",
+            "{name}: {spelling}"
+        );
+    }
 }

@@ -10,31 +10,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use ambient::dashboard;
-use ambient::journal::{Entry, Filter, Kind};
+use ambient::journal::Kind;
 use serde_json::json;
 
 use crate::support::bot::Bot;
 use crate::support::fake_discord::{ALICE, BOT, FakeDiscord, GENERAL};
 use crate::support::model_server::Scripted;
-
-/// Polls the bot's journal (for up to `secs`) until an entry of `kind` satisfies `found`.
-fn wait_entry(bot: &Bot, kind: Kind, secs: u64, found: impl Fn(&Entry) -> bool) -> Option<Entry> {
-    let store = bot.store();
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while Instant::now() < deadline {
-        let entries = store
-            .journal_query(&Filter {
-                kinds: vec![kind],
-                ..Default::default()
-            })
-            .unwrap();
-        if let Some(e) = entries.into_iter().find(|e| found(e)) {
-            return Some(e);
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    None
-}
 
 /// Makes a FIFO at `path` (nobody ever opens it for writing).
 fn mkfifo(path: &std::path::Path) {
@@ -80,7 +61,7 @@ fn a_fifo_swapped_in_for_the_settings_file_is_refused_and_reloads_go_on() {
     let flips = flipper.join().unwrap();
     assert!(flips > 100, "only {flips} swaps");
 
-    let refused = wait_entry(&bot, Kind::Settings, 10, |e| {
+    let refused = bot.find_entry(Kind::Settings, Duration::from_secs(10), |e| {
         e.summary.contains("not applied") && e.reason.contains("a FIFO (named pipe)")
     });
     assert!(
@@ -91,7 +72,7 @@ fn a_fifo_swapped_in_for_the_settings_file_is_refused_and_reloads_go_on() {
     bot.home
         .edit_settings(json!({"initiative": {"text": {"eagerness": 42}}}));
     bot.signal("HUP");
-    let applied = wait_entry(&bot, Kind::Settings, 30, |e| {
+    let applied = bot.find_entry(Kind::Settings, Duration::from_secs(30), |e| {
         e.summary.starts_with("settings reloaded") && e.reason.contains("eagerness")
     });
     assert!(
@@ -109,7 +90,10 @@ fn a_fifo_swapped_in_for_the_settings_file_is_refused_and_reloads_go_on() {
 }
 
 /// Sends SIGTERM and waits (up to a generous 10 s) for the process to end;
-/// prints how long it took (the issue asks for 2 s: measured, not asserted).
+/// prints how long it took. The 2 s the issue asks for is not asserted here,
+/// where the machine's load decides: the stop sequence's deadlines (1.5 s in
+/// all, the gateway's close within 1 s beside the loops') are tested on
+/// tokio's paused clock, in `discord::tests`.
 fn terminate(bot: &mut Bot, state: &str) {
     bot.signal("TERM");
     let asked = Instant::now();
@@ -124,7 +108,9 @@ fn terminate(bot: &mut Bot, state: &str) {
 
 /// The journal's last word on a bot that ran: "stopped".
 fn assert_stopped(bot: &Bot) {
-    let stopped = wait_entry(bot, Kind::System, 1, |e| e.summary == "stopped");
+    let stopped = bot.find_entry(Kind::System, Duration::from_secs(1), |e| {
+        e.summary == "stopped"
+    });
     assert!(stopped.is_some(), "no 'stopped' in the journal");
 }
 
@@ -176,10 +162,11 @@ fn sigterm_ends_a_bot_whose_gateway_is_down() {
 }
 
 /// Connected, then the gateway went down: the shard waits at the gate
-/// between two attempts. It has no connection to close, and waiting for it
-/// must not spend the time the loops have to stop: none is cut short.
+/// between two attempts, with no connection to close. That waiting for it
+/// does not spend the loops' time (none is cut short) depends on how busy
+/// the machine is, here: `discord::tests` shows it on tokio's paused clock.
 #[test]
-fn sigterm_ends_a_bot_backing_off_and_its_loops_stop_whole() {
+fn sigterm_ends_a_bot_backing_off() {
     let mut bot = Bot::start(json!({}));
     let before = bot.discord.with(|w| w.gateway_attempts);
     bot.discord.gateway_down();
@@ -190,9 +177,7 @@ fn sigterm_ends_a_bot_backing_off_and_its_loops_stop_whole() {
         bot.log()
     );
     terminate(&mut bot, "backing off");
-    let stopped = wait_entry(&bot, Kind::System, 1, |e| e.summary == "stopped");
-    let reason = stopped.expect("no 'stopped' in the journal").reason;
-    assert!(reason.is_empty(), "loops were cut short: {reason}");
+    assert_stopped(&bot);
 }
 
 /// Identified, with an answer in flight whose model never answers: the

@@ -194,6 +194,43 @@ impl Bot {
         }
         false
     }
+
+    /// Polls the bot's journal for up to `within` until an entry of `kind`
+    /// satisfies `found`.
+    pub fn find_entry(
+        &self,
+        kind: ambient::journal::Kind,
+        within: Duration,
+        found: impl Fn(&ambient::journal::Entry) -> bool,
+    ) -> Option<ambient::journal::Entry> {
+        let store = self.store();
+        let filter = ambient::journal::Filter {
+            kinds: vec![kind],
+            ..Default::default()
+        };
+        let deadline = Instant::now() + within;
+        loop {
+            let entries = store.journal_query(&filter).unwrap();
+            if let Some(e) = entries.into_iter().find(|e| found(e)) {
+                return Some(e);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// [`Bot::find_entry`] within a generous 30 s, failing the test with
+    /// the bot's log when no such entry comes.
+    pub fn wait_entry(
+        &self,
+        kind: ambient::journal::Kind,
+        found: impl Fn(&ambient::journal::Entry) -> bool,
+    ) -> ambient::journal::Entry {
+        self.find_entry(kind, Duration::from_secs(30), found)
+            .unwrap_or_else(|| panic!("no such {kind:?} entry; the log:\n{}", self.log()))
+    }
 }
 
 impl Bot {

@@ -14,9 +14,9 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use base64::Engine as _;
-use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use serde_json::{Value, json};
+
+use super::spellings::spellings;
 
 /// How the generator refuses a well-formed request.
 #[derive(Clone, Copy, Debug)]
@@ -61,30 +61,6 @@ impl ImageServer {
     pub fn keys(&self) -> Vec<String> {
         self.keys.lock().unwrap().clone()
     }
-}
-
-/// Every spelling a service or a library may quote a key back in, by name:
-/// the prompt of a request to a [`Refusal::QuoteKey`] generator names one.
-pub fn spellings(key: &str) -> Vec<(&'static str, String)> {
-    let mut path = url::Url::parse("http://x/").unwrap();
-    path.path_segments_mut().unwrap().push(key);
-    let path = path.path().trim_start_matches('/').to_string();
-    vec![
-        ("plain", key.to_string()),
-        ("upper-case", key.to_uppercase()),
-        ("lower-case", key.to_lowercase()),
-        ("base64", STANDARD.encode(key)),
-        ("base64-unpadded", STANDARD_NO_PAD.encode(key)),
-        ("base64-url-safe", URL_SAFE.encode(key)),
-        ("base64-url-safe-unpadded", URL_SAFE_NO_PAD.encode(key)),
-        (
-            "percent-form",
-            url::form_urlencoded::byte_serialize(key.as_bytes()).collect(),
-        ),
-        ("percent-path", path),
-        ("hex", hex::encode(key)),
-        ("hex-upper-case", hex::encode_upper(key)),
-    ]
 }
 
 type Shared = (Refusal, Arc<AtomicUsize>, Arc<Mutex<Vec<String>>>);

@@ -3,11 +3,13 @@
 
 #![allow(dead_code)]
 
+pub mod alone;
 pub mod bot;
 pub mod exec;
 pub mod fake_discord;
 pub mod fake_gateway;
 pub mod feed_server;
+pub mod files;
 pub mod gif_server;
 pub mod home;
 pub mod image_server;
@@ -16,5 +18,6 @@ pub mod model_stream;
 pub mod readme;
 pub mod serve;
 pub mod shards;
+pub mod spellings;
 pub mod stt_server;
 pub mod world;
