@@ -63,7 +63,7 @@ pub async fn console(
         // recorded before they are sent, so one cut short is never half-said.
         Ok(console::Ended::Interrupted) => {
             running
-                .stop_by(tokio::time::Instant::now() + INTERRUPTED_STOP_WITHIN)
+                .stop_by(Some(tokio::time::Instant::now() + INTERRUPTED_STOP_WITHIN))
                 .await
         }
         Ok(console::Ended::Done) | Err(_) => running.stop().await,
