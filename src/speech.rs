@@ -42,6 +42,7 @@ use chrono::{DateTime, Utc};
 use crate::attention::Place;
 use crate::chat::{ChatError, Outgoing, OutgoingFile, Transport};
 use crate::clock::SharedClock;
+use crate::executive::StopReason;
 use crate::ids::{ChannelId, MessageId, UserId};
 use crate::permissions;
 use crate::settings::SettingsService;
@@ -394,18 +395,32 @@ pub fn split_within(text: &str, limit: usize, max_parts: usize) -> Vec<String> {
 }
 
 /// How far back from its end an answer the model stopped at its length limit
-/// is cut to end at a paragraph, line or sentence: past this, at a word.
+/// is cut to end at a paragraph, line, sentence or word: past this, it is
+/// kept whole (it ends at its last whole character).
 const UNFINISHED_LOOKBACK: usize = 500;
+
+/// A paragraph end is preferred to a later line or sentence end only when at
+/// most this many characters of finished text would be lost for it.
+const PARAGRAPH_PREFERENCE: usize = 40;
+
+/// What ends a sentence when it is followed by a space (`". "`), or alone
+/// (`"。"`: Chinese and Japanese put no space after a sentence).
+const SENTENCE_ENDS: [&str; 7] = [". ", "! ", "? ", "… ", "。", "！", "？"];
+
+/// The last character of text that ends a sentence.
+const FINISHED: [char; 7] = ['.', '!', '?', '…', '。', '！', '？'];
 
 /// An answer the model stopped writing at its length limit (it said so:
 /// `length`, `max_tokens`), ready to say: its unfinished end dropped — back
-/// to a paragraph, line or sentence end in its last quarter (at most
-/// [`UNFINISHED_LOOKBACK`] bytes), else to its last word — an open code block
-/// closed, and [`CUT_MARKER`] after it. Text already ending a sentence loses
-/// nothing; text without a space anywhere is kept whole.
+/// to the latest paragraph, line or sentence end in its last quarter (at most
+/// [`UNFINISHED_LOOKBACK`] bytes), else to its last word there — an open code
+/// block closed, and [`CUT_MARKER`] after it. Text already ending a sentence
+/// loses nothing, and neither does text with no break in its last quarter
+/// (Chinese or Japanese without a sentence end near): it is cut at its last
+/// whole character, never back to an early break.
 pub fn cut_unfinished(text: &str) -> String {
     let text = text.trim_end();
-    let finished = text.ends_with(['.', '!', '?', '…']) || text.ends_with("```");
+    let finished = text.ends_with(FINISHED) || text.ends_with("```");
     let end = if finished {
         text.len()
     } else {
@@ -420,25 +435,47 @@ pub fn cut_unfinished(text: &str) -> String {
     kept
 }
 
-/// Byte index where the unfinished end of `text` begins (see [`cut_unfinished`]).
+/// The answer as the model ended it: one it stopped at its length limit
+/// (`maxOutputTokens`, by its own count) loses its unfinished end and says it
+/// was cut ([`cut_unfinished`]); any other is said whole. Its length in
+/// characters decides nothing here — a model's tokens are not four characters
+/// each — and speech still splits it at 2,000 characters, within
+/// `maxPartsPerAnswer`.
+pub fn as_ended(text: String, stop: Option<StopReason>) -> String {
+    match stop {
+        Some(StopReason::MaxTokens) => cut_unfinished(&text),
+        _ => text,
+    }
+}
+
+/// Byte index where the unfinished end of `text` begins (see
+/// [`cut_unfinished`]). A mention the answer opens with (a voice answer's
+/// `<@id> `) is no break: the boundaries are looked for after it.
 fn unfinished_from(text: &str) -> usize {
-    let floor = text.len() - (text.len() / 4).min(UNFINISHED_LOOKBACK);
-    let after = |pat: &str| {
-        text.rmatch_indices(pat)
-            .next()
-            .map(|(i, m)| i + m.len())
+    static LEADING_MENTION: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"^<@!?\d{1,20}>\s*").expect("valid pattern")
+    });
+    let start = LEADING_MENTION.find(text).map_or(0, |m| m.end());
+    let body = &text[start..];
+    let floor = body.len() - (body.len() / 4).min(UNFINISHED_LOOKBACK);
+    let last_end = |pats: &[&str]| {
+        pats.iter()
+            .filter_map(|pat| body.rmatch_indices(pat).next().map(|(i, m)| i + m.len()))
             .filter(|&end| end >= floor)
+            .max()
     };
-    after("\n\n")
-        .or_else(|| after("\n"))
-        .or_else(|| {
-            [". ", "! ", "? ", "… "]
-                .iter()
-                .filter_map(|p| after(p))
-                .max()
-        })
-        .or_else(|| text.rfind(char::is_whitespace))
-        .unwrap_or(text.len())
+    let paragraph = last_end(&["\n\n"]);
+    let latest = last_end(&["\n"]).max(last_end(&SENTENCE_ENDS));
+    let end = match (paragraph, latest) {
+        // A paragraph reads as the better end, but not at the cost of whole sentences.
+        (Some(p), Some(l)) if body[p..l].chars().count() <= PARAGRAPH_PREFERENCE => Some(p),
+        (_, Some(l)) => Some(l),
+        (p, None) => p,
+    };
+    let end = end
+        .or_else(|| body.rfind(char::is_whitespace).filter(|&i| i >= floor))
+        .unwrap_or(body.len());
+    start + end
 }
 
 /// A Discord nonce (at most 25 characters) derived from the cause and part index.
@@ -495,12 +532,7 @@ fn best_break(window: &str) -> Option<usize> {
     };
     after("\n\n")
         .or_else(|| after("\n"))
-        .or_else(|| {
-            [". ", "! ", "? ", "… "]
-                .iter()
-                .filter_map(|p| after(p))
-                .max()
-        })
+        .or_else(|| SENTENCE_ENDS.iter().filter_map(|p| after(p)).max())
         .or_else(|| after(" "))
 }
 
@@ -623,6 +655,80 @@ mod tests {
         // Inside code: the block is closed before the marker.
         let code = cut_unfinished("Here:\n```rust\nlet x = 1;\nlet y = sq");
         assert_eq!(code, marked("Here:\n```rust\nlet x = 1;\nlet y =\n```"));
+    }
+
+    #[test]
+    fn only_an_answer_stopped_at_its_limit_is_cut() {
+        let long = "A sentence of the answer that goes on. ".repeat(120) + "And the la";
+        assert_eq!(as_ended(long.clone(), Some(StopReason::EndTurn)), long);
+        assert_eq!(as_ended(long.clone(), None), long);
+        let cut = as_ended(long.clone(), Some(StopReason::MaxTokens));
+        assert!(cut.ends_with(&format!("goes on.\n{CUT_MARKER}")), "{cut}");
+        assert!(
+            cut.chars().count() > 4_000,
+            "nothing but the unfinished end is lost"
+        );
+    }
+
+    /// Chinese or Japanese has no spaces: a cut answer ends at its last
+    /// sentence end (。！？) near its end, or at its last whole character —
+    /// never back at a voice answer's mention or an early line break.
+    #[test]
+    fn a_cut_answer_without_spaces_keeps_all_but_its_unfinished_sentence() {
+        let marked = |t: &str| format!("{t}\n{CUT_MARKER}");
+        // A voice answer: the mention in front is followed by the only space.
+        let cjk = "这是一个很长的回答没有空格".repeat(123) + "还没写完";
+        let voiced = format!("<@42> {cjk}");
+        assert_eq!(voiced.chars().count(), 6 + 1_603);
+        assert_eq!(cut_unfinished(&voiced), marked(&voiced));
+        // With sentence ends, the last one near the end is where it stops.
+        let sentences = "今日は雨が降っています。".repeat(140) + "明日は晴れるでしょ";
+        let voiced = format!("<@42> {sentences}");
+        let expected = format!("<@42> {}", "今日は雨が降っています。".repeat(140));
+        assert_eq!(cut_unfinished(&voiced), marked(&expected));
+        // One early line break is no reason to drop everything after it.
+        let japanese = format!(
+            "はい。\n{}{}",
+            "説明を続けますと長い話になります".repeat(112),
+            "最後の文"
+        );
+        assert_eq!(japanese.chars().count(), 4 + 1_792 + 4);
+        assert_eq!(cut_unfinished(&japanese), marked(&japanese));
+        let japanese = format!("はい。\n{}", "説明を続けます！".repeat(200) + "最後の");
+        assert_eq!(
+            cut_unfinished(&japanese),
+            marked(&format!("はい。\n{}", "説明を続けます！".repeat(200)))
+        );
+        assert!(cut_unfinished("お疲れさまでした。").starts_with("お疲れさまでした。\n"));
+    }
+
+    /// The latest paragraph, line or sentence end wins: an older paragraph
+    /// break is taken only when it costs no more than a few dozen characters.
+    #[test]
+    fn a_cut_answer_keeps_its_finished_sentences_after_a_paragraph_break() {
+        let marked = |t: &str| format!("{t}\n{CUT_MARKER}");
+        let intro = "Some background that ran long. ".repeat(20) + "Intro.";
+        let text = format!(
+            "{intro}\n\nFirst point here. Second point here. Third point here. Fourth is unfin"
+        );
+        assert_eq!(
+            cut_unfinished(&text),
+            marked(&format!(
+                "{intro}\n\nFirst point here. Second point here. Third point here."
+            ))
+        );
+        // Only a short sentence after the paragraph: the paragraph reads better.
+        let text = format!("{intro}\n\nIn short. And then the la");
+        assert_eq!(cut_unfinished(&text), marked(&intro));
+        // A voice answer's mention is kept in front of whatever is kept.
+        let text =
+            format!("<@42> {intro}\n\nFirst point here. Second point here. Third point here. Four");
+        assert_eq!(
+            cut_unfinished(&text),
+            marked(&format!(
+                "<@42> {intro}\n\nFirst point here. Second point here. Third point here."
+            ))
+        );
     }
 
     #[test]
