@@ -318,3 +318,68 @@ fn attachments_from_a_named_file_origin_are_read_and_from_nowhere_else() {
         "an origin nobody named was reached"
     );
 }
+
+/// A level-2 reflex that sums up what it is asked, in a reply.
+const SUM_UP: &str = "name: sum-up\nlevel: 2\ntrigger:\n  pattern: \"(?i)^sum up: (.+)$\"\n  extract: [text]\npipeline:\n  - action: llm_prompt\n    prompt: \"Sum up: {{text}}\"\n    output: summary\n  - action: reply\n    message: \"{{summary}}\"\n";
+
+/// A level-2 reflex's answer the model stopped at its limit — OpenAI's
+/// `length`, or Anthropic's context window running out — is posted ending at
+/// its last whole word with the cut marker, as a reply's is; not mid-word.
+#[tokio::test]
+async fn a_reflex_answer_the_model_stopped_at_its_limit_ends_at_a_word_and_says_so() {
+    use crate::support::model_server::ModelServer;
+    use crate::support::world::{self, World};
+    use ambient::attention::Addressed;
+    use ambient::settings::{ProviderKind, Secrets};
+
+    let written =
+        "The meetup moved to Tuesday because the hall is booked on Mondays and the buses stop runn";
+    let expected = format!(
+        "The meetup moved to Tuesday because the hall is booked on Mondays and the buses stop\n{}",
+        ambient::speech::CUT_MARKER
+    );
+    let anthropic_body = json!({
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x",
+        "content": [{"type": "text", "text": written}],
+        "stop_reason": "model_context_window_exceeded",
+        "usage": {"input_tokens": 120, "output_tokens": 64}
+    });
+    for anthropic in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("sum-up.yaml"), SUM_UP).unwrap();
+        let mut s = world::settings();
+        s.reflexes.dir = dir.path().to_string_lossy().into_owned();
+        let small = ModelServer::start();
+        if anthropic {
+            s.executive.roles.reflex.provider = ProviderKind::Anthropic;
+            s.executive.roles.reflex.base_url = small.url.clone();
+            small.push(Scripted::status(200, &anthropic_body.to_string()));
+        } else {
+            s.executive.roles.reflex.provider = ProviderKind::Openai;
+            s.executive.roles.reflex.base_url = small.openai_base();
+            small.push(Scripted::AtLimit {
+                text: written.into(),
+                tokens_out: 256,
+            });
+        }
+        s.executive.roles.reflex.model = "small".into();
+        let secrets = Secrets::from_lookup(|k| {
+            (k == "ANTHROPIC_API_KEY").then(|| "sk-ant-test-123456".to_string())
+        });
+        let w = World::start_with_secrets(s, secrets).await;
+        w.message(
+            world::GENERAL,
+            "ada",
+            "<@1> sum up: why did the meetup move?",
+            Addressed::Mention,
+        )
+        .await;
+        let said: Vec<String> = w.said().into_iter().map(|s| s.content).collect();
+        assert_eq!(
+            said,
+            std::slice::from_ref(&expected),
+            "anthropic {anthropic}"
+        );
+        assert_eq!(small.requests().len(), 1);
+    }
+}
