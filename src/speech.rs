@@ -11,7 +11,11 @@
 //!   deduplicated by the platform instead of posted twice,
 //! - records what it says in channel history before sending it (the bot must
 //!   know its own words, even after a crash right after a send), then gives
-//!   the row the platform's id.
+//!   the row the platform's id,
+//! - says a reply the platform refuses for the message it answers (unknown
+//!   to it: deleted, or not saved yet) at once as a plain message, under the
+//!   same nonce, beginning with the mention of the person answered — or their
+//!   name, under the no-ping boundary — so it still reaches them.
 //!
 //! A long answer can also be shown while it is written: [`Speech::stream`]
 //! (in `stream`) posts its start and edits it, under the same rules.
@@ -189,15 +193,15 @@ impl Speech {
         self.speak(place, text, reply_to, cause, files, &[]).await
     }
 
-    /// Who may be pinged: the author of the message being answered and
-    /// whoever the caller names, less those who asked never to be; and
-    /// whether that leaves the answered author pingable.
-    fn pings(&self, reply_to: Option<MessageId>, also: &[UserId]) -> (Vec<UserId>, bool) {
+    /// Who may be pinged — the author of the message being answered and
+    /// whoever the caller names, less those who asked never to be — and how
+    /// the answered author is addressed.
+    fn addressing(&self, reply_to: Option<MessageId>, also: &[UserId]) -> Addressing {
         let answered = reply_to
             .and_then(|id| self.store.message(id).ok().flatten())
-            .filter(|m| !m.is_self)
-            .map(|m| m.author_id);
-        let mut pings: Vec<UserId> = also.iter().copied().chain(answered).collect();
+            .filter(|m| !m.is_self);
+        let author = answered.as_ref().map(|m| m.author_id);
+        let mut pings: Vec<UserId> = also.iter().copied().chain(author).collect();
         pings.sort_unstable_by_key(|u| u.get());
         pings.dedup();
         // Unreadable boundaries fail closed: a name instead of a ping costs nothing.
@@ -206,8 +210,17 @@ impl Speech {
             .with_boundary(&pings, Boundary::NoPing)
             .unwrap_or_else(|_| pings.iter().copied().collect());
         pings.retain(|u| !unpingable.contains(u));
-        let ping_replied = answered.is_some_and(|a| pings.contains(&a));
-        (pings, ping_replied)
+        let ping_replied = author.is_some_and(|a| pings.contains(&a));
+        let addressee = answered.map(|m| match ping_replied {
+            true => format!("<@{}>", m.author_id),
+            // The no-ping boundary: their name, made as safe as any text.
+            false => neutralise_mentions(&format!("@{}", m.author_name), &[], |_| None),
+        });
+        Addressing {
+            pings,
+            ping_replied,
+            addressee,
+        }
     }
 
     async fn speak(
@@ -219,7 +232,11 @@ impl Speech {
         mut files: Vec<OutgoingFile>,
         also: &[UserId],
     ) -> Result<Vec<MessageId>, SpeechError> {
-        let (pings, ping_replied) = self.pings(reply_to, also);
+        let Addressing {
+            pings,
+            ping_replied,
+            addressee,
+        } = self.addressing(reply_to, also);
         let text = neutralise_mentions(text, &pings, |u| self.store.author_name(u).ok().flatten());
         let text = text.trim();
         if text.is_empty() {
@@ -235,12 +252,13 @@ impl Speech {
             .replies
             .max_parts_per_answer;
         let fits = room.min(u64::from(max_parts)).max(1) as usize;
-        let parts = split_within(text, MESSAGE_LIMIT, fits);
+        let mut parts = split_within(text, MESSAGE_LIMIT, fits);
 
         let mut ids = Vec::with_capacity(parts.len());
-        for (i, part) in parts.iter().enumerate() {
-            let outgoing = Outgoing {
-                content: part.clone(),
+        let mut i = 0;
+        while i < parts.len() {
+            let mut outgoing = Outgoing {
+                content: parts[i].clone(),
                 // Only the first part is a reply; the rest follow it.
                 reply_to: if i == 0 { reply_to } else { None },
                 nonce: nonce(cause, i),
@@ -248,14 +266,70 @@ impl Speech {
                 pings: pings.clone(),
                 ping_replied: i == 0 && ping_replied,
             };
-            ids.push(self.post(place, &outgoing).await?);
+            let id = self
+                .post_reply(place, &mut outgoing, || {
+                    // Said plain, the answer begins with whom it answers: split anew.
+                    let text = addressed(text, addressee.as_deref());
+                    parts = split_within(&text, MESSAGE_LIMIT, fits);
+                    parts.first().cloned().unwrap_or(text)
+                })
+                .await?;
+            ids.push(id);
+            i += 1;
         }
         self.lock_refused().remove(&place.channel);
         Ok(ids)
     }
 }
 
+/// Who an answer may ping, and how it names the person it answers.
+struct Addressing {
+    /// The only people the answer may ping.
+    pings: Vec<UserId>,
+    /// Whether the reply pings the author of the message answered.
+    ping_replied: bool,
+    /// The author of the message answered, as a plain message addresses them
+    /// (their mention, or `@name` under the no-ping boundary); none when
+    /// nobody is answered.
+    addressee: Option<String>,
+}
+
+/// `text` as a plain message answering someone: `addressee` in front of it.
+fn addressed(text: &str, addressee: Option<&str>) -> String {
+    match addressee {
+        Some(who) if !text.starts_with(who) => format!("{who} {text}"),
+        _ => text.to_string(),
+    }
+}
+
 impl Speech {
+    /// Posts `outgoing`. A reply the platform refused for the message it
+    /// answers, unknown to it (deleted meanwhile, or announced by a
+    /// Discord-compatible server before it was saved), is posted at once as a
+    /// plain message under the same nonce — the answer was paid for — with
+    /// `plain` as its text: addressed to the person answered, who gets no
+    /// reply to see and, without their mention in it, no ping. Its row is
+    /// stored as what was said: that text, replying to nothing.
+    async fn post_reply(
+        &self,
+        place: Place,
+        outgoing: &mut Outgoing,
+        plain: impl FnOnce() -> String,
+    ) -> Result<MessageId, SpeechError> {
+        match self.post(place, outgoing).await {
+            Err(SpeechError::Chat(ChatError::ReferenceUnknown(why)))
+                if outgoing.reply_to.is_some() =>
+            {
+                tracing::info!(channel = %place.channel, reason = %why, "the message answered is unknown to the platform; saying the answer as a plain message");
+                outgoing.content = plain();
+                outgoing.reply_to = None;
+                outgoing.ping_replied = false;
+                self.post(place, outgoing).await
+            }
+            other => other,
+        }
+    }
+
     /// Records one part in the channel's history, then sends it. Recorded
     /// before it is sent: a crash right after the send still leaves it in
     /// the bot's history and in the channel's hourly count.
@@ -539,6 +613,7 @@ fn best_break(window: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::Clock;
 
     #[test]
     fn short_text_is_one_part() {
@@ -729,6 +804,143 @@ mod tests {
                 "<@42> {intro}\n\nFirst point here. Second point here. Third point here."
             ))
         );
+    }
+
+    /// A platform that refuses every reply for the message it answers, as a
+    /// server does for a message it does not know; what it was asked to send.
+    struct RefusesReplies(std::sync::Mutex<Vec<Outgoing>>);
+
+    #[async_trait::async_trait]
+    impl Transport for RefusesReplies {
+        fn me(&self) -> crate::attention::Author {
+            crate::attention::Author {
+                id: UserId(1),
+                name: "ambient".into(),
+                is_bot: true,
+            }
+        }
+
+        async fn send(&self, _: ChannelId, m: &Outgoing) -> Result<MessageId, ChatError> {
+            let mut sent = self.0.lock().unwrap();
+            sent.push(m.clone());
+            match m.reply_to {
+                Some(_) => Err(ChatError::ReferenceUnknown("404 Unknown Message".into())),
+                None => Ok(MessageId(1_000 + sent.len() as u64)),
+            }
+        }
+
+        async fn react(&self, _: ChannelId, _: MessageId, _: &str) -> Result<(), ChatError> {
+            Ok(())
+        }
+
+        fn typing(&self, _: ChannelId) -> crate::chat::Typing {
+            crate::chat::Typing::none()
+        }
+
+        async fn history(&self, _: ChannelId, _: usize) -> Result<Vec<StoredMessage>, ChatError> {
+            Ok(Vec::new())
+        }
+    }
+
+    /// A reply refused for the message it answers is said at once as a plain
+    /// message that begins with whom it answers — their mention, or their
+    /// name under the no-ping boundary — split anew when that makes it
+    /// longer than a message, and stored as said: that text, replying to nothing.
+    #[tokio::test]
+    async fn a_reply_the_platform_refuses_is_said_plain_to_whom_it_answers() {
+        let clock = crate::clock::ManualClock::at_test_epoch();
+        let store = Store::open_in_memory().unwrap();
+        let settings = Arc::new(SettingsService::new(
+            crate::settings::Settings::default(),
+            store.clone(),
+            clock.clone(),
+        ));
+        let platform = Arc::new(RefusesReplies(std::sync::Mutex::default()));
+        let speech = Speech::new(platform.clone(), store.clone(), settings, clock.clone());
+        let place = Place {
+            guild: None,
+            channel: ChannelId(7),
+        };
+        let alice = UserId(3);
+        let asked = |id: u64| StoredMessage {
+            id: MessageId(id),
+            guild: None,
+            channel: place.channel,
+            author_id: alice,
+            author_name: "alice".into(),
+            author_is_bot: false,
+            is_self: false,
+            content: "which one?".into(),
+            attachments: Vec::new(),
+            reply_to: None,
+            source: Source::Text,
+            created_at: clock.now(),
+            edited_at: None,
+            deleted_at: None,
+        };
+        store.insert_message(&asked(500)).unwrap();
+        let ids = speech
+            .say_pinging(
+                place,
+                "The blue one.",
+                Some(MessageId(500)),
+                "reply-500",
+                &[alice],
+            )
+            .await
+            .unwrap();
+        let sent = std::mem::take(&mut *platform.0.lock().unwrap());
+        assert_eq!(sent.len(), 2);
+        assert_eq!(
+            (sent[0].reply_to, sent[0].ping_replied),
+            (Some(MessageId(500)), true)
+        );
+        assert_eq!(sent[1].content, "<@3> The blue one.");
+        assert_eq!((sent[1].reply_to, sent[1].ping_replied), (None, false));
+        assert_eq!(sent[1].pings, [alice], "the mention pings her");
+        assert_eq!(sent[1].nonce, sent[0].nonce);
+        let row = store.message(ids[0]).unwrap().unwrap();
+        assert_eq!(
+            (row.content.as_str(), row.reply_to),
+            ("<@3> The blue one.", None)
+        );
+
+        // Under the no-ping boundary: her name, and nobody pinged.
+        store
+            .set_boundary(alice, Boundary::NoPing, true, clock.now())
+            .unwrap();
+        store.insert_message(&asked(501)).unwrap();
+        speech
+            .say_pinging(
+                place,
+                "The red one.",
+                Some(MessageId(501)),
+                "reply-501",
+                &[alice],
+            )
+            .await
+            .unwrap();
+        let sent = std::mem::take(&mut *platform.0.lock().unwrap());
+        assert_eq!(sent[1].content, "@alice The red one.");
+        assert!(sent[1].pings.is_empty());
+
+        // An answer that filled its first message is split anew, nothing lost.
+        store.insert_message(&asked(502)).unwrap();
+        let long = "This part of the answer runs on and on. ".repeat(50);
+        let long = long.trim();
+        assert_eq!(long.chars().count(), 1_999);
+        let ids = speech
+            .say(place, long, Some(MessageId(502)), "reply-502")
+            .await
+            .unwrap();
+        let sent = std::mem::take(&mut *platform.0.lock().unwrap());
+        assert_eq!(sent[0].content, long, "one message as a reply");
+        let plain: Vec<&str> = sent[1..].iter().map(|o| o.content.as_str()).collect();
+        assert_eq!(
+            plain,
+            split_message(&format!("@alice {long}"), MESSAGE_LIMIT)
+        );
+        assert_eq!((plain.len(), ids.len()), (2, 2));
     }
 
     #[test]

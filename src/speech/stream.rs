@@ -50,7 +50,8 @@ use chrono::{DateTime, Utc};
 use tokio::sync::Notify;
 
 use super::{
-    MESSAGE_LIMIT, Speech, SpeechError, neutralise_mentions, nonce, split_message, split_within,
+    Addressing, MESSAGE_LIMIT, Speech, SpeechError, addressed, neutralise_mentions, nonce,
+    split_message, split_within,
 };
 use crate::attention::Place;
 use crate::chat::{ChatError, Edit, Outgoing};
@@ -180,6 +181,12 @@ pub struct Streamed {
     pings: Vec<UserId>,
     /// Whether the answered author may be pinged by the reply (their boundary says).
     ping_replied: bool,
+    /// The answered author as a plain message addresses them (see `Addressing`).
+    addressee: Option<String>,
+    /// The first message was refused as a reply (the message answered is
+    /// unknown to the platform) and posted plain: it, every later look at the
+    /// draft and the final text begin with the addressee.
+    plain: bool,
     /// Parts this answer may take (the hourly room and `maxPartsPerAnswer`).
     fits: usize,
     interval: Duration,
@@ -211,7 +218,11 @@ impl Speech {
         }
         let room = self.deliverable(place).ok()?;
         let max_parts = settings.permissions.replies.max_parts_per_answer;
-        let (pings, ping_replied) = self.pings(reply_to, also);
+        let Addressing {
+            pings,
+            ping_replied,
+            addressee,
+        } = self.addressing(reply_to, also);
         Some(Streamed {
             speech: self.clone(),
             place,
@@ -220,6 +231,8 @@ impl Speech {
             also: also.to_vec(),
             pings,
             ping_replied,
+            addressee,
+            plain: false,
             fits: room.min(u64::from(max_parts)).max(1) as usize,
             interval: Duration::from_millis(u64::from(settings.discord.stream_edit_interval_ms)),
             shape: Box::new(shape),
@@ -308,11 +321,16 @@ impl Streamed {
         parts
     }
 
+    /// `text` as it may be said here: mentions neutralised, and addressed
+    /// when the answer is said as a plain message.
     fn safe(&self, text: &str) -> String {
         let store = &self.speech.store;
-        neutralise_mentions(text, &self.pings, |u| store.author_name(u).ok().flatten())
-            .trim()
-            .to_string()
+        let safe = neutralise_mentions(text, &self.pings, |u| store.author_name(u).ok().flatten());
+        let safe = safe.trim();
+        match self.plain && !safe.is_empty() {
+            true => addressed(safe, self.addressee.as_deref()),
+            false => safe.to_string(),
+        }
     }
 
     /// Posts and edits what is due for this draft; what is left to do.
@@ -378,7 +396,7 @@ impl Streamed {
     /// room counted at the start may have been used by others meanwhile.
     async fn create(&mut self, i: usize, content: &str) -> Result<(), SpeechError> {
         self.speech.deliverable(self.place)?;
-        let outgoing = Outgoing {
+        let mut outgoing = Outgoing {
             content: content.to_string(),
             // Only the first part is a reply; the rest follow it.
             reply_to: if i == 0 { self.reply_to } else { None },
@@ -387,7 +405,23 @@ impl Streamed {
             pings: self.pings.clone(),
             ping_replied: i == 0 && self.ping_replied,
         };
-        let id = self.speech.post(self.place, &outgoing).await?;
+        let addressee = self.addressee.as_deref();
+        let id = self
+            .speech
+            .post_reply(self.place, &mut outgoing, || {
+                // What does not fit behind the addressee is shown by the next look.
+                let text = addressed(content, addressee);
+                split_message(&text, MESSAGE_LIMIT)
+                    .into_iter()
+                    .next()
+                    .unwrap_or(text)
+            })
+            .await?;
+        if i == 0 && self.reply_to.is_some() && outgoing.reply_to.is_none() {
+            self.plain = true;
+            self.reply_to = None;
+            self.ping_replied = false;
+        }
         self.shown.push(Shown {
             id,
             content: outgoing.content,

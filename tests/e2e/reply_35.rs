@@ -1,15 +1,19 @@
-//! The reply path, again (issue 35): an answer already paid for and then
-//! dropped because the message it answers was unknown to the server, answers
-//! cut at four characters a token, a streamed one-piece answer that waited
-//! for a polling pause, and attachments on a Discord-compatible server whose
-//! files live on another origin.
+//! The reply path, again (issue 35 and its review): an answer already paid
+//! for and then dropped because the message it answers was unknown to the
+//! server — now said as a plain message addressed to the person answered —
+//! answers cut at four characters a token, or not cut at all when a level-2
+//! reflex's model stopped at its limit, a streamed one-piece answer that
+//! waited for a polling pause, and attachments on a Discord-compatible server
+//! whose files live on another origin.
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::support::bot::Bot;
-use crate::support::fake_discord::{ALICE, BOT, FakeDiscord, GENERAL, UnknownReference, World};
+use crate::support::fake_discord::{
+    ALICE, BOB, BOT, FakeDiscord, GENERAL, UnknownReference, World,
+};
 use crate::support::model_server::Scripted;
 use crate::support::readme;
 
@@ -17,12 +21,55 @@ fn mention(text: &str) -> String {
     format!("<@{BOT}> {text}")
 }
 
+/// Waits until the journal says the bot answered `asked`: speech is done with
+/// the answer then, nothing of it is still being sent.
+fn answered(bot: &Bot, asked: u64) -> bool {
+    let store = bot.store();
+    bot.discord.wait_until(20, |_| {
+        store
+            .journal_query(&ambient::journal::Filter {
+                kinds: vec![ambient::journal::Kind::Reply],
+                message: Some(ambient::ids::MessageId(asked)),
+                ..Default::default()
+            })
+            .unwrap()
+            .iter()
+            .any(|e| e.summary.starts_with("answered"))
+    })
+}
+
+/// The bot's own messages in #general as its history keeps them.
+fn our_rows(bot: &Bot) -> Vec<ambient::store::messages::StoredMessage> {
+    bot.store()
+        .recent_messages(ambient::ids::ChannelId(GENERAL), 20)
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.is_self)
+        .collect()
+}
+
+/// `text` with Alice's mention as her name: the bot's history may hold an
+/// answer as the gateway echoed it (a mention shown as a name) or as speech
+/// recorded it, whichever was stored first.
+fn as_history(text: &str) -> String {
+    text.replace(&format!("<@{}>", ALICE.id), "@alice")
+}
+
+/// A short look for something that must not happen (a second post): the
+/// only sleep here, and it can only hide a failure, never make one.
+fn nothing_more_for_a_moment() {
+    std::thread::sleep(Duration::from_millis(300));
+}
+
 /// Alice asks; the message she wrote is unknown to the server when the
 /// answer is sent (`how` the server answers a reply to it). The answer is
-/// posted once, as a plain message, after one model call; every attempt
-/// carried the same nonce.
+/// posted once, after one model call, as a plain message that begins with her
+/// mention — she is pinged by it, as the reply would have pinged her — and
+/// every attempt carried the same nonce. The bot's history keeps it as said:
+/// that text, a reply to nothing.
 fn answered_though_the_message_is_unknown(how: UnknownReference, garbled: u32) {
     let answer = "Tuesday works: the hall is free from six.";
+    let said = format!("<@{}> {answer}", ALICE.id);
     let bot = Bot::start(json!({}));
     bot.model.push(Scripted::text(answer));
     bot.discord.with(|w| {
@@ -30,52 +77,61 @@ fn answered_though_the_message_is_unknown(how: UnknownReference, garbled: u32) {
         w.saves_late = true;
         w.garble_sends = garbled;
     });
-    bot.discord
+    let asked = bot
+        .discord
         .say(GENERAL, ALICE, &mention("when can we meet?"));
+    // The reply, refused; then the plain message, once more after each unreadable answer.
+    let expected = 2 + garbled as usize;
     assert!(
         bot.discord
-            .wait_until(20, |w| !w.posted_in(GENERAL).is_empty()),
+            .wait_until(20, |w| w.sent_in(GENERAL).len() >= expected),
         "{how:?}: the answer was dropped:\n{}",
         bot.log()
     );
-    // A retry after an unknown outcome comes 500 ms later: give it time to show.
-    std::thread::sleep(Duration::from_millis(1500));
-    let posted = bot.discord.with(|w| w.posted_in(GENERAL));
-    assert_eq!(posted.len(), 1, "{how:?}: posted once: {posted:#?}");
-    assert_eq!(posted[0]["content"], answer);
     assert!(
-        posted[0]["message_reference"].is_null(),
-        "{how:?}: sent without the reference: {:#}",
-        posted[0]
+        answered(&bot, asked),
+        "{how:?}: not journaled:\n{}",
+        bot.log()
     );
-    // Every create request, refused or not.
     let sent: Vec<Value> = bot.discord.with(|w| w.sent_in(GENERAL));
+    assert_eq!(sent.len(), expected, "{how:?}: {sent:#?}");
     assert!(
         sent[0]["message_reference"].is_object(),
         "{how:?}: the first attempt was a reply: {:#}",
         sent[0]
     );
-    // Refused, then plain; after an unreadable answer the same pair again.
-    assert_eq!(sent.len(), 2 * (1 + garbled as usize), "{sent:#?}");
+    assert!(
+        sent[1..]
+            .iter()
+            .all(|b| b["message_reference"].is_null() && b["content"] == said.as_str()),
+        "{how:?}: then plain and addressed: {sent:#?}"
+    );
     assert!(
         sent.iter().all(|b| b["nonce"] == sent[0]["nonce"]),
         "{how:?}: one nonce for every attempt: {sent:#?}"
     );
+    let posted = bot.discord.with(|w| w.posted_in(GENERAL));
+    assert_eq!(posted.len(), 1, "{how:?}: posted once: {posted:#?}");
+    assert_eq!(posted[0]["content"], said.as_str());
+    assert!(posted[0]["message_reference"].is_null(), "{:#}", posted[0]);
+    assert_eq!(
+        bot.discord.with(|w| w.pinged_in(GENERAL)),
+        [vec![ALICE.id]],
+        "{how:?}: the person answered is pinged by the plain message"
+    );
     assert_eq!(bot.model.requests().len(), 1, "{how:?}: one model call");
-    let store = bot.store();
-    let ours: Vec<_> = store
-        .recent_messages(ambient::ids::ChannelId(GENERAL), 20)
-        .unwrap()
-        .into_iter()
-        .filter(|m| m.is_self)
-        .collect();
+    let ours = our_rows(&bot);
     assert_eq!(ours.len(), 1, "{how:?}: one stored row: {ours:#?}");
-    assert_eq!(ours[0].content, answer);
+    assert_eq!(as_history(&ours[0].content), as_history(&said));
+    assert_eq!(ours[0].reply_to, None, "{how:?}: stored as said");
+    assert_eq!(ours[0].id.to_string(), posted[0]["id"].as_str().unwrap());
+    nothing_more_for_a_moment();
+    assert_eq!(bot.discord.with(|w| w.sent_in(GENERAL).len()), expected);
     assert!(bot.stop().success());
 }
 
 #[test]
-fn an_answer_to_a_message_discord_refuses_to_reference_is_sent_as_a_plain_message() {
+fn an_answer_a_server_refuses_to_reference_is_sent_as_a_plain_message() {
     answered_though_the_message_is_unknown(UnknownReference::Refused, 0);
 }
 
@@ -87,9 +143,83 @@ fn an_answer_to_a_message_a_compatible_server_has_not_saved_is_sent_as_a_plain_m
 #[test]
 fn an_answer_sent_again_without_its_reference_is_still_posted_once() {
     // The plain send is made but its answer is unreadable: speech asks again
-    // with the same nonce, the reference is refused again, and the plain send
-    // finds the message already made.
+    // with the same nonce, and the server answers with the message it made.
     answered_though_the_message_is_unknown(UnknownReference::NotFound, 1);
+}
+
+/// Bob asked never to be pinged: an answer to him said as a plain message
+/// names him instead, and pings nobody.
+#[test]
+fn a_plain_answer_to_someone_who_asked_not_to_be_pinged_names_them() {
+    let bot = Bot::start(json!({}));
+    let id = bot
+        .discord
+        .slash(GENERAL, BOB, 0, "ambient", "me", &[("boundary", "no-ping")]);
+    assert!(
+        bot.discord
+            .interaction_text(id)
+            .is_some_and(|t| t.starts_with("Done — don't ping me")),
+        "{}",
+        bot.log()
+    );
+    bot.model.push(Scripted::text("The blue one."));
+    bot.discord.with(|w| {
+        w.unknown_reference = UnknownReference::NotFound;
+        w.saves_late = true;
+    });
+    let asked = bot.discord.say(GENERAL, BOB, &mention("which one?"));
+    assert!(answered(&bot, asked), "{}", bot.log());
+    let posted = bot.discord.with(|w| w.posted_in(GENERAL));
+    assert_eq!(posted.len(), 1, "{posted:#?}");
+    assert_eq!(posted[0]["content"], "@bob The blue one.");
+    assert_eq!(
+        bot.discord.with(|w| w.pinged_in(GENERAL)),
+        [Vec::<u64>::new()]
+    );
+    let sent = bot.discord.with(|w| w.sent_in(GENERAL));
+    assert_eq!(sent.last().unwrap()["allowed_mentions"]["users"], json!([]));
+    assert!(bot.stop().success());
+}
+
+/// A streamed answer whose first message is refused as a reply: posted plain
+/// with Alice's mention in front, which every edit and the final text keep —
+/// the messages end as a plain answer to her would have been split.
+#[test]
+fn a_streamed_answer_said_as_a_plain_message_keeps_its_addressee_to_the_end() {
+    let answer = "The hall is free on Tuesday from six, and the key is with Sam. ".repeat(45);
+    let answer = answer.trim();
+    let expected = ambient::speech::split_message(&format!("<@{}> {answer}", ALICE.id), 2000);
+    assert_eq!(expected.len(), 2);
+    let bot = Bot::start(json!({"discord": {"streamEditIntervalMs": 1000}}));
+    bot.model
+        .push(Scripted::streamed(answer, 200, Duration::from_millis(40)));
+    bot.discord.with(|w| {
+        w.unknown_reference = UnknownReference::NotFound;
+        w.saves_late = true;
+    });
+    let asked = bot
+        .discord
+        .say(GENERAL, ALICE, &mention("when is the hall free?"));
+    assert!(answered(&bot, asked), "{}", bot.log());
+    let first = &bot.discord.with(|w| w.sent_in(GENERAL))[1];
+    assert!(
+        first["message_reference"].is_null() && first["content"].as_str().unwrap().len() < 2000,
+        "posted while the answer was written: {first:#}"
+    );
+    assert_eq!(bot.discord.with(|w| shown(w)), expected);
+    let posted = bot.discord.with(|w| w.posted_in(GENERAL));
+    assert!(posted.iter().all(|m| m["message_reference"].is_null()));
+    assert_eq!(bot.discord.with(|w| w.pinged_in(GENERAL))[0], [ALICE.id]);
+    let ours = our_rows(&bot);
+    assert_eq!(
+        ours.iter()
+            .map(|m| as_history(&m.content))
+            .collect::<Vec<_>>(),
+        expected.iter().map(|t| as_history(t)).collect::<Vec<_>>(),
+        "history keeps what was said"
+    );
+    assert!(ours.iter().all(|m| m.reply_to.is_none()));
+    assert!(bot.stop().success());
 }
 
 #[test]
