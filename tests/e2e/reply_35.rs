@@ -6,6 +6,7 @@
 //! waited for a polling pause, and attachments on a Discord-compatible server
 //! whose files live on another origin.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -222,30 +223,82 @@ fn a_streamed_answer_said_as_a_plain_message_keeps_its_addressee_to_the_end() {
     assert!(bot.stop().success());
 }
 
+/// A Discord-compatible server announces Alice's message before it has saved
+/// it; by the time the answer is sent it has. The answer is an ordinary reply:
+/// one request, with its reference, pinging her as a reply does.
 #[test]
-fn an_answer_to_a_message_deleted_meanwhile_is_said_on_discord_too() {
-    let answer = "It was the blue one, I think.";
+fn an_answer_to_a_message_saved_late_is_a_reply_once_it_is_saved() {
+    let release = Arc::new(tokio::sync::Notify::new());
     let bot = Bot::start(json!({}));
-    // Slow enough that the question is deleted while the model writes.
     bot.model
-        .push(Scripted::streamed(answer, 4, Duration::from_millis(150)));
+        .push(Scripted::held(Scripted::text("Six o'clock."), &release));
+    bot.discord.with(|w| {
+        w.unknown_reference = UnknownReference::NotFound;
+        w.saves_late = true;
+    });
+    let asked = bot.discord.say(GENERAL, ALICE, &mention("what time?"));
+    assert!(
+        bot.discord
+            .wait_until(20, |_| !bot.model.requests().is_empty()),
+        "{}",
+        bot.log()
+    );
+    bot.discord.save_late();
+    release.notify_one();
+    assert!(answered(&bot, asked), "{}", bot.log());
+    let sent = bot.discord.with(|w| w.sent_in(GENERAL));
+    assert_eq!(sent.len(), 1, "{sent:#?}");
+    let posted = bot.discord.with(|w| w.posted_in(GENERAL));
+    assert_eq!(posted[0]["content"], "Six o'clock.");
+    assert_eq!(
+        posted[0]["message_reference"]["message_id"],
+        asked.to_string()
+    );
+    assert_eq!(bot.discord.with(|w| w.pinged_in(GENERAL)), [vec![ALICE.id]]);
+    assert_eq!(
+        our_rows(&bot)[0].reply_to,
+        Some(ambient::ids::MessageId(asked))
+    );
+    assert!(bot.stop().success());
+}
+
+/// On Discord, a reply to a message deleted while the model wrote is posted
+/// by Discord itself as a plain message (the bot sends the reference with
+/// `fail_if_not_exists: false`): one request, the answer as written.
+#[test]
+fn an_answer_to_a_message_deleted_meanwhile_is_posted_plain_by_discord() {
+    let answer = "It was the blue one, I think.";
+    let release = Arc::new(tokio::sync::Notify::new());
+    let bot = Bot::start(json!({}));
+    bot.model
+        .push(Scripted::held(Scripted::text(answer), &release));
     let asked = bot
         .discord
         .say(GENERAL, ALICE, &mention("which one was it?"));
     assert!(
         bot.discord
-            .wait_until(20, |_| !bot.model.requests().is_empty())
+            .wait_until(20, |_| !bot.model.requests().is_empty()),
+        "{}",
+        bot.log()
     );
     bot.discord.delete(GENERAL, asked);
+    release.notify_one();
     assert!(
-        bot.discord
-            .wait_until(20, |w| !w.posted_in(GENERAL).is_empty()),
+        answered(&bot, asked),
         "the answer was dropped:\n{}",
         bot.log()
+    );
+    let sent = bot.discord.with(|w| w.sent_in(GENERAL));
+    assert_eq!(sent.len(), 1, "Discord took the first request: {sent:#?}");
+    assert_eq!(
+        sent[0]["message_reference"]["fail_if_not_exists"], false,
+        "{:#}",
+        sent[0]
     );
     let posted = bot.discord.with(|w| w.posted_in(GENERAL));
     assert_eq!(posted.len(), 1);
     assert_eq!(posted[0]["content"], answer);
+    assert!(posted[0]["message_reference"].is_null(), "{:#}", posted[0]);
     assert_eq!(bot.model.requests().len(), 1);
     assert!(bot.stop().success());
 }
