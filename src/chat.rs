@@ -57,6 +57,11 @@ pub enum ChatError {
     /// nonce is how to find out.
     #[error("outcome unknown: {0}")]
     Unknown(String),
+    /// A reply was refused for the message it answers, which the platform
+    /// does not know (deleted meanwhile, or not saved yet): nothing was
+    /// created, and the same message may be sent without `reply_to`.
+    #[error("the message answered is unknown to the platform: {0}")]
+    ReferenceUnknown(String),
 }
 
 /// Keeps a typing indicator alive until dropped.

@@ -46,7 +46,7 @@ use crate::clock::SharedClock;
 use crate::executive::journal_search::journal_search;
 use crate::executive::prompts::{PromptLine, Rendered};
 use crate::executive::tools::{FinalTool, Tool, parse_args};
-use crate::executive::{ExecError, Executive, Role, StopReason, Turn, TurnOutcome, TurnResult};
+use crate::executive::{ExecError, Executive, Role, Turn, TurnOutcome, TurnResult};
 use crate::ids::ChannelId;
 use crate::impulses::Impulses;
 use crate::impulses::tools::add_task;
@@ -350,7 +350,7 @@ impl ReplyHandler {
         };
         let text = match &result.outcome {
             Ok(TurnOutcome::Answer(text)) if !clean_answer(text, &settings.bot.name).is_empty() => {
-                ended_as_reported(shape(text), result.stop)
+                crate::speech::as_ended(shape(text), result.stop)
             }
             Ok(TurnOutcome::Answer(_) | TurnOutcome::Final(_)) => String::new(),
             Ok(TurnOutcome::Incomplete(why)) => {
@@ -680,7 +680,7 @@ impl ReplyHandler {
 /// What an answer to `m` says, from the model's text: an echoed name
 /// removed, addressed to its speaker if said aloud. Applied alike to a
 /// streamed draft and to the final text (which may then be cut:
-/// [`ended_as_reported`]).
+/// [`crate::speech::as_ended`]).
 fn answer_shape(
     m: &MessagePercept,
     settings: &crate::settings::Settings,
@@ -702,18 +702,6 @@ fn voice_addressed(m: &MessagePercept, text: &str) -> String {
         format!("<@{}> {text}", m.message.author_id)
     } else {
         text.to_string()
-    }
-}
-
-/// The answer as the model ended it: one it stopped at its length limit
-/// (`maxOutputTokens`, by its own count) loses its unfinished end and says it
-/// was cut; any other is said whole. Its length in characters decides
-/// nothing here — a model's tokens are not four characters each — and speech
-/// still splits it at 2,000 characters, within `maxPartsPerAnswer`.
-fn ended_as_reported(text: String, stop: Option<StopReason>) -> String {
-    match stop {
-        Some(StopReason::MaxTokens) => crate::speech::cut_unfinished(&text),
-        _ => text,
     }
 }
 
@@ -810,25 +798,6 @@ impl Handler for ReplyHandler {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_an_answer_stopped_at_its_limit_is_cut() {
-        let long = "A sentence of the answer that goes on. ".repeat(120) + "And the la";
-        assert_eq!(
-            ended_as_reported(long.clone(), Some(StopReason::EndTurn)),
-            long
-        );
-        assert_eq!(ended_as_reported(long.clone(), None), long);
-        let cut = ended_as_reported(long.clone(), Some(StopReason::MaxTokens));
-        assert!(
-            cut.ends_with(&format!("goes on.\n{}", crate::speech::CUT_MARKER)),
-            "{cut}"
-        );
-        assert!(
-            cut.chars().count() > 4_000,
-            "nothing but the unfinished end is lost"
-        );
-    }
 
     #[test]
     fn echoed_name_prefixes_are_removed() {

@@ -11,7 +11,11 @@
 //!   deduplicated by the platform instead of posted twice,
 //! - records what it says in channel history before sending it (the bot must
 //!   know its own words, even after a crash right after a send), then gives
-//!   the row the platform's id.
+//!   the row the platform's id,
+//! - says a reply the platform refuses for the message it answers (unknown
+//!   to it: deleted, or not saved yet) at once as a plain message, under the
+//!   same nonce, beginning with the mention of the person answered — or their
+//!   name, under the no-ping boundary — so it still reaches them.
 //!
 //! A long answer can also be shown while it is written: [`Speech::stream`]
 //! (in `stream`) posts its start and edits it, under the same rules.
@@ -42,6 +46,7 @@ use chrono::{DateTime, Utc};
 use crate::attention::Place;
 use crate::chat::{ChatError, Outgoing, OutgoingFile, Transport};
 use crate::clock::SharedClock;
+use crate::executive::StopReason;
 use crate::ids::{ChannelId, MessageId, UserId};
 use crate::permissions;
 use crate::settings::SettingsService;
@@ -188,15 +193,15 @@ impl Speech {
         self.speak(place, text, reply_to, cause, files, &[]).await
     }
 
-    /// Who may be pinged: the author of the message being answered and
-    /// whoever the caller names, less those who asked never to be; and
-    /// whether that leaves the answered author pingable.
-    fn pings(&self, reply_to: Option<MessageId>, also: &[UserId]) -> (Vec<UserId>, bool) {
+    /// Who may be pinged — the author of the message being answered and
+    /// whoever the caller names, less those who asked never to be — and how
+    /// the answered author is addressed.
+    fn addressing(&self, reply_to: Option<MessageId>, also: &[UserId]) -> Addressing {
         let answered = reply_to
             .and_then(|id| self.store.message(id).ok().flatten())
-            .filter(|m| !m.is_self)
-            .map(|m| m.author_id);
-        let mut pings: Vec<UserId> = also.iter().copied().chain(answered).collect();
+            .filter(|m| !m.is_self);
+        let author = answered.as_ref().map(|m| m.author_id);
+        let mut pings: Vec<UserId> = also.iter().copied().chain(author).collect();
         pings.sort_unstable_by_key(|u| u.get());
         pings.dedup();
         // Unreadable boundaries fail closed: a name instead of a ping costs nothing.
@@ -205,8 +210,17 @@ impl Speech {
             .with_boundary(&pings, Boundary::NoPing)
             .unwrap_or_else(|_| pings.iter().copied().collect());
         pings.retain(|u| !unpingable.contains(u));
-        let ping_replied = answered.is_some_and(|a| pings.contains(&a));
-        (pings, ping_replied)
+        let ping_replied = author.is_some_and(|a| pings.contains(&a));
+        let addressee = answered.map(|m| match ping_replied {
+            true => format!("<@{}>", m.author_id),
+            // The no-ping boundary: their name, made as safe as any text.
+            false => neutralise_mentions(&format!("@{}", m.author_name), &[], |_| None),
+        });
+        Addressing {
+            pings,
+            ping_replied,
+            addressee,
+        }
     }
 
     async fn speak(
@@ -218,7 +232,11 @@ impl Speech {
         mut files: Vec<OutgoingFile>,
         also: &[UserId],
     ) -> Result<Vec<MessageId>, SpeechError> {
-        let (pings, ping_replied) = self.pings(reply_to, also);
+        let Addressing {
+            pings,
+            ping_replied,
+            addressee,
+        } = self.addressing(reply_to, also);
         let text = neutralise_mentions(text, &pings, |u| self.store.author_name(u).ok().flatten());
         let text = text.trim();
         if text.is_empty() {
@@ -234,12 +252,13 @@ impl Speech {
             .replies
             .max_parts_per_answer;
         let fits = room.min(u64::from(max_parts)).max(1) as usize;
-        let parts = split_within(text, MESSAGE_LIMIT, fits);
+        let mut parts = split_within(text, MESSAGE_LIMIT, fits);
 
         let mut ids = Vec::with_capacity(parts.len());
-        for (i, part) in parts.iter().enumerate() {
-            let outgoing = Outgoing {
-                content: part.clone(),
+        let mut i = 0;
+        while i < parts.len() {
+            let mut outgoing = Outgoing {
+                content: parts[i].clone(),
                 // Only the first part is a reply; the rest follow it.
                 reply_to: if i == 0 { reply_to } else { None },
                 nonce: nonce(cause, i),
@@ -247,14 +266,70 @@ impl Speech {
                 pings: pings.clone(),
                 ping_replied: i == 0 && ping_replied,
             };
-            ids.push(self.post(place, &outgoing).await?);
+            let id = self
+                .post_reply(place, &mut outgoing, || {
+                    // Said plain, the answer begins with whom it answers: split anew.
+                    let text = addressed(text, addressee.as_deref());
+                    parts = split_within(&text, MESSAGE_LIMIT, fits);
+                    parts.first().cloned().unwrap_or(text)
+                })
+                .await?;
+            ids.push(id);
+            i += 1;
         }
         self.lock_refused().remove(&place.channel);
         Ok(ids)
     }
 }
 
+/// Who an answer may ping, and how it names the person it answers.
+struct Addressing {
+    /// The only people the answer may ping.
+    pings: Vec<UserId>,
+    /// Whether the reply pings the author of the message answered.
+    ping_replied: bool,
+    /// The author of the message answered, as a plain message addresses them
+    /// (their mention, or `@name` under the no-ping boundary); none when
+    /// nobody is answered.
+    addressee: Option<String>,
+}
+
+/// `text` as a plain message answering someone: `addressee` in front of it.
+fn addressed(text: &str, addressee: Option<&str>) -> String {
+    match addressee {
+        Some(who) if !text.starts_with(who) => format!("{who} {text}"),
+        _ => text.to_string(),
+    }
+}
+
 impl Speech {
+    /// Posts `outgoing`. A reply the platform refused for the message it
+    /// answers, unknown to it (deleted meanwhile, or announced by a
+    /// Discord-compatible server before it was saved), is posted at once as a
+    /// plain message under the same nonce — the answer was paid for — with
+    /// `plain` as its text: addressed to the person answered, who gets no
+    /// reply to see and, without their mention in it, no ping. Its row is
+    /// stored as what was said: that text, replying to nothing.
+    async fn post_reply(
+        &self,
+        place: Place,
+        outgoing: &mut Outgoing,
+        plain: impl FnOnce() -> String,
+    ) -> Result<MessageId, SpeechError> {
+        match self.post(place, outgoing).await {
+            Err(SpeechError::Chat(ChatError::ReferenceUnknown(why)))
+                if outgoing.reply_to.is_some() =>
+            {
+                tracing::info!(channel = %place.channel, reason = %why, "the message answered is unknown to the platform; saying the answer as a plain message");
+                outgoing.content = plain();
+                outgoing.reply_to = None;
+                outgoing.ping_replied = false;
+                self.post(place, outgoing).await
+            }
+            other => other,
+        }
+    }
+
     /// Records one part in the channel's history, then sends it. Recorded
     /// before it is sent: a crash right after the send still leaves it in
     /// the bot's history and in the channel's hourly count.
@@ -394,18 +469,32 @@ pub fn split_within(text: &str, limit: usize, max_parts: usize) -> Vec<String> {
 }
 
 /// How far back from its end an answer the model stopped at its length limit
-/// is cut to end at a paragraph, line or sentence: past this, at a word.
+/// is cut to end at a paragraph, line, sentence or word: past this, it is
+/// kept whole (it ends at its last whole character).
 const UNFINISHED_LOOKBACK: usize = 500;
+
+/// A paragraph end is preferred to a later line or sentence end only when at
+/// most this many characters of finished text would be lost for it.
+const PARAGRAPH_PREFERENCE: usize = 40;
+
+/// What ends a sentence when it is followed by a space (`". "`), or alone
+/// (`"。"`: Chinese and Japanese put no space after a sentence).
+const SENTENCE_ENDS: [&str; 7] = [". ", "! ", "? ", "… ", "。", "！", "？"];
+
+/// The last character of text that ends a sentence.
+const FINISHED: [char; 7] = ['.', '!', '?', '…', '。', '！', '？'];
 
 /// An answer the model stopped writing at its length limit (it said so:
 /// `length`, `max_tokens`), ready to say: its unfinished end dropped — back
-/// to a paragraph, line or sentence end in its last quarter (at most
-/// [`UNFINISHED_LOOKBACK`] bytes), else to its last word — an open code block
-/// closed, and [`CUT_MARKER`] after it. Text already ending a sentence loses
-/// nothing; text without a space anywhere is kept whole.
+/// to the latest paragraph, line or sentence end in its last quarter (at most
+/// [`UNFINISHED_LOOKBACK`] bytes), else to its last word there — an open code
+/// block closed, and [`CUT_MARKER`] after it. Text already ending a sentence
+/// loses nothing, and neither does text with no break in its last quarter
+/// (Chinese or Japanese without a sentence end near): it is cut at its last
+/// whole character, never back to an early break.
 pub fn cut_unfinished(text: &str) -> String {
     let text = text.trim_end();
-    let finished = text.ends_with(['.', '!', '?', '…']) || text.ends_with("```");
+    let finished = text.ends_with(FINISHED) || text.ends_with("```");
     let end = if finished {
         text.len()
     } else {
@@ -420,25 +509,47 @@ pub fn cut_unfinished(text: &str) -> String {
     kept
 }
 
-/// Byte index where the unfinished end of `text` begins (see [`cut_unfinished`]).
+/// The answer as the model ended it: one it stopped at its length limit
+/// (`maxOutputTokens`, by its own count) loses its unfinished end and says it
+/// was cut ([`cut_unfinished`]); any other is said whole. Its length in
+/// characters decides nothing here — a model's tokens are not four characters
+/// each — and speech still splits it at 2,000 characters, within
+/// `maxPartsPerAnswer`.
+pub fn as_ended(text: String, stop: Option<StopReason>) -> String {
+    match stop {
+        Some(StopReason::MaxTokens) => cut_unfinished(&text),
+        _ => text,
+    }
+}
+
+/// Byte index where the unfinished end of `text` begins (see
+/// [`cut_unfinished`]). A mention the answer opens with (a voice answer's
+/// `<@id> `) is no break: the boundaries are looked for after it.
 fn unfinished_from(text: &str) -> usize {
-    let floor = text.len() - (text.len() / 4).min(UNFINISHED_LOOKBACK);
-    let after = |pat: &str| {
-        text.rmatch_indices(pat)
-            .next()
-            .map(|(i, m)| i + m.len())
+    static LEADING_MENTION: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"^<@!?\d{1,20}>\s*").expect("valid pattern")
+    });
+    let start = LEADING_MENTION.find(text).map_or(0, |m| m.end());
+    let body = &text[start..];
+    let floor = body.len() - (body.len() / 4).min(UNFINISHED_LOOKBACK);
+    let last_end = |pats: &[&str]| {
+        pats.iter()
+            .filter_map(|pat| body.rmatch_indices(pat).next().map(|(i, m)| i + m.len()))
             .filter(|&end| end >= floor)
+            .max()
     };
-    after("\n\n")
-        .or_else(|| after("\n"))
-        .or_else(|| {
-            [". ", "! ", "? ", "… "]
-                .iter()
-                .filter_map(|p| after(p))
-                .max()
-        })
-        .or_else(|| text.rfind(char::is_whitespace))
-        .unwrap_or(text.len())
+    let paragraph = last_end(&["\n\n"]);
+    let latest = last_end(&["\n"]).max(last_end(&SENTENCE_ENDS));
+    let end = match (paragraph, latest) {
+        // A paragraph reads as the better end, but not at the cost of whole sentences.
+        (Some(p), Some(l)) if body[p..l].chars().count() <= PARAGRAPH_PREFERENCE => Some(p),
+        (_, Some(l)) => Some(l),
+        (p, None) => p,
+    };
+    let end = end
+        .or_else(|| body.rfind(char::is_whitespace).filter(|&i| i >= floor))
+        .unwrap_or(body.len());
+    start + end
 }
 
 /// A Discord nonce (at most 25 characters) derived from the cause and part index.
@@ -495,18 +606,14 @@ fn best_break(window: &str) -> Option<usize> {
     };
     after("\n\n")
         .or_else(|| after("\n"))
-        .or_else(|| {
-            [". ", "! ", "? ", "… "]
-                .iter()
-                .filter_map(|p| after(p))
-                .max()
-        })
+        .or_else(|| SENTENCE_ENDS.iter().filter_map(|p| after(p)).max())
         .or_else(|| after(" "))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::Clock;
 
     #[test]
     fn short_text_is_one_part() {
@@ -623,6 +730,217 @@ mod tests {
         // Inside code: the block is closed before the marker.
         let code = cut_unfinished("Here:\n```rust\nlet x = 1;\nlet y = sq");
         assert_eq!(code, marked("Here:\n```rust\nlet x = 1;\nlet y =\n```"));
+    }
+
+    #[test]
+    fn only_an_answer_stopped_at_its_limit_is_cut() {
+        let long = "A sentence of the answer that goes on. ".repeat(120) + "And the la";
+        assert_eq!(as_ended(long.clone(), Some(StopReason::EndTurn)), long);
+        assert_eq!(as_ended(long.clone(), None), long);
+        let cut = as_ended(long.clone(), Some(StopReason::MaxTokens));
+        assert!(cut.ends_with(&format!("goes on.\n{CUT_MARKER}")), "{cut}");
+        assert!(
+            cut.chars().count() > 4_000,
+            "nothing but the unfinished end is lost"
+        );
+    }
+
+    /// Chinese or Japanese has no spaces: a cut answer ends at its last
+    /// sentence end (。！？) near its end, or at its last whole character —
+    /// never back at a voice answer's mention or an early line break.
+    #[test]
+    fn a_cut_answer_without_spaces_keeps_all_but_its_unfinished_sentence() {
+        let marked = |t: &str| format!("{t}\n{CUT_MARKER}");
+        // A voice answer: the mention in front is followed by the only space.
+        let cjk = "这是一个很长的回答没有空格".repeat(123) + "还没写完";
+        let voiced = format!("<@42> {cjk}");
+        assert_eq!(voiced.chars().count(), 6 + 1_603);
+        assert_eq!(cut_unfinished(&voiced), marked(&voiced));
+        // With sentence ends, the last one near the end is where it stops.
+        let sentences = "今日は雨が降っています。".repeat(140) + "明日は晴れるでしょ";
+        let voiced = format!("<@42> {sentences}");
+        let expected = format!("<@42> {}", "今日は雨が降っています。".repeat(140));
+        assert_eq!(cut_unfinished(&voiced), marked(&expected));
+        // One early line break is no reason to drop everything after it.
+        let japanese = format!(
+            "はい。\n{}{}",
+            "説明を続けますと長い話になります".repeat(112),
+            "最後の文"
+        );
+        assert_eq!(japanese.chars().count(), 4 + 1_792 + 4);
+        assert_eq!(cut_unfinished(&japanese), marked(&japanese));
+        let japanese = format!("はい。\n{}", "説明を続けます！".repeat(200) + "最後の");
+        assert_eq!(
+            cut_unfinished(&japanese),
+            marked(&format!("はい。\n{}", "説明を続けます！".repeat(200)))
+        );
+        assert!(cut_unfinished("お疲れさまでした。").starts_with("お疲れさまでした。\n"));
+    }
+
+    /// The latest paragraph, line or sentence end wins: an older paragraph
+    /// break is taken only when it costs no more than a few dozen characters.
+    #[test]
+    fn a_cut_answer_keeps_its_finished_sentences_after_a_paragraph_break() {
+        let marked = |t: &str| format!("{t}\n{CUT_MARKER}");
+        let intro = "Some background that ran long. ".repeat(20) + "Intro.";
+        let text = format!(
+            "{intro}\n\nFirst point here. Second point here. Third point here. Fourth is unfin"
+        );
+        assert_eq!(
+            cut_unfinished(&text),
+            marked(&format!(
+                "{intro}\n\nFirst point here. Second point here. Third point here."
+            ))
+        );
+        // Only a short sentence after the paragraph: the paragraph reads better.
+        let text = format!("{intro}\n\nIn short. And then the la");
+        assert_eq!(cut_unfinished(&text), marked(&intro));
+        // A voice answer's mention is kept in front of whatever is kept.
+        let text =
+            format!("<@42> {intro}\n\nFirst point here. Second point here. Third point here. Four");
+        assert_eq!(
+            cut_unfinished(&text),
+            marked(&format!(
+                "<@42> {intro}\n\nFirst point here. Second point here. Third point here."
+            ))
+        );
+    }
+
+    /// A platform that refuses every reply for the message it answers, as a
+    /// server does for a message it does not know; what it was asked to send.
+    struct RefusesReplies(std::sync::Mutex<Vec<Outgoing>>);
+
+    #[async_trait::async_trait]
+    impl Transport for RefusesReplies {
+        fn me(&self) -> crate::attention::Author {
+            crate::attention::Author {
+                id: UserId(1),
+                name: "ambient".into(),
+                is_bot: true,
+            }
+        }
+
+        async fn send(&self, _: ChannelId, m: &Outgoing) -> Result<MessageId, ChatError> {
+            let mut sent = self.0.lock().unwrap();
+            sent.push(m.clone());
+            match m.reply_to {
+                Some(_) => Err(ChatError::ReferenceUnknown("404 Unknown Message".into())),
+                None => Ok(MessageId(1_000 + sent.len() as u64)),
+            }
+        }
+
+        async fn react(&self, _: ChannelId, _: MessageId, _: &str) -> Result<(), ChatError> {
+            Ok(())
+        }
+
+        fn typing(&self, _: ChannelId) -> crate::chat::Typing {
+            crate::chat::Typing::none()
+        }
+
+        async fn history(&self, _: ChannelId, _: usize) -> Result<Vec<StoredMessage>, ChatError> {
+            Ok(Vec::new())
+        }
+    }
+
+    /// A reply refused for the message it answers is said at once as a plain
+    /// message that begins with whom it answers — their mention, or their
+    /// name under the no-ping boundary — split anew when that makes it
+    /// longer than a message, and stored as said: that text, replying to nothing.
+    #[tokio::test]
+    async fn a_reply_the_platform_refuses_is_said_plain_to_whom_it_answers() {
+        let clock = crate::clock::ManualClock::at_test_epoch();
+        let store = Store::open_in_memory().unwrap();
+        let settings = Arc::new(SettingsService::new(
+            crate::settings::Settings::default(),
+            store.clone(),
+            clock.clone(),
+        ));
+        let platform = Arc::new(RefusesReplies(std::sync::Mutex::default()));
+        let speech = Speech::new(platform.clone(), store.clone(), settings, clock.clone());
+        let place = Place {
+            guild: None,
+            channel: ChannelId(7),
+        };
+        let alice = UserId(3);
+        let asked = |id: u64| StoredMessage {
+            id: MessageId(id),
+            guild: None,
+            channel: place.channel,
+            author_id: alice,
+            author_name: "alice".into(),
+            author_is_bot: false,
+            is_self: false,
+            content: "which one?".into(),
+            attachments: Vec::new(),
+            reply_to: None,
+            source: Source::Text,
+            created_at: clock.now(),
+            edited_at: None,
+            deleted_at: None,
+        };
+        store.insert_message(&asked(500)).unwrap();
+        let ids = speech
+            .say_pinging(
+                place,
+                "The blue one.",
+                Some(MessageId(500)),
+                "reply-500",
+                &[alice],
+            )
+            .await
+            .unwrap();
+        let sent = std::mem::take(&mut *platform.0.lock().unwrap());
+        assert_eq!(sent.len(), 2);
+        assert_eq!(
+            (sent[0].reply_to, sent[0].ping_replied),
+            (Some(MessageId(500)), true)
+        );
+        assert_eq!(sent[1].content, "<@3> The blue one.");
+        assert_eq!((sent[1].reply_to, sent[1].ping_replied), (None, false));
+        assert_eq!(sent[1].pings, [alice], "the mention pings her");
+        assert_eq!(sent[1].nonce, sent[0].nonce);
+        let row = store.message(ids[0]).unwrap().unwrap();
+        assert_eq!(
+            (row.content.as_str(), row.reply_to),
+            ("<@3> The blue one.", None)
+        );
+
+        // Under the no-ping boundary: her name, and nobody pinged.
+        store
+            .set_boundary(alice, Boundary::NoPing, true, clock.now())
+            .unwrap();
+        store.insert_message(&asked(501)).unwrap();
+        speech
+            .say_pinging(
+                place,
+                "The red one.",
+                Some(MessageId(501)),
+                "reply-501",
+                &[alice],
+            )
+            .await
+            .unwrap();
+        let sent = std::mem::take(&mut *platform.0.lock().unwrap());
+        assert_eq!(sent[1].content, "@alice The red one.");
+        assert!(sent[1].pings.is_empty());
+
+        // An answer that filled its first message is split anew, nothing lost.
+        store.insert_message(&asked(502)).unwrap();
+        let long = "This part of the answer runs on and on. ".repeat(50);
+        let long = long.trim();
+        assert_eq!(long.chars().count(), 1_999);
+        let ids = speech
+            .say(place, long, Some(MessageId(502)), "reply-502")
+            .await
+            .unwrap();
+        let sent = std::mem::take(&mut *platform.0.lock().unwrap());
+        assert_eq!(sent[0].content, long, "one message as a reply");
+        let plain: Vec<&str> = sent[1..].iter().map(|o| o.content.as_str()).collect();
+        assert_eq!(
+            plain,
+            split_message(&format!("@alice {long}"), MESSAGE_LIMIT)
+        );
+        assert_eq!((plain.len(), ids.len()), (2, 2));
     }
 
     #[test]

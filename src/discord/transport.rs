@@ -5,12 +5,15 @@
 //! only the users speech named — never `@everyone`, `@here` or roles,
 //! whatever the text says (speech has neutralised those in the text too).
 //!
-//! A reply whose `message_reference` the server refuses — Discord's 400 (code
-//! 50035) naming the field, for a message deleted meanwhile, or the 404 a
+//! A reply to a message deleted meanwhile is still posted: the reference goes
+//! with `fail_if_not_exists: false`, and Discord then makes it a plain
+//! message itself. A server that ignores that field refuses the reference
+//! instead — a 400 (code 50035) naming `message_reference`, or the 404 a
 //! Discord-compatible server gave for a message it had announced but not yet
-//! saved — is sent again at once without the reference, with the same nonce:
-//! an answer already paid for is said as a plain message rather than
-//! dropped, and still never twice.
+//! saved — and such a refusal is reported as
+//! [`ChatError::ReferenceUnknown`]: nothing was created, and speech sends the
+//! answer again at once as a plain message addressed to the person answered,
+//! under the same nonce (an answer already paid for is said, and never twice).
 //!
 //! Where the bot must honour 429s itself (a Discord-compatible server with no
 //! rate-limiting proxy, see `ratelimit`), send, react and history are performed
@@ -163,7 +166,9 @@ const UNKNOWN_CHANNEL: isize = 10003;
 
 /// Whether the server refused a send for its `message_reference` (the
 /// message answered is unknown to it): a 400 naming the field, or a 404 that
-/// is not about the channel itself.
+/// is not about the channel itself. Discord itself answers neither for a
+/// reference sent with `fail_if_not_exists: false`; a server ignoring that
+/// field does.
 fn reference_refused(e: &serenity::Error) -> bool {
     let serenity::Error::Http(HttpError::UnsuccessfulRequest(refused)) = e else {
         return false;
@@ -239,19 +244,14 @@ impl Transport for DiscordTransport {
                 "message over {MESSAGE_CODE_LIMIT} characters"
             )));
         }
-        let sent = match self.send_once(channel, message).await {
+        match self.send_once(channel, message).await {
+            Ok(id) => Ok(MessageId(id.get())),
+            // Speech says it again as a plain message.
             Err(e) if message.reply_to.is_some() && reference_refused(&e) => {
-                tracing::info!(%channel, error = %e, "the message answered is unknown to the server; sending the answer without the reference");
-                let plain = Outgoing {
-                    reply_to: None,
-                    ping_replied: false,
-                    ..message.clone()
-                };
-                self.send_once(channel, &plain).await
+                Err(ChatError::ReferenceUnknown(e.to_string()))
             }
-            other => other,
-        };
-        sent.map(|id| MessageId(id.get())).map_err(chat_error)
+            Err(e) => Err(chat_error(e)),
+        }
     }
 
     fn can_edit(&self) -> bool {
@@ -403,5 +403,74 @@ fn mime_of(name: &str) -> &'static str {
         Some("webp") => "image/webp",
         Some("txt") => "text/plain",
         _ => "application/octet-stream",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use serenity::http::ErrorResponse;
+
+    /// The error serenity makes of the server's answer `status` with `body`.
+    async fn answered(status: u16, body: serde_json::Value) -> serenity::Error {
+        let response = axum::http::Response::builder()
+            .status(status)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .expect("a valid response");
+        let response = ErrorResponse::from_response(response.into(), reqwest::Method::POST).await;
+        serenity::Error::Http(HttpError::UnsuccessfulRequest(response))
+    }
+
+    /// Only a refusal of the reference itself is answered by saying the
+    /// answer as a plain message: anything else about the send — the
+    /// channel gone, a missing permission, another field, a rate limit, a
+    /// server error — would be refused again, or is not the reference's.
+    #[tokio::test]
+    async fn only_a_refused_reference_is_sent_again_as_a_plain_message() {
+        let invalid = |field: &str| {
+            json!({"code": 50035, "message": "Invalid Form Body", "errors": {field: {"_errors": [
+                {"code": "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "message": "Unknown message"}]}}})
+        };
+        let cases = [
+            (400, invalid("message_reference"), true),
+            (
+                404,
+                json!({"code": 10008, "message": "Unknown Message"}),
+                true,
+            ),
+            (
+                404,
+                json!({"code": 10003, "message": "Unknown Channel"}),
+                false,
+            ),
+            (
+                403,
+                json!({"code": 50013, "message": "Missing Permissions"}),
+                false,
+            ),
+            (400, invalid("content"), false),
+            (
+                400,
+                json!({"code": 50035, "message": "Invalid Form Body", "errors": {"allowed_mentions": {"users": {"_errors": [
+                    {"code": "BASE_TYPE_BAD", "message": "bad"}]}}}}),
+                false,
+            ),
+            (
+                429,
+                json!({"message": "You are being rate limited.", "retry_after": 1.0, "global": false}),
+                false,
+            ),
+            (
+                500,
+                json!({"message": "Internal Server Error", "code": 0}),
+                false,
+            ),
+        ];
+        for (status, body, refused) in cases {
+            let e = answered(status, body.clone()).await;
+            assert_eq!(reference_refused(&e), refused, "{status} {body}");
+        }
     }
 }

@@ -109,12 +109,10 @@ pub fn parse(body: &Value) -> Result<ChatResponse, Malformed> {
             _ => {}
         }
     }
-    let stop = match body.get("stop_reason").and_then(Value::as_str) {
-        Some("end_turn") | Some("stop_sequence") => StopReason::EndTurn,
-        Some("tool_use") => StopReason::ToolUse,
-        Some("max_tokens") => StopReason::MaxTokens,
-        _ => StopReason::Other,
-    };
+    let stop = body
+        .get("stop_reason")
+        .and_then(Value::as_str)
+        .map_or(StopReason::Other, StopReason::named);
     let usage = body.get("usage");
     let tokens = |k: &str| {
         usage
@@ -195,5 +193,28 @@ mod tests {
             }
         );
         assert!(parse(&json!({"nope": 1})).is_err());
+    }
+
+    /// A model that ran out of its context window stopped mid-answer, as at
+    /// its `max_tokens`: the answer is cut as one stopped there.
+    #[test]
+    fn an_answer_stopped_by_the_context_window_ran_out_of_room() {
+        for (reason, stop) in [
+            ("max_tokens", StopReason::MaxTokens),
+            ("model_context_window_exceeded", StopReason::MaxTokens),
+            ("end_turn", StopReason::EndTurn),
+            ("stop_sequence", StopReason::EndTurn),
+            ("tool_use", StopReason::ToolUse),
+            ("refusal", StopReason::Other),
+        ] {
+            let resp = parse(&json!({
+                "model": "claude-x",
+                "content": [{"type": "text", "text": "The hall is free from six, and the key is with"}],
+                "stop_reason": reason,
+                "usage": {"input_tokens": 12, "output_tokens": 3}
+            }))
+            .unwrap();
+            assert_eq!(resp.stop, stop, "{reason}");
+        }
     }
 }

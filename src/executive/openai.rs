@@ -167,12 +167,10 @@ pub fn parse(body: &Value) -> Result<ChatResponse, Malformed> {
             });
         }
     }
-    let stop = match choice.get("finish_reason").and_then(Value::as_str) {
-        Some("stop") => StopReason::EndTurn,
-        Some("tool_calls") | Some("function_call") => StopReason::ToolUse,
-        Some("length") => StopReason::MaxTokens,
-        _ => StopReason::Other,
-    };
+    let stop = choice
+        .get("finish_reason")
+        .and_then(Value::as_str)
+        .map_or(StopReason::Other, StopReason::named);
     let usage = body.get("usage");
     let tokens = |k: &str| {
         usage

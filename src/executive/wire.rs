@@ -182,12 +182,27 @@ impl Malformed {
     }
 }
 
+/// Why a model stopped writing, in our words.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StopReason {
     EndTurn,
     ToolUse,
+    /// It ran out of room: its `max_tokens`, or (Anthropic) its context window.
     MaxTokens,
     Other,
+}
+
+impl StopReason {
+    /// An Anthropic `stop_reason` or an OpenAI-compatible `finish_reason`.
+    pub fn named(reason: &str) -> Self {
+        match reason {
+            "end_turn" | "stop_sequence" | "stop" => Self::EndTurn,
+            "tool_use" | "tool_calls" | "function_call" => Self::ToolUse,
+            // Both stop mid-answer; the second when the prompt left less room than max_tokens.
+            "max_tokens" | "length" | "model_context_window_exceeded" => Self::MaxTokens,
+            _ => Self::Other,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

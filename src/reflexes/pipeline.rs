@@ -311,7 +311,9 @@ async fn fetch_url(settings: &Settings, url: &str) -> Result<Done, StepError> {
 }
 
 /// `llm_prompt`: one answer from the `reflex` role (and its budget), the
-/// rendered prompt capped like any prompt section.
+/// rendered prompt capped like any prompt section. An answer the model
+/// stopped at its length limit is cut as a reply's is (`speech::as_ended`):
+/// the variable holds it with the cut marker, so whatever says it says so.
 async fn llm_prompt(
     s: &Services,
     reflex: &Reflex,
@@ -341,8 +343,13 @@ async fn llm_prompt(
         None => asked,
     })];
     turn.max_steps = 1;
-    match s.executive.run_turn(turn).await.outcome? {
-        TurnOutcome::Answer(text) if !text.trim().is_empty() => value(text.trim().to_string()),
+    let result = s.executive.run_turn(turn).await;
+    match result.outcome? {
+        // An answer stopped at the role's maxOutputTokens ends at a boundary and says it was cut.
+        TurnOutcome::Answer(text) if !text.trim().is_empty() => value(crate::speech::as_ended(
+            text.trim().to_string(),
+            result.stop,
+        )),
         other => Err(StepError::NoAnswer(format!("{other:?}"))),
     }
 }

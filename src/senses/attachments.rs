@@ -367,7 +367,7 @@ pub fn fetcher_for(
     }
     // The operator's own server: it may be private, and the fetcher is pinned to its origin.
     let origin = parsed.origin();
-    match settings.discord.attachment_origins().contains(&origin) {
+    match settings.discord.file_origins().contains(&origin) {
         true => Ok(Fetcher::for_endpoint(network, url, max_bytes, true)),
         false => Err(AttachmentError::NotDiscords),
     }
@@ -442,6 +442,24 @@ mod tests {
         ] {
             assert!(fetcher_for(refused, &s, 1_000).is_err(), "{refused}");
         }
+        // apiBaseUrl may have a path (a proxy keeps it): its server's files are read all the same.
+        let with_path = settings("http://127.0.0.1:3000/api");
+        assert!(
+            fetcher_for(
+                "http://127.0.0.1:3000/attachments/1/2/a.png",
+                &with_path,
+                1_000
+            )
+            .is_ok()
+        );
+        assert!(
+            fetcher_for(
+                "http://127.0.0.1:3001/attachments/1/2/a.png",
+                &with_path,
+                1_000
+            )
+            .is_err()
+        );
         // On Discord itself, a named origin is the only one beside the CDN.
         let mut discord = settings("https://discord.com");
         discord.discord.attachment_origins = vec!["http://127.0.0.1:3001".into()];

@@ -86,7 +86,7 @@ pub struct DiscordSettings {
     pub api_base_url: String,
     /// Where a Discord-compatible server keeps its attachments when that is not
     /// `apiBaseUrl`'s origin: origins (`https://files.example`, `http://10.0.0.5:8081`)
-    /// read from as `apiBaseUrl`'s is (see [`DiscordSettings::attachment_origins`]).
+    /// read from as `apiBaseUrl`'s is (see [`DiscordSettings::file_origins`]).
     pub attachment_origins: Vec<String>,
     /// With a custom `apiBaseUrl`: true when it is a rate-limiting REST proxy (nirn-proxy,
     /// twilight-http-proxy) that handles 429s; false: the bot waits out 429s and retries itself.
@@ -127,7 +127,7 @@ pub struct DiscordSettings {
 impl Default for DiscordSettings {
     fn default() -> Self {
         Self {
-            api_base_url: "https://discord.com".into(),
+            api_base_url: DISCORD_API_BASE_URL.into(),
             attachment_origins: Vec::new(),
             rest_proxy_handles_rate_limits: false,
             dev_guild_id: None,
@@ -147,17 +147,28 @@ impl Default for DiscordSettings {
     }
 }
 
+/// Discord's own REST API: `discord.apiBaseUrl` unless the bot runs elsewhere.
+pub const DISCORD_API_BASE_URL: &str = "https://discord.com";
+
 impl DiscordSettings {
     /// The operator's own origins attachments may be read from, besides
     /// Discord's CDN: `apiBaseUrl`'s when it points at a Discord-compatible
-    /// server (not at Discord), then each of `attachmentOrigins`. Entries that
-    /// are not an http(s) origin are left out (validation names them).
-    pub fn attachment_origins(&self) -> Vec<url::Origin> {
-        let api = Some(self.api_base_url.as_str())
-            .filter(|api| api.trim_end_matches('/') != Self::default().api_base_url);
+    /// server (not at Discord) — its origin, whatever path the URL has — then
+    /// each of `attachmentOrigins`. Entries that are not an http(s) origin
+    /// are left out (validation names them).
+    pub fn file_origins(&self) -> Vec<url::Origin> {
+        let discord = url::Url::parse(DISCORD_API_BASE_URL).map(|u| u.origin());
+        let api = url::Url::parse(&self.api_base_url)
+            .ok()
+            .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+            .map(|u| u.origin())
+            .filter(|origin| discord.as_ref() != Ok(origin));
         api.into_iter()
-            .chain(self.attachment_origins.iter().map(String::as_str))
-            .filter_map(|text| web_origin(text).ok())
+            .chain(
+                self.attachment_origins
+                    .iter()
+                    .filter_map(|text| web_origin(text).ok()),
+            )
             .collect()
     }
 }
@@ -1082,5 +1093,44 @@ impl Default for DashboardSettings {
             enabled: false,
             bind: "127.0.0.1:8377".into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn origin(text: &str) -> url::Origin {
+        url::Url::parse(text).unwrap().origin()
+    }
+
+    #[test]
+    fn file_origins_are_api_base_urls_origin_whatever_its_path_and_the_named_ones() {
+        let mut discord = DiscordSettings {
+            api_base_url: "http://127.0.0.1:3000/api".into(),
+            attachment_origins: vec!["http://127.0.0.1:3001".into(), "not an origin".into()],
+            ..DiscordSettings::default()
+        };
+        assert_eq!(
+            discord.file_origins(),
+            [
+                origin("http://127.0.0.1:3000"),
+                origin("http://127.0.0.1:3001")
+            ]
+        );
+        // Discord itself is not the operator's server, with or without a path.
+        for api in [
+            "https://discord.com",
+            "https://discord.com/",
+            "https://discord.com/api",
+        ] {
+            discord.api_base_url = api.into();
+            assert_eq!(
+                discord.file_origins(),
+                [origin("http://127.0.0.1:3001")],
+                "{api}"
+            );
+        }
+        assert!(DiscordSettings::default().file_origins().is_empty());
     }
 }

@@ -18,9 +18,14 @@
 //! looked at when text arrives — so the first message goes out with the first
 //! text worth showing — and, while an edit waits for its interval, again only
 //! when the interval has passed or the stream has ended (the text in between
-//! is coalesced, not looked at piece by piece); a runaway draft, once shown
-//! as far as its parts go, is not looked at again until the stream ends or a
-//! new attempt begins. The end of the stream ends
+//! is coalesced, not looked at piece by piece). A draft nothing more can
+//! change before the end is not looked at again until the stream ends or a
+//! new attempt begins: a runaway draft shown as far as its parts go, messages
+//! whose edits are spent (all but the final one) with no further message to
+//! post, or a further message that could not be posted. Messages whose edits
+//! are spent while a further one may still come are looked at once per
+//! interval, for that one. So the work per piece of text is bounded, however
+//! long the stream goes on. The end of the stream ends
 //! [`Streamed::show`] at once: an answer that came in one piece is said as
 //! soon as it is complete.
 //!
@@ -45,7 +50,8 @@ use chrono::{DateTime, Utc};
 use tokio::sync::Notify;
 
 use super::{
-    MESSAGE_LIMIT, Speech, SpeechError, neutralise_mentions, nonce, split_message, split_within,
+    Addressing, MESSAGE_LIMIT, Speech, SpeechError, addressed, neutralise_mentions, nonce,
+    split_message, split_within,
 };
 use crate::attention::Place;
 use crate::chat::{ChatError, Edit, Outgoing};
@@ -143,6 +149,19 @@ impl TextSink for DraftSink {
     }
 }
 
+/// What a look at the draft leaves to do ([`Streamed::present`]).
+#[derive(Debug, PartialEq, Eq)]
+enum Next {
+    /// More text may change what is shown: look again when it arrives.
+    Text,
+    /// Something may be due after this wait (an edit waiting for its
+    /// interval); text arriving before then is coalesced.
+    After(Duration),
+    /// Nothing shown can change before the stream ends: more text of this
+    /// attempt is not looked at.
+    End,
+}
+
 /// One message of the answer as people see it now.
 struct Shown {
     id: MessageId,
@@ -162,6 +181,12 @@ pub struct Streamed {
     pings: Vec<UserId>,
     /// Whether the answered author may be pinged by the reply (their boundary says).
     ping_replied: bool,
+    /// The answered author as a plain message addresses them (see `Addressing`).
+    addressee: Option<String>,
+    /// The first message was refused as a reply (the message answered is
+    /// unknown to the platform) and posted plain: it, every later look at the
+    /// draft and the final text begin with the addressee.
+    plain: bool,
     /// Parts this answer may take (the hourly room and `maxPartsPerAnswer`).
     fits: usize,
     interval: Duration,
@@ -193,7 +218,11 @@ impl Speech {
         }
         let room = self.deliverable(place).ok()?;
         let max_parts = settings.permissions.replies.max_parts_per_answer;
-        let (pings, ping_replied) = self.pings(reply_to, also);
+        let Addressing {
+            pings,
+            ping_replied,
+            addressee,
+        } = self.addressing(reply_to, also);
         Some(Streamed {
             speech: self.clone(),
             place,
@@ -202,6 +231,8 @@ impl Speech {
             also: also.to_vec(),
             pings,
             ping_replied,
+            addressee,
+            plain: false,
             fits: room.min(u64::from(max_parts)).max(1) as usize,
             interval: Duration::from_millis(u64::from(settings.discord.stream_edit_interval_ms)),
             shape: Box::new(shape),
@@ -227,16 +258,17 @@ impl Streamed {
     /// as it is (see the module's doc for when the draft is looked at).
     pub async fn show(&mut self) {
         let draft = self.draft.clone();
-        // An attempt whose draft outgrew what its parts can show, shown as far as it
-        // goes: until it ends or another attempt begins, more text changes nothing.
-        let mut full: Option<u64> = None;
+        // An attempt nothing more can change (see `Next::End`, and a draft that
+        // outgrew what its parts can show, shown as far as it goes): until it ends
+        // or another attempt begins, more text is not looked at.
+        let mut settled: Option<u64> = None;
         loop {
             let (head, attempt) = {
                 let state = draft.lock();
                 if state.closed {
                     return;
                 }
-                let head = (full != Some(state.attempt)).then(|| self.head(&state.text));
+                let head = (settled != Some(state.attempt)).then(|| self.head(&state.text));
                 (head, state.attempt)
             };
             let Some((text, cut)) = head else {
@@ -246,7 +278,7 @@ impl Streamed {
             match self.present(&text, attempt).await {
                 // An edit waits for its interval: until then new text would only be
                 // looked at and left, so the wait ends with the interval or the stream.
-                Some(wait) => {
+                Next::After(wait) => {
                     tokio::select! {
                         _ = draft.ended.notified() => {}
                         _ = self.speech.clock.sleep(wait) => {}
@@ -254,9 +286,9 @@ impl Streamed {
                 }
                 // Everything due is shown: the next text (or the end) is the next thing to do.
                 // A change made while this pass ran left a permit, so it is not missed.
-                None => {
-                    if cut {
-                        full = Some(attempt);
+                next => {
+                    if cut || next == Next::End {
+                        settled = Some(attempt);
                     }
                     draft.changed.notified().await;
                 }
@@ -289,20 +321,27 @@ impl Streamed {
         parts
     }
 
+    /// `text` as it may be said here: mentions neutralised, and addressed
+    /// when the answer is said as a plain message.
     fn safe(&self, text: &str) -> String {
         let store = &self.speech.store;
-        neutralise_mentions(text, &self.pings, |u| store.author_name(u).ok().flatten())
-            .trim()
-            .to_string()
+        let safe = neutralise_mentions(text, &self.pings, |u| store.author_name(u).ok().flatten());
+        let safe = safe.trim();
+        match self.plain && !safe.is_empty() {
+            true => addressed(safe, self.addressee.as_deref()),
+            false => safe.to_string(),
+        }
     }
 
-    /// Posts and edits what is due for this draft; how long until more is due.
-    async fn present(&mut self, raw: &str, attempt: u64) -> Option<Duration> {
+    /// Posts and edits what is due for this draft; what is left to do.
+    async fn present(&mut self, raw: &str, attempt: u64) -> Next {
         let parts = self.parts_of(raw);
         if self.shown.is_empty() && !parts.first().is_some_and(|p| worth_showing(p)) {
-            return None;
+            return Next::Text;
         }
         let mut wait: Option<Duration> = None;
+        // A further message is due but may not be posted before the end.
+        let mut blocked = false;
         for (i, part) in parts.iter().enumerate() {
             if let Some(shown) = self.shown.get(i) {
                 if shown.content == *part || shown.edits + 1 >= MAX_EDITS {
@@ -323,25 +362,41 @@ impl Streamed {
                 }
             } else {
                 let growing = i + 1 == parts.len();
-                if self.stalled || (growing && !worth_showing(part)) {
+                if self.stalled {
+                    blocked = true;
+                    break;
+                }
+                if growing && !worth_showing(part) {
                     break;
                 }
                 self.draft.mark_shown(attempt);
                 if let Err(e) = self.create(i, part).await {
                     tracing::warn!(channel = %self.place.channel, error = %e, "a streamed part could not be posted; trying again at the end");
                     self.stalled = true;
+                    blocked = true;
                     break;
                 }
             }
         }
-        wait
+        let edits_spent =
+            !self.shown.is_empty() && self.shown.iter().all(|s| s.edits + 1 >= MAX_EDITS);
+        match wait {
+            Some(wait) => Next::After(wait),
+            // The messages before a further one are sealed (more text is split after
+            // them), and that one waits for the end: nothing can change until then.
+            None if blocked => Next::End,
+            None if edits_spent && self.shown.len() >= self.fits => Next::End,
+            // Only a further message can change what is shown: looked for once an interval.
+            None if edits_spent => Next::After(self.interval),
+            None => Next::Text,
+        }
     }
 
     /// Posts part `i`, if the place may still take another message: the
     /// room counted at the start may have been used by others meanwhile.
     async fn create(&mut self, i: usize, content: &str) -> Result<(), SpeechError> {
         self.speech.deliverable(self.place)?;
-        let outgoing = Outgoing {
+        let mut outgoing = Outgoing {
             content: content.to_string(),
             // Only the first part is a reply; the rest follow it.
             reply_to: if i == 0 { self.reply_to } else { None },
@@ -350,7 +405,23 @@ impl Streamed {
             pings: self.pings.clone(),
             ping_replied: i == 0 && self.ping_replied,
         };
-        let id = self.speech.post(self.place, &outgoing).await?;
+        let addressee = self.addressee.as_deref();
+        let id = self
+            .speech
+            .post_reply(self.place, &mut outgoing, || {
+                // What does not fit behind the addressee is shown by the next look.
+                let text = addressed(content, addressee);
+                split_message(&text, MESSAGE_LIMIT)
+                    .into_iter()
+                    .next()
+                    .unwrap_or(text)
+            })
+            .await?;
+        if i == 0 && self.reply_to.is_some() && outgoing.reply_to.is_none() {
+            self.plain = true;
+            self.reply_to = None;
+            self.ping_replied = false;
+        }
         self.shown.push(Shown {
             id,
             content: outgoing.content,
@@ -514,6 +585,8 @@ mod tests {
         clock: Arc<ManualClock>,
         sent: Mutex<Vec<(String, usize)>>,
         edits: Mutex<Vec<(String, usize)>>,
+        /// Sends after this many fail.
+        sends_allowed: usize,
     }
 
     #[async_trait]
@@ -528,6 +601,9 @@ mod tests {
 
         async fn send(&self, _: ChannelId, m: &Outgoing) -> Result<MessageId, ChatError> {
             let mut sent = self.sent.lock().unwrap();
+            if sent.len() >= self.sends_allowed {
+                return Err(ChatError::Transport("connection reset".into()));
+            }
             sent.push((m.content.clone(), self.clock.slept().len()));
             Ok(MessageId(1_000 + sent.len() as u64))
         }
@@ -561,17 +637,30 @@ mod tests {
     };
 
     fn streamed() -> (Streamed, Arc<Recorder>, Arc<ManualClock>) {
+        let (streamed, recorder, clock, _) = streamed_with(Settings::default(), usize::MAX);
+        (streamed, recorder, clock)
+    }
+
+    /// A streamed answer whose transport posts `sends_allowed` messages and
+    /// refuses the rest; and how many times its draft was looked at (made
+    /// into parts: the work each look costs).
+    fn streamed_with(
+        settings: Settings,
+        sends_allowed: usize,
+    ) -> (
+        Streamed,
+        Arc<Recorder>,
+        Arc<ManualClock>,
+        Arc<std::sync::atomic::AtomicUsize>,
+    ) {
         let clock = ManualClock::at_test_epoch();
         let store = Store::open_in_memory().unwrap();
-        let settings = Arc::new(SettingsService::new(
-            Settings::default(),
-            store.clone(),
-            clock.clone(),
-        ));
+        let settings = Arc::new(SettingsService::new(settings, store.clone(), clock.clone()));
         let recorder = Arc::new(Recorder {
             clock: clock.clone(),
             sent: Mutex::default(),
             edits: Mutex::default(),
+            sends_allowed,
         });
         let speech = Arc::new(Speech::new(
             recorder.clone(),
@@ -579,10 +668,15 @@ mod tests {
             settings,
             clock.clone(),
         ));
+        let looks = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = looks.clone();
         let streamed = speech
-            .stream(PLACE, None, "reply-1", &[], |t| t.to_string())
+            .stream(PLACE, None, "reply-1", &[], move |t| {
+                counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                t.to_string()
+            })
             .expect("a DM on a transport that edits streams");
-        (streamed, recorder, clock)
+        (streamed, recorder, clock, looks)
     }
 
     /// Lets the other futures of a `join!` run until `done` holds (at most a
@@ -647,6 +741,87 @@ mod tests {
         streamed.finish(&whole).await.unwrap();
         let edits = recorder.edits.lock().unwrap();
         assert_eq!(edits.last().map(|e| e.0.as_str()), Some(whole.trim()));
+    }
+
+    /// Feeds `deltas` pieces of text one by one, letting the show run after
+    /// each; how many times the draft was looked at meanwhile.
+    async fn looks_while_fed(
+        sink: &DraftSink,
+        looks: &std::sync::atomic::AtomicUsize,
+        deltas: usize,
+    ) -> usize {
+        let before = looks.load(std::sync::atomic::Ordering::Relaxed);
+        for _ in 0..deltas {
+            sink.text(" more");
+            for _ in 0..4 {
+                tokio::task::yield_now().await;
+            }
+        }
+        looks.load(std::sync::atomic::Ordering::Relaxed) - before
+    }
+
+    /// Once its one message has spent its edits (all but the final one), more
+    /// text changes nothing shown before the end: it is not looked at again,
+    /// where every piece of text was made into parts for the rest of the stream.
+    #[tokio::test]
+    async fn a_draft_whose_edits_are_spent_is_not_looked_at_again() {
+        let mut settings = Settings::default();
+        settings.permissions.replies.max_parts_per_answer = 1;
+        let (mut streamed, recorder, _, looks) = streamed_with(settings, usize::MAX);
+        let sink = streamed.sink();
+        let edits = || recorder.edits.lock().unwrap().len();
+        let model = async {
+            tokio::task::yield_now().await;
+            sink.begin();
+            sink.text(&"The hall is free on Tuesday from six, and the key is with Sam. ".repeat(3));
+            assert!(until(|| !recorder.sent.lock().unwrap().is_empty()).await);
+            while edits() + 1 < MAX_EDITS as usize {
+                let before = edits();
+                sink.text(" More.");
+                assert!(until(|| edits() > before).await, "an edit is made when due");
+            }
+            let looked = looks_while_fed(&sink, &looks, 200).await;
+            sink.close();
+            looked
+        };
+        let ((), looked) = tokio::join!(streamed.show(), model);
+        assert_eq!(edits(), MAX_EDITS as usize - 1);
+        assert!(
+            looked <= 1,
+            "looked at {looked} times for 200 pieces of text"
+        );
+        let whole = sink.lock().text.clone();
+        streamed.finish(&whole).await.unwrap();
+        assert_eq!(
+            recorder.edits.lock().unwrap().last().unwrap().0,
+            whole.trim()
+        );
+    }
+
+    /// A further message that could not be posted waits for the end, and the
+    /// ones before it are sealed: more text is not looked at until then.
+    #[tokio::test]
+    async fn a_draft_whose_next_message_could_not_be_posted_is_not_looked_at_again() {
+        let (mut streamed, recorder, _, looks) = streamed_with(Settings::default(), 1);
+        let sink = streamed.sink();
+        let model = async {
+            tokio::task::yield_now().await;
+            sink.begin();
+            sink.text(&"The hall is free on Tuesday from six, and the key is with Sam. ".repeat(3));
+            assert!(until(|| !recorder.sent.lock().unwrap().is_empty()).await);
+            // Enough for a second message, which the transport refuses.
+            sink.text(&" And the buses stop running at ten, so plan for that.".repeat(60));
+            assert!(until(|| !recorder.edits.lock().unwrap().is_empty()).await);
+            let looked = looks_while_fed(&sink, &looks, 200).await;
+            sink.close();
+            looked
+        };
+        let ((), looked) = tokio::join!(streamed.show(), model);
+        assert_eq!(recorder.sent.lock().unwrap().len(), 1);
+        assert!(
+            looked <= 1,
+            "looked at {looked} times for 200 pieces of text"
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Fault, Step, arguments, stop_reason};
+use super::{Fault, Step, arguments};
 use crate::executive::wire::{ChatResponse, Part, StopReason, TokenUsage};
 
 enum Block {
@@ -128,7 +128,7 @@ impl Decoder {
             "message_delta" => {
                 let v = parse(data)?;
                 if let Some(reason) = v["delta"]["stop_reason"].as_str() {
-                    self.stop = Some(stop_reason(reason));
+                    self.stop = Some(StopReason::named(reason));
                 }
                 if let Some(out) = v["usage"]["output_tokens"].as_u64() {
                     self.output_tokens = Some(out);
@@ -272,6 +272,25 @@ mod tests {
                 output: 17
             })
         );
+    }
+
+    #[test]
+    fn a_stream_stopped_by_the_context_window_ran_out_of_room() {
+        let mut d = Decoder::default();
+        feed(
+            &mut d,
+            &[
+                (
+                    "content_block_start",
+                    json!({"index": 0, "content_block": {"type": "text", "text": "The key is with"}}),
+                ),
+                (
+                    "message_delta",
+                    json!({"delta": {"stop_reason": "model_context_window_exceeded"}, "usage": {"output_tokens": 5}}),
+                ),
+            ],
+        );
+        assert_eq!(d.response().0.stop, StopReason::MaxTokens);
     }
 
     #[test]

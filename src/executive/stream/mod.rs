@@ -34,7 +34,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::endpoints::{Endpoint, Wire};
-use super::wire::{ChatResponse, Part, StopReason, TokenUsage};
+use super::wire::{ChatResponse, Part, TokenUsage};
 use super::{Attempt, Executive, sse};
 use crate::net::error_chain;
 
@@ -116,16 +116,6 @@ impl Decoder {
             Self::Anthropic(d) => d.response(),
             Self::OpenAi(d) => d.response(),
         }
-    }
-}
-
-/// An OpenAI-compatible or Anthropic stop reason, in our words.
-fn stop_reason(reason: &str) -> StopReason {
-    match reason {
-        "end_turn" | "stop_sequence" | "stop" => StopReason::EndTurn,
-        "tool_use" | "tool_calls" | "function_call" => StopReason::ToolUse,
-        "max_tokens" | "length" => StopReason::MaxTokens,
-        _ => StopReason::Other,
     }
 }
 

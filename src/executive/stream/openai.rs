@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::{Fault, Step, arguments, stop_reason};
+use super::{Fault, Step, arguments};
 use crate::executive::wire::{ChatResponse, Part, StopReason, TokenUsage};
 
 #[derive(Default)]
@@ -59,7 +59,7 @@ impl Decoder {
             return Ok(Step::Nothing);
         };
         if let Some(reason) = choice["finish_reason"].as_str() {
-            self.stop = Some(stop_reason(reason));
+            self.stop = Some(StopReason::named(reason));
         }
         let delta = &choice["delta"];
         if let Some(calls) = delta["tool_calls"].as_array() {
