@@ -19,7 +19,7 @@ use reqwest::StatusCode;
 use serde_json::json;
 
 use crate::conversation::{model_env, with_env};
-use crate::first_hour_35::{TextConsole, id_after};
+use crate::first_hour_output::{TextConsole, id_after};
 use crate::support::home::{Home, events_of, notices};
 use crate::support::model_server::{ModelServer, Scripted};
 use crate::support::world::{self, GENERAL, World};
