@@ -51,7 +51,7 @@ use crate::ids::{ChannelId, MessageId, UserId};
 use crate::permissions;
 use crate::settings::SettingsService;
 use crate::store::boundaries::Boundary;
-use crate::store::messages::{Source, StoredMessage};
+use crate::store::messages::StoredMessage;
 use crate::store::{Store, StoreError};
 
 pub(crate) mod stream;
@@ -337,20 +337,18 @@ impl Speech {
         let me = self.transport.me();
         let provisional = crate::store::messages::provisional_id(&outgoing.nonce);
         self.store.insert_message(&StoredMessage {
-            id: provisional,
-            guild: place.guild,
-            channel: place.channel,
-            author_id: me.id,
-            author_name: me.name.clone(),
             author_is_bot: true,
             is_self: true,
-            content: outgoing.content.clone(),
-            attachments: Vec::new(),
             reply_to: outgoing.reply_to,
-            source: Source::Text,
-            created_at: self.clock.now(),
-            edited_at: None,
-            deleted_at: None,
+            ..StoredMessage::said(
+                provisional,
+                place.guild,
+                place.channel,
+                me.id,
+                me.name.clone(),
+                outgoing.content.clone(),
+                self.clock.now(),
+            )
         })?;
         let id = match self.send(place.channel, outgoing).await {
             Ok(id) => id,
@@ -862,21 +860,16 @@ mod tests {
             channel: ChannelId(7),
         };
         let alice = UserId(3);
-        let asked = |id: u64| StoredMessage {
-            id: MessageId(id),
-            guild: None,
-            channel: place.channel,
-            author_id: alice,
-            author_name: "alice".into(),
-            author_is_bot: false,
-            is_self: false,
-            content: "which one?".into(),
-            attachments: Vec::new(),
-            reply_to: None,
-            source: Source::Text,
-            created_at: clock.now(),
-            edited_at: None,
-            deleted_at: None,
+        let asked = |id: u64| {
+            StoredMessage::said(
+                MessageId(id),
+                None,
+                place.channel,
+                alice,
+                "alice",
+                "which one?",
+                clock.now(),
+            )
         };
         store.insert_message(&asked(500)).unwrap();
         let ids = speech

@@ -152,7 +152,7 @@ mod tests {
     use super::*;
     use crate::attention::{Addressed, MessagePercept};
     use crate::ids::{ChannelId, GuildId, MessageId, UserId};
-    use crate::store::messages::{Source, StoredMessage};
+    use crate::store::messages::StoredMessage;
 
     #[test]
     fn a_question_in_a_reply_channel_reaches_an_equal_bar() {
@@ -160,22 +160,15 @@ mod tests {
         settings.permissions.replies.reply_channel_ids = vec![ChannelId(7)];
         let now = Utc::now();
         let input = Input::Percept(Percept::Message(MessagePercept {
-            message: StoredMessage {
-                id: MessageId(1),
-                guild: Some(GuildId(1)),
-                channel: ChannelId(7),
-                author_id: UserId(2),
-                author_name: "ada".into(),
-                author_is_bot: false,
-                is_self: false,
-                content: "anyone tried the new release?".into(),
-                attachments: vec![],
-                reply_to: None,
-                source: Source::Text,
-                created_at: now,
-                edited_at: None,
-                deleted_at: None,
-            },
+            message: StoredMessage::said(
+                MessageId(1),
+                Some(GuildId(1)),
+                ChannelId(7),
+                UserId(2),
+                "ada",
+                "anyone tried the new release?",
+                now,
+            ),
             addressed: Addressed::No,
             guild_name: None,
             channel_name: None,

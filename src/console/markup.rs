@@ -60,7 +60,7 @@ fn name_of_user(store: &Store, id: &str) -> Option<String> {
 mod tests {
     use super::*;
     use crate::ids::{GuildId, MessageId};
-    use crate::store::messages::{Source, StoredMessage};
+    use crate::store::messages::StoredMessage;
 
     fn store() -> Store {
         let store = Store::open_in_memory().unwrap();
@@ -70,22 +70,15 @@ mod tests {
             .upsert_channel(ChannelId(20), Some(GuildId(1)), "general", now)
             .unwrap();
         store
-            .insert_message(&StoredMessage {
-                id: MessageId(30),
-                guild: Some(GuildId(1)),
-                channel: ChannelId(20),
-                author_id: UserId(905),
-                author_name: "ada".into(),
-                author_is_bot: false,
-                is_self: false,
-                content: "hi".into(),
-                attachments: Vec::new(),
-                reply_to: None,
-                source: Source::Text,
-                created_at: now,
-                edited_at: None,
-                deleted_at: None,
-            })
+            .insert_message(&StoredMessage::said(
+                MessageId(30),
+                Some(GuildId(1)),
+                ChannelId(20),
+                UserId(905),
+                "ada",
+                "hi",
+                now,
+            ))
             .unwrap();
         store
     }

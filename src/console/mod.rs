@@ -32,7 +32,7 @@ use crate::ids::{ChannelId, GuildId, MessageId, UserId, next_snowflake, stable_i
 use crate::initiative::Look;
 use crate::journal::{self, Filter, Kind};
 use crate::senses::Perceived;
-use crate::store::messages::{Source, StoredMessage};
+use crate::store::messages::StoredMessage;
 pub use transport::{ConsoleOut, ConsoleTransport};
 
 pub const GUILD_NAME: &str = "console";
@@ -338,22 +338,15 @@ impl Session {
             Addressed::No
         };
         let percept = Percept::Message(MessagePercept {
-            message: StoredMessage {
+            message: StoredMessage::said(
                 id,
-                guild: Some(guild_id()),
+                Some(guild_id()),
                 channel,
-                author_id: self.user.id,
-                author_name: self.user.name.clone(),
-                author_is_bot: false,
-                is_self: false,
-                content: text.to_string(),
-                attachments: Vec::new(),
-                reply_to: None,
-                source: Source::Text,
-                created_at: now,
-                edited_at: None,
-                deleted_at: None,
-            },
+                self.user.id,
+                self.user.name.clone(),
+                text.to_string(),
+                now,
+            ),
             addressed,
             guild_name: Some(GUILD_NAME.into()),
             channel_name: Some(self.channel.clone()),

@@ -342,7 +342,6 @@ mod tests {
     use super::*;
     use crate::clock::SystemClock;
     use crate::ids::{GuildId, UserId};
-    use crate::store::messages::Source;
 
     /// What the console printed, shared with the test.
     #[derive(Clone, Default)]
@@ -374,22 +373,15 @@ mod tests {
             .upsert_channel(ChannelId(20), Some(GuildId(1)), "general", now)
             .unwrap();
         store
-            .insert_message(&StoredMessage {
-                id: MessageId(30),
-                guild: Some(GuildId(1)),
-                channel: ChannelId(20),
-                author_id: UserId(905),
-                author_name: "ada".into(),
-                author_is_bot: false,
-                is_self: false,
-                content: "hi".into(),
-                attachments: Vec::new(),
-                reply_to: None,
-                source: Source::Text,
-                created_at: now,
-                edited_at: None,
-                deleted_at: None,
-            })
+            .insert_message(&StoredMessage::said(
+                MessageId(30),
+                Some(GuildId(1)),
+                ChannelId(20),
+                UserId(905),
+                "ada",
+                "hi",
+                now,
+            ))
             .unwrap();
         let printed = Printed::default();
         let out = ConsoleOut::writing_to(false, Box::new(printed.clone()));

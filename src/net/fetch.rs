@@ -564,9 +564,21 @@ fn network_error(e: reqwest::Error) -> FetchError {
 mod tests {
     use super::*;
 
+    fn all_private(ips: &[&str]) {
+        for ip in ips {
+            assert!(is_private(ip.parse().unwrap()), "{ip} should be private");
+        }
+    }
+
+    fn all_public(ips: &[&str]) {
+        for ip in ips {
+            assert!(!is_private(ip.parse().unwrap()), "{ip} should be public");
+        }
+    }
+
     #[test]
     fn private_addresses_are_recognised() {
-        for ip in [
+        all_private(&[
             "127.0.0.1",
             "10.1.2.3",
             "192.168.0.1",
@@ -578,17 +590,13 @@ mod tests {
             "fd00::1",
             "fe80::1",
             "::ffff:127.0.0.1",
-        ] {
-            assert!(is_private(ip.parse().unwrap()), "{ip}");
-        }
-        for ip in ["93.184.216.34", "1.1.1.1", "2606:4700:4700::1111"] {
-            assert!(!is_private(ip.parse().unwrap()), "{ip}");
-        }
+        ]);
+        all_public(&["93.184.216.34", "1.1.1.1", "2606:4700:4700::1111"]);
     }
 
     #[test]
     fn transition_forms_of_private_ipv4_are_private() {
-        for ip in [
+        all_private(&[
             "::127.0.0.1",
             "::10.0.0.1",
             "::169.254.169.254",
@@ -597,18 +605,14 @@ mod tests {
             "64:ff9b::a9fe:a9fe",
             "2002:7f00:1::",
             "2002:c0a8:101::1",
-        ] {
-            assert!(is_private(ip.parse().unwrap()), "{ip}");
-        }
+        ]);
         // The same forms of public addresses stay public.
-        for ip in [
+        all_public(&[
             "::1.1.1.1",
             "64:ff9b::8.8.8.8",
             "2002:5db8:d822::1",
             "::ffff:1.1.1.1",
-        ] {
-            assert!(!is_private(ip.parse().unwrap()), "{ip}");
-        }
+        ]);
     }
 
     #[test]
@@ -661,7 +665,7 @@ mod tests {
             .collect();
         assert_eq!(public, Vec::<&str>::new(), "taken for public");
         // The same forms around public addresses stay public.
-        for ip in [
+        all_public(&[
             "::ffff:0:1.1.1.1",
             "64:ff9b::1.1.1.1",
             "2002:101:101::1",
@@ -669,14 +673,12 @@ mod tests {
             "2001:0:4136:e378:8000:63bf:fefe:fefe",
             "fe00::1",
             "64:ff9b:2::1",
-        ] {
-            assert!(!is_private(ip.parse().unwrap()), "{ip}");
-        }
+        ]);
     }
 
     #[test]
     fn benchmarking_and_documentation_ranges_are_private_as_in_ipv4() {
-        for ip in [
+        all_private(&[
             "2001:2::1",
             "2001:2:0:ffff::1",
             "2001:db8::1",
@@ -688,13 +690,9 @@ mod tests {
             "192.0.2.1",
             "198.51.100.1",
             "203.0.113.1",
-        ] {
-            assert!(is_private(ip.parse().unwrap()), "{ip}");
-        }
+        ]);
         // Just outside them: public.
-        for ip in ["2001:2:1::1", "2001:db9::1", "2001:da8::1", "3fff:1000::1"] {
-            assert!(!is_private(ip.parse().unwrap()), "{ip}");
-        }
+        all_public(&["2001:2:1::1", "2001:db9::1", "2001:da8::1", "3fff:1000::1"]);
         let f = Fetcher::new(&NetworkSettings::default());
         for url in ["http://[2001:2::1]/", "http://[2001:db8::1]/feed.xml"] {
             let refused = f.check_url(url);

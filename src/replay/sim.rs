@@ -35,7 +35,7 @@ use crate::garden::Look;
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::initiative::gates::Verdict;
 use crate::settings::{Secrets, Settings};
-use crate::store::messages::{Source, StoredMessage};
+use crate::store::messages::StoredMessage;
 
 /// How often memory upkeep and the garden's wake are looked at (see `background_due`).
 const BACKGROUND_EVERY: chrono::Duration = chrono::Duration::minutes(5);
@@ -379,20 +379,17 @@ impl Simulation {
             };
         Percept::Message(MessagePercept {
             message: StoredMessage {
-                id: MessageId(m.id),
-                guild: Some(GuildId(m.guild.id)),
-                channel: ChannelId(m.channel.id),
-                author_id: UserId(m.author.id),
-                author_name: m.author.name.clone(),
                 author_is_bot: m.author.is_bot,
-                is_self: false,
-                content,
-                attachments: Vec::new(),
                 reply_to: m.reply_to.map(MessageId),
-                source: Source::Text,
-                created_at: m.at,
-                edited_at: None,
-                deleted_at: None,
+                ..StoredMessage::said(
+                    MessageId(m.id),
+                    Some(GuildId(m.guild.id)),
+                    ChannelId(m.channel.id),
+                    UserId(m.author.id),
+                    m.author.name.clone(),
+                    content,
+                    m.at,
+                )
             },
             addressed,
             guild_name: Some(m.guild.name.clone()),

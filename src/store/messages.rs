@@ -82,6 +82,38 @@ pub struct StoredMessage {
     pub deleted_at: Option<DateTime<Utc>>,
 }
 
+impl StoredMessage {
+    /// A person's message as first said in text: no files, not a reply,
+    /// never edited or deleted. What differs (a bot's, a reply, words said
+    /// in voice) is set on the result with `..StoredMessage::said(…)`.
+    pub fn said(
+        id: MessageId,
+        guild: Option<GuildId>,
+        channel: ChannelId,
+        author_id: UserId,
+        author_name: impl Into<String>,
+        content: impl Into<String>,
+        created_at: DateTime<Utc>,
+    ) -> Self {
+        StoredMessage {
+            id,
+            guild,
+            channel,
+            author_id,
+            author_name: author_name.into(),
+            author_is_bot: false,
+            is_self: false,
+            content: content.into(),
+            attachments: Vec::new(),
+            reply_to: None,
+            source: Source::Text,
+            created_at,
+            edited_at: None,
+            deleted_at: None,
+        }
+    }
+}
+
 const COLUMNS: &str = "id, guild_id, channel_id, author_id, author_name, author_is_bot, is_self, \
                        content, attachments, reply_to_id, source, created_at, edited_at, deleted_at";
 
@@ -511,22 +543,15 @@ fn claim_provisional(conn: &Connection, m: &StoredMessage) -> Result<bool> {
 
 #[cfg(test)]
 pub(crate) fn sample(id: u64, channel: u64, content: &str, at: DateTime<Utc>) -> StoredMessage {
-    StoredMessage {
-        id: MessageId(id),
-        guild: Some(GuildId(1)),
-        channel: ChannelId(channel),
-        author_id: UserId(42),
-        author_name: "ada".into(),
-        author_is_bot: false,
-        is_self: false,
-        content: content.into(),
-        attachments: vec![],
-        reply_to: None,
-        source: Source::Text,
-        created_at: at,
-        edited_at: None,
-        deleted_at: None,
-    }
+    StoredMessage::said(
+        MessageId(id),
+        Some(GuildId(1)),
+        ChannelId(channel),
+        UserId(42),
+        "ada",
+        content,
+        at,
+    )
 }
 
 #[cfg(test)]

@@ -378,20 +378,16 @@ impl Listener {
         let bot = self.s.settings.for_guild(Some(guild)).bot.name.clone();
         let id = MessageId(next_snowflake(job.started_at));
         let message = StoredMessage {
-            id,
-            guild: Some(guild),
-            channel: text_channel,
-            author_id: job.user,
-            author_name: job.name.clone(),
-            author_is_bot: false,
-            is_self: false,
-            content: text.clone(),
-            attachments: Vec::new(),
-            reply_to: None,
             source: Source::Vc,
-            created_at: job.started_at,
-            edited_at: None,
-            deleted_at: None,
+            ..StoredMessage::said(
+                id,
+                Some(guild),
+                text_channel,
+                job.user,
+                job.name.clone(),
+                text.clone(),
+                job.started_at,
+            )
         };
         // Harmless if lost: only the utterance's time span; its words are stored as the message.
         let _ = self

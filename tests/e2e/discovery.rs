@@ -8,7 +8,7 @@ use ambient::discovery::sources::{SourceKind, SourceSpec};
 use ambient::ids::{MessageId, UserId};
 use ambient::journal::Kind;
 use ambient::settings::Settings;
-use ambient::store::messages::Source;
+use ambient::store::messages::{Source, StoredMessage};
 use serde_json::json;
 
 use crate::support::feed_server::FeedServer;
@@ -321,21 +321,17 @@ async fn the_initiative_prompt_shows_ranked_candidates_and_source_performance() 
     world
         .app
         .store
-        .insert_message(&ambient::store::messages::StoredMessage {
-            id: MessageId(ambient::ids::next_snowflake(now)),
-            guild: Some(GUILD_A),
-            channel: GENERAL,
-            author_id: UserId(77),
-            author_name: "bo".into(),
-            author_is_bot: false,
-            is_self: false,
-            content: "love it".into(),
-            attachments: vec![],
+        .insert_message(&StoredMessage {
             reply_to: Some(post),
-            source: Source::Text,
-            created_at: now,
-            edited_at: None,
-            deleted_at: None,
+            ..StoredMessage::said(
+                MessageId(ambient::ids::next_snowflake(now)),
+                Some(GUILD_A),
+                GENERAL,
+                UserId(77),
+                "bo",
+                "love it",
+                now,
+            )
         })
         .unwrap();
     let (feed, performance) = world

@@ -11,7 +11,7 @@ use ambient::journal::Kind;
 use ambient::memory::fact::{FactKind, Importance, Scope};
 use ambient::store::Store;
 use ambient::store::memory::FactFilter;
-use ambient::store::messages::{Source, StoredMessage};
+use ambient::store::messages::StoredMessage;
 use serde_json::json;
 
 use crate::support::home::Home;
@@ -111,22 +111,15 @@ fn stocked(home: &Home) {
     .enumerate()
     {
         store
-            .insert_message(&StoredMessage {
-                id: ambient::ids::MessageId(7000 + i as u64),
-                guild: Some(guild),
-                channel: ambient::ids::ChannelId(70),
-                author_id: UserId(stable_id("user", who)),
-                author_name: who.into(),
-                author_is_bot: false,
-                is_self: false,
-                content: text,
-                attachments: vec![],
-                reply_to: None,
-                source: Source::Text,
-                created_at: now,
-                edited_at: None,
-                deleted_at: None,
-            })
+            .insert_message(&StoredMessage::said(
+                ambient::ids::MessageId(7000 + i as u64),
+                Some(guild),
+                ambient::ids::ChannelId(70),
+                UserId(stable_id("user", who)),
+                who,
+                text,
+                now,
+            ))
             .unwrap();
     }
     for (who, text) in [

@@ -94,6 +94,23 @@ fn decided(w: &World, message: ambient::ids::MessageId) -> String {
         .reason
 }
 
+/// Ada asks the room something the bot would chime in on: no model is
+/// asked, nothing is said, and the route line begins with `why`.
+async fn asks_and_is_not_answered(w: &World, why: &str) {
+    let asked = w
+        .message(
+            GENERAL,
+            "ada",
+            "what do people think about tabs?",
+            Addressed::No,
+        )
+        .await;
+    assert!(w.model.requests().is_empty(), "no chime-in considered");
+    assert!(w.said().is_empty());
+    let decided = decided(w, asked);
+    assert!(decided.starts_with(why), "{decided}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreadable_boundary_keeps_the_bot_from_chiming_in() {
     let w = chiming().await;
@@ -108,23 +125,11 @@ async fn an_unreadable_boundary_keeps_the_bot_from_chiming_in() {
         )
         .unwrap();
     w.break_table("boundaries");
-    let asked = w
-        .message(
-            GENERAL,
-            "ada",
-            "what do people think about tabs?",
-            Addressed::No,
-        )
-        .await;
-    assert!(w.model.requests().is_empty(), "no chime-in considered");
-    assert!(w.said().is_empty());
-    let why = decided(&w, asked);
-    assert!(
-        why.starts_with(
-            "did not chime in (store gate): store read failed: the person's boundaries"
-        ),
-        "{why}"
-    );
+    asks_and_is_not_answered(
+        &w,
+        "did not chime in (store gate): store read failed: the person's boundaries",
+    )
+    .await;
 }
 
 /// A chime-in is refused where the hushes cannot be read — courtesy's own
@@ -133,19 +138,9 @@ async fn an_unreadable_boundary_keeps_the_bot_from_chiming_in() {
 async fn an_unreadable_hush_keeps_the_bot_from_chiming_in() {
     let w = chiming().await;
     w.break_table("hushes");
-    let asked = w
-        .message(
-            GENERAL,
-            "ada",
-            "what do people think about tabs?",
-            Addressed::No,
-        )
-        .await;
-    assert!(w.model.requests().is_empty(), "no chime-in considered");
-    assert!(w.said().is_empty());
-    let why = decided(&w, asked);
-    assert!(
-        why.starts_with("did not chime in (store gate): store read failed: the hushes"),
-        "{why}"
-    );
+    asks_and_is_not_answered(
+        &w,
+        "did not chime in (store gate): store read failed: the hushes",
+    )
+    .await;
 }

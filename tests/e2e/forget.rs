@@ -8,7 +8,7 @@ use ambient::ids::{MessageId, UserId, next_snowflake, stable_id};
 use ambient::memory::fact::{FactKind, Scope};
 use ambient::memory::manual;
 use ambient::settings::Settings;
-use ambient::store::messages::{Source, StoredMessage};
+use ambient::store::messages::StoredMessage;
 use serde_json::json;
 
 use crate::support::files::files_containing_any_case;
@@ -57,22 +57,15 @@ async fn forget_me_leaves_no_byte_of_the_persons_words_anywhere() {
     w.message(B_GENERAL, "dave", SAID, Addressed::No).await;
     w.app
         .store
-        .insert_message(&StoredMessage {
-            id: MessageId(next_snowflake(w.clock.now())),
-            guild: None,
-            channel: DM,
-            author_id: dave,
-            author_name: "dave".into(),
-            author_is_bot: false,
-            is_self: false,
-            content: SAID.into(),
-            attachments: vec![],
-            reply_to: None,
-            source: Source::Text,
-            created_at: w.clock.now(),
-            edited_at: None,
-            deleted_at: None,
-        })
+        .insert_message(&StoredMessage::said(
+            MessageId(next_snowflake(w.clock.now())),
+            None,
+            DM,
+            dave,
+            "dave",
+            SAID,
+            w.clock.now(),
+        ))
         .unwrap();
     w.message(GENERAL, "erin", KEPT, Addressed::No).await;
     // Extraction remembers it in guild A; the same fact is known in guild B

@@ -186,20 +186,9 @@ fn ambient_post(w: &World, text: &str) -> MessageId {
     w.app
         .store
         .insert_message(&StoredMessage {
-            id,
-            guild: Some(GUILD_A),
-            channel: GENERAL,
-            author_id: UserId(1),
-            author_name: "ambient".into(),
             author_is_bot: true,
             is_self: true,
-            content: text.into(),
-            attachments: vec![],
-            reply_to: None,
-            source: Source::Text,
-            created_at: now,
-            edited_at: None,
-            deleted_at: None,
+            ..StoredMessage::said(id, Some(GUILD_A), GENERAL, UserId(1), "ambient", text, now)
         })
         .unwrap();
     id

@@ -9,7 +9,7 @@ use ambient::memory::search::Reader;
 use ambient::memory::{Stored, manual, portable};
 use ambient::settings::ProviderKind;
 use ambient::store::memory::FactFilter;
-use ambient::store::messages::Source;
+use ambient::store::messages::{Source, StoredMessage};
 use serde_json::json;
 
 use crate::support::model_server::Scripted;
@@ -411,21 +411,18 @@ async fn a_quiet_conversation_with_the_bot_is_extracted_by_the_maintenance_loop(
     world
         .app
         .store
-        .insert_message(&ambient::store::messages::StoredMessage {
-            id: MessageId(ambient::ids::next_snowflake(world.clock.now())),
-            guild: Some(GUILD_A),
-            channel: MEMES,
-            author_id: UserId(1),
-            author_name: "ambient".into(),
+        .insert_message(&StoredMessage {
             author_is_bot: true,
             is_self: true,
-            content: "sounds great!".into(),
-            attachments: vec![],
-            reply_to: None,
-            source: Source::Text,
-            created_at: world.clock.now(),
-            edited_at: None,
-            deleted_at: None,
+            ..StoredMessage::said(
+                MessageId(ambient::ids::next_snowflake(world.clock.now())),
+                Some(GUILD_A),
+                MEMES,
+                UserId(1),
+                "ambient",
+                "sounds great!",
+                world.clock.now(),
+            )
         })
         .unwrap();
     world

@@ -18,7 +18,7 @@ use ambient::journal::{Entry, Filter};
 use ambient::memory::fact::{FactKind, Scope};
 use ambient::store::Store;
 use ambient::store::boundaries::Boundary;
-use ambient::store::messages::{Source, StoredMessage};
+use ambient::store::messages::StoredMessage;
 use chrono::Utc;
 use serde_json::{Value, json};
 
@@ -135,22 +135,15 @@ fn alice_and_bob_were_on_b(store: &Store) -> (MessageId, MessageId) {
     let an_hour_ago = Utc::now() - chrono::Duration::hours(1);
     let said = |id: u64, who: UserId, name: &str, text: &str| {
         store
-            .insert_message(&StoredMessage {
-                id: MessageId(id),
-                guild: Some(GuildId(b_guild())),
-                channel: ChannelId(b_channel()),
-                author_id: who,
-                author_name: name.into(),
-                author_is_bot: false,
-                is_self: false,
-                content: text.into(),
-                attachments: vec![],
-                reply_to: None,
-                source: Source::Text,
-                created_at: an_hour_ago,
-                edited_at: None,
-                deleted_at: None,
-            })
+            .insert_message(&StoredMessage::said(
+                MessageId(id),
+                Some(GuildId(b_guild())),
+                ChannelId(b_channel()),
+                who,
+                name,
+                text,
+                an_hour_ago,
+            ))
             .unwrap();
         MessageId(id)
     };

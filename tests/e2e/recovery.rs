@@ -7,7 +7,7 @@ use ambient::chat::Outgoing;
 use ambient::clock::Clock;
 use ambient::ids::MessageId;
 use ambient::journal::Kind;
-use ambient::store::messages::{Source, StoredMessage, provisional_id};
+use ambient::store::messages::{StoredMessage, provisional_id};
 
 use ambient::initiative::pending::PendingThought;
 use serde_json::json;
@@ -20,20 +20,17 @@ use crate::writes::{allow, refuse};
 fn own_row(w: &World, id: MessageId, text: &str) -> StoredMessage {
     let me = w.app.speech.transport().me();
     StoredMessage {
-        id,
-        guild: Some(GUILD_A),
-        channel: GENERAL,
-        author_id: me.id,
-        author_name: me.name,
         author_is_bot: true,
         is_self: true,
-        content: text.into(),
-        attachments: vec![],
-        reply_to: None,
-        source: Source::Text,
-        created_at: w.clock.now(),
-        edited_at: None,
-        deleted_at: None,
+        ..StoredMessage::said(
+            id,
+            Some(GUILD_A),
+            GENERAL,
+            me.id,
+            me.name,
+            text,
+            w.clock.now(),
+        )
     }
 }
 

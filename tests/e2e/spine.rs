@@ -13,7 +13,7 @@ use ambient::ids::{ChannelId, GuildId, MessageId, UserId};
 use ambient::journal::{Filter, Journal, Kind};
 use ambient::settings::{Settings, SettingsService};
 use ambient::store::Store;
-use ambient::store::messages::{Source, StoredMessage};
+use ambient::store::messages::StoredMessage;
 use async_trait::async_trait;
 use tokio::sync::watch;
 
@@ -62,22 +62,15 @@ fn label(input: &Input) -> String {
 
 fn message(channel: u64, text: &str, clock: &ManualClock, id: u64) -> Input {
     Input::Percept(Percept::Message(MessagePercept {
-        message: StoredMessage {
-            id: MessageId(id),
-            guild: Some(GuildId(1)),
-            channel: ChannelId(channel),
-            author_id: UserId(9),
-            author_name: "ada".into(),
-            author_is_bot: false,
-            is_self: false,
-            content: text.into(),
-            attachments: vec![],
-            reply_to: None,
-            source: Source::Text,
-            created_at: clock.now(),
-            edited_at: None,
-            deleted_at: None,
-        },
+        message: StoredMessage::said(
+            MessageId(id),
+            Some(GuildId(1)),
+            ChannelId(channel),
+            UserId(9),
+            "ada",
+            text,
+            clock.now(),
+        ),
         addressed: Addressed::No,
         guild_name: None,
         channel_name: None,

@@ -48,22 +48,15 @@ fn seed(store: &Store, guild: GuildId, channel: ChannelId) -> DateTime<Utc> {
     store.save_pending_thought(&p).unwrap();
     // Someone spoke there lately: the room is not empty.
     store
-        .insert_message(&ambient::store::messages::StoredMessage {
-            id: ambient::ids::MessageId(ambient::ids::next_snowflake(held_at)),
-            guild: Some(guild),
+        .insert_message(&ambient::store::messages::StoredMessage::said(
+            ambient::ids::MessageId(ambient::ids::next_snowflake(held_at)),
+            Some(guild),
             channel,
-            author_id: ambient::ids::UserId(77),
-            author_name: "ada".into(),
-            author_is_bot: false,
-            is_self: false,
-            content: "cats, though".into(),
-            attachments: vec![],
-            reply_to: None,
-            source: ambient::store::messages::Source::Text,
-            created_at: held_at,
-            edited_at: None,
-            deleted_at: None,
-        })
+            ambient::ids::UserId(77),
+            "ada",
+            "cats, though",
+            held_at,
+        ))
         .unwrap();
     Journal::new(store.clone(), Arc::new(SystemClock)).record(
         Entry::new(Kind::InitiativePost, "posted in #memes").place(Some(guild), Some(channel)),

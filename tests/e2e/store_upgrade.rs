@@ -2,28 +2,21 @@
 
 use ambient::ids::{ChannelId, GuildId, MessageId, UserId};
 use ambient::journal::{Entry, Filter, Kind};
-use ambient::store::messages::{Source, StoredMessage};
+use ambient::store::messages::StoredMessage;
 use ambient::store::{Store, migrations};
 use chrono::Utc;
 use serde_json::json;
 
 fn message(id: u64) -> StoredMessage {
-    StoredMessage {
-        id: MessageId(id),
-        guild: Some(GuildId(1)),
-        channel: ChannelId(2),
-        author_id: UserId(3),
-        author_name: "ada".into(),
-        author_is_bot: false,
-        is_self: false,
-        content: "kept across upgrades".into(),
-        attachments: vec![],
-        reply_to: None,
-        source: Source::Text,
-        created_at: Utc::now(),
-        edited_at: None,
-        deleted_at: None,
-    }
+    StoredMessage::said(
+        MessageId(id),
+        Some(GuildId(1)),
+        ChannelId(2),
+        UserId(3),
+        "ada",
+        "kept across upgrades",
+        Utc::now(),
+    )
 }
 
 #[test]

@@ -276,20 +276,17 @@ async fn feedback_the_store_refuses_is_harvested_at_the_next_pass() {
     store.outbox_settle("nonce-post", GUILD_A, post).unwrap();
     store
         .insert_message(&StoredMessage {
-            id: post,
-            guild: Some(GUILD_A),
-            channel: GENERAL,
-            author_id: UserId(1),
-            author_name: "ambient".into(),
             author_is_bot: true,
             is_self: true,
-            content: "tabs beat spaces".into(),
-            attachments: vec![],
-            reply_to: None,
-            source: Source::Text,
-            created_at: now,
-            edited_at: None,
-            deleted_at: None,
+            ..StoredMessage::said(
+                post,
+                Some(GUILD_A),
+                GENERAL,
+                UserId(1),
+                "ambient",
+                "tabs beat spaces",
+                now,
+            )
         })
         .unwrap();
     world.clock.advance(chrono::Duration::minutes(1));

@@ -108,20 +108,17 @@ impl Transport for RecordingTransport {
             .iter()
             .filter(|s| s.channel == channel)
             .map(|s| StoredMessage {
-                id: s.id,
-                guild: None,
-                channel,
-                author_id: me.id,
-                author_name: me.name.clone(),
                 author_is_bot: true,
                 is_self: true,
-                content: s.content.clone(),
-                attachments: vec![],
-                reply_to: None,
-                source: Source::Text,
-                created_at: s.at,
-                edited_at: None,
-                deleted_at: None,
+                ..StoredMessage::said(
+                    s.id,
+                    None,
+                    channel,
+                    me.id,
+                    me.name.clone(),
+                    s.content.clone(),
+                    s.at,
+                )
             })
             .collect();
         Ok(mine[mine.len().saturating_sub(limit)..].to_vec())
@@ -361,22 +358,15 @@ impl World {
             _ => Some(GUILD_A),
         };
         let percept = Percept::Message(MessagePercept {
-            message: StoredMessage {
+            message: StoredMessage::said(
                 id,
                 guild,
                 channel,
-                author_id: UserId(ambient::ids::stable_id("user", author)),
-                author_name: author.into(),
-                author_is_bot: false,
-                is_self: false,
-                content: content.into(),
-                attachments: vec![],
-                reply_to: None,
-                source: Source::Text,
-                created_at: self.clock.now(),
-                edited_at: None,
-                deleted_at: None,
-            },
+                UserId(ambient::ids::stable_id("user", author)),
+                author,
+                content,
+                self.clock.now(),
+            ),
             addressed,
             guild_name: None,
             channel_name: None,
