@@ -18,6 +18,7 @@ mod door;
 mod durability;
 mod erasure;
 mod executive;
+mod extraction;
 mod fail_closed;
 mod first_hour;
 mod first_hour_bounds;
