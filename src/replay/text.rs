@@ -70,7 +70,7 @@ fn did(out: &mut String, r: &Report) {
     }
     say!(
         out,
-        "  (an active day is one on which people spoke: {} of the {:.1} days)",
+        "  (active days: the {} dates on which people spoke; the export spans {:.1} days)",
         r.active_days,
         days
     );

@@ -110,20 +110,22 @@ async fn assumed_providers_are_a_what_if_labelled_as_such() {
 async fn the_report_gives_per_active_day_figures_likely_and_worst_cost_and_the_binding_cap() {
     let mut settings = no_ollama();
     settings.initiative.text.eagerness = 100;
-    let r = replayed(
+    let outcome = replayed(
         settings,
         Secrets::default(),
         Models::Offline { post_rate: 1.0 },
     )
-    .await
-    .report;
-    let text = ambient::replay::text::report(&r);
+    .await;
+    let r = &outcome.report;
+    let text = ambient::replay::text::report(r);
 
     // Per day people talk: the sample's five days all have people in them.
     assert_eq!(r.active_days, 5, "{text}");
     assert!(
         text.contains("What the bot did        total   per day   per active day")
-            && text.contains("(an active day is one on which people spoke: 5 of the 4.6 days)"),
+            && text.contains(
+                "(active days: the 5 dates on which people spoke; the export spans 4.6 days)"
+            ),
         "{text}"
     );
     let posts = r.did.ambient_posts;
@@ -170,6 +172,13 @@ async fn the_report_gives_per_active_day_figures_likely_and_worst_cost_and_the_b
     assert!(
         text.contains("Limits that bound its own posts: initiative.text.maxPostsPerDay"),
         "{text}"
+    );
+    // The page's tables carry the same figures.
+    let page = ambient::replay::html::page(r, &outcome.timeline);
+    assert!(
+        page.contains("per active day (5 dates on which people spoke)")
+            && page.contains("<td colspan=\"2\">initiative.text.maxPostsPerDay"),
+        "{page}"
     );
     let json: serde_json::Value = serde_json::from_str(&r.json()).unwrap();
     for key in [
