@@ -513,7 +513,7 @@ fn binding(gates: &BTreeMap<String, u64>) -> Vec<String> {
             (n > 0).then_some((n, *setting))
         })
         .collect();
-    bound.sort_by(|a, b| b.0.cmp(&a.0));
+    bound.sort_by_key(|b| std::cmp::Reverse(b.0));
     bound.into_iter().map(|(_, s)| s.to_string()).collect()
 }
 
