@@ -31,9 +31,15 @@ pub struct ReplayArgs {
     /// Seeds the bot's dice and the offline stand-in's: the same seed gives the same report
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Replay once per eagerness (0–100, comma-separated) and print one table
+    /// Replay once per eagerness (0–100, comma-separated) and print one table (--sweep eagerness=…)
     #[arg(long, value_delimiter = ',', value_name = "N,N,…")]
     pub eagerness: Vec<u32>,
+    /// Replay once per value of one setting and print one table: eagerness=0,25,50, maxPostsPerDay=2,4,6, or unsolicitedReplyThreshold=0.4,0.6,0.8 (the chime-in bar)
+    #[arg(long, value_name = "SETTING=V,V,…")]
+    pub sweep: Option<String>,
+    /// Offline: answer for a typical set-up (an Anthropic key for replies, a local Ollama for the rest) whatever this one has — a what-if, labelled as such
+    #[arg(long)]
+    pub assume_providers: bool,
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
     /// Also write the report as one self-contained HTML page with the timeline
@@ -65,9 +71,7 @@ pub async fn run(settings: Option<&Path>, args: ReplayArgs) -> anyhow::Result<Ex
         Ok(l) => l,
         Err(code) => return Ok(code),
     };
-    if let Some(bad) = args.eagerness.iter().find(|e| **e > 100) {
-        anyhow::bail!("--eagerness {bad}: an eagerness is a percent, 0 to 100");
-    }
+    let sweep = Sweep::of(&args)?;
     // Before anything is written: only an empty or new directory is a replay's.
     if let Some(dir) = &args.keep {
         refuse_unless_empty(dir).map_err(|e| anyhow::anyhow!("--keep {e}"))?;
@@ -78,31 +82,33 @@ pub async fn run(settings: Option<&Path>, args: ReplayArgs) -> anyhow::Result<Ex
         .keep
         .clone()
         .unwrap_or_else(|| temp.path().to_path_buf());
-    let runs: Vec<Option<u32>> = if args.eagerness.is_empty() {
-        vec![None]
-    } else {
-        args.eagerness.iter().copied().map(Some).collect()
+    let runs: Vec<Option<&str>> = match &sweep {
+        None => vec![None],
+        Some(sweep) => sweep.values.iter().map(|v| Some(v.as_str())).collect(),
     };
     // The wall clock, read here at the edge: the replay runs on the export's
     // time, and only refuses messages later than a day from now.
     let limits = ExportLimits::at(chrono::Utc::now());
     let mut tasks = Vec::new();
-    let mut asked = matches!(models, Models::Offline { .. });
-    for eagerness in &runs {
-        let opts = Options {
+    let mut asked = matches!(models, Models::Offline { .. } | Models::Assumed { .. });
+    for value in &runs {
+        let mut opts = Options {
             files: args.files.clone(),
             settings: loaded.settings.clone(),
             secrets: secrets.clone(),
-            data_dir: match eagerness {
-                Some(e) if runs.len() > 1 => base.join(format!("eagerness-{e}")),
-                _ => base.clone(),
-            },
+            data_dir: base.clone(),
             seed: args.seed,
             models: models.clone(),
-            eagerness: *eagerness,
+            eagerness: None,
             bot: args.bot_id,
             limits: limits.clone(),
         };
+        if let (Some(sweep), Some(value)) = (&sweep, value) {
+            sweep.knob.set(&mut opts, value);
+            if runs.len() > 1 {
+                opts.data_dir = base.join(format!("{}-{value}", sweep.name));
+            }
+        }
         if !asked {
             asked = true;
             if !confirmed(&args, &opts).await? {
@@ -128,7 +134,7 @@ pub async fn run(settings: Option<&Path>, args: ReplayArgs) -> anyhow::Result<Ex
     if std::io::stderr().is_terminal() {
         eprintln!();
     }
-    print(&args, &runs, &outcomes)?;
+    print(&args, sweep.as_ref(), &outcomes)?;
     if let Some(dir) = &args.keep {
         eprintln!(
             "The replay's data is in {} (read it with ambient journal or ambient usage and a settings file naming it as storage.dataDir).",
@@ -145,7 +151,15 @@ fn models(args: &ReplayArgs) -> anyhow::Result<Models> {
             args.post_rate
         );
     }
+    if args.assume_providers && args.model != "offline" {
+        anyhow::bail!(
+            "--assume-providers goes with --model offline: live and URL replays send to real models"
+        );
+    }
     let models = match args.model.as_str() {
+        "offline" if args.assume_providers => Models::Assumed {
+            post_rate: args.post_rate,
+        },
         "offline" => Models::Offline {
             post_rate: args.post_rate,
         },
@@ -185,7 +199,114 @@ fn models(args: &ReplayArgs) -> anyhow::Result<Models> {
     })
 }
 
-fn print(args: &ReplayArgs, runs: &[Option<u32>], outcomes: &[Outcome]) -> anyhow::Result<()> {
+/// The setting a sweep changes from one replay to the next.
+#[derive(Clone, Copy, Debug)]
+enum Knob {
+    Eagerness,
+    MaxPostsPerDay,
+    ChimeInBar,
+}
+
+impl Knob {
+    const NAMES: [(&'static str, Knob); 3] = [
+        ("eagerness", Knob::Eagerness),
+        ("maxPostsPerDay", Knob::MaxPostsPerDay),
+        ("unsolicitedReplyThreshold", Knob::ChimeInBar),
+    ];
+
+    /// Whether `value` is one this setting takes, and if not, what would be.
+    fn check(self, value: &str) -> Result<(), String> {
+        match self {
+            Knob::Eagerness => match value.parse::<u32>() {
+                Ok(n) if n <= 100 => Ok(()),
+                _ => Err("an eagerness is a percent, 0 to 100".into()),
+            },
+            Knob::MaxPostsPerDay => match value.parse::<u32>() {
+                Ok(_) => Ok(()),
+                Err(_) => Err("a number of posts, 0 or more".into()),
+            },
+            Knob::ChimeInBar => match value.parse::<f64>() {
+                Ok(v) if (0.0..=1.0).contains(&v) => Ok(()),
+                _ => Err("a salience between 0 and 1, like 0.6".into()),
+            },
+        }
+    }
+
+    /// Sets a value `check` accepted.
+    fn set(self, opts: &mut Options, value: &str) {
+        match self {
+            Knob::Eagerness => opts.eagerness = value.parse().ok(),
+            Knob::MaxPostsPerDay => {
+                if let Ok(n) = value.parse() {
+                    opts.settings.initiative.text.max_posts_per_day = n;
+                }
+            }
+            Knob::ChimeInBar => {
+                if let Ok(v) = value.parse() {
+                    opts.settings.attention.unsolicited_reply_threshold = v;
+                }
+            }
+        }
+    }
+}
+
+/// One setting replayed at several values, side by side.
+struct Sweep {
+    name: &'static str,
+    knob: Knob,
+    values: Vec<String>,
+}
+
+impl Sweep {
+    /// The sweep asked for (`--sweep NAME=V,V` or `--eagerness V,V`), checked.
+    fn of(args: &ReplayArgs) -> anyhow::Result<Option<Sweep>> {
+        let asked = match (&args.sweep, args.eagerness.is_empty()) {
+            (Some(_), false) => {
+                anyhow::bail!(
+                    "--eagerness and --sweep: one sweep at a time (--sweep eagerness=… is --eagerness)"
+                )
+            }
+            (Some(s), true) => s.clone(),
+            (None, false) => {
+                let values: Vec<String> = args.eagerness.iter().map(u32::to_string).collect();
+                format!("eagerness={}", values.join(","))
+            }
+            (None, true) => return Ok(None),
+        };
+        let names = || {
+            Knob::NAMES
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let Some((name, values)) = asked.split_once('=') else {
+            anyhow::bail!(
+                "--sweep {asked:?}: SETTING=V,V,… with a setting of {}, e.g. maxPostsPerDay=2,4,6",
+                names()
+            );
+        };
+        let Some((name, knob)) = Knob::NAMES.iter().find(|(n, _)| *n == name.trim()) else {
+            anyhow::bail!(
+                "--sweep {name:?}: not a setting a sweep can change; one of {}",
+                names()
+            );
+        };
+        let values: Vec<String> = values.split(',').map(|v| v.trim().to_string()).collect();
+        for v in &values {
+            if let Err(valid) = knob.check(v) {
+                anyhow::bail!("--sweep {name}={v}: {valid}");
+            }
+        }
+        Ok(Some(Sweep {
+            name,
+            knob: *knob,
+            values,
+        }))
+    }
+}
+
+fn print(args: &ReplayArgs, sweep: Option<&Sweep>, outcomes: &[Outcome]) -> anyhow::Result<()> {
     if let Some(path) = &args.html {
         let page = crate::replay::html::page(&outcomes[0].report, &outcomes[0].timeline);
         std::fs::write(path, page).with_context(|| format!("cannot write {}", path.display()))?;
@@ -193,24 +314,25 @@ fn print(args: &ReplayArgs, runs: &[Option<u32>], outcomes: &[Outcome]) -> anyho
     }
     // Through `out::stream`: a reader gone (`| head`) ends the verb quietly.
     super::out::stream(|out| -> std::io::Result<()> {
-        match (args.format, runs.len()) {
-            (Format::Json, 1) => writeln!(out, "{}", outcomes[0].report.json()),
-            (Format::Json, _) => {
+        match (args.format, sweep) {
+            (Format::Json, None) => writeln!(out, "{}", outcomes[0].report.json()),
+            (Format::Json, Some(_)) => {
                 let reports: Vec<_> = outcomes.iter().map(|o| &o.report).collect();
                 let json = serde_json::to_string_pretty(&reports)?;
                 writeln!(out, "{json}")
             }
-            (Format::Text, 1) => write!(out, "{}", text::report(&outcomes[0].report)),
-            (Format::Text, _) => {
-                let rows: Vec<SweepRow<'_>> = runs
+            (Format::Text, None) => write!(out, "{}", text::report(&outcomes[0].report)),
+            (Format::Text, Some(sweep)) => {
+                let rows: Vec<SweepRow<'_>> = sweep
+                    .values
                     .iter()
                     .zip(outcomes)
-                    .map(|(e, o)| SweepRow {
-                        eagerness: e.unwrap_or(o.report.run.eagerness),
+                    .map(|(value, o)| SweepRow {
+                        value: value.clone(),
                         report: &o.report,
                     })
                     .collect();
-                write!(out, "{}", text::sweep(&rows))
+                write!(out, "{}", text::sweep(sweep.name, &rows))
             }
         }
     })

@@ -159,8 +159,8 @@ enum Attempt {
 impl Executive {
     /// Builds the executive and looks at what the environment offers (a
     /// local Ollama is probed once, briefly). With a `stand_in`, nothing is
-    /// probed or sent: a local Ollama counts as offered and the stand-in
-    /// answers every call.
+    /// probed or sent: the stand-in says whether a local Ollama counts as
+    /// offered, and answers every call.
     #[allow(clippy::too_many_arguments)] // the composition root's services, each used
     pub async fn new(
         settings: Arc<SettingsService>,
@@ -178,8 +178,10 @@ impl Executive {
             .connect_timeout(Duration::from_secs(10))
             .build()
             .expect("HTTP client builds");
-        let ollama_reachable = stand_in.is_some()
-            || probe_ollama(&http, &settings.global().executive.ollama_base_url).await;
+        let ollama_reachable = match &stand_in {
+            Some(s) => s.ollama_reachable(),
+            None => probe_ollama(&http, &settings.global().executive.ollama_base_url).await,
+        };
         let prompts = prompts.limited_by(settings.clone());
         Self {
             http,

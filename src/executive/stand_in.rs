@@ -8,6 +8,10 @@ use super::wire::{ChatRequest, ChatResponse};
 use super::{CallContext, Endpoint};
 
 pub trait StandIn: Send + Sync {
+    /// Whether a local Ollama counts as offered: nothing is probed with a
+    /// stand-in, so it says what the set-up it stands in for has.
+    fn ollama_reachable(&self) -> bool;
+
     /// The answer to `req`, as `ep` would have given it for `ctx.role`.
     /// Its usage should be estimated the way budgets estimate, so a
     /// stand-in's tokens are comparable with a provider's.

@@ -5,13 +5,21 @@
 //! cheaply, for channels it only listens to, once `memory.listenBatchSize`
 //! new messages have gathered (`memory.extractListened`). A per-channel
 //! checkpoint makes each message go through extraction once; a failed
-//! attempt keeps the checkpoint and backs off for that channel (1, 2, 4, …
-//! minutes, at most `BACKOFF_CEILING_MINUTES`), however many messages wait,
-//! with one journal line per back-off.
+//! attempt keeps the checkpoint and backs off (1, 2, 4, … minutes), however
+//! many messages wait, with one journal line per back-off:
+//!
+//! - a failure of the call (the provider down, a budget, the store) holds
+//!   back that channel, at most `BACKOFF_CEILING_MINUTES`;
+//! - a model that answers without calling `remember_facts` (or calls it
+//!   with arguments that do not fit) holds back every channel, at most
+//!   `MODEL_BACKOFF_CEILING_HOURS`: it would answer the next channel the
+//!   same way, so trying each channel in turn only multiplies the requests.
+//!   Another model (a settings change) is tried at once.
 //!
 //! The model answers with a typed `remember_facts` call (possibly empty:
-//! greetings and small talk are not remembered). Batches with nothing that
-//! looks like content are not even sent.
+//! greetings and small talk are not remembered), forced, in one request: a
+//! model that ignores a forced tool ignores a reminder too. Batches with
+//! nothing that looks like content are not even sent.
 //!
 //! People who asked not to be remembered (the `no-memory` boundary) are
 //! left out before the model sees the batch: their messages, and the bot's
@@ -36,6 +44,18 @@ use crate::store::messages::{StoredMessage, Unextracted};
 
 /// The longest a channel's failing extraction waits between tries.
 pub const BACKOFF_CEILING_MINUTES: i64 = 60;
+/// The longest extraction waits for a model that does not call its tool.
+pub const MODEL_BACKOFF_CEILING_HOURS: i64 = 24;
+
+/// What a failed extraction holds back.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Holdback {
+    /// One channel: its call failed (the provider, a budget, the store).
+    Channel(ChannelId),
+    /// Every channel while this model (`model (provider)`) serves the
+    /// extract role: it answered without doing the job.
+    Model(String),
+}
 /// Most messages in one extraction call.
 const MAX_BATCH: usize = 100;
 /// A batch needs at least this many content words in one message to be worth a call.
@@ -94,15 +114,38 @@ impl Memory {
     /// Runs extraction for every channel that is due; returns (channels, facts stored).
     pub async fn extract_due(&self) -> (usize, usize) {
         let now = self.clock.now();
+        // A model that did not do the job holds back every channel at once.
+        if self.model_held_back(now) {
+            return (0, 0);
+        }
         let due = self.store.unextracted_channels().unwrap_or_default();
         let (mut channels, mut facts) = (0, 0);
         for u in due {
             if self.is_due(&u, now) {
                 channels += 1;
                 facts += self.extract_channel(u.guild, u.channel).await;
+                if self.model_held_back(now) {
+                    break;
+                }
             }
         }
         (channels, facts)
+    }
+
+    /// The model that would serve the next extraction, as `model (provider)`.
+    fn extract_model(&self) -> Option<String> {
+        let ep = self
+            .executive
+            .resolve(Role::Extract)
+            .endpoints
+            .into_iter()
+            .next()?;
+        Some(format!("{} ({})", ep.model, ep.provider_name()))
+    }
+
+    fn model_held_back(&self, now: DateTime<Utc>) -> bool {
+        self.extract_model()
+            .is_some_and(|m| !self.extraction_backoff.ready(&Holdback::Model(m), now))
     }
 
     fn is_due(&self, u: &Unextracted, now: chrono::DateTime<chrono::Utc>) -> bool {
@@ -111,7 +154,10 @@ impl Memory {
             return false;
         }
         // A failing channel waits out its back-off, however many messages pile up.
-        if !self.extraction_backoff.ready(&u.channel, now) {
+        if !self
+            .extraction_backoff
+            .ready(&Holdback::Channel(u.channel), now)
+        {
             return false;
         }
         let quiet =
@@ -201,7 +247,13 @@ impl Memory {
         read: usize,
         (last, now): (MessageId, DateTime<Utc>),
     ) -> usize {
-        let recovered = self.extraction_backoff.succeeded(&channel);
+        let recovered = self
+            .extraction_backoff
+            .succeeded(&Holdback::Channel(channel))
+            .max(
+                self.extract_model()
+                    .and_then(|m| self.extraction_backoff.succeeded(&Holdback::Model(m))),
+            );
         let mut stored = 0;
         let mut refused = Vec::new();
         for fact in facts.iter().filter(|f| !f.content.trim().is_empty()) {
@@ -213,7 +265,8 @@ impl Memory {
         if let Some(why) = refused.first() {
             // Only store errors are left: keep the checkpoint so the facts are extracted
             // again (those stored meanwhile are then reinforced), after a back-off.
-            self.extraction_backoff.failed(&channel, now);
+            self.extraction_backoff
+                .failed(&Holdback::Channel(channel), now);
             self.journal.record(
                 Entry::new(
                     Kind::Error,
@@ -252,16 +305,38 @@ impl Memory {
         (after, now): (Option<MessageId>, DateTime<Utc>),
         why: &AskError,
     ) {
-        let setback = self.extraction_backoff.failed(&channel, now);
+        let (setback, held) = match (why, self.extract_model()) {
+            (AskError::NoExtraction(_) | AskError::BadAnswer(_), Some(model)) => {
+                let setback = self.extraction_backoff.failed_within(
+                    &Holdback::Model(model.clone()),
+                    now,
+                    chrono::Duration::minutes(1),
+                    chrono::Duration::hours(MODEL_BACKOFF_CEILING_HOURS),
+                );
+                let held = format!(
+                    "{model} does not call remember_facts, so extraction waits in every channel"
+                );
+                (setback, Some(held))
+            }
+            _ => (
+                self.extraction_backoff
+                    .failed(&Holdback::Channel(channel), now),
+                None,
+            ),
+        };
         // Keep the checkpoint: the same messages are tried again later
         // (harmless if lost: the checkpoint already points there).
         let _ = self
             .store
             .set_extraction_checkpoint(channel, after.unwrap_or(MessageId(0)), now);
+        let reason = match held {
+            Some(held) => format!("{why}; {held}, {}", setback.describe()),
+            None => format!("{why}; {}", setback.describe()),
+        };
         self.journal.record(
             Entry::new(Kind::Memory, "could not extract memories")
                 .place(guild, Some(channel))
-                .reason(format!("{why}; {}", setback.describe())),
+                .reason(reason),
         );
     }
 
@@ -327,7 +402,8 @@ impl Memory {
             "remember_facts",
             "The facts worth remembering from these messages (an empty list if none are).",
         ));
-        turn.max_steps = 2;
+        // One forced request: a model that ignores a forced tool ignores a reminder too.
+        turn.max_steps = 1;
         turn.max_calls = 0;
         let result = self.executive.run_turn(turn).await;
         let value = match result.outcome? {

@@ -153,8 +153,8 @@ pub struct Memory {
     pub(crate) journal: Journal,
     pub(crate) clock: SharedClock,
     pub(crate) executive: Arc<Executive>,
-    /// Channels whose extraction failed, waiting before the next try.
-    pub(crate) extraction_backoff: Backoff<ChannelId>,
+    /// Channels (or a model) whose extraction failed, waiting before the next try.
+    pub(crate) extraction_backoff: Backoff<extract::Holdback>,
 }
 
 impl Memory {

@@ -13,7 +13,13 @@
 //!   `explored`, and compaction's `summary`: a placeholder.
 //!
 //! Each call is kept (role, model, prompt tokens estimated as the budget
-//! estimates them, tools offered) for the report.
+//! estimates them, tools offered, the most it could have answered) for the
+//! report, which prices each call's answer twice: at the typical length of
+//! its kind (`TYPICAL_OUTPUT_TOKENS`) and at the role's `maxOutputTokens`.
+//!
+//! The stand-in answers for the models the settings and environment pick;
+//! a local Ollama counts as there only if it answered when the replay
+//! looked (`with_ollama`), as the bot looks at start.
 
 use std::sync::{Arc, Mutex};
 
@@ -30,6 +36,30 @@ pub const PLACEHOLDER_REPLY: &str = "[a reply would go here]";
 /// What an ambient post "says" offline.
 pub const PLACEHOLDER_POST: &str = "[an ambient post would go here]";
 
+/// The length of a real model's typical answer, in output tokens, by what
+/// the call is for: the placeholders are a few tokens, a real answer is not.
+/// Rough figures from the prompts' own asks (a reply of a few sentences, a
+/// post with its reason, a few facts as JSON, a yes or no); the report shows
+/// the role's `maxOutputTokens` beside them as the worst case.
+pub const TYPICAL_OUTPUT_TOKENS: [(&str, u64); 8] = [
+    ("answer", 180),
+    ("initiative", 120),
+    ("chime-in", 100),
+    ("garden", 250),
+    ("extraction", 150),
+    ("compaction", 200),
+    ("reflex", 20),
+    ("impulse", 150),
+];
+
+/// [`TYPICAL_OUTPUT_TOKENS`] of `purpose`.
+pub fn typical_output_tokens(purpose: &str) -> u64 {
+    TYPICAL_OUTPUT_TOKENS
+        .iter()
+        .find(|(p, _)| *p == purpose)
+        .map_or(180, |(_, n)| *n)
+}
+
 /// One model call the stand-in answered.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Call {
@@ -38,8 +68,12 @@ pub struct Call {
     /// initiative, chime-in, garden, extraction, compaction, reflex, impulse, or answer.
     pub purpose: &'static str,
     pub model: String,
+    /// Whether the model is someone's own server (free), not a metered API.
+    pub local: bool,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// The most the call could have answered (the role's `maxOutputTokens`).
+    pub max_output_tokens: u64,
     pub tools: Vec<String>,
 }
 
@@ -47,6 +81,7 @@ pub struct Offline {
     post_rate: f64,
     dice: Arc<Chance>,
     calls: Mutex<Vec<Call>>,
+    ollama: bool,
 }
 
 impl Offline {
@@ -57,7 +92,14 @@ impl Offline {
             // Its own dice: the bot's (eagerness rolls) must not shift with how many calls were made.
             dice: Chance::seeded(seed ^ 0x0ff1_1e5e),
             calls: Mutex::new(Vec::new()),
+            ollama: false,
         }
+    }
+
+    /// Whether a local Ollama counts as there (it answered, or is assumed).
+    pub fn with_ollama(mut self, there: bool) -> Self {
+        self.ollama = there;
+        self
     }
 
     /// Every call answered so far, in order.
@@ -121,6 +163,10 @@ impl Offline {
 }
 
 impl StandIn for Offline {
+    fn ollama_reachable(&self) -> bool {
+        self.ollama
+    }
+
     fn answer(&self, ctx: &CallContext, ep: &Endpoint, req: &ChatRequest) -> ChatResponse {
         let parts = self.respond(req);
         let stop = if parts.iter().any(|p| matches!(p, Part::ToolUse { .. })) {
@@ -139,8 +185,10 @@ impl StandIn for Offline {
                 role: ctx.role,
                 purpose: purpose(req),
                 model: ep.model.clone(),
+                local: !ep.pay_per_token,
                 input_tokens: usage.input,
                 output_tokens: usage.output,
+                max_output_tokens: u64::from(req.max_tokens),
                 tools: req.tools.iter().map(|t| t.name.clone()).collect(),
             });
         ChatResponse {

@@ -31,8 +31,11 @@ pub struct Run {
     pub days: f64,
     /// `offline`, `live` or the pinned endpoint's URL (a user and password in it masked).
     pub model: String,
-    /// The role models were assumed (no provider configured here), not read from settings.
+    /// The role models were assumed (an Anthropic key and a local Ollama),
+    /// not what the settings and environment here pick.
     pub models_assumed: bool,
+    /// …because `--assume-providers` asked (else: because nothing here serves any role).
+    pub models_assumed_on_request: bool,
     /// Roles no model served: the bot did none of their work.
     pub roles_without_model: Vec<String>,
     /// Why those roles had no model (each reason once).
@@ -118,6 +121,15 @@ pub struct RoleRow {
     pub output_tokens: u64,
     /// US$; `None` when a model's price is unknown.
     pub cost: Option<f64>,
+    /// Output tokens a real model would likely have answered: offline, the
+    /// typical answer of each call's kind; otherwise what it answered.
+    pub likely_output_tokens: u64,
+    /// Output tokens at worst: every call answering the role's `maxOutputTokens`.
+    pub worst_output_tokens: u64,
+    /// US$ with the likely output; `None` when a model's price is unknown.
+    pub likely_cost: Option<f64>,
+    /// US$ with the worst-case output.
+    pub worst_cost: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -141,6 +153,18 @@ pub struct Report {
     /// US$ for the whole replay; `None` when some model's price is unknown.
     pub cost: Option<f64>,
     pub cost_per_day: Option<f64>,
+    /// Days on which people spoke (UTC); the per-active-day figures divide by these.
+    pub active_days: u64,
+    /// US$ per calendar day and per active day, with each call's likely
+    /// answer and with its longest (the roles' `RoleRow` estimates).
+    pub likely_cost_per_day: Option<f64>,
+    pub worst_cost_per_day: Option<f64>,
+    pub likely_cost_per_active_day: Option<f64>,
+    pub worst_cost_per_active_day: Option<f64>,
+    /// The caps that stopped the bot's own posts, most often first
+    /// (`initiative.text.maxPostsPerDay`, `budget`, `permissions.replies.maxMessagesPerHour`);
+    /// empty when only the dice (eagerness) and the room held it back.
+    pub binding_limits: Vec<String>,
     /// Models without a price (`executive.prices`).
     pub unpriced_models: Vec<String>,
     /// Percepts whose handling made no reply- or ambient-role call.
@@ -200,7 +224,9 @@ impl Report {
         let per_day = day_rows(seen, &acts.per_day);
         let per_hour = hours(&run, &seen.per_hour, &acts.bot_hours);
         let usage = sim.app.store.usage_list(&UsageFilter::default(), None)?;
-        let roles = role_rows(&usage, prices);
+        let settings = sim.app.settings.global();
+        let mut roles = role_rows(&usage, prices);
+        estimate(&mut roles, &usage, offline, prices, &settings);
         let calls = roles.iter().map(|r| r.calls).sum();
         let (calls_by_purpose, tools_by_purpose) = purposes(offline);
         let tokens = roles.iter().map(|r| r.input_tokens + r.output_tokens).sum();
@@ -209,6 +235,15 @@ impl Report {
         let gates = gate_counts(sim, &roles)?;
         let tally = sim.tally();
         let days = run.days;
+        let active_days = per_day.iter().filter(|d| d.messages > 0).count() as u64;
+        let likely = roles
+            .iter()
+            .try_fold(0.0, |sum, r| r.likely_cost.map(|c| sum + c));
+        let worst = roles
+            .iter()
+            .try_fold(0.0, |sum, r| r.worst_cost.map(|c| sum + c));
+        let active = active_days.max(1) as f64;
+        let binding_limits = binding(&gates);
         Ok(Report {
             messages: tally.percepts,
             did: acts.all,
@@ -222,6 +257,12 @@ impl Report {
             tokens,
             cost,
             cost_per_day: cost.map(|c| c / days),
+            active_days,
+            likely_cost_per_day: likely.map(|c| c / days),
+            worst_cost_per_day: worst.map(|c| c / days),
+            likely_cost_per_active_day: likely.map(|c| c / active),
+            worst_cost_per_active_day: worst.map(|c| c / active),
+            binding_limits,
             unpriced_models,
             without_strong_call: tally.percepts - tally.percepts_with_strong_call,
             gates,
@@ -366,6 +407,10 @@ fn role_rows(
             input_tokens: 0,
             output_tokens: 0,
             cost: Some(0.0),
+            likely_output_tokens: 0,
+            worst_output_tokens: 0,
+            likely_cost: Some(0.0),
+            worst_cost: Some(0.0),
         });
         let model = format!("{} ({})", u.model, u.provider);
         if !row.models.contains(&model) {
@@ -388,6 +433,88 @@ fn role_rows(
         row.cost = row.cost.zip(price).map(|(a, b)| a + b);
     }
     rows.into_values().collect()
+}
+
+/// Each role's likely and worst-case output and cost. Offline, from the
+/// stand-in's calls: its placeholders are a few tokens, so each call is
+/// priced with the typical answer of its kind and with the most it could
+/// have answered. Otherwise from the usage records: what the model answered,
+/// and the role's `maxOutputTokens` per call.
+fn estimate(
+    roles: &mut [RoleRow],
+    usage: &[crate::store::usage::UsageRecord],
+    offline: &[super::offline::Call],
+    prices: &BTreeMap<String, Price>,
+    settings: &crate::settings::Settings,
+) {
+    struct One<'a> {
+        role: &'a str,
+        model: &'a str,
+        local: bool,
+        input: u64,
+        likely: u64,
+        worst: u64,
+    }
+    let calls: Vec<One<'_>> = if offline.is_empty() {
+        usage
+            .iter()
+            .filter(|u| u.outcome != "refused")
+            .map(|u| One {
+                role: &u.role,
+                model: &u.model,
+                local: !u.pay_per_token,
+                input: u.tokens_in,
+                likely: u.tokens_out,
+                worst: crate::settings::Role::ALL
+                    .iter()
+                    .find(|r| r.as_str() == u.role)
+                    .map_or(u.tokens_out, |r| {
+                        u64::from(r.settings(settings).max_output_tokens)
+                    }),
+            })
+            .collect()
+    } else {
+        offline
+            .iter()
+            .map(|c| One {
+                role: c.role.as_str(),
+                model: &c.model,
+                local: c.local,
+                input: c.input_tokens,
+                likely: super::offline::typical_output_tokens(c.purpose).min(c.max_output_tokens),
+                worst: c.max_output_tokens,
+            })
+            .collect()
+    };
+    for row in roles.iter_mut() {
+        for c in calls.iter().filter(|c| c.role == row.role) {
+            row.likely_output_tokens += c.likely;
+            row.worst_output_tokens += c.worst;
+            let likely = cost(prices, c.model, c.local, c.input, c.likely);
+            let worst = cost(prices, c.model, c.local, c.input, c.worst);
+            row.likely_cost = row.likely_cost.zip(likely).map(|(a, b)| a + b);
+            row.worst_cost = row.worst_cost.zip(worst).map(|(a, b)| a + b);
+        }
+    }
+}
+
+/// The caps that stopped the bot's own posts, by the setting an owner
+/// would change, most often first.
+fn binding(gates: &BTreeMap<String, u64>) -> Vec<String> {
+    const CAPS: [(&str, &str); 3] = [
+        ("daily_cap", "initiative.text.maxPostsPerDay"),
+        ("budget", "budget"),
+        ("closed", "permissions.replies.maxMessagesPerHour"),
+    ];
+    let mut bound: Vec<(u64, &str)> = CAPS
+        .iter()
+        .filter_map(|(gate, setting)| {
+            let n = gates.get(*gate).copied().unwrap_or(0);
+            (n > 0).then_some((n, *setting))
+        })
+        .collect();
+    bound.sort_by_key(|b| std::cmp::Reverse(b.0));
+    bound.into_iter().map(|(_, s)| s.to_string()).collect()
 }
 
 fn unpriced(

@@ -40,8 +40,13 @@ const CONTEXT: usize = 3;
 /// Where the models' answers come from.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Models {
-    /// The deterministic stand-in; nothing is sent anywhere.
+    /// The deterministic stand-in, for the models the settings and
+    /// environment pick (with none at all, a typical set-up's, said so);
+    /// nothing of the chat is sent anywhere.
     Offline { post_rate: f64 },
+    /// The stand-in for a typical set-up whatever this one has (an Anthropic
+    /// key for replies, a local Ollama for the rest): a what-if, labelled.
+    Assumed { post_rate: f64 },
     /// The providers the settings and environment configure.
     Live,
     /// Every role pinned to one OpenAI-compatible endpoint, sent `key` if
@@ -86,7 +91,7 @@ pub async fn replay(
     let Some(first) = exports.next().transpose()? else {
         anyhow::bail!("{}: no messages to replay", names(&opts.files));
     };
-    let (settings, secrets, assumed, stand_in) = prepare(&opts);
+    let (settings, secrets, assumed, stand_in) = prepare(&opts).await;
     let eagerness = settings.initiative.text.eagerness;
     let offline_calls = stand_in.clone();
     let offline = stand_in;
@@ -137,15 +142,17 @@ pub async fn replay(
         days: ((walk.last - first.at).num_seconds() as f64 / 86_400.0).max(1.0),
         model: match &opts.models {
             Models::Offline { .. } => "offline".into(),
+            Models::Assumed { .. } => "offline, assumed providers".into(),
             Models::Live => "live".into(),
             Models::Pinned { url, .. } => mask(url),
         },
         models_assumed: assumed,
+        models_assumed_on_request: matches!(opts.models, Models::Assumed { .. }),
         roles_without_model: unserved.roles.iter().map(|r| r.as_str().into()).collect(),
         no_model_because: unserved.reasons,
         seed: opts.seed,
         post_rate: match opts.models {
-            Models::Offline { post_rate } => Some(post_rate),
+            Models::Offline { post_rate } | Models::Assumed { post_rate } => Some(post_rate),
             _ => None,
         },
         eagerness,
@@ -160,23 +167,35 @@ pub async fn replay(
 }
 
 /// The settings and secrets the replay runs with, whether the roles' models
-/// were assumed, and the offline stand-in if any.
-fn prepare(opts: &Options) -> (Settings, Secrets, bool, Option<Arc<Offline>>) {
+/// were assumed, and the offline stand-in if any. Offline, the stand-in
+/// answers for the models this set-up has: a local Ollama counts only if
+/// it answers now, as the bot looks at start. Only with no model for any
+/// role, or when asked (`Assumed`), is a typical set-up assumed.
+async fn prepare(opts: &Options) -> (Settings, Secrets, bool, Option<Arc<Offline>>) {
     let settings = effective_settings(opts);
     let mut secrets = replay_secrets(opts);
-    let mut assumed = false;
-    let stand_in = match &opts.models {
-        Models::Offline { post_rate } => {
-            if !offers_a_model(&secrets) {
-                // What a typical set-up has, so a first look shows something: see the report's note.
-                secrets.anthropic_api_key = Some(Secret::new("offline-replay"));
-                assumed = true;
-            }
-            Some(Arc::new(Offline::new(*post_rate, opts.seed)))
-        }
-        Models::Live | Models::Pinned { .. } => None,
+    let post_rate = match &opts.models {
+        Models::Offline { post_rate } | Models::Assumed { post_rate } => *post_rate,
+        Models::Live | Models::Pinned { .. } => return (settings, secrets, false, None),
     };
-    (settings, secrets, assumed, stand_in)
+    let mut ollama = ollama_answers(&settings).await;
+    let offer = Offer {
+        secrets: secrets.clone(),
+        ollama_reachable: ollama,
+    };
+    let nothing = Role::ALL
+        .iter()
+        .all(|r| resolve(*r, &settings, &offer).endpoints.is_empty());
+    let assumed = nothing || matches!(opts.models, Models::Assumed { .. });
+    if assumed {
+        // What a typical set-up has: see the report's note.
+        if secrets.anthropic_api_key.is_none() {
+            secrets.anthropic_api_key = Some(Secret::new("offline-replay"));
+        }
+        ollama = true;
+    }
+    let stand_in = Offline::new(post_rate, opts.seed).with_ollama(ollama);
+    (settings, secrets, assumed, Some(Arc::new(stand_in)))
 }
 
 /// The secrets the replay may send: a pinned endpoint gets its own key and
@@ -349,15 +368,6 @@ impl Unserved {
             self.reasons.join("; ")
         )
     }
-}
-
-/// Whether the environment names a hosted model provider (a local Ollama
-/// is not probed offline: nothing may be sent anywhere).
-fn offers_a_model(s: &Secrets) -> bool {
-    s.anthropic_api_key.is_some()
-        || s.openai_api_key.is_some()
-        || s.openai_base_url.is_some()
-        || s.openrouter_api_key.is_some()
 }
 
 /// Whether the exported channels are opened to the bot: only when the

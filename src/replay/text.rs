@@ -55,10 +55,25 @@ fn headline(out: &mut String, r: &Report) {
 
 fn did(out: &mut String, r: &Report) {
     let days = r.run.days;
-    say!(out, "What the bot did        total   per day");
+    let active = r.active_days.max(1) as f64;
+    say!(
+        out,
+        "What the bot did        total   per day   per active day"
+    );
     for (what, n) in rows(&r.did) {
-        say!(out, "  {what:<20} {n:>6}  {:>8.1}", n as f64 / days);
+        say!(
+            out,
+            "  {what:<20} {n:>6}  {:>8.1}  {:>15.1}",
+            n as f64 / days,
+            n as f64 / active
+        );
     }
+    say!(
+        out,
+        "  (active days: the {} dates on which people spoke; the export spans {:.1} days)",
+        r.active_days,
+        days
+    );
     out.push('\n');
 }
 
@@ -75,18 +90,20 @@ fn rows(c: &Counts) -> [(&'static str, u64); 5] {
 fn models(out: &mut String, r: &Report) {
     say!(
         out,
-        "Model calls   calls  refused  tokens in  tokens out   est. cost  model"
+        "Model calls   calls  refused  tokens in  out likely  out worst  likely cost  worst cost  model"
     );
     for role in &r.roles {
         say!(
             out,
-            "  {:<10} {:>6} {:>8} {:>10} {:>11} {:>11}  {}",
+            "  {:<10} {:>6} {:>8} {:>10} {:>11} {:>10} {:>12} {:>11}  {}",
             role.role,
             role.calls,
             role.refused,
             role.input_tokens,
-            role.output_tokens,
-            money(role.cost),
+            role.likely_output_tokens,
+            role.worst_output_tokens,
+            money(role.likely_cost),
+            money(role.worst_cost),
             role.models.join(", ")
         );
     }
@@ -103,10 +120,19 @@ fn models(out: &mut String, r: &Report) {
     }
     say!(
         out,
-        "Estimated cost: {} in all, {} per day.",
-        money(r.cost),
-        money(r.cost_per_day)
+        "Estimated cost per day: likely {}, worst case {}; per active day: likely {}, worst case {}.",
+        money(r.likely_cost_per_day),
+        money(r.worst_cost_per_day),
+        money(r.likely_cost_per_active_day),
+        money(r.worst_cost_per_active_day)
     );
+    if r.run.post_rate.is_some() {
+        say!(
+            out,
+            "  Likely: each call answering as long as a typical answer of its kind; worst case: \
+             each answering its role's maxOutputTokens."
+        );
+    }
     if !r.unpriced_models.is_empty() {
         say!(
             out,
@@ -117,11 +143,18 @@ fn models(out: &mut String, r: &Report) {
     if let Some(note) = unserved(&r.run.roles_without_model, &r.run.no_model_because) {
         say!(out, "  {note}");
     }
-    if r.run.models_assumed {
+    if r.run.models_assumed_on_request {
         say!(
             out,
-            "  No model provider is configured here, so the roles' models are assumed: \
-             an Anthropic key for replies and a local Ollama for the rest."
+            "  Assumed providers (--assume-providers): an Anthropic key for replies and a local \
+             Ollama for the rest, whatever this set-up has. A what-if, not what your bot would do."
+        );
+    } else if r.run.models_assumed {
+        say!(
+            out,
+            "  No model serves any role here, so the bot as configured would answer nobody and \
+             post nothing; the roles' models are assumed: an Anthropic key for replies and a \
+             local Ollama for the rest."
         );
     }
     out.push('\n');
@@ -155,6 +188,7 @@ fn restraint(out: &mut String, r: &Report) {
             said_no.join(", ")
         }
     );
+    say!(out, "Limits that bound its own posts: {}.", binds(r));
     say!(
         out,
         "Answers paid for but not delivered: {}. Model calls past a gate's no: {}.",
@@ -245,29 +279,46 @@ pub fn money(v: Option<f64>) -> String {
     }
 }
 
-/// One row of an eagerness sweep.
+/// The caps that stopped the bot's own posts, in words.
+fn binds(r: &Report) -> String {
+    if r.binding_limits.is_empty() {
+        "none (the eagerness dice and the room decided)".into()
+    } else {
+        r.binding_limits.join(", ")
+    }
+}
+
+/// One row of a sweep: the value the swept setting had, and its replay.
 pub struct SweepRow<'a> {
-    pub eagerness: u32,
+    pub value: String,
     pub report: &'a Report,
 }
 
-/// The table an owner picks an eagerness from.
-pub fn sweep(rows: &[SweepRow<'_>]) -> String {
-    let mut out = String::from(
-        "eagerness  ambient posts/day  chime-ins/day  model calls/day  tokens/day  est. cost/day\n",
+/// The table an owner picks a setting's value from (`setting` heads the
+/// first column): what the bot did and cost per day and per active day,
+/// and which limit bound it.
+pub fn sweep(setting: &str, rows: &[SweepRow<'_>]) -> String {
+    let width = setting.len().max(9);
+    let mut out = String::new();
+    say!(
+        out,
+        "{setting:>width$}  posts/day  per active day  chime-ins/day  calls/day  likely cost/day  \
+         worst cost/day  limits that bound"
     );
     for row in rows {
         let r = row.report;
         let days = r.run.days;
         say!(
             out,
-            "{:>9} {:>18.1} {:>14.1} {:>16.1} {:>11.0} {:>14}",
-            row.eagerness,
+            "{:>width$} {:>10.1} {:>15.1} {:>14.1} {:>10.1} {:>16} {:>15}  {}",
+            row.value,
             r.did.ambient_posts as f64 / days,
+            r.did.ambient_posts as f64 / r.active_days.max(1) as f64,
             r.did.chime_ins as f64 / days,
             r.calls as f64 / days,
-            r.tokens as f64 / days,
-            money(r.cost_per_day)
+            money(r.likely_cost_per_day),
+            money(r.worst_cost_per_day),
+            binds(r)
         );
     }
     out
