@@ -497,7 +497,14 @@ impl ImpulseHandler {
         match act.say.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
             Some(text) => match self.say(guild, channel, text, cause, None).await {
                 Ok(sent) => {
-                    self.note_said(guild, channel, summary.to_string(), act.note, &sent, routine);
+                    self.note_said(
+                        guild,
+                        channel,
+                        summary.to_string(),
+                        act.note,
+                        &sent,
+                        routine,
+                    );
                     Outcome::Done
                 }
                 Err(e) => Outcome::Failed(format!("could not say it: {e}")),

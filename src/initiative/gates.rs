@@ -840,7 +840,11 @@ mod tests {
             unanswered: &one,
             ..inputs(&s)
         };
-        assert_eq!(gate(evaluate(&allowed, &chance)), "fresh", "2: one more may go");
+        assert_eq!(
+            gate(evaluate(&allowed, &chance)),
+            "fresh",
+            "2: one more may go"
+        );
         let two = [post(60), post(0)];
         match evaluate(
             &Inputs {
@@ -871,7 +875,13 @@ mod tests {
             "0: off"
         );
         assert_eq!(
-            gate(evaluate(&Inputs { unanswered: &[], ..inputs(&settings()) }, &chance)),
+            gate(evaluate(
+                &Inputs {
+                    unanswered: &[],
+                    ..inputs(&settings())
+                },
+                &chance
+            )),
             "fresh",
             "answered: nothing stops it"
         );
