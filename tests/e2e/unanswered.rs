@@ -26,10 +26,8 @@ use crate::support::world::{self, GENERAL, GUILD_A, MEMES, World};
 fn settings() -> Settings {
     let mut s = world::settings();
     s.permissions.replies.discovery_channel_ids = vec![GENERAL, MEMES];
-    s.initiative.text.max_unanswered_posts = Settings::default()
-        .initiative
-        .text
-        .max_unanswered_posts;
+    s.initiative.text.max_unanswered_posts =
+        Settings::default().initiative.text.max_unanswered_posts;
     s
 }
 
@@ -88,8 +86,9 @@ async fn a_post_nobody_answered_stops_the_next_until_someone_speaks() {
     );
     let lines = status(&w);
     assert!(
-        lines.iter().any(|l| l
-            .starts_with("initiative: no next look: nobody has answered my last post")),
+        lines
+            .iter()
+            .any(|l| l.starts_with("initiative: no next look: nobody has answered my last post")),
         "{lines:#?}"
     );
 
