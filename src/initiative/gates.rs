@@ -31,7 +31,7 @@
 //! 8. the daily cap (`maxPostsPerDay`, rolling 24 h)
 //! 9. a model for the role that decides
 //! 10. the budget: the deciding role's next call (its recent prompts' size
-//!    plus the most it may answer) fits every cap, or nothing is asked
+//!     plus the most it may answer) fits every cap, or nothing is asked
 //! 11. a pending thought is revisited here, before the fresh-thought gates
 //! 12. for fresh thoughts: `minMinutesBetweenPosts` since the last consideration
 //! 13. for fresh thoughts: the eagerness roll
