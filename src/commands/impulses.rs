@@ -8,7 +8,7 @@
 
 use crate::app::App;
 use crate::commands::Asker;
-use crate::impulses::{NewTask, when};
+use crate::impulses::{NewTask, RoutineFlags, when};
 use crate::store::impulses::Task;
 
 fn task_line(app: &App, t: &Task) -> String {
@@ -104,14 +104,15 @@ pub fn task_done(app: &App, who: &Asker, id: &str) -> String {
     }
 }
 
-/// `anyway`: the routine runs during the server's quiet hours too.
+/// `flags`: whether the routine runs during the server's quiet hours too
+/// (`anyway`), and posts even when nobody answered the bot's last posts (`unanswered`).
 pub fn schedule_add(
     app: &App,
     who: &Asker,
     name: &str,
     cron: &str,
     action: &str,
-    anyway: bool,
+    flags: RoutineFlags,
 ) -> String {
     let Some(guild) = who.guild else {
         return "Schedules belong to a server; use this in one.".into();
@@ -119,14 +120,14 @@ pub fn schedule_add(
     if !who.manage {
         return "Only members with Manage Server can change the schedule.".into();
     }
-    match app.impulses.add_routine(
+    match app.impulses.add_routine_with(
         guild,
         Some(who.channel),
         name,
         cron,
         action,
         &who.name,
-        anyway,
+        flags,
     ) {
         Ok(entry) => {
             let tz = app.impulses.timezone(Some(guild));
@@ -153,12 +154,29 @@ pub fn schedule_add(
             } else {
                 " It is skipped during quiet hours (add it with \"anyway\" to run then too)."
             };
+            let settings = app.settings.for_guild(Some(guild));
+            let unanswered = unanswered_note(&settings, entry.even_if_unanswered);
             format!(
-                "Scheduled **{}** (`{}`, {tz}) in this channel: {}. Next: {next}.{quiet}",
+                "Scheduled **{}** (`{}`, {tz}) in this channel: {}. Next: {next}.{quiet}{unanswered}",
                 entry.name, entry.cron, entry.action
             )
         }
         Err(e) => e.to_string(),
+    }
+}
+
+/// What a new routine does when nobody answered the bot's last unprompted
+/// posts: nothing to say when that gate is off.
+fn unanswered_note(settings: &crate::settings::Settings, even_if_unanswered: bool) -> String {
+    let max = settings.initiative.text.max_unanswered_posts;
+    if even_if_unanswered {
+        " It posts even when nobody has answered my last posts.".into()
+    } else if max == 0 {
+        String::new()
+    } else {
+        " It is skipped while nobody has answered my last posts (initiative.text.maxUnansweredPosts; \
+         add it with \"unanswered\" to post then too)."
+            .into()
     }
 }
 
@@ -182,10 +200,11 @@ pub fn schedule_list(app: &App, who: &Asker) -> String {
                 .map(|t| crate::when::until(t, now))
                 .unwrap_or_else(|| "never".into());
             let place = e.channel.map(|c| format!(" in <#{c}>")).unwrap_or_default();
-            let anyway = if e.during_quiet_hours {
-                ", runs in quiet hours too"
-            } else {
-                ""
+            let anyway = match (e.during_quiet_hours, e.even_if_unanswered) {
+                (true, true) => ", runs in quiet hours too, posts even unanswered",
+                (true, false) => ", runs in quiet hours too",
+                (false, true) => ", posts even unanswered",
+                (false, false) => "",
             };
             format!(
                 "**{}** `{}`{place} — {} (next {next}{anyway})",
@@ -269,15 +288,11 @@ pub fn run_text(app: &App, who: &Asker, family: &str, args: &str) -> String {
         ("task", "done") => task_done(app, who, rest),
         ("schedule", "" | "list") => schedule_list(app, who),
         ("schedule", "add") => {
-            // A last "| anyway" lets the routine run in quiet hours too.
-            let (rest, anyway) = match rest.rsplit_once('|') {
-                Some((head, tail)) if tail.trim().eq_ignore_ascii_case("anyway") => (head, true),
-                _ => (rest, false),
-            };
+            let (rest, flags) = routine_flags(rest);
             let parts: Vec<&str> = rest.splitn(3, '|').map(str::trim).collect();
             match parts.as_slice() {
-                [name, cron, action] => schedule_add(app, who, name, cron, action, anyway),
-                _ => "usage: /schedule add NAME | CRON | WHAT [| anyway]   (e.g. /schedule add standup | 0 9 * * 1-5 | ask how everyone is)".into(),
+                [name, cron, action] => schedule_add(app, who, name, cron, action, flags),
+                _ => "usage: /schedule add NAME | CRON | WHAT [| anyway] [| unanswered]   (e.g. /schedule add standup | 0 9 * * 1-5 | ask how everyone is)".into(),
             }
         }
         ("schedule", "remove") => schedule_remove(app, who, rest),
@@ -285,4 +300,23 @@ pub fn run_text(app: &App, who: &Asker, family: &str, args: &str) -> String {
         ("idea", "add") => idea_add(app, who, rest),
         _ => format!("unknown: /{family} {verb}; /help lists the commands"),
     }
+}
+
+/// The flags at the end of `/schedule add …`, in any order: `| anyway` (it
+/// runs in quiet hours too) and `| unanswered` (it posts even when nobody
+/// answered the bot's last posts). What is left is NAME | CRON | WHAT.
+fn routine_flags(mut rest: &str) -> (&str, RoutineFlags) {
+    let mut flags = RoutineFlags::default();
+    while let Some((head, tail)) = rest.rsplit_once('|') {
+        let tail = tail.trim();
+        if tail.eq_ignore_ascii_case("anyway") {
+            flags.during_quiet_hours = true;
+        } else if tail.eq_ignore_ascii_case("unanswered") {
+            flags.even_if_unanswered = true;
+        } else {
+            break;
+        }
+        rest = head;
+    }
+    (rest, flags)
 }

@@ -5,7 +5,7 @@
 pub mod courtesy;
 pub(crate) mod discovery;
 pub mod garden;
-pub(crate) mod impulses;
+pub mod impulses;
 pub(crate) mod memory;
 pub(crate) mod settings;
 pub mod status;

@@ -278,6 +278,7 @@ pub fn next_look(
             hushed: &reads.room.hushed,
             last_human: reads.room.last_human,
             unsettled: reads.unsettled,
+            unanswered: &reads.unanswered,
         },
         &Chance::seeded(0),
     );

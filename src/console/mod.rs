@@ -816,8 +816,9 @@ const HELP: &str = "commands:
   /discovery add KIND TARGET add a feed (rss URL, subreddit, YouTube channel id, X handle)
   /discovery remove KIND TARGET
   /task add DUE | TEXT       a reminder, e.g. /task add in 10m | stretch (also: /task list, /task done ID)
-  /schedule add NAME | CRON | WHAT [| anyway]   a routine, e.g. standup | 0 9 * * 1-5 | ask how it's going
-                             (anyway: it runs in quiet hours too)
+  /schedule add NAME | CRON | WHAT [| anyway] [| unanswered]   a routine, e.g. standup | 0 9 * * 1-5 | ask how it's going
+                             (anyway: it runs in quiet hours too; unanswered: it posts even when
+                             nobody has answered the bot's last posts)
   /schedule list, /schedule remove NAME
   /idea add TEXT, /idea list something for the bot to explore when it is quiet
   /settings show [PATH]      settings in effect for this guild

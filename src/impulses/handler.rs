@@ -9,8 +9,12 @@
 //! task or routine asked for.
 //!
 //! Courtesy: a routine is unprompted, so quiet hours skip its firing (unless
-//! it was added to run anyway) and a hush always does; a reminder or task was
-//! asked for and is said when due, quiet hours or not.
+//! it was added to run anyway) and a hush always does; so does nobody having
+//! answered the bot's last unprompted posts (`initiative.text.maxUnansweredPosts`,
+//! the initiative's `unanswered` gate), unless it was added to post even
+//! then. A reminder or task was asked for and is said when due, quiet hours
+//! or not. A routine's post is journaled with its name (`data.routine`): it
+//! is one of the unprompted posts that gate counts.
 //!
 //! Everything said here is journalled with the id of the message it became,
 //! so `/ambient why` on a reminder or a routine's post explains it. A failed
@@ -41,7 +45,7 @@ use crate::memory::search::Reader;
 use crate::settings::SettingsService;
 use crate::speech::{Speech, SpeechError};
 use crate::store::Store;
-use crate::store::impulses::Task;
+use crate::store::impulses::{ScheduleEntry, Task};
 
 /// How long a task that could not be said waits before it is due again.
 const POSTPONE_MINUTES: i64 = 10;
@@ -232,12 +236,26 @@ impl ImpulseHandler {
         reason: String,
         sent: &[MessageId],
     ) {
+        self.note_said(guild, channel, summary, reason, sent, None);
+    }
+
+    /// [`Self::note`], naming the routine that said it, if one did.
+    fn note_said(
+        &self,
+        guild: Option<GuildId>,
+        channel: Option<ChannelId>,
+        summary: String,
+        reason: String,
+        sent: &[MessageId],
+        routine: Option<&str>,
+    ) {
         let mut e = Entry::new(Kind::Impulse, summary)
             .place(guild, channel)
             .reason(reason);
         if let Some(first) = sent.first() {
             e = e.message(*first).data(serde_json::json!({
                 "sent": sent.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
+                "routine": routine,
             }));
         }
         self.journal.record(e);
@@ -307,7 +325,7 @@ impl ImpulseHandler {
                     task.channel,
                     &format!("did a task: {}", task.text),
                     act,
-                    &format!("task-{}", task.id),
+                    (&format!("task-{}", task.id), None),
                 )
                 .await
             }
@@ -377,7 +395,8 @@ impl ImpulseHandler {
         let Some(entry) = entry else {
             return Outcome::Declined(format!("schedule entry {name} was removed"));
         };
-        // A routine is unprompted: quiet hours skip it unless it runs anyway; a hush always does.
+        // A routine is unprompted: quiet hours skip it unless it runs anyway, and
+        // nobody answering the bot's last posts unless it posts even then; a hush always does.
         let settings = self.settings.for_guild(Some(entry.guild));
         let now = self.clock.now();
         let quiet = crate::courtesy::quiet(&settings, now).filter(|_| !entry.during_quiet_hours);
@@ -385,7 +404,13 @@ impl ImpulseHandler {
             Ok(h) => h.map(|h| crate::courtesy::hushed(&self.store, &settings, &h, now)),
             Err(e) => Some(crate::courtesy::Refusal::read_failed("the hushes", &e)),
         };
-        if let Some(r) = quiet.or(hush) {
+        let unanswered = || {
+            if entry.even_if_unanswered {
+                return None;
+            }
+            self.unanswered(&settings, &entry).err()
+        };
+        if let Some(r) = quiet.or(hush).or_else(unanswered) {
             self.note(
                 Some(entry.guild),
                 entry.channel,
@@ -418,7 +443,7 @@ impl ImpulseHandler {
                         entry.channel,
                         &format!("ran the routine {}", entry.name),
                         act,
-                        &cause,
+                        (&cause, Some(&entry.name)),
                     )
                     .await
                 }
@@ -428,18 +453,58 @@ impl ImpulseHandler {
         }
     }
 
+    /// Says what the turn decided; `(cause, routine)`: the send's nonce
+    /// cause, and the routine that fired it, if one did.
+    /// Whether the routine may post with nobody having answered the bot's
+    /// last unprompted posts: the initiative's `unanswered` gate, with the
+    /// routine's own channel answering it too. A read that fails refuses.
+    fn unanswered(
+        &self,
+        settings: &crate::settings::Settings,
+        entry: &ScheduleEntry,
+    ) -> Result<(), crate::courtesy::Refusal> {
+        use crate::courtesy::Refusal;
+        use crate::initiative::gates;
+        if settings.initiative.text.max_unanswered_posts == 0 {
+            return Ok(());
+        }
+        let failed = |e| Refusal::read_failed("when people last posted", &e);
+        let channels = self.store.guild_channels(entry.guild).map_err(failed)?;
+        let mut room = gates::eligible_pool(settings, &channels);
+        room.extend(entry.channel.filter(|c| !room.contains(c)));
+        let mut last_human = None;
+        for c in &room {
+            last_human = last_human.max(self.store.last_human_in(*c).map_err(failed)?);
+        }
+        let posts = gates::unanswered(&self.store, settings, entry.guild, &room, last_human)?;
+        match gates::unanswered_refusal(settings, &posts) {
+            Some(reason) => Err(Refusal {
+                gate: "unanswered",
+                reason: format!("{reason}; the routine was not added to post even then"),
+            }),
+            None => Ok(()),
+        }
+    }
+
     async fn finish(
         &self,
         guild: Option<GuildId>,
         channel: Option<ChannelId>,
         summary: &str,
         act: Act,
-        cause: &str,
+        (cause, routine): (&str, Option<&str>),
     ) -> Outcome {
         match act.say.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
             Some(text) => match self.say(guild, channel, text, cause, None).await {
                 Ok(sent) => {
-                    self.note(guild, channel, summary.to_string(), act.note, &sent);
+                    self.note_said(
+                        guild,
+                        channel,
+                        summary.to_string(),
+                        act.note,
+                        &sent,
+                        routine,
+                    );
                     Outcome::Done
                 }
                 Err(e) => Outcome::Failed(format!("could not say it: {e}")),

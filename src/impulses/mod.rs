@@ -83,6 +83,18 @@ pub enum ImpulseError {
     Store(#[from] crate::store::StoreError),
 }
 
+/// Which of the courtesy gates a routine may pass that a post made unasked
+/// would stop at: all off for a routine added plainly.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RoutineFlags {
+    /// It runs in the server's quiet hours too (otherwise those firings are skipped).
+    pub during_quiet_hours: bool,
+    /// It posts even when nobody has answered the bot's last unprompted
+    /// posts (`initiative.text.maxUnansweredPosts`): a routine people rely
+    /// on, such as a meeting's reminder. Otherwise those firings are skipped.
+    pub even_if_unanswered: bool,
+}
+
 pub struct Impulses {
     store: Store,
     settings: Arc<SettingsService>,
@@ -258,6 +270,25 @@ impl Impulses {
         created_by: &str,
         during_quiet_hours: bool,
     ) -> Result<ScheduleEntry, ImpulseError> {
+        let flags = RoutineFlags {
+            during_quiet_hours,
+            ..RoutineFlags::default()
+        };
+        self.add_routine_with(guild, channel, name, cron, action, created_by, flags)
+    }
+
+    /// Like [`Impulses::add_schedule`], with the routine's [`RoutineFlags`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_routine_with(
+        &self,
+        guild: GuildId,
+        channel: Option<ChannelId>,
+        name: &str,
+        cron: &str,
+        action: &str,
+        created_by: &str,
+        flags: RoutineFlags,
+    ) -> Result<ScheduleEntry, ImpulseError> {
         let name = name.trim();
         if name.is_empty()
             || name.len() > 40
@@ -281,7 +312,8 @@ impl Impulses {
             created_by: created_by.into(),
             created_at: self.clock.now(),
             last_fired_at: None,
-            during_quiet_hours,
+            during_quiet_hours: flags.during_quiet_hours,
+            even_if_unanswered: flags.even_if_unanswered,
         };
         if !self.store.insert_schedule(&entry)? {
             return Err(ImpulseError::DuplicateSchedule { name: name.into() });

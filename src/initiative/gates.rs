@@ -3,8 +3,8 @@
 //! call a model. A guild stopped by a gate costs nothing.
 //!
 //! Before them, the store (gate `store`): every read that can stop a look
-//! (the guild's channels, hushes, last posts, the daily count, the
-//! cooldown, an unconfirmed post) succeeded — a hush, a cap or a cooldown
+//! (the guild's channels, hushes, last posts, the bot's unanswered posts,
+//! the daily count, the cooldown, an unconfirmed post) succeeded — a hush, a cap or a cooldown
 //! the bot cannot read is one it must assume ([`Reads::read`]).
 //!
 //! 0. an unconfirmed post: a post recorded and not confirmed sent is
@@ -20,17 +20,21 @@
 //!    hush`); hushed channels leave the pool
 //! 5. the empty room: a person posted in the pool within
 //!    `requireActivityWithinHours` (0: off), or the bot would talk to nobody
-//! 6. channels in an ACTIVE conversation leave the pool (`active` when none
+//! 6. no talking to itself (`unanswered`): fewer than `maxUnansweredPosts`
+//!    (0: off) of the bot's unprompted posts — the initiative's and the
+//!    routines' — since a person last answered: posted in the pool (or in
+//!    the channel the post went to), or reacted to one of them
+//! 7. channels in an ACTIVE conversation leave the pool (`active` when none
 //!    is left), then those where nothing could be delivered now: at
 //!    `maxMessagesPerHour`, or the platform refused the last send (`closed`).
 //!    A post that could not be sent is never paid for.
-//! 7. the daily cap (`maxPostsPerDay`, rolling 24 h)
-//! 8. a model for the role that decides
-//! 9. the budget: the deciding role's next call (its recent prompts' size
-//!    plus the most it may answer) fits every cap, or nothing is asked
-//! 10. a pending thought is revisited here, before the fresh-thought gates
-//! 11. for fresh thoughts: `minMinutesBetweenPosts` since the last consideration
-//! 12. for fresh thoughts: the eagerness roll
+//! 8. the daily cap (`maxPostsPerDay`, rolling 24 h)
+//! 9. a model for the role that decides
+//! 10. the budget: the deciding role's next call (its recent prompts' size
+//!     plus the most it may answer) fits every cap, or nothing is asked
+//! 11. a pending thought is revisited here, before the fresh-thought gates
+//! 12. for fresh thoughts: `minMinutesBetweenPosts` since the last consideration
+//! 13. for fresh thoughts: the eagerness roll
 
 use chrono::{DateTime, Utc};
 
@@ -40,6 +44,7 @@ use crate::courtesy::{self, Refusal};
 use crate::ids::{ChannelId, GuildId};
 use crate::permissions;
 use crate::settings::Settings;
+use crate::store::unanswered::UnpromptedPost;
 use crate::store::{Store, StoreError};
 
 /// What may happen this tick.
@@ -77,6 +82,8 @@ pub struct Inputs<'a> {
     pub last_human: Option<DateTime<Utc>>,
     /// When a post still unconfirmed was recorded, if one is.
     pub unsettled: Option<DateTime<Utc>>,
+    /// The bot's unprompted posts nobody has answered yet, newest first ([`unanswered`]).
+    pub unanswered: &'a [UnpromptedPost],
 }
 
 /// What the gates read from the store for one guild, read together so
@@ -89,6 +96,7 @@ pub struct Reads {
     pub posts_last_24h: u32,
     pub last_considered: Option<DateTime<Utc>>,
     pub unsettled: Option<DateTime<Utc>>,
+    pub unanswered: Vec<UnpromptedPost>,
 }
 
 impl Reads {
@@ -106,6 +114,7 @@ impl Reads {
             .map_err(failed("the server's channels"))?;
         let eligible = eligible_pool(settings, &guild_channels);
         let room = Room::look(store, settings, guild, &eligible, now)?;
+        let unanswered = unanswered(store, settings, guild, &eligible, room.last_human)?;
         let posts_last_24h = super::posts_last_24h(store, guild, now)
             .map_err(failed("the posts of the last 24 h"))?;
         let last_considered = store
@@ -122,8 +131,71 @@ impl Reads {
             posts_last_24h,
             last_considered,
             unsettled,
+            unanswered,
         })
     }
+}
+
+/// The bot's unprompted posts in `guild` that nobody has answered yet,
+/// newest first, at most `initiative.text.maxUnansweredPosts` (nothing is
+/// read when it is 0). `room` is where a person's message answers them (the
+/// pool); `last_human` when a person last posted there. A message in the
+/// channel a post went to answers it too (a routine may post outside the
+/// pool), and so does a reaction to it by anyone but the bot: someone saw
+/// it and responded, which is what an owner means by "answered". Whatever
+/// answers one post answers those before it.
+pub fn unanswered(
+    store: &Store,
+    settings: &Settings,
+    guild: GuildId,
+    room: &[ChannelId],
+    last_human: Option<DateTime<Utc>>,
+) -> Result<Vec<UnpromptedPost>, Refusal> {
+    let max = settings.initiative.text.max_unanswered_posts;
+    if max == 0 {
+        return Ok(Vec::new());
+    }
+    let failed = |e| Refusal::read_failed("the bot's posts since a person last spoke", &e);
+    let mut posts = store
+        .unprompted_posts_after(guild, last_human, max)
+        .map_err(failed)?;
+    let ids: Vec<_> = posts.iter().map(|p| p.message).collect();
+    let mut answered = store.last_reaction_to(&ids).map_err(failed)?;
+    let mut outside: Vec<ChannelId> = posts
+        .iter()
+        .map(|p| p.channel)
+        .filter(|c| !room.contains(c))
+        .collect();
+    outside.sort_unstable();
+    outside.dedup();
+    for c in outside {
+        answered = answered.max(store.last_human_in(c).map_err(failed)?);
+    }
+    if let Some(at) = answered {
+        posts.retain(|p| p.at > at);
+    }
+    Ok(posts)
+}
+
+/// Why one more unprompted post would be the bot talking to itself, if it
+/// would: `posts` (newest first) already reach `maxUnansweredPosts`.
+pub fn unanswered_refusal(settings: &Settings, posts: &[UnpromptedPost]) -> Option<String> {
+    let max = settings.initiative.text.max_unanswered_posts;
+    let (Some(last), true) = (posts.first(), max > 0 && posts.len() >= max as usize) else {
+        return None;
+    };
+    let since = match posts.last() {
+        Some(first) if posts.len() > 1 => format!(
+            "my last {} posts (since {})",
+            posts.len(),
+            first.at.format("%H:%M UTC")
+        ),
+        _ => format!("my last post (at {})", last.at.format("%H:%M UTC")),
+    };
+    Some(format!(
+        "nobody has answered {since}: no message in a channel open to posts, no reaction; \
+         the next waits until someone speaks (initiative.text.maxUnansweredPosts is {max})"
+    ))
 }
 
 /// The guild's channels the bot may post in on its own, before ACTIVE ones are taken out.
@@ -235,15 +307,16 @@ fn gates(i: &Inputs<'_>, chance: &Chance) -> Result<Verdict, Stop> {
     quiet_hours(i)?; // 3
     let unhushed = unhushed(i, &eligible)?; // 4
     room(i, &eligible)?; // 5
-    let pool = deliverable(i, unhushed)?; // 6
-    daily_cap(i)?; // 7
-    model(i)?; // 8
-    budget(i)?; // 9
+    answered(i)?; // 6
+    let pool = deliverable(i, unhushed)?; // 7
+    daily_cap(i)?; // 8
+    model(i)?; // 9
+    budget(i)?; // 10
     if let Some(p) = i.pending {
-        return revisit(i, p, pool); // 10
+        return revisit(i, p, pool); // 11
     }
-    cooldown(i)?; // 11
-    eagerness(i, chance)?; // 12
+    cooldown(i)?; // 12
+    eagerness(i, chance)?; // 13
     Ok(Verdict::Fresh { pool })
 }
 
@@ -313,6 +386,13 @@ fn unhushed(i: &Inputs<'_>, eligible: &[ChannelId]) -> Result<Vec<ChannelId>, St
 fn room(i: &Inputs<'_>, eligible: &[ChannelId]) -> Result<(), Stop> {
     match empty_room(i, eligible) {
         Some(why) => Err(stop("empty_room", why)),
+        None => Ok(()),
+    }
+}
+
+fn answered(i: &Inputs<'_>) -> Result<(), Stop> {
+    match unanswered_refusal(i.settings, i.unanswered) {
+        Some(why) => Err(stop("unanswered", why)),
         None => Ok(()),
     }
 }
@@ -446,6 +526,7 @@ mod tests {
             hushed: &[],
             last_human: Some(Utc::now()),
             unsettled: None,
+            unanswered: &[],
         }
     }
 
@@ -698,6 +779,111 @@ mod tests {
             gate(evaluate(&Inputs { now: day, ..off }, &chance)),
             "fresh",
             "0: off"
+        );
+    }
+
+    #[test]
+    fn an_unanswered_post_stops_the_next_before_anything_that_could_cost() {
+        let chance = Chance::seeded(1);
+        let mut s = settings();
+        let day: DateTime<Utc> = "2026-01-05T21:29:00Z".parse().unwrap();
+        let post = |minutes: i64| UnpromptedPost {
+            at: day + chrono::Duration::minutes(minutes),
+            channel: ChannelId(1),
+            message: crate::ids::MessageId(100 + minutes as u64),
+        };
+        let one = [post(0)];
+        let i = Inputs {
+            now: day + chrono::Duration::hours(2),
+            unanswered: &one,
+            model_unavailable: Some("no model".into()),
+            posts_last_24h: 6,
+            ..inputs(&s)
+        };
+        match evaluate(&i, &chance) {
+            Verdict::Stop { gate, reason } => {
+                assert_eq!(gate, "unanswered");
+                assert!(
+                    reason.starts_with("nobody has answered my last post (at 21:29 UTC)"),
+                    "{reason}"
+                );
+                assert!(
+                    reason.ends_with("(initiative.text.maxUnansweredPosts is 1)"),
+                    "{reason}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        let p = PendingThought::new(
+            GuildId(1),
+            "draft".into(),
+            None,
+            "later".into(),
+            None,
+            day,
+            chrono::Duration::hours(3),
+        );
+        let held = Inputs {
+            pending: Some(&p),
+            now: day + chrono::Duration::hours(2),
+            unanswered: &one,
+            ..inputs(&s)
+        };
+        assert_eq!(
+            gate(evaluate(&held, &chance)),
+            "unanswered",
+            "a held thought waits for an answer too"
+        );
+
+        s.initiative.text.max_unanswered_posts = 2;
+        let allowed = Inputs {
+            unanswered: &one,
+            ..inputs(&s)
+        };
+        assert_eq!(
+            gate(evaluate(&allowed, &chance)),
+            "fresh",
+            "2: one more may go"
+        );
+        let two = [post(60), post(0)];
+        match evaluate(
+            &Inputs {
+                unanswered: &two,
+                ..inputs(&s)
+            },
+            &chance,
+        ) {
+            Verdict::Stop { gate, reason } => {
+                assert_eq!(gate, "unanswered");
+                assert!(
+                    reason.starts_with("nobody has answered my last 2 posts (since 21:29 UTC)"),
+                    "{reason}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        s.initiative.text.max_unanswered_posts = 0;
+        assert_eq!(
+            gate(evaluate(
+                &Inputs {
+                    unanswered: &two,
+                    ..inputs(&s)
+                },
+                &chance
+            )),
+            "fresh",
+            "0: off"
+        );
+        assert_eq!(
+            gate(evaluate(
+                &Inputs {
+                    unanswered: &[],
+                    ..inputs(&settings())
+                },
+                &chance
+            )),
+            "fresh",
+            "answered: nothing stops it"
         );
     }
 

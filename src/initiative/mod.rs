@@ -382,6 +382,7 @@ impl Initiative {
                 hushed: &reads.room.hushed,
                 last_human: reads.room.last_human,
                 unsettled: reads.unsettled,
+                unanswered: &reads.unanswered,
             },
             &self.chance,
         ))

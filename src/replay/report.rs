@@ -183,6 +183,10 @@ pub struct Report {
     pub calls_past_a_gate: u64,
     /// Initiative ticks (one per server per tick).
     pub ticks: u64,
+    /// Ambient posts that came straight after the bot's previous ambient
+    /// post with no person posting in the server in between: the bot
+    /// talking to itself. 0 at the defaults (`maxUnansweredPosts` 1).
+    pub consecutive_unanswered: u64,
 }
 
 /// Tallies people's messages as they are replayed (the store keeps the
@@ -233,6 +237,7 @@ impl Report {
         let cost = roles.iter().try_fold(0.0, |sum, r| r.cost.map(|c| sum + c));
         let unpriced_models = unpriced(&usage, prices);
         let gates = gate_counts(sim, &roles)?;
+        let consecutive_unanswered = consecutive_unanswered(sim)?;
         let tally = sim.tally();
         let days = run.days;
         let active_days = per_day.iter().filter(|d| d.messages > 0).count() as u64;
@@ -270,6 +275,7 @@ impl Report {
             turned_away: sim.app.speech.turned_away(),
             calls_past_a_gate: tally.calls_past_a_gate,
             ticks: tally.ticks,
+            consecutive_unanswered,
             run,
         })
     }
@@ -530,6 +536,34 @@ fn unpriced(
     models.sort();
     models.dedup();
     models
+}
+
+/// Ambient posts whose previous ambient post (in the same server) nobody
+/// answered: no person posted in the server between the two.
+fn consecutive_unanswered(sim: &Simulation) -> anyhow::Result<u64> {
+    let store = &sim.app.store;
+    let mut last: BTreeMap<crate::ids::GuildId, DateTime<Utc>> = BTreeMap::new();
+    let mut n = 0;
+    for act in sim.acts() {
+        let Act::Said {
+            at,
+            doing: Doing::AmbientPost,
+            channel,
+            ..
+        } = act
+        else {
+            continue;
+        };
+        let Some(Some(guild)) = store.channel_guild(channel)? else {
+            continue;
+        };
+        if let Some(prev) = last.insert(guild, at)
+            && !store.people_spoke_between(guild, prev, at)?
+        {
+            n += 1;
+        }
+    }
+    Ok(n)
 }
 
 /// Messages that addressed the bot where the hourly cap left no room: the

@@ -195,6 +195,12 @@ fn restraint(out: &mut String, r: &Report) {
         r.undeliverable,
         r.calls_past_a_gate
     );
+    say!(
+        out,
+        "Consecutive unanswered ambient posts (straight after its own, nobody speaking in between): {} of {}.",
+        r.consecutive_unanswered,
+        r.did.ambient_posts
+    );
     if r.turned_away > r.undeliverable {
         say!(
             out,

@@ -672,6 +672,10 @@ pub struct InitiativeTextSettings {
     /// No consideration when no person has posted in the pool for this long (0: off):
     /// the bot does not talk to an empty room.
     pub require_activity_within_hours: u32,
+    /// How many of the bot's unprompted posts in a row may go unanswered (0: off).
+    /// At 1 (the default) a post nobody has answered by a message in the pool,
+    /// or a reaction to it, stops the next until a person speaks: no talking to itself.
+    pub max_unanswered_posts: u32,
 }
 
 impl Default for InitiativeTextSettings {
@@ -691,6 +695,7 @@ impl Default for InitiativeTextSettings {
             revisit_minutes: 10,
             max_post_chars: 1800,
             require_activity_within_hours: 24,
+            max_unanswered_posts: 1,
         }
     }
 }

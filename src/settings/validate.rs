@@ -727,6 +727,12 @@ fn initiative_text(p: &mut Rules, s: &Settings) {
         0,
         8_760,
     );
+    p.range(
+        "initiative.text.maxUnansweredPosts",
+        t.max_unanswered_posts,
+        0,
+        100,
+    );
     if let Err(why) = super::quiet_hours::QuietHours::parse(&s.initiative.quiet_hours) {
         p.push("initiative.quietHours", why.to_string());
     }

@@ -56,6 +56,9 @@ pub struct ScheduleEntry {
     pub last_fired_at: Option<DateTime<Utc>>,
     /// Runs during the server's quiet hours too (`initiative.quietHours`).
     pub during_quiet_hours: bool,
+    /// Posts even when nobody has answered the bot's last unprompted post
+    /// (`initiative.text.maxUnansweredPosts`): a routine people rely on.
+    pub even_if_unanswered: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -100,7 +103,7 @@ fn idea_row(r: &Row<'_>) -> rusqlite::Result<Idea> {
     })
 }
 
-const SCHEDULE: &str = "id, guild_id, channel_id, name, cron, action, created_by, created_at, last_fired_at, during_quiet_hours";
+const SCHEDULE: &str = "id, guild_id, channel_id, name, cron, action, created_by, created_at, last_fired_at, during_quiet_hours, even_if_unanswered";
 
 fn schedule_row(r: &Row<'_>) -> rusqlite::Result<ScheduleEntry> {
     Ok(ScheduleEntry {
@@ -114,6 +117,7 @@ fn schedule_row(r: &Row<'_>) -> rusqlite::Result<ScheduleEntry> {
         created_at: from_ms(r.get(7)?),
         last_fired_at: r.get::<_, Option<i64>>(8)?.map(from_ms),
         during_quiet_hours: r.get(9)?,
+        even_if_unanswered: r.get(10)?,
     })
 }
 
@@ -302,7 +306,7 @@ impl Store {
 
     pub fn insert_schedule(&self, s: &ScheduleEntry) -> Result<bool> {
         Ok(self.lock().execute(
-            &format!("INSERT OR IGNORE INTO schedules ({SCHEDULE}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
+            &format!("INSERT OR IGNORE INTO schedules ({SCHEDULE}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"),
             params![
                 s.id,
                 s.guild.to_sql(),
@@ -314,6 +318,7 @@ impl Store {
                 to_ms(s.created_at),
                 s.last_fired_at.map(to_ms),
                 s.during_quiet_hours,
+                s.even_if_unanswered,
             ],
         )? == 1)
     }

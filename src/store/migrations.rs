@@ -544,6 +544,16 @@ pub const MIGRATIONS: &[Migration] = &[
                 ORDER BY ts, id;
         "#,
     },
+    Migration {
+        version: 19,
+        name: "a routine may post even when nobody answered the bot's last unprompted post",
+        // Off for every routine there already is: the unanswered gate
+        // (initiative.text.maxUnansweredPosts) applies to routines too, and
+        // only a routine added to post regardless is let past it.
+        sql: r#"
+            ALTER TABLE schedules ADD COLUMN even_if_unanswered INTEGER NOT NULL DEFAULT 0;
+        "#,
+    },
 ];
 
 pub fn latest() -> u32 {

@@ -32,6 +32,7 @@ pub mod messages;
 pub mod migrations;
 pub mod partition;
 pub mod people;
+pub mod unanswered;
 pub mod usage;
 pub(crate) mod voice;
 

@@ -218,7 +218,7 @@ fn a_wait_stopped_at_a_gate_says_which_and_why() {
 /// and tries again, and posts: the look posted. `/wait` said "nothing was
 /// posted: rejected a decision" about it (the initiative's words for a
 /// step, not for how a look ended); now it says nothing of that look — and
-/// says the cooldown gate that stopped the looks after the post.
+/// says the gate that stopped the looks after the post (nobody answered it).
 #[test]
 fn a_wait_whose_look_posted_after_a_refused_decision_says_only_what_ended_looks() {
     let server = ModelServer::start();
@@ -253,7 +253,7 @@ fn a_wait_whose_look_posted_after_a_refused_decision_says_only_what_ended_looks(
     assert!(
         said.iter()
             .any(|n| n
-                .contains("nothing was posted: the initiative stopped at the cooldown gate — ")),
+                .contains("nothing was posted: the initiative stopped at the unanswered gate — ")),
         "{notices:#?}"
     );
 }

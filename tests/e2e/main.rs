@@ -56,6 +56,7 @@ mod spine;
 mod status;
 mod store_upgrade;
 mod streaming;
+mod unanswered;
 mod untrusted_inputs;
 mod voice;
 mod voice_consent;

@@ -23,7 +23,9 @@ fn posting_bot(images: &ModelServer, discovery: Value) -> Bot {
         "network": {"allowPrivateHosts": true},
         "permissions": {"replies": {"discoveryChannelIds": [GENERAL.to_string()]}},
         "initiative": {
-            "text": {"eagerness": 100, "tickSeconds": 1, "minMinutesBetweenPosts": 0, "maxPostsPerDay": 50},
+            // Posts in a row with nobody answering: the unanswered gate is off here.
+            "text": {"eagerness": 100, "tickSeconds": 1, "minMinutesBetweenPosts": 0, "maxPostsPerDay": 50,
+                     "maxUnansweredPosts": 0},
             "discovery": d,
         },
     }));

@@ -193,7 +193,7 @@ async fn the_sample_report_counts_what_the_bot_did_and_what_it_asked() {
         .collect();
     assert_eq!(
         per_role,
-        [("ambient", 113, 32), ("extract", 27, 7), ("reply", 11, 0)],
+        [("ambient", 114, 29), ("extract", 30, 6), ("reply", 11, 0)],
         "{text}"
     );
     let purposes: Vec<(&str, u64)> = r
@@ -205,9 +205,9 @@ async fn the_sample_report_counts_what_the_bot_did_and_what_it_asked() {
         purposes,
         [
             ("answer", 11),
-            ("extraction", 27),
-            ("garden", 33),
-            ("initiative", 80)
+            ("extraction", 30),
+            ("garden", 36),
+            ("initiative", 78)
         ],
         "{text}"
     );
@@ -219,12 +219,13 @@ async fn the_sample_report_counts_what_the_bot_did_and_what_it_asked() {
         gates,
         [
             ("active", 3),
-            ("budget", 1944),
-            ("cooldown", 2004),
-            ("daily_cap", 2107),
+            ("budget", 1345),
+            ("cooldown", 1415),
+            ("daily_cap", 1236),
             ("eagerness", 173),
             ("hourly_cap", 0),
-            ("pending", 238)
+            ("pending", 179),
+            ("unanswered", 2116)
         ],
         "{text}"
     );

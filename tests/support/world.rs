@@ -157,6 +157,8 @@ pub fn settings() -> Settings {
     s.initiative.text.revisit_minutes = 0;
     // These worlds start with nobody having spoken; the empty-room gate has its own tests.
     s.initiative.text.require_activity_within_hours = 0;
+    // Nor does anyone answer their posts; the unanswered gate has its own tests.
+    s.initiative.text.max_unanswered_posts = 0;
     s
 }
 

@@ -3,6 +3,7 @@
 
 use super::{Context, Error, asker, say};
 use crate::commands::impulses;
+use crate::impulses::RoutineFlags;
 
 /// Tasks: reminders and things the bot will do
 #[poise::command(
@@ -75,12 +76,17 @@ async fn schedule_add(
     action: String,
     #[description = "Run during the server's quiet hours too (default: skipped then)"]
     during_quiet_hours: Option<bool>,
+    #[description = "Post even when nobody answered the bot's last posts (default: skipped then)"]
+    even_if_unanswered: Option<bool>,
 ) -> Result<(), Error> {
     let who = asker(&ctx).await;
-    let anyway = during_quiet_hours.unwrap_or(false);
+    let flags = RoutineFlags {
+        during_quiet_hours: during_quiet_hours.unwrap_or(false),
+        even_if_unanswered: even_if_unanswered.unwrap_or(false),
+    };
     say(
         ctx,
-        impulses::schedule_add(&ctx.data().app, &who, &name, &cron, &action, anyway),
+        impulses::schedule_add(&ctx.data().app, &who, &name, &cron, &action, flags),
     )
     .await
 }
