@@ -55,6 +55,7 @@ mod status;
 mod store_upgrade;
 mod streaming;
 mod untrusted_inputs;
+mod upgrades;
 mod voice;
 mod voice_consent;
 mod writes;
