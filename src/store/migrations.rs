@@ -564,6 +564,79 @@ pub fn current_version(conn: &Connection) -> rusqlite::Result<u32> {
     conn.pragma_query_value(None, "user_version", |row| row.get(0))
 }
 
+/// Where a database file's header holds `PRAGMA user_version`: the
+/// big-endian 4 bytes at offset 60 of the first 100 (sqlite.org/fileformat.html).
+const HEADER: usize = 100;
+const VERSION_AT: usize = 60;
+const MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+/// The schema version in the header of the database file at `path`, read
+/// without SQLite: `None` when there is no file, or it is not (yet) a whole
+/// SQLite header — SQLite itself then creates it or says what is wrong.
+pub fn file_version(path: &Path) -> std::io::Result<Option<u32>> {
+    use std::io::Read;
+    let file = match std::fs::File::open(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        opened => opened?,
+    };
+    let mut header = Vec::with_capacity(HEADER);
+    file.take(HEADER as u64).read_to_end(&mut header)?;
+    if header.len() < HEADER || !header.starts_with(MAGIC) {
+        return Ok(None);
+    }
+    let mut version = [0; 4];
+    version.copy_from_slice(&header[VERSION_AT..VERSION_AT + 4]);
+    Ok(Some(u32::from_be_bytes(version)))
+}
+
+/// Refuses the database file at `path` when its header says a newer
+/// ambient wrote it, before SQLite opens it: opening writes (the switch to
+/// WAL, the checkpoint a last connection makes as it closes, the -wal and
+/// -shm files), and a newer ambient's file must be left exactly as it was.
+/// `setting` names where the path comes from, for what to do.
+pub fn refuse_newer_file(path: &Path, known: u32, setting: &'static str) -> Result<()> {
+    match file_version(path) {
+        Ok(Some(found)) if found > known => Err(StoreError::TooNew {
+            path: path.to_path_buf(),
+            found,
+            known,
+            setting,
+        }),
+        // An unreadable file is SQLite's to report, in its own words, when it opens it.
+        Ok(_) | Err(_) => Ok(()),
+    }
+}
+
+/// Refuses an open database newer than `known`, before anything is written
+/// to it. The header may be older than what the database holds: a newer
+/// ambient's last transactions, its migration among them, can still be in
+/// the WAL. Those stay there for it — this connection will not fold them
+/// into the file as it closes.
+pub fn refuse_newer(
+    conn: &Connection,
+    known: u32,
+    path: Option<&Path>,
+    setting: &'static str,
+) -> Result<()> {
+    let found = current_version(conn)?;
+    if found <= known {
+        return Ok(());
+    }
+    // Harmless to lose: it only fails on a closed connection, which checkpoints nothing.
+    let _ = conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+        true,
+    );
+    Err(StoreError::TooNew {
+        path: path
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| ":memory:".into()),
+        found,
+        known,
+        setting,
+    })
+}
+
 /// Brings the database up to `up_to`, refusing one newer than this binary.
 pub fn apply(conn: &Connection, up_to: u32, path: Option<&Path>) -> Result<()> {
     apply_list(conn, MIGRATIONS, up_to, path)
@@ -576,16 +649,8 @@ pub fn apply_list(
     path: Option<&Path>,
 ) -> Result<()> {
     let known = list.last().map_or(0, |m| m.version);
+    refuse_newer(conn, known, path, DATA_DIR)?;
     let found = current_version(conn)?;
-    if found > known {
-        return Err(StoreError::TooNew {
-            path: path
-                .map(Path::to_path_buf)
-                .unwrap_or_else(|| ":memory:".into()),
-            found,
-            known,
-        });
-    }
     for m in list
         .iter()
         .filter(|m| m.version > found && m.version <= up_to)
@@ -604,6 +669,9 @@ pub fn apply_list(
     }
     Ok(())
 }
+
+/// The setting naming where the store's file is, for a refusal's advice.
+pub const DATA_DIR: &str = "storage.dataDir";
 
 #[cfg(test)]
 mod tests {
@@ -659,6 +727,28 @@ mod tests {
             )
             .unwrap();
         assert_eq!(b_exists, 0, "the half-applied migration was rolled back");
+    }
+
+    #[test]
+    fn the_version_is_read_from_the_files_header_without_opening_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ambient.db");
+        assert_eq!(file_version(&path).unwrap(), None, "no file yet");
+        std::fs::write(&path, "not a database").unwrap();
+        assert_eq!(file_version(&path).unwrap(), None, "SQLite's to judge");
+        std::fs::remove_file(&path).unwrap();
+        let conn = Connection::open(&path).unwrap();
+        conn.pragma_update(None, "user_version", 7).unwrap();
+        drop(conn);
+        assert_eq!(file_version(&path).unwrap(), Some(7));
+        refuse_newer_file(&path, 7, DATA_DIR).unwrap();
+        let err = refuse_newer_file(&path, 6, DATA_DIR)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("has schema version 7, but this ambient only knows up to version 6"),
+            "{err}"
+        );
     }
 
     #[test]

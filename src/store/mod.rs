@@ -52,14 +52,19 @@ pub enum StoreError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// Left exactly as it was: see [`migrations::refuse_newer_file`].
     #[error(
         "the database {path} has schema version {found}, but this ambient only knows up to version {known}: \
-         it was written by a newer ambient. Upgrade ambient, or point storage.dataDir at another directory."
+         it was written by a newer ambient, and was left as it was. Run that ambient (or a newer one) on it; \
+         to go back to this version, restore the backup taken before upgrading (README, \"Upgrading\"), \
+         or point {setting} at another directory."
     )]
     TooNew {
         path: PathBuf,
         found: u32,
         known: u32,
+        /// The setting that names where the file is.
+        setting: &'static str,
     },
     #[error("migration to schema version {version} failed: {source}")]
     Migration {
@@ -130,6 +135,7 @@ impl Store {
             source,
         })?;
         let path = data_dir.join(DB_FILE);
+        migrations::refuse_newer_file(&path, migrations::latest(), migrations::DATA_DIR)?;
         let conn = Connection::open(&path)?;
         Self::prepare(conn, Some(path), migrations::latest())
     }
@@ -146,6 +152,7 @@ impl Store {
             source,
         })?;
         let path = data_dir.join(DB_FILE);
+        migrations::refuse_newer_file(&path, migrations::latest(), migrations::DATA_DIR)?;
         Self::prepare(Connection::open(&path)?, Some(path), version)
     }
 
@@ -153,6 +160,14 @@ impl Store {
         // Set first: a command (`ambient status`) may open the store while
         // the bot is creating it or writing.
         conn.busy_handler(Some(wait_for_the_lock))?;
+        // Before the first write (the switch to WAL): a newer ambient's file
+        // is refused untouched.
+        migrations::refuse_newer(
+            &conn,
+            migrations::latest(),
+            path.as_deref(),
+            migrations::DATA_DIR,
+        )?;
         write_ahead(&conn)?;
         writers_wait(&mut conn);
         conn.pragma_update(None, "synchronous", "NORMAL")?;

@@ -31,6 +31,9 @@ pub const LEDGER_FILE: &str = "people.db";
 /// The ledger file's own schema version (`PRAGMA user_version`).
 const LEDGER_VERSION: u32 = 1;
 
+/// The setting that names the ledger's directory.
+const SHARED_DIR: &str = "storage.sharedDir";
+
 /// Events read per batch when catching up.
 pub const BATCH: usize = 500;
 
@@ -110,6 +113,7 @@ impl Ledger {
             source,
         })?;
         let path = shared_dir.join(LEDGER_FILE);
+        super::migrations::refuse_newer_file(&path, LEDGER_VERSION, SHARED_DIR)?;
         let fail = |source: rusqlite::Error| StoreError::Ledger {
             path: path.clone(),
             source,
@@ -118,20 +122,16 @@ impl Ledger {
         // Set first: another process may be creating the file this moment.
         conn.busy_handler(Some(super::wait_for_the_lock))
             .map_err(fail)?;
+        // Before the first write (the switch to WAL): a newer ambient's
+        // ledger is refused untouched.
+        match super::migrations::refuse_newer(&conn, LEDGER_VERSION, Some(&path), SHARED_DIR) {
+            Err(StoreError::Sqlite(source)) => return Err(fail(source)),
+            checked => checked?,
+        }
         super::write_ahead(&conn).map_err(fail)?;
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(fail)?;
         super::steady_plans(&conn).map_err(fail)?;
-        let found: u32 = conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .map_err(fail)?;
-        if found > LEDGER_VERSION {
-            return Err(StoreError::TooNew {
-                path,
-                found,
-                known: LEDGER_VERSION,
-            });
-        }
         let id = create(&mut conn).map_err(fail)?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),

@@ -58,6 +58,7 @@ mod store_upgrade;
 mod streaming;
 mod unanswered;
 mod untrusted_inputs;
+mod upgrades;
 mod voice;
 mod voice_consent;
 mod writes;
