@@ -408,7 +408,14 @@ impl Garden {
                 .reason(format!("the bot stopped during it; {}", next.join("; "))),
             );
         }
-        let last = self.store.cycles(1).ok().and_then(|c| c.into_iter().next());
+        // A pass that rested left no row: the last look is the later of the two.
+        let last_at = self
+            .store
+            .cycles(1)
+            .ok()
+            .and_then(|c| c.into_iter().next())
+            .map(|c| c.started_at)
+            .max(self.store.garden_get("last_cycle_at").ok().flatten());
         let max = Duration::minutes(i64::from(
             self.settings.global().garden.max_interval_minutes,
         ));
@@ -421,7 +428,7 @@ impl Garden {
                     "restart after a crash"
                 },
             );
-        } else if last.as_ref().is_some_and(|c| now - c.started_at > max) {
+        } else if last_at.is_some_and(|t| now - t > max) {
             self.wake_early(now, "catch-up after downtime (one cycle, nothing replayed)");
         } else {
             if self.status().next_wake.is_none_or(|t| t < now) {
@@ -575,6 +582,11 @@ impl Garden {
             .into_iter()
             .filter_map(|(g, _)| self.store.last_human_message(g).ok().flatten())
             .max();
+        let last_cycle = self
+            .store
+            .garden_get::<DateTime<Utc>>("last_cycle_at")
+            .ok()
+            .flatten();
         scheduler::Inputs {
             now,
             people_active: self.spine.active.any_active(now),
@@ -584,6 +596,7 @@ impl Garden {
             tokens_per_cycle: (!recent.is_empty())
                 .then(|| recent.iter().sum::<u64>() as f64 / recent.len() as f64),
             budget_used: daily_used.max(window_used),
+            talk_since_last_cycle: last_human.is_some_and(|t| last_cycle.is_none_or(|c| t > c)),
         }
     }
 

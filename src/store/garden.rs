@@ -235,6 +235,14 @@ impl Store {
         Ok(())
     }
 
+    /// Removes a cycle that turned out to have done nothing (the garden's
+    /// rest): the log keeps only cycles that did something.
+    pub fn cycle_discard(&self, id: i64) -> Result<()> {
+        self.lock()
+            .execute("DELETE FROM garden_cycles WHERE id = ?1", [id])?;
+        Ok(())
+    }
+
     pub fn cycle(&self, id: i64) -> Result<Option<Cycle>> {
         Ok(self
             .lock()

@@ -25,6 +25,7 @@ mod first_hour_output;
 mod footprint;
 mod forget;
 mod garden;
+mod garden_rest;
 mod garden_wakes;
 mod guild_io;
 mod hostile;
