@@ -719,6 +719,32 @@ impl Garden {
         Look::Wait(wait)
     }
 
+    /// Until when a look at the garden's wake would do nothing, for a front
+    /// end on simulated time (replay) that skips the stretches where nothing
+    /// can happen: no cycle queued or due, no status waiting to be saved, and
+    /// no conversation that could end (nobody talks with the bot now, and
+    /// none did at the last look — without messages, none can start).
+    /// `None`: a look may do something now; `Some(t)`: none before `t` will.
+    pub fn idle_until(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let was_active = !self
+            .was_active
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty();
+        if self.in_flight.load(Ordering::SeqCst)
+            || self.unsaved_lock().is_some()
+            || was_active
+            || self.spine.active.any_active(now)
+        {
+            return None;
+        }
+        match self.status().next_wake {
+            Some(at) if at <= now => None,
+            Some(at) => Some(at),
+            None => Some(DateTime::<Utc>::MAX_UTC),
+        }
+    }
+
     pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
         self.recover();
         let mut last_cleanup: Option<Instant> = None;

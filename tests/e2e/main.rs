@@ -45,6 +45,7 @@ mod replay;
 mod replay_cli;
 mod replay_html;
 mod replay_inputs;
+mod replay_speed;
 mod reply_path;
 mod secrets;
 mod sends;
