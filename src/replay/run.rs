@@ -459,14 +459,14 @@ impl Walk {
     /// The bot's new acts into the timeline, each after the people's
     /// messages just before it in its channel.
     fn catch_up(&mut self, sim: &Simulation) {
-        let acts = sim.acts();
-        for act in &acts[self.acts_seen..] {
+        let acts = sim.acts_since(self.acts_seen);
+        for act in &acts {
             let line = Line::act(act, &sim.app.store);
             if let Some(recent) = self.recent.get_mut(&line.channel_id) {
                 self.timeline.lines.extend(recent.drain(..));
             }
             self.timeline.lines.push(line);
         }
-        self.acts_seen = acts.len();
+        self.acts_seen += acts.len();
     }
 }

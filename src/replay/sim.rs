@@ -198,6 +198,11 @@ impl Simulation {
         self.transport.acts()
     }
 
+    /// What the bot did after its first `n` acts.
+    pub fn acts_since(&self, n: usize) -> Vec<Act> {
+        self.transport.acts_since(n)
+    }
+
     /// Lets the work in flight finish and stops the spine.
     pub async fn finish(&mut self) {
         self.app.spine.drain().await;
