@@ -531,8 +531,10 @@ mod tests {
             "a pass that did something ends it too"
         );
         assert_eq!(worked.idle_passes, 0);
-        let mut long = GardenSettings::default();
-        long.max_interval_minutes = 100_000;
+        let long = GardenSettings {
+            max_interval_minutes: 100_000,
+            ..GardenSettings::default()
+        };
         let mut st = State::new(&long);
         for _ in 0..40 {
             st = after_cycle(st, Ended::Idle, &long);
