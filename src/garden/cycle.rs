@@ -183,14 +183,16 @@ impl Garden {
     }
 
     /// Whether someone asked for a cycle (`/ambient garden`) since the last
-    /// pass: the cycle that answers them is logged, whatever it found, so
-    /// they can see it ran and why its model part waited, if it did.
+    /// cycle logged began: the cycle that answers them is logged, whatever
+    /// it found, so they can see it ran and why its model part waited, if
+    /// it did (one asked for while a cycle ran is answered by the next).
     fn asked_since_the_last_pass(&self, now: DateTime<Utc>) -> bool {
         let last = self
             .store
-            .garden_get::<DateTime<Utc>>("last_cycle_at")
+            .cycles(1)
             .ok()
-            .flatten();
+            .and_then(|c| c.into_iter().next())
+            .map(|c| c.started_at);
         self.requested(None, now)
             .is_some_and(|q| last.is_none_or(|t| q.created_at >= t))
     }
