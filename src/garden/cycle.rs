@@ -36,6 +36,9 @@ pub struct CycleReport {
     pub tended: Tended,
     /// The pass picked up where an interrupted one stopped.
     pub resumed: bool,
+    /// It found nothing to do, so it left no row in the log and no journal
+    /// line: the garden rests (and `id` names no cycle).
+    pub rested: bool,
 }
 
 impl Garden {
@@ -132,6 +135,7 @@ impl Garden {
     ) -> Result<CycleReport, CycleError> {
         let settings = self.settings.global();
         let started = self.clock.now();
+        let asked = self.asked_since_the_last_pass(started);
         let id = self.store.cycle_begin(trigger, started)?;
         self.set_status(|s| {
             s.state = "running".into();
@@ -140,20 +144,30 @@ impl Garden {
         let mut cycle = self.store.cycle(id)?.ok_or(CycleError::RowGone)?;
 
         // 1. The memory pass.
-        let run = self
+        let (run, feedback) = self
             .memory_pass(&mut cycle, started, stop, &settings)
             .await?;
         let (tended, resumed) = (run.tended.clone(), run.resumed);
         if !run.finished {
             return Ok(self.interrupted(cycle, tended, resumed, &settings));
         }
-        let extracted = self.extraction_pass(&mut cycle).await;
+        let (read, extracted) = self.extraction_pass(&mut cycle).await;
 
         // 2. The model part, for one server that needs it.
         let guild = self.choose_guild(started);
         let part = self.tend(&mut cycle, guild, &run, started, &settings).await;
 
-        // 3. Record, adapt, schedule.
+        // 3. Record, adapt, schedule — or rest, when there was nothing to do.
+        let did_nothing = !part.model_ran
+            && !asked
+            && !resumed
+            && feedback == 0
+            && read == 0
+            && tended.modified() + tended.linked == 0
+            && cycle.tokens_in + cycle.tokens_out == 0;
+        if did_nothing {
+            return Ok(self.rest(cycle, tended, &settings));
+        }
         let modified = tended.modified() as u64 + extracted as u64 + part.modified;
         let next_wake = self.record(&mut cycle, part, modified, started, &settings);
         Ok(CycleReport {
@@ -164,7 +178,51 @@ impl Garden {
             next_wake,
             tended,
             resumed,
+            rested: false,
         })
+    }
+
+    /// Whether someone asked for a cycle (`/ambient garden`) since the last
+    /// cycle logged began: the cycle that answers them is logged, whatever
+    /// it found, so they can see it ran and why its model part waited, if
+    /// it did (one asked for while a cycle ran is answered by the next).
+    fn asked_since_the_last_pass(&self, now: DateTime<Utc>) -> bool {
+        let last = self
+            .store
+            .cycles(1)
+            .ok()
+            .and_then(|c| c.into_iter().next())
+            .map(|c| c.started_at);
+        self.requested(None, now)
+            .is_some_and(|q| last.is_none_or(|t| q.created_at >= t))
+    }
+
+    /// A pass that found nothing to do: no request, no feedback, no change to memory, no
+    /// conversation to read, no server whose model part could run. It leaves
+    /// no row in the log and no journal line — a quiet bot's garden would
+    /// otherwise write one every few minutes, forever — and the garden
+    /// rests: each such pass in a row doubles the interval (scheduler.rs)
+    /// until something happens. The status says why the next wake is late.
+    fn rest(&self, cycle: Cycle, tended: Tended, settings: &Settings) -> CycleReport {
+        self.saved("the empty pass", self.store.cycle_discard(cycle.id));
+        let now = self.clock.now();
+        let nothing = Tending::pass_only("nothing to tend".into());
+        let (next, reason, moved) = self.next_wake(Ended::Idle, &nothing, false, now, settings);
+        self.saved(
+            "the last cycle's time",
+            self.store.garden_set("last_cycle_at", &now),
+        );
+        self.schedule_wake(next, format!("nothing to tend: {reason}"), moved);
+        CycleReport {
+            id: cycle.id,
+            status: CycleStatus::Completed,
+            guild: None,
+            summary: nothing.summary,
+            next_wake: next,
+            tended,
+            resumed: false,
+            rested: true,
+        }
     }
 
     /// Adds a line to the cycle's transcript.
@@ -185,7 +243,7 @@ impl Garden {
         started: DateTime<Utc>,
         stop: Arc<dyn Fn() -> bool + Send + Sync>,
         settings: &Settings,
-    ) -> Result<pass::Run, CycleError> {
+    ) -> Result<(pass::Run, usize), CycleError> {
         let feedback = feedback::harvest(&self.store, &self.memory, self.me, started);
         if feedback > 0 {
             self.note(
@@ -219,7 +277,7 @@ impl Garden {
             };
             self.note(cycle, "pass", text);
         }
-        Ok(run)
+        Ok((run, feedback))
     }
 
     /// A pass stopped at its checkpoint: the cycle ends there, and the next
@@ -259,12 +317,13 @@ impl Garden {
             next_wake: next,
             tended,
             resumed,
+            rested: false,
         }
     }
 
     /// Extraction of conversations not yet read, its tokens counted in the
-    /// cycle's; returns how many facts it stored.
-    async fn extraction_pass(&self, cycle: &mut Cycle) -> usize {
+    /// cycle's; returns how many conversations it read and facts it stored.
+    async fn extraction_pass(&self, cycle: &mut Cycle) -> (usize, usize) {
         let extract_tokens = |since| {
             self.store
                 .usage_list(
@@ -293,7 +352,7 @@ impl Garden {
                 ),
             );
         }
-        extracted
+        (channels, extracted)
     }
 
     /// The model part for `guild`, when the ambient role has a model and
@@ -349,6 +408,7 @@ impl Garden {
             forced: out.forced,
             ended: out.ended,
             modified: out.modified,
+            model_ran: true,
         }
     }
 
@@ -776,6 +836,8 @@ struct Tending {
     ended: Ended,
     /// Memories the model part changed.
     modified: u64,
+    /// The model part ran (whatever it did): a cycle with one is never an empty pass.
+    model_ran: bool,
 }
 
 impl Tending {
@@ -789,6 +851,7 @@ impl Tending {
             // A memory pass alone says nothing about rate limits or readiness.
             ended: Ended::Neutral,
             modified: 0,
+            model_ran: false,
         }
     }
 }

@@ -408,7 +408,14 @@ impl Garden {
                 .reason(format!("the bot stopped during it; {}", next.join("; "))),
             );
         }
-        let last = self.store.cycles(1).ok().and_then(|c| c.into_iter().next());
+        // A pass that rested left no row: the last look is the later of the two.
+        let last_at = self
+            .store
+            .cycles(1)
+            .ok()
+            .and_then(|c| c.into_iter().next())
+            .map(|c| c.started_at)
+            .max(self.store.garden_get("last_cycle_at").ok().flatten());
         let max = Duration::minutes(i64::from(
             self.settings.global().garden.max_interval_minutes,
         ));
@@ -421,7 +428,7 @@ impl Garden {
                     "restart after a crash"
                 },
             );
-        } else if last.as_ref().is_some_and(|c| now - c.started_at > max) {
+        } else if last_at.is_some_and(|t| now - t > max) {
             self.wake_early(now, "catch-up after downtime (one cycle, nothing replayed)");
         } else {
             if self.status().next_wake.is_none_or(|t| t < now) {
@@ -575,6 +582,11 @@ impl Garden {
             .into_iter()
             .filter_map(|(g, _)| self.store.last_human_message(g).ok().flatten())
             .max();
+        let last_cycle = self
+            .store
+            .garden_get::<DateTime<Utc>>("last_cycle_at")
+            .ok()
+            .flatten();
         scheduler::Inputs {
             now,
             people_active: self.spine.active.any_active(now),
@@ -584,6 +596,7 @@ impl Garden {
             tokens_per_cycle: (!recent.is_empty())
                 .then(|| recent.iter().sum::<u64>() as f64 / recent.len() as f64),
             budget_used: daily_used.max(window_used),
+            talk_since_last_cycle: last_human.is_some_and(|t| last_cycle.is_none_or(|c| t > c)),
         }
     }
 
@@ -704,6 +717,32 @@ impl Garden {
             None => {}
         }
         Look::Wait(wait)
+    }
+
+    /// Until when a look at the garden's wake would do nothing, for a front
+    /// end on simulated time (replay) that skips the stretches where nothing
+    /// can happen: no cycle queued or due, no status waiting to be saved, and
+    /// no conversation that could end (nobody talks with the bot now, and
+    /// none did at the last look — without messages, none can start).
+    /// `None`: a look may do something now; `Some(t)`: none before `t` will.
+    pub fn idle_until(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let was_active = !self
+            .was_active
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty();
+        if self.in_flight.load(Ordering::SeqCst)
+            || self.unsaved_lock().is_some()
+            || was_active
+            || self.spine.active.any_active(now)
+        {
+            return None;
+        }
+        match self.status().next_wake {
+            Some(at) if at <= now => None,
+            Some(at) => Some(at),
+            None => Some(DateTime::<Utc>::MAX_UTC),
+        }
     }
 
     pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {

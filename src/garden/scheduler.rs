@@ -14,13 +14,17 @@
 //! people talking with the bot → pause (garden.pauseOnActive) or × activeMultiplier
 //! nobody talking for hours    → × 0.5, unless over 80 % or backing off after a 429
 //!                               (quiet never undoes what the budget asked for)
+//! the last n passes found nothing to do, and nobody has talked since
+//!                             → × 2ⁿ (a garden at rest is looked at less and less)
 //! clamp to [minIntervalMinutes, maxIntervalMinutes]
 //! ```
 //!
 //! The adaptive interval itself moves after each cycle: a real 429 doubles
 //! the interval last in use (the headroom's, when the provider sends
 //! headers); `cleanCyclesToShorten` cycles in a row without one shorten it
-//! by a quarter; other failures (a 500, a timeout) leave it alone. What the
+//! by a quarter; other failures (a 500, a timeout) leave it alone. A pass
+//! that finds nothing to do counts toward the rest's doubling; any cycle
+//! that does something ends it. What the
 //! agent asks for (`next_schedule`, `schedule_ambient`) is a proposal: it is
 //! pushed later to the safe interval, or pulled earlier to the maximum.
 
@@ -44,6 +48,9 @@ pub struct State {
     /// With rate-limit headers that is the headroom's, not `interval_minutes`.
     #[serde(default)]
     pub last_interval_minutes: Option<f64>,
+    /// Passes in a row that found nothing to do (the rest's doubling).
+    #[serde(default)]
+    pub idle_passes: u32,
 }
 
 impl State {
@@ -54,6 +61,7 @@ impl State {
             clean_cycles: 0,
             good_cycles: 0,
             last_interval_minutes: None,
+            idle_passes: 0,
         }
     }
 }
@@ -79,6 +87,9 @@ pub struct Inputs {
     /// Share of the ambient budget already used (0–1): the daily ambient cap,
     /// or the provider's window, whichever is fuller.
     pub budget_used: f64,
+    /// Someone has talked since the last cycle ended: the garden is not at
+    /// rest, however many passes before found nothing.
+    pub talk_since_last_cycle: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -141,6 +152,30 @@ fn base_interval(i: &Inputs, state: &State, max: f64, why: &mut Vec<String>) -> 
     }
 }
 
+/// The most the rest doubles the interval by (2⁶ = 64): past that the maximum interval binds anyway.
+const MAX_REST_DOUBLINGS: u32 = 6;
+
+/// The rest: after passes in a row that found nothing to do, while nobody
+/// has talked since, the interval doubles with each — a quiet bot's garden
+/// looks less and less often, and is back to its interval once there is
+/// something to tend.
+fn rest(i: &Inputs, state: &State, interval: f64, why: &mut Vec<String>) -> f64 {
+    if state.idle_passes == 0 {
+        return interval;
+    }
+    if i.talk_since_last_cycle {
+        why.push("people talked since the last pass: no longer at rest".into());
+        return interval;
+    }
+    let doublings = state.idle_passes.min(MAX_REST_DOUBLINGS);
+    why.push(format!(
+        "the last {} pass(es) found nothing to do and nobody has talked since: × {}",
+        state.idle_passes,
+        1u32 << doublings
+    ));
+    interval * f64::from(1u32 << doublings)
+}
+
 /// The safe interval until the next cycle.
 pub fn plan(i: &Inputs, state: &State, s: &GardenSettings) -> Plan {
     let (min, max) = (
@@ -178,6 +213,7 @@ pub fn plan(i: &Inputs, state: &State, s: &GardenSettings) -> Plan {
             ));
         }
     }
+    let interval = rest(i, state, interval, &mut why);
     let clamped = interval.clamp(min, max);
     if (clamped - interval).abs() > 0.01 {
         why.push(format!(
@@ -209,6 +245,8 @@ pub enum Ended {
     Failed,
     /// No model call was made (a memory pass only): nothing learned either way.
     Neutral,
+    /// A pass that found nothing to do: the garden is at rest.
+    Idle,
 }
 
 /// The adaptive interval after a cycle.
@@ -217,6 +255,11 @@ pub fn after_cycle(mut state: State, ended: Ended, s: &GardenSettings) -> State 
         f64::from(s.min_interval_minutes),
         f64::from(s.max_interval_minutes),
     );
+    // Anything but rest ends it: the interval is back to what the budget says.
+    state.idle_passes = match ended {
+        Ended::Idle => state.idle_passes.saturating_add(1),
+        _ => 0,
+    };
     match ended {
         Ended::RateLimited => {
             let in_use = state
@@ -235,7 +278,7 @@ pub fn after_cycle(mut state: State, ended: Ended, s: &GardenSettings) -> State 
                 state.clean_cycles = 0;
             }
         }
-        Ended::Failed | Ended::Neutral => {}
+        Ended::Failed | Ended::Neutral | Ended::Idle => {}
     }
     state
 }
@@ -259,6 +302,7 @@ mod tests {
             user_tokens_per_minute: 0.0,
             tokens_per_cycle: None,
             budget_used: 0.1,
+            talk_since_last_cycle: false,
         }
     }
 
@@ -456,6 +500,50 @@ mod tests {
         let p = plan(&spent, &State::new(&s), &s);
         assert_eq!(wait(&p), 120);
         assert!(p.why[0].contains("85% of the budget"));
+    }
+
+    #[test]
+    fn passes_with_nothing_to_do_double_the_interval_until_something_happens() {
+        let s = GardenSettings::default();
+        let mut st = State::new(&s);
+        let mut waits = Vec::new();
+        for _ in 0..4 {
+            st = after_cycle(st, Ended::Idle, &s);
+            waits.push(wait(&plan(&quiet(), &st, &s)));
+        }
+        assert_eq!(waits, [60, 120, 120, 120], "30 doubled, then the maximum");
+        let p = plan(&quiet(), &st, &s);
+        assert!(
+            p.why.iter().any(|w| w.contains("found nothing to do")),
+            "{:?}",
+            p.why
+        );
+        let talked = Inputs {
+            talk_since_last_cycle: true,
+            ..quiet()
+        };
+        let p = plan(&talked, &st, &s);
+        assert_eq!(wait(&p), 30, "talk ends the rest at once: {:?}", p.why);
+        let worked = after_cycle(st.clone(), Ended::Neutral, &s);
+        assert_eq!(
+            wait(&plan(&quiet(), &worked, &s)),
+            30,
+            "a pass that did something ends it too"
+        );
+        assert_eq!(worked.idle_passes, 0);
+        let long = GardenSettings {
+            max_interval_minutes: 100_000,
+            ..GardenSettings::default()
+        };
+        let mut st = State::new(&long);
+        for _ in 0..40 {
+            st = after_cycle(st, Ended::Idle, &long);
+        }
+        assert_eq!(
+            wait(&plan(&quiet(), &st, &long)),
+            30 * 64,
+            "the doubling stops at 64 times, whatever the maximum"
+        );
     }
 
     #[test]

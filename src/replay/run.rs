@@ -72,6 +72,8 @@ pub struct Options {
 pub struct Outcome {
     pub report: Report,
     pub timeline: Timeline,
+    /// Ticks of silent stretches skipped rather than run (the report is the same either way).
+    pub skipped_ticks: u64,
 }
 
 /// How far a replay is: messages replayed, and the share of the files read (0–1).
@@ -85,6 +87,23 @@ pub struct Progress {
 pub async fn replay(
     opts: Options,
     progress: &(dyn Fn(Progress) + Sync),
+) -> anyhow::Result<Outcome> {
+    replay_stepping(opts, progress, true).await
+}
+
+/// [`replay`] running every tick of silent stretches too: what shows that
+/// skipping them changes nothing in the report.
+pub async fn replay_every_tick(
+    opts: Options,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> anyhow::Result<Outcome> {
+    replay_stepping(opts, progress, false).await
+}
+
+async fn replay_stepping(
+    opts: Options,
+    progress: &(dyn Fn(Progress) + Sync),
+    skip_idle: bool,
 ) -> anyhow::Result<Outcome> {
     let _held = keep::take(&opts.data_dir, &opts.files)?;
     let mut exports = read_exports(&opts.files, &opts.limits)?;
@@ -109,6 +128,7 @@ pub async fn replay(
         anyhow::bail!(unserved.refusal());
     }
     sim.open_exported_channels = opens_channels(&opts.settings);
+    sim.skip_idle = skip_idle;
 
     let mut walk = Walk::new(first.at);
     walk.live(&mut sim, &first).await?;
@@ -163,7 +183,11 @@ pub async fn replay(
     let calls = offline_calls.map(|o| o.calls()).unwrap_or_default();
     let report = Report::gather(&sim, run, &walk.seen, &prices, &calls)?;
     let timeline = walk.timeline.explained(&sim);
-    Ok(Outcome { report, timeline })
+    Ok(Outcome {
+        report,
+        timeline,
+        skipped_ticks: sim.skipped_ticks,
+    })
 }
 
 /// The settings and secrets the replay runs with, whether the roles' models
@@ -445,14 +469,14 @@ impl Walk {
     /// The bot's new acts into the timeline, each after the people's
     /// messages just before it in its channel.
     fn catch_up(&mut self, sim: &Simulation) {
-        let acts = sim.acts();
-        for act in &acts[self.acts_seen..] {
+        let acts = sim.acts_since(self.acts_seen);
+        for act in &acts {
             let line = Line::act(act, &sim.app.store);
             if let Some(recent) = self.recent.get_mut(&line.channel_id) {
                 self.timeline.lines.extend(recent.drain(..));
             }
             self.timeline.lines.push(line);
         }
-        self.acts_seen = acts.len();
+        self.acts_seen += acts.len();
     }
 }

@@ -8,6 +8,10 @@
 //!   expiry) and the garden's wake, so cooldowns, caps, expiry and the
 //!   garden's scheduler see simulated time. Discovery is left out: it would
 //!   fetch feeds from the network, today's, not the export's.
+//! - Across a silent stretch, where no tick can do anything, the clock
+//!   skips ahead (see [`Still`]): the tallies count the skipped ticks as
+//!   they would have come out, and memory upkeep still runs every five
+//!   simulated minutes, so the report is the same as stepping through them.
 //! - Each message becomes a percept as the Discord front end makes it:
 //!   mentions made readable, a mention of the bot addressing it.
 //! - Messages the bot itself wrote in the export are left out: the replay's
@@ -39,6 +43,14 @@ use crate::store::messages::StoredMessage;
 
 /// How often memory upkeep and the garden's wake are looked at (see `background_due`).
 const BACKGROUND_EVERY: chrono::Duration = chrono::Duration::minutes(5);
+
+/// The initiative gates whose "no" holds until someone posts: the
+/// initiative off, no channel open to posts, an empty room (nobody posted
+/// there within `requireActivityWithinHours` — as time passes, it only
+/// gets emptier). Every gate before them is a setting, a hush (none can
+/// begin without a message, and one in force stops the look before these)
+/// or quiet hours, which a skip watches for itself.
+const STILL_GATES: &[&str] = &["enabled", "pool", "empty_room"];
 
 /// What a simulation is built from.
 pub struct Setup {
@@ -91,6 +103,23 @@ pub struct Simulation {
     tally: Tally,
     answered: Answered,
     spine: Option<Running>,
+    /// Silent stretches are skipped (see [`Still`]); off, every tick is run.
+    pub skip_idle: bool,
+    /// Each guild's gate at the last tick run (`None`: it passed, or was in flight).
+    last_gates: Vec<Option<&'static str>>,
+    /// Ticks skipped so far.
+    pub skipped_ticks: u64,
+}
+
+/// A silent stretch: until `until`, no tick does anything but what the
+/// last one did — every guild stopped at the same still gate, no task due,
+/// no held thought, idea or schedule, nothing for the garden's look — as
+/// long as each guild's quiet hours stay as they were at its start.
+struct Still {
+    until: DateTime<Utc>,
+    gates: Vec<&'static str>,
+    /// Each guild's settings, and whether it was in quiet hours at the start.
+    quiet: Vec<(Arc<Settings>, bool)>,
 }
 
 /// Answered model calls so far, by role, read from the usage table as it
@@ -153,6 +182,9 @@ impl Simulation {
             open_exported_channels: false,
             tally: Tally::default(),
             answered: Answered::default(),
+            skip_idle: true,
+            last_gates: Vec::new(),
+            skipped_ticks: 0,
         })
     }
 
@@ -164,6 +196,11 @@ impl Simulation {
     /// Everything the bot did so far, in order.
     pub fn acts(&self) -> Vec<Act> {
         self.transport.acts()
+    }
+
+    /// What the bot did after its first `n` acts.
+    pub fn acts_since(&self, n: usize) -> Vec<Act> {
+        self.transport.acts_since(n)
     }
 
     /// Lets the work in flight finish and stops the spine.
@@ -186,6 +223,13 @@ impl Simulation {
             .max(1);
         let tick = chrono::Duration::seconds(i64::from(seconds));
         while self.clock.now() + tick <= t {
+            if let Some(still) = self.still(t, tick)? {
+                let before = self.skipped_ticks;
+                self.skip(&still, tick).await?;
+                if self.skipped_ticks > before {
+                    continue;
+                }
+            }
             self.clock.advance(tick);
             self.tick().await?;
         }
@@ -211,10 +255,14 @@ impl Simulation {
         self.transport.doing(Doing::AmbientPost);
         let before = self.calls(&[])?;
         let verdicts = app.initiative.tick();
+        self.last_gates.clear();
         for (_, verdict) in &verdicts {
             self.tally.ticks += 1;
             if let Verdict::Stop { gate, .. } = verdict {
                 *self.tally.gates.entry(gate).or_default() += 1;
+                self.last_gates.push(Some(gate));
+            } else {
+                self.last_gates.push(None);
             }
         }
         app.spine.drain().await;
@@ -242,6 +290,92 @@ impl Simulation {
         Ok(())
     }
 
+    /// The silent stretch that starts now, if one does and skipping is on:
+    /// it ends at `t` (the next message), the first task due, the garden's
+    /// next wake — whichever comes first. Each condition is what a tick
+    /// would otherwise act on; any doubt, and the ticks are run.
+    fn still(&self, t: DateTime<Utc>, tick: chrono::Duration) -> anyhow::Result<Option<Still>> {
+        let now = self.clock.now();
+        let gates: Option<Vec<&'static str>> = self
+            .last_gates
+            .iter()
+            .map(|g| g.filter(|g| STILL_GATES.contains(g)))
+            .collect();
+        let Some(gates) = gates.filter(|g| self.skip_idle && !g.is_empty()) else {
+            return Ok(None);
+        };
+        let Some(garden) = self.app.garden.idle_until(now) else {
+            return Ok(None);
+        };
+        let store = &self.app.store;
+        let guilds = store.known_guilds()?;
+        if guilds.len() != gates.len()
+            || !store.pending_thoughts()?.is_empty()
+            || !store.schedules(None)?.is_empty()
+        {
+            return Ok(None);
+        }
+        let mut until = t.min(garden);
+        let mut quiet = Vec::new();
+        for g in std::iter::once(None).chain(guilds.iter().map(|(g, _)| Some(*g))) {
+            // A task already fired is not fired again; one not yet fired is due at its time.
+            let tasks = store.tasks(g, false)?;
+            if let Some(due) = tasks
+                .iter()
+                .filter(|t| t.fired_at.is_none())
+                .map(|t| t.due)
+                .min()
+            {
+                until = until.min(due);
+            }
+            if let Some(g) = g {
+                if !store.ideas(Some(g), false)?.is_empty() {
+                    return Ok(None);
+                }
+                let settings = self.app.settings.for_guild(Some(g));
+                let q = crate::courtesy::quiet(&settings, now).is_some();
+                quiet.push((settings, q));
+            }
+        }
+        Ok((now + tick < until).then_some(Still {
+            until,
+            gates,
+            quiet,
+        }))
+    }
+
+    /// Moves the clock through a silent stretch a tick at a time without
+    /// running the ticks: each is counted as the last one came out, memory
+    /// upkeep runs where it falls due, and the skip stops where quiet
+    /// hours begin or end (that tick is run).
+    async fn skip(&mut self, still: &Still, tick: chrono::Duration) -> anyhow::Result<()> {
+        loop {
+            let at = self.clock.now() + tick;
+            let quiet_changes = still
+                .quiet
+                .iter()
+                .any(|(s, q)| crate::courtesy::quiet(s, at).is_some() != *q);
+            if at >= still.until || quiet_changes {
+                return Ok(());
+            }
+            self.clock.set(at);
+            self.skipped_ticks += 1;
+            self.tally.ticks += still.gates.len() as u64;
+            for gate in &still.gates {
+                *self.tally.gates.entry(gate).or_default() += 1;
+            }
+            if self.background_due() {
+                // Upkeep acts on time alone (extraction after a conversation
+                // goes quiet, expiry): it runs as in a tick. The garden's look
+                // would do nothing before `until`.
+                let mark = self.mark()?;
+                self.transport.doing(Doing::Background);
+                self.app.memory.maintain().await;
+                self.settle(mark)?;
+            }
+        }
+    }
+
     /// Whether memory upkeep and the garden's wake are due a look: every
     /// `BACKGROUND_EVERY` of simulated time. The live bot looks every
     /// minute; at that rate they took two thirds of a replay's time, for at
@@ -261,6 +395,8 @@ impl Simulation {
     /// One message of the export, at its time, handled to the end.
     pub async fn live(&mut self, m: &ExportedMessage) -> anyhow::Result<()> {
         self.pass_until(m.at).await?;
+        // A message can open any gate: the next stretch starts from a tick run after it.
+        self.last_gates.clear();
         if self.is_me(&m.author) {
             self.own_messages_left_out += 1;
             return Ok(());

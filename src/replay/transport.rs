@@ -82,6 +82,14 @@ impl ReplayTransport {
         self.acts.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// What the bot did after its first `n` acts, in order: a walk through a
+    /// long export asks after every message, and copying every act each
+    /// time made its cost grow with the square of the bot's acts.
+    pub fn acts_since(&self, n: usize) -> Vec<Act> {
+        let acts = self.acts.lock().unwrap_or_else(|p| p.into_inner());
+        acts.get(n..).map(<[Act]>::to_vec).unwrap_or_default()
+    }
+
     /// What the bot is doing from now on, for the acts it records.
     pub fn doing(&self, doing: Doing) {
         *self.doing.lock().unwrap_or_else(|p| p.into_inner()) = doing;

@@ -164,6 +164,12 @@ const REPLIES_TO_POSTS: &str =
      FROM messages m JOIN initiative_outbox o ON o.message_id = m.reply_to_id
      WHERE m.created_at > ?1 AND m.author_is_bot = 0 AND m.deleted_at IS NULL";
 
+/// The cost of the newest cycles that called a model, read from the index
+/// of those alone (migration 20): its `WHERE` is the index's, word for word,
+/// or SQLite would not use it.
+const RECENT_CYCLE_TOKENS: &str = "SELECT tokens_in + tokens_out FROM garden_cycles \
+     WHERE tokens_in + tokens_out > 0 ORDER BY id DESC LIMIT ?1";
+
 const QUEUE: &str =
     "id, guild_id, scheduled_for, context, priority, created_by, created_at, done_at";
 
@@ -229,6 +235,14 @@ impl Store {
         Ok(())
     }
 
+    /// Removes a cycle that turned out to have done nothing (the garden's
+    /// rest): the log keeps only cycles that did something.
+    pub fn cycle_discard(&self, id: i64) -> Result<()> {
+        self.lock()
+            .execute("DELETE FROM garden_cycles WHERE id = ?1", [id])?;
+        Ok(())
+    }
+
     pub fn cycle(&self, id: i64) -> Result<Option<Cycle>> {
         Ok(self
             .lock()
@@ -252,12 +266,12 @@ impl Store {
         Ok(rows)
     }
 
-    /// Tokens of the newest `n` cycles that made model calls (for the cost per cycle).
+    /// Tokens of the newest `n` cycles that made model calls (for the cost
+    /// per cycle): `n` entries of the index that holds only those
+    /// (migration 20), however many cycles made none.
     pub fn recent_cycle_tokens(&self, n: usize) -> Result<Vec<u64>> {
         let conn = self.lock();
-        let mut stmt = conn.prepare_cached(
-            "SELECT tokens_in + tokens_out FROM garden_cycles WHERE tokens_in + tokens_out > 0 ORDER BY id DESC LIMIT ?1",
-        )?;
+        let mut stmt = conn.prepare_cached(RECENT_CYCLE_TOKENS)?;
         let rows = stmt
             .query_map([n as i64], |r| r.get::<_, i64>(0).map(|t| t as u64))?
             .collect::<rusqlite::Result<_>>()?;
@@ -625,6 +639,32 @@ mod tests {
                 .any(|step| step.contains("context_stream_repeat")),
             "{plan:#?}"
         );
+    }
+
+    #[test]
+    fn the_cost_per_cycle_reads_the_index_of_cycles_that_spent_tokens_alone() {
+        let plan = plan(RECENT_CYCLE_TOKENS, params![5]);
+        assert_eq!(
+            plan,
+            ["SCAN garden_cycles USING COVERING INDEX garden_cycles_spent"],
+            "a walk of the cycles that called a model, newest first, stopped after five: no row read, none dropped"
+        );
+    }
+
+    #[test]
+    fn the_cost_per_cycle_is_the_newest_cycles_that_spent_tokens() {
+        let store = Store::open_in_memory().unwrap();
+        let t = DateTime::<Utc>::from_timestamp(1_800_000_000, 0).unwrap();
+        for tokens in [100, 0, 200, 0, 0, 300] {
+            let id = store.cycle_begin("test", t).unwrap();
+            let mut c = store.cycle(id).unwrap().unwrap();
+            c.status = CycleStatus::Completed;
+            c.tokens_in = tokens;
+            c.tokens_out = tokens / 10;
+            store.cycle_save(&c).unwrap();
+        }
+        assert_eq!(store.recent_cycle_tokens(2).unwrap(), [330, 220]);
+        assert_eq!(store.recent_cycle_tokens(5).unwrap(), [330, 220, 110]);
     }
 
     #[test]

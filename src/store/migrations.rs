@@ -554,6 +554,20 @@ pub const MIGRATIONS: &[Migration] = &[
             ALTER TABLE schedules ADD COLUMN even_if_unanswered INTEGER NOT NULL DEFAULT 0;
         "#,
     },
+    Migration {
+        version: 20,
+        name: "the garden's cycles that spent tokens, for the cost per cycle its scheduler reads at every look",
+        // "The last five cycles that made model calls" walked back through
+        // every cycle since the fifth such one: memory passes that called no
+        // model (nearly all of them) are rows the walk reads and drops — on
+        // a bot three months old, tens of thousands at every look. Partial,
+        // so those rows cost it nothing, and covering, so the walk reads
+        // five entries and no row.
+        sql: r#"
+            CREATE INDEX garden_cycles_spent ON garden_cycles (id, tokens_in, tokens_out)
+                WHERE tokens_in + tokens_out > 0;
+        "#,
+    },
 ];
 
 pub fn latest() -> u32 {

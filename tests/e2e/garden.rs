@@ -1231,7 +1231,14 @@ async fn with_rate_limit_headers_a_429_doubles_the_interval_in_use() {
 async fn a_wake_due_while_people_talk_waits_for_the_stretched_interval_but_a_request_does_not() {
     let w = World::start(settings()).await;
     let start = w.clock.now();
-    // A memory pass only (nobody talked): the next wake in 30 minutes.
+    // A memory pass only (nobody talked) that merges two facts, so it is
+    // not at rest: the next wake in 30 minutes.
+    for text in ["the mascot is a capybara", "the mascot is a capybara!"] {
+        w.app
+            .store
+            .insert_fact(&fact(Scope::guild(GUILD_A), text, start))
+            .unwrap();
+    }
     let r = w.app.garden.cycle("test").await.unwrap();
     assert_eq!(minutes_until(&w, r.next_wake), 30);
     w.clock.advance(Duration::minutes(30));
@@ -1343,6 +1350,15 @@ async fn a_conversation_ending_while_a_cycle_runs_still_wakes_the_garden_early()
 #[tokio::test]
 async fn a_long_cycle_is_waited_for_not_queued_again_and_again() {
     let w = World::start(settings()).await;
+    // A copy for the pass to merge: a pass with nothing to do leaves no row to count.
+    w.app
+        .store
+        .insert_fact(&fact(
+            Scope::guild(GUILD_A),
+            "the server mascot is a capybara!",
+            w.clock.now(),
+        ))
+        .unwrap();
     let (release, task) = long_cycle(&w).await;
     // Its wake is due while it still runs.
     let mut status = w.app.garden.status();

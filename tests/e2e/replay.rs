@@ -149,6 +149,11 @@ fn sample_files() -> Vec<std::path::PathBuf> {
 
 /// The shipped sample replayed offline, as `ambient replay` does it by default.
 async fn report_with(settings: Settings, eagerness: Option<u32>) -> Outcome {
+    report_seeded(settings, eagerness, 1).await
+}
+
+/// [`report_with`] with other dice (`--seed`).
+async fn report_seeded(settings: Settings, eagerness: Option<u32>, seed: u64) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
     replay(
         Options {
@@ -156,7 +161,7 @@ async fn report_with(settings: Settings, eagerness: Option<u32>) -> Outcome {
             settings,
             secrets: Secrets::default(),
             data_dir: dir.path().join("data"),
-            seed: 1,
+            seed,
             models: Models::Offline { post_rate: 0.3 },
             eagerness,
             bot: None,
@@ -267,7 +272,8 @@ async fn the_hourly_cap_and_the_budget_say_no_as_gates_not_as_calls() {
     let mut s = Settings::default();
     s.permissions.replies.max_messages_per_hour = 1;
     s.budget.guild_autonomous_daily_tokens = 6_000;
-    let r = report_with(s, None).await.report;
+    // Seed 3: dice that put the bot's posts within the hour before remind-mes.
+    let r = report_seeded(s, None, 3).await.report;
     let text = ambient::replay::text::report(&r);
     assert!(r.gates["hourly_cap"] > 0, "{text}");
     assert!(r.gates["budget"] > 0, "{text}");
@@ -283,11 +289,11 @@ async fn the_hourly_cap_and_the_budget_say_no_as_gates_not_as_calls() {
         "{autonomous} tokens over 5 days: {text}"
     );
     assert_eq!((r.undeliverable, r.calls_past_a_gate), (0, 0), "{text}");
-    // A remind-me reflex's acknowledgement, turned away at the cap: unpaid, and said.
-    assert_eq!(r.turned_away, 1, "{text}");
+    // Remind-me reflexes' acknowledgements, turned away at the cap: unpaid, and said.
+    assert_eq!(r.turned_away, 2, "{text}");
     assert!(
         text.contains(
-            "Unpaid texts (reflexes, reminders) turned away at the hourly cap or a refusal: 1."
+            "Unpaid texts (reflexes, reminders) turned away at the hourly cap or a refusal: 2."
         ),
         "{text}"
     );

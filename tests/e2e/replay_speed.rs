@@ -1,0 +1,159 @@
+//! The replay's speed: across a silent stretch — every server stopped at a
+//! gate that holds until someone posts, no task due, no held thought,
+//! nothing for the garden — the simulation skips the ticks instead of
+//! running each, and counts them as they would have come out. These tests
+//! replay the same export both ways and compare everything an owner reads:
+//! the report (as JSON, every tally and gate count in it) and the HTML page
+//! with its timeline. The figures (how much faster) are in the README's
+//! replay section; no test here times anything.
+
+use std::path::{Path, PathBuf};
+
+use ambient::replay::export::ExportLimits;
+use ambient::replay::html::page;
+use ambient::replay::run::{Models, Options, Outcome, replay, replay_every_tick};
+use ambient::settings::{Secrets, Settings};
+use chrono::{DateTime, Duration, Utc};
+
+fn sample() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/replay");
+    vec![
+        root.join("sample-general.json"),
+        root.join("sample-links.json"),
+    ]
+}
+
+fn options(files: &[PathBuf], settings: &Settings, dir: &Path) -> Options {
+    Options {
+        files: files.to_vec(),
+        settings: settings.clone(),
+        secrets: Secrets::default(),
+        data_dir: dir.join("data"),
+        seed: 1,
+        models: Models::Offline { post_rate: 0.3 },
+        eagerness: None,
+        bot: None,
+        limits: ExportLimits::at(Utc::now()),
+    }
+}
+
+/// The export replayed skipping silent stretches, then running every tick.
+async fn both_ways(files: &[PathBuf], settings: &Settings) -> (Outcome, Outcome) {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let skipping = replay(options(files, settings, a.path()), &|_| {})
+        .await
+        .unwrap();
+    let every_tick = replay_every_tick(options(files, settings, b.path()), &|_| {})
+        .await
+        .unwrap();
+    assert_eq!(every_tick.skipped_ticks, 0);
+    (skipping, every_tick)
+}
+
+/// The same report and the same page, byte for byte.
+fn assert_same(skipping: &Outcome, every_tick: &Outcome) {
+    let json = |o: &Outcome| serde_json::to_string_pretty(&o.report).unwrap();
+    let (a, b) = (json(skipping), json(every_tick));
+    if a != b {
+        let diff: Vec<String> = a
+            .lines()
+            .zip(b.lines())
+            .filter(|(x, y)| x != y)
+            .map(|(x, y)| format!("skipping: {x}\nevery tick: {y}"))
+            .take(10)
+            .collect();
+        panic!("the reports differ:\n{}", diff.join("\n"));
+    }
+    assert!(
+        page(&skipping.report, &skipping.timeline)
+            == page(&every_tick.report, &every_tick.timeline),
+        "the pages (and their timelines) differ"
+    );
+}
+
+#[tokio::test]
+async fn skipping_silent_stretches_changes_nothing_in_the_sample_report() {
+    let (skipping, every_tick) = both_ways(&sample(), &Settings::default()).await;
+    assert_same(&skipping, &every_tick);
+    assert!(
+        skipping.report.did.ambient_posts > 0,
+        "the sample's bot acts"
+    );
+}
+
+#[tokio::test]
+async fn the_sample_with_an_hour_for_an_empty_room_skips_its_nights_and_reports_the_same() {
+    // The sample's quiet nights are shorter than the default 24 h of an empty
+    // room; at one hour every night is a silent stretch.
+    let mut s = Settings::default();
+    s.initiative.text.require_activity_within_hours = 1;
+    let (skipping, every_tick) = both_ways(&sample(), &s).await;
+    assert_same(&skipping, &every_tick);
+    assert!(
+        skipping.skipped_ticks > 1_000,
+        "its nights were skipped: {} ticks",
+        skipping.skipped_ticks
+    );
+    let empty_room = skipping.report.gates.get("empty_room").copied();
+    assert!(
+        empty_room.is_some_and(|n| n > 1_000),
+        "and counted as the empty room's, as when run: {:?}",
+        skipping.report.gates
+    );
+}
+
+/// A community that meets: an evening's talk on each of `days`, with people
+/// asking the bot for reminders and saying hello, and silence between.
+fn meetings(dir: &Path, days: &[i64]) -> PathBuf {
+    let start: DateTime<Utc> = "2026-03-03T18:00:00Z".parse().unwrap();
+    let mut lines = Vec::new();
+    for &day in days {
+        for n in 0..40i64 {
+            let at = start + Duration::days(day) + Duration::minutes(n * 3);
+            let (author, content) = match n % 10 {
+                3 => (
+                    "ada",
+                    "@ambient remind me in 10 minutes to send the minutes".to_string(),
+                ),
+                7 => (
+                    "bo",
+                    "@ambient hello, what did we decide last time?".to_string(),
+                ),
+                _ => (
+                    ["ada", "bo", "cy", "dee"][(n % 4) as usize],
+                    format!("item {n}: the harbour clean-up needs four more people on saturday"),
+                ),
+            };
+            lines.push(
+                serde_json::json!({
+                    "ts": at.to_rfc3339(),
+                    "channel": "general",
+                    "author": author,
+                    "content": content,
+                })
+                .to_string(),
+            );
+        }
+    }
+    let path = dir.join("meetings.jsonl");
+    std::fs::write(&path, lines.join("\n")).unwrap();
+    path
+}
+
+#[tokio::test]
+async fn a_community_that_meets_twice_a_week_is_replayed_skipping_its_silent_days_with_the_same_report()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let files = vec![meetings(dir.path(), &[0, 2, 6])];
+    let (skipping, every_tick) = both_ways(&files, &Settings::default()).await;
+    assert_same(&skipping, &every_tick);
+    let r = &skipping.report;
+    assert!(r.did.replies > 0 && r.did.reminders > 0, "{r:?}");
+    // Six days of one-minute ticks; from a day after each meeting the room
+    // is empty, and those days are skipped.
+    assert!(
+        skipping.skipped_ticks > 2 * 24 * 60,
+        "the silent days were skipped: {} ticks",
+        skipping.skipped_ticks
+    );
+}
