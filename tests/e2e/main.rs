@@ -44,6 +44,7 @@ mod replay;
 mod replay_cli;
 mod replay_html;
 mod replay_inputs;
+mod replay_page;
 mod reply_path;
 mod secrets;
 mod sends;
