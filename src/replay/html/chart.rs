@@ -43,7 +43,7 @@ const MIN_BIN: f64 = 4.0;
 /// The lowest a bar with any message in it is drawn.
 const MIN_BAR: f64 = 2.0;
 /// The bins tried, in hours, shortest first.
-const BINS: [usize; 10] = [1, 2, 3, 4, 6, 8, 12, 24, 48, 168];
+const BINS: [usize; 11] = [1, 2, 3, 4, 6, 8, 12, 24, 48, 72, 168];
 
 #[derive(Serialize)]
 pub struct Chart {
@@ -128,10 +128,7 @@ impl Chart {
     pub fn of(r: &Report, acts: &[Act]) -> Self {
         let hours = r.per_hour.len().max(1);
         let plot = WIDTH - LEFT - RIGHT;
-        let bin = BINS
-            .into_iter()
-            .find(|b| plot / hours.div_ceil(*b) as f64 >= MIN_BIN)
-            .unwrap_or(BINS[BINS.len() - 1]);
+        let bin = bin_for(hours);
         let slot = plot / hours.div_ceil(bin) as f64;
         let bins: Vec<&[HourRow]> = r.per_hour.chunks(bin).collect();
         let people = lane(&PEOPLE, &bins, slot, |h| h.people);
@@ -255,12 +252,44 @@ fn day_labels(per_hour: &[HourRow], hour_width: f64) -> Vec<Label> {
         .collect()
 }
 
+/// The shortest bin, in hours, that gives a span of `hours` bars at least
+/// `MIN_BIN` wide.
+fn bin_for(hours: usize) -> usize {
+    let plot = WIDTH - LEFT - RIGHT;
+    BINS.into_iter()
+        .find(|b| plot / hours.div_ceil(*b) as f64 >= MIN_BIN)
+        .unwrap_or(BINS[BINS.len() - 1])
+}
+
 fn bin_words(hours: usize) -> String {
     match hours {
         1 => "hour".into(),
         24 => "day".into(),
         168 => "week".into(),
-        48 => "2 days".into(),
+        n if n % 24 == 0 => format!("{} days", n / 24),
         n => format!("{n} hours"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bin a span gets, and how wide its bars are then.
+    fn binned(hours: usize) -> (String, f64) {
+        let bin = bin_for(hours);
+        let bars = hours.div_ceil(bin) as f64;
+        (bin_words(bin), (WIDTH - LEFT - RIGHT) / bars)
+    }
+
+    #[test]
+    fn a_longer_span_gets_longer_bins_never_a_bar_under_four_units() {
+        assert_eq!(binned(112).0, "hour"); // the shipped sample, 4.6 days
+        assert_eq!(binned(481).0, "3 hours"); // 20 days
+        assert_eq!(binned(91 * 24).0, "12 hours"); // the 91 days
+        assert_eq!(binned(15 * 30 * 24).0, "3 days"); // 15 months
+        for hours in [1, 24, 200, 2_000, 11_000, 30_000] {
+            assert!(binned(hours).1 >= MIN_BIN, "{hours} hours");
+        }
     }
 }
