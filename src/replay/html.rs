@@ -1,28 +1,30 @@
 //! The replay report as one self-contained HTML page (`ambient replay
-//! --html FILE`): the figures, a posts-per-hour chart in inline SVG, and
-//! the timeline — the chat with the bot's would-be messages, each with the
+//! --html FILE`): the figures, a chart in inline SVG (people's messages,
+//! the bot's on their own scale, a mark per act of the bot), and the
+//! timeline — the chat with the bot's would-be messages, each with the
 //! journal's *why* a click (or a hover) away. No script, no network: the
-//! page opens from a file, offline, anywhere.
+//! page opens from a file, offline, anywhere, so moving between the bot's
+//! acts is done with links: each act's line has an anchor (`#act-N`), the
+//! chart's marks and the timeline's index link to it, and each line links
+//! to the act before and after it, of any kind and of its own.
 //!
-//! Everything is computed here (the chart's bars are rectangles already
-//! placed); the template (`page.html`, rendered by minijinja with HTML
-//! auto-escaping, so nothing from the chat can become markup) only loops.
+//! Everything is computed here and in `chart` (the chart's shapes are
+//! already placed); the template (`page.html`, rendered by minijinja with
+//! HTML auto-escaping, so nothing from the chat can become markup) only loops.
+
+mod chart;
 
 use minijinja::Environment;
 use serde::Serialize;
 
 use super::report::{Counts, Report};
 use super::text::money;
-use super::timeline::{Timeline, Who};
+use super::timeline::{Line, Timeline, Who};
 use super::transport::Doing;
 
 const TEMPLATE: &str = include_str!("page.html");
-
-/// The chart's drawing area, in SVG units (scaled to the page's width by CSS).
-const WIDTH: f64 = 960.0;
-const HEIGHT: f64 = 200.0;
-const LEFT: f64 = 40.0;
-const BOTTOM: f64 = 24.0;
+/// How much of what the bot said a chart mark's tooltip shows.
+const GIST_CHARS: usize = 80;
 
 /// The page for `report` and its `timeline`.
 pub fn page(report: &Report, timeline: &Timeline) -> String {
@@ -52,9 +54,18 @@ struct View<'a> {
     cost_per_day: String,
     roles: Vec<RoleLine>,
     gates: Vec<(String, u64)>,
-    chart: Chart,
+    chart: chart::Chart,
     lines: Vec<LineView>,
+    /// The first act of each kind, for the timeline's index.
+    firsts: Vec<Jump>,
     left_out: u64,
+}
+
+/// A link to one of the bot's acts.
+#[derive(Serialize)]
+struct Jump {
+    words: String,
+    href: String,
 }
 
 #[derive(Serialize)]
@@ -99,6 +110,8 @@ impl<'a> View<'a> {
                 models: row.models.join(", "),
             })
             .collect();
+        let (lines, acts) = lines(timeline);
+        let firsts = firsts(&acts);
         Self {
             r,
             files: r.run.files.join(", "),
@@ -117,8 +130,9 @@ impl<'a> View<'a> {
                 .filter(|(_, n)| **n > 0)
                 .map(|(g, n)| (g.replace('_', " "), *n))
                 .collect(),
-            chart: Chart::of(r),
-            lines: timeline.lines.iter().map(LineView::of).collect(),
+            chart: chart::Chart::of(r, &acts),
+            lines,
+            firsts,
             left_out: timeline.left_out,
         }
     }
@@ -134,88 +148,138 @@ fn figures(c: &Counts) -> [(&'static str, u64); 5] {
     ]
 }
 
-/// The posts-per-hour chart: people's messages and the bot's, side by side per hour.
-#[derive(Serialize)]
-struct Chart {
-    width: f64,
-    height: f64,
-    bars: Vec<Bar>,
-    labels: Vec<Label>,
-    max: u64,
-    hours: usize,
-    baseline: f64,
+/// The kinds of act the page tells apart, in the chart's order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum ActKind {
+    Reply,
+    ChimeIn,
+    AmbientPost,
+    Reminder,
+    Reaction,
+    Background,
 }
 
-#[derive(Serialize)]
-struct Bar {
-    x: String,
-    y: String,
-    w: String,
-    h: String,
-    class: &'static str,
-    title: String,
-}
-
-#[derive(Serialize)]
-struct Label {
-    x: String,
-    text: String,
-}
-
-impl Chart {
-    fn of(r: &Report) -> Self {
-        let hours = r.per_hour.len().max(1);
-        let max = r
-            .per_hour
-            .iter()
-            .map(|h| h.people.max(h.bot))
-            .max()
-            .unwrap_or(0)
-            .max(1);
-        let plot_w = WIDTH - LEFT;
-        let plot_h = HEIGHT - BOTTOM;
-        let slot = plot_w / hours as f64;
-        let bar_w = (slot / 2.0).max(0.5);
-        let mut bars = Vec::new();
-        let mut labels = Vec::new();
-        for (i, h) in r.per_hour.iter().enumerate() {
-            let x = LEFT + i as f64 * slot;
-            for (n, offset, class, who) in [
-                (h.people, 0.0, "people", "people's messages"),
-                (h.bot, bar_w, "bot", "the bot's messages"),
-            ] {
-                if n == 0 {
-                    continue;
-                }
-                let bar_h = plot_h * n as f64 / max as f64;
-                bars.push(Bar {
-                    x: format!("{:.2}", x + offset),
-                    y: format!("{:.2}", plot_h - bar_h),
-                    w: format!("{bar_w:.2}"),
-                    h: format!("{bar_h:.2}"),
-                    class,
-                    title: format!("{}:00 UTC — {n} {who}", h.hour.replace('T', " ")),
-                });
-            }
-            // A label at each day's start, thinned so they never crowd.
-            let every_days = (hours / 24 / 12).max(1);
-            if h.hour.ends_with("T00") && (i / 24) % every_days == 0 {
-                labels.push(Label {
-                    x: format!("{x:.2}"),
-                    text: h.hour[5..10].to_string(),
-                });
-            }
-        }
-        Self {
-            width: WIDTH,
-            height: HEIGHT,
-            bars,
-            labels,
-            max,
-            hours,
-            baseline: plot_h,
+impl ActKind {
+    fn of(who: Who) -> Option<Self> {
+        match who {
+            Who::Person => None,
+            Who::Reaction => Some(Self::Reaction),
+            Who::Bot(Doing::Reply) => Some(Self::Reply),
+            Who::Bot(Doing::ChimeIn) => Some(Self::ChimeIn),
+            Who::Bot(Doing::AmbientPost) => Some(Self::AmbientPost),
+            Who::Bot(Doing::Reminder) => Some(Self::Reminder),
+            Who::Bot(Doing::Background) => Some(Self::Background),
         }
     }
+
+    /// The CSS class of its lines and marks.
+    fn class(self) -> &'static str {
+        match self {
+            Self::Reply => "reply",
+            Self::ChimeIn => "chime-in",
+            Self::AmbientPost => "ambient",
+            Self::Reminder => "reminder",
+            Self::Reaction => "reaction",
+            Self::Background => "background",
+        }
+    }
+
+    fn words(self) -> &'static str {
+        match self {
+            Self::Reply => "reply",
+            Self::ChimeIn => "chime-in",
+            Self::AmbientPost => "ambient post",
+            Self::Reminder => "reminder",
+            Self::Reaction => "reaction",
+            Self::Background => "background",
+        }
+    }
+
+    fn plural(self, n: usize) -> &'static str {
+        match (self, n) {
+            (_, 1) | (Self::Background, _) => self.words(),
+            (Self::Reply, _) => "replies",
+            (Self::ChimeIn, _) => "chime-ins",
+            (Self::AmbientPost, _) => "ambient posts",
+            (Self::Reminder, _) => "reminders",
+            (Self::Reaction, _) => "reactions",
+        }
+    }
+}
+
+/// The timeline's lines, the bot's with their anchors and their links to
+/// the acts around them, and the bot's acts for the chart.
+fn lines(timeline: &Timeline) -> (Vec<LineView>, Vec<chart::Act>) {
+    let acts: Vec<(usize, ActKind)> = timeline
+        .lines
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| ActKind::of(l.who).map(|k| (i, k)))
+        .collect();
+    let anchor = |n: usize| format!("act-{}", n + 1);
+    let mut views: Vec<LineView> = timeline.lines.iter().map(LineView::of).collect();
+    for (n, (i, kind)) in acts.iter().enumerate() {
+        let href = |m: usize| format!("#{}", anchor(m));
+        let same = |a: &(usize, ActKind)| a.1 == *kind;
+        views[*i].anchor = Some(anchor(n));
+        views[*i].nav = Some(Nav {
+            previous: n.checked_sub(1).map(href),
+            next: (n + 1 < acts.len()).then(|| href(n + 1)),
+            previous_same: acts[..n].iter().rposition(same).map(href),
+            next_same: acts[n + 1..].iter().position(same).map(|m| href(n + 1 + m)),
+            kind: kind.words(),
+        });
+    }
+    let marks = acts
+        .iter()
+        .enumerate()
+        .map(|(n, (i, kind))| {
+            let line = &timeline.lines[*i];
+            chart::Act {
+                at: line.at,
+                kind: *kind,
+                anchor: anchor(n),
+                gist: gist(line),
+            }
+        })
+        .collect();
+    (views, marks)
+}
+
+/// The first act of each kind, with how many there were.
+fn firsts(acts: &[chart::Act]) -> Vec<Jump> {
+    let mut kinds: Vec<ActKind> = acts.iter().map(|a| a.kind).collect();
+    kinds.sort();
+    kinds.dedup();
+    kinds
+        .into_iter()
+        .filter_map(|kind| {
+            let of_kind: Vec<&chart::Act> = acts.iter().filter(|a| a.kind == kind).collect();
+            let first = of_kind.first()?;
+            Some(Jump {
+                words: format!("{} {}", of_kind.len(), kind.plural(of_kind.len())),
+                href: format!("#{}", first.anchor),
+            })
+        })
+        .collect()
+}
+
+fn gist(line: &Line) -> String {
+    let mut gist: String = line.text.chars().take(GIST_CHARS).collect();
+    if line.text.chars().nth(GIST_CHARS).is_some() {
+        gist.push('…');
+    }
+    gist
+}
+
+/// Links from an act's line to the acts around it.
+#[derive(Serialize)]
+struct Nav {
+    previous: Option<String>,
+    next: Option<String>,
+    previous_same: Option<String>,
+    next_same: Option<String>,
+    kind: &'static str,
 }
 
 #[derive(Serialize)]
@@ -229,29 +293,27 @@ struct LineView {
     /// What the bot was doing, in words.
     kind: &'static str,
     why: Vec<String>,
+    /// The bot's lines only: the line's id, and the links around it.
+    anchor: Option<String>,
+    nav: Option<Nav>,
 }
 
 impl LineView {
-    fn of(l: &super::timeline::Line) -> Self {
-        let (class, kind) = match l.who {
-            Who::Person => ("line person", ""),
-            Who::Reaction => ("line bot reaction", "reaction"),
-            Who::Bot(doing) => match doing {
-                Doing::Reply => ("line bot reply", "reply"),
-                Doing::ChimeIn => ("line bot chime-in", "chime-in"),
-                Doing::AmbientPost => ("line bot ambient", "ambient post"),
-                Doing::Reminder => ("line bot reminder", "reminder"),
-                Doing::Background => ("line bot background", "background"),
-            },
+    fn of(l: &Line) -> Self {
+        let (class, kind) = match ActKind::of(l.who) {
+            None => ("line person".to_string(), ""),
+            Some(k) => (format!("line bot {}", k.class()), k.words()),
         };
         Self {
             at: l.at.format("%m-%d %H:%M").to_string(),
             channel: l.channel.clone(),
             author: l.author.clone(),
             text: l.text.clone(),
-            class: class.into(),
+            class,
             kind,
             why: l.why.clone(),
+            anchor: None,
+            nav: None,
         }
     }
 }

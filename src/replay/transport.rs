@@ -39,6 +39,8 @@ pub enum Doing {
 pub enum Act {
     Said {
         at: DateTime<Utc>,
+        /// The id the bot's message would have had: the journal names it.
+        id: MessageId,
         doing: Doing,
         channel: ChannelId,
         content: String,
@@ -119,6 +121,7 @@ impl Transport for ReplayTransport {
         }
         self.record(Act::Said {
             at,
+            id,
             doing: *self.doing.lock().unwrap_or_else(|p| p.into_inner()),
             channel,
             content: message.content.clone(),

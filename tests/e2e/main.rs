@@ -46,6 +46,7 @@ mod replay;
 mod replay_cli;
 mod replay_html;
 mod replay_inputs;
+mod replay_page;
 mod replay_report;
 mod replay_speed;
 mod reply_path;

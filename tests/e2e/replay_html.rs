@@ -44,14 +44,20 @@ async fn the_page_holds_the_chart_every_act_and_the_chat() {
     let html = page(&out.report, &out.timeline);
     let r = &out.report;
     assert!(html.contains(r#"<svg id="posts-per-hour""#));
-    let bars: usize = r
-        .per_hour
-        .iter()
-        .map(|h| usize::from(h.people > 0) + usize::from(h.bot > 0))
-        .sum();
-    assert_eq!(html.matches("<rect class=").count(), bars);
+    // Under five days: a bar per hour, people's and the bot's each in their
+    // own lane, and a mark per act of the bot.
+    let hours = |n: fn(&_) -> u64| r.per_hour.iter().filter(|h| n(h) > 0).count();
+    assert_eq!(
+        html.matches(r#"<rect class="people""#).count(),
+        hours(|h| h.people)
+    );
+    assert_eq!(
+        html.matches(r#"<rect class="bot""#).count(),
+        hours(|h| h.bot)
+    );
     // Every message and reaction of the bot, each in its line, most with the journal's why.
     let acts = (r.did.messages() + r.did.reactions) as usize;
+    assert_eq!(html.matches(r#"<rect class="mark "#).count(), acts);
     assert_eq!(html.matches(r#"class="line bot"#).count(), acts);
     assert_eq!(
         html.matches(r#"class="line person""#).count(),
