@@ -219,6 +219,7 @@ const READERS: &[(&str, Reader)] = &[
     ("journal", read_journal),
     ("guild_settings", read_guild_settings),
     ("usage", read_usage),
+    ("erasures", read_erasures),
     ("pending_thoughts", read_pending_thoughts),
     ("initiative_state", read_initiative_state),
     ("initiative_outbox", read_outbox),
@@ -1125,6 +1126,17 @@ fn read_usage(store: &Store, t: &Table) -> Vec<String> {
             .ok_or("not listed")?;
         same("model", u.model.clone(), r.text("model"))?;
         same("tokens_in", u.tokens_in as i64, r.int("tokens_in"))
+    })
+}
+
+fn read_erasures(store: &Store, t: &Table) -> Vec<String> {
+    let all = store.erasures_after(0).unwrap();
+    each_row(t, |r| {
+        let e = all
+            .iter()
+            .find(|e| e.user == UserId::from_sql(r.int("user_id")) && e.at == ms(r.int("at")))
+            .ok_or("not listed")?;
+        same("messages", e.messages as i64, r.int("messages"))
     })
 }
 
