@@ -16,6 +16,7 @@ pub(crate) mod check;
 pub(crate) mod diff;
 pub(crate) mod load;
 pub mod paths;
+pub mod retention;
 pub(crate) mod quiet_hours;
 pub(crate) mod role;
 pub(crate) mod schema;

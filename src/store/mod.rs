@@ -32,6 +32,7 @@ pub mod messages;
 pub mod migrations;
 pub mod partition;
 pub mod people;
+pub mod retention;
 pub mod usage;
 pub(crate) mod voice;
 
@@ -152,6 +153,11 @@ impl Store {
         // Set first: a command (`ambient status`) may open the store while
         // the bot is creating it or writing.
         conn.busy_handler(Some(wait_for_the_lock))?;
+        // A new database gives freed pages back to the disk when asked
+        // (`retention`); before its first table is made is the only time
+        // this can be chosen without rewriting the file, and on a database
+        // that has tables it changes nothing.
+        conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
         write_ahead(&conn)?;
         writers_wait(&mut conn);
         conn.pragma_update(None, "synchronous", "NORMAL")?;
