@@ -521,3 +521,241 @@ pub struct Space {
     /// does not shrink).
     pub gives_back: bool,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    const A: i64 = 1;
+    const B: i64 = 2;
+
+    fn now() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 6, 1, 12, 0, 0).unwrap()
+    }
+
+    fn days_ago(d: i64) -> i64 {
+        to_ms(now() - chrono::Duration::days(d))
+    }
+
+    /// One row of every kind in `guild`, `age` days old; `n` makes ids unique.
+    fn rows_of_every_kind(store: &Store, guild: i64, age: i64, n: i64) {
+        let at = days_ago(age);
+        let id = (n << 22) + guild;
+        store
+            .lock()
+            .execute_batch(&format!(
+                "INSERT INTO messages (id, guild_id, channel_id, author_id, author_name, content, source, created_at)
+                     VALUES ({id}, {guild}, 10, 20, 'erin', 'words', 'vc', {at});
+                 INSERT INTO voice_utterances (message_id, voice_channel_id, started_at, ended_at)
+                     VALUES ({id}, 11, {at}, {at});
+                 INSERT INTO journal (ts, kind, guild_id, message_id, summary) VALUES ({at}, 'route', {guild}, {id}, 'let pass');
+                 INSERT INTO usage (ts, role, source, guild_id, provider, model, tokens_in, tokens_out, outcome)
+                     VALUES ({at}, 'reply', 'user', {guild}, 'p', 'm', 100, 10, 'ok');
+                 INSERT INTO reactions (message_id, user_id, emoji, guild_id, channel_id, at)
+                     VALUES ({id}, 21, '👍', {guild}, 10, {at});
+                 INSERT OR IGNORE INTO discovery_sources (id, kind, target) VALUES (1, 'rss', 'https://example.com/feed');
+                 INSERT INTO feed_items (source_id, url, canonical_url, title, title_key, fetched_at)
+                     VALUES (1, 'https://example.com/{id}', 'https://example.com/{id}', 't', 'k{id}', {at});
+                 INSERT INTO garden_cycles (guild_id, trigger, started_at, ended_at, status)
+                     VALUES ({guild}, 'timer', {at}, {at}, 'completed');
+                 INSERT INTO garden_queue (id, guild_id, scheduled_for, context, priority, created_by, created_at, done_at)
+                     VALUES ('q{id}', {guild}, {at}, 'c', 'normal', 'bot', {at}, {at});"
+            ))
+            .unwrap();
+    }
+
+    /// How many rows each kind's tables hold.
+    fn counts(store: &Store) -> Vec<(Kind, i64)> {
+        let conn = store.lock();
+        let count = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+        vec![
+            (Kind::Messages, count("SELECT count(*) FROM messages")),
+            (Kind::Journal, count("SELECT count(*) FROM journal")),
+            (Kind::Usage, count("SELECT count(*) FROM usage")),
+            (Kind::Reactions, count("SELECT count(*) FROM reactions")),
+            (Kind::Voice, count("SELECT count(*) FROM voice_utterances")),
+            (Kind::Discovery, count("SELECT count(*) FROM feed_items")),
+            (
+                Kind::Garden,
+                count("SELECT (SELECT count(*) FROM garden_cycles) + (SELECT count(*) FROM garden_queue)"),
+            ),
+        ]
+    }
+
+    fn defaults() -> Policy {
+        Policy {
+            operator: Keep::new(|k| match k {
+                Kind::Journal | Kind::Usage => 90,
+                _ => 30,
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn sweep(store: &Store, policy: &Policy) -> Swept {
+        store.sweep(policy, now(), Pace::default(), &|| true).unwrap()
+    }
+
+    #[test]
+    fn each_kind_loses_its_rows_older_than_its_retention_and_keeps_the_newer() {
+        let store = Store::open_in_memory().unwrap();
+        // 29 days old: kept by every kind. 31: past the 30-day kinds only.
+        // 91: past every kind.
+        for (n, age) in [(1, 29), (2, 31), (3, 91)] {
+            rows_of_every_kind(&store, A, age, n);
+        }
+        let swept = sweep(&store, &defaults());
+        for (kind, left) in counts(&store) {
+            // A garden's day leaves a cycle and a queue item.
+            let rows = if kind == Kind::Garden { 2 } else { 1 };
+            let kept = match kind {
+                Kind::Journal | Kind::Usage => 2,
+                _ => 1,
+            };
+            assert_eq!(left, kept * rows, "{kind:?}");
+            assert_eq!(swept.removed(kind), ((3 - kept) * rows) as u64, "{kind:?}");
+        }
+        assert_eq!(
+            swept.describe(&defaults()),
+            "2 messages older than 30 days, 1 journal lines older than 90 days, \
+             1 usage rows (kept as daily totals) older than 90 days, 2 reactions older than 30 days, \
+             2 voice spans older than 30 days, 2 feed items older than 30 days, 4 garden records older than 30 days"
+        );
+        assert_eq!(sweep(&store, &defaults()).total(), 0, "a second sweep finds nothing");
+    }
+
+    #[test]
+    fn zero_keeps_a_kind_forever() {
+        let store = Store::open_in_memory().unwrap();
+        rows_of_every_kind(&store, A, 3_000, 1);
+        let forever = Policy::default();
+        assert_eq!(sweep(&store, &forever).total(), 0);
+        assert!(counts(&store).iter().all(|(_, n)| *n >= 1), "{:?}", counts(&store));
+    }
+
+    #[test]
+    fn a_server_that_keeps_less_loses_its_rows_sooner_and_no_other_server_does() {
+        let store = Store::open_in_memory().unwrap();
+        rows_of_every_kind(&store, A, 10, 1);
+        rows_of_every_kind(&store, B, 10, 2);
+        let mut policy = defaults();
+        policy.guilds.insert(
+            GuildId::from_sql(A),
+            Keep::new(|k| if k == Kind::Messages { 7 } else { 0 }),
+        );
+        let swept = sweep(&store, &policy);
+        assert_eq!(swept.removed(Kind::Messages), 1);
+        assert_eq!(swept.removed(Kind::Voice), 1, "its voice span went with it");
+        assert_eq!(swept.total(), 2, "nothing else: 0 in a server's values never lengthens");
+        let left: Vec<i64> = store
+            .lock()
+            .prepare("SELECT guild_id FROM messages")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(left, vec![B]);
+        assert!(
+            swept.describe(&policy).starts_with("1 messages older than 30 days (fewer in servers that asked)"),
+            "{}",
+            swept.describe(&policy)
+        );
+    }
+
+    #[test]
+    fn expired_usage_becomes_daily_totals_that_say_the_same_spend() {
+        let store = Store::open_in_memory().unwrap();
+        let since = now() - chrono::Duration::days(200);
+        {
+            let conn = store.lock();
+            for (age, tokens, outcome) in [(100, 1_000, "ok"), (100, 0, "refused"), (100, 500, "timeout"), (5, 70, "ok")] {
+                conn.execute(
+                    "INSERT INTO usage (ts, role, source, guild_id, provider, model, tokens_in, tokens_out, outcome)
+                     VALUES (?1, 'reply', 'user', ?2, 'p', 'm', ?3, 1, ?4)",
+                    rusqlite::params![days_ago(age), A, tokens, outcome],
+                )
+                .unwrap();
+            }
+        }
+        let before = store.usage_by_day(since).unwrap();
+        let swept = sweep(&store, &defaults());
+        assert_eq!(swept.removed(Kind::Usage), 3);
+        assert_eq!(store.usage_by_day(since).unwrap(), before, "the spend chart says the same");
+        let totals = store.usage_daily_totals(&super::super::usage::UsageFilter::default()).unwrap();
+        assert_eq!(totals.len(), 1);
+        let t = &totals[0];
+        assert_eq!(
+            (t.calls, t.ok, t.refused, t.tokens_in, t.tokens_out, t.guild),
+            (3, 1, 1, 1_500, 3, Some(GuildId::from_sql(A)))
+        );
+    }
+
+    #[test]
+    fn a_shared_feed_item_stays_when_the_unshared_go() {
+        let store = Store::open_in_memory().unwrap();
+        rows_of_every_kind(&store, A, 60, 1);
+        rows_of_every_kind(&store, A, 60, 2);
+        store
+            .lock()
+            .execute_batch(&format!(
+                "INSERT INTO feed_shares (item_id, guild_id, channel_id, message_id, shared_at)
+                 VALUES ((SELECT min(id) FROM feed_items), {A}, 10, 99, {})",
+                days_ago(60)
+            ))
+            .unwrap();
+        let swept = sweep(&store, &defaults());
+        assert_eq!(swept.removed(Kind::Discovery), 1);
+        let left: i64 = store
+            .lock()
+            .query_row("SELECT count(*) FROM feed_items f JOIN feed_shares s ON s.item_id = f.id", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(left, 1, "the shared one stays, with its share");
+    }
+
+    #[test]
+    fn a_sweep_works_in_batches_and_stops_between_them() {
+        let store = Store::open_in_memory().unwrap();
+        {
+            let conn = store.lock();
+            for n in 0..25i64 {
+                conn.execute(
+                    "INSERT INTO journal (ts, kind, guild_id, summary) VALUES (?1, 'route', ?2, 'x')",
+                    rusqlite::params![days_ago(200), A + n % 2],
+                )
+                .unwrap();
+            }
+        }
+        let pace = Pace {
+            batch: 10,
+            rest: Duration::ZERO,
+        };
+        let asked = std::cell::Cell::new(0);
+        let swept = store
+            .sweep(&defaults(), now(), pace, &|| {
+                asked.set(asked.get() + 1);
+                false
+            })
+            .unwrap();
+        assert!(swept.stopped);
+        assert_eq!(swept.removed(Kind::Journal), 10, "one batch, then asked, then stopped");
+        assert_eq!(asked.get(), 1);
+        let swept = store.sweep(&defaults(), now(), pace, &|| true).unwrap();
+        assert_eq!(swept.removed(Kind::Journal), 15);
+    }
+
+    #[test]
+    fn each_kind_finds_its_old_rows_by_an_index() {
+        for (table, sql) in [
+            ("messages", "SELECT id FROM messages WHERE guild_id = 1 AND created_at < 5 LIMIT 500"),
+            ("journal", "SELECT id FROM journal WHERE guild_id = 1 AND ts < 5 LIMIT 500"),
+            ("usage", "SELECT id FROM usage WHERE guild_id = 1 AND ts < 5 LIMIT 500"),
+            ("reactions", "SELECT rowid FROM reactions WHERE guild_id = 1 AND at < 5 LIMIT 500"),
+            ("messages", "SELECT min(guild_id) FROM messages WHERE guild_id > 1"),
+        ] {
+            let plan = super::super::query_plan(sql, []).join(" | ");
+            assert!(plan.contains("USING") && plan.contains("INDEX"), "{table}: {plan}");
+        }
+    }
+}
