@@ -11,6 +11,8 @@ use crate::store::retention::{Keep, Kind, shorter};
 /// One kind of record, as a server owner reads it in a privacy notice.
 pub struct Described {
     pub kind: Kind,
+    /// The kind, in a word or two.
+    pub name: &'static str,
     /// The key under `storage.retention`.
     pub key: &'static str,
     /// What the records contain.
@@ -23,42 +25,49 @@ pub struct Described {
 pub const KINDS: [Described; 7] = [
     Described {
         kind: Kind::Messages,
+        name: "messages",
         key: "messagesDays",
         what: "what people said (and the bot), text and voice transcripts",
         per_server: true,
     },
     Described {
         kind: Kind::Journal,
+        name: "journal",
         key: "journalDays",
         what: "every decision and its reason",
         per_server: true,
     },
     Described {
         kind: Kind::Usage,
+        name: "model usage",
         key: "usageDays",
         what: "each model call's tokens, then daily totals",
         per_server: true,
     },
     Described {
         kind: Kind::Reactions,
+        name: "reactions",
         key: "reactionsDays",
         what: "who reacted to which message with what",
         per_server: true,
     },
     Described {
         kind: Kind::Voice,
+        name: "voice spans",
         key: "voiceDays",
         what: "when each person spoke in a voice channel",
         per_server: true,
     },
     Described {
         kind: Kind::Discovery,
+        name: "feed items",
         key: "discoveryDays",
         what: "items read from feeds (a link once shared is kept)",
         per_server: false,
     },
     Described {
         kind: Kind::Garden,
+        name: "garden transcripts",
         key: "gardenDays",
         what: "the garden's cycle transcripts and done queue",
         per_server: true,
@@ -127,6 +136,34 @@ pub fn days_text(days: u32) -> String {
         1 => "1 day".into(),
         n => format!("{n} days"),
     }
+}
+
+/// What is kept and for how long, one line a kind: "messages: 30 days — what
+/// people said …" (`ambient status`).
+pub fn kept_lines(operator: &RetentionSettings) -> Vec<String> {
+    KINDS
+        .iter()
+        .map(|d| {
+            format!(
+                "{}: {} — {} (storage.retention.{})",
+                d.name,
+                days_text(operator.days(d.kind)),
+                d.what,
+                d.key
+            )
+        })
+        .collect()
+}
+
+/// The kinds a server keeps for less than the operator: "messages 7 days,
+/// journal 30 days"; `None` when it keeps what the operator does.
+pub fn shorter_here(operator: &RetentionSettings, theirs: &RetentionSettings) -> Option<String> {
+    let parts: Vec<String> = KINDS
+        .iter()
+        .filter(|d| theirs.days(d.kind) != operator.days(d.kind))
+        .map(|d| format!("{} {}", d.name, days_text(theirs.days(d.kind))))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
 }
 
 /// Why a server's value for `kind` is refused, if it is: it may keep
