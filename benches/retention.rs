@@ -45,9 +45,10 @@ fn env(name: &str, default: u64) -> u64 {
 /// A line of chat of a usual length (40–200 characters).
 fn line(rng: &mut StdRng) -> String {
     const WORDS: &[&str] = &[
-        "the", "raid", "tonight", "anyone", "seen", "new", "patch", "lol", "yeah", "build", "works",
-        "on", "my", "machine", "coffee", "later", "meeting", "cat", "pictures", "please", "thanks",
-        "idea", "server", "music", "playlist", "weekend", "trip", "game", "broken", "fixed",
+        "the", "raid", "tonight", "anyone", "seen", "new", "patch", "lol", "yeah", "build",
+        "works", "on", "my", "machine", "coffee", "later", "meeting", "cat", "pictures", "please",
+        "thanks", "idea", "server", "music", "playlist", "weekend", "trip", "game", "broken",
+        "fixed",
     ];
     let n = rng.random_range(8..40);
     (0..n)
@@ -104,7 +105,14 @@ impl Day<'_> {
                 }
                 if i % 10 == 5 {
                     self.store
-                        .record_reaction(id, UserId(100_000 + (person + 1) % PEOPLE), "👍", Some(guild), channel, at)
+                        .record_reaction(
+                            id,
+                            UserId(100_000 + (person + 1) % PEOPLE),
+                            "👍",
+                            Some(guild),
+                            channel,
+                            at,
+                        )
                         .unwrap();
                 }
             }
@@ -181,7 +189,9 @@ fn year(servers: u64, days: u64, policy: &Policy) -> (Vec<(u64, f64)>, Vec<Durat
             })
             .unwrap();
         holds.extend(timed.into_inner());
-        store.give_back_space(1024, Duration::ZERO, &|| true).unwrap();
+        store
+            .give_back_space(1024, Duration::ZERO, &|| true)
+            .unwrap();
         store.checkpoint().unwrap();
         if SAMPLED.contains(&d) || d == days {
             let mib = size_mib(dir.path());
@@ -209,7 +219,12 @@ fn main() {
     let (kept, mut holds) = year(servers, days, &defaults);
     let took = began.elapsed();
     holds.sort();
-    let pick = |q: f64| holds.get(((holds.len() as f64 - 1.0) * q) as usize).copied().unwrap_or_default();
+    let pick = |q: f64| {
+        holds
+            .get(((holds.len() as f64 - 1.0) * q) as usize)
+            .copied()
+            .unwrap_or_default()
+    };
     println!(
         "with retention: {} simulated days in {:.0} s; {} full sweep batches of {} rows held the writer p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
         days,

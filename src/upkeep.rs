@@ -76,7 +76,12 @@ impl Upkeep {
             ..Default::default()
         };
         for guild in self.store.guilds_overriding(PREFIX)? {
-            let theirs = self.settings.for_guild(Some(guild)).storage.retention.keep();
+            let theirs = self
+                .settings
+                .for_guild(Some(guild))
+                .storage
+                .retention
+                .keep();
             policy.guilds.insert(guild, theirs);
         }
         Ok(policy)
@@ -85,8 +90,12 @@ impl Upkeep {
     /// One pass, on the calling thread; `go_on` is asked between batches.
     pub fn pass(&self, go_on: &dyn Fn() -> bool) -> Result<Pass, StoreError> {
         let policy = self.policy()?;
-        let swept = self.store.sweep(&policy, self.clock.now(), self.pace, go_on)?;
-        let pages_returned = self.store.give_back_space(VACUUM_STEP_PAGES, self.pace.rest, go_on)?;
+        let swept = self
+            .store
+            .sweep(&policy, self.clock.now(), self.pace, go_on)?;
+        let pages_returned =
+            self.store
+                .give_back_space(VACUUM_STEP_PAGES, self.pace.rest, go_on)?;
         let log_emptied = self.store.checkpoint()?;
         if swept.total() > 0 {
             self.journal.record(
@@ -140,9 +149,8 @@ impl Upkeep {
             }
             wait = EVERY;
             let (me, stop) = (self.clone(), stopping.clone());
-            let work = tokio::task::spawn_blocking(move || {
-                me.pass(&|| !stop.load(Ordering::Relaxed))
-            });
+            let work =
+                tokio::task::spawn_blocking(move || me.pass(&|| !stop.load(Ordering::Relaxed)));
             tokio::pin!(work);
             let done = tokio::select! {
                 done = &mut work => done,

@@ -63,12 +63,18 @@ pub async fn status(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
 fn kept(store: &Store, service: &SettingsService) -> anyhow::Result<Vec<String>> {
     let operator = service.global().storage.retention.clone();
     let mut lines = vec!["What is kept (0 days in the settings keeps a kind forever):".to_string()];
-    lines.extend(retention::kept_lines(&operator).into_iter().map(|l| format!("  {l}")));
+    lines.extend(
+        retention::kept_lines(&operator)
+            .into_iter()
+            .map(|l| format!("  {l}")),
+    );
     let names: std::collections::HashMap<_, _> = store.known_guilds()?.into_iter().collect();
     for guild in store.guilds_overriding(retention::PREFIX)? {
         let theirs = &service.for_guild(Some(guild)).storage.retention;
         if let Some(less) = retention::shorter_here(&operator, theirs) {
-            let name = names.get(&guild).map_or(String::new(), |n| format!(" ({n})"));
+            let name = names
+                .get(&guild)
+                .map_or(String::new(), |n| format!(" ({n})"));
             lines.push(format!("  server {guild}{name} keeps less: {less}"));
         }
     }

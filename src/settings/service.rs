@@ -19,9 +19,9 @@ use std::sync::{Arc, RwLock};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use super::{paths, retention};
 use super::schema::Settings;
 use super::validate::{Problem, defaults_tree, describe, validate};
+use super::{paths, retention};
 use crate::clock::SharedClock;
 use crate::ids::{GuildId, UserId};
 use crate::store::{Store, StoreError};

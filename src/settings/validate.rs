@@ -528,12 +528,16 @@ fn retention(p: &mut Rules, s: &Settings) {
             // Budgets count the last 24 hours of calls row by row.
             crate::store::retention::Kind::Usage => 2,
             // An item is remembered as long as duplicates of it are looked for.
-            crate::store::retention::Kind::Discovery => s.initiative.discovery.dedupe_hours.div_ceil(24).max(1),
+            crate::store::retention::Kind::Discovery => {
+                s.initiative.discovery.dedupe_hours.div_ceil(24).max(1)
+            }
             _ => 1,
         };
         if days != 0 && !(least..=36_500).contains(&days) {
             let why = match d.kind {
-                crate::store::retention::Kind::Usage => " (budgets count the last 24 hours of calls)".to_string(),
+                crate::store::retention::Kind::Usage => {
+                    " (budgets count the last 24 hours of calls)".to_string()
+                }
                 crate::store::retention::Kind::Discovery => format!(
                     " (initiative.discovery.dedupeHours is {}: an item is remembered as long as duplicates are looked for)",
                     s.initiative.discovery.dedupe_hours
@@ -542,7 +546,9 @@ fn retention(p: &mut Rules, s: &Settings) {
             };
             p.push(
                 path,
-                format!("must be 0 (keep forever) or between {least} and 36500 days{why}, got {days}"),
+                format!(
+                    "must be 0 (keep forever) or between {least} and 36500 days{why}, got {days}"
+                ),
             );
         }
     }

@@ -179,7 +179,11 @@ impl Swept {
                     0 => part.push_str(" (kept for less by some servers)"),
                     days => {
                         part.push_str(&format!(" older than {days} days"));
-                        if policy.guilds.keys().any(|g| policy.days(k, Some(*g)) != days) {
+                        if policy
+                            .guilds
+                            .keys()
+                            .any(|g| policy.days(k, Some(*g)) != days)
+                        {
                             part.push_str(" (fewer in servers that asked)");
                         }
                     }
@@ -301,7 +305,10 @@ const TARGETS: &[Target] = &[
         time: "f.fetched_at",
         // A shared item stays: it is what keeps the link from being shared again.
         also: "AND NOT EXISTS (SELECT 1 FROM feed_shares s WHERE s.item_id = f.id)",
-        each: &[("DELETE FROM feed_items WHERE id = ?1", Some(Kind::Discovery))],
+        each: &[(
+            "DELETE FROM feed_items WHERE id = ?1",
+            Some(Kind::Discovery),
+        )],
     },
     Target {
         kind: Kind::Garden,
@@ -310,7 +317,10 @@ const TARGETS: &[Target] = &[
         guild: Some("guild_id"),
         time: "coalesce(ended_at, started_at)",
         also: "AND status IN ('completed', 'incomplete')",
-        each: &[("DELETE FROM garden_cycles WHERE id = ?1", Some(Kind::Garden))],
+        each: &[(
+            "DELETE FROM garden_cycles WHERE id = ?1",
+            Some(Kind::Garden),
+        )],
     },
     Target {
         kind: Kind::Garden,
@@ -319,7 +329,10 @@ const TARGETS: &[Target] = &[
         guild: Some("guild_id"),
         time: "done_at",
         also: "",
-        each: &[("DELETE FROM garden_queue WHERE rowid = ?1", Some(Kind::Garden))],
+        each: &[(
+            "DELETE FROM garden_queue WHERE rowid = ?1",
+            Some(Kind::Garden),
+        )],
     },
 ];
 
@@ -337,7 +350,14 @@ impl Store {
         let mut swept = Swept::default();
         for t in TARGETS {
             let done = match t.guild {
-                None => self.sweep_scope(t, Scope::All, policy.cutoff(t.kind, None, now), pace, go_on, &mut swept)?,
+                None => self.sweep_scope(
+                    t,
+                    Scope::All,
+                    policy.cutoff(t.kind, None, now),
+                    pace,
+                    go_on,
+                    &mut swept,
+                )?,
                 Some(_) => self.sweep_by_guild(t, policy, now, pace, go_on, &mut swept)?,
             };
             if !done {
@@ -359,7 +379,14 @@ impl Store {
         go_on: &dyn Fn() -> bool,
         swept: &mut Swept,
     ) -> Result<bool> {
-        if !self.sweep_scope(t, Scope::NoGuild, policy.cutoff(t.kind, None, now), pace, go_on, swept)? {
+        if !self.sweep_scope(
+            t,
+            Scope::NoGuild,
+            policy.cutoff(t.kind, None, now),
+            pace,
+            go_on,
+            swept,
+        )? {
             return Ok(false);
         }
         let mut after = i64::MIN;
@@ -381,7 +408,10 @@ impl Store {
             return Ok(None);
         };
         let sql = format!("SELECT min({column}) FROM {} WHERE {column} > ?1", t.from);
-        Ok(self.lock().prepare_cached(&sql)?.query_row([after], |r| r.get(0))?)
+        Ok(self
+            .lock()
+            .prepare_cached(&sql)?
+            .query_row([after], |r| r.get(0))?)
     }
 
     /// Batches until one comes back short. Returns false when stopped.
@@ -451,7 +481,12 @@ impl Store {
     /// Returns freed pages to the disk, `step` pages per transaction with
     /// `rest` between (a database created without incremental vacuum keeps
     /// them for reuse: nothing to do). Returns how many pages went back.
-    pub fn give_back_space(&self, step: u32, rest: Duration, go_on: &dyn Fn() -> bool) -> Result<u64> {
+    pub fn give_back_space(
+        &self,
+        step: u32,
+        rest: Duration,
+        go_on: &dyn Fn() -> bool,
+    ) -> Result<u64> {
         let mut returned = 0u64;
         loop {
             let free = {
@@ -484,7 +519,9 @@ impl Store {
         let mut conn = self.lock();
         conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
         conn.busy_handler(None::<fn(i32) -> bool>)?;
-        let busy = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get::<_, i64>(0));
+        let busy = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+            r.get::<_, i64>(0)
+        });
         conn.busy_handler(Some(super::wait_for_the_lock))?;
         Ok(busy? == 0)
     }
@@ -578,7 +615,9 @@ mod tests {
             (Kind::Discovery, count("SELECT count(*) FROM feed_items")),
             (
                 Kind::Garden,
-                count("SELECT (SELECT count(*) FROM garden_cycles) + (SELECT count(*) FROM garden_queue)"),
+                count(
+                    "SELECT (SELECT count(*) FROM garden_cycles) + (SELECT count(*) FROM garden_queue)",
+                ),
             ),
         ]
     }
@@ -594,7 +633,9 @@ mod tests {
     }
 
     fn sweep(store: &Store, policy: &Policy) -> Swept {
-        store.sweep(policy, now(), Pace::default(), &|| true).unwrap()
+        store
+            .sweep(policy, now(), Pace::default(), &|| true)
+            .unwrap()
     }
 
     #[test]
@@ -622,7 +663,11 @@ mod tests {
              1 usage rows (kept as daily totals) older than 90 days, 2 reactions older than 30 days, \
              2 voice spans older than 30 days, 2 feed items older than 30 days, 4 garden records older than 30 days"
         );
-        assert_eq!(sweep(&store, &defaults()).total(), 0, "a second sweep finds nothing");
+        assert_eq!(
+            sweep(&store, &defaults()).total(),
+            0,
+            "a second sweep finds nothing"
+        );
     }
 
     #[test]
@@ -631,7 +676,11 @@ mod tests {
         rows_of_every_kind(&store, A, 3_000, 1);
         let forever = Policy::default();
         assert_eq!(sweep(&store, &forever).total(), 0);
-        assert!(counts(&store).iter().all(|(_, n)| *n >= 1), "{:?}", counts(&store));
+        assert!(
+            counts(&store).iter().all(|(_, n)| *n >= 1),
+            "{:?}",
+            counts(&store)
+        );
     }
 
     #[test]
@@ -647,7 +696,11 @@ mod tests {
         let swept = sweep(&store, &policy);
         assert_eq!(swept.removed(Kind::Messages), 1);
         assert_eq!(swept.removed(Kind::Voice), 1, "its voice span went with it");
-        assert_eq!(swept.total(), 2, "nothing else: 0 in a server's values never lengthens");
+        assert_eq!(
+            swept.total(),
+            2,
+            "nothing else: 0 in a server's values never lengthens"
+        );
         let left: Vec<i64> = store
             .lock()
             .prepare("SELECT guild_id FROM messages")
@@ -658,7 +711,9 @@ mod tests {
             .unwrap();
         assert_eq!(left, vec![B]);
         assert!(
-            swept.describe(&policy).starts_with("1 messages older than 30 days (fewer in servers that asked)"),
+            swept
+                .describe(&policy)
+                .starts_with("1 messages older than 30 days (fewer in servers that asked)"),
             "{}",
             swept.describe(&policy)
         );
@@ -670,7 +725,12 @@ mod tests {
         let since = now() - chrono::Duration::days(200);
         {
             let conn = store.lock();
-            for (age, tokens, outcome) in [(100, 1_000, "ok"), (100, 0, "refused"), (100, 500, "timeout"), (5, 70, "ok")] {
+            for (age, tokens, outcome) in [
+                (100, 1_000, "ok"),
+                (100, 0, "refused"),
+                (100, 500, "timeout"),
+                (5, 70, "ok"),
+            ] {
                 conn.execute(
                     "INSERT INTO usage (ts, role, source, guild_id, provider, model, tokens_in, tokens_out, outcome)
                      VALUES (?1, 'reply', 'user', ?2, 'p', 'm', ?3, 1, ?4)",
@@ -682,8 +742,14 @@ mod tests {
         let before = store.usage_by_day(since).unwrap();
         let swept = sweep(&store, &defaults());
         assert_eq!(swept.removed(Kind::Usage), 3);
-        assert_eq!(store.usage_by_day(since).unwrap(), before, "the spend chart says the same");
-        let totals = store.usage_daily_totals(&super::super::usage::UsageFilter::default()).unwrap();
+        assert_eq!(
+            store.usage_by_day(since).unwrap(),
+            before,
+            "the spend chart says the same"
+        );
+        let totals = store
+            .usage_daily_totals(&super::super::usage::UsageFilter::default())
+            .unwrap();
         assert_eq!(totals.len(), 1);
         let t = &totals[0];
         assert_eq!(
@@ -709,7 +775,11 @@ mod tests {
         assert_eq!(swept.removed(Kind::Discovery), 1);
         let left: i64 = store
             .lock()
-            .query_row("SELECT count(*) FROM feed_items f JOIN feed_shares s ON s.item_id = f.id", [], |r| r.get(0))
+            .query_row(
+                "SELECT count(*) FROM feed_items f JOIN feed_shares s ON s.item_id = f.id",
+                [],
+                |r| r.get(0),
+            )
             .unwrap();
         assert_eq!(left, 1, "the shared one stays, with its share");
     }
@@ -739,7 +809,11 @@ mod tests {
             })
             .unwrap();
         assert!(swept.stopped);
-        assert_eq!(swept.removed(Kind::Journal), 10, "one batch, then asked, then stopped");
+        assert_eq!(
+            swept.removed(Kind::Journal),
+            10,
+            "one batch, then asked, then stopped"
+        );
         assert_eq!(asked.get(), 1);
         let swept = store.sweep(&defaults(), now(), pace, &|| true).unwrap();
         assert_eq!(swept.removed(Kind::Journal), 15);
@@ -748,14 +822,32 @@ mod tests {
     #[test]
     fn each_kind_finds_its_old_rows_by_an_index() {
         for (table, sql) in [
-            ("messages", "SELECT id FROM messages WHERE guild_id = 1 AND created_at < 5 LIMIT 500"),
-            ("journal", "SELECT id FROM journal WHERE guild_id = 1 AND ts < 5 LIMIT 500"),
-            ("usage", "SELECT id FROM usage WHERE guild_id = 1 AND ts < 5 LIMIT 500"),
-            ("reactions", "SELECT rowid FROM reactions WHERE guild_id = 1 AND at < 5 LIMIT 500"),
-            ("messages", "SELECT min(guild_id) FROM messages WHERE guild_id > 1"),
+            (
+                "messages",
+                "SELECT id FROM messages WHERE guild_id = 1 AND created_at < 5 LIMIT 500",
+            ),
+            (
+                "journal",
+                "SELECT id FROM journal WHERE guild_id = 1 AND ts < 5 LIMIT 500",
+            ),
+            (
+                "usage",
+                "SELECT id FROM usage WHERE guild_id = 1 AND ts < 5 LIMIT 500",
+            ),
+            (
+                "reactions",
+                "SELECT rowid FROM reactions WHERE guild_id = 1 AND at < 5 LIMIT 500",
+            ),
+            (
+                "messages",
+                "SELECT min(guild_id) FROM messages WHERE guild_id > 1",
+            ),
         ] {
             let plan = super::super::query_plan(sql, []).join(" | ");
-            assert!(plan.contains("USING") && plan.contains("INDEX"), "{table}: {plan}");
+            assert!(
+                plan.contains("USING") && plan.contains("INDEX"),
+                "{table}: {plan}"
+            );
         }
     }
 }

@@ -45,6 +45,7 @@ mod replay_cli;
 mod replay_html;
 mod replay_inputs;
 mod reply_path;
+mod retention;
 mod secrets;
 mod sends;
 mod serve_signals;
