@@ -95,8 +95,7 @@ impl Day<'_> {
                 self.store.insert_seen(&seen, Commit::Grouped).unwrap();
                 self.journal.record(
                     Entry::new(Kind::Route, "let pass")
-                        .guild(Some(guild))
-                        .channel(Some(channel))
+                        .place(Some(guild), Some(channel))
                         .message(id)
                         .reason("not addressed; salience 0.12 under 0.70"),
                 );
