@@ -36,6 +36,7 @@ use crate::store::Store;
 use crate::store::boundaries::Boundary;
 use crate::store::lock::DataLock;
 use crate::store::people::PersonEvent;
+use crate::upkeep::Upkeep;
 use crate::voice::Voice;
 use crate::voice::transcribe::Transcriber;
 
@@ -57,6 +58,8 @@ pub struct App {
     pub reflexes: Arc<Reflexes>,
     pub garden: Arc<Garden>,
     pub voice: Arc<Voice>,
+    /// Removes what retention no longer keeps; keeps the file small.
+    pub upkeep: Arc<Upkeep>,
     /// Reloads the settings file while running (watcher, SIGHUP, `/settings reload`).
     pub live: Arc<Live>,
     pub data_dir: PathBuf,
@@ -366,7 +369,14 @@ impl App {
             reflexes.clone(),
             discovery.clone(),
         ));
+        let upkeep = Arc::new(Upkeep::new(
+            b.store.clone(),
+            b.settings.clone(),
+            b.journal.clone(),
+            b.clock.clone(),
+        ));
         Ok(Arc::new(App {
+            upkeep,
             settings: b.settings,
             secrets: b.secrets,
             store: b.store,
@@ -392,7 +402,7 @@ impl App {
     }
 
     /// Starts the background loops: the attention dispatcher, the initiative
-    /// tick, discovery, memory, impulses and the garden. `lock` is the data
+    /// tick, discovery, memory, impulses, the garden and upkeep. `lock` is the data
     /// directory's (one running bot per data directory), taken by the front
     /// end before anything else touches the data; it is held until `stop`.
     /// What is due once the clock has moved on by one tick (due impulses,
@@ -427,6 +437,7 @@ impl App {
         running
             .tasks
             .push(tokio::spawn(self.garden.clone().run(rx)));
+        running.spawn(|rx| self.upkeep.clone().run(rx));
         if let Some(people) = self.people.clone() {
             let rx = running.shutdown.subscribe();
             let voice = self.voice.clone();

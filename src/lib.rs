@@ -33,7 +33,7 @@
 //! | 11 | `initiative`, `voice` | unprompted posts; voice channels |
 //! | 12 | `speech`, `senses` | what the bot says; what it reads from attachments and speech |
 //! | 13 | `discovery`, `memory`, `chat`, `permissions`, `courtesy` | feeds, remembered facts, channel history, who may see what, quiet hours and boundaries |
-//! | 14 | `executive`, `attention` | model calls under budgets; salience, the queue, the router |
+//! | 14 | `executive`, `attention`, `upkeep` | model calls under budgets; salience, the queue, the router; records kept no longer than set |
 //! | 15 | `net`, `journal` | the guarded fetcher; the record of every decision |
 //! | 16 | `settings` | one schema with defaults, validated; the executive's roles |
 //! | 17 | `store` | SQLite: every table and migration |
@@ -69,6 +69,7 @@ pub(crate) mod senses;
 pub mod settings;
 pub mod speech;
 pub mod store;
+pub mod upkeep;
 pub(crate) mod vocab;
 pub mod voice;
 pub(crate) mod when;

@@ -10,7 +10,7 @@ use crate::clock::{Chance, SystemClock};
 use crate::commands::status;
 use crate::executive::{Executive, Prompts};
 use crate::journal::Journal;
-use crate::settings::{Secrets, SettingsService};
+use crate::settings::{Secrets, SettingsService, retention};
 use crate::store::Store;
 
 pub async fn status(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
@@ -52,5 +52,42 @@ pub async fn status(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
     for line in status::widget(&sources, None) {
         outln!("{line}")?;
     }
+    for line in kept(&store, &service)? {
+        outln!("{line}")?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What is kept and for how long, per kind, with each server's own shorter
+/// values, and whether freed space goes back to the disk.
+fn kept(store: &Store, service: &SettingsService) -> anyhow::Result<Vec<String>> {
+    let operator = service.global().storage.retention.clone();
+    let mut lines = vec!["What is kept (0 days in the settings keeps a kind forever):".to_string()];
+    lines.extend(
+        retention::kept_lines(&operator)
+            .into_iter()
+            .map(|l| format!("  {l}")),
+    );
+    let names: std::collections::HashMap<_, _> = store.known_guilds()?.into_iter().collect();
+    for guild in store.guilds_overriding(retention::PREFIX)? {
+        let theirs = &service.for_guild(Some(guild)).storage.retention;
+        if let Some(less) = retention::shorter_here(&operator, theirs) {
+            let name = names
+                .get(&guild)
+                .map_or(String::new(), |n| format!(" ({n})"));
+            lines.push(format!("  server {guild}{name} keeps less: {less}"));
+        }
+    }
+    let space = store.space()?;
+    lines.push(format!(
+        "  database: {} MiB, {} MiB free inside it; {}",
+        space.bytes / (1024 * 1024),
+        space.free_bytes / (1024 * 1024),
+        if space.gives_back {
+            "freed space goes back to the disk after each hourly sweep"
+        } else {
+            "freed space is reused by new rows (made before incremental vacuum; see the README to convert it)"
+        }
+    ));
+    Ok(lines)
 }

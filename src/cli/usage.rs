@@ -1,4 +1,6 @@
 //! `ambient usage`: every model call, its tokens and outcome; and totals.
+//! Calls older than `storage.retention.usageDays` are shown as the daily
+//! totals they were rolled into, first, and counted in the totals.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -38,7 +40,20 @@ pub fn usage(
         ..Default::default()
     };
     let records = store.usage_list(&filter, None)?;
+    // Days whose calls storage.retention.usageDays rolled up into totals.
+    let days = store.usage_daily_totals(&filter)?;
     if as_json {
+        for d in &days {
+            outln!(
+                "{}",
+                json!({
+                    "day": d.day, "role": d.role, "source": d.source,
+                    "guild": d.guild.map(|g| g.to_string()), "provider": d.provider, "model": d.model,
+                    "pay_per_token": d.pay_per_token, "calls": d.calls, "ok": d.ok, "refused": d.refused,
+                    "tokens_in": d.tokens_in, "tokens_out": d.tokens_out, "latency_ms": d.latency_ms,
+                })
+            )?;
+        }
         for r in &records {
             outln!(
                 "{}",
@@ -52,7 +67,7 @@ pub fn usage(
         }
         return Ok(ExitCode::SUCCESS);
     }
-    if records.is_empty() {
+    if records.is_empty() && days.is_empty() {
         outln!("No model calls since {since}.")?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -66,6 +81,20 @@ pub fn usage(
         "out",
         "ms"
     )?;
+    for d in &days {
+        outln!(
+            "{:<19}  {:<7}  {:<7}  {:<28}  {:>8}  {:>8}  {:>7}  {} calls, {} ok (daily total)",
+            d.day,
+            d.role,
+            d.source,
+            format!("{}:{}", d.provider, d.model),
+            d.tokens_in,
+            d.tokens_out,
+            d.latency_ms / d.calls.max(1),
+            d.calls,
+            d.ok
+        )?;
+    }
     for r in &records {
         let mut line = format!(
             "{:<19}  {:<7}  {:<7}  {:<28}  {:>8}  {:>8}  {:>7}  {}",
@@ -86,11 +115,11 @@ pub fn usage(
     let (tin, tout): (u64, u64) = records
         .iter()
         .map(|r| (r.tokens_in, r.tokens_out))
+        .chain(days.iter().map(|d| (d.tokens_in, d.tokens_out)))
         .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
-    let ok = records.iter().filter(|r| r.outcome == "ok").count();
-    outln!(
-        "{} calls ({ok} ok), {tin} tokens in, {tout} tokens out",
-        records.len()
-    )?;
+    let ok = records.iter().filter(|r| r.outcome == "ok").count() as u64
+        + days.iter().map(|d| d.ok).sum::<u64>();
+    let calls = records.len() as u64 + days.iter().map(|d| d.calls).sum::<u64>();
+    outln!("{calls} calls ({ok} ok), {tin} tokens in, {tout} tokens out")?;
     Ok(ExitCode::SUCCESS)
 }

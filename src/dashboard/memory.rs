@@ -28,6 +28,7 @@ use crate::memory::MemoryError;
 use crate::memory::fact::{Fact, FactKind, Importance, ScopeKind};
 use crate::memory::portable;
 use crate::memory::search::{self, Reader};
+use crate::settings::retention;
 use crate::store::memory::FactFilter;
 use crate::when::ago;
 
@@ -71,6 +72,17 @@ struct View {
     full: bool,
     limit: usize,
     export: String,
+    /// What is kept and how long: the operator's, or the chosen server's.
+    kept: Vec<Kept>,
+}
+
+#[derive(Serialize)]
+struct Kept {
+    name: &'static str,
+    what: &'static str,
+    days: String,
+    /// The server chosen keeps this kind for less than the operator.
+    shorter: bool,
 }
 
 #[derive(Serialize)]
@@ -106,6 +118,22 @@ pub async fn page(
         )
     })
     .await
+}
+
+/// What is kept and for how long: the operator's retention, or with a
+/// server chosen, that server's (never longer; shorter where it asked).
+fn kept(site: &Site, guild: Option<GuildId>) -> Vec<Kept> {
+    let operator = site.settings.global().storage.retention.clone();
+    let here = site.settings.for_guild(guild).storage.retention.clone();
+    retention::KINDS
+        .iter()
+        .map(|d| Kept {
+            name: d.name,
+            what: d.what,
+            days: retention::days_text(here.days(d.kind)),
+            shorter: here.days(d.kind) != operator.days(d.kind),
+        })
+        .collect()
 }
 
 fn view(site: &Site, p: &Params) -> Result<View, Problem> {
@@ -162,6 +190,7 @@ fn view(site: &Site, p: &Params) -> Result<View, Problem> {
             Where::Dms => "dm".into(),
             Where::Guild(g) => g.to_string(),
         },
+        kept: kept(site, guild),
     })
 }
 

@@ -17,6 +17,7 @@ pub(crate) mod diff;
 pub(crate) mod load;
 pub mod paths;
 pub(crate) mod quiet_hours;
+pub mod retention;
 pub(crate) mod role;
 pub(crate) mod schema;
 pub(crate) mod secrets;

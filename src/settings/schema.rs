@@ -236,6 +236,8 @@ pub struct StorageSettings {
     /// process): a person's boundaries and forget-me requests reach the other
     /// processes through it.
     pub shared_dir: String,
+    /// How long each kind of record is kept (see [`RetentionSettings`]).
+    pub retention: RetentionSettings,
 }
 
 impl Default for StorageSettings {
@@ -243,6 +245,44 @@ impl Default for StorageSettings {
         Self {
             data_dir: "./data".into(),
             shared_dir: String::new(),
+            retention: RetentionSettings::default(),
+        }
+    }
+}
+
+/// Days each kind of record is kept before the background sweep removes
+/// it; 0 keeps it forever. A server may set shorter values for itself,
+/// never longer ones (`settings::service`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RetentionSettings {
+    /// People's messages (and the bot's own), text and voice transcripts.
+    /// The facts learned from them stay: memory is the point.
+    pub messages_days: u32,
+    /// The journal: every decision and its reason.
+    pub journal_days: u32,
+    /// Model usage rows; older ones become daily totals per role and model.
+    pub usage_days: u32,
+    /// Who reacted to which message with what.
+    pub reactions_days: u32,
+    /// When each person spoke in a voice channel.
+    pub voice_days: u32,
+    /// Feed items read from discovery sources (a link once shared keeps its address).
+    pub discovery_days: u32,
+    /// The garden's cycle transcripts and its done queue.
+    pub garden_days: u32,
+}
+
+impl Default for RetentionSettings {
+    fn default() -> Self {
+        Self {
+            messages_days: 30,
+            journal_days: 90,
+            usage_days: 90,
+            reactions_days: 30,
+            voice_days: 30,
+            discovery_days: 30,
+            garden_days: 30,
         }
     }
 }

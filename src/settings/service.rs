@@ -19,9 +19,9 @@ use std::sync::{Arc, RwLock};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use super::paths;
 use super::schema::Settings;
 use super::validate::{Problem, defaults_tree, describe, validate};
+use super::{paths, retention};
 use crate::clock::SharedClock;
 use crate::ids::{GuildId, UserId};
 use crate::store::{Store, StoreError};
@@ -59,6 +59,13 @@ const GUILD_SCOPED: &[&str] = &[
     "voice.autoJoinChannelIds",
     "voice.links",
     "garden.proactiveWork",
+    // Only ever shorter than the operator's (see `set_override`).
+    "storage.retention.messagesDays",
+    "storage.retention.journalDays",
+    "storage.retention.usageDays",
+    "storage.retention.reactionsDays",
+    "storage.retention.voiceDays",
+    "storage.retention.gardenDays",
 ];
 
 pub fn is_guild_scoped(path: &str) -> bool {
@@ -80,6 +87,15 @@ pub enum ChangeError {
     OperatorOnly { path: String },
     #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
     Invalid(Vec<Problem>),
+    #[error(
+        "{path}: a server may keep records for less than the operator does, never longer; \
+         the operator keeps them {operator}, so give a number of days up to {most}"
+    )]
+    LongerThanOperator {
+        path: String,
+        operator: String,
+        most: String,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -244,10 +260,14 @@ impl SettingsService {
                 tracing::warn!(%guild, path, "ignoring stored override of an operator setting");
             }
         }
-        let (settings, problems) = validate(&tree);
+        let (mut settings, problems) = validate(&tree);
         for p in &problems {
             tracing::warn!(%guild, problem = %p, "ignoring an invalid stored override");
         }
+        settings.storage.retention = settings
+            .storage
+            .retention
+            .at_most(&global.storage.retention);
         settings
     }
 
@@ -282,15 +302,32 @@ impl SettingsService {
             return Err(ChangeError::Invalid(relevant));
         }
         // Cross-key rules (e.g. garden min ≤ max) can fail on another path than the one set.
-        let (_, all) = validate(&tree);
+        let (typed, all) = validate(&tree);
         if !all.is_empty() {
             return Err(ChangeError::Invalid(all));
         }
+        self.only_shorter(path, &typed)?;
 
         self.store
             .set_guild_override(guild, path, &value, by, self.clock.now())?;
         self.invalidate(guild);
         Ok(value)
+    }
+
+    /// A retention a server sets may only be shorter than the operator's.
+    fn only_shorter(&self, path: &str, theirs: &Settings) -> Result<(), ChangeError> {
+        let Some(d) = retention::kind_of(path) else {
+            return Ok(());
+        };
+        let operator = self.global().storage.retention.days(d.kind);
+        if retention::longer_than_operator(operator, theirs.storage.retention.days(d.kind)) {
+            return Err(ChangeError::LongerThanOperator {
+                path: path.into(),
+                operator: retention::days_text(operator),
+                most: operator.to_string(),
+            });
+        }
+        Ok(())
     }
 
     /// Removes a guild override; returns whether there was one.

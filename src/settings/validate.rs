@@ -514,6 +514,44 @@ fn bot_discord_storage(p: &mut Rules, s: &Settings) {
         60_000,
     );
     p.non_empty("storage.dataDir", &s.storage.data_dir);
+    retention(p, s);
+}
+
+/// `storage.retention.*`: days, 0 for forever; at least what the bot's own
+/// reads of that kind look back over.
+fn retention(p: &mut Rules, s: &Settings) {
+    let r = &s.storage.retention;
+    for d in &super::retention::KINDS {
+        let path = format!("{}{}", super::retention::PREFIX, d.key);
+        let days = r.days(d.kind);
+        let least = match d.kind {
+            // Budgets count the last 24 hours of calls row by row.
+            crate::store::retention::Kind::Usage => 2,
+            // An item is remembered as long as duplicates of it are looked for.
+            crate::store::retention::Kind::Discovery => {
+                s.initiative.discovery.dedupe_hours.div_ceil(24).max(1)
+            }
+            _ => 1,
+        };
+        if days != 0 && !(least..=36_500).contains(&days) {
+            let why = match d.kind {
+                crate::store::retention::Kind::Usage => {
+                    " (budgets count the last 24 hours of calls)".to_string()
+                }
+                crate::store::retention::Kind::Discovery => format!(
+                    " (initiative.discovery.dedupeHours is {}: an item is remembered as long as duplicates are looked for)",
+                    s.initiative.discovery.dedupe_hours
+                ),
+                _ => String::new(),
+            };
+            p.push(
+                path,
+                format!(
+                    "must be 0 (keep forever) or between {least} and 36500 days{why}, got {days}"
+                ),
+            );
+        }
+    }
 }
 
 /// The most origins `discord.attachmentOrigins` may name: a server's files

@@ -207,7 +207,10 @@ impl Store {
         Ok((stored, dupes))
     }
 
-    /// Fresh items from `sources` not yet shared in `guild`, newest first.
+    /// Fresh items from `sources` not yet shared in `guild`, newest first. An
+    /// item is the same as one shared when its address or title key is: a
+    /// feed that lists a link again after its first row was stored long ago
+    /// (or expired, `retention`) gives it a new row, never a second share.
     pub fn feed_candidates(
         &self,
         sources: &[i64],
@@ -225,9 +228,11 @@ impl Store {
             .join(",");
         let conn = self.lock();
         let mut stmt = conn.prepare_cached(&format!(
-            "SELECT id, source_id, url, canonical_url, title, summary, published_at, fetched_at, media FROM feed_items
+            "SELECT id, source_id, url, canonical_url, title, summary, published_at, fetched_at, media FROM feed_items f
              WHERE source_id IN ({ids}) AND COALESCE(published_at, fetched_at) >= ?1
-               AND id NOT IN (SELECT item_id FROM feed_shares WHERE guild_id = ?2)
+               AND NOT EXISTS (SELECT 1 FROM feed_shares s JOIN feed_items shared ON shared.id = s.item_id
+                               WHERE s.guild_id = ?2
+                                 AND (shared.canonical_url = f.canonical_url OR shared.title_key = f.title_key))
              ORDER BY COALESCE(published_at, fetched_at) DESC LIMIT ?3"
         ))?;
         let rows = stmt

@@ -42,6 +42,18 @@ impl Store {
         Ok(n > 0)
     }
 
+    /// The guilds with an override of some key under `prefix` (`"storage.retention."`).
+    pub fn guilds_overriding(&self, prefix: &str) -> Result<Vec<GuildId>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
+            "SELECT DISTINCT guild_id FROM guild_settings WHERE substr(path, 1, length(?1)) = ?1 ORDER BY guild_id",
+        )?;
+        let rows = stmt
+            .query_map([prefix], |r| r.get::<_, i64>(0).map(GuildId::from_sql))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
     /// A guild's overrides, in the order they were first set.
     pub fn guild_overrides(&self, guild: GuildId) -> Result<Vec<(String, Value)>> {
         let conn = self.lock();

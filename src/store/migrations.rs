@@ -568,6 +568,35 @@ pub const MIGRATIONS: &[Migration] = &[
                 WHERE tokens_in + tokens_out > 0;
         "#,
     },
+    Migration {
+        version: 21,
+        name: "retention: usage kept as daily totals once its rows expire; reactions found by server and time",
+        // The retention sweep rolls usage rows older than
+        // storage.retention.usageDays into one row per day, role, source,
+        // server (0: none), provider, model and billing, and removes them
+        // in the same transaction; spend history reads both tables. The
+        // sweep finds each kind's old rows server by server through a
+        // (server, time) index: reactions had none.
+        sql: r#"
+            CREATE TABLE usage_daily (
+                day           TEXT    NOT NULL,   -- YYYY-MM-DD, UTC
+                role          TEXT    NOT NULL,
+                source        TEXT    NOT NULL,
+                guild_id      INTEGER NOT NULL,   -- 0: no server
+                provider      TEXT    NOT NULL,
+                model         TEXT    NOT NULL,
+                pay_per_token INTEGER NOT NULL,
+                calls         INTEGER NOT NULL,   -- rows rolled up, refusals included
+                ok            INTEGER NOT NULL,
+                refused       INTEGER NOT NULL,
+                tokens_in     INTEGER NOT NULL,
+                tokens_out    INTEGER NOT NULL,
+                latency_ms    INTEGER NOT NULL,   -- summed
+                PRIMARY KEY (day, role, source, guild_id, provider, model, pay_per_token)
+            );
+            CREATE INDEX reactions_guild_time ON reactions (guild_id, at);
+        "#,
+    },
 ];
 
 pub fn latest() -> u32 {

@@ -32,6 +32,7 @@ pub mod messages;
 pub mod migrations;
 pub mod partition;
 pub mod people;
+pub mod retention;
 pub mod unanswered;
 pub mod usage;
 pub(crate) mod voice;
@@ -168,6 +169,11 @@ impl Store {
             path.as_deref(),
             migrations::DATA_DIR,
         )?;
+        // A new database gives freed pages back to the disk when asked
+        // (`retention`); before its first table is made is the only time
+        // this can be chosen without rewriting the file, and on a database
+        // that has tables it changes nothing.
+        conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
         write_ahead(&conn)?;
         writers_wait(&mut conn);
         conn.pragma_update(None, "synchronous", "NORMAL")?;

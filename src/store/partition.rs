@@ -88,6 +88,8 @@ pub const TABLES: &[Table] = &[
         renumber: Some("id"),
         ..guild("usage", "guild_id")
     },
+    // Usage rows retention rolled into daily totals (0: no server's).
+    guild("usage_daily", "guild_id"),
     Table {
         renumber: Some("id"),
         refs: &[Ref {

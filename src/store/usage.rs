@@ -77,6 +77,28 @@ pub struct DailyUsage {
     pub tokens_out: u64,
 }
 
+/// One day's usage rows of one role, source, server, provider, model and
+/// billing, rolled up by retention once the rows expired.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DailyTotal {
+    /// `YYYY-MM-DD`, UTC.
+    pub day: String,
+    pub role: String,
+    pub source: String,
+    pub guild: Option<GuildId>,
+    pub provider: String,
+    pub model: String,
+    pub pay_per_token: bool,
+    /// Rows rolled up, refusals included (as `ambient usage` counts records).
+    pub calls: u64,
+    pub ok: u64,
+    pub refused: u64,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    /// Summed over the calls.
+    pub latency_ms: u64,
+}
+
 const COLUMNS: &str = "id, ts, role, source, guild_id, provider, model, pay_per_token, tokens_in, tokens_out, \
                        latency_ms, outcome, detail";
 
@@ -162,14 +184,20 @@ impl Store {
     }
 
     /// Calls and tokens per UTC day and role since `since`, oldest day first:
-    /// one grouped read, however many rows the month holds.
+    /// one grouped read, however many rows the month holds. Days whose rows
+    /// were rolled up by retention are read from their totals.
     pub fn usage_by_day(&self, since: DateTime<Utc>) -> Result<Vec<DailyUsage>> {
         let conn = self.lock();
         let mut stmt = conn.prepare_cached(
-            "SELECT date(ts / 1000, 'unixepoch') AS day, role,
-                    SUM(outcome <> 'refused'), SUM(outcome = 'refused'),
-                    SUM(tokens_in), SUM(tokens_out)
-             FROM usage WHERE ts >= ?1 GROUP BY day, role ORDER BY day, role",
+            "SELECT day, role, SUM(calls), SUM(refused), SUM(tokens_in), SUM(tokens_out) FROM (
+                 SELECT date(ts / 1000, 'unixepoch') AS day, role,
+                        outcome <> 'refused' AS calls, outcome = 'refused' AS refused,
+                        tokens_in, tokens_out
+                 FROM usage WHERE ts >= ?1
+                 UNION ALL
+                 SELECT day, role, calls - refused, refused, tokens_in, tokens_out
+                 FROM usage_daily WHERE day >= date(?1 / 1000, 'unixepoch')
+             ) GROUP BY day, role ORDER BY day, role",
         )?;
         let rows = stmt
             .query_map([to_ms(since)], |r| {
@@ -180,6 +208,55 @@ impl Store {
                     refused: r.get::<_, i64>(3)? as u64,
                     tokens_in: r.get::<_, i64>(4)? as u64,
                     tokens_out: r.get::<_, i64>(5)? as u64,
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    /// The daily totals of rows retention rolled up (`storage.retention.usageDays`)
+    /// matching `f`'s time, roles, sources, server, billing and provider,
+    /// oldest day first. A day counts when it begins at or after `f.since`
+    /// (and before `f.until`); an outcome filter matches none, as the
+    /// totals keep only how many calls were ok or refused.
+    pub fn usage_daily_totals(&self, f: &UsageFilter) -> Result<Vec<DailyTotal>> {
+        if f.outcome.is_some() {
+            return Ok(Vec::new());
+        }
+        let day_ms = "CAST(strftime('%s', day) AS INTEGER) * 1000";
+        let mut c = Conditions::default();
+        c.cmp(day_ms, ">=", f.since.map(to_ms))
+            .cmp(day_ms, "<", f.until.map(to_ms))
+            .cmp("guild_id", "=", f.guild.map(GuildId::to_sql))
+            .cmp("pay_per_token", "=", f.pay_per_token)
+            .cmp("provider", "=", f.provider.clone())
+            .any_of("role", &f.roles)
+            .any_of("source", &f.sources);
+        let (filter, args) = c.finish();
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT day, role, source, guild_id, provider, model, pay_per_token,
+                    calls, ok, refused, tokens_in, tokens_out, latency_ms
+             FROM usage_daily{filter} ORDER BY day, role, source, guild_id, provider, model"
+        ))?;
+        let rows = stmt
+            .query_map(params_from_iter(args), |r| {
+                Ok(DailyTotal {
+                    day: r.get(0)?,
+                    role: r.get(1)?,
+                    source: r.get(2)?,
+                    guild: Some(r.get::<_, i64>(3)?)
+                        .filter(|g| *g != 0)
+                        .map(GuildId::from_sql),
+                    provider: r.get(4)?,
+                    model: r.get(5)?,
+                    pay_per_token: r.get(6)?,
+                    calls: r.get::<_, i64>(7)? as u64,
+                    ok: r.get::<_, i64>(8)? as u64,
+                    refused: r.get::<_, i64>(9)? as u64,
+                    tokens_in: r.get::<_, i64>(10)? as u64,
+                    tokens_out: r.get::<_, i64>(11)? as u64,
+                    latency_ms: r.get::<_, i64>(12)? as u64,
                 })
             })?
             .collect::<rusqlite::Result<_>>()?;

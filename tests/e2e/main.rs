@@ -50,6 +50,7 @@ mod replay_page;
 mod replay_report;
 mod replay_speed;
 mod reply_path;
+mod retention;
 mod secrets;
 mod sends;
 mod serve_signals;

@@ -1,0 +1,178 @@
+//! Upkeep: the store kept to what the retention settings allow, and small.
+//!
+//! Once soon after start and then every hour, one pass: the retention sweep
+//! (`store::retention`) removes every kind of record older than the
+//! operator's `storage.retention.*` — or a server's own shorter values —
+//! in short transactions; the pages they held go back to the disk a few at
+//! a time; and the write-ahead log is checkpointed and emptied when no one
+//! is reading it. A pass that removed something says so in the journal,
+//! with counts per kind; a quiet one leaves no line.
+//!
+//! The pass runs on a blocking thread (SQLite work is synchronous) and
+//! stops between two batches when the bot stops.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::clock::SharedClock;
+use crate::journal::{Entry, Journal, Kind};
+use crate::settings::SettingsService;
+use crate::settings::retention::PREFIX;
+use crate::store::retention::{Pace, Policy, Swept};
+use crate::store::{Store, StoreError};
+
+/// The first pass, this long after start: soon, but after the start's own
+/// burst of work (backfill, the first ticks).
+pub const FIRST_AFTER: Duration = Duration::from_secs(60);
+
+/// Then one pass this often.
+pub const EVERY: Duration = Duration::from_secs(60 * 60);
+
+/// Pages given back per step of the vacuum (4 MiB of 4 KiB pages).
+const VACUUM_STEP_PAGES: u32 = 1024;
+
+pub struct Upkeep {
+    store: Store,
+    settings: Arc<SettingsService>,
+    journal: Journal,
+    clock: SharedClock,
+    pace: Pace,
+}
+
+/// What one pass did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Pass {
+    pub swept: Swept,
+    /// Pages returned to the disk.
+    pub pages_returned: u64,
+    /// The write-ahead log was emptied (false: a reader held it).
+    pub log_emptied: bool,
+}
+
+impl Upkeep {
+    pub fn new(
+        store: Store,
+        settings: Arc<SettingsService>,
+        journal: Journal,
+        clock: SharedClock,
+    ) -> Self {
+        Self {
+            store,
+            settings,
+            journal,
+            clock,
+            pace: Pace::default(),
+        }
+    }
+
+    /// What the sweep applies now: the operator's retention, and each
+    /// server's that set its own (already no longer than the operator's).
+    pub fn policy(&self) -> Result<Policy, StoreError> {
+        let mut policy = Policy {
+            operator: self.settings.global().storage.retention.keep(),
+            ..Default::default()
+        };
+        for guild in self.store.guilds_overriding(PREFIX)? {
+            let theirs = self
+                .settings
+                .for_guild(Some(guild))
+                .storage
+                .retention
+                .keep();
+            policy.guilds.insert(guild, theirs);
+        }
+        Ok(policy)
+    }
+
+    /// One pass, on the calling thread; `go_on` is asked between batches.
+    pub fn pass(&self, go_on: &dyn Fn() -> bool) -> Result<Pass, StoreError> {
+        let policy = self.policy()?;
+        let swept = self
+            .store
+            .sweep(&policy, self.clock.now(), self.pace, go_on)?;
+        let pages_returned =
+            self.store
+                .give_back_space(VACUUM_STEP_PAGES, self.pace.rest, go_on)?;
+        let log_emptied = self.store.checkpoint()?;
+        if swept.total() > 0 {
+            self.journal.record(
+                Entry::new(
+                    Kind::System,
+                    format!("retention: removed {}", swept.describe(&policy)),
+                )
+                .reason(self.reason(&swept, pages_returned, log_emptied)),
+            );
+        }
+        Ok(Pass {
+            swept,
+            pages_returned,
+            log_emptied,
+        })
+    }
+
+    fn reason(&self, swept: &Swept, pages_returned: u64, log_emptied: bool) -> String {
+        let mut parts = vec!["storage.retention.* (0 keeps a kind forever)".to_string()];
+        if swept.stopped {
+            parts.push("stopped with the bot; the rest goes next time".into());
+        }
+        if let Ok(space) = self.store.space() {
+            if space.gives_back {
+                parts.push(format!(
+                    "{} KiB given back to the disk, the database is {} KiB",
+                    pages_returned * space.page_size / 1024,
+                    space.bytes / 1024
+                ));
+            } else {
+                parts.push(
+                    "freed space is reused by new rows (a database made before incremental vacuum)"
+                        .into(),
+                );
+            }
+        }
+        if !log_emptied {
+            parts.push("the write-ahead log was in use and is emptied next time".into());
+        }
+        parts.join("; ")
+    }
+
+    /// Passes until `shutdown`: the first after [`FIRST_AFTER`], then every [`EVERY`].
+    pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
+        let stopping = Arc::new(AtomicBool::new(false));
+        let mut wait = FIRST_AFTER;
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = shutdown.changed() => return,
+            }
+            wait = EVERY;
+            let (me, stop) = (self.clone(), stopping.clone());
+            let work =
+                tokio::task::spawn_blocking(move || me.pass(&|| !stop.load(Ordering::Relaxed)));
+            tokio::pin!(work);
+            let done = tokio::select! {
+                done = &mut work => done,
+                _ = shutdown.changed() => {
+                    // Ends at the next batch; what was removed stays removed.
+                    stopping.store(true, Ordering::Relaxed);
+                    // Harmless: the bot is stopping; a failure of the pass's
+                    // last batch is found again by the next start's pass.
+                    let _ = work.await;
+                    return;
+                }
+            };
+            match done {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => {
+                    self.journal.record(
+                        Entry::new(Kind::Error, "retention sweep failed")
+                            .reason(format!("{e}; tried again in an hour")),
+                    );
+                }
+                Err(e) => tracing::error!(error = %e, "the retention sweep panicked"),
+            }
+        }
+    }
+}
