@@ -236,6 +236,8 @@ pub struct StorageSettings {
     /// process): a person's boundaries and forget-me requests reach the other
     /// processes through it.
     pub shared_dir: String,
+    /// How long each kind of record is kept.
+    pub retention: RetentionSettings,
 }
 
 impl Default for StorageSettings {
@@ -243,6 +245,26 @@ impl Default for StorageSettings {
         Self {
             data_dir: "./data".into(),
             shared_dir: String::new(),
+            retention: RetentionSettings::default(),
+        }
+    }
+}
+
+/// How long the store keeps what it keeps. The operator's alone: a server
+/// cannot lengthen what the operator set.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RetentionSettings {
+    /// Days a server's data is kept after it removed the bot (kicked,
+    /// banned or left; not an outage), in case it invites the bot back;
+    /// then it is removed as `ambient guild remove` does. 0: at once.
+    pub departed_guild_days: u32,
+}
+
+impl Default for RetentionSettings {
+    fn default() -> Self {
+        Self {
+            departed_guild_days: 30,
         }
     }
 }
