@@ -15,7 +15,7 @@
 //! start: a server that invited the bot back while it was down says so only
 //! then, and must not lose its data to a sweep that ran first.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -38,9 +38,47 @@ pub struct Departures {
     app: Arc<App>,
     /// This process's shards; None: every shard.
     plan: Option<Shards>,
-    /// The shards READY since the start, with the total they were told.
-    ready: Mutex<HashMap<u32, u32>>,
+    heard: Mutex<Heard>,
     wake: Notify,
+}
+
+/// What Discord has said since the start: which shards were READY, and
+/// which servers the bot is in.
+#[derive(Default)]
+struct Heard {
+    /// Shard id → the total it was told.
+    ready: HashMap<u32, u32>,
+    /// Named by READY or a GUILD_CREATE and not removed since: never swept,
+    /// even if cancelling their departure in the store failed.
+    present: HashSet<GuildId>,
+}
+
+impl Heard {
+    fn ready(&mut self, shard: Option<(u32, u32)>, guilds: &[GuildId]) {
+        let (id, total) = shard.unwrap_or((0, 1));
+        self.ready.insert(id, total);
+        self.present.extend(guilds.iter().copied());
+    }
+
+    /// A GUILD_CREATE named `guild`; `false`: a GUILD_DELETE removed it.
+    fn named(&mut self, guild: GuildId, present: bool) {
+        if present {
+            self.present.insert(guild);
+        } else {
+            self.present.remove(&guild);
+        }
+    }
+
+    /// Whether a departure of `guild` may be carried out: its shard was
+    /// READY since the start (READY would have named it, had it invited the
+    /// bot back meanwhile), and nothing has named it since it left.
+    fn may_remove(&self, guild: GuildId) -> bool {
+        !self.present.contains(&guild)
+            && self
+                .ready
+                .iter()
+                .any(|(id, total)| shard_of(guild, *total) == *id)
+    }
 }
 
 impl Departures {
@@ -48,7 +86,7 @@ impl Departures {
         Arc::new(Self {
             app,
             plan,
-            ready: Mutex::new(HashMap::new()),
+            heard: Mutex::new(Heard::default()),
             wake: Notify::new(),
         })
     }
@@ -69,6 +107,7 @@ impl Departures {
             tracing::info!(%guild, "a server is unavailable (a Discord outage); nothing changes");
             return;
         }
+        lock(&self.heard).named(guild, false);
         let now = self.app.clock.now();
         match self.app.store.record_departure(guild, now) {
             Ok(true) => {}
@@ -108,6 +147,7 @@ impl Departures {
 
     /// A GUILD_CREATE: the bot is in `guild`, so a departure of it is cancelled.
     pub fn created(&self, guild: GuildId) {
+        lock(&self.heard).named(guild, true);
         self.back(guild, "its GUILD_CREATE");
     }
 
@@ -115,16 +155,16 @@ impl Departures {
     /// are not departed (invited back while the bot was down), and the
     /// shard's departures may be removed from now on.
     pub fn ready(&self, shard: Option<(u32, u32)>, guilds: &[GuildId]) {
-        for g in guilds {
-            if self.admits(*g) {
-                self.back(*g, "READY lists it");
+        // Read once: a shard may list thousands, and few if any departed.
+        match self.app.store.departures() {
+            Ok(departed) => {
+                for d in departed.iter().filter(|d| guilds.contains(&d.guild)) {
+                    self.back(d.guild, "READY lists it");
+                }
             }
+            Err(e) => tracing::warn!(error = %e, "cannot read the departed servers at READY"),
         }
-        let (id, total) = shard.unwrap_or((0, 1));
-        self.ready
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id, total);
+        lock(&self.heard).ready(shard, guilds);
         self.wake.notify_one();
     }
 
@@ -162,15 +202,6 @@ impl Departures {
         super::shards::admits(self.plan.as_ref(), Some(guild))
     }
 
-    /// Whether `guild`'s shard has been READY since the start (and so
-    /// would have named it, had it invited the bot back meanwhile).
-    fn heard(&self, guild: GuildId) -> bool {
-        let ready = self.ready.lock().unwrap_or_else(|p| p.into_inner());
-        ready
-            .iter()
-            .any(|(id, total)| shard_of(guild, *total) == *id)
-    }
-
     /// Removes the data of every departure of this process's servers whose
     /// grace has passed.
     pub async fn sweep(&self) {
@@ -184,10 +215,10 @@ impl Departures {
         let days = self.grace_days();
         let due_by = self.app.clock.now() - chrono::Duration::days(i64::from(days));
         for d in departures {
-            if d.at > due_by || !self.admits(d.guild) || !self.heard(d.guild) {
-                continue;
+            let mine = self.admits(d.guild) && lock(&self.heard).may_remove(d.guild);
+            if d.at <= due_by && mine {
+                self.remove(d, due_by, days).await;
             }
-            self.remove(d, due_by, days).await;
         }
     }
 
@@ -198,25 +229,29 @@ impl Departures {
         let guild = d.guild;
         let removed = tokio::task::spawn_blocking(move || {
             let rows = store.remove_departed(guild, due_by)?;
-            if rows.is_some() {
-                guild_io::remove_state_folders(&dir, guild)?;
-            }
-            Ok::<_, guild_io::GuildIoError>(rows)
+            // The rows and the departure are gone: a folder left behind is
+            // said, for the operator to delete, and not tried again.
+            let folders = rows
+                .as_ref()
+                .and_then(|_| guild_io::remove_state_folders(&dir, guild).err());
+            Ok::<_, guild_io::GuildIoError>(rows.map(|r| (r, folders)))
         })
         .await;
+        let deleted = format!(
+            "deleted the data of {}, which removed the bot on {}",
+            d.shown(),
+            d.at.format("%Y-%m-%d")
+        );
+        let after = format!("after storage.retention.departedGuildDays ({days})");
         let entry = match removed {
             // Invited back since it was read: nothing went.
             Ok(Ok(None)) => return,
-            Ok(Ok(Some(rows))) => Entry::new(
-                Kind::System,
-                format!(
-                    "deleted the data of {}, which removed the bot on {}",
-                    d.shown(),
-                    d.at.format("%Y-%m-%d")
-                ),
-            )
-            .reason(format!(
-                "{} and its state folders, after storage.retention.departedGuildDays ({days})",
+            Ok(Ok(Some((rows, None)))) => Entry::new(Kind::System, deleted).reason(format!(
+                "{} and its state folders, {after}",
+                guild_io::describe(&rows)
+            )),
+            Ok(Ok(Some((rows, Some(e))))) => Entry::new(Kind::Error, deleted).reason(format!(
+                "{}, {after}; but not all its state folders: {e} — delete them by hand",
                 guild_io::describe(&rows)
             )),
             Ok(Err(e)) => Entry::new(
@@ -252,5 +287,39 @@ impl Departures {
                 _ = shutdown.changed() => return,
             }
         }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Guild 7 is on shard 0 of 2, guild 1 << 22 on shard 1 of 2.
+    const ZERO: GuildId = GuildId(7);
+    const ONE: GuildId = GuildId(1 << 22);
+
+    #[test]
+    fn a_departure_waits_for_its_shards_ready_and_not_one_that_named_it() {
+        let mut heard = Heard::default();
+        assert!(!heard.may_remove(ZERO), "nothing heard since the start");
+        heard.ready(Some((0, 2)), &[]);
+        assert!(heard.may_remove(ZERO));
+        assert!(!heard.may_remove(ONE), "shard 1 has not been READY");
+        heard.ready(Some((1, 2)), &[ONE]);
+        assert!(!heard.may_remove(ONE), "READY named it: it is back");
+        heard.named(ONE, false);
+        assert!(heard.may_remove(ONE), "removed again since");
+        heard.named(ONE, true);
+        assert!(!heard.may_remove(ONE), "invited back by a GUILD_CREATE");
+        let mut alone = Heard::default();
+        alone.ready(None, &[]);
+        assert!(
+            alone.may_remove(ONE),
+            "one shard of one serves every server"
+        );
     }
 }

@@ -236,19 +236,20 @@ fn a_server_gone_longer_than_the_grace_loses_every_row_and_one_gone_less_keeps_a
     backdate(&bot.home.data_dir(), gone, 31);
     backdate(&bot.home.data_dir(), kept, 29);
     bot.relaunch(&[], LOG);
-    wait_gone(&bot, gone);
-    assert!(!state_dir(&bot.home.data_dir(), gone).exists());
-    let deleted = journal_says(&bot, &format!("deleted the data of Server 0 ({gone})"));
-    assert_eq!(deleted.len(), 1, "{deleted:?}");
+    let said = format!("deleted the data of Server 0 ({gone})");
+    let deleted = bot.wait_entry(Kind::System, |e| e.summary.starts_with(&said));
     assert!(
-        deleted[0].reason.contains("messages 2") && deleted[0].reason.contains("facts 1"),
+        deleted.reason.contains("messages 2") && deleted.reason.contains("facts 1"),
         "{}",
-        deleted[0].reason
+        deleted.reason
     );
     assert_eq!(
-        deleted[0].guild, None,
+        deleted.guild, None,
         "the line outlives the server's journal"
     );
+    assert_eq!(journal_says(&bot, &said).len(), 1);
+    wait_gone(&bot, gone);
+    assert!(!state_dir(&bot.home.data_dir(), gone).exists());
     // The sweep that removed one looked at the other, and kept it whole.
     kept_before.all_kept_in(&rows(&bot.home.data_dir(), kept), true);
     assert!(
