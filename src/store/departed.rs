@@ -37,6 +37,12 @@ impl Departure {
     }
 }
 
+/// A WHERE term keeping the rows of no server or of one the bot is still
+/// in: a departed server's due tasks, schedules and garden work wait (for
+/// its return, or go with its data).
+pub const STILL_THERE: &str =
+    "(guild_id IS NULL OR guild_id NOT IN (SELECT guild_id FROM departed_guilds))";
+
 /// The day (UTC) the data of a server that removed the bot at `at` goes,
 /// after `days` of grace: as the journal and `ambient status` say it.
 pub fn removal_date(at: DateTime<Utc>, days: u32) -> String {
@@ -213,6 +219,57 @@ mod tests {
         assert_eq!(known(&s), vec![8]);
         s.cancel_departure(GuildId(7)).unwrap();
         assert_eq!(known(&s), vec![7, 8]);
+    }
+
+    #[test]
+    fn a_departed_servers_tasks_schedules_and_garden_work_wait_for_its_return() {
+        let s = store();
+        s.lock()
+            .execute_batch(
+                "INSERT INTO tasks (id, guild_id, text, due_at, created_by, created_at)
+                     VALUES ('t7', 7, 'remind', 0, 'model', 0), ('t8', 8, 'remind', 0, 'model', 0),
+                            ('dm', NULL, 'remind', 0, 'model', 0);
+                 INSERT INTO schedules (id, guild_id, name, cron, action, created_by, created_at)
+                     VALUES ('s7', 7, 'daily', '0 9 * * *', 'say hi', 'model', 0),
+                            ('s8', 8, 'daily', '0 9 * * *', 'say hi', 'model', 0);
+                 INSERT INTO garden_queue (id, guild_id, scheduled_for, context, priority, created_by, created_at)
+                     VALUES ('q7', 7, 0, 'tidy', 'high', 'garden', 0), ('q8', 8, 0, 'tidy', 'low', 'garden', 0),
+                            ('qall', NULL, 0, 'tidy', 'low', 'garden', 0);",
+            )
+            .unwrap();
+        s.record_departure(GuildId(7), at(0)).unwrap();
+        let mut tasks: Vec<String> = s
+            .claim_due_tasks(at(1))
+            .unwrap()
+            .into_iter()
+            .map(|t| t.id)
+            .collect();
+        tasks.sort();
+        assert_eq!(tasks, vec!["dm", "t8"]);
+        let schedules: Vec<String> = s
+            .schedules(None)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.id)
+            .collect();
+        assert_eq!(schedules, vec!["s8"]);
+        assert_eq!(
+            s.schedules(Some(GuildId(7))).unwrap().len(),
+            1,
+            "asked by name, still there"
+        );
+        let queue: Vec<String> = s.queue_open().unwrap().into_iter().map(|q| q.id).collect();
+        assert_eq!(queue, vec!["q8", "qall"]);
+        s.cancel_departure(GuildId(7)).unwrap();
+        let tasks: Vec<String> = s
+            .claim_due_tasks(at(1))
+            .unwrap()
+            .into_iter()
+            .map(|t| t.id)
+            .collect();
+        assert_eq!(tasks, vec!["t7"], "due once the server is back");
+        assert_eq!(s.schedules(None).unwrap().len(), 2);
+        assert_eq!(s.queue_open().unwrap()[0].id, "q7");
     }
 
     #[test]
