@@ -17,11 +17,8 @@ use crate::ids::GuildId;
 use crate::reflexes::state::{MAX_FILE_BYTES, StateDir};
 use crate::settings::shards::shard_of;
 use crate::store::Store;
-use crate::store::guild_io::{self, GuildFile};
+use crate::store::guild_io::{self, FOLDERS, GuildFile, state_folder as folder};
 use crate::store::lock::DataLock;
-
-/// The state folders a server has, under `<dataDir>/state/`.
-const FOLDERS: [&str; 2] = ["guilds", "reflexes"];
 
 /// At most this many state files, and bytes of them, go with one server.
 const MAX_FILES: usize = 10_000;
@@ -33,10 +30,6 @@ fn open(settings: Option<&Path>) -> anyhow::Result<(crate::settings::Settings, S
     let store =
         Store::open(&dir).with_context(|| format!("cannot open the store in {}", dir.display()))?;
     Ok((loaded.settings, store))
-}
-
-fn folder(data_dir: &Path, name: &str, guild: GuildId) -> PathBuf {
-    data_dir.join("state").join(name).join(guild.to_string())
 }
 
 pub fn export(settings: Option<&Path>, guild: &str) -> anyhow::Result<ExitCode> {
@@ -325,14 +318,9 @@ pub fn remove(settings: Option<&Path>, guild: &str, yes: bool) -> anyhow::Result
         )?;
         return Ok(ExitCode::FAILURE);
     }
+    // The same two steps as a departed server's removal (`discord::departed`).
     store.remove_guild(guild)?;
-    for name in FOLDERS {
-        let dir = folder(&data_dir, name, guild);
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir)
-                .with_context(|| format!("cannot remove {}", dir.display()))?;
-        }
-    }
+    guild_io::remove_state_folders(&data_dir, guild)?;
     outln!("Removed server {guild}: {what}.")?;
     Ok(ExitCode::SUCCESS)
 }

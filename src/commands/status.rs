@@ -151,9 +151,38 @@ pub fn widget(src: &Sources<'_>, guild: Option<GuildId>) -> Vec<String> {
                 lines.push(format!("server {name} ({g}):"));
                 lines.extend(initiative_lines(src, g));
             }
+            lines.extend(departed_lines(src));
         }
     }
     lines
+}
+
+/// The servers that removed the bot, and when their data goes.
+fn departed_lines(src: &Sources<'_>) -> Vec<String> {
+    let days = src.settings.global().storage.retention.departed_guild_days;
+    let departures = match src.store.departures() {
+        Ok(d) => d,
+        Err(e) => return vec![format!("departed servers: ? (store read failed: {e})")],
+    };
+    departures
+        .iter()
+        .map(|d| {
+            let due = d.at + chrono::Duration::days(i64::from(days));
+            let when = if due > src.now {
+                format!(
+                    "its data will be deleted on {} unless ambient is invited back",
+                    crate::store::departed::removal_date(d.at, days)
+                )
+            } else {
+                "its data is deleted once the running bot has heard from Discord".into()
+            };
+            format!(
+                "server {} removed the bot on {}; {when}",
+                d.shown(),
+                d.at.format("%Y-%m-%d")
+            )
+        })
+        .collect()
 }
 
 /// The widget as one Discord message: cut at a line, never past 2,000 characters.

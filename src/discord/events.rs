@@ -28,6 +28,8 @@ pub struct Events {
     pub settler: super::startup_pages::Settler,
     /// The slash commands, handed Ready and interactions (`super::shards::Commands`).
     pub commands: super::shards::Commands,
+    /// Servers that removed the bot, and the sweep of their data (`super::departed`).
+    pub departures: Arc<super::departed::Departures>,
 }
 
 impl Events {
@@ -134,6 +136,7 @@ impl RawEventHandler for Events {
             Event::ReactionAdd(e) => self.reaction_add(&ctx, e.reaction),
             Event::ReactionRemove(e) => self.reaction_remove(e.reaction),
             Event::GuildCreate(e) => self.guild_create(&ctx, e.guild).await,
+            Event::GuildDelete(e) => self.guild_delete(e.guild),
             Event::GuildMemberAdd(e) => self.guild_member_addition(e.member),
             Event::ChannelDelete(e) => self.channel_delete(e.channel),
             Event::VoiceStateUpdate(e) => self.voice_state_update(&ctx, e.voice_state).await,
@@ -156,7 +159,19 @@ impl Events {
                 ready.guilds.len()
             )),
         );
+        let listed: Vec<GuildId> = ready.guilds.iter().map(|g| GuildId(g.id.get())).collect();
+        let shard = ready.shard.map(|s| (s.id.0, s.total));
+        self.departures.ready(shard, &listed);
         self.commands.ready(ctx, &ready).await;
+    }
+
+    /// Removed from a server (no `unavailable`), or an outage (`unavailable: true`).
+    fn guild_delete(&self, guild: serenity::all::UnavailableGuild) {
+        if self.foreign(Some(guild.id)) {
+            return;
+        }
+        self.departures
+            .deleted(GuildId(guild.id.get()), guild.unavailable);
     }
 
     async fn interaction_create(&self, ctx: Context, interaction: Interaction) {
@@ -207,6 +222,7 @@ impl Events {
         if let Err(e) = result {
             tracing::warn!(guild = %g, error = %e, "could not record guild and channel names");
         }
+        self.departures.created(g);
         self.catch_up(ctx, g, &guild);
         self.app.discovery.poke();
         // People already in voice when the bot arrives (for voice.autoJoin).

@@ -19,6 +19,7 @@
 mod backfill;
 mod commands;
 pub(crate) mod convert;
+mod departed;
 mod events;
 pub(crate) mod ratelimit;
 mod reconnect;
@@ -125,6 +126,7 @@ struct Prepared {
     gate: Arc<reconnect::Gate>,
     settler: startup_pages::Settler,
     plan: Option<crate::settings::shards::Shards>,
+    departures: Arc<departed::Departures>,
 }
 
 /// Takes the data directory, logs in, builds the app and the client.
@@ -155,6 +157,7 @@ async fn prepare(parts: Parts, token: &str) -> anyhow::Result<Prepared> {
     let songbird = voice::songbird();
     let gate = Arc::new(reconnect::Gate::default());
     let settler = startup_pages::Settler::default();
+    let departures = departed::Departures::new(app.clone(), plan);
     let discord = ClientBuilder::new_with_http(http(token, &settings, client), intents(&settings))
         .voice_manager_arc(songbird.clone())
         .raw_event_handler(events::Events {
@@ -164,6 +167,7 @@ async fn prepare(parts: Parts, token: &str) -> anyhow::Result<Prepared> {
             plan,
             settler: settler.clone(),
             commands: commands.clone(),
+            departures: departures.clone(),
         })
         .await
         .context("cannot set up the Discord client")?;
@@ -185,6 +189,7 @@ async fn prepare(parts: Parts, token: &str) -> anyhow::Result<Prepared> {
         gate,
         settler,
         plan,
+        departures,
     })
 }
 
@@ -202,6 +207,7 @@ async fn serve(
         gate,
         settler,
         plan,
+        departures,
     } = p;
     let mut refusals =
         refusals::Watch::new(app.journal.clone(), client.shard_manager.clone(), plan)
@@ -215,6 +221,7 @@ async fn serve(
     let live = app.live.clone();
     live.hold_command_line(watching.command_line.clone());
     running.spawn(move |shutdown| live.run(shutdown, watching));
+    running.spawn(move |shutdown| departures.run(shutdown));
     tracing::info!("this process runs {}", shards::describe(plan.as_ref()));
     let settling = settler.spawn();
     let door = gate.spawn(client.ws_url.clone()).await;

@@ -271,6 +271,11 @@ pub struct RetentionSettings {
     pub discovery_days: u32,
     /// The garden's cycle transcripts and its done queue.
     pub garden_days: u32,
+    /// Days a server's data is kept after it removed the bot (kicked,
+    /// banned or left; not an outage), in case it invites the bot back;
+    /// then it is removed as `ambient guild remove` does. 0: at once.
+    /// The operator's alone.
+    pub departed_guild_days: u32,
 }
 
 impl Default for RetentionSettings {
@@ -283,6 +288,7 @@ impl Default for RetentionSettings {
             voice_days: 30,
             discovery_days: 30,
             garden_days: 30,
+            departed_guild_days: 30,
         }
     }
 }

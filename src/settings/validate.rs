@@ -514,6 +514,13 @@ fn bot_discord_storage(p: &mut Rules, s: &Settings) {
         60_000,
     );
     p.non_empty("storage.dataDir", &s.storage.data_dir);
+    // Ten years: past it a "grace period" is keeping the data for good.
+    p.range(
+        "storage.retention.departedGuildDays",
+        s.storage.retention.departed_guild_days,
+        0,
+        3650,
+    );
     retention(p, s);
 }
 
@@ -1434,6 +1441,18 @@ mod tests {
             problems(json!({"initiative": {"text": {"eagerness": 150}}})),
             vec!["initiative.text.eagerness: must be between 0 and 100, got 150"]
         );
+    }
+
+    #[test]
+    fn a_departed_servers_grace_is_zero_to_ten_years_of_days() {
+        let days = |v: Value| problems(json!({"storage": {"retention": {"departedGuildDays": v}}}));
+        assert!(days(json!(0)).is_empty(), "0: removed at once");
+        assert!(days(json!(3650)).is_empty());
+        assert_eq!(
+            days(json!(3651)),
+            vec!["storage.retention.departedGuildDays: must be between 0 and 3650, got 3651"]
+        );
+        assert_eq!(days(json!(-1)).len(), 1, "{:?}", days(json!(-1)));
     }
 
     #[test]

@@ -55,10 +55,15 @@ impl Store {
             .optional()?)
     }
 
-    /// Every guild the bot has seen, by id.
+    /// Every guild the bot has seen and is still in, by id: a server that
+    /// removed the bot (`departed`) gets no ticks, garden or feeds while
+    /// its data waits out the grace period.
     pub fn known_guilds(&self) -> Result<Vec<(GuildId, String)>> {
         let conn = self.lock();
-        let mut stmt = conn.prepare_cached("SELECT id, name FROM guilds ORDER BY id")?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, name FROM guilds
+             WHERE id NOT IN (SELECT guild_id FROM departed_guilds) ORDER BY id",
+        )?;
         let rows = stmt
             .query_map([], |r| Ok((GuildId::from_sql(r.get(0)?), r.get(1)?)))?
             .collect::<rusqlite::Result<_>>()?;

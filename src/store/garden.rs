@@ -310,8 +310,9 @@ impl Store {
     pub fn queue_open(&self) -> Result<Vec<QueueItem>> {
         let conn = self.lock();
         let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {QUEUE} FROM garden_queue WHERE done_at IS NULL
-             ORDER BY CASE priority WHEN 'high' THEN 0 WHEN 'normal' THEN 1 ELSE 2 END, scheduled_for"
+            "SELECT {QUEUE} FROM garden_queue WHERE done_at IS NULL AND {}
+             ORDER BY CASE priority WHEN 'high' THEN 0 WHEN 'normal' THEN 1 ELSE 2 END, scheduled_for",
+            super::departed::STILL_THERE
         ))?;
         let rows = stmt
             .query_map([], queue_row)?

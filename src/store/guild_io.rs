@@ -19,6 +19,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use rusqlite::types::{Value as Sql, ValueRef};
 use rusqlite::{Connection, params_from_iter};
@@ -35,6 +36,30 @@ use crate::ids::GuildId;
 
 pub const FORMAT: &str = "ambient-guild";
 pub const VERSION: u32 = 1;
+
+/// The state folders a server has, under `<dataDir>/state/`: what its
+/// reflexes keep (`guilds`) and the reflexes written for it (`reflexes`).
+pub const FOLDERS: [&str; 2] = ["guilds", "reflexes"];
+
+/// `<dataDir>/state/<name>/<guild>`, one of the server's [`FOLDERS`].
+pub fn state_folder(data_dir: &Path, name: &str, guild: GuildId) -> PathBuf {
+    data_dir.join("state").join(name).join(guild.to_string())
+}
+
+/// Deletes the server's state folders, the half of removing a server that
+/// is not rows ([`Store::remove_guild`] is the other).
+pub fn remove_state_folders(data_dir: &Path, guild: GuildId) -> Res<()> {
+    for name in FOLDERS {
+        let dir = state_folder(data_dir, name, guild);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(|source| GuildIoError::Folder {
+                path: dir.clone(),
+                source,
+            })?;
+        }
+    }
+    Ok(())
+}
 
 /// Rows of one table, as exported: column → value.
 pub type Row = Map<String, Value>;
@@ -102,6 +127,11 @@ pub enum GuildIoError {
     },
     #[error("{at}: cannot store it here: {source}")]
     Insert { at: String, source: rusqlite::Error },
+    #[error("cannot remove {}: {source}", path.display())]
+    Folder {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 impl From<rusqlite::Error> for GuildIoError {
@@ -191,10 +221,7 @@ impl Store {
     pub fn remove_guild(&self, guild: GuildId) -> Res<Counts> {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
-        let removed = delete_rows(&tx, guild)?;
-        // As forget-me does: merged, the full-text index keeps no segment
-        // with the removed facts' words (secure_delete zeroes what is freed).
-        tx.execute("INSERT INTO facts_fts (facts_fts) VALUES ('optimize')", [])?;
+        let removed = remove_in(&tx, guild)?;
         tx.commit()?;
         Ok(removed)
     }
@@ -380,6 +407,16 @@ fn own_counts(conn: &Connection, guild: GuildId) -> Res<Counts> {
         }
     }
     Ok(out)
+}
+
+/// [`Store::remove_guild`] inside the caller's transaction (a departed
+/// server's removal checks, in the same one, that it is still departed).
+pub(super) fn remove_in(tx: &rusqlite::Transaction<'_>, guild: GuildId) -> Res<Counts> {
+    let removed = delete_rows(tx, guild)?;
+    // As forget-me does: merged, the full-text index keeps no segment
+    // with the removed facts' words (secure_delete zeroes what is freed).
+    tx.execute("INSERT INTO facts_fts (facts_fts) VALUES ('optimize')", [])?;
+    Ok(removed)
 }
 
 /// Deletes the guild's own rows; a row that names another goes first.

@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{OptionalExtension, Row, params};
 
+use super::departed::STILL_THERE;
 use super::{Result, Store, from_ms, to_ms};
 use crate::ids::{ChannelId, GuildId, UserId};
 
@@ -224,7 +225,8 @@ impl Store {
         let tx = conn.transaction()?;
         let due: Vec<Task> = {
             let mut stmt = tx.prepare_cached(&format!(
-                "SELECT {TASK} FROM tasks WHERE fired_at IS NULL AND done_at IS NULL AND due_at <= ?1 ORDER BY priority DESC, due_at"
+                "SELECT {TASK} FROM tasks WHERE fired_at IS NULL AND done_at IS NULL AND due_at <= ?1
+                 AND {STILL_THERE} ORDER BY priority DESC, due_at"
             ))?;
             stmt.query_map([to_ms(now)], task_row)?
                 .collect::<rusqlite::Result<_>>()?
@@ -325,7 +327,10 @@ impl Store {
 
     pub fn schedules(&self, guild: Option<GuildId>) -> Result<Vec<ScheduleEntry>> {
         let conn = self.lock();
-        let mut stmt = conn.prepare_cached(&format!("SELECT {SCHEDULE} FROM schedules WHERE ?1 IS NULL OR guild_id = ?1 ORDER BY guild_id, name"))?;
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {SCHEDULE} FROM schedules WHERE (?1 IS NULL AND {STILL_THERE}) OR guild_id = ?1
+             ORDER BY guild_id, name"
+        ))?;
         let rows = stmt
             .query_map([guild.map(GuildId::to_sql)], schedule_row)?
             .collect::<rusqlite::Result<_>>()?;

@@ -597,6 +597,19 @@ pub const MIGRATIONS: &[Migration] = &[
             CREATE INDEX reactions_guild_time ON reactions (guild_id, at);
         "#,
     },
+    Migration {
+        version: 22,
+        name: "servers that removed the bot, and when: their data goes after storage.retention.departedGuildDays",
+        // Kept in the store, not in memory, so a bot restarted after the
+        // grace period still removes the data; a server that invites the bot
+        // back loses its row and nothing else.
+        sql: r#"
+            CREATE TABLE departed_guilds (
+                guild_id    INTEGER PRIMARY KEY,
+                departed_at INTEGER NOT NULL      -- Unix ms: when Discord said the bot was removed
+            );
+        "#,
+    },
 ];
 
 pub fn latest() -> u32 {

@@ -16,6 +16,7 @@
 pub mod boundaries;
 pub(crate) mod channels;
 pub(crate) mod conditions;
+pub mod departed;
 pub mod discovery;
 pub(crate) mod forget;
 pub mod garden;

@@ -190,6 +190,9 @@ pub const TABLES: &[Table] = &[
         ..guild("garden_queue", "guild_id")
     },
     guild("hushes", "guild_id"),
+    // The server removed the bot: moved with it (the bot is not in it
+    // wherever it goes), and gone with the rest when its data is removed.
+    guild("departed_guilds", "guild_id"),
 ];
 
 /// A link between two of the guild's facts moves with it; one touching

@@ -12,6 +12,7 @@ mod conversation;
 mod courtesy;
 mod courtesy_gaps;
 mod dashboard;
+mod departed;
 mod discord;
 mod discovery;
 mod door;

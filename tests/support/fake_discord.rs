@@ -18,6 +18,15 @@
 //! Each dispatched payload is first parsed with serenity's own type,
 //! because serenity silently drops one it cannot parse.
 //!
+//! A server can remove the bot ([`FakeDiscord::remove_bot`]: GUILD_DELETE
+//! with only its `id`, as Discord sends a kick, ban or leave) and invite it
+//! back (GUILD_CREATE), or go through an outage ([`FakeDiscord::outage`]:
+//! GUILD_DELETE with `unavailable: true`, then GUILD_CREATE when it is
+//! over). As on Discord, a server that removed the bot is not in its READY
+//! and sends it no events, and a send to one of its channels is refused
+//! with 403 Missing Access (50001); a server in an outage is in READY as
+//! unavailable, with no GUILD_CREATE and no events until it is back.
+//!
 //! Replies and pings are computed as Discord computes them: a
 //! `message_reference` must name a message of the same channel (an unknown
 //! one — deleted, or never saved — is refused with 400 50035 unless
@@ -133,6 +142,10 @@ pub struct World {
     /// More servers beside the test guild, each with this many text channels
     /// (see [`FakeDiscord::start_with_guilds`]): (servers, channels each).
     pub more_guilds: (u32, u32),
+    /// Servers that removed the bot (see [`FakeDiscord::remove_bot`]).
+    pub left: Vec<u64>,
+    /// Servers in an outage (see [`FakeDiscord::outage`]).
+    pub unavailable: Vec<u64>,
     /// How edits of the bot's messages are limited (see `EditLimit`).
     pub edit_limit: EditLimit,
     /// Every edit attempt (`PATCH /channels/{c}/messages/{m}`), answered or refused.
@@ -194,10 +207,15 @@ impl World {
     /// each session and kept there for resumes.
     fn dispatch(&mut self, t: &str, d: Value) {
         let guild = match t {
-            "GUILD_CREATE" => d["id"].as_str(),
+            "GUILD_CREATE" | "GUILD_DELETE" => d["id"].as_str(),
             _ => d["guild_id"].as_str(),
         }
         .and_then(|g| g.parse::<u64>().ok());
+        // Discord sends nothing of a server the bot is not in, or that is down.
+        let absent = |g: &u64| self.left.contains(g) || self.unavailable.contains(g);
+        if !t.starts_with("GUILD_") && guild.as_ref().is_some_and(absent) {
+            return;
+        }
         self.log.push(json!({"t": t, "d": d}));
         let rules = self.sharding.clone();
         for s in self.sessions.iter_mut().filter(|s| s.hears(guild, &rules)) {
@@ -205,14 +223,25 @@ impl World {
         }
     }
 
-    /// The guilds the bot is in: the test guild (unless left out) and the extra servers.
+    /// The guilds the bot is in: the test guild (unless left out) and the
+    /// extra servers, but for those that removed it.
     pub fn guilds(&self) -> Vec<u64> {
         let (more, _) = self.more_guilds;
         (!self.without_test_guild)
             .then_some(GUILD)
             .into_iter()
             .chain((0..more).map(extra_guild))
+            .filter(|g| !self.left.contains(g))
             .collect()
+    }
+
+    /// A server's GUILD_CREATE: the test guild's, or an extra server's.
+    fn guild_create_of(&self, guild: u64) -> Value {
+        let (_, channels) = self.more_guilds;
+        match guild {
+            GUILD => guild_create(),
+            g => extra_guild_create(((g >> 22) - 1_000) as u32, channels),
+        }
     }
 
     /// The IDENTIFYs refused for coming faster than their bucket allows.
@@ -788,6 +817,17 @@ fn check(t: &str, d: &Value) {
     let result = match t {
         "READY" => serde_json::from_value::<s::Ready>(d.clone()).map(|_| ()),
         "GUILD_CREATE" => serde_json::from_value::<s::Guild>(d.clone()).map(|_| ()),
+        "GUILD_DELETE" => {
+            // Discord's two shapes only: `{"id"}` (removed) or `{"id", "unavailable": true}`.
+            let shaped = d["id"].is_string()
+                && match d.as_object().map_or(0, |o| o.len()) {
+                    1 => true,
+                    2 => d["unavailable"] == json!(true),
+                    _ => false,
+                };
+            assert!(shaped, "Discord sends no such GUILD_DELETE: {d}");
+            serde_json::from_value::<s::UnavailableGuild>(d.clone()).map(|_| ())
+        }
         "MESSAGE_CREATE" => serde_json::from_value::<s::Message>(d.clone()).map(|_| ()),
         "MESSAGE_UPDATE" => serde_json::from_value::<s::MessageUpdateEvent>(d.clone()).map(|_| ()),
         "MESSAGE_REACTION_ADD" | "MESSAGE_REACTION_REMOVE" => {
@@ -1044,6 +1084,40 @@ impl FakeDiscord {
             json!({"user_id": person.id.to_string(), "channel_id": channel.to_string(), "message_id": message.to_string(),
                    "guild_id": GUILD.to_string(), "emoji": {"id": null, "name": emoji}, "burst": false, "type": 0}),
         );
+    }
+
+    /// `guild` removes the bot (kicked, banned, or the bot left): Discord's
+    /// GUILD_DELETE without `unavailable`. From now on the bot is not in it.
+    pub fn remove_bot(&self, guild: u64) {
+        self.dispatch("GUILD_DELETE", json!({"id": guild.to_string()}));
+        self.with(|w| w.left.push(guild));
+    }
+
+    /// `guild` invites the bot back: it is in it again, with a GUILD_CREATE.
+    pub fn invite_bot(&self, guild: u64) {
+        self.with(|w| w.left.retain(|g| *g != guild));
+        self.guild_available(guild);
+    }
+
+    /// An outage of `guild`: GUILD_DELETE with `unavailable: true`; the bot
+    /// stays in it, and hears nothing of it until [`Self::outage_over`].
+    pub fn outage(&self, guild: u64) {
+        self.dispatch(
+            "GUILD_DELETE",
+            json!({"id": guild.to_string(), "unavailable": true}),
+        );
+        self.with(|w| w.unavailable.push(guild));
+    }
+
+    /// The outage of `guild` is over: its GUILD_CREATE.
+    pub fn outage_over(&self, guild: u64) {
+        self.with(|w| w.unavailable.retain(|g| *g != guild));
+        self.guild_available(guild);
+    }
+
+    fn guild_available(&self, guild: u64) {
+        let d = self.with(|w| w.guild_create_of(guild));
+        self.dispatch("GUILD_CREATE", d);
     }
 
     /// `person` joins the server.
@@ -1306,6 +1380,7 @@ fn identify(w: &mut World, d: &Value, conn: u64, tx: &mpsc::UnboundedSender<Outb
         .collect();
     let ready = json!({
         "v": 10, "user": bot_user(),
+        // Every server the bot is in, down or not; only those up follow as GUILD_CREATE.
         "guilds": mine.iter().map(|g| json!({"id": g.to_string(), "unavailable": true})).collect::<Vec<_>>(),
         "session_id": session.id, "resume_gateway_url": "ws://unused",
         "shard": shard, "application": {"id": APP.to_string(), "flags": 0},
@@ -1313,12 +1388,9 @@ fn identify(w: &mut World, d: &Value, conn: u64, tx: &mpsc::UnboundedSender<Outb
     check("READY", &ready);
     w.log.push(json!({"t": "READY", "d": ready}));
     session.send("READY", ready);
-    let (_, channels) = w.more_guilds;
-    for (n, g) in mine.into_iter().enumerate() {
-        let guild = match g {
-            GUILD => guild_create(),
-            _ => extra_guild_create(((g >> 22) - 1_000) as u32, channels),
-        };
+    let up = mine.into_iter().filter(|g| !w.unavailable.contains(g));
+    for (n, g) in up.enumerate() {
+        let guild = w.guild_create_of(g);
         if n == 0 {
             check("GUILD_CREATE", &guild);
         }
@@ -1547,6 +1619,13 @@ async fn rest(
         }
         ("POST", ["channels", channel, "messages"]) => {
             let channel: u64 = channel.parse().unwrap_or(0);
+            if channel != DM_CHANNEL && w.left.contains(&w.guild_of(channel)) {
+                return (
+                    StatusCode::FORBIDDEN,
+                    axum::Json(json!({"message": "Missing Access", "code": 50001})),
+                )
+                    .into_response();
+            }
             if w.no_send.contains(&channel) {
                 return (
                     StatusCode::FORBIDDEN,

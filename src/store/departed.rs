@@ -1,0 +1,290 @@
+//! Servers that removed the bot, and when.
+//!
+//! Discord says a server removed the bot (kicked, banned, or the bot left)
+//! with a GUILD_DELETE that has no `unavailable` field; one with
+//! `unavailable: true` is an outage and is never recorded here. A recorded
+//! server keeps its data for `storage.retention.departedGuildDays` in case
+//! it invites the bot back (its GUILD_CREATE takes the row away and nothing
+//! else); after that its rows go exactly as `ambient guild remove` takes
+//! them ([`guild_io`]). The row is in the store, not in memory, so a bot
+//! restarted after the grace period still removes the data; it is one of
+//! the guild's tables ([`super::partition::TABLES`]), so it goes with them.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{OptionalExtension, params};
+
+use super::guild_io::{self, Counts, GuildIoError};
+use super::{Result, Store, from_ms, to_ms};
+use crate::ids::GuildId;
+
+/// A server the bot was removed from and whose data is still here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Departure {
+    pub guild: GuildId,
+    /// The name the bot last saw, if it ever saw one.
+    pub name: Option<String>,
+    /// When Discord said the bot was removed.
+    pub at: DateTime<Utc>,
+}
+
+impl Departure {
+    /// "Name (id)", or the id alone for a server never named.
+    pub fn shown(&self) -> String {
+        match &self.name {
+            Some(n) => format!("{n} ({})", self.guild),
+            None => self.guild.to_string(),
+        }
+    }
+}
+
+/// A WHERE term keeping the rows of no server or of one the bot is still
+/// in: a departed server's due tasks, schedules and garden work wait (for
+/// its return, or go with its data).
+pub const STILL_THERE: &str =
+    "(guild_id IS NULL OR guild_id NOT IN (SELECT guild_id FROM departed_guilds))";
+
+/// The day (UTC) the data of a server that removed the bot at `at` goes,
+/// after `days` of grace: as the journal and `ambient status` say it.
+pub fn removal_date(at: DateTime<Utc>, days: u32) -> String {
+    (at + chrono::Duration::days(i64::from(days)))
+        .format("%Y-%m-%d")
+        .to_string()
+}
+
+impl Store {
+    /// Records that `guild` removed the bot at `at`; `false` when it was
+    /// already recorded (a GUILD_DELETE delivered again keeps the first time,
+    /// so a replay cannot push the removal back).
+    pub fn record_departure(&self, guild: GuildId, at: DateTime<Utc>) -> Result<bool> {
+        let added = self.lock().execute(
+            "INSERT INTO departed_guilds (guild_id, departed_at) VALUES (?1, ?2)
+             ON CONFLICT (guild_id) DO NOTHING",
+            params![guild.to_sql(), to_ms(at)],
+        )?;
+        Ok(added > 0)
+    }
+
+    /// The bot is in `guild` again: its departure is cancelled. Returns
+    /// when it had departed, if it had.
+    pub fn cancel_departure(&self, guild: GuildId) -> Result<Option<DateTime<Utc>>> {
+        let at: Option<i64> = self
+            .lock()
+            .query_row(
+                "DELETE FROM departed_guilds WHERE guild_id = ?1 RETURNING departed_at",
+                [guild.to_sql()],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(at.map(from_ms))
+    }
+
+    /// Every departed server whose data is still here, the earliest first.
+    pub fn departures(&self) -> Result<Vec<Departure>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
+            "SELECT d.guild_id, g.name, d.departed_at
+             FROM departed_guilds d LEFT JOIN guilds g ON g.id = d.guild_id
+             ORDER BY d.departed_at, d.guild_id",
+        )?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(Departure {
+                    guild: GuildId::from_sql(r.get(0)?),
+                    name: r.get(1)?,
+                    at: from_ms(r.get(2)?),
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    /// Removes `guild`'s rows as [`Store::remove_guild`] does, if it departed
+    /// at or before `departed_by` and has not come back: checked in the
+    /// removal's own transaction, so a server that invited the bot back
+    /// meanwhile keeps everything. None: nothing was removed.
+    pub fn remove_departed(
+        &self,
+        guild: GuildId,
+        departed_by: DateTime<Utc>,
+    ) -> std::result::Result<Option<Counts>, GuildIoError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let due: Option<i64> = tx
+            .query_row(
+                "SELECT departed_at FROM departed_guilds WHERE guild_id = ?1 AND departed_at <= ?2",
+                params![guild.to_sql(), to_ms(departed_by)],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if due.is_none() {
+            return Ok(None);
+        }
+        let removed = guild_io::remove_in(&tx, guild)?;
+        tx.commit()?;
+        Ok(Some(removed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Duration;
+
+    /// Guilds 7 and 8, each with a name, a channel, a message and a fact.
+    fn store() -> Store {
+        let s = Store::open_in_memory().unwrap();
+        s.lock()
+            .execute_batch(
+                "INSERT INTO guilds (id, name, updated_at) VALUES (7, 'Seven', 0), (8, 'Eight', 0);
+                 INSERT INTO channels (id, guild_id, name, updated_at) VALUES (70, 7, 'general', 0), (80, 8, 'eight', 0);
+                 INSERT INTO messages (id, guild_id, channel_id, author_id, author_name, content, created_at)
+                     VALUES (700, 7, 70, 1, 'ada', 'seven says hi', 1), (800, 8, 80, 1, 'ada', 'eight says hi', 1);
+                 INSERT INTO facts (id, guild_id, scope, kind, importance, content, created_at, updated_at, last_seen_at, tags)
+                     VALUES ('f7', 7, 'guild', 'fact', 'high', 'Seven plays chess', 0, 0, 0, 'g7 active'),
+                            ('f8', 8, 'guild', 'fact', 'high', 'Eight plays go', 0, 0, 0, 'g8 active');",
+            )
+            .unwrap();
+        s
+    }
+
+    fn at(days: i64) -> DateTime<Utc> {
+        from_ms(1_700_000_000_000) + Duration::days(days)
+    }
+
+    #[test]
+    fn the_removal_date_is_the_departure_plus_the_grace_in_utc() {
+        let at = DateTime::parse_from_rfc3339("2026-01-30T23:30:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        assert_eq!(removal_date(at, 30), "2026-03-01");
+        assert_eq!(removal_date(at, 0), "2026-01-30");
+    }
+
+    #[test]
+    fn a_departure_is_kept_once_at_its_first_time_and_listed_with_its_name() {
+        let s = store();
+        assert!(s.record_departure(GuildId(7), at(0)).unwrap());
+        assert!(
+            !s.record_departure(GuildId(7), at(5)).unwrap(),
+            "delivered again"
+        );
+        assert!(s.record_departure(GuildId(9), at(1)).unwrap());
+        let shown: Vec<(String, DateTime<Utc>)> = s
+            .departures()
+            .unwrap()
+            .iter()
+            .map(|d| (d.shown(), d.at))
+            .collect();
+        assert_eq!(
+            shown,
+            vec![("Seven (7)".to_string(), at(0)), ("9".to_string(), at(1))]
+        );
+    }
+
+    #[test]
+    fn only_a_departure_old_enough_is_removed_with_all_its_rows() {
+        let s = store();
+        s.record_departure(GuildId(7), at(0)).unwrap();
+        let before = s.guild_row_counts(GuildId(7)).unwrap();
+        assert_eq!(
+            s.remove_departed(GuildId(7), at(-1)).unwrap(),
+            None,
+            "departed after the cutoff"
+        );
+        assert_eq!(s.guild_row_counts(GuildId(7)).unwrap(), before);
+        assert_eq!(
+            s.remove_departed(GuildId(8), at(1)).unwrap(),
+            None,
+            "never left"
+        );
+        let removed = s.remove_departed(GuildId(7), at(0)).unwrap().unwrap();
+        assert!(removed.contains(&("departed_guilds", 1)), "{removed:?}");
+        assert!(removed.contains(&("facts", 1)), "{removed:?}");
+        assert!(s.guild_row_counts(GuildId(7)).unwrap().is_empty());
+        assert!(s.departures().unwrap().is_empty());
+        assert_eq!(s.guild_row_counts(GuildId(8)).unwrap().len(), 4);
+    }
+
+    #[test]
+    fn a_departed_server_is_not_among_the_known_ones_until_it_is_back() {
+        let s = store();
+        s.record_departure(GuildId(7), at(0)).unwrap();
+        let known = |s: &Store| -> Vec<u64> {
+            s.known_guilds()
+                .unwrap()
+                .iter()
+                .map(|(g, _)| g.get())
+                .collect()
+        };
+        assert_eq!(known(&s), vec![8]);
+        s.cancel_departure(GuildId(7)).unwrap();
+        assert_eq!(known(&s), vec![7, 8]);
+    }
+
+    #[test]
+    fn a_departed_servers_tasks_schedules_and_garden_work_wait_for_its_return() {
+        let s = store();
+        s.lock()
+            .execute_batch(
+                "INSERT INTO tasks (id, guild_id, text, due_at, created_by, created_at)
+                     VALUES ('t7', 7, 'remind', 0, 'model', 0), ('t8', 8, 'remind', 0, 'model', 0),
+                            ('dm', NULL, 'remind', 0, 'model', 0);
+                 INSERT INTO schedules (id, guild_id, name, cron, action, created_by, created_at)
+                     VALUES ('s7', 7, 'daily', '0 9 * * *', 'say hi', 'model', 0),
+                            ('s8', 8, 'daily', '0 9 * * *', 'say hi', 'model', 0);
+                 INSERT INTO garden_queue (id, guild_id, scheduled_for, context, priority, created_by, created_at)
+                     VALUES ('q7', 7, 0, 'tidy', 'high', 'garden', 0), ('q8', 8, 0, 'tidy', 'low', 'garden', 0),
+                            ('qall', NULL, 0, 'tidy', 'low', 'garden', 0);",
+            )
+            .unwrap();
+        s.record_departure(GuildId(7), at(0)).unwrap();
+        let mut tasks: Vec<String> = s
+            .claim_due_tasks(at(1))
+            .unwrap()
+            .into_iter()
+            .map(|t| t.id)
+            .collect();
+        tasks.sort();
+        assert_eq!(tasks, vec!["dm", "t8"]);
+        let schedules: Vec<String> = s
+            .schedules(None)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.id)
+            .collect();
+        assert_eq!(schedules, vec!["s8"]);
+        assert_eq!(
+            s.schedules(Some(GuildId(7))).unwrap().len(),
+            1,
+            "asked by name, still there"
+        );
+        let queue: Vec<String> = s.queue_open().unwrap().into_iter().map(|q| q.id).collect();
+        assert_eq!(queue, vec!["q8", "qall"]);
+        s.cancel_departure(GuildId(7)).unwrap();
+        let tasks: Vec<String> = s
+            .claim_due_tasks(at(1))
+            .unwrap()
+            .into_iter()
+            .map(|t| t.id)
+            .collect();
+        assert_eq!(tasks, vec!["t7"], "due once the server is back");
+        assert_eq!(s.schedules(None).unwrap().len(), 2);
+        assert_eq!(s.queue_open().unwrap()[0].id, "q7");
+    }
+
+    #[test]
+    fn a_server_back_before_the_removal_keeps_everything() {
+        let s = store();
+        s.record_departure(GuildId(7), at(0)).unwrap();
+        let before = s.guild_row_counts(GuildId(7)).unwrap();
+        assert_eq!(s.cancel_departure(GuildId(7)).unwrap(), Some(at(0)));
+        assert_eq!(s.cancel_departure(GuildId(7)).unwrap(), None);
+        assert_eq!(s.remove_departed(GuildId(7), at(60)).unwrap(), None);
+        let mut after = s.guild_row_counts(GuildId(7)).unwrap();
+        after.push(("departed_guilds", 1));
+        let mut expected = before;
+        expected.sort();
+        after.sort();
+        assert_eq!(after, expected, "only the departure went");
+    }
+}
