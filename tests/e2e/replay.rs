@@ -198,7 +198,7 @@ async fn the_sample_report_counts_what_the_bot_did_and_what_it_asked() {
         .collect();
     assert_eq!(
         per_role,
-        [("ambient", 114, 29), ("extract", 30, 6), ("reply", 11, 0)],
+        [("ambient", 110, 24), ("extract", 30, 8), ("reply", 11, 0)],
         "{text}"
     );
     let purposes: Vec<(&str, u64)> = r
@@ -211,8 +211,8 @@ async fn the_sample_report_counts_what_the_bot_did_and_what_it_asked() {
         [
             ("answer", 11),
             ("extraction", 30),
-            ("garden", 36),
-            ("initiative", 78)
+            ("garden", 31),
+            ("initiative", 79)
         ],
         "{text}"
     );
@@ -224,13 +224,13 @@ async fn the_sample_report_counts_what_the_bot_did_and_what_it_asked() {
         gates,
         [
             ("active", 3),
-            ("budget", 1345),
-            ("cooldown", 1415),
-            ("daily_cap", 1236),
+            ("budget", 501),
+            ("cooldown", 1536),
+            ("daily_cap", 1220),
             ("eagerness", 173),
             ("hourly_cap", 0),
-            ("pending", 179),
-            ("unanswered", 2116)
+            ("pending", 228),
+            ("unanswered", 2802)
         ],
         "{text}"
     );

@@ -220,6 +220,7 @@ const READERS: &[(&str, Reader)] = &[
     ("guild_settings", read_guild_settings),
     ("usage", read_usage),
     ("erasures", read_erasures),
+    ("usage_daily", read_usage_daily),
     ("pending_thoughts", read_pending_thoughts),
     ("initiative_state", read_initiative_state),
     ("initiative_outbox", read_outbox),
@@ -1136,7 +1137,18 @@ fn read_erasures(store: &Store, t: &Table) -> Vec<String> {
             .iter()
             .find(|e| e.user == UserId::from_sql(r.int("user_id")) && e.at == ms(r.int("at")))
             .ok_or("not listed")?;
-        same("messages", e.messages as i64, r.int("messages"))
+        same("messages", e.messages, r.int("messages") != 0)
+    })
+}
+
+fn read_usage_daily(store: &Store, t: &Table) -> Vec<String> {
+    let all = store.usage_daily_totals(&UsageFilter::default()).unwrap();
+    each_row(t, |r| {
+        let d = all
+            .iter()
+            .find(|d| d.day == r.text("day") && d.model == r.text("model"))
+            .ok_or("not listed")?;
+        same("tokens_in", d.tokens_in as i64, r.int("tokens_in"))
     })
 }
 
