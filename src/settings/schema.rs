@@ -236,6 +236,8 @@ pub struct StorageSettings {
     /// process): a person's boundaries and forget-me requests reach the other
     /// processes through it.
     pub shared_dir: String,
+    /// Backups the running bot makes on its own (`ambient backup` makes one by hand).
+    pub backup: BackupSettings,
 }
 
 impl Default for StorageSettings {
@@ -243,6 +245,28 @@ impl Default for StorageSettings {
         Self {
             data_dir: "./data".into(),
             shared_dir: String::new(),
+            backup: BackupSettings::default(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct BackupSettings {
+    /// Hours between scheduled backups; 0: none.
+    pub every_hours: u32,
+    /// How many scheduled backups are kept (the oldest beyond go).
+    pub keep: u32,
+    /// Where scheduled backups go: never the data directory or inside it.
+    pub dir: String,
+}
+
+impl Default for BackupSettings {
+    fn default() -> Self {
+        Self {
+            every_hours: 0,
+            keep: 7,
+            dir: String::new(),
         }
     }
 }
