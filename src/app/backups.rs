@@ -38,8 +38,7 @@ impl Backups {
             let s = self.settings.global();
             let b = &s.storage.backup;
             let now = self.clock.now();
-            if b.every_hours > 0 && !b.dir.trim().is_empty() && retry_at.is_none_or(|t| now >= t)
-            {
+            if b.every_hours > 0 && !b.dir.trim().is_empty() && retry_at.is_none_or(|t| now >= t) {
                 let dir = PathBuf::from(b.dir.trim());
                 let every = chrono::TimeDelta::hours(i64::from(b.every_hours));
                 if backup::next_due(&dir, every, now) <= now {

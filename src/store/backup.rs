@@ -29,7 +29,9 @@ use chrono::{DateTime, Utc};
 use rusqlite::backup::{Backup, StepResult};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
-use super::forget::{Erasure, Forgotten, erase, latest_per_person, merge_fact_index, read_erasures};
+use super::forget::{
+    Erasure, Forgotten, erase, latest_per_person, merge_fact_index, read_erasures,
+};
 use super::{DB_FILE, migrations, to_ms};
 use crate::ids::UserId;
 
@@ -207,7 +209,9 @@ fn copy_database(db: &Path, to: &Path, stop: &AtomicBool) -> Result<u32> {
                 StepResult::More => {}
                 // Only a writer on the copy itself would lock it (none does),
                 // or a checkpoint on the source's first read: wait a little.
-                StepResult::Busy | StepResult::Locked => std::thread::sleep(Duration::from_millis(5)),
+                StepResult::Busy | StepResult::Locked => {
+                    std::thread::sleep(Duration::from_millis(5))
+                }
                 _ => std::thread::sleep(Duration::from_millis(5)),
             }
         }
@@ -581,16 +585,17 @@ pub(crate) fn unpack_files(file: &Path, conn: &Connection, to: &Path) -> Result<
 /// Why `rel` may not be written under `state/`, if it may not.
 fn safe_relative(rel: &str) -> std::result::Result<(), String> {
     if rel.is_empty() || rel.chars().count() > MAX_PATH_CHARS {
-        return Err(format!(
-            "a path must have 1 to {MAX_PATH_CHARS} characters"
-        ));
+        return Err(format!("a path must have 1 to {MAX_PATH_CHARS} characters"));
     }
     if rel.contains('\0') || rel.contains('\\') {
         return Err("a path may not hold NUL or a backslash".into());
     }
     for part in rel.split('/') {
         if part.is_empty() || part == "." || part == ".." {
-            return Err("a path is plain names joined by `/`: no `..`, `.`, empty part or leading `/`".into());
+            return Err(
+                "a path is plain names joined by `/`: no `..`, `.`, empty part or leading `/`"
+                    .into(),
+            );
         }
     }
     Ok(())

@@ -16,8 +16,12 @@ use serde_json::{Value, json};
 use crate::support::home::Home;
 use crate::support::readme;
 
-/// Every file under `dir` with its bytes, by path: what "nothing changed" compares.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+/// Every file under `dir` with a digest of its bytes, by path: what "nothing
+/// changed" compares. The lock file (it holds the pid of whoever last tried
+/// the lock) and SQLite's shared-memory index (a cache any reader rewrites)
+/// are not the data.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, u64> {
+    use std::hash::{Hash, Hasher};
     let mut out = BTreeMap::new();
     let mut dirs = vec![dir.to_path_buf()];
     while let Some(d) = dirs.pop() {
@@ -25,8 +29,10 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
             let p = e.path();
             if p.is_dir() {
                 dirs.push(p);
-            } else {
-                out.insert(p.clone(), std::fs::read(&p).unwrap());
+            } else if !p.ends_with("ambient.lock") && !p.ends_with("ambient.db-shm") {
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                std::fs::read(&p).unwrap().hash(&mut h);
+                out.insert(p.clone(), h.finish());
             }
         }
     }
@@ -100,8 +106,8 @@ fn a_backup_taken_while_a_bot_stores_a_stream_restores_every_acknowledged_messag
     let mut before: Vec<MessageId> = Vec::new();
     let mut after = 0;
     let mut backup = None;
-    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-    for line in stdout.lines() {
+    let events = std::io::BufReader::new(child.stdout.take().unwrap());
+    for line in events.lines() {
         let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
         if v["event"] != "stored" {
             continue;
@@ -170,11 +176,7 @@ fn a_backup_restores_the_database_and_the_state_files_exactly_as_the_readme_show
 
     let out = home.shell(&restore, &[]);
     assert!(out.status.success(), "{restore}: {}", stderr(&out));
-    assert!(
-        stdout(&out).contains("1 state file(s)"),
-        "{}",
-        stdout(&out)
-    );
+    assert!(stdout(&out).contains("1 state file(s)"), "{}", stdout(&out));
     assert_eq!(
         std::fs::read_to_string(home.data_dir().join("state/guilds/1/today.txt")).unwrap(),
         "water the plants"
@@ -207,7 +209,11 @@ fn a_backup_restores_the_database_and_the_state_files_exactly_as_the_readme_show
 fn restore_is_refused_while_a_bot_holds_the_data_directory_and_nothing_changes() {
     let home = home_with(&["before the backup"]);
     let file = home.path().join("b.backup");
-    assert!(home.run(&["backup", file.to_str().unwrap()]).status.success());
+    assert!(
+        home.run(&["backup", file.to_str().unwrap()])
+            .status
+            .success()
+    );
     let mut bot = home.spawn_console();
     bot.send("the bot is running");
     let id = bot.next_event("stored")["id"].as_str().unwrap().to_string();
@@ -228,14 +234,21 @@ fn restore_is_refused_while_a_bot_holds_the_data_directory_and_nothing_changes()
     assert!(bot.child.wait().unwrap().success());
     let store = Store::open(&home.data_dir()).unwrap();
     let row = store.message(MessageId(id.parse().unwrap())).unwrap();
-    assert_eq!(row.map(|m| m.content).as_deref(), Some("the bot is running"));
+    assert_eq!(
+        row.map(|m| m.content).as_deref(),
+        Some("the bot is running")
+    );
 }
 
 #[test]
 fn a_backup_of_a_newer_schema_is_refused_and_nothing_is_touched() {
     let home = home_with(&["kept as it is"]);
-    let file = home.path().join("newer.backup");
-    assert!(home.run(&["backup", file.to_str().unwrap()]).status.success());
+    let file = home.path().join("b.backup");
+    assert!(
+        home.run(&["backup", file.to_str().unwrap()])
+            .status
+            .success()
+    );
     let newer = migrations::latest() + 1;
     Connection::open(&file)
         .unwrap()
@@ -245,18 +258,26 @@ fn a_backup_of_a_newer_schema_is_refused_and_nothing_is_touched() {
     let data = snapshot(&home.data_dir());
     let around = names(home.path());
 
-    let out = home.run(&["restore", file.to_str().unwrap()]);
+    let out = home.run(&["restore", "b.backup"]);
     assert_eq!(out.status.code(), Some(1));
-    let err = stderr(&out);
-    assert!(
-        err.contains(&format!("schema version {newer}"))
-            && err.contains(&format!("only knows up to version {}", migrations::latest())),
-        "{err}"
+    // As the README shows it, with this build's versions.
+    let shown = readme::block("newer ambient is refused with both versions", "");
+    let latest = migrations::latest();
+    let expected = shown
+        .trim()
+        .replace("version 19", &format!("version {newer}"))
+        .replace("version 18", &format!("version {latest}"));
+    assert_eq!(stderr(&out).trim(), expected);
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        backup_bytes,
+        "the backup is untouched"
     );
-    assert!(err.contains("made by a newer ambient"), "{err}");
-    assert!(err.contains("nothing was changed"), "{err}");
-    assert_eq!(std::fs::read(&file).unwrap(), backup_bytes, "the backup is untouched");
-    assert_eq!(snapshot(&home.data_dir()), data, "the data directory is untouched");
+    assert_eq!(
+        snapshot(&home.data_dir()),
+        data,
+        "the data directory is untouched"
+    );
     assert_eq!(names(home.path()), around, "nothing was left beside it");
 }
 
@@ -266,11 +287,18 @@ fn a_backup_of_a_newer_schema_is_refused_and_nothing_is_touched() {
 fn files_that_are_not_sound_ambient_backups_are_refused_and_nothing_changes() {
     let home = home_with(&["kept as it is"]);
     let good = home.path().join("good.backup");
-    assert!(home.run(&["backup", good.to_str().unwrap()]).status.success());
+    assert!(
+        home.run(&["backup", good.to_str().unwrap()])
+            .status
+            .success()
+    );
     let variant = |name: &str, change: &str| {
         let path = home.path().join(name);
         std::fs::copy(&good, &path).unwrap();
-        Connection::open(&path).unwrap().execute_batch(change).unwrap();
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(change)
+            .unwrap();
         path
     };
     let garbage = home.path().join("garbage.backup");
@@ -303,7 +331,10 @@ fn files_that_are_not_sound_ambient_backups_are_refused_and_nothing_changes() {
             "state file \"/tmp/escaped.txt\"",
         ),
         (
-            variant("no-manifest.backup", "DELETE FROM ambient_backup WHERE key = 'format';"),
+            variant(
+                "no-manifest.backup",
+                "DELETE FROM ambient_backup WHERE key = 'format';",
+            ),
             "its manifest has no \"format\"",
         ),
     ];
@@ -337,7 +368,11 @@ fn a_backup_of_an_older_schema_restores_and_is_migrated_with_its_rows() {
     let file = old.path().join("v17.backup");
     let out = old.run(&["backup", file.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stdout(&out).contains("schema version 17"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("schema version 17"),
+        "{}",
+        stdout(&out)
+    );
 
     let home = Home::new(json!({}));
     let out = home.run(&["restore", file.to_str().unwrap()]);
@@ -353,7 +388,10 @@ fn a_backup_of_an_older_schema_restores_and_is_migrated_with_its_rows() {
     let store = Store::open(&home.data_dir()).unwrap();
     assert_eq!(store.schema_version().unwrap(), migrations::latest());
     let row = store.message(MessageId(42)).unwrap();
-    assert_eq!(row.map(|m| m.content).as_deref(), Some("from an older ambient"));
+    assert_eq!(
+        row.map(|m| m.content).as_deref(),
+        Some("from an older ambient")
+    );
     assert_eq!(integrity(&home.data_dir().join("ambient.db")), "ok");
 }
 
@@ -361,8 +399,10 @@ fn a_backup_of_an_older_schema_restores_and_is_migrated_with_its_rows() {
 fn scheduled_backups_are_made_journaled_and_pruned_to_keep() {
     let dir = tempfile::tempdir().unwrap();
     let backups = dir.path().join("backups");
-    let home = Home::new_in(
-        dir.path(),
+    let home = Home::new_in(dir.path(), json!({}));
+    let (_, out) = home.console("stored before the first backup\n");
+    assert!(out.status.success());
+    home.edit_settings(
         json!({ "storage": { "backup": { "everyHours": 24, "keep": 2, "dir": backups } } }),
     );
     std::fs::create_dir_all(&backups).unwrap();
@@ -375,8 +415,6 @@ fn scheduled_backups_are_made_journaled_and_pruned_to_keep() {
     }
     std::fs::write(backups.join("notes.txt"), "not a backup of ours").unwrap();
     let mut bot = home.spawn_console();
-    bot.send("stored before the first backup");
-    bot.next_event("stored");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let made = loop {
         let out = home.run(&["journal", "--type", "system", "--json"]);
@@ -384,9 +422,31 @@ fn scheduled_backups_are_made_journaled_and_pruned_to_keep() {
         if let Some(line) = text.lines().find(|l| l.contains("backup made")) {
             break serde_json::from_str::<Value>(line).unwrap();
         }
-        assert!(std::time::Instant::now() < deadline, "no backup was journaled: {text}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no backup was journaled: {text}"
+        );
         std::thread::sleep(std::time::Duration::from_millis(200));
     };
+    // The README's journal line, as `ambient journal` prints it.
+    let shown = readme::block("journals each with its size", "");
+    let command = shown.lines().next().unwrap().strip_prefix("$ ").unwrap();
+    let out = home.shell(command, &[]);
+    let printed = stdout(&out);
+    let line = printed
+        .lines()
+        .find(|l| l.contains("backup made"))
+        .unwrap_or_else(|| panic!("{command}: {printed}"));
+    let example = shown.lines().nth(1).unwrap();
+    let columns = |l: &str| {
+        l.split_whitespace()
+            .skip(2)
+            .take(4)
+            .map(|w| if w.starts_with('/') { "PATH" } else { w })
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(columns(line), columns(example), "{line}");
     drop(bot.stdin);
     assert!(bot.child.wait().unwrap().success());
 
@@ -402,7 +462,12 @@ fn scheduled_backups_are_made_journaled_and_pruned_to_keep() {
         summary.contains(&left[1]) && summary.contains(&format!("({size} bytes)")),
         "{summary}"
     );
-    assert!(made["reason"].as_str().unwrap().contains("2 older backup(s) removed to keep 2"));
+    assert!(
+        made["reason"]
+            .as_str()
+            .unwrap()
+            .contains("2 older backup(s) removed to keep 2")
+    );
     assert_eq!(integrity(&new), "ok");
 
     // What was scheduled restores like any other backup.
@@ -433,7 +498,9 @@ fn the_settings_check_refuses_a_backup_dir_in_the_data_directory() {
         "{said}"
     );
     // Relative, through `..`: the same folder.
-    home.edit_settings(json!({ "storage": { "dataDir": "data", "backup": { "dir": "./other/../data" } } }));
+    home.edit_settings(
+        json!({ "storage": { "dataDir": "data", "backup": { "dir": "./other/../data" } } }),
+    );
     let out = home.run(&["settings", "check"]);
     let said = format!("{}{}", stdout(&out), stderr(&out));
     assert!(said.contains("storage.backup.dir"), "{said}");
@@ -461,21 +528,29 @@ fn a_forget_me_and_a_boundary_made_after_the_backup_hold_in_the_restored_data() 
         .parse()
         .unwrap();
     let file = home.path().join("before-forget.backup");
-    assert!(home.run(&["backup", file.to_str().unwrap()]).status.success());
+    assert!(
+        home.run(&["backup", file.to_str().unwrap()])
+            .status
+            .success()
+    );
     let store = Store::open(&home.data_dir()).unwrap();
     let ada = store.message(MessageId(id)).unwrap().unwrap().author_id;
+    store.forget_person(ada, true, chrono::Utc::now()).unwrap();
     store
-        .forget_person(ada, true, chrono::Utc::now())
-        .unwrap();
-    store
-        .set_boundary(ada, ambient::store::boundaries::Boundary::NoPing, true, chrono::Utc::now())
+        .set_boundary(
+            ada,
+            ambient::store::boundaries::Boundary::NoPing,
+            true,
+            chrono::Utc::now(),
+        )
         .unwrap();
     drop(store);
 
     let out = home.run(&["restore", file.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        stdout(&out).contains("Forgotten again, as people asked after the backup was made: 1 forget-me(s)"),
+        stdout(&out)
+            .contains("Forgotten again, as people asked after the backup was made: 1 forget-me(s)"),
         "{}",
         stdout(&out)
     );
