@@ -51,6 +51,19 @@ const MAX_PATH_CHARS: usize = 1024;
 /// followed and stopped, large enough that stepping costs nothing.
 const PAGES_PER_STEP: i32 = 256;
 
+/// The tables a backup adds to the copied database, as created: a restore
+/// accepts them only exactly so.
+const BACKUP_TABLES: [(&str, &str); 2] = [
+    (
+        "ambient_backup",
+        "CREATE TABLE ambient_backup (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    ),
+    (
+        "ambient_backup_files",
+        "CREATE TABLE ambient_backup_files (path TEXT PRIMARY KEY, bytes BLOB NOT NULL)",
+    ),
+];
+
 /// The folder of the data directory that goes into a backup with the database.
 pub const STATE_DIR: &str = "state";
 /// The dashboard's token hash: this host's, kept from the directory a restore replaces.
@@ -228,10 +241,9 @@ fn seal(data_dir: &Path, file: &Path, schema: u32, now: DateTime<Utc>) -> Result
     let e = sql(file);
     let run = |conn: &mut Connection| -> rusqlite::Result<()> {
         conn.pragma_update(None, "journal_mode", "DELETE")?;
-        conn.execute_batch(
-            "CREATE TABLE ambient_backup (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-             CREATE TABLE ambient_backup_files (path TEXT PRIMARY KEY, bytes BLOB NOT NULL);",
-        )?;
+        for (_, create) in BACKUP_TABLES {
+            conn.execute_batch(create)?;
+        }
         Ok(())
     };
     run(&mut conn).map_err(e)?;
@@ -414,9 +426,11 @@ pub fn check(file: &Path, conn: &Connection) -> Result<Manifest> {
             known,
         });
     }
-    let expected = schema_at(found)?;
-    let mut have = schema_of(conn).map_err(sql(file))?;
-    have.retain(|(_, name, _)| name != "ambient_backup" && name != "ambient_backup_files");
+    let mut expected = schema_at(found)?;
+    expected.extend(
+        BACKUP_TABLES.map(|(name, create)| ("table".into(), name.into(), Some(create.into()))),
+    );
+    let have = schema_of(conn).map_err(sql(file))?;
     if let Some(odd) = have.iter().find(|o| !expected.contains(o)) {
         return Err(damaged(format!(
             "it holds {} {:?}, which ambient's schema version {found} does not have",
@@ -667,6 +681,7 @@ pub fn restore(file: &Path, data_dir: &Path, now: DateTime<Utc>) -> Result<Resto
     }
     let had_database = data_dir.join(DB_FILE).exists();
     let staged = staging.keep();
+    // A failed swap has left `staged` holding the restore, not the data directory.
     let previous = swap(&staged, data_dir, had_database, now).inspect_err(|_| {
         // Harmless if it fails: a leftover staging folder is a hidden copy of the backup.
         let _ = std::fs::remove_dir_all(&staged);
@@ -796,14 +811,18 @@ fn swap(
     let name = data_dir
         .file_name()
         .map_or("data".into(), |n| n.to_string_lossy().into_owned());
-    let aside = data_dir.with_file_name(format!(
+    let mut aside = unused(data_dir.with_file_name(format!(
         "{name}.before-restore-{}",
         now.format("%Y%m%d-%H%M%S")
-    ));
+    )));
     if !data_dir.exists() {
         std::fs::rename(staged, data_dir).map_err(io(data_dir))?;
     } else if exchange(staged, data_dir).is_ok() {
-        std::fs::rename(staged, &aside).map_err(io(&aside))?;
+        // From here `staged` holds the replaced directory: it is never removed
+        // on a failure; at worst it stays under the staging name.
+        if std::fs::rename(staged, &aside).is_err() {
+            aside = staged.to_path_buf();
+        }
     } else {
         std::fs::rename(data_dir, &aside).map_err(io(data_dir))?;
         if let Err(source) = std::fs::rename(staged, data_dir) {
@@ -825,6 +844,19 @@ fn swap(
     // Harmless if it fails: an empty old data directory (a lock file) stays beside the new one.
     let _ = std::fs::remove_dir_all(&aside);
     Ok(None)
+}
+
+/// `path`, or `path-2`, `path-3` … whichever does not exist yet.
+fn unused(path: PathBuf) -> PathBuf {
+    let mut n = 1;
+    let mut candidate = path.clone();
+    while candidate.exists() {
+        n += 1;
+        let mut name = path.as_os_str().to_owned();
+        name.push(format!("-{n}"));
+        candidate = PathBuf::from(name);
+    }
+    candidate
 }
 
 /// Exchanges two directories in one step (Linux's `renameat2`).
@@ -954,6 +986,18 @@ mod tests {
         }
         assert!(safe_relative(&"a".repeat(MAX_PATH_CHARS + 1)).is_err());
         assert!(safe_relative("guilds/1/notes/today.txt").is_ok());
+    }
+
+    #[test]
+    fn a_second_restore_in_the_same_second_keeps_both_replaced_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        let taken = dir.path().join("data.before-restore-20260302-140511");
+        std::fs::create_dir_all(&taken).unwrap();
+        assert_eq!(
+            unused(taken.clone()),
+            dir.path().join("data.before-restore-20260302-140511-2")
+        );
+        assert_eq!(unused(dir.path().join("free")), dir.path().join("free"));
     }
 
     #[test]
