@@ -5,6 +5,8 @@
 //! call [`App::start`], feed percepts to `app.senses`, and call
 //! [`Running::stop`] on the way out. Nothing else creates services.
 
+mod backups;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -438,6 +440,13 @@ impl App {
             .tasks
             .push(tokio::spawn(self.garden.clone().run(rx)));
         running.spawn(|rx| self.upkeep.clone().run(rx));
+        let backups = backups::Backups {
+            settings: self.settings.clone(),
+            journal: self.journal.clone(),
+            clock: self.clock.clone(),
+            data_dir: self.data_dir.clone(),
+        };
+        running.spawn(|rx| backups.run(rx));
         if let Some(people) = self.people.clone() {
             let rx = running.shutdown.subscribe();
             let voice = self.voice.clone();

@@ -5,6 +5,7 @@
 //! A verb whose standard output is closed by its reader (`ambient journal |
 //! head`) stops there, quietly, with 0 (see `out`).
 
+mod backup;
 mod console;
 mod dashboard;
 mod discovery;
@@ -182,6 +183,16 @@ pub enum Command {
     Guild {
         #[command(subcommand)]
         command: GuildCommand,
+    },
+    /// Copy the database and state folders into one file, while the bot runs
+    Backup {
+        /// The backup file to make (never overwritten; not inside the data directory)
+        file: PathBuf,
+    },
+    /// Replace the data directory with a backup (the bot must not be running)
+    Restore {
+        /// A file `ambient backup` made
+        file: PathBuf,
     },
     /// Which shard each stored server is on, and which must move for a shard range
     Shards {
@@ -482,6 +493,8 @@ async fn verb(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Reflexes { command } => reflexes_verb(cli.settings.as_deref(), command),
         Command::Guild { command } => guild_verb(cli.settings.as_deref(), command),
+        Command::Backup { file } => backup::backup(cli.settings.as_deref(), &file),
+        Command::Restore { file } => backup::restore(cli.settings.as_deref(), &file),
         Command::Shards {
             command:
                 ShardsCommand::Plan {

@@ -238,6 +238,8 @@ pub struct StorageSettings {
     pub shared_dir: String,
     /// How long each kind of record is kept (see [`RetentionSettings`]).
     pub retention: RetentionSettings,
+    /// Backups the running bot makes on its own (`ambient backup` makes one by hand).
+    pub backup: BackupSettings,
 }
 
 impl Default for StorageSettings {
@@ -246,6 +248,7 @@ impl Default for StorageSettings {
             data_dir: "./data".into(),
             shared_dir: String::new(),
             retention: RetentionSettings::default(),
+            backup: BackupSettings::default(),
         }
     }
 }
@@ -289,6 +292,27 @@ impl Default for RetentionSettings {
             discovery_days: 30,
             garden_days: 30,
             departed_guild_days: 30,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct BackupSettings {
+    /// Hours between scheduled backups; 0: none.
+    pub every_hours: u32,
+    /// How many scheduled backups are kept (the oldest beyond go).
+    pub keep: u32,
+    /// Where scheduled backups go: never the data directory or inside it.
+    pub dir: String,
+}
+
+impl Default for BackupSettings {
+    fn default() -> Self {
+        Self {
+            every_hours: 0,
+            keep: 7,
+            dir: String::new(),
         }
     }
 }

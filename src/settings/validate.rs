@@ -178,7 +178,7 @@ pub fn max_chars(path: &str) -> usize {
     let key = path.rsplit('.').next().unwrap_or(path);
     if path == "bot.persona" {
         MAX_PERSONA_CHARS
-    } else if key.ends_with("Dir") {
+    } else if key.ends_with("Dir") || key == "dir" {
         MAX_PATH_CHARS
     } else if key.ends_with("Url") || path.contains('[') {
         MAX_URL_CHARS
@@ -522,6 +522,38 @@ fn bot_discord_storage(p: &mut Rules, s: &Settings) {
         3650,
     );
     retention(p, s);
+    backup(p, s);
+}
+
+/// `storage.backup`: a schedule, how many to keep, and a folder that is not
+/// the data directory (a backup there would be lost with what it backs up).
+fn backup(p: &mut Rules, s: &Settings) {
+    let b = &s.storage.backup;
+    p.range("storage.backup.everyHours", b.every_hours, 0, 8760);
+    p.range("storage.backup.keep", b.keep, 1, 1000);
+    let dir = b.dir.trim();
+    if b.every_hours > 0 && dir.is_empty() {
+        p.push(
+            "storage.backup.dir",
+            "storage.backup.everyHours is on, so say where the backups go: a folder outside \
+             storage.dataDir, on another disk if you can",
+        );
+    }
+    if !dir.is_empty()
+        && crate::store::backup::inside(
+            std::path::Path::new(dir),
+            std::path::Path::new(s.storage.data_dir.trim()),
+        )
+    {
+        p.push(
+            "storage.backup.dir",
+            format!(
+                "{dir:?} is storage.dataDir ({:?}) or inside it: a backup there is lost with what \
+                 it backs up, and a restore replaces that folder; choose a folder outside it",
+                s.storage.data_dir
+            ),
+        );
+    }
 }
 
 /// `storage.retention.*`: days, 0 for forever; at least what the bot's own

@@ -5,6 +5,7 @@
 mod support;
 
 mod attachments;
+mod backup;
 mod bounds;
 mod busy;
 mod console;
