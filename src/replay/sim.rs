@@ -47,12 +47,10 @@ const BACKGROUND_EVERY: chrono::Duration = chrono::Duration::minutes(5);
 /// The initiative gates whose "no" holds until someone posts: the
 /// initiative off, no channel open to posts, an empty room (nobody posted
 /// there within `requireActivityWithinHours` — as time passes, it only
-/// gets emptier), nobody answering the bot's last post (only a person's
-/// message or reaction answers it, and an export holds no reaction to a
-/// post the replay made up). Every gate before them is a setting, a hush
-/// (none can begin without a message, and one in force stops the look
-/// before these) or quiet hours, which a skip watches for itself.
-const STILL_GATES: &[&str] = &["enabled", "pool", "empty_room", "unanswered"];
+/// gets emptier). Every gate before them is a setting, a hush (none can
+/// begin without a message, and one in force stops the look before these)
+/// or quiet hours, which a skip watches for itself.
+const STILL_GATES: &[&str] = &["enabled", "pool", "empty_room"];
 
 /// What a simulation is built from.
 pub struct Setup {
