@@ -92,7 +92,13 @@ fn cli_widget(out: &std::process::Output, server_header: &str) -> Vec<String> {
         .position(|l| l == server_header)
         .unwrap_or_else(|| panic!("no {server_header:?} in:\n{text}"));
     assert!(lines[at + 1].starts_with("initiative: "), "{text}");
-    let mut widget = lines;
+    // The widget is shared with /status; what is kept for how long follows
+    // it in `ambient status` alone (the retention tests read that part).
+    let kept = lines
+        .iter()
+        .position(|l| l.starts_with("What is kept"))
+        .unwrap_or_else(|| panic!("no retention after the widget in:\n{text}"));
+    let mut widget = lines[..kept].to_vec();
     widget.remove(at);
     widget
 }
