@@ -5,6 +5,7 @@ addressing the bot (hellos, questions, reminders), some with links.
 
     python3 scripts/replay-bench.py 10000 14 /tmp/bench
     python3 scripts/replay-bench.py 10000 49 /tmp/meetings --shape meetings --addressing 0.05
+    python3 scripts/replay-bench.py 100000 456 /tmp/year --shape meetings --addressing 0.05 --start 2025-06-02
     /usr/bin/time -v target/release/ambient replay /tmp/bench/*.json --format json > /dev/null
 
 Shapes:
@@ -30,6 +31,10 @@ parser.add_argument("count", type=int, help="messages")
 parser.add_argument("days", type=float, help="days the export spans")
 parser.add_argument("out", help="directory for the export's files")
 parser.add_argument("--shape", choices=["uniform", "meetings"], default="uniform")
+parser.add_argument("--start", default="2026-03-02",
+                    help="the first day, YYYY-MM-DD (a Monday keeps meetings on Tuesdays and Thursdays); "
+                         "a long span must start early enough to end before today: replay refuses "
+                         "messages from the future")
 parser.add_argument("--addressing", type=float, default=0.03,
                     help="share of messages addressing the bot (0-1)")
 args = parser.parse_args()
@@ -46,7 +51,7 @@ CHANNELS = [{"id": str(990000000000000200 + i), "name": n, "type": "GuildTextCha
             for i, n in enumerate(["general", "links", "offtopic"])]
 WORDS = ("the tide the harbour coffee build release test lunch weekend rain garden bread music "
          "train late early tomorrow meeting bug fixed broken shipped idea plan").split()
-start = datetime(2026, 3, 2, 8, 0, tzinfo=timezone.utc)  # a Monday
+start = datetime.strptime(args.start, "%Y-%m-%d").replace(hour=8, tzinfo=timezone.utc)
 span = timedelta(days=days).total_seconds()
 
 
