@@ -2,6 +2,7 @@
 //! manual clock, with no model configured, so what happens is what the
 //! reflexes and the clock make of it.
 
+use crate::support::replaying;
 use std::path::Path;
 
 use ambient::replay::export::{ExportLimits, read_exports};
@@ -157,15 +158,9 @@ async fn report_seeded(settings: Settings, eagerness: Option<u32>, seed: u64) ->
     let dir = tempfile::tempdir().unwrap();
     replay(
         Options {
-            files: sample_files(),
-            settings,
-            secrets: Secrets::default(),
-            data_dir: dir.path().join("data"),
             seed,
-            models: Models::Offline { post_rate: 0.3 },
             eagerness,
-            bot: None,
-            limits: ExportLimits::at(chrono::Utc::now()),
+            ..replaying::offline(sample_files(), settings, dir.path())
         },
         &|_| {},
     )
@@ -329,15 +324,8 @@ async fn quiet_hours_and_a_hush_are_gates_in_the_report() {
     s.initiative.text.max_posts_per_day = 1000;
     let outcome = replay(
         Options {
-            files: vec![export],
-            settings: s,
-            secrets: Secrets::default(),
-            data_dir: dir.path().join("data"),
-            seed: 1,
             models: Models::Offline { post_rate: 1.0 },
-            eagerness: None,
-            bot: None,
-            limits: ExportLimits::at(chrono::Utc::now()),
+            ..replaying::offline(vec![export], s, dir.path())
         },
         &|_| {},
     )

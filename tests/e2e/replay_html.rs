@@ -2,31 +2,18 @@
 //! checked here; `scripts/replay-html-check.sh` then loads it in headless
 //! Chromium (skipped, saying so, where Chromium is not installed).
 
+use crate::support::replaying;
 use std::path::Path;
 use std::process::Command;
 
-use ambient::replay::export::ExportLimits;
 use ambient::replay::html::page;
-use ambient::replay::run::{Models, Options, Outcome, replay};
-use ambient::settings::{Secrets, Settings};
+use ambient::replay::run::{Outcome, replay};
+use ambient::settings::Settings;
 
 async fn replayed(files: Vec<std::path::PathBuf>, dir: &Path) -> Outcome {
-    replay(
-        Options {
-            files,
-            settings: Settings::default(),
-            secrets: Secrets::default(),
-            data_dir: dir.join("data"),
-            seed: 1,
-            models: Models::Offline { post_rate: 0.3 },
-            eagerness: None,
-            bot: None,
-            limits: ExportLimits::at(chrono::Utc::now()),
-        },
-        &|_| {},
-    )
-    .await
-    .unwrap()
+    replay(replaying::offline(files, Settings::default(), dir), &|_| {})
+        .await
+        .unwrap()
 }
 
 fn sample() -> Vec<std::path::PathBuf> {

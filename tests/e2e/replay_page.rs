@@ -4,29 +4,19 @@
 //! what it drew — and every act's line links to the acts around it; a line's
 //! *why* holds that act's reasons only.
 
+use crate::support::replaying;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use ambient::replay::export::ExportLimits;
 use ambient::replay::html::page;
-use ambient::replay::run::{Models, Options, Outcome, replay};
-use ambient::settings::{Secrets, Settings};
+use ambient::replay::run::{Outcome, replay};
+use ambient::settings::Settings;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 
 async fn replayed(export: PathBuf, dir: &Path) -> Outcome {
     replay(
-        Options {
-            files: vec![export],
-            settings: Settings::default(),
-            secrets: Secrets::default(),
-            data_dir: dir.join("data"),
-            seed: 1,
-            models: Models::Offline { post_rate: 0.3 },
-            eagerness: None,
-            bot: None,
-            limits: ExportLimits::at(Utc::now()),
-        },
+        replaying::offline(vec![export], Settings::default(), dir),
         &|_| {},
     )
     .await

@@ -7,12 +7,12 @@
 //! with its timeline. The figures (how much faster) are in the README's
 //! replay section; no test here times anything.
 
+use crate::support::replaying;
 use std::path::{Path, PathBuf};
 
-use ambient::replay::export::ExportLimits;
 use ambient::replay::html::page;
-use ambient::replay::run::{Models, Options, Outcome, replay, replay_every_tick};
-use ambient::settings::{Secrets, Settings};
+use ambient::replay::run::{Options, Outcome, replay, replay_every_tick};
+use ambient::settings::Settings;
 use chrono::{DateTime, Duration, Utc};
 
 fn sample() -> Vec<PathBuf> {
@@ -24,17 +24,7 @@ fn sample() -> Vec<PathBuf> {
 }
 
 fn options(files: &[PathBuf], settings: &Settings, dir: &Path) -> Options {
-    Options {
-        files: files.to_vec(),
-        settings: settings.clone(),
-        secrets: Secrets::default(),
-        data_dir: dir.join("data"),
-        seed: 1,
-        models: Models::Offline { post_rate: 0.3 },
-        eagerness: None,
-        bot: None,
-        limits: ExportLimits::at(Utc::now()),
-    }
+    replaying::offline(files.to_vec(), settings.clone(), dir)
 }
 
 /// The export replayed skipping silent stretches, then running every tick.

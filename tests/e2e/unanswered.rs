@@ -5,6 +5,7 @@
 //! the status, failing closed on a store it cannot read, and counted in
 //! the replay report.
 
+use crate::support::replaying;
 use std::io::Write as _;
 use std::path::Path;
 
@@ -13,9 +14,8 @@ use ambient::clock::Clock;
 use ambient::commands::Asker;
 use ambient::ids::UserId;
 use ambient::journal::Kind;
-use ambient::replay::export::ExportLimits;
 use ambient::replay::run::{Models, Options, Outcome, replay};
-use ambient::settings::{ProviderKind, Secrets, Settings};
+use ambient::settings::{ProviderKind, Settings};
 use ambient::store::messages::Source;
 use serde_json::json;
 
@@ -327,15 +327,8 @@ async fn replayed(max_unanswered_posts: u32) -> Outcome {
     s.initiative.text.eagerness = 100;
     replay(
         Options {
-            files: vec![meeting_then_silence(dir.path())],
-            settings: s,
-            secrets: Secrets::default(),
-            data_dir: dir.path().join("data"),
-            seed: 1,
             models: Models::Offline { post_rate: 1.0 },
-            eagerness: None,
-            bot: None,
-            limits: ExportLimits::at(chrono::Utc::now()),
+            ..replaying::offline(vec![meeting_then_silence(dir.path())], s, dir.path())
         },
         &|_| {},
     )

@@ -16,6 +16,7 @@ pub mod image_server;
 pub mod model_server;
 pub mod model_stream;
 pub mod readme;
+pub mod replaying;
 pub mod serve;
 pub mod shards;
 pub mod spellings;
