@@ -57,12 +57,14 @@ fn name_of_user(store: &Store, id: &str) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::ids::{GuildId, MessageId};
     use crate::store::messages::StoredMessage;
 
-    fn store() -> Store {
+    /// A store that knows ada (user 905) in #general (channel 20) of the
+    /// console's server (1): the console's tests read names from it.
+    pub(in crate::console) fn store() -> Store {
         let store = Store::open_in_memory().unwrap();
         let now = chrono::Utc::now();
         store.upsert_guild(GuildId(1), "console", now).unwrap();

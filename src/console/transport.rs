@@ -341,7 +341,7 @@ impl Transport for ConsoleTransport {
 mod tests {
     use super::*;
     use crate::clock::SystemClock;
-    use crate::ids::{GuildId, UserId};
+    use crate::ids::UserId;
 
     /// What the console printed, shared with the test.
     #[derive(Clone, Default)]
@@ -366,23 +366,7 @@ mod tests {
     /// A console transport in text mode whose store knows ada (user 905)
     /// in #general (channel 20).
     fn console() -> (ConsoleTransport, Arc<ConsoleOut>, Printed) {
-        let store = Store::open_in_memory().unwrap();
-        let now = chrono::Utc::now();
-        store.upsert_guild(GuildId(1), "console", now).unwrap();
-        store
-            .upsert_channel(ChannelId(20), Some(GuildId(1)), "general", now)
-            .unwrap();
-        store
-            .insert_message(&StoredMessage::said(
-                MessageId(30),
-                Some(GuildId(1)),
-                ChannelId(20),
-                UserId(905),
-                "ada",
-                "hi",
-                now,
-            ))
-            .unwrap();
+        let store = crate::console::markup::tests::store();
         let printed = Printed::default();
         let out = ConsoleOut::writing_to(false, Box::new(printed.clone()));
         let me = Author {
