@@ -13,7 +13,7 @@ use ambient::store::migrations;
 use rusqlite::Connection;
 use serde_json::{Value, json};
 
-use crate::support::home::Home;
+use crate::support::home::{Home, LiveConsole};
 use crate::support::readme;
 
 /// Every file under `dir` with a digest of its bytes, by path: what "nothing
@@ -85,14 +85,11 @@ fn home_with(lines: &[&str]) -> Home {
 fn a_backup_taken_while_a_bot_stores_a_stream_restores_every_acknowledged_message() {
     const SENT: usize = 1500;
     let home = Home::new(json!({}));
-    let mut child = home
-        .command(&["console", "--json"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
+    let LiveConsole {
+        mut child,
+        mut stdin,
+        stdout: events,
+    } = home.spawn_console();
     let writer = std::thread::spawn(move || {
         for i in 0..SENT {
             writeln!(stdin, "line {i}").unwrap();
@@ -106,7 +103,6 @@ fn a_backup_taken_while_a_bot_stores_a_stream_restores_every_acknowledged_messag
     let mut before: Vec<MessageId> = Vec::new();
     let mut after = 0;
     let mut backup = None;
-    let events = std::io::BufReader::new(child.stdout.take().unwrap());
     for line in events.lines() {
         let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
         if v["event"] != "stored" {
