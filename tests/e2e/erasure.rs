@@ -95,6 +95,21 @@ async fn an_extraction_waiting_on_the_model_stores_nothing_about_who_asked_to_be
 }
 
 /// Ada and Dave in guild 7 of a data directory, with a fact about each.
+/// [`stocked`], then server 7 exported to `seven.json` in the home, as an
+/// owner backs a server up before anything is forgotten.
+fn stocked_and_exported(home: &Home) -> std::path::PathBuf {
+    stocked(home);
+    let file = home.path().join("seven.json");
+    let out = home.run(&["guild", "export", "7"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(&file, &out.stdout).unwrap();
+    file
+}
+
 fn stocked(home: &Home) {
     let store = Store::open(&home.data_dir()).unwrap();
     let now = chrono::Utc::now() - chrono::Duration::hours(1);
@@ -142,15 +157,7 @@ fn stocked(home: &Home) {
 #[test]
 fn an_export_from_before_a_forget_me_does_not_bring_the_person_back() {
     let home = Home::new(json!({"executive": {"ollamaBaseUrl": "http://127.0.0.1:9"}}));
-    stocked(&home);
-    let file = home.path().join("seven.json");
-    let out = home.run(&["guild", "export", "7"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::fs::write(&file, &out.stdout).unwrap();
+    let file = stocked_and_exported(&home);
 
     let store = Store::open(&home.data_dir()).unwrap();
     store
@@ -220,15 +227,7 @@ fn an_import_applies_the_forget_mes_of_the_people_ledger() {
         "executive": {"ollamaBaseUrl": "http://127.0.0.1:9"},
         "storage": {"sharedDir": shared.path().to_string_lossy()},
     }));
-    stocked(&home);
-    let file = home.path().join("seven.json");
-    let out = home.run(&["guild", "export", "7"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::fs::write(&file, &out.stdout).unwrap();
+    let file = stocked_and_exported(&home);
 
     let other = ambient::store::people::Ledger::open(shared.path(), "1-1/2").unwrap();
     other
