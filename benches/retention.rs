@@ -5,8 +5,8 @@
 //! Each simulated day, every server gets `MESSAGES_PER_DAY` messages (as
 //! the gateway stores them: grouped, with names), a routing line in the
 //! journal for each (the bot writes one for nearly every message), a model
-//! call for one message in 20 (an answer or an extraction) and a reaction
-//! for one in 10. At the end of the day the upkeep pass runs as the bot
+//! call and its journal line for one message in 20 (an answer or an
+//! extraction) and a reaction for one in 10. At the end of the day the upkeep pass runs as the bot
 //! runs it hourly: the sweep with the default retention, the freed pages
 //! given back, the write-ahead log emptied. Printed: the database's size at
 //! sampled days, with retention (defaults) and without (every kind kept
@@ -93,14 +93,23 @@ impl Day<'_> {
                     now: at,
                 };
                 self.store.insert_seen(&seen, Commit::Grouped).unwrap();
+                // As the router writes it for a message nobody takes.
                 self.journal.record(
-                    Entry::new(Kind::Route, "let pass")
+                    Entry::new(Kind::Route, format!("message {id} from person{person} → pass"))
                         .place(Some(guild), Some(channel))
                         .message(id)
-                        .reason("not addressed; salience 0.12 under 0.70"),
+                        .reason("not addressed to the bot and below the unsolicited-reply bar; stored as context")
+                        .salience(0.12)
+                        .data(serde_json::json!({ "salience": "question +0.10 length +0.02 × recency 1.00" })),
                 );
                 if i % 20 == 0 {
                     self.store.usage_append(&call(at, guild)).unwrap();
+                    self.journal.record(
+                        Entry::new(Kind::Reply, format!("answered person{person}"))
+                            .place(Some(guild), Some(channel))
+                            .message(id)
+                            .reason("addressed by mention"),
+                    );
                 }
                 if i % 10 == 5 {
                     self.store

@@ -34,7 +34,7 @@ pub const KINDS: [Described; 7] = [
         kind: Kind::Journal,
         name: "journal",
         key: "journalDays",
-        what: "every decision and its reason",
+        what: "every decision and its reason; a message's routing line goes with the message",
         per_server: true,
     },
     Described {

@@ -11,7 +11,8 @@
 //! a batch reads what it removes and little else.
 //!
 //! What stays when a kind's rows go:
-//! - messages: the facts learned from them. A fact names its sources by
+//! - messages: the facts learned from them (a message's routing line goes
+//!   with it, whatever journalDays says). A fact names its sources by
 //!   message id, a snowflake that still says when the words were said, so
 //!   recall, `/ambient why` on the fact and forget-me's erasure bounded by
 //!   time do not need the message rows. A voice span goes with its message.
@@ -153,6 +154,8 @@ impl Default for Pace {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Swept {
     removed: [u64; Kind::ALL.len()],
+    /// Routing lines removed with the messages they were about.
+    routing_lines: u64,
     /// The sweep was asked to stop before it was done.
     pub stopped: bool,
 }
@@ -163,35 +166,44 @@ impl Swept {
     }
 
     pub fn total(&self) -> u64 {
-        self.removed.iter().sum()
+        self.removed.iter().sum::<u64>() + self.routing_lines
     }
 
     /// "1,204 messages older than 30 days, 310 journal lines older than 90
     /// days": the kinds that lost rows, with the operator's retention (and
     /// a note when some server keeps that kind for less).
     pub fn describe(&self, policy: &Policy) -> String {
-        Kind::ALL
-            .iter()
-            .filter(|k| self.removed(**k) > 0)
-            .map(|&k| {
-                let mut part = format!("{} {}", thousands(self.removed(k)), k.noun());
-                match policy.operator.days(k) {
-                    0 => part.push_str(" (kept for less by some servers)"),
-                    days => {
-                        part.push_str(&format!(" older than {days} days"));
-                        if policy
-                            .guilds
-                            .keys()
-                            .any(|g| policy.days(k, Some(*g)) != days)
-                        {
-                            part.push_str(" (fewer in servers that asked)");
-                        }
-                    }
+        let mut parts = Vec::new();
+        for k in Kind::ALL {
+            if self.removed(k) > 0 {
+                parts.push(self.part(k, policy));
+            }
+            if k == Kind::Messages && self.routing_lines > 0 {
+                parts.push(format!(
+                    "{} routing lines with their messages",
+                    thousands(self.routing_lines)
+                ));
+            }
+        }
+        parts.join(", ")
+    }
+
+    fn part(&self, k: Kind, policy: &Policy) -> String {
+        let mut part = format!("{} {}", thousands(self.removed(k)), k.noun());
+        match policy.operator.days(k) {
+            0 => part.push_str(" (kept for less by some servers)"),
+            days => {
+                part.push_str(&format!(" older than {days} days"));
+                if policy
+                    .guilds
+                    .keys()
+                    .any(|g| policy.days(k, Some(*g)) != days)
+                {
+                    part.push_str(" (fewer in servers that asked)");
                 }
-                part
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
+            }
+        }
+        part
     }
 }
 
@@ -216,9 +228,19 @@ struct Target {
     time: &'static str,
     /// Further conditions a removable row meets (`AND …`).
     also: &'static str,
-    /// Run for each chosen id, in order; each counts its changes to a kind
-    /// (or to none: the usage roll-up).
-    each: &'static [(&'static str, Option<Kind>)],
+    /// Run for each chosen id, in order; each counts its changes.
+    each: &'static [(&'static str, Tally)],
+}
+
+/// What one statement of a batch removes, for the sweep's count.
+#[derive(Clone, Copy)]
+enum Tally {
+    Rows(Kind),
+    /// Routing lines gone with their message (journal lines, but not
+    /// because of journalDays).
+    RoutingLines,
+    /// Removes nothing (the usage roll-up).
+    Nothing,
 }
 
 /// Adds one usage row to its day's totals.
@@ -245,9 +267,20 @@ const TARGETS: &[Target] = &[
             // When someone spoke aloud goes with what they said.
             (
                 "DELETE FROM voice_utterances WHERE message_id = ?1",
-                Some(Kind::Voice),
+                Tally::Rows(Kind::Voice),
             ),
-            ("DELETE FROM messages WHERE id = ?1", Some(Kind::Messages)),
+            // So does how it was routed: nearly every message has a routing
+            // line, the bulk of the journal, and once the message is gone
+            // there is nothing left for the line to explain (`/ambient why`
+            // asks about a message). Every other line keeps journalDays.
+            (
+                "DELETE FROM journal WHERE message_id = ?1 AND kind = 'route'",
+                Tally::RoutingLines,
+            ),
+            (
+                "DELETE FROM messages WHERE id = ?1",
+                Tally::Rows(Kind::Messages),
+            ),
         ],
     },
     Target {
@@ -257,7 +290,10 @@ const TARGETS: &[Target] = &[
         guild: Some("guild_id"),
         time: "ts",
         also: "",
-        each: &[("DELETE FROM journal WHERE id = ?1", Some(Kind::Journal))],
+        each: &[(
+            "DELETE FROM journal WHERE id = ?1",
+            Tally::Rows(Kind::Journal),
+        )],
     },
     Target {
         kind: Kind::Usage,
@@ -267,8 +303,8 @@ const TARGETS: &[Target] = &[
         time: "ts",
         also: "",
         each: &[
-            (ROLL_UP, None),
-            ("DELETE FROM usage WHERE id = ?1", Some(Kind::Usage)),
+            (ROLL_UP, Tally::Nothing),
+            ("DELETE FROM usage WHERE id = ?1", Tally::Rows(Kind::Usage)),
         ],
     },
     Target {
@@ -280,7 +316,7 @@ const TARGETS: &[Target] = &[
         also: "",
         each: &[(
             "DELETE FROM reactions WHERE rowid = ?1",
-            Some(Kind::Reactions),
+            Tally::Rows(Kind::Reactions),
         )],
     },
     Target {
@@ -294,7 +330,7 @@ const TARGETS: &[Target] = &[
         also: "",
         each: &[(
             "DELETE FROM voice_utterances WHERE message_id = ?1",
-            Some(Kind::Voice),
+            Tally::Rows(Kind::Voice),
         )],
     },
     Target {
@@ -307,7 +343,7 @@ const TARGETS: &[Target] = &[
         also: "AND NOT EXISTS (SELECT 1 FROM feed_shares s WHERE s.item_id = f.id)",
         each: &[(
             "DELETE FROM feed_items WHERE id = ?1",
-            Some(Kind::Discovery),
+            Tally::Rows(Kind::Discovery),
         )],
     },
     Target {
@@ -319,7 +355,7 @@ const TARGETS: &[Target] = &[
         also: "AND status IN ('completed', 'incomplete')",
         each: &[(
             "DELETE FROM garden_cycles WHERE id = ?1",
-            Some(Kind::Garden),
+            Tally::Rows(Kind::Garden),
         )],
     },
     Target {
@@ -331,7 +367,7 @@ const TARGETS: &[Target] = &[
         also: "",
         each: &[(
             "DELETE FROM garden_queue WHERE rowid = ?1",
-            Some(Kind::Garden),
+            Tally::Rows(Kind::Garden),
         )],
     },
 ];
@@ -468,9 +504,11 @@ impl Store {
             .collect::<rusqlite::Result<_>>()?;
         for id in &ids {
             for (sql, kind) in t.each {
-                let n = tx.prepare_cached(sql)?.execute([id])?;
-                if let Some(k) = kind {
-                    swept.removed[k.index()] += n as u64;
+                let n = tx.prepare_cached(sql)?.execute([id])? as u64;
+                match kind {
+                    Tally::Rows(k) => swept.removed[k.index()] += n,
+                    Tally::RoutingLines => swept.routing_lines += n,
+                    Tally::Nothing => {}
                 }
             }
         }
@@ -587,6 +625,7 @@ mod tests {
                  INSERT INTO voice_utterances (message_id, voice_channel_id, started_at, ended_at)
                      VALUES ({id}, 11, {at}, {at});
                  INSERT INTO journal (ts, kind, guild_id, message_id, summary) VALUES ({at}, 'route', {guild}, {id}, 'let pass');
+                 INSERT INTO journal (ts, kind, guild_id, message_id, summary) VALUES ({at}, 'reply', {guild}, {id}, 'answered');
                  INSERT INTO usage (ts, role, source, guild_id, provider, model, tokens_in, tokens_out, outcome)
                      VALUES ({at}, 'reply', 'user', {guild}, 'p', 'm', 100, 10, 'ok');
                  INSERT INTO reactions (message_id, user_id, emoji, guild_id, channel_id, at)
@@ -602,13 +641,28 @@ mod tests {
             .unwrap();
     }
 
-    /// How many rows each kind's tables hold.
+    fn routing_lines(store: &Store) -> i64 {
+        store
+            .lock()
+            .query_row(
+                "SELECT count(*) FROM journal WHERE kind = 'route'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap()
+    }
+
+    /// How many rows each kind's tables hold (of the journal, the lines
+    /// that are not routing lines: those go with their messages).
     fn counts(store: &Store) -> Vec<(Kind, i64)> {
         let conn = store.lock();
         let count = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
         vec![
             (Kind::Messages, count("SELECT count(*) FROM messages")),
-            (Kind::Journal, count("SELECT count(*) FROM journal")),
+            (
+                Kind::Journal,
+                count("SELECT count(*) FROM journal WHERE kind != 'route'"),
+            ),
             (Kind::Usage, count("SELECT count(*) FROM usage")),
             (Kind::Reactions, count("SELECT count(*) FROM reactions")),
             (Kind::Voice, count("SELECT count(*) FROM voice_utterances")),
@@ -658,8 +712,13 @@ mod tests {
             assert_eq!(swept.removed(kind), ((3 - kept) * rows) as u64, "{kind:?}");
         }
         assert_eq!(
+            routing_lines(&store),
+            1,
+            "a routing line goes with its message"
+        );
+        assert_eq!(
             swept.describe(&defaults()),
-            "2 messages older than 30 days, 1 journal lines older than 90 days, \
+            "2 messages older than 30 days, 2 routing lines with their messages, 1 journal lines older than 90 days, \
              1 usage rows (kept as daily totals) older than 90 days, 2 reactions older than 30 days, \
              2 voice spans older than 30 days, 2 feed items older than 30 days, 4 garden records older than 30 days"
         );
@@ -696,9 +755,10 @@ mod tests {
         let swept = sweep(&store, &policy);
         assert_eq!(swept.removed(Kind::Messages), 1);
         assert_eq!(swept.removed(Kind::Voice), 1, "its voice span went with it");
+        assert_eq!(routing_lines(&store), 1, "its routing line too");
         assert_eq!(
             swept.total(),
-            2,
+            3,
             "nothing else: 0 in a server's values never lengthens"
         );
         let left: Vec<i64> = store
@@ -841,6 +901,10 @@ mod tests {
             (
                 "messages",
                 "SELECT min(guild_id) FROM messages WHERE guild_id > 1",
+            ),
+            (
+                "journal",
+                "DELETE FROM journal WHERE message_id = 1 AND kind = 'route'",
             ),
         ] {
             let plan = super::super::query_plan(sql, []).join(" | ");

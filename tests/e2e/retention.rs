@@ -68,7 +68,10 @@ async fn facts_outlive_their_messages_and_are_still_recalled_and_forgotten() {
     w.app.upkeep.pass(&|| true).unwrap();
     assert_eq!(
         sweep_lines(&w),
-        vec!["retention: removed 1 messages older than 30 days".to_string()]
+        vec![
+            "retention: removed 1 messages older than 30 days, 1 routing lines with their messages"
+                .to_string()
+        ]
     );
     assert!(
         w.app.store.message(said[0].id).unwrap().is_none(),
@@ -152,7 +155,8 @@ async fn a_server_may_shorten_its_retention_and_is_refused_a_longer_one() {
     assert_eq!(
         sweep_lines(&w),
         vec![
-            "retention: removed 1 messages older than 30 days (fewer in servers that asked)"
+            "retention: removed 1 messages older than 30 days (fewer in servers that asked), \
+             1 routing lines with their messages"
                 .to_string()
         ]
     );
@@ -399,7 +403,7 @@ fn status_says_what_is_kept_with_a_servers_own_shorter_values() {
     for line in [
         "What is kept (0 days in the settings keeps a kind forever):",
         "  messages: 30 days — what people said (and the bot), text and voice transcripts (storage.retention.messagesDays)",
-        "  journal: 60 days — every decision and its reason (storage.retention.journalDays)",
+        "  journal: 60 days — every decision and its reason; a message's routing line goes with the message (storage.retention.journalDays)",
         "  model usage: forever — each model call's tokens, then daily totals (storage.retention.usageDays)",
         "  server 42 keeps less: messages 7 days",
     ] {
