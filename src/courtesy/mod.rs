@@ -72,6 +72,13 @@ pub fn quiet_until(settings: &Settings, now: DateTime<Utc>) -> Option<DateTime<U
         .until(now, settings.zone())
 }
 
+/// When the server's quiet hours next begin or end, if they ever do.
+pub fn quiet_changes_at(settings: &Settings, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    QuietHours::parse(&settings.initiative.quiet_hours)
+        .ok()?
+        .next_change(now, settings.zone())
+}
+
 /// Quiet hours as a refusal, if it is in them now.
 pub fn quiet(settings: &Settings, now: DateTime<Utc>) -> Option<Refusal> {
     let until = quiet_until(settings, now)?;

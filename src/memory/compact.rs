@@ -58,6 +58,22 @@ impl Memory {
         }) as usize
     }
 
+    /// Whether some scope is over its threshold (or the store cannot
+    /// say): what `compact_crowded` would act on.
+    pub(super) fn some_scope_crowded(&self) -> bool {
+        let Ok(guilds) = self.store.fact_guilds() else {
+            return true;
+        };
+        guilds
+            .into_iter()
+            .any(|guild| match self.store.crowded_scopes(guild) {
+                Ok(scopes) => scopes
+                    .iter()
+                    .any(|(scope, count)| *count as usize > self.threshold(scope)),
+                Err(_) => true,
+            })
+    }
+
     /// Compacts every scope over its threshold.
     pub async fn compact_crowded(&self) {
         for guild in self.store.fact_guilds().unwrap_or_default() {

@@ -148,6 +148,38 @@ impl Memory {
             .is_some_and(|m| !self.extraction_backoff.ready(&Holdback::Model(m), now))
     }
 
+    /// When extraction next falls due with no new message: `now` when it
+    /// is due now or a back-off holds it (a back-off ends on its own), the
+    /// first conversation's quiet time, or `None` when nothing waits.
+    pub(super) fn extraction_due_at(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        if self.model_held_back(now) {
+            return Some(now);
+        }
+        let Ok(waiting) = self.store.unextracted_channels() else {
+            return Some(now);
+        };
+        let mut due: Option<DateTime<Utc>> = None;
+        for u in waiting {
+            let m = &self.settings.for_guild(u.guild).memory;
+            if !m.enabled {
+                continue;
+            }
+            let at = if !self
+                .extraction_backoff
+                .ready(&Holdback::Channel(u.channel), now)
+                || (m.extract_listened && u.count >= u64::from(m.listen_batch_size))
+            {
+                now
+            } else if u.bot_spoke && m.extract_conversations {
+                u.last_at + chrono::Duration::minutes(i64::from(m.conversation_idle_minutes))
+            } else {
+                continue;
+            };
+            due = Some(due.map_or(at, |d| d.min(at)));
+        }
+        due.map(|d| d.max(now))
+    }
+
     fn is_due(&self, u: &Unextracted, now: chrono::DateTime<chrono::Utc>) -> bool {
         let m = &self.settings.for_guild(u.guild).memory;
         if !m.enabled {

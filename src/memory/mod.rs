@@ -589,6 +589,32 @@ impl Memory {
         (expired, purged)
     }
 
+    /// The earliest time a maintenance round could do anything if no
+    /// message came: `now` when it could now (or the store cannot say),
+    /// else the first of a conversation going quiet, a fact expiring, an
+    /// archived fact's purge; `None` when only a new message can give it
+    /// work. What lets a replay skip a silent year without a round every
+    /// five simulated minutes; a round before this time does nothing.
+    pub fn next_upkeep(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        if self.some_scope_crowded() {
+            return Some(now);
+        }
+        let Ok(oldest) = self.store.oldest_fact_marks() else {
+            return Some(now);
+        };
+        let m = &self.settings.global().memory;
+        let days = |d: u32| chrono::Duration::days(i64::from(d));
+        [
+            self.extraction_due_at(now),
+            oldest.seen.map(|t| t + days(m.ttl_days)),
+            oldest.archived.map(|t| t + days(m.archive_retention_days)),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .map(|t| t.max(now))
+    }
+
     /// One maintenance round: extraction where due, compaction where crowded, expiry.
     pub async fn maintain(&self) {
         self.extract_due().await;

@@ -74,6 +74,10 @@ pub struct Outcome {
     pub timeline: Timeline,
     /// Ticks of silent stretches skipped rather than run (the report is the same either way).
     pub skipped_ticks: u64,
+    /// Ticks run: what a replay's time follows, with the messages.
+    pub ticks_run: u64,
+    /// Memory upkeep rounds run inside skipped stretches.
+    pub upkeep_runs: u64,
 }
 
 /// How far a replay is: messages replayed, and the share of the files read (0–1).
@@ -187,6 +191,8 @@ async fn replay_stepping(
         report,
         timeline,
         skipped_ticks: sim.skipped_ticks,
+        ticks_run: sim.ticks_run,
+        upkeep_runs: sim.upkeep_runs,
     })
 }
 

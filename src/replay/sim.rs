@@ -10,8 +10,10 @@
 //!   fetch feeds from the network, today's, not the export's.
 //! - Across a silent stretch, where no tick can do anything, the clock
 //!   skips ahead (see [`Still`]): the tallies count the skipped ticks as
-//!   they would have come out, and memory upkeep still runs every five
-//!   simulated minutes, so the report is the same as stepping through them.
+//!   they would have come out, and memory upkeep runs on the ticks where it
+//!   falls due and could act (a conversation going quiet, a fact expiring),
+//!   so the report is the same as stepping through them — and a replay's
+//!   time follows its messages and due events, not its span.
 //! - Each message becomes a percept as the Discord front end makes it:
 //!   mentions made readable, a mention of the bot addressing it.
 //! - Messages the bot itself wrote in the export are left out: the replay's
@@ -51,6 +53,63 @@ const BACKGROUND_EVERY: chrono::Duration = chrono::Duration::minutes(5);
 /// begin without a message, and one in force stops the look before these)
 /// or quiet hours, which a skip watches for itself.
 const STILL_GATES: &[&str] = &["enabled", "pool", "empty_room"];
+
+/// The ticks after some instant that look at memory upkeep: the `first`
+/// (1 is the next tick), then every `every`.
+struct Grid {
+    first: u64,
+    every: u64,
+}
+
+impl Grid {
+    /// The first of them at or after `from`, counted in ticks from `now`.
+    fn first_at_or_after(
+        &self,
+        now: DateTime<Utc>,
+        from: DateTime<Utc>,
+        tick: chrono::Duration,
+    ) -> Option<u64> {
+        let k = ceil_ticks(from - now, tick).max(1);
+        if k <= self.first {
+            return Some(self.first);
+        }
+        let steps = (k - self.first).div_ceil(self.every);
+        self.first.checked_add(steps.checked_mul(self.every)?)
+    }
+
+    /// The last of them within the next `k` ticks, as an instant.
+    fn last_within(
+        &self,
+        now: DateTime<Utc>,
+        k: u64,
+        tick: chrono::Duration,
+    ) -> Option<DateTime<Utc>> {
+        (k >= self.first).then(|| {
+            let last = self.first + (k - self.first) / self.every * self.every;
+            now + times(tick, last)
+        })
+    }
+}
+
+/// How many ticks it takes to cover `span` (0 for none).
+fn ceil_ticks(span: chrono::Duration, tick: chrono::Duration) -> u64 {
+    let (span, tick) = (span.num_milliseconds(), tick.num_milliseconds().max(1));
+    if span <= 0 {
+        0
+    } else {
+        (span as u64).div_ceil(tick as u64)
+    }
+}
+
+/// `k` ticks as a span.
+fn times(tick: chrono::Duration, k: u64) -> chrono::Duration {
+    chrono::Duration::milliseconds(tick.num_milliseconds().saturating_mul(k as i64))
+}
+
+/// How many ticks after `now` come before `end`.
+fn ticks_before(now: DateTime<Utc>, end: DateTime<Utc>, tick: chrono::Duration) -> u64 {
+    ceil_ticks(end - now, tick).saturating_sub(1)
+}
 
 /// What a simulation is built from.
 pub struct Setup {
@@ -109,6 +168,10 @@ pub struct Simulation {
     last_gates: Vec<Option<&'static str>>,
     /// Ticks skipped so far.
     pub skipped_ticks: u64,
+    /// Memory upkeep rounds run inside skipped stretches.
+    pub upkeep_runs: u64,
+    /// Ticks run, not skipped.
+    pub ticks_run: u64,
 }
 
 /// A silent stretch: until `until`, no tick does anything but what the
@@ -118,8 +181,19 @@ pub struct Simulation {
 struct Still {
     until: DateTime<Utc>,
     gates: Vec<&'static str>,
-    /// Each guild's settings, and whether it was in quiet hours at the start.
-    quiet: Vec<(Arc<Settings>, bool)>,
+    /// Each guild's settings, for its quiet hours.
+    settings: Vec<Arc<Settings>>,
+}
+
+impl Still {
+    /// Where the stretch ends seen from `now`: at `until`, or where some
+    /// guild's quiet hours begin or end, whichever comes first.
+    fn end(&self, now: DateTime<Utc>) -> DateTime<Utc> {
+        self.settings
+            .iter()
+            .filter_map(|s| crate::courtesy::quiet_changes_at(s, now))
+            .fold(self.until, DateTime::min)
+    }
 }
 
 /// Answered model calls so far, by role, read from the usage table as it
@@ -185,6 +259,8 @@ impl Simulation {
             skip_idle: true,
             last_gates: Vec::new(),
             skipped_ticks: 0,
+            upkeep_runs: 0,
+            ticks_run: 0,
         })
     }
 
@@ -241,6 +317,7 @@ impl Simulation {
 
     /// One tick of the background loops, each part run to the end.
     async fn tick(&mut self) -> anyhow::Result<()> {
+        self.ticks_run += 1;
         let mark = self.mark()?;
         self.tick_parts().await?;
         self.settle(mark)
@@ -316,7 +393,7 @@ impl Simulation {
             return Ok(None);
         }
         let mut until = t.min(garden);
-        let mut quiet = Vec::new();
+        let mut settings = Vec::new();
         for g in std::iter::once(None).chain(guilds.iter().map(|(g, _)| Some(*g))) {
             // A task already fired is not fired again; one not yet fired is due at its time.
             let tasks = store.tasks(g, false)?;
@@ -332,47 +409,73 @@ impl Simulation {
                 if !store.ideas(Some(g), false)?.is_empty() {
                     return Ok(None);
                 }
-                let settings = self.app.settings.for_guild(Some(g));
-                let q = crate::courtesy::quiet(&settings, now).is_some();
-                quiet.push((settings, q));
+                settings.push(self.app.settings.for_guild(Some(g)));
             }
         }
         Ok((now + tick < until).then_some(Still {
             until,
             gates,
-            quiet,
+            settings,
         }))
     }
 
-    /// Moves the clock through a silent stretch a tick at a time without
-    /// running the ticks: each is counted as the last one came out, memory
-    /// upkeep runs where it falls due, and the skip stops where quiet
-    /// hours begin or end (that tick is run).
+    /// Moves the clock through a silent stretch without running its ticks:
+    /// they are counted as the last one came out, in one step up to where
+    /// memory upkeep could act (`Memory::next_upkeep`; it runs there, on
+    /// the ticks where it falls due) or to where the stretch ends or quiet
+    /// hours begin or end (that tick is run). A silent year costs a few
+    /// steps, not a step per tick.
     async fn skip(&mut self, still: &Still, tick: chrono::Duration) -> anyhow::Result<()> {
+        let mut upkeep = self.app.memory.next_upkeep(self.clock.now());
         loop {
-            let at = self.clock.now() + tick;
-            let quiet_changes = still
-                .quiet
-                .iter()
-                .any(|(s, q)| crate::courtesy::quiet(s, at).is_some() != *q);
-            if at >= still.until || quiet_changes {
+            let now = self.clock.now();
+            let left = ticks_before(now, still.end(now), tick);
+            if left == 0 {
                 return Ok(());
             }
-            self.clock.set(at);
-            self.skipped_ticks += 1;
-            self.tally.ticks += still.gates.len() as u64;
-            for gate in &still.gates {
-                *self.tally.gates.entry(gate).or_default() += 1;
+            let grid = self.background_grid(now, tick);
+            let upkeep_tick = upkeep
+                .and_then(|from| grid.first_at_or_after(now, from, tick))
+                .filter(|k| *k <= left);
+            let k = upkeep_tick.unwrap_or(left);
+            self.count_skipped(still, k);
+            self.clock.set(now + times(tick, k));
+            if let Some(last) = grid.last_within(now, k, tick) {
+                self.last_background = Some(last);
             }
-            if self.background_due() {
+            if upkeep_tick.is_some() {
                 // Upkeep acts on time alone (extraction after a conversation
                 // goes quiet, expiry): it runs as in a tick. The garden's look
-                // would do nothing before `until`.
+                // would do nothing before the stretch ends.
                 let mark = self.mark()?;
                 self.transport.doing(Doing::Background);
                 self.app.memory.maintain().await;
                 self.settle(mark)?;
+                self.upkeep_runs += 1;
+                upkeep = self.app.memory.next_upkeep(self.clock.now());
             }
+        }
+    }
+
+    /// `k` ticks skipped, each counted as stopped at the stretch's gates.
+    fn count_skipped(&mut self, still: &Still, k: u64) {
+        self.skipped_ticks += k;
+        self.tally.ticks += k * still.gates.len() as u64;
+        for gate in &still.gates {
+            *self.tally.gates.entry(gate).or_default() += k;
+        }
+    }
+
+    /// Which of the ticks after `now` look at memory upkeep and the garden,
+    /// as `background_due` would pick them one tick at a time.
+    fn background_grid(&self, now: DateTime<Utc>, tick: chrono::Duration) -> Grid {
+        let first = match self.last_background {
+            None => 1,
+            Some(last) => ceil_ticks(last + BACKGROUND_EVERY - now, tick).max(1),
+        };
+        Grid {
+            first,
+            every: ceil_ticks(BACKGROUND_EVERY, tick).max(1),
         }
     }
 

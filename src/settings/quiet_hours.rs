@@ -105,6 +105,22 @@ impl QuietHours {
         Some(end)
     }
 
+    /// When quiet hours next begin or end after `now`: the end of the
+    /// period containing `now`, else the first start after it (a week
+    /// ahead at most: every rule starts on some day of one). `None`: never.
+    pub fn next_change(&self, now: DateTime<Utc>, tz: Tz) -> Option<DateTime<Utc>> {
+        if let Some(end) = self.until(now, tz) {
+            return Some(end);
+        }
+        let today = now.with_timezone(&tz).date_naive();
+        (0..=7)
+            .filter_map(|d| today.checked_add_days(chrono::Days::new(d)))
+            .flat_map(|day| self.periods_starting(day, tz))
+            .map(|(start, _)| start)
+            .filter(|start| *start > now)
+            .min()
+    }
+
     /// The end of the latest-ending period that contains `t`.
     fn containing(&self, t: DateTime<Utc>, tz: Tz) -> Option<DateTime<Utc>> {
         let today = t.with_timezone(&tz).date_naive();
@@ -271,6 +287,33 @@ mod tests {
             None,
             "08:00 is awake"
         );
+    }
+
+    #[test]
+    fn next_change_is_the_first_minute_quiet_hours_begin_or_end() {
+        let tz = berlin();
+        // Across the spring change (2026-03-29) and a week of rules.
+        let q =
+            QuietHours::parse("fri,sat 01:00-10:00; sun-thu 23:00-07:00; wed 12:00-12:30").unwrap();
+        let start = utc("2026-03-24T00:00:00Z");
+        let mut t = start;
+        while t < start + Duration::days(10) {
+            let change = q.next_change(t, tz).expect("a change within the week");
+            assert!(change > t);
+            let quiet = q.until(t, tz).is_some();
+            let mut m = t + Duration::minutes(1);
+            while m < change {
+                assert_eq!(
+                    q.until(m, tz).is_some(),
+                    quiet,
+                    "no change at {m} before {change}"
+                );
+                m += Duration::minutes(1);
+            }
+            assert_ne!(q.until(change, tz).is_some(), quiet, "a change at {change}");
+            t = change;
+        }
+        assert_eq!(QuietHours::default().next_change(start, tz), None);
     }
 
     #[test]

@@ -151,6 +151,13 @@ fn write_fact(tx: &Transaction<'_>, f: &Fact, insert: bool) -> rusqlite::Result<
     Ok(())
 }
 
+/// The oldest marks expiry goes by (`None`: no such fact).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OldestFacts {
+    pub seen: Option<DateTime<Utc>>,
+    pub archived: Option<DateTime<Utc>>,
+}
+
 impl Store {
     pub fn insert_fact(&self, f: &Fact) -> Result<()> {
         let mut conn = self.lock();
@@ -415,6 +422,21 @@ impl Store {
         let n = tx.execute("DELETE FROM facts WHERE last_seen_at < ?1", [to_ms(before)])?;
         tx.commit()?;
         Ok(n)
+    }
+
+    /// The oldest `last_seen_at` of any fact and the oldest `archived_at`:
+    /// when `expire_facts` and `purge_archived_facts` next find something.
+    pub fn oldest_fact_marks(&self) -> Result<OldestFacts> {
+        Ok(self.lock().query_row(
+            "SELECT min(last_seen_at), min(archived_at) FROM facts",
+            [],
+            |r| {
+                Ok(OldestFacts {
+                    seen: r.get::<_, Option<i64>>(0)?.map(from_ms),
+                    archived: r.get::<_, Option<i64>>(1)?.map(from_ms),
+                })
+            },
+        )?)
     }
 
     /// Deletes facts archived before `before`.

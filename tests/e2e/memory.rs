@@ -609,6 +609,49 @@ async fn inactive_facts_expire_and_a_deleted_channel_keeps_only_its_important_fa
 }
 
 #[tokio::test]
+async fn upkeep_says_when_it_next_has_work_if_nobody_speaks() {
+    let mut s = settings();
+    s.memory.listen_batch_size = 2;
+    let world = World::start(s).await;
+    let now = world.clock.now();
+    let memory = &world.app.memory;
+    assert_eq!(
+        memory.next_upkeep(now),
+        None,
+        "nothing until someone speaks"
+    );
+
+    let mut old = manual(
+        Scope::guild(GUILD_A),
+        FactKind::Fact,
+        None,
+        "a fact last used 80 days ago",
+        None,
+        now,
+    );
+    old.last_seen_at = now - chrono::Duration::days(80);
+    world.app.store.insert_fact(&old).unwrap();
+    let expires = old.last_seen_at + chrono::Duration::days(90);
+    assert_eq!(memory.next_upkeep(now), Some(expires));
+    world.clock.set(expires);
+    assert_eq!(memory.expire(), (0, 0), "nothing before then");
+    world.clock.advance(chrono::Duration::minutes(1));
+    assert_eq!(memory.expire(), (1, 0), "and the fact after it");
+    assert_eq!(memory.next_upkeep(world.clock.now()), None);
+
+    for text in ["the ferry leaves at nine", "bring a coat"] {
+        world
+            .message(GENERAL, "ada", text, ambient::attention::Addressed::No)
+            .await;
+    }
+    assert_eq!(
+        memory.next_upkeep(world.clock.now()),
+        Some(world.clock.now()),
+        "a batch of listened messages is due at once"
+    );
+}
+
+#[tokio::test]
 async fn export_then_import_round_trips_exactly() {
     let world = World::start(settings()).await;
     decision(&world, "Use session cookies for auth");

@@ -95,7 +95,11 @@ async fn the_sample_with_an_hour_for_an_empty_room_skips_its_nights_and_reports_
 /// A community that meets: an evening's talk on each of `days`, with people
 /// asking the bot for reminders and saying hello, and silence between.
 fn meetings(dir: &Path, days: &[i64]) -> PathBuf {
-    let start: DateTime<Utc> = "2026-03-03T18:00:00Z".parse().unwrap();
+    meetings_from(dir, "2026-03-03T18:00:00Z".parse().unwrap(), days)
+}
+
+/// [`meetings`] from `start` on.
+fn meetings_from(dir: &Path, start: DateTime<Utc>, days: &[i64]) -> PathBuf {
     let mut lines = Vec::new();
     for &day in days {
         for n in 0..40i64 {
@@ -146,4 +150,64 @@ async fn a_community_that_meets_twice_a_week_is_replayed_skipping_its_silent_day
         "the silent days were skipped: {} ticks",
         skipping.skipped_ticks
     );
+}
+
+#[tokio::test]
+async fn meetings_weeks_apart_are_replayed_skipping_the_weeks_between_with_the_same_report() {
+    // The room counts as empty an hour after a meeting, and a conversation
+    // is extracted ten hours after it went quiet: that extraction falls
+    // inside a skipped stretch, and is made there, as a tick would. Quiet
+    // hours begin and end inside every stretch.
+    let dir = tempfile::tempdir().unwrap();
+    let files = vec![meetings(dir.path(), &[0, 12, 20])];
+    let mut s = Settings::default();
+    s.initiative.text.require_activity_within_hours = 1;
+    s.memory.conversation_idle_minutes = 600;
+    s.initiative.quiet_hours = "02:00-04:00; sat 12:00-14:00".into();
+    let (skipping, every_tick) = both_ways(&files, &s).await;
+    assert_same(&skipping, &every_tick);
+    assert!(skipping.report.did.replies > 0);
+    assert!(
+        skipping.upkeep_runs > 0,
+        "upkeep ran inside a skipped stretch where it was due"
+    );
+}
+
+#[tokio::test]
+async fn a_ten_year_sparse_export_runs_a_tick_count_set_by_its_messages_not_its_span() {
+    // One evening a year for ten years: 400 messages over 3,650 days.
+    let dir = tempfile::tempdir().unwrap();
+    let days: Vec<i64> = (0..10).map(|y| y * 365).collect();
+    let files = vec![meetings_from(
+        dir.path(),
+        "2016-03-03T18:00:00Z".parse().unwrap(),
+        &days,
+    )];
+    let opts = options(
+        &files,
+        &Settings::default(),
+        dir.path().join("data").as_path(),
+    );
+    let out = replay(opts, &|_| {}).await.unwrap();
+    assert_eq!(out.report.run.days.round() as i64, 9 * 365);
+    let span_ticks = 9 * 365 * 24 * 60;
+    assert!(
+        out.skipped_ticks > span_ticks * 99 / 100,
+        "nearly every one-minute tick of the span skipped: {} of {span_ticks}",
+        out.skipped_ticks
+    );
+    // Each evening runs its two hours of ticks, and the day after it until
+    // the room counts as empty (24 h): about 1,600 a meeting, whatever the gap.
+    assert!(
+        out.ticks_run < 10 * 2_000,
+        "ticks run: {} for ten evenings",
+        out.ticks_run
+    );
+    assert!(
+        out.upkeep_runs < 10 * 50,
+        "upkeep rounds in the silent years: {}",
+        out.upkeep_runs
+    );
+    let r = &out.report;
+    assert!(r.did.replies >= 10 && r.did.reminders >= 10, "{:?}", r.did);
 }
