@@ -133,6 +133,7 @@ fn app() -> &'static Arc<App> {
                     clock: Arc::new(SystemClock),
                     chance: Chance::seeded(1),
                     stand_in: None,
+                    sharing: ambient::store::Sharing::Shared,
                 },
                 |_| Arc::new(Silent) as Arc<dyn Transport>,
             ))

@@ -34,10 +34,10 @@ use crate::reply::{ReplyHandler, ReplyTools};
 use crate::senses::Senses;
 use crate::settings::{Secrets, Settings, SettingsService, SettingsSource};
 use crate::speech::Speech;
-use crate::store::Store;
 use crate::store::boundaries::Boundary;
 use crate::store::lock::DataLock;
 use crate::store::people::PersonEvent;
+use crate::store::{Sharing, Store};
 use crate::upkeep::Upkeep;
 use crate::voice::Voice;
 use crate::voice::transcribe::Transcriber;
@@ -83,6 +83,9 @@ pub struct Parts {
     pub chance: Arc<Chance>,
     /// Answers every model call in place of the providers (replay's offline mode).
     pub stand_in: Option<Arc<dyn StandIn>>,
+    /// Whether other processes may use the store meanwhile (only the
+    /// replay's is `Private`).
+    pub sharing: Sharing,
 }
 
 /// What every service is built on: the store and the settings over it, the
@@ -110,10 +113,11 @@ impl Base {
         secrets: Secrets,
         clock: SharedClock,
         chance: Arc<Chance>,
+        sharing: Sharing,
         transport: impl FnOnce(&Store) -> Arc<dyn Transport>,
     ) -> anyhow::Result<Self> {
         let data_dir = PathBuf::from(&settings.storage.data_dir);
-        let store = Store::open(&data_dir).with_context(|| {
+        let store = Store::open_as(&data_dir, sharing).with_context(|| {
             format!(
                 "cannot open the store in {} (storage.dataDir)",
                 data_dir.display()
@@ -323,8 +327,9 @@ impl App {
             clock,
             chance,
             stand_in,
+            sharing,
         } = parts;
-        let b = Base::open(settings, secrets, clock, chance, transport)?;
+        let b = Base::open(settings, secrets, clock, chance, sharing, transport)?;
         // What people asked on the other processes' servers holds here
         // before this one hears anyone: before the gateway connects.
         let people = People::new(&b.store, &b.journal);

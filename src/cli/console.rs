@@ -33,6 +33,7 @@ pub async fn console(
             clock: clock.clone(),
             chance: Chance::from_entropy(),
             stand_in: None,
+            sharing: crate::store::Sharing::Shared,
         },
         |store| {
             Arc::new(ConsoleTransport::new(

@@ -79,6 +79,7 @@ pub async fn run(
             clock: Arc::new(SystemClock),
             chance: Chance::from_entropy(),
             stand_in: None,
+            sharing: crate::store::Sharing::Shared,
         },
         token.expose(),
         Watching {

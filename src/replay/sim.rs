@@ -231,6 +231,8 @@ impl Simulation {
             clock: clock.clone(),
             chance: Chance::seeded(seed),
             stand_in,
+            // The replay's data directory is its own, held by its lock.
+            sharing: crate::store::Sharing::Private,
         };
         let app = App::build(parts, |store| {
             let transport = Arc::new(ReplayTransport::new(

@@ -385,6 +385,22 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_private_store_is_read_by_others_once_it_is_closed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_as(dir.path(), super::super::Sharing::Private).unwrap();
+        store
+            .insert_seen(&seen(&chatter(1)), Commit::Grouped)
+            .unwrap();
+        drop(store);
+        assert!(
+            !dir.path().join("ambient.db-shm").exists(),
+            "the log's index was kept in memory"
+        );
+        let store = Store::open(dir.path()).unwrap();
+        assert!(store.message(MessageId(1)).unwrap().is_some());
+    }
+
     /// After a group, the store rests: a grouped write of that moment is
     /// committed on its own, at once, so the write lock is free between
     /// writes and another process finds it (without the rest, a busy bot

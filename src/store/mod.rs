@@ -130,9 +130,28 @@ impl Drop for Conn<'_> {
     }
 }
 
+/// Whether other processes may use the database while this one has it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Sharing {
+    /// The bot and its commands (`ambient status`, the dashboard, a forget-me
+    /// from the console) read and write it side by side.
+    #[default]
+    Shared,
+    /// This process alone until it closes it (SQLite's exclusive locking
+    /// mode): no file lock taken and released around every transaction, a
+    /// third of a replay's time. For a store nobody else can reach (the
+    /// replay's own data directory, held by its lock).
+    Private,
+}
+
 impl Store {
     /// Opens (creating if needed) `<data_dir>/ambient.db` and migrates it.
     pub fn open(data_dir: &Path) -> Result<Self> {
+        Self::open_as(data_dir, Sharing::Shared)
+    }
+
+    /// [`Store::open`], shared with other processes or not.
+    pub fn open_as(data_dir: &Path, sharing: Sharing) -> Result<Self> {
         std::fs::create_dir_all(data_dir).map_err(|source| StoreError::DataDir {
             path: data_dir.to_path_buf(),
             source,
@@ -140,6 +159,11 @@ impl Store {
         let path = data_dir.join(DB_FILE);
         migrations::refuse_newer_file(&path, migrations::latest(), migrations::DATA_DIR)?;
         let conn = Connection::open(&path)?;
+        if sharing == Sharing::Private {
+            // Before the switch to WAL: then SQLite keeps the log's index in
+            // this process's memory, not in a file others map.
+            conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
+        }
         Self::prepare(conn, Some(path), migrations::latest())
     }
 

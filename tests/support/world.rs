@@ -249,6 +249,7 @@ impl World {
                 clock: clock.clone(),
                 chance: Chance::seeded(7),
                 stand_in: None,
+                sharing: ambient::store::Sharing::Shared,
             },
             |store| {
                 // The closure runs once: there is no earlier store to keep.
