@@ -256,21 +256,10 @@ impl Executive {
     /// The likely size of `role`'s next call: the average prompt of its
     /// recent calls plus the most it may answer (what a budget reserves).
     pub fn likely_call_tokens(&self, role: Role) -> u64 {
-        let recent = self
+        let prompt = self
             .store
-            .usage_list(
-                &crate::store::usage::UsageFilter {
-                    roles: vec![role.as_str().into()],
-                    outcome: Some("ok".into()),
-                    ..Default::default()
-                },
-                Some(20),
-            )
+            .recent_prompt_tokens(role.as_str(), 20)
             .unwrap_or_default();
-        let prompt = match recent.len() as u64 {
-            0 => 0,
-            n => recent.iter().map(|u| u.tokens_in).sum::<u64>() / n,
-        };
         prompt + u64::from(role.settings(&self.settings.global()).max_output_tokens)
     }
 

@@ -1044,13 +1044,13 @@ pub fn posts_last_24h(
     now: DateTime<Utc>,
 ) -> Result<u32, crate::store::StoreError> {
     store
-        .journal_query(&Filter {
+        .journal_count(&Filter {
             since: Some(now - chrono::Duration::hours(24)),
             kinds: vec![Kind::InitiativePost],
             guild: Some(guild),
             ..Default::default()
         })
-        .map(|e| e.len() as u32)
+        .map(|n| n as u32)
 }
 
 /// How a look that reached the model ended, as the journal entry closing it

@@ -115,10 +115,34 @@ impl Store {
         rows.reverse();
         Ok(rows)
     }
+
+    /// How many entries match `f` (its `limit` aside): counted in SQL,
+    /// without reading them (the daily cap asks every tick).
+    pub fn journal_count(&self, f: &Filter) -> Result<u64> {
+        let (filter, args) = filter(f);
+        let n: i64 = self
+            .lock()
+            .prepare_cached(&format!("SELECT count(*) FROM journal{filter}"))?
+            .query_row(params_from_iter(args), |r| r.get(0))?;
+        Ok(n as u64)
+    }
 }
 
 /// The SELECT for [`Store::journal_query`] and its bound values.
 fn query(f: &Filter) -> (String, Vec<rusqlite::types::Value>) {
+    let (filter, args) = filter(f);
+    let mut sql = format!(
+        "SELECT id, ts, kind, guild_id, channel_id, message_id, model_call_id, summary, reason, salience, data
+         FROM journal{filter} ORDER BY ts DESC, id DESC"
+    );
+    if let Some(limit) = f.limit {
+        sql.push_str(&format!(" LIMIT {limit}"));
+    }
+    (sql, args)
+}
+
+/// The WHERE clause `f` makes, and its bound values.
+fn filter(f: &Filter) -> (String, Vec<rusqlite::types::Value>) {
     let kinds: Vec<String> = f.kinds.iter().map(|k| k.as_str().to_string()).collect();
     let mut c = Conditions::default();
     c.cmp("ts", ">=", f.since.map(to_ms))
@@ -133,15 +157,7 @@ fn query(f: &Filter) -> (String, Vec<rusqlite::types::Value>) {
         // lines (migration 17).
         c.fixed(NOT_ROUTE);
     }
-    let (filter, args) = c.finish();
-    let mut sql = format!(
-        "SELECT id, ts, kind, guild_id, channel_id, message_id, model_call_id, summary, reason, salience, data
-         FROM journal{filter} ORDER BY ts DESC, id DESC"
-    );
-    if let Some(limit) = f.limit {
-        sql.push_str(&format!(" LIMIT {limit}"));
-    }
-    (sql, args)
+    c.finish()
 }
 
 /// The WHERE of the journal's partial indexes by kind (migration 17):
@@ -271,6 +287,29 @@ mod tests {
             matches!(bounded(&over), Cow::Borrowed(_)),
             "cut once is cut"
         );
+    }
+
+    #[test]
+    fn a_count_is_the_number_of_entries_the_query_finds() {
+        let store = Store::open_in_memory().unwrap();
+        for (kind, guild) in [
+            (Kind::Reply, 1),
+            (Kind::Reply, 2),
+            (Kind::Route, 1),
+            (Kind::Reply, 1),
+        ] {
+            store
+                .journal_append(&Entry::new(kind, "line").guild(Some(GuildId(guild))))
+                .unwrap();
+        }
+        let f = Filter {
+            kinds: vec![Kind::Reply],
+            guild: Some(GuildId(1)),
+            limit: Some(1),
+            ..Default::default()
+        };
+        assert_eq!(store.journal_count(&f).unwrap(), 2, "the limit aside");
+        assert_eq!(store.journal_count(&Filter::default()).unwrap(), 4);
     }
 
     #[test]

@@ -139,7 +139,8 @@ pub enum Sharing {
     Shared,
     /// This process alone until it closes it (SQLite's exclusive locking
     /// mode): no file lock taken and released around every transaction, a
-    /// third of a replay's time. For a store nobody else can reach (the
+    /// third of a replay's time; and no write waits for the disk. For a
+    /// store nobody else can reach and nobody needs after a crash (the
     /// replay's own data directory, held by its lock).
     Private,
 }
@@ -164,7 +165,13 @@ impl Store {
             // this process's memory, not in a file others map.
             conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
         }
-        Self::prepare(conn, Some(path), migrations::latest())
+        let store = Self::prepare(conn, Some(path), migrations::latest())?;
+        if sharing == Sharing::Private {
+            // A private store is a simulation's (the replay's): what a crash
+            // would lose is rerun in seconds, so no write waits for the disk.
+            store.lock().pragma_update(None, "synchronous", "OFF")?;
+        }
+        Ok(store)
     }
 
     /// A private in-memory database, for tests.

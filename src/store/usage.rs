@@ -161,6 +161,21 @@ impl Store {
         Ok(total as u64)
     }
 
+    /// The mean prompt of `role`'s last `last` answered calls, in tokens (0
+    /// with none): what its next call will likely send. Asked every tick,
+    /// so summed in SQL rather than read row by row.
+    pub fn recent_prompt_tokens(&self, role: &str, last: usize) -> Result<u64> {
+        let conn = self.lock();
+        let mean: i64 = conn
+            .prepare_cached(
+                "SELECT COALESCE(SUM(tokens_in) / COUNT(*), 0) FROM (
+                     SELECT tokens_in FROM usage WHERE role = ?1 AND outcome = 'ok'
+                     ORDER BY ts DESC, id DESC LIMIT ?2)",
+            )?
+            .query_row(rusqlite::params![role, last as i64], |r| r.get(0))?;
+        Ok(mean as u64)
+    }
+
     pub fn usage_count(&self, f: &UsageFilter) -> Result<u64> {
         let (filter, args) = f.conditions().finish();
         let conn = self.lock();
@@ -301,6 +316,34 @@ mod tests {
             outcome: outcome.into(),
             detail: String::new(),
         }
+    }
+
+    #[test]
+    fn the_likely_prompt_is_the_mean_of_the_roles_last_answered_calls() {
+        let store = Store::open_in_memory().unwrap();
+        assert_eq!(store.recent_prompt_tokens("reply", 20).unwrap(), 0);
+        let at = Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap();
+        for (minute, role, outcome, tokens) in [
+            (0, "reply", "ok", 1_000),
+            (1, "reply", "ok", 101),
+            (2, "reply", "refused", 50_000),
+            (3, "ambient", "ok", 70_000),
+            (4, "reply", "ok", 200),
+        ] {
+            let r = record(
+                at + chrono::Duration::minutes(minute),
+                role,
+                outcome,
+                tokens,
+            );
+            store.usage_append(&r).unwrap();
+        }
+        assert_eq!(store.recent_prompt_tokens("reply", 20).unwrap(), 433);
+        assert_eq!(
+            store.recent_prompt_tokens("reply", 2).unwrap(),
+            150,
+            "the last two: 101 and 200, rounded down"
+        );
     }
 
     #[test]
