@@ -130,22 +130,55 @@ impl Policy {
     }
 }
 
-/// How the sweep shares the writer: rows per transaction, and the rest
-/// between two transactions.
+/// How the sweep shares the writer: at most `batch` rows per transaction,
+/// fewer when a transaction held the writer longer than `hold`, and the
+/// rest between two transactions.
 #[derive(Clone, Copy, Debug)]
 pub struct Pace {
     pub batch: usize,
+    pub hold: Duration,
     pub rest: Duration,
 }
 
 impl Default for Pace {
-    /// 500 rows: on a year-sized store a batch holds the writer a few
-    /// milliseconds (`benches/retention.rs`); 10 ms apart, as the group
-    /// commit rests (`group_commit::REST`).
+    /// 500 rows: on a store of a few servers a batch holds the writer a few
+    /// milliseconds; on a large one, whose pages are mostly not in memory,
+    /// tens (`benches/retention.rs`), and the batch shrinks to hold it
+    /// about 25 ms. 10 ms apart, as the group commit rests
+    /// (`group_commit::REST`).
     fn default() -> Self {
         Self {
             batch: 500,
+            hold: Duration::from_millis(25),
             rest: Duration::from_millis(10),
+        }
+    }
+}
+
+/// The size of the next batch: halved after a batch that held the writer
+/// longer than `Pace::hold`, doubled back (up to `Pace::batch`) after one
+/// that held it less than a third of that.
+struct Batch {
+    size: usize,
+    pace: Pace,
+}
+
+impl Batch {
+    /// The fewest rows a batch takes, however slow: a sweep always moves.
+    const MIN: usize = 10;
+
+    fn new(pace: Pace) -> Self {
+        Self {
+            size: pace.batch.max(1),
+            pace,
+        }
+    }
+
+    fn held(&mut self, held: Duration) {
+        if held > self.pace.hold {
+            self.size = (self.size / 2).max(Self::MIN.min(self.pace.batch));
+        } else if held * 3 < self.pace.hold {
+            self.size = (self.size * 2).min(self.pace.batch.max(1));
         }
     }
 }
@@ -384,17 +417,18 @@ impl Store {
         go_on: &dyn Fn() -> bool,
     ) -> Result<Swept> {
         let mut swept = Swept::default();
+        let mut batch = Batch::new(pace);
         for t in TARGETS {
             let done = match t.guild {
                 None => self.sweep_scope(
                     t,
                     Scope::All,
                     policy.cutoff(t.kind, None, now),
-                    pace,
+                    &mut batch,
                     go_on,
                     &mut swept,
                 )?,
-                Some(_) => self.sweep_by_guild(t, policy, now, pace, go_on, &mut swept)?,
+                Some(_) => self.sweep_by_guild(t, policy, now, &mut batch, go_on, &mut swept)?,
             };
             if !done {
                 swept.stopped = true;
@@ -411,7 +445,7 @@ impl Store {
         t: &Target,
         policy: &Policy,
         now: DateTime<Utc>,
-        pace: Pace,
+        batch: &mut Batch,
         go_on: &dyn Fn() -> bool,
         swept: &mut Swept,
     ) -> Result<bool> {
@@ -419,7 +453,7 @@ impl Store {
             t,
             Scope::NoGuild,
             policy.cutoff(t.kind, None, now),
-            pace,
+            batch,
             go_on,
             swept,
         )? {
@@ -428,7 +462,7 @@ impl Store {
         let mut after = i64::MIN;
         while let Some(guild) = self.next_guild(t, after)? {
             let cutoff = policy.cutoff(t.kind, Some(GuildId::from_sql(guild)), now);
-            if !self.sweep_scope(t, Scope::Guild(guild), cutoff, pace, go_on, swept)? {
+            if !self.sweep_scope(t, Scope::Guild(guild), cutoff, batch, go_on, swept)? {
                 return Ok(false);
             }
             after = guild;
@@ -456,7 +490,7 @@ impl Store {
         t: &Target,
         scope: Scope,
         cutoff: Option<i64>,
-        pace: Pace,
+        batch: &mut Batch,
         go_on: &dyn Fn() -> bool,
         swept: &mut Swept,
     ) -> Result<bool> {
@@ -464,12 +498,14 @@ impl Store {
             return Ok(true);
         };
         loop {
-            let chosen = self.sweep_batch(t, scope, cutoff, pace.batch, swept)?;
-            if chosen < pace.batch {
+            let limit = batch.size;
+            let (chosen, held) = self.sweep_batch(t, scope, cutoff, limit, swept)?;
+            batch.held(held);
+            if chosen < limit {
                 return Ok(true);
             }
             // Let go of the writer: what waits for it runs now.
-            std::thread::sleep(pace.rest);
+            std::thread::sleep(batch.pace.rest);
             if !go_on() {
                 return Ok(false);
             }
@@ -477,7 +513,8 @@ impl Store {
     }
 
     /// One transaction: up to `limit` rows of `t` in `scope` older than
-    /// `cutoff` removed. Returns how many were chosen.
+    /// `cutoff` removed. Returns how many were chosen, and how long the
+    /// transaction held the writer.
     fn sweep_batch(
         &self,
         t: &Target,
@@ -485,7 +522,7 @@ impl Store {
         cutoff: i64,
         limit: usize,
         swept: &mut Swept,
-    ) -> Result<usize> {
+    ) -> Result<(usize, Duration)> {
         let (filter, mut args) = match (scope, t.guild) {
             (Scope::Guild(g), Some(col)) => (format!("{col} = ?"), vec![g]),
             (Scope::NoGuild, Some(col)) => (format!("{col} IS NULL"), vec![]),
@@ -498,6 +535,7 @@ impl Store {
         );
         let mut conn = self.lock();
         let tx = conn.transaction()?;
+        let began = std::time::Instant::now();
         let ids: Vec<i64> = tx
             .prepare_cached(&select)?
             .query_map(params_from_iter(args), |r| r.get(0))?
@@ -513,7 +551,7 @@ impl Store {
             }
         }
         tx.commit()?;
-        Ok(ids.len())
+        Ok((ids.len(), began.elapsed()))
     }
 
     /// Returns freed pages to the disk, `step` pages per transaction with
@@ -860,6 +898,7 @@ mod tests {
         let pace = Pace {
             batch: 10,
             rest: Duration::ZERO,
+            ..Pace::default()
         };
         let asked = std::cell::Cell::new(0);
         let swept = store
@@ -877,6 +916,48 @@ mod tests {
         assert_eq!(asked.get(), 1);
         let swept = store.sweep(&defaults(), now(), pace, &|| true).unwrap();
         assert_eq!(swept.removed(Kind::Journal), 15);
+    }
+
+    #[test]
+    fn a_batch_that_held_the_writer_too_long_makes_the_next_smaller() {
+        let mut b = Batch::new(Pace::default());
+        let ms = Duration::from_millis;
+        b.held(ms(60));
+        assert_eq!(b.size, 250);
+        b.held(ms(60));
+        b.held(ms(60));
+        assert_eq!(b.size, 62);
+        b.held(ms(20));
+        assert_eq!(b.size, 62, "about right: kept");
+        for _ in 0..10 {
+            b.held(ms(1_000));
+        }
+        assert_eq!(b.size, Batch::MIN, "never below the fewest");
+        for _ in 0..10 {
+            b.held(ms(2));
+        }
+        assert_eq!(b.size, 500, "and back up to the batch, no further");
+    }
+
+    #[test]
+    fn a_slow_sweep_still_removes_everything_in_smaller_batches() {
+        let store = Store::open_in_memory().unwrap();
+        for n in 0..40 {
+            rows_of_every_kind(&store, A, 100, n);
+        }
+        // Every batch "too long": the sweep shrinks to the fewest and goes on.
+        let pace = Pace {
+            hold: Duration::ZERO,
+            rest: Duration::ZERO,
+            ..Pace::default()
+        };
+        let swept = store.sweep(&defaults(), now(), pace, &|| true).unwrap();
+        assert_eq!(swept.removed(Kind::Messages), 40);
+        assert!(
+            counts(&store).iter().all(|(_, n)| *n == 0),
+            "{:?}",
+            counts(&store)
+        );
     }
 
     #[test]
