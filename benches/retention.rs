@@ -2,35 +2,38 @@
 //! growing once the retention window has passed, and how long does one
 //! batch of the sweep hold the writer?
 //!
-//! Each simulated day, every server gets `MESSAGES_PER_DAY` messages (as
+//! Each simulated day, every server gets `RETENTION_MESSAGES` (2,000) messages (as
 //! the gateway stores them: grouped, with names), a routing line in the
 //! journal for each (the bot writes one for nearly every message), a model
 //! call and its journal line for one message in 20 (an answer or an
 //! extraction) and a reaction for one in 10. At the end of the day the upkeep pass runs as the bot
-//! runs it hourly: the sweep with the default retention, the freed pages
-//! given back, the write-ahead log emptied. Printed: the database's size at
+//! runs it hourly (`Upkeep::pass`): the sweep with the default retention,
+//! the context stream's old lines, the freed pages given back, the
+//! write-ahead log emptied. Printed: the database's size at
 //! sampled days, with retention (defaults) and without (every kind kept
-//! forever), and the time each full batch of the sweep held the writer.
+//! forever), and the time each transaction of the upkeep held the writer.
 //!
-//! `cargo bench --bench retention`. `RETENTION_SERVERS` (default 20) and
-//! `RETENTION_DAYS` (default 365) make it smaller; `RETENTION_KEEP_ALL=0`
+//! `cargo bench --bench retention`. `RETENTION_SERVERS` (default 20),
+//! `RETENTION_MESSAGES` (a day, default 2,000) and `RETENTION_DAYS`
+//! (default 365) make it smaller; `RETENTION_KEEP_ALL=0`
 //! skips the run without retention.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ambient::clock::ManualClock;
 use ambient::ids::{ChannelId, GuildId, MessageId, SnowflakeGen, UserId};
 use ambient::journal::{Entry, Journal, Kind};
-use ambient::settings::RetentionSettings;
+use ambient::settings::{RetentionSettings, Settings, SettingsService};
 use ambient::store::Store;
 use ambient::store::messages::{Commit, Seen, StoredMessage};
-use ambient::store::retention::{Keep, Pace, Policy};
+use ambient::store::retention::{Holds, Pace};
 use ambient::store::usage::UsageRecord;
+use ambient::upkeep::Upkeep;
 use chrono::{DateTime, TimeZone, Utc};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-const MESSAGES_PER_DAY: u64 = 2_000;
 const CHANNELS: u64 = 5;
 const PEOPLE: u64 = 200;
 const SAMPLED: &[u64] = &[30, 60, 90, 120, 180, 240, 300, 365];
@@ -58,6 +61,7 @@ fn line(rng: &mut StdRng) -> String {
 }
 
 struct Day<'a> {
+    messages: u64,
     store: &'a Store,
     journal: &'a Journal,
     clock: &'a ManualClock,
@@ -68,8 +72,8 @@ struct Day<'a> {
 impl Day<'_> {
     /// One day's traffic in every server, spread over the day.
     fn live(&self, start: DateTime<Utc>, rng: &mut StdRng) {
-        let step = 86_400_000 / MESSAGES_PER_DAY as i64;
-        for i in 0..MESSAGES_PER_DAY {
+        let step = 86_400_000 / self.messages as i64;
+        for i in 0..self.messages {
             for s in 0..self.servers {
                 let at = start + chrono::Duration::milliseconds(i as i64 * step + s as i64);
                 self.clock.set(at);
@@ -157,15 +161,22 @@ fn size_mib(dir: &std::path::Path) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
 }
 
-/// Runs the year; returns (day, MiB) samples and the batch hold times.
-fn year(servers: u64, days: u64, policy: &Policy) -> (Vec<(u64, f64)>, Vec<Duration>) {
+/// Runs the year; returns (day, MiB) samples and the writer's hold times.
+fn year(servers: u64, days: u64, settings: Settings) -> (Vec<(u64, f64)>, Holds) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     let start = Utc.with_ymd_and_hms(2025, 1, 1, 0, 0, 0).unwrap();
     let clock = ManualClock::new(start);
     let journal = Journal::new(store.clone(), clock.clone());
+    let settings = Arc::new(SettingsService::new(settings, store.clone(), clock.clone()));
+    let upkeep =
+        Upkeep::new(store.clone(), settings, journal.clone(), clock.clone()).with_pace(Pace {
+            rest: Duration::ZERO,
+            ..Pace::default()
+        });
     let ids = SnowflakeGen::new();
     let day = Day {
+        messages: env("RETENTION_MESSAGES", 2_000),
         store: &store,
         journal: &journal,
         clock: &clock,
@@ -174,33 +185,15 @@ fn year(servers: u64, days: u64, policy: &Policy) -> (Vec<(u64, f64)>, Vec<Durat
     };
     let mut rng = StdRng::seed_from_u64(365);
     let mut sizes = Vec::new();
-    let mut holds = Vec::new();
-    let pace = Pace {
-        batch: Pace::default().batch,
-        rest: Duration::ZERO,
-    };
+    let mut holds = Holds::default();
     let began = Instant::now();
     for d in 1..=days {
         let day_start = start + chrono::Duration::days(d as i64 - 1);
         day.live(day_start, &mut rng);
-        let end = day_start + chrono::Duration::days(1);
-        // Each full batch ends with a call of go_on: the time between two
-        // calls is one batch's transaction (at a change of table or server,
-        // the short last batch of the one before too: an upper bound).
-        let last = std::cell::Cell::new(Instant::now());
-        let timed = std::cell::RefCell::new(Vec::new());
-        store
-            .sweep(policy, end, pace, &|| {
-                let now = Instant::now();
-                timed.borrow_mut().push(now - last.replace(now));
-                true
-            })
-            .unwrap();
-        holds.extend(timed.into_inner());
-        store
-            .give_back_space(1024, Duration::ZERO, &|| true)
-            .unwrap();
-        store.checkpoint().unwrap();
+        clock.set(day_start + chrono::Duration::days(1));
+        // The hourly pass, as the bot runs it (sweep, context stream, space
+        // given back, log emptied); it times each of its transactions.
+        holds.extend(upkeep.pass(&|| true).unwrap().holds);
         if SAMPLED.contains(&d) || d == days {
             let mib = size_mib(dir.path());
             eprintln!(
@@ -216,32 +209,24 @@ fn year(servers: u64, days: u64, policy: &Policy) -> (Vec<(u64, f64)>, Vec<Durat
 fn main() {
     let servers = env("RETENTION_SERVERS", 20);
     let days = env("RETENTION_DAYS", 365);
-    let defaults = Policy {
-        operator: RetentionSettings::default().keep(),
-        ..Default::default()
-    };
     eprintln!(
-        "{servers} servers × {MESSAGES_PER_DAY} messages a day for {days} days, default retention:"
+        "{servers} servers × {} messages a day for {days} days, default retention:",
+        env("RETENTION_MESSAGES", 2_000)
     );
     let began = Instant::now();
-    let (kept, mut holds) = year(servers, days, &defaults);
+    let (kept, holds) = year(servers, days, Settings::default());
     let took = began.elapsed();
-    holds.sort();
-    let pick = |q: f64| {
-        holds
-            .get(((holds.len() as f64 - 1.0) * q) as usize)
-            .copied()
-            .unwrap_or_default()
-    };
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!(
-        "with retention: {} simulated days in {:.0} s; {} full sweep batches of {} rows held the writer p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        "with retention: {} simulated days in {:.0} s; {} transactions of the upkeep (sweep batches of up to {} rows, fewer when one held it over {} ms; vacuum steps) held the writer p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
         days,
         took.as_secs_f64(),
-        holds.len(),
+        holds.count(),
         Pace::default().batch,
-        pick(0.5).as_secs_f64() * 1e3,
-        pick(0.99).as_secs_f64() * 1e3,
-        holds.last().copied().unwrap_or_default().as_secs_f64() * 1e3,
+        Pace::default().hold.as_millis(),
+        ms(holds.quantile(0.5)),
+        ms(holds.quantile(0.99)),
+        ms(holds.longest()),
     );
     let at = |d: u64| kept.iter().find(|(day, _)| *day == d).map(|(_, m)| *m);
     if let (Some(d60), Some((last, end))) = (at(60), kept.last()) {
@@ -250,13 +235,20 @@ fn main() {
             (end / d60 - 1.0) * 100.0
         );
     }
-    let forever = Policy {
-        operator: Keep::new(|_| 0),
-        ..Default::default()
+    let mut forever = Settings::default();
+    forever.storage.retention = RetentionSettings {
+        messages_days: 0,
+        journal_days: 0,
+        usage_days: 0,
+        reactions_days: 0,
+        voice_days: 0,
+        discovery_days: 0,
+        garden_days: 0,
+        ..RetentionSettings::default()
     };
     let without = (env("RETENTION_KEEP_ALL", 1) != 0).then(|| {
         eprintln!("the same without retention:");
-        year(servers, days, &forever).0
+        year(servers, days, forever).0
     });
     println!("| day | with default retention (MiB) | keeping everything (MiB) |");
     println!("|---:|---:|---:|");

@@ -5,7 +5,8 @@
 //! operator's `storage.retention.*` — or a server's own shorter values —
 //! in short transactions; the pages they held go back to the disk a few at
 //! a time; and the write-ahead log is checkpointed and emptied when no one
-//! is reading it. A pass that removed something says so in the journal,
+//! is reading it; the context stream's lines older than
+//! `executive.contextStream.retentionHours` go too. A pass that removed something says so in the journal,
 //! with counts per kind; a quiet one leaves no line.
 //!
 //! The pass runs on a blocking thread (SQLite work is synchronous) and
@@ -18,10 +19,10 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::clock::SharedClock;
-use crate::journal::{Entry, Journal, Kind};
+use crate::journal::{Entry, Journal, Kind, stream};
 use crate::settings::SettingsService;
 use crate::settings::retention::PREFIX;
-use crate::store::retention::{Pace, Policy, Swept};
+use crate::store::retention::{Holds, Pace, Policy, Swept};
 use crate::store::{Store, StoreError};
 
 /// The first pass, this long after start: soon, but after the start's own
@@ -50,6 +51,9 @@ pub struct Pass {
     pub pages_returned: u64,
     /// The write-ahead log was emptied (false: a reader held it).
     pub log_emptied: bool,
+    /// How long each of the pass's transactions (sweep batches, vacuum
+    /// steps) held the writer.
+    pub holds: Holds,
 }
 
 impl Upkeep {
@@ -66,6 +70,13 @@ impl Upkeep {
             clock,
             pace: Pace::default(),
         }
+    }
+
+    /// The same upkeep sharing the writer at another pace (a benchmark
+    /// that measures each batch without the rests between them).
+    pub fn with_pace(mut self, pace: Pace) -> Self {
+        self.pace = pace;
+        self
     }
 
     /// What the sweep applies now: the operator's retention, and each
@@ -90,12 +101,14 @@ impl Upkeep {
     /// One pass, on the calling thread; `go_on` is asked between batches.
     pub fn pass(&self, go_on: &dyn Fn() -> bool) -> Result<Pass, StoreError> {
         let policy = self.policy()?;
-        let swept = self
-            .store
-            .sweep(&policy, self.clock.now(), self.pace, go_on)?;
+        let now = self.clock.now();
+        let swept = self.store.sweep(&policy, now, self.pace, go_on)?;
+        // The context stream's own lines: a day's worth at most, one short delete.
+        stream::cleanup(&self.store, &self.settings.global(), now);
+        let mut holds = swept.holds.clone();
         let pages_returned =
             self.store
-                .give_back_space(VACUUM_STEP_PAGES, self.pace.rest, go_on)?;
+                .give_back_space(VACUUM_STEP_PAGES, self.pace.rest, go_on, &mut holds)?;
         let log_emptied = self.store.checkpoint()?;
         if swept.total() > 0 {
             self.journal.record(
@@ -103,18 +116,30 @@ impl Upkeep {
                     Kind::System,
                     format!("retention: removed {}", swept.describe(&policy)),
                 )
-                .reason(self.reason(&swept, pages_returned, log_emptied)),
+                .reason(self.reason(&swept, pages_returned, log_emptied, &holds)),
             );
         }
         Ok(Pass {
             swept,
             pages_returned,
             log_emptied,
+            holds,
         })
     }
 
-    fn reason(&self, swept: &Swept, pages_returned: u64, log_emptied: bool) -> String {
+    fn reason(
+        &self,
+        swept: &Swept,
+        pages_returned: u64,
+        log_emptied: bool,
+        holds: &Holds,
+    ) -> String {
         let mut parts = vec!["storage.retention.* (0 keeps a kind forever)".to_string()];
+        parts.push(format!(
+            "{} short transactions, the longest holding the writer {} ms",
+            holds.count(),
+            holds.longest().as_millis()
+        ));
         if swept.stopped {
             parts.push("stopped with the bot; the rest goes next time".into());
         }

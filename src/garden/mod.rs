@@ -50,7 +50,7 @@ use crate::clock::SharedClock;
 use crate::executive::Executive;
 use crate::ids::{ChannelId, GuildId, UserId};
 use crate::impulses::Impulses;
-use crate::journal::{Entry, Journal, Kind, stream};
+use crate::journal::{Entry, Journal, Kind};
 use crate::memory::Memory;
 use crate::settings::{Settings, SettingsService};
 use crate::store::Store;
@@ -66,8 +66,6 @@ If you are not done, continue what you were doing.";
 
 /// How long the run loop lets a queued cycle take before it stops waiting for it.
 const CYCLE_WAIT: StdDuration = StdDuration::from_secs(15 * 60);
-/// How often old context-stream events are cleaned up.
-const CLEANUP_EVERY: StdDuration = StdDuration::from_secs(3_600);
 /// The context a `/ambient garden` request carries (and how a second one is recognised).
 const REQUESTED: &str = "(/ambient garden)";
 /// Why a cycle asked for while another runs is declined (the running one serves it).
@@ -747,15 +745,10 @@ impl Garden {
 
     pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
         self.recover();
-        let mut last_cleanup: Option<Instant> = None;
         let mut changes = self.settings.changes();
         loop {
             let settings = self.settings.global();
             let now = self.clock.now();
-            if last_cleanup.is_none_or(|t| t.elapsed() >= CLEANUP_EVERY) {
-                stream::cleanup(&self.store, &settings, now);
-                last_cleanup = Some(Instant::now());
-            }
             self.notice_conversations_ending();
             if self.in_flight.load(Ordering::SeqCst) {
                 // A long cycle is waited for, never queued again: a second

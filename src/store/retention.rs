@@ -183,12 +183,44 @@ impl Batch {
     }
 }
 
+/// How long each of a pass's transactions held the writer.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Holds(Vec<Duration>);
+
+impl Holds {
+    pub fn push(&mut self, held: Duration) {
+        self.0.push(held);
+    }
+
+    pub fn extend(&mut self, other: Holds) {
+        self.0.extend(other.0);
+    }
+
+    pub fn count(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn longest(&self) -> Duration {
+        self.0.iter().copied().max().unwrap_or_default()
+    }
+
+    /// The hold below which a share `q` (0–1) of them fall.
+    pub fn quantile(&self, q: f64) -> Duration {
+        let mut sorted = self.0.clone();
+        sorted.sort();
+        let at = ((sorted.len() as f64 - 1.0) * q.clamp(0.0, 1.0)).round() as usize;
+        sorted.get(at).copied().unwrap_or_default()
+    }
+}
+
 /// How many rows of each kind one sweep removed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Swept {
     removed: [u64; Kind::ALL.len()],
     /// Routing lines removed with the messages they were about.
     routing_lines: u64,
+    /// Each batch's hold of the writer.
+    pub holds: Holds,
     /// The sweep was asked to stop before it was done.
     pub stopped: bool,
 }
@@ -501,6 +533,7 @@ impl Store {
             let limit = batch.size;
             let (chosen, held) = self.sweep_batch(t, scope, cutoff, limit, swept)?;
             batch.held(held);
+            swept.holds.push(held);
             if chosen < limit {
                 return Ok(true);
             }
@@ -556,12 +589,14 @@ impl Store {
 
     /// Returns freed pages to the disk, `step` pages per transaction with
     /// `rest` between (a database created without incremental vacuum keeps
-    /// them for reuse: nothing to do). Returns how many pages went back.
+    /// them for reuse: nothing to do). Returns how many pages went back;
+    /// each step's hold of the writer goes into `holds`.
     pub fn give_back_space(
         &self,
         step: u32,
         rest: Duration,
         go_on: &dyn Fn() -> bool,
+        holds: &mut Holds,
     ) -> Result<u64> {
         let mut returned = 0u64;
         loop {
@@ -574,7 +609,9 @@ impl Store {
                 if before == 0 {
                     return Ok(returned);
                 }
+                let began = std::time::Instant::now();
                 conn.execute_batch(&format!("PRAGMA incremental_vacuum({step})"))?;
+                holds.push(began.elapsed());
                 let after: i64 = conn.query_row("PRAGMA freelist_count", [], |r| r.get(0))?;
                 returned += (before - after).max(0) as u64;
                 after
@@ -940,6 +977,19 @@ mod tests {
     }
 
     #[test]
+    fn holds_say_their_longest_and_their_quantiles() {
+        let mut h = Holds::default();
+        assert_eq!(h.longest(), Duration::ZERO);
+        for ms in (1..=100).rev() {
+            h.push(Duration::from_millis(ms));
+        }
+        assert_eq!(h.count(), 100);
+        assert_eq!(h.longest(), Duration::from_millis(100));
+        assert_eq!(h.quantile(0.0), Duration::from_millis(1));
+        assert_eq!(h.quantile(0.99), Duration::from_millis(99));
+    }
+
+    #[test]
     fn a_slow_sweep_still_removes_everything_in_smaller_batches() {
         let store = Store::open_in_memory().unwrap();
         for n in 0..40 {
@@ -953,6 +1003,7 @@ mod tests {
         };
         let swept = store.sweep(&defaults(), now(), pace, &|| true).unwrap();
         assert_eq!(swept.removed(Kind::Messages), 40);
+        assert!(swept.holds.count() > 8, "{} batches", swept.holds.count());
         assert!(
             counts(&store).iter().all(|(_, n)| *n == 0),
             "{:?}",

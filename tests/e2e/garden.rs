@@ -807,11 +807,12 @@ async fn the_context_summary_holds_guild_as_events_and_none_of_guild_bs() {
         "{asked}"
     );
     assert!(!asked.contains("secret launch"));
-    // Older than a day: the journal's lines are cleaned up, and a prompt
-    // is given nothing older (people's messages are read from their rows).
+    // Older than a day: the journal's lines are cleaned up by the hourly
+    // upkeep, and a prompt is given nothing older (people's messages are
+    // read from their rows).
     w.clock.advance(Duration::hours(25));
     let settings = w.app.settings.global();
-    ambient::journal::stream::cleanup(&w.app.store, &settings, w.clock.now());
+    w.app.upkeep.pass(&|| true).unwrap();
     let left: Vec<String> = w
         .app
         .store
