@@ -1,0 +1,308 @@
+//! The Debian package (README, "Run it as a service"): built by
+//! `scripts/build-deb.sh` from the debug binary as the README's first step,
+//! read back with `dpkg-deb`, extracted into a scratch root where its
+//! maintainer script runs, its unit verified and rated by `systemd-analyze`,
+//! and its settings and reflexes checked by the binary it ships.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use crate::support::readme;
+
+const REPO: &str = env!("CARGO_MANIFEST_DIR");
+
+fn have(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Runs a command that must succeed; its stdout.
+fn ok(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}\n{}",
+        out.status,
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+fn shell(line: &str) -> Output {
+    Command::new("bash")
+        .arg("-c")
+        .arg(line)
+        .current_dir(REPO)
+        .output()
+        .unwrap()
+}
+
+/// The README's service steps, one command a line.
+fn steps() -> Vec<String> {
+    readme::block("From a fresh Debian VPS", "sh")
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// `Key=value` lines of a unit file (a repeated key keeps its last value).
+fn unit_keys(unit: &str) -> BTreeMap<String, String> {
+    unit.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect()
+}
+
+/// The paths in the first column of the README's "What the package installs" table.
+fn readme_paths() -> Vec<String> {
+    let readme = readme::text();
+    let start = readme.find("What the package installs:").unwrap();
+    readme[start..]
+        .lines()
+        .skip_while(|l| !l.starts_with("| `"))
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| l.split('`').nth(1).unwrap().to_string())
+        .collect()
+}
+
+/// `dpkg-deb -c`: each path (without the leading `.`) with its mode string.
+fn contents(deb: &Path) -> BTreeMap<String, String> {
+    ok(Command::new("dpkg-deb").arg("-c").arg(deb))
+        .lines()
+        .map(|l| {
+            let mut fields = l.split_whitespace();
+            let mode = fields.next().unwrap().to_string();
+            let path = fields.nth(4).unwrap().trim_start_matches('.').to_string();
+            (path, mode)
+        })
+        .collect()
+}
+
+#[test]
+fn the_package_builds_installs_its_files_where_the_readme_says_and_its_unit_verifies() {
+    for tool in ["dpkg-deb", "jq"] {
+        if !have(tool) {
+            eprintln!("SKIPPED: {tool} is not installed (Debian: apt-get install {tool})");
+            return;
+        }
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let out_dir = scratch.path().join("out");
+
+    // The README's build step, with the debug binary (CI builds no release).
+    let steps = steps();
+    let build = &steps[0];
+    assert_eq!(build, "scripts/build-deb.sh");
+    let line = format!(
+        "{build} --fast --output {} {}",
+        out_dir.display(),
+        env!("CARGO_BIN_EXE_ambient")
+    );
+    let out = shell(&line);
+    assert!(out.status.success(), "{line}: {}", text(&out.stderr));
+    let deb = PathBuf::from(text(&out.stdout).trim());
+    let name = deb.file_name().unwrap().to_str().unwrap();
+    let version = format!("{}-1", env!("CARGO_PKG_VERSION"));
+    let arch = ok(Command::new("dpkg").arg("--print-architecture"));
+    assert_eq!(name, format!("ambient_{version}_{}.deb", arch.trim()));
+    // The copy and the install name the file the script made.
+    assert_eq!(steps[1], format!("scp target/debian/{name} root@your-vps:"));
+    assert_eq!(steps[2], format!("apt install ./{name}"));
+
+    let info = ok(Command::new("dpkg-deb").arg("-I").arg(&deb));
+    assert!(info.contains(" Package: ambient\n"), "{info}");
+    assert!(info.contains(&format!(" Version: {version}\n")), "{info}");
+    let depends = info
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Depends: "))
+        .unwrap_or_else(|| panic!("no Depends: {info}"));
+    assert!(depends.contains("libopus0"), "{depends}");
+    every_linked_library_is_a_dependency(depends);
+
+    let files = contents(&deb);
+    for path in readme_paths() {
+        if path.starts_with("/var/") {
+            continue; // made by systemd at the first start, not shipped
+        }
+        assert!(files.contains_key(&path), "{path} is not in the package");
+    }
+    assert_eq!(files["/usr/bin/ambient"], "-rwxr-xr-x");
+    assert_eq!(files["/etc/ambient/env"], "-rw-------", "the secrets file");
+    for (dir, repo_dir) in [
+        ("/usr/share/ambient/prompts/", "prompts"),
+        ("/usr/share/ambient/reflexes/", "reflexes"),
+    ] {
+        for entry in std::fs::read_dir(Path::new(REPO).join(repo_dir)).unwrap() {
+            let file = entry.unwrap().file_name();
+            let path = format!("{dir}{}", file.to_string_lossy());
+            assert!(files.contains_key(&path), "{path} is not in the package");
+        }
+    }
+
+    let root = scratch.path().join("root");
+    ok(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&root));
+    let control = root.join("DEBIAN");
+    ok(Command::new("dpkg-deb").arg("-e").arg(&deb).arg(&control));
+    let conffiles = std::fs::read_to_string(control.join("conffiles")).unwrap();
+    let read = |p: &str| std::fs::read_to_string(root.join(p.trim_start_matches('/'))).unwrap();
+
+    // The unit reads the files the package ships, and keeps its data where the settings say.
+    let unit = read("/usr/lib/systemd/system/ambient.service");
+    let keys = unit_keys(&unit);
+    assert_eq!(
+        keys["ExecStart"],
+        "/usr/bin/ambient run --settings /etc/ambient/settings.json"
+    );
+    assert_eq!(keys["EnvironmentFile"], "/etc/ambient/env");
+    for conf in ["/etc/ambient/settings.json", "/etc/ambient/env"] {
+        assert!(conffiles.lines().any(|l| l == conf), "{conf}: {conffiles}");
+    }
+    assert!(
+        read("/etc/ambient/env")
+            .lines()
+            .all(|l| l.is_empty() || l.starts_with('#')),
+        "the package ships no secret"
+    );
+    let settings: serde_json::Value =
+        serde_json::from_str(&read("/etc/ambient/settings.json")).unwrap();
+    let data_dir = format!("/var/lib/{}", keys["StateDirectory"]);
+    assert_eq!(settings["storage"]["dataDir"], data_dir.as_str());
+    assert_eq!(keys["WorkingDirectory"], data_dir);
+    assert_eq!(keys["Restart"], "on-failure");
+    for (key, value) in [
+        ("ProtectSystem", "strict"),
+        ("ProtectHome", "yes"),
+        ("PrivateTmp", "yes"),
+        ("NoNewPrivileges", "yes"),
+        ("RestrictAddressFamilies", "AF_UNIX AF_INET AF_INET6"),
+    ] {
+        assert_eq!(keys[key], value, "{key}");
+    }
+
+    // The maintainer script creates the unit's user, at home in the data directory.
+    ok(Command::new("sh")
+        .arg(control.join("postinst"))
+        .arg("configure")
+        .env("DPKG_ROOT", &root));
+    let passwd = read("/etc/passwd");
+    let user = passwd
+        .lines()
+        .find(|l| l.starts_with(&format!("{}:", keys["User"])))
+        .unwrap_or_else(|| panic!("no user {} in {passwd}", keys["User"]));
+    assert_eq!(user.split(':').nth(5), Some(data_dir.as_str()), "{user}");
+
+    // The packaged binary accepts the packaged settings and finds the packaged reflexes.
+    let bin = root.join("usr/bin/ambient");
+    let check = ok(Command::new(&bin)
+        .args(["settings", "check"])
+        .arg(root.join("etc/ambient/settings.json")));
+    assert!(check.contains(": OK"), "{check}");
+    let reflexes_dir = settings["reflexes"]["dir"].as_str().unwrap();
+    let reflexes = ok(Command::new(&bin)
+        .args(["reflexes", "check"])
+        .arg(root.join(reflexes_dir.trim_start_matches('/'))));
+    let shipped = std::fs::read_dir(Path::new(REPO).join("reflexes"))
+        .unwrap()
+        .count();
+    assert!(
+        reflexes.contains(&format!("{shipped} reflex(es) ok, 0 problem(s)")),
+        "{reflexes}"
+    );
+    let prompts_dir = settings["executive"]["promptsDir"].as_str().unwrap();
+    assert!(files.contains_key(&format!("{}/reply.j2", prompts_dir)));
+
+    verify_unit(&root, &unit, scratch.path());
+}
+
+/// `systemd-analyze verify` on the unit, its ExecStart pointed at the
+/// extracted binary (verify checks that it exists and is executable; the CI
+/// host has no /usr/bin/ambient), and its rating by `systemd-analyze security`.
+fn verify_unit(root: &Path, unit: &str, scratch: &Path) {
+    if !have("systemd-analyze") {
+        eprintln!("SKIPPED: systemd-analyze is not installed: the unit was not verified");
+        return;
+    }
+    let dir = scratch.join("unit");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("ambient.service");
+    let bin = root.join("usr/bin/ambient");
+    std::fs::write(
+        &file,
+        unit.replace("/usr/bin/ambient", bin.to_str().unwrap()),
+    )
+    .unwrap();
+    let out = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let said = text(&out.stderr);
+    assert!(out.status.success(), "systemd-analyze verify: {said}");
+    // Verify warns (and still succeeds) about unknown keys and bad values.
+    let about_ours: Vec<&str> = said.lines().filter(|l| l.contains("ambient")).collect();
+    assert!(about_ours.is_empty(), "systemd-analyze verify: {said}");
+
+    let out = Command::new("systemd-analyze")
+        .args(["security", "--offline=yes"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        eprintln!(
+            "SKIPPED: systemd-analyze security --offline is not supported here (systemd 250 or newer): {}",
+            text(&out.stderr).trim()
+        );
+        return;
+    }
+    let report = text(&out.stdout) + &text(&out.stderr);
+    let rated = report
+        .lines()
+        .find_map(|l| l.split_once("Overall exposure level for ambient.service: "))
+        .map(|(_, r)| r.split_whitespace().next().unwrap().to_string())
+        .unwrap_or_else(|| panic!("no rating: {report}"));
+    let readme = readme::text();
+    let said = format!("`systemd-analyze security ambient` rates it {rated} (\"OK\")");
+    assert!(readme.contains(&said), "the README should say: {said}");
+}
+
+/// Every shared library the binary needs comes from a package the package depends on.
+fn every_linked_library_is_a_dependency(depends: &str) {
+    let needed = ok(Command::new("readelf")
+        .args(["-d", env!("CARGO_BIN_EXE_ambient")]));
+    let wanted: Vec<&str> = depends
+        .split(',')
+        .map(|d| d.split_whitespace().next().unwrap())
+        .collect();
+    for lib in needed
+        .lines()
+        .filter(|l| l.contains("(NEEDED)"))
+        .filter_map(|l| l.split('[').nth(1)?.split(']').next())
+    {
+        // A whole-path pattern: `libc.so.6` alone also matches libc6-dev's gdb script.
+        let out = Command::new("dpkg")
+            .args(["-S", &format!("*/{lib}")])
+            .output()
+            .unwrap();
+        if !out.status.success() {
+            eprintln!(
+                "SKIPPED: dpkg does not know which package has {lib}: dependencies not checked"
+            );
+            return;
+        }
+        let owners = text(&out.stdout);
+        assert!(
+            owners
+                .lines()
+                .any(|l| wanted.contains(&l.split(':').next().unwrap())),
+            "{lib} comes from {owners}, which Depends ({depends}) does not name"
+        );
+    }
+}
