@@ -126,6 +126,7 @@ fn the_package_builds_installs_its_files_where_the_readme_says_and_its_unit_veri
         .unwrap_or_else(|| panic!("no Depends: {info}"));
     assert!(depends.contains("libopus0"), "{depends}");
     every_linked_library_is_a_dependency(depends);
+    glibc_is_new_enough(depends);
 
     let files = contents(&deb);
     for path in readme_paths() {
@@ -184,7 +185,7 @@ fn the_package_builds_installs_its_files_where_the_readme_says_and_its_unit_veri
         ("NoNewPrivileges", "yes"),
         ("RestrictAddressFamilies", "AF_UNIX AF_INET AF_INET6"),
     ] {
-        assert_eq!(keys[key], value, "{key}");
+        assert_eq!(keys.get(key).map(String::as_str), Some(value), "{key}");
     }
 
     // The maintainer script creates the unit's user, at home in the data directory.
@@ -275,8 +276,7 @@ fn verify_unit(root: &Path, unit: &str, scratch: &Path) {
 
 /// Every shared library the binary needs comes from a package the package depends on.
 fn every_linked_library_is_a_dependency(depends: &str) {
-    let needed = ok(Command::new("readelf")
-        .args(["-d", env!("CARGO_BIN_EXE_ambient")]));
+    let needed = ok(Command::new("readelf").args(["-d", env!("CARGO_BIN_EXE_ambient")]));
     let wanted: Vec<&str> = depends
         .split(',')
         .map(|d| d.split_whitespace().next().unwrap())
@@ -305,4 +305,31 @@ fn every_linked_library_is_a_dependency(depends: &str) {
             "{lib} comes from {owners}, which Depends ({depends}) does not name"
         );
     }
+}
+
+/// The libc6 version Depends asks for is at least the newest glibc symbol
+/// version the binary uses (a binary built on a newer Debian needs more).
+fn glibc_is_new_enough(depends: &str) {
+    let symbols = ok(Command::new("objdump").args(["-T", env!("CARGO_BIN_EXE_ambient")]));
+    let version = |v: &str| -> Vec<u32> { v.split('.').map(|n| n.parse().unwrap()).collect() };
+    let needed = symbols
+        .split("GLIBC_")
+        .skip(1)
+        .filter_map(|rest| {
+            let v: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '.')
+                .collect();
+            (!v.is_empty()).then(|| version(v.trim_end_matches('.')))
+        })
+        .max()
+        .unwrap_or_else(|| panic!("no glibc symbol versions in objdump -T"));
+    let asked = depends
+        .split(',')
+        .find_map(|d| d.trim().strip_prefix("libc6 (>= ")?.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("Depends names no libc6 (>= …): {depends}"));
+    assert!(
+        version(asked) >= needed,
+        "the binary needs glibc {needed:?}, Depends asks for libc6 (>= {asked})"
+    );
 }
