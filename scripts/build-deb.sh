@@ -95,6 +95,10 @@ while IFS=$'\t' read -r src dest mode; do
         install -D -m "$mode" "$f" "$to"
     done
 done < <(jq -r '.assets[] | @tsv' <<<"$deb")
+# Debian wants a copyright file in every package; cargo-deb writes this one.
+license=$(jq -r .license <<<"$pkg")
+printf 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\nUpstream-Name: %s\nCopyright: %s\nLicense: %s\n' \
+    "$name" "$(field copyright)" "$license" | install -D -m 644 /dev/stdin "$root/usr/share/doc/$name/copyright"
 # cargo-deb strips the binaries it packages; debug symbols do not belong on a server.
 if command -v strip >/dev/null; then strip --strip-unneeded "$root/usr/bin/ambient"; fi
 

@@ -135,6 +135,10 @@ fn the_package_builds_installs_its_files_where_the_readme_says_and_its_unit_veri
         }
         assert!(files.contains_key(&path), "{path} is not in the package");
     }
+    assert!(
+        files.contains_key("/usr/share/doc/ambient/copyright"),
+        "Debian policy 12.5"
+    );
     assert_eq!(files["/usr/bin/ambient"], "-rwxr-xr-x");
     assert_eq!(files["/etc/ambient/env"], "-rw-------", "the secrets file");
     for (dir, repo_dir) in [
