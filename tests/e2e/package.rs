@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use serde_json::Value;
+
 use crate::support::readme;
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
@@ -176,8 +178,7 @@ fn the_package_builds_installs_its_files_where_the_readme_says_and_its_unit_veri
             .all(|l| l.is_empty() || l.starts_with('#')),
         "the package ships no secret"
     );
-    let settings: serde_json::Value =
-        serde_json::from_str(&read("/etc/ambient/settings.json")).unwrap();
+    let settings: Value = serde_json::from_str(&read("/etc/ambient/settings.json")).unwrap();
     let data_dir = format!("/var/lib/{}", keys["StateDirectory"]);
     assert_eq!(settings["storage"]["dataDir"], data_dir.as_str());
     assert_eq!(keys["WorkingDirectory"], data_dir);
@@ -224,7 +225,65 @@ fn the_package_builds_installs_its_files_where_the_readme_says_and_its_unit_veri
     let prompts_dir = settings["executive"]["promptsDir"].as_str().unwrap();
     assert!(files.contains_key(&format!("{}/reply.j2", prompts_dir)));
 
+    first_start_and_status(&root, &keys, &settings);
     verify_unit(&root, &unit, scratch.path());
+}
+
+/// What the operator meets first, in the scratch root (the packaged settings'
+/// absolute paths moved into it): the unit's ExecStart with the environment
+/// file as shipped stops saying which secret to set, and the README's last
+/// step, `ambient status` on the packaged settings, reads the data directory.
+fn first_start_and_status(root: &Path, keys: &BTreeMap<String, String>, settings: &Value) {
+    let rebase = |p: &str| root.join(p.trim_start_matches('/'));
+    let mut moved = settings.clone();
+    for section in moved.as_object_mut().unwrap().values_mut() {
+        for value in section.as_object_mut().unwrap().values_mut() {
+            if let Some(path) = value.as_str().filter(|p| p.starts_with('/')) {
+                *value = Value::from(rebase(path).to_str().unwrap());
+            }
+        }
+    }
+    let settings_file = root.join("moved-settings.json");
+    std::fs::write(&settings_file, moved.to_string()).unwrap();
+    let data_dir = rebase(keys["WorkingDirectory"].as_str());
+    std::fs::create_dir_all(&data_dir).unwrap(); // systemd's StateDirectory=
+
+    let mut argv = keys["ExecStart"].split_whitespace().map(|a| match a {
+        "/usr/bin/ambient" => rebase(a).into_os_string(),
+        "/etc/ambient/settings.json" => settings_file.clone().into_os_string(),
+        _ => a.into(),
+    });
+    let mut start = Command::new(argv.next().unwrap());
+    start.args(argv).current_dir(&data_dir).env_clear();
+    let env = std::fs::read_to_string(rebase(&keys["EnvironmentFile"])).unwrap();
+    for (name, value) in env
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_once('='))
+    {
+        start.env(name, value);
+    }
+    let out = start.output().unwrap();
+    assert!(!out.status.success());
+    let said = text(&out.stderr);
+    assert!(said.contains("DISCORD_TOKEN is not set"), "{said}");
+
+    let status = readme::block("From a fresh Debian VPS", "sh")
+        .lines()
+        .find_map(|l| l.strip_prefix("runuser -u ambient -- ambient "))
+        .unwrap()
+        .replace(
+            "/etc/ambient/settings.json",
+            settings_file.to_str().unwrap(),
+        );
+    let shown = ok(Command::new(rebase("/usr/bin/ambient"))
+        .args(status.split_whitespace())
+        .current_dir(&data_dir));
+    let data = format!(
+        "data in {}",
+        rebase(settings["storage"]["dataDir"].as_str().unwrap()).display()
+    );
+    assert!(shown.contains(&data), "{shown}");
 }
 
 /// `systemd-analyze verify` on the unit, its ExecStart pointed at the
