@@ -227,6 +227,52 @@ fn the_package_builds_installs_its_files_where_the_readme_says_and_its_unit_veri
 
     first_start_and_status(&root, &keys, &settings);
     verify_unit(&root, &unit, scratch.path());
+    install_and_upgrade(&deb, &scratch.path().join("installed"));
+}
+
+/// `dpkg -i` into a scratch root (its maintainer script run there through
+/// `DPKG_ROOT`): the user is made, and installing over it again — an upgrade —
+/// keeps the operator's settings and secrets, as the README says.
+fn install_and_upgrade(deb: &Path, root: &Path) {
+    if ok(Command::new("id").arg("-u")).trim() != "0" {
+        eprintln!("SKIPPED: dpkg installs only as root: the scratch-root install was not tried");
+        return;
+    }
+    std::fs::create_dir_all(root.join("var/lib/dpkg/updates")).unwrap();
+    std::fs::create_dir_all(root.join("var/lib/dpkg/info")).unwrap();
+    std::fs::create_dir_all(root.join("etc")).unwrap();
+    std::fs::write(root.join("var/lib/dpkg/status"), "").unwrap();
+    let install = || {
+        // The scratch root has none of the dependencies; the host is not touched.
+        ok(Command::new("dpkg")
+            .arg(format!("--root={}", root.display()))
+            .args([
+                "--force-script-chrootless",
+                "--force-depends",
+                "--log=/dev/null",
+                "-i",
+            ])
+            .arg(deb))
+    };
+    install();
+    let passwd = std::fs::read_to_string(root.join("etc/passwd")).unwrap();
+    assert!(passwd.starts_with("ambient:"), "{passwd}");
+
+    let settings = root.join("etc/ambient/settings.json");
+    let env = root.join("etc/ambient/env");
+    let edited = r#"{"storage": {"dataDir": "/var/lib/ambient"}, "bot": {"name": "flint"}}"#;
+    std::fs::write(&settings, edited).unwrap();
+    std::fs::write(&env, "DISCORD_TOKEN=kept-across-upgrades\n").unwrap();
+    let again = install();
+    assert!(
+        again.contains(&format!("over ({}", env!("CARGO_PKG_VERSION"))),
+        "an upgrade: {again}"
+    );
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), edited);
+    assert_eq!(
+        std::fs::read_to_string(&env).unwrap(),
+        "DISCORD_TOKEN=kept-across-upgrades\n"
+    );
 }
 
 /// What the operator meets first, in the scratch root (the packaged settings'
