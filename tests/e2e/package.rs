@@ -97,39 +97,8 @@ fn the_package_builds_installs_its_files_where_the_readme_says_and_its_unit_veri
         }
     }
     let scratch = tempfile::tempdir().unwrap();
-    let out_dir = scratch.path().join("out");
-
-    // The README's build step, with the debug binary (CI builds no release).
-    let steps = steps();
-    let build = &steps[0];
-    assert_eq!(build, "scripts/build-deb.sh");
-    let line = format!(
-        "{build} --fast --output {} {}",
-        out_dir.display(),
-        env!("CARGO_BIN_EXE_ambient")
-    );
-    let out = shell(&line);
-    assert!(out.status.success(), "{line}: {}", text(&out.stderr));
-    let deb = PathBuf::from(text(&out.stdout).trim());
-    let name = deb.file_name().unwrap().to_str().unwrap();
-    let version = format!("{}-1", env!("CARGO_PKG_VERSION"));
-    let arch = ok(Command::new("dpkg").arg("--print-architecture"));
-    assert_eq!(name, format!("ambient_{version}_{}.deb", arch.trim()));
-    // The copy and the install name the file the script made.
-    assert_eq!(steps[1], format!("scp target/debian/{name} root@your-vps:"));
-    assert_eq!(steps[2], format!("apt install ./{name}"));
-
-    let info = ok(Command::new("dpkg-deb").arg("-I").arg(&deb));
-    assert!(info.contains(" Package: ambient\n"), "{info}");
-    assert!(info.contains(&format!(" Version: {version}\n")), "{info}");
-    let depends = info
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Depends: "))
-        .unwrap_or_else(|| panic!("no Depends: {info}"));
-    assert!(depends.contains("libopus0"), "{depends}");
-    every_linked_library_is_a_dependency(depends);
-    glibc_is_new_enough(depends);
-
+    let deb = build_as_the_readme_says(&scratch.path().join("out"));
+    control_fields(&deb);
     let files = contents(&deb);
     for path in readme_paths() {
         if path.starts_with("/var/") {
@@ -143,32 +112,75 @@ fn the_package_builds_installs_its_files_where_the_readme_says_and_its_unit_veri
     );
     assert_eq!(files["/usr/bin/ambient"], "-rwxr-xr-x");
     assert_eq!(files["/etc/ambient/env"], "-rw-------", "the secrets file");
-    for (dir, repo_dir) in [
-        ("/usr/share/ambient/prompts/", "prompts"),
-        ("/usr/share/ambient/reflexes/", "reflexes"),
-    ] {
-        for entry in std::fs::read_dir(Path::new(REPO).join(repo_dir)).unwrap() {
-            let file = entry.unwrap().file_name();
-            let path = format!("{dir}{}", file.to_string_lossy());
-            assert!(files.contains_key(&path), "{path} is not in the package");
-        }
-    }
 
     let root = scratch.path().join("root");
     ok(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&root));
-    let control = root.join("DEBIAN");
-    ok(Command::new("dpkg-deb").arg("-e").arg(&deb).arg(&control));
-    let conffiles = std::fs::read_to_string(control.join("conffiles")).unwrap();
-    let read = |p: &str| std::fs::read_to_string(root.join(p.trim_start_matches('/'))).unwrap();
-
-    // The unit reads the files the package ships, and keeps its data where the settings say.
-    let unit = read("/usr/lib/systemd/system/ambient.service");
+    ok(Command::new("dpkg-deb")
+        .arg("-e")
+        .arg(&deb)
+        .arg(root.join("DEBIAN")));
+    let unit =
+        std::fs::read_to_string(root.join("usr/lib/systemd/system/ambient.service")).unwrap();
     let keys = unit_keys(&unit);
+    let settings = unit_and_settings_agree(&root, &keys);
+    postinst_makes_the_user(&root, &keys);
+    packaged_settings_and_defaults_check(&root, &settings);
+    first_start_and_status(&root, &keys, &settings);
+    verify_unit(&root, &unit, scratch.path());
+    install_and_upgrade(&deb, &scratch.path().join("installed"));
+}
+
+/// Runs the README's build step with the debug binary (CI builds no
+/// release) into `out`; the package's path. The copy and the install steps
+/// must name the file it made.
+fn build_as_the_readme_says(out: &Path) -> PathBuf {
+    let steps = steps();
+    let build = &steps[0];
+    assert_eq!(build, "scripts/build-deb.sh");
+    let line = format!(
+        "{build} --fast --output {} {}",
+        out.display(),
+        env!("CARGO_BIN_EXE_ambient")
+    );
+    let made = shell(&line);
+    assert!(made.status.success(), "{line}: {}", text(&made.stderr));
+    let deb = PathBuf::from(text(&made.stdout).trim());
+    let name = deb.file_name().unwrap().to_str().unwrap();
+    let arch = ok(Command::new("dpkg").arg("--print-architecture"));
+    let version = env!("CARGO_PKG_VERSION");
+    assert_eq!(name, format!("ambient_{version}-1_{}.deb", arch.trim()));
+    assert_eq!(steps[1], format!("scp target/debian/{name} root@your-vps:"));
+    assert_eq!(steps[2], format!("apt install ./{name}"));
+    deb
+}
+
+/// `dpkg-deb -I`: the name, Cargo.toml's version, and dependencies that
+/// cover what the binary links.
+fn control_fields(deb: &Path) {
+    let info = ok(Command::new("dpkg-deb").arg("-I").arg(deb));
+    assert!(info.contains(" Package: ambient\n"), "{info}");
+    let version = format!(" Version: {}-1\n", env!("CARGO_PKG_VERSION"));
+    assert!(info.contains(&version), "{info}");
+    let depends = info
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Depends: "))
+        .unwrap_or_else(|| panic!("no Depends: {info}"));
+    assert!(depends.contains("libopus0"), "{depends}");
+    every_linked_library_is_a_dependency(depends);
+    glibc_is_new_enough(depends);
+}
+
+/// The unit reads the files the package ships (settings and secrets kept
+/// across upgrades as conffiles, no secret shipped), keeps its data where
+/// the settings say, and is hardened; the packaged settings.
+fn unit_and_settings_agree(root: &Path, keys: &BTreeMap<String, String>) -> Value {
+    let read = |p: &str| std::fs::read_to_string(root.join(p.trim_start_matches('/'))).unwrap();
     assert_eq!(
         keys["ExecStart"],
         "/usr/bin/ambient run --settings /etc/ambient/settings.json"
     );
     assert_eq!(keys["EnvironmentFile"], "/etc/ambient/env");
+    let conffiles = read("/DEBIAN/conffiles");
     for conf in ["/etc/ambient/settings.json", "/etc/ambient/env"] {
         assert!(conffiles.lines().any(|l| l == conf), "{conf}: {conffiles}");
     }
@@ -182,8 +194,8 @@ fn the_package_builds_installs_its_files_where_the_readme_says_and_its_unit_veri
     let data_dir = format!("/var/lib/{}", keys["StateDirectory"]);
     assert_eq!(settings["storage"]["dataDir"], data_dir.as_str());
     assert_eq!(keys["WorkingDirectory"], data_dir);
-    assert_eq!(keys["Restart"], "on-failure");
     for (key, value) in [
+        ("Restart", "on-failure"),
         ("ProtectSystem", "strict"),
         ("ProtectHome", "yes"),
         ("PrivateTmp", "yes"),
@@ -192,42 +204,51 @@ fn the_package_builds_installs_its_files_where_the_readme_says_and_its_unit_veri
     ] {
         assert_eq!(keys.get(key).map(String::as_str), Some(value), "{key}");
     }
+    settings
+}
 
-    // The maintainer script creates the unit's user, at home in the data directory.
+/// The maintainer script, run into the scratch root, creates the unit's
+/// user, at home in the data directory.
+fn postinst_makes_the_user(root: &Path, keys: &BTreeMap<String, String>) {
     ok(Command::new("sh")
-        .arg(control.join("postinst"))
+        .arg(root.join("DEBIAN/postinst"))
         .arg("configure")
-        .env("DPKG_ROOT", &root));
-    let passwd = read("/etc/passwd");
+        .env("DPKG_ROOT", root));
+    let passwd = std::fs::read_to_string(root.join("etc/passwd")).unwrap();
     let user = passwd
         .lines()
         .find(|l| l.starts_with(&format!("{}:", keys["User"])))
         .unwrap_or_else(|| panic!("no user {} in {passwd}", keys["User"]));
-    assert_eq!(user.split(':').nth(5), Some(data_dir.as_str()), "{user}");
+    let home = format!("/var/lib/{}", keys["StateDirectory"]);
+    assert_eq!(user.split(':').nth(5), Some(home.as_str()), "{user}");
+}
 
-    // The packaged binary accepts the packaged settings and finds the packaged reflexes.
+/// The packaged binary accepts the packaged settings, and the folders they
+/// name hold every shipped prompt and reflex, which the binary accepts too.
+fn packaged_settings_and_defaults_check(root: &Path, settings: &Value) {
     let bin = root.join("usr/bin/ambient");
     let check = ok(Command::new(&bin)
         .args(["settings", "check"])
         .arg(root.join("etc/ambient/settings.json")));
     assert!(check.contains(": OK"), "{check}");
-    let reflexes_dir = settings["reflexes"]["dir"].as_str().unwrap();
-    let reflexes = ok(Command::new(&bin)
+    let folder = |v: &Value| root.join(v.as_str().unwrap().trim_start_matches('/'));
+    let prompts = folder(&settings["executive"]["promptsDir"]);
+    let reflexes = folder(&settings["reflexes"]["dir"]);
+    let mut shipped = 0;
+    for (dir, repo_dir) in [(&prompts, "prompts"), (&reflexes, "reflexes")] {
+        for entry in std::fs::read_dir(Path::new(REPO).join(repo_dir)).unwrap() {
+            let file = entry.unwrap().file_name();
+            assert!(dir.join(&file).is_file(), "{file:?} is not in {dir:?}");
+            shipped += usize::from(repo_dir == "reflexes");
+        }
+    }
+    let said = ok(Command::new(&bin)
         .args(["reflexes", "check"])
-        .arg(root.join(reflexes_dir.trim_start_matches('/'))));
-    let shipped = std::fs::read_dir(Path::new(REPO).join("reflexes"))
-        .unwrap()
-        .count();
+        .arg(&reflexes));
     assert!(
-        reflexes.contains(&format!("{shipped} reflex(es) ok, 0 problem(s)")),
-        "{reflexes}"
+        said.contains(&format!("{shipped} reflex(es) ok, 0 problem(s)")),
+        "{said}"
     );
-    let prompts_dir = settings["executive"]["promptsDir"].as_str().unwrap();
-    assert!(files.contains_key(&format!("{}/reply.j2", prompts_dir)));
-
-    first_start_and_status(&root, &keys, &settings);
-    verify_unit(&root, &unit, scratch.path());
-    install_and_upgrade(&deb, &scratch.path().join("installed"));
 }
 
 /// `dpkg -i` into a scratch root (its maintainer script run there through
