@@ -210,6 +210,12 @@ fn unit_and_settings_agree(root: &Path, keys: &BTreeMap<String, String>) -> Valu
 /// The maintainer script, run into the scratch root, creates the unit's
 /// user, at home in the data directory.
 fn postinst_makes_the_user(root: &Path, keys: &BTreeMap<String, String>) {
+    if !have("systemd-sysusers") {
+        eprintln!(
+            "SKIPPED: systemd-sysusers is not installed (Debian: the systemd package): postinst not run"
+        );
+        return;
+    }
     ok(Command::new("sh")
         .arg(root.join("DEBIAN/postinst"))
         .arg("configure")
@@ -255,6 +261,12 @@ fn packaged_settings_and_defaults_check(root: &Path, settings: &Value) {
 /// `DPKG_ROOT`): the user is made, and installing over it again — an upgrade —
 /// keeps the operator's settings and secrets, as the README says.
 fn install_and_upgrade(deb: &Path, root: &Path) {
+    if !have("systemd-sysusers") {
+        eprintln!(
+            "SKIPPED: systemd-sysusers is not installed, which postinst runs: no scratch-root install"
+        );
+        return;
+    }
     if ok(Command::new("id").arg("-u")).trim() != "0" {
         eprintln!("SKIPPED: dpkg installs only as root: the scratch-root install was not tried");
         return;
