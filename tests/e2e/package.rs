@@ -1,8 +1,10 @@
 //! The Debian package (README, "Run it as a service"): built by
 //! `scripts/build-deb.sh` from the debug binary as the README's first step,
 //! read back with `dpkg-deb`, extracted into a scratch root where its
-//! maintainer script runs, its unit verified and rated by `systemd-analyze`,
-//! and its settings and reflexes checked by the binary it ships.
+//! maintainer script runs, its settings and reflexes checked and its first
+//! start tried by the binary it ships, its unit verified and rated by
+//! `systemd-analyze`, and installed twice with `dpkg --root` (an upgrade
+//! keeps the operator's edits). No systemd runs here: `systemctl` is not.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
