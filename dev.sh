@@ -58,6 +58,16 @@ ensure_chromium() {
         echo "dev.sh: could not install chromium; the browser checks of the replay page and the dashboard will skip" >&2
 }
 
+# jq for scripts/build-deb.sh (the package test skips without it).
+ensure_jq() {
+    command -v jq >/dev/null 2>&1 && return 0
+    command -v apt-get >/dev/null 2>&1 || return 0
+    [ "$(id -u)" -eq 0 ] || command -v sudo >/dev/null 2>&1 || return 0
+    echo "dev.sh: installing jq (scripts/build-deb.sh reads Cargo.toml's package table with it)" >&2
+    { as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq >/dev/null; } ||
+        echo "dev.sh: could not install jq; the package test will skip" >&2
+}
+
 ensure_rust() {
     if command -v cargo >/dev/null 2>&1; then return 0; fi
     if [ -x "$HOME/.cargo/bin/cargo" ]; then PATH="$HOME/.cargo/bin:$PATH"; export PATH; return 0; fi
@@ -100,6 +110,7 @@ case "$cmd" in
         ensure_system_packages
         ensure_espeak
         ensure_chromium
+        ensure_jq
         ensure_rust
         # With arguments, just those tests (e.g. `./dev.sh test layers`).
         [ $# -gt 0 ] && exec cargo test --locked "$@"

@@ -38,6 +38,7 @@ mod live;
 mod media;
 mod memory;
 mod newcomer;
+mod package;
 mod people;
 mod ratelimits;
 mod reconnect;
