@@ -19,6 +19,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
 
 use crate::ids::GuildId;
 
@@ -39,6 +40,7 @@ pub struct Metrics {
     gate_refusals: Family<Labels, Counter>,
     model_calls: Family<Labels, Counter>,
     model_tokens: Family<Labels, Counter>,
+    model_cost: Family<Labels, Counter<f64, AtomicU64>>,
     model_seconds: Family<Labels, Histogram, fn() -> Histogram>,
     gateway_sessions: Family<Labels, Counter>,
     gateway_connected: Gauge,
@@ -65,6 +67,7 @@ impl Metrics {
             gate_refusals: Family::default(),
             model_calls: Family::default(),
             model_tokens: Family::default(),
+            model_cost: Family::default(),
             model_seconds: Family::new_with_constructor(latency_histogram),
             gateway_sessions: Family::default(),
             gateway_connected: Gauge::default(),
@@ -109,6 +112,12 @@ impl Metrics {
             "model_tokens",
             "Model tokens, by role and direction (input, output)",
             self.model_tokens.clone(),
+        );
+        r.register(
+            "model_cost_usd",
+            "What model calls cost in US$ at executive.prices (or the built-in prices), by role; \
+             a call whose price is unknown adds nothing",
+            self.model_cost.clone(),
         );
         r.register(
             "model_call_seconds",
@@ -183,6 +192,9 @@ impl Metrics {
                 .get_or_create(&vec![role(), ("direction", direction.to_string())])
                 .inc_by(n);
         }
+        if let Some(usd) = call.cost_usd {
+            self.model_cost.get_or_create(&vec![role()]).inc_by(usd);
+        }
         self.model_seconds
             .get_or_create(&vec![role()])
             .observe(call.latency_ms as f64 / 1000.0);
@@ -218,6 +230,8 @@ pub struct ModelCall<'a> {
     pub tokens_in: u64,
     pub tokens_out: u64,
     pub latency_ms: u64,
+    /// US$, when its price is known (0 on a local endpoint).
+    pub cost_usd: Option<f64>,
 }
 
 /// What the process is, read when scraped.
@@ -251,6 +265,30 @@ mod tests {
             text.contains("ambient_messages_seen_total{guild=\"7\"} 1\n"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_model_call_counts_its_tokens_cost_and_time_by_role() {
+        let m = Metrics::default();
+        m.model_call(ModelCall {
+            role: "reply",
+            outcome: "ok",
+            tokens_in: 1200,
+            tokens_out: 80,
+            latency_ms: 1500,
+            cost_usd: Some(0.25),
+        });
+        let text = m.encode(&State::default()).unwrap();
+        for line in [
+            "ambient_model_calls_total{role=\"reply\",outcome=\"ok\"} 1\n",
+            "ambient_model_tokens_total{role=\"reply\",direction=\"input\"} 1200\n",
+            "ambient_model_tokens_total{role=\"reply\",direction=\"output\"} 80\n",
+            "ambient_model_cost_usd_total{role=\"reply\"} 0.25\n",
+            "ambient_model_call_seconds_bucket{le=\"1.6\",role=\"reply\"} 1\n",
+            "ambient_model_call_seconds_bucket{le=\"0.8\",role=\"reply\"} 0\n",
+        ] {
+            assert!(text.contains(line), "{line} in:\n{text}");
+        }
     }
 
     #[test]

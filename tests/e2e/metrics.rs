@@ -12,9 +12,10 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::support::bot::Bot;
-use crate::support::fake_discord::{ALICE, FakeDiscord, GENERAL};
+use crate::support::fake_discord::{ALICE, BOT, FakeDiscord, GENERAL};
 use crate::support::home::Home;
 use crate::support::model_server::ModelServer;
+use crate::support::model_server::Scripted;
 
 /// The settings that serve the endpoints on any free loopback port.
 fn metrics_on() -> serde_json::Value {
@@ -71,6 +72,22 @@ fn wait_status(addr: &str, path: &str, status: u16) -> String {
     }
 }
 
+/// Waits (bounded) until a scrape of `/metrics` satisfies `moved`.
+fn wait_scrape(addr: &str, moved: impl Fn(&str) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, scrape) = get(addr, "/metrics");
+        if moved(&scrape) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the counters did not move:\n{scrape}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// The value of the series `line_start` (a name and its labels) in a scrape.
 fn value(scrape: &str, line_start: &str) -> f64 {
     scrape
@@ -107,20 +124,33 @@ fn readiness_follows_the_gateway_and_a_message_moves_the_counters() {
         .discord
         .say(GENERAL, ALICE, "anyone seen the new trailer");
     assert!(bot.wait_stored(id));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let (_, after) = get(&addr, "/metrics");
-        let moved = value(&after, "ambient_messages_seen_total") == seen + 1.0
-            && value(&after, "ambient_messages_routed_total{route=\"pass\"}") == passed + 1.0;
-        if moved {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the counters did not move:\n{after}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_scrape(&addr, |after| {
+        value(after, "ambient_messages_seen_total") == seen + 1.0
+            && value(after, "ambient_messages_routed_total{route=\"pass\"}") == passed + 1.0
+    });
+
+    // A mention answered by the model: a call of the reply role, and its route.
+    bot.model.fallback(Scripted::text("Hi Alice."));
+    let calls = "ambient_model_calls_total{role=\"reply\",outcome=\"ok\"}";
+    let replied = "ambient_messages_routed_total{route=\"executive:reply\"}";
+    let (_, before) = get(&addr, "/metrics");
+    let (calls_before, replied_before) = (value(&before, calls), value(&before, replied));
+    let asked = bot.discord.say(
+        GENERAL,
+        ALICE,
+        &format!("<@{BOT}> what did you think of the trailer?"),
+    );
+    assert!(
+        bot.discord
+            .wait_until(20, |w| w.sent_in(GENERAL).iter().any(
+                |b| b["message_reference"]["message_id"] == json!(asked.to_string())
+            )),
+        "{}",
+        bot.log()
+    );
+    wait_scrape(&addr, |after| {
+        value(after, calls) == calls_before + 1.0 && value(after, replied) == replied_before + 1.0
+    });
 
     bot.discord.gateway_down();
     let why = wait_status(&addr, "/readyz", 503);
