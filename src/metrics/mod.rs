@@ -42,6 +42,7 @@ pub struct Metrics {
     model_tokens: Family<Labels, Counter>,
     model_cost: Family<Labels, Counter<f64, AtomicU64>>,
     model_seconds: Family<Labels, Histogram, fn() -> Histogram>,
+    feed_fetches: Family<Labels, Counter>,
     gateway_sessions: Family<Labels, Counter>,
     gateway_connected: Gauge,
     store_bytes: Gauge,
@@ -69,6 +70,7 @@ impl Metrics {
             model_tokens: Family::default(),
             model_cost: Family::default(),
             model_seconds: Family::new_with_constructor(latency_histogram),
+            feed_fetches: Family::default(),
             gateway_sessions: Family::default(),
             gateway_connected: Gauge::default(),
             store_bytes: Gauge::default(),
@@ -123,6 +125,11 @@ impl Metrics {
             "model_call_seconds",
             "How long a model call took, by role",
             self.model_seconds.clone(),
+        );
+        r.register(
+            "feed_fetches",
+            "Discovery feed fetches, by outcome (ok, not_modified, failed)",
+            self.feed_fetches.clone(),
         );
         r.register(
             "gateway_sessions",
@@ -198,6 +205,13 @@ impl Metrics {
         self.model_seconds
             .get_or_create(&vec![role()])
             .observe(call.latency_ms as f64 / 1000.0);
+    }
+
+    /// A discovery source was fetched: "ok", "not_modified" or "failed".
+    pub fn feed_fetched(&self, outcome: &'static str) {
+        self.feed_fetches
+            .get_or_create(&vec![("outcome", outcome.to_string())])
+            .inc();
     }
 
     /// A gateway session began: `resumed` a reconnect, else identified anew.

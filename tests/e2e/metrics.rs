@@ -333,3 +333,33 @@ fn free_loopback_port() -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.local_addr().unwrap().to_string()
 }
+
+/// Each discovery fetch is counted by outcome: a feed fetched, fetched
+/// again (304), and one that fails.
+#[tokio::test]
+async fn feed_fetches_are_counted_by_outcome() {
+    use ambient::clock::Clock as _;
+    use ambient::discovery::sources::{SourceKind, SourceSpec};
+    let feeds = crate::support::feed_server::FeedServer::start_at(
+        ambient::clock::ManualClock::at_test_epoch().now(),
+    );
+    let mut s = crate::support::world::settings();
+    s.network.allow_private_hosts = true;
+    let world = crate::support::world::World::start(s).await;
+    let spec =
+        |path: &str| SourceSpec::new(SourceKind::Rss, &format!("{}{path}", feeds.url)).unwrap();
+    let discovery = &world.app.discovery;
+    assert!(discovery.fetch_source(&spec("/blog/rss.xml")).await.is_ok());
+    assert!(discovery.fetch_source(&spec("/blog/rss.xml")).await.is_ok());
+    assert!(discovery.fetch_source(&spec("/fail.xml")).await.is_err());
+    let scrape = world
+        .app
+        .journal
+        .metrics()
+        .encode(&ambient::metrics::State::default())
+        .unwrap();
+    for outcome in ["ok", "not_modified", "failed"] {
+        let series = format!("ambient_feed_fetches_total{{outcome=\"{outcome}\"}}");
+        assert_eq!(value(&scrape, &series), 1.0, "{series} in:\n{scrape}");
+    }
+}
