@@ -68,6 +68,24 @@ ensure_jq() {
         echo "dev.sh: could not install jq; the package test will skip" >&2
 }
 
+# Prometheus, for the test that scrapes the bot with a real one (it skips,
+# saying so, without). Debian's package also enables a prometheus service
+# listening on every interface; the tests start their own on loopback, so
+# that service is stopped and disabled again.
+ensure_prometheus() {
+    command -v prometheus >/dev/null 2>&1 && return 0
+    command -v apt-get >/dev/null 2>&1 || return 0
+    [ "$(id -u)" -eq 0 ] || command -v sudo >/dev/null 2>&1 || return 0
+    echo "dev.sh: installing prometheus (the metrics test scrapes the bot with it)" >&2
+    if { as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }; then
+        if command -v systemctl >/dev/null 2>&1; then
+            as_root systemctl disable --now prometheus >/dev/null 2>&1 || true
+        fi
+    else
+        echo "dev.sh: could not install prometheus; the Prometheus scrape test will skip" >&2
+    fi
+}
+
 ensure_rust() {
     if command -v cargo >/dev/null 2>&1; then return 0; fi
     if [ -x "$HOME/.cargo/bin/cargo" ]; then PATH="$HOME/.cargo/bin:$PATH"; export PATH; return 0; fi
@@ -111,6 +129,7 @@ case "$cmd" in
         ensure_espeak
         ensure_chromium
         ensure_jq
+        ensure_prometheus
         ensure_rust
         # With arguments, just those tests (e.g. `./dev.sh test layers`).
         [ $# -gt 0 ] && exec cargo test --locked "$@"

@@ -125,8 +125,9 @@ impl Base {
         })?;
         let store = people::attach(store, &settings)
             .context("cannot open the people ledger (storage.sharedDir)")?;
+        let metrics = Arc::new(crate::metrics::Metrics::new(settings.metrics.per_guild));
         let settings = Arc::new(SettingsService::new(settings, store.clone(), clock.clone()));
-        let journal = Journal::new(store.clone(), clock.clone());
+        let journal = Journal::with_metrics(store.clone(), clock.clone(), metrics);
         let spine = Spine::new(journal.clone(), settings.clone(), clock.clone());
         let transport = transport(&store);
         let me = transport.me().id;

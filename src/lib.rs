@@ -23,7 +23,7 @@
 //! | 1 | `cli` | the binary's commands: parse arguments, pick a front end |
 //! | 2 | `discord` | the Discord front end: gateway, slash commands, REST |
 //! | 3 | `dashboard` | the operator's web page over the core |
-//! | 4 | `console`, `replay` | the terminal front end; an export replayed offline |
+//! | 4 | `console`, `replay`, `health` | the terminal front end; an export replayed offline; metrics, health and systemd's notifications |
 //! | 5 | `commands` | slash commands, shared by every front end |
 //! | 6 | `app` | the composition root: builds and runs the core |
 //! | 7 | `live` | settings reloaded while running |
@@ -37,7 +37,7 @@
 //! | 15 | `net`, `journal` | the guarded fetcher; the record of every decision |
 //! | 16 | `settings` | one schema with defaults, validated; the executive's roles |
 //! | 17 | `store` | SQLite: every table and migration |
-//! | 18 | `vocab` | the nouns several layers share and the store keeps |
+//! | 18 | `vocab`, `metrics` | the nouns several layers share and the store keeps; the Prometheus families |
 //! | 19 | `when`, `ids`, `clock`, `backoff` | times in words, ids, the clock, retry waits |
 
 pub mod app;
@@ -54,12 +54,14 @@ pub(crate) mod discord;
 pub mod discovery;
 pub mod executive;
 pub mod garden;
+pub(crate) mod health;
 pub mod ids;
 pub mod impulses;
 pub mod initiative;
 pub mod journal;
 pub(crate) mod live;
 pub mod memory;
+pub mod metrics;
 pub(crate) mod net;
 pub(crate) mod permissions;
 pub mod reflexes;

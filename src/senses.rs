@@ -117,6 +117,9 @@ impl Senses {
                 // message already recorded before it was sent, so they may
                 // join the group like anyone's.
                 let new = self.store_message(m, may_group)?;
+                if new {
+                    self.spine.journal().metrics().message_seen(m.message.guild);
+                }
                 (new, new)
             }
             Percept::Edit {

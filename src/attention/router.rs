@@ -91,6 +91,9 @@ pub async fn route(registry: &Registry, journal: &Journal, item: &Attended) {
             format!("{what} → {}", handler.name()),
             why,
         ));
+        journal
+            .metrics()
+            .routed(&handler.name(), guild_of(&item.input));
         let outcome = handler.handle(&item).await;
         let (kind, verb, reason) = match outcome {
             Outcome::Done => return,
@@ -126,6 +129,7 @@ pub fn pass_if_unwanted(registry: &Registry, journal: &Journal, item: &Attended)
 }
 
 fn record_pass(journal: &Journal, item: &Attended, what: &str) {
+    journal.metrics().routed("pass", guild_of(&item.input));
     journal.record(entry(
         item,
         Kind::Route,
@@ -149,6 +153,13 @@ fn entry(item: &Attended, kind: Kind, summary: String, reason: String) -> Entry 
         Input::Impulse(i) => e = e.place(i.guild, i.channel),
     }
     e
+}
+
+fn guild_of(input: &Input) -> Option<crate::ids::GuildId> {
+    match input {
+        Input::Percept(p) => p.guild(),
+        Input::Impulse(i) => i.guild,
+    }
 }
 
 fn describe(input: &Input) -> String {

@@ -142,7 +142,10 @@ impl RawEventHandler for Events {
             Event::VoiceStateUpdate(e) => self.voice_state_update(&ctx, e.voice_state).await,
             Event::InteractionCreate(e) => self.interaction_create(ctx, e.interaction).await,
             Event::Ready(e) => self.ready(ctx, e.ready).await,
-            Event::Resumed(_) => self.gate.connected(),
+            Event::Resumed(_) => {
+                self.gate.connected();
+                self.app.journal.metrics().gateway_session(true);
+            }
             _ => {}
         }
     }
@@ -151,6 +154,7 @@ impl RawEventHandler for Events {
 impl Events {
     async fn ready(&self, ctx: Context, ready: Ready) {
         self.gate.connected();
+        self.app.journal.metrics().gateway_session(false);
         tracing::info!(user = %ready.user.name, guilds = ready.guilds.len(), "connected to Discord");
         self.app.journal.record(
             Entry::new(Kind::System, "connected to Discord").reason(format!(

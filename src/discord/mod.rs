@@ -217,6 +217,7 @@ async fn serve(
         // Said on stderr, not logged: the first start's line holds the token.
         eprintln!("{line}");
     }
+    let health = crate::health::Health::start(&app, gateway_state(&client, &gate)).await?;
     let mut running = app.start(lock);
     let live = app.live.clone();
     live.hold_command_line(watching.command_line.clone());
@@ -233,6 +234,7 @@ async fn serve(
             Ok(())
         }
     };
+    health.stop();
     // Voice is left first, while the gateway is there to say so.
     let close = async {
         app.voice.leave_all().await;
@@ -249,6 +251,42 @@ async fn serve(
     drop(door);
     settling.abort();
     result
+}
+
+/// Whether the gateway is connected, for `/readyz`, `/metrics` and
+/// systemd: every shard serenity runs at its `Connected` stage, and no
+/// attempt through the gate since the last READY or RESUMED (a shard
+/// resuming after a drop keeps its `Connected` stage; which one it is, the
+/// gate cannot tell).
+fn gateway_state(
+    client: &serenity::all::Client,
+    gate: &Arc<reconnect::Gate>,
+) -> crate::health::Gateway {
+    let manager = client.shard_manager.clone();
+    let gate = gate.clone();
+    Arc::new(move || {
+        let manager = manager.clone();
+        let gate = gate.clone();
+        Box::pin(async move {
+            let runners = manager.runners.lock().await;
+            let mut down: Vec<u32> = runners
+                .iter()
+                .filter(|(_, info)| info.stage != serenity::all::ConnectionStage::Connected)
+                .map(|(id, _)| id.0)
+                .collect();
+            down.sort_unstable();
+            if runners.is_empty() {
+                Err("not connected yet".to_string())
+            } else if !down.is_empty() {
+                let down: Vec<String> = down.iter().map(u32::to_string).collect();
+                Err(format!("shard {} not connected", down.join(", ")))
+            } else if !gate.up() {
+                Err("reconnecting".to_string())
+            } else {
+                Ok(())
+            }
+        })
+    })
 }
 
 /// Stops everything by [`STOP_WITHIN`] from now. The gateway closes

@@ -56,6 +56,11 @@ pub struct Gate {
     base: Duration,
     ceiling: Duration,
     connected: AtomicBool,
+    /// Connected since the last attempt went through: false from an
+    /// attempt (a shard connecting, or reconnecting after a drop) until a
+    /// READY or RESUMED, for `/readyz` (serenity's own stage of a shard
+    /// stays `Connected` while it resumes).
+    up: AtomicBool,
     probe: Probe,
 }
 
@@ -72,6 +77,7 @@ impl Gate {
             base,
             ceiling,
             connected: AtomicBool::new(false),
+            up: AtomicBool::new(false),
             probe: Arc::new(|url: &str| Box::pin(tcp_accepts(url.to_string()))),
         }
     }
@@ -87,6 +93,12 @@ impl Gate {
     /// at the first back-off step.
     pub fn connected(&self) {
         self.connected.store(true, Ordering::Relaxed);
+        self.up.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether every attempt that went through reached READY or RESUMED.
+    pub fn up(&self) -> bool {
+        self.up.load(Ordering::Relaxed)
     }
 
     /// Holds `ws_url` (the client's gateway URL) from now on and lets one
@@ -110,7 +122,10 @@ impl Gate {
                 }
                 // A shard took the URL: one attempt went through. Take the
                 // lock back once it has read it.
-                Err(_) => guard = ws_url.clone().lock_owned().await,
+                Err(_) => {
+                    self.up.store(false, Ordering::Relaxed);
+                    guard = ws_url.clone().lock_owned().await;
+                }
             }
             if self.connected.swap(false, Ordering::Relaxed) {
                 attempts = 0;

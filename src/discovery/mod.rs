@@ -207,6 +207,11 @@ impl Discovery {
             global.initiative.discovery.fetch_interval_minutes,
         ));
         let now = self.clock.now();
+        self.journal.metrics().feed_fetched(match &result {
+            Ok((report, _)) if report.not_modified => "not_modified",
+            Ok(_) => "ok",
+            Err(_) => "failed",
+        });
         match &result {
             Ok((report, validators)) => {
                 let outcome = if report.not_modified {

@@ -725,6 +725,22 @@ impl Executive {
             outcome: outcome.into(),
             detail: self.secrets.redact(detail),
         };
+        self.journal
+            .metrics()
+            .model_call(crate::metrics::ModelCall {
+                role: &record.role,
+                outcome: &record.outcome,
+                tokens_in: record.tokens_in,
+                tokens_out: record.tokens_out,
+                latency_ms,
+                cost_usd: prices::cost(
+                    &self.settings.global().executive.prices,
+                    &record.model,
+                    !record.pay_per_token,
+                    record.tokens_in,
+                    record.tokens_out,
+                ),
+            });
         match self.store.usage_append(&record) {
             Ok(id) => id,
             Err(e) => {

@@ -389,6 +389,8 @@ impl Initiative {
     }
 
     fn note_gate(&self, guild: GuildId, gate: &'static str, reason: &str) {
+        // Every stop is counted; only a change of gate is journaled.
+        self.journal.metrics().gate_refused(gate);
         let mut last = self.lock_last_gate();
         if last.get(&guild).is_some_and(|(g, _)| *g == gate) {
             return;

@@ -15,6 +15,7 @@ use chrono::{DateTime, Utc};
 
 use crate::clock::SharedClock;
 use crate::ids::GuildId;
+use crate::metrics::Metrics;
 use crate::store::journal::bound;
 use crate::store::messages::Commit;
 use crate::store::{Store, StoreError};
@@ -28,6 +29,9 @@ pub struct Journal {
     clock: SharedClock,
     /// When each failed read was last journaled (see [`Journal::read_failed`]).
     failed_reads: Arc<Mutex<HashMap<FailedRead, DateTime<Utc>>>>,
+    /// The process's metrics: every service holds the journal, so this is
+    /// how they reach them.
+    metrics: Arc<Metrics>,
 }
 
 /// A server (or none) and the read that failed there.
@@ -37,12 +41,23 @@ type FailedRead = (Option<GuildId>, &'static str);
 const READ_FAILED_EVERY_MINUTES: i64 = 10;
 
 impl Journal {
+    /// A journal counting into metrics of its own, which nobody serves.
     pub fn new(store: Store, clock: SharedClock) -> Self {
+        Self::with_metrics(store, clock, Arc::default())
+    }
+
+    /// A journal counting into `metrics` (the running bot's, served).
+    pub fn with_metrics(store: Store, clock: SharedClock, metrics: Arc<Metrics>) -> Self {
         Self {
             store,
             clock,
             failed_reads: Arc::default(),
+            metrics,
         }
+    }
+
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
     }
 
     /// A store read that would have let the bot speak or spend failed, and
@@ -98,7 +113,10 @@ impl Journal {
         };
         let written = self.store.journal_append_with(&entry, line, commit);
         match written {
-            Ok(id) => Some(id),
+            Ok(id) => {
+                self.metrics.journaled(entry.kind.as_str());
+                Some(id)
+            }
             Err(e) => {
                 tracing::error!(error = %e, summary = %entry.summary, "could not write to the journal");
                 None

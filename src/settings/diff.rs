@@ -47,6 +47,9 @@ pub const AT_NEXT_START: &[&str] = &[
     // The dashboard's server is bound (or not) once, when the bot starts.
     "dashboard.enabled",
     "dashboard.bind",
+    // So is the metrics endpoint, and its families' labels.
+    "metrics.bind",
+    "metrics.perGuild",
 ];
 
 /// Whether a change at `path` waits for the next start.

@@ -34,6 +34,7 @@ pub struct Settings {
     pub garden: GardenSettings,
     pub voice: VoiceSettings,
     pub dashboard: DashboardSettings,
+    pub metrics: MetricsSettings,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -1169,6 +1170,45 @@ impl Default for DashboardSettings {
             bind: "127.0.0.1:8377".into(),
         }
     }
+}
+
+/// Prometheus metrics, `/healthz` and `/readyz` on one loopback port.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct MetricsSettings {
+    /// Loopback address and port to serve `/metrics`, `/healthz` and
+    /// `/readyz` on; empty: not served.
+    pub bind: String,
+    /// Label the per-server families with the server's id (one series per
+    /// server: fine for a few, costly for hundreds).
+    pub per_guild: bool,
+}
+
+impl MetricsSettings {
+    /// Where to listen: `None` when off; an address beyond loopback is
+    /// refused (the endpoints have no token; a proxy in front may expose them).
+    pub fn address(&self) -> Result<Option<std::net::SocketAddr>, BadMetricsBind> {
+        let bind = self.bind.trim();
+        if bind.is_empty() {
+            return Ok(None);
+        }
+        match bind.parse::<std::net::SocketAddr>() {
+            Ok(addr) if addr.ip().is_loopback() => Ok(Some(addr)),
+            _ => Err(BadMetricsBind {
+                bind: self.bind.clone(),
+            }),
+        }
+    }
+}
+
+/// `metrics.bind` is not a loopback address and port; holds the text as written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "must be empty (off) or a loopback IP address and a port, such as \"127.0.0.1:9184\" \
+     (the endpoints have no token: put a proxy in front to reach them from elsewhere), got {bind:?}"
+)]
+pub struct BadMetricsBind {
+    pub bind: String,
 }
 
 #[cfg(test)]

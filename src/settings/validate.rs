@@ -482,6 +482,9 @@ fn semantic(s: &Settings) -> Vec<Problem> {
     garden(&mut p, s);
     voice(&mut p, s);
     dashboard(&mut p, s);
+    if let Err(e) = s.metrics.address() {
+        p.push("metrics.bind", e.to_string());
+    }
     p.0
 }
 
@@ -1602,6 +1605,23 @@ mod tests {
             "{}",
             p[0]
         );
+    }
+
+    #[test]
+    fn metrics_bind_only_to_loopback() {
+        assert!(problems(json!({"metrics": {"bind": ""}})).is_empty());
+        assert!(problems(json!({"metrics": {"bind": "127.0.0.1:9184"}})).is_empty());
+        assert!(problems(json!({"metrics": {"bind": "[::1]:0"}})).is_empty());
+        for bad in ["0.0.0.0:9184", "192.168.1.5:9184", "localhost:9184"] {
+            let p = problems(json!({"metrics": {"bind": bad}}));
+            assert_eq!(p.len(), 1, "{p:#?}");
+            assert!(
+                p[0].starts_with("metrics.bind: must be empty (off) or a loopback IP address")
+                    && p[0].ends_with(&format!("got {bad:?}")),
+                "{}",
+                p[0]
+            );
+        }
     }
 
     #[test]

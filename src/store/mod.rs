@@ -278,6 +278,24 @@ impl Store {
         self
     }
 
+    /// Whether the store can take a write now: takes SQLite's write lock
+    /// and lets it go, writing nothing (`/readyz`).
+    pub fn writable(&self) -> Result<()> {
+        self.lock().execute_batch("BEGIN IMMEDIATE; ROLLBACK")?;
+        Ok(())
+    }
+
+    /// Bytes on disk: the database and its write-ahead log (0 in memory).
+    pub fn bytes_on_disk(&self) -> u64 {
+        let Some(db) = self.path() else { return 0 };
+        let wal = db.with_extension("db-wal");
+        [db.to_path_buf(), wal]
+            .iter()
+            .filter_map(|p| std::fs::metadata(p).ok())
+            .map(|m| m.len())
+            .sum()
+    }
+
     /// Commits grouped writes now.
     pub fn flush(&self) {
         self.shared.lock_db().commit_group();

@@ -37,6 +37,7 @@ mod layers;
 mod live;
 mod media;
 mod memory;
+mod metrics;
 mod newcomer;
 mod package;
 mod people;

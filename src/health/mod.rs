@@ -1,0 +1,245 @@
+//! What a supervisor asks of a running bot: `/metrics` (Prometheus),
+//! `/healthz` (the process answers) and `/readyz` (the gateway connected
+//! and the store writable) on `metrics.bind`, and systemd's readiness and
+//! watchdog ([`notify`]) when it started the bot with `NOTIFY_SOCKET`.
+//!
+//! The endpoints answer loopback only (`metrics.bind` refuses anything
+//! else) and carry no token. Each connection's request head must arrive
+//! within [`HEAD_WITHIN`], and at most [`MOST_CONNECTIONS`] are open at
+//! once, so a stuck scraper cannot hold the bot's sockets.
+
+pub mod notify;
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Request, Response, StatusCode, header};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinHandle;
+
+use crate::app::App;
+use crate::metrics::State;
+
+/// How long a request's head may take to arrive.
+const HEAD_WITHIN: Duration = Duration::from_secs(5);
+/// The most connections open at once; one more is closed as it arrives.
+const MOST_CONNECTIONS: usize = 16;
+/// How often readiness is asked until systemd has been told READY=1.
+const READY_LOOK_EVERY: Duration = Duration::from_millis(250);
+
+/// Whether the front end's gateway is connected, or why not in a few words,
+/// asked when needed (see `discord::gateway_state`).
+pub type Gateway =
+    Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>> + Send + Sync>;
+
+/// Why the bot is not ready, in a few words; `None` when it is.
+pub async fn not_ready(app: &App, gateway: &Gateway) -> Option<String> {
+    if let Err(why) = gateway().await {
+        return Some(format!("gateway: {why}"));
+    }
+    let store = app.store.clone();
+    match tokio::task::spawn_blocking(move || store.writable()).await {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(format!("store: not writable: {e}")),
+        Err(e) => Some(format!("store: the check did not finish: {e}")),
+    }
+}
+
+/// The health endpoints (when `metrics.bind` is set) and systemd's
+/// notifications (when `NOTIFY_SOCKET` is), running.
+pub struct Health {
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+    notifier: notify::Notifier,
+}
+
+impl Health {
+    /// Binds `metrics.bind` (if set) and starts serving it, and tells
+    /// systemd READY=1 once the bot is ready, then WATCHDOG=1 as it asks.
+    pub async fn start(app: &Arc<App>, gateway: Gateway) -> anyhow::Result<Self> {
+        let (stop, stopped) = watch::channel(false);
+        let mut tasks = Vec::new();
+        let bind = app.settings.global().metrics.address()?;
+        if let Some(bind) = bind {
+            let listener = TcpListener::bind(bind)
+                .await
+                .map_err(|e| anyhow::anyhow!("metrics.bind: cannot listen on {bind}: {e}"))?;
+            let bound = listener.local_addr()?;
+            tracing::info!("metrics: /metrics, /healthz and /readyz on http://{bound}");
+            let endpoints = Endpoints {
+                app: app.clone(),
+                gateway: gateway.clone(),
+            };
+            tasks.push(tokio::spawn(serve(listener, endpoints, stopped.clone())));
+        }
+        let notifier = notify::Notifier::from_env();
+        if notifier.is_on() {
+            tasks.push(tokio::spawn(supervise(
+                app.clone(),
+                gateway,
+                notifier.clone(),
+                stopped,
+            )));
+        }
+        Ok(Self {
+            stop,
+            tasks,
+            notifier,
+        })
+    }
+
+    /// Tells systemd the bot is stopping, and stops serving.
+    pub fn stop(self) {
+        self.notifier.send("STOPPING=1");
+        // Nobody may be listening any more: the tasks are aborted below.
+        let _ = self.stop.send(true);
+        for task in self.tasks {
+            task.abort();
+        }
+    }
+}
+
+/// READY=1 once [`not_ready`] says nothing, then WATCHDOG=1 at half the
+/// watchdog's period for as long as the runtime runs it.
+async fn supervise(
+    app: Arc<App>,
+    gateway: Gateway,
+    notifier: notify::Notifier,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let watchdog = notify::watchdog_every();
+    let mut pinged = tokio::time::Instant::now();
+    let mut ready = false;
+    loop {
+        if !ready && not_ready(&app, &gateway).await.is_none() {
+            notifier.send("READY=1");
+            ready = true;
+        }
+        if let Some(every) = watchdog
+            && pinged.elapsed() >= every
+        {
+            notifier.send("WATCHDOG=1");
+            pinged = tokio::time::Instant::now();
+        }
+        let wait = match watchdog {
+            Some(every) if ready => every,
+            Some(every) => every.min(READY_LOOK_EVERY),
+            None if ready => return,
+            None => READY_LOOK_EVERY,
+        };
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            _ = stopped.changed() => return,
+        }
+    }
+}
+
+#[derive(Clone)]
+struct Endpoints {
+    app: Arc<App>,
+    gateway: Gateway,
+}
+
+async fn serve(listener: TcpListener, endpoints: Endpoints, mut stopped: watch::Receiver<bool>) {
+    let slots = Arc::new(Semaphore::new(MOST_CONNECTIONS));
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = stopped.changed() => return,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                tracing::debug!(error = %e, "metrics: cannot accept a connection");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tracing::debug!("metrics: {MOST_CONNECTIONS} connections open; closed one more");
+            continue;
+        };
+        let endpoints = endpoints.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req| {
+                let endpoints = endpoints.clone();
+                async move { Ok::<_, Infallible>(endpoints.answer(req).await) }
+            });
+            let served = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEAD_WITHIN)
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+            if let Err(e) = served {
+                tracing::debug!(error = %e, "metrics: a connection ended");
+            }
+            drop(slot);
+        });
+    }
+}
+
+impl Endpoints {
+    async fn answer<B>(&self, req: Request<B>) -> Response<Body> {
+        match (req.method().as_str(), req.uri().path()) {
+            ("GET", "/healthz") => text(StatusCode::OK, "ok\n".into()),
+            ("GET", "/readyz") => match not_ready(&self.app, &self.gateway).await {
+                None => text(StatusCode::OK, "ready\n".into()),
+                Some(why) => text(StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")),
+            },
+            ("GET", "/metrics") => self.metrics().await,
+            (_, "/healthz" | "/readyz" | "/metrics") => {
+                text(StatusCode::METHOD_NOT_ALLOWED, "GET only\n".into())
+            }
+            _ => text(
+                StatusCode::NOT_FOUND,
+                "not found: /metrics, /healthz and /readyz are served here\n".into(),
+            ),
+        }
+    }
+
+    async fn metrics(&self) -> Response<Body> {
+        let store = self.app.store.clone();
+        let store_bytes = tokio::task::spawn_blocking(move || store.bytes_on_disk())
+            .await
+            .unwrap_or(0);
+        let state = State {
+            gateway_connected: (self.gateway)().await.is_ok(),
+            store_bytes,
+            queue_depth: self.app.spine.queued(),
+        };
+        match self.app.journal.metrics().encode(&state) {
+            Ok(body) => {
+                let mut r = text(StatusCode::OK, body);
+                r.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    header::HeaderValue::from_static(
+                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    ),
+                );
+                r
+            }
+            Err(e) => text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("cannot encode the metrics: {e}\n"),
+            ),
+        }
+    }
+}
+
+fn text(status: StatusCode, body: String) -> Response<Body> {
+    let mut r = Response::new(Body::from(body));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r
+}
