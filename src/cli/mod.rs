@@ -9,6 +9,7 @@ mod backup;
 mod console;
 mod dashboard;
 mod discovery;
+mod doctor;
 mod garden;
 mod guild;
 mod journal;
@@ -119,6 +120,12 @@ pub enum Command {
     },
     /// Which models serve which role, and what has been spent
     Status,
+    /// Check this setup: token, intents, channel permissions, commands, feeds, disk, database, clock
+    Doctor {
+        /// One JSON document (checks with name, status, detail, fix)
+        #[arg(long)]
+        json: bool,
+    },
     /// Remember something (a decision, high importance, unless told otherwise)
     Remember {
         text: String,
@@ -432,6 +439,7 @@ async fn verb(cli: Cli) -> anyhow::Result<ExitCode> {
             usage::usage(cli.settings.as_deref(), &since, role.as_deref(), json)
         }
         Command::Status => status::status(cli.settings.as_deref()).await,
+        Command::Doctor { json } => doctor::doctor(cli.settings.as_deref(), json).await,
         Command::Remember {
             text,
             kind,
