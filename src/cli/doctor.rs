@@ -1,4 +1,4 @@
-//! `ambient doctor [--json]`: runs `crate::doctor`'s checks and prints one
+//! `ambient doctor [--json] [--no-model]`: runs `crate::doctor`'s checks and prints one
 //! line per check (✓ / ! / ✗, what was seen, and for ! and ✗ the fix), or
 //! the whole report as one JSON document. Exit 1 when any check is ✗.
 
@@ -14,7 +14,11 @@ use crate::settings::check::check;
 /// tests' way to a nearly full disk (a tiny filesystem cannot be mounted there).
 const FREE_BYTES_ENV: &str = "AMBIENT_DOCTOR_FREE_BYTES";
 
-pub async fn doctor(settings: Option<&Path>, json: bool) -> anyhow::Result<ExitCode> {
+pub async fn doctor(
+    settings: Option<&Path>,
+    json: bool,
+    no_model: bool,
+) -> anyhow::Result<ExitCode> {
     let checked = check(settings);
     let pretend = std::env::var(FREE_BYTES_ENV).ok();
     let pretended = |_: &Path| -> std::io::Result<u64> {
@@ -31,6 +35,7 @@ pub async fn doctor(settings: Option<&Path>, json: bool) -> anyhow::Result<ExitC
             Some(_) => &pretended,
             None => &doctor::local::statvfs_free,
         },
+        no_model,
     };
     let report = doctor::examine(&checked, &Secrets::from_env(), &options).await;
     if json {

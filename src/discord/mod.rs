@@ -81,7 +81,10 @@ fn own_limiter(settings: &Settings, client: &reqwest::Client) -> Option<ratelimi
 
 /// The names of the slash commands the bot registers (`ambient doctor` looks for them).
 pub(crate) fn command_names() -> Vec<String> {
-    commands::all().into_iter().map(|c| c.name.into_owned()).collect()
+    commands::all()
+        .into_iter()
+        .map(|c| c.name.into_owned())
+        .collect()
 }
 
 /// How long stopping may take, from SIGINT/SIGTERM to the end of [`run`].

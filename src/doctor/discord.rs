@@ -90,7 +90,12 @@ impl Api {
             bytes.extend_from_slice(&chunk);
         }
         let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        let message = body["message"].as_str().unwrap_or("").chars().take(200).collect();
+        let message = body["message"]
+            .as_str()
+            .unwrap_or("")
+            .chars()
+            .take(200)
+            .collect();
         match status {
             200..=299 if !body.is_null() => Ok(Answer { body, date }),
             200..=299 => Err(ApiError::Body {
@@ -142,7 +147,11 @@ pub async fn checks(settings: &Settings, secrets: &Secrets, commands: &[String])
     };
     let api = Api {
         client,
-        base: settings.discord.api_base_url.trim_end_matches('/').to_string(),
+        base: settings
+            .discord
+            .api_base_url
+            .trim_end_matches('/')
+            .to_string(),
         authorization: format!("Bot {}", token.expose()),
     };
     let started = Utc::now();
@@ -173,7 +182,9 @@ fn token_check(me: &Result<Answer, ApiError>, base: &str) -> Check {
         ),
         Err(ApiError::Unauthorized { message, .. }) => Check::fail(
             name,
-            format!("the token in DISCORD_TOKEN is not valid: Discord answered 401 Unauthorized ({message})"),
+            format!(
+                "the token in DISCORD_TOKEN is not valid: Discord answered 401 Unauthorized ({message})"
+            ),
             "copy the bot token again from the Developer Portal (Bot → Reset Token) into DISCORD_TOKEN",
         ),
         Err(e) => Check::fail(
@@ -269,8 +280,14 @@ fn wanted(settings: &Settings) -> Vec<Wanted> {
             })
             .collect::<Vec<_>>()
     };
-    let mut out = text(&replies.reply_channel_ids, "permissions.replies.replyChannelIds");
-    out.extend(text(&replies.discovery_channel_ids, "permissions.replies.discoveryChannelIds"));
+    let mut out = text(
+        &replies.reply_channel_ids,
+        "permissions.replies.replyChannelIds",
+    );
+    out.extend(text(
+        &replies.discovery_channel_ids,
+        "permissions.replies.discoveryChannelIds",
+    ));
     let voice = &settings.voice;
     if voice.enabled {
         let voice_ids = voice
@@ -319,7 +336,10 @@ async fn channels(api: &Api, settings: &Settings, bot: u64) -> Vec<Check> {
     } else if wanted.is_empty() {
         out.push(Check::ok(
             "servers",
-            format!("in {} server(s); no reply, discovery or voice channels are set to check", guilds.len()),
+            format!(
+                "in {} server(s); no reply, discovery or voice channels are set to check",
+                guilds.len()
+            ),
         ));
     }
     let mut found = BTreeSet::new();
@@ -341,8 +361,14 @@ async fn channels(api: &Api, settings: &Settings, bot: u64) -> Vec<Check> {
     for w in wanted.iter().filter(|w| !found.contains(&w.id)) {
         out.push(Check::fail(
             format!("channel {}", w.id),
-            format!("named in {} but in no server the bot is in (or it cannot see it)", w.setting),
-            format!("invite the bot to that channel's server, or remove the id from {}", w.setting),
+            format!(
+                "named in {} but in no server the bot is in (or it cannot see it)",
+                w.setting
+            ),
+            format!(
+                "invite the bot to that channel's server, or remove the id from {}",
+                w.setting
+            ),
         ));
     }
     out
@@ -368,7 +394,12 @@ async fn guild_channels(
             permissions: bits(&r["permissions"]),
         })
         .collect();
-    let member_roles: Vec<u64> = member["roles"].as_array().into_iter().flatten().map(id).collect();
+    let member_roles: Vec<u64> = member["roles"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(id)
+        .collect();
     let guild_view = perms::Guild {
         id: gid,
         owner_id: id(&guild["owner_id"]),
@@ -438,7 +469,10 @@ async fn registered(
             format!("/applications/{app_id}/guilds/{}/commands", g.0),
             format!("in server {} (discord.devGuildId)", g.0),
         ),
-        None => (format!("/applications/{app_id}/commands"), "globally".to_string()),
+        None => (
+            format!("/applications/{app_id}/commands"),
+            "globally".to_string(),
+        ),
     };
     let listed = match api.get(&route).await {
         Ok(a) => a.body,

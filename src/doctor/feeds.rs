@@ -24,7 +24,11 @@ pub async fn checks(settings: &Settings) -> Vec<Check> {
         let url = match spec.url(d, d.source_fetch_limit) {
             Ok(url) => url,
             Err(e) => {
-                out.push(Check::fail(name, e.to_string(), format!("correct it in {setting}")));
+                out.push(Check::fail(
+                    name,
+                    e.to_string(),
+                    format!("correct it in {setting}"),
+                ));
                 continue;
             }
         };

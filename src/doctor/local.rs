@@ -96,7 +96,10 @@ pub fn disk(dir: &Path, free_space: FreeSpace) -> Check {
         Check::warn(
             name,
             detail,
-            format!("free space on that filesystem before it falls under {}", mib(DISK_FLOOR)),
+            format!(
+                "free space on that filesystem before it falls under {}",
+                mib(DISK_FLOOR)
+            ),
         )
     } else {
         Check::ok(name, detail)
@@ -160,9 +163,18 @@ mod tests {
     #[test]
     fn free_space_under_the_floor_fails_under_the_warning_level_warns() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(disk(dir.path(), &free(DISK_FLOOR - 1)).status, super::super::Status::Fail);
-        assert_eq!(disk(dir.path(), &free(DISK_WARN - 1)).status, super::super::Status::Warn);
-        assert_eq!(disk(dir.path(), &free(DISK_WARN)).status, super::super::Status::Ok);
+        assert_eq!(
+            disk(dir.path(), &free(DISK_FLOOR - 1)).status,
+            super::super::Status::Fail
+        );
+        assert_eq!(
+            disk(dir.path(), &free(DISK_WARN - 1)).status,
+            super::super::Status::Warn
+        );
+        assert_eq!(
+            disk(dir.path(), &free(DISK_WARN)).status,
+            super::super::Status::Ok
+        );
     }
 
     #[test]

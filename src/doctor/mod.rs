@@ -6,13 +6,15 @@
 //! directory, free disk, the database), `discord` (the token, the clock,
 //! intents, channel permissions, slash commands — against the real API, or
 //! whatever `discord.apiBaseUrl` names), `feeds` (discovery sources, through
-//! the guarded fetcher), with `perms` the pure computation of a member's
+//! the guarded fetcher), `models` (each role's endpoint makes a forced tool
+//! call), with `perms` the pure computation of a member's
 //! permissions in a channel as Discord does it. The CLI only prints a
 //! [`Report`]; nothing here writes to a terminal.
 
 pub mod discord;
 pub mod feeds;
 pub mod local;
+pub mod models;
 pub mod perms;
 
 use std::path::Path;
@@ -65,7 +67,11 @@ impl Check {
         }
     }
 
-    pub fn warn(name: impl Into<String>, detail: impl Into<String>, fix: impl Into<String>) -> Self {
+    pub fn warn(
+        name: impl Into<String>,
+        detail: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
         Self {
             name: name.into(),
             status: Status::Warn,
@@ -74,7 +80,11 @@ impl Check {
         }
     }
 
-    pub fn fail(name: impl Into<String>, detail: impl Into<String>, fix: impl Into<String>) -> Self {
+    pub fn fail(
+        name: impl Into<String>,
+        detail: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
         Self {
             name: name.into(),
             status: Status::Fail,
@@ -106,6 +116,8 @@ pub struct Options<'a> {
     /// The names of the slash commands the bot registers (its front end knows them).
     pub commands: Vec<String>,
     pub free_space: FreeSpace<'a>,
+    /// Skip the model calls (`--no-model`): they cost a few tokens each.
+    pub no_model: bool,
 }
 
 /// Runs every check against the settings `checked` read and the secrets in
@@ -123,5 +135,6 @@ pub async fn examine(checked: &Checked, secrets: &Secrets, options: &Options<'_>
     checks.push(local::database(data_dir));
     checks.extend(discord::checks(settings, secrets, &options.commands).await);
     checks.extend(feeds::checks(settings).await);
+    checks.extend(models::checks(settings, secrets, options.no_model).await);
     Report { checks }
 }

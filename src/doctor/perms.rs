@@ -17,8 +17,12 @@ pub const CONNECT: u64 = 1 << 20;
 pub const SPEAK: u64 = 1 << 21;
 
 /// What the bot needs in a text channel it answers or posts in.
-pub const TEXT_NEEDS: u64 =
-    VIEW_CHANNEL | SEND_MESSAGES | EMBED_LINKS | ATTACH_FILES | ADD_REACTIONS | READ_MESSAGE_HISTORY;
+pub const TEXT_NEEDS: u64 = VIEW_CHANNEL
+    | SEND_MESSAGES
+    | EMBED_LINKS
+    | ATTACH_FILES
+    | ADD_REACTIONS
+    | READ_MESSAGE_HISTORY;
 /// What it needs in a voice channel it joins.
 pub const VOICE_NEEDS: u64 = VIEW_CHANNEL | CONNECT | SPEAK;
 
@@ -82,7 +86,13 @@ pub fn base(guild: &Guild, member: &Member) -> u64 {
     if member.user_id == guild.owner_id {
         return u64::MAX;
     }
-    let role = |id: u64| guild.roles.iter().find(|r| r.id == id).map_or(0, |r| r.permissions);
+    let role = |id: u64| {
+        guild
+            .roles
+            .iter()
+            .find(|r| r.id == id)
+            .map_or(0, |r| r.permissions)
+    };
     let permissions = member
         .roles
         .iter()
@@ -100,7 +110,10 @@ pub fn in_channel(guild: &Guild, member: &Member, overwrites: &[Overwrite]) -> u
         return permissions;
     }
     let apply = |p: u64, allow: u64, deny: u64| (p & !deny) | allow;
-    if let Some(o) = overwrites.iter().find(|o| o.target == Target::Role(guild.id)) {
+    if let Some(o) = overwrites
+        .iter()
+        .find(|o| o.target == Target::Role(guild.id))
+    {
         permissions = apply(permissions, o.allow, o.deny);
     }
     let (allow, deny) = overwrites
@@ -148,7 +161,11 @@ mod tests {
 
     #[test]
     fn everyone_and_the_members_roles_are_ord() {
-        let roles = [role(GUILD, VIEW_CHANNEL), role(HELPERS, SEND_MESSAGES), role(MUTED, SPEAK)];
+        let roles = [
+            role(GUILD, VIEW_CHANNEL),
+            role(HELPERS, SEND_MESSAGES),
+            role(MUTED, SPEAK),
+        ];
         let member = Member {
             user_id: BOT,
             roles: &[HELPERS],
@@ -184,7 +201,11 @@ mod tests {
             user_id: BOT,
             roles: &[HELPERS],
         };
-        let p = in_channel(&guild(&roles), &member, &[over(Target::Role(GUILD), 0, SEND_MESSAGES)]);
+        let p = in_channel(
+            &guild(&roles),
+            &member,
+            &[over(Target::Role(GUILD), 0, SEND_MESSAGES)],
+        );
         assert_eq!(p, VIEW_CHANNEL);
     }
 
@@ -217,14 +238,22 @@ mod tests {
             // Someone else's overwrite is not the bot's.
             over(Target::Member(8), 0, VIEW_CHANNEL),
         ];
-        assert_eq!(in_channel(&guild(&roles), &member, &overwrites), VIEW_CHANNEL);
+        assert_eq!(
+            in_channel(&guild(&roles), &member, &overwrites),
+            VIEW_CHANNEL
+        );
     }
 
     #[test]
     fn missing_bits_are_named_as_the_client_names_them() {
         assert_eq!(
             names(TEXT_NEEDS & !(VIEW_CHANNEL | SEND_MESSAGES)),
-            ["Embed Links", "Attach Files", "Add Reactions", "Read Message History"]
+            [
+                "Embed Links",
+                "Attach Files",
+                "Add Reactions",
+                "Read Message History"
+            ]
         );
     }
 }

@@ -286,8 +286,16 @@ impl World {
         let mut g = self.guild_create_of(guild);
         let o = g.as_object_mut().unwrap();
         for gateway_only in [
-            "channels", "members", "voice_states", "threads", "presences", "joined_at", "large",
-            "member_count", "stage_instances", "guild_scheduled_events",
+            "channels",
+            "members",
+            "voice_states",
+            "threads",
+            "presences",
+            "joined_at",
+            "large",
+            "member_count",
+            "stage_instances",
+            "guild_scheduled_events",
         ] {
             o.remove(gateway_only);
         }
@@ -1635,9 +1643,7 @@ async fn rest(
     let date = (chrono::Utc::now() + chrono::Duration::seconds(skew))
         .format("%a, %d %b %Y %H:%M:%S GMT")
         .to_string();
-    response
-        .headers_mut()
-        .insert("date", date.parse().unwrap());
+    response.headers_mut().insert("date", date.parse().unwrap());
     response
 }
 
@@ -1728,7 +1734,8 @@ async fn rest_route(
                 .collect();
             ok(json!(listed))
         }
-        ("GET", ["guilds", guild]) | ("GET", ["guilds", guild, "channels"])
+        ("GET", ["guilds", guild])
+        | ("GET", ["guilds", guild, "channels"])
         | ("GET", ["guilds", guild, "members", _]) => {
             let guild: u64 = guild.parse().unwrap_or(0);
             if !w.guilds().contains(&guild) {
