@@ -11,6 +11,7 @@ use crate::support::fake_discord::{FakeDiscord, GENERAL, GUILD, RANDOM, TOKEN};
 use crate::support::feed_server::{FeedServer, rss_blog};
 use crate::support::home::Home;
 use crate::support::model_server::{ModelServer, Scripted};
+use crate::support::readme;
 
 /// Permissions @everyone has in a server set up the usual way: what the bot needs, no more.
 const EVERYDAY: u64 = (1 << 10) | (1 << 11) | (1 << 14) | (1 << 15) | (1 << 6) | (1 << 16);
@@ -337,5 +338,30 @@ fn json_is_one_document_of_checks_for_scripts() {
         (token["status"].clone(), token["fix"].clone()),
         (json!("ok"), Value::Null)
     );
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn the_readmes_example_is_what_it_prints() {
+    let bot = ran_once(json!({"storage": {"dataDir": "data"}}));
+    bot.discord.with(|w| {
+        w.everyone_permissions = Some(EVERYDAY);
+        w.overwrites.insert(
+            RANDOM,
+            vec![json!({"id": GUILD.to_string(), "type": 0,
+            "allow": "0", "deny": (1u64 << 11).to_string()})],
+        );
+    });
+    let line = readme::example("ambient doctor --no-model");
+    // The free space is this machine's; the README shows 50 GB's.
+    let out = bot.home.shell(
+        &line,
+        &[
+            ("DISCORD_TOKEN", TOKEN),
+            ("AMBIENT_DOCTOR_FREE_BYTES", "51200000000"),
+        ],
+    );
+    let shown = readme::block("denies @everyone Send Messages in #random", "");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), shown.trim());
     assert_eq!(out.status.code(), Some(1));
 }
