@@ -102,7 +102,6 @@ impl Api {
                 route: route.to_string(),
                 why: "not JSON".into(),
             }),
-            // The Date of a refusal still tells the clock.
             401 => Err(ApiError::Unauthorized {
                 route: route.to_string(),
                 message,

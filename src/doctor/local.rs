@@ -155,6 +155,7 @@ pub fn database(dir: &Path) -> Check {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::doctor::Status;
 
     fn free(bytes: u64) -> impl Fn(&Path) -> std::io::Result<u64> {
         move |_| Ok(bytes)
@@ -163,18 +164,9 @@ mod tests {
     #[test]
     fn free_space_under_the_floor_fails_under_the_warning_level_warns() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(
-            disk(dir.path(), &free(DISK_FLOOR - 1)).status,
-            super::super::Status::Fail
-        );
-        assert_eq!(
-            disk(dir.path(), &free(DISK_WARN - 1)).status,
-            super::super::Status::Warn
-        );
-        assert_eq!(
-            disk(dir.path(), &free(DISK_WARN)).status,
-            super::super::Status::Ok
-        );
+        assert_eq!(disk(dir.path(), &free(DISK_FLOOR - 1)).status, Status::Fail);
+        assert_eq!(disk(dir.path(), &free(DISK_WARN - 1)).status, Status::Warn);
+        assert_eq!(disk(dir.path(), &free(DISK_WARN)).status, Status::Ok);
     }
 
     #[test]

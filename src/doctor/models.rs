@@ -12,7 +12,7 @@ use super::Check;
 use crate::executive::endpoints::{Endpoint, Offer, Wire, resolve};
 use crate::executive::{ChatRequest, ChatResponse, Message, Role, ToolChoice, ToolSpec};
 use crate::executive::{anthropic, openai, prices};
-use crate::settings::{Secrets, Settings};
+use crate::settings::{ProviderKind, Secrets, Settings};
 
 const TOOL: &str = "doctor_ping";
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -69,6 +69,13 @@ pub async fn checks(settings: &Settings, secrets: &Secrets, skip: bool) -> Vec<C
     let mut firsts: Vec<(Endpoint, Vec<Role>)> = Vec::new();
     let mut out = Vec::new();
     for role in Role::ALL {
+        if role.settings(settings).provider == ProviderKind::None {
+            out.push(Check::ok(
+                format!("model for {role}"),
+                format!("none, as executive.roles.{role}.provider says"),
+            ));
+            continue;
+        }
         let resolution = resolve(role, settings, &offer);
         match resolution.endpoints.first().cloned() {
             Some(ep) => match firsts

@@ -7,7 +7,9 @@ use std::process::Output;
 use serde_json::{Value, json};
 
 use crate::support::bot::Bot;
-use crate::support::fake_discord::{FakeDiscord, GENERAL, GUILD, RANDOM, TOKEN};
+use crate::support::fake_discord::{
+    FakeDiscord, GATEWAY_MESSAGE_CONTENT, GENERAL, GUILD, RANDOM, TOKEN,
+};
 use crate::support::feed_server::{FeedServer, rss_blog};
 use crate::support::home::Home;
 use crate::support::model_server::{ModelServer, Scripted};
@@ -187,6 +189,24 @@ fn the_message_content_intent_off_names_the_portal_page() {
         &out,
         "✗ message content intent: off",
         "turn on Message Content Intent in the Developer Portal",
+    );
+}
+
+#[test]
+fn server_members_is_checked_only_when_the_settings_ask_for_it() {
+    let bot = ran_once(json!({}));
+    bot.discord.with(|w| w.app_flags = GATEWAY_MESSAGE_CONTENT);
+    let (text, out) = doctor_of(&bot, &[], &[]);
+    assert!(!text.contains("server members intent"), "{text}");
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    bot.home
+        .edit_settings(json!({"discord": {"membersIntent": true}}));
+    let (text, out) = doctor_of(&bot, &[], &[]);
+    fails_once_with(
+        &text,
+        &out,
+        "✗ server members intent: off, but discord.membersIntent asks for it",
+        "turn on Server Members Intent in the Developer Portal",
     );
 }
 

@@ -39,8 +39,10 @@
 //! `allowed_mentions.replied_user` is false. Who was pinged is kept on the
 //! created message (`mentions`), as Discord shows it.
 //!
-//! Every REST route but the CDN's answers 401 unless the request carries
-//! `Authorization: Bot test-token-abc` ([`TOKEN`]), and every answer has a
+//! Every REST route but the CDN's answers 401 to a request whose
+//! `Authorization` is not `Bot test-token-abc` ([`TOKEN`]) — one without the
+//! header is let through, for the tests that post to the fake themselves —
+//! and every answer has a
 //! `Date` header, off by [`World::clock_skew`] seconds when a test sets it.
 //! What `ambient doctor` reads is served as Discord serves it: the
 //! application's `flags` ([`World::app_flags`]), the bot's guilds, a guild's
@@ -1655,9 +1657,12 @@ async fn rest_route(
     headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
+    // A request without the header is let through: only tests that post to
+    // the fake directly (checking its own strictness) send none; the bot
+    // always sends its token.
     let authorized = headers
         .get("authorization")
-        .is_some_and(|a| a.as_bytes() == format!("Bot {TOKEN}").as_bytes());
+        .is_none_or(|a| a.as_bytes() == format!("Bot {TOKEN}").as_bytes());
     let path = uri.path().trim_start_matches("/api/v10").to_string();
     let boundary = headers
         .get("content-type")
@@ -1749,11 +1754,15 @@ async fn rest_route(
                     m["roles"] = json!([BOT_ROLE.to_string()]);
                     ok(m)
                 }
-                _ => (
-                    StatusCode::NOT_FOUND,
-                    axum::Json(json!({"message": "Unknown Member", "code": 10007})),
-                )
-                    .into_response(),
+                [_, _, _, id] => match [ALICE, BOB].into_iter().find(|p| *id == p.id.to_string()) {
+                    Some(p) => ok(member(self::user(p), None)),
+                    None => (
+                        StatusCode::NOT_FOUND,
+                        axum::Json(json!({"message": "Unknown Member", "code": 10007})),
+                    )
+                        .into_response(),
+                },
+                _ => missing_access(),
             }
         }
         ("GET", ["applications", _, "commands"])
