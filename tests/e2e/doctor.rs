@@ -385,3 +385,41 @@ fn the_readmes_example_is_what_it_prints() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), shown.trim());
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn a_role_turned_off_is_as_chosen_and_asks_no_model() {
+    let bot = ran_once(
+        json!({"executive": {"roles": {"reflex": {"provider": "none"},
+        "extract": {"provider": "none"}}}}),
+    );
+    let (text, out) = doctor_of(&bot, &[], &[]);
+    assert!(
+        text.contains("✓ model for reflex: none, as executive.roles.reflex.provider says"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("(reflex") && !text.contains("extract)"),
+        "{text}"
+    );
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert_eq!(
+        bot.model.requests().len(),
+        1,
+        "only the reply and ambient roles' model is asked:\n{text}"
+    );
+}
+
+#[test]
+fn a_channel_in_no_server_of_the_bots_is_named_with_its_setting() {
+    let bot = ran_once(json!({}));
+    bot.home.edit_settings(
+        json!({"permissions": {"replies": {"replyChannelIds": [GENERAL.to_string(), "999"]}}}),
+    );
+    let (text, out) = doctor_of(&bot, &[], &[]);
+    fails_once_with(
+        &text,
+        &out,
+        "✗ channel 999: named in permissions.replies.replyChannelIds but in no server the bot is in",
+        "invite the bot to that channel's server, or remove the id from permissions.replies.replyChannelIds",
+    );
+}
