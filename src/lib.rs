@@ -22,7 +22,7 @@
 //! |-----|---------|---------------|
 //! | 1 | `cli` | the binary's commands: parse arguments, pick a front end |
 //! | 2 | `discord` | the Discord front end: gateway, slash commands, REST |
-//! | 3 | `dashboard` | the operator's web page over the core |
+//! | 3 | `dashboard`, `doctor` | the operator's web page over the core; checks of a setup against Discord and this machine |
 //! | 4 | `console`, `replay`, `health` | the terminal front end; an export replayed offline; metrics, health and systemd's notifications |
 //! | 5 | `commands` | slash commands, shared by every front end |
 //! | 6 | `app` | the composition root: builds and runs the core |
@@ -52,6 +52,7 @@ pub(crate) mod courtesy;
 pub mod dashboard;
 pub(crate) mod discord;
 pub mod discovery;
+pub mod doctor;
 pub mod executive;
 pub mod garden;
 pub(crate) mod health;

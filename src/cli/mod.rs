@@ -9,6 +9,7 @@ mod backup;
 mod console;
 mod dashboard;
 mod discovery;
+mod doctor;
 mod garden;
 mod guild;
 mod journal;
@@ -119,6 +120,15 @@ pub enum Command {
     },
     /// Which models serve which role, and what has been spent
     Status,
+    /// Check this setup: token, intents, channel permissions, commands, models, feeds, disk, database, clock
+    Doctor {
+        /// One JSON document (checks with name, status, detail, fix)
+        #[arg(long)]
+        json: bool,
+        /// Skip the one tiny tool call per model (each shown as !)
+        #[arg(long)]
+        no_model: bool,
+    },
     /// Remember something (a decision, high importance, unless told otherwise)
     Remember {
         text: String,
@@ -432,6 +442,9 @@ async fn verb(cli: Cli) -> anyhow::Result<ExitCode> {
             usage::usage(cli.settings.as_deref(), &since, role.as_deref(), json)
         }
         Command::Status => status::status(cli.settings.as_deref()).await,
+        Command::Doctor { json, no_model } => {
+            doctor::doctor(cli.settings.as_deref(), json, no_model).await
+        }
         Command::Remember {
             text,
             kind,

@@ -79,6 +79,14 @@ fn own_limiter(settings: &Settings, client: &reqwest::Client) -> Option<ratelimi
         .then(|| ratelimit::Limiter::new(client.clone(), base))
 }
 
+/// The names of the slash commands the bot registers (`ambient doctor` looks for them).
+pub(crate) fn command_names() -> Vec<String> {
+    commands::all()
+        .into_iter()
+        .map(|c| c.name.into_owned())
+        .collect()
+}
+
 /// How long stopping may take, from SIGINT/SIGTERM to the end of [`run`].
 /// Leaving voice, closing the gateway, the loops' work in flight and the
 /// dashboard's requests share it; what has not finished by then is cut

@@ -16,6 +16,7 @@ mod dashboard;
 mod departed;
 mod discord;
 mod discovery;
+mod doctor;
 mod door;
 mod durability;
 mod erasure;

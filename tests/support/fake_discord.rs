@@ -38,6 +38,18 @@
 //! by `allowed_mentions`, plus the replied-to author unless
 //! `allowed_mentions.replied_user` is false. Who was pinged is kept on the
 //! created message (`mentions`), as Discord shows it.
+//!
+//! Every REST route but the CDN's answers 401 to a request whose
+//! `Authorization` is not `Bot test-token-abc` ([`TOKEN`]) — one without the
+//! header is let through, for the tests that post to the fake themselves —
+//! and every answer has a
+//! `Date` header, off by [`World::clock_skew`] seconds when a test sets it.
+//! What `ambient doctor` reads is served as Discord serves it: the
+//! application's `flags` ([`World::app_flags`]), the bot's guilds, a guild's
+//! roles (permissions as decimal strings; @everyone's id is the guild's), the
+//! bot's member (with its role [`BOT_ROLE`]), the channels with their
+//! `permission_overwrites` (`type` 0 a role, 1 a member), and the slash
+//! commands the bot registered (kept per route, empty until it does).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -62,6 +74,15 @@ pub const GUILD: u64 = 100;
 pub const GENERAL: u64 = 200;
 pub const RANDOM: u64 = 201;
 pub const DM_CHANNEL: u64 = 900;
+/// The role Discord gives the bot when it is invited (managed, named after it).
+pub const BOT_ROLE: u64 = 300;
+/// The only token the fake Discord accepts.
+pub const TOKEN: &str = "test-token-abc";
+
+/// Application flags (`GET /applications/@me`): the privileged intents switched on in the portal.
+pub const GATEWAY_GUILD_MEMBERS_LIMITED: u64 = 1 << 15;
+pub const GATEWAY_MESSAGE_CONTENT: u64 = 1 << 18;
+pub const GATEWAY_MESSAGE_CONTENT_LIMITED: u64 = 1 << 19;
 
 #[derive(Clone, Copy, Debug)]
 pub struct Person {
@@ -159,6 +180,19 @@ pub struct World {
     pub typing_open: u32,
     /// The `heartbeat_interval` HELLO asks for; none: Discord's 41.25 s.
     pub heartbeat_interval: Option<Duration>,
+    /// The application's `flags`: by default Message Content and Server
+    /// Members on (their `_LIMITED` bits, as for a bot in under 100 servers).
+    pub app_flags: u64,
+    /// @everyone's permissions in every server, in GUILD_CREATE and REST
+    /// alike; none: Administrator (8), so serenity's cached checks pass.
+    pub everyone_permissions: Option<u64>,
+    /// The `permission_overwrites` of a channel, by channel id (none: `[]`).
+    pub overwrites: HashMap<u64, Vec<Value>>,
+    /// The slash commands registered, by route (`/applications/{app}/commands`
+    /// or `/applications/{app}/guilds/{guild}/commands`), as last PUT.
+    pub commands: HashMap<String, Vec<Value>>,
+    /// How far the `Date` header is from the true time, in seconds (+: ahead).
+    pub clock_skew: i64,
 }
 
 /// How the server answers a `message_reference` to a message it does not know.
@@ -238,10 +272,60 @@ impl World {
     /// A server's GUILD_CREATE: the test guild's, or an extra server's.
     fn guild_create_of(&self, guild: u64) -> Value {
         let (_, channels) = self.more_guilds;
-        match guild {
+        let mut g = match guild {
             GUILD => guild_create(),
             g => extra_guild_create(((g >> 22) - 1_000) as u32, channels),
+        };
+        if let Some(p) = self.everyone_permissions {
+            g["roles"][0]["permissions"] = json!(p.to_string());
         }
+        g
+    }
+
+    /// A server as `GET /guilds/{id}` serves it: its GUILD_CREATE without the
+    /// gateway-only fields, with the bot's own role beside @everyone.
+    fn guild_rest(&self, guild: u64) -> Value {
+        let mut g = self.guild_create_of(guild);
+        let o = g.as_object_mut().unwrap();
+        for gateway_only in [
+            "channels",
+            "members",
+            "voice_states",
+            "threads",
+            "presences",
+            "joined_at",
+            "large",
+            "member_count",
+            "stage_instances",
+            "guild_scheduled_events",
+        ] {
+            o.remove(gateway_only);
+        }
+        g["roles"].as_array_mut().unwrap().push(json!({
+            "id": BOT_ROLE.to_string(), "name": "ambient", "color": 0, "hoist": false,
+            "managed": true, "permissions": "0", "position": 1,
+            "tags": {"bot_id": BOT.to_string()}}));
+        g
+    }
+
+    /// A server's channels as `GET /guilds/{id}/channels` serves them.
+    fn channels_rest(&self, guild: u64) -> Value {
+        let channels = self.guild_create_of(guild)["channels"].clone();
+        let listed: Vec<Value> = channels
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut c)| {
+                let id: u64 = c["id"].as_str().and_then(|i| i.parse().ok()).unwrap_or(0);
+                c["position"] = json!(i);
+                c["permission_overwrites"] =
+                    json!(self.overwrites.get(&id).cloned().unwrap_or_default());
+                c
+            })
+            .collect();
+        json!(listed)
     }
 
     /// The IDENTIFYs refused for coming faster than their bucket allows.
@@ -854,6 +938,7 @@ impl FakeDiscord {
     pub fn start_with_guilds(guilds: u32, channels: u32) -> Self {
         let world = Arc::new(Mutex::new(World {
             more_guilds: (guilds, channels),
+            app_flags: GATEWAY_MESSAGE_CONTENT_LIMITED | GATEWAY_GUILD_MEMBERS_LIMITED,
             ..World::default()
         }));
         let (listener, url) = super::serve::bind();
@@ -1547,6 +1632,7 @@ fn record(w: &mut World, method: &Method, path: &str, body: &Value) {
     w.request_times.push(Instant::now());
 }
 
+/// Every REST answer, with the `Date` header Discord sends (off by `clock_skew`).
 async fn rest(
     State((world, ws_url)): State<(Arc<Mutex<World>>, String)>,
     method: Method,
@@ -1554,6 +1640,29 @@ async fn rest(
     headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
+    let mut response = rest_route(world.clone(), ws_url, method, uri, headers, body).await;
+    let skew = world.lock().unwrap().clock_skew;
+    let date = (chrono::Utc::now() + chrono::Duration::seconds(skew))
+        .format("%a, %d %b %Y %H:%M:%S GMT")
+        .to_string();
+    response.headers_mut().insert("date", date.parse().unwrap());
+    response
+}
+
+async fn rest_route(
+    world: Arc<Mutex<World>>,
+    ws_url: String,
+    method: Method,
+    uri: Uri,
+    headers: axum::http::HeaderMap,
+    body: Bytes,
+) -> Response {
+    // A request without the header is let through: only tests that post to
+    // the fake directly (checking its own strictness) send none; the bot
+    // always sends its token.
+    let authorized = headers
+        .get("authorization")
+        .is_none_or(|a| a.as_bytes() == format!("Bot {TOKEN}").as_bytes());
     let path = uri.path().trim_start_matches("/api/v10").to_string();
     let boundary = headers
         .get("content-type")
@@ -1579,7 +1688,22 @@ async fn rest(
     }
     let mut w = world.lock().unwrap();
     record(&mut w, &method, &path, &body);
+    // The CDN is another host, unauthenticated; every API route wants the token.
+    if !authorized && segments.first() != Some(&"attachments") {
+        return (
+            StatusCode::UNAUTHORIZED,
+            axum::Json(json!({"message": "401: Unauthorized", "code": 0})),
+        )
+            .into_response();
+    }
     let ok = |v: Value| (StatusCode::OK, axum::Json(v)).into_response();
+    let missing_access = || {
+        (
+            StatusCode::FORBIDDEN,
+            axum::Json(json!({"message": "Missing Access", "code": 50001})),
+        )
+            .into_response()
+    };
     let rate_headers = match (method.as_str(), segments.as_slice()) {
         ("POST", ["channels", _, "messages"]) => match w.send_bucket.admit(Instant::now()) {
             Ok(headers) => headers,
@@ -1599,6 +1723,52 @@ async fn rest(
             "bot_public": true, "bot_require_code_grant": false, "verify_key": "00", "flags": 0,
             "owner": {"id": ALICE.id.to_string(), "username": "alice"}}),
         ),
+        ("GET", ["applications", "@me"]) => ok(json!({"id": APP.to_string(), "name": "ambient",
+            "description": "", "bot_public": true, "bot_require_code_grant": false,
+            "verify_key": "00", "flags": w.app_flags, "bot": bot_user(),
+            "owner": {"id": ALICE.id.to_string(), "username": "alice"}})),
+        ("GET", ["users", "@me", "guilds"]) => {
+            let listed: Vec<Value> = w
+                .guilds()
+                .into_iter()
+                .map(|g| {
+                    let full = w.guild_create_of(g);
+                    json!({"id": g.to_string(), "name": full["name"], "icon": null, "owner": false,
+                        "permissions": full["roles"][0]["permissions"], "features": []})
+                })
+                .collect();
+            ok(json!(listed))
+        }
+        ("GET", ["guilds", guild])
+        | ("GET", ["guilds", guild, "channels"])
+        | ("GET", ["guilds", guild, "members", _]) => {
+            let guild: u64 = guild.parse().unwrap_or(0);
+            if !w.guilds().contains(&guild) {
+                return missing_access();
+            }
+            match segments.as_slice() {
+                [_, _] => ok(w.guild_rest(guild)),
+                [_, _, "channels"] => ok(w.channels_rest(guild)),
+                [_, _, _, user] if *user == BOT.to_string() => {
+                    let mut m = member(bot_user(), None);
+                    m["roles"] = json!([BOT_ROLE.to_string()]);
+                    ok(m)
+                }
+                [_, _, _, id] => match [ALICE, BOB].into_iter().find(|p| *id == p.id.to_string()) {
+                    Some(p) => ok(member(self::user(p), None)),
+                    None => (
+                        StatusCode::NOT_FOUND,
+                        axum::Json(json!({"message": "Unknown Member", "code": 10007})),
+                    )
+                        .into_response(),
+                },
+                _ => missing_access(),
+            }
+        }
+        ("GET", ["applications", _, "commands"])
+        | ("GET", ["applications", _, "guilds", _, "commands"]) => {
+            ok(json!(w.commands.get(&path).cloned().unwrap_or_default()))
+        }
         ("PUT", ["applications", _, "commands"])
         | ("PUT", ["applications", _, "guilds", _, "commands"]) => {
             let echoed: Vec<Value> = body
@@ -1615,6 +1785,7 @@ async fn rest(
                     c
                 })
                 .collect();
+            w.commands.insert(path.clone(), echoed.clone());
             ok(json!(echoed))
         }
         ("POST", ["channels", channel, "messages"]) => {
