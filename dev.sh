@@ -38,51 +38,52 @@ ensure_system_packages() {
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
 }
 
-# Real synthesised speech for the voice tests; they skip it if this cannot be had.
+# Installs a Debian package that some tests use, where apt and root (or sudo)
+# can be had: $1 the package, $2 what it is for, $3 what skips without it.
+# NO_RECOMMENDS=1 leaves its recommended packages out. Never fails the run.
+install_for_tests() {
+    command -v apt-get >/dev/null 2>&1 || return 1
+    [ "$(id -u)" -eq 0 ] || command -v sudo >/dev/null 2>&1 || return 1
+    echo "dev.sh: installing $1 ($2)" >&2
+    recommends=""
+    [ "${NO_RECOMMENDS:-0}" = 1 ] && recommends="--no-install-recommends"
+    { as_root apt-get update -qq &&
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $recommends "$1" >/dev/null; } && return 0
+    echo "dev.sh: could not install $1; $3 will skip" >&2
+    return 1
+}
+
+# Real synthesised speech for the voice tests.
 ensure_espeak() {
     command -v espeak-ng >/dev/null 2>&1 && return 0
-    command -v apt-get >/dev/null 2>&1 || return 0
-    [ "$(id -u)" -eq 0 ] || command -v sudo >/dev/null 2>&1 || return 0
-    echo "dev.sh: installing espeak-ng (synthesised speech for the voice tests)" >&2
-    { as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq espeak-ng >/dev/null; } ||
-        echo "dev.sh: could not install espeak-ng; the synthesised-speech test will skip" >&2
+    install_for_tests espeak-ng "synthesised speech for the voice tests" "the synthesised-speech test" || true
 }
 
-# A headless browser for the replay page's and the dashboard's checks; they skip if this cannot be had.
+# A headless browser for the replay page's and the dashboard's checks.
 ensure_chromium() {
-    command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 && return 0
-    command -v apt-get >/dev/null 2>&1 || return 0
-    [ "$(id -u)" -eq 0 ] || command -v sudo >/dev/null 2>&1 || return 0
-    echo "dev.sh: installing chromium (the replay page's and the dashboard's headless browser checks)" >&2
-    { as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } ||
-        echo "dev.sh: could not install chromium; the browser checks of the replay page and the dashboard will skip" >&2
+    if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then
+        return 0
+    fi
+    install_for_tests chromium "the replay page's and the dashboard's headless browser checks" \
+        "the browser checks of the replay page and the dashboard" || true
 }
 
-# jq for scripts/build-deb.sh (the package test skips without it).
+# jq for scripts/build-deb.sh.
 ensure_jq() {
     command -v jq >/dev/null 2>&1 && return 0
-    command -v apt-get >/dev/null 2>&1 || return 0
-    [ "$(id -u)" -eq 0 ] || command -v sudo >/dev/null 2>&1 || return 0
-    echo "dev.sh: installing jq (scripts/build-deb.sh reads Cargo.toml's package table with it)" >&2
-    { as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq >/dev/null; } ||
-        echo "dev.sh: could not install jq; the package test will skip" >&2
+    install_for_tests jq "scripts/build-deb.sh reads Cargo.toml's package table with it" "the package test" || true
 }
 
-# Prometheus, for the test that scrapes the bot with a real one (it skips,
-# saying so, without). Debian's package also enables a prometheus service
-# listening on every interface; the tests start their own on loopback, so
-# that service is stopped and disabled again.
+# Prometheus, for the test that scrapes the bot with a real one. Debian's
+# package also enables a prometheus service listening on every interface;
+# the tests start their own on loopback, so that service is stopped and
+# disabled again.
 ensure_prometheus() {
     command -v prometheus >/dev/null 2>&1 && return 0
-    command -v apt-get >/dev/null 2>&1 || return 0
-    [ "$(id -u)" -eq 0 ] || command -v sudo >/dev/null 2>&1 || return 0
-    echo "dev.sh: installing prometheus (the metrics test scrapes the bot with it)" >&2
-    if { as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }; then
-        if command -v systemctl >/dev/null 2>&1; then
-            as_root systemctl disable --now prometheus >/dev/null 2>&1 || true
-        fi
-    else
-        echo "dev.sh: could not install prometheus; the Prometheus scrape test will skip" >&2
+    NO_RECOMMENDS=1 install_for_tests prometheus "the metrics test scrapes the bot with it" \
+        "the Prometheus scrape test" || return 0
+    if command -v systemctl >/dev/null 2>&1; then
+        as_root systemctl disable --now prometheus >/dev/null 2>&1 || true
     fi
 }
 

@@ -72,12 +72,7 @@ impl Check {
         detail: impl Into<String>,
         fix: impl Into<String>,
     ) -> Self {
-        Self {
-            name: name.into(),
-            status: Status::Warn,
-            detail: detail.into(),
-            fix: Some(fix.into()),
-        }
+        Self::with_fix(Status::Warn, name.into(), detail.into(), fix.into())
     }
 
     pub fn fail(
@@ -85,11 +80,15 @@ impl Check {
         detail: impl Into<String>,
         fix: impl Into<String>,
     ) -> Self {
+        Self::with_fix(Status::Fail, name.into(), detail.into(), fix.into())
+    }
+
+    fn with_fix(status: Status, name: String, detail: String, fix: String) -> Self {
         Self {
-            name: name.into(),
-            status: Status::Fail,
-            detail: detail.into(),
-            fix: Some(fix.into()),
+            name,
+            status,
+            detail,
+            fix: Some(fix),
         }
     }
 }
