@@ -18,6 +18,7 @@ pub(crate) mod endpoints;
 pub(crate) mod journal_search;
 pub(crate) mod openai;
 pub(crate) mod prices;
+pub(crate) mod probe;
 pub(crate) mod prompts;
 pub(crate) mod ratelimit;
 pub(crate) mod snapshot;
@@ -174,10 +175,7 @@ impl Executive {
     ) -> Self {
         // The model providers' own APIs are the one exception to the guarded
         // fetcher, but they too ignore environment proxies: only `network.proxy`.
-        let http = crate::net::with_proxy(reqwest::Client::builder(), &settings.global().network)
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            .expect("HTTP client builds");
+        let http = provider_client(&settings.global().network).expect("HTTP client builds");
         let ollama_reachable = match &stand_in {
             Some(s) => s.ollama_reachable(),
             None => probe_ollama(&http, &settings.global().executive.ollama_base_url).await,
@@ -400,10 +398,7 @@ impl Executive {
         if let Some(stand_in) = &self.stand_in {
             return Ok(self.stand_in_answer(stand_in, ctx, ep, req, sink));
         }
-        let mut body = match ep.wire {
-            Wire::Anthropic => anthropic::body(req, &ep.model),
-            Wire::OpenAi => openai::body(req, &ep.model, ep.is_official_openai()),
-        };
+        let mut body = wire_body(ep, req);
         if sink.is_some() {
             stream::ask_to_stream(&mut body, ep.wire);
         }
@@ -544,32 +539,10 @@ impl Executive {
         body: &Value,
         timeout: Duration,
     ) -> Result<reqwest::Response, Attempt> {
-        let mut headers = HeaderMap::new();
-        match (ep.wire, &ep.key) {
-            (Wire::Anthropic, key) => {
-                headers.insert(
-                    "anthropic-version",
-                    HeaderValue::from_static(anthropic::API_VERSION),
-                );
-                if let Some(k) = key
-                    && let Ok(mut v) = HeaderValue::from_str(k.expose())
-                {
-                    v.set_sensitive(true);
-                    headers.insert("x-api-key", v);
-                }
-            }
-            (Wire::OpenAi, Some(k)) => {
-                if let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", k.expose())) {
-                    v.set_sensitive(true);
-                    headers.insert(reqwest::header::AUTHORIZATION, v);
-                }
-            }
-            (Wire::OpenAi, None) => {}
-        }
         let sent = self
             .http
             .post(ep.url())
-            .headers(headers)
+            .headers(wire_headers(ep))
             .timeout(timeout)
             .json(body)
             .send()
@@ -633,11 +606,7 @@ impl Executive {
                 };
             }
         };
-        let parsed = match ep.wire {
-            Wire::Anthropic => anthropic::parse(&json),
-            Wire::OpenAi => openai::parse(&json),
-        };
-        match parsed {
+        match wire_parse(ep, &json) {
             Ok(r) => Attempt::Ok(r),
             Err(what) => Attempt::Fail {
                 outcome: "malformed",
@@ -810,12 +779,61 @@ impl Executive {
 /// as [`Executive::new`] does: for a front end that must know before it
 /// builds the bot (replay's question before real models are paid).
 pub async fn ollama_answers(settings: &crate::settings::Settings) -> bool {
-    let http = crate::net::with_proxy(reqwest::Client::builder(), &settings.network)
-        .connect_timeout(Duration::from_secs(10))
-        .build();
-    match http {
+    match provider_client(&settings.network) {
         Ok(http) => probe_ollama(&http, &settings.executive.ollama_base_url).await,
         Err(_) => false,
+    }
+}
+
+/// The client the model providers are reached with: their own APIs are
+/// the one exception to the guarded fetcher, but they too ignore
+/// environment proxies (only `network.proxy`).
+fn provider_client(network: &crate::settings::NetworkSettings) -> reqwest::Result<reqwest::Client> {
+    crate::net::with_proxy(reqwest::Client::builder(), network)
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+}
+
+/// `req` as the endpoint's wire format says it.
+fn wire_body(ep: &Endpoint, req: &ChatRequest) -> Value {
+    match ep.wire {
+        Wire::Anthropic => anthropic::body(req, &ep.model),
+        Wire::OpenAi => openai::body(req, &ep.model, ep.is_official_openai()),
+    }
+}
+
+/// The endpoint's version and key headers, the key marked sensitive.
+fn wire_headers(ep: &Endpoint) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    match (ep.wire, &ep.key) {
+        (Wire::Anthropic, key) => {
+            headers.insert(
+                "anthropic-version",
+                HeaderValue::from_static(anthropic::API_VERSION),
+            );
+            if let Some(k) = key
+                && let Ok(mut v) = HeaderValue::from_str(k.expose())
+            {
+                v.set_sensitive(true);
+                headers.insert("x-api-key", v);
+            }
+        }
+        (Wire::OpenAi, Some(k)) => {
+            if let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", k.expose())) {
+                v.set_sensitive(true);
+                headers.insert(reqwest::header::AUTHORIZATION, v);
+            }
+        }
+        (Wire::OpenAi, None) => {}
+    }
+    headers
+}
+
+/// A whole answer in the endpoint's wire format, read.
+fn wire_parse(ep: &Endpoint, json: &Value) -> Result<ChatResponse, wire::Malformed> {
+    match ep.wire {
+        Wire::Anthropic => anthropic::parse(json),
+        Wire::OpenAi => openai::parse(json),
     }
 }
 
