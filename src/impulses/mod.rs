@@ -254,27 +254,15 @@ impl Impulses {
         action: &str,
         created_by: &str,
     ) -> Result<ScheduleEntry, ImpulseError> {
-        self.add_routine(guild, channel, name, cron, action, created_by, false)
-    }
-
-    /// Like [`Impulses::add_schedule`]; `during_quiet_hours`: the routine runs
-    /// in the server's quiet hours too (otherwise those firings are skipped).
-    #[allow(clippy::too_many_arguments)]
-    pub fn add_routine(
-        &self,
-        guild: GuildId,
-        channel: Option<ChannelId>,
-        name: &str,
-        cron: &str,
-        action: &str,
-        created_by: &str,
-        during_quiet_hours: bool,
-    ) -> Result<ScheduleEntry, ImpulseError> {
-        let flags = RoutineFlags {
-            during_quiet_hours,
-            ..RoutineFlags::default()
-        };
-        self.add_routine_with(guild, channel, name, cron, action, created_by, flags)
+        self.add_routine_with(
+            guild,
+            channel,
+            name,
+            cron,
+            action,
+            created_by,
+            RoutineFlags::default(),
+        )
     }
 
     /// Like [`Impulses::add_schedule`], with the routine's [`RoutineFlags`].

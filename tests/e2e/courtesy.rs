@@ -6,6 +6,7 @@ use ambient::attention::Addressed;
 use ambient::clock::Clock;
 use ambient::commands::Asker;
 use ambient::ids::{ChannelId, GuildId, UserId, stable_id};
+use ambient::impulses::RoutineFlags;
 use ambient::initiative::pending::PendingThought;
 use ambient::journal::Kind;
 use ambient::store::boundaries::Boundary;
@@ -348,24 +349,30 @@ async fn quiet_hours_skip_routines_unless_they_run_anyway_but_reminders_come() {
         json!({"say": "routine says hi", "note": "said hi"}),
     ));
     let imp = &w.app.impulses;
-    imp.add_routine(
+    imp.add_routine_with(
         GUILD_A,
         Some(GENERAL),
         "polite",
         "30 23 * * *",
         "say hi",
         "ada",
-        false,
+        RoutineFlags {
+            during_quiet_hours: false,
+            ..RoutineFlags::default()
+        },
     )
     .unwrap();
-    imp.add_routine(
+    imp.add_routine_with(
         GUILD_A,
         Some(MEMES),
         "owl",
         "30 23 * * *",
         "say hi",
         "ada",
-        true,
+        RoutineFlags {
+            during_quiet_hours: true,
+            ..RoutineFlags::default()
+        },
     )
     .unwrap();
     imp.add_task(ambient::impulses::NewTask {
