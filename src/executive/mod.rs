@@ -173,8 +173,6 @@ impl Executive {
         prompts: Prompts,
         stand_in: Option<Arc<dyn StandIn>>,
     ) -> Self {
-        // The model providers' own APIs are the one exception to the guarded
-        // fetcher, but they too ignore environment proxies: only `network.proxy`.
         let http = provider_client(&settings.global().network).expect("HTTP client builds");
         let ollama_reachable = match &stand_in {
             Some(s) => s.ollama_reachable(),
