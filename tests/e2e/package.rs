@@ -156,7 +156,7 @@ fn build_as_the_readme_says(out: &Path) -> PathBuf {
     deb
 }
 
-/// `dpkg-deb -I`: the name, Cargo.toml's version, and dependencies that
+/// `dpkg-deb -I`: the name, Cargo.toml's version and description, and dependencies that
 /// cover what the binary links.
 fn control_fields(deb: &Path) {
     let info = ok(Command::new("dpkg-deb").arg("-I").arg(deb));
@@ -168,6 +168,14 @@ fn control_fields(deb: &Path) {
         .find_map(|l| l.trim().strip_prefix("Depends: "))
         .unwrap_or_else(|| panic!("no Depends: {info}"));
     assert!(depends.contains("libopus0"), "{depends}");
+    // Debian's synopsis is one line under 80 characters; cargo-deb cuts a
+    // longer Cargo.toml description mid-word, and apt lists show the cut.
+    let synopsis = info
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Description: "))
+        .unwrap_or_else(|| panic!("no Description: {info}"));
+    assert!(synopsis.chars().count() < 80, "synopsis too long: {synopsis}");
+    assert_eq!(synopsis, env!("CARGO_PKG_DESCRIPTION"), "{info}");
     every_linked_library_is_a_dependency(depends);
     glibc_is_new_enough(depends);
 }
