@@ -77,6 +77,16 @@ impl Heard {
         }
     }
 
+    /// What a server invited back keeps: everything, unless its removal is
+    /// under way (that stops at its next batch and journals what had gone).
+    fn kept_when_back(&self, guild: GuildId) -> &'static str {
+        if self.removing == Some(guild) {
+            "what had not been deleted yet stays"
+        } else {
+            "nothing of it was deleted"
+        }
+    }
+
     /// Whether a departure of `guild` may be carried out: its shard was
     /// READY since the start (READY would have named it, had it invited the
     /// bot back meanwhile), and nothing has named it since it left.
@@ -180,13 +190,7 @@ impl Departures {
         match self.app.store.cancel_departure(guild) {
             Ok(None) => {}
             Ok(Some(left)) => {
-                // A removal under way stops at its next batch and says
-                // what had gone; until it started, nothing had.
-                let kept = if lock(&self.heard).removing == Some(guild) {
-                    "what had not been deleted yet stays"
-                } else {
-                    "nothing of it was deleted"
-                };
+                let kept = lock(&self.heard).kept_when_back(guild);
                 self.app.journal.record(
                     Entry::new(
                         Kind::System,
@@ -389,6 +393,18 @@ mod tests {
             alone.may_remove(ONE),
             "one shard of one serves every server"
         );
+    }
+
+    #[test]
+    fn a_server_back_while_its_removal_is_under_way_is_not_told_nothing_went() {
+        let mut heard = Heard::default();
+        assert_eq!(heard.kept_when_back(ZERO), "nothing of it was deleted");
+        heard.removing = Some(ZERO);
+        assert_eq!(
+            heard.kept_when_back(ZERO),
+            "what had not been deleted yet stays"
+        );
+        assert_eq!(heard.kept_when_back(ONE), "nothing of it was deleted");
     }
 
     #[test]

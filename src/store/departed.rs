@@ -460,4 +460,47 @@ mod tests {
         );
         assert!(s.guild_row_counts(GuildId(7)).unwrap().is_empty());
     }
+
+    /// A measurement, not a check (run by hand: `cargo test --lib
+    /// measure_a_busy_year -- --ignored --nocapture`): a server with 200,000
+    /// messages and as many routing lines, removed in one transaction as
+    /// before, and in batches. Each on its own copy of the same file.
+    #[test]
+    #[ignore]
+    fn measure_a_busy_year_removed_at_once_and_in_batches() {
+        let dir = tempfile::tempdir().unwrap();
+        let (once, paced) = (dir.path().join("once"), dir.path().join("paced"));
+        {
+            let s = Store::open(&once).unwrap();
+            busy(&s, 7, 200_000);
+            busy(&s, 8, 50_000);
+            s.lock()
+                .execute_batch("UPDATE messages SET content = printf('%.200c', 'w')")
+                .unwrap();
+            s.record_departure(GuildId(7), at(0)).unwrap();
+        }
+        std::fs::create_dir_all(&paced).unwrap();
+        std::fs::copy(once.join("ambient.db"), paced.join("ambient.db")).unwrap();
+        let s = Store::open(&once).unwrap();
+        let began = std::time::Instant::now();
+        let all = s.remove_guild(GuildId(7)).unwrap();
+        let at_once = began.elapsed();
+        let s = Store::open(&paced).unwrap();
+        let began = std::time::Instant::now();
+        let removal = s
+            .remove_departed(GuildId(7), at(0), Pace::default(), &|| true)
+            .unwrap()
+            .unwrap();
+        let wall = began.elapsed();
+        assert_eq!(removal.counts, all);
+        eprintln!(
+            "{}\none transaction: {at_once:?}\nbatches: {} transactions, longest {:?}, p50 {:?}, p99 {:?}, \
+             all of it {wall:?}",
+            crate::store::guild_io::describe(&all),
+            removal.holds.count(),
+            removal.holds.longest(),
+            removal.holds.quantile(0.5),
+            removal.holds.quantile(0.99),
+        );
+    }
 }
