@@ -428,6 +428,27 @@ mod tests {
     }
 
     #[test]
+    fn a_removal_stopped_between_batches_keeps_the_departure_and_finishes_next_time() {
+        let s = store();
+        busy(&s, 7, 450);
+        s.record_departure(GuildId(7), at(0)).unwrap();
+        let stopped = s
+            .remove_departed(GuildId(7), at(0), small(), &|| false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(stopped.end, End::Stopped);
+        assert_eq!(stopped.counts, vec![("journal", 100)]);
+        assert_eq!(s.departures().unwrap().len(), 1, "still to be removed");
+        let rest = s
+            .remove_departed(GuildId(7), at(0), small(), &|| true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(rest.end, End::Complete);
+        assert!(rest.counts.contains(&("journal", 350)), "{rest:?}");
+        assert!(s.guild_row_counts(GuildId(7)).unwrap().is_empty());
+    }
+
+    #[test]
     fn one_batch_of_a_large_server_holds_the_writer_for_a_small_part_of_it() {
         let s = store();
         busy(&s, 7, 20_000);

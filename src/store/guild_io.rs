@@ -16,6 +16,12 @@
 //! assigns (AUTOINCREMENT columns, the facts' rowid that the full-text index
 //! is keyed on) are given anew and the columns that refer to them rewritten;
 //! facts go in through their table, so the triggers index them.
+//!
+//! Remove is one transaction (the CLI's runs only while no bot holds the
+//! data directory: all or nothing). A departed server's removal runs beside
+//! the bot, so [`Store::remove_paced`] thins the tables that grow with use
+//! in short batches first, at the retention sweep's pace, and removes the
+//! rest in one transaction, as remove does.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Write;
@@ -453,7 +459,12 @@ struct Bulk {
 
 /// In the order [`delete_rows`] takes them (`TABLES` backwards): a row
 /// that names another goes before it. Every row these remove is one
-/// [`delete_rows`] would remove, and no other.
+/// [`delete_rows`] would remove, and no other. Left to the final
+/// transaction: the facts (their full-text index is merged there once, as
+/// forget-me does, so no segment keeps a removed fact's words), and tables
+/// that stay small or that no index finds by server (garden cycles and
+/// queue, daily usage totals, feed shares), which a batch could find only
+/// by reading the whole table.
 const BULK: &[Bulk] = &[
     // One each time a fact came up again.
     Bulk {
@@ -530,7 +541,7 @@ pub struct Removal {
 }
 
 /// Whether a removal may go on, asked inside each of its transactions.
-pub type Still<'a> = &'a dyn Fn(&Connection) -> Res<bool>;
+pub(super) type Still<'a> = &'a dyn Fn(&Connection) -> Res<bool>;
 
 impl Store {
     /// Removes `guild`'s rows as [`Store::remove_guild`] does, but the bulk
@@ -538,7 +549,7 @@ impl Store {
     /// with a rest between), then the rest in one transaction. `still` is
     /// asked first in every transaction, `go_on` between them; either
     /// saying no ends the removal there.
-    pub fn remove_paced(
+    pub(super) fn remove_paced(
         &self,
         guild: GuildId,
         pace: Pace,
