@@ -268,6 +268,7 @@ impl Departures {
         .await;
         lock(&self.heard).removing = None;
         let entry = match removed {
+            // Invited back since it was read, before anything went.
             Ok(Ok(None)) => None,
             Ok(Ok(Some((removal, folders)))) => Some(said(&d, days, &removal, folders)),
             Ok(Err(e)) => Some(

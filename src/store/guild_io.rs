@@ -1140,4 +1140,17 @@ mod tests {
         // of the 6 tables' last look finding none, and the final transaction.
         assert_eq!(removal.holds.count(), 10 + 6 + 1, "{:?}", removal.holds);
     }
+
+    #[test]
+    fn each_batch_finds_its_rows_by_an_index_not_by_reading_the_table() {
+        for bulk in BULK {
+            let plan = super::super::query_plan(bulk.pick, params![7, 500]);
+            assert!(
+                plan.iter()
+                    .all(|step| step.starts_with("SEARCH") && step.contains("INDEX")),
+                "{}: {plan:?}",
+                bulk.pick
+            );
+        }
+    }
 }
