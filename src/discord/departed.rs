@@ -9,6 +9,11 @@
 //! `ambient guild remove` does. A server that invites the bot back first
 //! (its GUILD_CREATE, or READY naming it after a restart) keeps everything.
 //!
+//! The tables that grow with use (messages, the journal, reactions…) go in
+//! short batches first, each its own transaction checking that the server
+//! is still departed, at the retention sweep's pace; then the rest in one.
+//! A server that invites the bot back meanwhile keeps what had not gone.
+//!
 //! The sweep runs at start, every [`SWEEP_EVERY`], when a departure or a
 //! READY asks for it and when the settings change. It removes only this
 //! process's servers, and only once their shard has been READY since the
@@ -27,7 +32,8 @@ use crate::ids::GuildId;
 use crate::journal::{Entry, Kind};
 use crate::settings::shards::Shards;
 use crate::store::departed::{Departure, removal_date};
-use crate::store::guild_io;
+use crate::store::guild_io::{self, End, Removal};
+use crate::store::retention::Pace;
 use crate::vocab::shards::shard_of;
 
 /// How often the sweep looks for departures whose grace has passed; the
@@ -51,6 +57,8 @@ struct Heard {
     /// Named by READY or a GUILD_CREATE and not removed since: never swept,
     /// even if cancelling their departure in the store failed.
     present: HashSet<GuildId>,
+    /// The server whose data is being deleted now, if one is.
+    removing: Option<GuildId>,
 }
 
 impl Heard {
@@ -66,6 +74,16 @@ impl Heard {
             self.present.insert(guild);
         } else {
             self.present.remove(&guild);
+        }
+    }
+
+    /// What a server invited back keeps: everything, unless its removal is
+    /// under way (that stops at its next batch and journals what had gone).
+    fn kept_when_back(&self, guild: GuildId) -> &'static str {
+        if self.removing == Some(guild) {
+            "what had not been deleted yet stays"
+        } else {
+            "nothing of it was deleted"
         }
     }
 
@@ -172,13 +190,11 @@ impl Departures {
         match self.app.store.cancel_departure(guild) {
             Ok(None) => {}
             Ok(Some(left)) => {
+                let kept = lock(&self.heard).kept_when_back(guild);
                 self.app.journal.record(
                     Entry::new(
                         Kind::System,
-                        format!(
-                            "invited back to {}; nothing of it was deleted",
-                            self.name(guild)
-                        ),
+                        format!("invited back to {}; {kept}", self.name(guild)),
                     )
                     .guild(Some(guild))
                     .reason(format!(
@@ -203,8 +219,9 @@ impl Departures {
     }
 
     /// Removes the data of every departure of this process's servers whose
-    /// grace has passed.
-    pub async fn sweep(&self) {
+    /// grace has passed; once `shutdown` says so, a removal under way stops
+    /// between two of its transactions (the rest goes at the next start).
+    pub async fn sweep(&self, shutdown: &watch::Receiver<bool>) {
         let departures = match self.app.store.departures() {
             Ok(d) => d,
             Err(e) => {
@@ -216,59 +233,65 @@ impl Departures {
         let due_by = self.app.clock.now() - chrono::Duration::days(i64::from(days));
         for d in departures {
             let mine = self.admits(d.guild) && lock(&self.heard).may_remove(d.guild);
-            if d.at <= due_by && mine {
-                self.remove(d, due_by, days).await;
+            if d.at <= due_by && mine && !*shutdown.borrow() {
+                self.remove(d, due_by, days, shutdown.clone()).await;
             }
         }
     }
 
     /// One departed server's rows and state folders, off the async threads:
-    /// a large server's removal is one long transaction.
-    async fn remove(&self, d: Departure, due_by: DateTime<Utc>, days: u32) {
+    /// the tables that grow with use go in short batches, resting between
+    /// them so the bot's own writes wait little.
+    async fn remove(
+        &self,
+        d: Departure,
+        due_by: DateTime<Utc>,
+        days: u32,
+        shutdown: watch::Receiver<bool>,
+    ) {
         let (store, dir) = (self.app.store.clone(), self.app.data_dir.clone());
         let guild = d.guild;
+        lock(&self.heard).removing = Some(guild);
         let removed = tokio::task::spawn_blocking(move || {
-            let rows = store.remove_departed(guild, due_by)?;
+            let go_on = || !*shutdown.borrow();
+            let removal = store.remove_departed(guild, due_by, Pace::default(), &go_on)?;
             // The rows and the departure are gone: a folder left behind is
             // said, for the operator to delete, and not tried again.
-            let folders = rows
-                .as_ref()
-                .and_then(|_| guild_io::remove_state_folders(&dir, guild).err());
-            Ok::<_, guild_io::GuildIoError>(rows.map(|r| (r, folders)))
+            let folders = match &removal {
+                Some(r) if r.end == End::Complete => {
+                    guild_io::remove_state_folders(&dir, guild).err()
+                }
+                _ => None,
+            };
+            Ok::<_, guild_io::GuildIoError>(removal.map(|r| (r, folders)))
         })
         .await;
-        let deleted = format!(
-            "deleted the data of {}, which removed the bot on {}",
-            d.shown(),
-            d.at.format("%Y-%m-%d")
-        );
-        let after = format!("after storage.retention.departedGuildDays ({days})");
+        lock(&self.heard).removing = None;
         let entry = match removed {
-            // Invited back since it was read: nothing went.
-            Ok(Ok(None)) => return,
-            Ok(Ok(Some((rows, None)))) => Entry::new(Kind::System, deleted).reason(format!(
-                "{} and its state folders, {after}",
-                guild_io::describe(&rows)
-            )),
-            Ok(Ok(Some((rows, Some(e))))) => Entry::new(Kind::Error, deleted).reason(format!(
-                "{}, {after}; but not all its state folders: {e} — delete them by hand",
-                guild_io::describe(&rows)
-            )),
-            Ok(Err(e)) => Entry::new(
-                Kind::Error,
-                format!("could not delete the data of {}", d.shown()),
-            )
-            .reason(format!("{e}; tried again at the next sweep")),
-            Err(e) => Entry::new(
-                Kind::Error,
-                format!("could not delete the data of {}", d.shown()),
-            )
-            .reason(format!(
-                "the removal stopped: {e}; tried again at the next sweep"
-            )),
+            // Invited back since it was read, before anything went.
+            Ok(Ok(None)) => None,
+            Ok(Ok(Some((removal, folders)))) => Some(said(&d, days, &removal, folders)),
+            Ok(Err(e)) => Some(
+                Entry::new(
+                    Kind::Error,
+                    format!("could not delete the data of {}", d.shown()),
+                )
+                .reason(format!("{e}; tried again at the next sweep")),
+            ),
+            Err(e) => Some(
+                Entry::new(
+                    Kind::Error,
+                    format!("could not delete the data of {}", d.shown()),
+                )
+                .reason(format!(
+                    "the removal stopped: {e}; tried again at the next sweep"
+                )),
+            ),
         };
         // No server on the entry: it outlives the server's journal.
-        self.app.journal.record(entry);
+        if let Some(entry) = entry {
+            self.app.journal.record(entry);
+        }
     }
 
     /// Sweeps at start, then every [`SWEEP_EVERY`], on a departure or a
@@ -276,9 +299,11 @@ impl Departures {
     pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
         let mut changes = self.app.settings.changes();
         loop {
-            tokio::select! {
-                () = self.sweep() => {}
-                _ = shutdown.changed() => return,
+            // Not raced against the shutdown: a removal under way stops at
+            // its next transaction's end, and journals what went.
+            self.sweep(&shutdown).await;
+            if *shutdown.borrow() {
+                return;
             }
             tokio::select! {
                 () = tokio::time::sleep(SWEEP_EVERY) => {}
@@ -287,6 +312,54 @@ impl Departures {
                 _ = shutdown.changed() => return,
             }
         }
+    }
+}
+
+/// The journal line of a removal that took rows: what went (batches and
+/// the final transaction together), how it shared the writer, and — when it
+/// stopped before the end — what stays.
+fn said(
+    d: &Departure,
+    days: u32,
+    removal: &Removal,
+    folders: Option<guild_io::GuildIoError>,
+) -> Entry {
+    let rows = guild_io::describe(&removal.counts);
+    let holds = format!(
+        "in {} short transactions, the longest holding the writer {} ms",
+        removal.holds.count(),
+        removal.holds.longest().as_millis()
+    );
+    let after = format!("after storage.retention.departedGuildDays ({days})");
+    let deleted = format!(
+        "deleted the data of {}, which removed the bot on {}",
+        d.shown(),
+        d.at.format("%Y-%m-%d")
+    );
+    match (removal.end, folders) {
+        (End::Complete, None) => Entry::new(Kind::System, deleted).reason(format!(
+            "{rows} and its state folders, {holds}, {after}"
+        )),
+        (End::Complete, Some(e)) => Entry::new(Kind::Error, deleted).reason(format!(
+            "{rows}, {holds}, {after}; but not all its state folders: {e} — delete them by hand"
+        )),
+        (End::NoLongerDue, _) => Entry::new(
+            Kind::System,
+            format!(
+                "deleted part of the data of {} before it invited ambient back; the rest stays",
+                d.shown()
+            ),
+        )
+        .reason(format!("{rows} had gone, {holds}, {after}")),
+        (End::Stopped, _) => Entry::new(
+            Kind::System,
+            format!(
+                "deleted part of the data of {}, which removed the bot on {}; the rest goes at the next start",
+                d.shown(),
+                d.at.format("%Y-%m-%d")
+            ),
+        )
+        .reason(format!("{rows}, {holds}, {after}; stopped with the bot")),
     }
 }
 
@@ -321,5 +394,69 @@ mod tests {
             alone.may_remove(ONE),
             "one shard of one serves every server"
         );
+    }
+
+    #[test]
+    fn a_server_back_while_its_removal_is_under_way_is_not_told_nothing_went() {
+        let mut heard = Heard::default();
+        assert_eq!(heard.kept_when_back(ZERO), "nothing of it was deleted");
+        heard.removing = Some(ZERO);
+        assert_eq!(
+            heard.kept_when_back(ZERO),
+            "what had not been deleted yet stays"
+        );
+        assert_eq!(heard.kept_when_back(ONE), "nothing of it was deleted");
+    }
+
+    #[test]
+    fn the_journal_line_says_what_went_in_how_many_transactions_and_what_stays() {
+        let d = Departure {
+            guild: GuildId(7),
+            name: Some("Seven".into()),
+            at: DateTime::parse_from_rfc3339("2026-01-30T10:00:00Z")
+                .unwrap()
+                .with_timezone(&Utc),
+        };
+        let mut holds = crate::store::retention::Holds::default();
+        for ms in [3, 41, 7] {
+            holds.push(Duration::from_millis(ms));
+        }
+        let removal = |end| Removal {
+            counts: vec![("messages", 1_000), ("journal", 998)],
+            holds: holds.clone(),
+            end,
+        };
+        let line = |end| {
+            let e = said(&d, 30, &removal(end), None);
+            (e.kind, e.summary, e.reason)
+        };
+        assert_eq!(
+            line(End::Complete),
+            (
+                Kind::System,
+                "deleted the data of Seven (7), which removed the bot on 2026-01-30".into(),
+                "messages 1000, journal 998 and its state folders, in 3 short transactions, \
+                 the longest holding the writer 41 ms, after storage.retention.departedGuildDays (30)"
+                    .into()
+            )
+        );
+        assert_eq!(
+            line(End::NoLongerDue),
+            (
+                Kind::System,
+                "deleted part of the data of Seven (7) before it invited ambient back; the rest stays"
+                    .into(),
+                "messages 1000, journal 998 had gone, in 3 short transactions, the longest holding \
+                 the writer 41 ms, after storage.retention.departedGuildDays (30)"
+                    .into()
+            )
+        );
+        let (kind, summary, reason) = line(End::Stopped);
+        assert_eq!(kind, Kind::System);
+        assert!(
+            summary.ends_with("; the rest goes at the next start"),
+            "{summary}"
+        );
+        assert!(reason.ends_with("; stopped with the bot"), "{reason}");
     }
 }

@@ -6,14 +6,18 @@
 //! server keeps its data for `storage.retention.departedGuildDays` in case
 //! it invites the bot back (its GUILD_CREATE takes the row away and nothing
 //! else); after that its rows go exactly as `ambient guild remove` takes
-//! them ([`guild_io`]). The row is in the store, not in memory, so a bot
-//! restarted after the grace period still removes the data; it is one of
-//! the guild's tables ([`super::partition::TABLES`]), so it goes with them.
+//! them ([`super::guild_io`]) — the tables that grow with use in short
+//! batches first, each batch checking that the server is still departed,
+//! so a year of a busy server never holds the writer for long. The row is
+//! in the store, not in memory, so a bot restarted after the grace period
+//! still removes the data; it is one of the guild's tables
+//! ([`super::partition::TABLES`]), so it goes with them.
 
 use chrono::{DateTime, Utc};
-use rusqlite::{OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
-use super::guild_io::{self, Counts, GuildIoError};
+use super::guild_io::{End, GuildIoError, Removal};
+use super::retention::Pace;
 use super::{Result, Store, from_ms, to_ms};
 use crate::ids::GuildId;
 
@@ -99,29 +103,32 @@ impl Store {
     }
 
     /// Removes `guild`'s rows as [`Store::remove_guild`] does, if it departed
-    /// at or before `departed_by` and has not come back: checked in the
-    /// removal's own transaction, so a server that invited the bot back
-    /// meanwhile keeps everything. None: nothing was removed.
+    /// at or before `departed_by` and has not come back — the bulk tables in
+    /// batches paced by `pace`, then the rest and the departure in one
+    /// transaction ([`Store::remove_paced`]). That it is still departed and
+    /// due is checked in every one of those transactions, so a server that
+    /// invited the bot back meanwhile keeps what had not gone yet. `go_on`
+    /// is asked between them. None: nothing was removed.
     pub fn remove_departed(
         &self,
         guild: GuildId,
         departed_by: DateTime<Utc>,
-    ) -> std::result::Result<Option<Counts>, GuildIoError> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let due: Option<i64> = tx
-            .query_row(
-                "SELECT departed_at FROM departed_guilds WHERE guild_id = ?1 AND departed_at <= ?2",
-                params![guild.to_sql(), to_ms(departed_by)],
-                |r| r.get(0),
-            )
-            .optional()?;
-        if due.is_none() {
-            return Ok(None);
-        }
-        let removed = guild_io::remove_in(&tx, guild)?;
-        tx.commit()?;
-        Ok(Some(removed))
+        pace: Pace,
+        go_on: &dyn Fn() -> bool,
+    ) -> std::result::Result<Option<Removal>, GuildIoError> {
+        let due = |conn: &Connection| -> std::result::Result<bool, GuildIoError> {
+            Ok(conn
+                .query_row(
+                    "SELECT 1 FROM departed_guilds WHERE guild_id = ?1 AND departed_at <= ?2",
+                    params![guild.to_sql(), to_ms(departed_by)],
+                    |_| Ok(()),
+                )
+                .optional()?
+                .is_some())
+        };
+        let removal = self.remove_paced(guild, pace, &due, go_on)?;
+        let nothing = removal.end != End::Complete && removal.counts.is_empty();
+        Ok((!nothing).then_some(removal))
     }
 }
 
@@ -129,6 +136,7 @@ impl Store {
 mod tests {
     use super::*;
     use chrono::Duration;
+    use std::cell::{Cell, RefCell};
 
     /// Guilds 7 and 8, each with a name, a channel, a message and a fact.
     fn store() -> Store {
@@ -187,19 +195,28 @@ mod tests {
         s.record_departure(GuildId(7), at(0)).unwrap();
         let before = s.guild_row_counts(GuildId(7)).unwrap();
         assert_eq!(
-            s.remove_departed(GuildId(7), at(-1)).unwrap(),
+            s.remove_departed(GuildId(7), at(-1), Pace::default(), &|| true)
+                .unwrap(),
             None,
             "departed after the cutoff"
         );
         assert_eq!(s.guild_row_counts(GuildId(7)).unwrap(), before);
         assert_eq!(
-            s.remove_departed(GuildId(8), at(1)).unwrap(),
+            s.remove_departed(GuildId(8), at(1), Pace::default(), &|| true)
+                .unwrap(),
             None,
             "never left"
         );
-        let removed = s.remove_departed(GuildId(7), at(0)).unwrap().unwrap();
-        assert!(removed.contains(&("departed_guilds", 1)), "{removed:?}");
-        assert!(removed.contains(&("facts", 1)), "{removed:?}");
+        let removed = s
+            .remove_departed(GuildId(7), at(0), Pace::default(), &|| true)
+            .unwrap()
+            .unwrap();
+        assert!(
+            removed.counts.contains(&("departed_guilds", 1)),
+            "{removed:?}"
+        );
+        assert!(removed.counts.contains(&("facts", 1)), "{removed:?}");
+        assert_eq!(removed.end, End::Complete);
         assert!(s.guild_row_counts(GuildId(7)).unwrap().is_empty());
         assert!(s.departures().unwrap().is_empty());
         assert_eq!(s.guild_row_counts(GuildId(8)).unwrap().len(), 4);
@@ -279,12 +296,232 @@ mod tests {
         let before = s.guild_row_counts(GuildId(7)).unwrap();
         assert_eq!(s.cancel_departure(GuildId(7)).unwrap(), Some(at(0)));
         assert_eq!(s.cancel_departure(GuildId(7)).unwrap(), None);
-        assert_eq!(s.remove_departed(GuildId(7), at(60)).unwrap(), None);
+        assert_eq!(
+            s.remove_departed(GuildId(7), at(60), Pace::default(), &|| true)
+                .unwrap(),
+            None
+        );
         let mut after = s.guild_row_counts(GuildId(7)).unwrap();
         after.push(("departed_guilds", 1));
         let mut expected = before;
         expected.sort();
         after.sort();
         assert_eq!(after, expected, "only the departure went");
+    }
+
+    /// `n` messages of `guild` in one of its channels, each with what a
+    /// busy server's message leaves: a routing line and a reaction.
+    fn busy(s: &Store, guild: i64, n: i64) {
+        let mut conn = s.lock();
+        let tx = conn.transaction().unwrap();
+        for i in 0..n {
+            let id = guild * 1_000_000 + i;
+            tx.execute(
+                "INSERT INTO messages (id, guild_id, channel_id, author_id, author_name, content, created_at)
+                 VALUES (?1, ?2, ?2 * 10, 1, 'ada', 'words', 1)",
+                params![id, guild],
+            )
+            .unwrap();
+            tx.execute(
+                "INSERT INTO journal (ts, kind, guild_id, message_id, summary) VALUES (1, 'route', ?2, ?1, 'let pass')",
+                params![id, guild],
+            )
+            .unwrap();
+            tx.execute(
+                "INSERT INTO reactions (message_id, user_id, emoji, guild_id, channel_id, at)
+                 VALUES (?1, 2, '👍', ?2, ?2 * 10, 1)",
+                params![id, guild],
+            )
+            .unwrap();
+        }
+        tx.commit().unwrap();
+    }
+
+    fn messages_of(s: &Store, guild: i64) -> i64 {
+        s.lock()
+            .query_row(
+                "SELECT count(*) FROM messages WHERE guild_id = ?1",
+                [guild],
+                |r| r.get(0),
+            )
+            .unwrap()
+    }
+
+    /// 100 rows a batch however long it holds the writer, and no rest: a
+    /// test's pace, the same batches on any machine.
+    fn small() -> Pace {
+        Pace {
+            batch: 100,
+            hold: std::time::Duration::MAX,
+            rest: std::time::Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn a_departed_server_larger_than_a_batch_goes_in_several_transactions_and_no_other_servers_rows_do()
+     {
+        let s = store();
+        busy(&s, 7, 450);
+        busy(&s, 8, 30);
+        let eight = s.guild_row_counts(GuildId(8)).unwrap();
+        s.record_departure(GuildId(7), at(0)).unwrap();
+        let removed = s
+            .remove_departed(GuildId(7), at(0), small(), &|| true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(removed.end, End::Complete);
+        assert_eq!(
+            removed.counts,
+            vec![
+                ("guilds", 1),
+                ("channels", 1),
+                ("messages", 451),
+                ("reactions", 450),
+                ("journal", 450),
+                ("facts", 1),
+                ("departed_guilds", 1),
+            ]
+        );
+        // Five batches of each of the three tables (the last one short);
+        // one look at each of the three empty ones; the final transaction.
+        assert_eq!(removed.holds.count(), 3 * 5 + 3 + 1, "{:?}", removed.holds);
+        assert!(s.guild_row_counts(GuildId(7)).unwrap().is_empty());
+        assert_eq!(s.guild_row_counts(GuildId(8)).unwrap(), eight);
+        assert!(s.departures().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_server_back_between_batches_keeps_what_had_not_gone_and_loses_nothing_more() {
+        let s = store();
+        busy(&s, 7, 450);
+        s.record_departure(GuildId(7), at(0)).unwrap();
+        let before = s.guild_row_counts(GuildId(7)).unwrap();
+        // Invited back while the first batch's rest lets go of the writer.
+        let back = Cell::new(false);
+        let removed = s
+            .remove_departed(GuildId(7), at(0), small(), &|| {
+                if !back.replace(true) {
+                    s.cancel_departure(GuildId(7)).unwrap();
+                }
+                true
+            })
+            .unwrap()
+            .unwrap();
+        assert_eq!(removed.end, End::NoLongerDue);
+        assert_eq!(removed.counts, vec![("journal", 100)], "one batch went");
+        let mut expected: Vec<(&str, usize)> = before
+            .into_iter()
+            .filter(|(t, _)| *t != "departed_guilds")
+            .map(|(t, n)| (t, if t == "journal" { n - 100 } else { n }))
+            .collect();
+        expected.sort();
+        let mut after = s.guild_row_counts(GuildId(7)).unwrap();
+        after.sort();
+        assert_eq!(after, expected, "the rest stays, its name and facts too");
+        assert_eq!(
+            s.remove_departed(GuildId(7), at(60), small(), &|| true)
+                .unwrap(),
+            None,
+            "no longer departed: nothing more goes"
+        );
+        assert_eq!(messages_of(&s, 7), 451);
+    }
+
+    #[test]
+    fn a_removal_stopped_between_batches_keeps_the_departure_and_finishes_next_time() {
+        let s = store();
+        busy(&s, 7, 450);
+        s.record_departure(GuildId(7), at(0)).unwrap();
+        let stopped = s
+            .remove_departed(GuildId(7), at(0), small(), &|| false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(stopped.end, End::Stopped);
+        assert_eq!(stopped.counts, vec![("journal", 100)]);
+        assert_eq!(s.departures().unwrap().len(), 1, "still to be removed");
+        let rest = s
+            .remove_departed(GuildId(7), at(0), small(), &|| true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(rest.end, End::Complete);
+        assert!(rest.counts.contains(&("journal", 350)), "{rest:?}");
+        assert!(s.guild_row_counts(GuildId(7)).unwrap().is_empty());
+    }
+
+    #[test]
+    fn one_batch_of_a_large_server_holds_the_writer_for_a_small_part_of_it() {
+        let s = store();
+        busy(&s, 7, 20_000);
+        s.record_departure(GuildId(7), at(0)).unwrap();
+        let pace = Pace {
+            rest: std::time::Duration::ZERO,
+            ..Pace::default()
+        };
+        // Between two transactions: how many messages were left.
+        let left = RefCell::new(vec![messages_of(&s, 7)]);
+        let removed = s
+            .remove_departed(GuildId(7), at(0), pace, &|| {
+                left.borrow_mut().push(messages_of(&s, 7));
+                true
+            })
+            .unwrap()
+            .unwrap();
+        assert_eq!(removed.end, End::Complete);
+        assert!(removed.counts.contains(&("messages", 20_001)));
+        let left = left.into_inner();
+        let most = left.windows(2).map(|w| w[0] - w[1]).max().unwrap();
+        assert!(
+            (1..=500).contains(&most),
+            "messages in one batch, at most: {left:?}"
+        );
+        assert!(
+            removed.holds.count() >= 3 * 20_000 / 500,
+            "{} transactions",
+            removed.holds.count()
+        );
+        assert!(s.guild_row_counts(GuildId(7)).unwrap().is_empty());
+    }
+
+    /// A measurement, not a check (run by hand: `cargo test --lib
+    /// measure_a_busy_year -- --ignored --nocapture`): a server with 200,000
+    /// messages and as many routing lines, removed in one transaction as
+    /// before, and in batches. Each on its own copy of the same file.
+    #[test]
+    #[ignore]
+    fn measure_a_busy_year_removed_at_once_and_in_batches() {
+        let dir = tempfile::tempdir().unwrap();
+        let (once, paced) = (dir.path().join("once"), dir.path().join("paced"));
+        {
+            let s = Store::open(&once).unwrap();
+            busy(&s, 7, 200_000);
+            busy(&s, 8, 50_000);
+            s.lock()
+                .execute_batch("UPDATE messages SET content = printf('%.200c', 'w')")
+                .unwrap();
+            s.record_departure(GuildId(7), at(0)).unwrap();
+        }
+        std::fs::create_dir_all(&paced).unwrap();
+        std::fs::copy(once.join("ambient.db"), paced.join("ambient.db")).unwrap();
+        let s = Store::open(&once).unwrap();
+        let began = std::time::Instant::now();
+        let all = s.remove_guild(GuildId(7)).unwrap();
+        let at_once = began.elapsed();
+        let s = Store::open(&paced).unwrap();
+        let began = std::time::Instant::now();
+        let removal = s
+            .remove_departed(GuildId(7), at(0), Pace::default(), &|| true)
+            .unwrap()
+            .unwrap();
+        let wall = began.elapsed();
+        assert_eq!(removal.counts, all);
+        eprintln!(
+            "{}\none transaction: {at_once:?}\nbatches: {} transactions, longest {:?}, p50 {:?}, p99 {:?}, \
+             all of it {wall:?}",
+            crate::store::guild_io::describe(&all),
+            removal.holds.count(),
+            removal.holds.longest(),
+            removal.holds.quantile(0.5),
+            removal.holds.quantile(0.99),
+        );
     }
 }

@@ -16,13 +16,20 @@
 //! assigns (AUTOINCREMENT columns, the facts' rowid that the full-text index
 //! is keyed on) are given anew and the columns that refer to them rewritten;
 //! facts go in through their table, so the triggers index them.
+//!
+//! Remove is one transaction (the CLI's runs only while no bot holds the
+//! data directory: all or nothing). A departed server's removal runs beside
+//! the bot, so [`Store::remove_paced`] thins the tables that grow with use
+//! in short batches first, at the retention sweep's pace, and removes the
+//! rest in one transaction, as remove does.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use rusqlite::types::{Value as Sql, ValueRef};
-use rusqlite::{Connection, params_from_iter};
+use rusqlite::{Connection, params, params_from_iter};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -31,6 +38,7 @@ use super::forget::{
 };
 use super::partition::{Link, TABLES, Table};
 use super::people::PersonEvent;
+use super::retention::{Batch, Holds, Pace};
 use super::{Store, StoreError, migrations};
 use crate::ids::GuildId;
 
@@ -434,6 +442,210 @@ fn delete_rows(conn: &Connection, guild: GuildId) -> Res<Counts> {
     }
     out.reverse();
     Ok(out)
+}
+
+/// A table that grows with a server's use — hundreds of thousands of rows
+/// in a year of a busy server — and so is thinned in short transactions
+/// ([`Store::remove_paced`]) before the rest of the server's rows go in one.
+struct Bulk {
+    /// Up to ?2 of server ?1's rows, found through an index: each row's id,
+    /// and the channel it was in where that matters (else NULL).
+    pick: &'static str,
+    /// Run for each picked id (?1), in order; each counts under its table.
+    each: &'static [(&'static str, &'static str)],
+    /// Run once for each channel of the batch (?1 the server, ?2 the channel).
+    per_channel: Option<(&'static str, &'static str)>,
+}
+
+/// In the order [`delete_rows`] takes them (`TABLES` backwards): a row
+/// that names another goes before it. Every row these remove is one
+/// [`delete_rows`] would remove, and no other. Left to the final
+/// transaction: the facts (their full-text index is merged there once, as
+/// forget-me does, so no segment keeps a removed fact's words), and tables
+/// that stay small or that no index finds by server (garden cycles and
+/// queue, daily usage totals, feed shares), which a batch could find only
+/// by reading the whole table.
+const BULK: &[Bulk] = &[
+    // One each time a fact came up again.
+    Bulk {
+        pick: "SELECT r.rowid, NULL FROM facts f JOIN fact_reinforcements r ON r.fact_id = f.id
+               WHERE f.guild_id = ?1 LIMIT ?2",
+        each: &[(
+            "fact_reinforcements",
+            "DELETE FROM fact_reinforcements WHERE rowid = ?1",
+        )],
+        per_channel: None,
+    },
+    Bulk {
+        pick: "SELECT id, NULL FROM context_stream WHERE guild_id = ?1 LIMIT ?2",
+        each: &[("context_stream", "DELETE FROM context_stream WHERE id = ?1")],
+        per_channel: None,
+    },
+    // Nearly every message's routing line, and every other line.
+    Bulk {
+        pick: "SELECT id, NULL FROM journal WHERE guild_id = ?1 LIMIT ?2",
+        each: &[("journal", "DELETE FROM journal WHERE id = ?1")],
+        per_channel: None,
+    },
+    Bulk {
+        pick: "SELECT id, NULL FROM usage WHERE guild_id = ?1 LIMIT ?2",
+        each: &[("usage", "DELETE FROM usage WHERE id = ?1")],
+        per_channel: None,
+    },
+    Bulk {
+        pick: "SELECT rowid, NULL FROM reactions WHERE guild_id = ?1 LIMIT ?2",
+        each: &[("reactions", "DELETE FROM reactions WHERE rowid = ?1")],
+        per_channel: None,
+    },
+    Bulk {
+        pick: "SELECT id, channel_id FROM messages WHERE guild_id = ?1 LIMIT ?2",
+        each: &[
+            (
+                "voice_utterances",
+                "DELETE FROM voice_utterances WHERE message_id = ?1",
+            ),
+            ("messages", "DELETE FROM messages WHERE id = ?1"),
+        ],
+        // A channel's extraction checkpoint is the server's through the
+        // channel's row or its messages: once the last of them is gone it
+        // goes too, or the final transaction could no longer find it.
+        per_channel: Some((
+            "extraction_state",
+            "DELETE FROM extraction_state WHERE channel_id = ?2
+               AND ?2 NOT IN (SELECT id FROM channels WHERE guild_id = ?1)
+               AND NOT EXISTS (SELECT 1 FROM messages WHERE channel_id = ?2 AND guild_id = ?1)",
+        )),
+    },
+];
+
+/// How a paced removal ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// Every row of the server is gone.
+    Complete,
+    /// A transaction found the condition no longer held (a departed server
+    /// invited the bot back): what had gone stays gone, the rest stays.
+    NoLongerDue,
+    /// Asked to stop between two transactions (the bot is stopping).
+    Stopped,
+}
+
+/// What a paced removal took, and how it shared the writer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Removal {
+    /// Rows per table, batches and the final transaction together.
+    pub counts: Counts,
+    /// Each transaction's hold of the writer, the final one's included.
+    pub holds: Holds,
+    pub end: End,
+}
+
+/// Whether a removal may go on, asked inside each of its transactions.
+pub(super) type Still<'a> = &'a dyn Fn(&Connection) -> Res<bool>;
+
+impl Store {
+    /// Removes `guild`'s rows as [`Store::remove_guild`] does, but the bulk
+    /// tables first in batches paced by `pace` (each its own transaction,
+    /// with a rest between), then the rest in one transaction. `still` is
+    /// asked first in every transaction, `go_on` between them; either
+    /// saying no ends the removal there.
+    pub(super) fn remove_paced(
+        &self,
+        guild: GuildId,
+        pace: Pace,
+        still: Still<'_>,
+        go_on: &dyn Fn() -> bool,
+    ) -> Res<Removal> {
+        let mut batch = Batch::new(pace);
+        let mut tally: HashMap<&'static str, usize> = HashMap::new();
+        let mut holds = Holds::default();
+        let ended = |end, tally: &HashMap<_, _>, holds: Holds| Removal {
+            counts: in_table_order(tally),
+            holds,
+            end,
+        };
+        for bulk in BULK {
+            loop {
+                let limit = batch.size();
+                let Some((picked, held)) = self.thin(guild, bulk, limit, still, &mut tally)? else {
+                    return Ok(ended(End::NoLongerDue, &tally, holds));
+                };
+                batch.held(held);
+                holds.push(held);
+                if picked < limit {
+                    break;
+                }
+                // Let go of the writer: what waits for it runs now.
+                std::thread::sleep(batch.rest());
+                if !go_on() {
+                    return Ok(ended(End::Stopped, &tally, holds));
+                }
+            }
+        }
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let began = std::time::Instant::now();
+        if !still(&tx)? {
+            return Ok(ended(End::NoLongerDue, &tally, holds));
+        }
+        for (table, n) in remove_in(&tx, guild)? {
+            *tally.entry(table).or_default() += n;
+        }
+        tx.commit()?;
+        holds.push(began.elapsed());
+        Ok(ended(End::Complete, &tally, holds))
+    }
+
+    /// One transaction: up to `limit` rows of `bulk` removed, if `still`
+    /// holds. Returns how many were picked and how long the writer was
+    /// held; None when `still` said no (nothing removed).
+    fn thin(
+        &self,
+        guild: GuildId,
+        bulk: &Bulk,
+        limit: usize,
+        still: Still<'_>,
+        tally: &mut HashMap<&'static str, usize>,
+    ) -> Res<Option<(usize, Duration)>> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let began = std::time::Instant::now();
+        if !still(&tx)? {
+            return Ok(None);
+        }
+        let picked: Vec<(i64, Option<i64>)> = tx
+            .prepare_cached(bulk.pick)?
+            .query_map(params![guild.to_sql(), limit as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        for (id, _) in &picked {
+            for (table, sql) in bulk.each {
+                *tally.entry(table).or_default() += tx.prepare_cached(sql)?.execute([id])?;
+            }
+        }
+        if let Some((table, sql)) = bulk.per_channel {
+            let channels: BTreeSet<i64> = picked.iter().filter_map(|(_, c)| *c).collect();
+            for channel in channels {
+                *tally.entry(table).or_default() += tx
+                    .prepare_cached(sql)?
+                    .execute(params![guild.to_sql(), channel])?;
+            }
+        }
+        tx.commit()?;
+        Ok(Some((picked.len(), began.elapsed())))
+    }
+}
+
+/// Counts gathered by table, in [`TABLES`] order, tables without rows left out.
+fn in_table_order(tally: &HashMap<&'static str, usize>) -> Counts {
+    TABLES
+        .iter()
+        .filter_map(|t| match tally.get(t.name) {
+            Some(&n) if n > 0 => Some((t.name, n)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A row's values to insert, by column.
@@ -893,5 +1105,52 @@ mod tests {
             "SELECT count(*) FROM facts_fts WHERE facts_fts MATCH 'heron'",
         );
         assert_eq!(left, 0);
+    }
+
+    #[test]
+    fn a_paced_removal_takes_exactly_what_removing_at_once_takes() {
+        // Besides SEVEN: a voice span, a reinforcement, context, and a
+        // message in a channel the store has no row of, whose extraction
+        // checkpoint is the server's only through that message.
+        let more = "
+            INSERT INTO messages (id, guild_id, channel_id, author_id, author_name, content, created_at)
+                VALUES (703, 7, 71, 1, 'ada', 'in a thread', 3);
+            INSERT INTO extraction_state (channel_id, last_message_id, last_run_at) VALUES (71, 703, 0);
+            INSERT INTO fact_reinforcements (fact_id, message_id, at) VALUES ('f2', 703, 3);
+            INSERT INTO context_stream (guild_id, ts, kind, content) VALUES (7, 1, 'note', 'a'), (7, 2, 'note', 'b'), (8, 1, 'note', 'c');
+            INSERT INTO reactions (message_id, user_id, emoji, guild_id, channel_id, at) VALUES (700, 2, 'x', 7, 70, 1);";
+        let at_once = store_with(&format!("{SEVEN}{more}"));
+        let paced = store_with(&format!("{SEVEN}{more}"));
+        let all = at_once.remove_guild(GuildId(7)).unwrap();
+        let one_a_batch = Pace {
+            batch: 1,
+            hold: Duration::MAX,
+            rest: Duration::ZERO,
+        };
+        let removal = paced
+            .remove_paced(GuildId(7), one_a_batch, &|_| Ok(true), &|| true)
+            .unwrap();
+        assert_eq!(removal.end, End::Complete);
+        assert_eq!(removal.counts, all);
+        assert!(all.contains(&("extraction_state", 2)), "{all:?}");
+        assert_eq!(all_counts(&paced), all_counts(&at_once));
+        assert!(paced.guild_row_counts(GuildId(7)).unwrap().is_empty());
+        // Each bulk row in its own transaction (3 messages, a journal line,
+        // 2 context lines, a usage row, a reaction, 2 reinforcements), each
+        // of the 6 tables' last look finding none, and the final transaction.
+        assert_eq!(removal.holds.count(), 10 + 6 + 1, "{:?}", removal.holds);
+    }
+
+    #[test]
+    fn each_batch_finds_its_rows_by_an_index_not_by_reading_the_table() {
+        for bulk in BULK {
+            let plan = super::super::query_plan(bulk.pick, params![7, 500]);
+            assert!(
+                plan.iter()
+                    .all(|step| step.starts_with("SEARCH") && step.contains("INDEX")),
+                "{}: {plan:?}",
+                bulk.pick
+            );
+        }
     }
 }

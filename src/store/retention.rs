@@ -157,8 +157,9 @@ impl Default for Pace {
 
 /// The size of the next batch: halved after a batch that held the writer
 /// longer than `Pace::hold`, doubled back (up to `Pace::batch`) after one
-/// that held it less than a third of that.
-struct Batch {
+/// that held it less than a third of that. The sweep's, and a departed
+/// server's removal's (`guild_io`): both share the writer the same way.
+pub(super) struct Batch {
     size: usize,
     pace: Pace,
 }
@@ -167,14 +168,24 @@ impl Batch {
     /// The fewest rows a batch takes, however slow: a sweep always moves.
     const MIN: usize = 10;
 
-    fn new(pace: Pace) -> Self {
+    pub(super) fn new(pace: Pace) -> Self {
         Self {
             size: pace.batch.max(1),
             pace,
         }
     }
 
-    fn held(&mut self, held: Duration) {
+    /// Rows the next batch takes at most.
+    pub(super) fn size(&self) -> usize {
+        self.size
+    }
+
+    /// How long to let go of the writer between two batches.
+    pub(super) fn rest(&self) -> Duration {
+        self.pace.rest
+    }
+
+    pub(super) fn held(&mut self, held: Duration) {
         if held > self.pace.hold {
             self.size = (self.size / 2).max(Self::MIN.min(self.pace.batch));
         } else if held * 3 < self.pace.hold {

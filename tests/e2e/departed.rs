@@ -172,6 +172,29 @@ fn journal_says(bot: &Bot, text: &str) -> Vec<Entry> {
         .unwrap()
 }
 
+/// Adds `n` messages of `guild` in `channel`, each with its routing line,
+/// straight into the data directory (the bot is stopped meanwhile).
+fn pile(data_dir: &Path, guild: u64, channel: u64, n: i64) {
+    let mut db = rusqlite::Connection::open(data_dir.join("ambient.db")).unwrap();
+    let tx = db.transaction().unwrap();
+    for i in 0..n {
+        let id = 9_000_000_000 + i;
+        tx.execute(
+            "INSERT INTO messages (id, guild_id, channel_id, author_id, author_name, content, created_at)
+             VALUES (?1, ?2, ?3, ?4, 'alice', 'see you friday', 1)",
+            rusqlite::params![id, guild as i64, channel as i64, ALICE.id as i64],
+        )
+        .unwrap();
+        tx.execute(
+            "INSERT INTO journal (ts, kind, guild_id, channel_id, message_id, summary)
+             VALUES (1, 'route', ?2, ?3, ?1, 'let pass')",
+            rusqlite::params![id, guild as i64, channel as i64],
+        )
+        .unwrap();
+    }
+    tx.commit().unwrap();
+}
+
 /// Moves `guild`'s stored departure `days` into the past, as if that long
 /// had passed since (the bot is stopped meanwhile).
 fn backdate(data_dir: &Path, guild: u64, days: i64) {
@@ -232,14 +255,44 @@ fn a_server_gone_longer_than_the_grace_loses_every_row_and_one_gone_less_keeps_a
 
     // A month and a day pass for one, four weeks and a day for the other,
     // while the bot is down; Discord no longer lists either server.
+    // Meanwhile it had been busy: more messages, and their routing lines,
+    // than one batch of the removal takes.
     bot.halt();
+    pile(&bot.home.data_dir(), gone, extra_channel(0, 0), 1_200);
     backdate(&bot.home.data_dir(), gone, 31);
     backdate(&bot.home.data_dir(), kept, 29);
     bot.relaunch(&[], LOG);
     let said = format!("deleted the data of Server 0 ({gone})");
     let deleted = bot.wait_entry(Kind::System, |e| e.summary.starts_with(&said));
+    // One line: what the batches took and what the final transaction took.
+    for part in [
+        "messages 1202, ",
+        "facts 1, ",
+        "departed_guilds 1 and its state folders, in ",
+    ] {
+        assert!(deleted.reason.contains(part), "{part}: {}", deleted.reason);
+    }
+    let routing_lines = gone_before.count("journal") + 1_200;
+    let journal = deleted
+        .reason
+        .split(", ")
+        .find_map(|p| p.strip_prefix("journal "))
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or_else(|| panic!("{}", deleted.reason));
+    assert!(journal >= routing_lines, "{}", deleted.reason);
+    let transactions: usize = deleted
+        .reason
+        .split_once(" and its state folders, in ")
+        .and_then(|(_, rest)| {
+            rest.split_once(" short transactions, the longest holding the writer ")
+        })
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or_else(|| panic!("{}", deleted.reason));
+    assert!(transactions > 2 * 1_200 / 500, "{}", deleted.reason);
     assert!(
-        deleted.reason.contains("messages 2") && deleted.reason.contains("facts 1"),
+        deleted
+            .reason
+            .ends_with(" ms, after storage.retention.departedGuildDays (30)"),
         "{}",
         deleted.reason
     );
