@@ -174,7 +174,10 @@ fn control_fields(deb: &Path) {
         .lines()
         .find_map(|l| l.trim().strip_prefix("Description: "))
         .unwrap_or_else(|| panic!("no Description: {info}"));
-    assert!(synopsis.chars().count() < 80, "synopsis too long: {synopsis}");
+    assert!(
+        synopsis.chars().count() < 80,
+        "synopsis too long: {synopsis}"
+    );
     assert_eq!(synopsis, env!("CARGO_PKG_DESCRIPTION"), "{info}");
     every_linked_library_is_a_dependency(depends);
     glibc_is_new_enough(depends);
