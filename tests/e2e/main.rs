@@ -15,6 +15,7 @@ mod courtesy_gaps;
 mod dashboard;
 mod departed;
 mod discord;
+mod discord_auth;
 mod discovery;
 mod doctor;
 mod door;

@@ -39,10 +39,11 @@
 //! `allowed_mentions.replied_user` is false. Who was pinged is kept on the
 //! created message (`mentions`), as Discord shows it.
 //!
-//! Every REST route but the CDN's answers 401 to a request whose
-//! `Authorization` is not `Bot test-token-abc` ([`TOKEN`]) — one without the
-//! header is let through, for the tests that post to the fake themselves —
-//! and every answer has a
+//! Every REST route but the CDN's answers 401 `{"message": "401:
+//! Unauthorized", "code": 0}`, as Discord does, to a request whose
+//! `Authorization` is missing or is not `Bot test-token-abc` ([`TOKEN`]), and
+//! acts on nothing in it (it is only recorded); a test that posts to the fake
+//! itself does so as the bot ([`bot_http`]). Every answer has a
 //! `Date` header, off by [`World::clock_skew`] seconds when a test sets it.
 //! What `ambient doctor` reads is served as Discord serves it: the
 //! application's `flags` ([`World::app_flags`]), the bot's guilds, a guild's
@@ -78,6 +79,21 @@ pub const DM_CHANNEL: u64 = 900;
 pub const BOT_ROLE: u64 = 300;
 /// The only token the fake Discord accepts.
 pub const TOKEN: &str = "test-token-abc";
+
+/// An HTTP client that sends what the bot's library sends with each request
+/// (`Authorization: Bot` [`TOKEN`]): for the tests that post to the fake
+/// themselves, which the fake refuses without it as Discord does.
+pub fn bot_http() -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    let authorization = format!("Bot {TOKEN}")
+        .parse()
+        .expect("a valid header value");
+    headers.insert(reqwest::header::AUTHORIZATION, authorization);
+    reqwest::Client::builder()
+        .default_headers(headers)
+        .build()
+        .expect("a client with a default header")
+}
 
 /// Application flags (`GET /applications/@me`): the privileged intents switched on in the portal.
 pub const GATEWAY_GUILD_MEMBERS_LIMITED: u64 = 1 << 15;
@@ -1657,12 +1673,9 @@ async fn rest_route(
     headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
-    // A request without the header is let through: only tests that post to
-    // the fake directly (checking its own strictness) send none; the bot
-    // always sends its token.
     let authorized = headers
         .get("authorization")
-        .is_none_or(|a| a.as_bytes() == format!("Bot {TOKEN}").as_bytes());
+        .is_some_and(|a| a.as_bytes() == format!("Bot {TOKEN}").as_bytes());
     let path = uri.path().trim_start_matches("/api/v10").to_string();
     let boundary = headers
         .get("content-type")
@@ -1674,7 +1687,9 @@ async fn rest_route(
         None => serde_json::from_slice(&body).unwrap_or(Value::Null),
     };
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
-    if let ("POST", ["channels", _, "typing"]) = (method.as_str(), segments.as_slice()) {
+    if let ("POST", ["channels", _, "typing"]) = (method.as_str(), segments.as_slice())
+        && authorized
+    {
         let hang = {
             let mut w = world.lock().unwrap();
             w.typing_hang.inspect(|_| {
