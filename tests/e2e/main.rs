@@ -44,6 +44,7 @@ mod newcomer;
 mod package;
 mod people;
 mod ratelimits;
+mod readiness;
 mod reconnect;
 mod recovery;
 mod reflexes;
