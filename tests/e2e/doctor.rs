@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::support::bot::Bot;
 use crate::support::fake_discord::{
-    FakeDiscord, GATEWAY_MESSAGE_CONTENT, GENERAL, GUILD, RANDOM, TOKEN,
+    BOT_ROLE, FakeDiscord, GATEWAY_MESSAGE_CONTENT, GENERAL, GUILD, LOUNGE, RANDOM, TOKEN,
 };
 use crate::support::feed_server::{FeedServer, rss_blog};
 use crate::support::home::Home;
@@ -23,6 +23,10 @@ fn channels() -> Value {
     json!({"permissions": {"replies": {"replyChannelIds": [GENERAL.to_string()],
         "discoveryChannelIds": [RANDOM.to_string()]}}})
 }
+
+/// Discord permission bits for voice channels.
+const CONNECT: u64 = 1 << 20;
+const SPEAK: u64 = 1 << 21;
 
 /// A bot that ran once (so its commands are registered) and stopped, in its home.
 fn ran_once(extra: Value) -> Bot {
@@ -532,5 +536,42 @@ fn a_channel_in_no_server_of_the_bots_is_named_with_its_setting() {
         &out,
         "✗ channel 999: named in permissions.replies.replyChannelIds but in no server the bot is in",
         "invite the bot to that channel's server, or remove the id from permissions.replies.replyChannelIds",
+    );
+}
+
+/// A voice channel the settings name (`voice.links`) is checked for Connect
+/// and Speak: ✓ as the server allows them, ✗ naming the channel and the
+/// permission once an overwrite denies the bot's role Connect there.
+#[test]
+fn a_voice_channel_denying_the_bots_role_connect_fails_naming_both() {
+    let bot = ran_once(
+        json!({"voice": {"links": [{"voiceChannelId": LOUNGE.to_string(),
+        "textChannelId": GENERAL.to_string()}]}}),
+    );
+    bot.discord.with(|w| {
+        w.voice_channel = true;
+        w.everyone_permissions = Some(EVERYDAY | CONNECT | SPEAK);
+    });
+    let (text, out) = doctor_of(&bot, &[], &[]);
+    assert!(
+        text.contains("✓ #lounge (Test Server): has View Channel, Connect, Speak\n"),
+        "{text}"
+    );
+    assert!(marked(&text, "✗").is_empty(), "{text}");
+    assert_eq!(out.status.code(), Some(0), "{text}");
+
+    bot.discord.with(|w| {
+        w.overwrites.insert(
+            LOUNGE,
+            vec![json!({"id": BOT_ROLE.to_string(), "type": 0,
+                "allow": "0", "deny": CONNECT.to_string()})],
+        );
+    });
+    let (text, out) = doctor_of(&bot, &[], &[]);
+    fails_once_with(
+        &text,
+        &out,
+        "✗ #lounge (Test Server): missing Connect",
+        "in Discord, Edit Channel #lounge → Permissions: allow Connect for the bot's role",
     );
 }

@@ -49,8 +49,9 @@
 //! application's `flags` ([`World::app_flags`]), the bot's guilds, a guild's
 //! roles (permissions as decimal strings; @everyone's id is the guild's), the
 //! bot's member (with its role [`BOT_ROLE`]), the channels with their
-//! `permission_overwrites` (`type` 0 a role, 1 a member), and the slash
-//! commands the bot registered (kept per route, empty until it does).
+//! `permission_overwrites` (`type` 0 a role, 1 a member) — among them, when
+//! a test asks ([`World::voice_channel`]), the voice channel #lounge — and
+//! the slash commands the bot registered (kept per route, empty until it does).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -75,6 +76,8 @@ pub const GUILD: u64 = 100;
 pub const GENERAL: u64 = 200;
 pub const RANDOM: u64 = 201;
 pub const DM_CHANNEL: u64 = 900;
+/// A voice channel (type 2) in the test guild, there only when [`World::voice_channel`] says.
+pub const LOUNGE: u64 = 202;
 /// The role Discord gives the bot when it is invited (managed, named after it).
 pub const BOT_ROLE: u64 = 300;
 /// The only token the fake Discord accepts.
@@ -209,6 +212,9 @@ pub struct World {
     pub commands: HashMap<String, Vec<Value>>,
     /// How far the `Date` header is from the true time, in seconds (+: ahead).
     pub clock_skew: i64,
+    /// The test guild also has the voice channel #lounge ([`LOUNGE`]), for
+    /// the tests of voice; off, it has its two text channels only.
+    pub voice_channel: bool,
 }
 
 /// How the server answers a `message_reference` to a message it does not know.
@@ -292,6 +298,12 @@ impl World {
             GUILD => guild_create(),
             g => extra_guild_create(((g >> 22) - 1_000) as u32, channels),
         };
+        if guild == GUILD && self.voice_channel {
+            g["channels"].as_array_mut().unwrap().push(
+                json!({"id": LOUNGE.to_string(), "type": 2, "name": "lounge",
+                       "guild_id": GUILD.to_string(), "bitrate": 64000, "user_limit": 0}),
+            );
+        }
         if let Some(p) = self.everyone_permissions {
             g["roles"][0]["permissions"] = json!(p.to_string());
         }
