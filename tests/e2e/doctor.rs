@@ -115,17 +115,17 @@ impl Drop for Tmpfs {
     }
 }
 
-/// [`ran_once`] with its data directory on a tmpfs of its own; `None` (said on
-/// stderr) where no tmpfs can be mounted.
-fn ran_once_on_tmpfs(extra: Value) -> Option<(Bot, Tmpfs)> {
+/// [`ran_once`] with its data directory on a tmpfs of its own, where one can
+/// be mounted (else on the machine's disk, said on stderr). Bound as
+/// `(bot, disk)`, the disk is let go first: it unmounts before the home goes.
+fn ran_once_on_tmpfs(extra: Value) -> (Bot, Option<Tmpfs>) {
     let mut disk = None;
     let bot = ran_once_in(extra, |settings| {
         let home = Home::new(settings);
         disk = Tmpfs::mount(&home.data_dir());
         home
     });
-    // Bound as `(bot, disk)`, the disk is let go first: it unmounts before the home is removed.
-    Some((bot, disk?))
+    (bot, disk)
 }
 
 /// `ambient doctor ARGS` in the bot's home, with its token and model server.
@@ -377,7 +377,7 @@ fn a_feed_that_answers_404_is_named_with_its_setting() {
 /// 256 MiB free, ! under 2 GiB (and still exit 0), read from the filesystem itself.
 #[test]
 fn a_nearly_full_disk_fails_and_a_low_one_warns() {
-    let Some((bot, disk)) = ran_once_on_tmpfs(json!({})) else {
+    let (bot, Some(disk)) = ran_once_on_tmpfs(json!({})) else {
         eprintln!(
             "SKIPPED: no tmpfs can be mounted here; the unit tests of doctor::local cover the levels"
         );
@@ -469,11 +469,7 @@ fn json_is_one_document_of_checks_for_scripts() {
 fn the_readmes_example_is_what_it_prints() {
     // The README shows a data directory with 50 GB free: a tmpfs with that
     // much free where one can be mounted, else this machine's own free space.
-    let settings = json!({"storage": {"dataDir": "data"}});
-    let (bot, disk) = match ran_once_on_tmpfs(settings.clone()) {
-        Some((bot, disk)) => (bot, Some(disk)),
-        None => (ran_once(settings), None),
-    };
+    let (bot, disk) = ran_once_on_tmpfs(json!({"storage": {"dataDir": "data"}}));
     if let Some(disk) = &disk {
         disk.leave_free(51_200_000_000);
     }
