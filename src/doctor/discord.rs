@@ -433,7 +433,8 @@ async fn guild_channels(
             .collect();
         let has = perms::in_channel(&guild_view, &member_view, &overwrites);
         let missing = w.needs & !has;
-        let name = format!("#{} ({server})", c["name"].as_str().unwrap_or("?"));
+        let channel = format!("#{}", c["name"].as_str().unwrap_or("?"));
+        let name = format!("{channel} ({server})");
         let check = if missing == 0 {
             Check::ok(name, format!("has {}", perms::names(w.needs).join(", ")))
         } else {
@@ -442,7 +443,7 @@ async fn guild_channels(
                 name,
                 format!("missing {list}"),
                 format!(
-                    "in Discord, Edit Channel → Permissions: allow {list} for the bot's role (a deny for @everyone or one of its roles there takes it away)"
+                    "in Discord, Edit Channel {channel} → Permissions: allow {list} for the bot's role (a deny for @everyone or one of its roles there takes it away)"
                 ),
             )
         };

@@ -161,12 +161,73 @@ mod tests {
         move |_| Ok(bytes)
     }
 
+    /// The line a person reads: mark, name and detail, then the fix under it.
+    fn shown(c: &Check) -> String {
+        let line = format!("{} {}: {}", c.status.mark(), c.name, c.detail);
+        match &c.fix {
+            Some(fix) => format!("{line}\n    → {fix}"),
+            None => line,
+        }
+    }
+
     #[test]
     fn free_space_under_the_floor_fails_under_the_warning_level_warns() {
         let dir = tempfile::tempdir().unwrap();
+        let at = dir.path().display();
+        let nearly_full = disk(dir.path(), &free(10 * 1024 * 1024));
+        assert_eq!(nearly_full.status, Status::Fail);
+        assert_eq!(
+            shown(&nearly_full),
+            format!(
+                "✗ free disk: 10 MiB free for {at}\n    → free space on that filesystem \
+                 (at least 256 MiB; `ambient status` shows what the bot keeps)"
+            )
+        );
+        let low = disk(dir.path(), &free(DISK_WARN - 1));
+        assert_eq!(
+            shown(&low),
+            format!(
+                "! free disk: 2047 MiB free for {at}\n    → free space on that filesystem \
+                 before it falls under 256 MiB"
+            )
+        );
         assert_eq!(disk(dir.path(), &free(DISK_FLOOR - 1)).status, Status::Fail);
-        assert_eq!(disk(dir.path(), &free(DISK_WARN - 1)).status, Status::Warn);
-        assert_eq!(disk(dir.path(), &free(DISK_WARN)).status, Status::Ok);
+        assert_eq!(disk(dir.path(), &free(DISK_FLOOR)).status, Status::Warn);
+        let plenty = disk(dir.path(), &free(50 * 1024 * 1024 * 1024));
+        assert_eq!(
+            shown(&plenty),
+            format!("✓ free disk: 51200 MiB free for {at}")
+        );
+    }
+
+    #[test]
+    fn a_directory_not_made_yet_is_read_on_its_nearest_existing_parent() {
+        let dir = tempfile::tempdir().unwrap();
+        let asked = std::cell::RefCell::new(Vec::new());
+        let reading = |p: &Path| -> std::io::Result<u64> {
+            asked.borrow_mut().push(p.to_path_buf());
+            Ok(DISK_WARN)
+        };
+        let check = disk(&dir.path().join("not/yet"), &reading);
+        assert_eq!(asked.into_inner(), vec![dir.path().to_path_buf()]);
+        assert_eq!(check.status, Status::Ok, "{check:?}");
+    }
+
+    #[test]
+    fn a_reading_that_fails_is_a_warning_saying_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let broken =
+            |_: &Path| -> std::io::Result<u64> { Err(std::io::Error::other("statvfs: I/O error")) };
+        let check = disk(dir.path(), &broken);
+        assert_eq!(check.status, Status::Warn);
+        assert_eq!(
+            check.detail,
+            format!(
+                "cannot read the free space of {}: statvfs: I/O error",
+                dir.path().display()
+            )
+        );
+        assert_eq!(check.fix.as_deref(), Some("check it yourself with `df -h`"));
     }
 
     #[test]

@@ -701,7 +701,7 @@ async fn the_fake_discord_is_as_strict_as_discord_about_replies_and_pings() {
     use crate::support::fake_discord::{FakeDiscord, RANDOM};
     let discord = FakeDiscord::start();
     let asked = discord.say(D_GENERAL, ALICE, "hello there");
-    let client = reqwest::Client::new();
+    let client = crate::support::fake_discord::bot_http();
     let send = |channel: u64, body: Value| {
         let client = client.clone();
         let url = format!("{}/api/v10/channels/{channel}/messages", discord.url);

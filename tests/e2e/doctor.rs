@@ -2,13 +2,14 @@
 //! model server and a feed server: a healthy setup is all ✓ with exit 0, and each misconfiguration
 //! it can find is one ✗ line with its fix, and exit 1.
 
-use std::process::Output;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 
 use crate::support::bot::Bot;
 use crate::support::fake_discord::{
-    FakeDiscord, GATEWAY_MESSAGE_CONTENT, GENERAL, GUILD, RANDOM, TOKEN,
+    BOT_ROLE, FakeDiscord, GATEWAY_MESSAGE_CONTENT, GENERAL, GUILD, LOUNGE, RANDOM, TOKEN,
 };
 use crate::support::feed_server::{FeedServer, rss_blog};
 use crate::support::home::Home;
@@ -23,15 +24,108 @@ fn channels() -> Value {
         "discoveryChannelIds": [RANDOM.to_string()]}}})
 }
 
+/// Discord permission bits for voice channels.
+const CONNECT: u64 = 1 << 20;
+const SPEAK: u64 = 1 << 21;
+
 /// A bot that ran once (so its commands are registered) and stopped, in its home.
 fn ran_once(extra: Value) -> Bot {
+    ran_once_in(extra, Home::new)
+}
+
+/// [`ran_once`] in the home `make` makes from the settings.
+fn ran_once_in(extra: Value, make: impl FnOnce(Value) -> Home) -> Bot {
     let mut settings = channels();
     crate::support::home::merge(&mut settings, extra);
-    let mut bot = Bot::start(settings);
+    let mut bot = Bot::spawn_with(
+        FakeDiscord::start(),
+        settings,
+        &[],
+        "ambient=debug,serenity=warn,poise=warn",
+        make,
+    );
+    bot.wait_registered();
+    bot.wait_guild(GUILD);
     bot.halt();
     bot.model
         .fallback(Scripted::tool("doctor_ping", json!({"ok": true})));
     bot
+}
+
+/// A tmpfs mounted on a directory for as long as this lives: a real small
+/// filesystem for the data directory, with as much free space as a test says.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    /// Mounts one on `dir` (made if missing); `None`, said on stderr, where
+    /// this machine refuses `mount` (not root, or a container without the right).
+    fn mount(dir: &Path) -> Option<Self> {
+        std::fs::create_dir_all(dir).unwrap();
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=64m", "tmpfs"])
+            .arg(dir)
+            .output();
+        match mounted {
+            Ok(out) if out.status.success() => Some(Self(dir.to_path_buf())),
+            Ok(out) => {
+                let why = String::from_utf8_lossy(&out.stderr);
+                eprintln!("cannot mount a tmpfs on {}: {}", dir.display(), why.trim());
+                None
+            }
+            Err(e) => {
+                eprintln!("cannot run mount: {e}");
+                None
+            }
+        }
+    }
+
+    /// Resizes it so that exactly `free` bytes (a multiple of 4 KiB) are free
+    /// beside what its files already take.
+    fn leave_free(&self, free: u64) {
+        let stat = Command::new("stat")
+            .args(["-f", "-c", "%b %a %S"])
+            .arg(&self.0)
+            .output()
+            .unwrap();
+        let numbers: Vec<u64> = String::from_utf8_lossy(&stat.stdout)
+            .split_whitespace()
+            .map(|n| n.parse().unwrap())
+            .collect();
+        let [blocks, available, block] = numbers[..] else {
+            panic!("stat -f said {numbers:?}");
+        };
+        let used = (blocks - available) * block;
+        let resized = Command::new("mount")
+            .args(["-o", &format!("remount,size={}", used + free)])
+            .arg(&self.0)
+            .status()
+            .unwrap();
+        assert!(resized.success(), "cannot resize the tmpfs");
+        assert_eq!(ambient::doctor::local::statvfs_free(&self.0).unwrap(), free);
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        // Lazily: a test that failed may have left the bot's files open there.
+        let unmounted = Command::new("umount").arg("-l").arg(&self.0).status();
+        if !unmounted.is_ok_and(|s| s.success()) {
+            eprintln!("could not unmount the tmpfs on {}", self.0.display());
+        }
+    }
+}
+
+/// [`ran_once`] with its data directory on a tmpfs of its own, where one can
+/// be mounted (else on the machine's disk, said on stderr). Bound as
+/// `(bot, disk)`, the disk is let go first: it unmounts before the home goes.
+fn ran_once_on_tmpfs(extra: Value) -> (Bot, Option<Tmpfs>) {
+    let mut disk = None;
+    let bot = ran_once_in(extra, |settings| {
+        let home = Home::new(settings);
+        disk = Tmpfs::mount(&home.data_dir());
+        home
+    });
+    (bot, disk)
 }
 
 /// `ambient doctor ARGS` in the bot's home, with its token and model server.
@@ -279,17 +373,27 @@ fn a_feed_that_answers_404_is_named_with_its_setting() {
     );
 }
 
+/// The data directory on a real filesystem that is nearly full: ✗ under
+/// 256 MiB free, ! under 2 GiB (and still exit 0), read from the filesystem itself.
 #[test]
 fn a_nearly_full_disk_fails_and_a_low_one_warns() {
-    let bot = ran_once(json!({}));
-    let (text, out) = doctor_of(&bot, &[], &[("AMBIENT_DOCTOR_FREE_BYTES", "10485760")]);
+    let (bot, Some(disk)) = ran_once_on_tmpfs(json!({})) else {
+        eprintln!(
+            "SKIPPED: no tmpfs can be mounted here; the unit tests of doctor::local cover the levels"
+        );
+        return;
+    };
+    let at = bot.home.data_dir();
+    disk.leave_free(10 * 1024 * 1024);
+    let (text, out) = doctor_of(&bot, &[], &[]);
     fails_once_with(
         &text,
         &out,
-        "✗ free disk: 10 MiB free",
+        &format!("✗ free disk: 10 MiB free for {}", at.display()),
         "free space on that filesystem (at least 256 MiB",
     );
-    let (text, out) = doctor_of(&bot, &[], &[("AMBIENT_DOCTOR_FREE_BYTES", "1073741824")]);
+    disk.leave_free(1024 * 1024 * 1024);
+    let (text, out) = doctor_of(&bot, &[], &[]);
     assert!(
         marked(&text, "! free disk: 1024 MiB free").len() == 1,
         "{text}"
@@ -363,7 +467,12 @@ fn json_is_one_document_of_checks_for_scripts() {
 
 #[test]
 fn the_readmes_example_is_what_it_prints() {
-    let bot = ran_once(json!({"storage": {"dataDir": "data"}}));
+    // The README shows a data directory with 50 GB free: a tmpfs with that
+    // much free where one can be mounted, else this machine's own free space.
+    let (bot, disk) = ran_once_on_tmpfs(json!({"storage": {"dataDir": "data"}}));
+    if let Some(disk) = &disk {
+        disk.leave_free(51_200_000_000);
+    }
     bot.discord.with(|w| {
         w.everyone_permissions = Some(EVERYDAY);
         w.overwrites.insert(
@@ -373,16 +482,18 @@ fn the_readmes_example_is_what_it_prints() {
         );
     });
     let line = readme::example("ambient doctor --no-model");
-    // The free space is this machine's; the README shows 50 GB's.
-    let out = bot.home.shell(
-        &line,
-        &[
-            ("DISCORD_TOKEN", TOKEN),
-            ("AMBIENT_DOCTOR_FREE_BYTES", "51200000000"),
-        ],
-    );
+    let out = bot.home.shell(&line, &[("DISCORD_TOKEN", TOKEN)]);
     let shown = readme::block("denies @everyone Send Messages in #random", "");
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), shown.trim());
+    let mut printed = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if disk.is_none() {
+        eprintln!("the free disk line is this machine's: compared without its number");
+        let readmes = shown.lines().find(|l| l.starts_with("✓ free disk: "));
+        let ours = printed.lines().find(|l| l.starts_with("✓ free disk: "));
+        if let (Some(readmes), Some(ours)) = (readmes, ours) {
+            printed = printed.replace(ours, readmes);
+        }
+    }
+    assert_eq!(printed, shown.trim());
     assert_eq!(out.status.code(), Some(1));
 }
 
@@ -421,5 +532,42 @@ fn a_channel_in_no_server_of_the_bots_is_named_with_its_setting() {
         &out,
         "✗ channel 999: named in permissions.replies.replyChannelIds but in no server the bot is in",
         "invite the bot to that channel's server, or remove the id from permissions.replies.replyChannelIds",
+    );
+}
+
+/// A voice channel the settings name (`voice.links`) is checked for Connect
+/// and Speak: ✓ as the server allows them, ✗ naming the channel and the
+/// permission once an overwrite denies the bot's role Connect there.
+#[test]
+fn a_voice_channel_denying_the_bots_role_connect_fails_naming_both() {
+    let bot = ran_once(
+        json!({"voice": {"links": [{"voiceChannelId": LOUNGE.to_string(),
+        "textChannelId": GENERAL.to_string()}]}}),
+    );
+    bot.discord.with(|w| {
+        w.voice_channel = true;
+        w.everyone_permissions = Some(EVERYDAY | CONNECT | SPEAK);
+    });
+    let (text, out) = doctor_of(&bot, &[], &[]);
+    assert!(
+        text.contains("✓ #lounge (Test Server): has View Channel, Connect, Speak\n"),
+        "{text}"
+    );
+    assert!(marked(&text, "✗").is_empty(), "{text}");
+    assert_eq!(out.status.code(), Some(0), "{text}");
+
+    bot.discord.with(|w| {
+        w.overwrites.insert(
+            LOUNGE,
+            vec![json!({"id": BOT_ROLE.to_string(), "type": 0,
+                "allow": "0", "deny": CONNECT.to_string()})],
+        );
+    });
+    let (text, out) = doctor_of(&bot, &[], &[]);
+    fails_once_with(
+        &text,
+        &out,
+        "✗ #lounge (Test Server): missing Connect",
+        "in Discord, Edit Channel #lounge → Permissions: allow Connect for the bot's role",
     );
 }

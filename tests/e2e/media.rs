@@ -133,7 +133,7 @@ async fn the_fake_discord_refuses_a_file_over_twenty_five_mib() {
                     .mime_str("image/png")
                     .unwrap(),
             );
-        reqwest::Client::new()
+        crate::support::fake_discord::bot_http()
             .post(format!(
                 "{}/api/v10/channels/{GENERAL}/messages",
                 discord.url

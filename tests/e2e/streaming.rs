@@ -443,7 +443,7 @@ fn a_stricter_edit_limit_is_learned_from_the_headers_not_from_429s() {
 #[tokio::test]
 async fn the_fake_discord_refuses_edits_as_discord_does() {
     let discord = crate::support::fake_discord::FakeDiscord::start();
-    let http = reqwest::Client::new();
+    let http = crate::support::fake_discord::bot_http();
     let url = |path: &str| format!("{}/api/v10{path}", discord.url);
     let created: Value = http
         .post(url(&format!("/channels/{GENERAL}/messages")))

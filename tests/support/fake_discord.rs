@@ -39,17 +39,19 @@
 //! `allowed_mentions.replied_user` is false. Who was pinged is kept on the
 //! created message (`mentions`), as Discord shows it.
 //!
-//! Every REST route but the CDN's answers 401 to a request whose
-//! `Authorization` is not `Bot test-token-abc` ([`TOKEN`]) — one without the
-//! header is let through, for the tests that post to the fake themselves —
-//! and every answer has a
+//! Every REST route but the CDN's answers 401 `{"message": "401:
+//! Unauthorized", "code": 0}`, as Discord does, to a request whose
+//! `Authorization` is missing or is not `Bot test-token-abc` ([`TOKEN`]), and
+//! acts on nothing in it (it is only recorded); a test that posts to the fake
+//! itself does so as the bot ([`bot_http`]). Every answer has a
 //! `Date` header, off by [`World::clock_skew`] seconds when a test sets it.
 //! What `ambient doctor` reads is served as Discord serves it: the
 //! application's `flags` ([`World::app_flags`]), the bot's guilds, a guild's
 //! roles (permissions as decimal strings; @everyone's id is the guild's), the
 //! bot's member (with its role [`BOT_ROLE`]), the channels with their
-//! `permission_overwrites` (`type` 0 a role, 1 a member), and the slash
-//! commands the bot registered (kept per route, empty until it does).
+//! `permission_overwrites` (`type` 0 a role, 1 a member) — among them, when
+//! a test asks ([`World::voice_channel`]), the voice channel #lounge — and
+//! the slash commands the bot registered (kept per route, empty until it does).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -74,10 +76,27 @@ pub const GUILD: u64 = 100;
 pub const GENERAL: u64 = 200;
 pub const RANDOM: u64 = 201;
 pub const DM_CHANNEL: u64 = 900;
+/// A voice channel (type 2) in the test guild, there only when [`World::voice_channel`] says.
+pub const LOUNGE: u64 = 202;
 /// The role Discord gives the bot when it is invited (managed, named after it).
 pub const BOT_ROLE: u64 = 300;
 /// The only token the fake Discord accepts.
 pub const TOKEN: &str = "test-token-abc";
+
+/// An HTTP client that sends what the bot's library sends with each request
+/// (`Authorization: Bot` [`TOKEN`]): for the tests that post to the fake
+/// themselves, which the fake refuses without it as Discord does.
+pub fn bot_http() -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    let authorization = format!("Bot {TOKEN}")
+        .parse()
+        .expect("a valid header value");
+    headers.insert(reqwest::header::AUTHORIZATION, authorization);
+    reqwest::Client::builder()
+        .default_headers(headers)
+        .build()
+        .expect("a client with a default header")
+}
 
 /// Application flags (`GET /applications/@me`): the privileged intents switched on in the portal.
 pub const GATEWAY_GUILD_MEMBERS_LIMITED: u64 = 1 << 15;
@@ -193,6 +212,9 @@ pub struct World {
     pub commands: HashMap<String, Vec<Value>>,
     /// How far the `Date` header is from the true time, in seconds (+: ahead).
     pub clock_skew: i64,
+    /// The test guild also has the voice channel #lounge ([`LOUNGE`]), for
+    /// the tests of voice; off, it has its two text channels only.
+    pub voice_channel: bool,
 }
 
 /// How the server answers a `message_reference` to a message it does not know.
@@ -276,6 +298,12 @@ impl World {
             GUILD => guild_create(),
             g => extra_guild_create(((g >> 22) - 1_000) as u32, channels),
         };
+        if guild == GUILD && self.voice_channel {
+            g["channels"].as_array_mut().unwrap().push(
+                json!({"id": LOUNGE.to_string(), "type": 2, "name": "lounge",
+                       "guild_id": GUILD.to_string(), "bitrate": 64000, "user_limit": 0}),
+            );
+        }
         if let Some(p) = self.everyone_permissions {
             g["roles"][0]["permissions"] = json!(p.to_string());
         }
@@ -1657,12 +1685,9 @@ async fn rest_route(
     headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
-    // A request without the header is let through: only tests that post to
-    // the fake directly (checking its own strictness) send none; the bot
-    // always sends its token.
     let authorized = headers
         .get("authorization")
-        .is_none_or(|a| a.as_bytes() == format!("Bot {TOKEN}").as_bytes());
+        .is_some_and(|a| a.as_bytes() == format!("Bot {TOKEN}").as_bytes());
     let path = uri.path().trim_start_matches("/api/v10").to_string();
     let boundary = headers
         .get("content-type")
@@ -1674,7 +1699,9 @@ async fn rest_route(
         None => serde_json::from_slice(&body).unwrap_or(Value::Null),
     };
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
-    if let ("POST", ["channels", _, "typing"]) = (method.as_str(), segments.as_slice()) {
+    if let ("POST", ["channels", _, "typing"]) = (method.as_str(), segments.as_slice())
+        && authorized
+    {
         let hang = {
             let mut w = world.lock().unwrap();
             w.typing_hang.inspect(|_| {

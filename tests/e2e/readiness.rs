@@ -1,0 +1,91 @@
+//! `/readyz` of the real `ambient run` when its store cannot be written:
+//! another process holds SQLite's write lock on the bot's database (a
+//! `sqlite3` shell left in a transaction, a backup tool), and the bot's
+//! write waits out its patience. Readiness says so, naming the store, and
+//! comes back once the lock is let go.
+//!
+//! We run as root, so a read-only mode on the files would not stop a write;
+//! a held lock is how a store really refuses one here.
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::support::bot::Bot;
+use crate::support::fake_discord::FakeDiscord;
+
+/// Where the bot says it serves the endpoints (its log line at start).
+fn endpoints_of(bot: &Bot) -> String {
+    let said = "and /readyz on http://";
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let log = bot.log();
+        if let Some(at) = log.find(said) {
+            let rest = &log[at + said.len()..];
+            let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+            return rest[..end].to_string();
+        }
+        assert!(Instant::now() < deadline, "no /readyz address:\n{log}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `GET /readyz`: its status and body.
+fn readyz(addr: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).expect("connect to the metrics port");
+    // The bot's write waits up to 5 s for the lock before it gives up.
+    s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    write!(
+        s,
+        "GET /readyz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    let status = answer[9..12].parse().expect("a status line");
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    (status, body.to_string())
+}
+
+/// Waits (bounded) until `/readyz` answers `status`; its body then.
+fn readyz_becomes(addr: &str, status: u16) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (got, body) = readyz(addr);
+        if got == status {
+            return body;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "/readyz stayed {got} ({body:?}), not {status}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn readiness_is_503_naming_the_store_while_another_process_holds_its_write_lock() {
+    let bot = Bot::start_on(
+        FakeDiscord::start(),
+        json!({"metrics": {"bind": "127.0.0.1:0"}}),
+        &[],
+        "ambient=info,serenity=warn",
+    );
+    let addr = endpoints_of(&bot);
+    assert_eq!(readyz_becomes(&addr, 200), "ready\n");
+
+    let other = rusqlite::Connection::open(bot.home.data_dir().join("ambient.db")).unwrap();
+    // The bot may be between writes of a group: wait for it to commit.
+    other.busy_timeout(Duration::from_secs(10)).unwrap();
+    other.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let why = readyz_becomes(&addr, 503);
+    assert!(
+        why.starts_with("store: not writable: ") && why.contains("database is locked"),
+        "{why}"
+    );
+
+    other.execute_batch("ROLLBACK").unwrap();
+    assert_eq!(readyz_becomes(&addr, 200), "ready\n");
+}
