@@ -35,14 +35,22 @@ const MOST_CONNECTIONS: usize = 16;
 /// How often readiness is asked until systemd has been told READY=1.
 const READY_LOOK_EVERY: Duration = Duration::from_millis(250);
 
-/// Whether the front end's gateway is connected, or why not in a few words,
-/// asked when needed (see `discord::gateway_state`).
-pub type Gateway =
-    Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>> + Send + Sync>;
+/// The front end's gateway as it is now, asked when needed (see
+/// `discord::gateway_state`).
+pub type Gateway = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = GatewayNow> + Send>> + Send + Sync>;
+
+/// The gateway at one moment.
+#[derive(Debug, Default)]
+pub struct GatewayNow {
+    /// Each shard this process runs, and whether it is connected.
+    pub shards: Vec<(u32, bool)>,
+    /// Why the gateway is not ready, in a few words; `None` when it is.
+    pub down: Option<String>,
+}
 
 /// Why the bot is not ready, in a few words; `None` when it is.
 pub async fn not_ready(app: &App, gateway: &Gateway) -> Option<String> {
-    if let Err(why) = gateway().await {
+    if let Some(why) = gateway().await.down {
         return Some(format!("gateway: {why}"));
     }
     let store = app.store.clone();
@@ -206,12 +214,29 @@ impl Endpoints {
     }
 
     async fn metrics(&self) -> Response<Body> {
-        let store = self.app.store.clone();
-        let store_bytes = tokio::task::spawn_blocking(move || store.bytes_on_disk())
-            .await
-            .unwrap_or(0);
+        let (store, settings) = (self.app.store.clone(), self.app.settings.global());
+        let now = self.app.clock.now();
+        let read = tokio::task::spawn_blocking(move || {
+            let left = crate::executive::budget::left(&store, &settings, now);
+            (store.bytes_on_disk(), left)
+        });
+        let (store_bytes, budget_left) = match read.await {
+            Ok((bytes, Ok(left))) => (bytes, left),
+            Ok((bytes, Err(e))) => {
+                // The gauges are left out of this scrape rather than shown wrong.
+                tracing::warn!(error = %e, "metrics: cannot read the day's usage for budget_tokens_left");
+                (bytes, Vec::new())
+            }
+            Err(_) => (0, Vec::new()),
+        };
+        let gateway = (self.gateway)().await;
         let state = State {
-            gateway_connected: (self.gateway)().await.is_ok(),
+            gateway_connected: gateway.down.is_none(),
+            shards: gateway.shards,
+            budget_left: budget_left
+                .into_iter()
+                .map(|(role, left)| (role.as_str(), left))
+                .collect(),
             store_bytes,
             queue_depth: self.app.spine.queued(),
         };
