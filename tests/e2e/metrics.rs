@@ -473,3 +473,26 @@ fn a_shard_reads_down_while_its_gateway_is_and_its_sessions_count() {
         value(s, shard) == 1.0 && sessions(s, "resumed") == resumed + 1.0
     });
 }
+
+/// A request whose head is over the endpoints' 8 KiB is refused with 431
+/// and its connection closed (hyper would otherwise buffer up to 400 KiB
+/// of it); a usual scrape is still served.
+#[test]
+fn a_request_head_over_the_limit_is_refused_with_431() {
+    let bot = Bot::spawn(FakeDiscord::start(), metrics_on(), &[], "ambient=info");
+    let addr = endpoints_of(&bot);
+    let mut s = TcpStream::connect(&addr).expect("connect to the metrics port");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let pad = "a".repeat(20 * 1024);
+    // The server may close before it has read the whole head: what it
+    // answered is what matters.
+    let _ = write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nX-Pad: {pad}\r\n\r\n"
+    );
+    let mut answer = Vec::new();
+    let _ = s.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 431"), "{answer}");
+    assert_eq!(get(&addr, "/healthz"), (200, "ok\n".into()));
+}
