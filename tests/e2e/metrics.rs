@@ -496,3 +496,48 @@ fn a_request_head_over_the_limit_is_refused_with_431() {
     assert!(answer.starts_with("HTTP/1.1 431"), "{answer}");
     assert_eq!(get(&addr, "/healthz"), (200, "ok\n".into()));
 }
+
+/// Every family `/metrics` serves has its row in the README's table, with
+/// its name as scraped (a counter's `_total` included) and its type.
+#[test]
+fn every_family_is_in_the_readmes_table() {
+    use ambient::metrics::{Metrics, ModelCall, State};
+    let readme = crate::support::readme::text();
+    // One of each event: a family with no series is not served.
+    let m = Metrics::default();
+    m.routed("pass", None);
+    m.journaled("reply");
+    m.gate_refused("budget");
+    m.model_call(ModelCall {
+        role: "reply",
+        outcome: "ok",
+        tokens_in: 1,
+        tokens_out: 1,
+        latency_ms: 1,
+        cost_usd: Some(0.0),
+    });
+    m.feed_fetched("ok");
+    m.gateway_session(0, false);
+    m.rate_limited(None);
+    let scrape = m
+        .encode(&State {
+            shards: vec![(0, true)],
+            budget_left: vec![("reply", 1)],
+            ..State::default()
+        })
+        .unwrap();
+    let families: Vec<(String, String)> = scrape
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_once(' '))
+        .map(|(name, kind)| match kind {
+            "counter" => (format!("{name}_total"), kind.to_string()),
+            _ => (name.to_string(), kind.to_string()),
+        })
+        .collect();
+    assert!(families.len() >= 20, "{scrape}");
+    for (name, kind) in families {
+        let row = format!("| `{name}` | {kind} |");
+        assert!(readme.contains(&row), "no README row {row}");
+    }
+}
