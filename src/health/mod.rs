@@ -46,6 +46,7 @@ const BOUNDS: Bounds = Bounds {
     most_why: "",
     per_client: |most| most,
 };
+
 /// How often readiness is asked until systemd has been told READY=1.
 const READY_LOOK_EVERY: Duration = Duration::from_millis(250);
 
@@ -203,6 +204,28 @@ impl Endpoints {
     }
 
     async fn metrics(&self) -> Response<Body> {
+        let state = self.state().await;
+        match self.app.journal.metrics().encode(&state) {
+            Ok(body) => {
+                let mut r = text(StatusCode::OK, body);
+                r.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    header::HeaderValue::from_static(
+                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    ),
+                );
+                r
+            }
+            Err(e) => text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("cannot encode the metrics: {e}\n"),
+            ),
+        }
+    }
+
+    /// What the process is now, for the gauges a scrape sets: the store's
+    /// size and each role's budget left are read off the runtime's threads.
+    async fn state(&self) -> State {
         let (store, settings) = (self.app.store.clone(), self.app.settings.global());
         let now = self.app.clock.now();
         let read = tokio::task::spawn_blocking(move || {
@@ -219,7 +242,7 @@ impl Endpoints {
             Err(_) => (0, Vec::new()),
         };
         let gateway = (self.gateway)().await;
-        let state = State {
+        State {
             gateway_connected: gateway.down.is_none(),
             shards: gateway.shards,
             budget_left: budget_left
@@ -228,22 +251,6 @@ impl Endpoints {
                 .collect(),
             store_bytes,
             queue_depth: self.app.spine.queued(),
-        };
-        match self.app.journal.metrics().encode(&state) {
-            Ok(body) => {
-                let mut r = text(StatusCode::OK, body);
-                r.headers_mut().insert(
-                    header::CONTENT_TYPE,
-                    header::HeaderValue::from_static(
-                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                    ),
-                );
-                r
-            }
-            Err(e) => text(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("cannot encode the metrics: {e}\n"),
-            ),
         }
     }
 }
