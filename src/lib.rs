@@ -34,7 +34,7 @@
 //! | 12 | `speech`, `senses` | what the bot says; what it reads from attachments and speech |
 //! | 13 | `discovery`, `memory`, `chat`, `permissions`, `courtesy` | feeds, remembered facts, channel history, who may see what, quiet hours and boundaries |
 //! | 14 | `executive`, `attention`, `upkeep` | model calls under budgets; salience, the queue, the router; records kept no longer than set |
-//! | 15 | `net`, `journal` | the guarded fetcher; the record of every decision |
+//! | 15 | `net`, `journal`, `httpd` | the guarded fetcher; the record of every decision; the small HTTP server the dashboard and the health endpoints share |
 //! | 16 | `settings` | one schema with defaults, validated; the executive's roles |
 //! | 17 | `store` | SQLite: every table and migration |
 //! | 18 | `vocab`, `metrics` | the nouns several layers share and the store keeps; the Prometheus families |
@@ -56,6 +56,7 @@ pub mod doctor;
 pub mod executive;
 pub mod garden;
 pub(crate) mod health;
+pub(crate) mod httpd;
 pub mod ids;
 pub mod impulses;
 pub mod initiative;

@@ -144,7 +144,10 @@ impl RawEventHandler for Events {
             Event::Ready(e) => self.ready(ctx, e.ready).await,
             Event::Resumed(_) => {
                 self.gate.connected();
-                self.app.journal.metrics().gateway_session(true);
+                self.app
+                    .journal
+                    .metrics()
+                    .gateway_session(ctx.shard_id.0, true);
             }
             _ => {}
         }
@@ -154,7 +157,10 @@ impl RawEventHandler for Events {
 impl Events {
     async fn ready(&self, ctx: Context, ready: Ready) {
         self.gate.connected();
-        self.app.journal.metrics().gateway_session(false);
+        self.app
+            .journal
+            .metrics()
+            .gateway_session(ctx.shard_id.0, false);
         tracing::info!(user = %ready.user.name, guilds = ready.guilds.len(), "connected to Discord");
         self.app.journal.record(
             Entry::new(Kind::System, "connected to Discord").reason(format!(
@@ -266,6 +272,9 @@ impl Events {
             channel_name,
             guild_name,
         );
+        if percept.addressed.is_addressed() {
+            self.app.journal.metrics().addressed(percept.message.id);
+        }
         self.perceive(Percept::Message(percept));
     }
 

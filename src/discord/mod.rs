@@ -160,7 +160,10 @@ async fn prepare(parts: Parts, token: &str) -> anyhow::Result<Prepared> {
         me.clone(),
         own_limiter(&settings, &client),
     ));
-    let app = App::build(parts, |_| transport).await?;
+    let chat: Arc<dyn crate::chat::Transport> = transport.clone();
+    let app = App::build(parts, |_| chat).await?;
+    transport.count_into(app.journal.metrics());
+    app.store.time_into(app.journal.metrics().store_timings());
     let commands = shards::Commands::default();
     let songbird = voice::songbird();
     let gate = Arc::new(reconnect::Gate::default());
@@ -265,7 +268,7 @@ async fn serve(
 /// systemd: every shard serenity runs at its `Connected` stage, and no
 /// attempt through the gate since the last READY or RESUMED (a shard
 /// resuming after a drop keeps its `Connected` stage; which one it is, the
-/// gate cannot tell).
+/// gate cannot tell, so while one reconnects each shard reads as down).
 fn gateway_state(
     client: &serenity::all::Client,
     gate: &Arc<reconnect::Gate>,
@@ -277,22 +280,33 @@ fn gateway_state(
         let gate = gate.clone();
         Box::pin(async move {
             let runners = manager.runners.lock().await;
-            let mut down: Vec<u32> = runners
+            let mut staged: Vec<(u32, bool)> = runners
                 .iter()
-                .filter(|(_, info)| info.stage != serenity::all::ConnectionStage::Connected)
-                .map(|(id, _)| id.0)
+                .map(|(id, info)| {
+                    (
+                        id.0,
+                        info.stage == serenity::all::ConnectionStage::Connected,
+                    )
+                })
                 .collect();
-            down.sort_unstable();
-            if runners.is_empty() {
-                Err("not connected yet".to_string())
-            } else if !down.is_empty() {
-                let down: Vec<String> = down.iter().map(u32::to_string).collect();
-                Err(format!("shard {} not connected", down.join(", ")))
-            } else if !gate.up() {
-                Err("reconnecting".to_string())
+            staged.sort_unstable();
+            let not_connected: Vec<String> = staged
+                .iter()
+                .filter(|(_, connected)| !connected)
+                .map(|(id, _)| id.to_string())
+                .collect();
+            let up = gate.up();
+            let down = if staged.is_empty() {
+                Some("not connected yet".to_string())
+            } else if !not_connected.is_empty() {
+                Some(format!("shard {} not connected", not_connected.join(", ")))
+            } else if !up {
+                Some("reconnecting".to_string())
             } else {
-                Ok(())
-            }
+                None
+            };
+            let shards = staged.into_iter().map(|(id, c)| (id, c && up)).collect();
+            crate::health::GatewayNow { shards, down }
         })
     })
 }

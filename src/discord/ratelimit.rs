@@ -17,11 +17,13 @@
 //! never two limiters on one request.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use reqwest::header::HeaderMap;
 use serenity::http::{ErrorResponse, HttpError, Request};
+
+use crate::metrics::Metrics;
 
 /// Retries after a 429, per request.
 const RETRIES: u32 = 4;
@@ -34,6 +36,8 @@ pub struct Limiter {
     /// Route → the moment it may be used again.
     routes: Mutex<HashMap<String, Instant>>,
     global: Mutex<Option<Instant>>,
+    /// Where 429s and retries are counted, once the app is built.
+    metrics: OnceLock<Arc<Metrics>>,
 }
 
 /// Whether serenity's error is the server's 429 Too Many Requests.
@@ -69,7 +73,14 @@ impl Limiter {
             base: base.trim_end_matches('/').to_string(),
             routes: Mutex::new(HashMap::new()),
             global: Mutex::new(None),
+            metrics: OnceLock::new(),
         }
+    }
+
+    /// Counts 429s and retries into `metrics` from now on.
+    pub fn count_into(&self, metrics: &Arc<Metrics>) {
+        // Harmless when already set: one process has one `Metrics`.
+        let _ = self.metrics.set(metrics.clone());
     }
 
     fn until(&self, route: &str) -> Option<Instant> {
@@ -129,6 +140,10 @@ impl Limiter {
                 self.block(route, reset.min(MAX_WAIT), false);
             }
             if response.status().as_u16() == 429 {
+                let metrics = self.metrics.get();
+                if let Some(m) = metrics {
+                    m.rate_limited(header::<String>(headers, "x-ratelimit-scope").as_deref());
+                }
                 let (wait, global) = retry_after(headers, attempt);
                 tracing::warn!(
                     route,
@@ -141,6 +156,7 @@ impl Limiter {
                     self.block(route, wait, global);
                     if attempt < RETRIES {
                         attempt += 1;
+                        metrics.inspect(|m| m.retried());
                         continue;
                     }
                 }

@@ -31,7 +31,7 @@
 //! neither the answer nor, afterwards, a connection per answer. (Serenity's
 //! own `Typing` leaves a request in flight running until it ends.)
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 use reqwest::multipart::{Form, Part};
@@ -47,6 +47,7 @@ use super::ratelimit::{Limiter, is_rate_limited};
 use crate::attention::Author;
 use crate::chat::{ChatError, Edit, Outgoing, Transport, Typing};
 use crate::ids::{ChannelId, MessageId};
+use crate::metrics::Metrics;
 use crate::store::messages::StoredMessage;
 
 /// How often the typing indicator is renewed while the bot thinks.
@@ -66,11 +67,28 @@ pub struct DiscordTransport {
     me: Author,
     /// None: serenity's limiter or a rate-limiting proxy handles 429s.
     limiter: Option<Limiter>,
+    /// The process's metrics, once the app that holds them is built.
+    metrics: OnceLock<Arc<Metrics>>,
 }
 
 impl DiscordTransport {
     pub fn new(http: Arc<Http>, me: Author, limiter: Option<Limiter>) -> Self {
-        Self { http, me, limiter }
+        Self {
+            http,
+            me,
+            limiter,
+            metrics: OnceLock::new(),
+        }
+    }
+
+    /// Counts answers sent and 429s into `metrics` from now on (the
+    /// transport is built before the app that holds them).
+    pub fn count_into(&self, metrics: &Arc<Metrics>) {
+        // Harmless when already set: one process has one `Metrics`.
+        let _ = self.metrics.set(metrics.clone());
+        if let Some(limiter) = &self.limiter {
+            limiter.count_into(metrics);
+        }
     }
 }
 
@@ -245,7 +263,12 @@ impl Transport for DiscordTransport {
             )));
         }
         match self.send_once(channel, message).await {
-            Ok(id) => Ok(MessageId(id.get())),
+            Ok(id) => {
+                if let (Some(m), Some(to)) = (self.metrics.get(), message.reply_to) {
+                    m.answered(to);
+                }
+                Ok(MessageId(id.get()))
+            }
             // Speech says it again as a plain message.
             Err(e) if message.reply_to.is_some() && reference_refused(&e) => {
                 Err(ChatError::ReferenceUnknown(e.to_string()))

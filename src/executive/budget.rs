@@ -76,11 +76,7 @@ pub fn check(
 
     let cap = ctx.role.daily_budget(settings);
     if cap > 0 {
-        let u = used(UsageFilter {
-            since,
-            roles: vec![ctx.role.as_str().into()],
-            ..Default::default()
-        })?;
+        let u = role_used(store, ctx.role, now).map_err(|e| BudgetRefusal::Usage(Arc::new(e)))?;
         if u + estimate > cap {
             return Err(BudgetRefusal::Role {
                 role: ctx.role,
@@ -127,6 +123,32 @@ pub fn check(
         }
     }
     Ok(())
+}
+
+/// The tokens `role` used in the 24 hours before `now`, as its cap counts them.
+fn role_used(store: &Store, role: Role, now: DateTime<Utc>) -> Result<u64, StoreError> {
+    store.usage_tokens(&UsageFilter {
+        since: Some(now - chrono::Duration::hours(24)),
+        roles: vec![role.as_str().into()],
+        ..Default::default()
+    })
+}
+
+/// What each role with a daily cap may still spend at `now` (its cap less
+/// what it used, as [`check`] counts them), for `/metrics`.
+pub fn left(
+    store: &Store,
+    settings: &Settings,
+    now: DateTime<Utc>,
+) -> Result<Vec<(Role, u64)>, StoreError> {
+    let mut left = Vec::new();
+    for role in Role::ALL {
+        let cap = role.daily_budget(settings);
+        if cap > 0 {
+            left.push((role, cap.saturating_sub(role_used(store, role, now)?)));
+        }
+    }
+    Ok(left)
 }
 
 /// ", this process's share 2/16" when this process runs part of the bot's

@@ -4,45 +4,68 @@
 //! watchdog ([`notify`]) when it started the bot with `NOTIFY_SOCKET`.
 //!
 //! The endpoints answer loopback only (`metrics.bind` refuses anything
-//! else) and carry no token. Each connection's request head must arrive
-//! within [`HEAD_WITHIN`], and at most [`MOST_CONNECTIONS`] are open at
-//! once, so a stuck scraper cannot hold the bot's sockets.
+//! else) and carry no token. They are served by the small server the
+//! dashboard uses too ([`crate::httpd`]): each connection's request head
+//! must arrive within [`HEAD_WITHIN`] and be at most [`MAX_HEAD_BYTES`]
+//! (431 past that), and at most [`MOST_CONNECTIONS`] are open at once, so a
+//! stuck scraper cannot hold the bot's sockets.
 
 pub mod notify;
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::Router;
 use axum::body::Body;
-use axum::http::{Request, Response, StatusCode, header};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, watch};
+use axum::extract::Request;
+use axum::http::{Response, StatusCode, header};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::app::App;
+use crate::httpd::{self, Bounds};
 use crate::metrics::State;
 
 /// How long a request's head may take to arrive.
 const HEAD_WITHIN: Duration = Duration::from_secs(5);
+/// The largest request head read: a scraper sends a few hundred bytes.
+/// hyper's read buffer stops there (it takes no less than 8 KiB).
+const MAX_HEAD_BYTES: usize = 8 * 1024;
 /// The most connections open at once; one more is closed as it arrives.
 const MOST_CONNECTIONS: usize = 16;
+
+/// These endpoints' bounds on the shared server. Every client is on
+/// loopback, one client to [`httpd`]: it may keep them all.
+const BOUNDS: Bounds = Bounds {
+    name: "metrics",
+    head_within: HEAD_WITHIN,
+    max_head_bytes: MAX_HEAD_BYTES,
+    most: || MOST_CONNECTIONS,
+    most_why: "",
+    per_client: |most| most,
+};
+
 /// How often readiness is asked until systemd has been told READY=1.
 const READY_LOOK_EVERY: Duration = Duration::from_millis(250);
 
-/// Whether the front end's gateway is connected, or why not in a few words,
-/// asked when needed (see `discord::gateway_state`).
-pub type Gateway =
-    Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>> + Send + Sync>;
+/// The front end's gateway as it is now, asked when needed (see
+/// `discord::gateway_state`).
+pub type Gateway = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = GatewayNow> + Send>> + Send + Sync>;
+
+/// The gateway at one moment.
+#[derive(Debug, Default)]
+pub struct GatewayNow {
+    /// Each shard this process runs, and whether it is connected.
+    pub shards: Vec<(u32, bool)>,
+    /// Why the gateway is not ready, in a few words; `None` when it is.
+    pub down: Option<String>,
+}
 
 /// Why the bot is not ready, in a few words; `None` when it is.
 pub async fn not_ready(app: &App, gateway: &Gateway) -> Option<String> {
-    if let Err(why) = gateway().await {
+    if let Some(why) = gateway().await.down {
         return Some(format!("gateway: {why}"));
     }
     let store = app.store.clone();
@@ -69,8 +92,7 @@ impl Health {
         let mut tasks = Vec::new();
         let bind = app.settings.global().metrics.address()?;
         if let Some(bind) = bind {
-            let listener = TcpListener::bind(bind)
-                .await
+            let listener = httpd::listen(bind)
                 .map_err(|e| anyhow::anyhow!("metrics.bind: cannot listen on {bind}: {e}"))?;
             let bound = listener.local_addr()?;
             tracing::info!("metrics: /metrics, /healthz and /readyz on http://{bound}");
@@ -78,7 +100,16 @@ impl Health {
                 app: app.clone(),
                 gateway: gateway.clone(),
             };
-            tasks.push(tokio::spawn(serve(listener, endpoints, stopped.clone())));
+            let mut stop = stopped.clone();
+            tasks.push(tokio::spawn(httpd::serve(
+                listener,
+                endpoints.router(),
+                BOUNDS,
+                async move {
+                    // Harmless: the sender gone is a stop as well.
+                    let _ = stop.changed().await;
+                },
+            )));
         }
         let notifier = notify::Notifier::from_env();
         if notifier.is_on() {
@@ -148,46 +179,13 @@ struct Endpoints {
     gateway: Gateway,
 }
 
-async fn serve(listener: TcpListener, endpoints: Endpoints, mut stopped: watch::Receiver<bool>) {
-    let slots = Arc::new(Semaphore::new(MOST_CONNECTIONS));
-    loop {
-        let accepted = tokio::select! {
-            a = listener.accept() => a,
-            _ = stopped.changed() => return,
-        };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
-            Err(e) => {
-                tracing::debug!(error = %e, "metrics: cannot accept a connection");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            tracing::debug!("metrics: {MOST_CONNECTIONS} connections open; closed one more");
-            continue;
-        };
-        let endpoints = endpoints.clone();
-        tokio::spawn(async move {
-            let service = service_fn(move |req| {
-                let endpoints = endpoints.clone();
-                async move { Ok::<_, Infallible>(endpoints.answer(req).await) }
-            });
-            let served = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(HEAD_WITHIN)
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-            if let Err(e) = served {
-                tracing::debug!(error = %e, "metrics: a connection ended");
-            }
-            drop(slot);
-        });
-    }
-}
-
 impl Endpoints {
-    async fn answer<B>(&self, req: Request<B>) -> Response<Body> {
+    /// Every request goes to [`Endpoints::answer`], which knows the paths.
+    fn router(self) -> Router {
+        Router::new().fallback(move |req: Request| async move { self.answer(req).await })
+    }
+
+    async fn answer(&self, req: Request) -> Response<Body> {
         match (req.method().as_str(), req.uri().path()) {
             ("GET", "/healthz") => text(StatusCode::OK, "ok\n".into()),
             ("GET", "/readyz") => match not_ready(&self.app, &self.gateway).await {
@@ -206,15 +204,7 @@ impl Endpoints {
     }
 
     async fn metrics(&self) -> Response<Body> {
-        let store = self.app.store.clone();
-        let store_bytes = tokio::task::spawn_blocking(move || store.bytes_on_disk())
-            .await
-            .unwrap_or(0);
-        let state = State {
-            gateway_connected: (self.gateway)().await.is_ok(),
-            store_bytes,
-            queue_depth: self.app.spine.queued(),
-        };
+        let state = self.state().await;
         match self.app.journal.metrics().encode(&state) {
             Ok(body) => {
                 let mut r = text(StatusCode::OK, body);
@@ -230,6 +220,37 @@ impl Endpoints {
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!("cannot encode the metrics: {e}\n"),
             ),
+        }
+    }
+
+    /// What the process is now, for the gauges a scrape sets: the store's
+    /// size and each role's budget left are read off the runtime's threads.
+    async fn state(&self) -> State {
+        let (store, settings) = (self.app.store.clone(), self.app.settings.global());
+        let now = self.app.clock.now();
+        let read = tokio::task::spawn_blocking(move || {
+            let left = crate::executive::budget::left(&store, &settings, now);
+            (store.bytes_on_disk(), left)
+        });
+        let (store_bytes, budget_left) = match read.await {
+            Ok((bytes, Ok(left))) => (bytes, left),
+            Ok((bytes, Err(e))) => {
+                // The gauges are left out of this scrape rather than shown wrong.
+                tracing::warn!(error = %e, "metrics: cannot read the day's usage for budget_tokens_left");
+                (bytes, Vec::new())
+            }
+            Err(_) => (0, Vec::new()),
+        };
+        let gateway = (self.gateway)().await;
+        State {
+            gateway_connected: gateway.down.is_none(),
+            shards: gateway.shards,
+            budget_left: budget_left
+                .into_iter()
+                .map(|(role, left)| (role.as_str(), left))
+                .collect(),
+            store_bytes,
+            queue_depth: self.app.spine.queued(),
         }
     }
 }

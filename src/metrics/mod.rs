@@ -11,7 +11,8 @@
 //!
 //! One [`Metrics`] per process, carried by the journal, which every service
 //! already holds; a journal made without one (a CLI verb, a test) counts
-//! into its own that nobody reads.
+//! into its own that nobody reads. The store, below the journal, times its
+//! connection into [`StoreTimings`], histograms it is handed at start.
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -19,9 +20,12 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::sync::atomic::AtomicU64;
+use std::time::{Duration, Instant};
 
-use crate::ids::GuildId;
+use crate::ids::{GuildId, MessageId};
 
 /// A series' labels: a few fixed names, each with its value.
 type Labels = Vec<(&'static str, String)>;
@@ -30,6 +34,25 @@ type Labels = Vec<(&'static str, String)>;
 fn latency_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.1, 2.0, 11))
 }
+
+/// Seconds, from 5 ms to 60 s: a mention until the first message answering it.
+fn reply_histogram() -> Histogram {
+    Histogram::new([
+        0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0,
+    ])
+}
+
+/// Seconds, from 0.1 ms to about 6.5 s: a wait for the store's connection,
+/// a group of writes.
+fn store_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.0001, 4.0, 9))
+}
+
+/// The most mentions waiting for their first answer at once; more are not
+/// timed (a flood of mentions must not grow the map without bound).
+const MOST_AWAITED: usize = 1024;
+/// A mention unanswered this long is forgotten (past the last bucket).
+const AWAITED_AT_MOST: Duration = Duration::from_secs(120);
 
 pub struct Metrics {
     registry: Registry,
@@ -45,8 +68,26 @@ pub struct Metrics {
     feed_fetches: Family<Labels, Counter>,
     gateway_sessions: Family<Labels, Counter>,
     gateway_connected: Gauge,
+    shard_connected: Family<Labels, Gauge>,
     store_bytes: Gauge,
     queue_depth: Gauge,
+    reply_seconds: Histogram,
+    /// Mentions (and other messages addressed to the bot) not answered yet:
+    /// when the gateway handed each over.
+    awaited: Mutex<HashMap<MessageId, Instant>>,
+    rate_limited: Family<Labels, Counter>,
+    retries: Counter,
+    budget_left: Family<Labels, Gauge>,
+    store: StoreTimings,
+}
+
+/// How long uses of the store waited for its one connection, and how long
+/// each group of writes held SQLite's write lock; the store observes them
+/// (`Store::time_into`), the scrape reads them.
+#[derive(Clone)]
+pub struct StoreTimings {
+    pub wait: Histogram,
+    pub group: Histogram,
 }
 
 impl Default for Metrics {
@@ -73,8 +114,18 @@ impl Metrics {
             feed_fetches: Family::default(),
             gateway_sessions: Family::default(),
             gateway_connected: Gauge::default(),
+            shard_connected: Family::default(),
             store_bytes: Gauge::default(),
             queue_depth: Gauge::default(),
+            reply_seconds: reply_histogram(),
+            awaited: Mutex::default(),
+            rate_limited: Family::default(),
+            retries: Counter::default(),
+            budget_left: Family::default(),
+            store: StoreTimings {
+                wait: store_histogram(),
+                group: store_histogram(),
+            },
         };
         if !per_guild {
             // Shown as 0 from the start, so a rate over it begins at the start.
@@ -133,13 +184,50 @@ impl Metrics {
         );
         r.register(
             "gateway_sessions",
-            "Gateway sessions begun, by how (identified: a new one; resumed: a reconnect)",
+            "Gateway sessions begun, by shard and how (identified: a new one; resumed: a reconnect)",
             self.gateway_sessions.clone(),
         );
         r.register(
             "gateway_connected",
             "Whether the gateway is connected (1: every shard of this process) or not (0)",
             self.gateway_connected.clone(),
+        );
+        r.register(
+            "gateway_shard_connected",
+            "Whether each shard of this process is connected (1) or not (0)",
+            self.shard_connected.clone(),
+        );
+        r.register(
+            "reply_seconds",
+            "From the gateway handing over a message addressed to the bot to Discord accepting \
+             the first message answering it",
+            self.reply_seconds.clone(),
+        );
+        r.register(
+            "discord_rate_limited",
+            "Discord REST answers 429, by scope (global, shared, user; none: no scope given)",
+            self.rate_limited.clone(),
+        );
+        r.register(
+            "discord_retries",
+            "Discord REST requests sent again after a 429",
+            self.retries.clone(),
+        );
+        r.register(
+            "budget_tokens_left",
+            "Tokens a role may still spend in the rolling 24 h (budget.dailyTokens), per role \
+             with a cap",
+            self.budget_left.clone(),
+        );
+        r.register(
+            "store_wait_seconds",
+            "How long a use of the store waited for its one connection",
+            self.store.wait.clone(),
+        );
+        r.register(
+            "store_write_group_seconds",
+            "How long a group of writes held SQLite's write lock, from its BEGIN to its COMMIT",
+            self.store.group.clone(),
         );
         r.register(
             "store_bytes",
@@ -214,18 +302,85 @@ impl Metrics {
             .inc();
     }
 
-    /// A gateway session began: `resumed` a reconnect, else identified anew.
-    pub fn gateway_session(&self, resumed: bool) {
+    /// A gateway session of `shard` began: `resumed` a reconnect, else identified anew.
+    pub fn gateway_session(&self, shard: u32, resumed: bool) {
         let how = if resumed { "resumed" } else { "identified" };
         self.gateway_sessions
-            .get_or_create(&vec![("how", how.to_string())])
+            .get_or_create(&vec![
+                ("shard", shard.to_string()),
+                ("how", how.to_string()),
+            ])
             .inc();
+    }
+
+    /// The gateway handed over `message`, addressed to the bot: its answer
+    /// is timed from now.
+    pub fn addressed(&self, message: MessageId) {
+        let now = Instant::now();
+        let mut awaited = self.awaited.lock().unwrap_or_else(|p| p.into_inner());
+        if awaited.len() >= MOST_AWAITED {
+            awaited.retain(|_, at| now.duration_since(*at) < AWAITED_AT_MOST);
+        }
+        if awaited.len() < MOST_AWAITED {
+            awaited.insert(message, now);
+        }
+    }
+
+    /// Discord accepted a message answering `message`: the first one ends
+    /// its wait in `ambient_reply_seconds`; later ones (the rest of a long
+    /// answer) and answers to messages never timed count nothing.
+    pub fn answered(&self, message: MessageId) {
+        let asked = self
+            .awaited
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&message);
+        if let Some(asked) = asked {
+            self.reply_seconds.observe(asked.elapsed().as_secs_f64());
+        }
+    }
+
+    /// Discord answered a REST request 429; `scope` is its
+    /// `X-RateLimit-Scope` header, if any. Only the scopes Discord documents
+    /// are labels: anything else the server says is "other".
+    pub fn rate_limited(&self, scope: Option<&str>) {
+        let scope = match scope {
+            None => "none",
+            Some(s @ ("global" | "shared" | "user")) => s,
+            Some(_) => "other",
+        };
+        self.rate_limited
+            .get_or_create(&vec![("scope", scope.to_string())])
+            .inc();
+    }
+
+    /// A REST request is sent again after a 429.
+    pub fn retried(&self) {
+        self.retries.inc();
+    }
+
+    /// The histograms the store times its connection into.
+    pub fn store_timings(&self) -> StoreTimings {
+        self.store.clone()
     }
 
     /// The text a scrape of `/metrics` answers, with the state gauges set
     /// from `now` first.
     pub fn encode(&self, now: &State) -> Result<String, std::fmt::Error> {
         self.gateway_connected.set(i64::from(now.gateway_connected));
+        // Cleared first: a shard or a cap gone since the last scrape is not shown.
+        self.shard_connected.clear();
+        for (shard, connected) in &now.shards {
+            self.shard_connected
+                .get_or_create(&vec![("shard", shard.to_string())])
+                .set(i64::from(*connected));
+        }
+        self.budget_left.clear();
+        for (role, left) in &now.budget_left {
+            self.budget_left
+                .get_or_create(&vec![("role", (*role).to_string())])
+                .set(i64::try_from(*left).unwrap_or(i64::MAX));
+        }
         self.store_bytes
             .set(i64::try_from(now.store_bytes).unwrap_or(i64::MAX));
         self.queue_depth
@@ -253,6 +408,10 @@ pub struct ModelCall<'a> {
 pub struct State {
     /// Every gateway shard this process runs is connected.
     pub gateway_connected: bool,
+    /// Each shard this process runs, and whether it is connected.
+    pub shards: Vec<(u32, bool)>,
+    /// Each role with a daily cap, and the tokens it may still spend.
+    pub budget_left: Vec<(&'static str, u64)>,
     pub store_bytes: u64,
     pub queue_depth: usize,
 }
@@ -310,12 +469,49 @@ mod tests {
         let m = Metrics::default();
         let state = State {
             gateway_connected: true,
+            shards: vec![(0, true), (1, false)],
+            budget_left: vec![("reply", 1500)],
             store_bytes: 4096,
             queue_depth: 3,
         };
         let text = m.encode(&state).unwrap();
         assert!(text.contains("ambient_gateway_connected 1\n"), "{text}");
+        assert!(
+            text.contains("ambient_gateway_shard_connected{shard=\"1\"} 0\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("ambient_budget_tokens_left{role=\"reply\"} 1500\n"),
+            "{text}"
+        );
         assert!(text.contains("ambient_store_bytes 4096\n"), "{text}");
         assert!(text.contains("ambient_attention_queue_depth 3\n"), "{text}");
+        // A cap taken away since the last scrape is not shown any more.
+        let text = m.encode(&State::default()).unwrap();
+        assert!(!text.contains("ambient_budget_tokens_left{"), "{text}");
+    }
+
+    #[test]
+    fn only_the_first_answer_to_a_timed_message_is_observed() {
+        let m = Metrics::default();
+        m.answered(MessageId(1));
+        m.addressed(MessageId(2));
+        m.answered(MessageId(2));
+        m.answered(MessageId(2));
+        let text = m.encode(&State::default()).unwrap();
+        assert!(text.contains("ambient_reply_seconds_count 1\n"), "{text}");
+    }
+
+    #[test]
+    fn a_429s_scope_is_one_of_discords_or_other() {
+        let m = Metrics::default();
+        for scope in [Some("user"), Some("global"), None, Some("{evil}")] {
+            m.rate_limited(scope);
+        }
+        let text = m.encode(&State::default()).unwrap();
+        for scope in ["user", "global", "none", "other"] {
+            let line = format!("ambient_discord_rate_limited_total{{scope=\"{scope}\"}} 1\n");
+            assert!(text.contains(&line), "{line} in:\n{text}");
+        }
     }
 }

@@ -22,7 +22,10 @@
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
+use prometheus_client::metrics::histogram::Histogram;
 use rusqlite::Connection;
+
+use crate::metrics::StoreTimings;
 
 /// The longest a grouped write waits to be committed.
 pub const WINDOW: Duration = Duration::from_millis(100);
@@ -51,6 +54,9 @@ pub(super) struct Db {
     /// The open transaction holds one write made during a rest: it is
     /// committed as soon as that write's connection is let go.
     pub(super) alone: bool,
+    /// Where each group's time holding the write lock is observed, once
+    /// the process's metrics are made ([`Shared::time_into`]).
+    held: Option<Histogram>,
 }
 
 impl Db {
@@ -61,6 +67,7 @@ impl Db {
             rest_until: None,
             rest: REST,
             alone: false,
+            held: None,
         }
     }
 
@@ -68,7 +75,10 @@ impl Db {
     /// are the kind whose loss was accepted when they were grouped.
     pub(super) fn commit_group(&mut self) {
         let was_group = !std::mem::take(&mut self.alone);
-        if self.group.take().is_none() || self.conn.is_autocommit() {
+        let Some((opened, _)) = self.group.take() else {
+            return;
+        };
+        if self.conn.is_autocommit() {
             return;
         }
         if was_group {
@@ -78,6 +88,9 @@ impl Db {
             tracing::error!(error = %e, "could not commit a group of writes; they are lost");
             // Harmless if it fails: it only fails when SQLite already rolled back.
             let _ = self.conn.execute_batch("ROLLBACK");
+        }
+        if let Some(held) = &self.held {
+            held.observe(opened.elapsed().as_secs_f64());
         }
     }
 
@@ -117,6 +130,8 @@ pub(super) struct Shared {
     db: Mutex<Db>,
     timer: Arc<Timer>,
     committer: OnceLock<()>,
+    /// Where each wait for the connection is observed, once set.
+    waits: OnceLock<Histogram>,
     /// [`WINDOW`], but for tests that need a group to stay open.
     pub(super) window: Duration,
 }
@@ -141,14 +156,28 @@ impl Shared {
             db: Mutex::new(db),
             timer: Arc::default(),
             committer: OnceLock::new(),
+            waits: OnceLock::new(),
             window: WINDOW,
         })
     }
 
     pub(super) fn lock_db(&self) -> MutexGuard<'_, Db> {
+        let asked = Instant::now();
         // A panic while holding the lock cannot leave SQLite inconsistent
         // (transactions roll back on drop), so a poisoned lock is still usable.
-        self.db.lock().unwrap_or_else(|p| p.into_inner())
+        let db = self.db.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(waits) = self.waits.get() {
+            waits.observe(asked.elapsed().as_secs_f64());
+        }
+        db
+    }
+
+    /// Observes each wait for the connection and each group's hold of the
+    /// write lock into `timings` from now on (a second call changes nothing).
+    pub(super) fn time_into(&self, timings: StoreTimings) {
+        if self.waits.set(timings.wait).is_ok() {
+            self.lock_db().held = Some(timings.group);
+        }
     }
 
     /// The connection inside the open group (opened if none is).

@@ -296,6 +296,12 @@ impl Store {
             .sum()
     }
 
+    /// Times this store's connection into the process's metrics from now
+    /// on: each use's wait for it, and each group of writes.
+    pub fn time_into(&self, timings: crate::metrics::StoreTimings) {
+        self.shared.time_into(timings);
+    }
+
     /// Commits grouped writes now.
     pub fn flush(&self) {
         self.shared.lock_db().commit_group();

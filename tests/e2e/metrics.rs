@@ -72,9 +72,10 @@ fn wait_status(addr: &str, path: &str, status: u16) -> String {
     }
 }
 
-/// Waits (bounded) until a scrape of `/metrics` satisfies `moved`.
+/// Waits (bounded: a reconnect's back-off included) until a scrape of
+/// `/metrics` satisfies `moved`.
 fn wait_scrape(addr: &str, moved: impl Fn(&str) -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let (_, scrape) = get(addr, "/metrics");
         if moved(&scrape) {
@@ -361,5 +362,182 @@ async fn feed_fetches_are_counted_by_outcome() {
     for outcome in ["ok", "not_modified", "failed"] {
         let series = format!("ambient_feed_fetches_total{{outcome=\"{outcome}\"}}");
         assert_eq!(value(&scrape, &series), 1.0, "{series} in:\n{scrape}");
+    }
+}
+
+/// Waits (bounded) until `bot` has answered the message `asked` in #general.
+fn wait_answered(bot: &Bot, asked: u64) {
+    assert!(
+        bot.discord
+            .wait_until(20, |w| w.sent_in(GENERAL).iter().any(
+                |b| b["message_reference"]["message_id"] == json!(asked.to_string())
+            )),
+        "{}",
+        bot.log()
+    );
+}
+
+/// One mention answered: its wait from the gateway to Discord accepting the
+/// answer is one observation of `ambient_reply_seconds`; the reply role's
+/// budget left is its cap less the tokens the answer cost; the store's
+/// writes of it were timed (each group, each wait for the connection).
+#[test]
+fn an_answered_mention_is_timed_and_spends_the_reply_budget() {
+    let cap = 50_000.0;
+    let bot = Bot::start(json!({
+        "metrics": {"bind": "127.0.0.1:0"},
+        "budget": {"dailyTokens": {"reply": cap as u64}},
+    }));
+    let addr = endpoints_of(&bot);
+    let (_, before) = get(&addr, "/metrics");
+    assert!(
+        before.contains("ambient_reply_seconds_count 0\n"),
+        "{before}"
+    );
+    let left = "ambient_budget_tokens_left{role=\"reply\"}";
+    assert_eq!(value(&before, left), cap, "{before}");
+    bot.model.fallback(Scripted::text("Hi Alice."));
+    let asked = bot
+        .discord
+        .say(GENERAL, ALICE, &format!("<@{BOT}> are you there?"));
+    wait_answered(&bot, asked);
+    let tokens = |s: &str| {
+        value(
+            s,
+            "ambient_model_tokens_total{role=\"reply\",direction=\"input\"}",
+        ) + value(
+            s,
+            "ambient_model_tokens_total{role=\"reply\",direction=\"output\"}",
+        )
+    };
+    wait_scrape(&addr, |after| {
+        tokens(after) > 0.0
+            && value(after, left) == cap - tokens(after)
+            && value(after, "ambient_reply_seconds_count") == 1.0
+            && value(after, "ambient_reply_seconds_bucket{le=\"60.0\"}") == 1.0
+            && value(after, "ambient_store_write_group_seconds_count") > 0.0
+            && value(after, "ambient_store_wait_seconds_count") > 0.0
+    });
+}
+
+/// Sends Discord answers 429 are counted by the scope it gives, and each
+/// one sent again is a retry.
+#[test]
+fn send_429s_and_their_retries_are_counted() {
+    let bot = Bot::start(metrics_on());
+    let addr = endpoints_of(&bot);
+    bot.discord
+        .storm_sends(2, Duration::from_millis(200), false);
+    bot.model.fallback(Scripted::text("Here after the wait."));
+    let asked = bot
+        .discord
+        .say(GENERAL, ALICE, &format!("<@{BOT}> still there?"));
+    wait_answered(&bot, asked);
+    wait_scrape(&addr, |s| {
+        value(s, "ambient_discord_rate_limited_total{scope=\"user\"}") == 2.0
+            && value(s, "ambient_discord_retries_total") == 2.0
+    });
+}
+
+/// Shard 0's gauge follows its connection: 1, then 0 while the gateway is
+/// down, then 1 once it is back; and its sessions are counted by shard,
+/// a dropped connection resumed as `how="resumed"`.
+#[test]
+fn a_shard_reads_down_while_its_gateway_is_and_its_sessions_count() {
+    let bot = Bot::start(metrics_on());
+    let addr = endpoints_of(&bot);
+    let shard = "ambient_gateway_shard_connected{shard=\"0\"}";
+    let sessions = |s: &str, how: &str| {
+        value(
+            s,
+            &format!("ambient_gateway_sessions_total{{shard=\"0\",how=\"{how}\"}}"),
+        )
+    };
+    let (_, scrape) = get(&addr, "/metrics");
+    assert!(scrape.contains(&format!("{shard} 1\n")), "{scrape}");
+    assert_eq!(sessions(&scrape, "identified"), 1.0, "{scrape}");
+
+    bot.discord.gateway_down();
+    wait_scrape(&addr, |s| value(s, shard) == 0.0 && s.contains(shard));
+    let (_, down) = get(&addr, "/metrics");
+    let before = sessions(&down, "identified") + sessions(&down, "resumed");
+    bot.discord.gateway_up();
+    wait_scrape(&addr, |s| {
+        value(s, shard) == 1.0 && sessions(s, "identified") + sessions(s, "resumed") == before + 1.0
+    });
+
+    let (_, up) = get(&addr, "/metrics");
+    let resumed = sessions(&up, "resumed");
+    bot.discord.drop_connection(None);
+    wait_scrape(&addr, |s| {
+        value(s, shard) == 1.0 && sessions(s, "resumed") == resumed + 1.0
+    });
+}
+
+/// A request whose head is over the endpoints' 8 KiB is refused with 431
+/// and its connection closed (hyper would otherwise buffer up to 400 KiB
+/// of it); a usual scrape is still served.
+#[test]
+fn a_request_head_over_the_limit_is_refused_with_431() {
+    let bot = Bot::spawn(FakeDiscord::start(), metrics_on(), &[], "ambient=info");
+    let addr = endpoints_of(&bot);
+    let mut s = TcpStream::connect(&addr).expect("connect to the metrics port");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let pad = "a".repeat(20 * 1024);
+    // The server may close before it has read the whole head: what it
+    // answered is what matters.
+    let _ = write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nX-Pad: {pad}\r\n\r\n"
+    );
+    let mut answer = Vec::new();
+    let _ = s.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 431"), "{answer}");
+    assert_eq!(get(&addr, "/healthz"), (200, "ok\n".into()));
+}
+
+/// Every family `/metrics` serves has its row in the README's table, with
+/// its name as scraped (a counter's `_total` included) and its type.
+#[test]
+fn every_family_is_in_the_readmes_table() {
+    use ambient::metrics::{Metrics, ModelCall, State};
+    let readme = crate::support::readme::text();
+    // One of each event: a family with no series is not served.
+    let m = Metrics::default();
+    m.routed("pass", None);
+    m.journaled("reply");
+    m.gate_refused("budget");
+    m.model_call(ModelCall {
+        role: "reply",
+        outcome: "ok",
+        tokens_in: 1,
+        tokens_out: 1,
+        latency_ms: 1,
+        cost_usd: Some(0.0),
+    });
+    m.feed_fetched("ok");
+    m.gateway_session(0, false);
+    m.rate_limited(None);
+    let scrape = m
+        .encode(&State {
+            shards: vec![(0, true)],
+            budget_left: vec![("reply", 1)],
+            ..State::default()
+        })
+        .unwrap();
+    let families: Vec<(String, String)> = scrape
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_once(' '))
+        .map(|(name, kind)| match kind {
+            "counter" => (format!("{name}_total"), kind.to_string()),
+            _ => (name.to_string(), kind.to_string()),
+        })
+        .collect();
+    assert!(families.len() >= 20, "{scrape}");
+    for (name, kind) in families {
+        let row = format!("| `{name}` | {kind} |");
+        assert!(readme.contains(&row), "no README row {row}");
     }
 }
