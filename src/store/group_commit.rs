@@ -57,6 +57,9 @@ pub(super) struct Db {
     /// Where each group's time holding the write lock is observed, once
     /// the process's metrics are made ([`Shared::time_into`]).
     held: Option<Histogram>,
+    /// Why the last group failed to commit, until one commits again: the
+    /// store is not taking writes (a full disk), whatever its lock says.
+    pub(super) lost: Option<String>,
 }
 
 impl Db {
@@ -68,6 +71,7 @@ impl Db {
             rest: REST,
             alone: false,
             held: None,
+            lost: None,
         }
     }
 
@@ -84,10 +88,14 @@ impl Db {
         if was_group {
             self.rest_until = Some(Instant::now() + self.rest);
         }
-        if let Err(e) = self.conn.execute_batch("COMMIT") {
-            tracing::error!(error = %e, "could not commit a group of writes; they are lost");
-            // Harmless if it fails: it only fails when SQLite already rolled back.
-            let _ = self.conn.execute_batch("ROLLBACK");
+        match self.conn.execute_batch("COMMIT") {
+            Ok(()) => self.lost = None,
+            Err(e) => {
+                tracing::error!(error = %e, "could not commit a group of writes; they are lost");
+                self.lost = Some(e.to_string());
+                // Harmless if it fails: it only fails when SQLite already rolled back.
+                let _ = self.conn.execute_batch("ROLLBACK");
+            }
         }
         if let Some(held) = &self.held {
             held.observe(opened.elapsed().as_secs_f64());

@@ -89,6 +89,8 @@ pub enum StoreError {
         path: PathBuf,
         source: rusqlite::Error,
     },
+    #[error("the last group of writes could not be committed ({0}); they were lost")]
+    GroupLost(String),
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;
@@ -278,10 +280,17 @@ impl Store {
         self
     }
 
-    /// Whether the store can take a write now: takes SQLite's write lock
-    /// and lets it go, writing nothing (`/readyz`).
+    /// Whether the store can take a write now (`/readyz`): its last group
+    /// of writes was committed, and SQLite's write lock can be taken (and is
+    /// let go, writing nothing). Taking the lock alone says nothing of a
+    /// full disk: that shows only when a commit needs room.
     pub fn writable(&self) -> Result<()> {
-        self.lock().execute_batch("BEGIN IMMEDIATE; ROLLBACK")?;
+        let conn = self.lock();
+        // Taking the connection commits the open group: its failure counts.
+        if let Some(why) = &conn.0.lost {
+            return Err(StoreError::GroupLost(why.clone()));
+        }
+        conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK")?;
         Ok(())
     }
 

@@ -21,4 +21,5 @@ pub mod serve;
 pub mod shards;
 pub mod spellings;
 pub mod stt_server;
+pub mod tmpfs;
 pub mod world;
