@@ -253,6 +253,9 @@ async fn a_server_that_talks_every_day_skips_its_hours_at_the_daily_cap_the_budg
     s.initiative.text.min_minutes_between_posts = 120;
     s.initiative.text.max_posts_per_day = 3;
     s.budget.guild_autonomous_daily_tokens = 22_000;
+    // A conversation is extracted eight minutes after it goes quiet: inside
+    // a stretch, spending from that budget there.
+    s.memory.conversation_idle_minutes = 8;
     let (skipping, every_tick) = both_ways(&files, &s).await;
     assert_same(&skipping, &every_tick);
     let gates = &skipping.report.gates;
@@ -262,6 +265,7 @@ async fn a_server_that_talks_every_day_skips_its_hours_at_the_daily_cap_the_budg
             "hours stopped at {gate}: {gates:?}"
         );
     }
+    assert!(skipping.upkeep_runs > 0, "upkeep ran inside a stretch");
     assert!(
         skipping.skipped_ticks > 2_000,
         "those hours were skipped: {} ticks skipped, {} run",
