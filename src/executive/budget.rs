@@ -67,71 +67,147 @@ pub fn check(
     estimate: u64,
     now: DateTime<Utc>,
 ) -> Result<(), BudgetRefusal> {
-    let since = Some(now - chrono::Duration::hours(24));
-    let used = |f: UsageFilter| {
-        store
-            .usage_tokens(&f)
-            .map_err(|e| BudgetRefusal::Usage(Arc::new(e)))
-    };
-
-    let cap = ctx.role.daily_budget(settings);
-    if cap > 0 {
-        let u = role_used(store, ctx.role, now).map_err(|e| BudgetRefusal::Usage(Arc::new(e)))?;
-        if u + estimate > cap {
-            return Err(BudgetRefusal::Role {
-                role: ctx.role,
-                used: u,
-                cap,
-                estimate,
-                share: share_note(settings),
-            });
-        }
-    }
-    if !ctx.role.is_autonomous() {
-        return Ok(());
-    }
-    let autonomous: Vec<String> = AUTONOMOUS.iter().map(|r| r.as_str().to_string()).collect();
-    let guild_cap = settings.budget.guild_autonomous_daily_tokens;
-    if let (Some(guild), true) = (ctx.guild, guild_cap > 0) {
-        let u = used(UsageFilter {
-            since,
-            roles: autonomous.clone(),
-            guild: Some(guild),
-            ..Default::default()
-        })?;
-        if u + estimate > guild_cap {
-            return Err(BudgetRefusal::Guild {
-                used: u,
-                cap: guild_cap,
-            });
-        }
-    }
-    let paid_cap = settings.process_cap(settings.budget.pay_per_token_daily_tokens);
-    if ep.pay_per_token && paid_cap > 0 {
-        let u = used(UsageFilter {
-            since,
-            roles: autonomous,
-            pay_per_token: Some(true),
-            ..Default::default()
-        })?;
-        if u + estimate > paid_cap {
-            return Err(BudgetRefusal::PayPerToken {
-                used: u,
-                cap: paid_cap,
-                share: share_note(settings),
-            });
+    for cap in caps(settings, ctx, ep, now) {
+        let used = store
+            .usage_tokens(&cap.counts)
+            .map_err(|e| BudgetRefusal::Usage(Arc::new(e)))?;
+        if used + estimate > cap.limit {
+            return Err(cap.refusal(settings, ctx, used, estimate));
         }
     }
     Ok(())
 }
 
-/// The tokens `role` used in the 24 hours before `now`, as its cap counts them.
-fn role_used(store: &Store, role: Role, now: DateTime<Utc>) -> Result<u64, StoreError> {
-    store.usage_tokens(&UsageFilter {
+/// When a call of about `estimate` tokens for `ctx` on `ep` would fit every
+/// cap again if nothing more were spent: `now` if it fits now, else the
+/// instant the last spend it must wait for leaves the rolling 24 h (it
+/// fits from the next millisecond on), `None` if it never will (the
+/// estimate alone passes a cap). With no new spend each cap's total only
+/// falls, record by record, so nothing fits earlier; new spend only makes
+/// it later. The replay skips ticks stopped at the budget up to here.
+pub fn fits_again_at(
+    store: &Store,
+    settings: &Settings,
+    ctx: &CallContext,
+    ep: &Endpoint,
+    estimate: u64,
+    now: DateTime<Utc>,
+) -> Result<Option<DateTime<Utc>>, StoreError> {
+    let mut at = now;
+    for cap in caps(settings, ctx, ep, now) {
+        let Some(room) = cap.limit.checked_sub(estimate) else {
+            return Ok(None);
+        };
+        let spent = store.usage_list(&cap.counts, None)?;
+        let mut used: u64 = spent.iter().map(|r| r.tokens()).sum();
+        // Oldest first: each record that leaves the window takes its tokens along.
+        for r in &spent {
+            if used <= room {
+                break;
+            }
+            used -= r.tokens();
+            at = at.max(r.at + chrono::Duration::hours(24));
+        }
+    }
+    Ok(Some(at))
+}
+
+/// Which cap a [`Cap`] is, for its refusal.
+#[derive(Clone, Copy)]
+enum CapKind {
+    Role,
+    Guild,
+    PayPerToken,
+}
+
+/// One cap a call faces: its limit and the usage in the rolling 24 h it counts.
+struct Cap {
+    kind: CapKind,
+    limit: u64,
+    counts: UsageFilter,
+}
+
+impl Cap {
+    fn refusal(
+        &self,
+        settings: &Settings,
+        ctx: &CallContext,
+        used: u64,
+        estimate: u64,
+    ) -> BudgetRefusal {
+        let cap = self.limit;
+        match self.kind {
+            CapKind::Role => BudgetRefusal::Role {
+                role: ctx.role,
+                used,
+                cap,
+                estimate,
+                share: share_note(settings),
+            },
+            CapKind::Guild => BudgetRefusal::Guild { used, cap },
+            CapKind::PayPerToken => BudgetRefusal::PayPerToken {
+                used,
+                cap,
+                share: share_note(settings),
+            },
+        }
+    }
+}
+
+/// The caps a call for `ctx` on `ep` faces now, in the order they are
+/// checked (a cap of 0 is none): its role's; for autonomous work, its
+/// guild's and, on a pay-per-token endpoint, the pay-per-token cap.
+fn caps(settings: &Settings, ctx: &CallContext, ep: &Endpoint, now: DateTime<Utc>) -> Vec<Cap> {
+    let since = Some(now - chrono::Duration::hours(24));
+    let mut caps = Vec::new();
+    let role_cap = ctx.role.daily_budget(settings);
+    if role_cap > 0 {
+        caps.push(Cap {
+            kind: CapKind::Role,
+            limit: role_cap,
+            counts: role_counts(ctx.role, now),
+        });
+    }
+    if !ctx.role.is_autonomous() {
+        return caps;
+    }
+    let autonomous: Vec<String> = AUTONOMOUS.iter().map(|r| r.as_str().to_string()).collect();
+    let guild_cap = settings.budget.guild_autonomous_daily_tokens;
+    if let (Some(guild), true) = (ctx.guild, guild_cap > 0) {
+        caps.push(Cap {
+            kind: CapKind::Guild,
+            limit: guild_cap,
+            counts: UsageFilter {
+                since,
+                roles: autonomous.clone(),
+                guild: Some(guild),
+                ..Default::default()
+            },
+        });
+    }
+    let paid_cap = settings.process_cap(settings.budget.pay_per_token_daily_tokens);
+    if ep.pay_per_token && paid_cap > 0 {
+        caps.push(Cap {
+            kind: CapKind::PayPerToken,
+            limit: paid_cap,
+            counts: UsageFilter {
+                since,
+                roles: autonomous,
+                pay_per_token: Some(true),
+                ..Default::default()
+            },
+        });
+    }
+    caps
+}
+
+/// The usage `role`'s daily cap counts at `now`: its own in the last 24 hours.
+fn role_counts(role: Role, now: DateTime<Utc>) -> UsageFilter {
+    UsageFilter {
         since: Some(now - chrono::Duration::hours(24)),
         roles: vec![role.as_str().into()],
         ..Default::default()
-    })
+    }
 }
 
 /// What each role with a daily cap may still spend at `now` (its cap less
@@ -145,7 +221,8 @@ pub fn left(
     for role in Role::ALL {
         let cap = role.daily_budget(settings);
         if cap > 0 {
-            left.push((role, cap.saturating_sub(role_used(store, role, now)?)));
+            let used = store.usage_tokens(&role_counts(role, now))?;
+            left.push((role, cap.saturating_sub(used)));
         }
     }
     Ok(left)
@@ -184,6 +261,89 @@ mod tests {
         s.discord.shards = shards.into();
         s.discord.total_shards = total;
         s
+    }
+
+    fn paid_endpoint() -> Endpoint {
+        Endpoint {
+            provider: crate::settings::ProviderKind::Openai,
+            wire: super::super::endpoints::Wire::OpenAi,
+            base_url: "http://127.0.0.1:9".into(),
+            key: None,
+            model: "m".into(),
+            pay_per_token: true,
+            vision: false,
+        }
+    }
+
+    fn spent(store: &Store, at: DateTime<Utc>, role: Role, guild: u64, tokens: u64) {
+        store
+            .usage_append(&crate::store::usage::UsageRecord {
+                id: 0,
+                at,
+                role: role.as_str().into(),
+                source: "ambient".into(),
+                guild: Some(crate::ids::GuildId(guild)),
+                provider: "openai".into(),
+                model: "m".into(),
+                pay_per_token: true,
+                tokens_in: tokens,
+                tokens_out: 0,
+                latency_ms: 1,
+                outcome: "ok".into(),
+                detail: String::new(),
+            })
+            .unwrap();
+    }
+
+    #[test]
+    fn a_refused_call_fits_again_exactly_when_fits_again_at_says() {
+        // Spend by the hour over the last day, in the guild's cap and the
+        // pay-per-token cap (another guild's counts there only); checked
+        // against `check` at every minute of the next 25 h.
+        let store = Store::open_in_memory().unwrap();
+        let now: DateTime<Utc> = "2026-05-04T12:00:30Z".parse().unwrap();
+        let mut s = Settings::default();
+        s.budget.guild_autonomous_daily_tokens = 10_000;
+        s.budget.pay_per_token_daily_tokens = 14_000;
+        for h in 1..=20 {
+            let at = now - chrono::Duration::hours(24) + chrono::Duration::minutes(h * 67);
+            spent(&store, at, Role::Extract, 1, 400 + 10 * h as u64);
+            spent(&store, at, Role::Extract, 2, 300);
+        }
+        let ctx = CallContext::new(Role::Ambient, Some(crate::ids::GuildId(1)));
+        let ep = paid_endpoint();
+        let estimate = 3_000;
+        assert!(check(&store, &s, &ctx, &ep, estimate, now).is_err());
+        let at = fits_again_at(&store, &s, &ctx, &ep, estimate, now)
+            .unwrap()
+            .unwrap();
+        assert!(at > now && at < now + chrono::Duration::hours(24), "{at}");
+        let mut t = now;
+        while t < now + chrono::Duration::hours(25) {
+            let fits = check(&store, &s, &ctx, &ep, estimate, t).is_ok();
+            assert_eq!(fits, t > at, "at {t}, said {at}");
+            t += chrono::Duration::seconds(59);
+        }
+        let from_later = fits_again_at(&store, &s, &ctx, &ep, estimate, at).unwrap();
+        assert_eq!(from_later, Some(at), "the same instant seen from later");
+        assert_eq!(
+            fits_again_at(
+                &store,
+                &s,
+                &ctx,
+                &ep,
+                estimate,
+                at + chrono::Duration::milliseconds(1)
+            )
+            .unwrap(),
+            Some(at + chrono::Duration::milliseconds(1)),
+            "fitting now: now"
+        );
+        assert_eq!(
+            fits_again_at(&store, &s, &ctx, &ep, 10_001, now).unwrap(),
+            None,
+            "an estimate over the cap never fits"
+        );
     }
 
     #[test]

@@ -249,6 +249,25 @@ impl Executive {
         why
     }
 
+    /// When [`Executive::over_budget`], refusing `ctx` now, would let it
+    /// through if nothing more were spent: the earliest instant any of the
+    /// role's endpoints fits again ([`budget::fits_again_at`]); `now` when
+    /// one fits now or usage cannot be read, `None` when none ever will.
+    pub fn fits_budget_again_at(&self, ctx: &CallContext, estimate: u64) -> Option<DateTime<Utc>> {
+        let settings = self.settings.for_guild(ctx.guild);
+        let now = self.clock.now();
+        let mut first: Option<DateTime<Utc>> = None;
+        for ep in self.resolve(ctx.role).endpoints {
+            match budget::fits_again_at(&self.store, &settings, ctx, &ep, estimate, now) {
+                Ok(Some(at)) => first = Some(first.map_or(at, |f| f.min(at))),
+                Ok(None) => {}
+                // A total not read is no reason to wait.
+                Err(_) => return Some(now),
+            }
+        }
+        first
+    }
+
     /// The likely size of `role`'s next call: the average prompt of its
     /// recent calls plus the most it may answer (what a budget reserves).
     pub fn likely_call_tokens(&self, role: Role) -> u64 {

@@ -237,6 +237,23 @@ fn empty_room(i: &Inputs<'_>, eligible: &[ChannelId]) -> Option<String> {
     ))
 }
 
+/// When the room, not empty now, counts as empty if nobody posts: when the
+/// last person's post is `requireActivityWithinHours` old. `None` when it
+/// never does (0: the gate is off).
+pub fn room_empties_at(
+    settings: &Settings,
+    last_human: Option<DateTime<Utc>>,
+) -> Option<DateTime<Utc>> {
+    let hours = settings.initiative.text.require_activity_within_hours;
+    if hours == 0 {
+        return None;
+    }
+    // A room nobody ever spoke in is empty already.
+    Some(last_human.map_or(DateTime::<Utc>::MIN_UTC, |at| {
+        at + chrono::Duration::hours(i64::from(hours))
+    }))
+}
+
 /// What courtesy asks of a guild's pool now, read from the store: the
 /// hushes in force and when a person last posted there.
 #[derive(Clone, Debug, Default)]
@@ -435,6 +452,28 @@ fn daily_cap(i: &Inputs<'_>) -> Result<(), Stop> {
     Ok(())
 }
 
+/// When the daily cap, full now, lets a post through if the bot posts
+/// nothing more: when the oldest post it must forget leaves the rolling
+/// 24 h (from the next millisecond on); `now` when it is not full, `None`
+/// when it never lets one through (a cap of 0).
+pub fn daily_cap_opens_at(
+    store: &Store,
+    settings: &Settings,
+    guild: GuildId,
+    now: DateTime<Utc>,
+) -> Result<Option<DateTime<Utc>>, StoreError> {
+    let max = settings.initiative.text.max_posts_per_day as usize;
+    if max == 0 {
+        return Ok(None);
+    }
+    let posts = store.journal_query(&super::counted_posts(guild, now))?;
+    // Oldest first: once all but `max - 1` have left, one more fits.
+    Ok(Some(match posts.len().checked_sub(max) {
+        Some(i) => posts[i].at + chrono::Duration::hours(24),
+        None => now,
+    }))
+}
+
 fn model(i: &Inputs<'_>) -> Result<(), Stop> {
     match &i.model_unavailable {
         Some(why) => Err(stop("model", why.clone())),
@@ -472,8 +511,7 @@ fn cooldown(i: &Inputs<'_>) -> Result<(), Stop> {
     let Some(last) = i.last_considered else {
         return Ok(());
     };
-    let ready = last + chrono::Duration::minutes(i64::from(t.min_minutes_between_posts));
-    if i.now < ready {
+    if i.now < cooldown_ends_at(i.settings, last) {
         let minutes = (i.now - last).num_minutes();
         return Err(stop(
             "cooldown",
@@ -484,6 +522,14 @@ fn cooldown(i: &Inputs<'_>) -> Result<(), Stop> {
         ));
     }
     Ok(())
+}
+
+/// When the cooldown after a consideration at `last` ends: from then on
+/// `minMinutesBetweenPosts` have passed.
+pub fn cooldown_ends_at(settings: &Settings, last: DateTime<Utc>) -> DateTime<Utc> {
+    last + chrono::Duration::minutes(i64::from(
+        settings.initiative.text.min_minutes_between_posts,
+    ))
 }
 
 fn eagerness(i: &Inputs<'_>, chance: &Chance) -> Result<(), Stop> {
@@ -543,6 +589,59 @@ mod tests {
             "model",
             "no model comes first"
         );
+    }
+
+    #[test]
+    fn the_daily_cap_room_and_cooldown_open_exactly_when_their_functions_say() {
+        // Four posts over the last day at a cap of 3, checked against the
+        // count the gate reads at every minute of the next day.
+        use crate::journal::{Entry, Kind};
+        let store = Store::open_in_memory().unwrap();
+        let guild = GuildId(1);
+        let now: DateTime<Utc> = "2026-05-04T12:00:30Z".parse().unwrap();
+        for hours in [20, 9, 5, 2] {
+            let mut post = Entry::new(Kind::InitiativePost, "posted").guild(Some(guild));
+            post.at = now - chrono::Duration::hours(hours);
+            store.journal_append(&post).unwrap();
+        }
+        let mut s = settings();
+        s.initiative.text.max_posts_per_day = 3;
+        let opens = daily_cap_opens_at(&store, &s, guild, now).unwrap().unwrap();
+        assert_eq!(opens, now + chrono::Duration::hours(24 - 9));
+        let mut t = now;
+        while t < now + chrono::Duration::hours(25) {
+            let full = super::super::posts_last_24h(&store, guild, t).unwrap() >= 3;
+            assert_eq!(full, t <= opens, "at {t}, said {opens}");
+            t += chrono::Duration::seconds(59);
+        }
+        s.initiative.text.max_posts_per_day = 5;
+        assert_eq!(
+            daily_cap_opens_at(&store, &s, guild, now).unwrap(),
+            Some(now)
+        );
+        s.initiative.text.max_posts_per_day = 0;
+        assert_eq!(daily_cap_opens_at(&store, &s, guild, now).unwrap(), None);
+
+        let s = settings();
+        let chance = Chance::seeded(1);
+        let spoke = now - chrono::Duration::hours(3);
+        let empties = room_empties_at(&s, Some(spoke)).unwrap();
+        let last = now - chrono::Duration::minutes(10);
+        let ready = cooldown_ends_at(&s, last);
+        let at = |now| Inputs {
+            now,
+            last_human: Some(spoke),
+            last_considered: Some(last),
+            ..inputs(&s)
+        };
+        let ms = chrono::Duration::milliseconds(1);
+        assert_eq!(gate(evaluate(&at(ready - ms), &chance)), "cooldown");
+        assert_eq!(gate(evaluate(&at(ready), &chance)), "fresh");
+        assert_ne!(gate(evaluate(&at(empties - ms), &chance)), "empty_room");
+        assert_eq!(gate(evaluate(&at(empties), &chance)), "empty_room");
+        let mut off = settings();
+        off.initiative.text.require_activity_within_hours = 0;
+        assert_eq!(room_empties_at(&off, Some(spoke)), None, "0: never");
     }
 
     #[test]

@@ -388,6 +388,52 @@ impl Initiative {
         ))
     }
 
+    /// Until when a look at `guild`, stopped at `gate` now, stops there
+    /// again if nobody speaks, the bot says nothing and nothing is spent —
+    /// as far as that gate and the gates before it go (quiet hours aside:
+    /// the caller watches them). `None`: for as long as that lasts; an
+    /// instant not after now: not known, look again. The replay skips
+    /// ticks up to here. The gates before these only stay open with time
+    /// (a conversation ends, an hourly cap frees, a hush ends, the daily
+    /// count and the spend fall) except the room, which empties; a held
+    /// thought, which would be looked at before the cooldown, is the
+    /// caller's to rule out.
+    pub fn stops_until(&self, guild: GuildId, gate: &str) -> Option<DateTime<Utc>> {
+        let settings = self.settings.for_guild(Some(guild));
+        let now = self.clock.now();
+        let held = match gate {
+            "daily_cap" => gates::daily_cap_opens_at(&self.store, &settings, guild, now),
+            "budget" => {
+                let role = decider(&settings);
+                let estimate = self.executive.likely_call_tokens(role);
+                Ok(self
+                    .executive
+                    .fits_budget_again_at(&CallContext::new(role, Some(guild)), estimate))
+            }
+            "cooldown" => self.store.last_considered(guild).map(|last| {
+                last.map(|l| gates::cooldown_ends_at(&settings, l))
+                    .or(Some(now))
+            }),
+            _ => return Some(now),
+        };
+        let room = self
+            .store
+            .guild_channels(guild)
+            .map_err(|e| crate::courtesy::Refusal::read_failed("the server's channels", &e))
+            .and_then(|channels| {
+                let eligible = gates::eligible_pool(&settings, &channels);
+                gates::Room::look(&self.store, &settings, guild, &eligible, now)
+            });
+        match (held, room) {
+            (Ok(held), Ok(room)) => [held, gates::room_empties_at(&settings, room.last_human)]
+                .into_iter()
+                .flatten()
+                .min(),
+            // A read that failed is a doubt: look again.
+            _ => Some(now),
+        }
+    }
+
     fn note_gate(&self, guild: GuildId, gate: &'static str, reason: &str) {
         // Every stop is counted; only a change of gate is journaled.
         self.journal.metrics().gate_refused(gate);
@@ -1046,13 +1092,18 @@ pub fn posts_last_24h(
     now: DateTime<Utc>,
 ) -> Result<u32, crate::store::StoreError> {
     store
-        .journal_count(&Filter {
-            since: Some(now - chrono::Duration::hours(24)),
-            kinds: vec![Kind::InitiativePost],
-            guild: Some(guild),
-            ..Default::default()
-        })
+        .journal_count(&counted_posts(guild, now))
         .map(|n| n as u32)
+}
+
+/// The journal's ambient posts in `guild` that the daily cap counts at `now`.
+fn counted_posts(guild: GuildId, now: DateTime<Utc>) -> Filter {
+    Filter {
+        since: Some(now - chrono::Duration::hours(24)),
+        kinds: vec![Kind::InitiativePost],
+        guild: Some(guild),
+        ..Default::default()
+    }
 }
 
 /// How a look that reached the model ended, as the journal entry closing it

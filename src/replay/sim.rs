@@ -54,6 +54,17 @@ const BACKGROUND_EVERY: chrono::Duration = chrono::Duration::minutes(5);
 /// or quiet hours, which a skip watches for itself.
 const STILL_GATES: &[&str] = &["enabled", "pool", "empty_room"];
 
+/// The initiative gates whose "no" holds until a time the gate can say
+/// (`Initiative::stops_until`): the daily cap, until the oldest post it
+/// counts is a day old; the budget, until enough spend leaves its 24 h; the
+/// cooldown, until `minMinutesBetweenPosts` after the last consideration.
+/// As time passes with nobody speaking, every gate before them stays open
+/// but the room, which empties (part of that time; a held thought rules a
+/// stretch out). All come before the eagerness roll, so a skipped tick
+/// rolls no dice. Upkeep inside such a stretch may spend, so the tick
+/// after it is run.
+const TIMED_GATES: &[&str] = &["daily_cap", "budget", "cooldown"];
+
 /// The ticks after some instant that look at memory upkeep: the `first`
 /// (1 is the next tick), then every `every`.
 struct Grid {
@@ -175,14 +186,16 @@ pub struct Simulation {
 }
 
 /// A silent stretch: until `until`, no tick does anything but what the
-/// last one did — every guild stopped at the same still gate, no task due,
-/// no held thought, idea or schedule, nothing for the garden's look — as
-/// long as each guild's quiet hours stay as they were at its start.
+/// last one did — every guild stopped at the same still or timed gate, no
+/// task due, no held thought, idea or schedule, nothing for the garden's
+/// look — as long as each guild's quiet hours stay as they were at its start.
 struct Still {
     until: DateTime<Utc>,
     gates: Vec<&'static str>,
     /// Each guild's settings, for its quiet hours.
     settings: Vec<Arc<Settings>>,
+    /// A guild waits at a timed gate: the stretch ends after upkeep runs.
+    timed: bool,
 }
 
 impl Still {
@@ -356,6 +369,7 @@ impl Simulation {
         if !self.background_due() {
             return Ok(());
         }
+        let before = self.last_usage()?;
         app.memory.maintain().await;
         app.garden.notice_conversations_ending();
         let settings = app.settings.global();
@@ -366,19 +380,33 @@ impl Simulation {
                 Look::Wait(_) => break,
             }
         }
+        if self.last_usage()? != before {
+            // Spent after the gates were read: a timed gate's time may have moved.
+            self.forget_timed_gates();
+        }
         Ok(())
+    }
+
+    /// The guilds stopped at a timed gate start no stretch until a tick is run.
+    fn forget_timed_gates(&mut self) {
+        for g in &mut self.last_gates {
+            if g.is_some_and(|g| TIMED_GATES.contains(&g)) {
+                *g = None;
+            }
+        }
     }
 
     /// The silent stretch that starts now, if one does and skipping is on:
     /// it ends at `t` (the next message), the first task due, the garden's
-    /// next wake — whichever comes first. Each condition is what a tick
-    /// would otherwise act on; any doubt, and the ticks are run.
+    /// next wake, where a timed gate opens or the room empties before it —
+    /// whichever comes first. Each condition is what a tick would otherwise
+    /// act on; any doubt, and the ticks are run.
     fn still(&self, t: DateTime<Utc>, tick: chrono::Duration) -> anyhow::Result<Option<Still>> {
         let now = self.clock.now();
         let gates: Option<Vec<&'static str>> = self
             .last_gates
             .iter()
-            .map(|g| g.filter(|g| STILL_GATES.contains(g)))
+            .map(|g| g.filter(|g| STILL_GATES.contains(g) || TIMED_GATES.contains(g)))
             .collect();
         let Some(gates) = gates.filter(|g| self.skip_idle && !g.is_empty()) else {
             return Ok(None);
@@ -395,6 +423,13 @@ impl Simulation {
             return Ok(None);
         }
         let mut until = t.min(garden);
+        for ((g, _), gate) in guilds.iter().zip(&gates) {
+            if TIMED_GATES.contains(gate)
+                && let Some(opens) = self.app.initiative.stops_until(*g, gate)
+            {
+                until = until.min(opens);
+            }
+        }
         let mut settings = Vec::new();
         for g in std::iter::once(None).chain(guilds.iter().map(|(g, _)| Some(*g))) {
             // A task already fired is not fired again; one not yet fired is due at its time.
@@ -414,10 +449,12 @@ impl Simulation {
                 settings.push(self.app.settings.for_guild(Some(g)));
             }
         }
+        let timed = gates.iter().any(|g| TIMED_GATES.contains(g));
         Ok((now + tick < until).then_some(Still {
             until,
             gates,
             settings,
+            timed,
         }))
     }
 
@@ -450,10 +487,16 @@ impl Simulation {
                 // goes quiet, expiry): it runs as in a tick. The garden's look
                 // would do nothing before the stretch ends.
                 let mark = self.mark()?;
+                let usage = self.last_usage()?;
                 self.transport.doing(Doing::Background);
                 self.app.memory.maintain().await;
                 self.settle(mark)?;
                 self.upkeep_runs += 1;
+                if still.timed && self.last_usage()? != usage {
+                    // What it spent may move the budget's time: the next tick is run.
+                    self.forget_timed_gates();
+                    return Ok(());
+                }
                 upkeep = self.app.memory.next_upkeep(self.clock.now());
             }
         }
@@ -557,6 +600,12 @@ impl Simulation {
             .filter(|(role, _)| counted(role))
             .map(|(_, n)| n)
             .sum())
+    }
+
+    /// The last usage record so far: a call made or refused since moves it.
+    fn last_usage(&mut self) -> anyhow::Result<Option<i64>> {
+        self.calls(&[])?;
+        Ok(self.answered.after)
     }
 
     /// The server and channel stored on first sight, as the gateway's guild event does.

@@ -211,3 +211,65 @@ async fn a_ten_year_sparse_export_runs_a_tick_count_set_by_its_messages_not_its_
     let r = &out.report;
     assert!(r.did.replies >= 10 && r.did.reminders >= 10, "{:?}", r.did);
 }
+
+/// A server that talks every day: a message every 12 minutes, day and
+/// night, for `days`, now and then to the bot; the room is never empty.
+fn daily_chat(dir: &Path, days: i64) -> PathBuf {
+    let start: DateTime<Utc> = "2026-03-03T00:05:00Z".parse().unwrap();
+    let lines: Vec<String> = (0..days * 24 * 5)
+        .map(|n| {
+            let author = ["ada", "bo", "cy"][(n % 3) as usize];
+            let content = if n % 40 == 7 {
+                "@ambient hello, what is on today?".to_string()
+            } else {
+                format!("note {n}: the tide tables and the bread rota for the week")
+            };
+            serde_json::json!({
+                "ts": (start + Duration::minutes(n * 12)).to_rfc3339(),
+                "channel": "general",
+                "author": author,
+                "content": content,
+            })
+            .to_string()
+        })
+        .collect();
+    let path = dir.join("daily.jsonl");
+    std::fs::write(&path, lines.join("\n")).unwrap();
+    path
+}
+
+#[tokio::test]
+async fn a_server_that_talks_every_day_skips_its_hours_at_the_daily_cap_the_budget_and_the_cooldown_with_the_same_report()
+ {
+    // An eager bot with a small daily cap reaches it early each day, and a
+    // small budget for the server's autonomous work (extraction spends from
+    // it inside the stretches too) stops it on the days the cap does not;
+    // between its looks, the cooldown. The room is never empty, so only
+    // those gates make the stretches.
+    let dir = tempfile::tempdir().unwrap();
+    let files = vec![daily_chat(dir.path(), 3)];
+    let mut s = Settings::default();
+    s.initiative.text.eagerness = 100;
+    s.initiative.text.min_minutes_between_posts = 120;
+    s.initiative.text.max_posts_per_day = 3;
+    s.budget.guild_autonomous_daily_tokens = 22_000;
+    // A conversation is extracted eight minutes after it goes quiet: inside
+    // a stretch, spending from that budget there.
+    s.memory.conversation_idle_minutes = 8;
+    let (skipping, every_tick) = both_ways(&files, &s).await;
+    assert_same(&skipping, &every_tick);
+    let gates = &skipping.report.gates;
+    for gate in ["daily_cap", "budget", "cooldown"] {
+        assert!(
+            gates.get(gate).is_some_and(|n| *n > 100),
+            "hours stopped at {gate}: {gates:?}"
+        );
+    }
+    assert!(skipping.upkeep_runs > 0, "upkeep ran inside a stretch");
+    assert!(
+        skipping.skipped_ticks > 2_000,
+        "those hours were skipped: {} ticks skipped, {} run",
+        skipping.skipped_ticks,
+        skipping.ticks_run
+    );
+}
