@@ -34,6 +34,9 @@ pub struct Sources {
     pub memory: Option<Vec<String>>,
     pub guidance: Vec<String>,
     pub behavioral: Vec<String>,
+    /// This week's interests, read once per look: the feed's ranking and
+    /// memory's topics use them before the prompt shows them.
+    pub interests: community::Interests,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -95,7 +98,7 @@ pub fn assemble(r: Request<'_>) -> InitiativePrompt {
     let s = r.settings;
     let (channels, people) = channels(&r);
     let no_ping = no_ping(r.store, people);
-    let community = community(r.store, r.guild, r.now);
+    let community = community(&r.sources.interests);
     let pending = r.pending.map(|p| pending_view(&r, p));
     let (feed, feed_note) = section(
         r.sources.feed,
@@ -195,8 +198,7 @@ fn no_ping(store: &Store, people: BTreeMap<UserId, String>) -> Vec<String> {
 }
 
 /// COMMUNITY: this week's topics, and the busiest channels when there are topics.
-fn community(store: &Store, guild: GuildId, now: DateTime<Utc>) -> Vec<String> {
-    let interests = community::interests(store, guild, now - chrono::Duration::days(7), 500, 8);
+fn community(interests: &community::Interests) -> Vec<String> {
     let mut community: Vec<String> = interests
         .topics
         .iter()

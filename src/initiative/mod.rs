@@ -628,6 +628,7 @@ impl Initiative {
             memory,
             guidance,
             behavioral,
+            interests,
         }
     }
 
