@@ -36,6 +36,7 @@ mod garden_wakes;
 mod guild_io;
 mod hostile;
 mod initiative;
+mod instruction_count;
 mod layers;
 mod live;
 mod media;
