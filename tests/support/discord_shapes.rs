@@ -200,13 +200,13 @@ pub fn guild_create(base: Value) -> Value {
             "id": role_id(k), "name": format!("crew {k}"), "description": null,
             "color": 0x3498db + k, "colors": {"primary_color": 0x3498db + k, "secondary_color": null, "tertiary_color": null},
             "hoist": k < 4, "icon": null, "unicode_emoji": null, "position": k, "permissions": "1071698660929",
-            "managed": false, "mentionable": k % 2 == 0, "flags": 0,
+            "managed": false, "mentionable": k.is_multiple_of(2), "flags": 0,
         }));
     }
     g["roles"] = json!(roles);
     g["emojis"] = (0..EMOJIS)
         .map(|k| json!({"id": (EMOJI_BASE + k).to_string(), "name": format!("harbour_{k}"),
-            "roles": [], "require_colons": true, "managed": false, "animated": k % 5 == 0, "available": true}))
+            "roles": [], "require_colons": true, "managed": false, "animated": k.is_multiple_of(5), "available": true}))
         .collect();
     g["stickers"] = (0..3)
         .map(|k| {
@@ -229,7 +229,7 @@ pub fn guild_create(base: Value) -> Value {
         .iter()
         .enumerate()
         .map(|(k, id)| json!({"user_id": id.to_string(), "channel_id": voice[k % voice.len()].to_string(),
-            "session_id": hash(*id), "deaf": false, "mute": false, "self_deaf": false, "self_mute": k % 3 == 0,
+            "session_id": hash(*id), "deaf": false, "mute": false, "self_deaf": false, "self_mute": k.is_multiple_of(3),
             "self_video": false, "suppress": false, "request_to_speak_timestamp": null}))
         .collect();
     g["member_count"] = json!(MEMBERS);
@@ -254,7 +254,7 @@ fn channels() -> Vec<Value> {
     let guild = GUILD.to_string();
     let overwrites = |k: u64| {
         json!([
-            {"id": guild, "type": 0, "allow": "0", "deny": if k % 9 == 0 { "1024" } else { "0" }},
+            {"id": guild, "type": 0, "allow": "0", "deny": if k.is_multiple_of(9) { "1024" } else { "0" }},
             {"id": role_id(1 + k % 7), "type": 0, "allow": "3072", "deny": "0"},
             {"id": role_id(13 + k % 6), "type": 0, "allow": "0", "deny": "2048"},
         ])
