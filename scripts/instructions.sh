@@ -53,7 +53,9 @@ done
 
 cd "$(dirname "$0")/.."
 echo "building the release bot and the load harness…" >&2
-cargo build --release --locked --bin ambient >&2
+# Built as the harness builds it: a plain `cargo build --release` unifies
+# other features (no dev-dependencies) and would build the bot again.
+cargo bench --locked --bench load --no-run >&2
 bin="$(pwd)/target/release/ambient"
 out="$(mktemp -d "${TMPDIR:-/tmp}/ambient-instructions.XXXXXX")"
 cat >"$out/wrapper" <<EOF
