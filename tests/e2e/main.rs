@@ -37,6 +37,7 @@ mod guild_io;
 mod hostile;
 mod initiative;
 mod instruction_count;
+mod latency_marks;
 mod layers;
 mod live;
 mod media;
