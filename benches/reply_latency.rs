@@ -183,6 +183,10 @@ fn waits(settings: Value, model: Scripted, answer: &str, a: &Args) -> Waits {
 
 fn report(case: &str, mut w: Waits) -> Duration {
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    // Which question waited longest once the model was done (the first is the bot's first send).
+    let slowest = (0..w.after_model.len())
+        .max_by_key(|i| w.after_model[*i])
+        .unwrap_or(0);
     let line = |v: &mut Vec<Duration>| {
         v.sort();
         format!(
@@ -193,7 +197,7 @@ fn report(case: &str, mut w: Waits) -> Duration {
         )
     };
     println!(
-        "{case:<34} {:>3} | {} | {} | {} | {} | {}",
+        "{case:<34} {:>3} | {} | {} | {} | {} | {} (slowest: question {slowest})",
         w.first.len(),
         line(&mut w.typing),
         line(&mut w.asked),
