@@ -34,6 +34,12 @@
 //! `AMBIENT_BIN=path` runs another build (or a wrapper script that `exec`s
 //! it under a profiler, or with other environment) in place of cargo's.
 //!
+//! `--shaped` sends Discord-shaped payloads (`discord_shapes`): people's
+//! messages of 2–6 KB with their members, mentions, replies, embeds and
+//! pictures, and the test server as a GUILD_CREATE of 500 members and 100
+//! channels (the extra servers of `--guilds` keep their small shape). The
+//! `payloads` line says which were sent and their sizes.
+//!
 //! `--hello-every 0` leaves out the round with hellos. At the end the bot
 //! is stopped with SIGTERM, as an operator stops it, so a profiler that
 //! wraps it (callgrind, heaptrack) writes its figures: the README's
@@ -66,6 +72,9 @@ struct Args {
     hello_every: u32,
     /// The bot and the load generator on CPUs of their own (see [`Placement`]).
     apart: bool,
+    /// Discord-shaped payloads (`discord_shapes`): 2–6 KB messages, a test
+    /// server of 500 members and 100 channels.
+    shaped: bool,
 }
 
 fn args() -> Args {
@@ -78,6 +87,7 @@ fn args() -> Args {
         addressed: 200,
         hello_every: 20,
         apart: true,
+        shaped: false,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -102,6 +112,11 @@ fn args() -> Args {
                 i += 1;
                 continue;
             }
+            "--shaped" => {
+                a.shaped = true;
+                i += 1;
+                continue;
+            }
             // `cargo bench` passes --bench; anything else is a mistake worth saying.
             "--bench" => {
                 i += 1;
@@ -110,7 +125,7 @@ fn args() -> Args {
             other => {
                 eprintln!(
                     "load: unknown flag {other}; flags: --guilds N --channels M --rate MSG_PER_S \
-                     --warmup N --messages N --addressed N --hello-every K --shared"
+                     --warmup N --messages N --addressed N --hello-every K --shared --shaped"
                 );
                 std::process::exit(2)
             }
@@ -292,6 +307,7 @@ fn main() {
     let a = args();
     let extra = a.guilds.saturating_sub(1);
     let discord = FakeDiscord::start_with_guilds(extra, a.channels);
+    discord.with(|w| w.shaped = a.shaped);
     let started = Instant::now();
     // No dev guild: commands register globally, as in production. The
     // hourly cap per channel at its most, so every question is answered.
@@ -401,6 +417,7 @@ fn main() {
         a.guilds, a.channels, a.rate
     );
     println!("placement                   {}", placement.describe());
+    println!("payloads                    {}", payloads(&bot, a.shaped));
     println!("ready after                 {:.1} s", ready.as_secs_f64());
     println!(
         "idle RSS                    {:.1} MB",
@@ -437,6 +454,29 @@ fn main() {
     // Stopped as an operator stops it (not killed), so a profiler wrapping
     // the bot (callgrind, heaptrack) writes its figures.
     bot.stop();
+}
+
+/// What the gateway sent: the shape, and the people's messages' sizes.
+fn payloads(bot: &Bot, shaped: bool) -> String {
+    let sizes: Vec<usize> = bot.discord.with(|w| {
+        w.log_of("MESSAGE_CREATE")
+            .iter()
+            .filter(|m| m["author"]["id"] != BOT.to_string().as_str())
+            .map(|m| m.to_string().len())
+            .collect()
+    });
+    let mean = sizes.iter().sum::<usize>() as f64 / sizes.len().max(1) as f64;
+    format!(
+        "{}: people's MESSAGE_CREATE {:.1} KB on average ({:.1}–{:.1} KB)",
+        if shaped {
+            "Discord-shaped (--shaped)"
+        } else {
+            "the tests' own"
+        },
+        mean / 1024.0,
+        sizes.iter().min().copied().unwrap_or(0) as f64 / 1024.0,
+        sizes.iter().max().copied().unwrap_or(0) as f64 / 1024.0,
+    )
 }
 
 /// For each hello mention, the time from its dispatch to the bot's 👋 arriving.

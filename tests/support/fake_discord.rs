@@ -215,6 +215,13 @@ pub struct World {
     /// The test guild also has the voice channel #lounge ([`LOUNGE`]), for
     /// the tests of voice; off, it has its two text channels only.
     pub voice_channel: bool,
+    /// Payloads as Discord sends them (`discord_shapes`): the test guild's
+    /// GUILD_CREATE a server of 500 members and 100 channels, and people's
+    /// messages 2–6 KB each with members, mentions, replies, embeds and
+    /// pictures. Off, the few fields the tests need. The load harness's `--shaped`.
+    pub shaped: bool,
+    /// The last message a person said in each channel (a shaped reply's target).
+    last_said: HashMap<u64, u64>,
 }
 
 /// How the server answers a `message_reference` to a message it does not know.
@@ -295,6 +302,7 @@ impl World {
     fn guild_create_of(&self, guild: u64) -> Value {
         let (_, channels) = self.more_guilds;
         let mut g = match guild {
+            GUILD if self.shaped => super::discord_shapes::guild_create(guild_create()),
             GUILD => guild_create(),
             g => extra_guild_create(((g >> 22) - 1_000) as u32, channels),
         };
@@ -1130,6 +1138,14 @@ impl FakeDiscord {
                     m["referenced_message"] = original.clone();
                 }
             }
+            if w.shaped {
+                let replied = match reply_to {
+                    Some(_) => None,
+                    None => w.last_said.get(&channel).and_then(|p| w.messages.get(p)).cloned(),
+                };
+                m = super::discord_shapes::message(m, person, id, replied, &self.url);
+            }
+            w.last_said.insert(channel, id);
             if w.saves_late {
                 w.unsaved.push((id, m.clone()));
             } else {

@@ -5,6 +5,7 @@
 
 pub mod alone;
 pub mod bot;
+pub mod discord_shapes;
 pub mod exec;
 pub mod fake_discord;
 pub mod fake_gateway;

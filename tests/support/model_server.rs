@@ -23,7 +23,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -135,6 +135,8 @@ pub struct Recorded {
     pub path: String,
     pub headers: HashMap<String, String>,
     pub body: Value,
+    /// When the request (its whole body) had arrived.
+    pub at: Instant,
 }
 
 #[derive(Default)]
@@ -147,6 +149,8 @@ struct ServerState {
     counter: u64,
     /// Models that take no images.
     blind: Vec<String>,
+    /// When each answer's last byte was handed to the connection, in that order.
+    ends: Vec<Instant>,
 }
 
 #[derive(Clone)]
@@ -196,9 +200,47 @@ impl ModelServer {
     pub fn requests(&self) -> Vec<Recorded> {
         self.state.lock().unwrap().requests.clone()
     }
+
+    /// When each request arrived, oldest first (without copying their bodies).
+    pub fn asked_at(&self) -> Vec<Instant> {
+        self.state
+            .lock()
+            .unwrap()
+            .requests
+            .iter()
+            .map(|r| r.at)
+            .collect()
+    }
+
+    /// When each answer's body ended (its last byte handed to the
+    /// connection; for a stream, its last event), in the order they ended:
+    /// the start of the bot's "last byte → message" wait (`benches/reply_latency.rs`).
+    pub fn answered_at(&self) -> Vec<Instant> {
+        self.state.lock().unwrap().ends.clone()
+    }
 }
 
+/// Every answer, its body's end noted in `ends`.
 async fn handle(
+    state: State<Arc<Mutex<ServerState>>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    use futures_util::StreamExt;
+    let ends = state.0.clone();
+    let (parts, body) = answer(state, uri, headers, body).await.into_parts();
+    // Hyper asks for the next piece of the body once it has taken the last
+    // one: that moment is when the body's last byte left the server.
+    let end = futures_util::stream::once(async move {
+        ends.lock().unwrap().ends.push(Instant::now());
+    })
+    .filter_map(|()| async { None::<Result<Bytes, axum::Error>> });
+    let noted = axum::body::Body::from_stream(body.into_data_stream().chain(end));
+    Response::from_parts(parts, noted)
+}
+
+async fn answer(
     State(state): State<Arc<Mutex<ServerState>>>,
     uri: Uri,
     headers: HeaderMap,
@@ -211,6 +253,7 @@ async fn handle(
             path: path.clone(),
             headers: HashMap::new(),
             body: body.clone(),
+            at: Instant::now(),
         });
         use base64::Engine as _;
         let png = base64::engine::general_purpose::STANDARD.encode(b"\x89PNG fake image bytes");
@@ -232,6 +275,7 @@ async fn handle(
             path: path.clone(),
             headers: HashMap::new(),
             body: body.clone(),
+            at: Instant::now(),
         });
         let error = if anthropic {
             json!({"type": "error", "error": {"type": "invalid_request_error", "message": why}})
@@ -249,6 +293,7 @@ async fn handle(
                 .map(|(k, v)| (k.as_str().to_string(), v.to_str().unwrap_or("").to_string()))
                 .collect(),
             body: body.clone(),
+            at: Instant::now(),
         });
         s.counter += 1;
         let next = s.script.pop_front().or_else(|| s.fallback.clone());
