@@ -8,10 +8,13 @@
 //! resident, while the idle bot runs only a few hundred KiB of it and a
 //! busy one about 10 MB.
 //!
-//! Once start-up has settled (the last server of the last shard arrived and
-//! [`SETTLE`] passed with no other), [`Settler`] asks the kernel once to
-//! page out the binary's code and read-only data (`MADV_PAGEOUT`, Linux
-//! 5.4+). What it guarantees:
+//! Once start-up has settled (a shard said READY, and [`SETTLE`] passed
+//! with no other READY and no server arriving), [`Settler`] asks the kernel
+//! once to page out the binary's code and read-only data (`MADV_PAGEOUT`,
+//! Linux 5.4+). Quiet, not "every server arrived": a server in an outage
+//! when the bot connects arrives only when it is over, maybe never, and a
+//! bot in no server has none to wait for; waiting for them kept the pages
+//! resident for good. What it guarantees:
 //!
 //! - nothing is lost: only the binary's read-only mappings are advised, and
 //!   their pages are clean copies of the file, read back on their next use
@@ -25,9 +28,9 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-/// How long start-up must have been quiet (no server arriving) before its
-/// pages are given back: longer than serenity's 5 s between two shards of
-/// one process, so a range's later shards count as start-up too.
+/// How long start-up must have been quiet (no READY, no server arriving)
+/// before its pages are given back: longer than serenity's 5 s between two
+/// shards of one process, so a range's later shards count as start-up too.
 pub const SETTLE: Duration = Duration::from_secs(10);
 
 /// Waits for start-up to settle, then releases its pages, once.
@@ -37,13 +40,13 @@ pub struct Settler {
 }
 
 impl Settler {
-    /// A shard's servers have all arrived (serenity's cache is ready).
-    pub fn servers_arrived(&self) {
+    /// Start-up goes on: a shard said READY, or one of its servers arrived.
+    pub fn arrived(&self) {
         self.arrived.notify_one();
     }
 
-    /// Runs until the pages are released: first servers' arrival, then
-    /// [`SETTLE`] without another.
+    /// Runs until the pages are released: the first READY, then [`SETTLE`]
+    /// without another READY or server.
     pub fn spawn(&self) -> tokio::task::JoinHandle<()> {
         let arrived = self.arrived.clone();
         tokio::spawn(async move {
