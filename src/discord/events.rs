@@ -124,8 +124,8 @@ fn place(channel: SChannelId, guild: Option<SGuildId>) -> Place {
 /// to the heap. A raw handler's task holds the smaller `Event`: counted
 /// under callgrind, the bytes copied for a message nobody addressed fell
 /// from about 150 KB to 40 KB, and for an answered one from 370 KB to
-/// 150 KB. Nothing here needed what `FullEvent` adds (the cached state
-/// before an update) but `CacheReady`, which `guild_create` works out.
+/// 150 KB. Nothing here needs what `FullEvent` adds (the cached state
+/// before an update, `CacheReady`).
 #[async_trait]
 impl RawEventHandler for Events {
     async fn raw_event(&self, ctx: Context, event: Event) {
@@ -156,6 +156,7 @@ impl RawEventHandler for Events {
 
 impl Events {
     async fn ready(&self, ctx: Context, ready: Ready) {
+        self.settler.arrived();
         self.gate.connected();
         self.app
             .journal
@@ -192,16 +193,7 @@ impl Events {
     }
 
     async fn guild_create(&self, ctx: &Context, guild: serenity::all::Guild) {
-        // Serenity's `CacheReady`: no server of the shard is still awaited.
-        // This task may run before the cache has taken this server in.
-        if ctx
-            .cache
-            .unavailable_guilds()
-            .iter()
-            .all(|g| *g.key() == guild.id)
-        {
-            self.settler.servers_arrived();
-        }
+        self.settler.arrived();
         if self.foreign(Some(guild.id)) {
             return;
         }

@@ -1,13 +1,14 @@
 //! What the running bot costs the machine: the pages only start-up ran are
-//! given back once start-up has settled, and the bot runs on without them;
-//! its tasks run on one worker thread unless the operator asks for more.
+//! given back once start-up has settled (also when a server is still in an
+//! outage), and the bot runs on without them; its tasks run on one worker
+//! thread unless the operator asks for more.
 
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
 use crate::support::bot::Bot;
-use crate::support::fake_discord::{ALICE, BOT, GENERAL};
+use crate::support::fake_discord::{ALICE, BOT, FakeDiscord, GENERAL, GUILD};
 use crate::support::home::Home;
 use crate::support::model_server::Scripted;
 
@@ -22,14 +23,14 @@ fn settled(log: &str) -> Option<(f64, f64)> {
     Some((before.parse().ok()?, after.parse().ok()?))
 }
 
-#[test]
-fn start_up_pages_are_given_back_once_settled_and_the_bot_answers_on() {
-    let bot = Bot::start(json!({}));
-    // Settling takes discord::startup_pages::SETTLE (10 s) after the server arrived.
+/// Waits (a minute at most) for the bot's "start-up settled" line and
+/// returns its figures.
+fn wait_settled(bot: &Bot) -> (f64, f64) {
+    // Settling takes discord::startup_pages::SETTLE (10 s) after the last arrival.
     let deadline = Instant::now() + Duration::from_secs(60);
-    let (before, after) = loop {
+    loop {
         if let Some(figures) = settled(&bot.log()) {
-            break figures;
+            return figures;
         }
         assert!(
             Instant::now() < deadline,
@@ -37,7 +38,13 @@ fn start_up_pages_are_given_back_once_settled_and_the_bot_answers_on() {
             bot.log()
         );
         std::thread::sleep(Duration::from_millis(200));
-    };
+    }
+}
+
+#[test]
+fn start_up_pages_are_given_back_once_settled_and_the_bot_answers_on() {
+    let bot = Bot::start(json!({}));
+    let (before, after) = wait_settled(&bot);
     assert!(
         after < before,
         "resident {before} MB before, {after} MB after"
@@ -60,6 +67,51 @@ fn start_up_pages_are_given_back_once_settled_and_the_bot_answers_on() {
     );
     let sent = bot.discord.with(|w| w.sent_in(GENERAL));
     assert_eq!(sent[0]["content"], "Still here, alice.");
+}
+
+/// A server in an outage when the bot connects arrives only when the
+/// outage is over, perhaps never: start-up settles without it.
+#[test]
+fn start_up_settles_while_a_server_is_still_in_an_outage() {
+    let discord = FakeDiscord::start();
+    discord.with(|w| w.unavailable.push(GUILD));
+    let bot = Bot::spawn(
+        discord,
+        json!({}),
+        &[],
+        "ambient=debug,serenity=warn,poise=warn",
+    );
+    bot.wait_registered();
+    let (before, after) = wait_settled(&bot);
+    assert!(
+        after < before,
+        "resident {before} MB before, {after} MB after"
+    );
+    assert!(
+        bot.store()
+            .guild_channels(ambient::ids::GuildId(GUILD))
+            .map_or(true, |c| c.is_empty()),
+        "settled before the server arrived"
+    );
+
+    // The outage ends: the server arrives, its people are answered, and
+    // the pages are not given back a second time.
+    bot.discord.outage_over(GUILD);
+    bot.wait_guild(GUILD);
+    bot.model.push(Scripted::text("Back with you, alice."));
+    bot.discord
+        .say(GENERAL, ALICE, &format!("<@{BOT}> are you there?"));
+    assert!(
+        bot.discord
+            .wait_until(15, |w| !w.sent_in(GENERAL).is_empty()),
+        "no answer once the server arrived:\n{}",
+        bot.log()
+    );
+    assert_eq!(
+        bot.log().matches("start-up settled").count(),
+        1,
+        "given back once"
+    );
 }
 
 #[test]
