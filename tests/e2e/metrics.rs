@@ -13,6 +13,7 @@ use serde_json::json;
 
 use crate::support::bot::Bot;
 use crate::support::fake_discord::{ALICE, BOT, FakeDiscord, GENERAL};
+use crate::support::health::{endpoints_of, get, wait_status};
 use crate::support::home::Home;
 use crate::support::model_server::ModelServer;
 use crate::support::model_server::Scripted;
@@ -20,56 +21,6 @@ use crate::support::model_server::Scripted;
 /// The settings that serve the endpoints on any free loopback port.
 fn metrics_on() -> serde_json::Value {
     json!({"metrics": {"bind": "127.0.0.1:0"}})
-}
-
-/// Where the bot says it serves the endpoints (its log line at start).
-fn endpoints_of(bot: &Bot) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let log = bot.log();
-        if let Some(at) = log.find("and /readyz on http://") {
-            let rest = &log[at + "and /readyz on http://".len()..];
-            let end = rest.find(|c: char| c.is_whitespace()).unwrap_or(rest.len());
-            return rest[..end].to_string();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no metrics address in the log:\n{log}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// `GET path` on `addr`: the status and the body.
-fn get(addr: &str, path: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).expect("connect to the metrics port");
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).unwrap();
-    let status = answer[9..12].parse().expect("a status line");
-    let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    (status, body.to_string())
-}
-
-/// Waits (bounded) until `GET path` answers `status`; the last body.
-fn wait_status(addr: &str, path: &str, status: u16) -> String {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let (got, body) = get(addr, path);
-        if got == status {
-            return body;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{path} stayed {got} ({body:?}), not {status}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// Waits (bounded: a reconnect's back-off included) until a scrape of

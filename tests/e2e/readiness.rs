@@ -9,64 +9,19 @@
 //! go or there is room again. We run as root, so a read-only mode on the
 //! files would not stop a write.
 
-use std::io::{Read as _, Write as _};
-use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
 use crate::support::bot::Bot;
 use crate::support::fake_discord::{ALICE, FakeDiscord, GENERAL};
+use crate::support::health::{endpoints_of, wait_status};
 use crate::support::home::Home;
 use crate::support::tmpfs::Tmpfs;
 
-/// Where the bot says it serves the endpoints (its log line at start).
-fn endpoints_of(bot: &Bot) -> String {
-    let said = "and /readyz on http://";
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let log = bot.log();
-        if let Some(at) = log.find(said) {
-            let rest = &log[at + said.len()..];
-            let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
-            return rest[..end].to_string();
-        }
-        assert!(Instant::now() < deadline, "no /readyz address:\n{log}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// `GET /readyz`: its status and body.
-fn readyz(addr: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).expect("connect to the metrics port");
-    // The bot's write waits up to 5 s for the lock before it gives up.
-    s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
-    write!(
-        s,
-        "GET /readyz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).unwrap();
-    let status = answer[9..12].parse().expect("a status line");
-    let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    (status, body.to_string())
-}
-
 /// Waits (bounded) until `/readyz` answers `status`; its body then.
 fn readyz_becomes(addr: &str, status: u16) -> String {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let (got, body) = readyz(addr);
-        if got == status {
-            return body;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "/readyz stayed {got} ({body:?}), not {status}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_status(addr, "/readyz", status)
 }
 
 #[test]

@@ -12,6 +12,7 @@ pub mod fake_gateway;
 pub mod feed_server;
 pub mod files;
 pub mod gif_server;
+pub mod health;
 pub mod home;
 pub mod image_server;
 pub mod model_server;
