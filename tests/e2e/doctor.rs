@@ -28,6 +28,19 @@ fn channels() -> Value {
 const CONNECT: u64 = 1 << 20;
 const SPEAK: u64 = 1 << 21;
 
+/// The server set up the usual way, but for an overwrite on #random that
+/// denies @everyone Send Messages.
+fn deny_send_in_random(bot: &Bot) {
+    bot.discord.with(|w| {
+        w.everyone_permissions = Some(EVERYDAY);
+        w.overwrites.insert(
+            RANDOM,
+            vec![json!({"id": GUILD.to_string(), "type": 0,
+            "allow": "0", "deny": (1u64 << 11).to_string()})],
+        );
+    });
+}
+
 /// A bot that ran once (so its commands are registered) and stopped, in its home.
 fn ran_once(extra: Value) -> Bot {
     ran_once_in(extra, Home::new)
@@ -244,14 +257,7 @@ fn server_members_is_checked_only_when_the_settings_ask_for_it() {
 #[test]
 fn a_channel_overwrite_denying_send_fails_that_channel_only() {
     let bot = ran_once(json!({}));
-    bot.discord.with(|w| {
-        w.everyone_permissions = Some(EVERYDAY);
-        w.overwrites.insert(
-            RANDOM,
-            vec![json!({"id": GUILD.to_string(), "type": 0,
-            "allow": "0", "deny": (1u64 << 11).to_string()})],
-        );
-    });
+    deny_send_in_random(&bot);
     let (text, out) = doctor_of(&bot, &[], &[]);
     fails_once_with(
         &text,
@@ -410,14 +416,7 @@ fn the_readmes_example_is_what_it_prints() {
     if let Some(disk) = &disk {
         disk.leave_free(51_200_000_000);
     }
-    bot.discord.with(|w| {
-        w.everyone_permissions = Some(EVERYDAY);
-        w.overwrites.insert(
-            RANDOM,
-            vec![json!({"id": GUILD.to_string(), "type": 0,
-            "allow": "0", "deny": (1u64 << 11).to_string()})],
-        );
-    });
+    deny_send_in_random(&bot);
     let line = readme::example("ambient doctor --no-model");
     let out = bot.home.shell(&line, &[("DISCORD_TOKEN", TOKEN)]);
     let shown = readme::block("denies @everyone Send Messages in #random", "");

@@ -92,14 +92,7 @@ fn readiness_follows_the_gateway_and_a_message_moves_the_counters() {
         ALICE,
         &format!("<@{BOT}> what did you think of the trailer?"),
     );
-    assert!(
-        bot.discord
-            .wait_until(20, |w| w.sent_in(GENERAL).iter().any(
-                |b| b["message_reference"]["message_id"] == json!(asked.to_string())
-            )),
-        "{}",
-        bot.log()
-    );
+    wait_answered(&bot, asked);
     wait_scrape(&addr, |after| {
         value(after, calls) == calls_before + 1.0 && value(after, replied) == replied_before + 1.0
     });
