@@ -115,7 +115,8 @@ pub struct DiscordSettings {
     /// Show a long answer while it is written: post its start, edit it as text arrives,
     /// continue in new messages past 2,000 characters (the console shows it too).
     pub stream_replies: bool,
-    /// A streamed message is edited at most once per this many milliseconds.
+    /// While an answer is written, a streamed message is edited at most once
+    /// per this many milliseconds; the final text goes out at once.
     pub stream_edit_interval_ms: u32,
     /// The gateway shards this process runs, `"0-3"` or `"5"`; empty: all of them
     /// (see `settings::shards`). `ambient run --shards` overrides it.

@@ -29,9 +29,10 @@
 //! [`Streamed::show`] at once: an answer that came in one piece is said as
 //! soon as it is complete.
 //!
-//! [`Streamed::finish`] then makes the messages say exactly what
-//! [`Speech::say`] would have posted for the final text (the same parts, cut
-//! marker and all), and updates each stored row, so history and the journal
+//! [`Streamed::finish`] then, at once (the interval paces the edits while
+//! the answer is written, not the final text a person waits for), makes the
+//! messages say exactly what [`Speech::say`] would have posted for the final
+//! text (the same parts, cut marker and all), and updates each stored row, so history and the journal
 //! see the final answer. [`Streamed::broke_off`] is for a stream that failed
 //! after text was shown: the messages show what arrived, and the last one
 //! says that the answer broke off.
@@ -452,15 +453,15 @@ impl Streamed {
         Ok(())
     }
 
-    /// Edits message `i` once its interval has passed, trying again after a
-    /// failure that may pass (a 429 that would not clear, a lost answer).
+    /// Edits message `i` to its final text at once, trying again after a
+    /// failure that may pass (a 429 that would not clear, a lost answer),
+    /// each retry an interval later. The interval paces edits while the
+    /// answer is still being written; the final text is what the person is
+    /// waiting for, and one more edit of each message stays within
+    /// Discord's rate limits (a 429 is waited out by the transport anyway).
     async fn settle(&mut self, i: usize, content: &str) -> Result<(), SpeechError> {
         let mut tries = 0;
         loop {
-            let due = self.shown[i].at + self.interval;
-            if let Ok(left) = (due - self.speech.clock.now()).to_std() {
-                self.speech.clock.sleep(left).await;
-            }
             tries += 1;
             match self.edit(i, content).await {
                 Ok(()) => return Ok(()),
@@ -471,7 +472,7 @@ impl Streamed {
                 Err(e) if tries >= FINAL_TRIES => return Err(e),
                 Err(e) => {
                     tracing::info!(channel = %self.place.channel, error = %e, "the final edit failed; trying again");
-                    self.shown[i].at = self.speech.clock.now() + self.interval;
+                    self.speech.clock.sleep(self.interval).await;
                 }
             }
         }
@@ -741,6 +742,33 @@ mod tests {
         streamed.finish(&whole).await.unwrap();
         let edits = recorder.edits.lock().unwrap();
         assert_eq!(edits.last().map(|e| e.0.as_str()), Some(whole.trim()));
+    }
+
+    /// The edit interval paces a draft while it is written; the final text,
+    /// which the person is waiting for, is edited in as soon as the stream
+    /// ends, even when the last edit was a moment ago.
+    #[tokio::test]
+    async fn the_final_text_is_edited_in_as_soon_as_the_stream_ends() {
+        let (mut streamed, recorder, clock) = streamed();
+        let sink = streamed.sink();
+        let start = "The hall is free on Tuesday from six, and the key is with Sam. ".repeat(3);
+        let model = async {
+            tokio::task::yield_now().await;
+            sink.begin();
+            sink.text(&start);
+            assert!(until(|| !recorder.sent.lock().unwrap().is_empty()).await);
+            sink.text(" Bring the form.");
+            sink.close();
+        };
+        tokio::join!(streamed.show(), model);
+        let whole = format!("{start} Bring the form.");
+        streamed.finish(&whole).await.unwrap();
+        assert_eq!(
+            *recorder.edits.lock().unwrap(),
+            [(whole.trim().to_string(), 0)],
+            "the final text, with no pause before it"
+        );
+        assert!(clock.slept().is_empty(), "{:?}", clock.slept());
     }
 
     /// Feeds `deltas` pieces of text one by one, letting the show run after
