@@ -15,8 +15,8 @@
 //!
 //! Each p50 and p99 (and the worst), for five cases, one bot each: a short
 //! answer and a longer one streamed in one piece, the longer one streamed in
-//! 24-character pieces 15 ms apart (shown while written, its last edit
-//! waiting for `discord.streamEditIntervalMs` after the first message), and
+//! 24-character pieces 15 ms apart (shown while written, its last edit made
+//! as soon as the model is done), and
 //! the short and the longer one with `discord.streamReplies` off. The last
 //! line compares the median wait for the short answer's message with
 //! streaming on and off.
