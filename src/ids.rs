@@ -67,6 +67,10 @@ snowflake!(
     /// A Discord message.
     MessageId
 );
+snowflake!(
+    /// A Discord role (a feed's template may ping the ones the operator lists).
+    RoleId
+);
 
 /// Accepts a snowflake as a JSON string of digits or as a non-negative integer.
 fn deserialize_snowflake<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {

@@ -30,7 +30,7 @@
 //! | 8 | `reply` | answering someone who spoke to the bot |
 //! | 9 | `garden`, `reflexes` | memory kept tidy in the background; cheap reactions |
 //! | 10 | `impulses` | what moves the bot from inside: tasks, schedules, ideas |
-//! | 11 | `initiative`, `voice` | unprompted posts; voice channels |
+//! | 11 | `initiative`, `voice`, `feeds` | unprompted posts; voice channels; feeds delivered to the channels that subscribed |
 //! | 12 | `speech`, `senses` | what the bot says; what it reads from attachments and speech |
 //! | 13 | `discovery`, `memory`, `chat`, `permissions`, `courtesy` | feeds, remembered facts, channel history, who may see what, quiet hours and boundaries |
 //! | 14 | `executive`, `attention`, `upkeep` | model calls under budgets; salience, the queue, the router; records kept no longer than set |
@@ -54,6 +54,7 @@ pub(crate) mod discord;
 pub mod discovery;
 pub mod doctor;
 pub mod executive;
+pub mod feeds;
 pub mod garden;
 pub(crate) mod health;
 pub(crate) mod httpd;

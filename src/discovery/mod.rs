@@ -12,7 +12,7 @@
 //! guarded fetcher, with conditional GET (a 304 costs no parse) and
 //! exponential backoff on failure; items are stored once across sources.
 
-pub(crate) mod canonical;
+pub mod canonical;
 pub mod curation;
 pub mod parse;
 pub(crate) mod rank;
