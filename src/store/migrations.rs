@@ -610,6 +610,53 @@ pub const MIGRATIONS: &[Migration] = &[
             );
         "#,
     },
+    Migration {
+        version: 23,
+        name: "feeds people subscribe to: subscriptions, and each item's delivery",
+        // A delivery row is kept for every item a subscription has seen, sent
+        // or not: it is what says "delivered before" across restarts. An
+        // item waiting to be sent keeps its fields, so a queue outlives the
+        // feed dropping the item; `last_seen_at` lets rows of items long gone
+        // from the feed be forgotten without re-delivering them.
+        sql: r#"
+            CREATE TABLE feed_subscriptions (
+                id                INTEGER PRIMARY KEY AUTOINCREMENT,
+                guild_id          INTEGER NOT NULL,
+                source_id         INTEGER NOT NULL REFERENCES discovery_sources (id),
+                channel_id        INTEGER NOT NULL,
+                destination       TEXT    NOT NULL,   -- channel | thread | forum
+                template          TEXT    NOT NULL,
+                filters           TEXT    NOT NULL DEFAULT '',
+                embed             INTEGER NOT NULL DEFAULT 0,
+                dedupe            TEXT    NOT NULL DEFAULT 'guid',
+                backfill          INTEGER NOT NULL DEFAULT 0,  -- the newest N delivered when added
+                primed            INTEGER NOT NULL DEFAULT 0,  -- the feed's items when added are noted
+                paused            TEXT,                         -- why, while paused
+                failures          INTEGER NOT NULL DEFAULT 0,  -- fetches failed in a row
+                created_by        INTEGER NOT NULL,
+                created_at        INTEGER NOT NULL,
+                last_delivered_at INTEGER,
+                UNIQUE (guild_id, source_id, channel_id)
+            );
+            CREATE INDEX feed_subscriptions_source ON feed_subscriptions (source_id);
+            CREATE TABLE feed_deliveries (
+                subscription_id INTEGER NOT NULL REFERENCES feed_subscriptions (id) ON DELETE CASCADE,
+                item_key        TEXT    NOT NULL,  -- g:guid, l:canonical link or t:title key
+                state           TEXT    NOT NULL,  -- seen | filtered | queued | sending | sent
+                item            TEXT,              -- the item's fields (JSON) until it is sent
+                published_at    INTEGER,
+                first_seen_at   INTEGER NOT NULL,
+                last_seen_at    INTEGER NOT NULL,
+                sent_at         INTEGER,
+                message_id      INTEGER,
+                PRIMARY KEY (subscription_id, item_key)
+            );
+            CREATE INDEX feed_deliveries_waiting ON feed_deliveries (subscription_id, published_at)
+                WHERE state IN ('queued', 'sending');
+            CREATE INDEX feed_deliveries_sent ON feed_deliveries (subscription_id, sent_at)
+                WHERE state = 'sent';
+        "#,
+    },
 ];
 
 pub fn latest() -> u32 {

@@ -19,6 +19,7 @@ pub(crate) mod channels;
 pub(crate) mod conditions;
 pub mod departed;
 pub mod discovery;
+pub mod feeds;
 pub(crate) mod forget;
 pub mod garden;
 pub(crate) mod group_commit;

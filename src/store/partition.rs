@@ -112,7 +112,8 @@ pub const TABLES: &[Table] = &[
         link: Link::Shared(
             "(kind, target) IN (SELECT kind, target FROM guild_sources WHERE guild_id = ?1)
              OR id IN (SELECT i.source_id FROM feed_items i JOIN feed_shares s ON s.item_id = i.id
-                       WHERE s.guild_id = ?1)",
+                       WHERE s.guild_id = ?1)
+             OR id IN (SELECT source_id FROM feed_subscriptions WHERE guild_id = ?1)",
         ),
         remove_where: None,
         renumber: Some("id"),
@@ -142,6 +143,25 @@ pub const TABLES: &[Table] = &[
             required: true,
         }],
         ..guild("feed_shares", "guild_id")
+    },
+    Table {
+        renumber: Some("id"),
+        refs: &[Ref {
+            column: "source_id",
+            table: "discovery_sources",
+            required: true,
+        }],
+        ..guild("feed_subscriptions", "guild_id")
+    },
+    Table {
+        name: "feed_deliveries",
+        link: Link::Owned("subscription_id IN (SELECT id FROM feed_subscriptions WHERE guild_id = ?1)"),
+        refs: &[Ref {
+            column: "subscription_id",
+            table: "feed_subscriptions",
+            required: true,
+        }],
+        ..guild("feed_deliveries", "")
     },
     Table {
         renumber: Some("rowid"),

@@ -244,6 +244,7 @@ const READERS: &[(&str, Reader)] = &[
     ("hushes", read_hushes),
     ("shard_plan", read_shard_plan),
     ("people_cursor", read_people_cursor),
+    ("departed_guilds", read_departures),
 ];
 
 /// Tables whose rows no read of the store returns one by one; their rows are
@@ -1422,6 +1423,17 @@ fn read_people_cursor(store: &Store, t: &Table) -> Vec<String> {
                 .map_err(|e| e.to_string())?,
             r.int("seq"),
         )
+    })
+}
+
+fn read_departures(store: &Store, t: &Table) -> Vec<String> {
+    let all = store.departures().unwrap_or_default();
+    each_row(t, |r| {
+        let found = all
+            .iter()
+            .find(|d| d.guild == GuildId::from_sql(r.int("guild_id")))
+            .map(|d| d.at.timestamp_millis());
+        same("departed_at", found, Some(r.int("departed_at")))
     })
 }
 
