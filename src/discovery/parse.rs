@@ -41,6 +41,40 @@ pub struct Item {
     pub summary: String,
     pub published: Option<DateTime<Utc>>,
     pub media: Option<MediaHint>,
+    /// The feed's own id for it (an RSS guid, an Atom id, a Reddit post's
+    /// name, a Hacker News id); empty when it has none.
+    pub guid: String,
+    /// Who wrote it, as the feed names them; empty when it does not.
+    pub author: String,
+    /// The feed's categories or tags for it (a Reddit post's flair).
+    pub categories: Vec<String>,
+}
+
+/// Bounds on what a feed may say of one item beyond its title and summary.
+const GUID_CHARS: usize = 300;
+const AUTHOR_CHARS: usize = 100;
+const CATEGORY_CHARS: usize = 50;
+const MAX_CATEGORIES: usize = 10;
+
+/// Up to `max` characters of `s`, trimmed.
+fn bounded(s: &str, max: usize) -> String {
+    s.trim()
+        .chars()
+        .take(max)
+        .collect::<String>()
+        .trim()
+        .to_string()
+}
+
+fn categories<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for name in names {
+        let name = bounded(&plain(name, CATEGORY_CHARS * 2), CATEGORY_CHARS);
+        if !name.is_empty() && !out.contains(&name) && out.len() < MAX_CATEGORIES {
+            out.push(name);
+        }
+    }
+    out
 }
 
 fn plain(html_text: &str, max: usize) -> String {
@@ -118,12 +152,23 @@ pub fn feed(bytes: &[u8]) -> Result<Vec<Item>, ParseError> {
             } else {
                 None
             };
+            let author = e
+                .authors
+                .first()
+                .map(|a| plain(a.name.as_deref().unwrap_or(""), AUTHOR_CHARS));
             Some(Item {
                 title,
                 url,
                 summary: plain(&summary_html, SUMMARY_CHARS),
                 published: e.published.or(e.updated),
                 media,
+                guid: bounded(&e.id, GUID_CHARS),
+                author: author.unwrap_or_default(),
+                categories: categories(
+                    e.categories
+                        .iter()
+                        .map(|c| c.label.as_deref().unwrap_or(&c.term)),
+                ),
             })
         })
         .collect())
@@ -140,6 +185,7 @@ pub fn reddit(bytes: &[u8], base: &str) -> Result<Vec<Item>, ParseError> {
         .iter()
         .filter_map(|c| {
             let d = c.get("data")?;
+            let text = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("");
             if d.get("stickied").and_then(Value::as_bool) == Some(true)
                 || d.get("over_18").and_then(Value::as_bool) == Some(true)
             {
@@ -178,6 +224,9 @@ pub fn reddit(bytes: &[u8], base: &str) -> Result<Vec<Item>, ParseError> {
                     .and_then(Value::as_f64)
                     .and_then(|t| DateTime::from_timestamp(t as i64, 0)),
                 media,
+                guid: bounded(text("name"), GUID_CHARS),
+                author: plain(text("author"), AUTHOR_CHARS),
+                categories: categories(Some(text("link_flair_text")).into_iter()),
             })
         })
         .collect())
@@ -215,6 +264,12 @@ pub fn hn_item(bytes: &[u8]) -> Result<Option<Item>, ParseError> {
             .and_then(Value::as_i64)
             .and_then(|t| DateTime::from_timestamp(t, 0)),
         media: None,
+        guid: id.to_string(),
+        author: plain(
+            v.get("by").and_then(Value::as_str).unwrap_or(""),
+            AUTHOR_CHARS,
+        ),
+        categories: Vec::new(),
     }))
 }
 
@@ -234,6 +289,33 @@ mod tests {
         assert_eq!(items[0].summary, "A bold start");
         assert_eq!(items[0].url, "https://blog.example/hello");
         assert!(items[0].published.is_some());
+    }
+
+    #[test]
+    fn an_items_guid_author_and_categories_are_read_and_bounded() {
+        let many: String = (0..15)
+            .map(|i| format!("<category>tag {i}</category>"))
+            .collect();
+        let xml = format!(
+            r#"<?xml version="1.0"?><rss version="2.0"><channel><title>Blog</title>
+            <item><title>Release</title><link>https://blog.example/r</link>
+            <guid isPermaLink="false">urn:blog:42</guid><author>ann@example.org (Ann)</author>
+            <category>release</category><category>release</category>{many}
+            <category>{long}</category></item></channel></rss>"#,
+            long = "x".repeat(500)
+        );
+        let items = feed(xml.as_bytes()).unwrap();
+        assert_eq!(items[0].guid, "urn:blog:42");
+        assert!(items[0].author.contains("Ann"), "{:?}", items[0].author);
+        assert_eq!(items[0].categories.len(), MAX_CATEGORIES);
+        assert_eq!(items[0].categories[0], "release", "repeats are dropped");
+        let atom = br#"<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"><title>t</title><id>f</id>
+            <entry><id>tag:blog,2026:1</id><title>One</title><link href="https://blog.example/1"/>
+            <author><name>Bo</name></author><category term="news" label="News"/></entry></feed>"#;
+        let items = feed(atom).unwrap();
+        assert_eq!(items[0].guid, "tag:blog,2026:1");
+        assert_eq!(items[0].author, "Bo");
+        assert_eq!(items[0].categories, ["News"]);
     }
 
     #[test]

@@ -261,7 +261,8 @@ impl Store {
             )?;
             for i in items {
                 let published = i.published_at.map(to_ms);
-                if insert.execute(params![id, i.key, i.state, i.item, published, to_ms(now)])? == 1 {
+                if insert.execute(params![id, i.key, i.state, i.item, published, to_ms(now)])? == 1
+                {
                     new += 1;
                 } else {
                     seen_again.execute(params![id, i.key, to_ms(now)])?;
@@ -398,7 +399,9 @@ mod tests {
     }
 
     fn subscribe(store: &Store, guild: u64, channel: u64) -> Option<i64> {
-        let source_id = store.upsert_source("rss", "https://blog.example/feed").unwrap();
+        let source_id = store
+            .upsert_source("rss", "https://blog.example/feed")
+            .unwrap();
         store
             .add_feed_subscription(&NewSubscription {
                 guild: GuildId(guild),
@@ -429,13 +432,21 @@ mod tests {
     fn a_feed_is_subscribed_once_per_channel_and_seen_only_by_its_guild() {
         let store = Store::open_in_memory().unwrap();
         let id = subscribe(&store, 1, 10).unwrap();
-        assert_eq!(subscribe(&store, 1, 10), None, "the same feed, the same channel");
+        assert_eq!(
+            subscribe(&store, 1, 10),
+            None,
+            "the same feed, the same channel"
+        );
         assert!(subscribe(&store, 1, 11).is_some());
         assert!(subscribe(&store, 2, 20).is_some());
         assert_eq!(store.feed_subscriptions(GuildId(1)).unwrap().len(), 2);
         assert!(store.feed_subscription(GuildId(2), id).unwrap().is_none());
         assert!(!store.remove_feed_subscription(GuildId(2), id).unwrap());
-        assert!(store.set_feed_paused(GuildId(1), id, Some("by Ann")).unwrap());
+        assert!(
+            store
+                .set_feed_paused(GuildId(1), id, Some("by Ann"))
+                .unwrap()
+        );
         let row = store.feed_subscription(GuildId(1), id).unwrap().unwrap();
         assert_eq!(row.paused.as_deref(), Some("by Ann"));
         assert_eq!(store.subscribed_sources().unwrap().len(), 1);
@@ -447,7 +458,11 @@ mod tests {
         let id = subscribe(&store, 1, 10).unwrap();
         let first = [met("g:old", "seen", 0)];
         assert_eq!(store.note_feed_items(id, &first, at(1)).unwrap(), 1);
-        let second = [met("g:old", "queued", 0), met("g:b", "queued", 30), met("g:a", "queued", 20)];
+        let second = [
+            met("g:old", "queued", 0),
+            met("g:b", "queued", 30),
+            met("g:a", "queued", 20),
+        ];
         assert_eq!(store.note_feed_items(id, &second, at(40)).unwrap(), 2);
         let waiting = store.waiting_feed_items(id, 10).unwrap();
         assert_eq!(
@@ -455,20 +470,33 @@ mod tests {
             ["g:a", "g:b"],
             "the old item stays seen; the new ones oldest first"
         );
-        assert!(store.feed_subscription(GuildId(1), id).unwrap().unwrap().primed);
+        assert!(
+            store
+                .feed_subscription(GuildId(1), id)
+                .unwrap()
+                .unwrap()
+                .primed
+        );
     }
 
     #[test]
     fn an_item_being_sent_is_sent_again_after_a_crash_and_once_sent_is_done() {
         let store = Store::open_in_memory().unwrap();
         let id = subscribe(&store, 1, 10).unwrap();
-        store.note_feed_items(id, &[met("g:a", "queued", 0)], at(1)).unwrap();
+        store
+            .note_feed_items(id, &[met("g:a", "queued", 0)], at(1))
+            .unwrap();
         assert!(store.mark_feed_sending(id, "g:a").unwrap());
         let waiting = store.waiting_feed_items(id, 10).unwrap();
         assert!(waiting[0].sending, "still waiting, marked as handed over");
-        store.mark_feed_sent(id, "g:a", MessageId(99), at(2)).unwrap();
+        store
+            .mark_feed_sent(id, "g:a", MessageId(99), at(2))
+            .unwrap();
         assert!(store.waiting_feed_items(id, 10).unwrap().is_empty());
-        assert!(!store.mark_feed_sending(id, "g:a").unwrap(), "a sent item is not sent again");
+        assert!(
+            !store.mark_feed_sending(id, "g:a").unwrap(),
+            "a sent item is not sent again"
+        );
         assert_eq!(store.feed_sent_since(id, at(0)).unwrap(), 1);
         assert_eq!(store.feed_sent_since(id, at(3)).unwrap(), 0);
         assert_eq!(store.guild_feed_sent_since(GuildId(1), at(0)).unwrap(), 1);
@@ -486,8 +514,14 @@ mod tests {
         assert_eq!(store.note_feed_failure(id).unwrap(), 1);
         assert_eq!(store.note_feed_failure(id).unwrap(), 2);
         store.note_feed_items(id, &[], at(1)).unwrap();
-        assert_eq!(store.note_feed_failure(id).unwrap(), 1, "a good fetch starts again");
-        store.set_feed_paused(GuildId(1), id, Some("failed 10 times")).unwrap();
+        assert_eq!(
+            store.note_feed_failure(id).unwrap(),
+            1,
+            "a good fetch starts again"
+        );
+        store
+            .set_feed_paused(GuildId(1), id, Some("failed 10 times"))
+            .unwrap();
         store.set_feed_paused(GuildId(1), id, None).unwrap();
         let row = store.feed_subscription(GuildId(1), id).unwrap().unwrap();
         assert_eq!((row.paused, row.failures), (None, 0));
@@ -497,7 +531,9 @@ mod tests {
     fn removing_a_subscription_removes_its_deliveries() {
         let store = Store::open_in_memory().unwrap();
         let id = subscribe(&store, 1, 10).unwrap();
-        store.note_feed_items(id, &[met("g:a", "queued", 0)], at(1)).unwrap();
+        store
+            .note_feed_items(id, &[met("g:a", "queued", 0)], at(1))
+            .unwrap();
         assert!(store.remove_feed_subscription(GuildId(1), id).unwrap());
         let left: i64 = store
             .lock()

@@ -155,7 +155,9 @@ pub const TABLES: &[Table] = &[
     },
     Table {
         name: "feed_deliveries",
-        link: Link::Owned("subscription_id IN (SELECT id FROM feed_subscriptions WHERE guild_id = ?1)"),
+        link: Link::Owned(
+            "subscription_id IN (SELECT id FROM feed_subscriptions WHERE guild_id = ?1)",
+        ),
         refs: &[Ref {
             column: "subscription_id",
             table: "feed_subscriptions",
