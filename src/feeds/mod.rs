@@ -5,8 +5,10 @@
 //! - `template`: what a delivered item says (`{title}`, `{link}` …), checked
 //!   when saved and rendered within Discord's limits;
 //! - `filter`: which items a subscription delivers (include/exclude rules);
+//! - `intake`: what one fetch means for a subscription (new, filtered, queued);
 //! - `subscription`: one guild's subscription, as saved and shown.
 
 pub mod filter;
+pub mod intake;
 pub mod subscription;
 pub mod template;
