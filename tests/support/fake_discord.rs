@@ -52,8 +52,15 @@
 //! `permission_overwrites` (`type` 0 a role, 1 a member) — among them, when
 //! a test asks ([`World::voice_channel`]), the voice channel #lounge — and
 //! the slash commands the bot registered (kept per route, empty until it does).
+//!
+//! Threads and forum channels (`threads`): starting a thread from a message,
+//! a forum post with its tags, a thread without a starter, messages into a
+//! thread (an archived one unarchived by them), `GET /channels/{id}`, and
+//! their refusals with Discord's codes. Every message created — in a channel,
+//! a thread or a forum post — is checked against Discord's embed limits
+//! (`embeds`) as well as its 2,000 characters.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -69,6 +76,9 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::fake_gateway::{self as gw, Answer, Identify, Outbound, Session, Sharding};
+
+mod embeds;
+pub mod threads;
 
 pub const BOT: u64 = 10_000;
 pub const APP: u64 = 10_000;
@@ -222,6 +232,14 @@ pub struct World {
     pub shaped: bool,
     /// The last message a person said in each channel (a shaped reply's target).
     last_said: HashMap<u64, u64>,
+    /// The test guild also has the forum, #releases and #announcements
+    /// (see [`FakeDiscord::add_feed_channels`]), the forum with these `flags`.
+    pub feed_channels: bool,
+    pub forum_flags: u64,
+    /// Channels where the bot lacks Create Public Threads: starting one gets 403 50013.
+    pub no_threads: Vec<u64>,
+    /// Every thread and forum post, by id (its channel object).
+    threads: BTreeMap<u64, Value>,
 }
 
 /// How the server answers a `message_reference` to a message it does not know.
@@ -299,7 +317,7 @@ impl World {
     }
 
     /// A server's GUILD_CREATE: the test guild's, or an extra server's.
-    fn guild_create_of(&self, guild: u64) -> Value {
+    pub fn guild_create_of(&self, guild: u64) -> Value {
         let (_, channels) = self.more_guilds;
         let mut g = match guild {
             GUILD if self.shaped => super::discord_shapes::guild_create(guild_create()),
@@ -312,9 +330,14 @@ impl World {
                        "guild_id": GUILD.to_string(), "bitrate": 64000, "user_limit": 0}),
             );
         }
+        if guild == GUILD && self.feed_channels {
+            let channels = g["channels"].as_array_mut().unwrap();
+            channels.extend(threads::feed_channels(self.forum_flags));
+        }
         if let Some(p) = self.everyone_permissions {
             g["roles"][0]["permissions"] = json!(p.to_string());
         }
+        g["threads"] = json!(self.active_threads(guild));
         g
     }
 
@@ -954,7 +977,9 @@ fn check(t: &str, d: &Value) {
             serde_json::from_value::<s::Reaction>(d.clone()).map(|_| ())
         }
         "GUILD_MEMBER_ADD" => serde_json::from_value::<s::Member>(d.clone()).map(|_| ()),
-        "CHANNEL_DELETE" => serde_json::from_value::<s::GuildChannel>(d.clone()).map(|_| ()),
+        "CHANNEL_DELETE" | "CHANNEL_CREATE" | "THREAD_CREATE" | "THREAD_UPDATE" => {
+            serde_json::from_value::<s::GuildChannel>(d.clone()).map(|_| ())
+        }
         "INTERACTION_CREATE" => serde_json::from_value::<s::Interaction>(d.clone()).map(|_| ()),
         _ => Ok(()),
     };
@@ -1656,6 +1681,18 @@ fn cdn(w: &World, path: &str, query: &str) -> Response {
     }
 }
 
+/// What Discord refuses in a message's body (`content` over 2,000
+/// characters, embeds past their limits), as the `errors` of a 50035.
+fn message_body_errors(body: &Value) -> Option<Value> {
+    if body["content"].as_str().unwrap_or("").chars().count() > 2000 {
+        return Some(
+            json!({"content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH",
+            "message": "Must be 2000 or fewer in length."}]}}),
+        );
+    }
+    embeds::refused(&body["embeds"])
+}
+
 /// Discord's answer to a body it refuses: 400, code 50035, the field and why.
 fn invalid_form(field: &str, code: &str, message: &str) -> Response {
     (
@@ -1847,15 +1884,11 @@ async fn rest_route(
                 )
                     .into_response();
             }
-            // Discord refuses content over 2,000 characters.
-            if body["content"].as_str().unwrap_or("").chars().count() > 2000 {
-                return (
-                    StatusCode::BAD_REQUEST,
-                    axum::Json(json!({"message": "Invalid Form Body", "code": 50035,
-                        "errors": {"content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH",
-                            "message": "Must be 2000 or fewer in length."}]}}})),
-                )
-                    .into_response();
+            if let Some(refused) = threads::refuse_send(&w, channel) {
+                return refused;
+            }
+            if let Some(errors) = message_body_errors(&body) {
+                return threads::form_errors(errors);
             }
             // Files: each at most 25 MiB, shown on the message as Discord does.
             let files = body["_files"].as_array().cloned().unwrap_or_default();
@@ -1938,6 +1971,7 @@ async fn rest_route(
                 }
             }
             m["attachments"] = json!(attachments);
+            m["embeds"] = embeds::as_kept(&body["embeds"]);
             match computed_mentions(
                 m["content"].as_str().unwrap_or(""),
                 &body["allowed_mentions"],
@@ -1973,6 +2007,7 @@ async fn rest_route(
             w.messages.insert(id, m.clone());
             check("MESSAGE_CREATE", &m);
             w.dispatch("MESSAGE_CREATE", m.clone());
+            threads::sent(&mut w, channel, id);
             if w.garble_sends > 0 {
                 w.garble_sends -= 1;
                 return (StatusCode::OK, "<html>upstream hiccup</html>").into_response();
@@ -1982,6 +2017,14 @@ async fn rest_route(
         ("PATCH", ["channels", channel, "messages", id]) => {
             let (channel, id) = (channel.parse().unwrap_or(0), id.parse().unwrap_or(0));
             edit_message(&mut w, channel, id, &body)
+        }
+        ("GET", ["channels", channel]) => threads::get_channel(&w, channel.parse().unwrap_or(0)),
+        ("POST", ["channels", channel, "messages", message, "threads"]) => {
+            let (channel, message) = (channel.parse().unwrap_or(0), message.parse().unwrap_or(0));
+            threads::start_from_message(&mut w, channel, message, &body)
+        }
+        ("POST", ["channels", channel, "threads"]) => {
+            threads::start_thread(&mut w, channel.parse().unwrap_or(0), &body)
         }
         ("POST", ["channels", _, "typing"]) => StatusCode::NO_CONTENT.into_response(),
         ("PUT", ["channels", _, "messages", _, "reactions", _, "@me"]) => {
