@@ -730,3 +730,29 @@ async fn embeds_are_held_to_discords_limits() {
     assert_eq!(kept[1]["embeds"][0]["type"], "rich");
     assert_eq!(kept[1]["embeds"][1]["title"], "t");
 }
+
+#[tokio::test]
+async fn a_thread_has_its_own_send_bucket_as_every_channel_does() {
+    let api = Api::start(0);
+    api.discord
+        .rate_limit_sends(1, std::time::Duration::from_secs(60));
+    let (_, thread) = api
+        .post(
+            &format!("/channels/{RELEASES}/threads"),
+            json!({"name": "t", "type": 11}),
+        )
+        .await;
+    let thread = id(&thread);
+    let paths = [RELEASES, thread].map(|c| format!("/channels/{c}/messages"));
+    let send = |i: usize| api.post(&paths[i], json!({"content": "item"}));
+    assert_eq!(send(0).await.0, 200);
+    assert_eq!(
+        send(1).await.0,
+        200,
+        "the parent's spent bucket is not the thread's"
+    );
+    let (status, body) = send(1).await;
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(body["global"], false);
+    assert_eq!(api.discord.with(|w| w.posted_in(thread)).len(), 1);
+}

@@ -674,12 +674,14 @@ fn edit_message(w: &mut World, channel: u64, id: u64, body: &Value) -> Response 
 
 // --- REST rate limits: 429s as Discord sends them -------------------------------------------
 
-/// The bucket every message send (`POST /channels/{id}/messages`) shares. As on
-/// Discord, a send inside a block gets 429 again (with what is left of the wait),
-/// and every answer on the route carries the `X-RateLimit-*` headers.
+/// The bucket of message sends (`POST /channels/{id}/messages`). As on
+/// Discord, its limit counts per channel (a thread is a channel of its own),
+/// a send inside a block gets 429 again (with what is left of the wait), and
+/// every answer on the route carries the `X-RateLimit-*` headers. A storm
+/// (see [`FakeDiscord::storm_sends`]) holds every channel.
 #[derive(Clone, Debug, Default)]
 pub struct SendBucket {
-    /// Sends allowed per window; 0: no limit.
+    /// Sends allowed per window in each channel; 0: no limit.
     pub limit: u32,
     pub window: Duration,
     /// The next N sends are answered 429 with `retry_after`, whatever the count.
@@ -687,41 +689,58 @@ pub struct SendBucket {
     pub retry_after: Duration,
     /// Storm 429s are global (`X-RateLimit-Global`, scope "global").
     pub global: bool,
-    window_start: Option<Instant>,
+    /// Until when the last storm 429 holds every send.
+    storm_until: Option<Instant>,
+    /// Each channel's window: its start, the sends in it, and its block.
+    windows: HashMap<u64, SendWindow>,
+}
+
+#[derive(Clone, Debug)]
+struct SendWindow {
+    start: Instant,
     used: u32,
     blocked_until: Option<Instant>,
 }
 
 impl SendBucket {
-    /// Decides on one send: Ok(headers for the answer) or Err(the 429).
+    /// Decides on one send to `channel`: Ok(headers for the answer) or Err(the 429).
     #[allow(clippy::result_large_err)] // the refusal is the fake's whole HTTP answer, built once per refused send
-    fn admit(&mut self, now: Instant) -> Result<Vec<(String, String)>, Response> {
-        if let Some(until) = self.blocked_until.filter(|u| *u > now) {
+    fn admit(&mut self, channel: u64, now: Instant) -> Result<Vec<(String, String)>, Response> {
+        if let Some(until) = self.storm_until.filter(|u| *u > now) {
             return Err(self.too_many(until - now, self.global));
         }
         if self.storm > 0 {
             self.storm -= 1;
-            self.blocked_until = Some(now + self.retry_after);
+            self.storm_until = Some(now + self.retry_after);
             return Err(self.too_many(self.retry_after, self.global));
         }
         if self.limit == 0 {
             return Ok(Vec::new());
         }
-        let start = *self.window_start.get_or_insert(now);
-        let start = if now >= start + self.window {
-            self.used = 0;
-            self.window_start = Some(now);
-            now
-        } else {
-            start
-        };
-        let reset_after = (start + self.window).saturating_duration_since(now);
-        if self.used >= self.limit {
-            self.blocked_until = Some(now + reset_after);
+        let (limit, window) = (self.limit, self.window);
+        let w = self.windows.entry(channel).or_insert(SendWindow {
+            start: now,
+            used: 0,
+            blocked_until: None,
+        });
+        if let Some(until) = w.blocked_until.filter(|u| *u > now) {
+            return Err(self.too_many(until - now, false));
+        }
+        if now >= w.start + window {
+            *w = SendWindow {
+                start: now,
+                used: 0,
+                blocked_until: None,
+            };
+        }
+        let reset_after = (w.start + window).saturating_duration_since(now);
+        if w.used >= limit {
+            w.blocked_until = Some(now + reset_after);
             return Err(self.too_many(reset_after, false));
         }
-        self.used += 1;
-        Ok(self.headers(self.limit - self.used, reset_after))
+        w.used += 1;
+        let remaining = limit - w.used;
+        Ok(self.headers(remaining, reset_after))
     }
 
     fn headers(&self, remaining: u32, reset_after: Duration) -> Vec<(String, String)> {
@@ -782,7 +801,7 @@ impl FakeDiscord {
         });
     }
 
-    /// At most `limit` sends per `window`; more get 429 until the window resets.
+    /// At most `limit` sends per `window` in each channel; more get 429 until its window resets.
     pub fn rate_limit_sends(&self, limit: u32, window: Duration) {
         self.with(|w| {
             w.send_bucket.limit = limit;
@@ -1785,7 +1804,10 @@ async fn rest_route(
             .into_response()
     };
     let rate_headers = match (method.as_str(), segments.as_slice()) {
-        ("POST", ["channels", _, "messages"]) => match w.send_bucket.admit(Instant::now()) {
+        ("POST", ["channels", channel, "messages"]) => match w
+            .send_bucket
+            .admit(channel.parse().unwrap_or(0), Instant::now())
+        {
             Ok(headers) => headers,
             Err(too_many) => return too_many,
         },
