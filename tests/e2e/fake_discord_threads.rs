@@ -348,6 +348,15 @@ async fn a_forum_post_is_a_thread_with_its_tags_and_starter_message() {
     );
     let created = api.discord.with(|w| w.log_of("THREAD_CREATE"));
     assert_eq!(created[0]["newly_created"], true);
+    // A forum post's message has no nonce on Discord: the same post sent again is a second post.
+    let again = json!({"name": "twice", "applied_tags": [TAG_RELEASE.to_string()],
+        "message": {"content": "once?", "nonce": "feed-7", "enforce_nonce": true}});
+    let (_, first) = api
+        .post(&format!("/channels/{FORUM}/threads"), again.clone())
+        .await;
+    let (_, second) = api.post(&format!("/channels/{FORUM}/threads"), again).await;
+    assert_ne!(first["id"], second["id"]);
+    assert_eq!(api.discord.with(|w| w.forum_posts(FORUM)).len(), 3);
     // The forum takes no messages of its own; the post takes them.
     let direct = api
         .post(
@@ -592,8 +601,17 @@ async fn a_thread_takes_messages_as_a_channel_does_and_an_archived_one_is_reopen
         1
     );
 
-    // Archived: a message unarchives it, as Discord documents.
+    // Archived: its messages cannot be edited, and a new message unarchives it, as Discord documents.
     api.discord.archive_thread(thread, false);
+    let edit = {
+        let url = format!("{}/api/v10{path}/{}", api.discord.url, id(&first));
+        Api::answer(api.http.patch(url).json(&json!({"content": "edited"}))).await
+    };
+    assert_refused("an edit in an archived thread", &edit, 400, 50083, None);
+    assert_eq!(
+        api.discord.with(|w| w.posted_in(thread))[0]["content"],
+        "item"
+    );
     let (status, _) = api.post(&path, json!({"content": "reopens"})).await;
     assert_eq!(status, 200);
     let updates = api.discord.with(|w| w.log_of("THREAD_UPDATE"));
@@ -727,6 +745,16 @@ async fn embeds_are_held_to_discords_limits() {
     );
     let kept = api.discord.with(|w| w.posted_in(GENERAL));
     assert_eq!(kept.len(), 2);
+    // An edit is held to the same limits.
+    let url = format!("{}/api/v10{path}/{}", api.discord.url, id(&kept[0]));
+    let edit = Api::answer(api.http.patch(url).json(&one(json!({"title": x(257)})))).await;
+    assert_refused(
+        "an edit's title of 257",
+        &edit,
+        400,
+        50035,
+        Some("/embeds/0/title"),
+    );
     assert_eq!(kept[1]["embeds"][0]["type"], "rich");
     assert_eq!(kept[1]["embeds"][1]["title"], "t");
 }

@@ -630,13 +630,12 @@ fn edit_message(w: &mut World, channel: u64, id: u64, body: &Value) -> Response 
             StatusCode::FORBIDDEN,
             json!({"message": "Cannot edit a message authored by another user", "code": 50005}),
         )),
-        Some(_) if content.chars().count() > 2000 => Some(refuse(
+        // An archived thread's messages stay as they were: editing does not reopen it.
+        Some(_) if threads::archived(w, channel) => Some(refuse(
             StatusCode::BAD_REQUEST,
-            json!({"message": "Invalid Form Body", "code": 50035,
-                "errors": {"content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH",
-                    "message": "Must be 2000 or fewer in length."}]}}}),
+            json!({"message": "Thread is archived", "code": 50083}),
         )),
-        Some(_) => None,
+        Some(_) => message_body_errors(body).map(threads::form_errors),
     };
     if let Some(r) = refused {
         w.edits.push(attempt(r.status().as_u16()));
@@ -661,6 +660,9 @@ fn edit_message(w: &mut World, channel: u64, id: u64, body: &Value) -> Response 
     };
     let m = w.messages.get_mut(&id).expect("checked above");
     m["content"] = json!(content);
+    if !body["embeds"].is_null() {
+        m["embeds"] = embeds::as_kept(&body["embeds"]);
+    }
     m["edited_timestamp"] = json!(now_iso());
     m["mentions"] = json!(users);
     m["mention_everyone"] = json!(everyone);

@@ -32,7 +32,8 @@
 //!   (THREAD_UPDATE), as Discord documents, unless it is locked and the bot
 //!   may not Manage Threads: then 400 50083 (archived) or 400 160005 (locked,
 //!   not archived). A message to a forum itself is 400 40058.
-//!   [`FakeDiscord::archive_thread`] archives (and locks) one, [`FakeDiscord::lock_thread`] locks one.
+//!   Editing a message of an archived thread is 400 50083: only a new
+//!   message reopens it. [`FakeDiscord::archive_thread`] archives (and locks) one, [`FakeDiscord::lock_thread`] locks one.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -364,6 +365,13 @@ pub(super) fn refuse_send(w: &World, channel: u64) -> Option<Response> {
     } else {
         refuse(StatusCode::BAD_REQUEST, 160005, "Thread is locked")
     })
+}
+
+/// Whether `channel` is an archived thread (whose messages cannot be edited).
+pub(super) fn archived(w: &World, channel: u64) -> bool {
+    w.threads
+        .get(&channel)
+        .is_some_and(|t| t["thread_metadata"]["archived"] == json!(true))
 }
 
 /// After message `id` was created in `channel`: a thread counts it, and an
