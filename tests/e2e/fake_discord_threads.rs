@@ -13,6 +13,10 @@ use crate::support::fake_discord::threads::{
 };
 use crate::support::fake_discord::{ALICE, FakeDiscord, GENERAL, GUILD, LOUNGE, bot_http};
 
+/// A request the fake must refuse: what it is, its path and body, and the
+/// status, JSON code and (for a 50035) the field of the refusal.
+type Refusal = (&'static str, String, Value, u16, u64, Option<&'static str>);
+
 /// The fake, with the feed channels, and a client that speaks to it as the bot.
 struct Api {
     discord: FakeDiscord,
@@ -186,7 +190,7 @@ async fn starting_a_thread_from_a_message_is_refused_as_discord_refuses() {
     let taken = api.post(&threads(RELEASES, said), name.clone()).await;
     assert_eq!(taken.0, 201, "{}", taken.1);
 
-    let cases: Vec<(&str, String, Value, u16, u64, Option<&str>)> = vec![
+    let cases: Vec<Refusal> = vec![
         (
             "a second thread for the message",
             threads(RELEASES, said),
