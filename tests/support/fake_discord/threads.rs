@@ -521,7 +521,8 @@ fn forum_post(w: &mut World, forum: u64, body: &Value) -> Response {
     let mut thread = w.new_thread(id, forum, 11, body);
     thread["applied_tags"] = json!(tags);
     thread["last_message_id"] = json!(id.to_string());
-    let mut m = super::message_json(id, id, Some(GUILD), super::bot_user(), content);
+    let guild = w.guild_of(forum);
+    let mut m = super::message_json(id, id, Some(guild), super::bot_user(), content);
     m["embeds"] = embeds::as_kept(&message["embeds"]);
     m["mentions"] = json!(users);
     m["mention_everyone"] = json!(everyone);
