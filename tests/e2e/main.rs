@@ -25,6 +25,7 @@ mod erasure;
 mod executive;
 mod extraction;
 mod fail_closed;
+mod fake_discord_threads;
 mod first_hour;
 mod first_hour_bounds;
 mod first_hour_output;

@@ -52,8 +52,15 @@
 //! `permission_overwrites` (`type` 0 a role, 1 a member) — among them, when
 //! a test asks ([`World::voice_channel`]), the voice channel #lounge — and
 //! the slash commands the bot registered (kept per route, empty until it does).
+//!
+//! Threads and forum channels (`threads`): starting a thread from a message,
+//! a forum post with its tags, a thread without a starter, messages into a
+//! thread (an archived one unarchived by them), `GET /channels/{id}`, and
+//! their refusals with Discord's codes. Every message created — in a channel,
+//! a thread or a forum post — is checked against Discord's embed limits
+//! (`embeds`) as well as its 2,000 characters.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -69,6 +76,9 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::fake_gateway::{self as gw, Answer, Identify, Outbound, Session, Sharding};
+
+mod embeds;
+pub mod threads;
 
 pub const BOT: u64 = 10_000;
 pub const APP: u64 = 10_000;
@@ -222,6 +232,14 @@ pub struct World {
     pub shaped: bool,
     /// The last message a person said in each channel (a shaped reply's target).
     last_said: HashMap<u64, u64>,
+    /// The test guild also has the forum, #releases and #announcements
+    /// (see [`FakeDiscord::add_feed_channels`]), the forum with these `flags`.
+    pub feed_channels: bool,
+    pub forum_flags: u64,
+    /// Channels where the bot lacks Create Public Threads: starting one gets 403 50013.
+    pub no_threads: Vec<u64>,
+    /// Every thread and forum post, by id (its channel object).
+    threads: BTreeMap<u64, Value>,
 }
 
 /// How the server answers a `message_reference` to a message it does not know.
@@ -299,7 +317,7 @@ impl World {
     }
 
     /// A server's GUILD_CREATE: the test guild's, or an extra server's.
-    fn guild_create_of(&self, guild: u64) -> Value {
+    pub fn guild_create_of(&self, guild: u64) -> Value {
         let (_, channels) = self.more_guilds;
         let mut g = match guild {
             GUILD if self.shaped => super::discord_shapes::guild_create(guild_create()),
@@ -312,9 +330,14 @@ impl World {
                        "guild_id": GUILD.to_string(), "bitrate": 64000, "user_limit": 0}),
             );
         }
+        if guild == GUILD && self.feed_channels {
+            let channels = g["channels"].as_array_mut().unwrap();
+            channels.extend(threads::feed_channels(self.forum_flags));
+        }
         if let Some(p) = self.everyone_permissions {
             g["roles"][0]["permissions"] = json!(p.to_string());
         }
+        g["threads"] = json!(self.active_threads(guild));
         g
     }
 
@@ -607,13 +630,12 @@ fn edit_message(w: &mut World, channel: u64, id: u64, body: &Value) -> Response 
             StatusCode::FORBIDDEN,
             json!({"message": "Cannot edit a message authored by another user", "code": 50005}),
         )),
-        Some(_) if content.chars().count() > 2000 => Some(refuse(
+        // An archived thread's messages stay as they were: editing does not reopen it.
+        Some(_) if threads::archived(w, channel) => Some(refuse(
             StatusCode::BAD_REQUEST,
-            json!({"message": "Invalid Form Body", "code": 50035,
-                "errors": {"content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH",
-                    "message": "Must be 2000 or fewer in length."}]}}}),
+            json!({"message": "Thread is archived", "code": 50083}),
         )),
-        Some(_) => None,
+        Some(_) => message_body_errors(body).map(threads::form_errors),
     };
     if let Some(r) = refused {
         w.edits.push(attempt(r.status().as_u16()));
@@ -638,6 +660,9 @@ fn edit_message(w: &mut World, channel: u64, id: u64, body: &Value) -> Response 
     };
     let m = w.messages.get_mut(&id).expect("checked above");
     m["content"] = json!(content);
+    if !body["embeds"].is_null() {
+        m["embeds"] = embeds::as_kept(&body["embeds"]);
+    }
     m["edited_timestamp"] = json!(now_iso());
     m["mentions"] = json!(users);
     m["mention_everyone"] = json!(everyone);
@@ -651,12 +676,14 @@ fn edit_message(w: &mut World, channel: u64, id: u64, body: &Value) -> Response 
 
 // --- REST rate limits: 429s as Discord sends them -------------------------------------------
 
-/// The bucket every message send (`POST /channels/{id}/messages`) shares. As on
-/// Discord, a send inside a block gets 429 again (with what is left of the wait),
-/// and every answer on the route carries the `X-RateLimit-*` headers.
+/// The bucket of message sends (`POST /channels/{id}/messages`). As on
+/// Discord, its limit counts per channel (a thread is a channel of its own),
+/// a send inside a block gets 429 again (with what is left of the wait), and
+/// every answer on the route carries the `X-RateLimit-*` headers. A storm
+/// (see [`FakeDiscord::storm_sends`]) holds every channel.
 #[derive(Clone, Debug, Default)]
 pub struct SendBucket {
-    /// Sends allowed per window; 0: no limit.
+    /// Sends allowed per window in each channel; 0: no limit.
     pub limit: u32,
     pub window: Duration,
     /// The next N sends are answered 429 with `retry_after`, whatever the count.
@@ -664,41 +691,58 @@ pub struct SendBucket {
     pub retry_after: Duration,
     /// Storm 429s are global (`X-RateLimit-Global`, scope "global").
     pub global: bool,
-    window_start: Option<Instant>,
+    /// Until when the last storm 429 holds every send.
+    storm_until: Option<Instant>,
+    /// Each channel's window: its start, the sends in it, and its block.
+    windows: HashMap<u64, SendWindow>,
+}
+
+#[derive(Clone, Debug)]
+struct SendWindow {
+    start: Instant,
     used: u32,
     blocked_until: Option<Instant>,
 }
 
 impl SendBucket {
-    /// Decides on one send: Ok(headers for the answer) or Err(the 429).
+    /// Decides on one send to `channel`: Ok(headers for the answer) or Err(the 429).
     #[allow(clippy::result_large_err)] // the refusal is the fake's whole HTTP answer, built once per refused send
-    fn admit(&mut self, now: Instant) -> Result<Vec<(String, String)>, Response> {
-        if let Some(until) = self.blocked_until.filter(|u| *u > now) {
+    fn admit(&mut self, channel: u64, now: Instant) -> Result<Vec<(String, String)>, Response> {
+        if let Some(until) = self.storm_until.filter(|u| *u > now) {
             return Err(self.too_many(until - now, self.global));
         }
         if self.storm > 0 {
             self.storm -= 1;
-            self.blocked_until = Some(now + self.retry_after);
+            self.storm_until = Some(now + self.retry_after);
             return Err(self.too_many(self.retry_after, self.global));
         }
         if self.limit == 0 {
             return Ok(Vec::new());
         }
-        let start = *self.window_start.get_or_insert(now);
-        let start = if now >= start + self.window {
-            self.used = 0;
-            self.window_start = Some(now);
-            now
-        } else {
-            start
-        };
-        let reset_after = (start + self.window).saturating_duration_since(now);
-        if self.used >= self.limit {
-            self.blocked_until = Some(now + reset_after);
+        let (limit, window) = (self.limit, self.window);
+        let w = self.windows.entry(channel).or_insert(SendWindow {
+            start: now,
+            used: 0,
+            blocked_until: None,
+        });
+        if let Some(until) = w.blocked_until.filter(|u| *u > now) {
+            return Err(self.too_many(until - now, false));
+        }
+        if now >= w.start + window {
+            *w = SendWindow {
+                start: now,
+                used: 0,
+                blocked_until: None,
+            };
+        }
+        let reset_after = (w.start + window).saturating_duration_since(now);
+        if w.used >= limit {
+            w.blocked_until = Some(now + reset_after);
             return Err(self.too_many(reset_after, false));
         }
-        self.used += 1;
-        Ok(self.headers(self.limit - self.used, reset_after))
+        w.used += 1;
+        let remaining = limit - w.used;
+        Ok(self.headers(remaining, reset_after))
     }
 
     fn headers(&self, remaining: u32, reset_after: Duration) -> Vec<(String, String)> {
@@ -759,7 +803,7 @@ impl FakeDiscord {
         });
     }
 
-    /// At most `limit` sends per `window`; more get 429 until the window resets.
+    /// At most `limit` sends per `window` in each channel; more get 429 until its window resets.
     pub fn rate_limit_sends(&self, limit: u32, window: Duration) {
         self.with(|w| {
             w.send_bucket.limit = limit;
@@ -954,7 +998,9 @@ fn check(t: &str, d: &Value) {
             serde_json::from_value::<s::Reaction>(d.clone()).map(|_| ())
         }
         "GUILD_MEMBER_ADD" => serde_json::from_value::<s::Member>(d.clone()).map(|_| ()),
-        "CHANNEL_DELETE" => serde_json::from_value::<s::GuildChannel>(d.clone()).map(|_| ()),
+        "CHANNEL_DELETE" | "CHANNEL_CREATE" | "THREAD_CREATE" | "THREAD_UPDATE" => {
+            serde_json::from_value::<s::GuildChannel>(d.clone()).map(|_| ())
+        }
         "INTERACTION_CREATE" => serde_json::from_value::<s::Interaction>(d.clone()).map(|_| ()),
         _ => Ok(()),
     };
@@ -1656,6 +1702,18 @@ fn cdn(w: &World, path: &str, query: &str) -> Response {
     }
 }
 
+/// What Discord refuses in a message's body (`content` over 2,000
+/// characters, embeds past their limits), as the `errors` of a 50035.
+fn message_body_errors(body: &Value) -> Option<Value> {
+    if body["content"].as_str().unwrap_or("").chars().count() > 2000 {
+        return Some(
+            json!({"content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH",
+            "message": "Must be 2000 or fewer in length."}]}}),
+        );
+    }
+    embeds::refused(&body["embeds"])
+}
+
 /// Discord's answer to a body it refuses: 400, code 50035, the field and why.
 fn invalid_form(field: &str, code: &str, message: &str) -> Response {
     (
@@ -1748,7 +1806,10 @@ async fn rest_route(
             .into_response()
     };
     let rate_headers = match (method.as_str(), segments.as_slice()) {
-        ("POST", ["channels", _, "messages"]) => match w.send_bucket.admit(Instant::now()) {
+        ("POST", ["channels", channel, "messages"]) => match w
+            .send_bucket
+            .admit(channel.parse().unwrap_or(0), Instant::now())
+        {
             Ok(headers) => headers,
             Err(too_many) => return too_many,
         },
@@ -1847,15 +1908,11 @@ async fn rest_route(
                 )
                     .into_response();
             }
-            // Discord refuses content over 2,000 characters.
-            if body["content"].as_str().unwrap_or("").chars().count() > 2000 {
-                return (
-                    StatusCode::BAD_REQUEST,
-                    axum::Json(json!({"message": "Invalid Form Body", "code": 50035,
-                        "errors": {"content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH",
-                            "message": "Must be 2000 or fewer in length."}]}}})),
-                )
-                    .into_response();
+            if let Some(refused) = threads::refuse_send(&w, channel) {
+                return refused;
+            }
+            if let Some(errors) = message_body_errors(&body) {
+                return threads::form_errors(errors);
             }
             // Files: each at most 25 MiB, shown on the message as Discord does.
             let files = body["_files"].as_array().cloned().unwrap_or_default();
@@ -1938,6 +1995,7 @@ async fn rest_route(
                 }
             }
             m["attachments"] = json!(attachments);
+            m["embeds"] = embeds::as_kept(&body["embeds"]);
             match computed_mentions(
                 m["content"].as_str().unwrap_or(""),
                 &body["allowed_mentions"],
@@ -1973,6 +2031,7 @@ async fn rest_route(
             w.messages.insert(id, m.clone());
             check("MESSAGE_CREATE", &m);
             w.dispatch("MESSAGE_CREATE", m.clone());
+            threads::sent(&mut w, channel, id);
             if w.garble_sends > 0 {
                 w.garble_sends -= 1;
                 return (StatusCode::OK, "<html>upstream hiccup</html>").into_response();
@@ -1982,6 +2041,14 @@ async fn rest_route(
         ("PATCH", ["channels", channel, "messages", id]) => {
             let (channel, id) = (channel.parse().unwrap_or(0), id.parse().unwrap_or(0));
             edit_message(&mut w, channel, id, &body)
+        }
+        ("GET", ["channels", channel]) => threads::get_channel(&w, channel.parse().unwrap_or(0)),
+        ("POST", ["channels", channel, "messages", message, "threads"]) => {
+            let (channel, message) = (channel.parse().unwrap_or(0), message.parse().unwrap_or(0));
+            threads::start_from_message(&mut w, channel, message, &body)
+        }
+        ("POST", ["channels", channel, "threads"]) => {
+            threads::start_thread(&mut w, channel.parse().unwrap_or(0), &body)
         }
         ("POST", ["channels", _, "typing"]) => StatusCode::NO_CONTENT.into_response(),
         ("PUT", ["channels", _, "messages", _, "reactions", _, "@me"]) => {
