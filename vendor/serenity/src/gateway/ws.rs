@@ -27,8 +27,6 @@ use super::{ActivityData, ChunkGuildFilter, PresenceData};
 use crate::constants::{self, Opcode};
 #[cfg(feature = "client")]
 use crate::gateway::GatewayError;
-#[cfg(feature = "client")]
-use crate::json::from_str;
 use crate::json::to_string;
 #[cfg(feature = "client")]
 use crate::model::event::GatewayEvent;
@@ -135,14 +133,14 @@ impl WsClient {
                     why
                 })?;
 
-                from_str(&decompressed).map_err(|why| {
+                GatewayEvent::decode_frame(&decompressed).map_err(|why| {
                     warn!("Err deserializing bytes: {why:?}");
                     debug!("Failing bytes: {bytes:?}");
 
                     why
                 })?
             },
-            Message::Text(payload) => from_str(&payload).map_err(|why| {
+            Message::Text(payload) => GatewayEvent::decode_frame(&payload).map_err(|why| {
                 warn!("Err deserializing text: {why:?}; text: {payload}");
 
                 why
