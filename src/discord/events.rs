@@ -394,3 +394,255 @@ impl Events {
         });
     }
 }
+
+/// The frames the handler above gets: serenity's one-pass decode of a
+/// dispatch (`vendor/serenity`, see vendor/README.md) gives what its
+/// `Deserialize` gives, and leaves every other frame to it.
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+    use serenity::all::{Event, GatewayEvent};
+
+    /// A dispatch in Discord's order of keys.
+    fn frame(t: &str, s: u64, d: &Value) -> String {
+        format!(r#"{{"t":{},"s":{s},"op":0,"d":{d}}}"#, json!(t))
+    }
+
+    /// What serenity's decoding of a frame gave before the patch, as text:
+    /// `Debug` shows every field.
+    fn before(text: &str) -> String {
+        format!("{:?}", serenity::json::from_str::<GatewayEvent>(text))
+    }
+
+    fn now(text: &str) -> String {
+        format!("{:?}", GatewayEvent::decode_frame(text))
+    }
+
+    fn user(id: u64) -> Value {
+        json!({"id": id.to_string(), "username": format!("u{id}"), "global_name": null,
+               "avatar": null, "discriminator": "0", "bot": false})
+    }
+
+    fn member(id: u64) -> Value {
+        json!({"user": user(id), "roles": ["30"], "nick": "Nick", "deaf": false, "mute": false,
+               "flags": 0, "joined_at": "2024-01-01T00:00:00+00:00", "guild_id": "2"})
+    }
+
+    fn channel(id: u64) -> Value {
+        json!({"id": id.to_string(), "type": 0, "guild_id": "2", "name": "general", "position": 1,
+               "permission_overwrites": [], "topic": null, "nsfw": false, "parent_id": null})
+    }
+
+    fn message(id: u64) -> Value {
+        json!({"id": id.to_string(), "channel_id": "3", "guild_id": "2", "author": user(7),
+               "member": {"roles": [], "joined_at": "2024-01-01T00:00:00+00:00", "deaf": false,
+                          "mute": false, "flags": 0},
+               "content": "the ferry <@8>", "timestamp": "2024-05-01T10:00:00.000000+00:00",
+               "edited_timestamp": null, "tts": false, "mention_everyone": false,
+               "mentions": [user(8)], "mention_roles": [], "attachments": [], "embeds": [],
+               "pinned": false, "type": 0, "flags": 0})
+    }
+
+    fn reaction() -> Value {
+        json!({"user_id": "7", "channel_id": "3", "message_id": "9", "guild_id": "2",
+               "emoji": {"id": null, "name": "👋"}, "burst": false, "type": 0})
+    }
+
+    /// A value's arrays in a fixed order.
+    fn sorted(v: Value) -> Value {
+        match v {
+            Value::Array(items) => {
+                let mut items: Vec<Value> = items.into_iter().map(sorted).collect();
+                items.sort_by_key(Value::to_string);
+                Value::Array(items)
+            }
+            Value::Object(map) => {
+                Value::Object(map.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+            }
+            v => v,
+        }
+    }
+
+    /// A frame of each kind decoded in one pass, as Discord sends it.
+    fn each_kind() -> Vec<(&'static str, Value)> {
+        vec![
+            ("CHANNEL_CREATE", channel(4)),
+            ("CHANNEL_DELETE", channel(4)),
+            ("CHANNEL_UPDATE", channel(4)),
+            (
+                "GUILD_CREATE",
+                json!({
+                "id": "2", "name": "Harbour", "icon": null, "owner_id": "7", "afk_timeout": 300,
+                "verification_level": 0, "default_message_notifications": 0,
+                "explicit_content_filter": 0, "mfa_level": 0, "system_channel_flags": 0,
+                "premium_tier": 0, "nsfw_level": 0, "features": [], "preferred_locale": "en-US",
+                "premium_progress_bar_enabled": false,
+                "roles": [{"id": "2", "name": "@everyone", "permissions": "1024", "position": 0,
+                           "color": 0, "colors": {"primary_color": 0}, "hoist": false,
+                           "managed": false, "mentionable": false}],
+                "emojis": [], "stickers": [], "channels": [channel(3), channel(4)],
+                "members": [member(7), member(8)], "voice_states": [], "threads": [],
+                "presences": [], "stage_instances": [], "guild_scheduled_events": [],
+                "joined_at": "2024-01-01T00:00:00+00:00", "large": false, "member_count": 2,
+                "unavailable": false}),
+            ),
+            ("GUILD_DELETE", json!({"id": "2", "unavailable": true})),
+            ("GUILD_MEMBER_ADD", member(9)),
+            (
+                "GUILD_MEMBER_REMOVE",
+                json!({"guild_id": "2", "user": user(9)}),
+            ),
+            ("GUILD_MEMBER_UPDATE", member(9)),
+            (
+                "INTERACTION_CREATE",
+                json!({
+                "id": "11", "application_id": "12", "type": 2, "token": "token-11", "version": 1,
+                "guild_id": "2", "channel_id": "3",
+                "member": {"user": user(7), "roles": [], "deaf": false, "mute": false, "flags": 0,
+                           "joined_at": "2024-01-01T00:00:00+00:00", "permissions": "8"},
+                "app_permissions": "2147483647", "locale": "en-US", "guild_locale": "en-US",
+                "entitlements": [], "authorizing_integration_owners": {"0": "2"}, "context": 0,
+                "attachment_size_limit": 8388608,
+                "data": {"id": "777", "name": "memory", "type": 1,
+                         "options": [{"type": 1, "name": "show", "options": []}]}}),
+            ),
+            ("MESSAGE_CREATE", message(9)),
+            (
+                "MESSAGE_DELETE",
+                json!({"id": "9", "channel_id": "3", "guild_id": "2"}),
+            ),
+            (
+                "MESSAGE_DELETE_BULK",
+                json!({"ids": ["9", "10"], "channel_id": "3", "guild_id": "2"}),
+            ),
+            ("MESSAGE_REACTION_ADD", reaction()),
+            ("MESSAGE_REACTION_REMOVE", reaction()),
+            (
+                "MESSAGE_UPDATE",
+                json!({"id": "9", "channel_id": "3", "guild_id": "2",
+                                      "content": "edited", "edited_timestamp": "2024-05-01T10:01:00+00:00"}),
+            ),
+            (
+                "PRESENCE_UPDATE",
+                json!({"user": {"id": "7"}, "guild_id": "2", "status": "online",
+                                       "activities": [], "client_status": {"desktop": "online"}}),
+            ),
+            (
+                "READY",
+                json!({"v": 10, "user": user(1), "guilds": [{"id": "2", "unavailable": true}],
+                             "session_id": "s-1", "resume_gateway_url": "wss://example.invalid",
+                             "shard": [0, 1], "application": {"id": "12", "flags": 0}}),
+            ),
+            ("RESUMED", json!({})),
+            (
+                "TYPING_START",
+                json!({"channel_id": "3", "guild_id": "2", "user_id": "7",
+                                    "timestamp": 1714557600, "member": member(7)}),
+            ),
+            (
+                "VOICE_STATE_UPDATE",
+                json!({"guild_id": "2", "channel_id": "5", "user_id": "7",
+                                          "member": member(7), "session_id": "v-1", "deaf": false,
+                                          "mute": false, "self_deaf": false, "self_mute": true,
+                                          "self_video": false, "suppress": false,
+                                          "request_to_speak_timestamp": null}),
+            ),
+        ]
+    }
+
+    #[test]
+    fn each_kind_decoded_in_one_pass_is_what_serenity_decoded_before() {
+        for (n, (kind, d)) in each_kind().into_iter().enumerate() {
+            let text = frame(kind, n as u64 + 1, &d);
+            let lean = GatewayEvent::decode_lean(&text).unwrap_or_else(|| {
+                panic!(
+                    "{kind} was not decoded in one pass; before: {}",
+                    before(&text)
+                )
+            });
+            let GatewayEvent::Dispatch(_, ref event) = lean else {
+                panic!("{kind} did not decode as a dispatch: {lean:?}");
+            };
+            assert!(!matches!(event, Event::Unknown(_)), "{kind}: {event:?}");
+            if kind == "GUILD_CREATE" {
+                // A server's maps (channels, members, roles) iterate each in its own order.
+                let old = serenity::json::from_str::<GatewayEvent>(&text).unwrap();
+                assert_eq!(
+                    sorted(serde_json::to_value(&lean).unwrap()),
+                    sorted(serde_json::to_value(&old).unwrap()),
+                    "{kind}"
+                );
+            } else {
+                assert_eq!(now(&text), before(&text), "{kind}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_unknown_kind_arrives_whole_as_an_unknown_event_as_before() {
+        let text = frame(
+            "SOMETHING_NEW",
+            7,
+            &json!({"a": [1, 2.5, "x"], "b": {"c": null}}),
+        );
+        assert!(GatewayEvent::decode_lean(&text).is_none());
+        let decoded = GatewayEvent::decode_frame(&text).unwrap();
+        let GatewayEvent::Dispatch(7, Event::Unknown(ref unknown)) = decoded else {
+            panic!("not an unknown dispatch: {decoded:?}");
+        };
+        assert_eq!(unknown.kind, "SOMETHING_NEW");
+        assert_eq!(unknown.value, json!({"a": [1, 2.5, "x"], "b": {"c": null}}));
+        assert_eq!(now(&text), before(&text));
+    }
+
+    #[test]
+    fn frames_the_one_pass_decode_does_not_take_decode_as_before() {
+        let m = message(9);
+        let out_of_order = format!(r#"{{"d":{m},"t":"MESSAGE_CREATE","s":3,"op":0}}"#);
+        let frames = [
+            // Not JSON, cut short, not an object.
+            "{\"t\":\"MESSAGE_CREATE\"".to_string(),
+            "ambient".to_string(),
+            "[0, 1]".to_string(),
+            // A listed kind whose payload is not that kind's: an unknown event before, still.
+            frame(
+                "MESSAGE_CREATE",
+                3,
+                &json!({"id": "not a snowflake", "content": 5}),
+            ),
+            frame("MESSAGE_CREATE", 3, &json!(null)),
+            // A dispatch without its sequence number, or its kind, or its payload.
+            format!(r#"{{"t":"MESSAGE_CREATE","op":0,"d":{m}}}"#),
+            format!(r#"{{"t":"MESSAGE_CREATE","s":null,"op":0,"d":{m}}}"#),
+            format!(r#"{{"s":3,"op":0,"d":{m}}}"#),
+            format!(r#"{{"t":null,"s":3,"op":0,"d":{m}}}"#),
+            r#"{"t":"MESSAGE_CREATE","s":3,"op":0}"#.to_string(),
+            // Keys out of Discord's order, repeated, or unknown.
+            out_of_order.clone(),
+            format!(r#"{{"t":"MESSAGE_CREATE","s":3,"op":0,"d":{m},"t":"MESSAGE_UPDATE"}}"#),
+            format!(r#"{{"t":"MESSAGE_CREATE","s":3,"op":0,"d":{m},"s":4}}"#),
+            format!(r#"{{"t":"MESSAGE_CREATE","s":3,"op":0,"x":1,"d":{m}}}"#),
+            // Text after the frame.
+            format!(r#"{}x"#, frame("MESSAGE_CREATE", 3, &m)),
+            // The other opcodes.
+            r#"{"t":null,"s":null,"op":10,"d":{"heartbeat_interval":41250}}"#.to_string(),
+            r#"{"t":null,"s":null,"op":11,"d":null}"#.to_string(),
+            r#"{"t":null,"s":null,"op":9,"d":false}"#.to_string(),
+            r#"{"t":null,"s":null,"op":7,"d":null}"#.to_string(),
+            r#"{"t":null,"s":null,"op":1,"d":null}"#.to_string(),
+            r#"{"t":null,"s":null,"op":42,"d":null}"#.to_string(),
+        ];
+        for text in &frames {
+            assert!(
+                GatewayEvent::decode_lean(text).is_none(),
+                "taken in one pass: {text}"
+            );
+            assert_eq!(now(text), before(text), "{text}");
+        }
+        // A known kind whose keys come in another order still arrives whole.
+        assert!(matches!(
+            GatewayEvent::decode_frame(&out_of_order),
+            Ok(GatewayEvent::Dispatch(3, Event::MessageCreate(_)))
+        ));
+    }
+}

@@ -34,6 +34,7 @@ mod forget;
 mod garden;
 mod garden_rest;
 mod garden_wakes;
+mod gateway_decode;
 mod guild_io;
 mod hostile;
 mod initiative;
