@@ -115,9 +115,28 @@ pub fn keywords(text: &str) -> impl Iterator<Item = String> + '_ {
         .filter(|w| !w.starts_with("http") && !w.starts_with('@') && !w.starts_with('<'))
         .flat_map(|w| w.split(|c: char| !c.is_alphanumeric()))
         .map(str::to_lowercase)
-        .filter(|w| {
-            w.chars().count() >= 4
-                && w.chars().any(char::is_alphabetic)
-                && !STOPWORDS.contains(&w.as_str())
-        })
+        .filter(|w| w.chars().count() >= 4 && w.chars().any(char::is_alphabetic) && !is_stopword(w))
+}
+
+/// Whether `word` (lowercase) is one of [`STOPWORDS`]: a set, since every
+/// word of every message a look reads is checked.
+fn is_stopword(word: &str) -> bool {
+    static SET: std::sync::LazyLock<std::collections::HashSet<&'static str>> =
+        std::sync::LazyLock::new(|| STOPWORDS.iter().copied().collect());
+    SET.contains(word)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_stopword_is_left_out_and_other_words_stay() {
+        for w in STOPWORDS {
+            assert!(is_stopword(w), "{w}");
+        }
+        let words: Vec<String> =
+            keywords("Anyone seen the Harbour ferry? Because people said: crossing").collect();
+        assert_eq!(words, ["seen", "harbour", "ferry", "crossing"]);
+    }
 }

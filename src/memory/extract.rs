@@ -149,32 +149,33 @@ impl Memory {
     }
 
     /// When extraction next falls due with no new message: `now` when it
-    /// is due now or a back-off holds it (a back-off ends on its own), the
-    /// first conversation's quiet time, or `None` when nothing waits.
+    /// is due now, the first conversation's quiet time, or `None` when
+    /// nothing waits. A back-off (the model's, or a channel's) ends on its
+    /// own: until then a round does nothing there, so a channel held back
+    /// falls due when its back-off ends, or later if its own time is later.
     pub(super) fn extraction_due_at(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        if self.model_held_back(now) {
-            return Some(now);
-        }
         let Ok(waiting) = self.store.unextracted_channels() else {
             return Some(now);
         };
+        let held = |key: &Holdback| self.extraction_backoff.until(key).filter(|t| now < *t);
+        let model_ready = self.extract_model().and_then(|m| held(&Holdback::Model(m)));
         let mut due: Option<DateTime<Utc>> = None;
         for u in waiting {
             let m = &self.settings.for_guild(u.guild).memory;
             if !m.enabled {
                 continue;
             }
-            let at = if !self
-                .extraction_backoff
-                .ready(&Holdback::Channel(u.channel), now)
-                || (m.extract_listened && u.count >= u64::from(m.listen_batch_size))
-            {
+            let at = if m.extract_listened && u.count >= u64::from(m.listen_batch_size) {
                 now
             } else if u.bot_spoke && m.extract_conversations {
                 u.last_at + chrono::Duration::minutes(i64::from(m.conversation_idle_minutes))
             } else {
                 continue;
             };
+            let at = [held(&Holdback::Channel(u.channel)), model_ready]
+                .into_iter()
+                .flatten()
+                .fold(at, DateTime::max);
             due = Some(due.map_or(at, |d| d.min(at)));
         }
         due.map(|d| d.max(now))

@@ -591,8 +591,9 @@ impl Memory {
 
     /// The earliest time a maintenance round could do anything if no
     /// message came: `now` when it could now (or the store cannot say),
-    /// else the first of a conversation going quiet, a fact expiring, an
-    /// archived fact's purge; `None` when only a new message can give it
+    /// else the first of a conversation going quiet or an extraction
+    /// back-off ending, a fact expiring, an archived fact's purge; `None`
+    /// when only a new message can give it
     /// work. What lets a replay skip a silent year without a round every
     /// five simulated minutes; a round before this time does nothing.
     pub fn next_upkeep(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {

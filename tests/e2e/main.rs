@@ -75,6 +75,7 @@ mod streaming;
 mod unanswered;
 mod untrusted_inputs;
 mod upgrades;
+mod upkeep_backoff;
 mod voice;
 mod voice_consent;
 mod writes;
