@@ -44,6 +44,8 @@
 //! is stopped with SIGTERM, as an operator stops it, so a profiler that
 //! wraps it (callgrind, heaptrack) writes its figures: the README's
 //! "Performance" says how instructions per message were counted that way.
+//! The release binary has no symbols: for a profiler to name functions, run
+//! `cargo bench --profile profiling --bench load`, the same code with them.
 
 #[path = "../tests/support/mod.rs"]
 mod support;

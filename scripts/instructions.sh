@@ -3,7 +3,7 @@
 # deterministic to about 0.1 %, where the CPU-time figures of the load
 # harness (benches/load.rs) vary by 10-20 % with the machine's other tenants.
 #
-# Runs the load harness three times with the release bot under
+# Runs the load harness three times with the bot under
 # `valgrind --tool=callgrind` (AMBIENT_BIN names a wrapper that execs it; the
 # harness stops the bot with SIGTERM, so callgrind writes its counts):
 #   base:        WARMUP + SMALL unaddressed messages, Q_SMALL questions
@@ -13,6 +13,11 @@
 # unaddressed message and per answer, with memcpy/memmove counted and
 # without (callgrind counts a `rep movsb` copy byte by byte, so the copies
 # weigh far more than their time).
+#
+# The bot counted is the `profiling` build (Cargo.toml): the release profile's
+# code with its symbols kept, where the release binary is stripped, so
+# callgrind's files name functions. AMBIENT_BIN=path in the environment counts
+# that binary instead (to compare two builds; the harness is built all the same).
 #
 # Usage: scripts/instructions.sh [--plain] [--small N] [--large N]
 #                                [--q-small N] [--q-large N] [--rate R]
@@ -43,6 +48,10 @@ if [ "$large" -le "$small" ] || [ "$q_large" -le "$q_small" ]; then
     echo "instructions.sh: --large must exceed --small and --q-large --q-small" >&2
     exit 2
 fi
+if [ -n "${AMBIENT_BIN:-}" ] && { [ ! -f "$AMBIENT_BIN" ] || [ ! -x "$AMBIENT_BIN" ]; }; then
+    echo "instructions.sh: AMBIENT_BIN=$AMBIENT_BIN is not an executable file (a bot binary; unset it to count the profiling build)" >&2
+    exit 2
+fi
 
 for tool in valgrind callgrind_annotate; do
     if ! command -v "$tool" >/dev/null 2>&1; then
@@ -52,11 +61,11 @@ for tool in valgrind callgrind_annotate; do
 done
 
 cd "$(dirname "$0")/.."
-echo "building the release bot and the load harness…" >&2
-# Built as the harness builds it: a plain `cargo build --release` unifies
-# other features (no dev-dependencies) and would build the bot again.
-cargo bench --locked --bench load --no-run >&2
-bin="$(pwd)/target/release/ambient"
+echo "building the profiling bot and the load harness…" >&2
+# Built as the harness builds it: a plain `cargo build --profile profiling`
+# unifies other features (no dev-dependencies) and would build the bot again.
+cargo bench --locked --profile profiling --bench load --no-run >&2
+bin="${AMBIENT_BIN:-$(pwd)/target/profiling/ambient}"
 out="$(mktemp -d "${TMPDIR:-/tmp}/ambient-instructions.XXXXXX")"
 cat >"$out/wrapper" <<EOF
 #!/bin/sh
@@ -69,7 +78,7 @@ count() {
     run="$1"; messages="$2"; questions="$3"
     mkdir -p "$out/$run"
     echo "run $run: $messages unaddressed, $questions questions…" >&2
-    AMBIENT_BIN="$out/wrapper" cargo bench --locked --bench load -- \
+    AMBIENT_BIN="$out/wrapper" cargo bench --locked --profile profiling --bench load -- \
         --guilds 1 --channels 2 --rate "$rate" --warmup "$warmup" --messages "$messages" \
         --addressed "$questions" --hello-every 0 $shape >"$out/$run/harness.txt" 2>&1 || {
         echo "instructions.sh: the load harness failed; its output is in $out/$run/harness.txt" >&2

@@ -41,3 +41,27 @@ fn counts_that_would_not_differ_are_refused_with_what_is_valid() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("unknown argument --messages"), "{stderr}");
 }
+
+#[test]
+fn a_binary_to_count_that_is_not_one_is_refused_before_anything_is_built() {
+    // AMBIENT_BIN compares another build; a typo must not cost a release build
+    // and three callgrind runs before it shows.
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("ambient");
+    let out = Command::new("/bin/sh")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/instructions.sh"))
+        .env("PATH", "/usr/bin:/bin")
+        .env("AMBIENT_BIN", &missing)
+        .output()
+        .expect("run sh");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "AMBIENT_BIN={} is not an executable file",
+            missing.display()
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("building"), "{stderr}");
+}
