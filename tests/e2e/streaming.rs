@@ -66,6 +66,15 @@ fn touches(bot: &Bot, create: Instant, message: u64) -> Vec<Instant> {
     times
 }
 
+/// The changes made while the answer was written: every touch but the final
+/// edit, which goes out as soon as the model is done, however recent the last.
+fn while_written(mut times: Vec<Instant>) -> Vec<Instant> {
+    if times.len() > 1 {
+        times.pop();
+    }
+    times
+}
+
 fn assert_paced(times: &[Instant], at_least: Duration, what: &str) {
     for pair in times.windows(2) {
         assert!(
@@ -135,8 +144,16 @@ fn a_long_answer_is_posted_early_edited_in_place_and_continued_past_2000_charact
         bot.discord.with(|w| w.edits.clone())
     );
     let sends = bot.discord.send_times(GENERAL);
-    assert_paced(&touches(&bot, sends[0], one), INTERVAL, "message 1");
-    assert_paced(&touches(&bot, sends[1], two), INTERVAL, "message 2");
+    assert_paced(
+        &while_written(touches(&bot, sends[0], one)),
+        INTERVAL,
+        "message 1",
+    );
+    assert_paced(
+        &while_written(touches(&bot, sends[1], two)),
+        INTERVAL,
+        "message 2",
+    );
 
     for patch in bot
         .discord
