@@ -438,6 +438,35 @@ mod tests {
         assert!(store.message(MessageId(1)).unwrap().is_some());
     }
 
+    /// A private store's commits write their pages into the file once: no
+    /// write-ahead log is kept beside it (each frame written there, then
+    /// copied into the file at a checkpoint, was most of a replay's system
+    /// time), and what it committed is there for the next open.
+    #[test]
+    fn a_private_store_keeps_no_write_ahead_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_as(dir.path(), super::super::Sharing::Private).unwrap();
+        for i in 1..=50 {
+            store
+                .insert_seen(&seen(&chatter(i)), Commit::Grouped)
+                .unwrap();
+            store.lock();
+        }
+        let wal = dir.path().join("ambient.db-wal");
+        let mode: String = store
+            .lock()
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "memory");
+        assert!(
+            std::fs::metadata(&wal).map_or(0, |m| m.len()) == 0,
+            "50 commits went through a write-ahead log"
+        );
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        assert!(store.message(MessageId(50)).unwrap().is_some());
+    }
+
     /// After a group, the store rests: a grouped write of that moment is
     /// committed on its own, at once, so the write lock is free between
     /// writes and another process finds it (without the rest, a busy bot

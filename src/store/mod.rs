@@ -171,8 +171,14 @@ impl Store {
         let store = Self::prepare(conn, Some(path), migrations::latest())?;
         if sharing == Sharing::Private {
             // A private store is a simulation's (the replay's): what a crash
-            // would lose is rerun in seconds, so no write waits for the disk.
-            store.lock().pragma_update(None, "synchronous", "OFF")?;
+            // would lose is rerun in seconds, so no write waits for the disk,
+            // and a commit writes its pages once, into the file, with the
+            // rollback journal in memory — not a frame each into the
+            // write-ahead log and then again into the file at a checkpoint
+            // (half a replay's system time, most of it those writes).
+            let conn = store.lock();
+            conn.pragma_update(None, "synchronous", "OFF")?;
+            conn.pragma_update(None, "journal_mode", "MEMORY")?;
         }
         Ok(store)
     }
