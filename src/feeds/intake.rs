@@ -81,21 +81,22 @@ pub fn plan(
     // (feeds list newest first, so reversed).
     keyed.reverse();
     keyed.sort_by_key(|(_, i)| (i.published.is_none(), i.published));
-    let newest_first_from = keyed.len().saturating_sub(backfill);
+    // On the first fetch, the items from here on are the newest `backfill`.
+    let backfilled_from = keyed.len().saturating_sub(backfill);
     keyed
         .into_iter()
         .enumerate()
         .map(|(n, (key, item))| {
+            let kept = Kept::of(item);
             let state = match (primed, known(&key)) {
                 (_, true) => "seen",
-                (false, false) if n < newest_first_from => "seen",
-                _ if !look.filters.passes(&Kept::of(item).fields("")) => "filtered",
+                (false, false) if n < backfilled_from => "seen",
+                _ if !look.filters.passes(&kept.fields("")) => "filtered",
                 _ => "queued",
             };
             MetItem {
                 published_at: item.published,
-                item: (state == "queued")
-                    .then(|| serde_json::to_string(&Kept::of(item)).unwrap_or_default()),
+                item: (state == "queued").then(|| serde_json::to_string(&kept).unwrap_or_default()),
                 key,
                 state,
             }

@@ -16,24 +16,14 @@ use rusqlite::{OptionalExtension, Row, params};
 use super::{Result, Store, from_ms, to_ms};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 
-/// A subscription as stored.
+/// A subscription as stored: what it was made of, and how it has fared.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SubscriptionRow {
     pub id: i64,
-    pub guild: GuildId,
-    pub source_id: i64,
-    pub channel: ChannelId,
-    pub destination: String,
-    pub template: String,
-    pub filters: String,
-    pub embed: bool,
-    pub dedupe: String,
-    pub backfill: u32,
+    pub made: NewSubscription,
     pub primed: bool,
     pub paused: Option<String>,
     pub failures: u32,
-    pub created_by: UserId,
-    pub created_at: DateTime<Utc>,
     pub last_delivered_at: Option<DateTime<Utc>>,
 }
 
@@ -89,20 +79,22 @@ const SUBSCRIPTION: &str = "id, guild_id, source_id, channel_id, destination, te
 fn subscription_row(r: &Row<'_>) -> rusqlite::Result<SubscriptionRow> {
     Ok(SubscriptionRow {
         id: r.get(0)?,
-        guild: GuildId::from_sql(r.get(1)?),
-        source_id: r.get(2)?,
-        channel: ChannelId::from_sql(r.get(3)?),
-        destination: r.get(4)?,
-        template: r.get(5)?,
-        filters: r.get(6)?,
-        embed: r.get(7)?,
-        dedupe: r.get(8)?,
-        backfill: r.get(9)?,
+        made: NewSubscription {
+            guild: GuildId::from_sql(r.get(1)?),
+            source_id: r.get(2)?,
+            channel: ChannelId::from_sql(r.get(3)?),
+            destination: r.get(4)?,
+            template: r.get(5)?,
+            filters: r.get(6)?,
+            embed: r.get(7)?,
+            dedupe: r.get(8)?,
+            backfill: r.get(9)?,
+            created_by: UserId::from_sql(r.get(13)?),
+            created_at: from_ms(r.get(14)?),
+        },
         primed: r.get(10)?,
         paused: r.get(11)?,
         failures: r.get(12)?,
-        created_by: UserId::from_sql(r.get(13)?),
-        created_at: from_ms(r.get(14)?),
         last_delivered_at: r.get::<_, Option<i64>>(15)?.map(from_ms),
     })
 }
@@ -186,18 +178,12 @@ impl Store {
 
     /// Removes a guild's subscription and its deliveries; whether there was one.
     pub fn remove_feed_subscription(&self, guild: GuildId, id: i64) -> Result<bool> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        tx.execute(
-            "DELETE FROM feed_deliveries WHERE subscription_id =
-                 (SELECT id FROM feed_subscriptions WHERE guild_id = ?1 AND id = ?2)",
-            params![guild.to_sql(), id],
-        )?;
-        let removed = tx.execute(
+        // Its deliveries go with it: `ON DELETE CASCADE`, with the foreign
+        // keys the store turns on when it opens.
+        let removed = self.lock().execute(
             "DELETE FROM feed_subscriptions WHERE guild_id = ?1 AND id = ?2",
             params![guild.to_sql(), id],
         )?;
-        tx.commit()?;
         Ok(removed == 1)
     }
 
