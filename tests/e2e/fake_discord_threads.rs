@@ -61,6 +61,17 @@ impl Api {
         id(&m)
     }
 
+    /// A public thread without a starter message in `channel`.
+    async fn public_thread_in(&self, channel: u64) -> u64 {
+        let (_, thread) = self
+            .post(
+                &format!("/channels/{channel}/threads"),
+                json!({"name": "t", "type": 11}),
+            )
+            .await;
+        id(&thread)
+    }
+
     fn count(&self, t: &str) -> usize {
         self.discord.with(|w| w.log_of(t).len())
     }
@@ -574,13 +585,7 @@ async fn a_thread_without_a_starter_in_a_text_channel() {
 #[tokio::test]
 async fn a_thread_takes_messages_as_a_channel_does_and_an_archived_one_is_reopened_by_them() {
     let api = Api::start(0);
-    let (_, thread) = api
-        .post(
-            &format!("/channels/{RELEASES}/threads"),
-            json!({"name": "t", "type": 11}),
-        )
-        .await;
-    let thread = id(&thread);
+    let thread = api.public_thread_in(RELEASES).await;
     let path = format!("/channels/{thread}/messages");
     let once = json!({"content": "item", "nonce": "feed-1", "enforce_nonce": true});
     let (s1, first) = api.post(&path, once.clone()).await;
@@ -768,13 +773,7 @@ async fn a_thread_has_its_own_send_bucket_as_every_channel_does() {
     let api = Api::start(0);
     api.discord
         .rate_limit_sends(1, std::time::Duration::from_secs(60));
-    let (_, thread) = api
-        .post(
-            &format!("/channels/{RELEASES}/threads"),
-            json!({"name": "t", "type": 11}),
-        )
-        .await;
-    let thread = id(&thread);
+    let thread = api.public_thread_in(RELEASES).await;
     let paths = [RELEASES, thread].map(|c| format!("/channels/{c}/messages"));
     let send = |i: usize| api.post(&paths[i], json!({"content": "item"}));
     assert_eq!(send(0).await.0, 200);
