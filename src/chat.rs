@@ -6,8 +6,10 @@
 
 use async_trait::async_trait;
 
+use chrono::{DateTime, Utc};
+
 use crate::attention::Author;
-use crate::ids::{ChannelId, MessageId, UserId};
+use crate::ids::{ChannelId, GuildId, MessageId, RoleId, UserId};
 use crate::store::messages::StoredMessage;
 
 /// One message to deliver (already split to fit the platform's limit).
@@ -25,6 +27,85 @@ pub struct Outgoing {
     /// (Discord's `allowed_mentions.replied_user`). False when they asked
     /// not to be pinged.
     pub ping_replied: bool,
+    /// Roles this message may ping: only a feed's, only those its owner
+    /// listed (`feeds.allowedRoleMentions`). Never `@everyone` or `@here`.
+    pub ping_roles: Vec<RoleId>,
+    /// Cards shown under the text (Discord's embeds), each within [`Card`]'s limits.
+    pub cards: Vec<Card>,
+}
+
+impl Outgoing {
+    /// A plain message: no reply, no file, no card, pinging nobody.
+    pub fn text(content: impl Into<String>, nonce: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            reply_to: None,
+            nonce: nonce.into(),
+            files: Vec::new(),
+            pings: Vec::new(),
+            ping_replied: false,
+            ping_roles: Vec::new(),
+            cards: Vec::new(),
+        }
+    }
+}
+
+/// A card under a message (Discord's embed): a feed item's title, link,
+/// summary, author and time. Whoever builds one keeps it within Discord's
+/// limits ([`Card::TITLE`] …); a transport sends it as it is.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Card {
+    pub title: String,
+    pub url: Option<String>,
+    pub description: String,
+    pub author: Option<String>,
+    pub timestamp: Option<DateTime<Utc>>,
+    pub footer: Option<String>,
+}
+
+impl Card {
+    /// Discord's limits, in characters: title, description, author name,
+    /// footer, and all of an embed's text together.
+    pub const TITLE: usize = 256;
+    pub const DESCRIPTION: usize = 4096;
+    pub const AUTHOR: usize = 256;
+    pub const FOOTER: usize = 2048;
+    pub const TOTAL: usize = 6000;
+}
+
+/// What kind of channel a channel id is, as far as posting into it goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChannelKind {
+    /// A text channel (Discord type 0): messages, and threads from them.
+    Text,
+    /// An announcement channel (type 5): likewise.
+    Announcement,
+    /// A thread (types 10, 11, 12): messages only.
+    Thread,
+    /// A forum channel (type 15): posts only, each a thread with a title,
+    /// tagged from `tags`; `tag_required` when a post must carry one.
+    Forum {
+        tags: Vec<ForumTag>,
+        tag_required: bool,
+    },
+    /// Anything else (voice, category, stage …): nothing a feed posts into.
+    Other,
+}
+
+/// A tag a forum offers its posts (`available_tags`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForumTag {
+    pub id: u64,
+    pub name: String,
+    /// Only members who may manage threads may apply it.
+    pub moderated: bool,
+}
+
+/// A post made in a forum: its thread and the thread's first message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ForumPost {
+    pub thread: ChannelId,
+    pub message: MessageId,
 }
 
 /// New text for a message the bot already sent (a streamed answer growing).
@@ -136,6 +217,54 @@ pub trait Transport: Send + Sync {
 
     /// Starts the typing indicator; it stops when the returned guard is dropped.
     fn typing(&self, channel: ChannelId) -> Typing;
+
+    /// What kind of channel `channel` is (a feed checks where it posts).
+    async fn channel_kind(&self, _channel: ChannelId) -> Result<ChannelKind, ChatError> {
+        Err(ChatError::Unavailable(
+            "this transport does not know channel kinds".into(),
+        ))
+    }
+
+    /// Starts a public thread named `name` (1–100 characters) from `message`
+    /// in `channel`; the thread's id.
+    async fn start_thread(
+        &self,
+        _channel: ChannelId,
+        _message: MessageId,
+        _name: &str,
+    ) -> Result<ChannelId, ChatError> {
+        Err(ChatError::Unavailable(
+            "this transport has no threads".into(),
+        ))
+    }
+
+    /// Makes a post named `name` (1–100 characters) in the forum `forum`,
+    /// its first message `message` (whose nonce the platform ignores: a
+    /// forum post is not de-duplicated, see [`Transport::forum_post_named`]),
+    /// tagged with `tags` (ids of the forum's tags, at most 5).
+    async fn post_in_forum(
+        &self,
+        _forum: ChannelId,
+        _name: &str,
+        _message: &Outgoing,
+        _tags: &[u64],
+    ) -> Result<ForumPost, ChatError> {
+        Err(ChatError::Unavailable(
+            "this transport has no forums".into(),
+        ))
+    }
+
+    /// The bot's own open post named `name` in the forum `forum` of `guild`,
+    /// if there is one: how a post whose outcome is unknown (a crash, a
+    /// dropped connection) is found instead of made twice.
+    async fn forum_post_named(
+        &self,
+        _guild: GuildId,
+        _forum: ChannelId,
+        _name: &str,
+    ) -> Result<Option<ForumPost>, ChatError> {
+        Ok(None)
+    }
 
     /// Recent messages straight from the platform, oldest first (for backfill).
     async fn history(

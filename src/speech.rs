@@ -265,6 +265,8 @@ impl Speech {
                 files: std::mem::take(&mut files),
                 pings: pings.clone(),
                 ping_replied: i == 0 && ping_replied,
+                ping_roles: Vec::new(),
+                cards: Vec::new(),
             };
             let id = self
                 .post_reply(place, &mut outgoing, || {

@@ -379,14 +379,7 @@ mod tests {
     }
 
     fn outgoing(content: &str) -> Outgoing {
-        Outgoing {
-            content: content.into(),
-            reply_to: None,
-            nonce: "n1".into(),
-            files: Vec::new(),
-            pings: Vec::new(),
-            ping_replied: false,
-        }
+        Outgoing::text(content, "n1")
     }
 
     fn edit(content: &str) -> Edit {

@@ -405,6 +405,8 @@ impl Streamed {
             files: Vec::new(),
             pings: self.pings.clone(),
             ping_replied: i == 0 && self.ping_replied,
+            ping_roles: Vec::new(),
+            cards: Vec::new(),
         };
         let addressee = self.addressee.as_deref();
         let id = self

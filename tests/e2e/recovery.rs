@@ -102,14 +102,7 @@ async fn the_bots_message_left_unconfirmed_by_a_crash_is_stored_once() {
         .store
         .insert_message(&own_row(&w, provisional_id(&nonce), text))
         .unwrap();
-    let outgoing = Outgoing {
-        content: text.into(),
-        reply_to: None,
-        nonce,
-        files: vec![],
-        pings: vec![],
-        ping_replied: false,
-    };
+    let outgoing = Outgoing::text(text, nonce);
     let real = w
         .app
         .speech
