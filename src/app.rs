@@ -20,6 +20,7 @@ use crate::clock::{Chance, SharedClock};
 use crate::courtesy::people::{self, People};
 use crate::discovery::Discovery;
 use crate::executive::{Executive, Prompts, StandIn};
+use crate::feeds::Feeds;
 use crate::garden::{Garden, GardenHandler};
 use crate::ids::UserId;
 use crate::impulses::Impulses;
@@ -55,6 +56,7 @@ pub struct App {
     pub executive: Arc<Executive>,
     pub initiative: Arc<Initiative>,
     pub discovery: Arc<Discovery>,
+    pub feeds: Arc<Feeds>,
     pub memory: Arc<Memory>,
     pub impulses: Arc<Impulses>,
     pub reflexes: Arc<Reflexes>,
@@ -367,6 +369,14 @@ impl App {
             b.journal.clone(),
             b.clock.clone(),
         );
+        let feeds = Feeds::new(crate::feeds::Services {
+            settings: b.settings.clone(),
+            store: b.store.clone(),
+            journal: b.journal.clone(),
+            clock: b.clock.clone(),
+            transport: b.speech.transport().clone(),
+            discovery: discovery.clone(),
+        });
         let initiative = b.initiative(&executive, &discovery, &memory);
         let live = Arc::new(Live::new(
             settings_source,
@@ -397,6 +407,7 @@ impl App {
             executive,
             initiative,
             discovery,
+            feeds,
             memory,
             impulses,
             reflexes,
@@ -433,6 +444,7 @@ impl App {
         running
             .tasks
             .push(tokio::spawn(self.discovery.clone().run(rx)));
+        running.spawn(|rx| self.feeds.clone().run(rx));
         let rx = running.shutdown.subscribe();
         running
             .tasks

@@ -51,6 +51,23 @@ pub enum Origin {
     Added { by: String },
 }
 
+/// What a fetch of a source came to, as a [`FetchWatcher`] hears it.
+pub enum Fetched<'a> {
+    /// Every item the feed lists now, fresh or not, in the feed's order.
+    Items(&'a [Item]),
+    /// The feed said nothing changed since the last fetch (HTTP 304).
+    NotModified,
+    /// The fetch failed; why, as the journal says it.
+    Failed(&'a str),
+}
+
+/// Told of every fetch of every source, after what it found is stored:
+/// how feeds people subscribe to (a layer above) hear of new items without
+/// fetching anything twice.
+pub trait FetchWatcher: Send + Sync {
+    fn fetched(&self, source_id: i64, spec: &SourceSpec, outcome: Fetched<'_>);
+}
+
 /// What one fetch of one source did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FetchReport {
@@ -73,6 +90,8 @@ pub struct Discovery {
     fetching: Mutex<HashSet<i64>>,
     /// Wakes the loop early: a guild appeared or its sources changed.
     wake: tokio::sync::Notify,
+    /// Who hears of each fetch (feeds), once set.
+    watcher: std::sync::OnceLock<Arc<dyn FetchWatcher>>,
 }
 
 impl Discovery {
@@ -92,7 +111,15 @@ impl Discovery {
             fetcher,
             fetching: Mutex::new(HashSet::new()),
             wake: tokio::sync::Notify::new(),
+            watcher: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Tells `watcher` of every fetch from now on (there is one: feeds).
+    pub fn watch(&self, watcher: Arc<dyn FetchWatcher>) {
+        if self.watcher.set(watcher).is_err() {
+            tracing::warn!("a second fetch watcher was refused: feeds already watch discovery");
+        }
     }
 
     /// Asks the loop to look for due sources now rather than at its next round.
@@ -148,7 +175,7 @@ impl Discovery {
         !self.guild_sources(guild).is_empty()
     }
 
-    /// Every source some known guild uses, each once.
+    /// Every source some known guild uses or subscribed to, each once.
     pub fn all_sources(&self) -> Vec<SourceSpec> {
         let mut all: Vec<SourceSpec> = self
             .store
@@ -158,9 +185,38 @@ impl Discovery {
             .filter(|(g, _)| self.in_use(*g))
             .flat_map(|(g, _)| self.guild_sources(g).into_iter().map(|(s, _)| s))
             .collect();
+        all.extend(self.subscribed_sources());
         all.sort();
         all.dedup();
         all
+    }
+
+    /// The sources feeds subscribe to, whatever kinds the initiative reads:
+    /// a subscription is the owner's explicit choice.
+    fn subscribed_sources(&self) -> Vec<SourceSpec> {
+        let rows = self.store.subscribed_sources().unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "subscribed feeds unreadable; they wait for the next round");
+            Vec::new()
+        });
+        rows.into_iter()
+            .filter_map(|(kind, target)| {
+                Some(SourceSpec {
+                    kind: SourceKind::parse(&kind)?,
+                    target,
+                })
+            })
+            .collect()
+    }
+
+    /// How long until a source is fetched again: the initiative's interval,
+    /// or the feeds' when someone subscribed to it and that is shorter.
+    fn interval(&self, id: i64) -> chrono::Duration {
+        let global = self.settings.global();
+        let mut minutes = global.initiative.discovery.fetch_interval_minutes;
+        if self.store.is_subscribed_source(id).unwrap_or(false) {
+            minutes = minutes.min(global.feeds.fetch_interval_minutes);
+        }
+        chrono::Duration::minutes(i64::from(minutes))
     }
 
     /// Fetches every source whose time has come; failures only affect their own source.
@@ -202,10 +258,7 @@ impl Discovery {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&id);
-        let global = self.settings.global();
-        let interval = chrono::Duration::minutes(i64::from(
-            global.initiative.discovery.fetch_interval_minutes,
-        ));
+        let interval = self.interval(id);
         let now = self.clock.now();
         self.journal.metrics().feed_fetched(match &result {
             Ok((report, _)) if report.not_modified => "not_modified",
@@ -245,6 +298,11 @@ impl Discovery {
                     ),
                 };
                 tracing::warn!(source = %spec.label(), reason = %why, "a feed source failed");
+                if !matches!(why, FetchFailure::Busy)
+                    && let Some(w) = self.watcher.get()
+                {
+                    w.fetched(id, spec, Fetched::Failed(&why.to_string()));
+                }
                 self.journal.record(
                     Entry::new(Kind::Discovery, format!("could not fetch {}", spec.label()))
                         .reason(format!("{why}{later}")),
@@ -270,6 +328,9 @@ impl Discovery {
         let (items, fresh_validators, not_modified) =
             fetch_items(&self.fetcher(), spec.kind, &url, &settings, &validators).await?;
         if not_modified {
+            if let Some(w) = self.watcher.get() {
+                w.fetched(id, spec, Fetched::NotModified);
+            }
             return Ok((
                 FetchReport {
                     not_modified: true,
@@ -281,6 +342,7 @@ impl Discovery {
         let now = self.clock.now();
         let fresh_since = now - chrono::Duration::hours(i64::from(d.freshness_hours));
         let parsed = items.len();
+        let watched = self.watcher.get().map(|w| (w, items.clone()));
         let mut fresh: Vec<Item> = items
             .into_iter()
             .filter(|i| i.published.is_none_or(|p| p >= fresh_since))
@@ -293,6 +355,11 @@ impl Discovery {
         let (stored, duplicates) = self
             .store
             .insert_feed_items(id, &keyed, now, dedupe_since)?;
+        // Told after the items are stored, so a delivery can find its item
+        // among them (and the initiative then never shares it again).
+        if let Some((w, all)) = watched {
+            w.fetched(id, spec, Fetched::Items(&all));
+        }
         Ok((
             FetchReport {
                 not_modified: false,
@@ -403,6 +470,29 @@ impl Discovery {
             {
                 // Harmless if lost: the item may only be offered once more; the post itself is stored.
                 let _ = self.store.record_share(item, guild, channel, message, at);
+            }
+        }
+    }
+
+    /// A feed subscription posted the item at `link` in `guild`: it counts
+    /// as shared there, so the initiative never offers it again.
+    pub fn note_delivered(
+        &self,
+        guild: GuildId,
+        channel: ChannelId,
+        message: MessageId,
+        link: &str,
+        at: DateTime<Utc>,
+    ) {
+        if link.trim().is_empty() {
+            return;
+        }
+        if let Ok(Some((item, _))) = self
+            .store
+            .feed_item_by_canonical(&canonical::canonical_url(link))
+        {
+            if let Err(e) = self.store.record_share(item, guild, channel, message, at) {
+                tracing::warn!(error = %e, "a delivered feed item was not noted as shared; the initiative may offer it once");
             }
         }
     }

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::ids::{ChannelId, GuildId, UserId};
+use crate::ids::{ChannelId, GuildId, RoleId, UserId};
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -28,6 +28,7 @@ pub struct Settings {
     pub budget: BudgetSettings,
     pub permissions: PermissionsSettings,
     pub initiative: InitiativeSettings,
+    pub feeds: FeedsSettings,
     pub memory: MemorySettings,
     pub reflexes: ReflexSettings,
     pub impulses: ImpulseSettings,
@@ -1169,6 +1170,52 @@ impl Default for DashboardSettings {
         Self {
             enabled: false,
             bind: "127.0.0.1:8377".into(),
+        }
+    }
+}
+
+/// Feeds people subscribe to (`/feeds`): every new item of a feed posted
+/// to a channel, a thread per item or a forum post, beside the initiative.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct FeedsSettings {
+    /// Deliver subscribed feeds at all. Off: subscriptions are kept, and
+    /// their new items wait until it is on again.
+    pub enabled: bool,
+    /// How often a subscribed feed is fetched (a source the initiative
+    /// also reads is fetched at the shorter of this and
+    /// `initiative.discovery.fetchIntervalMinutes`).
+    pub fetch_interval_minutes: u32,
+    /// Most items one subscription posts in an hour; the rest wait their turn.
+    pub max_per_feed_per_hour: u32,
+    /// Most items all of a server's subscriptions post in an hour.
+    pub max_per_guild_per_hour: u32,
+    /// Failed fetches in a row after which a subscription pauses itself
+    /// (and says so once) until someone resumes it.
+    pub pause_after_failures: u32,
+    /// Role ids a feed's template may mention (and so ping); no other role,
+    /// and never `@everyone` or `@here`.
+    pub allowed_role_mentions: Vec<RoleId>,
+    /// Where `{summary}` is cut, in characters.
+    pub summary_chars: u32,
+    /// Most subscriptions one server may have.
+    pub max_subscriptions_per_guild: u32,
+    /// The template a new subscription gets when `/feeds add` names none.
+    pub default_template: String,
+}
+
+impl Default for FeedsSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            fetch_interval_minutes: 15,
+            max_per_feed_per_hour: 10,
+            max_per_guild_per_hour: 30,
+            pause_after_failures: 10,
+            allowed_role_mentions: Vec::new(),
+            summary_chars: 300,
+            max_subscriptions_per_guild: 50,
+            default_template: "**{title}**\n{link}".into(),
         }
     }
 }

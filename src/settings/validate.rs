@@ -476,6 +476,7 @@ fn semantic(s: &Settings) -> Vec<Problem> {
     discovery_sources(&mut p, s);
     discovery_addresses(&mut p, s);
     discovery_limits(&mut p, s);
+    feeds(&mut p, s);
     memory(&mut p, s);
     reflexes(&mut p, s);
     impulses(&mut p, s);
@@ -1263,6 +1264,42 @@ fn prompt_limits(p: &mut Rules, l: &super::schema::PromptLimits) {
             );
         }
     }
+}
+
+/// `feeds`: rates and the summary's cut. The default template's
+/// placeholders are checked where it is used (`/feeds add` names the key):
+/// the template language lives in `feeds`, above settings.
+fn feeds(p: &mut Rules, s: &Settings) {
+    let f = &s.feeds;
+    p.range(
+        "feeds.fetchIntervalMinutes",
+        f.fetch_interval_minutes,
+        5,
+        1_440,
+    );
+    p.range("feeds.maxPerFeedPerHour", f.max_per_feed_per_hour, 1, 100);
+    p.range(
+        "feeds.maxPerGuildPerHour",
+        f.max_per_guild_per_hour,
+        1,
+        1_000,
+    );
+    p.range("feeds.pauseAfterFailures", f.pause_after_failures, 1, 1_000);
+    p.range("feeds.summaryChars", f.summary_chars, 0, 1_500);
+    p.range(
+        "feeds.maxSubscriptionsPerGuild",
+        f.max_subscriptions_per_guild,
+        0,
+        1_000,
+    );
+    if f.allowed_role_mentions.len() > 50 {
+        p.push(
+            "feeds.allowedRoleMentions",
+            format!("at most 50 roles, got {}", f.allowed_role_mentions.len()),
+        );
+    }
+    p.non_empty("feeds.defaultTemplate", &f.default_template);
+    p.max_len("feeds.defaultTemplate", &f.default_template, 2_000);
 }
 
 /// Accumulates semantic problems; one small method per kind of rule.

@@ -138,6 +138,18 @@ impl Store {
     }
 
     /// One of a guild's subscriptions (another guild's id finds nothing).
+    /// Every server's subscriptions, by server, oldest first.
+    pub fn all_feed_subscriptions(&self) -> Result<Vec<SubscriptionRow>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {SUBSCRIPTION} FROM feed_subscriptions ORDER BY guild_id, id"
+        ))?;
+        let rows = stmt
+            .query_map([], subscription_row)?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
     pub fn feed_subscription(&self, guild: GuildId, id: i64) -> Result<Option<SubscriptionRow>> {
         Ok(self
             .lock()
@@ -177,6 +189,51 @@ impl Store {
     }
 
     /// Removes a guild's subscription and its deliveries; whether there was one.
+    /// Whether some subscription reads source `id` (it is then fetched at
+    /// the feeds' interval when that is shorter).
+    pub fn is_subscribed_source(&self, source_id: i64) -> Result<bool> {
+        Ok(self
+            .lock()
+            .prepare_cached("SELECT 1 FROM feed_subscriptions WHERE source_id = ?1 LIMIT 1")?
+            .exists([source_id])?)
+    }
+
+    /// The subscriptions, not paused, with an item waiting to be sent, in
+    /// the order they were made.
+    pub fn feed_subscriptions_waiting(&self) -> Result<Vec<SubscriptionRow>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {SUBSCRIPTION} FROM feed_subscriptions s
+             WHERE paused IS NULL AND EXISTS (SELECT 1 FROM feed_deliveries d
+                 WHERE d.subscription_id = s.id AND d.state IN ('queued', 'sending'))
+             ORDER BY id"
+        ))?;
+        let rows = stmt
+            .query_map([], subscription_row)?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    /// A fetch that worked (even one that found nothing new) ends a run of failures.
+    pub fn clear_feed_failures(&self, id: i64) -> Result<()> {
+        self.lock().execute(
+            "UPDATE feed_subscriptions SET failures = 0 WHERE id = ?1",
+            [id],
+        )?;
+        Ok(())
+    }
+
+    /// Gives up on a waiting item that cannot be sent (its kept fields are
+    /// unreadable): noted as `dropped`, so it is never met as new again.
+    pub fn drop_feed_item(&self, id: i64, key: &str) -> Result<()> {
+        self.lock().execute(
+            "UPDATE feed_deliveries SET state = 'dropped', item = NULL
+             WHERE subscription_id = ?1 AND item_key = ?2",
+            params![id, key],
+        )?;
+        Ok(())
+    }
+
     pub fn remove_feed_subscription(&self, guild: GuildId, id: i64) -> Result<bool> {
         // Its deliveries go with it: `ON DELETE CASCADE`, with the foreign
         // keys the store turns on when it opens.
