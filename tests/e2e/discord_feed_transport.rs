@@ -7,7 +7,8 @@
 //! never one only named in the text, never `@everyone`; a channel's kind is
 //! read as Discord serves it; a thread is started from a message; a forum
 //! post carries its tags and card, and a forum that requires a tag refuses
-//! one without; the bot's own post is found again by its name.
+//! one without; the bot's own post is found again by its name. The World's
+//! recording transport refuses what the fake Discord refuses.
 
 use ambient::attention::Author;
 use ambient::chat::{Card, ChannelKind, ChatError, ForumPost, ForumTag, Outgoing, Transport};
@@ -22,6 +23,7 @@ use crate::support::fake_discord::threads::{
 use crate::support::fake_discord::{
     ALICE, BOT, FakeDiscord, GENERAL, GUILD, LOUNGE, TOKEN, bot_http,
 };
+use crate::support::world::RecordingTransport;
 
 /// The transport's two paths: whether a rate-limiting proxy handles 429s
 /// (serenity sends) or the bot does (its own limiter sends).
@@ -342,4 +344,101 @@ async fn a_forum_post_carries_its_tags_and_card_and_is_found_by_its_name() {
         assert!(why.contains("tag is required"), "{path}: {why}");
         assert_eq!(discord.with(|w| w.forum_posts(FORUM)).len(), 2, "{path}");
     }
+}
+
+/// A feed's moves on `transport`, each as "ok" or the kind of refusal:
+/// a card and a role ping sent, a thread started twice from one message, a
+/// post in a forum that requires a tag without one, with a tag it lacks,
+/// with one of its own, and that post looked up by its name and by another.
+async fn feed_moves(transport: &dyn Transport) -> Vec<String> {
+    fn outcome<T: std::fmt::Debug>(r: Result<T, ChatError>) -> String {
+        match r {
+            Ok(_) => "ok".into(),
+            Err(ChatError::Transport(_)) => "refused".into(),
+            Err(e) => format!("{e:?}"),
+        }
+    }
+    let mut message = Outgoing::text("<@&777> out now", "moves");
+    message.cards = vec![card()];
+    message.ping_roles = vec![RoleId(777)];
+    let said = transport
+        .send(ChannelId(RELEASES), &message)
+        .await
+        .expect("sent");
+    let mut moves = vec!["ok".to_string()];
+    for _ in 0..2 {
+        let thread = transport
+            .start_thread(ChannelId(RELEASES), said, "a release")
+            .await;
+        moves.push(outcome(thread));
+    }
+    for tags in [&[][..], &[999], &[TAG_RELEASE]] {
+        let post = transport
+            .post_in_forum(ChannelId(FORUM), "ambient 2.0", &message, tags)
+            .await;
+        moves.push(outcome(post));
+    }
+    for name in ["ambient 2.0", "ambient 3.0"] {
+        let found = transport
+            .forum_post_named(GuildId(GUILD), ChannelId(FORUM), name)
+            .await;
+        moves.push(match found {
+            Ok(Some(_)) => "found".into(),
+            Ok(None) => "none".into(),
+            Err(e) => format!("{e:?}"),
+        });
+    }
+    moves
+}
+
+#[tokio::test]
+async fn the_worlds_transport_refuses_what_discord_refuses() {
+    let expected = [
+        "ok", "ok", "refused", "refused", "refused", "ok", "found", "none",
+    ];
+    let discord = discord(REQUIRE_TAG);
+    let real = transport(&discord, false);
+    assert_eq!(feed_moves(&real).await, expected, "the fake Discord");
+
+    let clock = ambient::clock::ManualClock::at_test_epoch();
+    let recording = RecordingTransport::alone(clock);
+    let offered = FORUM_TAGS
+        .iter()
+        .map(|(id, name, moderated, _)| ForumTag {
+            id: *id,
+            name: name.to_string(),
+            moderated: *moderated,
+        })
+        .collect();
+    recording.log.kinds.lock().unwrap().insert(
+        ChannelId(FORUM),
+        ChannelKind::Forum {
+            tags: offered,
+            tag_required: true,
+        },
+    );
+    assert_eq!(
+        feed_moves(&recording).await,
+        expected,
+        "the World's transport"
+    );
+    // What it kept is what a World test asserts.
+    let said = recording.log.said.lock().unwrap().clone();
+    assert_eq!(said[0].cards, vec![card()]);
+    assert_eq!(said[0].ping_roles, vec![RoleId(777)]);
+    let threads = recording.log.threads.lock().unwrap().clone();
+    assert_eq!(threads.len(), 1);
+    assert_eq!(threads[0].thread.get(), said[0].id.get());
+    assert_eq!(
+        recording.channel_kind(threads[0].thread).await.unwrap(),
+        ChannelKind::Thread
+    );
+    assert_eq!(
+        recording.channel_kind(ChannelId(GENERAL)).await.unwrap(),
+        ChannelKind::Text
+    );
+    let posts = recording.log.posts.lock().unwrap().clone();
+    assert_eq!(posts.len(), 1);
+    assert_eq!(posts[0].tags, vec![TAG_RELEASE]);
+    assert_eq!(posts[0].cards, vec![card()]);
 }
