@@ -37,7 +37,9 @@
 //! pings the mentions its text makes, narrowed
 //! by `allowed_mentions`, plus the replied-to author unless
 //! `allowed_mentions.replied_user` is false. Who was pinged is kept on the
-//! created message (`mentions`), as Discord shows it.
+//! created message (`mentions`, the roles in `mention_roles`, `@everyone` or
+//! `@here` in `mention_everyone`), as Discord shows it; `parse` naming
+//! "users" or "roles" beside a list of them is Discord's 400.
 //!
 //! Every REST route but the CDN's answers 401 `{"message": "401:
 //! Unauthorized", "code": 0}`, as Discord does, to a request whose
@@ -55,8 +57,9 @@
 //!
 //! Threads and forum channels (`threads`): starting a thread from a message,
 //! a forum post with its tags, a thread without a starter, messages into a
-//! thread (an archived one unarchived by them), `GET /channels/{id}`, and
-//! their refusals with Discord's codes. Every message created — in a channel,
+//! thread (an archived one unarchived by them), `GET /channels/{id}`, a
+//! guild's open threads (`GET /guilds/{g}/threads/active`), and their
+//! refusals with Discord's codes. Every message created — in a channel,
 //! a thread or a forum post — is checked against Discord's embed limits
 //! (`embeds`) as well as its 2,000 characters.
 
@@ -869,7 +872,7 @@ fn message_json(id: u64, channel: u64, guild: Option<u64>, author: Value, conten
 /// What a message pings, as Discord computes it: every mention in the text,
 /// narrowed by `allowed_mentions` when given (`parse` for whole kinds, or
 /// `users`/`roles` lists). Errs like Discord when `parse` has "users" and a
-/// `users` list is given too.
+/// `users` list is given too, or "roles" and a `roles` list.
 fn computed_mentions(
     content: &str,
     allowed: &Value,
@@ -892,6 +895,9 @@ fn computed_mentions(
     let (users, roles) = (listed("users"), listed("roles"));
     if parse.contains(&"users") && !users.is_empty() {
         return Err("parse users and users list are mutually exclusive".into());
+    }
+    if parse.contains(&"roles") && !roles.is_empty() {
+        return Err("parse roles and roles list are mutually exclusive".into());
     }
     if users.len() > 100 || roles.len() > 100 {
         return Err("Must be 100 or fewer in length.".into());
@@ -1868,6 +1874,9 @@ async fn rest_route(
                 },
                 _ => missing_access(),
             }
+        }
+        ("GET", ["guilds", guild, "threads", "active"]) => {
+            threads::active_in_guild(&w, guild.parse().unwrap_or(0))
         }
         ("GET", ["applications", _, "commands"])
         | ("GET", ["applications", _, "guilds", _, "commands"]) => {
