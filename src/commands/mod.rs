@@ -4,6 +4,7 @@
 
 pub mod courtesy;
 pub(crate) mod discovery;
+pub mod feeds;
 pub mod garden;
 pub mod impulses;
 pub(crate) mod memory;

@@ -416,6 +416,7 @@ impl Session {
         let text = match verb {
             "memory" => commands::memory::run_text(&self.app, &self.asker(), rest),
             "discovery" => commands::discovery::run_text(&self.app, guild_id(), self.user.id, rest),
+            "feeds" => commands::feeds::run_text(&self.app, guild_id(), self.user.id, rest).await,
             "task" | "schedule" | "idea" => {
                 commands::impulses::run_text(&self.app, &self.asker(), verb, rest)
             }
@@ -815,6 +816,11 @@ const HELP: &str = "commands:
   /discovery [list]          the feeds the bot follows here
   /discovery add KIND TARGET add a feed (rss URL, subreddit, YouTube channel id, X handle)
   /discovery remove KIND TARGET
+  /feeds [list]              the feeds that post every new item here (subscriptions), one line each
+  /feeds add URL #channel [thread] [embed] [backfill N] [dedupe guid|link|title] [template TEXT...]
+                             subscribe a channel (URL, r/NAME, youtube:ID, x:HANDLE or hn); \\n in a template is a new line
+  /feeds remove|pause|resume|test ID, /feeds preview ID [FILTERS...]
+  /feeds edit ID template|filters TEXT..., /feeds edit ID embed on|off, /feeds edit ID dedupe guid|link|title
   /task add DUE | TEXT       a reminder, e.g. /task add in 10m | stretch (also: /task list, /task done ID)
   /schedule add NAME | CRON | WHAT [| anyway] [| unanswered]   a routine, e.g. standup | 0 9 * * 1-5 | ask how it's going
                              (anyway: it runs in quiet hours too; unanswered: it posts even when

@@ -27,6 +27,7 @@ mod executive;
 mod extraction;
 mod fail_closed;
 mod fake_discord_threads;
+mod feeds_commands;
 mod first_hour;
 mod first_hour_bounds;
 mod first_hour_output;

@@ -3,6 +3,7 @@
 
 mod ambient;
 mod discovery;
+mod feeds;
 mod impulses;
 mod memory;
 mod settings;
@@ -27,6 +28,7 @@ pub fn all() -> Vec<poise::Command<Data, Error>> {
         settings::settings(),
         ambient::ambient(),
         discovery::discovery(),
+        feeds::feeds(),
         memory::memory(),
         impulses::task(),
         impulses::schedule(),
