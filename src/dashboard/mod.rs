@@ -1,7 +1,8 @@
 //! The dashboard: the bot's life at a glance, in a browser — what it did
 //! and why (Today), what it costs (Spend), what it is thinking of saying and
-//! where its material comes from (Initiative), and what it remembers
-//! (Memory, with forget, forget-me and export).
+//! where its material comes from (Initiative), the feeds that post every new
+//! item (Feeds), and what it remembers (Memory, with forget, forget-me and
+//! export).
 //!
 //! A front end like the console: each page reads through the same core
 //! functions as the CLI and the slash commands (the journal's query, the
@@ -20,6 +21,7 @@
 
 pub(crate) mod access;
 mod chart;
+mod feeds;
 mod initiative;
 mod memory;
 pub(crate) mod open_files;
@@ -178,6 +180,7 @@ pub fn router(dash: Arc<Dash>) -> Router {
         .route("/", get(today::page))
         .route("/spend", get(spend::page))
         .route("/initiative", get(initiative::page))
+        .route("/feeds", get(feeds::page))
         .route("/memory", get(memory::page))
         .route(
             "/memory/forget",

@@ -18,6 +18,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("today.html", include_str!("templates/today.html")),
     ("spend.html", include_str!("templates/spend.html")),
     ("initiative.html", include_str!("templates/initiative.html")),
+    ("feeds.html", include_str!("templates/feeds.html")),
     ("memory.html", include_str!("templates/memory.html")),
     ("confirm.html", include_str!("templates/confirm.html")),
     ("done.html", include_str!("templates/done.html")),
@@ -48,7 +49,7 @@ impl Default for Views {
 /// What every page's frame shows.
 #[derive(Serialize)]
 pub struct Frame {
-    /// The navigation entry to mark: today, spend, initiative, memory.
+    /// The navigation entry to mark: today, spend, initiative, feeds, memory.
     pub page: &'static str,
     pub title: String,
     pub csrf: String,

@@ -25,8 +25,8 @@ use crate::discovery::sources::{SourceError, SourceKind, SourceSpec};
 use crate::ids::{ChannelId, GuildId, UserId};
 use crate::journal::{Entry, Kind};
 use crate::net::fetch::Validators;
-use crate::store::StoreError;
 use crate::store::feeds::{DeliveryCounts, NewSubscription, SubscriptionRow};
+use crate::store::{Store, StoreError};
 
 /// Most items `/feeds add … backfill` may deliver at once.
 pub const MAX_BACKFILL: u32 = 20;
@@ -514,6 +514,45 @@ impl Feeds {
             target: source.target,
         })
     }
+}
+
+/// Every server's subscriptions read from the store alone, as
+/// [`Feeds::list_all`] shows them: the dashboard's Feeds page when no bot
+/// runs in its process (`ambient dashboard`).
+pub fn list_stored(store: &Store) -> Result<Vec<Listed>, ManageError> {
+    store
+        .all_feed_subscriptions()?
+        .into_iter()
+        .map(|row| {
+            let feed = match store.source(row.made.source_id)? {
+                Some(source) => match SourceKind::parse(&source.kind) {
+                    Some(kind) => SourceSpec {
+                        kind,
+                        target: source.target,
+                    }
+                    .label(),
+                    None => source.target,
+                },
+                None => "a feed".into(),
+            };
+            Ok(Listed {
+                id: row.id,
+                guild: row.made.guild,
+                feed,
+                channel: row.made.channel,
+                destination: Destination::parse(&row.made.destination)
+                    .unwrap_or(Destination::Channel),
+                counts: store.feed_delivery_counts(row.id)?,
+                template: row.made.template,
+                filters: row.made.filters,
+                embed: row.made.embed,
+                dedupe: row.made.dedupe,
+                paused: row.paused,
+                failures: row.failures,
+                last_delivered_at: row.last_delivered_at,
+            })
+        })
+        .collect()
 }
 
 fn parse_dedupe(text: Option<&str>) -> Result<Dedupe, ManageError> {

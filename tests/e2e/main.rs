@@ -13,6 +13,7 @@ mod conversation;
 mod courtesy;
 mod courtesy_gaps;
 mod dashboard;
+mod dashboard_feeds;
 mod departed;
 mod discord;
 mod discord_auth;
