@@ -134,10 +134,11 @@ impl Feeds {
             }
         };
         match self.send_item(row, &waiting, kinds).await {
-            Ok(Some((place, message))) => {
-                self.delivered(row, &waiting, place, message);
+            Ok(Some((place, message))) if self.delivered(row, &waiting, place, message) => {
                 Step::Sent
             }
+            // Posted, but not marked sent: not again this round.
+            Ok(Some(_)) => Step::Failed,
             Ok(None) => Step::Empty,
             Err(failure) => {
                 self.failed(row, &waiting, failure).await;
@@ -270,13 +271,16 @@ impl Feeds {
         Ok((post.thread, post.message))
     }
 
+    /// Notes a posted item as sent; false when the store refused (the
+    /// item stays `sending`: the next round sends it again under the same
+    /// nonce, or finds the forum post, so nothing is posted twice).
     fn delivered(
         &self,
         row: &SubscriptionRow,
         waiting: &Waiting,
         place: ChannelId,
         message: MessageId,
-    ) {
+    ) -> bool {
         self.lock_attempts().remove(&row.id);
         let now = self.s.clock.now();
         if let Err(e) = self
@@ -284,9 +288,8 @@ impl Feeds {
             .store
             .mark_feed_sent(row.id, &waiting.key, message, now)
         {
-            // Still `sending`: the next round sends it again under the same
-            // nonce (or finds the forum post), so nothing is posted twice.
             self.read_failed("marking a feed item as sent", &e);
+            return false;
         }
         let kept: Kept = serde_json::from_str(&waiting.item).unwrap_or_default();
         self.s
@@ -302,6 +305,7 @@ impl Feeds {
                     kept.title.chars().take(200).collect::<String>()
                 )),
         );
+        true
     }
 
     async fn failed(&self, row: &SubscriptionRow, waiting: &Waiting, failure: Failure) {

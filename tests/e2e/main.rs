@@ -26,6 +26,7 @@ mod executive;
 mod extraction;
 mod fail_closed;
 mod fake_discord_threads;
+mod feeds;
 mod first_hour;
 mod first_hour_bounds;
 mod first_hour_output;

@@ -96,6 +96,10 @@ impl Transport for RecordingTransport {
         Typing::none()
     }
 
+    async fn channel_kind(&self, _: ChannelId) -> Result<ambient::chat::ChannelKind, ChatError> {
+        Ok(ambient::chat::ChannelKind::Text)
+    }
+
     /// What the bot said in `channel`, as the platform would list it (oldest first).
     async fn history(
         &self,
