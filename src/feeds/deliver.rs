@@ -250,8 +250,8 @@ impl Feeds {
         {
             return Ok((post.thread, post.message));
         }
-        if !kinds.contains_key(&forum) {
-            kinds.insert(forum, transport.channel_kind(forum).await?);
+        if let std::collections::hash_map::Entry::Vacant(e) = kinds.entry(forum) {
+            e.insert(transport.channel_kind(forum).await?);
         }
         let ChannelKind::Forum { tags, tag_required } = &kinds[&forum] else {
             return Err(Failure::Pause(format!(
