@@ -27,6 +27,7 @@ mod extraction;
 mod fail_closed;
 mod fake_discord_threads;
 mod feeds;
+mod feeds_discord;
 mod first_hour;
 mod first_hour_bounds;
 mod first_hour_output;
