@@ -188,6 +188,9 @@ pub struct World {
     pub gateway_attempts: u32,
     /// The rate-limit bucket of message sends (see `SendBucket`).
     pub send_bucket: SendBucket,
+    /// The bucket of thread and forum-post creation, Discord's own one
+    /// beside the sends' (see [`FakeDiscord::storm_threads`]).
+    pub thread_bucket: SendBucket,
     /// When each REST request arrived, one per entry of `requests`.
     pub request_times: Vec<Instant>,
     /// When each message the test sent was dispatched, by id.
@@ -803,6 +806,15 @@ impl FakeDiscord {
             w.send_bucket.storm = n;
             w.send_bucket.retry_after = retry_after;
             w.send_bucket.global = global;
+        });
+    }
+
+    /// The next `n` thread or forum-post creations get 429 with `retry_after`
+    /// (one inside the wait gets another); sends are not held.
+    pub fn storm_threads(&self, n: u32, retry_after: Duration) {
+        self.with(|w| {
+            w.thread_bucket.storm = n;
+            w.thread_bucket.retry_after = retry_after;
         });
     }
 
@@ -1814,6 +1826,14 @@ async fn rest_route(
     let rate_headers = match (method.as_str(), segments.as_slice()) {
         ("POST", ["channels", channel, "messages"]) => match w
             .send_bucket
+            .admit(channel.parse().unwrap_or(0), Instant::now())
+        {
+            Ok(headers) => headers,
+            Err(too_many) => return too_many,
+        },
+        ("POST", ["channels", channel, "threads"])
+        | ("POST", ["channels", channel, "messages", _, "threads"]) => match w
+            .thread_bucket
             .admit(channel.parse().unwrap_or(0), Instant::now())
         {
             Ok(headers) => headers,
