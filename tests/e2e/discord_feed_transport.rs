@@ -10,7 +10,8 @@
 //! one without; the bot's own post is found again by its name. A 429 on
 //! making a thread is waited out by the bot's own limiter, and is a
 //! transport error where a proxy should have waited or where the wait is too
-//! long: nothing is made twice. The World's
+//! long: nothing is made twice. A post whose answer was unreadable is of
+//! unknown outcome, and is found by its name instead of made again. The World's
 //! recording transport refuses what the fake Discord refuses.
 
 use ambient::attention::Author;
@@ -483,5 +484,27 @@ async fn a_429_on_making_a_thread_is_waited_out_by_the_limiter_and_otherwise_an_
             "{path}: {post:?}"
         );
         assert!(discord.with(|w| w.forum_posts(FORUM)).is_empty(), "{path}");
+    }
+}
+
+#[tokio::test]
+async fn a_post_of_unknown_outcome_is_found_by_its_name_not_made_again() {
+    for proxy in PATHS {
+        let path = path_name(proxy);
+        let discord = discord(0);
+        let transport = transport(&discord, proxy);
+        discord.with(|w| w.garble_threads = 1);
+        let message = Outgoing::text("out now", format!("unknown-{path}"));
+        let post = transport
+            .post_in_forum(ChannelId(FORUM), "ambient 2.0", &message, &[])
+            .await;
+        assert!(
+            matches!(post, Err(ChatError::Unknown(_))),
+            "{path}: {post:?}"
+        );
+        let made = discord.with(|w| w.forum_posts(FORUM));
+        assert_eq!(made.len(), 1, "{path}: it was made");
+        let found = named(&transport, "ambient 2.0").await;
+        assert_eq!(found.map(|p| p.thread.get()), Some(made[0].id), "{path}");
     }
 }

@@ -171,6 +171,9 @@ pub struct World {
     pub no_send: Vec<u64>,
     /// The next N sends create their message but answer with a body nobody can read.
     pub garble_sends: u32,
+    /// The next N threads or forum posts made are answered with a body nobody
+    /// can read (the outcome a crash or a dropped connection leaves unknown).
+    pub garble_threads: u32,
     /// How a `message_reference` to a message the server does not know is answered.
     pub unknown_reference: UnknownReference,
     /// People's messages are announced (MESSAGE_CREATE) before the server has
@@ -2074,10 +2077,12 @@ async fn rest_route(
         ("GET", ["channels", channel]) => threads::get_channel(&w, channel.parse().unwrap_or(0)),
         ("POST", ["channels", channel, "messages", message, "threads"]) => {
             let (channel, message) = (channel.parse().unwrap_or(0), message.parse().unwrap_or(0));
-            threads::start_from_message(&mut w, channel, message, &body)
+            let made = threads::start_from_message(&mut w, channel, message, &body);
+            threads::garbled(&mut w, made)
         }
         ("POST", ["channels", channel, "threads"]) => {
-            threads::start_thread(&mut w, channel.parse().unwrap_or(0), &body)
+            let made = threads::start_thread(&mut w, channel.parse().unwrap_or(0), &body);
+            threads::garbled(&mut w, made)
         }
         ("POST", ["channels", _, "typing"]) => StatusCode::NO_CONTENT.into_response(),
         ("PUT", ["channels", _, "messages", _, "reactions", _, "@me"]) => {
