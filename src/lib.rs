@@ -50,7 +50,7 @@ pub mod commands;
 pub mod console;
 pub(crate) mod courtesy;
 pub mod dashboard;
-pub(crate) mod discord;
+pub mod discord;
 pub mod discovery;
 pub mod doctor;
 pub mod executive;

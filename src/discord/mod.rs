@@ -26,7 +26,7 @@ mod reconnect;
 pub mod refusals;
 pub(crate) mod shards;
 mod startup_pages;
-pub(crate) mod transport;
+pub mod transport;
 pub(crate) mod voice;
 
 use std::sync::Arc;
@@ -77,6 +77,24 @@ fn own_limiter(settings: &Settings, client: &reqwest::Client) -> Option<ratelimi
     let base = settings.discord.api_base_url.trim_end_matches('/');
     (base != DISCORD && !settings.discord.rest_proxy_handles_rate_limits)
         .then(|| ratelimit::Limiter::new(client.clone(), base))
+}
+
+/// The chat transport as the bot builds it for `settings` (`discord.apiBaseUrl`,
+/// `discord.restProxyHandlesRateLimits`) with the bot's own identity `me`:
+/// for the tests that drive it against a fake Discord.
+pub fn chat_transport(
+    token: &str,
+    settings: &Settings,
+    me: Author,
+) -> anyhow::Result<transport::DiscordTransport> {
+    let client = crate::net::platform_client(&settings.network)
+        .context("cannot build the Discord HTTP client")?;
+    let rest = Arc::new(http(token, settings, client.clone()));
+    Ok(transport::DiscordTransport::new(
+        rest,
+        me,
+        own_limiter(settings, &client),
+    ))
 }
 
 /// The names of the slash commands the bot registers (`ambient doctor` looks for them).

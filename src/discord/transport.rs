@@ -2,8 +2,16 @@
 //!
 //! Every message goes out with a nonce and `enforce_nonce`, so Discord itself
 //! drops a repeated send, and with `allowed_mentions` that permits pinging
-//! only the users speech named — never `@everyone`, `@here` or roles,
-//! whatever the text says (speech has neutralised those in the text too).
+//! only the users speech named and the roles a feed was given — never
+//! `@everyone`, `@here` or any other role, whatever the text says (speech
+//! has neutralised those in the text too). A message's cards go as embeds.
+//!
+//! What a feed needs besides: a channel's kind (`GET /channels/{id}`), a
+//! thread started from a message, a forum post (its starter message carried
+//! as a send's is, without a nonce: Discord keeps none for a post), and the
+//! bot's own open post found again by its name among the guild's active
+//! threads. A thread's name is cut to Discord's 100 characters the same way
+//! for a post and for the search.
 //!
 //! A reply to a message deleted meanwhile is still posted: the reference goes
 //! with `fail_if_not_exists: false`, and Discord then makes it a plain
@@ -16,9 +24,9 @@
 //! under the same nonce (an answer already paid for is said, and never twice).
 //!
 //! Where the bot must honour 429s itself (a Discord-compatible server with no
-//! rate-limiting proxy, see `ratelimit`), send, react and history are performed
-//! through `ratelimit::Limiter` with the same bodies serenity would send;
-//! elsewhere serenity performs them. A 429 that will not clear is a
+//! rate-limiting proxy, see `ratelimit`), every request but typing is
+//! performed through `ratelimit::Limiter` with the same body serenity would
+//! send; elsewhere serenity performs it. A 429 that will not clear is a
 //! `Transport` error, not `Unknown` (Discord creates nothing when it answers
 //! 429) and not `Refused` (which closes the channel to the bot for a while,
 //! meant for a missing permission). Typing goes straight through serenity
@@ -36,8 +44,10 @@ use std::sync::{Arc, OnceLock};
 use async_trait::async_trait;
 use reqwest::multipart::{Form, Part};
 use serenity::all::{
-    ChannelId as SChannelId, CreateAllowedMentions, CreateAttachment, CreateMessage, EditMessage,
-    GetMessages, Http, Message, MessageId as SMessageId, MessageReference, Nonce, ReactionType,
+    ChannelId as SChannelId, CreateAllowedMentions, CreateAttachment, CreateEmbed,
+    CreateEmbedAuthor, CreateEmbedFooter, CreateMessage, EditMessage, GetMessages,
+    GuildId as SGuildId, Http, Message, MessageId as SMessageId, MessageReference, Nonce,
+    ReactionType, Timestamp,
 };
 use serenity::constants::MESSAGE_CODE_LIMIT;
 use serenity::http::{HttpError, LightMethod, Request, Route};
@@ -45,8 +55,8 @@ use serenity::http::{HttpError, LightMethod, Request, Route};
 use super::convert;
 use super::ratelimit::{Limiter, is_rate_limited};
 use crate::attention::Author;
-use crate::chat::{ChatError, Edit, Outgoing, Transport, Typing};
-use crate::ids::{ChannelId, MessageId};
+use crate::chat::{Card, ChannelKind, ChatError, Edit, ForumPost, Outgoing, Transport, Typing};
+use crate::ids::{ChannelId, GuildId, MessageId, RoleId, UserId};
 use crate::metrics::Metrics;
 use crate::store::messages::StoredMessage;
 
@@ -98,7 +108,12 @@ fn create_message(channel: SChannelId, message: &Outgoing) -> CreateMessage {
         .content(&message.content)
         .nonce(Nonce::String(message.nonce.clone()))
         .enforce_nonce(true)
-        .allowed_mentions(safe_mentions(&message.pings, message.ping_replied));
+        .embeds(message.cards.iter().map(embed).collect())
+        .allowed_mentions(safe_mentions(
+            &message.pings,
+            &message.ping_roles,
+            message.ping_replied,
+        ));
     if let Some(to) = message.reply_to {
         let mut reference = MessageReference::from((channel, SMessageId::new(to.get())));
         // If the message being answered was deleted meanwhile, still say it.
@@ -164,8 +179,9 @@ async fn send_limited(
 }
 
 /// Only the users speech named may be pinged (a reply pings its author
-/// unless they asked not to be: `replied`); everyone, here and roles never.
-pub fn safe_mentions(pings: &[crate::ids::UserId], replied: bool) -> CreateAllowedMentions {
+/// unless they asked not to be: `replied`), and only the roles a feed's
+/// owner listed (`roles`); everyone and here never, nor any other role.
+pub fn safe_mentions(pings: &[UserId], roles: &[RoleId], replied: bool) -> CreateAllowedMentions {
     CreateAllowedMentions::new()
         .all_users(false)
         .users(
@@ -176,7 +192,42 @@ pub fn safe_mentions(pings: &[crate::ids::UserId], replied: bool) -> CreateAllow
         )
         .everyone(false)
         .all_roles(false)
+        .roles(
+            roles
+                .iter()
+                .filter(|r| r.get() != 0)
+                .map(|r| serenity::all::RoleId::new(r.get())),
+        )
         .replied_user(replied)
+}
+
+/// A card as Discord's embed. Empty text is left out rather than sent as
+/// `""`: a card may have no title, or no description.
+fn embed(card: &Card) -> CreateEmbed {
+    let mut embed = CreateEmbed::new();
+    if !card.title.is_empty() {
+        embed = embed.title(&card.title);
+    }
+    if !card.description.is_empty() {
+        embed = embed.description(&card.description);
+    }
+    if let Some(url) = &card.url {
+        embed = embed.url(url);
+    }
+    if let Some(author) = &card.author {
+        embed = embed.author(CreateEmbedAuthor::new(author));
+    }
+    // Serenity's timestamp is whole seconds here (no chrono feature); an item's time needs no more.
+    if let Some(at) = card
+        .timestamp
+        .and_then(|t| Timestamp::from_unix_timestamp(t.timestamp()).ok())
+    {
+        embed = embed.timestamp(at);
+    }
+    if let Some(footer) = &card.footer {
+        embed = embed.footer(CreateEmbedFooter::new(footer));
+    }
+    embed
 }
 
 /// Discord's JSON error code for an unknown channel.
@@ -249,6 +300,126 @@ impl DiscordTransport {
     }
 }
 
+/// Discord's longest thread name, in characters.
+const THREAD_NAME: usize = 100;
+/// How long a feed's thread stays open without a message: a day, in minutes.
+const ARCHIVE_AFTER: u64 = 1440;
+/// Channel flag: a post in this forum must carry a tag.
+const REQUIRE_TAG: u64 = 1 << 4;
+
+/// `name` as a thread is named: trimmed (as Discord trims it), cut to 100
+/// characters on a character boundary, and never empty (Discord refuses an
+/// empty name). [`Transport::forum_post_named`] compares names after the same cut.
+fn thread_name(name: &str) -> String {
+    let cut: String = name.trim().chars().take(THREAD_NAME).collect();
+    match cut.trim_end() {
+        "" => "untitled".to_string(),
+        cut => cut.to_string(),
+    }
+}
+
+/// What the bot reads of a channel (`GET /channels/{id}`).
+#[derive(serde::Deserialize)]
+struct ChannelShape {
+    #[serde(rename = "type")]
+    kind: u8,
+    #[serde(default)]
+    flags: u64,
+    #[serde(default)]
+    available_tags: Vec<TagShape>,
+}
+
+#[derive(serde::Deserialize)]
+struct TagShape {
+    id: serenity::all::ForumTagId,
+    name: String,
+    #[serde(default)]
+    moderated: bool,
+}
+
+impl ChannelShape {
+    fn kind(self) -> ChannelKind {
+        match self.kind {
+            0 => ChannelKind::Text,
+            5 => ChannelKind::Announcement,
+            10..=12 => ChannelKind::Thread,
+            15 => ChannelKind::Forum {
+                tag_required: self.flags & REQUIRE_TAG != 0,
+                tags: self
+                    .available_tags
+                    .into_iter()
+                    .map(|t| crate::chat::ForumTag {
+                        id: t.id.get(),
+                        name: t.name,
+                        moderated: t.moderated,
+                    })
+                    .collect(),
+            },
+            _ => ChannelKind::Other,
+        }
+    }
+}
+
+/// What the bot reads of a thread Discord answers with or lists.
+#[derive(serde::Deserialize)]
+struct ThreadShape {
+    id: SChannelId,
+    #[serde(default)]
+    parent_id: Option<SChannelId>,
+    #[serde(default)]
+    owner_id: Option<serenity::all::UserId>,
+    #[serde(default)]
+    name: String,
+    /// A forum post's starter message, in the answer that made it.
+    #[serde(default)]
+    message: Option<Created>,
+}
+
+/// `GET /guilds/{g}/threads/active`: the guild's open threads.
+#[derive(serde::Deserialize)]
+struct ActiveThreads {
+    threads: Vec<ThreadShape>,
+}
+
+/// The answer's JSON as `T`; an unreadable one is serenity's JSON error
+/// (`ChatError::Unknown`: the request may have done its work).
+async fn read<T: serde::de::DeserializeOwned>(
+    response: reqwest::Response,
+) -> Result<T, serenity::Error> {
+    Ok(serde_json::from_slice(&response.bytes().await?)?)
+}
+
+impl DiscordTransport {
+    /// Performs `request` through our limiter when the bot honours 429s
+    /// itself (under the bucket `route`), else through serenity's `Http`
+    /// (its own limiter on discord.com): the same request either way.
+    async fn perform(
+        &self,
+        route: &str,
+        request: Request<'_>,
+    ) -> Result<reqwest::Response, serenity::Error> {
+        match &self.limiter {
+            Some(limiter) => {
+                limiter
+                    .perform(self.http.token(), route, request, None)
+                    .await
+            }
+            None => self.http.request(request).await,
+        }
+    }
+
+    /// A JSON request with `body`.
+    async fn post_json(
+        &self,
+        route: &str,
+        request: Request<'_>,
+        body: &serde_json::Value,
+    ) -> Result<reqwest::Response, serenity::Error> {
+        let request = request.body(Some(serde_json::to_vec(body)?));
+        self.perform(route, request).await
+    }
+}
+
 #[async_trait]
 impl Transport for DiscordTransport {
     fn me(&self) -> Author {
@@ -300,7 +471,7 @@ impl Transport for DiscordTransport {
         );
         let builder = EditMessage::new()
             .content(&edit.content)
-            .allowed_mentions(safe_mentions(&edit.pings, edit.ping_replied));
+            .allowed_mentions(safe_mentions(&edit.pings, &[], edit.ping_replied));
         let result = match &self.limiter {
             Some(limiter) => {
                 let body = serde_json::to_vec(&builder)
@@ -376,6 +547,111 @@ impl Transport for DiscordTransport {
         Typing::holding(Aborting(task))
     }
 
+    async fn channel_kind(&self, channel: ChannelId) -> Result<ChannelKind, ChatError> {
+        let id = SChannelId::new(channel.get());
+        let request = Request::new(Route::Channel { channel_id: id }, LightMethod::Get);
+        let response = self
+            .perform(&format!("channel {channel}"), request)
+            .await
+            .map_err(chat_error)?;
+        let shape: ChannelShape = read(response).await.map_err(chat_error)?;
+        Ok(shape.kind())
+    }
+
+    async fn start_thread(
+        &self,
+        channel: ChannelId,
+        message: MessageId,
+        name: &str,
+    ) -> Result<ChannelId, ChatError> {
+        let route = Route::ChannelMessageThreads {
+            channel_id: SChannelId::new(channel.get()),
+            message_id: SMessageId::new(message.get()),
+        };
+        let body = serde_json::json!({
+            "name": thread_name(name),
+            "auto_archive_duration": ARCHIVE_AFTER,
+        });
+        let response = self
+            .post_json(
+                &format!("thread {channel}"),
+                Request::new(route, LightMethod::Post),
+                &body,
+            )
+            .await
+            .map_err(chat_error)?;
+        let thread: ThreadShape = read(response).await.map_err(chat_error)?;
+        Ok(ChannelId(thread.id.get()))
+    }
+
+    /// A post is made as JSON (no files: a feed's post has none), its first
+    /// message with the same cards and `allowed_mentions` as a send.
+    async fn post_in_forum(
+        &self,
+        forum: ChannelId,
+        name: &str,
+        message: &Outgoing,
+        tags: &[u64],
+    ) -> Result<ForumPost, ChatError> {
+        let embeds: Vec<CreateEmbed> = message.cards.iter().map(embed).collect();
+        let mentions = safe_mentions(&message.pings, &message.ping_roles, false);
+        let body = serde_json::json!({
+            "name": thread_name(name),
+            "auto_archive_duration": ARCHIVE_AFTER,
+            "applied_tags": tags.iter().map(u64::to_string).collect::<Vec<_>>(),
+            "message": {"content": message.content, "embeds": embeds, "allowed_mentions": mentions},
+        });
+        let route = Route::ChannelForumPosts {
+            channel_id: SChannelId::new(forum.get()),
+        };
+        let response = self
+            .post_json(
+                &format!("forum {forum}"),
+                Request::new(route, LightMethod::Post),
+                &body,
+            )
+            .await
+            .map_err(chat_error)?;
+        let thread: ThreadShape = read(response).await.map_err(chat_error)?;
+        // On Discord the starter message has the thread's id; a server that
+        // leaves `message` out is taken to do the same.
+        let message = thread.message.map_or(thread.id.get(), |m| m.id.get());
+        Ok(ForumPost {
+            thread: ChannelId(thread.id.get()),
+            message: MessageId(message),
+        })
+    }
+
+    async fn forum_post_named(
+        &self,
+        guild: GuildId,
+        forum: ChannelId,
+        name: &str,
+    ) -> Result<Option<ForumPost>, ChatError> {
+        let route = Route::GuildThreadsActive {
+            guild_id: SGuildId::new(guild.get()),
+        };
+        let response = self
+            .perform(
+                &format!("threads {guild}"),
+                Request::new(route, LightMethod::Get),
+            )
+            .await
+            .map_err(chat_error)?;
+        let active: ActiveThreads = read(response).await.map_err(chat_error)?;
+        let name = thread_name(name);
+        let mine = active.threads.into_iter().find(|t| {
+            t.parent_id.map(|p| p.get()) == Some(forum.get())
+                && t.owner_id.map(|o| o.get()) == Some(self.me.id.get())
+                && t.name == name
+        });
+        Ok(mine.map(|t| ForumPost {
+            thread: ChannelId(t.id.get()),
+            // A forum post's starter message has the thread's id.
+            message: MessageId(t.id.get()),
+        }))
+    }
+
     async fn history(
         &self,
         channel: ChannelId,
@@ -444,6 +720,21 @@ mod tests {
             .expect("a valid response");
         let response = ErrorResponse::from_response(response.into(), reqwest::Method::POST).await;
         serenity::Error::Http(HttpError::UnsuccessfulRequest(response))
+    }
+
+    /// A thread's name is what Discord takes: trimmed, at most 100
+    /// characters cut on a character boundary, never empty.
+    #[test]
+    fn a_thread_name_is_cut_to_100_characters_and_never_empty() {
+        assert_eq!(thread_name("  ambient 2.0 \n"), "ambient 2.0");
+        assert_eq!(thread_name(&"é".repeat(150)), "é".repeat(100));
+        assert_eq!(
+            thread_name(&format!("{} tail", "a".repeat(99))),
+            "a".repeat(99)
+        );
+        for empty in ["", "   ", "\n\t"] {
+            assert_eq!(thread_name(empty), "untitled", "{empty:?}");
+        }
     }
 
     /// Only a refusal of the reference itself is answered by saying the

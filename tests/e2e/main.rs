@@ -16,6 +16,7 @@ mod dashboard;
 mod departed;
 mod discord;
 mod discord_auth;
+mod discord_feed_transport;
 mod discord_shapes;
 mod discovery;
 mod doctor;

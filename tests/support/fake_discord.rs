@@ -37,7 +37,9 @@
 //! pings the mentions its text makes, narrowed
 //! by `allowed_mentions`, plus the replied-to author unless
 //! `allowed_mentions.replied_user` is false. Who was pinged is kept on the
-//! created message (`mentions`), as Discord shows it.
+//! created message (`mentions`, the roles in `mention_roles`, `@everyone` or
+//! `@here` in `mention_everyone`), as Discord shows it; `parse` naming
+//! "users" or "roles" beside a list of them is Discord's 400.
 //!
 //! Every REST route but the CDN's answers 401 `{"message": "401:
 //! Unauthorized", "code": 0}`, as Discord does, to a request whose
@@ -55,8 +57,9 @@
 //!
 //! Threads and forum channels (`threads`): starting a thread from a message,
 //! a forum post with its tags, a thread without a starter, messages into a
-//! thread (an archived one unarchived by them), `GET /channels/{id}`, and
-//! their refusals with Discord's codes. Every message created — in a channel,
+//! thread (an archived one unarchived by them), `GET /channels/{id}`, a
+//! guild's open threads (`GET /guilds/{g}/threads/active`), and their
+//! refusals with Discord's codes. Every message created — in a channel,
 //! a thread or a forum post — is checked against Discord's embed limits
 //! (`embeds`) as well as its 2,000 characters.
 
@@ -168,6 +171,9 @@ pub struct World {
     pub no_send: Vec<u64>,
     /// The next N sends create their message but answer with a body nobody can read.
     pub garble_sends: u32,
+    /// The next N threads or forum posts made are answered with a body nobody
+    /// can read (the outcome a crash or a dropped connection leaves unknown).
+    pub garble_threads: u32,
     /// How a `message_reference` to a message the server does not know is answered.
     pub unknown_reference: UnknownReference,
     /// People's messages are announced (MESSAGE_CREATE) before the server has
@@ -185,6 +191,9 @@ pub struct World {
     pub gateway_attempts: u32,
     /// The rate-limit bucket of message sends (see `SendBucket`).
     pub send_bucket: SendBucket,
+    /// The bucket of thread and forum-post creation, Discord's own one
+    /// beside the sends' (see [`FakeDiscord::storm_threads`]).
+    pub thread_bucket: SendBucket,
     /// When each REST request arrived, one per entry of `requests`.
     pub request_times: Vec<Instant>,
     /// When each message the test sent was dispatched, by id.
@@ -803,6 +812,15 @@ impl FakeDiscord {
         });
     }
 
+    /// The next `n` thread or forum-post creations get 429 with `retry_after`
+    /// (one inside the wait gets another); sends are not held.
+    pub fn storm_threads(&self, n: u32, retry_after: Duration) {
+        self.with(|w| {
+            w.thread_bucket.storm = n;
+            w.thread_bucket.retry_after = retry_after;
+        });
+    }
+
     /// At most `limit` sends per `window` in each channel; more get 429 until its window resets.
     pub fn rate_limit_sends(&self, limit: u32, window: Duration) {
         self.with(|w| {
@@ -869,7 +887,7 @@ fn message_json(id: u64, channel: u64, guild: Option<u64>, author: Value, conten
 /// What a message pings, as Discord computes it: every mention in the text,
 /// narrowed by `allowed_mentions` when given (`parse` for whole kinds, or
 /// `users`/`roles` lists). Errs like Discord when `parse` has "users" and a
-/// `users` list is given too.
+/// `users` list is given too, or "roles" and a `roles` list.
 fn computed_mentions(
     content: &str,
     allowed: &Value,
@@ -892,6 +910,9 @@ fn computed_mentions(
     let (users, roles) = (listed("users"), listed("roles"));
     if parse.contains(&"users") && !users.is_empty() {
         return Err("parse users and users list are mutually exclusive".into());
+    }
+    if parse.contains(&"roles") && !roles.is_empty() {
+        return Err("parse roles and roles list are mutually exclusive".into());
     }
     if users.len() > 100 || roles.len() > 100 {
         return Err("Must be 100 or fewer in length.".into());
@@ -1813,6 +1834,14 @@ async fn rest_route(
             Ok(headers) => headers,
             Err(too_many) => return too_many,
         },
+        ("POST", ["channels", channel, "threads"])
+        | ("POST", ["channels", channel, "messages", _, "threads"]) => match w
+            .thread_bucket
+            .admit(channel.parse().unwrap_or(0), Instant::now())
+        {
+            Ok(headers) => headers,
+            Err(too_many) => return too_many,
+        },
         _ => Vec::new(),
     };
     match (method.as_str(), segments.as_slice()) {
@@ -1868,6 +1897,9 @@ async fn rest_route(
                 },
                 _ => missing_access(),
             }
+        }
+        ("GET", ["guilds", guild, "threads", "active"]) => {
+            threads::active_in_guild(&w, guild.parse().unwrap_or(0))
         }
         ("GET", ["applications", _, "commands"])
         | ("GET", ["applications", _, "guilds", _, "commands"]) => {
@@ -2045,10 +2077,12 @@ async fn rest_route(
         ("GET", ["channels", channel]) => threads::get_channel(&w, channel.parse().unwrap_or(0)),
         ("POST", ["channels", channel, "messages", message, "threads"]) => {
             let (channel, message) = (channel.parse().unwrap_or(0), message.parse().unwrap_or(0));
-            threads::start_from_message(&mut w, channel, message, &body)
+            let made = threads::start_from_message(&mut w, channel, message, &body);
+            threads::garbled(&mut w, made)
         }
         ("POST", ["channels", channel, "threads"]) => {
-            threads::start_thread(&mut w, channel.parse().unwrap_or(0), &body)
+            let made = threads::start_thread(&mut w, channel.parse().unwrap_or(0), &body);
+            threads::garbled(&mut w, made)
         }
         ("POST", ["channels", _, "typing"]) => StatusCode::NO_CONTENT.into_response(),
         ("PUT", ["channels", _, "messages", _, "reactions", _, "@me"]) => {

@@ -2,15 +2,22 @@
 //! a transport that records what the bot says, the manual clock, a seeded
 //! RNG, and the scripted model server behind every model role. Tests drive
 //! initiative ticks by hand and wait for the spine to go idle.
+//!
+//! The recording transport keeps what a feed delivers too: each message's
+//! cards and the roles it may ping, the threads started from messages and
+//! the forum posts made (refused as Discord refuses: a second thread from
+//! one message, a post without a tag where the forum requires one, a tag
+//! the forum does not have). A channel is a text channel unless the test
+//! says otherwise ([`World::set_channel_kind`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use ambient::app::{App, Parts, Running};
 use ambient::attention::{Addressed, Author, MessagePercept, Percept, Place};
-use ambient::chat::{ChatError, Outgoing, Transport, Typing};
+use ambient::chat::{Card, ChannelKind, ChatError, ForumPost, Outgoing, Transport, Typing};
 use ambient::clock::{Chance, Clock, ManualClock};
-use ambient::ids::{ChannelId, GuildId, MessageId, UserId, next_snowflake};
+use ambient::ids::{ChannelId, GuildId, MessageId, RoleId, UserId, next_snowflake};
 use ambient::initiative::pending::PendingThought;
 use ambient::settings::{ProviderKind, Secrets, Settings};
 use ambient::store::messages::{Source, StoredMessage};
@@ -28,6 +35,37 @@ pub struct Said {
     pub at: chrono::DateTime<chrono::Utc>,
     /// Whether the bot's history already held this text when it was sent.
     pub recorded_first: bool,
+    /// The cards under the text.
+    pub cards: Vec<Card>,
+    /// The roles the message may ping.
+    pub ping_roles: Vec<RoleId>,
+}
+
+/// A thread the bot started from one of its messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadStarted {
+    pub channel: ChannelId,
+    pub message: MessageId,
+    pub name: String,
+    /// The thread's id: the message's, as on Discord.
+    pub thread: ChannelId,
+}
+
+/// A post the bot made in a forum.
+#[derive(Clone, Debug)]
+pub struct ForumPosted {
+    pub forum: ChannelId,
+    pub name: String,
+    pub tags: Vec<u64>,
+    pub content: String,
+    pub cards: Vec<Card>,
+    pub ping_roles: Vec<RoleId>,
+    pub post: ForumPost,
+}
+
+/// Discord's longest thread name: a forum post is found by its name cut so.
+fn thread_name(name: &str) -> String {
+    name.trim().chars().take(100).collect()
 }
 
 #[derive(Default)]
@@ -37,6 +75,12 @@ pub struct Recording {
     pub reactions: Mutex<Vec<(ChannelId, MessageId, String)>>,
     /// nonce → (message, when): Discord drops a repeated nonce for a few minutes only.
     delivered: Mutex<HashMap<String, (MessageId, chrono::DateTime<chrono::Utc>)>>,
+    /// Every thread started from a message, oldest first.
+    pub threads: Mutex<Vec<ThreadStarted>>,
+    /// Every forum post made, oldest first.
+    pub posts: Mutex<Vec<ForumPosted>>,
+    /// What kind each channel is, where a test said; any other is a text channel.
+    pub kinds: Mutex<HashMap<ChannelId, ChannelKind>>,
 }
 
 pub struct RecordingTransport {
@@ -44,6 +88,17 @@ pub struct RecordingTransport {
     clock: Arc<ManualClock>,
     /// The bot's store, to note what it had recorded when each send went out.
     store: std::sync::OnceLock<ambient::store::Store>,
+}
+
+impl RecordingTransport {
+    /// A recording transport on its own, for tests that need no whole bot.
+    pub fn alone(clock: Arc<ManualClock>) -> Self {
+        Self {
+            log: Arc::new(Recording::default()),
+            clock,
+            store: std::sync::OnceLock::new(),
+        }
+    }
 }
 
 #[async_trait]
@@ -71,6 +126,8 @@ impl Transport for RecordingTransport {
             content: m.content.clone(),
             nonce: m.nonce.clone(),
             files: m.files.iter().map(|f| f.name.clone()).collect(),
+            cards: m.cards.clone(),
+            ping_roles: m.ping_roles.clone(),
             id,
             at: self.clock.now(),
             recorded_first: self.store.get().is_some_and(|s| {
@@ -96,8 +153,88 @@ impl Transport for RecordingTransport {
         Typing::none()
     }
 
-    async fn channel_kind(&self, _: ChannelId) -> Result<ambient::chat::ChannelKind, ChatError> {
-        Ok(ambient::chat::ChannelKind::Text)
+    async fn channel_kind(&self, channel: ChannelId) -> Result<ChannelKind, ChatError> {
+        let kinds = self.log.kinds.lock().unwrap();
+        Ok(kinds.get(&channel).cloned().unwrap_or(ChannelKind::Text))
+    }
+
+    /// As Discord: the thread has the message's id, and a message has one thread at most.
+    async fn start_thread(
+        &self,
+        channel: ChannelId,
+        message: MessageId,
+        name: &str,
+    ) -> Result<ChannelId, ChatError> {
+        let mut threads = self.log.threads.lock().unwrap();
+        if threads.iter().any(|t| t.message == message) {
+            return Err(ChatError::Transport(
+                "A thread has already been created for this message".into(),
+            ));
+        }
+        let thread = ChannelId(message.get());
+        threads.push(ThreadStarted {
+            channel,
+            message,
+            name: name.to_string(),
+            thread,
+        });
+        let mut kinds = self.log.kinds.lock().unwrap();
+        kinds.insert(thread, ChannelKind::Thread);
+        Ok(thread)
+    }
+
+    /// As Discord: the forum's tags only, and one at least where it requires a tag.
+    async fn post_in_forum(
+        &self,
+        forum: ChannelId,
+        name: &str,
+        message: &Outgoing,
+        tags: &[u64],
+    ) -> Result<ForumPost, ChatError> {
+        if let Some(ChannelKind::Forum {
+            tags: offered,
+            tag_required,
+        }) = self.log.kinds.lock().unwrap().get(&forum)
+        {
+            if *tag_required && tags.is_empty() {
+                return Err(ChatError::Transport(
+                    "A tag is required to create a forum post in this channel".into(),
+                ));
+            }
+            if let Some(t) = tags.iter().find(|t| !offered.iter().any(|o| o.id == **t)) {
+                return Err(ChatError::Transport(format!(
+                    "applied_tags: {t} is not one of the forum's tags"
+                )));
+            }
+        }
+        let id = next_snowflake(self.clock.now());
+        let post = ForumPost {
+            thread: ChannelId(id),
+            message: MessageId(id),
+        };
+        self.log.posts.lock().unwrap().push(ForumPosted {
+            forum,
+            name: name.to_string(),
+            tags: tags.to_vec(),
+            content: message.content.clone(),
+            cards: message.cards.clone(),
+            ping_roles: message.ping_roles.clone(),
+            post,
+        });
+        Ok(post)
+    }
+
+    async fn forum_post_named(
+        &self,
+        _guild: GuildId,
+        forum: ChannelId,
+        name: &str,
+    ) -> Result<Option<ForumPost>, ChatError> {
+        let posts = self.log.posts.lock().unwrap();
+        Ok(posts
+            .iter()
+            .find(|p| p.forum == forum && thread_name(&p.name) == thread_name(name))
+            .map(|p| p.post))
     }
 
     /// What the bot said in `channel`, as the platform would list it (oldest first).
@@ -406,6 +543,21 @@ impl World {
 
     pub fn reactions(&self) -> Vec<(ChannelId, MessageId, String)> {
         self.said.reactions.lock().unwrap().clone()
+    }
+
+    /// The threads the bot started from its messages, oldest first.
+    pub fn threads(&self) -> Vec<ThreadStarted> {
+        self.said.threads.lock().unwrap().clone()
+    }
+
+    /// The forum posts the bot made, oldest first.
+    pub fn forum_posts(&self) -> Vec<ForumPosted> {
+        self.said.posts.lock().unwrap().clone()
+    }
+
+    /// `channel` is of `kind` from now on (every channel is a text channel until said).
+    pub fn set_channel_kind(&self, channel: ChannelId, kind: ChannelKind) {
+        self.said.kinds.lock().unwrap().insert(channel, kind);
     }
 
     pub fn journal(&self, kind: ambient::journal::Kind) -> Vec<ambient::journal::Entry> {

@@ -2,8 +2,9 @@
 //! creates (a channel's message, a forum post's starter): at most 10 embeds;
 //! title 256, description 4,096, at most 25 fields (name 256 and value 1,024,
 //! both required), footer text 2,048, author name 256; 6,000 characters in
-//! all across them; an embed's `url` http(s). A refusal is Discord's 400
-//! 50035 "Invalid Form Body" with `errors` naming the field, e.g.
+//! all across them; an embed's `url` http(s), its `timestamp` ISO 8601. A
+//! refusal is Discord's 400 50035 "Invalid Form Body" with `errors` naming
+//! the field, e.g.
 //! `{"embeds": {"0": {"fields": {"3": {"value": {"_errors": [...]}}}}}}`.
 
 use serde_json::{Map, Value, json};
@@ -62,6 +63,17 @@ fn refused_one(embed: &Value) -> Option<Value> {
         errors.insert(
             "url".into(),
             leaf("URL_TYPE_INVALID_URL", "Not a well formed URL."),
+        );
+    }
+    let timestamp = &embed["timestamp"];
+    let readable = |t: &str| chrono::DateTime::parse_from_rfc3339(t).is_ok();
+    if !(timestamp.is_null() || timestamp.as_str().is_some_and(readable)) {
+        errors.insert(
+            "timestamp".into(),
+            leaf(
+                "DATE_TIME_TYPE_PARSE",
+                &format!("Could not parse {timestamp}. Should be ISO8601."),
+            ),
         );
     }
     if too_long(&embed["footer"]["text"], FOOTER) {

@@ -24,6 +24,13 @@
 //!   12 by default as on Discord; in an announcement channel always 10), and a
 //!   public one is announced in the parent with a THREAD_CREATED (type 18)
 //!   message. Anywhere else 400 50024.
+//! * `GET /guilds/{g}/threads/active` lists the guild's unarchived threads
+//!   and posts (`{threads, members}`), anyone's: a post by someone else is
+//!   made with [`FakeDiscord::someone_posts_in_forum`]. An unknown guild is
+//!   404 10004.
+//! * Making a thread or a post has its own 429 bucket
+//!   ([`FakeDiscord::storm_threads`]), and its answer can be made unreadable
+//!   though the thread was made ([`World::garble_threads`]).
 //! * Each new thread is dispatched as THREAD_CREATE with `newly_created` and
 //!   the bot's thread `member`; a thread from a message also updates the
 //!   message (`thread`, flag HAS_THREAD) with MESSAGE_UPDATE.
@@ -338,6 +345,45 @@ impl World {
     }
 }
 
+/// `GET /guilds/{guild}/threads/active`: the guild's threads not archived
+/// (forum posts among them), each with `parent_id`, `owner_id` and `name`,
+/// and the bot's thread member for each it owns; 404 10004 for a guild
+/// Discord does not know, 403 50001 for one that removed the bot.
+pub(super) fn active_in_guild(w: &World, guild: u64) -> Response {
+    let (more, _) = w.more_guilds;
+    let known = guild == GUILD || (0..more).any(|i| super::extra_guild(i) == guild);
+    if !known {
+        return refuse(StatusCode::NOT_FOUND, 10004, "Unknown Guild");
+    }
+    if !w.guilds().contains(&guild) {
+        return refuse(StatusCode::FORBIDDEN, 50001, "Missing Access");
+    }
+    let threads = w.active_threads(guild);
+    let members: Vec<Value> = threads
+        .iter()
+        .filter(|t| t["owner_id"] == BOT.to_string().as_str())
+        .map(|t| {
+            json!({"id": t["id"], "user_id": BOT.to_string(),
+                "join_timestamp": t["thread_metadata"]["create_timestamp"], "flags": 1})
+        })
+        .collect();
+    (
+        StatusCode::OK,
+        axum::Json(json!({"threads": threads, "members": members})),
+    )
+        .into_response()
+}
+
+/// A thread or post made, answered as [`World::garble_threads`] asks:
+/// unreadably, though it was made.
+pub(super) fn garbled(w: &mut World, made: Response) -> Response {
+    if !made.status().is_success() || w.garble_threads == 0 {
+        return made;
+    }
+    w.garble_threads -= 1;
+    (StatusCode::OK, "<html>upstream hiccup</html>").into_response()
+}
+
 /// `GET /channels/{id}`.
 pub(super) fn get_channel(w: &World, id: u64) -> Response {
     match w.channel(id) {
@@ -602,6 +648,26 @@ impl FakeDiscord {
     /// Archives `thread` (locked too, when `locked`), announced with THREAD_UPDATE.
     pub fn archive_thread(&self, thread: u64, locked: bool) {
         self.with(|w| w.archive(thread, locked));
+    }
+
+    /// `person` makes a post named `name` in `forum` (untagged), as someone
+    /// else's post the bot must not take for its own; its id.
+    pub fn someone_posts_in_forum(&self, person: super::Person, forum: u64, name: &str) -> u64 {
+        self.with(|w| {
+            let id = w.next_id();
+            let mut thread = w.new_thread(id, forum, 11, &json!({"name": name}));
+            thread["owner_id"] = json!(person.id.to_string());
+            thread["applied_tags"] = json!([]);
+            w.threads.insert(id, thread.clone());
+            check("THREAD_CREATE", &thread);
+            w.dispatch("THREAD_CREATE", thread);
+            let guild = w.guild_of(forum);
+            let m = super::message_json(id, id, Some(guild), super::user(person), name);
+            w.messages.insert(id, m.clone());
+            check("MESSAGE_CREATE", &m);
+            w.dispatch("MESSAGE_CREATE", m);
+            id
+        })
     }
 
     /// The bot may no longer create threads in `channel` (403 50013).
