@@ -8,6 +8,12 @@
 //! cut by the end of a chunk waits for the chunk that completes it), each
 //! message of the bot ends with its id (`/ambient why` takes it), and
 //! mentions show names (`markup`); JSON keeps the content as sent.
+//!
+//! What a feed delivers shows too: a message's cards under it, indented
+//! (title, link, description, then author · footer · time), and `thread` and
+//! `forum_post` events for the threads and forum posts it makes. Every
+//! console channel is a text channel. A card's text comes from a feed, from
+//! outside: control characters are shown as `�`, never sent to the terminal.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -19,7 +25,9 @@ use serde_json::json;
 
 use super::markup::readable;
 use crate::attention::Author;
-use crate::chat::{ChatError, Delivered, Edit, Outgoing, Transport, Typing};
+use crate::chat::{
+    Card, ChannelKind, ChatError, Delivered, Edit, ForumPost, Outgoing, Transport, Typing,
+};
 use crate::clock::SharedClock;
 use crate::ids::{ChannelId, MessageId, next_snowflake};
 use crate::store::Store;
@@ -145,6 +153,58 @@ fn open_tail(text: &str, json: bool) -> (&str, &str) {
     }
 }
 
+/// `text` with every control character (an escape sequence's start, a
+/// carriage return) shown as `�`: a feed's text must not drive the terminal.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+        .collect()
+}
+
+/// A card as the console prints it under its message, each line indented.
+fn card_lines(card: &Card, store: &Store) -> Vec<String> {
+    let mut lines = Vec::new();
+    if !card.title.is_empty() {
+        lines.push(printable(&card.title));
+    }
+    if let Some(url) = &card.url {
+        lines.push(printable(url));
+    }
+    lines.extend(
+        card.description
+            .lines()
+            .map(|l| printable(&readable(l, store))),
+    );
+    let time = card
+        .timestamp
+        .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string());
+    let byline: Vec<String> = [
+        card.author.as_deref(),
+        card.footer.as_deref(),
+        time.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    .map(printable)
+    .collect();
+    if !byline.is_empty() {
+        lines.push(byline.join(" · "));
+    }
+    lines.into_iter().map(|l| format!("    ▏ {l}")).collect()
+}
+
+/// A card as `--json` prints it: its fields as they would be sent.
+fn card_json(card: &Card) -> serde_json::Value {
+    json!({
+        "title": card.title,
+        "url": card.url,
+        "description": card.description,
+        "author": card.author,
+        "timestamp": card.timestamp.map(|t| t.to_rfc3339()),
+        "footer": card.footer,
+    })
+}
+
 /// What the console has shown of one of the bot's messages.
 struct Shown {
     /// Its whole text as last sent or edited.
@@ -163,6 +223,10 @@ pub struct ConsoleTransport {
     delivered: Delivered,
     /// What each message of the bot shows now, so an edit prints only what it adds.
     shown: Mutex<HashMap<MessageId, Shown>>,
+    /// The messages a thread was started from: one thread each, as on Discord.
+    threads: Mutex<HashMap<MessageId, ChannelId>>,
+    /// The forum posts made: (forum, name, post), for `forum_post_named`.
+    posts: Mutex<Vec<(ChannelId, String, ForumPost)>>,
 }
 
 impl ConsoleTransport {
@@ -174,6 +238,8 @@ impl ConsoleTransport {
             me,
             delivered: Delivered::default(),
             shown: Mutex::new(HashMap::new()),
+            threads: Mutex::new(HashMap::new()),
+            posts: Mutex::new(Vec::new()),
         }
     }
 
@@ -188,22 +254,9 @@ impl ConsoleTransport {
             .flatten()
             .unwrap_or_else(|| channel.to_string())
     }
-}
 
-#[async_trait]
-impl Transport for ConsoleTransport {
-    fn me(&self) -> Author {
-        self.me.clone()
-    }
-
-    async fn send(&self, channel: ChannelId, message: &Outgoing) -> Result<MessageId, ChatError> {
-        let (id, new) = self.delivered.first_or_record(&message.nonce, || {
-            MessageId(next_snowflake(self.clock.now()))
-        });
-        if !new {
-            return Ok(id);
-        }
-        let name = self.channel_label(channel);
+    /// Prints the bot's message `id` in the channel labelled `name`, its cards under it.
+    fn show(&self, name: &str, id: MessageId, message: &Outgoing) {
         let files: Vec<String> = message
             .files
             .iter()
@@ -231,10 +284,21 @@ impl Transport for ConsoleTransport {
                 "content": message.content,
                 "reply_to": message.reply_to.map(|m| m.to_string()),
                 "files": files,
+                "cards": message.cards.iter().map(card_json).collect::<Vec<_>>(),
+                "ping_roles": message.ping_roles.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
             }),
         );
         if !tail.is_empty() {
             lines.hold_tail(id, format!("[#{name}] {} …{tail}", self.me.name));
+        }
+        if !self.out.is_json() {
+            for line in message
+                .cards
+                .iter()
+                .flat_map(|c| card_lines(c, &self.store))
+            {
+                lines.emit(&line, serde_json::Value::Null);
+            }
         }
         self.lock_shown().insert(
             id,
@@ -244,6 +308,22 @@ impl Transport for ConsoleTransport {
                 held: tail.len(),
             },
         );
+    }
+}
+
+#[async_trait]
+impl Transport for ConsoleTransport {
+    fn me(&self) -> Author {
+        self.me.clone()
+    }
+
+    async fn send(&self, channel: ChannelId, message: &Outgoing) -> Result<MessageId, ChatError> {
+        let (id, new) = self.delivered.first_or_record(&message.nonce, || {
+            MessageId(next_snowflake(self.clock.now()))
+        });
+        if new {
+            self.show(&self.channel_label(channel), id, message);
+        }
         Ok(id)
     }
 
@@ -326,6 +406,80 @@ impl Transport for ConsoleTransport {
         Typing::none()
     }
 
+    async fn channel_kind(&self, _channel: ChannelId) -> Result<ChannelKind, ChatError> {
+        Ok(ChannelKind::Text)
+    }
+
+    /// As on Discord, a message has one thread at most, which has its id.
+    async fn start_thread(
+        &self,
+        channel: ChannelId,
+        message: MessageId,
+        name: &str,
+    ) -> Result<ChannelId, ChatError> {
+        let thread = ChannelId(message.get());
+        {
+            let mut threads = self.threads.lock().unwrap_or_else(|p| p.into_inner());
+            if threads.insert(message, thread).is_some() {
+                return Err(ChatError::Transport(format!(
+                    "message {message} already has a thread"
+                )));
+            }
+        }
+        let label = self.channel_label(channel);
+        let name = printable(name);
+        self.out.emit(
+            &format!("[#{label}] {} thread {name}  (id {thread})", self.me.name),
+            json!({"event": "thread", "channel": label, "message": message.to_string(),
+                   "name": name, "id": thread.to_string()}),
+        );
+        Ok(thread)
+    }
+
+    /// The post is printed as its title line, then its first message as a send's.
+    async fn post_in_forum(
+        &self,
+        forum: ChannelId,
+        name: &str,
+        message: &Outgoing,
+        tags: &[u64],
+    ) -> Result<ForumPost, ChatError> {
+        let id = MessageId(next_snowflake(self.clock.now()));
+        let post = ForumPost {
+            thread: ChannelId(id.get()),
+            message: id,
+        };
+        let label = self.channel_label(forum);
+        let shown = printable(name);
+        let listed: Vec<String> = tags.iter().map(u64::to_string).collect();
+        self.out.emit(
+            &format!(
+                "[#{label}] {} forum post {shown} [{}]  (id {id})",
+                self.me.name,
+                listed.join(", ")
+            ),
+            json!({"event": "forum_post", "channel": label, "name": shown, "tags": listed,
+                   "id": id.to_string()}),
+        );
+        self.show(&label, id, message);
+        let mut posts = self.posts.lock().unwrap_or_else(|p| p.into_inner());
+        posts.push((forum, name.to_string(), post));
+        Ok(post)
+    }
+
+    async fn forum_post_named(
+        &self,
+        _guild: crate::ids::GuildId,
+        forum: ChannelId,
+        name: &str,
+    ) -> Result<Option<ForumPost>, ChatError> {
+        let posts = self.posts.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(posts
+            .iter()
+            .find(|(f, n, _)| *f == forum && n == name)
+            .map(|(_, _, post)| *post))
+    }
+
     async fn history(
         &self,
         channel: ChannelId,
@@ -366,9 +520,13 @@ mod tests {
     /// A console transport in text mode whose store knows ada (user 905)
     /// in #general (channel 20).
     fn console() -> (ConsoleTransport, Arc<ConsoleOut>, Printed) {
+        console_in(false)
+    }
+
+    fn console_in(json: bool) -> (ConsoleTransport, Arc<ConsoleOut>, Printed) {
         let store = crate::console::markup::tests::store();
         let printed = Printed::default();
-        let out = ConsoleOut::writing_to(false, Box::new(printed.clone()));
+        let out = ConsoleOut::writing_to(json, Box::new(printed.clone()));
         let me = Author {
             id: UserId(1),
             name: "ambient".into(),
@@ -447,5 +605,96 @@ mod tests {
             printed.text(),
             format!("[#general] ambient: love it <3  (id {id})\n")
         );
+    }
+
+    /// A feed item's card, its title carrying an escape sequence.
+    fn card() -> Card {
+        Card {
+            title: "ambient 2.0\u{1b}[2J released".into(),
+            url: Some("https://example.org/2.0".into()),
+            description: "Feeds for <@905>.\nThreads too.".into(),
+            author: Some("the team".into()),
+            timestamp: chrono::DateTime::parse_from_rfc3339("2026-11-20T10:30:00Z")
+                .ok()
+                .map(|t| t.to_utc()),
+            footer: Some("example.org".into()),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_card_is_printed_under_its_message_and_cannot_drive_the_terminal() {
+        let (transport, _, printed) = console();
+        let mut message = outgoing("New release");
+        message.cards = vec![card()];
+        let id = transport.send(ChannelId(20), &message).await.unwrap();
+        assert_eq!(
+            printed.text(),
+            format!(
+                "[#general] ambient: New release  (id {id})\n\
+                 \x20   ▏ ambient 2.0\u{fffd}[2J released\n\
+                 \x20   ▏ https://example.org/2.0\n\
+                 \x20   ▏ Feeds for @ada.\n\
+                 \x20   ▏ Threads too.\n\
+                 \x20   ▏ the team · example.org · 2026-11-20 10:30 UTC\n"
+            )
+        );
+        assert_eq!(
+            transport.channel_kind(ChannelId(20)).await.unwrap(),
+            ChannelKind::Text
+        );
+    }
+
+    #[tokio::test]
+    async fn json_carries_a_messages_cards_and_role_pings() {
+        let (transport, _, printed) = console_in(true);
+        let mut message = outgoing("<@&7> New release");
+        message.cards = vec![card()];
+        message.ping_roles = vec![crate::ids::RoleId(7)];
+        transport.send(ChannelId(20), &message).await.unwrap();
+        let event: serde_json::Value = serde_json::from_str(printed.text().trim()).unwrap();
+        assert_eq!(event["ping_roles"], json!(["7"]));
+        assert_eq!(event["cards"][0]["url"], "https://example.org/2.0");
+        assert_eq!(event["cards"][0]["timestamp"], "2026-11-20T10:30:00+00:00");
+    }
+
+    #[tokio::test]
+    async fn a_thread_and_a_forum_post_are_printed_and_the_post_found_again() {
+        let (transport, _, printed) = console();
+        let said = transport
+            .send(ChannelId(20), &outgoing("New release"))
+            .await
+            .unwrap();
+        let thread = transport
+            .start_thread(ChannelId(20), said, "ambient 2.0")
+            .await
+            .unwrap();
+        assert_eq!(thread.get(), said.get());
+        let again = transport.start_thread(ChannelId(20), said, "again").await;
+        assert!(matches!(again, Err(ChatError::Transport(_))), "{again:?}");
+        let mut message = Outgoing::text("Out now", "post");
+        message.cards = vec![Card {
+            title: "ambient 2.0".into(),
+            ..Card::default()
+        }];
+        let post = transport
+            .post_in_forum(ChannelId(20), "ambient 2.0", &message, &[601, 603])
+            .await
+            .unwrap();
+        assert_eq!(post.thread.get(), post.message.get());
+        assert_eq!(
+            printed.text(),
+            format!(
+                "[#general] ambient: New release  (id {said})\n\
+                 [#general] ambient thread ambient 2.0  (id {thread})\n\
+                 [#general] ambient forum post ambient 2.0 [601, 603]  (id {id})\n\
+                 [#general] ambient: Out now  (id {id})\n\
+                 \x20   ▏ ambient 2.0\n",
+                id = post.message
+            )
+        );
+        let guild = crate::ids::GuildId(1);
+        let found = |name: &'static str| transport.forum_post_named(guild, ChannelId(20), name);
+        assert_eq!(found("ambient 2.0").await.unwrap(), Some(post));
+        assert_eq!(found("ambient 3.0").await.unwrap(), None);
     }
 }

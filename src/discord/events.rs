@@ -139,6 +139,8 @@ impl RawEventHandler for Events {
             Event::GuildDelete(e) => self.guild_delete(e.guild),
             Event::GuildMemberAdd(e) => self.guild_member_addition(e.member),
             Event::ChannelDelete(e) => self.channel_delete(e.channel),
+            Event::ChannelCreate(e) => self.channel_known(&e.channel),
+            Event::ThreadCreate(e) => self.channel_known(&e.thread),
             Event::VoiceStateUpdate(e) => self.voice_state_update(&ctx, e.voice_state).await,
             Event::InteractionCreate(e) => self.interaction_create(ctx, e.interaction).await,
             Event::Ready(e) => self.ready(ctx, e.ready).await,
@@ -341,6 +343,33 @@ impl Events {
             added: false,
             at: self.app.clock.now(),
         });
+    }
+
+    /// A channel or thread made after the server arrived is recorded as the
+    /// server's, as GUILD_CREATE's are: `/feeds add` only posts into a
+    /// channel the store knows to be the server's own.
+    fn channel_known(&self, channel: &GuildChannel) {
+        let kinds = [
+            ChannelType::Text,
+            ChannelType::News,
+            ChannelType::Voice,
+            ChannelType::Forum,
+            ChannelType::PublicThread,
+            ChannelType::NewsThread,
+            ChannelType::PrivateThread,
+        ];
+        if !kinds.contains(&channel.kind) || self.foreign(Some(channel.guild_id)) {
+            return;
+        }
+        let guild = GuildId(channel.guild_id.get());
+        if let Err(e) = self.app.store.upsert_channel(
+            ChannelId(channel.id.get()),
+            Some(guild),
+            &channel.name,
+            self.app.clock.now(),
+        ) {
+            tracing::warn!(%guild, error = %e, "could not record a new channel's name");
+        }
     }
 
     fn channel_delete(&self, channel: GuildChannel) {

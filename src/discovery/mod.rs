@@ -490,10 +490,9 @@ impl Discovery {
         if let Ok(Some((item, _))) = self
             .store
             .feed_item_by_canonical(&canonical::canonical_url(link))
+            && let Err(e) = self.store.record_share(item, guild, channel, message, at)
         {
-            if let Err(e) = self.store.record_share(item, guild, channel, message, at) {
-                tracing::warn!(error = %e, "a delivered feed item was not noted as shared; the initiative may offer it once");
-            }
+            tracing::warn!(error = %e, "a delivered feed item was not noted as shared; the initiative may offer it once");
         }
     }
 

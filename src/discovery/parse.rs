@@ -155,7 +155,7 @@ pub fn feed(bytes: &[u8]) -> Result<Vec<Item>, ParseError> {
             let author = e
                 .authors
                 .first()
-                .map(|a| plain(a.name.as_deref().unwrap_or(""), AUTHOR_CHARS));
+                .map(|a| plain(person(a.name.as_deref().unwrap_or("")), AUTHOR_CHARS));
             Some(Item {
                 title,
                 url,
@@ -273,6 +273,17 @@ pub fn hn_item(bytes: &[u8]) -> Result<Option<Item>, ParseError> {
     }))
 }
 
+/// A person's name as RSS writes an author (`ann@example.org (Ann)`, or
+/// only what is left of it once the address is taken out: `(Ann)`): the
+/// name in the parentheses; anything else as it is.
+fn person(author: &str) -> &str {
+    let a = author.trim();
+    match (a.rfind('('), a.ends_with(')')) {
+        (Some(open), true) if a.len() - open > 2 => a[open + 1..a.len() - 1].trim(),
+        _ => a,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -306,7 +317,7 @@ mod tests {
         );
         let items = feed(xml.as_bytes()).unwrap();
         assert_eq!(items[0].guid, "urn:blog:42");
-        assert!(items[0].author.contains("Ann"), "{:?}", items[0].author);
+        assert_eq!(items[0].author, "Ann");
         assert_eq!(items[0].categories.len(), MAX_CATEGORIES);
         assert_eq!(items[0].categories[0], "release", "repeats are dropped");
         let atom = br#"<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"><title>t</title><id>f</id>

@@ -17,11 +17,16 @@
 //!    initiative never shares the item again in that server.
 //!
 //! Where the platform refuses the post for good (no permission, the
-//! channel gone, a forum that needs a tag the item cannot have), or the
-//! same item fails [`ATTEMPTS`] times, the subscription pauses itself and
-//! says why; `/feeds resume` starts it again.
+//! channel gone, a forum that needs a tag the item cannot have), the
+//! subscription pauses itself and says why; `/feeds resume` starts it
+//! again. Any other failure (Discord down, a 429 that would not clear, a
+//! request it refused) is tried again after a back-off of 1, 2, 4 …
+//! minutes (at most an hour) — never in a tight loop — and pauses the
+//! subscription only once the same item has failed for [`GIVE_UP_AFTER_HOURS`].
 
 use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
 
 use super::intake::Kept;
 use super::subscription::Destination;
@@ -32,8 +37,20 @@ use crate::journal::{Entry, Kind};
 use crate::speech::neutralise_mentions;
 use crate::store::feeds::{SubscriptionRow, Waiting};
 
-/// Failed attempts at one item, in a row, before its subscription pauses.
-pub const ATTEMPTS: u32 = 3;
+/// How long one item may keep failing before its subscription pauses.
+pub const GIVE_UP_AFTER_HOURS: i64 = 24;
+
+/// The longest wait between two attempts at a failing item.
+const LONGEST_BACK_OFF_MINUTES: i64 = 60;
+
+/// A subscription whose next item failed: since when, how often, and when
+/// it is tried again.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Attempts {
+    first: DateTime<Utc>,
+    count: u32,
+    next: DateTime<Utc>,
+}
 
 /// Discord's limit on a thread's (and a forum post's) name.
 const THREAD_NAME: usize = 100;
@@ -117,6 +134,13 @@ impl Feeds {
     }
 
     async fn deliver_next(&self, row: &SubscriptionRow, kinds: &mut Kinds) -> Step {
+        let backing_off = self
+            .lock_attempts()
+            .get(&row.id)
+            .is_some_and(|a| self.s.clock.now() < a.next);
+        if backing_off {
+            return Step::Held;
+        }
         match self.room(row) {
             Ok(true) => {}
             Ok(false) => return Step::Held,
@@ -134,10 +158,11 @@ impl Feeds {
             }
         };
         match self.send_item(row, &waiting, kinds).await {
-            Ok(Some((place, message))) => {
-                self.delivered(row, &waiting, place, message);
+            Ok(Some((place, message))) if self.delivered(row, &waiting, place, message) => {
                 Step::Sent
             }
+            // Posted, but not marked sent: not again this round.
+            Ok(Some(_)) => Step::Failed,
             Ok(None) => Step::Empty,
             Err(failure) => {
                 self.failed(row, &waiting, failure).await;
@@ -249,8 +274,8 @@ impl Feeds {
         {
             return Ok((post.thread, post.message));
         }
-        if !kinds.contains_key(&forum) {
-            kinds.insert(forum, transport.channel_kind(forum).await?);
+        if let std::collections::hash_map::Entry::Vacant(e) = kinds.entry(forum) {
+            e.insert(transport.channel_kind(forum).await?);
         }
         let ChannelKind::Forum { tags, tag_required } = &kinds[&forum] else {
             return Err(Failure::Pause(format!(
@@ -270,13 +295,16 @@ impl Feeds {
         Ok((post.thread, post.message))
     }
 
+    /// Notes a posted item as sent; false when the store refused (the
+    /// item stays `sending`: the next round sends it again under the same
+    /// nonce, or finds the forum post, so nothing is posted twice).
     fn delivered(
         &self,
         row: &SubscriptionRow,
         waiting: &Waiting,
         place: ChannelId,
         message: MessageId,
-    ) {
+    ) -> bool {
         self.lock_attempts().remove(&row.id);
         let now = self.s.clock.now();
         if let Err(e) = self
@@ -284,9 +312,8 @@ impl Feeds {
             .store
             .mark_feed_sent(row.id, &waiting.key, message, now)
         {
-            // Still `sending`: the next round sends it again under the same
-            // nonce (or finds the forum post), so nothing is posted twice.
             self.read_failed("marking a feed item as sent", &e);
+            return false;
         }
         let kept: Kept = serde_json::from_str(&waiting.item).unwrap_or_default();
         self.s
@@ -302,20 +329,17 @@ impl Feeds {
                     kept.title.chars().take(200).collect::<String>()
                 )),
         );
+        true
     }
 
     async fn failed(&self, row: &SubscriptionRow, waiting: &Waiting, failure: Failure) {
         let why = match failure {
             Failure::Pause(why) => why,
             Failure::Chat(e) => {
-                let attempts = {
-                    let mut attempts = self.lock_attempts();
-                    let n = attempts.entry(row.id).or_insert(0);
-                    *n += 1;
-                    *n
-                };
-                if attempts < ATTEMPTS {
-                    if attempts == 1 {
+                let now = self.s.clock.now();
+                let attempts = self.note_attempt(row.id, now);
+                if now - attempts.first < chrono::Duration::hours(GIVE_UP_AFTER_HOURS) {
+                    if attempts.count == 1 {
                         self.s.journal.record(
                             Entry::new(Kind::Discovery, "feed item not posted yet")
                                 .place(Some(row.made.guild), Some(row.made.channel))
@@ -327,11 +351,29 @@ impl Feeds {
                     }
                     return;
                 }
-                format!("its next item failed {attempts} times in a row (the last: {e})")
+                format!(
+                    "its next item failed {} times over {GIVE_UP_AFTER_HOURS} hours (the last: {e})",
+                    attempts.count
+                )
             }
         };
         self.lock_attempts().remove(&row.id);
         self.pause_now(row, why).await;
+    }
+
+    /// One more failed attempt at a subscription's next item, and when the
+    /// next one may be made: 1, 2, 4 … minutes later, at most an hour.
+    fn note_attempt(&self, id: i64, now: DateTime<Utc>) -> Attempts {
+        let mut all = self.lock_attempts();
+        let a = all.entry(id).or_insert(Attempts {
+            first: now,
+            count: 0,
+            next: now,
+        });
+        a.count += 1;
+        let minutes = 1i64 << (a.count - 1).min(6);
+        a.next = now + chrono::Duration::minutes(minutes.min(LONGEST_BACK_OFF_MINUTES));
+        *a
     }
 
     /// Pauses a subscription and says so once where it posts.

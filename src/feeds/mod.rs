@@ -66,7 +66,7 @@ pub struct Feeds {
     /// Pauses heard from discovery's fetches, said by the next delivery round.
     notices: Mutex<Vec<PauseNotice>>,
     /// Failed attempts in a row at each subscription's next item.
-    attempts: Mutex<HashMap<i64, u32>>,
+    attempts: Mutex<HashMap<i64, deliver::Attempts>>,
     /// Wakes the delivery loop: items were queued, or a subscription resumed.
     wake: Notify,
     /// One delivery round at a time (the loop, a test, `/feeds resume`).
@@ -97,7 +97,7 @@ impl Feeds {
         self.notices.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn lock_attempts(&self) -> std::sync::MutexGuard<'_, HashMap<i64, u32>> {
+    fn lock_attempts(&self) -> std::sync::MutexGuard<'_, HashMap<i64, deliver::Attempts>> {
         self.attempts.lock().unwrap_or_else(|p| p.into_inner())
     }
 

@@ -2,6 +2,10 @@
 //! with the simulated time it said it, instead of being sent anywhere.
 //! Speech stores the bot's words as for any transport, so later decisions
 //! in the replay see them in the channel's history.
+//!
+//! An export's channels are all text channels to a feed. A replay makes no
+//! threads and no forum posts: those keep the trait's defaults (unavailable,
+//! and no post found), as an export holds no feeds to deliver.
 
 use std::sync::Mutex;
 
@@ -9,7 +13,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::attention::Author;
-use crate::chat::{ChatError, Delivered, Outgoing, Transport, Typing};
+use crate::chat::{ChannelKind, ChatError, Delivered, Outgoing, Transport, Typing};
 use crate::clock::SharedClock;
 use crate::ids::{ChannelId, MessageId, SnowflakeGen};
 use crate::store::Store;
@@ -150,6 +154,10 @@ impl Transport for ReplayTransport {
         Typing::none()
     }
 
+    async fn channel_kind(&self, _channel: ChannelId) -> Result<ChannelKind, ChatError> {
+        Ok(ChannelKind::Text)
+    }
+
     async fn history(
         &self,
         channel: ChannelId,
@@ -158,5 +166,25 @@ impl Transport for ReplayTransport {
         self.store
             .recent_messages(channel, limit)
             .map_err(|e| ChatError::Transport(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A feed in a replay posts into a channel, never a thread or a forum.
+    #[tokio::test]
+    async fn every_channel_of_a_replay_is_a_text_channel() {
+        let me = Author {
+            id: crate::ids::UserId(1),
+            name: "ambient".into(),
+            is_bot: true,
+        };
+        let store = Store::open_in_memory().unwrap();
+        let clock: SharedClock = std::sync::Arc::new(crate::clock::SystemClock);
+        let transport = ReplayTransport::new(me, store, clock);
+        let kind = transport.channel_kind(ChannelId(20)).await.unwrap();
+        assert_eq!(kind, ChannelKind::Text);
     }
 }

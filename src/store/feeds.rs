@@ -16,6 +16,9 @@ use rusqlite::{OptionalExtension, Row, params};
 use super::{Result, Store, from_ms, to_ms};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 
+/// Days after which an item the feed no longer lists is forgotten.
+pub const FORGET_AFTER_DAYS: i64 = 90;
+
 /// A subscription as stored: what it was made of, and how it has fared.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SubscriptionRow {
@@ -316,6 +319,15 @@ impl Store {
             "UPDATE feed_subscriptions SET primed = 1, failures = 0 WHERE id = ?1",
             [id],
         )?;
+        // What the feed has not listed for FORGET_AFTER_DAYS is forgotten
+        // (never what still waits): a feed does not bring an item back
+        // after months, and the rows would otherwise grow with every item
+        // ever met.
+        tx.execute(
+            "DELETE FROM feed_deliveries WHERE subscription_id = ?1
+                 AND state NOT IN ('queued', 'sending') AND last_seen_at < ?2",
+            params![id, to_ms(now - chrono::Duration::days(FORGET_AFTER_DAYS))],
+        )?;
         tx.commit()?;
         Ok(new)
     }
@@ -583,5 +595,30 @@ mod tests {
             .query_row("SELECT count(*) FROM feed_deliveries", [], |r| r.get(0))
             .unwrap();
         assert_eq!(left, 0);
+    }
+
+    #[test]
+    fn an_item_the_feed_stopped_listing_long_ago_is_forgotten_and_a_waiting_one_never() {
+        let store = Store::open_in_memory().unwrap();
+        let id = subscribe(&store, 1, 10).unwrap();
+        store
+            .note_feed_items(
+                id,
+                &[met("g:old", "seen", 0), met("g:wait", "queued", 0)],
+                at(0),
+            )
+            .unwrap();
+        let later =
+            at(0) + chrono::Duration::days(FORGET_AFTER_DAYS) + chrono::Duration::minutes(1);
+        store
+            .note_feed_items(id, &[met("g:new", "seen", 0)], later)
+            .unwrap();
+        let keys = [&"g:old", &"g:wait", &"g:new"]
+            .map(|k| k.to_string())
+            .to_vec();
+        assert_eq!(
+            store.known_feed_items(id, &keys).unwrap(),
+            ["g:wait", "g:new"]
+        );
     }
 }

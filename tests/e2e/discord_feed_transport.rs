@@ -7,7 +7,11 @@
 //! never one only named in the text, never `@everyone`; a channel's kind is
 //! read as Discord serves it; a thread is started from a message; a forum
 //! post carries its tags and card, and a forum that requires a tag refuses
-//! one without; the bot's own post is found again by its name. The World's
+//! one without; the bot's own post is found again by its name. A 429 on
+//! making a thread is waited out by the bot's own limiter, and is a
+//! transport error where a proxy should have waited or where the wait is too
+//! long: nothing is made twice. A post whose answer was unreadable is of
+//! unknown outcome, and is found by its name instead of made again. The World's
 //! recording transport refuses what the fake Discord refuses.
 
 use ambient::attention::Author;
@@ -441,4 +445,66 @@ async fn the_worlds_transport_refuses_what_discord_refuses() {
     assert_eq!(posts.len(), 1);
     assert_eq!(posts[0].tags, vec![TAG_RELEASE]);
     assert_eq!(posts[0].cards, vec![card()]);
+}
+
+#[tokio::test]
+async fn a_429_on_making_a_thread_is_waited_out_by_the_limiter_and_otherwise_an_error() {
+    for proxy in PATHS {
+        let path = path_name(proxy);
+        let discord = discord(0);
+        let transport = transport(&discord, proxy);
+        let said = transport
+            .send(ChannelId(RELEASES), &Outgoing::text("a release", "storm"))
+            .await
+            .unwrap();
+        discord.storm_threads(1, std::time::Duration::from_millis(50));
+        let thread = transport
+            .start_thread(ChannelId(RELEASES), said, "ambient 2.0")
+            .await;
+        let attempts = discord.with(|w| w.find("POST", "/threads").len());
+        if proxy {
+            // Serenity's limiter is off behind a proxy: the 429 is the caller's.
+            let Err(ChatError::Transport(why)) = &thread else {
+                panic!("{path}: {thread:?}");
+            };
+            assert!(why.contains("rate limited"), "{path}: {why}");
+            assert_eq!(attempts, 1, "{path}");
+            assert!(discord.with(|w| w.thread_from(said.get())).is_none());
+        } else {
+            assert_eq!(thread.unwrap().get(), said.get(), "{path}");
+            assert_eq!(attempts, 2, "{path}: waited, then made once");
+        }
+        // A wait longer than the limiter waits for is returned at once, as an error.
+        discord.storm_threads(1, std::time::Duration::from_secs(3600));
+        let post = transport
+            .post_in_forum(ChannelId(FORUM), "x", &Outgoing::text("x", "p"), &[])
+            .await;
+        assert!(
+            matches!(&post, Err(ChatError::Transport(why)) if why.contains("rate limited")),
+            "{path}: {post:?}"
+        );
+        assert!(discord.with(|w| w.forum_posts(FORUM)).is_empty(), "{path}");
+    }
+}
+
+#[tokio::test]
+async fn a_post_of_unknown_outcome_is_found_by_its_name_not_made_again() {
+    for proxy in PATHS {
+        let path = path_name(proxy);
+        let discord = discord(0);
+        let transport = transport(&discord, proxy);
+        discord.with(|w| w.garble_threads = 1);
+        let message = Outgoing::text("out now", format!("unknown-{path}"));
+        let post = transport
+            .post_in_forum(ChannelId(FORUM), "ambient 2.0", &message, &[])
+            .await;
+        assert!(
+            matches!(post, Err(ChatError::Unknown(_))),
+            "{path}: {post:?}"
+        );
+        let made = discord.with(|w| w.forum_posts(FORUM));
+        assert_eq!(made.len(), 1, "{path}: it was made");
+        let found = named(&transport, "ambient 2.0").await;
+        assert_eq!(found.map(|p| p.thread.get()), Some(made[0].id), "{path}");
+    }
 }

@@ -171,6 +171,9 @@ pub struct World {
     pub no_send: Vec<u64>,
     /// The next N sends create their message but answer with a body nobody can read.
     pub garble_sends: u32,
+    /// The next N threads or forum posts made are answered with a body nobody
+    /// can read (the outcome a crash or a dropped connection leaves unknown).
+    pub garble_threads: u32,
     /// How a `message_reference` to a message the server does not know is answered.
     pub unknown_reference: UnknownReference,
     /// People's messages are announced (MESSAGE_CREATE) before the server has
@@ -188,6 +191,9 @@ pub struct World {
     pub gateway_attempts: u32,
     /// The rate-limit bucket of message sends (see `SendBucket`).
     pub send_bucket: SendBucket,
+    /// The bucket of thread and forum-post creation, Discord's own one
+    /// beside the sends' (see [`FakeDiscord::storm_threads`]).
+    pub thread_bucket: SendBucket,
     /// When each REST request arrived, one per entry of `requests`.
     pub request_times: Vec<Instant>,
     /// When each message the test sent was dispatched, by id.
@@ -803,6 +809,15 @@ impl FakeDiscord {
             w.send_bucket.storm = n;
             w.send_bucket.retry_after = retry_after;
             w.send_bucket.global = global;
+        });
+    }
+
+    /// The next `n` thread or forum-post creations get 429 with `retry_after`
+    /// (one inside the wait gets another); sends are not held.
+    pub fn storm_threads(&self, n: u32, retry_after: Duration) {
+        self.with(|w| {
+            w.thread_bucket.storm = n;
+            w.thread_bucket.retry_after = retry_after;
         });
     }
 
@@ -1819,6 +1834,14 @@ async fn rest_route(
             Ok(headers) => headers,
             Err(too_many) => return too_many,
         },
+        ("POST", ["channels", channel, "threads"])
+        | ("POST", ["channels", channel, "messages", _, "threads"]) => match w
+            .thread_bucket
+            .admit(channel.parse().unwrap_or(0), Instant::now())
+        {
+            Ok(headers) => headers,
+            Err(too_many) => return too_many,
+        },
         _ => Vec::new(),
     };
     match (method.as_str(), segments.as_slice()) {
@@ -2054,10 +2077,12 @@ async fn rest_route(
         ("GET", ["channels", channel]) => threads::get_channel(&w, channel.parse().unwrap_or(0)),
         ("POST", ["channels", channel, "messages", message, "threads"]) => {
             let (channel, message) = (channel.parse().unwrap_or(0), message.parse().unwrap_or(0));
-            threads::start_from_message(&mut w, channel, message, &body)
+            let made = threads::start_from_message(&mut w, channel, message, &body);
+            threads::garbled(&mut w, made)
         }
         ("POST", ["channels", channel, "threads"]) => {
-            threads::start_thread(&mut w, channel.parse().unwrap_or(0), &body)
+            let made = threads::start_thread(&mut w, channel.parse().unwrap_or(0), &body);
+            threads::garbled(&mut w, made)
         }
         ("POST", ["channels", _, "typing"]) => StatusCode::NO_CONTENT.into_response(),
         ("PUT", ["channels", _, "messages", _, "reactions", _, "@me"]) => {

@@ -27,6 +27,8 @@ pub struct Served {
     pub redirects: HashMap<String, String>,
     /// Every `Authorization` header received, with its path.
     pub authorizations: Vec<(String, String)>,
+    /// Paths that answer 500 for now (a feed that worked and broke).
+    pub failing: std::collections::HashSet<String>,
 }
 
 #[derive(Clone)]
@@ -160,6 +162,7 @@ impl FeedServer {
             bodies: HashMap::new(),
             redirects: HashMap::new(),
             authorizations: Vec::new(),
+            failing: Default::default(),
         }));
         let (listener, url) = super::serve::bind();
         let app = Router::new().fallback(serve).with_state(served.clone());
@@ -196,6 +199,16 @@ impl FeedServer {
             .collect()
     }
 
+    /// `path` answers 500 (`true`) or what it served before (`false`).
+    pub fn fail(&self, path: &str, failing: bool) {
+        let mut s = self.served.lock().unwrap();
+        if failing {
+            s.failing.insert(path.into());
+        } else {
+            s.failing.remove(path);
+        }
+    }
+
     pub fn set(&self, path: &str, content_type: &str, body: String) {
         self.served
             .lock()
@@ -222,6 +235,9 @@ async fn serve(State(served): State<Arc<Mutex<Served>>>, uri: Uri, headers: Head
         }
         if let Some(auth) = headers.get("authorization").and_then(|v| v.to_str().ok()) {
             s.authorizations.push((path.clone(), auth.to_string()));
+        }
+        if s.failing.contains(&path) {
+            return (StatusCode::INTERNAL_SERVER_ERROR, "down for maintenance").into_response();
         }
         if let Some(to) = s.redirects.get(&path) {
             return (StatusCode::FOUND, [("location", to.clone())]).into_response();

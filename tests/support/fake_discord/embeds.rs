@@ -66,11 +66,8 @@ fn refused_one(embed: &Value) -> Option<Value> {
         );
     }
     let timestamp = &embed["timestamp"];
-    if !timestamp.is_null()
-        && !timestamp
-            .as_str()
-            .is_some_and(|t| chrono::DateTime::parse_from_rfc3339(t).is_ok())
-    {
+    let readable = |t: &str| chrono::DateTime::parse_from_rfc3339(t).is_ok();
+    if !(timestamp.is_null() || timestamp.as_str().is_some_and(readable)) {
         errors.insert(
             "timestamp".into(),
             leaf(

@@ -28,6 +28,9 @@
 //!   and posts (`{threads, members}`), anyone's: a post by someone else is
 //!   made with [`FakeDiscord::someone_posts_in_forum`]. An unknown guild is
 //!   404 10004.
+//! * Making a thread or a post has its own 429 bucket
+//!   ([`FakeDiscord::storm_threads`]), and its answer can be made unreadable
+//!   though the thread was made ([`World::garble_threads`]).
 //! * Each new thread is dispatched as THREAD_CREATE with `newly_created` and
 //!   the bot's thread `member`; a thread from a message also updates the
 //!   message (`thread`, flag HAS_THREAD) with MESSAGE_UPDATE.
@@ -369,6 +372,16 @@ pub(super) fn active_in_guild(w: &World, guild: u64) -> Response {
         axum::Json(json!({"threads": threads, "members": members})),
     )
         .into_response()
+}
+
+/// A thread or post made, answered as [`World::garble_threads`] asks:
+/// unreadably, though it was made.
+pub(super) fn garbled(w: &mut World, made: Response) -> Response {
+    if !made.status().is_success() || w.garble_threads == 0 {
+        return made;
+    }
+    w.garble_threads -= 1;
+    (StatusCode::OK, "<html>upstream hiccup</html>").into_response()
 }
 
 /// `GET /channels/{id}`.
