@@ -5,8 +5,10 @@
 //! what a subscription delivered. (Threads, forums and embeds against the
 //! fake Discord are in `feeds_discord`.)
 
+use ambient::chat::{ChannelKind, ForumTag};
 use ambient::clock::Clock;
 use ambient::feeds::manage::{AddRequest, ManageError};
+use ambient::feeds::subscription::Destination;
 use ambient::ids::{RoleId, UserId};
 use ambient::settings::Settings;
 use chrono::{DateTime, Duration, Utc};
@@ -405,4 +407,211 @@ async fn a_feed_that_cannot_be_read_or_a_channel_elsewhere_is_refused_with_nothi
     );
     assert!(world.app.feeds.list(GUILD_A).unwrap().is_empty());
     assert!(world.app.feeds.list(GUILD_B).unwrap().is_empty());
+}
+
+fn forum(tag_required: bool) -> ChannelKind {
+    let tag = |id, name: &str, moderated| ForumTag {
+        id,
+        name: name.into(),
+        moderated,
+    };
+    ChannelKind::Forum {
+        tags: vec![
+            tag(601, "Release", false),
+            tag(602, "security", false),
+            tag(604, "staff pick", true),
+        ],
+        tag_required,
+    }
+}
+
+#[tokio::test]
+async fn a_new_item_starts_its_own_thread_named_after_its_title() {
+    let (world, server) = world_with_feed(feeds_settings()).await;
+    let mut req = request(&server);
+    req.thread_per_item = true;
+    req.template = Some("{title}".into());
+    let added = world.app.feeds.add(GUILD_A, OWNER, req).await.unwrap();
+    assert_eq!(added.destination, Destination::ThreadPerItem);
+    publish(&world, &server, &[("v4", "Release 2.0", "release", 1)]).await;
+    world.app.feeds.deliver_due().await;
+    let said = world.said();
+    let threads = world.threads();
+    assert_eq!((said.len(), threads.len()), (1, 1));
+    assert_eq!(
+        (
+            threads[0].channel,
+            threads[0].message,
+            threads[0].name.as_str()
+        ),
+        (GENERAL, said[0].id, "Release 2.0")
+    );
+}
+
+#[tokio::test]
+async fn a_new_item_is_a_forum_post_tagged_from_its_categories_with_its_card() {
+    let (world, server) = world_with_feed(feeds_settings()).await;
+    world.set_channel_kind(MEMES, forum(false));
+    let mut req = AddRequest::new(format!("{}{FEED}", server.url), MEMES);
+    req.embed = true;
+    let added = world.app.feeds.add(GUILD_A, OWNER, req).await.unwrap();
+    assert_eq!(added.destination, Destination::Forum);
+    publish(
+        &world,
+        &server,
+        &[
+            ("v4", "Release 2.0", "release", 2),
+            ("v5", "Staff pick: 2.0", "staff pick", 1),
+        ],
+    )
+    .await;
+    world.app.feeds.deliver_due().await;
+    let posts = world.forum_posts();
+    let names: Vec<&str> = posts.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["Release 2.0", "Staff pick: 2.0"]);
+    assert_eq!(
+        posts[0].tags,
+        [601],
+        "its category names the forum's tag, any case"
+    );
+    assert!(posts[1].tags.is_empty(), "a moderated tag is never applied");
+    assert_eq!(
+        posts[0].content,
+        "**Release 2.0**\nhttps://project.example/v4"
+    );
+    let card = &posts[0].cards[0];
+    assert_eq!(card.title, "Release 2.0");
+    assert_eq!(card.url.as_deref(), Some("https://project.example/v4"));
+    assert_eq!(card.description, "Notes for Release 2.0.");
+    assert!(world.said().is_empty(), "a forum takes posts, not messages");
+}
+
+#[tokio::test]
+async fn a_forum_that_needs_a_tag_the_item_cannot_have_pauses_the_subscription_saying_why() {
+    let (world, server) = world_with_feed(feeds_settings()).await;
+    world.set_channel_kind(MEMES, forum(true));
+    world
+        .app
+        .feeds
+        .add(
+            GUILD_A,
+            OWNER,
+            AddRequest::new(format!("{}{FEED}", server.url), MEMES),
+        )
+        .await
+        .unwrap();
+    publish(&world, &server, &[("v4", "Nightly", "nightly", 1)]).await;
+    world.app.feeds.deliver_due().await;
+    assert!(world.forum_posts().is_empty());
+    let listed = &world.app.feeds.list(GUILD_A).unwrap()[0];
+    let why = listed.paused.as_deref().unwrap();
+    assert!(
+        why.contains("the forum needs a tag on every post") && why.contains("(nightly)"),
+        "{why}"
+    );
+    assert_eq!(
+        listed.counts.waiting, 1,
+        "the item waits for a resume, not dropped"
+    );
+}
+
+#[tokio::test]
+async fn a_forum_post_a_crash_left_unmarked_is_found_by_its_name_not_made_twice() {
+    let (world, server) = world_with_feed(feeds_settings()).await;
+    world.set_channel_kind(MEMES, forum(false));
+    let mut req = AddRequest::new(format!("{}{FEED}", server.url), MEMES);
+    req.backfill = 1;
+    world.app.feeds.add(GUILD_A, OWNER, req).await.unwrap();
+    let db = rusqlite::Connection::open(world.app.store.path().unwrap()).unwrap();
+    db.execute_batch(
+        "CREATE TRIGGER crash_before_sent BEFORE UPDATE OF state ON feed_deliveries
+         WHEN NEW.state = 'sent' BEGIN SELECT RAISE(ABORT, 'crashed'); END;",
+    )
+    .unwrap();
+    world.app.feeds.deliver_due().await;
+    assert_eq!(world.forum_posts().len(), 1);
+    db.execute_batch("DROP TRIGGER crash_before_sent;").unwrap();
+
+    let world = world.restart(feeds_settings()).await;
+    world.set_channel_kind(MEMES, forum(false));
+    assert_eq!(world.app.feeds.deliver_due().await.sent, 1);
+    assert_eq!(world.forum_posts().len(), 1, "found, not posted again");
+    assert_eq!(world.app.feeds.list(GUILD_A).unwrap()[0].counts.sent, 1);
+}
+
+#[tokio::test]
+async fn a_forum_that_became_another_kind_of_channel_pauses_its_subscription() {
+    let (world, server) = world_with_feed(feeds_settings()).await;
+    world.set_channel_kind(MEMES, forum(false));
+    world
+        .app
+        .feeds
+        .add(
+            GUILD_A,
+            OWNER,
+            AddRequest::new(format!("{}{FEED}", server.url), MEMES),
+        )
+        .await
+        .unwrap();
+    world.set_channel_kind(MEMES, ChannelKind::Other);
+    publish(&world, &server, &[("v4", "Release 2.0", "release", 1)]).await;
+    world.app.feeds.deliver_due().await;
+    let listed = &world.app.feeds.list(GUILD_A).unwrap()[0];
+    assert!(
+        listed
+            .paused
+            .as_deref()
+            .unwrap()
+            .contains("is no longer a forum channel")
+    );
+}
+
+#[tokio::test]
+async fn while_discord_fails_an_item_is_tried_again_after_longer_waits_and_pauses_after_a_day() {
+    let (world, server) = world_with_feed(feeds_settings()).await;
+    let mut req = request(&server);
+    req.template = Some("{title}".into());
+    world.app.feeds.add(GUILD_A, OWNER, req).await.unwrap();
+    publish(&world, &server, &[("v4", "Release 2.0", "release", 1)]).await;
+    world.said.down.lock().unwrap().insert(GENERAL);
+    let tries = || *world.said.refused_sends.lock().unwrap();
+
+    world.app.feeds.deliver_due().await;
+    world.app.feeds.deliver_due().await;
+    assert_eq!(tries(), 1, "not again at once");
+    world.clock.advance(Duration::seconds(61));
+    world.app.feeds.deliver_due().await;
+    world.clock.advance(Duration::seconds(61));
+    world.app.feeds.deliver_due().await;
+    assert_eq!(tries(), 2, "the second wait is two minutes");
+    world.clock.advance(Duration::seconds(61));
+    world.app.feeds.deliver_due().await;
+    assert_eq!(tries(), 3);
+    let lines = world.journal(ambient::journal::Kind::Discovery);
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|e| e.summary == "feed item not posted yet")
+            .count(),
+        1,
+        "one journal line, not one per try"
+    );
+
+    // An hour apart at most, until the item has failed for a day.
+    for _ in 0..23 {
+        world.clock.advance(Duration::minutes(61));
+        world.app.feeds.deliver_due().await;
+    }
+    let listed = &world.app.feeds.list(GUILD_A).unwrap()[0];
+    assert_eq!(listed.paused, None, "{} tries in 23 hours", tries());
+    assert!(tries() < 40, "{}", tries());
+    world.clock.advance(Duration::minutes(61));
+    world.app.feeds.deliver_due().await;
+    let listed = &world.app.feeds.list(GUILD_A).unwrap()[0];
+    let why = listed.paused.as_deref().expect("paused after a day");
+    assert!(
+        why.contains("failed") && why.contains("over 24 hours"),
+        "{why}"
+    );
+    assert_eq!(listed.counts.waiting, 1, "the item still waits");
 }

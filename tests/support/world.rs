@@ -81,6 +81,10 @@ pub struct Recording {
     pub posts: Mutex<Vec<ForumPosted>>,
     /// What kind each channel is, where a test said; any other is a text channel.
     pub kinds: Mutex<HashMap<ChannelId, ChannelKind>>,
+    /// Channels where the platform is down: each send is an error (as a
+    /// 500 from Discord, outcome unknown), counted in `refused_sends`.
+    pub down: Mutex<std::collections::HashSet<ChannelId>>,
+    pub refused_sends: Mutex<u32>,
 }
 
 pub struct RecordingTransport {
@@ -112,6 +116,10 @@ impl Transport for RecordingTransport {
     }
 
     async fn send(&self, channel: ChannelId, m: &Outgoing) -> Result<MessageId, ChatError> {
+        if self.log.down.lock().unwrap().contains(&channel) {
+            *self.log.refused_sends.lock().unwrap() += 1;
+            return Err(ChatError::Unknown("500 Internal Server Error".into()));
+        }
         let mut delivered = self.log.delivered.lock().unwrap();
         let now = self.clock.now();
         if let Some((id, at)) = delivered.get(&m.nonce)
