@@ -40,7 +40,7 @@ pub async fn add(app: &App, guild: GuildId, by: UserId, mut req: AddRequest) -> 
             items,
             backfilled,
         }) => format!(
-            "Subscription {id}: {feed} posts in <#{channel}> ({}). {items} items it lists now are noted as seen; {backfilled} go out now.",
+            "Added subscription {id}: {feed} posts in <#{channel}> ({}). {items} items it lists now are noted as seen; {backfilled} go out now.",
             where_to(destination)
         ),
         Err(e) => format!("Not added: {e}"),

@@ -45,7 +45,7 @@ async fn a_feed_added_to_a_channel_is_listed_and_its_delivery_shown() {
     assert_eq!(
         added,
         format!(
-            "Subscription 1: {url} posts in <#{GENERAL}> (a message in the channel). \
+            "Added subscription 1: {url} posts in <#{GENERAL}> (a message in the channel). \
              3 items it lists now are noted as seen; 1 go out now."
         )
     );
