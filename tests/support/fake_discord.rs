@@ -278,6 +278,63 @@ struct Upload {
 }
 
 impl World {
+    /// `options` as Discord sends them for `/command sub`: each typed as the
+    /// bot registered it (a boolean, an integer, a channel with its
+    /// `resolved` entry, else a string); before the bot registers any,
+    /// "true"/"false" is a boolean and anything else a string.
+    fn typed_options(
+        &self,
+        command: &str,
+        sub: &str,
+        options: &[(&str, &str)],
+    ) -> (Vec<Value>, Value) {
+        let declared: HashMap<String, u64> = self
+            .commands
+            .values()
+            .flatten()
+            .filter(|c| c["name"] == command)
+            .flat_map(|c| c["options"].as_array().cloned().unwrap_or_default())
+            .filter(|o| o["type"] == 1 && o["name"] == sub)
+            .flat_map(|o| o["options"].as_array().cloned().unwrap_or_default())
+            .filter_map(|o| Some((o["name"].as_str()?.to_string(), o["type"].as_u64()?)))
+            .collect();
+        let mut channels = serde_json::Map::new();
+        let opts = options
+            .iter()
+            .map(|(name, value)| {
+                let guess = if matches!(*value, "true" | "false") {
+                    5
+                } else {
+                    3
+                };
+                match declared.get(*name).copied().unwrap_or(guess) {
+                    5 => json!({"type": 5, "name": name, "value": *value == "true"}),
+                    4 => {
+                        let n: i64 = value.parse().unwrap_or_else(|_| {
+                            panic!(
+                                "option {name} is an integer; Discord's client sends no {value:?}"
+                            )
+                        });
+                        json!({"type": 4, "name": name, "value": n})
+                    }
+                    7 => {
+                        let channel = value.parse().ok().and_then(|c| self.channel(c));
+                        let mut channel = channel.unwrap_or_else(|| {
+                            panic!("option {name}: Discord's client offers no channel {value}")
+                        });
+                        channel["permissions"] = json!("2147483647");
+                        channels.insert(value.to_string(), channel);
+                        json!({"type": 7, "name": name, "value": value})
+                    }
+                    kind => json!({"type": kind, "name": name, "value": value}),
+                }
+            })
+            .collect();
+        (opts, json!({"channels": channels}))
+    }
+}
+
+impl World {
     /// The server a (non-DM) channel belongs to: an extra server's, or the test guild.
     fn guild_of(&self, channel: u64) -> u64 {
         let (more, _) = self.more_guilds;
@@ -1357,15 +1414,10 @@ impl FakeDiscord {
         sub: &str,
         options: &[(&str, &str)],
     ) -> u64 {
-        let id = self.with(|w| w.next_id());
-        let opts: Vec<Value> = options
-            .iter()
-            // "true"/"false" as Discord sends a boolean option (type 5); anything else a string.
-            .map(|(name, value)| match *value {
-                "true" | "false" => json!({"type": 5, "name": name, "value": *value == "true"}),
-                _ => json!({"type": 3, "name": name, "value": value}),
-            })
-            .collect();
+        let (id, opts, resolved) = self.with(|w| {
+            let (opts, resolved) = w.typed_options(command, sub, options);
+            (w.next_id(), opts, resolved)
+        });
         let d = json!({
             "id": id.to_string(), "application_id": APP.to_string(), "type": 2, "token": format!("token-{id}"),
             "version": 1, "guild_id": guild.to_string(), "channel_id": channel.to_string(),
@@ -1373,7 +1425,7 @@ impl FakeDiscord {
             "app_permissions": "2147483647", "locale": "en-US", "guild_locale": "en-US", "entitlements": [],
             "authorizing_integration_owners": {"0": guild.to_string()}, "context": 0,
             "attachment_size_limit": 8388608,
-            "data": {"id": "777", "name": command, "type": 1,
+            "data": {"id": "777", "name": command, "type": 1, "resolved": resolved,
                      "options": [{"type": 1, "name": sub, "options": opts}]},
         });
         self.dispatch("INTERACTION_CREATE", d);
