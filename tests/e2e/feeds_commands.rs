@@ -238,7 +238,7 @@ async fn an_edited_template_is_what_test_renders_and_preview_marks_the_filtered(
 }
 
 /// On Discord every `/feeds` subcommand needs Manage Server, and answers
-/// only the asker.
+/// only the asker; a manager's `/feeds remove` reads its integer id.
 #[test]
 fn a_member_without_manage_server_is_refused() {
     let bot = Bot::start(json!({}));
@@ -259,16 +259,48 @@ fn a_member_without_manage_server_is_refused() {
     );
     assert_eq!(listed["data"]["content"], NONE, "{}", bot.log());
     assert_eq!(listed["data"]["flags"], 64, "ephemeral");
+    let removed = reply(bot.discord.slash(
+        D_GENERAL,
+        ALICE,
+        MANAGE_GUILD,
+        "feeds",
+        "remove",
+        &[("id", "99")],
+    ));
+    assert_eq!(
+        removed["data"]["content"],
+        "Not removed: there is no subscription 99 in this server; /feeds list shows them"
+    );
 }
 
-/// The console has `/feeds` too, with its help lines and a usage line for
-/// anything it does not understand.
+/// The console has `/feeds` too — `#general` is the console's channel —
+/// with its help lines and a usage line for anything it does not understand.
 #[test]
 fn the_console_runs_feeds_and_its_help_names_them() {
+    let server = FeedServer::start_at(chrono::Utc::now());
+    let url = format!("{}/blog/rss.xml", server.url);
     let home = Home::new(json!({"network": {"allowPrivateHosts": true}}));
-    let (events, out) = home.console("/feeds\n/feeds frobnicate 1\n/feeds remove 7\n/help\n");
+    let (events, out) = home.console(&format!(
+        "/feeds add {url} #general\n/feeds\n/feeds remove 1\n/feeds\n/feeds frobnicate 1\n/feeds remove 7\n/help\n"
+    ));
     assert!(out.status.success());
     let notices = notices(&events);
+    let general = ambient::console::channel_id("general");
+    let at = notices
+        .iter()
+        .position(|n| n.starts_with("Added subscription 1: "))
+        .unwrap_or_else(|| panic!("{notices:?}"));
+    assert!(
+        notices[at].contains(&format!("posts in <#{general}> (a message in the channel)")),
+        "{notices:?}"
+    );
+    assert!(
+        notices[at + 1].starts_with(&format!(
+            "Feed subscriptions:\n1 · {url} → <#{general}> (channel)"
+        )),
+        "{notices:?}"
+    );
+    assert!(notices[at + 2].starts_with("Removed subscription 1"));
     assert_eq!(notices[notices.len() - 4], NONE, "{notices:?}");
     assert!(notices[notices.len() - 3].starts_with("usage: /feeds list | /feeds add URL #channel"));
     assert_eq!(
