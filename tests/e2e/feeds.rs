@@ -79,6 +79,19 @@ async fn fetch_again(world: &World) {
     world.app.discovery.fetch_due().await;
 }
 
+/// The store refuses to mark any item sent from now on (until the trigger
+/// is dropped through the connection returned): what a crash right after
+/// the request leaves behind.
+fn crash_before_marking_sent(world: &World) -> rusqlite::Connection {
+    let db = rusqlite::Connection::open(world.app.store.path().unwrap()).unwrap();
+    db.execute_batch(
+        "CREATE TRIGGER crash_before_sent BEFORE UPDATE OF state ON feed_deliveries
+         WHEN NEW.state = 'sent' BEGIN SELECT RAISE(ABORT, 'crashed'); END;",
+    )
+    .unwrap();
+    db
+}
+
 fn posts(world: &World) -> Vec<String> {
     world
         .said()
@@ -278,14 +291,7 @@ async fn a_crash_between_posting_and_marking_sent_does_not_post_twice() {
     req.backfill = 1;
     req.template = Some("{title}".into());
     world.app.feeds.add(GUILD_A, OWNER, req).await.unwrap();
-    // The post goes out, and the store refuses to mark it sent: what a
-    // crash right after the request leaves behind.
-    let db = rusqlite::Connection::open(world.app.store.path().unwrap()).unwrap();
-    db.execute_batch(
-        "CREATE TRIGGER crash_before_sent BEFORE UPDATE OF state ON feed_deliveries
-         WHEN NEW.state = 'sent' BEGIN SELECT RAISE(ABORT, 'crashed'); END;",
-    )
-    .unwrap();
+    let db = crash_before_marking_sent(&world);
     world.app.feeds.deliver_due().await;
     assert_eq!(posts(&world), ["Release 1.2"]);
     db.execute_batch("DROP TRIGGER crash_before_sent;").unwrap();
@@ -522,12 +528,7 @@ async fn a_forum_post_a_crash_left_unmarked_is_found_by_its_name_not_made_twice(
     let mut req = AddRequest::new(format!("{}{FEED}", server.url), MEMES);
     req.backfill = 1;
     world.app.feeds.add(GUILD_A, OWNER, req).await.unwrap();
-    let db = rusqlite::Connection::open(world.app.store.path().unwrap()).unwrap();
-    db.execute_batch(
-        "CREATE TRIGGER crash_before_sent BEFORE UPDATE OF state ON feed_deliveries
-         WHEN NEW.state = 'sent' BEGIN SELECT RAISE(ABORT, 'crashed'); END;",
-    )
-    .unwrap();
+    let db = crash_before_marking_sent(&world);
     world.app.feeds.deliver_due().await;
     assert_eq!(world.forum_posts().len(), 1);
     db.execute_batch("DROP TRIGGER crash_before_sent;").unwrap();
