@@ -286,6 +286,9 @@ impl Feeds {
                 )),
         );
         self.s.discovery.poke();
+        if backfilled > 0 {
+            self.poke();
+        }
         Ok(Added {
             id,
             feed: spec.label(),
@@ -348,22 +351,7 @@ impl Feeds {
     }
 
     fn listed(&self, row: SubscriptionRow) -> Result<Listed, ManageError> {
-        let counts = self.s.store.feed_delivery_counts(row.id)?;
-        Ok(Listed {
-            id: row.id,
-            guild: row.made.guild,
-            feed: self.feed_label(row.made.source_id),
-            channel: row.made.channel,
-            destination: Destination::parse(&row.made.destination).unwrap_or(Destination::Channel),
-            template: row.made.template,
-            filters: row.made.filters,
-            embed: row.made.embed,
-            dedupe: row.made.dedupe,
-            paused: row.paused,
-            failures: row.failures,
-            last_delivered_at: row.last_delivered_at,
-            counts,
-        })
+        listed(&self.s.store, row)
     }
 
     /// A server's subscriptions, oldest first.
@@ -523,36 +511,27 @@ pub fn list_stored(store: &Store) -> Result<Vec<Listed>, ManageError> {
     store
         .all_feed_subscriptions()?
         .into_iter()
-        .map(|row| {
-            let feed = match store.source(row.made.source_id)? {
-                Some(source) => match SourceKind::parse(&source.kind) {
-                    Some(kind) => SourceSpec {
-                        kind,
-                        target: source.target,
-                    }
-                    .label(),
-                    None => source.target,
-                },
-                None => "a feed".into(),
-            };
-            Ok(Listed {
-                id: row.id,
-                guild: row.made.guild,
-                feed,
-                channel: row.made.channel,
-                destination: Destination::parse(&row.made.destination)
-                    .unwrap_or(Destination::Channel),
-                counts: store.feed_delivery_counts(row.id)?,
-                template: row.made.template,
-                filters: row.made.filters,
-                embed: row.made.embed,
-                dedupe: row.made.dedupe,
-                paused: row.paused,
-                failures: row.failures,
-                last_delivered_at: row.last_delivered_at,
-            })
-        })
+        .map(|row| listed(store, row))
         .collect()
+}
+
+/// One stored subscription as it is shown.
+fn listed(store: &Store, row: SubscriptionRow) -> Result<Listed, ManageError> {
+    Ok(Listed {
+        id: row.id,
+        guild: row.made.guild,
+        feed: super::feed_label(store, row.made.source_id),
+        channel: row.made.channel,
+        destination: Destination::parse(&row.made.destination).unwrap_or(Destination::Channel),
+        counts: store.feed_delivery_counts(row.id)?,
+        template: row.made.template,
+        filters: row.made.filters,
+        embed: row.made.embed,
+        dedupe: row.made.dedupe,
+        paused: row.paused,
+        failures: row.failures,
+        last_delivered_at: row.last_delivered_at,
+    })
 }
 
 fn parse_dedupe(text: Option<&str>) -> Result<Dedupe, ManageError> {

@@ -116,18 +116,7 @@ impl Feeds {
 
     /// How a source is named to people (`{feed}`, `/feeds list`).
     fn feed_label(&self, source_id: i64) -> String {
-        match self.s.store.source(source_id) {
-            Ok(Some(row)) => SourceKind::parse(&row.kind)
-                .map(|kind| {
-                    SourceSpec {
-                        kind,
-                        target: row.target.clone(),
-                    }
-                    .label()
-                })
-                .unwrap_or(row.target),
-            _ => "a feed".into(),
-        }
+        feed_label(&self.s.store, source_id)
     }
 
     /// Delivers waiting items until `shutdown`.
@@ -143,5 +132,22 @@ impl Feeds {
                 _ = shutdown.changed() => return,
             }
         }
+    }
+}
+
+/// How a source is named to people: its label, or what the store says of
+/// it when the kind is unknown, or "a feed" when it cannot be read.
+fn feed_label(store: &Store, source_id: i64) -> String {
+    match store.source(source_id) {
+        Ok(Some(row)) => SourceKind::parse(&row.kind)
+            .map(|kind| {
+                SourceSpec {
+                    kind,
+                    target: row.target.clone(),
+                }
+                .label()
+            })
+            .unwrap_or(row.target),
+        _ => "a feed".into(),
     }
 }
