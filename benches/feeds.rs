@@ -389,6 +389,23 @@ impl Memory {
     fn total(&self) -> i64 {
         self.heap + self.sqlite
     }
+
+    fn less(&self, before: &Memory) -> Memory {
+        Memory {
+            heap: self.heap - before.heap,
+            sqlite: self.sqlite - before.sqlite,
+        }
+    }
+
+    /// Per subscription: heap + SQLite = total.
+    fn per(&self, n: usize) -> String {
+        format!(
+            "{} + {} = {}",
+            per(self.heap, n),
+            per(self.sqlite, n),
+            per(self.total(), n)
+        )
+    }
 }
 
 fn memory() -> Memory {
@@ -442,14 +459,14 @@ fn per(bytes: i64, n: usize) -> String {
 
 /// The baseline bot, its feeds fetched once and through one round: the
 /// first round's CPU and what the bot grew by in memory meanwhile.
-async fn baseline(scale: &Scale) -> (Bot, Duration, i64) {
+async fn baseline(scale: &Scale) -> (Bot, Duration, Memory) {
     let base = Bot::start(scale).await;
     let before = memory();
     base.read_as_sources(scale);
     let primed = base.app.discovery.fetch_due().await;
     assert_eq!(primed.len(), scale.feeds, "the baseline's first fetches");
     let first = round(&base, scale, std::slice::from_ref(&base.server)).await;
-    (base, first.total(), memory().total() - before.total())
+    (base, first.total(), memory().less(&before))
 }
 
 /// What subscribing cost, measured while the subscribed bot is set up.
@@ -460,7 +477,7 @@ struct Setup {
     /// Memory grown from no subscriptions to all, after the first round of all.
     grown: Memory,
     /// Memory the second half of the subscriptions added, each half after a round.
-    second_half: i64,
+    second_half: Memory,
     /// The database's and the feeds tables' growth, in bytes.
     database: i64,
     feeds_tables: i64,
@@ -500,11 +517,8 @@ async fn subscribed(scale: &Scale, base: &Bot) -> (Bot, Setup) {
         wall: setup_wall,
         cpu: setup_cpu,
         first,
-        grown: Memory {
-            heap: after.heap - before.heap,
-            sqlite: after.sqlite - before.sqlite,
-        },
-        second_half: after.total() - halfway.total(),
+        grown: after.less(&before),
+        second_half: after.less(&halfway),
         database: db_after - db_before,
         feeds_tables: feeds_after - feeds_before,
     };
@@ -540,23 +554,14 @@ async fn run(scale: &Scale) {
         );
         rounds.push(r);
     }
-    let alone = median(&alone);
-    let with = median(&rounds.iter().map(RoundCpu::total).collect::<Vec<_>>());
-    let delivering = median(&rounds.iter().map(|r| r.deliver).collect::<Vec<_>>());
-    table(scale, &setup, alone, with, delivering, base_grown);
+    table(scale, &setup, median(&alone), &rounds, base_grown);
 }
 
-fn table(
-    scale: &Scale,
-    setup: &Setup,
-    alone: Duration,
-    with: Duration,
-    delivering: Duration,
-    base_grown: i64,
-) {
+fn table(scale: &Scale, setup: &Setup, alone: Duration, rounds: &[RoundCpu], base_grown: Memory) {
+    let of = |f: fn(&RoundCpu) -> Duration| median(&rounds.iter().map(f).collect::<Vec<_>>());
+    let (with, fetching, delivering) = (of(RoundCpu::total), of(|r| r.fetch), of(|r| r.deliver));
     let subs = scale.subscriptions();
     let second = subs - (scale.servers / 2) * scale.per_server;
-    let Memory { heap, sqlite } = setup.grown;
     println!();
     println!(
         "| {subs} subscriptions, {} servers | measured |",
@@ -578,6 +583,10 @@ fn table(
         ms(with)
     );
     println!(
+        "| of which noting the new items (its fetch step less the fetches alone) | {} |",
+        ms(fetching.saturating_sub(alone))
+    );
+    println!(
         "| of which delivering (`deliver_due`, median) | {} |",
         ms(delivering)
     );
@@ -586,18 +595,16 @@ fn table(
         ms(with.saturating_sub(alone))
     );
     println!(
-        "| memory, 0 to {subs} subscriptions, per subscription: heap + SQLite | {} + {} = {} |",
-        per(heap, subs),
-        per(sqlite, subs),
-        per(heap + sqlite, subs)
+        "| memory, 0 to {subs} subscriptions, per subscription: heap + SQLite | {} |",
+        setup.grown.per(subs)
     );
     println!(
-        "| the fetches alone grew by, per {subs} | {} |",
-        per(base_grown, subs)
+        "| the fetches alone grew by, per {subs}: heap + SQLite | {} |",
+        base_grown.per(subs)
     );
     println!(
-        "| memory per subscription of the last {second} (target < 2 KB) | {} |",
-        per(setup.second_half, second)
+        "| memory per subscription of the last {second}: heap + SQLite (target < 2 KB) | {} |",
+        setup.second_half.per(second)
     );
     println!(
         "| store per subscription: the database / the feeds tables | {} / {} |",
