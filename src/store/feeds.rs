@@ -315,19 +315,20 @@ impl Store {
                 }
             }
         }
-        tx.execute(
-            "UPDATE feed_subscriptions SET primed = 1, failures = 0 WHERE id = ?1",
-            [id],
-        )?;
+        tx.prepare_cached("UPDATE feed_subscriptions SET primed = 1, failures = 0 WHERE id = ?1")?
+            .execute([id])?;
         // What the feed has not listed for FORGET_AFTER_DAYS is forgotten
         // (never what still waits): a feed does not bring an item back
         // after months, and the rows would otherwise grow with every item
         // ever met.
-        tx.execute(
+        tx.prepare_cached(
             "DELETE FROM feed_deliveries WHERE subscription_id = ?1
                  AND state NOT IN ('queued', 'sending') AND last_seen_at < ?2",
-            params![id, to_ms(now - chrono::Duration::days(FORGET_AFTER_DAYS))],
-        )?;
+        )?
+        .execute(params![
+            id,
+            to_ms(now - chrono::Duration::days(FORGET_AFTER_DAYS))
+        ])?;
         tx.commit()?;
         Ok(new)
     }
@@ -372,11 +373,13 @@ impl Store {
     /// Marks an item as handed to Discord, committed before the request
     /// goes out (see the module's doc); whether it was waiting.
     pub fn mark_feed_sending(&self, id: i64, key: &str) -> Result<bool> {
-        let changed = self.lock().execute(
-            "UPDATE feed_deliveries SET state = 'sending'
-             WHERE subscription_id = ?1 AND item_key = ?2 AND state IN ('queued', 'sending')",
-            params![id, key],
-        )?;
+        let changed = self
+            .lock()
+            .prepare_cached(
+                "UPDATE feed_deliveries SET state = 'sending'
+                 WHERE subscription_id = ?1 AND item_key = ?2 AND state IN ('queued', 'sending')",
+            )?
+            .execute(params![id, key])?;
         Ok(changed == 1)
     }
 
@@ -391,38 +394,40 @@ impl Store {
     ) -> Result<()> {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
-        tx.execute(
+        tx.prepare_cached(
             "UPDATE feed_deliveries SET state = 'sent', item = NULL, sent_at = ?3, message_id = ?4
              WHERE subscription_id = ?1 AND item_key = ?2",
-            params![id, key, to_ms(at), message.to_sql()],
-        )?;
-        tx.execute(
-            "UPDATE feed_subscriptions SET last_delivered_at = ?2 WHERE id = ?1",
-            params![id, to_ms(at)],
-        )?;
+        )?
+        .execute(params![id, key, to_ms(at), message.to_sql()])?;
+        tx.prepare_cached("UPDATE feed_subscriptions SET last_delivered_at = ?2 WHERE id = ?1")?
+            .execute(params![id, to_ms(at)])?;
         tx.commit()?;
         Ok(())
     }
 
     /// Items a subscription posted since `since` (its hourly limit).
     pub fn feed_sent_since(&self, id: i64, since: DateTime<Utc>) -> Result<u64> {
-        Ok(self.lock().query_row(
-            "SELECT count(*) FROM feed_deliveries
-             WHERE subscription_id = ?1 AND state = 'sent' AND sent_at >= ?2",
-            params![id, to_ms(since)],
-            |r| r.get::<_, i64>(0),
-        )? as u64)
+        Ok(self
+            .lock()
+            .prepare_cached(
+                "SELECT count(*) FROM feed_deliveries
+                 WHERE subscription_id = ?1 AND state = 'sent' AND sent_at >= ?2",
+            )?
+            .query_row(params![id, to_ms(since)], |r| r.get::<_, i64>(0))? as u64)
     }
 
     /// Items every subscription of a guild posted since `since` (its hourly limit).
     pub fn guild_feed_sent_since(&self, guild: GuildId, since: DateTime<Utc>) -> Result<u64> {
-        Ok(self.lock().query_row(
-            "SELECT count(*) FROM feed_subscriptions s JOIN feed_deliveries d
-                 ON d.subscription_id = s.id AND d.state = 'sent' AND d.sent_at >= ?2
-             WHERE s.guild_id = ?1",
-            params![guild.to_sql(), to_ms(since)],
-            |r| r.get::<_, i64>(0),
-        )? as u64)
+        Ok(self
+            .lock()
+            .prepare_cached(
+                "SELECT count(*) FROM feed_subscriptions s JOIN feed_deliveries d
+                     ON d.subscription_id = s.id AND d.state = 'sent' AND d.sent_at >= ?2
+                 WHERE s.guild_id = ?1",
+            )?
+            .query_row(params![guild.to_sql(), to_ms(since)], |r| {
+                r.get::<_, i64>(0)
+            })? as u64)
     }
 
     /// How a subscription's deliveries stand.
