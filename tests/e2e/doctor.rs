@@ -143,7 +143,7 @@ fn a_healthy_setup_is_all_ticks_and_exit_zero() {
         "✓ message content intent: on",
         "✓ #general (Test Server): has View Channel, Send Messages",
         "✓ #random (Test Server)",
-        "✓ slash commands: 8 registered in server 100",
+        "✓ slash commands: 9 registered in server 100",
     ] {
         assert!(text.contains(name), "{name:?} expected:\n{text}");
     }
