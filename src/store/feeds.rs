@@ -4,8 +4,10 @@
 //! A delivery row is the memory that an item was met before — noted when
 //! the subscription was added (`seen`), refused by its filters
 //! (`filtered`), waiting its turn (`queued`), handed to Discord
-//! (`sending`), or posted (`sent`) — so nothing is delivered twice across
-//! restarts. `sending` is written and committed before the request goes
+//! (`sending`), posted (`sent`), or given up because its kept fields could
+//! not be read (`dropped`) — so nothing is delivered twice across
+//! restarts. A row the feed has not listed for [`FORGET_AFTER_DAYS`] is
+//! forgotten (never one still waiting). `sending` is written and committed before the request goes
 //! out: a crash between the two leaves a row the next start sends again
 //! with the same nonce, which Discord de-duplicates. The store knows
 //! nothing of templates or filters: it keeps what the owner typed as text.
