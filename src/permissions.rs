@@ -1,12 +1,29 @@
-//! Who and where the bot may see: `permissions.replies.*` applied to percepts.
+//! Who and where the bot may see, and who may talk to it.
 //!
-//! Blocked users and blocked or not-allowed channels are invisible: their
-//! messages are neither stored nor routed. Direct messages follow
-//! `discord.allowDms` and the user block list only.
+//! Visibility (`permissions.replies.*`): blocked users and blocked or
+//! not-allowed channels are invisible: their messages are neither stored nor
+//! routed. Direct messages follow the user block list only.
+//!
+//! Who may talk to it ([`refusal`]): in a server, `permissions.roles` (an
+//! empty `allowed` list lets everyone in; a `blocked` role wins over an
+//! allowed one); in direct messages, `discord.dms`. `discord.ownerUserIds`
+//! always pass. A refusal is asked for before any model call — by the
+//! answer, by a reflex that would call a model — and is journaled as a gate
+//! (`roles` or `dms`); the person is told why at most once a day.
 
-use crate::attention::Place;
-use crate::ids::{ChannelId, UserId};
-use crate::settings::Settings;
+use crate::attention::{MessagePercept, Place};
+use crate::ids::{ChannelId, RoleId, UserId};
+use crate::settings::{DmPolicy, Settings};
+
+/// Why a person may not talk to the bot here: the gate, what the journal
+/// says, and the short sentence the person is told.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refused {
+    /// `roles` or `dms`: the name the journal and the replay report count.
+    pub gate: &'static str,
+    pub reason: String,
+    pub tell: &'static str,
+}
 
 /// Why something is invisible, or `None` if the bot may see it.
 pub fn invisible_because(
@@ -21,10 +38,75 @@ pub fn invisible_because(
         return Some("the author is in permissions.replies.blockedUserIds");
     }
     if place.is_dm() {
-        return (!settings.discord.allow_dms)
-            .then_some("direct messages are off (discord.allowDms)");
+        return None;
     }
     channel_invisible_because(settings, place.channel)
+}
+
+/// Why the author of `m` may not talk to the bot, or `None` if they may.
+pub fn refusal(settings: &Settings, m: &MessagePercept) -> Option<Refused> {
+    let author = m.message.author_id;
+    if settings.discord.owner_user_ids.contains(&author) {
+        return None;
+    }
+    if m.place().is_dm() {
+        return dm_refusal(settings, author);
+    }
+    role_refusal(settings, m.author_roles.as_deref())
+}
+
+/// `permissions.roles` applied to the roles a message carried (`None`: not
+/// known, which passes only when no role is named at all).
+pub fn role_refusal(settings: &Settings, roles: Option<&[RoleId]>) -> Option<Refused> {
+    let rules = &settings.permissions.roles;
+    if rules.allowed.is_empty() && rules.blocked.is_empty() {
+        return None;
+    }
+    let refused = |reason: String| Refused {
+        gate: "roles",
+        reason,
+        tell: "Sorry, I only talk with people who have certain roles in this server.",
+    };
+    let Some(roles) = roles else {
+        return Some(refused(
+            "the author's roles are not known (a voice line, the console or a replay) \
+             and permissions.roles names some"
+                .into(),
+        ));
+    };
+    if let Some(r) = roles.iter().find(|r| rules.blocked.contains(r)) {
+        return Some(refused(format!(
+            "the author has role {r}, which is in permissions.roles.blocked"
+        )));
+    }
+    if !rules.allowed.is_empty() && !roles.iter().any(|r| rules.allowed.contains(r)) {
+        return Some(refused(
+            "the author has no role in permissions.roles.allowed".into(),
+        ));
+    }
+    None
+}
+
+/// `discord.dms` applied to the author of a direct message.
+pub fn dm_refusal(settings: &Settings, author: UserId) -> Option<Refused> {
+    let d = &settings.discord;
+    match d.dm_policy() {
+        DmPolicy::Open => None,
+        DmPolicy::Allowlist if d.dm_allowlist.contains(&author) => None,
+        DmPolicy::Allowlist => Some(Refused {
+            gate: "dms",
+            reason: "the author is not in discord.dmAllowlist (discord.dms is allowlist)".into(),
+            tell: "Sorry, I only answer direct messages from people my operator has allowed.",
+        }),
+        DmPolicy::Off => Some(Refused {
+            gate: "dms",
+            reason: match d.allow_dms {
+                Some(false) => "direct messages are off (discord.allowDms is false)".into(),
+                _ => "direct messages are off (discord.dms is off)".into(),
+            },
+            tell: "Sorry, I don't answer direct messages. You can talk to me in a server we share.",
+        }),
+    }
 }
 
 pub fn channel_invisible_because(settings: &Settings, channel: ChannelId) -> Option<&'static str> {
@@ -68,7 +150,72 @@ mod tests {
             None,
             "channel lists do not apply to DMs"
         );
-        s.discord.allow_dms = false;
-        assert!(invisible_because(&s, dm, Some(UserId(6))).is_some());
+    }
+
+    fn said(roles: Option<Vec<RoleId>>, guild: Option<u64>) -> MessagePercept {
+        MessagePercept {
+            message: crate::store::messages::StoredMessage::said(
+                crate::ids::MessageId(1),
+                guild.map(GuildId),
+                ChannelId(10),
+                UserId(5),
+                "ada",
+                "hi",
+                chrono::Utc::now(),
+            ),
+            addressed: crate::attention::Addressed::Mention,
+            guild_name: None,
+            channel_name: None,
+            author_roles: roles,
+        }
+    }
+
+    #[test]
+    fn roles_decide_who_may_talk_a_blocked_one_wins_and_owners_always_pass() {
+        let mut s = Settings::default();
+        let member = said(Some(vec![RoleId(1), RoleId(2)]), Some(1));
+        assert_eq!(refusal(&s, &member), None, "no roles named: everyone");
+        assert_eq!(refusal(&s, &said(None, Some(1))), None);
+        s.permissions.roles.allowed = vec![RoleId(2)];
+        assert_eq!(refusal(&s, &member), None);
+        let other = said(Some(vec![RoleId(3)]), Some(1));
+        assert_eq!(refusal(&s, &other).unwrap().gate, "roles");
+        assert!(
+            refusal(&s, &said(None, Some(1))).is_some(),
+            "unknown roles fail closed"
+        );
+        s.permissions.roles.blocked = vec![RoleId(1)];
+        assert!(
+            refusal(&s, &member)
+                .unwrap()
+                .reason
+                .contains("role 1, which is in permissions.roles.blocked"),
+            "a blocked role wins over an allowed one"
+        );
+        s.discord.owner_user_ids = vec![UserId(5)];
+        assert_eq!(refusal(&s, &member), None);
+    }
+
+    #[test]
+    fn the_dm_policy_decides_direct_messages_and_the_older_switch_still_counts() {
+        let mut s = Settings::default();
+        let dm = said(None, None);
+        assert_eq!(refusal(&s, &dm), None, "open by default");
+        s.permissions.roles.allowed = vec![RoleId(2)];
+        assert_eq!(refusal(&s, &dm), None, "roles do not apply to DMs");
+        s.discord.dms = DmPolicy::Allowlist;
+        assert_eq!(refusal(&s, &dm).unwrap().gate, "dms");
+        s.discord.dm_allowlist = vec![UserId(5)];
+        assert_eq!(refusal(&s, &dm), None);
+        s.discord.dms = DmPolicy::Open;
+        s.discord.allow_dms = Some(false);
+        assert!(
+            refusal(&s, &dm)
+                .unwrap()
+                .reason
+                .contains("discord.allowDms is false")
+        );
+        s.discord.owner_user_ids = vec![UserId(5)];
+        assert_eq!(refusal(&s, &dm), None);
     }
 }

@@ -21,6 +21,11 @@
 //! refused last send). Someone who addressed the bot then gets a 💤
 //! reaction instead of an answer; an unprompted attempt just stops.
 //!
+//! Who may talk to it is asked first (`permissions::refusal`: the author's
+//! roles in a server, `discord.dms` in a direct message): someone refused
+//! gets no model call, a gate line in the journal, and — if they addressed
+//! the bot — one short sentence saying why, at most once a day.
+//!
 //! Courtesy is asked before the model too (`courtesy`): no chime-in during
 //! quiet hours, in a hushed channel, or after the message of someone who
 //! asked not to be answered unprompted; and, only if
@@ -56,6 +61,7 @@ use crate::journal::{Entry, Journal, Kind};
 use crate::memory::Memory;
 use crate::memory::search::Reader;
 use crate::memory::tools::memory_search;
+use crate::permissions::Refused;
 use crate::reflexes::Reflexes;
 use crate::senses::attachments::{self, Reading, Shown};
 use crate::settings::{Secrets, SettingsService};
@@ -649,6 +655,62 @@ impl ReplyHandler {
         Outcome::Done
     }
 
+    /// The author may not talk to the bot here (`permissions::refusal`):
+    /// no model is asked; the gate is journaled, and someone who addressed
+    /// the bot is told why at most once a day (the store keeps when).
+    async fn refused(&self, m: &MessagePercept, r: &Refused, unprompted: bool) -> Outcome {
+        let place = m.place();
+        let author = m.message.author_id;
+        let mut entry = Entry::new(
+            Kind::Gate,
+            format!(
+                "did not answer {}: the {} gate",
+                m.message.author_name, r.gate
+            ),
+        )
+        .place(place.guild, Some(place.channel))
+        .message(m.message.id)
+        .reason(r.reason.clone())
+        .data(serde_json::json!({ "gate": r.gate, "user": author.to_string() }));
+        let outcome = if unprompted {
+            Outcome::Done
+        } else {
+            match self.store.claim_access_notice(author, self.clock.now()) {
+                Ok(false) => {
+                    entry.reason.push_str("; already told today");
+                    Outcome::Done
+                }
+                // Fail closed: an explanation that cannot be counted is not given.
+                Err(e) => {
+                    entry.reason.push_str(&format!(
+                        "; store read failed: when they were last told: {e}; keeping quiet"
+                    ));
+                    Outcome::Done
+                }
+                Ok(true) => match self
+                    .speech
+                    .say(
+                        place,
+                        r.tell,
+                        m.reply_target(),
+                        &format!("refused-{}", m.message.id),
+                    )
+                    .await
+                {
+                    Ok(_) => {
+                        entry.reason.push_str("; told them why");
+                        Outcome::Done
+                    }
+                    Err(e) => {
+                        Outcome::Failed(format!("could not say why the bot does not answer: {e}"))
+                    }
+                },
+            }
+        };
+        self.executive.journal().record(entry);
+        outcome
+    }
+
     fn lock_considered(&self) -> std::sync::MutexGuard<'_, HashMap<ChannelId, DateTime<Utc>>> {
         self.considered.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -771,6 +833,9 @@ impl Handler for ReplyHandler {
         }
         let place = m.place();
         let settings = self.settings.for_guild(place.guild);
+        if let Some(refused) = crate::permissions::refusal(&settings, m) {
+            return self.refused(m, &refused, unprompted).await;
+        }
         let now = self.clock.now();
         if unprompted {
             if let Err(r) = crate::courtesy::unprompted_to(

@@ -460,6 +460,20 @@ pub fn warnings(s: &Settings) -> Vec<Problem> {
              set discord.apiBaseUrl to the proxy",
         ));
     }
+    if let Some(allow) = s.discord.allow_dms {
+        out.push(Problem::new(
+            "discord.allowDms",
+            format!(
+                "is the older switch for direct messages and {}; remove it and set \
+                 discord.dms (off, open or allowlist) instead",
+                if allow {
+                    "true changes nothing (discord.dms decides)"
+                } else {
+                    "false turns them off whatever discord.dms says"
+                }
+            ),
+        ));
+    }
     out
 }
 
@@ -1438,6 +1452,24 @@ mod tests {
         }}}));
         assert!(warnings(&on).is_empty());
         assert!(warnings(&Settings::default()).is_empty());
+        let mut old = Settings::default();
+        old.discord.allow_dms = Some(false);
+        let w: Vec<String> = warnings(&old).iter().map(|p| p.to_string()).collect();
+        assert_eq!(
+            w,
+            [
+                "discord.allowDms: is the older switch for direct messages and false turns them \
+              off whatever discord.dms says; remove it and set discord.dms (off, open or \
+              allowlist) instead"
+            ]
+        );
+        assert_eq!(old.discord.dm_policy(), crate::settings::DmPolicy::Off);
+        old.discord.allow_dms = Some(true);
+        old.discord.dms = crate::settings::DmPolicy::Allowlist;
+        assert_eq!(
+            old.discord.dm_policy(),
+            crate::settings::DmPolicy::Allowlist
+        );
     }
 
     #[test]

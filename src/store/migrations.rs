@@ -657,6 +657,16 @@ pub const MIGRATIONS: &[Migration] = &[
                 WHERE state = 'sent';
         "#,
     },
+    Migration {
+        version: 24,
+        name: "who was told they may not talk to the bot, and when: once a day per person",
+        sql: r#"
+            CREATE TABLE access_notices (
+                user_id INTEGER PRIMARY KEY,
+                told_at INTEGER NOT NULL      -- Unix ms: the last explanation
+            );
+        "#,
+    },
 ];
 
 pub fn latest() -> u32 {

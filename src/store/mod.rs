@@ -13,6 +13,7 @@
 //! Each table family has its own module with `impl Store` methods, so a
 //! caller writes `store.insert_message(..)` and never sees SQL.
 
+pub mod access;
 pub mod backup;
 pub mod boundaries;
 pub(crate) mod channels;

@@ -227,6 +227,10 @@ const LINKS_EITHER: &str = "a IN (SELECT id FROM facts WHERE guild_id = ?1) \
 /// Tables that hold no guild's rows, and why; everything else is in [`TABLES`].
 pub const NOT_PER_GUILD: &[(&str, &str)] = &[
     (
+        "access_notices",
+        "when a person was last told they may not talk to the bot: once a day wherever they ask",
+    ),
+    (
         "erasures",
         "a person's forget-me holds on every server; an import applies them all to what it brings in",
     ),

@@ -1,0 +1,186 @@
+//! Who may talk to the bot: `permissions.roles` in a server and
+//! `discord.dms` in direct messages. Someone refused gets no model call, a
+//! gate line in the journal, and one short explanation a day — kept in the
+//! store, so a restart does not repeat it.
+
+use ambient::attention::Addressed;
+use ambient::ids::{RoleId, UserId, stable_id};
+use ambient::journal::Kind;
+use ambient::settings::{DmPolicy, Settings};
+
+use crate::support::model_server::Scripted;
+use crate::support::world::{DM, GENERAL, GUILD_A, World, settings};
+
+const MEMBER: RoleId = RoleId(7001);
+const GUEST: RoleId = RoleId(7002);
+const MUTED: RoleId = RoleId(7003);
+
+const NOT_YOUR_ROLE: &str = "Sorry, I only talk with people who have certain roles in this server.";
+const NO_DMS: &str =
+    "Sorry, I don't answer direct messages. You can talk to me in a server we share.";
+const NOT_ALLOWED_DMS: &str =
+    "Sorry, I only answer direct messages from people my operator has allowed.";
+
+fn user(name: &str) -> UserId {
+    UserId(stable_id("user", name))
+}
+
+fn members_only() -> Settings {
+    let mut s = settings();
+    s.permissions.roles.allowed = vec![MEMBER];
+    s
+}
+
+fn said(w: &World) -> Vec<String> {
+    w.said().into_iter().map(|s| s.content).collect()
+}
+
+fn gates(w: &World) -> Vec<String> {
+    w.journal(Kind::Gate)
+        .into_iter()
+        .map(|e| format!("{}: {}", e.summary, e.reason))
+        .collect()
+}
+
+async fn ask(w: &World, who: &str, roles: &[RoleId], text: &str) {
+    w.message_with_roles(GENERAL, who, text, Addressed::Mention, Some(roles.to_vec()))
+        .await;
+}
+
+#[tokio::test]
+async fn a_member_without_an_allowed_role_gets_no_model_call_and_one_explanation_a_day() {
+    let w = World::start(members_only()).await;
+    w.model.fallback(Scripted::text("Tuesday, I think."));
+    ask(&w, "gus", &[GUEST], "what day is the meetup?").await;
+    assert!(w.model.requests().is_empty(), "no model call for gus");
+    assert_eq!(said(&w), [NOT_YOUR_ROLE]);
+    ask(&w, "gus", &[GUEST], "hello?? what day?").await;
+    assert!(w.model.requests().is_empty());
+    assert_eq!(said(&w), [NOT_YOUR_ROLE], "told once, then nothing at all");
+    let g = gates(&w);
+    assert_eq!(g.len(), 2, "{g:#?}");
+    assert_eq!(
+        g[0],
+        "did not answer gus: the roles gate: the author has no role in \
+         permissions.roles.allowed; told them why"
+    );
+    assert!(g[1].ends_with("; already told today"), "{g:#?}");
+
+    // The day's explanation is in the store: a restart does not repeat it.
+    let w = w.restart(members_only()).await;
+    ask(&w, "gus", &[GUEST], "anyone?").await;
+    assert_eq!(said(&w), [NOT_YOUR_ROLE]);
+    w.clock.advance(chrono::Duration::hours(24));
+    ask(&w, "gus", &[GUEST], "a day later: what day is the meetup?").await;
+    assert_eq!(
+        said(&w),
+        [NOT_YOUR_ROLE, NOT_YOUR_ROLE],
+        "a day later, told again"
+    );
+    assert!(w.model.requests().is_empty());
+
+    ask(&w, "ada", &[GUEST, MEMBER], "what day is the meetup?").await;
+    assert_eq!(w.model.requests().len(), 1, "a member is answered");
+    assert_eq!(said(&w).last().unwrap(), "Tuesday, I think.");
+}
+
+#[tokio::test]
+async fn a_blocked_role_wins_over_an_allowed_one_and_owners_are_always_answered() {
+    let mut s = members_only();
+    s.permissions.roles.blocked = vec![MUTED];
+    s.discord.owner_user_ids = vec![user("olga")];
+    let w = World::start(s).await;
+    w.model.fallback(Scripted::text("Sure."));
+    ask(&w, "max", &[MEMBER, MUTED], "can you help me?").await;
+    assert!(
+        w.model.requests().is_empty(),
+        "no model call for a blocked role"
+    );
+    assert_eq!(said(&w), [NOT_YOUR_ROLE]);
+    assert!(
+        gates(&w)[0].contains("the author has role 7003, which is in permissions.roles.blocked"),
+        "{:#?}",
+        gates(&w)
+    );
+    ask(&w, "olga", &[MUTED], "can you help me?").await;
+    assert_eq!(
+        w.model.requests().len(),
+        1,
+        "an owner passes whatever roles"
+    );
+    assert_eq!(said(&w), [NOT_YOUR_ROLE, "Sure."]);
+}
+
+#[tokio::test]
+async fn a_refused_member_still_gets_a_reflex_that_calls_no_model() {
+    let w = World::start(members_only()).await;
+    ask(&w, "gus", &[GUEST], "remind me in 10 minutes to stretch").await;
+    assert!(w.model.requests().is_empty());
+    let tasks = w
+        .app
+        .store
+        .open_tasks_of(Some(GUILD_A), user("gus"))
+        .unwrap();
+    assert_eq!(tasks, 1, "the remind-me reflex, which calls no model, ran");
+}
+
+async fn dm(w: &World, who: &str, text: &str) {
+    w.message(DM, who, text, Addressed::DirectMessage).await;
+}
+
+#[tokio::test]
+async fn direct_messages_off_get_one_short_answer_a_day_and_are_not_kept() {
+    let mut s = settings();
+    s.discord.dms = DmPolicy::Off;
+    let w = World::start(s).await;
+    w.model.fallback(Scripted::text("Hi!"));
+    dm(&w, "gus", "are you there?").await;
+    dm(&w, "gus", "please answer").await;
+    assert!(w.model.requests().is_empty(), "never a model call");
+    assert_eq!(
+        said(&w),
+        [NO_DMS],
+        "one short answer, then nothing that day"
+    );
+    assert!(
+        w.app
+            .store
+            .recent_messages(DM, 10)
+            .unwrap()
+            .iter()
+            .all(|m| m.is_self),
+        "a refused direct message is not stored"
+    );
+    assert!(gates(&w)[0].contains("direct messages are off (discord.dms is off)"));
+}
+
+#[tokio::test]
+async fn the_older_allow_dms_false_still_turns_direct_messages_off() {
+    let mut s = settings();
+    s.discord.allow_dms = Some(false);
+    s.discord.dms = DmPolicy::Open;
+    let w = World::start(s).await;
+    dm(&w, "gus", "are you there?").await;
+    assert!(w.model.requests().is_empty());
+    assert_eq!(said(&w), [NO_DMS]);
+    assert!(
+        gates(&w)[0].contains("discord.allowDms is false"),
+        "{:#?}",
+        gates(&w)
+    );
+}
+
+#[tokio::test]
+async fn an_allowlist_answers_the_people_on_it_and_refuses_the_rest() {
+    let mut s = settings();
+    s.discord.dms = DmPolicy::Allowlist;
+    s.discord.dm_allowlist = vec![user("ada")];
+    let w = World::start(s).await;
+    w.model.fallback(Scripted::text("Hi Ada."));
+    dm(&w, "gus", "are you there?").await;
+    assert!(w.model.requests().is_empty());
+    assert_eq!(said(&w), [NOT_ALLOWED_DMS]);
+    dm(&w, "ada", "are you there?").await;
+    assert_eq!(w.model.requests().len(), 1);
+    assert_eq!(said(&w), [NOT_ALLOWED_DMS, "Hi Ada."]);
+}
