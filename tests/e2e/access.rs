@@ -184,3 +184,66 @@ async fn an_allowlist_answers_the_people_on_it_and_refuses_the_rest() {
     assert_eq!(w.model.requests().len(), 1);
     assert_eq!(said(&w), [NOT_ALLOWED_DMS, "Hi Ada."]);
 }
+
+/// Against the fake Discord, through the real gateway client: the roles are
+/// the ones MESSAGE_CREATE carries in `member.roles`.
+#[test]
+fn the_roles_come_from_the_gateways_message() {
+    use crate::support::bot::Bot;
+    use crate::support::fake_discord::{ALICE, BOB, BOT, GENERAL as D_GENERAL};
+    use serde_json::json;
+
+    let bot = Bot::start(json!({"permissions": {"roles": {"allowed": [MEMBER.to_string()]}}}));
+    bot.discord.with(|w| {
+        w.member_roles.insert(ALICE.id, vec![MEMBER.get()]);
+        w.member_roles.insert(BOB.id, vec![GUEST.get()]);
+    });
+    bot.model.fallback(Scripted::text("Tuesday."));
+    let mention = |text: &str| format!("<@{BOT}> {text}");
+    bot.discord
+        .say(D_GENERAL, BOB, &mention("what day is the meetup?"));
+    assert!(
+        bot.discord
+            .wait_until(15, |w| !w.sent_in(D_GENERAL).is_empty()),
+        "no explanation:\n{}",
+        bot.log()
+    );
+    bot.discord.say(D_GENERAL, BOB, &mention("what day??"));
+    let refusals = || {
+        let gates = ambient::journal::Filter {
+            kinds: vec![Kind::Gate],
+            ..Default::default()
+        };
+        bot.store().journal_query(&gates).unwrap().len()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while refusals() < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(
+        refusals(),
+        2,
+        "bob's second question not refused:\n{}",
+        bot.log()
+    );
+    bot.discord
+        .say(D_GENERAL, ALICE, &mention("what day is the meetup?"));
+    assert!(
+        bot.discord
+            .wait_until(15, |w| w.sent_in(D_GENERAL).len() >= 2),
+        "alice not answered:\n{}",
+        bot.log()
+    );
+    let sent: Vec<String> = bot.discord.with(|w| {
+        w.sent_in(D_GENERAL)
+            .iter()
+            .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+            .collect()
+    });
+    assert_eq!(sent, [NOT_YOUR_ROLE, "Tuesday."]);
+    assert_eq!(
+        bot.model.requests().len(),
+        1,
+        "only alice's question reached the model"
+    );
+}
