@@ -14,6 +14,13 @@
 use crate::attention::{MessagePercept, Place};
 use crate::ids::{ChannelId, RoleId, UserId};
 use crate::settings::{DmPolicy, Settings};
+use crate::store::Store;
+
+/// What a pairing code is made of: capitals and digits without the ones
+/// people mistake for each other (0 O, 1 I L).
+pub const PAIRING_ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
+/// How long a pairing code is.
+pub const PAIRING_CODE_LEN: usize = 6;
 
 /// Why a person may not talk to the bot here: the gate, what the journal
 /// says, and the short sentence the person is told.
@@ -23,6 +30,8 @@ pub struct Refused {
     pub gate: &'static str,
     pub reason: String,
     pub tell: &'static str,
+    /// `discord.dms` is `pairing`: the person is offered a code instead of `tell`.
+    pub may_pair: bool,
 }
 
 /// Why something is invisible, or `None` if the bot may see it.
@@ -44,13 +53,13 @@ pub fn invisible_because(
 }
 
 /// Why the author of `m` may not talk to the bot, or `None` if they may.
-pub fn refusal(settings: &Settings, m: &MessagePercept) -> Option<Refused> {
+pub fn refusal(settings: &Settings, store: &Store, m: &MessagePercept) -> Option<Refused> {
     let author = m.message.author_id;
     if settings.discord.owner_user_ids.contains(&author) {
         return None;
     }
     if m.place().is_dm() {
-        return dm_refusal(settings, author);
+        return dm_refusal(settings, store, author);
     }
     role_refusal(settings, m.author_roles.as_deref())
 }
@@ -66,6 +75,7 @@ pub fn role_refusal(settings: &Settings, roles: Option<&[RoleId]>) -> Option<Ref
         gate: "roles",
         reason,
         tell: "Sorry, I only talk with people who have certain roles in this server.",
+        may_pair: false,
     };
     let Some(roles) = roles else {
         return Some(refused(
@@ -87,8 +97,10 @@ pub fn role_refusal(settings: &Settings, roles: Option<&[RoleId]>) -> Option<Ref
     None
 }
 
-/// `discord.dms` applied to the author of a direct message.
-pub fn dm_refusal(settings: &Settings, author: UserId) -> Option<Refused> {
+/// `discord.dms` applied to the author of a direct message. Under
+/// `pairing`, a store read that fails refuses: an approval the bot cannot
+/// read is one it must not assume.
+pub fn dm_refusal(settings: &Settings, store: &Store, author: UserId) -> Option<Refused> {
     let d = &settings.discord;
     match d.dm_policy() {
         DmPolicy::Open => None,
@@ -97,7 +109,23 @@ pub fn dm_refusal(settings: &Settings, author: UserId) -> Option<Refused> {
             gate: "dms",
             reason: "the author is not in discord.dmAllowlist (discord.dms is allowlist)".into(),
             tell: "Sorry, I only answer direct messages from people my operator has allowed.",
+            may_pair: false,
         }),
+        DmPolicy::Pairing => match store.is_paired(author) {
+            Ok(true) => None,
+            Ok(false) => Some(Refused {
+                gate: "dms",
+                reason: "no owner has approved the author yet (discord.dms is pairing)".into(),
+                tell: "Sorry, I only answer direct messages from people my owner has approved.",
+                may_pair: true,
+            }),
+            Err(e) => Some(Refused {
+                gate: "store",
+                reason: format!("store read failed: the approved people: {e}; keeping quiet"),
+                tell: "Sorry, I can't check right now whether I may answer you here.",
+                may_pair: false,
+            }),
+        },
         DmPolicy::Off => Some(Refused {
             gate: "dms",
             reason: match d.allow_dms {
@@ -105,8 +133,27 @@ pub fn dm_refusal(settings: &Settings, author: UserId) -> Option<Refused> {
                 _ => "direct messages are off (discord.dms is off)".into(),
             },
             tell: "Sorry, I don't answer direct messages. You can talk to me in a server we share.",
+            may_pair: false,
         }),
     }
+}
+
+/// A new pairing code: [`PAIRING_CODE_LEN`] characters of
+/// [`PAIRING_ALPHABET`] from the operating system's randomness (a code is a
+/// key to the bot's attention: not from the seeded dice).
+pub fn new_pairing_code() -> String {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    (0..PAIRING_CODE_LEN)
+        .map(|_| char::from(PAIRING_ALPHABET[rng.random_range(0..PAIRING_ALPHABET.len())]))
+        .collect()
+}
+
+/// `text` as a pairing code (case and spaces forgiven), or `None` if it cannot be one.
+pub fn pairing_code(text: &str) -> Option<String> {
+    let code = text.trim().to_ascii_uppercase();
+    (code.len() == PAIRING_CODE_LEN && code.bytes().all(|b| PAIRING_ALPHABET.contains(&b)))
+        .then_some(code)
 }
 
 pub fn channel_invisible_because(settings: &Settings, channel: ChannelId) -> Option<&'static str> {
@@ -170,52 +217,76 @@ mod tests {
         }
     }
 
+    fn store() -> Store {
+        Store::open_in_memory().unwrap()
+    }
+
+    #[test]
+    fn a_pairing_code_has_no_look_alikes_and_is_read_forgivingly() {
+        let code = new_pairing_code();
+        assert_eq!(pairing_code(&code), Some(code.clone()));
+        assert_eq!(
+            pairing_code(&format!(" {} ", code.to_lowercase())),
+            Some(code)
+        );
+        assert_eq!(pairing_code("K7QX0M"), None, "0 is not in the alphabet");
+        assert_eq!(pairing_code("K7QX2"), None);
+    }
+
     #[test]
     fn roles_decide_who_may_talk_a_blocked_one_wins_and_owners_always_pass() {
         let mut s = Settings::default();
         let member = said(Some(vec![RoleId(1), RoleId(2)]), Some(1));
-        assert_eq!(refusal(&s, &member), None, "no roles named: everyone");
-        assert_eq!(refusal(&s, &said(None, Some(1))), None);
+        assert_eq!(
+            refusal(&s, &store(), &member),
+            None,
+            "no roles named: everyone"
+        );
+        assert_eq!(refusal(&s, &store(), &said(None, Some(1))), None);
         s.permissions.roles.allowed = vec![RoleId(2)];
-        assert_eq!(refusal(&s, &member), None);
+        assert_eq!(refusal(&s, &store(), &member), None);
         let other = said(Some(vec![RoleId(3)]), Some(1));
-        assert_eq!(refusal(&s, &other).unwrap().gate, "roles");
+        assert_eq!(refusal(&s, &store(), &other).unwrap().gate, "roles");
         assert!(
-            refusal(&s, &said(None, Some(1))).is_some(),
+            refusal(&s, &store(), &said(None, Some(1))).is_some(),
             "unknown roles fail closed"
         );
         s.permissions.roles.blocked = vec![RoleId(1)];
         assert!(
-            refusal(&s, &member)
+            refusal(&s, &store(), &member)
                 .unwrap()
                 .reason
                 .contains("role 1, which is in permissions.roles.blocked"),
             "a blocked role wins over an allowed one"
         );
         s.discord.owner_user_ids = vec![UserId(5)];
-        assert_eq!(refusal(&s, &member), None);
+        assert_eq!(refusal(&s, &store(), &member), None);
     }
 
     #[test]
     fn the_dm_policy_decides_direct_messages_and_the_older_switch_still_counts() {
         let mut s = Settings::default();
         let dm = said(None, None);
-        assert_eq!(refusal(&s, &dm), None, "open by default");
+        assert_eq!(refusal(&s, &store(), &dm), None, "open by default");
         s.permissions.roles.allowed = vec![RoleId(2)];
-        assert_eq!(refusal(&s, &dm), None, "roles do not apply to DMs");
+        assert_eq!(
+            refusal(&s, &store(), &dm),
+            None,
+            "roles do not apply to DMs"
+        );
         s.discord.dms = DmPolicy::Allowlist;
-        assert_eq!(refusal(&s, &dm).unwrap().gate, "dms");
+        assert_eq!(refusal(&s, &store(), &dm).unwrap().gate, "dms");
         s.discord.dm_allowlist = vec![UserId(5)];
-        assert_eq!(refusal(&s, &dm), None);
+        assert_eq!(refusal(&s, &store(), &dm), None);
         s.discord.dms = DmPolicy::Open;
         s.discord.allow_dms = Some(false);
         assert!(
-            refusal(&s, &dm)
+            refusal(&s, &store(), &dm)
                 .unwrap()
                 .reason
                 .contains("discord.allowDms is false")
         );
         s.discord.owner_user_ids = vec![UserId(5)];
-        assert_eq!(refusal(&s, &dm), None);
+        assert_eq!(refusal(&s, &store(), &dm), None);
     }
 }

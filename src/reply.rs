@@ -68,6 +68,7 @@ use crate::settings::{Secrets, SettingsService};
 use crate::speech::Speech;
 use crate::speech::stream::Streamed;
 use crate::store::Store;
+use crate::store::pairing::PairingCode;
 
 /// What a reply turn offers beyond memory: the journal ("why did you do
 /// that?"), tasks (a promise becomes one), and — for people trusted with it
@@ -655,6 +656,40 @@ impl ReplyHandler {
         Outcome::Done
     }
 
+    /// What a refused person is told: the refusal's sentence, or under
+    /// `discord.dms` `pairing` a new code and how to have it approved (the
+    /// sentence alone if the code cannot be kept: the entry says why).
+    fn explanation(&self, m: &MessagePercept, r: &Refused, entry: &mut Entry) -> String {
+        if !r.may_pair {
+            return r.tell.to_string();
+        }
+        let now = self.clock.now();
+        let minutes = self.settings.global().discord.pairing_code_minutes;
+        let code = PairingCode {
+            code: crate::permissions::new_pairing_code(),
+            user: m.message.author_id,
+            user_name: m.message.author_name.clone(),
+            created_at: now,
+            expires_at: now + chrono::Duration::minutes(i64::from(minutes)),
+        };
+        match self.store.save_pairing_code(&code) {
+            Ok(()) => {
+                entry.reason.push_str("; gave them a pairing code");
+                format!(
+                    "I don't know you yet. Your pairing code is {c}; it is good for {minutes} minutes. \
+                     Ask my owner to approve it with `/ambient pair {c}`, then write again.",
+                    c = code.code
+                )
+            }
+            Err(e) => {
+                entry
+                    .reason
+                    .push_str(&format!("; could not keep a pairing code: {e}"));
+                r.tell.to_string()
+            }
+        }
+    }
+
     /// The author may not talk to the bot here (`permissions::refusal`):
     /// no model is asked; the gate is journaled, and someone who addressed
     /// the bot is told why at most once a day (the store keeps when).
@@ -691,7 +726,7 @@ impl ReplyHandler {
                     .speech
                     .say(
                         place,
-                        r.tell,
+                        &self.explanation(m, r, &mut entry),
                         m.reply_target(),
                         &format!("refused-{}", m.message.id),
                     )
@@ -833,7 +868,7 @@ impl Handler for ReplyHandler {
         }
         let place = m.place();
         let settings = self.settings.for_guild(place.guild);
-        if let Some(refused) = crate::permissions::refusal(&settings, m) {
+        if let Some(refused) = crate::permissions::refusal(&settings, &self.store, m) {
             return self.refused(m, &refused, unprompted).await;
         }
         let now = self.clock.now();

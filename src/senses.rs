@@ -118,7 +118,7 @@ impl Senses {
         if let Percept::Message(m) = &percept
             && m.place().is_dm()
             && !m.message.is_self
-            && let Some(refused) = permissions::refusal(&settings, m)
+            && let Some(refused) = permissions::refusal(&settings, &self.store, m)
         {
             self.spine.submit(Input::Percept(percept));
             return Ok(Perceived::Refused(refused.gate));

@@ -1074,7 +1074,7 @@ impl ReflexHandler {
             return None;
         };
         let settings = self.reflexes.services.settings.for_guild(m.message.guild);
-        crate::permissions::refusal(&settings, m)
+        crate::permissions::refusal(&settings, &self.reflexes.services.store, m)
     }
 }
 

@@ -100,10 +100,12 @@ pub struct DiscordSettings {
     /// The older switch for direct messages: `true` is `discord.dms` `open`, `false` is `off`
     /// and wins over `discord.dms` (see [`DiscordSettings::dm_policy`]). Unset: `discord.dms` alone.
     pub allow_dms: Option<bool>,
-    /// Who may talk to the bot in direct messages: `off`, `open` or `allowlist`.
+    /// Who may talk to the bot in direct messages: `off`, `open`, `allowlist` or `pairing`.
     pub dms: DmPolicy,
     /// With `discord.dms` `allowlist`: the people whose direct messages are answered.
     pub dm_allowlist: Vec<UserId>,
+    /// With `discord.dms` `pairing`: how long a pairing code may be approved.
+    pub pairing_code_minutes: u32,
     /// Ask for the privileged Server Members intent (switch it on in the developer
     /// portal too), so `member_join` reflexes see people arrive.
     pub members_intent: bool,
@@ -143,6 +145,7 @@ impl Default for DiscordSettings {
             allow_dms: None,
             dms: DmPolicy::Open,
             dm_allowlist: Vec::new(),
+            pairing_code_minutes: 60,
             members_intent: false,
             backfill_messages: 100,
             backfill_hours: 6,
@@ -168,6 +171,9 @@ pub enum DmPolicy {
     Open,
     /// `discord.dmAllowlist` and `discord.ownerUserIds`.
     Allowlist,
+    /// Anyone an owner approved with `/ambient pair CODE`; an unknown person is
+    /// given a code (`discord.pairingCodeMinutes`).
+    Pairing,
 }
 
 impl DiscordSettings {

@@ -465,7 +465,7 @@ pub fn warnings(s: &Settings) -> Vec<Problem> {
             "discord.allowDms",
             format!(
                 "is the older switch for direct messages and {}; remove it and set \
-                 discord.dms (off, open or allowlist) instead",
+                 discord.dms (off, open, allowlist or pairing) instead",
                 if allow {
                     "true changes nothing (discord.dms decides)"
                 } else {
@@ -517,6 +517,12 @@ fn bot_discord_storage(p: &mut Rules, s: &Settings) {
         100,
     );
     p.range("discord.backfillHours", s.discord.backfill_hours, 1, 168);
+    p.range(
+        "discord.pairingCodeMinutes",
+        s.discord.pairing_code_minutes,
+        1,
+        7 * 24 * 60,
+    );
     p.range(
         "discord.answerMissedWithinMinutes",
         s.discord.answer_missed_within_minutes,
@@ -1459,8 +1465,8 @@ mod tests {
             w,
             [
                 "discord.allowDms: is the older switch for direct messages and false turns them \
-              off whatever discord.dms says; remove it and set discord.dms (off, open or \
-              allowlist) instead"
+              off whatever discord.dms says; remove it and set discord.dms (off, open, \
+              allowlist or pairing) instead"
             ]
         );
         assert_eq!(old.discord.dm_policy(), crate::settings::DmPolicy::Off);

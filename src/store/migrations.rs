@@ -667,6 +667,24 @@ pub const MIGRATIONS: &[Migration] = &[
             );
         "#,
     },
+    Migration {
+        version: 25,
+        name: "direct-message pairing: the codes handed out, and the people an owner approved",
+        sql: r#"
+            CREATE TABLE dm_pairing_codes (
+                code       TEXT    PRIMARY KEY,       -- 6 characters, no look-alikes
+                user_id    INTEGER NOT NULL UNIQUE,   -- one code per person at a time
+                user_name  TEXT    NOT NULL,
+                created_at INTEGER NOT NULL,
+                expires_at INTEGER NOT NULL
+            );
+            CREATE TABLE dm_paired (
+                user_id     INTEGER PRIMARY KEY,
+                approved_by INTEGER NOT NULL,
+                approved_at INTEGER NOT NULL
+            );
+        "#,
+    },
 ];
 
 pub fn latest() -> u32 {

@@ -34,6 +34,7 @@ pub(crate) mod lock;
 pub mod memory;
 pub mod messages;
 pub mod migrations;
+pub mod pairing;
 pub mod partition;
 pub mod people;
 pub mod retention;

@@ -247,3 +247,104 @@ fn the_roles_come_from_the_gateways_message() {
         "only alice's question reached the model"
     );
 }
+
+fn pairing() -> Settings {
+    let mut s = settings();
+    s.discord.dms = DmPolicy::Pairing;
+    s.discord.owner_user_ids = vec![user("olga")];
+    s
+}
+
+fn asker(name: &str) -> ambient::commands::Asker {
+    ambient::commands::Asker {
+        guild: Some(GUILD_A),
+        channel: GENERAL,
+        user: user(name),
+        name: name.into(),
+        manage: true,
+    }
+}
+
+/// The code in the bot's pairing answer.
+fn code_in(text: &str) -> String {
+    let start = text.find("Your pairing code is ").expect(text) + "Your pairing code is ".len();
+    text[start..start + 6].to_string()
+}
+
+#[tokio::test]
+async fn pairing_gives_a_code_an_owner_approves_and_then_the_person_is_answered() {
+    let w = World::start(pairing()).await;
+    w.model
+        .fallback(Scripted::text("Hi Gus, glad to meet you."));
+    dm(&w, "gus", "can we talk here?").await;
+    assert!(
+        w.model.requests().is_empty(),
+        "no model call for an unknown person"
+    );
+    let offer = said(&w);
+    assert_eq!(offer.len(), 1, "{offer:?}");
+    let code = code_in(&offer[0]);
+    assert_eq!(
+        offer[0],
+        format!(
+            "I don't know you yet. Your pairing code is {code}; it is good for 60 minutes. \
+             Ask my owner to approve it with `/ambient pair {code}`, then write again."
+        )
+    );
+    assert!(
+        code.chars()
+            .all(|c| "ABCDEFGHJKMNPQRSTUVWXYZ23456789".contains(c)),
+        "{code}"
+    );
+    dm(&w, "gus", "hello?").await;
+    assert_eq!(
+        said(&w).len(),
+        1,
+        "one answer a day, not a code per message"
+    );
+
+    let refused = ambient::commands::access::pair(&w.app, &asker("max"), &code);
+    assert_eq!(
+        refused,
+        "Only the bot's owners (discord.ownerUserIds) can approve a pairing code."
+    );
+    let approved = ambient::commands::access::pair(&w.app, &asker("olga"), &code.to_lowercase());
+    assert_eq!(
+        approved,
+        format!(
+            "Approved gus ({}): I answer their direct messages now.",
+            user("gus")
+        )
+    );
+    // The approval is kept: it outlives a restart.
+    let w = w.restart(pairing()).await;
+    dm(&w, "gus", "can we talk here now?").await;
+    assert_eq!(w.model.requests().len(), 1);
+    assert_eq!(said(&w).last().unwrap(), "Hi Gus, glad to meet you.");
+    let again = ambient::commands::access::pair(&w.app, &asker("olga"), &code);
+    assert_eq!(
+        again,
+        format!("No one holds the pairing code {code}."),
+        "used up"
+    );
+}
+
+#[tokio::test]
+async fn an_expired_pairing_code_is_refused_and_approves_nobody() {
+    let w = World::start(pairing()).await;
+    dm(&w, "gus", "can we talk here?").await;
+    let code = code_in(&said(&w)[0]);
+    w.clock.advance(chrono::Duration::minutes(61));
+    let answer = ambient::commands::access::pair(&w.app, &asker("olga"), &code);
+    assert!(
+        answer.starts_with(&format!("The code {code} ran out at ")),
+        "{answer}"
+    );
+    assert!(
+        answer.ends_with("ask gus to write to me again for a new one."),
+        "{answer}"
+    );
+    dm(&w, "gus", "still there?").await;
+    assert!(w.model.requests().is_empty(), "still not approved");
+    assert_eq!(said(&w).len(), 1, "and told nothing more that day");
+}

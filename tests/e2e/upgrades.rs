@@ -245,6 +245,7 @@ const READERS: &[(&str, Reader)] = &[
     ("shard_plan", read_shard_plan),
     ("people_cursor", read_people_cursor),
     ("departed_guilds", read_departures),
+    ("access_notices", read_access_notices),
     ("feed_subscriptions", read_feed_subscriptions),
     ("feed_deliveries", read_feed_deliveries),
 ];
@@ -1418,6 +1419,16 @@ fn read_hushes(store: &Store, t: &Table) -> Vec<String> {
             .find(|h| h.channel.map_or(0, |c| c.to_sql()) == r.int("channel_id"))
             .ok_or("none")?;
         same("by", h.by_name.clone(), r.text("by_name"))
+    })
+}
+
+fn read_access_notices(store: &Store, t: &Table) -> Vec<String> {
+    each_row(t, |r| {
+        let at = store
+            .access_notice_at(UserId::from_sql(r.int("user_id")))
+            .map_err(|e| e.to_string())?
+            .ok_or("none")?;
+        same("told_at", at.timestamp_millis(), r.int("told_at"))
     })
 }
 
