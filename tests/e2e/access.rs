@@ -348,3 +348,61 @@ async fn an_expired_pairing_code_is_refused_and_approves_nobody() {
     assert!(w.model.requests().is_empty(), "still not approved");
     assert_eq!(said(&w).len(), 1, "and told nothing more that day");
 }
+
+/// The whole pairing flow against the fake Discord: a direct message, the
+/// code in the answer, `/ambient pair` by an owner, and the next message answered.
+#[test]
+fn pairing_end_to_end_through_discord() {
+    use crate::support::bot::Bot;
+    use crate::support::fake_discord::{ALICE, BOB, DM_CHANNEL, GENERAL as D_GENERAL};
+    use serde_json::json;
+
+    let bot = Bot::start(json!({"discord": {
+        "dms": "pairing",
+        "ownerUserIds": [ALICE.id.to_string()],
+    }}));
+    bot.model.fallback(Scripted::text("Hi Bob."));
+    let texts = || -> Vec<String> {
+        bot.discord.with(|w| {
+            w.sent_in(DM_CHANNEL)
+                .iter()
+                .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+                .collect()
+        })
+    };
+    bot.discord.dm(BOB, "can we talk here?");
+    assert!(
+        bot.discord
+            .wait_until(15, |w| !w.sent_in(DM_CHANNEL).is_empty()),
+        "no code:\n{}",
+        bot.log()
+    );
+    let code = code_in(&texts()[0]);
+    let answer = bot.discord.interaction_text(bot.discord.slash(
+        D_GENERAL,
+        ALICE,
+        0,
+        "ambient",
+        "pair",
+        &[("code", &code)],
+    ));
+    assert_eq!(
+        answer.as_deref(),
+        Some("Approved bob (4): I answer their direct messages now."),
+        "{}",
+        bot.log()
+    );
+    bot.discord.dm(BOB, "can we talk now?");
+    assert!(
+        bot.discord
+            .wait_until(15, |w| w.sent_in(DM_CHANNEL).len() >= 2),
+        "not answered after approval:\n{}",
+        bot.log()
+    );
+    assert_eq!(texts()[1], "Hi Bob.");
+    assert_eq!(
+        bot.model.requests().len(),
+        1,
+        "only the approved message reached the model"
+    );
+}
