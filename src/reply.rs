@@ -718,7 +718,7 @@ impl ReplyHandler {
                 // Fail closed: an explanation that cannot be counted is not given.
                 Err(e) => {
                     entry.reason.push_str(&format!(
-                        "; store read failed: when they were last told: {e}; keeping quiet"
+                        "; store write failed: when they were last told: {e}; keeping quiet"
                     ));
                     Outcome::Done
                 }
@@ -737,6 +737,9 @@ impl ReplyHandler {
                         Outcome::Done
                     }
                     Err(e) => {
+                        entry
+                            .reason
+                            .push_str(&format!("; telling them failed: {e}"));
                         Outcome::Failed(format!("could not say why the bot does not answer: {e}"))
                     }
                 },

@@ -3,7 +3,8 @@
 //! Every front end (Discord, console, voice) hands its percepts to
 //! [`Senses::perceive`], which applies visibility (blocked users and
 //! channels are never stored or seen; a direct message `discord.dms` does
-//! not let in is not stored, only handed on to be told why), writes the percept to the store in one
+//! not let in is not stored, only handed on to be told why), writes the
+//! percept to the store in one
 //! transaction (that is the acknowledgement: once `perceive` returns, the
 //! message survives a crash), and submits what deserves a decision to
 //! attention. A message redelivered after a reconnect is already stored and
