@@ -156,4 +156,32 @@ mod tests {
         assert!(store.is_paired(UserId(5)).unwrap());
         assert_eq!(store.pairing_code_of(UserId(5)).unwrap(), None, "used up");
     }
+
+    #[test]
+    fn forget_me_takes_a_pending_code_and_keeps_an_approval() {
+        let store = Store::open_in_memory().unwrap();
+        let t0 = DateTime::from_timestamp(1_750_000_000, 0).unwrap();
+        let code = PairingCode {
+            code: "CCCCCC".into(),
+            user: UserId(6),
+            user_name: "gus".into(),
+            created_at: t0,
+            expires_at: t0 + chrono::Duration::hours(1),
+        };
+        store.save_pairing_code(&code).unwrap();
+        store.claim_access_notice(UserId(6), t0).unwrap();
+        store
+            .save_pairing_code(&PairingCode {
+                code: "DDDDDD".into(),
+                user: UserId(7),
+                ..code
+            })
+            .unwrap();
+        store.approve_pairing("DDDDDD", UserId(1), t0).unwrap();
+        store.forget_person(UserId(6), true, t0).unwrap();
+        store.forget_person(UserId(7), true, t0).unwrap();
+        assert_eq!(store.pairing_code_of(UserId(6)).unwrap(), None);
+        assert_eq!(store.access_notice_at(UserId(6)).unwrap(), None);
+        assert!(store.is_paired(UserId(7)).unwrap());
+    }
 }
