@@ -1540,6 +1540,23 @@ mod tests {
     }
 
     #[test]
+    fn the_dm_policy_and_pairing_codes_are_checked() {
+        assert_eq!(
+            problems(json!({"discord": {"pairingCodeMinutes": 0}})),
+            ["discord.pairingCodeMinutes: must be between 1 and 10080, got 0"]
+        );
+        assert_eq!(
+            problems(json!({"discord": {"dms": "friends"}})).len(),
+            1,
+            "an unknown policy is a problem"
+        );
+        assert_eq!(
+            problems(json!({"discord": {"dms": "pairing", "dmAllowlist": ["12"]}})),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
     fn defaults_are_valid() {
         assert_eq!(problems(defaults_tree()), Vec::<String>::new());
         assert_eq!(problems(json!({})), Vec::<String>::new());
