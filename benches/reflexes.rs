@@ -96,6 +96,7 @@ fn item(text: &str) -> Attended {
         addressed: Addressed::Mention,
         guild_name: None,
         channel_name: None,
+        author_roles: None,
     }));
     Attended {
         seq: 1,

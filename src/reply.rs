@@ -21,6 +21,11 @@
 //! refused last send). Someone who addressed the bot then gets a 💤
 //! reaction instead of an answer; an unprompted attempt just stops.
 //!
+//! Who may talk to it is asked first (`permissions::refusal`: the author's
+//! roles in a server, `discord.dms` in a direct message): someone refused
+//! gets no model call, a gate line in the journal, and — if they addressed
+//! the bot — one short sentence saying why, at most once a day.
+//!
 //! Courtesy is asked before the model too (`courtesy`): no chime-in during
 //! quiet hours, in a hushed channel, or after the message of someone who
 //! asked not to be answered unprompted; and, only if
@@ -56,12 +61,14 @@ use crate::journal::{Entry, Journal, Kind};
 use crate::memory::Memory;
 use crate::memory::search::Reader;
 use crate::memory::tools::memory_search;
+use crate::permissions::Refused;
 use crate::reflexes::Reflexes;
 use crate::senses::attachments::{self, Reading, Shown};
 use crate::settings::{Secrets, SettingsService};
 use crate::speech::Speech;
 use crate::speech::stream::Streamed;
 use crate::store::Store;
+use crate::store::pairing::PairingCode;
 
 /// What a reply turn offers beyond memory: the journal ("why did you do
 /// that?"), tasks (a promise becomes one), and — for people trusted with it
@@ -649,6 +656,99 @@ impl ReplyHandler {
         Outcome::Done
     }
 
+    /// What a refused person is told: the refusal's sentence, or under
+    /// `discord.dms` `pairing` a new code and how to have it approved (the
+    /// sentence alone if the code cannot be kept: the entry says why).
+    fn explanation(&self, m: &MessagePercept, r: &Refused, entry: &mut Entry) -> String {
+        if !r.may_pair {
+            return r.tell.to_string();
+        }
+        let now = self.clock.now();
+        let minutes = self.settings.global().discord.pairing_code_minutes;
+        let code = PairingCode {
+            code: crate::permissions::new_pairing_code(),
+            user: m.message.author_id,
+            user_name: m.message.author_name.clone(),
+            created_at: now,
+            expires_at: now + chrono::Duration::minutes(i64::from(minutes)),
+        };
+        match self.store.save_pairing_code(&code) {
+            Ok(()) => {
+                entry.reason.push_str("; gave them a pairing code");
+                format!(
+                    "I don't know you yet. Your pairing code is {c}; it is good for {minutes} minutes. \
+                     Ask my owner to approve it with `/ambient pair {c}`, then write again.",
+                    c = code.code
+                )
+            }
+            Err(e) => {
+                entry
+                    .reason
+                    .push_str(&format!("; could not keep a pairing code: {e}"));
+                r.tell.to_string()
+            }
+        }
+    }
+
+    /// The author may not talk to the bot here (`permissions::refusal`):
+    /// no model is asked; the gate is journaled, and someone who addressed
+    /// the bot is told why at most once a day (the store keeps when).
+    async fn refused(&self, m: &MessagePercept, r: &Refused, unprompted: bool) -> Outcome {
+        let place = m.place();
+        let author = m.message.author_id;
+        let mut entry = Entry::new(
+            Kind::Gate,
+            format!(
+                "did not answer {}: the {} gate",
+                m.message.author_name, r.gate
+            ),
+        )
+        .place(place.guild, Some(place.channel))
+        .message(m.message.id)
+        .reason(r.reason.clone())
+        .data(serde_json::json!({ "gate": r.gate, "user": author.to_string() }));
+        let outcome = if unprompted {
+            Outcome::Done
+        } else {
+            match self.store.claim_access_notice(author, self.clock.now()) {
+                Ok(false) => {
+                    entry.reason.push_str("; already told today");
+                    Outcome::Done
+                }
+                // Fail closed: an explanation that cannot be counted is not given.
+                Err(e) => {
+                    entry.reason.push_str(&format!(
+                        "; store write failed: when they were last told: {e}; keeping quiet"
+                    ));
+                    Outcome::Done
+                }
+                Ok(true) => match self
+                    .speech
+                    .say(
+                        place,
+                        &self.explanation(m, r, &mut entry),
+                        m.reply_target(),
+                        &format!("refused-{}", m.message.id),
+                    )
+                    .await
+                {
+                    Ok(_) => {
+                        entry.reason.push_str("; told them why");
+                        Outcome::Done
+                    }
+                    Err(e) => {
+                        entry
+                            .reason
+                            .push_str(&format!("; telling them failed: {e}"));
+                        Outcome::Failed(format!("could not say why the bot does not answer: {e}"))
+                    }
+                },
+            }
+        };
+        self.executive.journal().record(entry);
+        outcome
+    }
+
     fn lock_considered(&self) -> std::sync::MutexGuard<'_, HashMap<ChannelId, DateTime<Utc>>> {
         self.considered.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -771,6 +871,9 @@ impl Handler for ReplyHandler {
         }
         let place = m.place();
         let settings = self.settings.for_guild(place.guild);
+        if let Some(refused) = crate::permissions::refusal(&settings, &self.store, m) {
+            return self.refused(m, &refused, unprompted).await;
+        }
         let now = self.clock.now();
         if unprompted {
             if let Err(r) = crate::courtesy::unprompted_to(

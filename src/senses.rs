@@ -2,7 +2,9 @@
 //!
 //! Every front end (Discord, console, voice) hands its percepts to
 //! [`Senses::perceive`], which applies visibility (blocked users and
-//! channels are never stored or seen), writes the percept to the store in one
+//! channels are never stored or seen; a direct message `discord.dms` does
+//! not let in is not stored, only handed on to be told why), writes the
+//! percept to the store in one
 //! transaction (that is the acknowledgement: once `perceive` returns, the
 //! message survives a crash), and submits what deserves a decision to
 //! attention. A message redelivered after a reconnect is already stored and
@@ -43,6 +45,10 @@ pub enum Perceived {
     Invisible(&'static str),
     /// Stored; `queued` says whether attention got it.
     Stored { new: bool, queued: bool },
+    /// A direct message from someone `discord.dms` does not let in: not
+    /// stored, but handed to attention so they can be told why (the answer
+    /// asks `permissions::refusal` again and calls no model).
+    Refused(&'static str),
 }
 
 #[derive(Clone)]
@@ -110,6 +116,14 @@ impl Senses {
             ));
         }
 
+        if let Percept::Message(m) = &percept
+            && m.place().is_dm()
+            && !m.message.is_self
+            && let Some(refused) = permissions::refusal(&settings, &self.store, m)
+        {
+            self.spine.submit(Input::Percept(percept));
+            return Ok(Perceived::Refused(refused.gate));
+        }
         let from_me = percept.author_id() == Some(self.me);
         let (new, worth_deciding) = match &percept {
             Percept::Message(m) => {

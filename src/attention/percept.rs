@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::ids::{ChannelId, GuildId, MessageId, UserId};
+use crate::ids::{ChannelId, GuildId, MessageId, RoleId, UserId};
 use crate::store::Store;
 use crate::store::messages::{Source, StoredMessage};
 
@@ -170,6 +170,10 @@ pub struct MessagePercept {
     pub addressed: Addressed,
     pub guild_name: Option<String>,
     pub channel_name: Option<String>,
+    /// The author's roles in the server, as the message carried them (Discord's
+    /// `member.roles`); `None` where they are not known: a direct message, a voice
+    /// line, the console, a replay. `permissions.roles` decides on them.
+    pub author_roles: Option<Vec<RoleId>>,
 }
 
 impl MessagePercept {

@@ -172,6 +172,7 @@ mod tests {
             addressed: Addressed::No,
             guild_name: None,
             channel_name: None,
+            author_roles: None,
         }));
         let s = score(
             &input,

@@ -2,6 +2,7 @@
 //! console), as front-end-neutral functions that return the text to show.
 //! The Discord and console layers only parse arguments and display results.
 
+pub mod access;
 pub mod courtesy;
 pub(crate) mod discovery;
 pub mod feeds;

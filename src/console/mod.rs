@@ -350,12 +350,15 @@ impl Session {
             addressed,
             guild_name: Some(GUILD_NAME.into()),
             channel_name: Some(self.channel.clone()),
+            author_roles: None,
         });
         // Held from before the bot is handed the line until it is
         // acknowledged: nothing the bot says about it can come first.
         let mut lines = self.out.lines();
         match self.app.senses.perceive(percept)? {
             Perceived::Invisible(why) => lines.notice(&format!("the bot cannot see that: {why}")),
+            // Only direct messages are refused here, and the console has none.
+            Perceived::Refused(gate) => lines.notice(&format!("refused at the {gate} gate")),
             // The id is how a person asks about the line later (`/ambient why ID`).
             Perceived::Stored { .. } => lines.emit(
                 &format!("· stored as message {id}"),

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use serenity::all::Message;
 
 use crate::attention::{Addressed, MessagePercept, addressed_by_name, readable_mentions};
-use crate::ids::{ChannelId, GuildId, MessageId, UserId};
+use crate::ids::{ChannelId, GuildId, MessageId, RoleId, UserId};
 use crate::store::Store;
 use crate::store::messages::{Attachment, Source, StoredMessage};
 
@@ -110,5 +110,14 @@ pub fn percept(
         addressed: addressed(m, me, bot_name, store),
         guild_name,
         channel_name,
+        author_roles: author_roles(m),
     }
+}
+
+/// The author's roles as MESSAGE_CREATE's `member` carries them; `None` in a
+/// direct message or when Discord sent no member (a webhook).
+fn author_roles(m: &Message) -> Option<Vec<RoleId>> {
+    m.guild_id?;
+    let member = m.member.as_ref()?;
+    Some(member.roles.iter().map(|r| RoleId(r.get())).collect())
 }

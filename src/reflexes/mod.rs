@@ -1067,6 +1067,17 @@ impl ReflexHandler {
     }
 }
 
+impl ReflexHandler {
+    /// Why the author of a message may not talk to the bot (`permissions::refusal`), if so.
+    fn refused(&self, item: &Attended) -> Option<crate::permissions::Refused> {
+        let Input::Percept(Percept::Message(m)) = &item.input else {
+            return None;
+        };
+        let settings = self.reflexes.services.settings.for_guild(m.message.guild);
+        crate::permissions::refusal(&settings, &self.reflexes.services.store, m)
+    }
+}
+
 #[async_trait]
 impl Handler for ReflexHandler {
     fn name(&self) -> String {
@@ -1096,7 +1107,18 @@ impl Handler for ReflexHandler {
         };
         let mut notes = Vec::new();
         let closed = self.undeliverable(&firing);
+        let refused = self.refused(item);
         for c in &found {
+            // Someone who may not talk to the bot pays no model through a
+            // reflex; in a direct message they get nothing from one at all:
+            // the answer tells them why.
+            if let Some(r) = refused
+                .as_ref()
+                .filter(|_| c.reflex.level >= 2 || firing.guild.is_none())
+            {
+                notes.push(format!("{} not run: {}", c.reflex.name, r.reason));
+                continue;
+            }
             let unasked = pipeline::unprompted_refusal(&self.reflexes.services, &c.reflex, &firing);
             if let Some(why) = unasked {
                 notes.push(format!("{} not run: {why}", c.reflex.name));

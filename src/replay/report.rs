@@ -379,6 +379,9 @@ fn gate_counts(sim: &Simulation, roles: &[RoleRow]) -> anyhow::Result<BTreeMap<S
     let refused = roles.iter().map(|r| r.refused).sum::<u64>();
     *gates.entry("budget".into()).or_default() += refused;
     *gates.entry("hourly_cap".into()).or_default() += unanswered_at_hourly_cap(sim)?;
+    for gate in refused_people(sim)? {
+        *gates.entry(gate).or_default() += 1;
+    }
     Ok(gates)
 }
 
@@ -568,6 +571,21 @@ fn consecutive_unanswered(sim: &Simulation) -> anyhow::Result<u64> {
 
 /// Messages that addressed the bot where the hourly cap left no room: the
 /// reply handler declines them before any model call and journals why.
+/// The gate of each message not answered because of who sent it
+/// (`permissions::refusal`: `roles`, `dms`); the initiative's gates are
+/// counted by the simulation itself.
+fn refused_people(sim: &Simulation) -> anyhow::Result<Vec<String>> {
+    let entries = sim.app.journal.query(&crate::journal::Filter {
+        kinds: vec![crate::journal::Kind::Gate],
+        text: Some("did not answer".into()),
+        ..Default::default()
+    })?;
+    Ok(entries
+        .iter()
+        .filter_map(|e| e.data.get("gate")?.as_str().map(str::to_string))
+        .collect())
+}
+
 fn unanswered_at_hourly_cap(sim: &Simulation) -> anyhow::Result<u64> {
     let entries = sim.app.journal.query(&crate::journal::Filter {
         kinds: vec![crate::journal::Kind::Reply],

@@ -684,6 +684,7 @@ impl Simulation {
             addressed,
             guild_name: Some(m.guild.name.clone()),
             channel_name: Some(m.channel.name.clone()),
+            author_roles: None,
         })
     }
 }

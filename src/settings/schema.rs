@@ -97,8 +97,15 @@ pub struct DiscordSettings {
     pub dev_guild_id: Option<GuildId>,
     /// Users who may run operator-level commands everywhere.
     pub owner_user_ids: Vec<UserId>,
-    /// Whether the bot answers direct messages.
-    pub allow_dms: bool,
+    /// The older switch for direct messages: `true` is `discord.dms` `open`, `false` is `off`
+    /// and wins over `discord.dms` (see [`DiscordSettings::dm_policy`]). Unset: `discord.dms` alone.
+    pub allow_dms: Option<bool>,
+    /// Who may talk to the bot in direct messages: `off`, `open`, `allowlist` or `pairing`.
+    pub dms: DmPolicy,
+    /// With `discord.dms` `allowlist`: the people whose direct messages are answered.
+    pub dm_allowlist: Vec<UserId>,
+    /// With `discord.dms` `pairing`: how long a pairing code may be approved.
+    pub pairing_code_minutes: u32,
     /// Ask for the privileged Server Members intent (switch it on in the developer
     /// portal too), so `member_join` reflexes see people arrive.
     pub members_intent: bool,
@@ -135,7 +142,10 @@ impl Default for DiscordSettings {
             rest_proxy_handles_rate_limits: false,
             dev_guild_id: None,
             owner_user_ids: Vec::new(),
-            allow_dms: true,
+            allow_dms: None,
+            dms: DmPolicy::Open,
+            dm_allowlist: Vec::new(),
+            pairing_code_minutes: 60,
             members_intent: false,
             backfill_messages: 100,
             backfill_hours: 6,
@@ -146,6 +156,33 @@ impl Default for DiscordSettings {
             attachments: AttachmentSettings::default(),
             shards: String::new(),
             total_shards: 0,
+        }
+    }
+}
+
+/// Who may talk to the bot in direct messages (`discord.dms`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DmPolicy {
+    /// Nobody but `discord.ownerUserIds`.
+    Off,
+    /// Everyone the bot can see.
+    #[default]
+    Open,
+    /// `discord.dmAllowlist` and `discord.ownerUserIds`.
+    Allowlist,
+    /// Anyone an owner approved with `/ambient pair CODE`; an unknown person is
+    /// given a code (`discord.pairingCodeMinutes`).
+    Pairing,
+}
+
+impl DiscordSettings {
+    /// The policy in force: `discord.allowDms` `false` (the older switch) turns direct
+    /// messages off whatever `discord.dms` says, so an old file keeps meaning what it said.
+    pub fn dm_policy(&self) -> DmPolicy {
+        match self.allow_dms {
+            Some(false) => DmPolicy::Off,
+            _ => self.dms,
         }
     }
 }
@@ -650,6 +687,18 @@ impl Default for BudgetSettings {
 #[serde(rename_all = "camelCase", default)]
 pub struct PermissionsSettings {
     pub replies: ReplyPermissions,
+    pub roles: RolePermissions,
+}
+
+/// Who may talk to the bot in a server, by role: applied before any model call
+/// (`permissions::refusal`). `discord.ownerUserIds` always pass.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RolePermissions {
+    /// If non-empty, only people with one of these roles are answered.
+    pub allowed: Vec<RoleId>,
+    /// People with one of these roles are not answered, whatever other role they have.
+    pub blocked: Vec<RoleId>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -460,6 +460,20 @@ pub fn warnings(s: &Settings) -> Vec<Problem> {
              set discord.apiBaseUrl to the proxy",
         ));
     }
+    if let Some(allow) = s.discord.allow_dms {
+        out.push(Problem::new(
+            "discord.allowDms",
+            format!(
+                "is the older switch for direct messages and {}; remove it and set \
+                 discord.dms (off, open, allowlist or pairing) instead",
+                if allow {
+                    "true changes nothing (discord.dms decides)"
+                } else {
+                    "false turns them off whatever discord.dms says"
+                }
+            ),
+        ));
+    }
     out
 }
 
@@ -503,6 +517,12 @@ fn bot_discord_storage(p: &mut Rules, s: &Settings) {
         100,
     );
     p.range("discord.backfillHours", s.discord.backfill_hours, 1, 168);
+    p.range(
+        "discord.pairingCodeMinutes",
+        s.discord.pairing_code_minutes,
+        1,
+        7 * 24 * 60,
+    );
     p.range(
         "discord.answerMissedWithinMinutes",
         s.discord.answer_missed_within_minutes,
@@ -1438,6 +1458,24 @@ mod tests {
         }}}));
         assert!(warnings(&on).is_empty());
         assert!(warnings(&Settings::default()).is_empty());
+        let mut old = Settings::default();
+        old.discord.allow_dms = Some(false);
+        let w: Vec<String> = warnings(&old).iter().map(|p| p.to_string()).collect();
+        assert_eq!(
+            w,
+            [
+                "discord.allowDms: is the older switch for direct messages and false turns them \
+              off whatever discord.dms says; remove it and set discord.dms (off, open, \
+              allowlist or pairing) instead"
+            ]
+        );
+        assert_eq!(old.discord.dm_policy(), crate::settings::DmPolicy::Off);
+        old.discord.allow_dms = Some(true);
+        old.discord.dms = crate::settings::DmPolicy::Allowlist;
+        assert_eq!(
+            old.discord.dm_policy(),
+            crate::settings::DmPolicy::Allowlist
+        );
     }
 
     #[test]
@@ -1498,6 +1536,23 @@ mod tests {
                 "discord.attachments.maxImages: must be between 0 and 20, got 50",
                 "discord.attachments.maxImageSide: must be between 64 and 8000, got 10",
             ]
+        );
+    }
+
+    #[test]
+    fn the_dm_policy_and_pairing_codes_are_checked() {
+        assert_eq!(
+            problems(json!({"discord": {"pairingCodeMinutes": 0}})),
+            ["discord.pairingCodeMinutes: must be between 1 and 10080, got 0"]
+        );
+        assert_eq!(
+            problems(json!({"discord": {"dms": "friends"}})).len(),
+            1,
+            "an unknown policy is a problem"
+        );
+        assert_eq!(
+            problems(json!({"discord": {"dms": "pairing", "dmAllowlist": ["12"]}})),
+            Vec::<String>::new()
         );
     }
 

@@ -222,9 +222,26 @@ pub(super) fn erase(tx: &Transaction<'_>, e: &Erasure, until: Option<i64>) -> Re
     let mut quotes = forget_facts(tx, e.user, e.messages, until, &mut out)?;
     if e.messages {
         quotes.extend(forget_messages(tx, e.user, e.at, until, &mut out)?);
+        forget_access(tx, e.user, until)?;
     }
     out.redacted += redact_quotes(tx, &quotes)?;
     Ok(out)
+}
+
+/// A pairing code names its holder, and when they were refused is about
+/// them: both go with their words. An owner's approval stays — forget-me
+/// is not a way to be let in or out.
+fn forget_access(tx: &Transaction<'_>, user: UserId, until: Option<i64>) -> Result<()> {
+    let until = until.unwrap_or(i64::MAX);
+    tx.execute(
+        "DELETE FROM dm_pairing_codes WHERE user_id = ?1 AND created_at <= ?2",
+        params![user.to_sql(), until],
+    )?;
+    tx.execute(
+        "DELETE FROM access_notices WHERE user_id = ?1 AND told_at <= ?2",
+        params![user.to_sql(), until],
+    )?;
+    Ok(())
 }
 
 /// Rewrites the full-text index without the deleted facts' words: the old

@@ -657,6 +657,34 @@ pub const MIGRATIONS: &[Migration] = &[
                 WHERE state = 'sent';
         "#,
     },
+    Migration {
+        version: 24,
+        name: "who was told they may not talk to the bot, and when: once a day per person",
+        sql: r#"
+            CREATE TABLE access_notices (
+                user_id INTEGER PRIMARY KEY,
+                told_at INTEGER NOT NULL      -- Unix ms: the last explanation
+            );
+        "#,
+    },
+    Migration {
+        version: 25,
+        name: "direct-message pairing: the codes handed out, and the people an owner approved",
+        sql: r#"
+            CREATE TABLE dm_pairing_codes (
+                code       TEXT    PRIMARY KEY,       -- 6 characters, no look-alikes
+                user_id    INTEGER NOT NULL UNIQUE,   -- one code per person at a time
+                user_name  TEXT    NOT NULL,
+                created_at INTEGER NOT NULL,
+                expires_at INTEGER NOT NULL
+            );
+            CREATE TABLE dm_paired (
+                user_id     INTEGER PRIMARY KEY,
+                approved_by INTEGER NOT NULL,
+                approved_at INTEGER NOT NULL
+            );
+        "#,
+    },
 ];
 
 pub fn latest() -> u32 {

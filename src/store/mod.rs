@@ -13,6 +13,7 @@
 //! Each table family has its own module with `impl Store` methods, so a
 //! caller writes `store.insert_message(..)` and never sees SQL.
 
+pub mod access;
 pub mod backup;
 pub mod boundaries;
 pub(crate) mod channels;
@@ -33,6 +34,7 @@ pub(crate) mod lock;
 pub mod memory;
 pub mod messages;
 pub mod migrations;
+pub mod pairing;
 pub mod partition;
 pub mod people;
 pub mod retention;

@@ -227,6 +227,18 @@ const LINKS_EITHER: &str = "a IN (SELECT id FROM facts WHERE guild_id = ?1) \
 /// Tables that hold no guild's rows, and why; everything else is in [`TABLES`].
 pub const NOT_PER_GUILD: &[(&str, &str)] = &[
     (
+        "dm_pairing_codes",
+        "codes handed out in direct messages, which belong to no server",
+    ),
+    (
+        "dm_paired",
+        "people an owner let talk to the bot in direct messages, which belong to no server",
+    ),
+    (
+        "access_notices",
+        "when a person was last told they may not talk to the bot: once a day wherever they ask",
+    ),
+    (
         "erasures",
         "a person's forget-me holds on every server; an import applies them all to what it brings in",
     ),

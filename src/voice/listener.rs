@@ -404,6 +404,7 @@ impl Listener {
             addressed,
             guild_name: None,
             channel_name: None,
+            author_roles: None,
         });
         if let Err(e) = self.s.senses.perceive(percept) {
             tracing::error!(error = %e, "could not store a voice line");

@@ -4,6 +4,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod access;
 mod attachments;
 mod backup;
 mod bounds;

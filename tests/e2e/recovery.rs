@@ -119,6 +119,7 @@ async fn the_bots_message_left_unconfirmed_by_a_crash_is_stored_once() {
             addressed: Addressed::No,
             guild_name: None,
             channel_name: None,
+            author_roles: None,
         }))
         .unwrap();
 

@@ -192,3 +192,31 @@ async fn the_report_gives_per_active_day_figures_likely_and_worst_cost_and_the_b
         assert!(!json[key].is_null(), "{key} in the JSON");
     }
 }
+
+/// People refused by `permissions.roles` are counted as the `roles` gate. An
+/// export carries no roles, so with any named, nobody who addresses the bot
+/// is answered — the report says how often.
+#[tokio::test]
+async fn the_report_counts_people_the_roles_gate_refused() {
+    let open = replayed(
+        no_ollama(),
+        Secrets::default(),
+        Models::Offline { post_rate: 0.0 },
+    )
+    .await
+    .report;
+    assert_eq!(open.gates.get("roles"), None, "{:?}", open.gates);
+    let mut members_only = no_ollama();
+    members_only.permissions.roles.allowed = vec![ambient::ids::RoleId(7001)];
+    let r = replayed(
+        members_only,
+        Secrets::default(),
+        Models::Offline { post_rate: 0.0 },
+    )
+    .await
+    .report;
+    let refused = r.gates.get("roles").copied().unwrap_or(0);
+    assert!(refused > 0, "{:?}", r.gates);
+    let text = ambient::replay::text::report(&r);
+    assert!(text.contains("roles"), "{text}");
+}

@@ -74,6 +74,7 @@ fn message(channel: u64, text: &str, clock: &ManualClock, id: u64) -> Input {
         addressed: Addressed::No,
         guild_name: None,
         channel_name: None,
+        author_roles: None,
     }))
 }
 

@@ -245,6 +245,9 @@ const READERS: &[(&str, Reader)] = &[
     ("shard_plan", read_shard_plan),
     ("people_cursor", read_people_cursor),
     ("departed_guilds", read_departures),
+    ("access_notices", read_access_notices),
+    ("feed_subscriptions", read_feed_subscriptions),
+    ("feed_deliveries", read_feed_deliveries),
 ];
 
 /// Tables whose rows no read of the store returns one by one; their rows are
@@ -458,6 +461,20 @@ fn literal(
     }
 }
 
+/// How many foreign-key hops lead up from `table` to a table with none.
+fn fk_depth(conn: &Connection, table: &str, hops: usize) -> usize {
+    // A cycle (a self-reference) would never end; no schema here is that deep.
+    if hops > 8 {
+        return hops;
+    }
+    foreign_keys(conn, table)
+        .values()
+        .filter(|(parent, _)| parent != table)
+        .map(|(parent, _)| 1 + fk_depth(conn, parent, hops + 1))
+        .max()
+        .unwrap_or(0)
+}
+
 /// Fills every table of the database at its version `v`: the realistic rows
 /// first, then rows made from each table's columns, parents before children.
 fn fill(conn: &Connection, v: u32) {
@@ -470,8 +487,9 @@ fn fill(conn: &Connection, v: u32) {
         }
     }
     let mut order: Vec<&(String, String)> = tables.iter().collect();
-    // A table whose foreign keys name another goes after it.
-    order.sort_by_key(|(name, _)| !foreign_keys(conn, name).is_empty());
+    // A table whose foreign keys name another goes after it, and after
+    // that table's own parents (a delivery → its subscription → its source).
+    order.sort_by_key(|(name, _)| fk_depth(conn, name, 0));
     for (salt, (table, create)) in order.into_iter().enumerate() {
         let cols = columns(conn, table);
         let fks = foreign_keys(conn, table);
@@ -1401,6 +1419,36 @@ fn read_hushes(store: &Store, t: &Table) -> Vec<String> {
             .find(|h| h.channel.map_or(0, |c| c.to_sql()) == r.int("channel_id"))
             .ok_or("none")?;
         same("by", h.by_name.clone(), r.text("by_name"))
+    })
+}
+
+fn read_access_notices(store: &Store, t: &Table) -> Vec<String> {
+    each_row(t, |r| {
+        let at = store
+            .access_notice_at(UserId::from_sql(r.int("user_id")))
+            .map_err(|e| e.to_string())?
+            .ok_or("none")?;
+        same("told_at", at.timestamp_millis(), r.int("told_at"))
+    })
+}
+
+fn read_feed_subscriptions(store: &Store, t: &Table) -> Vec<String> {
+    each_row(t, |r| {
+        let sub = store
+            .feed_subscription(GuildId::from_sql(r.int("guild_id")), r.int("id"))
+            .map_err(|e| e.to_string())?
+            .ok_or("none")?;
+        same("template", sub.made.template, r.text("template"))
+    })
+}
+
+fn read_feed_deliveries(store: &Store, t: &Table) -> Vec<String> {
+    each_row(t, |r| {
+        let key = r.text("item_key");
+        let known = store
+            .known_feed_items(r.int("subscription_id"), std::slice::from_ref(&key))
+            .map_err(|e| e.to_string())?;
+        same("item_key", known, vec![key])
     })
 }
 

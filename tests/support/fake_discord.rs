@@ -241,6 +241,9 @@ pub struct World {
     pub shaped: bool,
     /// The last message a person said in each channel (a shaped reply's target).
     last_said: HashMap<u64, u64>,
+    /// Each person's role ids in the test guild, sent in their messages'
+    /// `member.roles` (none unless set here).
+    pub member_roles: HashMap<u64, Vec<u64>>,
     /// The test guild also has the forum, #releases and #announcements
     /// (see [`FakeDiscord::add_feed_channels`]), the forum with these `flags`.
     pub feed_channels: bool,
@@ -1268,6 +1271,9 @@ impl FakeDiscord {
                     None => w.last_said.get(&channel).and_then(|p| w.messages.get(p)).cloned(),
                 };
                 m = super::discord_shapes::message(m, person, id, replied, &self.url);
+            }
+            if let Some(roles) = w.member_roles.get(&person.id) {
+                m["member"]["roles"] = json!(roles.iter().map(u64::to_string).collect::<Vec<_>>());
             }
             w.last_said.insert(channel, id);
             if w.saves_late {

@@ -503,6 +503,20 @@ impl World {
         content: &str,
         addressed: Addressed,
     ) -> MessageId {
+        self.message_with_roles(channel, author, content, addressed, None)
+            .await
+    }
+
+    /// Like [`World::message`], from someone with `roles` in the server (as
+    /// Discord's MESSAGE_CREATE carries them in `member.roles`).
+    pub async fn message_with_roles(
+        &self,
+        channel: ChannelId,
+        author: &str,
+        content: &str,
+        addressed: Addressed,
+        roles: Option<Vec<ambient::ids::RoleId>>,
+    ) -> MessageId {
         let id = MessageId(next_snowflake(self.clock.now()));
         let guild = match channel {
             B_GENERAL => Some(GUILD_B),
@@ -522,6 +536,7 @@ impl World {
             addressed,
             guild_name: None,
             channel_name: None,
+            author_roles: roles,
         });
         self.app.senses.perceive(percept).unwrap();
         self.app.spine.drain().await;

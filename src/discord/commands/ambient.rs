@@ -1,5 +1,5 @@
-//! `/ambient status`, `/ambient why`, `/ambient garden`, and courtesy:
-//! `/ambient hush`, `/ambient unhush`, `/ambient me`.
+//! `/ambient status`, `/ambient why`, `/ambient garden`, courtesy:
+//! `/ambient hush`, `/ambient unhush`, `/ambient me`, and `/ambient pair`.
 
 use serenity::all::CreateAllowedMentions;
 
@@ -10,7 +10,7 @@ use crate::ids::ChannelId;
 /// What the bot is up to here
 #[poise::command(
     slash_command,
-    subcommands("status", "why", "garden", "hush", "unhush", "me"),
+    subcommands("status", "why", "garden", "hush", "unhush", "me", "pair"),
     subcommand_required,
     guild_only
 )]
@@ -97,6 +97,16 @@ async fn me(
         state.as_deref().unwrap_or(""),
     );
     say(ctx, text).await
+}
+
+/// Let someone talk to the bot in direct messages: the code it gave them (owners only)
+#[poise::command(slash_command, ephemeral)]
+async fn pair(
+    ctx: Context<'_>,
+    #[description = "The pairing code the bot gave them, like K7QX2M"] code: String,
+) -> Result<(), Error> {
+    let who = asker(&ctx).await;
+    say(ctx, commands::access::pair(&ctx.data().app, &who, &code)).await
 }
 
 /// Tend this server's memory now (still within the budget)
