@@ -342,10 +342,10 @@ impl Discovery {
         let now = self.clock.now();
         let fresh_since = now - chrono::Duration::hours(i64::from(d.freshness_hours));
         let parsed = items.len();
-        let watched = self.watcher.get().map(|w| (w, items.clone()));
         let mut fresh: Vec<Item> = items
-            .into_iter()
+            .iter()
             .filter(|i| i.published.is_none_or(|p| p >= fresh_since))
+            .cloned()
             .collect();
         let stale = parsed - fresh.len();
         fresh.sort_by_key(|i| std::cmp::Reverse(i.published));
@@ -357,8 +357,8 @@ impl Discovery {
             .insert_feed_items(id, &keyed, now, dedupe_since)?;
         // Told after the items are stored, so a delivery can find its item
         // among them (and the initiative then never shares it again).
-        if let Some((w, all)) = watched {
-            w.fetched(id, spec, Fetched::Items(&all));
+        if let Some(w) = self.watcher.get() {
+            w.fetched(id, spec, Fetched::Items(&items));
         }
         Ok((
             FetchReport {

@@ -59,17 +59,13 @@ impl Kept {
     }
 }
 
-/// One subscription's view of a fetch: what to note of each item.
+/// A fetch's items keyed as `look` knows them ([`Dedupe::key`]), each key
+/// once (a feed listing an item twice), oldest first: undated items keep
+/// the feed's order after the dated ones (feeds list newest first, so
+/// reversed). The keys are what the store is asked about before [`plan`].
 ///
-/// `primed` says whether the subscription has met the feed before;
-/// `known` says whether it has met an item's key.
-pub fn plan(
-    look: &Look,
-    primed: bool,
-    backfill: usize,
-    items: &[Item],
-    known: impl Fn(&str) -> bool,
-) -> Vec<MetItem> {
+/// [`Dedupe::key`]: super::subscription::Dedupe::key
+pub fn keyed<'a>(look: &Look, items: &'a [Item]) -> Vec<(String, &'a Item)> {
     let mut keyed: Vec<(String, &Item)> = Vec::new();
     for item in items {
         let key = look.dedupe.key(Some(&item.guid), &item.url, &item.title);
@@ -77,10 +73,22 @@ pub fn plan(
             keyed.push((key, item));
         }
     }
-    // Oldest first; undated items keep the feed's order after the dated ones
-    // (feeds list newest first, so reversed).
     keyed.reverse();
     keyed.sort_by_key(|(_, i)| (i.published.is_none(), i.published));
+    keyed
+}
+
+/// One subscription's view of a fetch ([`keyed`]): what to note of each item.
+///
+/// `primed` says whether the subscription has met the feed before;
+/// `known` says whether it has met an item's key.
+pub fn plan(
+    look: &Look,
+    primed: bool,
+    backfill: usize,
+    keyed: Vec<(String, &Item)>,
+    known: impl Fn(&str) -> bool,
+) -> Vec<MetItem> {
     // On the first fetch, the items from here on are the newest `backfill`.
     let backfilled_from = keyed.len().saturating_sub(backfill);
     keyed
@@ -126,6 +134,17 @@ mod tests {
         Look::parse("{title}", filters, false, Dedupe::Guid, &[]).unwrap()
     }
 
+    fn planned(
+        filters: &str,
+        primed: bool,
+        backfill: usize,
+        items: &[Item],
+        known: impl Fn(&str) -> bool,
+    ) -> Vec<MetItem> {
+        let look = look(filters);
+        plan(&look, primed, backfill, keyed(&look, items), known)
+    }
+
     fn states(plan: &[MetItem]) -> Vec<(&str, &str)> {
         plan.iter().map(|m| (m.key.as_str(), m.state)).collect()
     }
@@ -133,7 +152,7 @@ mod tests {
     #[test]
     fn adding_a_feed_delivers_nothing_old() {
         let items = [item("c", 3), item("b", 2), item("a", 1)];
-        let p = plan(&look(""), false, 0, &items, |_| false);
+        let p = planned("", false, 0, &items, |_| false);
         assert_eq!(
             states(&p),
             [("g:a", "seen"), ("g:b", "seen"), ("g:c", "seen")]
@@ -144,7 +163,7 @@ mod tests {
     #[test]
     fn the_newest_items_are_delivered_on_add_when_asked() {
         let items = [item("c", 3), item("b", 2), item("a", 1)];
-        let p = plan(&look(""), false, 2, &items, |_| false);
+        let p = planned("", false, 2, &items, |_| false);
         assert_eq!(
             states(&p),
             [("g:a", "seen"), ("g:b", "queued"), ("g:c", "queued")]
@@ -154,7 +173,7 @@ mod tests {
     #[test]
     fn new_items_are_queued_oldest_first_and_known_ones_stay_seen() {
         let items = [item("d", 4), item("c", 3), item("b", 2)];
-        let p = plan(&look(""), true, 0, &items, |k| k == "g:b");
+        let p = planned("", true, 0, &items, |k| k == "g:b");
         assert_eq!(
             states(&p),
             [("g:b", "seen"), ("g:c", "queued"), ("g:d", "queued")]
@@ -169,16 +188,14 @@ mod tests {
         let mut ad = item("ad", 2);
         ad.title = "Sponsored: buy now".into();
         let items = [ad, item("b", 1)];
-        let p = plan(&look("exclude title: sponsored"), true, 0, &items, |_| {
-            false
-        });
+        let p = planned("exclude title: sponsored", true, 0, &items, |_| false);
         assert_eq!(states(&p), [("g:b", "queued"), ("g:ad", "filtered")]);
     }
 
     #[test]
     fn an_item_listed_twice_counts_once() {
         let items = [item("a", 1), item("a", 1)];
-        let p = plan(&look(""), true, 0, &items, |_| false);
+        let p = planned("", true, 0, &items, |_| false);
         assert_eq!(states(&p), [("g:a", "queued")]);
     }
 
@@ -190,7 +207,7 @@ mod tests {
         y.published = None;
         // A feed lists newest first: y was added after x.
         let items = [y, x, item("a", 1)];
-        let p = plan(&look(""), true, 0, &items, |_| false);
+        let p = planned("", true, 0, &items, |_| false);
         let keys: Vec<&str> = p.iter().map(|m| m.key.as_str()).collect();
         assert_eq!(keys.last(), Some(&"g:y"), "{keys:?}");
         assert_eq!(keys.iter().position(|k| *k == "g:x"), Some(keys.len() - 2));

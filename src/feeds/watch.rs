@@ -1,7 +1,7 @@
 //! Discovery's fetches, heard by feeds: each fetch of a subscribed source
 //! becomes noted items for every subscription of it, or a failure counted.
 //!
-//! - Items: [`intake::plan`] says what each is to the subscription (seen,
+//! - Items: [`intake::keyed`] and [`intake::plan`] say what each is to the subscription (seen,
 //!   filtered, queued); all of one fetch is noted in one transaction, which
 //!   also ends a run of failures. A paused subscription notes new items as
 //!   seen: pausing is silence, and resuming goes on with what comes next.
@@ -74,10 +74,8 @@ impl Feeds {
                 return 0;
             }
         };
-        let keys: Vec<String> = items
-            .iter()
-            .map(|i| look.dedupe.key(Some(&i.guid), &i.url, &i.title))
-            .collect();
+        let keyed = intake::keyed(&look, items);
+        let keys: Vec<String> = keyed.iter().map(|(k, _)| k.clone()).collect();
         let known: HashSet<String> = match self.s.store.known_feed_items(row.id, &keys) {
             Ok(k) => k.into_iter().collect(),
             Err(e) => {
@@ -85,7 +83,7 @@ impl Feeds {
                 return 0;
             }
         };
-        let mut met = intake::plan(&look, row.primed, row.made.backfill as usize, items, |k| {
+        let mut met = intake::plan(&look, row.primed, row.made.backfill as usize, keyed, |k| {
             known.contains(k)
         });
         if row.paused.is_some() {
