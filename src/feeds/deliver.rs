@@ -95,6 +95,14 @@ impl From<ChatError> for Failure {
     }
 }
 
+/// An item posted: where (its thread, for a thread or forum post), the
+/// message, and the item itself.
+struct Posted {
+    place: ChannelId,
+    message: MessageId,
+    kept: Kept,
+}
+
 /// The channels' kinds, asked once per round.
 type Kinds = HashMap<ChannelId, ChannelKind>;
 
@@ -158,9 +166,7 @@ impl Feeds {
             }
         };
         match self.send_item(row, &waiting, kinds).await {
-            Ok(Some((place, message))) if self.delivered(row, &waiting, place, message) => {
-                Step::Sent
-            }
+            Ok(Some(posted)) if self.delivered(row, &waiting, &posted) => Step::Sent,
             // Posted, but not marked sent: not again this round.
             Ok(Some(_)) => Step::Failed,
             Ok(None) => Step::Empty,
@@ -173,12 +179,8 @@ impl Feeds {
 
     /// Whether the subscription and its server may post another item this hour.
     fn room(&self, row: &SubscriptionRow) -> Result<bool, crate::store::StoreError> {
-        let f = self
-            .s
-            .settings
-            .for_guild(Some(row.made.guild))
-            .feeds
-            .clone();
+        let settings = self.s.settings.for_guild(Some(row.made.guild));
+        let f = &settings.feeds;
         let hour_ago = self.s.clock.now() - chrono::Duration::hours(1);
         let store = &self.s.store;
         Ok(
@@ -188,14 +190,14 @@ impl Feeds {
         )
     }
 
-    /// Posts one item where the subscription says; where it went and its
-    /// message, or `None` when the item is no longer waiting.
+    /// Posts one item where the subscription says, or `None` when the item
+    /// is no longer waiting.
     async fn send_item(
         &self,
         row: &SubscriptionRow,
         waiting: &Waiting,
         kinds: &mut Kinds,
-    ) -> Result<Option<(ChannelId, MessageId)>, Failure> {
+    ) -> Result<Option<Posted>, Failure> {
         let look = self
             .look(row)
             .map_err(|e| Failure::Pause(format!("its template or filters no longer hold: {e}")))?;
@@ -226,7 +228,7 @@ impl Feeds {
         }
         let channel = row.made.channel;
         let transport = &self.s.transport;
-        let posted = match Destination::parse(&row.made.destination) {
+        let (place, message) = match Destination::parse(&row.made.destination) {
             Some(Destination::Forum) => {
                 self.post_in_forum(row, waiting, &kept, &feed, &outgoing, kinds)
                     .await?
@@ -250,7 +252,11 @@ impl Feeds {
             }
             _ => (channel, transport.send(channel, &outgoing).await?),
         };
-        Ok(Some(posted))
+        Ok(Some(Posted {
+            place,
+            message,
+            kept,
+        }))
     }
 
     /// A post in the forum, tagged from the item's categories — or the post
@@ -298,13 +304,12 @@ impl Feeds {
     /// Notes a posted item as sent; false when the store refused (the
     /// item stays `sending`: the next round sends it again under the same
     /// nonce, or finds the forum post, so nothing is posted twice).
-    fn delivered(
-        &self,
-        row: &SubscriptionRow,
-        waiting: &Waiting,
-        place: ChannelId,
-        message: MessageId,
-    ) -> bool {
+    fn delivered(&self, row: &SubscriptionRow, waiting: &Waiting, posted: &Posted) -> bool {
+        let &Posted {
+            place,
+            message,
+            ref kept,
+        } = posted;
         self.lock_attempts().remove(&row.id);
         let now = self.s.clock.now();
         if let Err(e) = self
@@ -315,7 +320,6 @@ impl Feeds {
             self.read_failed("marking a feed item as sent", &e);
             return false;
         }
-        let kept: Kept = serde_json::from_str(&waiting.item).unwrap_or_default();
         self.s
             .discovery
             .note_delivered(row.made.guild, place, message, &kept.link, now);

@@ -366,12 +366,7 @@ impl Feeds {
 
     /// Every server's subscriptions (the operator's dashboard).
     pub fn list_all(&self) -> Result<Vec<Listed>, ManageError> {
-        self.s
-            .store
-            .all_feed_subscriptions()?
-            .into_iter()
-            .map(|row| self.listed(row))
-            .collect()
+        list_stored(&self.s.store)
     }
 
     /// Removes a subscription and what it remembered of its items.

@@ -9,7 +9,7 @@ use ambient::chat::{ChannelKind, ForumTag};
 use ambient::clock::Clock;
 use ambient::feeds::manage::{AddRequest, ManageError};
 use ambient::feeds::subscription::Destination;
-use ambient::ids::{RoleId, UserId};
+use ambient::ids::{ChannelId, RoleId, UserId};
 use ambient::settings::Settings;
 use chrono::{DateTime, Duration, Utc};
 
@@ -63,7 +63,24 @@ async fn world_with_feed(s: Settings) -> (World, FeedServer) {
 }
 
 fn request(server: &FeedServer) -> AddRequest {
-    AddRequest::new(format!("{}{FEED}", server.url), GENERAL)
+    request_to(server, GENERAL)
+}
+
+fn request_to(server: &FeedServer, channel: ChannelId) -> AddRequest {
+    AddRequest::new(format!("{}{FEED}", server.url), channel)
+}
+
+/// MEMES made a forum (`tag_required` or not) and subscribed, the request as `change` leaves it.
+async fn add_to_forum(
+    world: &World,
+    server: &FeedServer,
+    tag_required: bool,
+    change: impl FnOnce(&mut AddRequest),
+) {
+    world.set_channel_kind(MEMES, forum(tag_required));
+    let mut req = request_to(server, MEMES);
+    change(&mut req);
+    world.app.feeds.add(GUILD_A, OWNER, req).await.unwrap();
 }
 
 /// The feed gains `entries` and is fetched at its next due time.
@@ -199,7 +216,7 @@ async fn a_servers_subscriptions_share_its_hour_taking_turns() {
     s.feeds.max_per_guild_per_hour = 2;
     let (world, server) = world_with_feed(s).await;
     for channel in [GENERAL, MEMES] {
-        let mut req = AddRequest::new(format!("{}{FEED}", server.url), channel);
+        let mut req = request_to(&server, channel);
         req.template = Some("{title}".into());
         world.app.feeds.add(GUILD_A, OWNER, req).await.unwrap();
     }
@@ -458,7 +475,7 @@ async fn a_new_item_starts_its_own_thread_named_after_its_title() {
 async fn a_new_item_is_a_forum_post_tagged_from_its_categories_with_its_card() {
     let (world, server) = world_with_feed(feeds_settings()).await;
     world.set_channel_kind(MEMES, forum(false));
-    let mut req = AddRequest::new(format!("{}{FEED}", server.url), MEMES);
+    let mut req = request_to(&server, MEMES);
     req.embed = true;
     let added = world.app.feeds.add(GUILD_A, OWNER, req).await.unwrap();
     assert_eq!(added.destination, Destination::Forum);
@@ -495,17 +512,7 @@ async fn a_new_item_is_a_forum_post_tagged_from_its_categories_with_its_card() {
 #[tokio::test]
 async fn a_forum_that_needs_a_tag_the_item_cannot_have_pauses_the_subscription_saying_why() {
     let (world, server) = world_with_feed(feeds_settings()).await;
-    world.set_channel_kind(MEMES, forum(true));
-    world
-        .app
-        .feeds
-        .add(
-            GUILD_A,
-            OWNER,
-            AddRequest::new(format!("{}{FEED}", server.url), MEMES),
-        )
-        .await
-        .unwrap();
+    add_to_forum(&world, &server, true, |_| {}).await;
     publish(&world, &server, &[("v4", "Nightly", "nightly", 1)]).await;
     world.app.feeds.deliver_due().await;
     assert!(world.forum_posts().is_empty());
@@ -524,10 +531,7 @@ async fn a_forum_that_needs_a_tag_the_item_cannot_have_pauses_the_subscription_s
 #[tokio::test]
 async fn a_forum_post_a_crash_left_unmarked_is_found_by_its_name_not_made_twice() {
     let (world, server) = world_with_feed(feeds_settings()).await;
-    world.set_channel_kind(MEMES, forum(false));
-    let mut req = AddRequest::new(format!("{}{FEED}", server.url), MEMES);
-    req.backfill = 1;
-    world.app.feeds.add(GUILD_A, OWNER, req).await.unwrap();
+    add_to_forum(&world, &server, false, |req| req.backfill = 1).await;
     let db = crash_before_marking_sent(&world);
     world.app.feeds.deliver_due().await;
     assert_eq!(world.forum_posts().len(), 1);
@@ -543,17 +547,7 @@ async fn a_forum_post_a_crash_left_unmarked_is_found_by_its_name_not_made_twice(
 #[tokio::test]
 async fn a_forum_that_became_another_kind_of_channel_pauses_its_subscription() {
     let (world, server) = world_with_feed(feeds_settings()).await;
-    world.set_channel_kind(MEMES, forum(false));
-    world
-        .app
-        .feeds
-        .add(
-            GUILD_A,
-            OWNER,
-            AddRequest::new(format!("{}{FEED}", server.url), MEMES),
-        )
-        .await
-        .unwrap();
+    add_to_forum(&world, &server, false, |_| {}).await;
     world.set_channel_kind(MEMES, ChannelKind::Other);
     publish(&world, &server, &[("v4", "Release 2.0", "release", 1)]).await;
     world.app.feeds.deliver_due().await;
