@@ -603,6 +603,14 @@ async fn a_thread_takes_messages_as_a_channel_does_and_an_archived_one_is_reopen
         50035,
         Some("/content"),
     );
+    for (what, body) in [
+        ("no content", json!({})),
+        ("only whitespace", json!({"content": " \n "})),
+        ("an empty embed list", json!({"content": "", "embeds": []})),
+    ] {
+        let empty = api.post(&path, body).await;
+        assert_refused(what, &empty, 400, 50006, None);
+    }
     assert_eq!(api.discord.with(|w| w.posted_in(thread)).len(), 1);
     assert_eq!(
         api.discord

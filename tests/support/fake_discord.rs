@@ -1793,6 +1793,19 @@ fn message_body_errors(body: &Value) -> Option<Value> {
     embeds::refused(&body["embeds"])
 }
 
+/// As Discord: a message needs something to show. Content that is only
+/// whitespace counts as none (Discord trims it), and so do an empty embed
+/// list and a sticker list that names nothing.
+fn is_empty_message(body: &Value, files: &[Value]) -> bool {
+    let blank = body["content"].as_str().is_none_or(|c| c.trim().is_empty());
+    let none_in = |key: &str| body[key].as_array().is_none_or(|a| a.is_empty());
+    blank
+        && files.is_empty()
+        && none_in("embeds")
+        && none_in("sticker_ids")
+        && body["poll"].is_null()
+}
+
 /// Discord's answer to a body it refuses: 400, code 50035, the field and why.
 fn invalid_form(field: &str, code: &str, message: &str) -> Response {
     (
@@ -2006,6 +2019,13 @@ async fn rest_route(
             }
             // Files: each at most 25 MiB, shown on the message as Discord does.
             let files = body["_files"].as_array().cloned().unwrap_or_default();
+            if is_empty_message(&body, &files) {
+                return (
+                    StatusCode::BAD_REQUEST,
+                    axum::Json(json!({"message": "Cannot send an empty message", "code": 50006})),
+                )
+                    .into_response();
+            }
             if files
                 .iter()
                 .any(|f| f["size"].as_u64().unwrap_or(0) > MAX_ATTACHMENT_BYTES as u64)
