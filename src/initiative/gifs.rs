@@ -26,43 +26,19 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::media::{MediaCall, MediaError};
+use super::media::{GIF_PROVIDER, MediaCall, MediaError, gifs_today, unconfigured};
 use crate::clock::SharedClock;
 use crate::executive::tools::{Tool, ToolError, TypedTool, typed};
 use crate::ids::GuildId;
 use crate::net::{FetchError, Fetcher};
 use crate::settings::{Secrets, Settings, SettingsService};
-use crate::store::usage::UsageFilter;
-use crate::store::{Store, StoreError};
-
-pub const GIF_PROVIDER: &str = "gifs";
+use crate::store::Store;
 
 /// Results asked for; the first usable one is posted.
 const SEARCH_LIMIT: u32 = 5;
 
 /// A search answer with a few results is a few kilobytes; this is generous.
 const MAX_ANSWER_BYTES: u64 = 512 * 1024;
-
-/// Why the GIF source cannot be used, if it cannot (the budget aside).
-pub fn unconfigured(settings: &Settings, secrets: &Secrets) -> Option<String> {
-    if settings.initiative.discovery.gif_source.base_url.is_empty() {
-        return Some("no GIF source is configured (initiative.discovery.gifSource.baseUrl)".into());
-    }
-    if secrets.giphy_api_key.is_none() {
-        return Some("no GIF source key is set (GIPHY_API_KEY)".into());
-    }
-    None
-}
-
-/// GIF searches a guild made in the last 24 h.
-pub fn gifs_today(store: &Store, guild: GuildId, now: DateTime<Utc>) -> Result<u64, StoreError> {
-    store.usage_count(&UsageFilter {
-        since: Some(now - chrono::Duration::hours(24)),
-        guild: Some(guild),
-        provider: Some(GIF_PROVIDER.into()),
-        ..Default::default()
-    })
-}
 
 /// Searches for a GIF matching `query` and returns its URL. The search is
 /// recorded in the usage log whatever its outcome (the daily budget counts it).

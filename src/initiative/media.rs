@@ -31,6 +31,8 @@ use crate::store::usage::{UsageFilter, UsageRecord};
 use crate::store::{Store, StoreError};
 
 pub const IMAGE_PROVIDER: &str = "images";
+/// The usage rows of GIF searches (`gifs.rs`), which the day's GIF budget counts.
+pub const GIF_PROVIDER: &str = "gifs";
 
 /// Discord's attachment limit: a larger image could not be posted anyway.
 pub const MAX_IMAGE_BYTES: u64 = 25 * 1024 * 1024;
@@ -58,8 +60,8 @@ impl MediaState {
     ) -> Self {
         Self {
             images_today: images_today(store, guild, now).map_err(|e| e.to_string()),
-            gifs_today: super::gifs::gifs_today(store, guild, now).map_err(|e| e.to_string()),
-            gif_source_missing: super::gifs::unconfigured(settings, secrets),
+            gifs_today: gifs_today(store, guild, now).map_err(|e| e.to_string()),
+            gif_source_missing: unconfigured(settings, secrets),
         }
     }
 }
@@ -80,7 +82,7 @@ pub enum Unavailable {
     VideosOff,
     #[error("GIFs are off (initiative.discovery.allowGifPosts)")]
     GifsOff,
-    /// No GIF source base URL or key (`gifs::unconfigured` says which).
+    /// No GIF source base URL or key ([`unconfigured`] says which).
     #[error("{0}")]
     GifSourceMissing(String),
     #[error("today's GIFs are used up ({used} of initiative.discovery.maxGifsPerDay {max})")]
@@ -101,6 +103,27 @@ pub enum MediaError {
     /// Not used: unrecorded, it would not count against the daily budget.
     #[error("{what} could not be recorded: {why}")]
     Unrecorded { what: &'static str, why: String },
+}
+
+/// Why the GIF source cannot be used, if it cannot (the budget aside).
+pub fn unconfigured(settings: &Settings, secrets: &Secrets) -> Option<String> {
+    if settings.initiative.discovery.gif_source.base_url.is_empty() {
+        return Some("no GIF source is configured (initiative.discovery.gifSource.baseUrl)".into());
+    }
+    if secrets.giphy_api_key.is_none() {
+        return Some("no GIF source key is set (GIPHY_API_KEY)".into());
+    }
+    None
+}
+
+/// GIF searches a guild made in the last 24 h.
+pub fn gifs_today(store: &Store, guild: GuildId, now: DateTime<Utc>) -> Result<u64, StoreError> {
+    store.usage_count(&UsageFilter {
+        since: Some(now - chrono::Duration::hours(24)),
+        guild: Some(guild),
+        provider: Some(GIF_PROVIDER.into()),
+        ..Default::default()
+    })
 }
 
 /// Whether each kind of media can be used now, and why not.
