@@ -209,7 +209,7 @@ fn endpoint(
     let vision = match rs.vision {
         Vision::On => true,
         Vision::Off => false,
-        Vision::Auto => super::vision::sees_images(&model),
+        Vision::Auto => super::seeing::sees_images(&model),
     };
     Some(Endpoint {
         vision,

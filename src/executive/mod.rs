@@ -21,6 +21,7 @@ pub(crate) mod prices;
 pub(crate) mod probe;
 pub(crate) mod prompts;
 pub(crate) mod ratelimit;
+pub(crate) mod seeing;
 pub(crate) mod snapshot;
 pub(crate) mod sse;
 pub(crate) mod stand_in;

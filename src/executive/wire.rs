@@ -109,24 +109,8 @@ pub struct ChatRequest {
 }
 
 impl ChatRequest {
-    /// A rough token estimate of the prompt (4 characters a token, images by
-    /// the dearer provider's formula), for budget checks.
-    pub fn estimate_input_tokens(&self) -> u64 {
-        let images: u64 = self
-            .messages
-            .iter()
-            .flat_map(|m| &m.parts)
-            .map(|p| match p {
-                Part::Image { width, height, .. } => {
-                    super::vision::image_tokens_anywhere(*width, *height)
-                }
-                _ => 0,
-            })
-            .sum();
-        self.estimate_text_tokens() + images
-    }
-
-    /// [`Self::estimate_input_tokens`] without the images.
+    /// A rough token estimate of the prompt's text, 4 characters a token;
+    /// `vision` adds the images' cost ([`Self::estimate_input_tokens`]).
     pub fn estimate_text_tokens(&self) -> u64 {
         let chars: usize = self.system.len()
             + self
