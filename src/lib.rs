@@ -38,7 +38,7 @@
 //! | 16 | `settings` | one schema with defaults, validated; the executive's roles |
 //! | 17 | `store` | SQLite: every table and migration |
 //! | 18 | `vocab`, `metrics` | the nouns several layers share and the store keeps; the Prometheus families |
-//! | 19 | `when`, `ids`, `clock`, `backoff` | times in words, ids, the clock, retry waits |
+//! | 19 | `when`, `words`, `ids`, `clock`, `backoff` | times in words, numbers in words, ids, the clock, retry waits |
 
 pub mod app;
 pub mod attention;
@@ -78,3 +78,4 @@ pub mod upkeep;
 pub(crate) mod vocab;
 pub mod voice;
 pub(crate) mod when;
+pub(crate) mod words;

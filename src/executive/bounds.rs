@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use super::wire::{Message, Part};
 use crate::settings::PromptLimits;
+use crate::words::thousands;
 
 /// Room a cut piece's marker takes, at most (the longest numbers included).
 const MARKER_CHARS: usize = 80;
@@ -147,8 +148,6 @@ fn strings_in<'a>(value: &'a mut Value, out: &mut Vec<&'a mut String>) {
     }
 }
 
-pub(crate) use crate::store::journal::thousands;
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,8 +188,6 @@ mod tests {
             thousands(4_000_000)
         );
         assert!(marker.chars().count() <= MARKER_CHARS, "{marker}");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1_000), "1,000");
     }
 
     fn limits(message: u32, section: u32) -> PromptLimits {

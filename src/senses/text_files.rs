@@ -15,8 +15,8 @@
 //! `executive.promptLimits.totalChars` (`executive::bounds`), which cuts the
 //! longest pieces — a huge file first — before anything else.
 
-use crate::executive::bounds::thousands;
 use crate::store::messages::Attachment;
+use crate::words::thousands;
 
 /// Extensions read as text.
 pub const TEXT_EXTENSIONS: &[&str] = &[

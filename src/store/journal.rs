@@ -13,6 +13,7 @@ use super::messages::Commit;
 use super::{Result, Store, from_ms, to_ms};
 use crate::ids::{ChannelId, GuildId, MessageId};
 use crate::vocab::journal::{Entry, Filter, Kind};
+use crate::words::thousands;
 
 /// The most of a reason (a journal entry's summary or reason, a usage row's
 /// detail) that is stored, in bytes. A reason is read by a person; an error
@@ -43,20 +44,6 @@ pub fn bound(text: &mut String) {
     if text.len() > MAX_REASON_BYTES {
         *text = bounded(text).into_owned();
     }
-}
-
-/// `1234567` as `1,234,567`: sizes told to people and to the model, and in
-/// every cut marker. Here, at the lowest layer that writes one.
-pub(crate) fn thousands(n: impl std::fmt::Display) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, d) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(d);
-    }
-    out
 }
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<Entry> {

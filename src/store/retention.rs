@@ -36,9 +36,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use rusqlite::params_from_iter;
 
-use super::journal::thousands;
 use super::{Result, Store, to_ms};
 use crate::ids::GuildId;
+use crate::words::thousands;
 
 /// The kinds of record with a retention of their own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
