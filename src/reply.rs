@@ -37,6 +37,8 @@
 //! per conversation — never a stack trace — and after that only a 💤
 //! reaction, so it is not nagged. Unsolicited attempts fail silently.
 
+mod web;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -340,6 +342,9 @@ impl ReplyHandler {
         let settings = self.settings.for_guild(m.place().guild);
         let mut turn = self.turn(m, rendered, &shown, Role::Reply, "reply to");
         turn.tools.extend(self.conversation_tools(m));
+        let lookups = self.web_lookups(m, &settings, &mut turn);
+        // Someone is waiting: when tools would spend what the answer needs, none are offered.
+        turn.tools_within_budget = true;
         let shape = answer_shape(m, &settings);
         let (result, streamed) = match self.streamed(m, shape.clone()) {
             Some(mut streamed) => {
@@ -355,7 +360,7 @@ impl ReplyHandler {
             }
             None => (self.executive.run_turn(turn).await, None),
         };
-        let text = match &result.outcome {
+        let mut text = match &result.outcome {
             Ok(TurnOutcome::Answer(text)) if !clean_answer(text, &settings.bot.name).is_empty() => {
                 crate::speech::as_ended(shape(text), result.stop)
             }
@@ -376,6 +381,11 @@ impl ReplyHandler {
                     .await;
             }
         };
+        if let Some(l) = &lookups
+            && !text.is_empty()
+        {
+            text = web::cite(&text, &l.used().pages);
+        }
         if text.is_empty() {
             return self
                 .cannot_answer_after(
@@ -401,6 +411,31 @@ impl ReplyHandler {
             self.mark_active(m);
         }
         outcome
+    }
+
+    /// Offers `web_search` and `web_scrape` to this answer when they are on
+    /// (see `web`); the turn's other tools are guarded from then on.
+    fn web_lookups(
+        &self,
+        m: &MessagePercept,
+        settings: &crate::settings::Settings,
+        turn: &mut Turn,
+    ) -> Option<Arc<web::Lookups>> {
+        if web::unavailable(&self.settings.global(), settings).is_some() {
+            return None;
+        }
+        let lookups = web::Lookups::new(
+            self.tools.journal.clone(),
+            self.tools.secrets.clone(),
+            m.place(),
+            m.message.id,
+            settings,
+        );
+        turn.tools = lookups.guard(std::mem::take(&mut turn.tools));
+        turn.tools.extend(lookups.tools(settings));
+        turn.system.push_str("\n\n");
+        turn.system.push_str(web::INSTRUCTION);
+        Some(lookups)
     }
 
     /// The answer to `m` streamed as it is written, when it can be (see `speech::stream`).
