@@ -345,6 +345,7 @@ impl ReplyHandler {
         let lookups = self.web_lookups(m, &settings, &mut turn);
         // Someone is waiting: when tools would spend what the answer needs, none are offered.
         turn.tools_within_budget = true;
+        turn.message = Some(m.message.id);
         let shape = answer_shape(m, &settings);
         let (result, streamed) = match self.streamed(m, shape.clone()) {
             Some(mut streamed) => {

@@ -27,7 +27,7 @@ use super::wire::{
     ChatRequest, ChatResponse, Message, Part, Speaker, StopReason, TokenUsage, ToolChoice,
 };
 use super::{CallContext, ExecError, Executive};
-use crate::ids::{ChannelId, GuildId};
+use crate::ids::{ChannelId, GuildId, MessageId};
 use crate::journal::{Entry, Kind};
 
 pub struct Turn {
@@ -51,6 +51,9 @@ pub struct Turn {
     /// and the one after it: a turn whose budget runs short answers without
     /// tools rather than being refused halfway (a reply: someone waits).
     pub tools_within_budget: bool,
+    /// The message this turn answers, if any: the budget's journal line
+    /// hangs on it, so `/ambient why` shows it.
+    pub message: Option<MessageId>,
 }
 
 impl Turn {
@@ -68,6 +71,7 @@ impl Turn {
             continuation: None,
             sink: None,
             tools_within_budget: false,
+            message: None,
         }
     }
 }
@@ -170,12 +174,14 @@ impl Executive {
             let mut tools_allowed =
                 result.steps < turn.max_steps && result.tool_calls < turn.max_calls;
             let mut request = self.step_request(&turn, &messages, tools_allowed, max_tokens);
-            if tools_allowed && !turn.tools.is_empty() && turn.tools_within_budget {
-                if let Some(why) = self.tool_round_over_budget(&turn, &request) {
-                    self.journal_no_tools(&turn, result.steps, &why);
-                    tools_allowed = false;
-                    request = self.step_request(&turn, &messages, tools_allowed, max_tokens);
-                }
+            if tools_allowed
+                && !turn.tools.is_empty()
+                && turn.tools_within_budget
+                && let Some(why) = self.tool_round_over_budget(&turn, &request)
+            {
+                self.journal_no_tools(&turn, result.steps, &why);
+                tools_allowed = false;
+                request = self.step_request(&turn, &messages, tools_allowed, max_tokens);
             }
             let completion = match self
                 .complete_via(&turn.ctx, &request, turn.sink.as_deref())
@@ -263,12 +269,14 @@ impl Executive {
                 turn.label
             )
         };
-        self.journal.record(
-            Entry::new(Kind::Outcome, summary)
-                .place(turn.ctx.guild, turn.channel)
-                .reason(why.to_string())
-                .data(serde_json::json!({"role": turn.ctx.role.as_str(), "step": step})),
-        );
+        let mut e = Entry::new(Kind::Outcome, summary)
+            .place(turn.ctx.guild, turn.channel)
+            .reason(why.to_string())
+            .data(serde_json::json!({"role": turn.ctx.role.as_str(), "step": step}));
+        if let Some(id) = turn.message {
+            e = e.message(id);
+        }
+        self.journal.record(e);
     }
 
     /// A turn that ended without its answer is journaled with why, so the

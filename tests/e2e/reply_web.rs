@@ -298,17 +298,14 @@ async fn a_reply_whose_budget_is_nearly_spent_gets_no_tools_but_an_answer() {
 
     assert_eq!(w.model.requests().len(), 1);
     assert_eq!(offered(&w, 0), Vec::<String>::new(), "no tools at all");
-    assert_eq!(w.said()[0].content, "From memory: lld.");
-    let outcomes: Vec<String> = w
-        .journal(Kind::Outcome)
-        .into_iter()
-        .map(|e| e.summary)
-        .collect();
+    let answer = &w.said()[0];
+    assert_eq!(answer.content, "From memory: lld.");
+    let why =
+        ambient::commands::why::why(&w.app, Some(GUILD_A), GENERAL, Some(&answer.id.to_string()));
     assert!(
-        outcomes
-            .iter()
-            .any(|s| s.ends_with("no tools offered, the budget is nearly spent")),
-        "{outcomes:#?}"
+        why.contains("no tools offered, the budget is nearly spent")
+            && why.contains("budget.dailyTokens.reply"),
+        "{why}"
     );
 }
 
@@ -318,6 +315,10 @@ async fn why_on_a_looked_up_answer_lists_the_search_and_the_page() {
     let w = World::start(with_web(&server)).await;
     w.model
         .push(Scripted::tool("web_search", json!({"query": "Rust 1.90"})))
+        .push(Scripted::tool(
+            "web_scrape",
+            json!({"url": format!("{}/gone.html", server.url)}),
+        ))
         .push(Scripted::tool("web_scrape", json!({"url": page(&server)})))
         .push(Scripted::text(&format!(
             "Rust 1.90 makes lld the default linker ({}).",
@@ -331,7 +332,7 @@ async fn why_on_a_looked_up_answer_lists_the_search_and_the_page() {
             "Rust 1.90 makes lld the default linker (<{}>).",
             page(&server)
         ),
-        "a page the answer names is cited in place, its embed suppressed"
+        "a page the answer names is cited in place, its embed suppressed, and a page not read is not cited"
     );
     let why =
         ambient::commands::why::why(&w.app, Some(GUILD_A), GENERAL, Some(&answer.id.to_string()));
@@ -341,6 +342,35 @@ async fn why_on_a_looked_up_answer_lists_the_search_and_the_page() {
         why.contains(&format!("web_scrape <{}>: read", page(&server))),
         "{why}"
     );
+    assert!(
+        why.contains(&format!("web_scrape <{}/gone.html>: failed", server.url))
+            && why.contains("404"),
+        "{why}"
+    );
+}
+
+#[tokio::test]
+async fn a_secret_in_a_query_never_reaches_the_journal() {
+    let server = web();
+    let secrets = ambient::settings::Secrets::from_lookup(|k| {
+        (k == "GIPHY_API_KEY").then(|| "giphy-key-5f2a9c".to_string())
+    });
+    let w = World::start_with_secrets(with_web(&server), secrets).await;
+    w.model
+        .push(Scripted::tool(
+            "web_search",
+            json!({"query": "who uses giphy-key-5f2a9c"}),
+        ))
+        .push(Scripted::text("Nobody I could find."));
+    w.message(GENERAL, "ada", ASKED, Addressed::Mention).await;
+    let lines = journal_lines(&w);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("web_search \"who uses ***\": searched")),
+        "{lines:#?}"
+    );
+    assert!(!lines.iter().any(|l| l.contains("5f2a9c")), "{lines:#?}");
 }
 
 #[test]
@@ -372,4 +402,48 @@ fn the_readmes_web_lookup_settings_are_valid_and_a_server_can_turn_them_off() {
             .any(|n| n.contains("executive.replyTools.maxWebCallsPerReply: is an operator setting")),
         "the operator's spending is not the server's: {notices:#?}"
     );
+}
+
+#[tokio::test]
+async fn a_budget_that_runs_short_mid_answer_withdraws_the_tools_and_the_answer_comes() {
+    let server = web();
+    // Five long snippets: the second step's prompt is about 4,000 tokens longer than the first's.
+    let snippet = "lld ".repeat(800);
+    let results: Vec<_> = (0..5)
+        .map(|i| json!({"title": format!("r{i}"), "url": page(&server), "content": snippet}))
+        .collect();
+    server.set(
+        "/search",
+        "application/json",
+        json!({ "results": results }).to_string(),
+    );
+    let mut s = with_web(&server);
+    // A tool round is two calls of the prompt plus 20,000 tokens: about 42,000 at the first
+    // step (a prompt of about 900 tokens), about 50,000 at the second, after the results.
+    s.executive.roles.reply.max_output_tokens = 20_000;
+    s.budget.daily_tokens.reply = 45_500;
+    let w = World::start(s).await;
+    w.model
+        .push(Scripted::tool("web_search", json!({"query": "Rust 1.90"})))
+        .push(Scripted::text("lld, mostly."));
+    w.message(GENERAL, "ada", ASKED, Addressed::Mention).await;
+
+    let outcomes: Vec<String> = w
+        .journal(Kind::Outcome)
+        .into_iter()
+        .map(|e| format!("{} — {}", e.summary, e.reason))
+        .collect();
+    assert!(
+        offered(&w, 0).contains(&"web_search".into()),
+        "the first step could afford a round: {outcomes:#?}"
+    );
+    assert_eq!(w.model.requests().len(), 2);
+    assert_eq!(offered(&w, 1), Vec::<String>::new(), "{outcomes:#?}");
+    assert!(
+        outcomes
+            .iter()
+            .any(|o| o.contains("tools withdrawn at step 2, the budget is nearly spent")),
+        "{outcomes:#?}"
+    );
+    assert_eq!(w.said()[0].content, "lld, mostly.");
 }
