@@ -32,6 +32,13 @@
 //! `initiative.repliesDuringQuietHours` is off, no answer during quiet hours
 //! (a 💤 says so).
 //!
+//! An answer may look things up (`web`): `web_search` and `web_scrape`
+//! when `executive.replyTools.web` is on and a search endpoint is set,
+//! counted, journaled on the message and cited in the answer; page text is
+//! quoted as untrusted, and tools that change anything are refused once it
+//! is in the turn. Its tools are offered only while the reply budget covers
+//! a tool round, so a nearly spent budget still gets an answer.
+//!
 //! When no model can answer someone who addressed it (none configured, over
 //! budget, the provider down), the channel hears a short honest sentence once
 //! per conversation — never a stack trace — and after that only a 💤
@@ -422,7 +429,8 @@ impl ReplyHandler {
         settings: &crate::settings::Settings,
         turn: &mut Turn,
     ) -> Option<Arc<web::Lookups>> {
-        if web::unavailable(&self.settings.global(), settings).is_some() {
+        if let Some(why) = web::unavailable(&self.settings.global(), settings) {
+            tracing::debug!(reason = why, "no web lookups in this answer");
             return None;
         }
         let lookups = web::Lookups::new(

@@ -252,9 +252,10 @@ impl Tool for WebCall {
                     }
                 }
                 let what = if searching { "searched" } else { "read" };
+                let chars = text.chars().count().min(l.result_chars);
                 l.note(
                     format!("{name} {shown}: {what}"),
-                    format!("{} characters went to the model", text.chars().count()),
+                    format!("{chars} characters went to the model"),
                 );
                 Ok(quoted(&name, &target, &text, l.result_chars))
             }
