@@ -447,3 +447,56 @@ async fn a_budget_that_runs_short_mid_answer_withdraws_the_tools_and_the_answer_
     );
     assert_eq!(w.said()[0].content, "lld, mostly.");
 }
+
+/// Through `ambient run` and the fake Discord, the answer streamed: its
+/// citation survives the mention guard and the 2,000-character split whole.
+#[test]
+fn a_streamed_answer_ends_with_its_citation_whole_past_2000_characters() {
+    use crate::support::bot::Bot;
+    use crate::support::fake_discord::{ALICE, BOT, GENERAL as CHANNEL};
+    use std::time::Duration;
+
+    let server = web();
+    let bot = Bot::start(json!({
+        "network": {"allowPrivateHosts": true, "searchBaseUrl": server.url},
+    }));
+    let mut text = String::from("Here is what the post says, @everyone. ");
+    while text.chars().count() < 1_960 {
+        text.push_str("Rust 1.90 makes lld the default linker. ");
+    }
+    let text = text.trim_end().to_string();
+    bot.model
+        .push(Scripted::tool("web_scrape", json!({"url": page(&server)})))
+        .push(Scripted::streamed(&text, 200, Duration::from_millis(10)));
+    bot.discord.say(
+        CHANNEL,
+        ALICE,
+        &format!("<@{BOT}> what's new in Rust 1.90?"),
+    );
+    let cited = format!("{text}\n\nSources: <{}>", page(&server));
+    let expected =
+        ambient::speech::split_message(&cited.replace("@everyone", "@\u{200D}everyone"), 2000);
+    assert_eq!(
+        expected.len(),
+        2,
+        "the citation is past the first 2,000 characters"
+    );
+    let said = |w: &crate::support::fake_discord::World| -> Vec<String> {
+        w.posted_in(CHANNEL)
+            .iter()
+            .map(|m| m["content"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    assert!(
+        bot.discord.wait_until(30, |w| said(w) == expected),
+        "{:#?}\n{}",
+        bot.discord.with(|w| said(w)),
+        bot.log()
+    );
+    assert!(
+        expected[1].ends_with(&format!("\n\nSources: <{}>", page(&server))),
+        "the link is one piece, its embed suppressed: {:?}",
+        expected[1]
+    );
+    assert_eq!(server.hits("/rust-1-90.html"), 1);
+}
