@@ -32,10 +32,19 @@
 //! `initiative.repliesDuringQuietHours` is off, no answer during quiet hours
 //! (a 💤 says so).
 //!
+//! An answer may look things up (`web`): `web_search` and `web_scrape`
+//! when `executive.replyTools.web` is on and a search endpoint is set,
+//! counted, journaled on the message and cited in the answer; page text is
+//! quoted as untrusted, and tools that change anything are refused once it
+//! is in the turn. Its tools are offered only while the reply budget covers
+//! a tool round, so a nearly spent budget still gets an answer.
+//!
 //! When no model can answer someone who addressed it (none configured, over
 //! budget, the provider down), the channel hears a short honest sentence once
 //! per conversation — never a stack trace — and after that only a 💤
 //! reaction, so it is not nagged. Unsolicited attempts fail silently.
+
+mod web;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -340,6 +349,10 @@ impl ReplyHandler {
         let settings = self.settings.for_guild(m.place().guild);
         let mut turn = self.turn(m, rendered, &shown, Role::Reply, "reply to");
         turn.tools.extend(self.conversation_tools(m));
+        let lookups = self.web_lookups(m, &settings, &mut turn);
+        // Someone is waiting: when tools would spend what the answer needs, none are offered.
+        turn.tools_within_budget = true;
+        turn.message = Some(m.message.id);
         let shape = answer_shape(m, &settings);
         let (result, streamed) = match self.streamed(m, shape.clone()) {
             Some(mut streamed) => {
@@ -355,7 +368,7 @@ impl ReplyHandler {
             }
             None => (self.executive.run_turn(turn).await, None),
         };
-        let text = match &result.outcome {
+        let mut text = match &result.outcome {
             Ok(TurnOutcome::Answer(text)) if !clean_answer(text, &settings.bot.name).is_empty() => {
                 crate::speech::as_ended(shape(text), result.stop)
             }
@@ -376,6 +389,11 @@ impl ReplyHandler {
                     .await;
             }
         };
+        if let Some(l) = &lookups
+            && !text.is_empty()
+        {
+            text = web::cite(&text, &l.used().pages);
+        }
         if text.is_empty() {
             return self
                 .cannot_answer_after(
@@ -401,6 +419,32 @@ impl ReplyHandler {
             self.mark_active(m);
         }
         outcome
+    }
+
+    /// Offers `web_search` and `web_scrape` to this answer when they are on
+    /// (see `web`); the turn's other tools are guarded from then on.
+    fn web_lookups(
+        &self,
+        m: &MessagePercept,
+        settings: &crate::settings::Settings,
+        turn: &mut Turn,
+    ) -> Option<Arc<web::Lookups>> {
+        if let Some(why) = web::unavailable(&self.settings.global(), settings) {
+            tracing::debug!(reason = why, "no web lookups in this answer");
+            return None;
+        }
+        let lookups = web::Lookups::new(
+            self.tools.journal.clone(),
+            self.tools.secrets.clone(),
+            m.place(),
+            m.message.id,
+            settings,
+        );
+        turn.tools = lookups.guard(std::mem::take(&mut turn.tools));
+        turn.tools.extend(lookups.tools(settings));
+        turn.system.push_str("\n\n");
+        turn.system.push_str(web::INSTRUCTION);
+        Some(lookups)
     }
 
     /// The answer to `m` streamed as it is written, when it can be (see `speech::stream`).

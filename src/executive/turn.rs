@@ -27,7 +27,7 @@ use super::wire::{
     ChatRequest, ChatResponse, Message, Part, Speaker, StopReason, TokenUsage, ToolChoice,
 };
 use super::{CallContext, ExecError, Executive};
-use crate::ids::{ChannelId, GuildId};
+use crate::ids::{ChannelId, GuildId, MessageId};
 use crate::journal::{Entry, Kind};
 
 pub struct Turn {
@@ -47,6 +47,13 @@ pub struct Turn {
     /// Streams each step's text here as it is written (see `stream`): a
     /// step that ends in tool calls is followed by the next step's text.
     pub sink: Option<Arc<dyn TextSink>>,
+    /// Offer tools on a step only while the role's budget covers that call
+    /// and the one after it: a turn whose budget runs short answers without
+    /// tools rather than being refused halfway (a reply: someone waits).
+    pub tools_within_budget: bool,
+    /// The message this turn answers, if any: the budget's journal line
+    /// hangs on it, so `/ambient why` shows it.
+    pub message: Option<MessageId>,
 }
 
 impl Turn {
@@ -63,6 +70,8 @@ impl Turn {
             max_calls: 8,
             continuation: None,
             sink: None,
+            tools_within_budget: false,
+            message: None,
         }
     }
 }
@@ -162,8 +171,18 @@ impl Executive {
                 break Ok(step_cap_reached(&turn));
             }
             result.steps += 1;
-            let tools_allowed = result.steps < turn.max_steps && result.tool_calls < turn.max_calls;
-            let request = self.step_request(&turn, &messages, tools_allowed, max_tokens);
+            let mut tools_allowed =
+                result.steps < turn.max_steps && result.tool_calls < turn.max_calls;
+            let mut request = self.step_request(&turn, &messages, tools_allowed, max_tokens);
+            if tools_allowed
+                && !turn.tools.is_empty()
+                && turn.tools_within_budget
+                && let Some(why) = self.tool_round_over_budget(&turn, &request)
+            {
+                self.journal_no_tools(&turn, result.steps, &why);
+                tools_allowed = false;
+                request = self.step_request(&turn, &messages, tools_allowed, max_tokens);
+            }
             let completion = match self
                 .complete_via(&turn.ctx, &request, turn.sink.as_deref())
                 .await
@@ -227,6 +246,37 @@ impl Executive {
             });
         }
         (results, final_value)
+    }
+
+    /// Why the role's budget cannot cover a tool round from here — this call
+    /// and the one that reads its tool results, each estimated at `request`'s
+    /// size plus the most it may answer — or `None` if it can.
+    fn tool_round_over_budget(&self, turn: &Turn, request: &ChatRequest) -> Option<String> {
+        let call = request.estimate_text_tokens() + u64::from(request.max_tokens);
+        self.over_budget(&turn.ctx, 2 * call)
+    }
+
+    /// The budget left no room for tools on this step: the model answers without them.
+    fn journal_no_tools(&self, turn: &Turn, step: u32, why: &str) {
+        let summary = if step == 1 {
+            format!(
+                "{}: no tools offered, the budget is nearly spent",
+                turn.label
+            )
+        } else {
+            format!(
+                "{}: tools withdrawn at step {step}, the budget is nearly spent",
+                turn.label
+            )
+        };
+        let mut e = Entry::new(Kind::Outcome, summary)
+            .place(turn.ctx.guild, turn.channel)
+            .reason(why.to_string())
+            .data(serde_json::json!({"role": turn.ctx.role.as_str(), "step": step}));
+        if let Some(id) = turn.message {
+            e = e.message(id);
+        }
+        self.journal.record(e);
     }
 
     /// A turn that ended without its answer is journaled with why, so the

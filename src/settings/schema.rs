@@ -572,11 +572,34 @@ pub struct ExecutiveSettings {
     pub reply_history_messages: u32,
     pub max_tool_steps: u32,
     pub max_tool_calls: u32,
+    /// Tools a reply may use beyond memory and the journal.
+    pub reply_tools: ReplyToolsSettings,
     pub context_stream: ContextStreamSettings,
     pub prompt_limits: PromptLimits,
     /// US$ per million tokens by model name, for cost estimates; added to
     /// (and winning over) the built-in list prices.
     pub prices: BTreeMap<String, Price>,
+}
+
+/// Looking things up while answering someone (`reply::web`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ReplyToolsSettings {
+    /// `web_search` and `web_scrape` in replies; in effect only when
+    /// `network.searchBaseUrl` names a search endpoint. A server may turn it
+    /// off for itself, not on when the file has it off.
+    pub web: bool,
+    /// Web searches and page reads one reply may make; a further call is refused.
+    pub max_web_calls_per_reply: u32,
+}
+
+impl Default for ReplyToolsSettings {
+    fn default() -> Self {
+        Self {
+            web: true,
+            max_web_calls_per_reply: 3,
+        }
+    }
 }
 
 /// US$ per million tokens.
@@ -601,6 +624,7 @@ impl Default for ExecutiveSettings {
             reply_history_messages: 20,
             max_tool_steps: 6,
             max_tool_calls: 8,
+            reply_tools: ReplyToolsSettings::default(),
             context_stream: ContextStreamSettings::default(),
             prompt_limits: PromptLimits::default(),
             prices: BTreeMap::new(),

@@ -35,6 +35,8 @@ const GUILD_SCOPED: &[&str] = &[
     "attention.activeConversationMinutes",
     "attention.unsolicitedReplyThreshold",
     "attention.chimeInCooldownMinutes",
+    // Only ever off: a reply reads the file's value too (see `reply::web`).
+    "executive.replyTools.web",
     "permissions.",
     "initiative.text.",
     "initiative.discovery.sources.",

@@ -740,6 +740,12 @@ fn executive(p: &mut Rules, s: &Settings) {
     );
     p.range("executive.maxToolSteps", e.max_tool_steps, 1, 50);
     p.range("executive.maxToolCalls", e.max_tool_calls, 0, 100);
+    p.range(
+        "executive.replyTools.maxWebCallsPerReply",
+        e.reply_tools.max_web_calls_per_reply,
+        1,
+        20,
+    );
     prompt_limits(p, &e.prompt_limits);
     for (i, role) in e.context_stream.roles.iter().enumerate() {
         p.one_of(

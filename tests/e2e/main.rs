@@ -68,6 +68,7 @@ mod replay_page;
 mod replay_report;
 mod replay_speed;
 mod reply_path;
+mod reply_web;
 mod retention;
 mod secrets;
 mod sends;
