@@ -19,6 +19,7 @@
 //! [`AUTO_JOIN_RETRY_CEILING`], or until the server's settings change, and
 //! each failure is journaled once.
 
+pub mod audio;
 pub mod listener;
 pub mod segment;
 pub mod transcribe;
