@@ -1,7 +1,7 @@
 //! The songbird adapter: joins and leaves voice channels, turns each
 //! 20 ms `VoiceTick` into `Listener::tick(speaking, silent)` — 16 kHz mono
-//! samples per known speaker — and plays a spoken answer's Opus frames
-//! (wrapped as DCA1, which songbird passes through without decoding them).
+//! samples per known speaker — and queues a spoken answer's Opus frames
+//! (wrapped as DCA1, songbird's own container for Opus).
 //! Nothing else happens here.
 //!
 //! A stream (SSRC) is mapped to its speaker from `SpeakingStateUpdate`
@@ -79,7 +79,8 @@ impl VoiceBackend for SongbirdBackend {
             .get(SGuildId::new(guild.get()))
             .ok_or("not connected to voice in this server")?;
         let input = songbird::input::Input::from(dca(&frames)?);
-        call.lock().await.play_input(input);
+        // Queued, not mixed: two answers close together are said one after the other.
+        call.lock().await.enqueue_input(input).await;
         Ok(())
     }
 
