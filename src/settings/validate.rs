@@ -1685,6 +1685,29 @@ mod tests {
     }
 
     #[test]
+    fn answering_aloud_needs_an_endpoint_its_bounds_and_its_key_from_the_environment() {
+        let p = problems(json!({"voice": {"speech": {"enabled": true, "maxSeconds": 0}}}));
+        assert_eq!(p.len(), 2, "{p:#?}");
+        assert!(
+            p.iter().any(|t| t.starts_with(
+                "voice.speech.baseUrl: voice.speech.enabled is true, so it needs a text-to-speech endpoint"
+            )),
+            "{p:?}"
+        );
+        assert!(
+            p.iter()
+                .any(|t| t.starts_with("voice.speech.maxSeconds: must be")),
+            "{p:?}"
+        );
+        let p = problems(json!({"voice": {"speech": {"apiKey": "sk-speech"}}}));
+        assert!(
+            p.iter()
+                .any(|t| t.contains("set the SPEECH_API_KEY environment variable")),
+            "{p:?}"
+        );
+    }
+
+    #[test]
     fn formats_are_checked() {
         let p = problems(json!({
             "initiative": {"discovery": {"rssFeeds": ["not a url"], "redditSubreddits": ["r/rust", "bad name!"], "youtubeChannelIds": ["UCxyz"]}},

@@ -76,7 +76,10 @@ fn speaking_settings(stt: &SttServer, tts: &TtsServer) -> Settings {
 
 /// A world listening in VOICE (writing to #general) through `Speaker`.
 async fn listening(s: Settings) -> (World, Arc<Speaker>) {
-    let w = World::start(s).await;
+    listening_in(World::start(s).await).await
+}
+
+async fn listening_in(w: World) -> (World, Arc<Speaker>) {
     w.app
         .store
         .upsert_channel(VOICE, Some(GUILD_A), "lounge", w.clock.now())
@@ -313,4 +316,28 @@ async fn with_voice_speech_off_no_speech_is_requested_at_all() {
     assert!(tts.requests().is_empty());
     assert!(backend.played().is_empty());
     assert!(voice_lines(&w).is_empty());
+}
+
+#[tokio::test]
+async fn the_speech_key_goes_only_in_the_request_never_into_the_journal() {
+    let (stt, tts) = (SttServer::start(), TtsServer::start());
+    tts.answer(Answer::Refuse);
+    let secrets = ambient::settings::Secrets::from_lookup(|k| {
+        (k == "SPEECH_API_KEY").then(|| "tts-key-24680".to_string())
+    });
+    let w = World::start_with_secrets(speaking_settings(&stt, &tts), secrets).await;
+    let (w, backend) = listening_in(w).await;
+    ask(&w, &backend, &stt).await;
+    assert_eq!(
+        tts.requests()[0].authorization.as_deref(),
+        Some("Bearer tts-key-24680")
+    );
+    assert_eq!(
+        voice_lines(&w),
+        vec![(
+            "did not answer aloud".to_string(),
+            "the text-to-speech endpoint answered HTTP 401: invalid credentials: Bearer ***"
+                .to_string()
+        )]
+    );
 }

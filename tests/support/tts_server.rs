@@ -23,6 +23,8 @@ pub enum Answer {
     Html,
     /// espeak-ng's WAV followed by this many more bytes of samples.
     Padded(usize),
+    /// A 401 quoting the Authorization header back, as careless servers do.
+    Refuse,
 }
 
 #[derive(Clone, Debug)]
@@ -105,7 +107,7 @@ async fn serve(
         .map(String::from);
     let answer = state.lock().unwrap().answer;
     let input = asked["input"].as_str().unwrap_or_default().to_string();
-    let spoken = if answer == Answer::Html {
+    let spoken = if matches!(answer, Answer::Html | Answer::Refuse) {
         None
     } else {
         tokio::task::spawn_blocking(move || espeak(&input))
@@ -119,6 +121,17 @@ async fn serve(
         authorization,
         sent,
     });
+    if answer == Answer::Refuse {
+        let key = headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("none");
+        return (
+            StatusCode::UNAUTHORIZED,
+            format!("invalid credentials: {key}"),
+        )
+            .into_response();
+    }
     match (answer, spoken) {
         (Answer::Html, _) => (
             StatusCode::OK,
@@ -126,7 +139,9 @@ async fn serve(
             "<html><body>Please log in</body></html>",
         )
             .into_response(),
-        (_, None) => (StatusCode::INTERNAL_SERVER_ERROR, "espeak-ng failed").into_response(),
+        (Answer::Refuse, _) | (_, None) => {
+            (StatusCode::INTERNAL_SERVER_ERROR, "espeak-ng failed").into_response()
+        }
         (Answer::Speech, Some((wav, _, _))) => {
             ([("content-type", "audio/wav")], wav).into_response()
         }
