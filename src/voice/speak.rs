@@ -178,28 +178,9 @@ impl Voice {
                     .reason(reason),
             );
         };
-        if let Some(why) = self.someone_declines(guild, voice, asker) {
-            return note("did not answer aloud", why);
-        }
         let today = day(self.services.clock.now());
-        let cap_ms = u64::from(s.max_seconds_per_day) * 1_000;
-        let left_ms = match self.services.store.speech_spent(guild, &today) {
-            Ok(spent) => cap_ms.saturating_sub(spent),
-            Err(e) => {
-                return note(
-                    "did not answer aloud",
-                    format!("could not read today's spoken seconds: {e}"),
-                );
-            }
-        };
-        if left_ms < FRAME_MS {
-            return note(
-                "did not answer aloud",
-                format!(
-                    "today's {} s of spoken answers (voice.speech.maxSecondsPerDay) are spent",
-                    s.max_seconds_per_day
-                ),
-            );
+        if let Some(why) = self.not_now(guild, voice, asker, s, &today) {
+            return note("did not answer aloud", why);
         }
         let words = spoken_text(text);
         if words.is_empty() {
@@ -220,22 +201,36 @@ impl Voice {
                 return note("did not answer aloud", why);
             }
         };
-        match self
-            .play(
-                guild,
-                voice,
-                pcm,
-                u64::from(s.max_seconds) * 1_000,
-                cap_ms,
-                &today,
-            )
-            .await
-        {
+        match self.play(guild, voice, pcm, s, &today).await {
             Ok(reason) => note("answered aloud", reason),
             Err(e) => note(
                 "did not answer aloud",
                 self.services.secrets.redact(&e.to_string()),
             ),
+        }
+    }
+
+    /// Why the endpoint is not even asked: someone present declines, or
+    /// today's seconds are spent (or either cannot be read).
+    fn not_now(
+        &self,
+        guild: GuildId,
+        voice: ChannelId,
+        asker: UserId,
+        s: &SpeechSettings,
+        today: &str,
+    ) -> Option<String> {
+        if let Some(why) = self.someone_declines(guild, voice, asker) {
+            return Some(why);
+        }
+        let cap_ms = u64::from(s.max_seconds_per_day) * 1_000;
+        match self.services.store.speech_spent(guild, today) {
+            Err(e) => Some(format!("could not read today's spoken seconds: {e}")),
+            Ok(spent) if cap_ms.saturating_sub(spent) < FRAME_MS => Some(format!(
+                "today's {} s of spoken answers (voice.speech.maxSecondsPerDay) are spent",
+                s.max_seconds_per_day
+            )),
+            Ok(_) => None,
         }
     }
 
@@ -285,7 +280,7 @@ impl Voice {
         })
     }
 
-    /// Cuts `pcm` at `max_ms` and at what is left of today's `cap_ms`,
+    /// Cuts `pcm` at `maxSeconds` and at what is left of today's `maxSecondsPerDay`,
     /// takes those seconds from the day's count, encodes and plays it: the
     /// journal's reason, or why it was not played.
     async fn play(
@@ -293,10 +288,13 @@ impl Voice {
         guild: GuildId,
         voice: ChannelId,
         pcm: Pcm,
-        max_ms: u64,
-        cap_ms: u64,
+        s: &SpeechSettings,
         today: &str,
     ) -> Result<String, SpeakError> {
+        let (max_ms, cap_ms) = (
+            u64::from(s.max_seconds) * 1_000,
+            u64::from(s.max_seconds_per_day) * 1_000,
+        );
         let full_ms = pcm.millis();
         // Whole frames: the count is what is played.
         let want_ms = full_ms.min(max_ms).div_ceil(FRAME_MS) * FRAME_MS;
