@@ -235,6 +235,11 @@ async fn the_days_seconds_cut_the_answer_that_reaches_them_and_stop_the_next() {
             "today's 3 s of spoken answers (voice.speech.maxSecondsPerDay) are spent".to_string()
         )
     );
+    // The next day (UTC) has its own seconds.
+    w.clock.advance(chrono::Duration::days(1));
+    ask(&w, &backend, &stt).await;
+    assert_eq!(backend.played().len(), 3);
+    assert_eq!(backend.played()[2], first);
 }
 
 #[tokio::test]
