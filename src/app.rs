@@ -211,6 +211,7 @@ impl Base {
         memory: &Arc<Memory>,
         impulses: &Arc<Impulses>,
         reflexes: &Arc<Reflexes>,
+        voice: &Arc<Voice>,
     ) {
         self.spine.registry.register(Arc::new(ReplyHandler::new(
             self.speech.clone(),
@@ -225,6 +226,7 @@ impl Base {
                 impulses: impulses.clone(),
                 reflexes: reflexes.clone(),
                 secrets: self.secrets.clone(),
+                voice: voice.clone(),
             },
         )));
         self.spine.registry.register(Arc::new(ReflexHandler {
@@ -280,6 +282,7 @@ impl Base {
                     self.store.clone(),
                     self.clock.clone(),
                 )),
+                secrets: self.secrets.clone(),
             },
             self.speech.clone(),
         )
@@ -360,9 +363,9 @@ impl App {
         if !reflexes.loaded().problems.is_empty() {
             notices.push(reflexes.summary());
         }
-        b.register_conversation(&executive, &memory, &impulses, &reflexes);
-        let garden = b.garden(&executive, &memory, &impulses);
         let voice = b.voice();
+        b.register_conversation(&executive, &memory, &impulses, &reflexes, &voice);
+        let garden = b.garden(&executive, &memory, &impulses);
         let discovery = Discovery::new(
             b.settings.clone(),
             b.store.clone(),

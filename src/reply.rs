@@ -88,6 +88,8 @@ pub struct ReplyTools {
     pub reflexes: Arc<Reflexes>,
     /// For the GIF source's key (`gif_search`, with `allowReplyGifs`).
     pub secrets: Secrets,
+    /// Speaks an answer to someone who addressed the bot by voice (`voice.speech`).
+    pub voice: Arc<crate::voice::Voice>,
 }
 
 /// Why the reply prompt could not be made; the turn fails with this text.
@@ -417,6 +419,13 @@ impl ReplyHandler {
             .await;
         if outcome == Outcome::Done {
             self.mark_active(m);
+            // Said by voice: also said aloud, if the operator turned that on (the text is out already).
+            if let (true, Some(guild)) = (m.is_voice(), m.message.guild) {
+                let voice = &self.tools.voice;
+                voice
+                    .answer_aloud(guild, m.message.author_id, m.message.id, &text)
+                    .await;
+            }
         }
         outcome
     }

@@ -159,6 +159,9 @@ fn promise(b: Boundary) -> &'static str {
             "I no longer learn anything from your messages. What I remember already stays until /memory forget-me."
         }
         Boundary::NoVoice => "your voice is never recorded or transcribed.",
+        Boundary::NoVoiceAnswers => {
+            "I never answer aloud in a voice channel while you are in it; answers come as text."
+        }
     }
 }
 

@@ -814,7 +814,7 @@ const HELP: &str = "commands:
   /ambient garden            tend this guild's memory now, still within the budget (short: /garden)
   /ambient hush [DURATION] [#channel|server]   no unprompted messages there for a while (default 1h, here)
   /ambient unhush [#channel|server]            end a hush early
-  /ambient me [BOUNDARY on|off]                your boundaries: no-ping, no-unprompted, no-memory, no-voice
+  /ambient me [BOUNDARY on|off]                your boundaries: no-ping, no-unprompted, no-memory, no-voice, no-voice-answers
   /memory remember TEXT      tell the bot something to remember (also: search Q, list, forget ID, forget-me, export)
   /discovery [list]          the feeds the bot follows here
   /discovery add KIND TARGET add a feed (rss URL, subreddit, YouTube channel id, X handle)

@@ -1,6 +1,8 @@
-//! The songbird adapter: joins and leaves voice channels, and turns each
+//! The songbird adapter: joins and leaves voice channels, turns each
 //! 20 ms `VoiceTick` into `Listener::tick(speaking, silent)` — 16 kHz mono
-//! samples per known speaker. Nothing else happens here.
+//! samples per known speaker — and queues a spoken answer's Opus frames
+//! (wrapped as DCA1, songbird's own container for Opus).
+//! Nothing else happens here.
 //!
 //! A stream (SSRC) is mapped to its speaker from `SpeakingStateUpdate`
 //! events. Under DAVE, songbird 0.6 drops a stream's packets until it knows
@@ -71,6 +73,17 @@ impl VoiceBackend for SongbirdBackend {
         Ok(self.manager.remove(SGuildId::new(guild.get())).await?)
     }
 
+    async fn play(&self, guild: GuildId, frames: Vec<Vec<u8>>) -> Result<(), PlatformError> {
+        let call = self
+            .manager
+            .get(SGuildId::new(guild.get()))
+            .ok_or("not connected to voice in this server")?;
+        let input = songbird::input::Input::from(dca(&frames)?);
+        // Queued, not mixed: two answers close together are said one after the other.
+        call.lock().await.enqueue_input(input).await;
+        Ok(())
+    }
+
     fn people_in(&self, guild: GuildId, voice: ChannelId) -> Option<HashSet<UserId>> {
         let g = self.cache.guild(SGuildId::new(guild.get()))?;
         Some(
@@ -84,6 +97,28 @@ impl VoiceBackend for SongbirdBackend {
                 .collect(),
         )
     }
+}
+
+/// Opus frames as a DCA1 stream (github.com/bwmarrin/dca): `DCA1`, the
+/// metadata's length (u32, little-endian) and JSON, then each frame as its
+/// length (i16, little-endian) and bytes — songbird's own container format.
+fn dca(frames: &[Vec<u8>]) -> Result<Vec<u8>, PlatformError> {
+    let meta = serde_json::json!({
+        "dca": {"version": 1, "tool": {"name": "ambient", "version": env!("CARGO_PKG_VERSION")}},
+        "opus": {"mode": "voip", "sample_rate": 48_000, "frame_size": 960, "vbr": true, "channels": 2},
+    })
+    .to_string();
+    let mut out =
+        Vec::with_capacity(8 + meta.len() + frames.iter().map(|f| f.len() + 2).sum::<usize>());
+    out.extend_from_slice(b"DCA1");
+    out.extend_from_slice(&(meta.len() as u32).to_le_bytes());
+    out.extend_from_slice(meta.as_bytes());
+    for f in frames {
+        let len = i16::try_from(f.len()).map_err(|_| "an Opus frame is too large for DCA")?;
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(f);
+    }
+    Ok(out)
 }
 
 #[derive(Clone)]
@@ -196,5 +231,39 @@ impl EventHandler for Receiver {
             _ => {}
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use songbird::input::Input;
+    use songbird::input::codecs::{get_codec_registry, get_probe};
+
+    use super::*;
+    use crate::voice::audio;
+
+    /// The frames a spoken answer hands songbird come out of its DCA reader
+    /// one packet each, byte for byte, as Opus at 48 kHz.
+    #[tokio::test]
+    async fn songbird_reads_back_every_opus_frame_of_a_spoken_answer() {
+        let tone: Vec<i16> = (0..48_000 * 2 / 10)
+            .map(|i| ((i as f64 * 0.05).sin() * 8_000.0) as i16)
+            .collect();
+        let frames = audio::opus_frames(&tone).unwrap();
+        assert_eq!(frames.len(), 5, "100 ms");
+        let input = Input::from(dca(&frames).unwrap())
+            .make_playable_async(get_codec_registry(), get_probe())
+            .await
+            .unwrap();
+        let mut parsed = match input {
+            Input::Live(live, _) => live,
+            Input::Lazy(_) => panic!("in-memory input is live"),
+        };
+        let format = &mut parsed.parsed_mut().expect("parsed").format;
+        let mut read = Vec::new();
+        while let Ok(p) = format.next_packet() {
+            read.push(p.buf().to_vec());
+        }
+        assert_eq!(read, frames);
     }
 }

@@ -1181,6 +1181,45 @@ pub struct VoiceSettings {
     pub energy_threshold: u32,
     /// Utterances waiting for transcription; beyond this the oldest is dropped.
     pub queue_capacity: u32,
+    /// Answering aloud in the voice channel (off: answers are text only).
+    pub speech: SpeechSettings,
+}
+
+/// An OpenAI-compatible text-to-speech endpoint (`…/v1/audio/speech`) that
+/// speaks answers to people who addressed the bot by voice; its key comes
+/// from `SPEECH_API_KEY`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SpeechSettings {
+    /// Also speak the text answer to someone who addressed the bot by voice.
+    pub enabled: bool,
+    /// OpenAI-compatible base URL (…/v1).
+    pub base_url: String,
+    pub model: String,
+    /// The endpoint's voice name.
+    pub voice: String,
+    /// The longest answer spoken; longer audio is cut here.
+    pub max_seconds: u32,
+    /// Seconds spoken per server per day (UTC); an answer is cut to what remains.
+    pub max_seconds_per_day: u32,
+    pub timeout_seconds: u32,
+    /// The endpoint is the operator's own server on a private address (a local TTS).
+    pub allow_private: bool,
+}
+
+impl Default for SpeechSettings {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            base_url: String::new(),
+            model: "tts-1".into(),
+            voice: "alloy".into(),
+            max_seconds: 30,
+            max_seconds_per_day: 600,
+            timeout_seconds: 30,
+            allow_private: false,
+        }
+    }
 }
 
 impl Default for VoiceSettings {
@@ -1196,6 +1235,7 @@ impl Default for VoiceSettings {
             min_utterance_ms: 300,
             energy_threshold: 500,
             queue_capacity: 16,
+            speech: SpeechSettings::default(),
         }
     }
 }

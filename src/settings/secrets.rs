@@ -86,6 +86,8 @@ pub struct Secrets {
     pub transcription_api_key: Option<Secret>,
     /// IMAGE_API_KEY (falls back to OPENAI_API_KEY)
     pub image_api_key: Option<Secret>,
+    /// SPEECH_API_KEY, for answering aloud (`voice.speech`)
+    pub speech_api_key: Option<Secret>,
     /// GITHUB_TOKEN, for the `github_api` reflex action
     pub github_token: Option<Secret>,
     /// GIPHY_API_KEY, for the GIF source (a Giphy-compatible search API)
@@ -113,6 +115,7 @@ impl Secrets {
             openrouter_api_key: secret("OPENROUTER_API_KEY"),
             transcription_api_key: secret("TRANSCRIPTION_API_KEY"),
             image_api_key: secret("IMAGE_API_KEY"),
+            speech_api_key: secret("SPEECH_API_KEY"),
             github_token: secret("GITHUB_TOKEN"),
             giphy_api_key: secret("GIPHY_API_KEY"),
         }
@@ -126,6 +129,7 @@ impl Secrets {
             &self.openrouter_api_key,
             &self.transcription_api_key,
             &self.image_api_key,
+            &self.speech_api_key,
             &self.github_token,
             &self.giphy_api_key,
         ]

@@ -243,6 +243,8 @@ fn secret_env_var(key: &str, prefix: &str) -> Option<&'static str> {
         "ANTHROPIC_API_KEY"
     } else if context.contains("openrouter") {
         "OPENROUTER_API_KEY"
+    } else if context.contains("speech") {
+        "SPEECH_API_KEY"
     } else if context.contains("transcription") || context.contains("voice") {
         "TRANSCRIPTION_API_KEY"
     } else if context.contains("github") {
@@ -1152,6 +1154,25 @@ fn garden(p: &mut Rules, s: &Settings) {
     p.range("garden.maxCandidates", g.max_candidates, 0, 100);
 }
 
+/// `voice.speech`: answering aloud needs an endpoint, and its bounds.
+fn speech(p: &mut Rules, s: &crate::settings::SpeechSettings) {
+    if s.enabled && s.base_url.trim().is_empty() {
+        p.push(
+            "voice.speech.baseUrl",
+            "voice.speech.enabled is true, so it needs a text-to-speech endpoint: an http:// or https:// …/v1 serving /audio/speech",
+        );
+    }
+    p.url("voice.speech.baseUrl", &s.base_url, true);
+    p.range("voice.speech.maxSeconds", s.max_seconds, 1, 300);
+    p.range(
+        "voice.speech.maxSecondsPerDay",
+        s.max_seconds_per_day,
+        0,
+        86_400,
+    );
+    p.range("voice.speech.timeoutSeconds", s.timeout_seconds, 1, 600);
+}
+
 /// `voice`: listening, utterance bounds, links and channels to join.
 fn voice(p: &mut Rules, s: &Settings) {
     let v = &s.voice;
@@ -1172,6 +1193,7 @@ fn voice(p: &mut Rules, s: &Settings) {
         1,
         600,
     );
+    speech(p, &v.speech);
     p.range("voice.silenceHangoverMs", v.silence_hangover_ms, 100, 5_000);
     p.range("voice.maxUtteranceSeconds", v.max_utterance_seconds, 1, 120);
     p.range("voice.minUtteranceMs", v.min_utterance_ms, 0, 10_000);
@@ -1665,6 +1687,29 @@ mod tests {
         assert!(
             !p[0].contains("abc"),
             "the secret itself must not be echoed: {p:?}"
+        );
+    }
+
+    #[test]
+    fn answering_aloud_needs_an_endpoint_its_bounds_and_its_key_from_the_environment() {
+        let p = problems(json!({"voice": {"speech": {"enabled": true, "maxSeconds": 0}}}));
+        assert_eq!(p.len(), 2, "{p:#?}");
+        assert!(
+            p.iter().any(|t| t.starts_with(
+                "voice.speech.baseUrl: voice.speech.enabled is true, so it needs a text-to-speech endpoint"
+            )),
+            "{p:?}"
+        );
+        assert!(
+            p.iter()
+                .any(|t| t.starts_with("voice.speech.maxSeconds: must be")),
+            "{p:?}"
+        );
+        let p = problems(json!({"voice": {"speech": {"apiKey": "sk-speech"}}}));
+        assert!(
+            p.iter()
+                .any(|t| t.contains("set the SPEECH_API_KEY environment variable")),
+            "{p:?}"
         );
     }
 

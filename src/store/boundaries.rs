@@ -2,8 +2,9 @@
 //!
 //! A boundary belongs to the person, not to a server: set once, it holds in
 //! every server and DM the bot shares with them. Speech reads `NoPing`,
-//! the reply path `NoUnprompted`, memory extraction `NoMemory` and voice
-//! `NoVoice` (which replaced the per-server voice opt-out, migration 12).
+//! the reply path `NoUnprompted`, memory extraction `NoMemory`, voice
+//! `NoVoice` (which replaced the per-server voice opt-out, migration 12)
+//! and spoken answers `NoVoiceAnswers`.
 //! Forget-me leaves them in place: they protect the person, they say
 //! nothing about them.
 
@@ -27,14 +28,17 @@ pub enum Boundary {
     NoMemory,
     /// Never record or transcribe my voice.
     NoVoice,
+    /// Never answer aloud in a voice channel while I am in it.
+    NoVoiceAnswers,
 }
 
 impl Boundary {
-    pub const ALL: [Boundary; 4] = [
+    pub const ALL: [Boundary; 5] = [
         Boundary::NoPing,
         Boundary::NoUnprompted,
         Boundary::NoMemory,
         Boundary::NoVoice,
+        Boundary::NoVoiceAnswers,
     ];
 
     /// As stored.
@@ -44,6 +48,7 @@ impl Boundary {
             Boundary::NoUnprompted => "no_unprompted",
             Boundary::NoMemory => "no_memory",
             Boundary::NoVoice => "no_voice",
+            Boundary::NoVoiceAnswers => "no_voice_answers",
         }
     }
 
@@ -54,6 +59,7 @@ impl Boundary {
             Boundary::NoUnprompted => "no-unprompted",
             Boundary::NoMemory => "no-memory",
             Boundary::NoVoice => "no-voice",
+            Boundary::NoVoiceAnswers => "no-voice-answers",
         }
     }
 
@@ -64,6 +70,7 @@ impl Boundary {
             Boundary::NoUnprompted => "don't reply to me unprompted",
             Boundary::NoMemory => "don't remember me",
             Boundary::NoVoice => "don't transcribe me in voice",
+            Boundary::NoVoiceAnswers => "don't answer aloud while I'm in voice",
         }
     }
 

@@ -685,6 +685,28 @@ pub const MIGRATIONS: &[Migration] = &[
             );
         "#,
     },
+    Migration {
+        version: 26,
+        name: "answers spoken aloud: each server's seconds spoken today, for voice.speech.maxSecondsPerDay, and the no-voice-answers boundary",
+        // SQLite cannot widen a CHECK in place: the boundaries are copied
+        // into a table that also allows 'no_voice_answers', every row kept.
+        sql: r#"
+            CREATE TABLE boundaries_26 (
+                user_id INTEGER NOT NULL,
+                kind    TEXT    NOT NULL CHECK (kind IN ('no_ping', 'no_unprompted', 'no_memory', 'no_voice', 'no_voice_answers')),
+                at      INTEGER NOT NULL,
+                PRIMARY KEY (user_id, kind)
+            );
+            INSERT INTO boundaries_26 (user_id, kind, at) SELECT user_id, kind, at FROM boundaries;
+            DROP TABLE boundaries;
+            ALTER TABLE boundaries_26 RENAME TO boundaries;
+            CREATE TABLE voice_speech_spent (
+                guild_id INTEGER PRIMARY KEY,
+                day      TEXT    NOT NULL,   -- UTC date (YYYY-MM-DD) the count is for
+                spent_ms INTEGER NOT NULL    -- milliseconds of audio played that day
+            );
+        "#,
+    },
 ];
 
 pub fn latest() -> u32 {

@@ -212,6 +212,8 @@ pub const TABLES: &[Table] = &[
         ..guild("garden_queue", "guild_id")
     },
     guild("hushes", "guild_id"),
+    // Today's seconds of spoken answers: the server's budget goes where it goes.
+    guild("voice_speech_spent", "guild_id"),
     // The server removed the bot: moved with it (the bot is not in it
     // wherever it goes), and gone with the rest when its data is removed.
     guild("departed_guilds", "guild_id"),

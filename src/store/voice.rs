@@ -1,6 +1,7 @@
 //! Persistence for voice: who opted out of being transcribed (a person's
-//! boundary, see `boundaries`), and when each transcribed utterance began and
-//! ended (its row in `messages` holds the text).
+//! boundary, see `boundaries`), when each transcribed utterance began and
+//! ended (its row in `messages` holds the text), and how much each server
+//! was answered aloud today (`voice.speech.maxSecondsPerDay`).
 
 use std::collections::HashSet;
 
@@ -9,9 +10,46 @@ use rusqlite::{OptionalExtension, params};
 
 use super::boundaries::Boundary;
 use super::{Result, Store, from_ms, to_ms};
-use crate::ids::{ChannelId, MessageId, UserId};
+use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 
 impl Store {
+    /// Milliseconds of spoken answers played in `guild` on `day` (UTC).
+    pub fn speech_spent(&self, guild: GuildId, day: &str) -> Result<u64> {
+        let spent: Option<i64> = self
+            .lock()
+            .prepare_cached(
+                "SELECT spent_ms FROM voice_speech_spent WHERE guild_id = ?1 AND day = ?2",
+            )?
+            .query_row(params![guild.to_sql(), day], |r| r.get(0))
+            .optional()?;
+        Ok(spent.unwrap_or(0).max(0) as u64)
+    }
+
+    /// Takes up to `want_ms` of `guild`'s `cap_ms` for `day` and returns
+    /// what was granted (0 when the day's allowance is spent). Read and
+    /// written under one hold of the connection: two answers at once
+    /// cannot both take the last seconds.
+    pub fn speech_take(&self, guild: GuildId, day: &str, want_ms: u64, cap_ms: u64) -> Result<u64> {
+        let conn = self.lock();
+        let spent: u64 = conn
+            .prepare_cached(
+                "SELECT spent_ms FROM voice_speech_spent WHERE guild_id = ?1 AND day = ?2",
+            )?
+            .query_row(params![guild.to_sql(), day], |r| r.get::<_, i64>(0))
+            .optional()?
+            .unwrap_or(0)
+            .max(0) as u64;
+        let granted = want_ms.min(cap_ms.saturating_sub(spent));
+        if granted > 0 {
+            // One row a server: another day's count is replaced, not kept.
+            conn.execute(
+                "INSERT OR REPLACE INTO voice_speech_spent (guild_id, day, spent_ms) VALUES (?1, ?2, ?3)",
+                params![guild.to_sql(), day, (spent + granted) as i64],
+            )?;
+        }
+        Ok(granted)
+    }
+
     /// Who never wants to be transcribed (`/voice optout`, `/ambient me no-voice`):
     /// a listener keeps this in memory, as it is asked every 20 ms.
     pub fn voice_opted_out_users(&self) -> Result<HashSet<UserId>> {

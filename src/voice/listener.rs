@@ -31,7 +31,7 @@ use crate::clock::SharedClock;
 use crate::ids::{ChannelId, GuildId, MessageId, UserId, next_snowflake};
 use crate::journal::{Entry, Journal, Kind};
 use crate::senses::Senses;
-use crate::settings::SettingsService;
+use crate::settings::{Secrets, SettingsService};
 use crate::store::Store;
 use crate::store::messages::{Source, StoredMessage};
 
@@ -52,6 +52,8 @@ pub struct Services {
     pub clock: SharedClock,
     pub senses: Senses,
     pub transcriber: Arc<Transcriber>,
+    /// `SPEECH_API_KEY` for spoken answers, and every secret to mask in their errors.
+    pub secrets: Secrets,
 }
 
 struct Speaker {

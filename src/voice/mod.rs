@@ -1,6 +1,8 @@
 //! Voice: the bot joins a voice channel, listens, transcribes, and writes
 //! what was said as `[vc]` lines into the linked text channel (seed:
 //! ambient-text-cycle.md — voice informs attention; the bot answers in text).
+//! Only if the operator turns on `voice.speech` is an answer to someone who
+//! addressed it by voice also spoken there ([`speak`]).
 //!
 //! The platform part (songbird: joining, decoding to 16 kHz mono, mapping
 //! a stream to its speaker) is a [`VoiceBackend`] the Discord front end
@@ -19,8 +21,10 @@
 //! [`AUTO_JOIN_RETRY_CEILING`], or until the server's settings change, and
 //! each failure is journaled once.
 
+pub mod audio;
 pub mod listener;
 pub mod segment;
+pub mod speak;
 pub mod transcribe;
 pub(crate) mod wav;
 
@@ -105,6 +109,11 @@ pub trait VoiceBackend: Send + Sync {
     /// knows: a room the bot joins may have been full before it started.
     fn people_in(&self, _guild: GuildId, _voice: ChannelId) -> Option<HashSet<UserId>> {
         None
+    }
+    /// Plays 20 ms Opus frames (48 kHz stereo) in the guild's voice channel:
+    /// a spoken answer ([`speak`]). Returns once they are handed over.
+    async fn play(&self, _guild: GuildId, _frames: Vec<Vec<u8>>) -> Result<(), PlatformError> {
+        Err("this voice front end cannot play audio".into())
     }
 }
 
@@ -364,11 +373,18 @@ impl Voice {
         voice: ChannelId,
         text: ChannelId,
     ) -> Result<Option<MessageId>, VoiceError> {
+        let settings = self.services.settings.for_guild(Some(guild));
+        // People are told before they hear it, as before they are heard.
+        let answers = if settings.voice.speech.enabled {
+            "I answer here in text, and aloud in voice (/ambient me no-voice-answers on stops that while you're there)"
+        } else {
+            "I answer here in text"
+        };
         let notice = format!(
             "🎙️ I'm listening in <#{voice}> and transcribing what's said there into this channel (as [vc] lines), \
-             so I can follow the conversation. Say \"hey {}\" to talk to me; I answer here in text. \
+             so I can follow the conversation. Say \"hey {}\" to talk to me; {answers}. \
              Don't want to be transcribed? Use /voice optout.",
-            self.services.settings.for_guild(Some(guild)).bot.name
+            settings.bot.name
         );
         let cause = format!(
             "voice-join-{voice}-{}",

@@ -84,5 +84,6 @@ mod untrusted_inputs;
 mod upgrades;
 mod upkeep_backoff;
 mod voice;
+mod voice_answers;
 mod voice_consent;
 mod writes;

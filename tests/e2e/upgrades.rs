@@ -246,6 +246,8 @@ const READERS: &[(&str, Reader)] = &[
     ("people_cursor", read_people_cursor),
     ("departed_guilds", read_departures),
     ("access_notices", read_access_notices),
+    ("dm_pairing_codes", read_dm_pairing_codes),
+    ("dm_paired", read_dm_paired),
     ("feed_subscriptions", read_feed_subscriptions),
     ("feed_deliveries", read_feed_deliveries),
 ];
@@ -1429,6 +1431,31 @@ fn read_access_notices(store: &Store, t: &Table) -> Vec<String> {
             .map_err(|e| e.to_string())?
             .ok_or("none")?;
         same("told_at", at.timestamp_millis(), r.int("told_at"))
+    })
+}
+
+fn read_dm_pairing_codes(store: &Store, t: &Table) -> Vec<String> {
+    each_row(t, |r| {
+        let c = store
+            .pairing_code_of(UserId::from_sql(r.int("user_id")))
+            .map_err(|e| e.to_string())?
+            .ok_or("none")?;
+        same("code", c.code, r.text("code"))?;
+        same("user_name", c.user_name, r.text("user_name"))?;
+        same(
+            "expires_at",
+            c.expires_at.timestamp_millis(),
+            r.int("expires_at"),
+        )
+    })
+}
+
+fn read_dm_paired(store: &Store, t: &Table) -> Vec<String> {
+    each_row(t, |r| {
+        let paired = store
+            .is_paired(UserId::from_sql(r.int("user_id")))
+            .map_err(|e| e.to_string())?;
+        same("paired", paired, true)
     })
 }
 

@@ -24,4 +24,5 @@ pub mod shards;
 pub mod spellings;
 pub mod stt_server;
 pub mod tmpfs;
+pub mod tts_server;
 pub mod world;

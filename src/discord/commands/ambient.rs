@@ -85,7 +85,7 @@ async fn answer_in_channel(
 #[poise::command(slash_command, ephemeral)]
 async fn me(
     ctx: Context<'_>,
-    #[description = "no-ping, no-unprompted, no-memory or no-voice (empty: show yours)"]
+    #[description = "no-ping, no-unprompted, no-memory, no-voice or no-voice-answers (empty: show yours)"]
     boundary: Option<String>,
     #[description = "on (default) or off"] state: Option<String>,
 ) -> Result<(), Error> {
