@@ -406,3 +406,38 @@ fn pairing_end_to_end_through_discord() {
         "only the approved message reached the model"
     );
 }
+
+#[tokio::test]
+async fn the_dashboard_shows_a_refusal_as_a_gate_with_its_reason() {
+    use ambient::dashboard::{self, Site};
+
+    let w = World::start(members_only()).await;
+    ask(&w, "gus", &[GUEST], "what day is the meetup?").await;
+    let served = dashboard::start(
+        Site::of_app(&w.app),
+        "127.0.0.1:0".parse().unwrap(),
+        &w.app.data_dir,
+        false,
+    )
+    .await
+    .unwrap();
+    let today = reqwest::get(format!("http://{}/", served.addr))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let entry = today
+        .split(r#"<div class="entry k-gate"#)
+        .nth(1)
+        .unwrap_or_else(|| panic!("no gate on the Today page:\n{today}"));
+    let entry = &entry[..entry.find("<div class=\"entry").unwrap_or(entry.len())];
+    assert!(
+        entry.contains("did not answer gus: the roles gate"),
+        "{entry}"
+    );
+    assert!(
+        entry.contains("the author has no role in permissions.roles.allowed"),
+        "{entry}"
+    );
+}
