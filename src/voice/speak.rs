@@ -257,27 +257,33 @@ impl Voice {
         }
         let mut declining = 0;
         for user in present {
-            match self
-                .services
-                .store
-                .has_boundary(user, Boundary::NoVoiceAnswers)
-            {
+            match self.declines(user) {
                 Ok(false) => {}
                 Ok(true) => declining += 1,
                 // Fail closed: speaking to someone who said no is worse than an unspoken answer.
                 Err(e) => {
                     return Some(format!(
-                        "could not read who asked for no-voice-answers: {e}"
+                        "could not read who asked for no-voice-answers or no-voice: {e}"
                     ));
                 }
             }
         }
         (declining > 0).then(|| {
             format!(
-                "{declining} {} in {voice} asked not to be answered aloud (no-voice-answers)",
+                "{declining} {} in {voice} asked not to be answered aloud or not to be recorded \
+                 (no-voice-answers, no-voice)",
                 if declining == 1 { "person" } else { "people" }
             )
         })
+    }
+
+    /// Whether `user` asked not to be answered aloud, or not to take part in
+    /// the bot's voice at all (`/voice optout`, the `no-voice` boundary):
+    /// someone who keeps their voice from it should not have it talk at them.
+    fn declines(&self, user: UserId) -> Result<bool, crate::store::StoreError> {
+        let store = &self.services.store;
+        Ok(store.has_boundary(user, Boundary::NoVoiceAnswers)?
+            || store.has_boundary(user, Boundary::NoVoice)?)
     }
 
     /// Cuts `pcm` at `maxSeconds` and at what is left of today's `maxSecondsPerDay`,

@@ -299,7 +299,10 @@ async fn nobody_is_answered_aloud_while_someone_present_asked_for_no_voice_answe
         voice_lines(&w),
         vec![(
             "did not answer aloud".to_string(),
-            format!("1 person in {VOICE} asked not to be answered aloud (no-voice-answers)")
+            format!(
+                "1 person in {VOICE} asked not to be answered aloud or not to be recorded \
+                 (no-voice-answers, no-voice)"
+            )
         )]
     );
     // Eve leaves: the next answer is spoken.
@@ -309,6 +312,17 @@ async fn nobody_is_answered_aloud_while_someone_present_asked_for_no_voice_answe
         .await;
     ask(&w, &backend, &stt).await;
     assert_eq!(backend.played().len(), 1);
+
+    // Someone who opted out of being recorded keeps the bot's voice out too.
+    w.app
+        .voice
+        .voice_state(GUILD_A, user("bob"), Member::Person, Some(VOICE))
+        .await;
+    let optout = w.app.voice.opt_out(user("bob"));
+    assert!(!optout.is_empty());
+    ask(&w, &backend, &stt).await;
+    assert_eq!(backend.played().len(), 1, "not spoken while bob is there");
+    assert_eq!(tts.requests().len(), 1, "not even synthesised");
 }
 
 #[tokio::test]
