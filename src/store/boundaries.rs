@@ -165,9 +165,13 @@ pub(super) fn write_boundary(
     on: bool,
     at: DateTime<Utc>,
 ) -> rusqlite::Result<bool> {
+    // ON CONFLICT, not OR IGNORE: only "already set" is ignored. OR IGNORE
+    // also swallows a CHECK failure — a kind the table does not allow was
+    // once dropped that way while the person was told "Done".
     let changed = if on {
         conn.execute(
-            "INSERT OR IGNORE INTO boundaries (user_id, kind, at) VALUES (?1, ?2, ?3)",
+            "INSERT INTO boundaries (user_id, kind, at) VALUES (?1, ?2, ?3) \
+             ON CONFLICT (user_id, kind) DO NOTHING",
             params![user.to_sql(), boundary.as_str(), to_ms(at)],
         )?
     } else {
@@ -182,6 +186,25 @@ pub(super) fn write_boundary(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kind_the_table_does_not_allow_is_an_error_not_a_silent_done() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE boundaries (user_id INTEGER NOT NULL, \
+             kind TEXT NOT NULL CHECK (kind IN ('no_ping')), at INTEGER NOT NULL, \
+             PRIMARY KEY (user_id, kind))",
+        )
+        .unwrap();
+        let now = Utc::now();
+        assert!(write_boundary(&conn, UserId(1), Boundary::NoPing, true, now).unwrap());
+        assert!(
+            !write_boundary(&conn, UserId(1), Boundary::NoPing, true, now).unwrap(),
+            "set twice: nothing changed, no error"
+        );
+        let refused = write_boundary(&conn, UserId(1), Boundary::NoVoiceAnswers, true, now);
+        assert!(refused.is_err(), "{refused:?}");
+    }
 
     #[test]
     fn a_boundary_is_the_persons_everywhere_and_can_be_lifted() {
