@@ -744,7 +744,9 @@ fn carry_over(current: &Path, staged: &Path) -> Result<(usize, Forgotten, Option
     }
     for (user, kind, at) in boundaries {
         tx.execute(
-            "INSERT OR IGNORE INTO boundaries (user_id, kind, at) VALUES (?1, ?2, ?3)",
+            // Only "already set" is ignored: a kind the table refuses is an error, not a boundary lost.
+            "INSERT INTO boundaries (user_id, kind, at) VALUES (?1, ?2, ?3) \
+             ON CONFLICT (user_id, kind) DO NOTHING",
             params![user, kind, at],
         )
         .map_err(sql(&path))?;
