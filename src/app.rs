@@ -125,8 +125,8 @@ impl Base {
                 data_dir.display()
             )
         })?;
-        let store = people::attach(store, &settings)
-            .context("cannot open the people ledger (storage.sharedDir)")?;
+        let store = people::attach_with(store, &settings, &secrets)
+            .context("cannot open the people ledger (storage.sharedDir or storage.sharedUrl)")?;
         let metrics = Arc::new(crate::metrics::Metrics::new(settings.metrics.per_guild));
         let settings = Arc::new(SettingsService::new(settings, store.clone(), clock.clone()));
         let journal = Journal::with_metrics(store.clone(), clock.clone(), metrics);
@@ -337,8 +337,9 @@ impl App {
         // before this one hears anyone: before the gateway connects.
         let people = People::new(&b.store, &b.journal);
         if let Some(p) = &people {
-            p.catch_up()
-                .context("cannot apply the people ledger (storage.sharedDir)")?;
+            p.catch_up().context(
+                "cannot apply the people ledger (storage.sharedDir or storage.sharedUrl)",
+            )?;
         }
         let executive = b.executive(stand_in).await?;
         let mut notices = executive.unavailable_summary();

@@ -90,6 +90,8 @@ pub struct Secrets {
     pub github_token: Option<Secret>,
     /// GIPHY_API_KEY, for the GIF source (a Giphy-compatible search API)
     pub giphy_api_key: Option<Secret>,
+    /// PGPASSWORD, for the shared PostgreSQL database (`storage.sharedUrl`)
+    pub shared_password: Option<Secret>,
 }
 
 impl Secrets {
@@ -115,6 +117,7 @@ impl Secrets {
             image_api_key: secret("IMAGE_API_KEY"),
             github_token: secret("GITHUB_TOKEN"),
             giphy_api_key: secret("GIPHY_API_KEY"),
+            shared_password: secret("PGPASSWORD"),
         }
     }
 
@@ -128,6 +131,7 @@ impl Secrets {
             &self.image_api_key,
             &self.github_token,
             &self.giphy_api_key,
+            &self.shared_password,
         ]
         .into_iter()
         .flatten()
