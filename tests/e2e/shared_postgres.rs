@@ -126,8 +126,8 @@ fn boundaries_and_forget_me_pass_between_processes_through_postgresql() {
     );
 }
 
-/// PostgreSQL stopped: a boundary change is refused with the person told
-/// and nothing changes here; answers go on. Started again, the next change
+/// PostgreSQL stopped: a boundary change and a forget-me are refused with
+/// the person told and nothing changes here; answers go on. Started again, the next change
 /// goes through (a new connection is made).
 #[test]
 fn with_postgresql_down_boundary_changes_are_refused_and_replies_still_work() {
@@ -165,6 +165,25 @@ fn with_postgresql_down_boundary_changes_are_refused_and_replies_still_work() {
             .any(|m| m["content"] == "Still here.")),
         "no reply with PostgreSQL down:\n{}",
         bot.log()
+    );
+
+    let forget = bot.discord.slash(
+        GENERAL,
+        ALICE,
+        0,
+        "memory",
+        "forget-me",
+        &[("messages", "true")],
+    );
+    let refused = bot.discord.interaction_text(forget).unwrap_or_default();
+    assert!(
+        refused.contains("the people ledger in PostgreSQL"),
+        "{refused}"
+    );
+    let kept = bot.store().message(MessageId(asked)).unwrap().unwrap();
+    assert!(
+        kept.content.ends_with("are you there?"),
+        "nothing forgotten here alone: {kept:?}"
     );
 
     pg.restart();
