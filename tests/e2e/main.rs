@@ -74,6 +74,7 @@ mod sends;
 mod serve_signals;
 mod settings_cli;
 mod shards;
+mod shared_budget;
 mod shared_postgres;
 mod spine;
 mod status;

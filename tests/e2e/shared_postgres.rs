@@ -132,9 +132,43 @@ fn boundaries_and_forget_me_pass_between_processes_through_postgresql() {
 #[test]
 fn with_postgresql_down_boundary_changes_are_refused_and_replies_still_work() {
     let Some(pg) = Postgres::start() else { return };
-    let bot = Bot::start(json!({"storage": {"sharedUrl": pg.url()}}));
+    let bot = Bot::start(json!({
+        "storage": {"sharedUrl": pg.url()},
+        "budget": {"dailyTokens": {"reply": 2_000}},
+    }));
     bot.model.fallback(Scripted::text("Still here."));
     let alice = UserId(ALICE.id);
+    let status = || {
+        let id = bot
+            .discord
+            .slash(GENERAL, ALICE, 0, "ambient", "status", &[]);
+        bot.discord.interaction_text(id).unwrap_or_default()
+    };
+    let answered = |n: usize| {
+        bot.discord.wait_until(20, |w| {
+            w.sent_in(GENERAL)
+                .iter()
+                .filter(|m| m["content"] == "Still here.")
+                .count()
+                >= n
+        })
+    };
+
+    // Up: a reply leases the day's reply budget from PostgreSQL.
+    let first = bot.discord.say(GENERAL, ALICE, &mention("hello?"));
+    assert!(bot.wait_stored(first), "{}", bot.log());
+    assert!(answered(1), "no reply:\n{}", bot.log());
+    // A chunk is 100 tokens: the reply's estimate takes several, and the
+    // next reply (its tokens spent) needs more.
+    assert_eq!(
+        pg.psql("SELECT role || ' ' || (granted % 100 = 0 AND granted > 0) FROM budget_leases"),
+        "reply true"
+    );
+    let up = status();
+    assert!(
+        up.contains("budget: the whole bot's daily caps, leased from PostgreSQL in 5% chunks"),
+        "{up}"
+    );
     let set_no_ping = || {
         let id = bot.discord.slash(
             GENERAL,
@@ -156,16 +190,20 @@ fn with_postgresql_down_boundary_changes_are_refused_and_replies_still_work() {
     );
     assert!(!bot.store().has_boundary(alice, Boundary::NoPing).unwrap());
 
+    // Down: the next reply needs another lease, so the reply budget falls
+    // back to the static share (the whole cap, for one process), said in
+    // status and once in the journal.
     let asked = bot.discord.say(GENERAL, ALICE, &mention("are you there?"));
     assert!(bot.wait_stored(asked), "{}", bot.log());
+    assert!(answered(2), "no reply with PostgreSQL down:\n{}", bot.log());
+    let down = status();
     assert!(
-        bot.discord.wait_until(20, |w| w
-            .sent_in(GENERAL)
-            .iter()
-            .any(|m| m["content"] == "Still here.")),
-        "no reply with PostgreSQL down:\n{}",
-        bot.log()
+        down.contains("budget: PostgreSQL unreachable, this process's static share instead"),
+        "{down}"
     );
+    bot.wait_entry(ambient::journal::Kind::Error, |e| {
+        e.summary.starts_with("budget leases unavailable")
+    });
 
     let forget = bot.discord.slash(
         GENERAL,
@@ -221,15 +259,15 @@ fn the_shared_verbs_migrate_check_and_import_a_sqlite_ledger() {
 
     let (code, out, _) = run(&check);
     assert_eq!(code, Some(0), "{out}");
-    assert!(out.contains("shared schema version 0 of 1"), "{out}");
+    assert!(out.contains("shared schema version 0 of 2"), "{out}");
     let (code, out, err) = run(&migrate);
     assert_eq!(code, Some(0), "{err}");
     assert!(
-        out.ends_with("shared schema migrated from version 0 to 1"),
+        out.ends_with("shared schema migrated from version 0 to 2"),
         "{out}"
     );
     let (_, out, _) = run(&migrate);
-    assert!(out.ends_with("shared schema already at version 1"), "{out}");
+    assert!(out.ends_with("shared schema already at version 2"), "{out}");
 
     // The ledger of the README's layout: `../shared/people.db` from the home.
     let shared = root.path().join("shared");

@@ -1,7 +1,7 @@
 //! What spans hosts: the PostgreSQL database every process of the bot
 //! shares (`storage.sharedUrl`), for processes that cannot share a
 //! directory. It holds only what belongs to the whole bot — the people
-//! ledger ([`people`]) — while each process keeps its servers in its own
+//! ledger ([`people`]) and the daily budgets' leases ([`budget`]) — while each process keeps its servers in its own
 //! SQLite store.
 //!
 //! [`SharedDb`] is a handle with its own small runtime: its connections
@@ -16,6 +16,7 @@
 //! migrations applied, [`SharedDb::migrate`] applies the missing ones under
 //! an advisory lock, and a database newer than this ambient is refused.
 
+pub mod budget;
 pub mod people;
 
 use std::future::Future;
@@ -42,11 +43,18 @@ struct Migration {
     sql: &'static str,
 }
 
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "the people ledger: boundaries and forget-me, append-only, in sequence order",
-    sql: people::SCHEMA,
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "the people ledger: boundaries and forget-me, append-only, in sequence order",
+        sql: people::SCHEMA,
+    },
+    Migration {
+        version: 2,
+        name: "budget leases: each process's grant of a role's daily tokens",
+        sql: budget::SCHEMA,
+    },
+];
 
 /// The shared schema's version this ambient knows.
 pub fn known_version() -> i32 {
