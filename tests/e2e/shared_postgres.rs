@@ -444,3 +444,34 @@ fn a_thousand_events_reach_three_processes() {
         latencies[latencies.len() - 1]
     );
 }
+
+/// A process that cannot reach PostgreSQL when it starts does not start,
+/// and says why.
+#[test]
+fn a_process_without_its_shared_database_does_not_start() {
+    // A port nothing listens on: bound, then let go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
+    let discord = crate::support::fake_discord::FakeDiscord::start();
+    let home = Home::new(json!({
+        "discord": {"apiBaseUrl": discord.url},
+        "storage": {"sharedUrl": url},
+    }));
+    let out = home
+        .command(&["run"])
+        .env("DISCORD_TOKEN", "test-token-abc")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("cannot open the people ledger")
+            && said.contains(&format!(
+                "cannot reach PostgreSQL at postgres@127.0.0.1:{port}/postgres"
+            )),
+        "{said}"
+    );
+}
