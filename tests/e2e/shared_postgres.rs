@@ -475,3 +475,34 @@ fn a_process_without_its_shared_database_does_not_start() {
         "{said}"
     );
 }
+
+/// The database's password comes from `PGPASSWORD` alone (the URL holds
+/// none), and no answer repeats it.
+#[test]
+fn the_password_comes_from_pgpassword_and_is_never_shown() {
+    let Some(pg) = Postgres::start_with_password("s3cret-pg-pass") else {
+        return;
+    };
+    let home = Home::new(json!({"storage": {"sharedUrl": pg.url()}}));
+    let check = |password: Option<&str>| {
+        let mut cmd = home.command(&["shared", "check"]);
+        match password {
+            Some(p) => cmd.env("PGPASSWORD", p),
+            None => cmd.env_remove("PGPASSWORD"),
+        };
+        let out = cmd.output().unwrap();
+        let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+        (out.status.code(), said.to_string())
+    };
+    let (code, said) = check(None);
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("cannot reach PostgreSQL"), "{said}");
+    assert!(said.contains("password missing"), "{said}");
+    let (code, said) = check(Some("wrong-pass-here"));
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("password authentication failed"), "{said}");
+    assert!(!said.contains("wrong-pass-here"), "{said}");
+    let (code, said) = check(Some("s3cret-pg-pass"));
+    assert_eq!(code, Some(0), "{said}");
+    assert!(!said.contains("s3cret"), "{said}");
+}

@@ -19,6 +19,8 @@ pub struct Postgres {
     /// As root: the user the server runs as.
     run_as: Option<&'static str>,
     port: u16,
+    /// Connections over TCP must give it (SCRAM); `None`: trusted.
+    password: Option<String>,
     dir: tempfile::TempDir,
 }
 
@@ -56,6 +58,15 @@ fn is_root() -> bool {
 impl Postgres {
     /// A new cluster, started; `None` (said on stderr) when it cannot be.
     pub fn start() -> Option<Self> {
+        Self::start_as(None)
+    }
+
+    /// [`Postgres::start`], where a connection over TCP must give `password`.
+    pub fn start_with_password(password: &str) -> Option<Self> {
+        Self::start_as(Some(password.to_string()))
+    }
+
+    fn start_as(password: Option<String>) -> Option<Self> {
         let skip = |why: String| {
             eprintln!(
                 "SKIPPED: no PostgreSQL for this test: {why} (./dev.sh test installs the postgresql package)"
@@ -89,23 +100,30 @@ impl Postgres {
             bin,
             run_as,
             port,
+            password,
             dir,
         };
         let data = pg.data().display().to_string();
-        let made = pg.run(
-            "initdb",
-            &[
-                "-D",
-                &data,
-                "-U",
-                "postgres",
-                "--auth=trust",
-                "-E",
-                "UTF8",
-                "--no-sync",
-                "--no-instructions",
-            ],
-        );
+        let mut auth = vec!["--auth=trust".to_string()];
+        // With a password: the socket stays trusted (the harness's own
+        // pg_ctl), TCP connections must give it.
+        if let Some(pw) = &pg.password {
+            let file = pg.dir.path().join("pwfile");
+            std::fs::write(&file, pw).expect("write the password file");
+            if let Some(user) = pg.run_as {
+                // Harmless if it fails: initdb then says it cannot read the file.
+                let _ = Command::new("chown").arg(user).arg(&file).status();
+            }
+            auth = vec![
+                "--auth-local=trust".into(),
+                "--auth-host=scram-sha-256".into(),
+                format!("--pwfile={}", file.display()),
+            ];
+        }
+        let mut args = vec!["-D", &data, "-U", "postgres", "-E", "UTF8", "--no-sync"];
+        args.push("--no-instructions");
+        args.extend(auth.iter().map(String::as_str));
+        let made = pg.run("initdb", &args);
         if !made.status.success() {
             return skip(format!(
                 "initdb failed: {}",
@@ -133,6 +151,9 @@ impl Postgres {
             None => Command::new(&exe),
         };
         // The cluster's own locale settings: the machine's may not exist.
+        if let Some(pw) = &self.password {
+            cmd.env("PGPASSWORD", pw);
+        }
         cmd.args(args)
             .env("LC_ALL", "C")
             .current_dir(self.dir.path())

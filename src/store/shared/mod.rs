@@ -230,13 +230,11 @@ impl SharedDb {
     /// A failed statement; on a closed connection, the next use makes a new one.
     pub(crate) fn failed(&self, e: tokio_postgres::Error) -> SharedError {
         if e.is_closed() {
-            return self.unreachable(e);
+            return self.unreachable(describe(&e));
         }
         SharedError::Query {
             place: self.inner.place.clone(),
-            reason: e
-                .as_db_error()
-                .map_or_else(|| e.to_string(), |d| d.message().to_string()),
+            reason: describe(&e),
         }
     }
 
@@ -251,7 +249,7 @@ impl SharedDb {
             Err(_) => {
                 Err(self.unreachable(format!("no answer in {} s", CONNECT_TIMEOUT.as_secs())))
             }
-            Ok(Err(e)) => Err(self.unreachable(e)),
+            Ok(Err(e)) => Err(self.unreachable(describe(&e))),
             Ok(Ok(pair)) => Ok(pair),
         }
     }
@@ -434,6 +432,19 @@ impl SharedDb {
             failed = listening => failed,
             _ = tx.closed() => Ok(()),
         }
+    }
+}
+
+/// What the server said (its own message, "password authentication failed
+/// for user …"), or the client's error when the server said nothing.
+fn describe(e: &tokio_postgres::Error) -> String {
+    if let Some(d) = e.as_db_error() {
+        return d.message().to_string();
+    }
+    // "invalid configuration" alone does not say "password missing".
+    match std::error::Error::source(e) {
+        Some(why) if !e.to_string().contains(&why.to_string()) => format!("{e}: {why}"),
+        _ => e.to_string(),
     }
 }
 
