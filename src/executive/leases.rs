@@ -22,7 +22,7 @@ use crate::journal::{Entry, Journal, Kind};
 use crate::settings::Role;
 use crate::store::Store;
 use crate::store::shared::SharedDb;
-use crate::store::shared::budget::LeaseAsk;
+use crate::store::shared::budget::{LEASE_TTL, LeaseAsk};
 use crate::store::usage::UsageFilter;
 
 /// A lease's size: this part of the day's whole cap, in percent.
@@ -62,6 +62,8 @@ struct Held {
     granted: u64,
     /// When a lease last found the day all leased.
     spent_out: Option<Instant>,
+    /// When it was last leased (or renewed).
+    leased_at: Option<Instant>,
 }
 
 impl Leases {
@@ -111,59 +113,64 @@ impl Leases {
             ..Default::default()
         })?;
         let chunk = (cap * CHUNK_PERCENT / 100).max(1);
-        let mut held = self.held(role, day);
+        let held = self.held(role, day);
         let falling_back = self.falling_back();
         if falling_back.is_some_and(|tried| tried.elapsed() < ASK_AGAIN) {
             return Ok(Leased::Unreachable);
         }
-        // Falling back and due to ask again: a lease says whether it is over.
-        let mut probe = falling_back.is_some();
-        while probe || used + estimate > held.granted {
-            probe = false;
-            if held.spent_out.is_some_and(|at| at.elapsed() < ASK_AGAIN) {
-                return Ok(Leased::Spent {
-                    used,
-                    granted: held.granted,
-                });
-            }
-            let need = (used + estimate).saturating_sub(held.granted);
-            let ask = LeaseAsk {
-                role: role.as_str(),
-                day,
-                cap,
-                chunk,
-                need,
-                holder: &self.holder,
-                spent: used,
-            };
-            let (db, ask) = (self.db.clone(), owned(ask));
-            self.trips.fetch_add(1, Ordering::Relaxed);
-            let now_granted = match self
-                .db
-                .block_on(async move { db.lease(ask.borrow()).await })
-            {
-                Ok(g) => g,
-                Err(e) => {
-                    self.fell_back(e.to_string());
-                    return Ok(Leased::Unreachable);
-                }
-            };
-            self.reached();
-            let grew = now_granted > held.granted;
-            held = Held {
-                granted: now_granted.max(held.granted),
-                // A probe that needed nothing says nothing of the day's end.
-                spent_out: (!grew && need > 0).then(Instant::now),
-            };
-            self.hold(role, day, held);
-            if !grew && used + estimate > held.granted {
-                return Ok(Leased::Spent {
-                    used,
-                    granted: held.granted,
-                });
-            }
+        let total = used + estimate;
+        // Renewed while it lives (only a crashed process's lease expires),
+        // and after a fallback: a lease says whether PostgreSQL is back.
+        let due = falling_back.is_some()
+            || held
+                .leased_at
+                .is_some_and(|at| at.elapsed() > LEASE_TTL / 2);
+        if !due && total <= held.granted {
+            return Ok(Leased::Fits);
         }
-        Ok(Leased::Fits)
+        if !due && held.spent_out.is_some_and(|at| at.elapsed() < ASK_AGAIN) {
+            return Ok(Leased::Spent {
+                used,
+                granted: held.granted,
+            });
+        }
+        let ask = OwnedAsk {
+            role: role.as_str().to_string(),
+            day,
+            cap,
+            chunk,
+            total,
+            holder: self.holder.clone(),
+            spent: used,
+        };
+        let db = self.db.clone();
+        self.trips.fetch_add(1, Ordering::Relaxed);
+        let granted = match self
+            .db
+            .block_on(async move { db.lease(ask.borrow()).await })
+        {
+            Ok(g) => g,
+            Err(e) => {
+                self.fell_back(e.to_string());
+                return Ok(Leased::Unreachable);
+            }
+        };
+        self.reached();
+        let fits = total <= granted;
+        self.hold(
+            role,
+            day,
+            Held {
+                granted,
+                spent_out: (!fits).then(Instant::now),
+                leased_at: Some(Instant::now()),
+            },
+        );
+        Ok(if fits {
+            Leased::Fits
+        } else {
+            Leased::Spent { used, granted }
+        })
     }
 
     fn held(&self, role: Role, day: NaiveDate) -> Held {
@@ -243,21 +250,9 @@ struct OwnedAsk {
     day: NaiveDate,
     cap: u64,
     chunk: u64,
-    need: u64,
+    total: u64,
     holder: String,
     spent: u64,
-}
-
-fn owned(a: LeaseAsk<'_>) -> OwnedAsk {
-    OwnedAsk {
-        role: a.role.to_string(),
-        day: a.day,
-        cap: a.cap,
-        chunk: a.chunk,
-        need: a.need,
-        holder: a.holder.to_string(),
-        spent: a.spent,
-    }
 }
 
 impl OwnedAsk {
@@ -267,7 +262,7 @@ impl OwnedAsk {
             day: self.day,
             cap: self.cap,
             chunk: self.chunk,
-            need: self.need,
+            total: self.total,
             holder: &self.holder,
             spent: self.spent,
         }

@@ -33,15 +33,15 @@ pub(super) const SCHEMA: &str = r#"
 "#;
 
 /// One lease asked for: a role's day, its whole-bot cap, the chunk, how
-/// much more the holder needs (its call's estimate past what it holds),
-/// and what it has spent of that day so far.
+/// much the holder needs to hold in all (what it spent of the day and its
+/// call's estimate), and what it has spent of that day so far.
 #[derive(Clone, Debug)]
 pub struct LeaseAsk<'a> {
     pub role: &'a str,
     pub day: NaiveDate,
     pub cap: u64,
     pub chunk: u64,
-    pub need: u64,
+    pub total: u64,
     pub holder: &'a str,
     pub spent: u64,
 }
@@ -55,11 +55,12 @@ fn u(v: i64) -> u64 {
 }
 
 impl SharedDb {
-    /// Grants `ask.holder` what it needs in whole chunks (at least one),
+    /// Grants `ask.holder` what it lacks of `ask.total` in whole chunks,
     /// or what is left of the day when that is less but still enough —
-    /// nothing when the day has less left than it needs, so a call too big
-    /// for what is left holds nothing back from the others — renewing its
-    /// lease; the holder's whole grant for the day after it.
+    /// nothing when the day has less left than it lacks, so a call too big
+    /// for what is left holds nothing back from the others — and renews
+    /// its lease; the holder's whole grant for the day after it. A lease
+    /// that expired is lost to its holder too: it keeps only what it spent.
     pub async fn lease(&self, ask: LeaseAsk<'_>) -> Result<u64> {
         let this = self.clone();
         let ttl = LEASE_TTL.as_secs_f64();
@@ -78,7 +79,8 @@ impl SharedDb {
                     "SELECT coalesce(sum(CASE WHEN holder <> $3 AND expires_at > now()
                                                THEN greatest(granted, spent)
                                                WHEN holder <> $3 THEN spent ELSE 0 END), 0)::bigint,
-                            coalesce(max(CASE WHEN holder = $3 THEN granted END), 0)::bigint
+                            coalesce(max(CASE WHEN holder = $3 AND expires_at > now() THEN granted
+                                              WHEN holder = $3 THEN spent END), 0)::bigint
                      FROM budget_leases WHERE role = $1 AND day = $2",
                     &[&ask.role, &ask.day, &ask.holder],
                 )
@@ -87,8 +89,9 @@ impl SharedDb {
             let (others, mine) = (u(row.get(0)), u(row.get(1)));
             let mine = mine.max(ask.spent);
             let room = ask.cap.saturating_sub(others).saturating_sub(mine);
-            let want = ask.need.div_ceil(ask.chunk).max(1) * ask.chunk;
-            let granted = mine + if room >= ask.need { room.min(want) } else { 0 };
+            let need = ask.total.saturating_sub(mine);
+            let want = need.div_ceil(ask.chunk) * ask.chunk;
+            let granted = mine + if room >= need { room.min(want) } else { 0 };
             tx.execute(
                 "INSERT INTO budget_leases (role, day, holder, granted, spent, expires_at)
                  VALUES ($1, $2, $3, $4, $5, now() + interval '1 second' * $6::float8)
