@@ -506,3 +506,49 @@ fn the_password_comes_from_pgpassword_and_is_never_shown() {
     assert_eq!(code, Some(0), "{said}");
     assert!(!said.contains("s3cret"), "{said}");
 }
+
+/// `ambient doctor` looks at the shared database when `storage.sharedUrl`
+/// is set: behind its schema, current, and unreachable.
+#[test]
+fn the_doctor_checks_the_shared_database() {
+    let Some(pg) = Postgres::start() else { return };
+    let discord = crate::support::fake_discord::FakeDiscord::start();
+    let home = Home::new(json!({
+        "discord": {"apiBaseUrl": discord.url},
+        "storage": {"sharedUrl": pg.url()},
+    }));
+    let place = format!("postgres@127.0.0.1:{}/postgres", pg.port());
+    let line = || {
+        let out = home
+            .command(&["doctor", "--no-model"])
+            .env("DISCORD_TOKEN", "test-token-abc")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        text.lines()
+            .find(|l| l.contains("shared database"))
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("no shared database line:\n{text}"))
+    };
+    let behind = line();
+    assert!(
+        behind.starts_with(&format!("! shared database: {place}: PostgreSQL 1"))
+            && behind.ends_with("shared schema version 0 of 2"),
+        "{behind}"
+    );
+    assert_eq!(home.run(&["shared", "migrate"]).status.code(), Some(0));
+    let current = line();
+    assert!(
+        current.starts_with("✓ shared database: ")
+            && current.ends_with("shared schema version 2 of 2, people ledger 0 event(s), last 0"),
+        "{current}"
+    );
+    pg.stop();
+    let down = line();
+    assert!(
+        down.starts_with(&format!(
+            "✗ shared database: cannot reach PostgreSQL at {place}"
+        )),
+        "{down}"
+    );
+}
