@@ -162,6 +162,26 @@ impl PgLedger {
     }
 }
 
+/// One row of `people_events`; a column not of its type is `Corrupt`,
+/// never a panic (the table is another host's to damage).
+fn entry(r: &tokio_postgres::Row) -> crate::store::Result<LedgerEntry> {
+    let bad = |e: tokio_postgres::Error| StoreError::Corrupt(format!("people_events row: {e}"));
+    let seq: i64 = r.try_get(0).map_err(bad)?;
+    let event = PersonEvent::from_columns(
+        seq,
+        r.try_get(2).map_err(bad)?,
+        r.try_get(3).map_err(bad)?,
+        r.try_get(4).map_err(bad)?,
+        r.try_get(5).map_err(bad)?,
+    )?;
+    Ok(LedgerEntry {
+        seq,
+        at: from_ms(r.try_get(1).map_err(bad)?),
+        writer: r.try_get(6).map_err(bad)?,
+        event,
+    })
+}
+
 fn lost(e: SharedError) -> StoreError {
     StoreError::SharedLedger(e.to_string())
 }
@@ -228,18 +248,7 @@ impl PeopleLog for PgLedger {
                 .await
             })
             .map_err(lost)?;
-        rows.iter()
-            .map(|r| {
-                let seq: i64 = r.get(0);
-                let event = PersonEvent::from_columns(seq, r.get(2), r.get(3), r.get(4), r.get(5))?;
-                Ok(LedgerEntry {
-                    seq,
-                    at: from_ms(r.get(1)),
-                    writer: r.get(6),
-                    event,
-                })
-            })
-            .collect()
+        rows.iter().map(entry).collect()
     }
 
     fn subscribe(&self) -> Option<tokio::sync::mpsc::Receiver<()>> {
