@@ -281,7 +281,15 @@ pub fn share_of(plan: &crate::settings::shards::Shards) -> String {
 
 /// The status line for a process running part of the bot: "this process's
 /// share 2/16 of the daily caps"; `None` for one process running it all.
+/// With `storage.sharedUrl` the role caps are leased whole instead (a
+/// running process says whether it reaches PostgreSQL: `Leases::status_line`).
 pub fn share_line(settings: &Settings) -> Option<String> {
+    if !settings.storage.shared_url.trim().is_empty() {
+        return Some(format!(
+            "the whole bot's daily caps, leased from PostgreSQL in {}% chunks",
+            super::leases::CHUNK_PERCENT
+        ));
+    }
     let plan = settings.discord.shard_plan().filter(|p| !p.is_whole())?;
     Some(format!(
         "this process's share {} of the daily caps ({plan})",
@@ -397,6 +405,12 @@ mod tests {
         let whole = plan("0-3", 4);
         assert_eq!(whole.process_cap(1_000), 1_000);
         assert_eq!(share_line(&whole), None);
+        let mut leased = plan("0-1", 4);
+        leased.storage.shared_url = "postgres://a@db/x".into();
+        assert_eq!(
+            share_line(&leased).as_deref(),
+            Some("the whole bot's daily caps, leased from PostgreSQL in 5% chunks")
+        );
         assert_eq!(Settings::default().process_cap(1_000), 1_000);
     }
 }
