@@ -87,6 +87,19 @@ ensure_prometheus() {
     fi
 }
 
+# PostgreSQL's server binaries (initdb, pg_ctl) for the shared-database
+# tests, which start a throwaway cluster of their own; the packaged cluster
+# Debian makes and starts is stopped again.
+ensure_postgresql() {
+    command -v initdb >/dev/null 2>&1 && return 0
+    ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && return 0
+    NO_RECOMMENDS=1 install_for_tests postgresql "the shared-database tests start a cluster with it" \
+        "the PostgreSQL tests" || return 0
+    if command -v systemctl >/dev/null 2>&1; then
+        as_root systemctl disable --now postgresql >/dev/null 2>&1 || true
+    fi
+}
+
 ensure_rust() {
     if command -v cargo >/dev/null 2>&1; then return 0; fi
     if [ -x "$HOME/.cargo/bin/cargo" ]; then PATH="$HOME/.cargo/bin:$PATH"; export PATH; return 0; fi
@@ -132,6 +145,7 @@ case "$cmd" in
         ensure_chromium
         ensure_jq
         ensure_prometheus
+        ensure_postgresql
         ensure_rust
         # With arguments, just those tests (e.g. `./dev.sh test layers`).
         [ $# -gt 0 ] && exec cargo test --locked "$@"

@@ -19,6 +19,7 @@ use crate::chat::Transport;
 use crate::clock::{Chance, SharedClock};
 use crate::courtesy::people::{self, People};
 use crate::discovery::Discovery;
+use crate::executive::leases::Leases;
 use crate::executive::{Executive, Prompts, StandIn};
 use crate::feeds::Feeds;
 use crate::garden::{Garden, GardenHandler};
@@ -125,8 +126,8 @@ impl Base {
                 data_dir.display()
             )
         })?;
-        let store = people::attach(store, &settings)
-            .context("cannot open the people ledger (storage.sharedDir)")?;
+        let store = people::attach_with(store, &settings, &secrets)
+            .context("cannot open the people ledger (storage.sharedDir or storage.sharedUrl)")?;
         let metrics = Arc::new(crate::metrics::Metrics::new(settings.metrics.per_guild));
         let settings = Arc::new(SettingsService::new(settings, store.clone(), clock.clone()));
         let journal = Journal::with_metrics(store.clone(), clock.clone(), metrics);
@@ -340,10 +341,18 @@ impl App {
         // before this one hears anyone: before the gateway connects.
         let people = People::new(&b.store, &b.journal);
         if let Some(p) = &people {
-            p.catch_up()
-                .context("cannot apply the people ledger (storage.sharedDir)")?;
+            p.catch_up().context(
+                "cannot apply the people ledger (storage.sharedDir or storage.sharedUrl)",
+            )?;
         }
         let executive = b.executive(stand_in).await?;
+        let url = b.settings.global().storage.shared_url.trim().to_string();
+        if !url.is_empty() {
+            // The whole bot's daily budgets, leased from the database the ledger is in.
+            let db = people::shared_db(&url, &b.secrets)
+                .context("cannot use the shared database (storage.sharedUrl)")?;
+            executive.lease_with(Arc::new(Leases::new(db, b.journal.clone())));
+        }
         let mut notices = executive.unavailable_summary();
         let memory = Memory::new(
             b.store.clone(),
@@ -468,6 +477,14 @@ impl App {
             data_dir: self.data_dir.clone(),
         };
         running.spawn(|rx| backups.run(rx));
+        if let Some(leases) = self.executive.leases().cloned() {
+            let store = self.store.clone();
+            running.spawn(move |mut rx| async move {
+                // An error is a dropped sender: stopping all the same.
+                let _ = rx.changed().await;
+                leases.give_back(&store).await;
+            });
+        }
         if let Some(people) = self.people.clone() {
             let rx = running.shutdown.subscribe();
             let voice = self.voice.clone();

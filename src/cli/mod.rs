@@ -21,6 +21,7 @@ mod run;
 pub mod runtime;
 mod settings;
 mod shards;
+mod shared;
 mod status;
 mod usage;
 
@@ -209,6 +210,11 @@ pub enum Command {
         #[command(subcommand)]
         command: ShardsCommand,
     },
+    /// The PostgreSQL database the bot's processes share (storage.sharedUrl)
+    Shared {
+        #[command(subcommand)]
+        command: SharedCommand,
+    },
     /// A server's context stream: recent messages, decisions, observations, errors
     Context {
         /// Server id or name [default: the only one the bot knows]
@@ -246,6 +252,19 @@ pub enum GuildCommand {
         guild: String,
         #[arg(long)]
         yes: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SharedCommand {
+    /// Apply the shared schema's missing migrations (the bot also does when it starts)
+    Migrate,
+    /// Reach the shared database and say its schema version and the ledger's size
+    Check,
+    /// Copy a storage.sharedDir's people.db into the shared database's empty ledger
+    Import {
+        /// The people.db file
+        file: PathBuf,
     },
 }
 
@@ -516,6 +535,11 @@ async fn verb(cli: Cli) -> anyhow::Result<ExitCode> {
                     json,
                 },
         } => shards::plan(cli.settings.as_deref(), total, shards.as_deref(), json),
+        Command::Shared { command } => match command {
+            SharedCommand::Migrate => shared::migrate(cli.settings.as_deref()).await,
+            SharedCommand::Check => shared::check(cli.settings.as_deref()).await,
+            SharedCommand::Import { file } => shared::import(cli.settings.as_deref(), &file),
+        },
     }
 }
 

@@ -130,7 +130,9 @@ pub fn widget(src: &Sources<'_>, guild: Option<GuildId>) -> Vec<String> {
     let snapshot = src.executive.snapshot();
     let (user, ambient, whole) = budget_shares(&snapshot, &settings);
     lines.push(format!("budget {}", budget_bar(user, ambient, whole)));
-    if let Some(share) = crate::executive::budget::share_line(&settings) {
+    if let Some(leases) = src.executive.leases() {
+        lines.push(format!("budget: {}", leases.status_line()));
+    } else if let Some(share) = crate::executive::budget::share_line(&settings) {
         lines.push(format!("budget: {share}"));
     }
     lines.push(format!("tokens {}", usage_line(&snapshot)));

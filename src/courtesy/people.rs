@@ -1,11 +1,13 @@
 //! What a person asked of the bot, kept in every process of a sharded bot.
 //!
 //! A person's boundaries and forget-me hold on every server, but each
-//! process stores only its own guilds. With `storage.sharedDir` set, the
-//! store passes each boundary change and forget-me on to the people ledger
-//! (`store::people`) before making it; this module applies, in this
+//! process stores only its own guilds. With `storage.sharedDir` (one host)
+//! or `storage.sharedUrl` (PostgreSQL, any hosts) set, the store passes each
+//! boundary change and forget-me on to the people ledger (`store::people`,
+//! `store::shared::people`) before making it; this module applies, in this
 //! process's store, the events *other* processes wrote there: at start
-//! (before the gateway connects) and then every [`POLL`]. Each applied
+//! (before the gateway connects), at once when PostgreSQL notifies of a new
+//! one, and every [`POLL`] (the fallback for a missed notification). Each applied
 //! event moves the store's cursor in the same transaction and is journaled
 //! with ids only (who, which boundary, which event), never anyone's words.
 
@@ -13,8 +15,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::journal::{Entry, Journal, Kind};
-use crate::settings::Settings;
-use crate::store::people::{BATCH, Ledger, LedgerEntry, PersonEvent};
+use crate::settings::{Secrets, Settings};
+use crate::store::people::{BATCH, Ledger, LedgerEntry, PersonEvent, SharedLedger};
+use crate::store::shared::SharedDb;
+use crate::store::shared::people::PgLedger;
 use crate::store::{Store, StoreError};
 
 /// How often a running process looks for other processes' events.
@@ -29,8 +33,24 @@ pub fn writer(settings: &Settings) -> String {
 }
 
 /// `store` passing boundaries and forget-me on to the people ledger in
-/// `storage.sharedDir`, or `store` as it is when that is not set.
+/// `storage.sharedDir` or `storage.sharedUrl` (its password from
+/// `PGPASSWORD` in the environment), or `store` as it is when neither is set.
 pub fn attach(store: Store, settings: &Settings) -> Result<Store, StoreError> {
+    attach_with(store, settings, &Secrets::from_env())
+}
+
+/// [`attach`], with the secrets already read.
+pub fn attach_with(
+    store: Store,
+    settings: &Settings,
+    secrets: &Secrets,
+) -> Result<Store, StoreError> {
+    let url = settings.storage.shared_url.trim();
+    if !url.is_empty() {
+        let ledger = shared_ledger(url, secrets, &writer(settings))
+            .map_err(|e| StoreError::SharedLedger(e.to_string()))?;
+        return Ok(store.with_ledger(ledger));
+    }
     let shared = settings.storage.shared_dir.trim();
     if shared.is_empty() {
         return Ok(store);
@@ -39,12 +59,26 @@ pub fn attach(store: Store, settings: &Settings) -> Result<Store, StoreError> {
     Ok(store.with_ledger(ledger))
 }
 
+/// The shared database `url` names, with the password from the environment.
+pub fn shared_db(url: &str, secrets: &Secrets) -> crate::store::shared::Result<SharedDb> {
+    let password = secrets.shared_password.as_ref().map(|p| p.expose());
+    SharedDb::new(crate::store::shared::config(url, password)?)
+}
+
+fn shared_ledger(
+    url: &str,
+    secrets: &Secrets,
+    writer: &str,
+) -> crate::store::shared::Result<PgLedger> {
+    PgLedger::open(shared_db(url, secrets)?, writer)
+}
+
 /// Applies other processes' events to this process's store.
 #[derive(Clone)]
 pub struct People {
     store: Store,
     journal: Journal,
-    ledger: Ledger,
+    ledger: SharedLedger,
 }
 
 impl People {
@@ -122,18 +156,21 @@ impl People {
         Ok(())
     }
 
-    /// Applies new events every [`POLL`] until shutdown; `applied` hears of
-    /// each (voice lets go of a person at once). A failure is logged and
-    /// tried again at the next poll: the cursor has not passed the event.
+    /// Applies new events when the ledger says there are some and every
+    /// [`POLL`], until shutdown; `applied` hears of each (voice lets go of a
+    /// person at once). A failure is logged and tried again at the next
+    /// poll: the cursor has not passed the event.
     pub async fn run(
         self,
         mut shutdown: tokio::sync::watch::Receiver<bool>,
         applied: impl Fn(&PersonEvent) + Send + 'static,
     ) {
         let mut failing = None::<String>;
+        let mut news = self.ledger.subscribe();
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(POLL) => {}
+                _ = heard(&mut news) => {}
                 _ = shutdown.changed() => return,
             }
             let this = self.clone();
@@ -154,6 +191,18 @@ impl People {
                 Err(e) => tracing::error!(error = %e, "applying the people ledger panicked"),
             }
         }
+    }
+}
+
+/// Waits for the ledger's next wake-up; forever when it sends none.
+async fn heard(news: &mut Option<tokio::sync::mpsc::Receiver<()>>) {
+    match news {
+        Some(rx) => {
+            if rx.recv().await.is_none() {
+                *news = None;
+            }
+        }
+        None => std::future::pending().await,
     }
 }
 

@@ -90,7 +90,8 @@ fn view(site: &Site) -> Result<View, Problem> {
             compact(whole)
         )
     } else {
-        let share = crate::executive::budget::share_line(&settings)
+        let share = (site.executive.leases().map(|l| l.status_line()))
+            .or_else(|| crate::executive::budget::share_line(&settings))
             .map_or_else(String::new, |l| format!("; {l}"));
         format!(
             "of {} tokens a day (budget.dailyTokens.reply + ambient{share}), last 24 h",

@@ -7,7 +7,7 @@
 //! intents, channel permissions, slash commands — against the real API, or
 //! whatever `discord.apiBaseUrl` names), `feeds` (discovery sources, through
 //! the guarded fetcher), `models` (each role's endpoint makes a forced tool
-//! call), with `perms` the pure computation of a member's
+//! call), `shared` (the PostgreSQL database of `storage.sharedUrl`), with `perms` the pure computation of a member's
 //! permissions in a channel as Discord does it. The CLI only prints a
 //! [`Report`]; nothing here writes to a terminal.
 
@@ -16,6 +16,7 @@ pub mod feeds;
 pub mod local;
 pub mod models;
 pub mod perms;
+pub mod shared;
 
 use std::path::Path;
 
@@ -132,6 +133,7 @@ pub async fn examine(checked: &Checked, secrets: &Secrets, options: &Options<'_>
     checks.push(local::data_dir(data_dir));
     checks.push(local::disk(data_dir, options.free_space));
     checks.push(local::database(data_dir));
+    checks.extend(shared::check(settings, secrets).await);
     checks.extend(discord::checks(settings, secrets, &options.commands).await);
     checks.extend(feeds::checks(settings).await);
     checks.extend(models::checks(settings, secrets, options.no_model).await);

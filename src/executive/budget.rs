@@ -22,6 +22,7 @@ use chrono::{DateTime, Utc};
 
 use super::CallContext;
 use super::endpoints::{Endpoint, Role};
+use super::leases::{Leased, Leases};
 use crate::settings::Settings;
 use crate::store::usage::UsageFilter;
 use crate::store::{Store, StoreError};
@@ -59,15 +60,40 @@ pub enum BudgetRefusal {
     PayPerToken { used: u64, cap: u64, share: String },
 }
 
+/// Refuses a call for `ctx` on `ep` of about `estimate` tokens that would
+/// pass a cap. With `leases`, a role's cap is the whole bot's, counted
+/// since UTC midnight against what this process leased (the static share
+/// again while PostgreSQL cannot be reached).
 pub fn check(
     store: &Store,
     settings: &Settings,
+    leases: Option<&Arc<Leases>>,
     ctx: &CallContext,
     ep: &Endpoint,
     estimate: u64,
     now: DateTime<Utc>,
 ) -> Result<(), BudgetRefusal> {
     for cap in caps(settings, ctx, ep, now) {
+        if let (CapKind::Role, Some(leases)) = (cap.kind, leases) {
+            let whole = whole_role_cap(ctx.role, settings);
+            match leases
+                .fits(store, ctx.role, whole, estimate, now)
+                .map_err(|e| BudgetRefusal::Usage(Arc::new(e)))?
+            {
+                Leased::Fits => continue,
+                Leased::Spent { used, .. } => {
+                    return Err(BudgetRefusal::Role {
+                        role: ctx.role,
+                        used,
+                        cap: whole,
+                        estimate,
+                        share: ", the whole bot's since midnight UTC".into(),
+                    });
+                }
+                // The static share below decides.
+                Leased::Unreachable => {}
+            }
+        }
         let used = store
             .usage_tokens(&cap.counts)
             .map_err(|e| BudgetRefusal::Usage(Arc::new(e)))?;
@@ -201,6 +227,17 @@ fn caps(settings: &Settings, ctx: &CallContext, ep: &Endpoint, now: DateTime<Utc
     caps
 }
 
+/// `budget.dailyTokens.<role>` as the settings say it: the whole bot's.
+fn whole_role_cap(role: Role, settings: &Settings) -> u64 {
+    let b = &settings.budget.daily_tokens;
+    match role {
+        Role::Reply => b.reply,
+        Role::Ambient => b.ambient,
+        Role::Reflex => b.reflex,
+        Role::Extract => b.extract,
+    }
+}
+
 /// The usage `role`'s daily cap counts at `now`: its own in the last 24 hours.
 fn role_counts(role: Role, now: DateTime<Utc>) -> UsageFilter {
     UsageFilter {
@@ -244,7 +281,15 @@ pub fn share_of(plan: &crate::settings::shards::Shards) -> String {
 
 /// The status line for a process running part of the bot: "this process's
 /// share 2/16 of the daily caps"; `None` for one process running it all.
+/// With `storage.sharedUrl` the role caps are leased whole instead (a
+/// running process says whether it reaches PostgreSQL: `Leases::status_line`).
 pub fn share_line(settings: &Settings) -> Option<String> {
+    if !settings.storage.shared_url.trim().is_empty() {
+        return Some(format!(
+            "the whole bot's daily caps, leased from PostgreSQL in {}% chunks",
+            super::leases::CHUNK_PERCENT
+        ));
+    }
     let plan = settings.discord.shard_plan().filter(|p| !p.is_whole())?;
     Some(format!(
         "this process's share {} of the daily caps ({plan})",
@@ -313,14 +358,14 @@ mod tests {
         let ctx = CallContext::new(Role::Ambient, Some(crate::ids::GuildId(1)));
         let ep = paid_endpoint();
         let estimate = 3_000;
-        assert!(check(&store, &s, &ctx, &ep, estimate, now).is_err());
+        assert!(check(&store, &s, None, &ctx, &ep, estimate, now).is_err());
         let at = fits_again_at(&store, &s, &ctx, &ep, estimate, now)
             .unwrap()
             .unwrap();
         assert!(at > now && at < now + chrono::Duration::hours(24), "{at}");
         let mut t = now;
         while t < now + chrono::Duration::hours(25) {
-            let fits = check(&store, &s, &ctx, &ep, estimate, t).is_ok();
+            let fits = check(&store, &s, None, &ctx, &ep, estimate, t).is_ok();
             assert_eq!(fits, t > at, "at {t}, said {at}");
             t += chrono::Duration::seconds(59);
         }
@@ -360,6 +405,12 @@ mod tests {
         let whole = plan("0-3", 4);
         assert_eq!(whole.process_cap(1_000), 1_000);
         assert_eq!(share_line(&whole), None);
+        let mut leased = plan("0-1", 4);
+        leased.storage.shared_url = "postgres://a@db/x".into();
+        assert_eq!(
+            share_line(&leased).as_deref(),
+            Some("the whole bot's daily caps, leased from PostgreSQL in 5% chunks")
+        );
         assert_eq!(Settings::default().process_cap(1_000), 1_000);
     }
 }

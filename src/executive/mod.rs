@@ -16,6 +16,7 @@ pub(crate) mod bounds;
 pub(crate) mod budget;
 pub(crate) mod endpoints;
 pub(crate) mod journal_search;
+pub mod leases;
 pub(crate) mod openai;
 pub(crate) mod prices;
 pub(crate) mod probe;
@@ -137,6 +138,8 @@ pub struct Executive {
     providers: Mutex<HashMap<String, ProviderState>>,
     /// Answers every call in place of the providers (replay's offline mode).
     stand_in: Option<Arc<dyn StandIn>>,
+    /// The whole bot's daily budgets, leased (`storage.sharedUrl`); unset: static shares.
+    leases: std::sync::OnceLock<Arc<leases::Leases>>,
 }
 
 /// One HTTP attempt's result.
@@ -195,7 +198,19 @@ impl Executive {
             prompts,
             providers: Mutex::new(HashMap::new()),
             stand_in,
+            leases: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Spends the whole bot's daily budgets through `leases` from now on
+    /// (once; a second call changes nothing).
+    pub fn lease_with(&self, leases: Arc<leases::Leases>) {
+        // Already set: the first stays, as documented.
+        let _ = self.leases.set(leases);
+    }
+
+    pub fn leases(&self) -> Option<&Arc<leases::Leases>> {
+        self.leases.get()
     }
 
     pub fn resolve(&self, role: Role) -> Resolution {
@@ -242,7 +257,15 @@ impl Executive {
         let now = self.clock.now();
         let mut why = None;
         for ep in self.resolve(ctx.role).endpoints {
-            match budget::check(&self.store, &settings, ctx, &ep, estimate, now) {
+            match budget::check(
+                &self.store,
+                &settings,
+                self.leases(),
+                ctx,
+                &ep,
+                estimate,
+                now,
+            ) {
                 Ok(()) => return None,
                 Err(e) => why = Some(e.to_string()),
             }
@@ -366,7 +389,15 @@ impl Executive {
                 });
                 continue;
             }
-            if let Err(why) = budget::check(&self.store, &settings, ctx, ep, estimate, now) {
+            if let Err(why) = budget::check(
+                &self.store,
+                &settings,
+                self.leases(),
+                ctx,
+                ep,
+                estimate,
+                now,
+            ) {
                 let why = why.to_string();
                 self.record(ctx, ep, None, 0, "refused", &why);
                 tracing::info!(role = %ctx.role, reason = %why, "model call refused before sending");

@@ -276,6 +276,10 @@ pub struct StorageSettings {
     /// process): a person's boundaries and forget-me requests reach the other
     /// processes through it.
     pub shared_dir: String,
+    /// The PostgreSQL database every process of the bot shares instead,
+    /// for processes on different hosts (`postgres://user@host:port/db`;
+    /// empty: none). The password comes from `PGPASSWORD`, never the URL.
+    pub shared_url: String,
     /// How long each kind of record is kept (see [`RetentionSettings`]).
     pub retention: RetentionSettings,
     /// Backups the running bot makes on its own (`ambient backup` makes one by hand).
@@ -287,6 +291,7 @@ impl Default for StorageSettings {
         Self {
             data_dir: "./data".into(),
             shared_dir: String::new(),
+            shared_url: String::new(),
             retention: RetentionSettings::default(),
             backup: BackupSettings::default(),
         }

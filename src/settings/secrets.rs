@@ -92,6 +92,8 @@ pub struct Secrets {
     pub github_token: Option<Secret>,
     /// GIPHY_API_KEY, for the GIF source (a Giphy-compatible search API)
     pub giphy_api_key: Option<Secret>,
+    /// PGPASSWORD, for the shared PostgreSQL database (`storage.sharedUrl`)
+    pub shared_password: Option<Secret>,
 }
 
 impl Secrets {
@@ -118,6 +120,7 @@ impl Secrets {
             speech_api_key: secret("SPEECH_API_KEY"),
             github_token: secret("GITHUB_TOKEN"),
             giphy_api_key: secret("GIPHY_API_KEY"),
+            shared_password: secret("PGPASSWORD"),
         }
     }
 
@@ -132,6 +135,7 @@ impl Secrets {
             &self.speech_api_key,
             &self.github_token,
             &self.giphy_api_key,
+            &self.shared_password,
         ]
         .into_iter()
         .flatten()

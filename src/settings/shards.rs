@@ -9,7 +9,8 @@
 //! process runs every shard Discord recommends, as one process always did.
 //!
 //! What spans guilds — a person's boundaries and forget-me — passes between
-//! the processes through `storage.sharedDir`, which a partial range needs.
+//! the processes through `storage.sharedDir` (one host) or `storage.sharedUrl`
+//! (PostgreSQL, any hosts), one of which a partial range needs.
 
 pub use crate::vocab::shards::{RangeError, ShardRange, Shards, shard_of};
 
@@ -39,14 +40,33 @@ impl super::DiscordSettings {
 
 /// The keys [`problems`] checks together; a command line's `--shards` and
 /// `--total-shards` change what they say of the file's values.
-pub const KEYS: [&str; 3] = ["discord.shards", "discord.totalShards", "storage.sharedDir"];
+pub const KEYS: [&str; 4] = [
+    "discord.shards",
+    "discord.totalShards",
+    "storage.sharedDir",
+    "storage.sharedUrl",
+];
 
-/// The problems with `discord.shards`, `discord.totalShards` and
-/// `storage.sharedDir` together, each named by the key a person would fix.
+/// The problems with `discord.shards`, `discord.totalShards`,
+/// `storage.sharedDir` and `storage.sharedUrl` together, each named by the
+/// key a person would fix.
 pub(crate) fn problems(s: &super::Settings) -> Vec<super::Problem> {
     use super::Problem;
     let d = &s.discord;
     let mut out = Vec::new();
+    let url = s.storage.shared_url.trim();
+    if !url.is_empty() {
+        if !s.storage.shared_dir.trim().is_empty() {
+            out.push(Problem::new(
+                "storage.sharedUrl",
+                "set storage.sharedDir or storage.sharedUrl, not both: the bot's processes share \
+                 one people ledger, in a directory on one host or in PostgreSQL",
+            ));
+        }
+        if let Err(why) = shared_url_problem(url) {
+            out.push(Problem::new("storage.sharedUrl", why));
+        }
+    }
     if d.total_shards > MAX_TOTAL_SHARDS {
         out.push(Problem::new(
             "discord.totalShards",
@@ -97,17 +117,63 @@ pub(crate) fn problems(s: &super::Settings) -> Vec<super::Problem> {
         range,
         total: d.total_shards,
     };
-    if !plan.is_whole() && s.storage.shared_dir.trim().is_empty() {
+    if !plan.is_whole() && s.storage.shared_dir.trim().is_empty() && url.is_empty() {
         out.push(Problem::new(
             "storage.sharedDir",
             format!(
                 "this process runs {plan}, so other processes run the rest: set storage.sharedDir \
-                 to a directory every process shares (a person's boundaries and forget-me reach \
-                 all of them through it)"
+                 to a directory every process shares, or storage.sharedUrl to a PostgreSQL \
+                 database they all reach (a person's boundaries and forget-me reach all of them \
+                 through it)"
             ),
         ));
     }
     out
+}
+
+/// What is wrong with a `storage.sharedUrl`, said as what would be valid.
+/// The password must come from `PGPASSWORD` (a settings file is not a
+/// secret), and TLS is refused rather than silently not used.
+fn shared_url_problem(raw: &str) -> Result<(), String> {
+    let url = url::Url::parse(raw).map_err(|e| {
+        format!("{e}: expected a URL such as postgres://ambient@db.example:5432/ambient")
+    })?;
+    if !matches!(url.scheme(), "postgres" | "postgresql") {
+        return Err(format!(
+            "must start with postgres://, got {}://",
+            url.scheme()
+        ));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err("names no host: postgres://USER@HOST:PORT/DATABASE".into());
+    }
+    if url.password().is_some() {
+        return Err(
+            "holds a password: remove it from the URL and set the PGPASSWORD \
+                    environment variable instead (the settings file is not a secret)"
+                .into(),
+        );
+    }
+    for (key, value) in url.query_pairs() {
+        match (key.as_ref(), value.as_ref()) {
+            ("sslmode", "disable" | "prefer" | "allow") => {}
+            ("sslmode", mode) => {
+                return Err(format!(
+                    "sslmode={mode}: this ambient does not speak TLS to PostgreSQL yet; reach \
+                     the database over a private network or a tunnel, with sslmode=disable"
+                ));
+            }
+            ("password", _) => {
+                return Err(
+                    "holds a password: set the PGPASSWORD environment variable instead \
+                            (the settings file is not a secret)"
+                        .into(),
+                );
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -143,5 +209,30 @@ mod tests {
         assert!(said("x", 4, "")[0].starts_with("discord.shards: expected a shard"));
         assert!(said("", 20_000, "")[0].starts_with("discord.totalShards: must be between"));
         assert!(said("0", 2, "./data")[0].contains("must not be storage.dataDir"));
+    }
+
+    #[test]
+    fn a_shared_url_stands_for_a_shared_dir_and_keeps_its_password_out() {
+        let said = |dir: &str, url: &str| {
+            let mut s = crate::settings::Settings::default();
+            s.discord.shards = "0-1".into();
+            s.discord.total_shards = 4;
+            s.storage.shared_dir = dir.into();
+            s.storage.shared_url = url.into();
+            problems(&s)
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+        };
+        assert!(said("", "postgres://ambient@db:5432/ambient").is_empty());
+        assert!(said("", "postgresql://ambient@db/ambient?sslmode=disable").is_empty());
+        assert!(said("/srv/shared", "postgres://a@db/x")[0].starts_with(
+            "storage.sharedUrl: set storage.sharedDir or storage.sharedUrl, not both"
+        ));
+        assert!(said("", "postgres://a:hunter2@db/x")[0].contains("set the PGPASSWORD"));
+        assert!(said("", "postgres://a@db/x?password=hunter2")[0].contains("PGPASSWORD"));
+        assert!(said("", "postgres://a@db/x?sslmode=require")[0].contains("sslmode=require"));
+        assert!(said("", "mysql://a@db/x")[0].contains("must start with postgres://"));
+        assert!(said("", "not a url")[0].starts_with("storage.sharedUrl: "));
     }
 }

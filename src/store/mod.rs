@@ -38,6 +38,7 @@ pub mod pairing;
 pub mod partition;
 pub mod people;
 pub mod retention;
+pub mod shared;
 pub mod unanswered;
 pub mod usage;
 pub(crate) mod voice;
@@ -92,6 +93,12 @@ pub enum StoreError {
         path: PathBuf,
         source: rusqlite::Error,
     },
+    /// The people ledger in PostgreSQL (`storage.sharedUrl`) could not be read or written.
+    #[error(
+        "the people ledger in PostgreSQL (storage.sharedUrl), which passes boundaries and \
+         forget-me to the bot's other processes, failed: {0}"
+    )]
+    SharedLedger(String),
     #[error("the last group of writes could not be committed ({0}); they were lost")]
     GroupLost(String),
 }
@@ -107,7 +114,7 @@ pub struct Store {
     shared: Arc<group_commit::Shared>,
     path: Option<PathBuf>,
     /// Where boundaries and forget-me are passed on to other processes (`people`).
-    ledger: Option<people::Ledger>,
+    ledger: Option<people::SharedLedger>,
 }
 
 /// The connection, locked; see [`Store::lock`] and [`Store::lock_grouped`].

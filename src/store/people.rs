@@ -1,6 +1,7 @@
 //! The people ledger: what belongs to a *person* across every process of a
 //! sharded bot — their boundaries and their forget-me — as an append-only
-//! log in one SQLite file, `<storage.sharedDir>/people.db`.
+//! log ([`PeopleLog`]): here, one SQLite file, `<storage.sharedDir>/people.db`;
+//! across hosts, a PostgreSQL table (`store::shared::people`).
 //!
 //! Each process keeps its guilds' data in its own store; a person spans
 //! them. So where a boundary is set or lifted, or forget-me runs, the store
@@ -89,7 +90,29 @@ pub struct LedgerEntry {
     pub event: PersonEvent,
 }
 
-/// The shared ledger; cheap to clone.
+/// An append-only list of [`PersonEvent`]s every process of the bot shares,
+/// whichever database holds it.
+pub trait PeopleLog: Send + Sync + std::fmt::Debug {
+    /// This ledger's id (a store's cursor belongs to one ledger).
+    fn id(&self) -> &str;
+    /// The shard plan this process writes under.
+    fn writer(&self) -> &str;
+    /// Appends `event`; its sequence number. An event appended after
+    /// another has a larger one, and no reader sees it before the earlier.
+    fn append(&self, event: &PersonEvent, at: DateTime<Utc>) -> Result<i64>;
+    /// Up to `limit` events after `seq`, in order.
+    fn after(&self, seq: i64, limit: usize) -> Result<Vec<LedgerEntry>>;
+    /// Wakes its receiver soon after another process appends, where the
+    /// database can say so (PostgreSQL's `LISTEN`); `None`: poll only.
+    fn subscribe(&self) -> Option<tokio::sync::mpsc::Receiver<()>> {
+        None
+    }
+}
+
+/// The ledger one store passes its people's events on to; cheap to clone.
+pub type SharedLedger = Arc<dyn PeopleLog>;
+
+/// The shared ledger in `storage.sharedDir`; cheap to clone.
 #[derive(Clone)]
 pub struct Ledger {
     conn: Arc<Mutex<Connection>>,
@@ -145,16 +168,6 @@ impl Ledger {
         &self.path
     }
 
-    /// This ledger's id (a store's cursor belongs to one ledger).
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-
-    /// The shard plan this process writes under.
-    pub fn writer(&self) -> &str {
-        &self.writer
-    }
-
     fn lock(&self) -> MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -165,22 +178,20 @@ impl Ledger {
             source,
         }
     }
+}
 
-    /// Appends `event`; its sequence number.
-    pub fn append(&self, event: &PersonEvent, at: DateTime<Utc>) -> Result<i64> {
-        let (user, kind, boundary, messages) = match *event {
-            PersonEvent::Boundary { user, boundary, on } => (
-                user,
-                if on {
-                    "boundary_set"
-                } else {
-                    "boundary_cleared"
-                },
-                Some(boundary.as_str()),
-                false,
-            ),
-            PersonEvent::ForgetMe { user, messages } => (user, "forget_me", None, messages),
-        };
+impl PeopleLog for Ledger {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn writer(&self) -> &str {
+        &self.writer
+    }
+
+    /// SQLite writes one transaction at a time: sequence order is commit order.
+    fn append(&self, event: &PersonEvent, at: DateTime<Utc>) -> Result<i64> {
+        let (user, kind, boundary, messages) = event.columns();
         let conn = self.lock();
         conn.execute(
             "INSERT INTO events (at, user_id, kind, boundary, messages, writer)
@@ -198,8 +209,7 @@ impl Ledger {
         Ok(conn.last_insert_rowid())
     }
 
-    /// Up to `limit` events after `seq`, in order.
-    pub fn after(&self, seq: i64, limit: usize) -> Result<Vec<LedgerEntry>> {
+    fn after(&self, seq: i64, limit: usize) -> Result<Vec<LedgerEntry>> {
         let conn = self.lock();
         let mut stmt = conn
             .prepare_cached(
@@ -223,30 +233,7 @@ impl Ledger {
             .map_err(|e| self.fail(e))?;
         rows.into_iter()
             .map(|(seq, at, user, kind, boundary, messages, writer)| {
-                let user = UserId::from_sql(user);
-                let boundary = || {
-                    boundary
-                        .as_deref()
-                        .and_then(Boundary::parse)
-                        .ok_or_else(|| {
-                            StoreError::Corrupt(format!(
-                                "people ledger event {seq}: {kind} without a known boundary"
-                            ))
-                        })
-                };
-                let event = match kind.as_str() {
-                    "boundary_set" | "boundary_cleared" => PersonEvent::Boundary {
-                        user,
-                        boundary: boundary()?,
-                        on: kind == "boundary_set",
-                    },
-                    "forget_me" => PersonEvent::ForgetMe { user, messages },
-                    other => {
-                        return Err(StoreError::Corrupt(format!(
-                            "people ledger event {seq}: unknown kind {other:?}"
-                        )));
-                    }
-                };
+                let event = PersonEvent::from_columns(seq, user, &kind, boundary, messages)?;
                 Ok(LedgerEntry {
                     seq,
                     at: from_ms(at),
@@ -255,6 +242,58 @@ impl Ledger {
                 })
             })
             .collect()
+    }
+}
+
+impl PersonEvent {
+    /// As a ledger row holds it: user, kind, boundary, messages.
+    pub fn columns(&self) -> (UserId, &'static str, Option<&'static str>, bool) {
+        match *self {
+            PersonEvent::Boundary { user, boundary, on } => (
+                user,
+                if on {
+                    "boundary_set"
+                } else {
+                    "boundary_cleared"
+                },
+                Some(boundary.as_str()),
+                false,
+            ),
+            PersonEvent::ForgetMe { user, messages } => (user, "forget_me", None, messages),
+        }
+    }
+
+    /// From a ledger row's columns; a row no ambient writes is `Corrupt`,
+    /// named by its sequence number.
+    pub fn from_columns(
+        seq: i64,
+        user: i64,
+        kind: &str,
+        boundary: Option<String>,
+        messages: bool,
+    ) -> Result<PersonEvent> {
+        let user = UserId::from_sql(user);
+        let boundary = || {
+            boundary
+                .as_deref()
+                .and_then(Boundary::parse)
+                .ok_or_else(|| {
+                    StoreError::Corrupt(format!(
+                        "people ledger event {seq}: {kind} without a known boundary"
+                    ))
+                })
+        };
+        match kind {
+            "boundary_set" | "boundary_cleared" => Ok(PersonEvent::Boundary {
+                user,
+                boundary: boundary()?,
+                on: kind == "boundary_set",
+            }),
+            "forget_me" => Ok(PersonEvent::ForgetMe { user, messages }),
+            other => Err(StoreError::Corrupt(format!(
+                "people ledger event {seq}: unknown kind {other:?}"
+            ))),
+        }
     }
 }
 
@@ -279,12 +318,12 @@ impl Store {
     /// This store, appending every boundary change and forget-me to `ledger`
     /// before making it here (so a change the other processes would miss is
     /// refused, and the person is told). Clones made after share it.
-    pub fn with_ledger(mut self, ledger: Ledger) -> Self {
-        self.ledger = Some(ledger);
+    pub fn with_ledger(mut self, ledger: impl PeopleLog + 'static) -> Self {
+        self.ledger = Some(Arc::new(ledger));
         self
     }
 
-    pub fn ledger(&self) -> Option<&Ledger> {
+    pub fn ledger(&self) -> Option<&SharedLedger> {
         self.ledger.as_ref()
     }
 

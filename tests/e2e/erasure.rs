@@ -12,6 +12,7 @@ use ambient::memory::fact::{FactKind, Importance, Scope};
 use ambient::store::Store;
 use ambient::store::memory::FactFilter;
 use ambient::store::messages::StoredMessage;
+use ambient::store::people::PeopleLog as _;
 use serde_json::json;
 
 use crate::support::home::Home;

@@ -75,6 +75,8 @@ mod sends;
 mod serve_signals;
 mod settings_cli;
 mod shards;
+mod shared_budget;
+mod shared_postgres;
 mod spine;
 mod status;
 mod store_upgrade;

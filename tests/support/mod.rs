@@ -17,6 +17,7 @@ pub mod home;
 pub mod image_server;
 pub mod model_server;
 pub mod model_stream;
+pub mod postgres;
 pub mod readme;
 pub mod replaying;
 pub mod serve;

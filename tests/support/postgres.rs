@@ -1,0 +1,253 @@
+//! A throwaway PostgreSQL cluster for the shared-database tests: `initdb`
+//! into a temp dir, `pg_ctl start` on a free 127.0.0.1 port with its socket
+//! in that dir and `fsync=off` (nothing here needs to survive a crash of
+//! the machine), stopped and removed when dropped.
+//!
+//! The server binaries come from `PATH` or Debian's
+//! `/usr/lib/postgresql/<version>/bin` (`./dev.sh test` installs the
+//! package where it can). PostgreSQL refuses to run as root, so as root the
+//! cluster is made and run by the `postgres` user, who owns the temp dir.
+//! [`Postgres::start`] says on stderr why it cannot start one and returns
+//! `None`: the test then returns without checking anything.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub struct Postgres {
+    bin: PathBuf,
+    /// As root: the user the server runs as.
+    run_as: Option<&'static str>,
+    port: u16,
+    /// Connections over TCP must give it (SCRAM); `None`: trusted.
+    password: Option<String>,
+    dir: tempfile::TempDir,
+}
+
+/// Where `initdb`, `pg_ctl` and `postgres` are, if anywhere.
+fn server_bin() -> Option<PathBuf> {
+    let mut debian: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("bin"))
+        .filter(|b| b.join("pg_ctl").is_file())
+        .collect();
+    // The newest version: the directories are named by it.
+    debian.sort_by_key(|p| {
+        p.parent()
+            .and_then(|v| v.file_name())
+            .and_then(|v| v.to_str())
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(0)
+    });
+    if let Some(b) = debian.pop() {
+        return Some(b);
+    }
+    std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .find(|d| d.join("initdb").is_file() && d.join("pg_ctl").is_file())
+    })
+}
+
+fn is_root() -> bool {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    unsafe { libc::getuid() == 0 }
+}
+
+impl Postgres {
+    /// A new cluster, started; `None` (said on stderr) when it cannot be.
+    pub fn start() -> Option<Self> {
+        Self::start_as(None)
+    }
+
+    /// [`Postgres::start`], where a connection over TCP must give `password`.
+    pub fn start_with_password(password: &str) -> Option<Self> {
+        Self::start_as(Some(password.to_string()))
+    }
+
+    fn start_as(password: Option<String>) -> Option<Self> {
+        let skip = |why: String| {
+            eprintln!(
+                "SKIPPED: no PostgreSQL for this test: {why} (./dev.sh test installs the postgresql package)"
+            );
+            None
+        };
+        let Some(bin) = server_bin() else {
+            return skip("no initdb and pg_ctl on PATH or in /usr/lib/postgresql/*/bin".into());
+        };
+        let run_as = is_root().then_some("postgres");
+        let dir = tempfile::Builder::new()
+            .prefix("ambient-pg-")
+            .tempdir()
+            .expect("tempdir");
+        if let Some(user) = run_as {
+            let owned = Command::new("chown")
+                .args([user, &dir.path().display().to_string()])
+                .status();
+            if !owned.is_ok_and(|s| s.success()) {
+                return skip(format!(
+                    "cannot give {} to the {user} user",
+                    dir.path().display()
+                ));
+            }
+        }
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        let pg = Self {
+            bin,
+            run_as,
+            port,
+            password,
+            dir,
+        };
+        let data = pg.data().display().to_string();
+        let mut auth = vec!["--auth=trust".to_string()];
+        // With a password: the socket stays trusted (the harness's own
+        // pg_ctl), TCP connections must give it.
+        if let Some(pw) = &pg.password {
+            let file = pg.dir.path().join("pwfile");
+            std::fs::write(&file, pw).expect("write the password file");
+            if let Some(user) = pg.run_as {
+                // Harmless if it fails: initdb then says it cannot read the file.
+                let _ = Command::new("chown").arg(user).arg(&file).status();
+            }
+            auth = vec![
+                "--auth-local=trust".into(),
+                "--auth-host=scram-sha-256".into(),
+                format!("--pwfile={}", file.display()),
+            ];
+        }
+        let mut args = vec!["-D", &data, "-U", "postgres", "-E", "UTF8", "--no-sync"];
+        args.push("--no-instructions");
+        args.extend(auth.iter().map(String::as_str));
+        let made = pg.run("initdb", &args);
+        if !made.status.success() {
+            return skip(format!(
+                "initdb failed: {}",
+                String::from_utf8_lossy(&made.stderr)
+            ));
+        }
+        if let Err(why) = pg.try_start() {
+            return skip(why);
+        }
+        Some(pg)
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    fn run(&self, tool: &str, args: &[&str]) -> Output {
+        let exe = self.bin.join(tool);
+        let mut cmd = match self.run_as {
+            Some(user) => {
+                let mut c = Command::new("runuser");
+                c.args(["-u", user, "--"]).arg(&exe);
+                c
+            }
+            None => Command::new(&exe),
+        };
+        // The cluster's own locale settings: the machine's may not exist.
+        if let Some(pw) = &self.password {
+            cmd.env("PGPASSWORD", pw);
+        }
+        cmd.args(args)
+            .env("LC_ALL", "C")
+            .current_dir(self.dir.path())
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", exe.display()))
+    }
+
+    fn try_start(&self) -> Result<(), String> {
+        let options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off \
+             -c full_page_writes=off -c max_connections=40",
+            self.port,
+            self.dir.path().display()
+        );
+        let log = self.dir.path().join("server.log").display().to_string();
+        let data = self.data().display().to_string();
+        let started = self.run(
+            "pg_ctl",
+            &[
+                "-D", &data, "-l", &log, "-w", "-t", "60", "-o", &options, "start",
+            ],
+        );
+        if started.status.success() {
+            return Ok(());
+        }
+        Err(format!(
+            "pg_ctl start failed: {}{}",
+            String::from_utf8_lossy(&started.stderr),
+            std::fs::read_to_string(&log).unwrap_or_default()
+        ))
+    }
+
+    /// `postgres://postgres@127.0.0.1:PORT/postgres`.
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Stops the server (fast: connections are closed) and waits until it has.
+    pub fn stop(&self) {
+        let data = self.data().display().to_string();
+        let stopped = self.run("pg_ctl", &["-D", &data, "-m", "fast", "-w", "stop"]);
+        assert!(
+            stopped.status.success(),
+            "pg_ctl stop: {}",
+            String::from_utf8_lossy(&stopped.stderr)
+        );
+    }
+
+    /// Starts the stopped server again on the same port and data.
+    pub fn restart(&self) {
+        self.try_start().unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// Runs `sql` with `psql`, as the tests' eye on the database; its output.
+    pub fn psql(&self, sql: &str) -> String {
+        let out = self.run(
+            "psql",
+            &[
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                "postgres",
+                "-d",
+                "postgres",
+                "-XAtq",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-c",
+                sql,
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "psql {sql:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let data = self.data().display().to_string();
+        // Already stopped by the test, or never fully started: nothing to stop.
+        let _ = self.run("pg_ctl", &["-D", &data, "-m", "immediate", "-w", "stop"]);
+    }
+}
