@@ -60,8 +60,10 @@ pub struct Leases {
 #[derive(Clone, Copy, Default)]
 struct Held {
     granted: u64,
-    /// When a lease last found the day all leased.
-    spent_out: Option<Instant>,
+    /// When a lease last could not cover a call, and the total it was
+    /// asked for: a smaller call may still fit (a reply asks first whether
+    /// a tool round fits, then for its own, smaller call).
+    spent_out: Option<(Instant, u64)>,
     /// When it was last leased (or renewed).
     leased_at: Option<Instant>,
 }
@@ -128,7 +130,11 @@ impl Leases {
         if !due && total <= held.granted {
             return Ok(Leased::Fits);
         }
-        if !due && held.spent_out.is_some_and(|at| at.elapsed() < ASK_AGAIN) {
+        if !due
+            && held
+                .spent_out
+                .is_some_and(|(at, asked)| at.elapsed() < ASK_AGAIN && total >= asked)
+        {
             return Ok(Leased::Spent {
                 used,
                 granted: held.granted,
@@ -162,7 +168,7 @@ impl Leases {
             day,
             Held {
                 granted,
-                spent_out: (!fits).then(Instant::now),
+                spent_out: (!fits).then(|| (Instant::now(), total)),
                 leased_at: Some(Instant::now()),
             },
         );

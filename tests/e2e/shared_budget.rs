@@ -243,3 +243,19 @@ fn without_postgresql_a_process_falls_back_to_its_share_and_says_so() {
     }
     assert!(p.call(10_000, 100));
 }
+
+/// A call too big for what is left does not make a smaller one wait: a
+/// reply first asks whether a tool round fits, then for its own call.
+#[test]
+fn a_refused_big_ask_does_not_turn_away_a_smaller_one_after_it() {
+    let Some(pg) = Postgres::start() else { return };
+    migrated(&pg);
+    let cap: u64 = 2_000;
+    let p = process(&pg);
+    assert!(!p.call(cap, 3_312), "more than the whole day");
+    assert!(p.call(cap, 1_237), "a smaller call is asked for at once");
+    assert!(
+        !p.call(cap, 1_237),
+        "and a second one does not fit what is left"
+    );
+}
