@@ -7,13 +7,16 @@
 //! and spoken answers `NoVoiceAnswers`.
 //! Forget-me leaves them in place: they protect the person, they say
 //! nothing about them.
+//!
+//! This file is the table; setting one is a person's change, passed on to
+//! the bot's other processes first, so `Store::set_boundary` is the
+//! ledger's (`people`), which writes here.
 
 use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::people::PersonEvent;
 use super::{Result, Store, StoreError, from_ms, to_ms};
 use crate::ids::UserId;
 
@@ -82,20 +85,6 @@ impl Boundary {
 }
 
 impl Store {
-    /// Sets (`on`) or lifts a boundary; `true` if that changed anything.
-    /// With a people ledger (`people`), the change is passed on to the
-    /// bot's other processes first: if it cannot be, nothing changes here.
-    pub fn set_boundary(
-        &self,
-        user: UserId,
-        boundary: Boundary,
-        on: bool,
-        at: DateTime<Utc>,
-    ) -> Result<bool> {
-        self.pass_on(PersonEvent::Boundary { user, boundary, on }, at)?;
-        Ok(write_boundary(&self.lock(), user, boundary, on, at)?)
-    }
-
     pub fn has_boundary(&self, user: UserId, boundary: Boundary) -> Result<bool> {
         Ok(self
             .lock()

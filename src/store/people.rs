@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use super::boundaries::Boundary;
+use super::boundaries::{Boundary, write_boundary};
 use super::{Result, Store, StoreError, from_ms, to_ms};
 use crate::ids::UserId;
 
@@ -327,6 +327,20 @@ impl Store {
         self.ledger.as_ref()
     }
 
+    /// Sets (`on`) or lifts a boundary; `true` if that changed anything.
+    /// With a people ledger, the change is passed on to the bot's other
+    /// processes first: if it cannot be, nothing changes here.
+    pub fn set_boundary(
+        &self,
+        user: UserId,
+        boundary: Boundary,
+        on: bool,
+        at: DateTime<Utc>,
+    ) -> Result<bool> {
+        self.pass_on(PersonEvent::Boundary { user, boundary, on }, at)?;
+        Ok(write_boundary(&self.lock(), user, boundary, on, at)?)
+    }
+
     /// Appends `event` to the ledger, if this store has one.
     pub(crate) fn pass_on(&self, event: PersonEvent, at: DateTime<Utc>) -> Result<()> {
         if let Some(ledger) = &self.ledger {
@@ -365,7 +379,7 @@ impl Store {
     ) -> Result<bool> {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
-        let changed = super::boundaries::write_boundary(&tx, user, boundary, on, entry.at)?;
+        let changed = write_boundary(&tx, user, boundary, on, entry.at)?;
         set_cursor(&tx, ledger_id, entry.seq)?;
         tx.commit()?;
         Ok(changed)

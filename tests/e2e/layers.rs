@@ -5,6 +5,8 @@
 //! the code to it. A module may use only modules on lower rows. A failure
 //! names the file and line of each import that climbs, and a module that
 //! is missing from the table (or a row naming one that does not exist).
+//! Inside a module, its files use each other one way too: a circle between
+//! them is named, file by file.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -202,4 +204,157 @@ fn the_path_reader_sees_groups_and_skips_comments() {
         .map(|(l, m)| format!("{l}:{m}"))
         .collect();
     assert_eq!(found, ["1:a", "1:c", "6:g"]);
+}
+
+/// Inside one module, the files use each other one way too: a circle
+/// (a → b → a, or longer) means neither can be read, tested or replaced
+/// without the other. Nodes are the module's files and folders (`mod.rs`,
+/// the module's root, is left out: its children use what it declares);
+/// edges are `super::x` from a file directly in the folder,
+/// `super::super::x` from one a folder deeper, and `crate::module::x`
+/// from anywhere in it. Test code is left out.
+#[test]
+fn no_circle_between_the_files_of_a_module() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut problems = Vec::new();
+    for module in modules_on_disk(&src) {
+        let dir = src.join(&module);
+        if !dir.is_dir() {
+            continue;
+        }
+        let graph = module_graph(&module, &dir);
+        for circle in circles(&graph) {
+            problems.push(format!("src/{module}: {}", circle.join(" → ")));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "files of a module use each other in a circle:\n{}",
+        problems.join("\n")
+    );
+}
+
+/// File (or folder) → the siblings it uses, inside `module`.
+fn module_graph(module: &str, dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut files = Vec::new();
+    rust_files(dir, &mut files);
+    let node_of = |p: &Path| -> (String, usize) {
+        let rel = p.strip_prefix(dir).unwrap();
+        let first = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_str()
+            .unwrap();
+        (
+            first.trim_end_matches(".rs").to_string(),
+            rel.components().count(),
+        )
+    };
+    let nodes: BTreeSet<String> = files
+        .iter()
+        .map(|p| node_of(p).0)
+        .filter(|n| n != "mod")
+        .collect();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in &files {
+        let (node, depth) = node_of(file);
+        if node == "mod" {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        let code: String = text
+            .lines()
+            .take_while(|l| !l.trim_start().starts_with("#[cfg(test)]"))
+            .map(|l| code_of(l) + "\n")
+            .collect();
+        let up = "super::".repeat(depth);
+        let own = format!("crate::{module}::");
+        for prefix in [up.as_str(), own.as_str()] {
+            for (at, _) in code.match_indices(prefix) {
+                if prefix == up && code[..at].ends_with("super::") {
+                    continue; // a longer `super::super::` seen from too deep
+                }
+                let head: String = code[at + prefix.len()..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if head != node && nodes.contains(&head) {
+                    graph.entry(node.clone()).or_default().insert(head);
+                }
+            }
+        }
+    }
+    graph
+}
+
+/// Each circle once, as the path that closes it (`a → b → a`).
+fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    fn walk(
+        at: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        found: &mut BTreeSet<Vec<String>>,
+    ) {
+        for next in graph.get(at).into_iter().flatten() {
+            if let Some(start) = path.iter().position(|p| p == next) {
+                let mut circle = path[start..].to_vec();
+                let least = (0..circle.len()).min_by_key(|&i| &circle[i]).unwrap();
+                circle.rotate_left(least);
+                circle.push(circle[0].clone());
+                found.insert(circle);
+            } else if path.len() < 8 {
+                path.push(next.clone());
+                walk(next, graph, path, found);
+                path.pop();
+            }
+        }
+    }
+    let mut found = BTreeSet::new();
+    for start in graph.keys() {
+        walk(start, graph, &mut vec![start.clone()], &mut found);
+    }
+    found.into_iter().collect()
+}
+
+#[test]
+fn the_module_reader_follows_super_paths_at_each_depth_and_skips_tests() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path();
+    std::fs::create_dir(m.join("deep")).unwrap();
+    std::fs::write(m.join("mod.rs"), "use self::a::X;").unwrap();
+    std::fs::write(
+        m.join("a.rs"),
+        "use super::b::Y;\n#[cfg(test)]\nuse super::c::Z;",
+    )
+    .unwrap();
+    std::fs::write(
+        m.join("b.rs"),
+        "// super::a\nfn f() { crate::m::deep::g() }",
+    )
+    .unwrap();
+    std::fs::write(m.join("c.rs"), "").unwrap();
+    std::fs::write(m.join("deep/x.rs"), "use super::super::a::X; use super::y;").unwrap();
+    let graph = module_graph("m", m);
+    let edges: Vec<String> = graph
+        .iter()
+        .flat_map(|(from, to)| to.iter().map(move |t| format!("{from}→{t}")))
+        .collect();
+    assert_eq!(edges, ["a→b", "b→deep", "deep→a"]);
+    assert_eq!(circles(&graph), vec![vec!["a", "b", "deep", "a"]]);
+}
+
+#[test]
+fn a_circle_inside_a_module_is_found_once_whichever_file_it_starts_from() {
+    let graph: BTreeMap<String, BTreeSet<String>> = [
+        ("a", vec!["b"]),
+        ("b", vec!["c"]),
+        ("c", vec!["a"]),
+        ("d", vec!["a"]),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.into(), v.into_iter().map(String::from).collect()))
+    .collect();
+    assert_eq!(circles(&graph), vec![vec!["a", "b", "c", "a"]]);
 }
