@@ -3,57 +3,24 @@
 //! a fake speech-to-text server, and the in-process bot — what gets
 //! uploaded, what is stored, what people read in the linked text channel.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
-use ambient::clock::Clock;
-use ambient::ids::{ChannelId, GuildId, UserId, stable_id};
+use ambient::ids::{ChannelId, UserId, stable_id};
 use ambient::journal::Kind;
 use ambient::settings::{Settings, VoiceLink};
 use ambient::store::messages::Source;
+use ambient::voice::Member;
 use ambient::voice::listener::Listener;
 use ambient::voice::segment::{quiet, tone};
-use ambient::voice::{Member, PlatformError, VoiceBackend};
-use async_trait::async_trait;
 use serde_json::json;
 
+use crate::support::fake_voice::{FakeVoice, listening_in};
 use crate::support::model_server::Scripted;
 use crate::support::stt_server::SttServer;
 use crate::support::world::{B_GENERAL, GENERAL, GUILD_A, World, settings};
 
 const VOICE: ChannelId = ChannelId(2501);
-
-#[derive(Default)]
-struct FakeVoice {
-    joined: Mutex<Vec<ChannelId>>,
-    left: Mutex<Vec<GuildId>>,
-    listener: Mutex<Option<Arc<Listener>>>,
-}
-
-#[async_trait]
-impl VoiceBackend for FakeVoice {
-    async fn join(
-        &self,
-        _: GuildId,
-        channel: ChannelId,
-        listener: Arc<Listener>,
-    ) -> Result<(), PlatformError> {
-        self.joined.lock().unwrap().push(channel);
-        *self.listener.lock().unwrap() = Some(listener);
-        Ok(())
-    }
-
-    async fn leave(&self, guild: GuildId) -> Result<(), PlatformError> {
-        self.left.lock().unwrap().push(guild);
-        Ok(())
-    }
-}
-
-impl FakeVoice {
-    fn listener(&self) -> Arc<Listener> {
-        self.listener.lock().unwrap().clone().expect("joined")
-    }
-}
 
 fn user(name: &str) -> UserId {
     UserId(stable_id("user", name))
@@ -70,22 +37,7 @@ fn voice_settings(stt: &SttServer) -> Settings {
 
 /// A world listening in VOICE, writing to #general.
 async fn listening(s: Settings) -> (World, Arc<FakeVoice>) {
-    listening_in(World::start(s).await).await
-}
-
-async fn listening_in(w: World) -> (World, Arc<FakeVoice>) {
-    w.app
-        .store
-        .upsert_channel(VOICE, Some(GUILD_A), "lounge", w.clock.now())
-        .unwrap();
-    let backend = Arc::new(FakeVoice::default());
-    w.app.voice.set_backend(backend.clone());
-    w.app
-        .voice
-        .join(GUILD_A, VOICE, Some(GENERAL), "ada")
-        .await
-        .unwrap();
-    (w, backend)
+    listening_in(World::start(s).await, VOICE).await
 }
 
 /// A world that follows people into VOICE (linked to #general), not yet in it.
@@ -572,8 +524,11 @@ async fn a_transcription_error_never_carries_the_key_into_the_journal() {
     let secrets = ambient::settings::Secrets::from_lookup(|k| {
         (k == "TRANSCRIPTION_API_KEY").then(|| "stt-key-98765".to_string())
     });
-    let (w, backend) =
-        listening_in(World::start_with_secrets(voice_settings(&stt), secrets).await).await;
+    let (w, backend) = listening_in(
+        World::start_with_secrets(voice_settings(&stt), secrets).await,
+        VOICE,
+    )
+    .await;
     let l = backend.listener();
     let mut one = tone(500, 200.0, 8_000);
     one.extend(quiet(800));

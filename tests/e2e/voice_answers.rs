@@ -7,18 +7,16 @@
 //! `maxSecondsPerDay`), refusals (not audio, oversize, someone present with
 //! `no-voice-answers`) and that with the setting off no request is made.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use ambient::clock::Clock;
 use ambient::commands::Asker;
-use ambient::ids::{ChannelId, GuildId, UserId, stable_id};
+use ambient::ids::{ChannelId, UserId, stable_id};
 use ambient::journal::Kind;
 use ambient::settings::Settings;
-use ambient::voice::listener::Listener;
+use ambient::voice::Member;
 use ambient::voice::segment::{quiet, tone};
-use ambient::voice::{Member, PlatformError, VoiceBackend};
-use async_trait::async_trait;
 
+use crate::support::fake_voice::{FakeVoice, listening_in};
 use crate::support::model_server::Scripted;
 use crate::support::stt_server::SttServer;
 use crate::support::tts_server::{Answer, TtsServer, espeak_installed};
@@ -26,36 +24,6 @@ use crate::support::world::{GENERAL, GUILD_A, World, settings};
 
 const VOICE: ChannelId = ChannelId(2601);
 const ANSWER: &str = "Ramen sounds great, count me in.";
-
-/// A voice front end that keeps what it was asked to play.
-#[derive(Default)]
-struct Speaker {
-    listener: Mutex<Option<Arc<Listener>>>,
-    played: Mutex<Vec<Vec<Vec<u8>>>>,
-}
-
-#[async_trait]
-impl VoiceBackend for Speaker {
-    async fn join(&self, _: GuildId, _: ChannelId, l: Arc<Listener>) -> Result<(), PlatformError> {
-        *self.listener.lock().unwrap() = Some(l);
-        Ok(())
-    }
-
-    async fn leave(&self, _: GuildId) -> Result<(), PlatformError> {
-        Ok(())
-    }
-
-    async fn play(&self, _: GuildId, frames: Vec<Vec<u8>>) -> Result<(), PlatformError> {
-        self.played.lock().unwrap().push(frames);
-        Ok(())
-    }
-}
-
-impl Speaker {
-    fn played(&self) -> Vec<usize> {
-        self.played.lock().unwrap().iter().map(Vec::len).collect()
-    }
-}
 
 fn user(name: &str) -> UserId {
     UserId(stable_id("user", name))
@@ -74,32 +42,15 @@ fn speaking_settings(stt: &SttServer, tts: &TtsServer) -> Settings {
     s
 }
 
-/// A world listening in VOICE (writing to #general) through `Speaker`.
-async fn listening(s: Settings) -> (World, Arc<Speaker>) {
-    listening_in(World::start(s).await).await
+/// A world listening in VOICE (writing to #general) through a [`FakeVoice`].
+async fn listening(s: Settings) -> (World, Arc<FakeVoice>) {
+    listening_in(World::start(s).await, VOICE).await
 }
 
-async fn listening_in(w: World) -> (World, Arc<Speaker>) {
-    w.app
-        .store
-        .upsert_channel(VOICE, Some(GUILD_A), "lounge", w.clock.now())
-        .unwrap();
-    let backend = Arc::new(Speaker::default());
-    w.app.voice.set_backend(backend.clone());
-    w.app
-        .voice
-        .join(GUILD_A, VOICE, Some(GENERAL), "ada")
-        .await
-        .unwrap();
-    (w, backend)
-}
-
-/// Ada says "hey ambient, …" in voice and the model answers ANSWER; returns
-/// once the answer is posted (and spoken, if it is).
-async fn ask(w: &World, backend: &Speaker, stt: &SttServer) {
+async fn ask(w: &World, backend: &FakeVoice, stt: &SttServer) {
     stt.say("hey ambient, what do you think about ramen?");
     w.model.push(Scripted::text(ANSWER));
-    let l = backend.listener.lock().unwrap().clone().expect("joined");
+    let l = backend.listener();
     let mut audio = tone(1_200, 200.0, 8_000);
     audio.extend(quiet(1_000));
     for frame in audio.chunks(320) {
@@ -165,7 +116,7 @@ async fn a_question_asked_in_voice_is_also_answered_aloud_in_whole_opus_frames()
     assert_eq!(backend.played(), vec![expected]);
     let mut decoder = opus2::Decoder::new(48_000, opus2::Channels::Stereo).unwrap();
     let mut pcm = [0i16; 960 * 2];
-    for frame in &backend.played.lock().unwrap()[0] {
+    for frame in &backend.frames()[0] {
         assert_eq!(
             decoder.decode(frame, &mut pcm, false).unwrap(),
             960,
@@ -345,7 +296,7 @@ async fn the_speech_key_goes_only_in_the_request_never_into_the_journal() {
         (k == "SPEECH_API_KEY").then(|| "tts-key-24680".to_string())
     });
     let w = World::start_with_secrets(speaking_settings(&stt, &tts), secrets).await;
-    let (w, backend) = listening_in(w).await;
+    let (w, backend) = listening_in(w, VOICE).await;
     ask(&w, &backend, &stt).await;
     assert_eq!(
         tts.requests()[0].authorization.as_deref(),

@@ -9,6 +9,7 @@ pub mod discord_shapes;
 pub mod exec;
 pub mod fake_discord;
 pub mod fake_gateway;
+pub mod fake_voice;
 pub mod feed_server;
 pub mod files;
 pub mod gif_server;
