@@ -346,10 +346,10 @@ impl App {
             )?;
         }
         let executive = b.executive(stand_in).await?;
-        let url = b.settings.global().storage.shared_url.trim().to_string();
-        if !url.is_empty() {
+        let storage = b.settings.global().storage.clone();
+        if !storage.shared_url.trim().is_empty() {
             // The whole bot's daily budgets, leased from the database the ledger is in.
-            let db = people::shared_db(&url, &b.secrets)
+            let db = people::shared_db(&storage, &b.secrets)
                 .context("cannot use the shared database (storage.sharedUrl)")?;
             executive.lease_with(Arc::new(Leases::new(db, b.journal.clone())));
         }

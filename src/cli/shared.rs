@@ -24,7 +24,8 @@ fn url(settings: &Settings) -> anyhow::Result<&str> {
 
 pub async fn migrate(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
     let loaded = super::load_lenient(settings)?;
-    let db = crate::courtesy::people::shared_db(url(&loaded.settings)?, &Secrets::from_env())?;
+    url(&loaded.settings)?;
+    let db = crate::courtesy::people::shared_db(&loaded.settings.storage, &Secrets::from_env())?;
     let (from, to) = db.migrate().await?;
     if from == to {
         outln!("{}: shared schema already at version {to}", db.place())?;
@@ -59,7 +60,7 @@ pub async fn check(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
 /// process's cursor is as true after the switch as before.
 pub fn import(settings: Option<&Path>, file: &Path) -> anyhow::Result<ExitCode> {
     let loaded = super::load_lenient(settings)?;
-    let url = url(&loaded.settings)?;
+    url(&loaded.settings)?;
     if file.file_name().is_none_or(|n| n != LEDGER_FILE) || !file.is_file() {
         bail!(
             "{}: expected an existing {LEDGER_FILE} from a storage.sharedDir",
@@ -83,7 +84,7 @@ pub fn import(settings: Option<&Path>, file: &Path) -> anyhow::Result<ExitCode> 
         entries.extend(batch);
     }
     let last = entries.last().map_or(0, |e| e.seq);
-    let db = crate::courtesy::people::shared_db(url, &Secrets::from_env())?;
+    let db = crate::courtesy::people::shared_db(&loaded.settings.storage, &Secrets::from_env())?;
     let to = PgLedger::open(db, "import")?;
     let copied = to.import(from.id(), entries)?;
     outln!(

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::journal::{Entry, Journal, Kind};
-use crate::settings::{Secrets, Settings};
+use crate::settings::{Secrets, Settings, StorageSettings};
 use crate::store::people::{BATCH, Ledger, LedgerEntry, PersonEvent, SharedLedger};
 use crate::store::shared::SharedDb;
 use crate::store::shared::people::PgLedger;
@@ -47,7 +47,7 @@ pub fn attach_with(
 ) -> Result<Store, StoreError> {
     let url = settings.storage.shared_url.trim();
     if !url.is_empty() {
-        let ledger = shared_ledger(url, secrets, &writer(settings))
+        let ledger = shared_ledger(&settings.storage, secrets, &writer(settings))
             .map_err(|e| StoreError::SharedLedger(e.to_string()))?;
         return Ok(store.with_ledger(ledger));
     }
@@ -59,18 +59,28 @@ pub fn attach_with(
     Ok(store.with_ledger(ledger))
 }
 
-/// The shared database `url` names, with the password from the environment.
-pub fn shared_db(url: &str, secrets: &Secrets) -> crate::store::shared::Result<SharedDb> {
+/// The shared database `storage.sharedUrl` names, with the password from
+/// the environment and TLS trusting `storage.sharedCaFile` when set.
+pub fn shared_db(
+    storage: &StorageSettings,
+    secrets: &Secrets,
+) -> crate::store::shared::Result<SharedDb> {
     let password = secrets.shared_password.as_ref().map(|p| p.expose());
-    SharedDb::new(crate::store::shared::config(url, password)?)
+    let ca_file = storage.shared_ca_file.trim();
+    let ca_file = (!ca_file.is_empty()).then(|| Path::new(ca_file));
+    SharedDb::new(crate::store::shared::config(
+        storage.shared_url.trim(),
+        password,
+        ca_file,
+    )?)
 }
 
 fn shared_ledger(
-    url: &str,
+    storage: &StorageSettings,
     secrets: &Secrets,
     writer: &str,
 ) -> crate::store::shared::Result<PgLedger> {
-    PgLedger::open(shared_db(url, secrets)?, writer)
+    PgLedger::open(shared_db(storage, secrets)?, writer)
 }
 
 /// Applies other processes' events to this process's store.

@@ -16,8 +16,15 @@ pub async fn check(settings: &Settings, secrets: &Secrets) -> Option<Check> {
     if url.is_empty() {
         return None;
     }
-    let db = match crate::courtesy::people::shared_db(url, secrets) {
+    let db = match crate::courtesy::people::shared_db(&settings.storage, secrets) {
         Ok(db) => db,
+        Err(e @ SharedError::CaFile(_)) => {
+            return Some(Check::fail(
+                NAME,
+                e.to_string(),
+                "correct storage.sharedCaFile: a PEM file of the CA that signed the server's certificate",
+            ));
+        }
         Err(e) => {
             return Some(Check::fail(
                 NAME,

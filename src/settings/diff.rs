@@ -31,6 +31,7 @@ pub const AT_NEXT_START: &[&str] = &[
     // The gateway shards run, the guilds owned, and where people's requests pass between processes.
     "storage.sharedDir",
     "storage.sharedUrl",
+    "storage.sharedCaFile",
     "discord.shards",
     "discord.totalShards",
     // The Discord client: REST base, its rate limiting, intents, command registration.

@@ -280,6 +280,10 @@ pub struct StorageSettings {
     /// for processes on different hosts (`postgres://user@host:port/db`;
     /// empty: none). The password comes from `PGPASSWORD`, never the URL.
     pub shared_url: String,
+    /// A PEM file of the certificates trusted for the shared database's TLS
+    /// with `sslmode=verify-ca` or `verify-full` in `storage.sharedUrl`
+    /// (empty: the public roots). Read at start.
+    pub shared_ca_file: String,
     /// How long each kind of record is kept (see [`RetentionSettings`]).
     pub retention: RetentionSettings,
     /// Backups the running bot makes on its own (`ambient backup` makes one by hand).
@@ -292,6 +296,7 @@ impl Default for StorageSettings {
             data_dir: "./data".into(),
             shared_dir: String::new(),
             shared_url: String::new(),
+            shared_ca_file: String::new(),
             retention: RetentionSettings::default(),
             backup: BackupSettings::default(),
         }

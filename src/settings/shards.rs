@@ -40,11 +40,12 @@ impl super::DiscordSettings {
 
 /// The keys [`problems`] checks together; a command line's `--shards` and
 /// `--total-shards` change what they say of the file's values.
-pub const KEYS: [&str; 4] = [
+pub const KEYS: [&str; 5] = [
     "discord.shards",
     "discord.totalShards",
     "storage.sharedDir",
     "storage.sharedUrl",
+    "storage.sharedCaFile",
 ];
 
 /// The problems with `discord.shards`, `discord.totalShards`,
@@ -66,6 +67,9 @@ pub(crate) fn problems(s: &super::Settings) -> Vec<super::Problem> {
         if let Err(why) = shared_url_problem(url) {
             out.push(Problem::new("storage.sharedUrl", why));
         }
+    }
+    if let Some(why) = ca_file_problem(url, s.storage.shared_ca_file.trim()) {
+        out.push(Problem::new("storage.sharedCaFile", why));
     }
     if d.total_shards > MAX_TOTAL_SHARDS {
         out.push(Problem::new(
@@ -131,9 +135,31 @@ pub(crate) fn problems(s: &super::Settings) -> Vec<super::Problem> {
     out
 }
 
+/// Why `storage.sharedCaFile` would not be used: it is read only to verify
+/// the server's certificate, which `sslmode=verify-ca` or `verify-full` asks.
+fn ca_file_problem(url: &str, ca_file: &str) -> Option<String> {
+    if ca_file.is_empty() {
+        return None;
+    }
+    if url.is_empty() {
+        return Some("is the CA of storage.sharedUrl's TLS, which is not set".into());
+    }
+    let verifies = url::Url::parse(url).is_ok_and(|u| {
+        u.query_pairs()
+            .filter(|(k, _)| k == "sslmode")
+            .last()
+            .is_some_and(|(_, mode)| mode == "verify-ca" || mode == "verify-full")
+    });
+    (!verifies).then(|| {
+        "is read only to verify the server's certificate: add sslmode=verify-full (or \
+         verify-ca) to storage.sharedUrl, or empty this key"
+            .into()
+    })
+}
+
 /// What is wrong with a `storage.sharedUrl`, said as what would be valid.
 /// The password must come from `PGPASSWORD` (a settings file is not a
-/// secret), and TLS is refused rather than silently not used.
+/// secret), and `sslmode` must be one libpq knows.
 fn shared_url_problem(raw: &str) -> Result<(), String> {
     let url = url::Url::parse(raw).map_err(|e| {
         format!("{e}: expected a URL such as postgres://ambient@db.example:5432/ambient")
@@ -156,11 +182,14 @@ fn shared_url_problem(raw: &str) -> Result<(), String> {
     }
     for (key, value) in url.query_pairs() {
         match (key.as_ref(), value.as_ref()) {
-            ("sslmode", "disable" | "prefer" | "allow") => {}
+            (
+                "sslmode",
+                "disable" | "allow" | "prefer" | "require" | "verify-ca" | "verify-full",
+            ) => {}
             ("sslmode", mode) => {
                 return Err(format!(
-                    "sslmode={mode}: this ambient does not speak TLS to PostgreSQL yet; reach \
-                     the database over a private network or a tunnel, with sslmode=disable"
+                    "sslmode={mode} is not a mode: use disable, prefer, require, verify-ca or \
+                     verify-full (verify-full checks the server is the host named)"
                 ));
             }
             ("password", _) => {
@@ -231,8 +260,31 @@ mod tests {
         ));
         assert!(said("", "postgres://a:hunter2@db/x")[0].contains("set the PGPASSWORD"));
         assert!(said("", "postgres://a@db/x?password=hunter2")[0].contains("PGPASSWORD"));
-        assert!(said("", "postgres://a@db/x?sslmode=require")[0].contains("sslmode=require"));
+        assert!(said("", "postgres://a@db/x?sslmode=require").is_empty());
+        assert!(said("", "postgres://a@db/x?sslmode=verify-full").is_empty());
+        assert!(said("", "postgres://a@db/x?sslmode=on")[0].contains("sslmode=on is not a mode"));
         assert!(said("", "mysql://a@db/x")[0].contains("must start with postgres://"));
         assert!(said("", "not a url")[0].starts_with("storage.sharedUrl: "));
+    }
+
+    #[test]
+    fn a_ca_file_goes_with_a_verifying_sslmode() {
+        let said = |url: &str| {
+            let mut s = crate::settings::Settings::default();
+            s.storage.shared_url = url.into();
+            s.storage.shared_ca_file = "/etc/ambient/pg-ca.pem".into();
+            problems(&s)
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+        };
+        assert!(said("postgres://a@db/x?sslmode=verify-full").is_empty());
+        assert!(said("postgres://a@db/x?sslmode=verify-ca").is_empty());
+        let unused = said("postgres://a@db/x?sslmode=require");
+        assert!(
+            unused[0].starts_with("storage.sharedCaFile: is read only to verify"),
+            "{unused:?}"
+        );
+        assert!(said("")[0].contains("storage.sharedUrl's TLS, which is not set"));
     }
 }

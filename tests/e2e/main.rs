@@ -77,6 +77,7 @@ mod settings_cli;
 mod shards;
 mod shared_budget;
 mod shared_postgres;
+mod shared_postgres_tls;
 mod spine;
 mod status;
 mod store_upgrade;

@@ -57,7 +57,7 @@ fn process(pg: &Postgres) -> Process {
 fn process_at(url: &str) -> Process {
     let store = Store::open_in_memory().unwrap();
     let journal = Journal::new(store.clone(), Arc::new(SystemClock));
-    let config = ambient::store::shared::config(url, None).unwrap();
+    let config = ambient::store::shared::config(url, None, None).unwrap();
     let db = SharedDb::new(config).unwrap();
     Process {
         store,
@@ -67,7 +67,7 @@ fn process_at(url: &str) -> Process {
 
 /// Migrates the shared schema, as the first process to start would.
 fn migrated(pg: &Postgres) {
-    let config = ambient::store::shared::config(&pg.url(), None).unwrap();
+    let config = ambient::store::shared::config(&pg.url(), None, None).unwrap();
     let db = SharedDb::new(config).unwrap();
     db.block_on({
         let db = db.clone();

@@ -348,7 +348,7 @@ fn the_readme_settings_across_hosts_are_valid_and_keep_the_password_out() {
 
 /// The ledger handle of a process that is not a bot: the test's own writer.
 fn ledger_on(pg: &Postgres, writer: &str) -> PgLedger {
-    let config = ambient::store::shared::config(&pg.url(), None).unwrap();
+    let config = ambient::store::shared::config(&pg.url(), None, None).unwrap();
     PgLedger::open(SharedDb::new(config).unwrap(), writer).unwrap()
 }
 

@@ -9,6 +9,10 @@
 //! cluster is made and run by the `postgres` user, who owns the temp dir.
 //! [`Postgres::start`] says on stderr why it cannot start one and returns
 //! `None`: the test then returns without checking anything.
+//!
+//! [`Postgres::start_with_tls`] turns TLS on: a throwaway CA and a server
+//! certificate for `localhost` and `127.0.0.1` made with the `openssl` CLI,
+//! and TCP connections accepted only over TLS (`hostssl`).
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -21,8 +25,14 @@ pub struct Postgres {
     port: u16,
     /// Connections over TCP must give it (SCRAM); `None`: trusted.
     password: Option<String>,
+    /// TLS on, and required of TCP connections.
+    tls: bool,
     dir: tempfile::TempDir,
 }
+
+/// The CA's name, and the names the server's certificate holds.
+pub const TEST_CA: &str = "ambient test CA";
+const SERVER_NAMES: &str = "subjectAltName=DNS:localhost,IP:127.0.0.1";
 
 /// Where `initdb`, `pg_ctl` and `postgres` are, if anywhere.
 fn server_bin() -> Option<PathBuf> {
@@ -66,7 +76,26 @@ impl Postgres {
         Self::start_as(Some(password.to_string()))
     }
 
+    /// [`Postgres::start`] with TLS required of TCP connections; its CA's
+    /// certificate is [`Postgres::ca_file`]. `None` (said on stderr) also
+    /// without the `openssl` CLI.
+    pub fn start_with_tls() -> Option<Self> {
+        if !Command::new("openssl")
+            .arg("version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
+            eprintln!("SKIPPED: no TLS PostgreSQL for this test: no openssl CLI on PATH");
+            return None;
+        }
+        Self::start_with(None, true)
+    }
+
     fn start_as(password: Option<String>) -> Option<Self> {
+        Self::start_with(password, false)
+    }
+
+    fn start_with(password: Option<String>, tls: bool) -> Option<Self> {
         let skip = |why: String| {
             eprintln!(
                 "SKIPPED: no PostgreSQL for this test: {why} (./dev.sh test installs the postgresql package)"
@@ -101,6 +130,7 @@ impl Postgres {
             run_as,
             port,
             password,
+            tls,
             dir,
         };
         let data = pg.data().display().to_string();
@@ -130,10 +160,101 @@ impl Postgres {
                 String::from_utf8_lossy(&made.stderr)
             ));
         }
+        if tls && let Err(why) = pg.make_tls() {
+            return skip(why);
+        }
         if let Err(why) = pg.try_start() {
             return skip(why);
         }
         Some(pg)
+    }
+
+    /// The CA's certificate (PEM) when TLS is on.
+    pub fn ca_file(&self) -> PathBuf {
+        self.dir.path().join("ca.crt")
+    }
+
+    /// The CA and the server's key and certificate, and `hostssl` in place
+    /// of `host` in pg_hba.conf.
+    fn make_tls(&self) -> Result<(), String> {
+        let at = |f: &str| self.dir.path().join(f).display().to_string();
+        let (ca_key, ca_crt) = (at("ca.key"), at("ca.crt"));
+        let (key, csr, crt) = (at("server.key"), at("server.csr"), at("server.crt"));
+        let ca_name = format!("/CN={TEST_CA}");
+        // EC keys: quick to make, and what rustls and PostgreSQL both take.
+        let new_key = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ];
+        let steps: [Vec<&str>; 3] = [
+            [
+                &["req", "-x509", "-days", "2", "-subj", &ca_name][..],
+                &new_key,
+                &["-keyout", &ca_key, "-out", &ca_crt],
+                &["-addext", "basicConstraints=critical,CA:TRUE"],
+                &["-addext", "keyUsage=critical,keyCertSign"],
+            ]
+            .concat(),
+            [
+                &["req", "-subj", "/CN=localhost", "-addext", SERVER_NAMES][..],
+                &new_key,
+                &["-keyout", &key, "-out", &csr],
+            ]
+            .concat(),
+            vec![
+                "x509",
+                "-req",
+                "-days",
+                "2",
+                "-copy_extensions",
+                "copy",
+                "-in",
+                &csr,
+                "-CA",
+                &ca_crt,
+                "-CAkey",
+                &ca_key,
+                "-CAcreateserial",
+                "-out",
+                &crt,
+            ],
+        ];
+        for args in steps {
+            let out = Command::new("openssl")
+                .args(&args)
+                .output()
+                .map_err(|e| format!("cannot run openssl: {e}"))?;
+            if !out.status.success() {
+                return Err(format!(
+                    "openssl {}: {}",
+                    args[0],
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+        }
+        // The server refuses a key others can read, or one it does not own.
+        let key = self.dir.path().join("server.key");
+        std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .map_err(|e| format!("chmod server.key: {e}"))?;
+        if let Some(user) = self.run_as {
+            let owned = Command::new("chown").arg(user).arg(&key).status();
+            if !owned.is_ok_and(|s| s.success()) {
+                return Err(format!("cannot give server.key to the {user} user"));
+            }
+        }
+        let hba = self.data().join("pg_hba.conf");
+        let rules = std::fs::read_to_string(&hba).map_err(|e| format!("pg_hba.conf: {e}"))?;
+        let rules: String = rules
+            .lines()
+            .map(|l| match l.strip_prefix("host ") {
+                Some(rest) => format!("hostssl {rest}\n"),
+                None => format!("{l}\n"),
+            })
+            .collect();
+        std::fs::write(&hba, rules).map_err(|e| format!("pg_hba.conf: {e}"))
     }
 
     fn data(&self) -> PathBuf {
@@ -162,12 +283,18 @@ impl Postgres {
     }
 
     fn try_start(&self) -> Result<(), String> {
-        let options = format!(
+        let mut options = format!(
             "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off \
              -c full_page_writes=off -c max_connections=40",
             self.port,
             self.dir.path().display()
         );
+        if self.tls {
+            let dir = self.dir.path().display();
+            options.push_str(&format!(
+                " -c ssl=on -c ssl_cert_file={dir}/server.crt -c ssl_key_file={dir}/server.key"
+            ));
+        }
         let log = self.dir.path().join("server.log").display().to_string();
         let data = self.data().display().to_string();
         let started = self.run(

@@ -10,7 +10,8 @@
 //! without a runtime inside a runtime. One connection runs statements, one
 //! per listener waits for notifications; a lost one is made again at the
 //! next use. Every wait is bounded ([`CONNECT_TIMEOUT`], [`QUERY_TIMEOUT`]),
-//! so an unreachable server is an error soon, never a hung reply.
+//! so an unreachable server is an error soon, never a hung reply. TLS is
+//! spoken as the URL's `sslmode` asks ([`tls`]).
 //!
 //! The schema is versioned like the store's: `ambient_schema` lists the
 //! migrations applied, [`SharedDb::migrate`] applies the missing ones under
@@ -18,14 +19,18 @@
 
 pub mod budget;
 pub mod people;
+pub mod tls;
 
 use std::future::Future;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use tokio_postgres::config::{Host, SslMode};
-use tokio_postgres::{AsyncMessage, Client, Config, NoTls};
+use tokio_postgres::config::Host;
+use tokio_postgres::tls::MakeTlsConnect;
+use tokio_postgres::{AsyncMessage, Client, Config, Socket};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// How long to wait for PostgreSQL to accept a connection.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -78,6 +83,8 @@ pub enum SharedError {
         found: i32,
         known: i32,
     },
+    #[error("storage.sharedCaFile: {0}")]
+    CaFile(String),
     #[error("{0}")]
     Refused(String),
 }
@@ -99,14 +106,35 @@ fn place_of(config: &Config) -> String {
     )
 }
 
-/// The connection settings from `url` and the password from the
-/// environment (`PGPASSWORD`); a password in the URL or a TLS mode is
-/// refused (see `settings::shards` for the same rules said to the operator).
-pub fn config(url: &str, password: Option<&str>) -> Result<Config> {
+/// Where the shared database is and how to speak to it: the connection
+/// settings and the TLS its `sslmode` asks for.
+pub struct Target {
+    config: Config,
+    mode: tls::SslMode,
+    tls: MakeRustlsConnect,
+}
+
+impl Target {
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn ssl_mode(&self) -> tls::SslMode {
+        self.mode
+    }
+}
+
+/// The connection settings from `url`, the password from the environment
+/// (`PGPASSWORD`), and TLS as the URL's `sslmode` asks, trusting the PEM
+/// certificates of `ca_file` (`storage.sharedCaFile`, read now) or else the
+/// public roots. A password in the URL is refused (see `settings::shards`
+/// for the same rules said to the operator).
+pub fn config(url: &str, password: Option<&str>, ca_file: Option<&Path>) -> Result<Target> {
     let url = url.trim();
     if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
         return Err(SharedError::Url("must start with postgres://".into()));
     }
+    let (url, mode) = tls::split_mode(url)?;
     let mut config: Config = url
         .parse()
         .map_err(|e: tokio_postgres::Error| SharedError::Url(e.to_string()))?;
@@ -115,13 +143,7 @@ pub fn config(url: &str, password: Option<&str>) -> Result<Config> {
             "holds a password: remove it and set PGPASSWORD instead".into(),
         ));
     }
-    if !matches!(config.get_ssl_mode(), SslMode::Disable | SslMode::Prefer) {
-        return Err(SharedError::Url(
-            "asks for TLS, which this ambient does not speak to PostgreSQL yet: use \
-             sslmode=disable over a private network or a tunnel"
-                .into(),
-        ));
-    }
+    config.ssl_mode(mode.negotiation());
     if config.get_user().is_none() {
         config.user(whoami_user());
     }
@@ -132,7 +154,11 @@ pub fn config(url: &str, password: Option<&str>) -> Result<Config> {
         config.connect_timeout(CONNECT_TIMEOUT);
     }
     config.application_name("ambient");
-    Ok(config)
+    Ok(Target {
+        config,
+        mode,
+        tls: tls::connector(mode, ca_file)?,
+    })
 }
 
 /// PostgreSQL's own default user: the operating system's.
@@ -148,6 +174,8 @@ pub struct SharedDb {
 
 struct Inner {
     config: Config,
+    mode: tls::SslMode,
+    tls: MakeRustlsConnect,
     place: String,
     rt: Worker,
     client: tokio::sync::Mutex<Option<Client>>,
@@ -172,8 +200,9 @@ impl std::fmt::Debug for SharedDb {
 }
 
 impl SharedDb {
-    /// A handle on the database `config` names; nothing is connected yet.
-    pub fn new(config: Config) -> Result<Self> {
+    /// A handle on the database `target` names; nothing is connected yet.
+    pub fn new(target: Target) -> Result<Self> {
+        let Target { config, mode, tls } = target;
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("ambient-shared")
@@ -184,6 +213,8 @@ impl SharedDb {
             inner: Arc::new(Inner {
                 place: place_of(&config),
                 config,
+                mode,
+                tls,
                 rt: Worker(Some(rt)),
                 client: tokio::sync::Mutex::new(None),
             }),
@@ -239,19 +270,29 @@ impl SharedDb {
     }
 
     /// A new connection, driven on the shared worker until it closes.
-    async fn connect(
-        &self,
-    ) -> Result<(
-        Client,
-        tokio_postgres::Connection<tokio_postgres::Socket, tokio_postgres::tls::NoTlsStream>,
-    )> {
-        match tokio::time::timeout(CONNECT_TIMEOUT, self.inner.config.connect(NoTls)).await {
+    async fn connect(&self) -> Result<(Client, Connection)> {
+        let tls = self.inner.tls.clone();
+        match tokio::time::timeout(CONNECT_TIMEOUT, self.inner.config.connect(tls)).await {
             Err(_) => {
                 Err(self.unreachable(format!("no answer in {} s", CONNECT_TIMEOUT.as_secs())))
             }
-            Ok(Err(e)) => Err(self.unreachable(describe(&e))),
+            Ok(Err(e)) => Err(self.unreachable(self.describe_connect(&e))),
             Ok(Ok(pair)) => Ok(pair),
         }
+    }
+
+    /// Why a connection failed; a certificate refused also says what was
+    /// trusted, the usual fix.
+    fn describe_connect(&self, e: &tokio_postgres::Error) -> String {
+        let said = describe(e);
+        if !said.contains("invalid peer certificate") {
+            return said;
+        }
+        format!(
+            "{said} (sslmode={} trusts the certificates of storage.sharedCaFile, else the \
+             public roots)",
+            self.inner.mode.name()
+        )
     }
 
     /// Runs `op` with the statement connection (made first if there is
@@ -435,6 +476,10 @@ impl SharedDb {
     }
 }
 
+/// A connection to the shared database, TLS or not as `sslmode` made it.
+type Connection =
+    tokio_postgres::Connection<Socket, <MakeRustlsConnect as MakeTlsConnect<Socket>>::Stream>;
+
 /// What the server said (its own message, "password authentication failed
 /// for user …"), or the client's error when the server said nothing.
 fn describe(e: &tokio_postgres::Error) -> String {
@@ -475,17 +520,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_url_names_its_place_and_keeps_passwords_and_tls_out() {
-        let c = config("postgres://ambient@db.example:6543/bot", Some("hunter2")).unwrap();
-        assert_eq!(place_of(&c), "ambient@db.example:6543/bot");
-        assert_eq!(c.get_password(), Some(&b"hunter2"[..]));
-        let said = |url| config(url, None).unwrap_err().to_string();
+    fn a_url_names_its_place_keeps_passwords_out_and_asks_for_tls_as_it_says() {
+        let t = config(
+            "postgres://ambient@db.example:6543/bot",
+            Some("hunter2"),
+            None,
+        )
+        .unwrap();
+        assert_eq!(place_of(t.config()), "ambient@db.example:6543/bot");
+        assert_eq!(t.config().get_password(), Some(&b"hunter2"[..]));
+        assert_eq!(t.ssl_mode(), tls::SslMode::Prefer);
+        let said = |url| config(url, None, None).err().unwrap().to_string();
         assert!(
             said("postgres://a:pw@db/x").contains("PGPASSWORD"),
             "{}",
             said("postgres://a:pw@db/x")
         );
-        assert!(said("postgres://a@db/x?sslmode=require").contains("TLS"));
+        let full = config("postgres://a@db/x?sslmode=verify-full", None, None).unwrap();
+        assert_eq!(full.ssl_mode(), tls::SslMode::VerifyFull);
+        assert_eq!(
+            full.config().get_ssl_mode(),
+            tokio_postgres::config::SslMode::Require
+        );
+        assert!(said("postgres://a@db/x?sslmode=sometimes").contains("verify-full"));
         assert!(said("mysql://a@db/x").contains("postgres://"));
     }
 }
