@@ -152,3 +152,30 @@ fn the_shared_verbs_work_over_the_readme_s_verified_tls() {
         "{out}"
     );
 }
+
+/// `ambient run` reads `storage.sharedCaFile` when it starts: one it
+/// cannot read stops it, naming the key and the file, before any
+/// connection (no PostgreSQL is needed to see it).
+#[test]
+fn a_process_whose_ca_file_cannot_be_read_does_not_start() {
+    let discord = crate::support::fake_discord::FakeDiscord::start();
+    let home = Home::new(json!({
+        "discord": {"apiBaseUrl": discord.url},
+        "storage": {
+            "sharedUrl": "postgres://postgres@127.0.0.1:1/postgres?sslmode=verify-full",
+            "sharedCaFile": "/nonexistent/ca.pem",
+        },
+    }));
+    let out = home
+        .command(&["run"])
+        .env("DISCORD_TOKEN", "test-token-abc")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("storage.sharedCaFile: /nonexistent/ca.pem: cannot read it"),
+        "{said}"
+    );
+    assert!(!said.contains("cannot reach PostgreSQL"), "{said}");
+}
