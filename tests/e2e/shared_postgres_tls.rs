@@ -5,7 +5,12 @@
 //! the openssl CLI the tests say so and return.
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
+use ambient::ids::UserId;
+use ambient::store::boundaries::Boundary;
+use ambient::store::people::{PeopleLog as _, PersonEvent};
+use ambient::store::shared::people::PgLedger;
 use ambient::store::shared::{SharedDb, SharedError, config};
 use serde_json::json;
 
@@ -178,4 +183,47 @@ fn a_process_whose_ca_file_cannot_be_read_does_not_start() {
         "{said}"
     );
     assert!(!said.contains("cannot reach PostgreSQL"), "{said}");
+}
+
+/// The people ledger works over verify-full: one process's append wakes
+/// another's `LISTEN`, on its own TLS connection, and the event reads back.
+#[test]
+fn the_people_ledger_appends_and_notifies_over_verified_tls() {
+    let Some(pg) = Postgres::start_with_tls() else {
+        return;
+    };
+    let url = format!("{}?sslmode=verify-full", pg.url());
+    let ledger = |writer: &str| {
+        let target = config(&url, None, Some(&pg.ca_file())).unwrap();
+        PgLedger::open(SharedDb::new(target).unwrap(), writer).unwrap()
+    };
+    let (a, b) = (ledger("0/2"), ledger("1/2"));
+    let mut news = b.subscribe().expect("PostgreSQL can notify");
+    let woken = |rx: &mut tokio::sync::mpsc::Receiver<()>| {
+        let until = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < until {
+            if rx.try_recv().is_ok() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    };
+    assert!(woken(&mut news), "a first wake-up once listening");
+    let event = PersonEvent::Boundary {
+        user: UserId(7),
+        boundary: Boundary::NoPing,
+        on: true,
+    };
+    a.append(&event, chrono::Utc::now()).unwrap();
+    assert!(woken(&mut news), "no wake-up for another process's append");
+    assert_eq!(b.after(0, 10).unwrap()[0].event, event);
+    assert_eq!(
+        pg.psql(
+            "SELECT count(*) FILTER (WHERE ssl) || ' of ' || count(*) FROM pg_stat_ssl \
+             JOIN pg_stat_activity USING (pid) WHERE application_name = 'ambient'"
+        ),
+        "3 of 3",
+        "two statement connections and one listening, all encrypted"
+    );
 }
