@@ -227,3 +227,37 @@ fn the_people_ledger_appends_and_notifies_over_verified_tls() {
         "two statement connections and one listening, all encrypted"
     );
 }
+
+/// A password (SCRAM, from `PGPASSWORD`) over verify-full, with the
+/// session bound to the TLS channel (`channel_binding=require`: the server
+/// proves it saw the same certificate, so the password went to it alone).
+#[test]
+fn scram_binds_to_the_tls_channel() {
+    let Some(pg) = Postgres::start_with_tls_and_password("s3cret-pg-pass") else {
+        return;
+    };
+    let url = format!("{}?sslmode=verify-full&channel_binding=require", pg.url());
+    let ca = pg.ca_file().display().to_string();
+    let home = Home::new(json!({"storage": {"sharedUrl": url, "sharedCaFile": ca}}));
+    let check = |password: &str| {
+        let out = home
+            .command(&["shared", "check"])
+            .env("PGPASSWORD", password)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+        (out.status.code(), said.trim().to_string())
+    };
+    let (code, said) = check("s3cret-pg-pass");
+    assert_eq!(code, Some(0), "{said}");
+    assert!(
+        said.contains(&format!(
+            "shared database: postgres@127.0.0.1:{}/postgres: PostgreSQL ",
+            pg.port()
+        )),
+        "{said}"
+    );
+    let (code, said) = check("wrong-pass-here");
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("password authentication failed"), "{said}");
+}

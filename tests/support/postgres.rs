@@ -80,6 +80,15 @@ impl Postgres {
     /// certificate is [`Postgres::ca_file`]. `None` (said on stderr) also
     /// without the `openssl` CLI.
     pub fn start_with_tls() -> Option<Self> {
+        Self::start_tls(None)
+    }
+
+    /// [`Postgres::start_with_tls`], where a connection must give `password`.
+    pub fn start_with_tls_and_password(password: &str) -> Option<Self> {
+        Self::start_tls(Some(password.to_string()))
+    }
+
+    fn start_tls(password: Option<String>) -> Option<Self> {
         if !Command::new("openssl")
             .arg("version")
             .output()
@@ -88,7 +97,7 @@ impl Postgres {
             eprintln!("SKIPPED: no TLS PostgreSQL for this test: no openssl CLI on PATH");
             return None;
         }
-        Self::start_with(None, true)
+        Self::start_with(password, true)
     }
 
     fn start_as(password: Option<String>) -> Option<Self> {
