@@ -409,24 +409,12 @@ fn pairing_end_to_end_through_discord() {
 
 #[tokio::test]
 async fn the_dashboard_shows_a_refusal_as_a_gate_with_its_reason() {
-    use ambient::dashboard::{self, Site};
-
     let w = World::start(members_only()).await;
     ask(&w, "gus", &[GUEST], "what day is the meetup?").await;
-    let served = dashboard::start(
-        Site::of_app(&w.app),
-        "127.0.0.1:0".parse().unwrap(),
-        &w.app.data_dir,
-        false,
-    )
-    .await
-    .unwrap();
-    let today = reqwest::get(format!("http://{}/", served.addr))
+    let (_, today) = crate::dashboard::Open::start(&w, "127.0.0.1:0")
         .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+        .get("/")
+        .await;
     let entry = today
         .split(r#"<div class="entry k-gate"#)
         .nth(1)

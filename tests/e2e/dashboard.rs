@@ -293,13 +293,13 @@ fn usage(
 }
 
 /// A dashboard served by `w`'s running bot on `bind`, and a client that follows no redirect.
-struct Open {
+pub(crate) struct Open {
     served: Served,
     http: reqwest::Client,
 }
 
 impl Open {
-    async fn start(w: &World, bind: &str) -> Self {
+    pub(crate) async fn start(w: &World, bind: &str) -> Self {
         let served = dashboard::start(
             Site::of_app(&w.app),
             bind.parse().unwrap(),
@@ -331,7 +331,7 @@ impl Open {
         (status, headers, res.text().await.unwrap())
     }
 
-    async fn get(&self, path: &str) -> (StatusCode, String) {
+    pub(crate) async fn get(&self, path: &str) -> (StatusCode, String) {
         let (s, _, body) = self.send(self.http.get(self.url(path))).await;
         (s, body)
     }

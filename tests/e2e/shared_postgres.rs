@@ -362,7 +362,15 @@ fn woken(rx: &mut tokio::sync::mpsc::Receiver<()>) -> bool {
 #[test]
 fn a_listening_process_is_woken_by_another_processs_append() {
     let Some(pg) = Postgres::start() else { return };
-    let (a, b) = (ledger_on(&pg, "0/2"), ledger_on(&pg, "1/2"));
+    an_append_wakes_the_other_listener(&ledger_on(&pg, "0/2"), &ledger_on(&pg, "1/2"));
+}
+
+/// `b` listens; `a`'s append wakes it, and `b` reads the event back. The
+/// listening stays open while the returned receiver lives.
+pub(crate) fn an_append_wakes_the_other_listener(
+    a: &PgLedger,
+    b: &PgLedger,
+) -> tokio::sync::mpsc::Receiver<()> {
     let mut news = b.subscribe().expect("PostgreSQL can notify");
     assert!(woken(&mut news), "a first wake-up once listening");
     assert!(news.try_recv().is_err(), "nothing else yet");
@@ -374,6 +382,7 @@ fn a_listening_process_is_woken_by_another_processs_append() {
     a.append(&event, chrono::Utc::now()).unwrap();
     assert!(woken(&mut news), "no wake-up for another process's append");
     assert_eq!(b.after(0, 10).unwrap()[0].event, event);
+    news
 }
 
 /// The figure: 1,000 events appended by another writer reach three

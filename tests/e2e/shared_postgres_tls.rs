@@ -5,15 +5,12 @@
 //! the openssl CLI the tests say so and return.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
-use ambient::ids::UserId;
-use ambient::store::boundaries::Boundary;
-use ambient::store::people::{PeopleLog as _, PersonEvent};
 use ambient::store::shared::people::PgLedger;
 use ambient::store::shared::{SharedDb, SharedError, config};
 use serde_json::json;
 
+use crate::shared_postgres::an_append_wakes_the_other_listener;
 use crate::support::home::Home;
 use crate::support::postgres::Postgres;
 use crate::support::readme;
@@ -198,26 +195,7 @@ fn the_people_ledger_appends_and_notifies_over_verified_tls() {
         PgLedger::open(SharedDb::new(target).unwrap(), writer).unwrap()
     };
     let (a, b) = (ledger("0/2"), ledger("1/2"));
-    let mut news = b.subscribe().expect("PostgreSQL can notify");
-    let woken = |rx: &mut tokio::sync::mpsc::Receiver<()>| {
-        let until = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < until {
-            if rx.try_recv().is_ok() {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        false
-    };
-    assert!(woken(&mut news), "a first wake-up once listening");
-    let event = PersonEvent::Boundary {
-        user: UserId(7),
-        boundary: Boundary::NoPing,
-        on: true,
-    };
-    a.append(&event, chrono::Utc::now()).unwrap();
-    assert!(woken(&mut news), "no wake-up for another process's append");
-    assert_eq!(b.after(0, 10).unwrap()[0].event, event);
+    let _listening = an_append_wakes_the_other_listener(&a, &b);
     assert_eq!(
         pg.psql(
             "SELECT count(*) FILTER (WHERE ssl) || ' of ' || count(*) FROM pg_stat_ssl \
