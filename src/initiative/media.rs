@@ -20,7 +20,6 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use chrono::{DateTime, Utc};
-use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
 use super::pending::MediaKind;
@@ -225,15 +224,12 @@ pub async fn generate_image(
     .with_timeout(Duration::from_secs(u64::from(
         generator.timeout_seconds.max(1),
     )));
-    let mut headers = HeaderMap::new();
-    if let Some(k) = secrets
-        .image_api_key
-        .as_ref()
-        .or(secrets.openai_api_key.as_ref())
-        && let Ok(v) = HeaderValue::from_str(&format!("Bearer {}", k.expose()))
-    {
-        headers.insert(AUTHORIZATION, v);
-    }
+    let headers = crate::net::bearer(
+        secrets
+            .image_api_key
+            .as_ref()
+            .or(secrets.openai_api_key.as_ref()),
+    );
     let request = json!({"model": generator.model, "prompt": prompt, "n": 1, "size": "1024x1024", "response_format": "b64_json"});
     let started = std::time::Instant::now();
     let result = async {

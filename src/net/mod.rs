@@ -11,7 +11,9 @@ pub(crate) mod html;
 
 pub use fetch::{FetchError, Fetched, Fetcher, MAX_ERROR_BODY_BYTES, PostBody};
 
-use crate::settings::NetworkSettings;
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
+
+use crate::settings::{NetworkSettings, Secret};
 
 /// The proxy from `network.proxy`, if one is set (validation has checked the URL).
 pub fn proxy(n: &NetworkSettings) -> Option<reqwest::Proxy> {
@@ -39,6 +41,21 @@ pub fn with_proxy(builder: reqwest::ClientBuilder, n: &NetworkSettings) -> reqwe
 /// it takes only `network.proxy`.
 pub fn platform_client(n: &NetworkSettings) -> reqwest::Result<reqwest::Client> {
     with_proxy(reqwest::Client::builder().use_rustls_tls(), n).build()
+}
+
+/// The headers of a request to an operator's endpoint: `Authorization:
+/// Bearer <key>` when there is a key, marked sensitive so no debug print
+/// shows it. A key that is not a valid header value sends none (the
+/// endpoint then says it wants one).
+pub fn bearer(key: Option<&Secret>) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    if let Some(k) = key
+        && let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", k.expose()))
+    {
+        v.set_sensitive(true);
+        headers.insert(AUTHORIZATION, v);
+    }
+    headers
 }
 
 /// An error and its causes on one line: "connection refused" usually hides in a cause.

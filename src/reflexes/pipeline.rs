@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderValue};
+use reqwest::header::{ACCEPT, HeaderValue};
 
 use super::def::{Action, Reflex, Template};
 use super::state::{StateDir, StateError};
@@ -381,22 +381,17 @@ async fn github_api(
     path: &str,
 ) -> Result<Done, StepError> {
     let url = github_api_url(&settings.reflexes.github_api_base_url, path)?;
-    let mut headers = HeaderMap::new();
+    // The operator's token is for the operator's reflexes, not ones a server wrote.
+    let token = s
+        .secrets
+        .github_token
+        .as_ref()
+        .filter(|_| reflex.guild.is_none());
+    let mut headers = crate::net::bearer(token);
     headers.insert(
         ACCEPT,
         HeaderValue::from_static("application/vnd.github+json"),
     );
-    // The operator's token is for the operator's reflexes, not ones a server wrote.
-    if let Some(token) = s
-        .secrets
-        .github_token
-        .as_ref()
-        .filter(|_| reflex.guild.is_none())
-        && let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
-    {
-        v.set_sensitive(true);
-        headers.insert(AUTHORIZATION, v);
-    }
     let fetched = Fetcher::new(&settings.network)
         .get_with(&url, &Default::default(), &headers)
         .await?;

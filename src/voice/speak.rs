@@ -19,7 +19,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::header::CONTENT_TYPE;
 
 use super::Voice;
 use super::audio::{self, AudioError, FRAME_MS, Pcm};
@@ -104,12 +104,7 @@ pub async fn synthesize(
         "input": text,
         "response_format": "wav",
     });
-    let mut headers = HeaderMap::new();
-    if let Some(key) = key
-        && let Ok(v) = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
-    {
-        headers.insert(AUTHORIZATION, v);
-    }
+    let headers = crate::net::bearer(key);
     let limit = byte_limit(s.max_seconds);
     let door = Fetcher::for_endpoint(network, &s.base_url, limit, s.allow_private)
         .with_timeout(Duration::from_secs(u64::from(s.timeout_seconds.max(1))));

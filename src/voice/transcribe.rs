@@ -14,7 +14,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use reqwest::multipart::{Form, Part};
 use tokio::sync::Semaphore;
 
@@ -242,12 +241,7 @@ impl Transcriber {
         if !t.language.trim().is_empty() {
             form = form.text("language", t.language.trim().to_string());
         }
-        let mut headers = HeaderMap::new();
-        if let Some(key) = &self.secrets.transcription_api_key
-            && let Ok(v) = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
-        {
-            headers.insert(AUTHORIZATION, v);
-        }
+        let headers = crate::net::bearer(self.secrets.transcription_api_key.as_ref());
         let network = &self.settings.global().network;
         let limit = network.max_response_bytes;
         let door = Fetcher::for_endpoint(network, &t.base_url, limit, t.allow_private)
