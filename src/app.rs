@@ -39,6 +39,7 @@ use crate::speech::Speech;
 use crate::store::boundaries::Boundary;
 use crate::store::lock::DataLock;
 use crate::store::people::PersonEvent;
+use crate::store::shared::SharedDb;
 use crate::store::{Sharing, Store};
 use crate::upkeep::Upkeep;
 use crate::voice::Voice;
@@ -107,6 +108,9 @@ struct Base {
     /// The bot's own user (its messages are not percepts to answer).
     me: UserId,
     data_dir: PathBuf,
+    /// The database of `storage.sharedUrl`: the people ledger's, and the
+    /// daily budgets' leases.
+    shared: Option<SharedDb>,
 }
 
 impl Base {
@@ -126,8 +130,9 @@ impl Base {
                 data_dir.display()
             )
         })?;
-        let store = people::attach_with(store, &settings, &secrets)
-            .context("cannot open the people ledger (storage.sharedDir or storage.sharedUrl)")?;
+        let ledger = "cannot open the people ledger (storage.sharedDir or storage.sharedUrl)";
+        let shared = people::shared_db_if_set(&settings.storage, &secrets).context(ledger)?;
+        let store = people::attach_with(store, &settings, shared.clone()).context(ledger)?;
         let metrics = Arc::new(crate::metrics::Metrics::new(settings.metrics.per_guild));
         let settings = Arc::new(SettingsService::new(settings, store.clone(), clock.clone()));
         let journal = Journal::with_metrics(store.clone(), clock.clone(), metrics);
@@ -159,6 +164,7 @@ impl Base {
             senses,
             me,
             data_dir,
+            shared,
         })
     }
 
@@ -346,11 +352,8 @@ impl App {
             )?;
         }
         let executive = b.executive(stand_in).await?;
-        let storage = b.settings.global().storage.clone();
-        if !storage.shared_url.trim().is_empty() {
+        if let Some(db) = b.shared.clone() {
             // The whole bot's daily budgets, leased from the database the ledger is in.
-            let db = people::shared_db(&storage, &b.secrets)
-                .context("cannot use the shared database (storage.sharedUrl)")?;
             executive.lease_with(Arc::new(Leases::new(db, b.journal.clone())));
         }
         let mut notices = executive.unavailable_summary();

@@ -36,18 +36,20 @@ pub fn writer(settings: &Settings) -> String {
 /// `storage.sharedDir` or `storage.sharedUrl` (its password from
 /// `PGPASSWORD` in the environment), or `store` as it is when neither is set.
 pub fn attach(store: Store, settings: &Settings) -> Result<Store, StoreError> {
-    attach_with(store, settings, &Secrets::from_env())
+    let shared = shared_db_if_set(&settings.storage, &Secrets::from_env())?;
+    attach_with(store, settings, shared)
 }
 
-/// [`attach`], with the secrets already read.
+/// [`attach`], with the database of `storage.sharedUrl` already opened
+/// ([`shared_db_if_set`]), so a process that also leases its budgets from
+/// it keeps one set of connections.
 pub fn attach_with(
     store: Store,
     settings: &Settings,
-    secrets: &Secrets,
+    shared: Option<SharedDb>,
 ) -> Result<Store, StoreError> {
-    let url = settings.storage.shared_url.trim();
-    if !url.is_empty() {
-        let ledger = shared_ledger(&settings.storage, secrets, &writer(settings))
+    if let Some(db) = shared {
+        let ledger = PgLedger::open(db, &writer(settings))
             .map_err(|e| StoreError::SharedLedger(e.to_string()))?;
         return Ok(store.with_ledger(ledger));
     }
@@ -57,6 +59,19 @@ pub fn attach_with(
     }
     let ledger = Ledger::open(Path::new(shared), &writer(settings))?;
     Ok(store.with_ledger(ledger))
+}
+
+/// The database `storage.sharedUrl` names, when it names one.
+pub fn shared_db_if_set(
+    storage: &StorageSettings,
+    secrets: &Secrets,
+) -> Result<Option<SharedDb>, StoreError> {
+    if storage.shared_url.trim().is_empty() {
+        return Ok(None);
+    }
+    shared_db(storage, secrets)
+        .map(Some)
+        .map_err(|e| StoreError::SharedLedger(e.to_string()))
 }
 
 /// The shared database `storage.sharedUrl` names, with the password from
@@ -73,14 +88,6 @@ pub fn shared_db(
         password,
         ca_file,
     )?)
-}
-
-fn shared_ledger(
-    storage: &StorageSettings,
-    secrets: &Secrets,
-    writer: &str,
-) -> crate::store::shared::Result<PgLedger> {
-    PgLedger::open(shared_db(storage, secrets)?, writer)
 }
 
 /// Applies other processes' events to this process's store.
