@@ -130,7 +130,7 @@ fn main() {
                     chrono::Utc::now(),
                 );
                 let t = Instant::now();
-                store.insert_message(&m).unwrap();
+                store.messages().insert_message(&m).unwrap();
                 let took = t.elapsed();
                 acked.store(n + 1, Ordering::SeqCst);
                 tx.send((t, took)).unwrap();

@@ -55,9 +55,11 @@ fn parse_key_and_deduplicate(bencher: divan::Bencher) {
                 .map(keyed)
                 .collect();
             let source = store
+                .discovery()
                 .upsert_source("rss", "https://news.example/feed")
                 .unwrap();
             let (stored, dupes) = store
+                .discovery()
                 .insert_feed_items(source, &items, now, now - chrono::Duration::hours(168))
                 .unwrap();
             assert_eq!(stored + dupes, ITEMS);

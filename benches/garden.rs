@@ -63,7 +63,7 @@ fn fill(store: &Store, n: usize, guilds: u64, rng: &mut StdRng) {
         batch.push(f);
     }
     let refs: Vec<&_> = batch.iter().collect();
-    store.save_facts(&refs, &[]).unwrap();
+    store.memory().save_facts(&refs, &[]).unwrap();
 }
 
 fn pass(

@@ -330,7 +330,7 @@ fn main() {
     placement.apply(pid);
     let store = bot.store();
     let deadline = Instant::now() + Duration::from_secs(600);
-    while store.known_guilds().map_or(0, |g| g.len()) < a.guilds as usize {
+    while store.messages().known_guilds().map_or(0, |g| g.len()) < a.guilds as usize {
         assert!(
             Instant::now() < deadline,
             "not every server arrived:\n{}",

@@ -63,7 +63,7 @@ fn main() {
         batch.push(f);
     }
     let refs: Vec<&_> = batch.iter().collect();
-    store.save_facts(&refs, &[]).unwrap();
+    store.memory().save_facts(&refs, &[]).unwrap();
     println!(
         "stored {FACTS} facts in {:.1} s",
         started.elapsed().as_secs_f64()

@@ -96,7 +96,10 @@ impl Day<'_> {
                     channel_name: Some("general"),
                     now: at,
                 };
-                self.store.insert_seen(&seen, Commit::Grouped).unwrap();
+                self.store
+                    .messages()
+                    .insert_seen(&seen, Commit::Grouped)
+                    .unwrap();
                 // As the router writes it for a message nobody takes.
                 self.journal.record(
                     Entry::new(Kind::Route, format!("message {id} from person{person} → pass"))
@@ -107,7 +110,7 @@ impl Day<'_> {
                         .data(serde_json::json!({ "salience": "question +0.10 length +0.02 × recency 1.00" })),
                 );
                 if i % 20 == 0 {
-                    self.store.usage_append(&call(at, guild)).unwrap();
+                    self.store.usage().usage_append(&call(at, guild)).unwrap();
                     self.journal.record(
                         Entry::new(Kind::Reply, format!("answered person{person}"))
                             .place(Some(guild), Some(channel))
@@ -117,6 +120,7 @@ impl Day<'_> {
                 }
                 if i % 10 == 5 {
                     self.store
+                        .discovery()
                         .record_reaction(
                             id,
                             UserId(100_000 + (person + 1) % PEOPLE),
@@ -129,7 +133,7 @@ impl Day<'_> {
                 }
             }
         }
-        self.store.flush();
+        self.store.file().flush();
     }
 }
 

@@ -111,7 +111,7 @@ pub fn dm_refusal(settings: &Settings, store: &Store, author: UserId) -> Option<
             tell: "Sorry, I only answer direct messages from people my operator has allowed.",
             may_pair: false,
         }),
-        DmPolicy::Pairing => match store.is_paired(author) {
+        DmPolicy::Pairing => match store.people().is_paired(author) {
             Ok(true) => None,
             Ok(false) => Some(Refused {
                 gate: "dms",

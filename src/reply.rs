@@ -209,6 +209,7 @@ impl ReplyHandler {
         let settings = self.settings.for_guild(place.guild);
         let history = self
             .store
+            .messages()
             .recent_messages(
                 place.channel,
                 settings.executive.reply_history_messages as usize,
@@ -219,12 +220,18 @@ impl ReplyHandler {
             persona: settings.bot.persona.clone(),
             guild_name: place
                 .guild
-                .and_then(|g| self.store.guild_name(g).ok().flatten())
+                .and_then(|g| self.store.messages().guild_name(g).ok().flatten())
                 .unwrap_or_default(),
             channel_name: m
                 .channel_name
                 .clone()
-                .or_else(|| self.store.channel_name(place.channel).ok().flatten())
+                .or_else(|| {
+                    self.store
+                        .messages()
+                        .channel_name(place.channel)
+                        .ok()
+                        .flatten()
+                })
                 .unwrap_or_else(|| place.channel.to_string()),
             is_dm: place.is_dm(),
             unsolicited,
@@ -725,7 +732,7 @@ impl ReplyHandler {
             created_at: now,
             expires_at: now + chrono::Duration::minutes(i64::from(minutes)),
         };
-        match self.store.save_pairing_code(&code) {
+        match self.store.people().save_pairing_code(&code) {
             Ok(()) => {
                 entry.reason.push_str("; gave them a pairing code");
                 format!(
@@ -763,7 +770,11 @@ impl ReplyHandler {
         let outcome = if unprompted {
             Outcome::Done
         } else {
-            match self.store.claim_access_notice(author, self.clock.now()) {
+            match self
+                .store
+                .people()
+                .claim_access_notice(author, self.clock.now())
+            {
                 Ok(false) => {
                     entry.reason.push_str("; already told today");
                     Outcome::Done

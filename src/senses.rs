@@ -138,8 +138,13 @@ impl Senses {
             }
             Percept::Edit {
                 id, content, at, ..
-            } => (self.store.edit_message(*id, content, *at)?, false),
-            Percept::Delete { id, at, .. } => (self.store.delete_message(*id, *at)?, false),
+            } => (
+                self.store.messages().edit_message(*id, content, *at)?,
+                false,
+            ),
+            Percept::Delete { id, at, .. } => {
+                (self.store.messages().delete_message(*id, *at)?, false)
+            }
             Percept::Reaction {
                 place,
                 message,
@@ -149,7 +154,7 @@ impl Senses {
                 at,
             } => {
                 if *added {
-                    self.store.record_reaction(
+                    self.store.discovery().record_reaction(
                         *message,
                         user.id,
                         emoji,
@@ -158,7 +163,9 @@ impl Senses {
                         *at,
                     )?;
                 } else {
-                    self.store.remove_reaction(*message, user.id, emoji)?;
+                    self.store
+                        .discovery()
+                        .remove_reaction(*message, user.id, emoji)?;
                 }
                 (true, *added)
             }
@@ -176,7 +183,7 @@ impl Senses {
     fn store_message(&self, m: &MessagePercept, may_group: bool) -> Result<bool, StoreError> {
         let grouped = may_group && m.message.guild.is_some();
         let names_known = self.names_known(m);
-        let new = self.store.insert_seen(
+        let new = self.store.messages().insert_seen(
             &Seen {
                 message: &m.message,
                 guild_name: m.guild_name.as_deref().filter(|_| !names_known),

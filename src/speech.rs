@@ -198,7 +198,7 @@ impl Speech {
     /// the answered author is addressed.
     fn addressing(&self, reply_to: Option<MessageId>, also: &[UserId]) -> Addressing {
         let answered = reply_to
-            .and_then(|id| self.store.message(id).ok().flatten())
+            .and_then(|id| self.store.messages().message(id).ok().flatten())
             .filter(|m| !m.is_self);
         let author = answered.as_ref().map(|m| m.author_id);
         let mut pings: Vec<UserId> = also.iter().copied().chain(author).collect();
@@ -207,6 +207,7 @@ impl Speech {
         // Unreadable boundaries fail closed: a name instead of a ping costs nothing.
         let unpingable = self
             .store
+            .people()
             .with_boundary(&pings, Boundary::NoPing)
             .unwrap_or_else(|_| pings.iter().copied().collect());
         pings.retain(|u| !unpingable.contains(u));
@@ -237,7 +238,9 @@ impl Speech {
             ping_replied,
             addressee,
         } = self.addressing(reply_to, also);
-        let text = neutralise_mentions(text, &pings, |u| self.store.author_name(u).ok().flatten());
+        let text = neutralise_mentions(text, &pings, |u| {
+            self.store.messages().author_name(u).ok().flatten()
+        });
         let text = text.trim();
         if text.is_empty() {
             return Err(SpeechError::Empty);
@@ -338,7 +341,7 @@ impl Speech {
     async fn post(&self, place: Place, outgoing: &Outgoing) -> Result<MessageId, SpeechError> {
         let me = self.transport.me();
         let provisional = crate::store::messages::provisional_id(&outgoing.nonce);
-        self.store.insert_message(&StoredMessage {
+        self.store.messages().insert_message(&StoredMessage {
             author_is_bot: true,
             is_self: true,
             reply_to: outgoing.reply_to,
@@ -355,11 +358,11 @@ impl Speech {
         let id = match self.send(place.channel, outgoing).await {
             Ok(id) => id,
             Err(e) => {
-                self.store.forget_unsent(provisional)?;
+                self.store.messages().forget_unsent(provisional)?;
                 return Err(e.into());
             }
         };
-        self.store.confirm_message(provisional, id)?;
+        self.store.messages().confirm_message(provisional, id)?;
         Ok(id)
     }
 
@@ -396,7 +399,9 @@ pub fn hourly_room(
     now: DateTime<Utc>,
 ) -> Result<u64, SpeechError> {
     let limit = settings.permissions.replies.max_messages_per_hour;
-    let sent = store.count_self_messages_since(channel, now - chrono::Duration::hours(1))?;
+    let sent = store
+        .messages()
+        .count_self_messages_since(channel, now - chrono::Duration::hours(1))?;
     match u64::from(limit).saturating_sub(sent) {
         0 => Err(Undeliverable::HourlyCap { sent, limit }.into()),
         left => Ok(left),
@@ -873,7 +878,7 @@ mod tests {
                 clock.now(),
             )
         };
-        store.insert_message(&asked(500)).unwrap();
+        store.messages().insert_message(&asked(500)).unwrap();
         let ids = speech
             .say_pinging(
                 place,
@@ -894,7 +899,7 @@ mod tests {
         assert_eq!((sent[1].reply_to, sent[1].ping_replied), (None, false));
         assert_eq!(sent[1].pings, [alice], "the mention pings her");
         assert_eq!(sent[1].nonce, sent[0].nonce);
-        let row = store.message(ids[0]).unwrap().unwrap();
+        let row = store.messages().message(ids[0]).unwrap().unwrap();
         assert_eq!(
             (row.content.as_str(), row.reply_to),
             ("<@3> The blue one.", None)
@@ -902,9 +907,10 @@ mod tests {
 
         // Under the no-ping boundary: her name, and nobody pinged.
         store
+            .people()
             .set_boundary(alice, Boundary::NoPing, true, clock.now())
             .unwrap();
-        store.insert_message(&asked(501)).unwrap();
+        store.messages().insert_message(&asked(501)).unwrap();
         speech
             .say_pinging(
                 place,
@@ -920,7 +926,7 @@ mod tests {
         assert!(sent[1].pings.is_empty());
 
         // An answer that filled its first message is split anew, nothing lost.
-        store.insert_message(&asked(502)).unwrap();
+        store.messages().insert_message(&asked(502)).unwrap();
         let long = "This part of the answer runs on and on. ".repeat(50);
         let long = long.trim();
         assert_eq!(long.chars().count(), 1_999);

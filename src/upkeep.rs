@@ -86,7 +86,7 @@ impl Upkeep {
             operator: self.settings.global().storage.retention.keep(),
             ..Default::default()
         };
-        for guild in self.store.guilds_overriding(PREFIX)? {
+        for guild in self.store.overrides().guilds_overriding(PREFIX)? {
             let theirs = self
                 .settings
                 .for_guild(Some(guild))
@@ -102,14 +102,17 @@ impl Upkeep {
     pub fn pass(&self, go_on: &dyn Fn() -> bool) -> Result<Pass, StoreError> {
         let policy = self.policy()?;
         let now = self.clock.now();
-        let swept = self.store.sweep(&policy, now, self.pace, go_on)?;
+        let swept = self.store.file().sweep(&policy, now, self.pace, go_on)?;
         // The context stream's own lines: a day's worth at most, one short delete.
         stream::cleanup(&self.store, &self.settings.global(), now);
         let mut holds = swept.holds.clone();
-        let pages_returned =
-            self.store
-                .give_back_space(VACUUM_STEP_PAGES, self.pace.rest, go_on, &mut holds)?;
-        let log_emptied = self.store.checkpoint()?;
+        let pages_returned = self.store.file().give_back_space(
+            VACUUM_STEP_PAGES,
+            self.pace.rest,
+            go_on,
+            &mut holds,
+        )?;
+        let log_emptied = self.store.file().checkpoint()?;
         if swept.total() > 0 {
             self.journal.record(
                 Entry::new(
@@ -143,7 +146,7 @@ impl Upkeep {
         if swept.stopped {
             parts.push("stopped with the bot; the rest goes next time".into());
         }
-        if let Ok(space) = self.store.space() {
+        if let Ok(space) = self.store.file().space() {
             if space.gives_back {
                 parts.push(format!(
                     "{} KiB given back to the disk, the database is {} KiB",

@@ -99,7 +99,7 @@ pub fn readable_mentions(
         .replace(&format!("<@{me}>"), &me_name)
         .replace(&format!("<@!{me}>"), &me_name);
     for id in channel_mention_ids(&text) {
-        if let Ok(Some(name)) = store.channel_name(ChannelId(id)) {
+        if let Ok(Some(name)) = store.messages().channel_name(ChannelId(id)) {
             text = text.replace(&format!("<#{id}>"), &format!("#{name}"));
         }
     }

@@ -84,7 +84,7 @@ pub fn list(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
         Journal::new(store.clone(), clock.clone()),
         clock,
     );
-    let guilds = store.known_guilds()?;
+    let guilds = store.messages().known_guilds()?;
     if guilds.is_empty() {
         outln!("The bot has not seen any server yet.")?;
     }

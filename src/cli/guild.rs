@@ -35,12 +35,12 @@ fn open(settings: Option<&Path>) -> anyhow::Result<(crate::settings::Settings, S
 pub fn export(settings: Option<&Path>, guild: &str) -> anyhow::Result<ExitCode> {
     let (settings, store) = open(settings)?;
     let guild = super::memory::guild(&store, Some(guild))?;
-    if store.guild_row_counts(guild)?.is_empty() {
+    if store.guilds().guild_row_counts(guild)?.is_empty() {
         bail!("this data directory holds no rows of server {guild}; nothing was exported");
     }
     let files = read_files(Path::new(&settings.storage.data_dir), guild)?;
     let now = chrono::Utc::now().timestamp_millis();
-    let counts = super::out::stream(|out| store.export_guild(guild, &files, now, out))?;
+    let counts = super::out::stream(|out| store.guilds().export_guild(guild, &files, now, out))?;
     eprintln!(
         "Exported server {guild}: {}; {} state file(s).",
         guild_io::describe(&counts),
@@ -120,14 +120,14 @@ pub fn import(
     let doc = guild_io::parse(&bytes).map_err(|e| nothing(&e))?;
     let guild = GuildId(doc.guild);
     check_owner(&store, &settings, guild).map_err(|e| nothing(&e))?;
-    let existing = store.guild_row_counts(guild)?;
+    let existing = store.guilds().guild_row_counts(guild)?;
     if !replace && !existing.is_empty() {
         let rows = guild_io::describe(&existing);
         return Err(nothing(&guild_io::GuildIoError::Exists { guild, rows }));
     }
     check_files(&data_dir, guild, &doc.files, replace).map_err(|e| nothing(&e))?;
     let staged = stage(&data_dir, guild, &doc.files).map_err(|e| nothing(&e))?;
-    let imported = match store.import_guild(&doc, replace) {
+    let imported = match store.guilds().import_guild(&doc, replace) {
         Ok(c) => c,
         Err(e) => {
             // Harmless if it fails: a leftover staging folder holds only this file's texts.
@@ -194,6 +194,7 @@ fn check_owner(
         .map(|p| (p, "discord.shards and discord.totalShards"));
     let recorded = || -> anyhow::Result<_> {
         Ok(store
+            .guilds()
             .recorded_plan()?
             .map(|p| (p, "recorded when the bot last started here")))
     };
@@ -292,7 +293,7 @@ pub fn remove(settings: Option<&Path>, guild: &str, yes: bool) -> anyhow::Result
     let data_dir = PathBuf::from(&settings.storage.data_dir);
     let _lock = DataLock::acquire(&data_dir)?;
     let guild = super::memory::guild(&store, Some(guild))?;
-    let rows = store.guild_row_counts(guild)?;
+    let rows = store.guilds().guild_row_counts(guild)?;
     let folders: Vec<String> = FOLDERS
         .iter()
         .filter(|n| folder(&data_dir, n, guild).exists())
@@ -319,7 +320,7 @@ pub fn remove(settings: Option<&Path>, guild: &str, yes: bool) -> anyhow::Result
         return Ok(ExitCode::FAILURE);
     }
     // The same two steps as a departed server's removal (`discord::departed`).
-    store.remove_guild(guild)?;
+    store.guilds().remove_guild(guild)?;
     guild_io::remove_state_folders(&data_dir, guild)?;
     outln!("Removed server {guild}: {what}.")?;
     Ok(ExitCode::SUCCESS)

@@ -32,12 +32,14 @@ pub fn journal(
         ..Default::default()
     };
     let store = open_existing(&loaded.settings.storage.data_dir)?;
-    let entries = store.journal_query(&filter)?;
+    let entries = store.journal().journal_query(&filter)?;
     if entries.is_empty() && !as_json {
         outln!("The journal has no entries since {since}.")?;
     }
     for e in &entries {
-        let channel = e.channel.and_then(|c| store.channel_name(c).ok().flatten());
+        let channel = e
+            .channel
+            .and_then(|c| store.messages().channel_name(c).ok().flatten());
         if as_json {
             outln!(
                 "{}",

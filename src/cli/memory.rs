@@ -62,7 +62,7 @@ async fn open(settings: Option<&Path>) -> anyhow::Result<Ctx> {
 
 /// The guild `--guild` names (id or name), or the only one the bot knows.
 pub(super) fn guild(store: &Store, given: Option<&str>) -> anyhow::Result<GuildId> {
-    let known = store.known_guilds()?;
+    let known = store.messages().known_guilds()?;
     let list = || {
         known
             .iter()
@@ -95,6 +95,7 @@ fn line(f: &Fact, store: &Store) -> String {
         (_, Some(c), _) => format!(
             "#{}",
             store
+                .messages()
                 .channel_name(c)
                 .ok()
                 .flatten()
@@ -102,6 +103,7 @@ fn line(f: &Fact, store: &Store) -> String {
         ),
         (_, _, Some(u)) => format!("user {u}"),
         (Some(g), _, _) => store
+            .messages()
             .guild_name(g)
             .ok()
             .flatten()
@@ -189,7 +191,7 @@ pub async fn list(settings: Option<&Path>, a: ListArgs<'_>) -> anyhow::Result<Ex
         limit: (!a.all).then_some(20),
         ..Default::default()
     };
-    let facts = ctx.store.list_facts(&filter)?;
+    let facts = ctx.store.memory().list_facts(&filter)?;
     if facts.is_empty() {
         outln!("No memories match.")?;
     }
@@ -208,7 +210,13 @@ pub async fn search(
     let ctx = open(settings).await?;
     let guilds: Vec<GuildId> = match guild_arg {
         Some(g) => vec![guild(&ctx.store, Some(g))?],
-        None => ctx.store.fact_guilds()?.into_iter().flatten().collect(),
+        None => ctx
+            .store
+            .memory()
+            .fact_guilds()?
+            .into_iter()
+            .flatten()
+            .collect(),
     };
     // The operator may search every server; results keep their server.
     let mut found: Vec<_> = guilds
@@ -228,7 +236,7 @@ pub async fn search(
 
 pub async fn stats(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
     let ctx = open(settings).await?;
-    let (counts, range, inactive) = ctx.store.fact_stats()?;
+    let (counts, range, inactive) = ctx.store.memory().fact_stats()?;
     let total: u64 = counts.iter().map(|(_, _, n)| n).sum();
     outln!("{total} active memories ({inactive} superseded or archived)")?;
     for (kind, importance, n) in &counts {
@@ -256,10 +264,10 @@ pub async fn stats(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
 }
 
 fn one(store: &Store, prefix: &str) -> anyhow::Result<Fact> {
-    let found = store.facts_by_prefix(prefix)?;
+    let found = store.memory().facts_by_prefix(prefix)?;
     match found.as_slice() {
         [] => bail!("no memory with an id starting {prefix:?}"),
-        [f] => Ok(store.fact(&f.id)?.unwrap_or_else(|| f.clone())),
+        [f] => Ok(store.memory().fact(&f.id)?.unwrap_or_else(|| f.clone())),
         many => bail!(
             "{} memories start with {prefix:?}; give more of the id: {}",
             many.len(),
@@ -299,7 +307,7 @@ pub async fn delete(
             return Ok(ExitCode::FAILURE);
         }
     }
-    ctx.store.delete_fact(&f.id)?;
+    ctx.store.memory().delete_fact(&f.id)?;
     outln!("Deleted {}.", f.short_id())?;
     Ok(ExitCode::SUCCESS)
 }
@@ -322,7 +330,7 @@ pub async fn edit(
     }
     f.content = new.trim().to_string();
     f.updated_at = ctx.memory.now();
-    ctx.store.save_facts(&[], &[&f])?;
+    ctx.store.memory().save_facts(&[], &[&f])?;
     outln!("{}", line(&f, &ctx.store))?;
     Ok(ExitCode::SUCCESS)
 }
@@ -358,7 +366,7 @@ pub async fn export(
     guild_arg: Option<&str>,
 ) -> anyhow::Result<ExitCode> {
     let ctx = open(settings).await?;
-    let mut facts = ctx.store.all_facts()?;
+    let mut facts = ctx.store.memory().all_facts()?;
     if let Some(g) = guild_arg {
         let g = guild(&ctx.store, Some(g))?;
         facts.retain(|f| f.scope.guild == Some(g));
@@ -379,7 +387,7 @@ pub async fn import(settings: Option<&Path>, file: &Path) -> anyhow::Result<Exit
     let facts = portable::parse(&text)
         .map_err(|e| anyhow!("{}: {e}; nothing was imported", file.display()))?;
     let ctx = open(settings).await?;
-    let (inserted, skipped) = ctx.store.import_facts(&facts)?;
+    let (inserted, skipped) = ctx.store.memory().import_facts(&facts)?;
     outln!("Imported {inserted} memories ({skipped} already present, skipped).")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -57,6 +57,7 @@ pub fn stats(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
     let loaded = super::load_lenient(settings)?;
     let store = super::journal::open_existing(&loaded.settings.storage.data_dir)?;
     let mut rows: BTreeMap<String, ReflexStats> = store
+        .impulses()
         .reflex_stats()?
         .into_iter()
         .map(|s| (s.name.clone(), s))
@@ -68,7 +69,7 @@ pub fn stats(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
             ..Default::default()
         });
     }
-    let disabled = store.disabled_reflexes()?;
+    let disabled = store.impulses().disabled_reflexes()?;
     outln!(
         "{:<28} {:>6} {:>9} {:>6} {:>6} {:>9} {:>10}",
         "reflex",
@@ -174,9 +175,11 @@ pub fn set_disabled(
     let loaded = super::load_lenient(settings)?;
     let store = super::journal::open_existing(&loaded.settings.storage.data_dir)?;
     if disabled {
-        store.disable_reflex(None, name, reason, chrono::Utc::now())?;
+        store
+            .impulses()
+            .disable_reflex(None, name, reason, chrono::Utc::now())?;
         outln!("disabled the reflex {name} everywhere")?;
-    } else if store.enable_reflex(None, name)? {
+    } else if store.impulses().enable_reflex(None, name)? {
         outln!("enabled the reflex {name} again")?;
     } else {
         outln!("the reflex {name} was not disabled")?;

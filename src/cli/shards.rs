@@ -36,7 +36,7 @@ pub fn plan(
     let dir = PathBuf::from(&loaded.settings.storage.data_dir);
     let store =
         Store::open(&dir).with_context(|| format!("cannot open the store in {}", dir.display()))?;
-    let guilds = store.stored_guilds()?;
+    let guilds = store.guilds().stored_guilds()?;
     let rows: Vec<(String, String, u32, bool)> = guilds
         .iter()
         .map(|g| {

@@ -68,8 +68,9 @@ fn kept(store: &Store, service: &SettingsService) -> anyhow::Result<Vec<String>>
             .into_iter()
             .map(|l| format!("  {l}")),
     );
-    let names: std::collections::HashMap<_, _> = store.known_guilds()?.into_iter().collect();
-    for guild in store.guilds_overriding(retention::PREFIX)? {
+    let names: std::collections::HashMap<_, _> =
+        store.messages().known_guilds()?.into_iter().collect();
+    for guild in store.overrides().guilds_overriding(retention::PREFIX)? {
         let theirs = &service.for_guild(Some(guild)).storage.retention;
         if let Some(less) = retention::shorter_here(&operator, theirs) {
             let name = names
@@ -78,7 +79,7 @@ fn kept(store: &Store, service: &SettingsService) -> anyhow::Result<Vec<String>>
             lines.push(format!("  server {guild}{name} keeps less: {less}"));
         }
     }
-    let space = store.space()?;
+    let space = store.file().space()?;
     lines.push(format!(
         "  database: {} MiB, {} MiB free inside it; {}",
         space.bytes / (1024 * 1024),

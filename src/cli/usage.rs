@@ -39,9 +39,9 @@ pub fn usage(
         roles,
         ..Default::default()
     };
-    let records = store.usage_list(&filter, None)?;
+    let records = store.usage().usage_list(&filter, None)?;
     // Days whose calls storage.retention.usageDays rolled up into totals.
-    let days = store.usage_daily_totals(&filter)?;
+    let days = store.usage().usage_daily_totals(&filter)?;
     if as_json {
         for d in &days {
             outln!(

@@ -23,7 +23,7 @@ pub fn pair(app: &App, who: &Asker, code: &str) -> String {
         );
     };
     let now = app.clock.now();
-    let approved = match app.store.approve_pairing(&code, who.user, now) {
+    let approved = match app.store.people().approve_pairing(&code, who.user, now) {
         Ok(Pairing::Approved(c)) => c,
         Ok(Pairing::Expired(c)) => {
             return format!(

@@ -94,7 +94,7 @@ pub fn me(app: &App, who: &Asker, boundary: &str, state: &str) -> String {
         }
     };
     let now = app.clock.now();
-    match app.store.set_boundary(who.user, b, on, now) {
+    match app.store.people().set_boundary(who.user, b, on, now) {
         Ok(changed) => {
             if b == Boundary::NoVoice {
                 app.voice.boundary_changed(who.user, on);
@@ -125,7 +125,7 @@ pub fn me(app: &App, who: &Asker, boundary: &str, state: &str) -> String {
 }
 
 fn show(app: &App, who: &Asker) -> String {
-    let set = match app.store.boundaries(who.user) {
+    let set = match app.store.people().boundaries(who.user) {
         Ok(set) => set,
         Err(e) => return format!("Could not read your boundaries: {e}"),
     };

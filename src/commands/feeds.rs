@@ -301,7 +301,7 @@ fn channel_named(app: &App, guild: GuildId, text: &str) -> Result<ChannelId, Str
         return Ok(ChannelId(n));
     }
     let name = text.trim_start_matches('#');
-    match app.store.channel_by_name(guild, name) {
+    match app.store.messages().channel_by_name(guild, name) {
         Ok(Some(c)) => Ok(c),
         Ok(None) => Err(format!(
             "Not added: this server has no channel {text} the bot knows; /channels lists them"

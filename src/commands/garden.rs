@@ -36,6 +36,7 @@ pub fn widget(
     };
     lines.push(state);
     let queue: Vec<_> = store
+        .garden()
         .queue_open()
         .unwrap_or_default()
         .into_iter()
@@ -49,10 +50,15 @@ pub fn widget(
         ),
         None => "queue: empty".into(),
     });
-    let last = store.cycles(50).unwrap_or_default().into_iter().find(|c| {
-        c.status != CycleStatus::Running
-            && (guild.is_none() || c.guild.is_none() || c.guild == guild)
-    });
+    let last = store
+        .garden()
+        .cycles(50)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| {
+            c.status != CycleStatus::Running
+                && (guild.is_none() || c.guild.is_none() || c.guild == guild)
+        });
     lines.push(match last {
         Some(c) => format!(
             "last: {} — {}",
@@ -118,8 +124,14 @@ fn cut(text: &str, n: usize) -> String {
 /// Every stored cycle, newest first, with its plan and transcript (`ambient garden log`).
 pub fn log(store: &Store, limit: usize, only: Option<i64>, full: bool) -> String {
     let cycles: Vec<Cycle> = match only {
-        Some(id) => store.cycle(id).ok().flatten().into_iter().collect(),
-        None => store.cycles(limit).unwrap_or_default(),
+        Some(id) => store
+            .garden()
+            .cycle(id)
+            .ok()
+            .flatten()
+            .into_iter()
+            .collect(),
+        None => store.garden().cycles(limit).unwrap_or_default(),
     };
     if cycles.is_empty() {
         return "no garden cycles yet".into();
@@ -130,6 +142,7 @@ pub fn log(store: &Store, limit: usize, only: Option<i64>, full: bool) -> String
             .guild
             .map_or("no server (memory pass only)".to_string(), |g| {
                 store
+                    .messages()
                     .guild_name(g)
                     .ok()
                     .flatten()

@@ -52,6 +52,7 @@ pub fn task_add(app: &App, who: &Asker, text: &str, due: &str, remind: bool) -> 
 pub fn task_list(app: &App, who: &Asker) -> String {
     let tasks: Vec<Task> = app
         .store
+        .impulses()
         .tasks(who.guild, false)
         .unwrap_or_default()
         .into_iter()
@@ -71,6 +72,7 @@ pub fn task_done(app: &App, who: &Asker, id: &str) -> String {
     }
     let found: Vec<Task> = app
         .store
+        .impulses()
         .task_by_prefix(who.guild, id)
         .unwrap_or_default()
         .into_iter()
@@ -87,7 +89,11 @@ pub fn task_done(app: &App, who: &Asker, id: &str) -> String {
             task.text
         );
     }
-    match app.store.complete_task(&task.id, app.clock.now()) {
+    match app
+        .store
+        .impulses()
+        .complete_task(&task.id, app.clock.now())
+    {
         Ok(true) => {
             app.journal.record(
                 crate::journal::Entry::new(
@@ -184,7 +190,11 @@ pub fn schedule_list(app: &App, who: &Asker) -> String {
     let Some(guild) = who.guild else {
         return "Schedules belong to a server; use this in one.".into();
     };
-    let entries = app.store.schedules(Some(guild)).unwrap_or_default();
+    let entries = app
+        .store
+        .impulses()
+        .schedules(Some(guild))
+        .unwrap_or_default();
     if entries.is_empty() {
         return "Nothing is scheduled. /schedule add NAME \"*/30 * * * *\" WHAT adds a routine."
             .into();
@@ -222,7 +232,7 @@ pub fn schedule_remove(app: &App, who: &Asker, name: &str) -> String {
     if !who.manage {
         return "Only members with Manage Server can change the schedule.".into();
     }
-    match app.store.remove_schedule(guild, name.trim()) {
+    match app.store.impulses().remove_schedule(guild, name.trim()) {
         Ok(true) => {
             app.journal.record(
                 crate::journal::Entry::new(
@@ -256,7 +266,11 @@ pub fn idea_list(app: &App, who: &Asker) -> String {
     let Some(guild) = who.guild else {
         return "Ideas belong to a server; use this in one.".into();
     };
-    let ideas = app.store.ideas(Some(guild), true).unwrap_or_default();
+    let ideas = app
+        .store
+        .impulses()
+        .ideas(Some(guild), true)
+        .unwrap_or_default();
     if ideas.is_empty() {
         return "No ideas yet.".into();
     }

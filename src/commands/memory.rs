@@ -94,6 +94,7 @@ pub fn list(app: &App, who: &Asker, kind: Option<&str>, since: Option<&str>) -> 
     };
     let facts = app
         .store
+        .memory()
         .list_facts(&FactFilter {
             guild: Some(who.guild),
             user: who.guild.is_none().then_some(who.user),
@@ -160,6 +161,7 @@ pub fn export(app: &App, who: &Asker) -> Result<String, ExportRefused> {
     }
     let facts: Vec<_> = app
         .store
+        .memory()
         .all_facts()?
         .into_iter()
         .filter(|f| {

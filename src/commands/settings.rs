@@ -183,6 +183,7 @@ fn channel_names_to_ids(
         };
         match app
             .store
+            .messages()
             .channel_by_name(guild, name)
             .map_err(SettingsRefused::ChannelsUnreadable)?
         {
@@ -200,10 +201,11 @@ fn channel_names_to_ids(
 fn no_such_channel(app: &App, guild: GuildId, path: &str, name: &str) -> SettingsRefused {
     let mut known: Vec<String> = app
         .store
+        .messages()
         .guild_channels(guild)
         .unwrap_or_default()
         .into_iter()
-        .filter_map(|c| app.store.channel_name(c).ok().flatten())
+        .filter_map(|c| app.store.messages().channel_name(c).ok().flatten())
         .map(|n| format!("#{n}"))
         .collect();
     known.sort();

@@ -145,7 +145,7 @@ pub fn widget(src: &Sources<'_>, guild: Option<GuildId>) -> Vec<String> {
     match guild {
         Some(g) => lines.extend(initiative_lines(src, g)),
         None => {
-            let known = src.store.known_guilds().unwrap_or_default();
+            let known = src.store.messages().known_guilds().unwrap_or_default();
             if known.is_empty() {
                 lines.push("initiative: no server known yet".into());
             }
@@ -162,7 +162,7 @@ pub fn widget(src: &Sources<'_>, guild: Option<GuildId>) -> Vec<String> {
 /// The servers that removed the bot, and when their data goes.
 fn departed_lines(src: &Sources<'_>) -> Vec<String> {
     let days = src.settings.global().storage.retention.departed_guild_days;
-    let departures = match src.store.departures() {
+    let departures = match src.store.guilds().departures() {
         Ok(d) => d,
         Err(e) => return vec![format!("departed servers: ? (store read failed: {e})")],
     };
@@ -207,6 +207,7 @@ fn initiative_lines(src: &Sources<'_>, guild: GuildId) -> Vec<String> {
     let now = src.now;
     let pending = src
         .store
+        .initiative()
         .pending_thought(guild)
         .ok()
         .flatten()
@@ -254,7 +255,12 @@ fn courtesy_lines(src: &Sources<'_>, settings: &Settings, guild: GuildId) -> Vec
             None => format!("quiet hours {spec:?} ({tz}): not now"),
         });
     }
-    for h in src.store.hushes(guild, src.now).unwrap_or_default() {
+    for h in src
+        .store
+        .people()
+        .hushes(guild, src.now)
+        .unwrap_or_default()
+    {
         lines.push(crate::courtesy::hushed(src.store, settings, &h, src.now).reason);
     }
     lines

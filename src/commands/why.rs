@@ -23,7 +23,7 @@ pub fn why(app: &App, guild: Option<GuildId>, channel: ChannelId, target: Option
             "{target:?} is not a message link or id; copy a message link (… → Copy Message Link)."
         );
     };
-    let stored = app.store.message(id).ok().flatten();
+    let stored = app.store.messages().message(id).ok().flatten();
     if let Some(m) = &stored
         && m.guild != guild
     {

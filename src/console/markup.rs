@@ -48,12 +48,12 @@ pub fn readable(text: &str, store: &Store) -> String {
 /// A lookup that fails shows the id: a name is a nicety, not worth an error.
 fn name_of_channel(store: &Store, id: &str) -> Option<String> {
     let id = ChannelId(id.parse().ok()?);
-    store.channel_name(id).ok().flatten()
+    store.messages().channel_name(id).ok().flatten()
 }
 
 fn name_of_user(store: &Store, id: &str) -> Option<String> {
     let id = UserId(id.parse().ok()?);
-    store.author_name(id).ok().flatten()
+    store.messages().author_name(id).ok().flatten()
 }
 
 #[cfg(test)]
@@ -67,11 +67,16 @@ pub(super) mod tests {
     pub(in crate::console) fn store() -> Store {
         let store = Store::open_in_memory().unwrap();
         let now = chrono::Utc::now();
-        store.upsert_guild(GuildId(1), "console", now).unwrap();
         store
+            .messages()
+            .upsert_guild(GuildId(1), "console", now)
+            .unwrap();
+        store
+            .messages()
             .upsert_channel(ChannelId(20), Some(GuildId(1)), "general", now)
             .unwrap();
         store
+            .messages()
             .insert_message(&StoredMessage::said(
                 MessageId(30),
                 Some(GuildId(1)),

@@ -277,9 +277,13 @@ impl Session {
 
     fn enter_channel(&self, name: &str) -> anyhow::Result<()> {
         let now = self.app.clock.now();
-        self.app.store.upsert_guild(guild_id(), GUILD_NAME, now)?;
         self.app
             .store
+            .messages()
+            .upsert_guild(guild_id(), GUILD_NAME, now)?;
+        self.app
+            .store
+            .messages()
             .upsert_channel(channel_id(name), Some(guild_id()), name, now)?;
         Ok(())
     }
@@ -503,6 +507,7 @@ impl Session {
         let ids = self
             .app
             .store
+            .messages()
             .guild_channels(guild_id())
             .unwrap_or_default();
         let mut lines = Vec::new();
@@ -510,6 +515,7 @@ impl Session {
             let name = self
                 .app
                 .store
+                .messages()
                 .channel_name(id)
                 .ok()
                 .flatten()
@@ -706,7 +712,7 @@ impl Session {
                 for e in entries {
                     let name = e
                         .channel
-                        .and_then(|c| self.app.store.channel_name(c).ok().flatten());
+                        .and_then(|c| self.app.store.messages().channel_name(c).ok().flatten());
                     let line = journal::format_line(&e, name.as_deref());
                     self.out.notice(&markup::readable(&line, &self.app.store));
                 }

@@ -249,6 +249,7 @@ impl ConsoleTransport {
 
     fn channel_label(&self, channel: ChannelId) -> String {
         self.store
+            .messages()
             .channel_name(channel)
             .ok()
             .flatten()
@@ -486,6 +487,7 @@ impl Transport for ConsoleTransport {
         limit: usize,
     ) -> Result<Vec<StoredMessage>, ChatError> {
         self.store
+            .messages()
             .recent_messages(channel, limit)
             .map_err(|e| ChatError::Transport(e.to_string()))
     }

@@ -154,13 +154,13 @@ pub fn parse_place(
     let id = t.trim_start_matches("<#").trim_end_matches('>');
     if let Ok(n) = id.parse::<u64>() {
         let c = ChannelId(n);
-        return match store.guild_channels(guild) {
+        return match store.messages().guild_channels(guild) {
             Ok(known) if known.contains(&c) => Ok(Place::Channel(c)),
             _ => Err(HushError::NotThisServers { text: t.into() }),
         };
     }
     let name = t.trim_start_matches('#');
-    match store.channel_by_name(guild, name) {
+    match store.messages().channel_by_name(guild, name) {
         Ok(Some(c)) => Ok(Place::Channel(c)),
         _ => Err(HushError::NoSuchChannel { text: t.into() }),
     }
@@ -189,7 +189,7 @@ pub fn hush(
     }
     let until = c.now + duration;
     let tz = c.settings.zone();
-    if let Ok(Some(held)) = c.store.hush(c.guild, place.channel(), c.now)
+    if let Ok(Some(held)) = c.store.people().hush(c.guild, place.channel(), c.now)
         && held.until > until
         && !(who.manage || held.by == who.user)
     {
@@ -208,7 +208,7 @@ pub fn hush(
         by_name: who.name.clone(),
         at: c.now,
     };
-    c.store.set_hush(&h).map_err(HushError::Save)?;
+    c.store.people().set_hush(&h).map_err(HushError::Save)?;
     let what = describe(c, place);
     let end = local(until, tz, c.now);
     c.journal.record(
@@ -225,7 +225,7 @@ pub fn hush(
 /// Ends a hush early; the answer to show, or why not.
 pub fn unhush(c: &Ctx<'_>, who: &Asker, place: Place) -> Result<String, HushError> {
     let what = describe(c, place);
-    let Ok(Some(held)) = c.store.hush(c.guild, place.channel(), c.now) else {
+    let Ok(Some(held)) = c.store.people().hush(c.guild, place.channel(), c.now) else {
         return Ok(format!("{what} is not hushed."));
     };
     if !(who.manage || held.by == who.user) {
@@ -234,6 +234,7 @@ pub fn unhush(c: &Ctx<'_>, who: &Asker, place: Place) -> Result<String, HushErro
         });
     }
     c.store
+        .people()
         .clear_hush(c.guild, place.channel(), c.now)
         .map_err(HushError::End)?;
     c.journal.record(
@@ -250,6 +251,7 @@ fn describe(c: &Ctx<'_>, place: Place) -> String {
         Place::Channel(ch) => format!(
             "#{}",
             c.store
+                .messages()
                 .channel_name(ch)
                 .ok()
                 .flatten()
@@ -364,6 +366,7 @@ mod tests {
         );
         assert_eq!(
             store
+                .people()
                 .hush(GuildId(1), Some(here), now)
                 .unwrap()
                 .unwrap()

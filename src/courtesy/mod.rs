@@ -99,11 +99,11 @@ pub fn hush_on(
     channel: Option<ChannelId>,
     now: DateTime<Utc>,
 ) -> Result<Option<Hush>, StoreError> {
-    if let Some(server) = store.hush(guild, None, now)? {
+    if let Some(server) = store.people().hush(guild, None, now)? {
         return Ok(Some(server));
     }
     match channel {
-        Some(c) => store.hush(guild, Some(c), now),
+        Some(c) => store.people().hush(guild, Some(c), now),
         None => Ok(None),
     }
 }
@@ -161,7 +161,7 @@ pub fn unprompted_to(
     let Some(person) = person else {
         return Ok(());
     };
-    match store.has_boundary(person, Boundary::NoUnprompted) {
+    match store.people().has_boundary(person, Boundary::NoUnprompted) {
         Ok(false) => Ok(()),
         Ok(true) => Err(Refusal {
             gate: "boundary",
@@ -203,6 +203,7 @@ pub fn local(t: DateTime<Utc>, tz: Tz, now: DateTime<Utc>) -> String {
 
 fn channel_name(store: &Store, c: ChannelId) -> String {
     store
+        .messages()
         .channel_name(c)
         .ok()
         .flatten()

@@ -102,7 +102,7 @@ impl People {
     /// `None` when `store` has no ledger (no `storage.sharedDir`): nothing to apply.
     pub fn new(store: &Store, journal: &Journal) -> Option<Self> {
         Some(Self {
-            ledger: store.ledger()?.clone(),
+            ledger: store.people().ledger()?.clone(),
             store: store.clone(),
             journal: journal.clone(),
         })
@@ -115,7 +115,7 @@ impl People {
         let id = self.ledger.id();
         let mut applied = Vec::new();
         loop {
-            let after = self.store.people_cursor(id)?;
+            let after = self.store.people().people_cursor(id)?;
             let batch = self.ledger.after(after, BATCH)?;
             let Some(last) = batch.last().map(|e| e.seq) else {
                 return Ok(applied);
@@ -128,7 +128,7 @@ impl People {
                 applied.push(entry.event);
             }
             // Own events at the end of the batch: nothing left to apply up to `last`.
-            self.store.advance_people_cursor(id, last)?;
+            self.store.people().advance_people_cursor(id, last)?;
         }
     }
 
@@ -142,6 +142,7 @@ impl People {
             PersonEvent::Boundary { user, boundary, on } => {
                 let changed = self
                     .store
+                    .people()
                     .apply_boundary_event(id, entry, user, boundary, on)?;
                 Entry::new(
                     Kind::Settings,
@@ -158,7 +159,10 @@ impl People {
                 })
             }
             PersonEvent::ForgetMe { user, messages } => {
-                let gone = self.store.apply_forget_event(id, entry, user, messages)?;
+                let gone = self
+                    .store
+                    .people()
+                    .apply_forget_event(id, entry, user, messages)?;
                 Entry::new(
                     Kind::Memory,
                     format!("forgot everything about member {user}, asked on another server"),
@@ -248,13 +252,22 @@ mod tests {
         let (b, b_people) = process(dir.path(), "1");
         let ada = UserId(7);
         let now = chrono::Utc::now();
-        a.set_boundary(ada, Boundary::NoPing, true, now).unwrap();
-        a.set_boundary(ada, Boundary::NoMemory, true, now).unwrap();
-        a.set_boundary(ada, Boundary::NoMemory, false, now).unwrap();
-        b.set_boundary(ada, Boundary::NoVoice, true, now).unwrap();
+        a.people()
+            .set_boundary(ada, Boundary::NoPing, true, now)
+            .unwrap();
+        a.people()
+            .set_boundary(ada, Boundary::NoMemory, true, now)
+            .unwrap();
+        a.people()
+            .set_boundary(ada, Boundary::NoMemory, false, now)
+            .unwrap();
+        b.people()
+            .set_boundary(ada, Boundary::NoVoice, true, now)
+            .unwrap();
 
         assert_eq!(b_people.catch_up().unwrap().len(), 3);
         let held: Vec<Boundary> = b
+            .people()
             .boundaries(ada)
             .unwrap()
             .into_iter()
@@ -270,9 +283,10 @@ mod tests {
                 on: true
             }]
         );
-        assert!(a.has_boundary(ada, Boundary::NoVoice).unwrap());
-        let ledger = a.ledger().unwrap();
-        assert_eq!(a.people_cursor(ledger.id()).unwrap(), 4);
-        assert_eq!(b.people_cursor(ledger.id()).unwrap(), 4);
+        assert!(a.people().has_boundary(ada, Boundary::NoVoice).unwrap());
+        let people = a.people();
+        let ledger = people.ledger().unwrap();
+        assert_eq!(a.people().people_cursor(ledger.id()).unwrap(), 4);
+        assert_eq!(b.people().people_cursor(ledger.id()).unwrap(), 4);
     }
 }

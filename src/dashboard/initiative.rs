@@ -114,6 +114,7 @@ fn guild_view(site: &Site, guild: GuildId, name: String) -> GuildView {
     let settings = site.settings.for_guild(Some(guild));
     let pending = site
         .store
+        .initiative()
         .pending_thought(guild)
         .ok()
         .flatten()
@@ -125,6 +126,7 @@ fn guild_view(site: &Site, guild: GuildId, name: String) -> GuildView {
     };
     let day = |kinds| {
         site.store
+            .journal()
             .journal_query(&Filter {
                 since: Some(now - Duration::hours(24)),
                 kinds,
@@ -170,6 +172,7 @@ fn line(site: &Site, e: &Entry, now: DateTime<Utc>) -> Line {
 fn held(site: &Site, p: &PendingThought, now: DateTime<Utc>) -> Held {
     let revisions = site
         .store
+        .journal()
         .journal_query(&Filter {
             since: Some(p.created_at),
             kinds: vec![Kind::InitiativeSkip],
@@ -206,7 +209,7 @@ fn held(site: &Site, p: &PendingThought, now: DateTime<Utc>) -> Held {
 
 /// The server's feed sources and how each has done for it.
 fn sources(site: &Site, guild: GuildId, now: DateTime<Utc>) -> Vec<SourceView> {
-    let rows: Vec<SourceRow> = site.store.sources().unwrap_or_default();
+    let rows: Vec<SourceRow> = site.store.discovery().sources().unwrap_or_default();
     site.discovery
         .guild_sources(guild)
         .into_iter()
@@ -215,7 +218,7 @@ fn sources(site: &Site, guild: GuildId, now: DateTime<Utc>) -> Vec<SourceView> {
                 .iter()
                 .find(|r| r.kind == spec.kind.as_str() && r.target == spec.target);
             let stats = row
-                .and_then(|r| site.store.source_stats(r.id, guild).ok())
+                .and_then(|r| site.store.discovery().source_stats(r.id, guild).ok())
                 .unwrap_or_default();
             SourceView {
                 label: spec.label(),

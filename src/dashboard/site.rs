@@ -105,12 +105,13 @@ impl Site {
 
     /// Every server the bot knows, by name.
     pub fn guilds(&self) -> Vec<(GuildId, String)> {
-        self.store.known_guilds().unwrap_or_default()
+        self.store.messages().known_guilds().unwrap_or_default()
     }
 
     /// A server's name, or its id when the name is unknown.
     pub fn guild_name(&self, guild: GuildId) -> String {
         self.store
+            .messages()
             .guild_name(guild)
             .ok()
             .flatten()
@@ -121,6 +122,7 @@ impl Site {
     pub fn channel_label(&self, channel: ChannelId) -> String {
         let name = self
             .store
+            .messages()
             .channel_name(channel)
             .ok()
             .flatten()

@@ -80,7 +80,11 @@ fn view(site: &Site) -> Result<View, Problem> {
         .and_hms_opt(0, 0, 0)
         .expect("midnight exists")
         .and_utc();
-    let rows = site.store.usage_by_day(first).map_err(Problem::Usage)?;
+    let rows = site
+        .store
+        .usage()
+        .usage_by_day(first)
+        .map_err(Problem::Usage)?;
     let settings = site.settings.global();
     let snapshot = site.executive.snapshot();
     let (user, ambient, whole) = status::budget_shares(&snapshot, &settings);
@@ -249,7 +253,7 @@ fn cap_meter(name: String, used: u64, cap: u64, key: &str) -> Meter {
 fn caps(site: &Site, now: DateTime<Utc>) -> Vec<Meter> {
     let settings = site.settings.global();
     let since = Some(now - Duration::hours(24));
-    let used = |f: UsageFilter| site.store.usage_tokens(&f).unwrap_or(0);
+    let used = |f: UsageFilter| site.store.usage().usage_tokens(&f).unwrap_or(0);
     let autonomous: Vec<String> = Role::ALL
         .iter()
         .filter(|r| r.is_autonomous())

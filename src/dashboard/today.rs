@@ -118,6 +118,7 @@ fn view(site: &Site, p: &Params) -> Result<View, Problem> {
     };
     let mut entries = site
         .store
+        .journal()
         .journal_query(&Filter {
             since: Some(since),
             kinds,
@@ -308,7 +309,7 @@ pub fn said(site: &Site, e: &Entry) -> Option<String> {
     // Only the bot's own words: a reflex's entry may name the message it answered.
     let parts: Vec<String> = ids
         .into_iter()
-        .filter_map(|id| site.store.message(id).ok().flatten())
+        .filter_map(|id| site.store.messages().message(id).ok().flatten())
         .filter(|m| m.is_self && !m.content.is_empty())
         .map(|m| m.content)
         .collect();
@@ -362,7 +363,7 @@ pub fn channel_choices(
         selected: chosen.is_none(),
     }];
     let channels = guild
-        .map(|g| site.store.guild_channels(g).unwrap_or_default())
+        .map(|g| site.store.messages().guild_channels(g).unwrap_or_default())
         .unwrap_or_default();
     let mut named: Vec<(String, ChannelId)> = channels
         .into_iter()

@@ -34,7 +34,7 @@ pub async fn channel(app: &App, http: &Http, me: UserId, guild: GuildId, channel
     if d.backfill_messages == 0 {
         return;
     }
-    let Ok(Some(last)) = app.store.last_message_id(channel) else {
+    let Ok(Some(last)) = app.store.messages().last_message_id(channel) else {
         return; // never seen: nothing to have missed
     };
     let request = GetMessages::new()
@@ -52,8 +52,8 @@ pub async fn channel(app: &App, http: &Http, me: UserId, guild: GuildId, channel
     let oldest = now - chrono::Duration::hours(i64::from(d.backfill_hours));
     let answer_after = now - chrono::Duration::minutes(i64::from(d.answer_missed_within_minutes));
     let names = (
-        app.store.channel_name(channel).ok().flatten(),
-        app.store.guild_name(guild).ok().flatten(),
+        app.store.messages().channel_name(channel).ok().flatten(),
+        app.store.messages().guild_name(guild).ok().flatten(),
     );
     let mut found = CaughtUp::default();
     let mut unanswered: Option<MessageId> = None;

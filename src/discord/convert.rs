@@ -84,7 +84,11 @@ pub fn addressed(m: &Message, me: UserId, bot_name: &str, store: &Store) -> Addr
         .map(|r| r.author.id.get() == me.get())
         .or_else(|| {
             let id = m.message_reference.as_ref()?.message_id?;
-            let row = store.message(MessageId(id.get())).ok().flatten()?;
+            let row = store
+                .messages()
+                .message(MessageId(id.get()))
+                .ok()
+                .flatten()?;
             Some(row.is_self)
         })
         .unwrap_or(false);

@@ -104,6 +104,7 @@ impl Events {
         cached.or_else(|| {
             self.app
                 .store
+                .messages()
                 .channel_name(ChannelId(channel.get()))
                 .ok()
                 .flatten()
@@ -201,13 +202,13 @@ impl Events {
         }
         let now = self.app.clock.now();
         let g = GuildId(guild.id.get());
-        let mut result = self.app.store.upsert_guild(g, &guild.name, now);
+        let mut result = self.app.store.messages().upsert_guild(g, &guild.name, now);
         for (id, channel) in &guild.channels {
             if matches!(
                 channel.kind,
                 ChannelType::Text | ChannelType::News | ChannelType::Voice | ChannelType::Forum
             ) {
-                result = result.and(self.app.store.upsert_channel(
+                result = result.and(self.app.store.messages().upsert_channel(
                     ChannelId(id.get()),
                     Some(g),
                     &channel.name,
@@ -216,7 +217,7 @@ impl Events {
             }
         }
         for thread in &guild.threads {
-            result = result.and(self.app.store.upsert_channel(
+            result = result.and(self.app.store.messages().upsert_channel(
                 ChannelId(thread.id.get()),
                 Some(g),
                 &thread.name,
@@ -362,7 +363,7 @@ impl Events {
             return;
         }
         let guild = GuildId(channel.guild_id.get());
-        if let Err(e) = self.app.store.upsert_channel(
+        if let Err(e) = self.app.store.messages().upsert_channel(
             ChannelId(channel.id.get()),
             Some(guild),
             &channel.name,

@@ -181,7 +181,9 @@ async fn prepare(parts: Parts, token: &str) -> anyhow::Result<Prepared> {
     let chat: Arc<dyn crate::chat::Transport> = transport.clone();
     let app = App::build(parts, |_| chat).await?;
     transport.count_into(app.journal.metrics());
-    app.store.time_into(app.journal.metrics().store_timings());
+    app.store
+        .file()
+        .time_into(app.journal.metrics().store_timings());
     let commands = shards::Commands::default();
     let songbird = voice::songbird();
     let gate = Arc::new(reconnect::Gate::default());
@@ -354,7 +356,7 @@ async fn stop_within<D: Future<Output = ()>>(
             CLOSE_WITHIN.as_millis()
         );
     }
-    store.flush();
+    store.file().flush();
 }
 
 /// Identifies (after the plan's stagger) and runs until the shards stop, or
@@ -542,7 +544,7 @@ mod tests {
             kinds: vec![Kind::System],
             ..Default::default()
         };
-        let entries = store.journal_query(&filter).unwrap();
+        let entries = store.journal().journal_query(&filter).unwrap();
         let stopped = entries.iter().find(|e| e.summary == "stopped");
         stopped.expect("no 'stopped' in the journal").reason.clone()
     }
@@ -610,7 +612,10 @@ mod tests {
                     channel_name: Some("general"),
                     now: message.created_at,
                 };
-                store.insert_seen(&seen, Commit::Grouped).unwrap();
+                store
+                    .messages()
+                    .insert_seen(&seen, Commit::Grouped)
+                    .unwrap();
             }
         };
         stop_within(close, loops, |_| async {}, &store).await;

@@ -154,7 +154,12 @@ impl Discovery {
                 Origin::Settings,
             ));
         }
-        for (kind, target, by) in self.store.guild_sources(guild).unwrap_or_default() {
+        for (kind, target, by) in self
+            .store
+            .discovery()
+            .guild_sources(guild)
+            .unwrap_or_default()
+        {
             let Some(kind) = SourceKind::parse(&kind) else {
                 continue;
             };
@@ -179,6 +184,7 @@ impl Discovery {
     pub fn all_sources(&self) -> Vec<SourceSpec> {
         let mut all: Vec<SourceSpec> = self
             .store
+            .messages()
             .known_guilds()
             .unwrap_or_default()
             .into_iter()
@@ -194,7 +200,7 @@ impl Discovery {
     /// The sources feeds subscribe to, whatever kinds the initiative reads:
     /// a subscription is the owner's explicit choice.
     fn subscribed_sources(&self) -> Vec<SourceSpec> {
-        let rows = self.store.subscribed_sources().unwrap_or_else(|e| {
+        let rows = self.store.feeds().subscribed_sources().unwrap_or_else(|e| {
             tracing::warn!(error = %e, "subscribed feeds unreadable; they wait for the next round");
             Vec::new()
         });
@@ -213,7 +219,7 @@ impl Discovery {
     fn interval(&self, id: i64) -> chrono::Duration {
         let global = self.settings.global();
         let mut minutes = global.initiative.discovery.fetch_interval_minutes;
-        if self.store.is_subscribed_source(id).unwrap_or(false) {
+        if self.store.feeds().is_subscribed_source(id).unwrap_or(false) {
             minutes = minutes.min(global.feeds.fetch_interval_minutes);
         }
         chrono::Duration::minutes(i64::from(minutes))
@@ -224,10 +230,14 @@ impl Discovery {
         let now = self.clock.now();
         let mut due = Vec::new();
         for spec in self.all_sources() {
-            let Ok(id) = self.store.upsert_source(spec.kind.as_str(), &spec.target) else {
+            let Ok(id) = self
+                .store
+                .discovery()
+                .upsert_source(spec.kind.as_str(), &spec.target)
+            else {
                 continue;
             };
-            if let Ok(Some(row)) = self.store.source(id)
+            if let Ok(Some(row)) = self.store.discovery().source(id)
                 && row.next_fetch_at <= now
             {
                 due.push(spec);
@@ -244,7 +254,10 @@ impl Discovery {
 
     /// Fetches one source now and stores what is new.
     pub async fn fetch_source(&self, spec: &SourceSpec) -> Result<FetchReport, FetchFailure> {
-        let id = self.store.upsert_source(spec.kind.as_str(), &spec.target)?;
+        let id = self
+            .store
+            .discovery()
+            .upsert_source(spec.kind.as_str(), &spec.target)?;
         if !self
             .fetching
             .lock()
@@ -280,12 +293,15 @@ impl Discovery {
                     }
                 };
                 // A lost success record only means this source is fetched again early.
-                let _ = self.store.record_fetch(id, &outcome, now, interval);
+                let _ = self
+                    .store
+                    .discovery()
+                    .record_fetch(id, &outcome, now, interval);
                 tracing::debug!(source = %spec.label(), ?report, "fetched");
             }
             Err(why) => {
                 // One journal line per back-off: the source is not tried again before it ends.
-                let later = match self.store.record_fetch(
+                let later = match self.store.discovery().record_fetch(
                     id,
                     &FetchOutcome::Failed(why.to_string()),
                     now,
@@ -319,7 +335,7 @@ impl Discovery {
     ) -> Result<(FetchReport, Validators), FetchFailure> {
         let settings = self.settings.global();
         let d = &settings.initiative.discovery;
-        let row = self.store.source(id)?;
+        let row = self.store.discovery().source(id)?;
         let validators = Validators {
             etag: row.as_ref().and_then(|r| r.etag.clone()),
             last_modified: row.as_ref().and_then(|r| r.last_modified.clone()),
@@ -352,9 +368,10 @@ impl Discovery {
         fresh.truncate(d.source_fetch_limit as usize);
         let keyed: Vec<NewItem> = fresh.into_iter().map(keyed).collect();
         let dedupe_since = now - chrono::Duration::hours(i64::from(d.dedupe_hours));
-        let (stored, duplicates) = self
-            .store
-            .insert_feed_items(id, &keyed, now, dedupe_since)?;
+        let (stored, duplicates) =
+            self.store
+                .discovery()
+                .insert_feed_items(id, &keyed, now, dedupe_since)?;
         // Told after the items are stored, so a delivery can find its item
         // among them (and the initiative then never shares it again).
         if let Some(w) = self.watcher.get() {
@@ -389,6 +406,7 @@ impl Discovery {
             .iter()
             .filter_map(|(s, _)| {
                 self.store
+                    .discovery()
                     .upsert_source(s.kind.as_str(), &s.target)
                     .ok()
                     .map(|id| (id, s.clone()))
@@ -399,6 +417,7 @@ impl Discovery {
         let source_ids: Vec<i64> = ids.iter().map(|(id, _)| *id).collect();
         let items = self
             .store
+            .discovery()
             .feed_candidates(&source_ids, guild, fresh_since, 200)
             .unwrap_or_default();
         let ranked = rank::rank(
@@ -423,8 +442,8 @@ impl Discovery {
             .iter()
             .zip(&ids)
             .map(|((spec, origin), (id, _))| {
-                let stats = self.store.source_stats(*id, guild).unwrap_or_default();
-                let row = self.store.source(*id).ok().flatten();
+                let stats = self.store.discovery().source_stats(*id, guild).unwrap_or_default();
+                let row = self.store.discovery().source(*id).ok().flatten();
                 let state = match row.as_ref().and_then(|r| r.last_fetch_at) {
                     None => "not fetched yet".to_string(),
                     Some(t) => format!("fetched {} ({})", ago(t, now), row.map(|r| r.last_status).unwrap_or_default()),
@@ -466,10 +485,14 @@ impl Discovery {
             }
             if let Ok(Some((item, _))) = self
                 .store
+                .discovery()
                 .feed_item_by_canonical(&canonical::canonical_url(link))
             {
                 // Harmless if lost: the item may only be offered once more; the post itself is stored.
-                let _ = self.store.record_share(item, guild, channel, message, at);
+                let _ = self
+                    .store
+                    .discovery()
+                    .record_share(item, guild, channel, message, at);
             }
         }
     }
@@ -489,8 +512,12 @@ impl Discovery {
         }
         if let Ok(Some((item, _))) = self
             .store
+            .discovery()
             .feed_item_by_canonical(&canonical::canonical_url(link))
-            && let Err(e) = self.store.record_share(item, guild, channel, message, at)
+            && let Err(e) = self
+                .store
+                .discovery()
+                .record_share(item, guild, channel, message, at)
         {
             tracing::warn!(error = %e, "a delivered feed item was not noted as shared; the initiative may offer it once");
         }

@@ -95,6 +95,7 @@ pub fn check(
             }
         }
         let used = store
+            .usage()
             .usage_tokens(&cap.counts)
             .map_err(|e| BudgetRefusal::Usage(Arc::new(e)))?;
         if used + estimate > cap.limit {
@@ -124,7 +125,7 @@ pub fn fits_again_at(
         let Some(room) = cap.limit.checked_sub(estimate) else {
             return Ok(None);
         };
-        let spent = store.usage_list(&cap.counts, None)?;
+        let spent = store.usage().usage_list(&cap.counts, None)?;
         let mut used: u64 = spent.iter().map(|r| r.tokens()).sum();
         // Oldest first: each record that leaves the window takes its tokens along.
         for r in &spent {
@@ -258,7 +259,7 @@ pub fn left(
     for role in Role::ALL {
         let cap = role.daily_budget(settings);
         if cap > 0 {
-            let used = store.usage_tokens(&role_counts(role, now))?;
+            let used = store.usage().usage_tokens(&role_counts(role, now))?;
             left.push((role, cap.saturating_sub(used)));
         }
     }
@@ -322,6 +323,7 @@ mod tests {
 
     fn spent(store: &Store, at: DateTime<Utc>, role: Role, guild: u64, tokens: u64) {
         store
+            .usage()
             .usage_append(&crate::store::usage::UsageRecord {
                 id: 0,
                 at,

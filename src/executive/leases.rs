@@ -109,7 +109,7 @@ impl Leases {
         now: DateTime<Utc>,
     ) -> Result<Leased, crate::store::StoreError> {
         let day = now.date_naive();
-        let used = store.usage_tokens(&UsageFilter {
+        let used = store.usage().usage_tokens(&UsageFilter {
             since: Some(day.and_time(NaiveTime::MIN).and_utc()),
             roles: vec![role.as_str().into()],
             ..Default::default()
@@ -231,7 +231,7 @@ impl Leases {
             .collect();
         let mut spent = Vec::new();
         for (role, day) in held {
-            let used = store.usage_tokens(&UsageFilter {
+            let used = store.usage().usage_tokens(&UsageFilter {
                 since: Some(day.and_time(NaiveTime::MIN).and_utc()),
                 roles: vec![role.as_str().into()],
                 ..Default::default()

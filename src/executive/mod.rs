@@ -297,6 +297,7 @@ impl Executive {
     pub fn likely_call_tokens(&self, role: Role) -> u64 {
         let prompt = self
             .store
+            .usage()
             .recent_prompt_tokens(role.as_str(), 20)
             .unwrap_or_default();
         prompt + u64::from(role.settings(&self.settings.global()).max_output_tokens)
@@ -759,7 +760,7 @@ impl Executive {
                     record.tokens_out,
                 ),
             });
-        match self.store.usage_append(&record) {
+        match self.store.usage().usage_append(&record) {
             Ok(id) => id,
             Err(e) => {
                 tracing::error!(error = %e, "could not record model usage");

@@ -138,7 +138,7 @@ impl Feeds {
 /// How a source is named to people: its label, or what the store says of
 /// it when the kind is unknown, or "a feed" when it cannot be read.
 fn feed_label(store: &Store, source_id: i64) -> String {
-    match store.source(source_id) {
+    match store.discovery().source(source_id) {
         Ok(Some(row)) => SourceKind::parse(&row.kind)
             .map(|kind| {
                 SourceSpec {

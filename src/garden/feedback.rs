@@ -36,17 +36,22 @@ fn excerpt(text: &str) -> String {
 /// Stores feedback that arrived since the last harvest; returns how many events were kept.
 pub fn harvest(store: &Store, memory: &Memory, me: UserId, now: DateTime<Utc>) -> usize {
     let since: DateTime<Utc> = store
+        .garden()
         .garden_get::<i64>("feedback_cursor")
         .ok()
         .flatten()
         .and_then(DateTime::from_timestamp_millis)
         .unwrap_or(DateTime::UNIX_EPOCH);
-    let events = store.ambient_post_feedback(since, me).unwrap_or_default();
+    let events = store
+        .garden()
+        .ambient_post_feedback(since, me)
+        .unwrap_or_default();
     let mut kept = 0;
     let mut cursor = since;
     for e in &events {
         cursor = cursor.max(e.at);
         let channel = store
+            .messages()
             .channel_name(e.channel)
             .ok()
             .flatten()
@@ -89,7 +94,10 @@ pub fn harvest(store: &Store, memory: &Memory, me: UserId, now: DateTime<Utc>) -
         }
         kept += 1;
         // After each event: a crash mid-harvest must not count one 👎 twice.
-        if let Err(e) = store.garden_set("feedback_cursor", &cursor.timestamp_millis()) {
+        if let Err(e) = store
+            .garden()
+            .garden_set("feedback_cursor", &cursor.timestamp_millis())
+        {
             return stopped(memory, kept, &e);
         }
     }
@@ -110,6 +118,7 @@ fn stopped(memory: &Memory, kept: usize, why: &dyn std::fmt::Display) -> usize {
 /// A guild's feedback memories, newest first (what the scout reads).
 pub fn history(store: &Store, guild: GuildId, limit: usize) -> Vec<Fact> {
     store
+        .memory()
         .list_facts(&FactFilter {
             guild: Some(Some(guild)),
             kind: Some(FactKind::Feedback),

@@ -108,6 +108,7 @@ fn held_until(at: DateTime<Utc>) -> String {
 /// Reads the garden's status from a store (for `ambient status` in another process too).
 pub fn read_status(store: &Store) -> Status {
     store
+        .garden()
         .garden_get("status")
         .ok()
         .flatten()
@@ -217,7 +218,7 @@ impl Garden {
     fn save_status(&self, s: Status) {
         let first_failure = {
             let mut unsaved = self.unsaved_lock();
-            match self.store.garden_set("status", &s) {
+            match self.store.garden().garden_set("status", &s) {
                 Ok(()) => {
                     *unsaved = None;
                     return;
@@ -241,6 +242,7 @@ impl Garden {
 
     pub fn scheduler_state(&self) -> scheduler::State {
         self.store
+            .garden()
             .garden_get("scheduler")
             .ok()
             .flatten()
@@ -271,6 +273,7 @@ impl Garden {
         let held = state.consecutive_rate_limits > 0 || inputs.budget_used > 0.8;
         let Some(last) = self
             .store
+            .garden()
             .garden_get::<DateTime<Utc>>("last_cycle_at")
             .ok()
             .flatten()
@@ -368,11 +371,13 @@ impl Garden {
             Vec::new()
         } else {
             self.store
+                .garden()
                 .cycles_with_status(crate::store::garden::CycleStatus::Running)
                 .unwrap_or_default()
         };
         let checkpoint = self
             .store
+            .garden()
             .garden_get::<serde_json::Value>("checkpoint")
             .ok()
             .flatten()
@@ -383,7 +388,7 @@ impl Garden {
             if c.summary.is_empty() {
                 c.summary = "interrupted: the bot stopped during this cycle".into();
             }
-            self.saved("the interrupted cycle", self.store.cycle_save(&c));
+            self.saved("the interrupted cycle", self.store.garden().cycle_save(&c));
             let left = c.todos.iter().filter(|t| !t.done).count();
             let mut next = Vec::new();
             if checkpoint {
@@ -409,11 +414,18 @@ impl Garden {
         // A pass that rested left no row: the last look is the later of the two.
         let last_at = self
             .store
+            .garden()
             .cycles(1)
             .ok()
             .and_then(|c| c.into_iter().next())
             .map(|c| c.started_at)
-            .max(self.store.garden_get("last_cycle_at").ok().flatten());
+            .max(
+                self.store
+                    .garden()
+                    .garden_get("last_cycle_at")
+                    .ok()
+                    .flatten(),
+            );
         let max = Duration::minutes(i64::from(
             self.settings.global().garden.max_interval_minutes,
         ));
@@ -478,7 +490,7 @@ impl Garden {
                 created_at: now,
                 done_at: None,
             };
-            if let Err(e) = self.store.queue_insert(&item) {
+            if let Err(e) = self.store.garden().queue_insert(&item) {
                 return format!("Could not queue it: {e}");
             }
         }
@@ -499,6 +511,7 @@ impl Garden {
     /// The oldest open `/ambient garden` request due by `now` (of `guild`, if given).
     fn requested(&self, guild: Option<GuildId>, now: DateTime<Utc>) -> Option<QueueItem> {
         self.store
+            .garden()
             .queue_open()
             .unwrap_or_default()
             .into_iter()
@@ -536,6 +549,7 @@ impl Garden {
     fn held_for_talk(&self, plan: &Plan, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         let last = self
             .store
+            .garden()
             .garden_get::<DateTime<Utc>>("last_cycle_at")
             .ok()
             .flatten()?;
@@ -572,16 +586,22 @@ impl Garden {
                 1.0 - w.tokens_remaining as f64 / w.tokens_limit as f64
             }
         });
-        let recent = self.store.recent_cycle_tokens(5).unwrap_or_default();
+        let recent = self
+            .store
+            .garden()
+            .recent_cycle_tokens(5)
+            .unwrap_or_default();
         let last_human = self
             .store
+            .messages()
             .known_guilds()
             .unwrap_or_default()
             .into_iter()
-            .filter_map(|(g, _)| self.store.last_human_message(g).ok().flatten())
+            .filter_map(|(g, _)| self.store.impulses().last_human_message(g).ok().flatten())
             .max();
         let last_cycle = self
             .store
+            .garden()
             .garden_get::<DateTime<Utc>>("last_cycle_at")
             .ok()
             .flatten();
@@ -608,6 +628,7 @@ impl Garden {
 
     fn guild_name(&self, g: GuildId) -> String {
         self.store
+            .messages()
             .guild_name(g)
             .ok()
             .flatten()

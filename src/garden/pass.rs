@@ -103,6 +103,7 @@ pub fn tend(
     unchanged: bool,
 ) -> Tended {
     let facts = store
+        .memory()
         .list_facts(&FactFilter {
             guild: Some(guild),
             ..Default::default()
@@ -137,7 +138,7 @@ pub fn tend(
     }
     if !pruned.is_empty() {
         let refs: Vec<&Fact> = pruned.iter().map(|(f, _)| f).collect();
-        if store.save_facts(&[], &refs).is_ok() {
+        if store.memory().save_facts(&[], &refs).is_ok() {
             t.pruned = pruned.len();
             let list: Vec<String> = pruned
                 .iter()
@@ -181,7 +182,7 @@ fn merge_duplicates(
         let (survivor_at, survivor, others) = fold(facts, &members, guild, now);
         let refs: Vec<&Fact> = others.iter().collect();
         // A failed merge leaves the cluster as it was: the next pass finds it again.
-        if store.merge_facts(&survivor, &refs, now).is_ok() {
+        if store.memory().merge_facts(&survivor, &refs, now).is_ok() {
             for &i in &members {
                 gone[i] = i != survivor_at;
             }
@@ -343,7 +344,10 @@ fn link_related(
             links.push((facts[a].id.clone(), facts[b].id.clone()));
         }
     }
-    let linked = store.link_facts(&links, "related", now).unwrap_or(0);
+    let linked = store
+        .garden()
+        .link_facts(&links, "related", now)
+        .unwrap_or(0);
     if linked > 0 {
         journal.record(
             Entry::new(
@@ -388,11 +392,13 @@ pub fn run(
     stop: &dyn Fn() -> bool,
 ) -> Run {
     let mut cp: Checkpoint = store
+        .garden()
         .garden_get("checkpoint")
         .ok()
         .flatten()
         .unwrap_or_default();
     let mut marks: HashMap<u64, (u64, i64)> = store
+        .garden()
         .garden_get("pass_marks")
         .ok()
         .flatten()
@@ -412,7 +418,7 @@ pub fn run(
         ));
     }
     cp.cycle = cycle;
-    let mut guilds = store.fact_guilds().unwrap_or_default();
+    let mut guilds = store.memory().fact_guilds().unwrap_or_default();
     guilds.sort_by_key(|g| guild_key(*g));
     for guild in guilds {
         let key = guild_key(guild);
@@ -426,23 +432,23 @@ pub fn run(
             ));
             return out;
         }
-        let before = store.fact_signature(guild).ok();
+        let before = store.memory().fact_signature(guild).ok();
         let unchanged = before.is_some() && marks.get(&key) == before.as_ref();
         let t = tend(store, journal, g, guild, now, unchanged);
         if t.modified() + t.linked > 0 {
             out.lines.push((guild, describe(&t)));
         }
         out.tended.add(&t);
-        if let Ok(after) = store.fact_signature(guild) {
+        if let Ok(after) = store.memory().fact_signature(guild) {
             marks.insert(key, after);
         }
         cp.done.push(key);
         // Harmless if lost: a lost checkpoint or mark only means a server is tended again.
-        let _ = store.garden_set("checkpoint", &cp);
-        let _ = store.garden_set("pass_marks", &marks);
+        let _ = store.garden().garden_set("checkpoint", &cp);
+        let _ = store.garden().garden_set("pass_marks", &marks);
     }
     // Harmless if lost: a stale checkpoint only defers its servers to the pass after.
-    let _ = store.garden_clear("checkpoint");
+    let _ = store.garden().garden_clear("checkpoint");
     out.lines.push((
         None,
         format!(
@@ -474,6 +480,7 @@ pub fn candidates(
     judged: &std::collections::HashSet<String>,
 ) -> Candidates {
     let facts = store
+        .memory()
         .list_facts(&FactFilter {
             guild: Some(Some(guild)),
             ..Default::default()

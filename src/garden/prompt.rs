@@ -45,6 +45,7 @@ impl Garden {
     /// Contradiction pairs already put to the model.
     pub(super) fn judged(&self) -> HashSet<String> {
         self.store
+            .garden()
             .garden_get::<Vec<String>>("judged")
             .ok()
             .flatten()
@@ -56,6 +57,7 @@ impl Garden {
     pub(super) fn mark_judged(&self, pairs: &[String]) {
         let mut all: Vec<String> = self
             .store
+            .garden()
             .garden_get("judged")
             .ok()
             .flatten()
@@ -64,7 +66,7 @@ impl Garden {
         let skip = all.len().saturating_sub(5_000);
         all.drain(..skip);
         // Harmless if lost: these pairs are only shown to the model once more.
-        let _ = self.store.garden_set("judged", &all);
+        let _ = self.store.garden().garden_set("judged", &all);
     }
 
     /// The prompt for one guild's cycle, and what it showed (the queue items
@@ -87,6 +89,7 @@ impl Garden {
         // The last cycle that tended this guild — never another guild's summary.
         let last = self
             .store
+            .garden()
             .cycles(200)
             .unwrap_or_default()
             .into_iter()
@@ -103,6 +106,7 @@ impl Garden {
         let cands = pass::candidates(&self.store, g, guild, &talk, now, &self.judged());
         let queue: Vec<QueueItem> = self
             .store
+            .garden()
             .queue_open()
             .unwrap_or_default()
             .into_iter()
@@ -198,6 +202,7 @@ impl Garden {
             .unwrap_or(now - Duration::hours(24));
         let mut recent: Vec<_> = self
             .store
+            .messages()
             .recent_guild_messages(guild, since, 500)
             .unwrap_or_default()
             .into_iter()
@@ -218,6 +223,7 @@ impl Garden {
         }
         let checkpoints: HashSet<ChannelId> = self
             .store
+            .messages()
             .unextracted_channels()
             .unwrap_or_default()
             .into_iter()
@@ -228,6 +234,7 @@ impl Garden {
             .map(|(c, (n, last))| ConversationLine {
                 channel: self
                     .store
+                    .messages()
                     .channel_name(c)
                     .ok()
                     .flatten()
@@ -248,9 +255,14 @@ impl Garden {
     /// The memory's health in numbers: how many facts, how many still
     /// active, how many faded below a tenth of their confidence, how many links.
     fn health(&self, guild: GuildId, now: DateTime<Utc>, half_life_days: u32) -> Health {
-        let (total, active) = self.store.fact_counts(Some(guild)).unwrap_or((0, 0));
+        let (total, active) = self
+            .store
+            .memory()
+            .fact_counts(Some(guild))
+            .unwrap_or((0, 0));
         let active_facts = self
             .store
+            .memory()
             .list_facts(&crate::store::memory::FactFilter {
                 guild: Some(Some(guild)),
                 ..Default::default()
@@ -265,7 +277,7 @@ impl Garden {
             active,
             inactive: total - active,
             low_confidence: low as u64,
-            links: self.store.link_count(guild).unwrap_or(0),
+            links: self.store.garden().link_count(guild).unwrap_or(0),
         }
     }
 
@@ -274,6 +286,7 @@ impl Garden {
     fn prepared_work(&self, guild: GuildId, tz: Tz) -> (Vec<String>, Vec<String>) {
         let tasks = self
             .store
+            .impulses()
             .tasks(Some(guild), false)
             .unwrap_or_default()
             .into_iter()
@@ -282,6 +295,7 @@ impl Garden {
             .collect();
         let ideas = self
             .store
+            .impulses()
             .ideas(Some(guild), false)
             .unwrap_or_default()
             .into_iter()

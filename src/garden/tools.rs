@@ -160,6 +160,7 @@ impl CycleShared {
         }
         let found: Vec<Fact> = self
             .store
+            .memory()
             .facts_by_prefix(id)
             .unwrap_or_default()
             .into_iter()
@@ -200,12 +201,16 @@ impl TypedTool for Todos {
         let s = &self.0;
         let mut cycle = s
             .store
+            .garden()
             .cycle(s.cycle)
             .map_err(|e| e.to_string())?
             .ok_or("the cycle is gone")?;
         let done = args.items.iter().filter(|t| t.done).count();
         cycle.todos = args.items;
-        s.store.cycle_save(&cycle).map_err(|e| e.to_string())?;
+        s.store
+            .garden()
+            .cycle_save(&cycle)
+            .map_err(|e| e.to_string())?;
         Ok(format!(
             "plan saved: {} item(s), {done} done",
             cycle.todos.len()
@@ -264,7 +269,10 @@ impl TypedTool for Schedule {
             created_at: now,
             done_at: None,
         };
-        s.store.queue_insert(&item).map_err(|e| e.to_string())?;
+        s.store
+            .garden()
+            .queue_insert(&item)
+            .map_err(|e| e.to_string())?;
         let mut req = s.requested.lock().unwrap_or_else(|p| p.into_inner());
         *req = Some(req.map_or(item.scheduled_for, |r| r.min(item.scheduled_for)));
         Ok(format!(
@@ -306,6 +314,7 @@ impl TypedTool for Resolve {
         old.superseded_by = Some(keep.id.clone());
         old.updated_at = s.clock.now();
         s.store
+            .memory()
             .save_facts(&[], &[&old])
             .map_err(|e| e.to_string())?;
         s.touched(1);
@@ -354,9 +363,12 @@ impl TypedTool for Confirm {
         f.confidence = 1.0;
         f.last_seen_at = now;
         f.updated_at = now;
-        s.store.save_facts(&[], &[&f]).map_err(|e| e.to_string())?;
+        s.store
+            .memory()
+            .save_facts(&[], &[&f])
+            .map_err(|e| e.to_string())?;
         // Harmless if lost: the strength is saved above; the breadcrumb only dates it.
-        let _ = s.store.add_reinforcement(&f.id, None, now);
+        let _ = s.store.memory().add_reinforcement(&f.id, None, now);
         s.touched(1);
         s.note(
             format!("re-checked memory {}: still holds", f.short_id()),
@@ -388,7 +400,10 @@ impl TypedTool for Retire {
         let now = s.clock.now();
         f.archived_at = Some(now);
         f.updated_at = now;
-        s.store.save_facts(&[], &[&f]).map_err(|e| e.to_string())?;
+        s.store
+            .memory()
+            .save_facts(&[], &[&f])
+            .map_err(|e| e.to_string())?;
         s.touched(1);
         s.note(
             format!("retired memory {}", f.short_id()),
@@ -434,6 +449,7 @@ impl TypedTool for AddTask {
         {
             Some(name) => Some(
                 s.store
+                    .messages()
                     .channel_by_name(s.guild, name)
                     .ok()
                     .flatten()
@@ -532,6 +548,7 @@ impl TypedTool for ProposeThought {
             return Err(ToolError(format!("not this one: {why}")));
         }
         if s.store
+            .initiative()
             .pending_thought(s.guild)
             .map_err(|e| e.to_string())?
             .is_some()
@@ -543,7 +560,13 @@ impl TypedTool for ProposeThought {
             .as_deref()
             .map(|c| c.trim().trim_start_matches('#'))
             .filter(|c| !c.is_empty())
-            .and_then(|name| s.store.channel_by_name(s.guild, name).ok().flatten());
+            .and_then(|name| {
+                s.store
+                    .messages()
+                    .channel_by_name(s.guild, name)
+                    .ok()
+                    .flatten()
+            });
         let now = s.clock.now();
         let max_age = Duration::minutes(i64::from(
             self.1
@@ -562,6 +585,7 @@ impl TypedTool for ProposeThought {
             max_age,
         );
         s.store
+            .initiative()
             .save_pending_thought(&thought)
             .map_err(|e| e.to_string())?;
         s.prepared

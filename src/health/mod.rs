@@ -69,7 +69,7 @@ pub async fn not_ready(app: &App, gateway: &Gateway) -> Option<String> {
         return Some(format!("gateway: {why}"));
     }
     let store = app.store.clone();
-    match tokio::task::spawn_blocking(move || store.writable()).await {
+    match tokio::task::spawn_blocking(move || store.file().writable()).await {
         Ok(Ok(())) => None,
         Ok(Err(e)) => Some(format!("store: not writable: {e}")),
         Err(e) => Some(format!("store: the check did not finish: {e}")),
@@ -230,7 +230,7 @@ impl Endpoints {
         let now = self.app.clock.now();
         let read = tokio::task::spawn_blocking(move || {
             let left = crate::executive::budget::left(&store, &settings, now);
-            (store.bytes_on_disk(), left)
+            (store.file().bytes_on_disk(), left)
         });
         let (store_bytes, budget_left) = match read.await {
             Ok((bytes, Ok(left))) => (bytes, left),

@@ -137,7 +137,7 @@ impl ImpulseHandler {
             persona: settings.bot.persona.clone(),
             bot_name: settings.bot.name.clone(),
             guild_name: guild
-                .and_then(|g| self.store.guild_name(g).ok().flatten())
+                .and_then(|g| self.store.messages().guild_name(g).ok().flatten())
                 .unwrap_or_default(),
             now: {
                 let tz = settings.zone();
@@ -152,6 +152,7 @@ impl ImpulseHandler {
             context: context.to_string(),
             channel: channel.map(|c| {
                 self.store
+                    .messages()
                     .channel_name(c)
                     .ok()
                     .flatten()
@@ -160,6 +161,7 @@ impl ImpulseHandler {
             lines: channel
                 .map(|c| {
                     self.store
+                        .messages()
                         .recent_messages(c, 15)
                         .unwrap_or_default()
                         .iter()
@@ -262,7 +264,7 @@ impl ImpulseHandler {
     }
 
     async fn task(&self, id: &str) -> Outcome {
-        let Ok(Some(task)) = self.store.task(id) else {
+        let Ok(Some(task)) = self.store.impulses().task(id) else {
             return Outcome::Declined(format!("task {id} no longer exists"));
         };
         if task.done_at.is_some() {
@@ -294,7 +296,7 @@ impl ImpulseHandler {
             {
                 Ok(sent) => {
                     // The task was claimed before it fired: a lost completion cannot fire it twice.
-                    let _ = self.store.complete_task(&task.id, now);
+                    let _ = self.store.impulses().complete_task(&task.id, now);
                     self.note(
                         task.guild,
                         task.channel,
@@ -319,7 +321,7 @@ impl ImpulseHandler {
                     Err(e) => return Outcome::Failed(e.to_string()),
                 };
                 // The task was claimed before it fired: a lost completion cannot fire it twice.
-                let _ = self.store.complete_task(&task.id, now);
+                let _ = self.store.impulses().complete_task(&task.id, now);
                 self.finish(
                     task.guild,
                     task.channel,
@@ -370,7 +372,7 @@ impl ImpulseHandler {
         now: DateTime<Utc>,
     ) -> Outcome {
         let later = (now + chrono::Duration::minutes(POSTPONE_MINUTES)).max(until.unwrap_or(now));
-        match self.store.postpone_task(&task.id, later) {
+        match self.store.impulses().postpone_task(&task.id, later) {
             Ok(_) => {
                 self.note(
                     task.guild,
@@ -388,6 +390,7 @@ impl ImpulseHandler {
     async fn scheduled(&self, guild: Option<GuildId>, name: &str) -> Outcome {
         let entry = self
             .store
+            .impulses()
             .schedules(guild)
             .unwrap_or_default()
             .into_iter()
@@ -469,12 +472,16 @@ impl ImpulseHandler {
             return Ok(());
         }
         let failed = |e| Refusal::read_failed("when people last posted", &e);
-        let channels = self.store.guild_channels(entry.guild).map_err(failed)?;
+        let channels = self
+            .store
+            .messages()
+            .guild_channels(entry.guild)
+            .map_err(failed)?;
         let mut room = gates::eligible_pool(settings, &channels);
         room.extend(entry.channel.filter(|c| !room.contains(c)));
         let mut last_human = None;
         for c in &room {
-            last_human = last_human.max(self.store.last_human_in(*c).map_err(failed)?);
+            last_human = last_human.max(self.store.messages().last_human_in(*c).map_err(failed)?);
         }
         let posts = gates::unanswered(&self.store, settings, entry.guild, &room, last_human)?;
         match gates::unanswered_refusal(settings, &posts) {
@@ -523,7 +530,7 @@ impl ImpulseHandler {
     }
 
     async fn idea(&self, guild: Option<GuildId>, id: &str) -> Outcome {
-        let Ok(Some(idea)) = self.store.idea(id) else {
+        let Ok(Some(idea)) = self.store.impulses().idea(id) else {
             return Outcome::Declined(format!("idea {id} no longer exists"));
         };
         let prompt = self.prompt(guild, None, "idea", &idea.text, &idea.sparked_by);
@@ -566,7 +573,13 @@ impl ImpulseHandler {
                 .as_deref()
                 .map(str::trim)
                 .filter(|s| !s.is_empty())
-                && self.store.pending_thought(g).ok().flatten().is_none()
+                && self
+                    .store
+                    .initiative()
+                    .pending_thought(g)
+                    .ok()
+                    .flatten()
+                    .is_none()
             {
                 let max_age = chrono::Duration::minutes(i64::from(
                     self.settings
@@ -585,7 +598,7 @@ impl ImpulseHandler {
                     max_age,
                 );
                 // Harmless if lost: sharing is optional, and the note below keeps the finding.
-                let _ = self.store.save_pending_thought(&thought);
+                let _ = self.store.initiative().save_pending_thought(&thought);
             }
         }
         self.note(

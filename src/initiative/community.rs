@@ -35,7 +35,7 @@ pub fn interests(
     limit: usize,
     top: usize,
 ) -> Interests {
-    let Ok(messages) = store.recent_guild_messages(guild, since, limit) else {
+    let Ok(messages) = store.messages().recent_guild_messages(guild, since, limit) else {
         return Interests::default();
     };
     let human: Vec<_> = messages.iter().filter(|m| !m.author_is_bot).collect();
@@ -60,6 +60,7 @@ pub fn interests(
         .map(|(c, n)| {
             (
                 store
+                    .messages()
                     .channel_name(c)
                     .ok()
                     .flatten()
@@ -95,6 +96,7 @@ mod tests {
         ];
         for (i, l) in lines.iter().enumerate() {
             store
+                .messages()
                 .insert_message(&sample(i as u64 + 1, 5, l, t))
                 .unwrap();
         }

@@ -120,6 +120,7 @@ pub fn assemble(r: Request<'_>) -> InitiativePrompt {
         persona: s.bot.persona.clone(),
         guild_name: r
             .store
+            .messages()
             .guild_name(r.guild)
             .ok()
             .flatten()
@@ -160,6 +161,7 @@ fn channels(r: &Request<'_>) -> (Vec<ChannelView>, BTreeMap<UserId, String>) {
         .map(|(id, name)| {
             let lines = r
                 .store
+                .messages()
                 .recent_messages(*id, per_channel)
                 .unwrap_or_default();
             people.extend(
@@ -168,7 +170,11 @@ fn channels(r: &Request<'_>) -> (Vec<ChannelView>, BTreeMap<UserId, String>) {
                     .filter(|m| !m.is_self && !m.author_is_bot)
                     .map(|m| (m.author_id, m.author_name.clone())),
             );
-            let (bot, human) = r.store.channel_activity(*id).unwrap_or((None, None));
+            let (bot, human) = r
+                .store
+                .messages()
+                .channel_activity(*id)
+                .unwrap_or((None, None));
             ChannelView {
                 name: name.clone(),
                 vibe: s.permissions.replies.reply_channel_ids.contains(id),
@@ -185,6 +191,7 @@ fn channels(r: &Request<'_>) -> (Vec<ChannelView>, BTreeMap<UserId, String>) {
 fn no_ping(store: &Store, people: BTreeMap<UserId, String>) -> Vec<String> {
     let ids: Vec<UserId> = people.keys().copied().collect();
     let unpingable = store
+        .people()
         .with_boundary(&ids, Boundary::NoPing)
         .unwrap_or_default();
     let mut no_ping: Vec<String> = people
@@ -233,7 +240,7 @@ fn pending_view(r: &Request<'_>, p: &PendingThought) -> PendingView {
             })
             .or_else(|| {
                 p.channel
-                    .and_then(|c| r.store.channel_name(c).ok().flatten())
+                    .and_then(|c| r.store.messages().channel_name(c).ok().flatten())
             }),
         revision: p.revision,
         age_minutes: (r.now - p.created_at).num_minutes(),

@@ -110,6 +110,7 @@ impl Reads {
             move |e| Refusal::read_failed(what, &e)
         }
         let guild_channels = store
+            .messages()
             .guild_channels(guild)
             .map_err(failed("the server's channels"))?;
         let eligible = eligible_pool(settings, &guild_channels);
@@ -118,9 +119,11 @@ impl Reads {
         let posts_last_24h = super::posts_last_24h(store, guild, now)
             .map_err(failed("the posts of the last 24 h"))?;
         let last_considered = store
+            .initiative()
             .last_considered(guild)
             .map_err(failed("when the bot last considered posting"))?;
         let unsettled = store
+            .initiative()
             .outbox_unsent_in(guild)
             .map_err(failed("the posts not yet confirmed"))?
             .first()
@@ -157,10 +160,11 @@ pub fn unanswered(
     }
     let failed = |e| Refusal::read_failed("the bot's posts since a person last spoke", &e);
     let mut posts = store
+        .messages()
         .unprompted_posts_after(guild, last_human, max)
         .map_err(failed)?;
     let ids: Vec<_> = posts.iter().map(|p| p.message).collect();
-    let mut answered = store.last_reaction_to(&ids).map_err(failed)?;
+    let mut answered = store.messages().last_reaction_to(&ids).map_err(failed)?;
     let mut outside: Vec<ChannelId> = posts
         .iter()
         .map(|p| p.channel)
@@ -169,7 +173,7 @@ pub fn unanswered(
     outside.sort_unstable();
     outside.dedup();
     for c in outside {
-        answered = answered.max(store.last_human_in(c).map_err(failed)?);
+        answered = answered.max(store.messages().last_human_in(c).map_err(failed)?);
     }
     if let Some(at) = answered {
         posts.retain(|p| p.at > at);
@@ -273,16 +277,18 @@ impl Room {
     ) -> Result<Room, Refusal> {
         let hushes = |e| Refusal::read_failed("the hushes", &e);
         let server_hush = store
+            .people()
             .hush(guild, None, now)
             .map_err(hushes)?
             .map(|h| courtesy::hushed(store, settings, &h, now));
         let mut hushed = Vec::new();
         let mut last_human = None;
         for c in eligible {
-            if let Some(h) = store.hush(guild, Some(*c), now).map_err(hushes)? {
+            if let Some(h) = store.people().hush(guild, Some(*c), now).map_err(hushes)? {
                 hushed.push((*c, courtesy::hushed(store, settings, &h, now)));
             }
             let last = store
+                .messages()
                 .last_human_in(*c)
                 .map_err(|e| Refusal::read_failed("when people last posted", &e))?;
             last_human = last_human.max(last);
@@ -466,7 +472,9 @@ pub fn daily_cap_opens_at(
     if max == 0 {
         return Ok(None);
     }
-    let posts = store.journal_query(&super::counted_posts(guild, now))?;
+    let posts = store
+        .journal()
+        .journal_query(&super::counted_posts(guild, now))?;
     // Oldest first: once all but `max - 1` have left, one more fits.
     Ok(Some(match posts.len().checked_sub(max) {
         Some(i) => posts[i].at + chrono::Duration::hours(24),
@@ -602,7 +610,7 @@ mod tests {
         for hours in [20, 9, 5, 2] {
             let mut post = Entry::new(Kind::InitiativePost, "posted").guild(Some(guild));
             post.at = now - chrono::Duration::hours(hours);
-            store.journal_append(&post).unwrap();
+            store.journal().journal_append(&post).unwrap();
         }
         let mut s = settings();
         s.initiative.text.max_posts_per_day = 3;

@@ -117,7 +117,7 @@ pub fn unconfigured(settings: &Settings, secrets: &Secrets) -> Option<String> {
 
 /// GIF searches a guild made in the last 24 h.
 pub fn gifs_today(store: &Store, guild: GuildId, now: DateTime<Utc>) -> Result<u64, StoreError> {
-    store.usage_count(&UsageFilter {
+    store.usage().usage_count(&UsageFilter {
         since: Some(now - chrono::Duration::hours(24)),
         guild: Some(guild),
         provider: Some(GIF_PROVIDER.into()),
@@ -189,7 +189,7 @@ fn image_availability(settings: &Settings, images_today: u64) -> Result<(), Unav
 /// Images a guild asked the generator for in the last 24 h, made or failed:
 /// a failed call costs the provider's time (and often money) all the same.
 pub fn images_today(store: &Store, guild: GuildId, now: DateTime<Utc>) -> Result<u64, StoreError> {
-    store.usage_count(&UsageFilter {
+    store.usage().usage_count(&UsageFilter {
         since: Some(now - chrono::Duration::hours(24)),
         guild: Some(guild),
         provider: Some(IMAGE_PROVIDER.into()),
@@ -296,7 +296,7 @@ impl MediaCall<'_> {
     /// Records the call with its (already masked) outcome. A result that
     /// cannot be recorded is not used: it would not count against the budget.
     pub fn record<T>(self, result: Result<T, String>, what: &'static str) -> Result<T, MediaError> {
-        let recorded = self.store.usage_append(&UsageRecord {
+        let recorded = self.store.usage().usage_append(&UsageRecord {
             id: 0,
             at: self.now,
             role: self.role.into(),

@@ -117,10 +117,15 @@ impl Initiative {
     /// and settle posts that were recorded but never confirmed sent.
     pub async fn recover(&self) {
         let now = self.clock.now();
-        for p in self.store.pending_thoughts().unwrap_or_default() {
+        for p in self
+            .store
+            .initiative()
+            .pending_thoughts()
+            .unwrap_or_default()
+        {
             if p.is_expired(now) {
                 // Harmless if lost: an expired thought is never posted, and the tick drops it again.
-                let _ = self.store.delete_pending_thought(p.guild);
+                let _ = self.store.initiative().delete_pending_thought(p.guild);
                 self.skip(
                     p.guild,
                     p.channel,
@@ -140,7 +145,7 @@ impl Initiative {
     /// guilds and journals the failed read.
     pub async fn settle_unconfirmed(&self) {
         let now = self.clock.now();
-        for post in self.store.outbox_unsent().unwrap_or_default() {
+        for post in self.store.initiative().outbox_unsent().unwrap_or_default() {
             if !self.lock_in_flight().contains(&post.guild) {
                 self.settle(post, now).await;
             }
@@ -151,10 +156,10 @@ impl Initiative {
     /// held thought is what was being posted: it is settled here, whatever
     /// became of the post, so the model is never shown it again to post twice.
     async fn settle(&self, post: OutboxPost, now: DateTime<Utc>) {
-        if let Ok(Some(held)) = self.store.pending_thought(post.guild) {
+        if let Ok(Some(held)) = self.store.initiative().pending_thought(post.guild) {
             // Losing this delete only risks the double post it exists to prevent; a store
             // that cannot delete cannot record the post either, and the tick journals that.
-            let _ = self.store.delete_pending_thought(post.guild);
+            let _ = self.store.initiative().delete_pending_thought(post.guild);
             self.skip(
                 post.guild,
                 held.channel,
@@ -165,7 +170,7 @@ impl Initiative {
         let age = now - post.created_at;
         if age > chrono::Duration::minutes(RESEND_WINDOW_MINUTES) {
             // Harmless to lose: the row would be settled the same way at the next start.
-            let _ = self.store.outbox_delete(&post.nonce);
+            let _ = self.store.initiative().outbox_delete(&post.nonce);
             self.journal.record(
                 Entry::new(Kind::Error, "a post may not have been sent")
                     .place(Some(post.guild), Some(post.channel))
@@ -190,7 +195,7 @@ impl Initiative {
             crate::courtesy::unprompted(&settings, &self.store, post.guild, post.channel, now)
         {
             // Harmless to lose: the row would be settled the same way at the next look.
-            let _ = self.store.outbox_delete(&post.nonce);
+            let _ = self.store.initiative().outbox_delete(&post.nonce);
             let why = format!("not sent again: {} gate: {}", r.gate, r.reason);
             self.journal.record(
                 Entry::new(Kind::Error, "a post may not have been sent")
@@ -224,7 +229,7 @@ impl Initiative {
         // initiative post pings nobody) before sending, so `@everyone` in the
         // outbox is `@\u{200D}everyone` in the channel.
         let posted = crate::speech::neutralise_mentions(&post.text, &[], |u| {
-            self.store.author_name(u).ok().flatten()
+            self.store.messages().author_name(u).ok().flatten()
         });
         let first_part = crate::speech::split_message(posted.trim(), crate::speech::MESSAGE_LIMIT)
             .into_iter()
@@ -243,10 +248,13 @@ impl Initiative {
         // Harmless to lose: an unconfirmed row is settled again before the
         // guild's next look (sent again under its nonce, or looked for in
         // the channel), and its thought was let go before the resend.
-        let _ = self.store.outbox_settle(&post.nonce, post.guild, first);
+        let _ = self
+            .store
+            .initiative()
+            .outbox_settle(&post.nonce, post.guild, first);
         // A post whose confirmation alone failed was journaled when it went
         // out: a second line would count it twice against maxPostsPerDay.
-        let journaled = self.store.journal_query(&Filter {
+        let journaled = self.store.journal().journal_query(&Filter {
             kinds: vec![Kind::InitiativePost],
             message: Some(first),
             ..Default::default()
@@ -287,7 +295,7 @@ impl Initiative {
     /// One tick: the gates for every known guild; those that pass are queued
     /// in attention as an initiative impulse. Cheap and synchronous.
     pub fn tick(&self) -> Vec<(GuildId, Verdict)> {
-        let guilds = self.store.known_guilds().unwrap_or_default();
+        let guilds = self.store.messages().known_guilds().unwrap_or_default();
         guilds
             .into_iter()
             .filter_map(|(g, _)| self.tick_guild(g).map(|v| (g, v)))
@@ -335,11 +343,12 @@ impl Initiative {
     ) -> Result<Verdict, crate::courtesy::Refusal> {
         let mut pending = self
             .store
+            .initiative()
             .pending_thought(guild)
             .map_err(|e| crate::courtesy::Refusal::read_failed("the held thought", &e))?;
         if let Some(p) = pending.as_ref().filter(|p| p.is_expired(now)) {
             // Harmless if lost: an expired thought is never posted, and the next tick drops it again.
-            let _ = self.store.delete_pending_thought(guild);
+            let _ = self.store.initiative().delete_pending_thought(guild);
             self.skip(
                 guild,
                 p.channel,
@@ -410,7 +419,7 @@ impl Initiative {
                     .executive
                     .fits_budget_again_at(&CallContext::new(role, Some(guild)), estimate))
             }
-            "cooldown" => self.store.last_considered(guild).map(|last| {
+            "cooldown" => self.store.initiative().last_considered(guild).map(|last| {
                 last.map(|l| gates::cooldown_ends_at(&settings, l))
                     .or(Some(now))
             }),
@@ -418,6 +427,7 @@ impl Initiative {
         };
         let room = self
             .store
+            .messages()
             .guild_channels(guild)
             .map_err(|e| crate::courtesy::Refusal::read_failed("the server's channels", &e))
             .and_then(|channels| {
@@ -454,10 +464,14 @@ impl Initiative {
     pub async fn consider(&self, guild: GuildId) {
         let settings = self.settings.for_guild(Some(guild));
         let now = self.clock.now();
-        let read = self.store.pending_thought(guild).and_then(|pending| {
-            let pool = self.open_pool(&settings, guild, now)?;
-            Ok((pending.filter(|p| !p.is_expired(now)), pool))
-        });
+        let read = self
+            .store
+            .initiative()
+            .pending_thought(guild)
+            .and_then(|pending| {
+                let pool = self.open_pool(&settings, guild, now)?;
+                Ok((pending.filter(|p| !p.is_expired(now)), pool))
+            });
         let (pending, pool) = match read {
             Ok(read) => read,
             Err(e) => {
@@ -475,7 +489,7 @@ impl Initiative {
             return;
         }
         // Unrecorded, the cooldown gate would let every tick consult the model.
-        if let Err(e) = self.store.set_last_considered(guild, now) {
+        if let Err(e) = self.store.initiative().set_last_considered(guild, now) {
             return self.write_failed(guild, None, "record this consideration", e);
         }
         let (mut tools, mut capabilities) = self.capabilities(&settings, guild, now);
@@ -530,7 +544,7 @@ impl Initiative {
         now: DateTime<Utc>,
     ) -> Result<Pool, crate::store::StoreError> {
         let active = self.spine.active.active_channels(Some(guild), now);
-        let guild_channels = self.store.guild_channels(guild)?;
+        let guild_channels = self.store.messages().guild_channels(guild)?;
         Ok(Pool {
             channels: gates::eligible_pool(settings, &guild_channels)
                 .into_iter()
@@ -542,6 +556,7 @@ impl Initiative {
                     (
                         c,
                         self.store
+                            .messages()
                             .channel_name(c)
                             .ok()
                             .flatten()
@@ -716,7 +731,7 @@ impl Initiative {
         match checked {
             Checked::Drop { reason } => {
                 let summary = if pending.is_some() {
-                    if let Err(e) = self.store.delete_pending_thought(guild) {
+                    if let Err(e) = self.store.initiative().delete_pending_thought(guild) {
                         return self.write_failed(guild, None, "drop the held thought", e);
                     }
                     "dropped the held thought"
@@ -754,7 +769,7 @@ impl Initiative {
                         )),
                     ),
                 };
-                if let Err(e) = self.store.save_pending_thought(&thought) {
+                if let Err(e) = self.store.initiative().save_pending_thought(&thought) {
                     let why = e.to_string();
                     return self.end_look(
                         Entry::new(Kind::InitiativeSkip, "could not keep the thought")
@@ -878,15 +893,16 @@ impl Initiative {
         // fails, the unconfirmed row keeps the guild's looks stopped until it
         // is settled by looking in the channel first.
         if let Some(first) = ids.first() {
-            if let Err(e) = self.store.outbox_settle(nonce, guild, *first) {
+            if let Err(e) = self.store.initiative().outbox_settle(nonce, guild, *first) {
                 self.write_failed(guild, Some(channel), "mark the post as sent", e);
             }
             self.discovery.note_post(guild, channel, *first, text, now);
-        } else if let Err(e) = self.store.delete_pending_thought(guild) {
+        } else if let Err(e) = self.store.initiative().delete_pending_thought(guild) {
             self.write_failed(guild, Some(channel), "settle the posted thought", e);
         }
         let name = self
             .store
+            .messages()
             .channel_name(channel)
             .ok()
             .flatten()
@@ -937,7 +953,11 @@ impl Initiative {
         // Recorded before it is sent: a crash in between is settled at the next start.
         let nonce = format!("initiative-{guild}-{}", now.timestamp_millis());
         // Unrecorded, a post could be sent twice after a crash: no record, no post.
-        if let Err(e) = self.store.outbox_insert(&nonce, guild, channel, &text, now) {
+        if let Err(e) = self
+            .store
+            .initiative()
+            .outbox_insert(&nonce, guild, channel, &text, now)
+        {
             let why = format!("it could not be recorded before sending: {e}");
             let summary = "did not post an ambient thought";
             return self.end_look(
@@ -966,7 +986,7 @@ impl Initiative {
                 self.settle_post(guild, channel, sent, reason, pending, model_call, now);
             }
             Err(e) => {
-                if let Err(e) = self.store.outbox_delete(&nonce) {
+                if let Err(e) = self.store.initiative().outbox_delete(&nonce) {
                     self.write_failed(guild, Some(channel), "forget the unsent post", e);
                 }
                 let summary = "could not post an ambient thought";
@@ -1016,7 +1036,7 @@ impl Initiative {
                 max_age,
             ),
         };
-        if let Err(e) = self.store.save_pending_thought(&thought) {
+        if let Err(e) = self.store.initiative().save_pending_thought(&thought) {
             let why = e.to_string();
             let summary = "could not keep the thought it did not post";
             return self.end_look(
@@ -1093,6 +1113,7 @@ pub fn posts_last_24h(
     now: DateTime<Utc>,
 ) -> Result<u32, crate::store::StoreError> {
     store
+        .journal()
         .journal_count(&counted_posts(guild, now))
         .map(|n| n as u32)
 }

@@ -111,7 +111,10 @@ impl Journal {
         } else {
             Commit::Now
         };
-        let written = self.store.journal_append_with(&entry, line, commit);
+        let written = self
+            .store
+            .journal()
+            .journal_append_with(&entry, line, commit);
         match written {
             Ok(id) => {
                 self.metrics.journaled(entry.kind.as_str());
@@ -125,7 +128,7 @@ impl Journal {
     }
 
     pub fn query(&self, filter: &Filter) -> Result<Vec<Entry>, StoreError> {
-        self.store.journal_query(filter)
+        self.store.journal().journal_query(filter)
     }
 }
 

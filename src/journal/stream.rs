@@ -27,7 +27,7 @@ use super::{Entry, Kind};
 use crate::ids::GuildId;
 use crate::settings::{Role, Settings};
 use crate::store::Store;
-use crate::store::garden::{StreamEvent, StreamLine, USER_MESSAGE};
+use crate::store::stream::{StreamEvent, StreamLine, USER_MESSAGE};
 
 pub const KINDS: &[&str] = &[
     USER_MESSAGE,
@@ -106,7 +106,9 @@ pub fn read(
     limit: usize,
 ) -> crate::store::Result<Vec<StreamEvent>> {
     // The ten minutes before `since` only say what is a repeat.
-    let events = store.stream_read(guild, since - repeat_window(), kinds, limit)?;
+    let events = store
+        .journal()
+        .stream_read(guild, since - repeat_window(), kinds, limit)?;
     let mut last_shown: HashMap<String, DateTime<Utc>> = HashMap::new();
     let mut out = Vec::with_capacity(events.len());
     for mut e in events {
@@ -224,6 +226,7 @@ pub fn retained(settings: &Settings, since: DateTime<Utc>, now: DateTime<Utc>) -
 /// (people's messages are not copied into the stream; see [`read`]).
 pub fn cleanup(store: &Store, settings: &Settings, now: DateTime<Utc>) -> usize {
     store
+        .journal()
         .stream_cleanup(
             now - Duration::hours(i64::from(settings.executive.context_stream.retention_hours)),
         )
@@ -241,7 +244,7 @@ mod tests {
         let t = DateTime::<Utc>::from_timestamp(1_800_000_000, 0).unwrap();
         let said = |id: u64, text: &str, minutes: i64| {
             let m = sample(id, 5, text, t + Duration::minutes(minutes));
-            store.insert_message(&m).unwrap();
+            store.messages().insert_message(&m).unwrap();
         };
         said(1, "lol", 0);
         said(2, "lol", 5); // a repeat of the first
@@ -249,10 +252,10 @@ mod tests {
         said(4, "lol", 12); // ten minutes after the last shown
         let mut bot = sample(5, 5, "i am the bot", t + Duration::minutes(7));
         bot.author_is_bot = true;
-        store.insert_message(&bot).unwrap();
+        store.messages().insert_message(&bot).unwrap();
         let mut other = sample(6, 5, "elsewhere", t + Duration::minutes(7));
         other.guild = Some(GuildId(2));
-        store.insert_message(&other).unwrap();
+        store.messages().insert_message(&other).unwrap();
 
         let lines = |since: DateTime<Utc>| -> Vec<String> {
             read(&store, GuildId(1), since, &[], 100)

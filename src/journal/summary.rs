@@ -114,6 +114,7 @@ pub fn line(e: &Entry, store: &Store, tz: Tz) -> String {
             format!(
                 " #{}",
                 store
+                    .messages()
                     .channel_name(c)
                     .ok()
                     .flatten()

@@ -90,7 +90,7 @@ pub(super) fn erase_what_came_too_late(
     stored: &[Fact],
     messages: &[StoredMessage],
 ) {
-    let late = match store.erasures_after(mark) {
+    let late = match store.people().erasures_after(mark) {
         Ok(late) => late,
         Err(e) => {
             return tracing::error!(error = %e, "store read failed: the erasure log, after an extraction");
@@ -98,7 +98,7 @@ pub(super) fn erase_what_came_too_late(
     };
     let concerned: HashSet<UserId> = stored.iter().flat_map(|f| involved(f, messages)).collect();
     for erasure in late.iter().filter(|e| concerned.contains(&e.user)) {
-        if let Err(e) = store.erase_again(erasure) {
+        if let Err(e) = store.people().erase_again(erasure) {
             tracing::error!(user = %erasure.user, error = %e, "could not carry out a forget-me again after an extraction");
         }
     }
@@ -138,6 +138,7 @@ fn last_erasures(
     users: &[UserId],
 ) -> Result<HashMap<UserId, DateTime<Utc>>, AskError> {
     store
+        .people()
         .last_erasures(users)
         .map_err(|source| AskError::StoreRead {
             what: "the erasure log",
@@ -163,8 +164,8 @@ mod tests {
         let before = now - chrono::Duration::minutes(1);
         let mut said = sample(next_snowflake(before), 5, "call me at 555-0101", before);
         said.author_id = dave;
-        let mark = store.erasure_mark().unwrap();
-        store.forget_person(dave, false, now).unwrap();
+        let mark = store.people().erasure_mark().unwrap();
+        store.people().forget_person(dave, false, now).unwrap();
         let mut fact = Fact::new(
             Scope::user(Some(GuildId(1)), dave),
             FactKind::Fact,
@@ -173,9 +174,9 @@ mod tests {
             now,
         );
         fact.sources = vec![said.id];
-        store.insert_fact(&fact).unwrap();
+        store.memory().insert_fact(&fact).unwrap();
 
         erase_what_came_too_late(&store, mark, std::slice::from_ref(&fact), &[said]);
-        assert!(store.fact(&fact.id).unwrap().is_none());
+        assert!(store.memory().fact(&fact.id).unwrap().is_none());
     }
 }

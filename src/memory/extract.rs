@@ -118,7 +118,11 @@ impl Memory {
         if self.model_held_back(now) {
             return (0, 0);
         }
-        let due = self.store.unextracted_channels().unwrap_or_default();
+        let due = self
+            .store
+            .messages()
+            .unextracted_channels()
+            .unwrap_or_default();
         let (mut channels, mut facts) = (0, 0);
         for u in due {
             if self.is_due(&u, now) {
@@ -154,7 +158,7 @@ impl Memory {
     /// own: until then a round does nothing there, so a channel held back
     /// falls due when its back-off ends, or later if its own time is later.
     pub(super) fn extraction_due_at(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        let Ok(waiting) = self.store.unextracted_channels() else {
+        let Ok(waiting) = self.store.messages().unextracted_channels() else {
             return Some(now);
         };
         let held = |key: &Holdback| self.extraction_backoff.until(key).filter(|t| now < *t);
@@ -204,12 +208,14 @@ impl Memory {
         let now = self.clock.now();
         let after = self
             .store
+            .memory()
             .extraction_checkpoint(channel)
             .ok()
             .flatten()
             .map(|(m, _)| m);
         let messages = self
             .store
+            .messages()
             .messages_after(channel, after, MAX_BATCH)
             .unwrap_or_default();
         let Some(last) = messages.last().map(|m| m.id) else {
@@ -222,6 +228,7 @@ impl Memory {
         // comes later is caught when the facts are stored.
         let read = self
             .store
+            .people()
             .erasure_mark()
             .map_err(|source| AskError::StoreRead {
                 what: "the erasure log",
@@ -240,7 +247,10 @@ impl Memory {
         });
         if !worth_it {
             // Harmless if lost: these messages are only looked over once more.
-            let _ = self.store.set_extraction_checkpoint(channel, last, now);
+            let _ = self
+                .store
+                .memory()
+                .set_extraction_checkpoint(channel, last, now);
             return 0;
         }
         if self.executive.unavailable(Role::Extract).is_some() {
@@ -313,7 +323,11 @@ impl Memory {
         // Lost, the checkpoint makes this batch be read again and its facts
         // reinforced a second time: worth a warning, not worth undoing the
         // facts already stored.
-        if let Err(e) = self.store.set_extraction_checkpoint(channel, last, now) {
+        if let Err(e) = self
+            .store
+            .memory()
+            .set_extraction_checkpoint(channel, last, now)
+        {
             tracing::warn!(%channel, error = %e, "could not save the extraction checkpoint");
         }
         self.journal.record(
@@ -359,9 +373,11 @@ impl Memory {
         };
         // Keep the checkpoint: the same messages are tried again later
         // (harmless if lost: the checkpoint already points there).
-        let _ = self
-            .store
-            .set_extraction_checkpoint(channel, after.unwrap_or(MessageId(0)), now);
+        let _ = self.store.memory().set_extraction_checkpoint(
+            channel,
+            after.unwrap_or(MessageId(0)),
+            now,
+        );
         let reason = match held {
             Some(held) => format!("{why}; {held}, {}", setback.describe()),
             None => format!("{why}; {}", setback.describe()),
@@ -387,6 +403,7 @@ impl Memory {
             .collect();
         let withheld = self
             .store
+            .people()
             .with_boundary(&authors, Boundary::NoMemory)
             .ok()?;
         if withheld.is_empty() {
@@ -474,11 +491,17 @@ impl Memory {
             Some(g) => format!(
                 "#{} on \"{}\"",
                 self.store
+                    .messages()
                     .channel_name(channel)
                     .ok()
                     .flatten()
                     .unwrap_or_else(|| channel.to_string()),
-                self.store.guild_name(g).ok().flatten().unwrap_or_default()
+                self.store
+                    .messages()
+                    .guild_name(g)
+                    .ok()
+                    .flatten()
+                    .unwrap_or_default()
             ),
             None => "a direct message".into(),
         };

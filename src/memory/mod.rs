@@ -204,8 +204,8 @@ impl Memory {
                 old.updated_at = now;
                 old.last_seen_at = now;
                 old.sources.extend(new.sources.iter().copied());
-                self.store.save_facts(&[], &[&old])?;
-                self.store.add_reinforcement(
+                self.store.memory().save_facts(&[], &[&old])?;
+                self.store.memory().add_reinforcement(
                     &old.id,
                     reinforced_by.or(new.sources.first().copied()),
                     now,
@@ -215,11 +215,11 @@ impl Memory {
             (None, Some(mut old)) => {
                 old.superseded_by = Some(new.id.clone());
                 old.updated_at = now;
-                self.store.save_facts(&[&new], &[&old])?;
+                self.store.memory().save_facts(&[&new], &[&old])?;
                 Stored::Superseded { new, old }
             }
             (None, None) => {
-                self.store.insert_fact(&new)?;
+                self.store.memory().insert_fact(&new)?;
                 Stored::New(new)
             }
         };
@@ -255,6 +255,7 @@ impl Memory {
         let new_kw = keywords::keywords(&new.content);
         let candidates: Vec<(f64, f64, Fact)> = self
             .store
+            .memory()
             .facts_in_scope(&new.scope, Some(new.kind))?
             .into_iter()
             .filter(|old| match (&old.subject, &new.subject) {
@@ -304,6 +305,7 @@ impl Memory {
         let mut found = self.search(reader, text, limit);
         let about_author = self
             .store
+            .memory()
             .list_facts(&FactFilter {
                 guild: Some(guild),
                 scope: Some(ScopeKind::User),
@@ -343,6 +345,7 @@ impl Memory {
         if relevant.len() < limit {
             let important = self
                 .store
+                .memory()
                 .list_facts(&FactFilter {
                     guild: Some(Some(guild)),
                     importance: Some(Importance::High),
@@ -364,6 +367,7 @@ impl Memory {
         }
         let guidance: Vec<String> = self
             .store
+            .memory()
             .list_facts(&FactFilter {
                 guild: Some(Some(guild)),
                 kind: Some(FactKind::BehaviorGuidance),
@@ -405,7 +409,7 @@ impl Memory {
         );
         let ids: Vec<String> = found.iter().map(|s| s.fact.id.clone()).collect();
         // Harmless if lost: last-seen times only nudge future search scores.
-        let _ = self.store.touch_facts(&ids, now);
+        let _ = self.store.memory().touch_facts(&ids, now);
         found
     }
 
@@ -441,6 +445,7 @@ impl Memory {
     ) -> Result<Fact, MemoryError> {
         let matches: Vec<Fact> = self
             .store
+            .memory()
             .facts_by_prefix(id_prefix)?
             .into_iter()
             .filter(|f| f.scope.guild == guild)
@@ -466,13 +471,14 @@ impl Memory {
     pub fn forget_by_operator(&self, id: &str, via: &str) -> Result<Fact, MemoryError> {
         let fact = self
             .store
+            .memory()
             .fact(id)?
             .ok_or_else(|| MemoryError::NoSuchId(id.to_string()))?;
         self.delete_fact(fact, &format!("asked by the operator ({via})"))
     }
 
     fn delete_fact(&self, fact: Fact, why: &str) -> Result<Fact, MemoryError> {
-        self.store.delete_fact(&fact.id)?;
+        self.store.memory().delete_fact(&fact.id)?;
         self.journal.record(
             Entry::new(Kind::Memory, format!("forgot: {}", fact.content))
                 .guild(fact.scope.guild)
@@ -505,6 +511,7 @@ impl Memory {
     ) -> Result<(usize, usize), MemoryError> {
         let gone = self
             .store
+            .people()
             .forget_person(user, messages, self.clock.now())
             .map_err(MemoryError::ForgetPerson)?;
         let log = if gone.log_truncated {
@@ -536,6 +543,7 @@ impl Memory {
         let now = self.clock.now();
         let facts = self
             .store
+            .memory()
             .facts_in_scope(&Scope::channel(Some(guild), channel), None)?;
         let (mut promoted, mut archived) = (Vec::new(), Vec::new());
         for mut f in facts {
@@ -549,7 +557,7 @@ impl Memory {
             }
         }
         let changed: Vec<&Fact> = promoted.iter().chain(archived.iter()).collect();
-        self.store.save_facts(&[], &changed)?;
+        self.store.memory().save_facts(&[], &changed)?;
         self.journal.record(
             Entry::new(
                 Kind::Memory,
@@ -571,10 +579,12 @@ impl Memory {
         let now = self.clock.now();
         let expired = self
             .store
+            .memory()
             .expire_facts(now - chrono::Duration::days(i64::from(settings.memory.ttl_days)))
             .unwrap_or(0);
         let purged = self
             .store
+            .memory()
             .purge_archived_facts(
                 now - chrono::Duration::days(i64::from(settings.memory.archive_retention_days)),
             )
@@ -600,7 +610,7 @@ impl Memory {
         if self.some_scope_crowded() {
             return Some(now);
         }
-        let Ok(oldest) = self.store.oldest_fact_marks() else {
+        let Ok(oldest) = self.store.memory().oldest_fact_marks() else {
             return Some(now);
         };
         let m = &self.settings.global().memory;

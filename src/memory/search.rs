@@ -80,7 +80,7 @@ pub fn search(
     let Some(expr) = match_expr(text, reader) else {
         return Vec::new();
     };
-    let matches = match store.search_facts(&expr, CANDIDATES.max(limit)) {
+    let matches = match store.memory().search_facts(&expr, CANDIDATES.max(limit)) {
         Ok(m) => m,
         Err(e) => {
             tracing::warn!(error = %e, "memory search failed");

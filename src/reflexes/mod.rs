@@ -552,6 +552,7 @@ impl Reflexes {
         let disabled = self
             .services
             .store
+            .impulses()
             .disabled_reflexes()
             .unwrap_or_default()
             .into_iter()
@@ -623,10 +624,17 @@ impl Reflexes {
         vars.insert(
             "guild".into(),
             guild
-                .and_then(|g| s.store.guild_name(g).ok().flatten())
+                .and_then(|g| s.store.messages().guild_name(g).ok().flatten())
                 .unwrap_or_default(),
         );
-        let channel_name = |c| s.store.channel_name(c).ok().flatten().unwrap_or_default();
+        let channel_name = |c| {
+            s.store
+                .messages()
+                .channel_name(c)
+                .ok()
+                .flatten()
+                .unwrap_or_default()
+        };
         let mut firing = Firing {
             guild,
             channel: None,
@@ -691,7 +699,13 @@ impl Reflexes {
     /// For a reaction, `message` and `author` are the message reacted to
     /// (empty when the store no longer has it).
     fn reacted_vars(&self, vars: &mut BTreeMap<String, String>, message: MessageId) {
-        let reacted = self.services.store.message(message).ok().flatten();
+        let reacted = self
+            .services
+            .store
+            .messages()
+            .message(message)
+            .ok()
+            .flatten();
         let (text, name, id) = match reacted {
             Some(m) => (m.content, m.author_name, m.author_id.to_string()),
             None => Default::default(),
@@ -815,6 +829,7 @@ impl Reflexes {
         let _ = self
             .services
             .store
+            .impulses()
             .record_reflex_run(&r.key(), outcome, micros);
         if matches!(ended, Ended::Failed(_)) {
             tracing::warn!(reflex = %r.name, reason = %reason, "reflex failed");
@@ -848,6 +863,7 @@ impl Reflexes {
         // while the journal and the answer say it is active.
         self.services
             .store
+            .impulses()
             .enable_reflex(Some(guild), &reflex.name)
             .map_err(|source| EditError::NotSwitchedOn {
                 path: path.display().to_string(),
@@ -952,9 +968,12 @@ impl Reflexes {
                 known,
             });
         }
-        self.services
-            .store
-            .disable_reflex(guild, name, reason, self.services.clock.now())?;
+        self.services.store.impulses().disable_reflex(
+            guild,
+            name,
+            reason,
+            self.services.clock.now(),
+        )?;
         self.reload();
         self.services.journal.record(
             Entry::new(Kind::Reflex, format!("disabled the reflex {name}"))
@@ -968,7 +987,7 @@ impl Reflexes {
     }
 
     pub fn enable(&self, guild: Option<GuildId>, name: &str) -> Result<bool, EditError> {
-        let changed = self.services.store.enable_reflex(guild, name)?;
+        let changed = self.services.store.impulses().enable_reflex(guild, name)?;
         self.reload();
         Ok(changed)
     }

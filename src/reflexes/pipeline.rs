@@ -614,11 +614,13 @@ fn resolve_channel(
     let found = match target.parse::<u64>() {
         Ok(id) => s
             .store
+            .messages()
             .guild_channels(guild)
             .ok()
             .and_then(|cs| cs.into_iter().find(|c| c.0 == id)),
         Err(_) => s
             .store
+            .messages()
             .channel_by_name(guild, target.trim_start_matches('#'))
             .ok()
             .flatten(),

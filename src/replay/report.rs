@@ -227,7 +227,11 @@ impl Report {
         let per_channel = channel_rows(sim, seen, &acts.per_channel);
         let per_day = day_rows(seen, &acts.per_day);
         let per_hour = hours(&run, &seen.per_hour, &acts.bot_hours);
-        let usage = sim.app.store.usage_list(&UsageFilter::default(), None)?;
+        let usage = sim
+            .app
+            .store
+            .usage()
+            .usage_list(&UsageFilter::default(), None)?;
         let settings = sim.app.settings.global();
         let mut roles = role_rows(&usage, prices);
         estimate(&mut roles, &usage, offline, prices, &settings);
@@ -318,6 +322,7 @@ fn channel_rows(sim: &Simulation, seen: &Seen, did: &BTreeMap<u64, Counts>) -> V
     let store = &sim.app.store;
     let name = |c: ChannelId| {
         store
+            .messages()
             .channel_name(c)
             .ok()
             .flatten()
@@ -557,11 +562,11 @@ fn consecutive_unanswered(sim: &Simulation) -> anyhow::Result<u64> {
         else {
             continue;
         };
-        let Some(Some(guild)) = store.channel_guild(channel)? else {
+        let Some(Some(guild)) = store.messages().channel_guild(channel)? else {
             continue;
         };
         if let Some(prev) = last.insert(guild, at)
-            && !store.people_spoke_between(guild, prev, at)?
+            && !store.messages().people_spoke_between(guild, prev, at)?
         {
             n += 1;
         }

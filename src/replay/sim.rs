@@ -415,10 +415,10 @@ impl Simulation {
             return Ok(None);
         };
         let store = &self.app.store;
-        let guilds = store.known_guilds()?;
+        let guilds = store.messages().known_guilds()?;
         if guilds.len() != gates.len()
-            || !store.pending_thoughts()?.is_empty()
-            || !store.schedules(None)?.is_empty()
+            || !store.initiative().pending_thoughts()?.is_empty()
+            || !store.impulses().schedules(None)?.is_empty()
         {
             return Ok(None);
         }
@@ -433,7 +433,7 @@ impl Simulation {
         let mut settings = Vec::new();
         for g in std::iter::once(None).chain(guilds.iter().map(|(g, _)| Some(*g))) {
             // A task already fired is not fired again; one not yet fired is due at its time.
-            let tasks = store.tasks(g, false)?;
+            let tasks = store.impulses().tasks(g, false)?;
             if let Some(due) = tasks
                 .iter()
                 .filter(|t| t.fired_at.is_none())
@@ -443,7 +443,7 @@ impl Simulation {
                 until = until.min(due);
             }
             if let Some(g) = g {
-                if !store.ideas(Some(g), false)?.is_empty() {
+                if !store.impulses().ideas(Some(g), false)?.is_empty() {
                     return Ok(None);
                 }
                 settings.push(self.app.settings.for_guild(Some(g)));
@@ -585,7 +585,7 @@ impl Simulation {
 
     /// Answered model calls of `roles` (all when empty) so far; a refusal is no call.
     fn calls(&mut self, roles: &[Role]) -> anyhow::Result<u64> {
-        let new = self.app.store.usage_after(self.answered.after)?;
+        let new = self.app.store.usage().usage_after(self.answered.after)?;
         for record in new {
             self.answered.after = Some(record.id);
             if record.outcome == "ok" {
@@ -612,8 +612,10 @@ impl Simulation {
     fn meet(&mut self, m: &ExportedMessage) -> anyhow::Result<()> {
         if self.known_channels.insert(m.channel.id) {
             let store = &self.app.store;
-            store.upsert_guild(GuildId(m.guild.id), &m.guild.name, m.at)?;
-            store.upsert_channel(
+            store
+                .messages()
+                .upsert_guild(GuildId(m.guild.id), &m.guild.name, m.at)?;
+            store.messages().upsert_channel(
                 ChannelId(m.channel.id),
                 Some(GuildId(m.guild.id)),
                 &m.channel.name,
@@ -627,7 +629,7 @@ impl Simulation {
     }
 
     fn open(&self, guild: GuildId) -> anyhow::Result<()> {
-        let channels = self.app.store.guild_channels(guild)?;
+        let channels = self.app.store.messages().guild_channels(guild)?;
         let ids = serde_json::to_string(&channels)?;
         for path in [
             "permissions.replies.discoveryChannelIds",

@@ -108,7 +108,7 @@ impl Line {
                 Some(*message),
             ),
         };
-        let name = store.channel_name(channel).ok().flatten();
+        let name = store.messages().channel_name(channel).ok().flatten();
         Self {
             at,
             channel_id: channel.get(),

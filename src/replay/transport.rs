@@ -164,6 +164,7 @@ impl Transport for ReplayTransport {
         limit: usize,
     ) -> Result<Vec<StoredMessage>, ChatError> {
         self.store
+            .messages()
             .recent_messages(channel, limit)
             .map_err(|e| ChatError::Transport(e.to_string()))
     }

@@ -108,7 +108,7 @@ pub async fn for_message(
 ) -> Shown {
     let replied = message
         .reply_to
-        .and_then(|id| store.message(id).ok().flatten())
+        .and_then(|id| store.messages().message(id).ok().flatten())
         .filter(|r| r.channel == message.channel && r.guild == message.guild);
     let mut sources = vec![Source {
         whose: format!("{}'s message", message.author_name),

@@ -245,7 +245,7 @@ impl SettingsService {
     }
 
     fn build_for(&self, guild: GuildId, global: &Settings, tree: &Value) -> Settings {
-        let overrides = match self.store.guild_overrides(guild) {
+        let overrides = match self.store.overrides().guild_overrides(guild) {
             Ok(o) => o,
             Err(e) => {
                 tracing::warn!(%guild, error = %e, "cannot read guild overrides; using the file's settings");
@@ -311,6 +311,7 @@ impl SettingsService {
         self.only_shorter(path, &typed)?;
 
         self.store
+            .overrides()
             .set_guild_override(guild, path, &value, by, self.clock.now())?;
         self.invalidate(guild);
         Ok(value)
@@ -336,7 +337,7 @@ impl SettingsService {
     pub fn reset_override(&self, guild: GuildId, path: &str) -> Result<bool, ChangeError> {
         let path = path.trim();
         self.known(path)?;
-        let removed = self.store.remove_guild_override(guild, path)?;
+        let removed = self.store.overrides().remove_guild_override(guild, path)?;
         self.invalidate(guild);
         Ok(removed)
     }
@@ -350,6 +351,7 @@ impl SettingsService {
         let overridden = match guild {
             Some(g) => self
                 .store
+                .overrides()
                 .guild_overrides(g)?
                 .iter()
                 .any(|(p, _)| p == path || p.starts_with(&format!("{path}."))),
@@ -367,7 +369,7 @@ impl SettingsService {
 
     /// The guild's overrides, as stored.
     pub fn overrides(&self, guild: GuildId) -> Result<Vec<(String, Value)>, ChangeError> {
-        Ok(self.store.guild_overrides(guild)?)
+        Ok(self.store.overrides().guild_overrides(guild)?)
     }
 
     fn invalidate(&self, guild: GuildId) {

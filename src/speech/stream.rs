@@ -326,7 +326,9 @@ impl Streamed {
     /// when the answer is said as a plain message.
     fn safe(&self, text: &str) -> String {
         let store = &self.speech.store;
-        let safe = neutralise_mentions(text, &self.pings, |u| store.author_name(u).ok().flatten());
+        let safe = neutralise_mentions(text, &self.pings, |u| {
+            store.messages().author_name(u).ok().flatten()
+        });
         let safe = safe.trim();
         match self.plain && !safe.is_empty() {
             true => addressed(safe, self.addressee.as_deref()),
@@ -451,7 +453,10 @@ impl Streamed {
         let shown = &mut self.shown[i];
         shown.content = edit.content;
         shown.at = now;
-        self.speech.store.edit_message(id, content, now)?;
+        self.speech
+            .store
+            .messages()
+            .edit_message(id, content, now)?;
         Ok(())
     }
 

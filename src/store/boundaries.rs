@@ -17,7 +17,7 @@ use std::collections::HashSet;
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{Result, Store, StoreError, from_ms, to_ms};
+use super::{PeopleStore, Result, StoreError, from_ms, to_ms};
 use crate::ids::UserId;
 
 /// One thing a person asked the bot not to do.
@@ -84,9 +84,10 @@ impl Boundary {
     }
 }
 
-impl Store {
+impl PeopleStore {
     pub fn has_boundary(&self, user: UserId, boundary: Boundary) -> Result<bool> {
         Ok(self
+            .0
             .lock()
             .prepare_cached("SELECT 1 FROM boundaries WHERE user_id = ?1 AND kind = ?2")?
             .query_row(params![user.to_sql(), boundary.as_str()], |_| Ok(()))
@@ -96,7 +97,7 @@ impl Store {
 
     /// A person's boundaries, with when each was set.
     pub fn boundaries(&self, user: UserId) -> Result<Vec<(Boundary, DateTime<Utc>)>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached("SELECT kind, at FROM boundaries WHERE user_id = ?1")?;
         let rows = stmt
             .query_map([user.to_sql()], |r| {
@@ -117,7 +118,7 @@ impl Store {
 
     /// Of `users`, those who set `boundary` (one query, however many).
     pub fn with_boundary(&self, users: &[UserId], boundary: Boundary) -> Result<HashSet<UserId>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt =
             conn.prepare_cached("SELECT 1 FROM boundaries WHERE user_id = ?1 AND kind = ?2")?;
         let mut found = HashSet::new();
@@ -135,7 +136,7 @@ impl Store {
 
     /// Everyone who set `boundary` (voice keeps this in memory: it is asked every 20 ms).
     pub fn everyone_with(&self, boundary: Boundary) -> Result<HashSet<UserId>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached("SELECT user_id FROM boundaries WHERE kind = ?1")?;
         let users = stmt
             .query_map([boundary.as_str()], |r| r.get::<_, i64>(0))?
@@ -175,6 +176,7 @@ pub(super) fn write_boundary(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
 
     #[test]
     fn a_kind_the_table_does_not_allow_is_an_error_not_a_silent_done() {
@@ -202,21 +204,25 @@ mod tests {
         let now = Utc::now();
         assert!(
             store
+                .people()
                 .set_boundary(ada, Boundary::NoPing, true, now)
                 .unwrap()
         );
         assert!(
             !store
+                .people()
                 .set_boundary(ada, Boundary::NoPing, true, now)
                 .unwrap(),
             "already set"
         );
         store
+            .people()
             .set_boundary(ada, Boundary::NoMemory, true, now)
             .unwrap();
-        assert!(store.has_boundary(ada, Boundary::NoPing).unwrap());
-        assert!(!store.has_boundary(bob, Boundary::NoPing).unwrap());
+        assert!(store.people().has_boundary(ada, Boundary::NoPing).unwrap());
+        assert!(!store.people().has_boundary(bob, Boundary::NoPing).unwrap());
         let kinds: Vec<Boundary> = store
+            .people()
             .boundaries(ada)
             .unwrap()
             .into_iter()
@@ -224,15 +230,19 @@ mod tests {
             .collect();
         assert_eq!(kinds, vec![Boundary::NoPing, Boundary::NoMemory]);
         assert_eq!(
-            store.with_boundary(&[ada, bob], Boundary::NoPing).unwrap(),
+            store
+                .people()
+                .with_boundary(&[ada, bob], Boundary::NoPing)
+                .unwrap(),
             HashSet::from([ada])
         );
         assert!(
             store
+                .people()
                 .set_boundary(ada, Boundary::NoPing, false, now)
                 .unwrap()
         );
-        assert!(!store.has_boundary(ada, Boundary::NoPing).unwrap());
+        assert!(!store.people().has_boundary(ada, Boundary::NoPing).unwrap());
         assert_eq!(
             Boundary::parse("no_unprompted"),
             Some(Boundary::NoUnprompted)

@@ -4,14 +4,14 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{Result, Store, to_ms};
+use super::{MessageStore, Result, to_ms};
 use crate::ids::{ChannelId, GuildId};
 
-impl Store {
+impl MessageStore {
     /// Asked for every message seen (a rename shows on the next one), so
     /// prepared once; an unchanged name writes nothing.
     pub fn upsert_guild(&self, id: GuildId, name: &str, at: DateTime<Utc>) -> Result<()> {
-        upsert_guild(&self.lock(), id, name, at)
+        upsert_guild(&self.0.lock(), id, name, at)
     }
 
     pub fn upsert_channel(
@@ -21,11 +21,12 @@ impl Store {
         name: &str,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        upsert_channel(&self.lock(), id, guild, name, at)
+        upsert_channel(&self.0.lock(), id, guild, name, at)
     }
 
     pub fn channel_name(&self, id: ChannelId) -> Result<Option<String>> {
         Ok(self
+            .0
             .read()
             .prepare_cached("SELECT name FROM channels WHERE id = ?1")?
             .query_row([id.to_sql()], |r| r.get(0))
@@ -36,6 +37,7 @@ impl Store {
     /// `Some(None)` for a DM channel.
     pub fn channel_guild(&self, id: ChannelId) -> Result<Option<Option<GuildId>>> {
         Ok(self
+            .0
             .lock()
             .query_row(
                 "SELECT guild_id FROM channels WHERE id = ?1",
@@ -49,6 +51,7 @@ impl Store {
     /// Asked for every answer's prompt, so prepared once.
     pub fn guild_name(&self, id: GuildId) -> Result<Option<String>> {
         Ok(self
+            .0
             .read()
             .prepare_cached("SELECT name FROM guilds WHERE id = ?1")?
             .query_row([id.to_sql()], |r| r.get(0))
@@ -59,7 +62,7 @@ impl Store {
     /// removed the bot (`departed`) gets no ticks, garden or feeds while
     /// its data waits out the grace period.
     pub fn known_guilds(&self) -> Result<Vec<(GuildId, String)>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(
             "SELECT id, name FROM guilds
              WHERE id NOT IN (SELECT guild_id FROM departed_guilds) ORDER BY id",
@@ -72,7 +75,7 @@ impl Store {
 
     /// Every channel the bot has seen in `guild`.
     pub fn guild_channels(&self, guild: GuildId) -> Result<Vec<ChannelId>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt =
             conn.prepare_cached("SELECT id FROM channels WHERE guild_id = ?1 ORDER BY id")?;
         let rows = stmt
@@ -84,6 +87,7 @@ impl Store {
     /// The channel named `name` in `guild`, if the bot has seen one.
     pub fn channel_by_name(&self, guild: GuildId, name: &str) -> Result<Option<ChannelId>> {
         Ok(self
+            .0
             .lock()
             .query_row(
                 "SELECT id FROM channels WHERE guild_id = ?1 AND name = ?2",

@@ -18,7 +18,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::guild_io::{End, GuildIoError, Removal};
 use super::retention::Pace;
-use super::{Result, Store, from_ms, to_ms};
+use super::{GuildStore, Result, from_ms, to_ms};
 use crate::ids::GuildId;
 
 /// A server the bot was removed from and whose data is still here.
@@ -55,12 +55,12 @@ pub fn removal_date(at: DateTime<Utc>, days: u32) -> String {
         .to_string()
 }
 
-impl Store {
+impl GuildStore {
     /// Records that `guild` removed the bot at `at`; `false` when it was
     /// already recorded (a GUILD_DELETE delivered again keeps the first time,
     /// so a replay cannot push the removal back).
     pub fn record_departure(&self, guild: GuildId, at: DateTime<Utc>) -> Result<bool> {
-        let added = self.lock().execute(
+        let added = self.0.lock().execute(
             "INSERT INTO departed_guilds (guild_id, departed_at) VALUES (?1, ?2)
              ON CONFLICT (guild_id) DO NOTHING",
             params![guild.to_sql(), to_ms(at)],
@@ -72,6 +72,7 @@ impl Store {
     /// when it had departed, if it had.
     pub fn cancel_departure(&self, guild: GuildId) -> Result<Option<DateTime<Utc>>> {
         let at: Option<i64> = self
+            .0
             .lock()
             .query_row(
                 "DELETE FROM departed_guilds WHERE guild_id = ?1 RETURNING departed_at",
@@ -84,7 +85,7 @@ impl Store {
 
     /// Every departed server whose data is still here, the earliest first.
     pub fn departures(&self) -> Result<Vec<Departure>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(
             "SELECT d.guild_id, g.name, d.departed_at
              FROM departed_guilds d LEFT JOIN guilds g ON g.id = d.guild_id
@@ -135,6 +136,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
     use chrono::Duration;
     use std::cell::{Cell, RefCell};
 
@@ -171,13 +173,14 @@ mod tests {
     #[test]
     fn a_departure_is_kept_once_at_its_first_time_and_listed_with_its_name() {
         let s = store();
-        assert!(s.record_departure(GuildId(7), at(0)).unwrap());
+        assert!(s.guilds().record_departure(GuildId(7), at(0)).unwrap());
         assert!(
-            !s.record_departure(GuildId(7), at(5)).unwrap(),
+            !s.guilds().record_departure(GuildId(7), at(5)).unwrap(),
             "delivered again"
         );
-        assert!(s.record_departure(GuildId(9), at(1)).unwrap());
+        assert!(s.guilds().record_departure(GuildId(9), at(1)).unwrap());
         let shown: Vec<(String, DateTime<Utc>)> = s
+            .guilds()
             .departures()
             .unwrap()
             .iter()
@@ -192,22 +195,25 @@ mod tests {
     #[test]
     fn only_a_departure_old_enough_is_removed_with_all_its_rows() {
         let s = store();
-        s.record_departure(GuildId(7), at(0)).unwrap();
-        let before = s.guild_row_counts(GuildId(7)).unwrap();
+        s.guilds().record_departure(GuildId(7), at(0)).unwrap();
+        let before = s.guilds().guild_row_counts(GuildId(7)).unwrap();
         assert_eq!(
-            s.remove_departed(GuildId(7), at(-1), Pace::default(), &|| true)
+            s.guilds()
+                .remove_departed(GuildId(7), at(-1), Pace::default(), &|| true)
                 .unwrap(),
             None,
             "departed after the cutoff"
         );
-        assert_eq!(s.guild_row_counts(GuildId(7)).unwrap(), before);
+        assert_eq!(s.guilds().guild_row_counts(GuildId(7)).unwrap(), before);
         assert_eq!(
-            s.remove_departed(GuildId(8), at(1), Pace::default(), &|| true)
+            s.guilds()
+                .remove_departed(GuildId(8), at(1), Pace::default(), &|| true)
                 .unwrap(),
             None,
             "never left"
         );
         let removed = s
+            .guilds()
             .remove_departed(GuildId(7), at(0), Pace::default(), &|| true)
             .unwrap()
             .unwrap();
@@ -217,24 +223,25 @@ mod tests {
         );
         assert!(removed.counts.contains(&("facts", 1)), "{removed:?}");
         assert_eq!(removed.end, End::Complete);
-        assert!(s.guild_row_counts(GuildId(7)).unwrap().is_empty());
-        assert!(s.departures().unwrap().is_empty());
-        assert_eq!(s.guild_row_counts(GuildId(8)).unwrap().len(), 4);
+        assert!(s.guilds().guild_row_counts(GuildId(7)).unwrap().is_empty());
+        assert!(s.guilds().departures().unwrap().is_empty());
+        assert_eq!(s.guilds().guild_row_counts(GuildId(8)).unwrap().len(), 4);
     }
 
     #[test]
     fn a_departed_server_is_not_among_the_known_ones_until_it_is_back() {
         let s = store();
-        s.record_departure(GuildId(7), at(0)).unwrap();
+        s.guilds().record_departure(GuildId(7), at(0)).unwrap();
         let known = |s: &Store| -> Vec<u64> {
-            s.known_guilds()
+            s.messages()
+                .known_guilds()
                 .unwrap()
                 .iter()
                 .map(|(g, _)| g.get())
                 .collect()
         };
         assert_eq!(known(&s), vec![8]);
-        s.cancel_departure(GuildId(7)).unwrap();
+        s.guilds().cancel_departure(GuildId(7)).unwrap();
         assert_eq!(known(&s), vec![7, 8]);
     }
 
@@ -254,8 +261,9 @@ mod tests {
                             ('qall', NULL, 0, 'tidy', 'low', 'garden', 0);",
             )
             .unwrap();
-        s.record_departure(GuildId(7), at(0)).unwrap();
+        s.guilds().record_departure(GuildId(7), at(0)).unwrap();
         let mut tasks: Vec<String> = s
+            .impulses()
             .claim_due_tasks(at(1))
             .unwrap()
             .into_iter()
@@ -264,6 +272,7 @@ mod tests {
         tasks.sort();
         assert_eq!(tasks, vec!["dm", "t8"]);
         let schedules: Vec<String> = s
+            .impulses()
             .schedules(None)
             .unwrap()
             .into_iter()
@@ -271,37 +280,48 @@ mod tests {
             .collect();
         assert_eq!(schedules, vec!["s8"]);
         assert_eq!(
-            s.schedules(Some(GuildId(7))).unwrap().len(),
+            s.impulses().schedules(Some(GuildId(7))).unwrap().len(),
             1,
             "asked by name, still there"
         );
-        let queue: Vec<String> = s.queue_open().unwrap().into_iter().map(|q| q.id).collect();
+        let queue: Vec<String> = s
+            .garden()
+            .queue_open()
+            .unwrap()
+            .into_iter()
+            .map(|q| q.id)
+            .collect();
         assert_eq!(queue, vec!["q8", "qall"]);
-        s.cancel_departure(GuildId(7)).unwrap();
+        s.guilds().cancel_departure(GuildId(7)).unwrap();
         let tasks: Vec<String> = s
+            .impulses()
             .claim_due_tasks(at(1))
             .unwrap()
             .into_iter()
             .map(|t| t.id)
             .collect();
         assert_eq!(tasks, vec!["t7"], "due once the server is back");
-        assert_eq!(s.schedules(None).unwrap().len(), 2);
-        assert_eq!(s.queue_open().unwrap()[0].id, "q7");
+        assert_eq!(s.impulses().schedules(None).unwrap().len(), 2);
+        assert_eq!(s.garden().queue_open().unwrap()[0].id, "q7");
     }
 
     #[test]
     fn a_server_back_before_the_removal_keeps_everything() {
         let s = store();
-        s.record_departure(GuildId(7), at(0)).unwrap();
-        let before = s.guild_row_counts(GuildId(7)).unwrap();
-        assert_eq!(s.cancel_departure(GuildId(7)).unwrap(), Some(at(0)));
-        assert_eq!(s.cancel_departure(GuildId(7)).unwrap(), None);
+        s.guilds().record_departure(GuildId(7), at(0)).unwrap();
+        let before = s.guilds().guild_row_counts(GuildId(7)).unwrap();
         assert_eq!(
-            s.remove_departed(GuildId(7), at(60), Pace::default(), &|| true)
+            s.guilds().cancel_departure(GuildId(7)).unwrap(),
+            Some(at(0))
+        );
+        assert_eq!(s.guilds().cancel_departure(GuildId(7)).unwrap(), None);
+        assert_eq!(
+            s.guilds()
+                .remove_departed(GuildId(7), at(60), Pace::default(), &|| true)
                 .unwrap(),
             None
         );
-        let mut after = s.guild_row_counts(GuildId(7)).unwrap();
+        let mut after = s.guilds().guild_row_counts(GuildId(7)).unwrap();
         after.push(("departed_guilds", 1));
         let mut expected = before;
         expected.sort();
@@ -363,9 +383,10 @@ mod tests {
         let s = store();
         busy(&s, 7, 450);
         busy(&s, 8, 30);
-        let eight = s.guild_row_counts(GuildId(8)).unwrap();
-        s.record_departure(GuildId(7), at(0)).unwrap();
+        let eight = s.guilds().guild_row_counts(GuildId(8)).unwrap();
+        s.guilds().record_departure(GuildId(7), at(0)).unwrap();
         let removed = s
+            .guilds()
             .remove_departed(GuildId(7), at(0), small(), &|| true)
             .unwrap()
             .unwrap();
@@ -385,23 +406,24 @@ mod tests {
         // Five batches of each of the three tables (the last one short);
         // one look at each of the three empty ones; the final transaction.
         assert_eq!(removed.holds.count(), 3 * 5 + 3 + 1, "{:?}", removed.holds);
-        assert!(s.guild_row_counts(GuildId(7)).unwrap().is_empty());
-        assert_eq!(s.guild_row_counts(GuildId(8)).unwrap(), eight);
-        assert!(s.departures().unwrap().is_empty());
+        assert!(s.guilds().guild_row_counts(GuildId(7)).unwrap().is_empty());
+        assert_eq!(s.guilds().guild_row_counts(GuildId(8)).unwrap(), eight);
+        assert!(s.guilds().departures().unwrap().is_empty());
     }
 
     #[test]
     fn a_server_back_between_batches_keeps_what_had_not_gone_and_loses_nothing_more() {
         let s = store();
         busy(&s, 7, 450);
-        s.record_departure(GuildId(7), at(0)).unwrap();
-        let before = s.guild_row_counts(GuildId(7)).unwrap();
+        s.guilds().record_departure(GuildId(7), at(0)).unwrap();
+        let before = s.guilds().guild_row_counts(GuildId(7)).unwrap();
         // Invited back while the first batch's rest lets go of the writer.
         let back = Cell::new(false);
         let removed = s
+            .guilds()
             .remove_departed(GuildId(7), at(0), small(), &|| {
                 if !back.replace(true) {
-                    s.cancel_departure(GuildId(7)).unwrap();
+                    s.guilds().cancel_departure(GuildId(7)).unwrap();
                 }
                 true
             })
@@ -415,11 +437,12 @@ mod tests {
             .map(|(t, n)| (t, if t == "journal" { n - 100 } else { n }))
             .collect();
         expected.sort();
-        let mut after = s.guild_row_counts(GuildId(7)).unwrap();
+        let mut after = s.guilds().guild_row_counts(GuildId(7)).unwrap();
         after.sort();
         assert_eq!(after, expected, "the rest stays, its name and facts too");
         assert_eq!(
-            s.remove_departed(GuildId(7), at(60), small(), &|| true)
+            s.guilds()
+                .remove_departed(GuildId(7), at(60), small(), &|| true)
                 .unwrap(),
             None,
             "no longer departed: nothing more goes"
@@ -431,28 +454,34 @@ mod tests {
     fn a_removal_stopped_between_batches_keeps_the_departure_and_finishes_next_time() {
         let s = store();
         busy(&s, 7, 450);
-        s.record_departure(GuildId(7), at(0)).unwrap();
+        s.guilds().record_departure(GuildId(7), at(0)).unwrap();
         let stopped = s
+            .guilds()
             .remove_departed(GuildId(7), at(0), small(), &|| false)
             .unwrap()
             .unwrap();
         assert_eq!(stopped.end, End::Stopped);
         assert_eq!(stopped.counts, vec![("journal", 100)]);
-        assert_eq!(s.departures().unwrap().len(), 1, "still to be removed");
+        assert_eq!(
+            s.guilds().departures().unwrap().len(),
+            1,
+            "still to be removed"
+        );
         let rest = s
+            .guilds()
             .remove_departed(GuildId(7), at(0), small(), &|| true)
             .unwrap()
             .unwrap();
         assert_eq!(rest.end, End::Complete);
         assert!(rest.counts.contains(&("journal", 350)), "{rest:?}");
-        assert!(s.guild_row_counts(GuildId(7)).unwrap().is_empty());
+        assert!(s.guilds().guild_row_counts(GuildId(7)).unwrap().is_empty());
     }
 
     #[test]
     fn one_batch_of_a_large_server_holds_the_writer_for_a_small_part_of_it() {
         let s = store();
         busy(&s, 7, 20_000);
-        s.record_departure(GuildId(7), at(0)).unwrap();
+        s.guilds().record_departure(GuildId(7), at(0)).unwrap();
         let pace = Pace {
             rest: std::time::Duration::ZERO,
             ..Pace::default()
@@ -460,6 +489,7 @@ mod tests {
         // Between two transactions: how many messages were left.
         let left = RefCell::new(vec![messages_of(&s, 7)]);
         let removed = s
+            .guilds()
             .remove_departed(GuildId(7), at(0), pace, &|| {
                 left.borrow_mut().push(messages_of(&s, 7));
                 true
@@ -479,7 +509,7 @@ mod tests {
             "{} transactions",
             removed.holds.count()
         );
-        assert!(s.guild_row_counts(GuildId(7)).unwrap().is_empty());
+        assert!(s.guilds().guild_row_counts(GuildId(7)).unwrap().is_empty());
     }
 
     /// A measurement, not a check (run by hand: `cargo test --lib
@@ -498,17 +528,18 @@ mod tests {
             s.lock()
                 .execute_batch("UPDATE messages SET content = printf('%.200c', 'w')")
                 .unwrap();
-            s.record_departure(GuildId(7), at(0)).unwrap();
+            s.guilds().record_departure(GuildId(7), at(0)).unwrap();
         }
         std::fs::create_dir_all(&paced).unwrap();
         std::fs::copy(once.join("ambient.db"), paced.join("ambient.db")).unwrap();
         let s = Store::open(&once).unwrap();
         let began = std::time::Instant::now();
-        let all = s.remove_guild(GuildId(7)).unwrap();
+        let all = s.guilds().remove_guild(GuildId(7)).unwrap();
         let at_once = began.elapsed();
         let s = Store::open(&paced).unwrap();
         let began = std::time::Instant::now();
         let removal = s
+            .guilds()
             .remove_departed(GuildId(7), at(0), Pace::default(), &|| true)
             .unwrap()
             .unwrap();

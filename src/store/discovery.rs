@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{OptionalExtension, Row, params};
 
-use super::{Result, Store, from_ms, to_ms};
+use super::{DiscoveryStore, Result, from_ms, to_ms};
 use crate::backoff::{self, Setback};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 
@@ -86,10 +86,10 @@ pub enum FetchOutcome {
     Failed(String),
 }
 
-impl Store {
+impl DiscoveryStore {
     /// The id of a source, creating its row the first time.
     pub fn upsert_source(&self, kind: &str, target: &str) -> Result<i64> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         conn.execute(
             "INSERT OR IGNORE INTO discovery_sources (kind, target) VALUES (?1, ?2)",
             params![kind, target],
@@ -103,6 +103,7 @@ impl Store {
 
     pub fn source(&self, id: i64) -> Result<Option<SourceRow>> {
         Ok(self
+            .0
             .lock()
             .query_row(
                 &format!("SELECT {SOURCE} FROM discovery_sources WHERE id = ?1"),
@@ -113,7 +114,7 @@ impl Store {
     }
 
     pub fn sources(&self) -> Result<Vec<SourceRow>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {SOURCE} FROM discovery_sources ORDER BY kind, target"
         ))?;
@@ -133,7 +134,7 @@ impl Store {
         now: DateTime<Utc>,
         interval: chrono::Duration,
     ) -> Result<Option<Setback>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         match outcome {
             FetchOutcome::Ok { etag, last_modified, status } => conn.execute(
                 "UPDATE discovery_sources SET etag = ?2, last_modified = ?3, last_fetch_at = ?4, last_ok_at = ?4,
@@ -169,7 +170,7 @@ impl Store {
         now: DateTime<Utc>,
         dedupe_since: DateTime<Utc>,
     ) -> Result<(usize, usize)> {
-        let mut conn = self.lock();
+        let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         let (mut stored, mut dupes) = (0, 0);
         {
@@ -226,7 +227,7 @@ impl Store {
             .map(i64::to_string)
             .collect::<Vec<_>>()
             .join(",");
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT id, source_id, url, canonical_url, title, summary, published_at, fetched_at, media FROM feed_items f
              WHERE source_id IN ({ids}) AND COALESCE(published_at, fetched_at) >= ?1
@@ -258,7 +259,7 @@ impl Store {
 
     pub fn feed_item_by_canonical(&self, canonical: &str) -> Result<Option<(i64, i64)>> {
         Ok(self
-            .lock()
+            .0.lock()
             .query_row(
                 "SELECT id, source_id FROM feed_items WHERE canonical_url = ?1 ORDER BY fetched_at DESC LIMIT 1",
                 [canonical],
@@ -268,7 +269,7 @@ impl Store {
     }
 
     pub fn count_feed_items(&self, source: i64) -> Result<u64> {
-        Ok(self.lock().query_row(
+        Ok(self.0.lock().query_row(
             "SELECT count(*) FROM feed_items WHERE source_id = ?1",
             [source],
             |r| r.get::<_, i64>(0),
@@ -283,7 +284,7 @@ impl Store {
         message: MessageId,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        self.lock().execute(
+        self.0.lock().execute(
             "INSERT OR IGNORE INTO feed_shares (item_id, guild_id, channel_id, message_id, shared_at) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![item, guild.to_sql(), channel.to_sql(), message.to_sql(), to_ms(at)],
         )?;
@@ -293,7 +294,7 @@ impl Store {
     /// Items stored from a source, items shared in a guild, and the reactions
     /// and replies those shared posts drew within a day.
     pub fn source_stats(&self, source: i64, guild: GuildId) -> Result<SourceStats> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let items: i64 = conn.query_row(
             "SELECT count(*) FROM feed_items WHERE source_id = ?1",
             [source],
@@ -325,14 +326,14 @@ impl Store {
         added_by: &str,
         at: DateTime<Utc>,
     ) -> Result<bool> {
-        Ok(self.lock().execute(
+        Ok(self.0.lock().execute(
             "INSERT OR IGNORE INTO guild_sources (guild_id, kind, target, added_by, added_at) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![guild.to_sql(), kind, target, added_by, to_ms(at)],
         )? == 1)
     }
 
     pub fn remove_guild_source(&self, guild: GuildId, kind: &str, target: &str) -> Result<bool> {
-        Ok(self.lock().execute(
+        Ok(self.0.lock().execute(
             "DELETE FROM guild_sources WHERE guild_id = ?1 AND kind = ?2 AND target = ?3",
             params![guild.to_sql(), kind, target],
         )? == 1)
@@ -340,7 +341,7 @@ impl Store {
 
     /// (kind, target, added_by) of the sources added for a guild at runtime.
     pub fn guild_sources(&self, guild: GuildId) -> Result<Vec<(String, String, String)>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(
             "SELECT kind, target, added_by FROM guild_sources WHERE guild_id = ?1 ORDER BY kind, target",
         )?;
@@ -359,7 +360,7 @@ impl Store {
         channel: ChannelId,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        self.lock().execute(
+        self.0.lock().execute(
             "INSERT OR IGNORE INTO reactions (message_id, user_id, emoji, guild_id, channel_id, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![message.to_sql(), user.to_sql(), emoji, guild.map(GuildId::to_sql), channel.to_sql(), to_ms(at)],
         )?;
@@ -367,7 +368,7 @@ impl Store {
     }
 
     pub fn remove_reaction(&self, message: MessageId, user: UserId, emoji: &str) -> Result<()> {
-        self.lock().execute(
+        self.0.lock().execute(
             "DELETE FROM reactions WHERE message_id = ?1 AND user_id = ?2 AND emoji = ?3",
             params![message.to_sql(), user.to_sql(), emoji],
         )?;

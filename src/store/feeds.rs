@@ -15,7 +15,7 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{OptionalExtension, Row, params};
 
-use super::{Result, Store, from_ms, to_ms};
+use super::{FeedStore, Result, from_ms, to_ms};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 
 /// Days after which an item the feed no longer lists is forgotten.
@@ -104,11 +104,11 @@ fn subscription_row(r: &Row<'_>) -> rusqlite::Result<SubscriptionRow> {
     })
 }
 
-impl Store {
+impl FeedStore {
     /// Saves a new subscription; `None` when this guild already has the
     /// same feed in the same channel.
     pub fn add_feed_subscription(&self, s: &NewSubscription) -> Result<Option<i64>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let added = conn.execute(
             "INSERT OR IGNORE INTO feed_subscriptions (guild_id, source_id, channel_id, destination,
                  template, filters, embed, dedupe, backfill, created_by, created_at)
@@ -132,7 +132,7 @@ impl Store {
 
     /// A guild's subscriptions, oldest first.
     pub fn feed_subscriptions(&self, guild: GuildId) -> Result<Vec<SubscriptionRow>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {SUBSCRIPTION} FROM feed_subscriptions WHERE guild_id = ?1 ORDER BY id"
         ))?;
@@ -145,7 +145,7 @@ impl Store {
     /// One of a guild's subscriptions (another guild's id finds nothing).
     /// Every server's subscriptions, by server, oldest first.
     pub fn all_feed_subscriptions(&self) -> Result<Vec<SubscriptionRow>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {SUBSCRIPTION} FROM feed_subscriptions ORDER BY guild_id, id"
         ))?;
@@ -157,6 +157,7 @@ impl Store {
 
     pub fn feed_subscription(&self, guild: GuildId, id: i64) -> Result<Option<SubscriptionRow>> {
         Ok(self
+            .0
             .lock()
             .query_row(
                 &format!(
@@ -170,7 +171,7 @@ impl Store {
 
     /// Every subscription to a source, every guild's: what one fetch feeds.
     pub fn feed_subscriptions_of_source(&self, source_id: i64) -> Result<Vec<SubscriptionRow>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {SUBSCRIPTION} FROM feed_subscriptions WHERE source_id = ?1 ORDER BY id"
         ))?;
@@ -182,7 +183,7 @@ impl Store {
 
     /// The sources any subscription reads, as `(kind, target)`.
     pub fn subscribed_sources(&self) -> Result<Vec<(String, String)>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(
             "SELECT DISTINCT d.kind, d.target FROM feed_subscriptions s
              JOIN discovery_sources d ON d.id = s.source_id ORDER BY d.kind, d.target",
@@ -198,6 +199,7 @@ impl Store {
     /// the feeds' interval when that is shorter).
     pub fn is_subscribed_source(&self, source_id: i64) -> Result<bool> {
         Ok(self
+            .0
             .lock()
             .prepare_cached("SELECT 1 FROM feed_subscriptions WHERE source_id = ?1 LIMIT 1")?
             .exists([source_id])?)
@@ -206,7 +208,7 @@ impl Store {
     /// The subscriptions, not paused, with an item waiting to be sent, in
     /// the order they were made.
     pub fn feed_subscriptions_waiting(&self) -> Result<Vec<SubscriptionRow>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {SUBSCRIPTION} FROM feed_subscriptions s
              WHERE paused IS NULL AND EXISTS (SELECT 1 FROM feed_deliveries d
@@ -221,7 +223,7 @@ impl Store {
 
     /// A fetch that worked (even one that found nothing new) ends a run of failures.
     pub fn clear_feed_failures(&self, id: i64) -> Result<()> {
-        self.lock().execute(
+        self.0.lock().execute(
             "UPDATE feed_subscriptions SET failures = 0 WHERE id = ?1",
             [id],
         )?;
@@ -231,7 +233,7 @@ impl Store {
     /// Gives up on a waiting item that cannot be sent (its kept fields are
     /// unreadable): noted as `dropped`, so it is never met as new again.
     pub fn drop_feed_item(&self, id: i64, key: &str) -> Result<()> {
-        self.lock().execute(
+        self.0.lock().execute(
             "UPDATE feed_deliveries SET state = 'dropped', item = NULL
              WHERE subscription_id = ?1 AND item_key = ?2",
             params![id, key],
@@ -242,7 +244,7 @@ impl Store {
     pub fn remove_feed_subscription(&self, guild: GuildId, id: i64) -> Result<bool> {
         // Its deliveries go with it: `ON DELETE CASCADE`, with the foreign
         // keys the store turns on when it opens.
-        let removed = self.lock().execute(
+        let removed = self.0.lock().execute(
             "DELETE FROM feed_subscriptions WHERE guild_id = ?1 AND id = ?2",
             params![guild.to_sql(), id],
         )?;
@@ -260,7 +262,7 @@ impl Store {
         embed: bool,
         dedupe: &str,
     ) -> Result<bool> {
-        let changed = self.lock().execute(
+        let changed = self.0.lock().execute(
             "UPDATE feed_subscriptions SET template = ?3, filters = ?4, embed = ?5, dedupe = ?6
              WHERE guild_id = ?1 AND id = ?2",
             params![guild.to_sql(), id, template, filters, embed, dedupe],
@@ -271,7 +273,7 @@ impl Store {
     /// Pauses a subscription (`Some(why)`) or resumes it (`None`, which also
     /// clears its failures); whether the guild has it.
     pub fn set_feed_paused(&self, guild: GuildId, id: i64, why: Option<&str>) -> Result<bool> {
-        let changed = self.lock().execute(
+        let changed = self.0.lock().execute(
             "UPDATE feed_subscriptions
              SET paused = ?3, failures = CASE WHEN ?3 IS NULL THEN 0 ELSE failures END
              WHERE guild_id = ?1 AND id = ?2",
@@ -282,7 +284,7 @@ impl Store {
 
     /// Counts a failed fetch of the subscription's source; the failures in a row.
     pub fn note_feed_failure(&self, id: i64) -> Result<u32> {
-        Ok(self.lock().query_row(
+        Ok(self.0.lock().query_row(
             "UPDATE feed_subscriptions SET failures = failures + 1 WHERE id = ?1 RETURNING failures",
             [id],
             |r| r.get(0),
@@ -294,7 +296,7 @@ impl Store {
     /// stored in the state given. Marks the subscription primed and clears
     /// its failures. Returns how many were new.
     pub fn note_feed_items(&self, id: i64, items: &[MetItem], now: DateTime<Utc>) -> Result<usize> {
-        let mut conn = self.lock();
+        let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         let mut new = 0;
         {
@@ -337,7 +339,7 @@ impl Store {
 
     /// Which of `keys` the subscription has met before.
     pub fn known_feed_items(&self, id: i64, keys: &[String]) -> Result<Vec<String>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(
             "SELECT 1 FROM feed_deliveries WHERE subscription_id = ?1 AND item_key = ?2",
         )?;
@@ -353,7 +355,7 @@ impl Store {
     /// The subscription's items waiting to be sent, in publish order (those
     /// without a date in the order they were met), at most `limit`.
     pub fn waiting_feed_items(&self, id: i64, limit: u32) -> Result<Vec<Waiting>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(
             "SELECT item_key, item, published_at, state FROM feed_deliveries
              WHERE subscription_id = ?1 AND state IN ('queued', 'sending')
@@ -376,6 +378,7 @@ impl Store {
     /// goes out (see the module's doc); whether it was waiting.
     pub fn mark_feed_sending(&self, id: i64, key: &str) -> Result<bool> {
         let changed = self
+            .0
             .lock()
             .prepare_cached(
                 "UPDATE feed_deliveries SET state = 'sending'
@@ -394,7 +397,7 @@ impl Store {
         message: MessageId,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        let mut conn = self.lock();
+        let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         tx.prepare_cached(
             "UPDATE feed_deliveries SET state = 'sent', item = NULL, sent_at = ?3, message_id = ?4
@@ -410,6 +413,7 @@ impl Store {
     /// Items a subscription posted since `since` (its hourly limit).
     pub fn feed_sent_since(&self, id: i64, since: DateTime<Utc>) -> Result<u64> {
         Ok(self
+            .0
             .lock()
             .prepare_cached(
                 "SELECT count(*) FROM feed_deliveries
@@ -421,6 +425,7 @@ impl Store {
     /// Items every subscription of a guild posted since `since` (its hourly limit).
     pub fn guild_feed_sent_since(&self, guild: GuildId, since: DateTime<Utc>) -> Result<u64> {
         Ok(self
+            .0
             .lock()
             .prepare_cached(
                 "SELECT count(*) FROM feed_subscriptions s JOIN feed_deliveries d
@@ -434,7 +439,7 @@ impl Store {
 
     /// How a subscription's deliveries stand.
     pub fn feed_delivery_counts(&self, id: i64) -> Result<DeliveryCounts> {
-        Ok(self.lock().query_row(
+        Ok(self.0.lock().query_row(
             "SELECT count(*) FILTER (WHERE state = 'sent'),
                     count(*) FILTER (WHERE state IN ('queued', 'sending')),
                     count(*) FILTER (WHERE state = 'filtered')
@@ -455,6 +460,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
 
     fn at(minutes: i64) -> DateTime<Utc> {
         from_ms(1_700_000_000_000 + minutes * 60_000)
@@ -462,9 +468,11 @@ mod tests {
 
     fn subscribe(store: &Store, guild: u64, channel: u64) -> Option<i64> {
         let source_id = store
+            .discovery()
             .upsert_source("rss", "https://blog.example/feed")
             .unwrap();
         store
+            .feeds()
             .add_feed_subscription(&NewSubscription {
                 guild: GuildId(guild),
                 source_id,
@@ -501,17 +509,36 @@ mod tests {
         );
         assert!(subscribe(&store, 1, 11).is_some());
         assert!(subscribe(&store, 2, 20).is_some());
-        assert_eq!(store.feed_subscriptions(GuildId(1)).unwrap().len(), 2);
-        assert!(store.feed_subscription(GuildId(2), id).unwrap().is_none());
-        assert!(!store.remove_feed_subscription(GuildId(2), id).unwrap());
+        assert_eq!(
+            store.feeds().feed_subscriptions(GuildId(1)).unwrap().len(),
+            2
+        );
         assert!(
             store
+                .feeds()
+                .feed_subscription(GuildId(2), id)
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            !store
+                .feeds()
+                .remove_feed_subscription(GuildId(2), id)
+                .unwrap()
+        );
+        assert!(
+            store
+                .feeds()
                 .set_feed_paused(GuildId(1), id, Some("by Ann"))
                 .unwrap()
         );
-        let row = store.feed_subscription(GuildId(1), id).unwrap().unwrap();
+        let row = store
+            .feeds()
+            .feed_subscription(GuildId(1), id)
+            .unwrap()
+            .unwrap();
         assert_eq!(row.paused.as_deref(), Some("by Ann"));
-        assert_eq!(store.subscribed_sources().unwrap().len(), 1);
+        assert_eq!(store.feeds().subscribed_sources().unwrap().len(), 1);
     }
 
     #[test]
@@ -519,14 +546,17 @@ mod tests {
         let store = Store::open_in_memory().unwrap();
         let id = subscribe(&store, 1, 10).unwrap();
         let first = [met("g:old", "seen", 0)];
-        assert_eq!(store.note_feed_items(id, &first, at(1)).unwrap(), 1);
+        assert_eq!(store.feeds().note_feed_items(id, &first, at(1)).unwrap(), 1);
         let second = [
             met("g:old", "queued", 0),
             met("g:b", "queued", 30),
             met("g:a", "queued", 20),
         ];
-        assert_eq!(store.note_feed_items(id, &second, at(40)).unwrap(), 2);
-        let waiting = store.waiting_feed_items(id, 10).unwrap();
+        assert_eq!(
+            store.feeds().note_feed_items(id, &second, at(40)).unwrap(),
+            2
+        );
+        let waiting = store.feeds().waiting_feed_items(id, 10).unwrap();
         assert_eq!(
             waiting.iter().map(|w| w.key.as_str()).collect::<Vec<_>>(),
             ["g:a", "g:b"],
@@ -534,6 +564,7 @@ mod tests {
         );
         assert!(
             store
+                .feeds()
                 .feed_subscription(GuildId(1), id)
                 .unwrap()
                 .unwrap()
@@ -546,26 +577,44 @@ mod tests {
         let store = Store::open_in_memory().unwrap();
         let id = subscribe(&store, 1, 10).unwrap();
         store
+            .feeds()
             .note_feed_items(id, &[met("g:a", "queued", 0)], at(1))
             .unwrap();
-        assert!(store.mark_feed_sending(id, "g:a").unwrap());
-        let waiting = store.waiting_feed_items(id, 10).unwrap();
+        assert!(store.feeds().mark_feed_sending(id, "g:a").unwrap());
+        let waiting = store.feeds().waiting_feed_items(id, 10).unwrap();
         assert!(waiting[0].sending, "still waiting, marked as handed over");
         store
+            .feeds()
             .mark_feed_sent(id, "g:a", MessageId(99), at(2))
             .unwrap();
-        assert!(store.waiting_feed_items(id, 10).unwrap().is_empty());
+        assert!(store.feeds().waiting_feed_items(id, 10).unwrap().is_empty());
         assert!(
-            !store.mark_feed_sending(id, "g:a").unwrap(),
+            !store.feeds().mark_feed_sending(id, "g:a").unwrap(),
             "a sent item is not sent again"
         );
-        assert_eq!(store.feed_sent_since(id, at(0)).unwrap(), 1);
-        assert_eq!(store.feed_sent_since(id, at(3)).unwrap(), 0);
-        assert_eq!(store.guild_feed_sent_since(GuildId(1), at(0)).unwrap(), 1);
-        assert_eq!(store.guild_feed_sent_since(GuildId(2), at(0)).unwrap(), 0);
-        let counts = store.feed_delivery_counts(id).unwrap();
+        assert_eq!(store.feeds().feed_sent_since(id, at(0)).unwrap(), 1);
+        assert_eq!(store.feeds().feed_sent_since(id, at(3)).unwrap(), 0);
+        assert_eq!(
+            store
+                .feeds()
+                .guild_feed_sent_since(GuildId(1), at(0))
+                .unwrap(),
+            1
+        );
+        assert_eq!(
+            store
+                .feeds()
+                .guild_feed_sent_since(GuildId(2), at(0))
+                .unwrap(),
+            0
+        );
+        let counts = store.feeds().feed_delivery_counts(id).unwrap();
         assert_eq!((counts.sent, counts.waiting), (1, 0));
-        let row = store.feed_subscription(GuildId(1), id).unwrap().unwrap();
+        let row = store
+            .feeds()
+            .feed_subscription(GuildId(1), id)
+            .unwrap()
+            .unwrap();
         assert_eq!(row.last_delivered_at, Some(at(2)));
     }
 
@@ -573,19 +622,24 @@ mod tests {
     fn failures_count_up_until_a_fetch_succeeds_or_the_owner_resumes() {
         let store = Store::open_in_memory().unwrap();
         let id = subscribe(&store, 1, 10).unwrap();
-        assert_eq!(store.note_feed_failure(id).unwrap(), 1);
-        assert_eq!(store.note_feed_failure(id).unwrap(), 2);
-        store.note_feed_items(id, &[], at(1)).unwrap();
+        assert_eq!(store.feeds().note_feed_failure(id).unwrap(), 1);
+        assert_eq!(store.feeds().note_feed_failure(id).unwrap(), 2);
+        store.feeds().note_feed_items(id, &[], at(1)).unwrap();
         assert_eq!(
-            store.note_feed_failure(id).unwrap(),
+            store.feeds().note_feed_failure(id).unwrap(),
             1,
             "a good fetch starts again"
         );
         store
+            .feeds()
             .set_feed_paused(GuildId(1), id, Some("failed 10 times"))
             .unwrap();
-        store.set_feed_paused(GuildId(1), id, None).unwrap();
-        let row = store.feed_subscription(GuildId(1), id).unwrap().unwrap();
+        store.feeds().set_feed_paused(GuildId(1), id, None).unwrap();
+        let row = store
+            .feeds()
+            .feed_subscription(GuildId(1), id)
+            .unwrap()
+            .unwrap();
         assert_eq!((row.paused, row.failures), (None, 0));
     }
 
@@ -594,9 +648,15 @@ mod tests {
         let store = Store::open_in_memory().unwrap();
         let id = subscribe(&store, 1, 10).unwrap();
         store
+            .feeds()
             .note_feed_items(id, &[met("g:a", "queued", 0)], at(1))
             .unwrap();
-        assert!(store.remove_feed_subscription(GuildId(1), id).unwrap());
+        assert!(
+            store
+                .feeds()
+                .remove_feed_subscription(GuildId(1), id)
+                .unwrap()
+        );
         let left: i64 = store
             .lock()
             .query_row("SELECT count(*) FROM feed_deliveries", [], |r| r.get(0))
@@ -609,6 +669,7 @@ mod tests {
         let store = Store::open_in_memory().unwrap();
         let id = subscribe(&store, 1, 10).unwrap();
         store
+            .feeds()
             .note_feed_items(
                 id,
                 &[met("g:old", "seen", 0), met("g:wait", "queued", 0)],
@@ -618,13 +679,14 @@ mod tests {
         let later =
             at(0) + chrono::Duration::days(FORGET_AFTER_DAYS) + chrono::Duration::minutes(1);
         store
+            .feeds()
             .note_feed_items(id, &[met("g:new", "seen", 0)], later)
             .unwrap();
         let keys = [&"g:old", &"g:wait", &"g:new"]
             .map(|k| k.to_string())
             .to_vec();
         assert_eq!(
-            store.known_feed_items(id, &keys).unwrap(),
+            store.feeds().known_feed_items(id, &keys).unwrap(),
             ["g:wait", "g:new"]
         );
     }

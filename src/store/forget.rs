@@ -21,7 +21,7 @@ use regex::{Regex, RegexBuilder};
 use rusqlite::{Transaction, params};
 
 use super::people::{LedgerEntry, PersonEvent};
-use super::{Result, Store, StoreError, to_ms};
+use super::{PeopleStore, Result, StoreError, to_ms};
 use crate::ids::UserId;
 use chrono::{DateTime, Utc};
 
@@ -75,7 +75,7 @@ struct Said {
     content: String,
 }
 
-impl Store {
+impl PeopleStore {
     /// Forgets `user` everywhere: the facts about them (and, with
     /// `messages`, the facts they told and the text of everything they
     /// said), and every quote of those texts. One transaction, then the
@@ -104,7 +104,7 @@ impl Store {
 
     /// When each of `users` last asked to be forgotten, for those who did.
     pub fn last_erasures(&self, users: &[UserId]) -> Result<HashMap<UserId, DateTime<Utc>>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached("SELECT max(at) FROM erasures WHERE user_id = ?1")?;
         let mut last = HashMap::new();
         for u in users {
@@ -120,6 +120,7 @@ impl Store {
     /// reads a channel, and [`Store::erasures_after`] it before it stores.
     pub fn erasure_mark(&self) -> Result<i64> {
         Ok(self
+            .0
             .lock()
             .query_row("SELECT coalesce(max(seq), 0) FROM erasures", [], |r| {
                 r.get(0)
@@ -128,7 +129,7 @@ impl Store {
 
     /// The forget-mes carried out after `mark`, oldest first.
     pub fn erasures_after(&self, mark: i64) -> Result<Vec<Erasure>> {
-        read_erasures(&self.lock(), mark)
+        read_erasures(&self.0.lock(), mark)
     }
 
     /// Another process's forget-me from the people ledger, applied here:
@@ -156,7 +157,7 @@ impl Store {
         // Asked here, it takes everything held now; asked elsewhere or
         // earlier, what was held when they asked.
         let until = (carried != Carried::Here).then(|| to_ms(asked.at));
-        let mut conn = self.lock();
+        let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         let mut out = erase(&tx, asked, until)?;
         merge_fact_index(&tx)?;
@@ -482,6 +483,7 @@ fn redact_column(
 mod tests {
     use super::*;
     use crate::ids::UserId;
+    use crate::store::Store;
 
     const DAVE: i64 = 7;
 
@@ -533,6 +535,7 @@ mod tests {
             )
             .unwrap();
         let gone = store
+            .people()
             .forget_person(UserId(DAVE as u64), true, Utc::now())
             .unwrap();
         assert_eq!(gone.messages, 1);
@@ -559,6 +562,7 @@ mod tests {
             &[(&format!("erin replied (\"{cut}…\") and left"), "{}")],
         );
         store
+            .people()
             .forget_person(UserId(DAVE as u64), true, Utc::now())
             .unwrap();
         assert_eq!(
@@ -577,6 +581,7 @@ mod tests {
             ],
         );
         store
+            .people()
             .forget_person(UserId(DAVE as u64), true, Utc::now())
             .unwrap();
         let rows = journal(&store);
@@ -588,6 +593,7 @@ mod tests {
     fn without_messages_the_words_stay() {
         let store = store_with(&["the blue door is mine"], &[]);
         let gone = store
+            .people()
             .forget_person(UserId(DAVE as u64), false, Utc::now())
             .unwrap();
         assert_eq!(gone.messages, 0);
@@ -616,10 +622,16 @@ mod tests {
             },
         };
         let user = UserId(DAVE as u64);
-        let gone = store.apply_forget_event("L", &entry, user, true).unwrap();
+        let gone = store
+            .people()
+            .apply_forget_event("L", &entry, user, true)
+            .unwrap();
         assert_eq!(gone.messages, 1);
-        assert_eq!(store.people_cursor("L").unwrap(), 3);
-        let again = store.apply_forget_event("L", &entry, user, true).unwrap();
+        assert_eq!(store.people().people_cursor("L").unwrap(), 3);
+        let again = store
+            .people()
+            .apply_forget_event("L", &entry, user, true)
+            .unwrap();
         assert_eq!(again.messages, 0, "applied twice, nothing more goes");
         let kept: Vec<String> = {
             let conn = store.lock();
@@ -661,9 +673,11 @@ mod tests {
             f
         };
         store
+            .memory()
             .insert_fact(&learned("Dave's number is 555-0101.", 0))
             .unwrap();
         store
+            .memory()
             .insert_fact(&learned("Dave moved to Lyon.", 8))
             .unwrap();
         let entry = LedgerEntry {
@@ -675,7 +689,10 @@ mod tests {
                 messages: false,
             },
         };
-        let gone = store.apply_forget_event("L", &entry, dave, false).unwrap();
+        let gone = store
+            .people()
+            .apply_forget_event("L", &entry, dave, false)
+            .unwrap();
         assert_eq!(gone.facts, 1);
         let left: Vec<String> = {
             let conn = store.lock();

@@ -1,12 +1,13 @@
 //! Persistence for the garden: cycle transcripts, the scheduled queue, the
 //! scheduler's state (a few JSON values by key), links between facts, and
-//! the per-guild context stream.
+//! the feedback on the bot's ambient posts. (The context stream is the
+//! journal's: `stream`.)
 
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::{OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
-use super::{Result, Store, StoreError, from_ms, to_ms};
+use super::{GardenStore, Result, StoreError, from_ms, to_ms};
 use crate::ids::GuildId;
 use crate::vocab::Priority;
 
@@ -105,25 +106,6 @@ pub struct PostFeedback {
     pub at: DateTime<Utc>,
 }
 
-/// A line to append to a guild's context stream: its kind, its text, and
-/// how long an identical line keeps it from being written again.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StreamLine<'a> {
-    pub kind: &'a str,
-    pub content: String,
-    pub repeat_window: chrono::Duration,
-}
-
-/// One line of a guild's context stream.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StreamEvent {
-    pub at: DateTime<Utc>,
-    pub kind: String,
-    pub content: String,
-    /// Where it happened, when in one channel.
-    pub channel: Option<crate::ids::ChannelId>,
-}
-
 const CYCLE: &str = "id, guild_id, trigger, started_at, ended_at, status, todos, steps, summary, memories_modified, \
                      compactions, proactive_work, tokens_in, tokens_out, rate_limited, next_wake_at";
 
@@ -150,12 +132,6 @@ fn cycle_row(r: &Row<'_>) -> rusqlite::Result<Cycle> {
         next_wake_at: r.get::<_, Option<i64>>(15)?.map(from_ms),
     })
 }
-
-/// "This line, in this server's stream, in the window": a seek on
-/// `context_stream_repeat` (migration 13), asked for every journal entry
-/// the stream shows.
-const REPEAT_CHECK: &str = "SELECT EXISTS (SELECT 1 FROM context_stream \
-     WHERE guild_id = ?1 AND ts >= ?2 AND kind = ?3 AND content = ?4)";
 
 /// People's replies to the bot's ambient posts: a seek per post on
 /// `messages_reply_to`, which holds only replies (migration 17).
@@ -199,9 +175,9 @@ fn priority_str(p: Priority) -> &'static str {
     }
 }
 
-impl Store {
+impl GardenStore {
     pub fn cycle_begin(&self, trigger: &str, at: DateTime<Utc>) -> Result<i64> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         conn.execute(
             "INSERT INTO garden_cycles (trigger, started_at, status) VALUES (?1, ?2, 'running')",
             params![trigger, to_ms(at)],
@@ -210,7 +186,7 @@ impl Store {
     }
 
     pub fn cycle_save(&self, c: &Cycle) -> Result<()> {
-        self.lock().execute(
+        self.0.lock().execute(
             "UPDATE garden_cycles SET guild_id = ?2, trigger = ?3, ended_at = ?4, status = ?5, todos = ?6, steps = ?7,
              summary = ?8, memories_modified = ?9, compactions = ?10, proactive_work = ?11, tokens_in = ?12,
              tokens_out = ?13, rate_limited = ?14, next_wake_at = ?15 WHERE id = ?1",
@@ -238,13 +214,15 @@ impl Store {
     /// Removes a cycle that turned out to have done nothing (the garden's
     /// rest): the log keeps only cycles that did something.
     pub fn cycle_discard(&self, id: i64) -> Result<()> {
-        self.lock()
+        self.0
+            .lock()
             .execute("DELETE FROM garden_cycles WHERE id = ?1", [id])?;
         Ok(())
     }
 
     pub fn cycle(&self, id: i64) -> Result<Option<Cycle>> {
         Ok(self
+            .0
             .lock()
             .query_row(
                 &format!("SELECT {CYCLE} FROM garden_cycles WHERE id = ?1"),
@@ -256,7 +234,7 @@ impl Store {
 
     /// The newest `limit` cycles, newest first.
     pub fn cycles(&self, limit: usize) -> Result<Vec<Cycle>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {CYCLE} FROM garden_cycles ORDER BY id DESC LIMIT ?1"
         ))?;
@@ -270,7 +248,7 @@ impl Store {
     /// per cycle): `n` entries of the index that holds only those
     /// (migration 20), however many cycles made none.
     pub fn recent_cycle_tokens(&self, n: usize) -> Result<Vec<u64>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(RECENT_CYCLE_TOKENS)?;
         let rows = stmt
             .query_map([n as i64], |r| r.get::<_, i64>(0).map(|t| t as u64))?
@@ -279,7 +257,7 @@ impl Store {
     }
 
     pub fn cycles_with_status(&self, status: CycleStatus) -> Result<Vec<Cycle>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {CYCLE} FROM garden_cycles WHERE status = ?1 ORDER BY id"
         ))?;
@@ -290,7 +268,7 @@ impl Store {
     }
 
     pub fn queue_insert(&self, q: &QueueItem) -> Result<()> {
-        self.lock().execute(
+        self.0.lock().execute(
             &format!("INSERT INTO garden_queue ({QUEUE}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
             params![
                 q.id,
@@ -308,7 +286,7 @@ impl Store {
 
     /// Open items, most urgent first: priority, then scheduled time (the seed's order).
     pub fn queue_open(&self) -> Result<Vec<QueueItem>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {QUEUE} FROM garden_queue WHERE done_at IS NULL AND {}
              ORDER BY CASE priority WHEN 'high' THEN 0 WHEN 'normal' THEN 1 ELSE 2 END, scheduled_for",
@@ -321,7 +299,7 @@ impl Store {
     }
 
     pub fn queue_done(&self, ids: &[String], cycle: i64, at: DateTime<Utc>) -> Result<()> {
-        let mut conn = self.lock();
+        let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         for id in ids {
             tx.execute(
@@ -335,6 +313,7 @@ impl Store {
 
     pub fn garden_get<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
         let raw: Option<String> = self
+            .0
             .lock()
             .query_row(
                 "SELECT value FROM garden_state WHERE key = ?1",
@@ -351,7 +330,7 @@ impl Store {
 
     pub fn garden_set<T: Serialize>(&self, key: &str, value: &T) -> Result<()> {
         let v = serde_json::to_string(value).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        self.lock().execute(
+        self.0.lock().execute(
             "INSERT INTO garden_state (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             params![key, v],
         )?;
@@ -359,7 +338,8 @@ impl Store {
     }
 
     pub fn garden_clear(&self, key: &str) -> Result<()> {
-        self.lock()
+        self.0
+            .lock()
             .execute("DELETE FROM garden_state WHERE key = ?1", [key])?;
         Ok(())
     }
@@ -371,7 +351,7 @@ impl Store {
         relation: &str,
         at: DateTime<Utc>,
     ) -> Result<usize> {
-        let mut conn = self.lock();
+        let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         let mut added = 0;
         {
@@ -388,7 +368,7 @@ impl Store {
 
     /// Links between a guild's facts.
     pub fn link_count(&self, guild: GuildId) -> Result<u64> {
-        Ok(self.lock().query_row(
+        Ok(self.0.lock().query_row(
             "SELECT count(*) FROM fact_links l JOIN facts f ON f.id = l.a WHERE f.guild_id = ?1",
             [guild.to_sql()],
             |r| r.get::<_, i64>(0),
@@ -397,7 +377,7 @@ impl Store {
 
     /// The facts linked to `id`.
     pub fn fact_links(&self, id: &str) -> Result<Vec<String>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(
             "SELECT b FROM fact_links WHERE a = ?1 UNION SELECT a FROM fact_links WHERE b = ?1",
         )?;
@@ -407,55 +387,6 @@ impl Store {
         Ok(rows)
     }
 
-    /// Appends to a guild's stream unless the same event was written in the
-    /// last `repeat_window` (the seed: no repeats).
-    pub fn stream_append(
-        &self,
-        guild: GuildId,
-        channel: Option<crate::ids::ChannelId>,
-        kind: &str,
-        content: &str,
-        at: DateTime<Utc>,
-        repeat_window: chrono::Duration,
-    ) -> Result<bool> {
-        let line = StreamLine {
-            kind,
-            content: content.to_string(),
-            repeat_window,
-        };
-        stream_append(&self.lock(), guild, channel, &line, at)
-    }
-
-    /// One guild's events since `since`, oldest first, of the given kinds
-    /// (all when empty), newest `limit` — kinds and limit in the query, so a
-    /// busy stream is not loaded whole. A `user_message` is a person's
-    /// message read from its own row as `name: text`, as it stands now (an
-    /// edit shows, a deleted or forgotten one is gone): it is never copied
-    /// into `context_stream`, so storing a message costs one row, not two.
-    /// Uncut and with repeats: the stream's rules are `journal::stream`'s.
-    pub fn stream_read(
-        &self,
-        guild: GuildId,
-        since: DateTime<Utc>,
-        kinds: &[String],
-        limit: usize,
-    ) -> Result<Vec<StreamEvent>> {
-        let conn = self.lock();
-        let people = kinds.is_empty() || kinds.iter().any(|k| k == USER_MESSAGE);
-        let written = kinds.is_empty() || kinds.iter().any(|k| k != USER_MESSAGE);
-        let mut rows = Vec::new();
-        // `context_stream` holds no people's messages (migration 17).
-        if written {
-            rows = stream_lines(&conn, guild, since, kinds, limit)?;
-        }
-        if people {
-            rows.extend(people_lines(&conn, guild, since, limit)?);
-        }
-        rows.sort_by_key(|(e, order)| (e.at, *order));
-        let skip = rows.len().saturating_sub(limit);
-        Ok(rows.into_iter().skip(skip).map(|(e, _)| e).collect())
-    }
-
     /// Reactions and replies to the bot's ambient posts after `since`, oldest
     /// first, leaving out the bot's own (`me`).
     pub fn ambient_post_feedback(
@@ -463,7 +394,7 @@ impl Store {
         since: DateTime<Utc>,
         me: crate::ids::UserId,
     ) -> Result<Vec<PostFeedback>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let row = |r: &Row<'_>| -> rusqlite::Result<PostFeedback> {
             Ok(PostFeedback {
                 guild: GuildId::from_sql(r.get(0)?),
@@ -496,151 +427,18 @@ impl Store {
         out.sort_by_key(|f| f.at);
         Ok(out)
     }
-
-    pub fn stream_cleanup(&self, before: DateTime<Utc>) -> Result<usize> {
-        Ok(self
-            .lock()
-            .execute("DELETE FROM context_stream WHERE ts < ?1", [to_ms(before)])?)
-    }
 }
 
 fn to_json<T: Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_else(|_| "[]".into())
 }
 
-/// The kind of a person's message in the stream (read from `messages`).
-pub const USER_MESSAGE: &str = "user_message";
-
-/// A stream event with where it sorts among those of the same instant: a
-/// person's message (0) before the lines written about it (1), each kind
-/// by its row id.
-type Ordered = (StreamEvent, (u8, i64));
-
-/// The newest `limit` lines written to a guild's `context_stream` since
-/// `since`, of `kinds` (all when empty), sorting after people's messages.
-fn stream_lines(
-    conn: &Connection,
-    guild: GuildId,
-    since: DateTime<Utc>,
-    kinds: &[String],
-    limit: usize,
-) -> Result<Vec<Ordered>> {
-    let kind_filter = if kinds.is_empty() {
-        String::new()
-    } else {
-        // ?4, ?5, … after guild, since and limit.
-        let marks: Vec<String> = (0..kinds.len()).map(|i| format!("?{}", i + 4)).collect();
-        format!(" AND kind IN ({})", marks.join(", "))
-    };
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT ts, kind, content, channel_id, id FROM context_stream WHERE guild_id = ?1 AND ts >= ?2{kind_filter}
-         ORDER BY ts DESC, id DESC LIMIT ?3"
-    ))?;
-    let mut values: Vec<rusqlite::types::Value> = vec![
-        guild.to_sql().into(),
-        to_ms(since).into(),
-        i64::try_from(limit).unwrap_or(i64::MAX).into(),
-    ];
-    values.extend(kinds.iter().map(|k| k.clone().into()));
-    let rows = stmt
-        .query_map(rusqlite::params_from_iter(values), |r| {
-            let event = StreamEvent {
-                at: from_ms(r.get(0)?),
-                kind: r.get(1)?,
-                content: r.get(2)?,
-                channel: r
-                    .get::<_, Option<i64>>(3)?
-                    .map(crate::ids::ChannelId::from_sql),
-            };
-            Ok((event, (1, r.get(4)?)))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    Ok(rows)
-}
-
-/// The newest `limit` messages people sent in a guild since `since`, still
-/// standing, as `user_message` lines (on `messages_guild_time`).
-fn people_lines(
-    conn: &Connection,
-    guild: GuildId,
-    since: DateTime<Utc>,
-    limit: usize,
-) -> Result<Vec<Ordered>> {
-    let rows = conn
-        .prepare_cached(
-            "SELECT created_at, author_name || ': ' || content, channel_id, id FROM messages
-             WHERE guild_id = ?1 AND created_at >= ?2 AND author_is_bot = 0 AND is_self = 0
-               AND deleted_at IS NULL
-             ORDER BY created_at DESC, id DESC LIMIT ?3",
-        )?
-        .query_map(
-            params![
-                guild.to_sql(),
-                to_ms(since),
-                i64::try_from(limit).unwrap_or(i64::MAX)
-            ],
-            |r| {
-                let event = StreamEvent {
-                    at: from_ms(r.get(0)?),
-                    kind: USER_MESSAGE.to_string(),
-                    content: r.get(1)?,
-                    channel: Some(crate::ids::ChannelId::from_sql(r.get(2)?)),
-                };
-                Ok((event, (0, r.get(3)?)))
-            },
-        )?
-        .collect::<rusqlite::Result<_>>()?;
-    Ok(rows)
-}
-
-/// Appends `line` on a locked connection unless it is a repeat; whether it was written.
-pub(super) fn stream_append(
-    conn: &Connection,
-    guild: GuildId,
-    channel: Option<crate::ids::ChannelId>,
-    line: &StreamLine<'_>,
-    at: DateTime<Utc>,
-) -> Result<bool> {
-    let repeated: bool = conn.prepare_cached(REPEAT_CHECK)?.query_row(
-        params![
-            guild.to_sql(),
-            to_ms(at - line.repeat_window),
-            line.kind,
-            line.content
-        ],
-        |r| r.get(0),
-    )?;
-    if repeated {
-        return Ok(false);
-    }
-    conn.prepare_cached(
-        "INSERT INTO context_stream (guild_id, channel_id, ts, kind, content) VALUES (?1, ?2, ?3, ?4, ?5)",
-    )?
-    .execute(params![
-        guild.to_sql(),
-        channel.map(|c| c.to_sql()),
-        to_ms(at),
-        line.kind,
-        line.content
-    ])?;
-    Ok(true)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
 
     use crate::store::query_plan as plan;
-
-    #[test]
-    fn the_repeat_check_seeks_its_index_instead_of_reading_the_window() {
-        let plan = plan(REPEAT_CHECK, params![1, 0, "decision", "answered ada"]);
-        assert!(
-            plan.iter()
-                .any(|step| step.contains("context_stream_repeat")),
-            "{plan:#?}"
-        );
-    }
 
     #[test]
     fn the_cost_per_cycle_reads_the_index_of_cycles_that_spent_tokens_alone() {
@@ -657,15 +455,18 @@ mod tests {
         let store = Store::open_in_memory().unwrap();
         let t = DateTime::<Utc>::from_timestamp(1_800_000_000, 0).unwrap();
         for tokens in [100, 0, 200, 0, 0, 300] {
-            let id = store.cycle_begin("test", t).unwrap();
-            let mut c = store.cycle(id).unwrap().unwrap();
+            let id = store.garden().cycle_begin("test", t).unwrap();
+            let mut c = store.garden().cycle(id).unwrap().unwrap();
             c.status = CycleStatus::Completed;
             c.tokens_in = tokens;
             c.tokens_out = tokens / 10;
-            store.cycle_save(&c).unwrap();
+            store.garden().cycle_save(&c).unwrap();
         }
-        assert_eq!(store.recent_cycle_tokens(2).unwrap(), [330, 220]);
-        assert_eq!(store.recent_cycle_tokens(5).unwrap(), [330, 220, 110]);
+        assert_eq!(store.garden().recent_cycle_tokens(2).unwrap(), [330, 220]);
+        assert_eq!(
+            store.garden().recent_cycle_tokens(5).unwrap(),
+            [330, 220, 110]
+        );
     }
 
     #[test]
@@ -676,44 +477,5 @@ mod tests {
                 .any(|step| step.contains("USING INDEX messages_reply_to (reply_to_id=?)")),
             "{plan:#?}"
         );
-    }
-
-    #[test]
-    fn a_read_by_kind_reads_only_the_source_that_holds_it() {
-        let store = Store::open_in_memory().unwrap();
-        let t = DateTime::<Utc>::from_timestamp(1_800_000_000, 0).unwrap();
-        let window = chrono::Duration::minutes(10);
-        store
-            .stream_append(GuildId(1), None, "decision", "answered ada", t, window)
-            .unwrap();
-        let said = crate::store::messages::sample(1, 5, "hi", t);
-        store.insert_message(&said).unwrap();
-        let kinds = |kinds: &[&str]| -> Vec<String> {
-            let kinds: Vec<String> = kinds.iter().map(|k| k.to_string()).collect();
-            store
-                .stream_read(GuildId(1), t, &kinds, 10)
-                .unwrap()
-                .into_iter()
-                .map(|e| e.kind)
-                .collect()
-        };
-        assert_eq!(kinds(&[]), [USER_MESSAGE, "decision"]);
-        assert_eq!(kinds(&[USER_MESSAGE]), [USER_MESSAGE]);
-        assert_eq!(kinds(&["decision"]), ["decision"]);
-    }
-
-    #[test]
-    fn a_line_is_kept_once_per_window() {
-        let store = Store::open_in_memory().unwrap();
-        let t = DateTime::<Utc>::from_timestamp(1_800_000_000, 0).unwrap();
-        let window = chrono::Duration::minutes(10);
-        let append =
-            |at| store.stream_append(GuildId(1), None, "decision", "answered ada", at, window);
-        assert!(append(t).unwrap());
-        assert!(!append(t + chrono::Duration::minutes(9)).unwrap());
-        assert!(append(t + chrono::Duration::minutes(11)).unwrap());
-        let other_server =
-            store.stream_append(GuildId(2), None, "decision", "answered ada", t, window);
-        assert!(other_server.unwrap());
     }
 }

@@ -315,6 +315,7 @@ mod tests {
         for id in 1..=3 {
             assert!(
                 store
+                    .messages()
                     .insert_seen(&seen(&chatter(id)), Commit::Grouped)
                     .unwrap()
             );
@@ -322,23 +323,31 @@ mod tests {
         assert_eq!(on_disk(dir.path()), 0, "grouped writes wait");
         // The names looked up for every message see the group and leave it open.
         assert_eq!(
-            store.guild_name(GuildId(1)).unwrap().as_deref(),
+            store.messages().guild_name(GuildId(1)).unwrap().as_deref(),
             Some("the harbour")
         );
         assert_eq!(
-            store.channel_name(ChannelId(5)).unwrap().as_deref(),
+            store
+                .messages()
+                .channel_name(ChannelId(5))
+                .unwrap()
+                .as_deref(),
             Some("general")
         );
         assert_eq!(on_disk(dir.path()), 0, "a name lookup commits nothing");
         // Any other use of the store commits the group first.
-        assert!(store.message(MessageId(3)).unwrap().is_some());
+        assert!(store.messages().message(MessageId(3)).unwrap().is_some());
         assert_eq!(on_disk(dir.path()), 3);
 
         store
+            .messages()
             .insert_seen(&seen(&chatter(4)), Commit::Grouped)
             .unwrap();
         assert_eq!(on_disk(dir.path()), 3, "a grouped write waits");
-        store.insert_seen(&seen(&chatter(5)), Commit::Now).unwrap();
+        store
+            .messages()
+            .insert_seen(&seen(&chatter(5)), Commit::Now)
+            .unwrap();
         assert_eq!(
             on_disk(dir.path()),
             5,
@@ -358,23 +367,28 @@ mod tests {
             "the ferry leaves at nine",
             then,
         );
-        store.insert_fact(&fact).unwrap();
+        store.memory().insert_fact(&fact).unwrap();
         let question = chatter(1);
         store
+            .messages()
             .insert_seen(&seen(&question), Commit::Grouped)
             .unwrap();
 
         // A search that found nothing touches nothing.
-        store.touch_facts(&[], question.created_at).unwrap();
+        store
+            .memory()
+            .touch_facts(&[], question.created_at)
+            .unwrap();
         assert_eq!(on_disk(dir.path()), 0, "the question is still grouped");
         // What a search found is marked used in the group, with the question.
         store
+            .memory()
             .touch_facts(std::slice::from_ref(&fact.id), question.created_at)
             .unwrap();
         assert_eq!(on_disk(dir.path()), 0, "the question is still grouped");
-        store.flush();
+        store.file().flush();
         assert_eq!(on_disk(dir.path()), 1);
-        let seen_at = store.fact(&fact.id).unwrap().unwrap().last_seen_at;
+        let seen_at = store.memory().fact(&fact.id).unwrap().unwrap().last_seen_at;
         assert_eq!(seen_at, question.created_at);
     }
 
@@ -383,6 +397,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         store
+            .messages()
             .insert_seen(&seen(&chatter(1)), Commit::Grouped)
             .unwrap();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
@@ -400,9 +415,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         store
+            .messages()
             .insert_seen(&seen(&chatter(1)), Commit::Grouped)
             .unwrap();
         store
+            .journal()
             .journal_append_with(
                 &crate::vocab::journal::Entry::new(crate::vocab::journal::Kind::Route, "→ pass")
                     .place(Some(GuildId(1)), Some(ChannelId(5))),
@@ -412,9 +429,10 @@ mod tests {
             .unwrap();
         drop(store);
         let store = Store::open(dir.path()).unwrap();
-        assert!(store.message(MessageId(1)).unwrap().is_some());
+        assert!(store.messages().message(MessageId(1)).unwrap().is_some());
         assert_eq!(
             store
+                .journal()
                 .journal_query(&crate::vocab::journal::Filter::default())
                 .unwrap()
                 .len(),
@@ -427,6 +445,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_as(dir.path(), super::super::Sharing::Private).unwrap();
         store
+            .messages()
             .insert_seen(&seen(&chatter(1)), Commit::Grouped)
             .unwrap();
         drop(store);
@@ -435,7 +454,7 @@ mod tests {
             "the log's index was kept in memory"
         );
         let store = Store::open(dir.path()).unwrap();
-        assert!(store.message(MessageId(1)).unwrap().is_some());
+        assert!(store.messages().message(MessageId(1)).unwrap().is_some());
     }
 
     /// A private store's commits write their pages into the file once: no
@@ -448,6 +467,7 @@ mod tests {
         let store = Store::open_as(dir.path(), super::super::Sharing::Private).unwrap();
         for i in 1..=50 {
             store
+                .messages()
                 .insert_seen(&seen(&chatter(i)), Commit::Grouped)
                 .unwrap();
             store.lock();
@@ -464,7 +484,7 @@ mod tests {
         );
         drop(store);
         let store = Store::open(dir.path()).unwrap();
-        assert!(store.message(MessageId(50)).unwrap().is_some());
+        assert!(store.messages().message(MessageId(50)).unwrap().is_some());
     }
 
     /// After a group, the store rests: a grouped write of that moment is
@@ -476,11 +496,13 @@ mod tests {
         let (dir, store) = held_open();
         let store = store.with_group_rest(std::time::Duration::from_secs(3600));
         store
+            .messages()
             .insert_seen(&seen(&chatter(1)), Commit::Grouped)
             .unwrap();
         assert_eq!(on_disk(dir.path()), 0, "the first group waits");
-        store.flush();
+        store.file().flush();
         store
+            .messages()
             .insert_seen(&seen(&chatter(2)), Commit::Grouped)
             .unwrap();
         assert_eq!(

@@ -39,7 +39,7 @@ use super::forget::{
 use super::partition::{Link, TABLES, Table};
 use super::people::PersonEvent;
 use super::retention::{Batch, Holds, Pace};
-use super::{Store, StoreError, migrations};
+use super::{GuildStore, StoreError, migrations};
 use crate::ids::GuildId;
 
 pub const FORMAT: &str = "ambient-guild";
@@ -175,7 +175,7 @@ pub fn parse(bytes: &[u8]) -> Res<Document> {
     })
 }
 
-impl Store {
+impl GuildStore {
     /// Writes `guild`'s export document (with `files`) to `w`.
     pub fn export_guild(
         &self,
@@ -184,7 +184,7 @@ impl Store {
         exported_at: i64,
         w: &mut dyn Write,
     ) -> Res<Counts> {
-        let mut conn = self.lock();
+        let mut conn = self.0.lock();
         // A read transaction: every table as of one moment, even beside a
         // running bot, without taking its write lock.
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Deferred)?;
@@ -222,12 +222,12 @@ impl Store {
     /// How many rows of `guild` each of its own tables holds (shared feed
     /// rows left out: they stay when the guild goes).
     pub fn guild_row_counts(&self, guild: GuildId) -> Res<Counts> {
-        own_counts(&self.lock(), guild)
+        own_counts(&self.0.lock(), guild)
     }
 
     /// Deletes `guild`'s rows (shared feed rows stay); returns what went.
     pub fn remove_guild(&self, guild: GuildId) -> Res<Counts> {
-        let mut conn = self.lock();
+        let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         let removed = remove_in(&tx, guild)?;
         tx.commit()?;
@@ -241,7 +241,7 @@ impl Store {
     /// transaction: an export taken before someone asked to be forgotten
     /// cannot bring them back.
     pub fn import_guild(&self, doc: &Document, replace: bool) -> Res<Imported> {
-        check_header(doc, migrations::current_version(&self.lock())?)?;
+        check_header(doc, migrations::current_version(&self.0.lock())?)?;
         for name in doc.tables.keys() {
             if !TABLES.iter().any(|t| t.name == name) {
                 return Err(GuildIoError::Malformed {
@@ -255,7 +255,7 @@ impl Store {
         }
         let guild = GuildId(doc.guild);
         let shared = self.ledger_erasures()?;
-        let mut conn = self.lock();
+        let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         let existing = own_counts(&tx, guild)?;
         if !existing.is_empty() {
@@ -297,7 +297,7 @@ impl Store {
 
     /// The forget-mes in the people ledger, if this store has one.
     fn ledger_erasures(&self) -> Res<Vec<Erasure>> {
-        let Some(ledger) = self.ledger() else {
+        let Some(ledger) = self.0.ledger.as_ref() else {
             return Ok(Vec::new());
         };
         let mut found = Vec::new();
@@ -543,7 +543,7 @@ pub struct Removal {
 /// Whether a removal may go on, asked inside each of its transactions.
 pub(super) type Still<'a> = &'a dyn Fn(&Connection) -> Res<bool>;
 
-impl Store {
+impl GuildStore {
     /// Removes `guild`'s rows as [`Store::remove_guild`] does, but the bulk
     /// tables first in batches paced by `pace` (each its own transaction,
     /// with a rest between), then the rest in one transaction. `still` is
@@ -582,7 +582,7 @@ impl Store {
                 }
             }
         }
-        let mut conn = self.lock();
+        let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         let began = std::time::Instant::now();
         if !still(&tx)? {
@@ -607,7 +607,7 @@ impl Store {
         still: Still<'_>,
         tally: &mut HashMap<&'static str, usize>,
     ) -> Res<Option<(usize, Duration)>> {
-        let mut conn = self.lock();
+        let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         let began = std::time::Instant::now();
         if !still(&tx)? {
@@ -870,6 +870,7 @@ fn integer(v: &Sql, at: &str) -> Res<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
 
     /// Guild 7's rows in every kind of table, beside guild 8's.
     const SEVEN: &str = "
@@ -926,6 +927,7 @@ mod tests {
         }];
         let mut out = Vec::new();
         store
+            .guilds()
             .export_guild(GuildId(guild), &files, 5, &mut out)
             .unwrap();
         out
@@ -957,15 +959,15 @@ mod tests {
         let doc = parse(&bytes).unwrap();
         assert_eq!(doc.files[0].text, "buy milk");
         let to = store_with(OTHER);
-        let counts = to.import_guild(&doc, false).unwrap().counts;
+        let counts = to.guilds().import_guild(&doc, false).unwrap().counts;
         assert!(counts.contains(&("feed_items", 1)), "{counts:?}");
         assert!(
             !counts.iter().any(|(t, _)| *t == "discovery_sources"),
             "the feed already here is used, not copied: {counts:?}"
         );
         assert_eq!(
-            to.guild_row_counts(GuildId(7)).unwrap(),
-            from.guild_row_counts(GuildId(7)).unwrap()
+            to.guilds().guild_row_counts(GuildId(7)).unwrap(),
+            from.guilds().guild_row_counts(GuildId(7)).unwrap()
         );
         // The journal's model call is the moved call, under its new id.
         let call: i64 = one(&to, "SELECT model_call_id FROM journal WHERE guild_id = 7");
@@ -1021,7 +1023,7 @@ mod tests {
         let before = all_counts(&to);
         let refuse = |text: &str, replace: bool| -> String {
             let err = parse(text.as_bytes())
-                .and_then(|doc| to.import_guild(&doc, replace))
+                .and_then(|doc| to.guilds().import_guild(&doc, replace))
                 .unwrap_err()
                 .to_string();
             assert_eq!(all_counts(&to), before, "{err}");
@@ -1063,10 +1065,12 @@ mod tests {
         // Late in the file: everything before it is rolled back too.
         let late = good.replace("\"priority\":\"low\"", "\"priority\":\"urgent\"");
         assert!(refuse(&late, false).starts_with("tables.garden_queue[0]: cannot store it here"));
-        to.import_guild(&parse(good.as_bytes()).unwrap(), false)
+        to.guilds()
+            .import_guild(&parse(good.as_bytes()).unwrap(), false)
             .unwrap();
         let once = all_counts(&to);
         let err = to
+            .guilds()
             .import_guild(&parse(good.as_bytes()).unwrap(), false)
             .unwrap_err()
             .to_string();
@@ -1075,7 +1079,8 @@ mod tests {
             "{err}"
         );
         assert_eq!(all_counts(&to), once);
-        to.import_guild(&parse(good.as_bytes()).unwrap(), true)
+        to.guilds()
+            .import_guild(&parse(good.as_bytes()).unwrap(), true)
             .unwrap();
         assert_eq!(all_counts(&to), once, "replaced, not doubled");
     }
@@ -1083,11 +1088,17 @@ mod tests {
     #[test]
     fn removing_a_guild_keeps_the_others_and_the_shared_feed() {
         let store = store_with(SEVEN);
-        let removed = store.remove_guild(GuildId(7)).unwrap();
+        let removed = store.guilds().remove_guild(GuildId(7)).unwrap();
         assert!(removed.contains(&("messages", 2)), "{removed:?}");
-        assert!(store.guild_row_counts(GuildId(7)).unwrap().is_empty());
+        assert!(
+            store
+                .guilds()
+                .guild_row_counts(GuildId(7))
+                .unwrap()
+                .is_empty()
+        );
         assert_eq!(
-            store.guild_row_counts(GuildId(8)).unwrap(),
+            store.guilds().guild_row_counts(GuildId(8)).unwrap(),
             vec![
                 ("guilds", 1),
                 ("channels", 1),
@@ -1121,20 +1132,27 @@ mod tests {
             INSERT INTO reactions (message_id, user_id, emoji, guild_id, channel_id, at) VALUES (700, 2, 'x', 7, 70, 1);";
         let at_once = store_with(&format!("{SEVEN}{more}"));
         let paced = store_with(&format!("{SEVEN}{more}"));
-        let all = at_once.remove_guild(GuildId(7)).unwrap();
+        let all = at_once.guilds().remove_guild(GuildId(7)).unwrap();
         let one_a_batch = Pace {
             batch: 1,
             hold: Duration::MAX,
             rest: Duration::ZERO,
         };
         let removal = paced
+            .guilds()
             .remove_paced(GuildId(7), one_a_batch, &|_| Ok(true), &|| true)
             .unwrap();
         assert_eq!(removal.end, End::Complete);
         assert_eq!(removal.counts, all);
         assert!(all.contains(&("extraction_state", 2)), "{all:?}");
         assert_eq!(all_counts(&paced), all_counts(&at_once));
-        assert!(paced.guild_row_counts(GuildId(7)).unwrap().is_empty());
+        assert!(
+            paced
+                .guilds()
+                .guild_row_counts(GuildId(7))
+                .unwrap()
+                .is_empty()
+        );
         // Each bulk row in its own transaction (3 messages, a journal line,
         // 2 context lines, a usage row, a reaction, 2 reinforcements), each
         // of the 6 tables' last look finding none, and the final transaction.

@@ -5,10 +5,10 @@ use chrono::{DateTime, Utc};
 use rusqlite::params;
 use serde_json::Value;
 
-use super::{Result, Store, StoreError, to_ms};
+use super::{OverrideStore, Result, StoreError, to_ms};
 use crate::ids::{GuildId, UserId};
 
-impl Store {
+impl OverrideStore {
     pub fn set_guild_override(
         &self,
         guild: GuildId,
@@ -17,7 +17,7 @@ impl Store {
         by: Option<UserId>,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        self.lock().execute(
+        self.0.lock().execute(
             "INSERT INTO guild_settings (guild_id, path, value, updated_at, updated_by)
              VALUES (?1, ?2, ?3, ?4, ?5)
              ON CONFLICT (guild_id, path) DO UPDATE SET value = excluded.value,
@@ -35,7 +35,7 @@ impl Store {
 
     /// Removes one override; returns whether there was one.
     pub fn remove_guild_override(&self, guild: GuildId, path: &str) -> Result<bool> {
-        let n = self.lock().execute(
+        let n = self.0.lock().execute(
             "DELETE FROM guild_settings WHERE guild_id = ?1 AND path = ?2",
             params![guild.to_sql(), path],
         )?;
@@ -44,7 +44,7 @@ impl Store {
 
     /// The guilds with an override of some key under `prefix` (`"storage.retention."`).
     pub fn guilds_overriding(&self, prefix: &str) -> Result<Vec<GuildId>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(
             "SELECT DISTINCT guild_id FROM guild_settings WHERE substr(path, 1, length(?1)) = ?1 ORDER BY guild_id",
         )?;
@@ -56,7 +56,7 @@ impl Store {
 
     /// A guild's overrides, in the order they were first set.
     pub fn guild_overrides(&self, guild: GuildId) -> Result<Vec<(String, Value)>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(
             "SELECT path, value FROM guild_settings WHERE guild_id = ?1 ORDER BY rowid",
         )?;

@@ -8,7 +8,7 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{OptionalExtension, params};
 
-use super::{Result, Store, from_ms, to_ms};
+use super::{PeopleStore, Result, from_ms, to_ms};
 use crate::ids::{ChannelId, GuildId, UserId};
 
 /// One hush in force (or past, when read back by [`Store::hush`]).
@@ -27,10 +27,10 @@ fn place(channel: Option<ChannelId>) -> i64 {
     channel.map_or(0, ChannelId::to_sql)
 }
 
-impl Store {
+impl PeopleStore {
     /// Hushes a channel (or the server), replacing an earlier hush there.
     pub fn set_hush(&self, h: &Hush) -> Result<()> {
-        self.lock().execute(
+        self.0.lock().execute(
             "INSERT OR REPLACE INTO hushes (guild_id, channel_id, until, by_user, by_name, at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![
@@ -53,7 +53,7 @@ impl Store {
         now: DateTime<Utc>,
     ) -> Result<bool> {
         let was = self.hush(guild, channel, now)?.is_some();
-        self.lock().execute(
+        self.0.lock().execute(
             "DELETE FROM hushes WHERE guild_id = ?1 AND channel_id = ?2",
             params![guild.to_sql(), place(channel)],
         )?;
@@ -68,6 +68,7 @@ impl Store {
         now: DateTime<Utc>,
     ) -> Result<Option<Hush>> {
         Ok(self
+            .0
             .lock()
             .prepare_cached(
                 "SELECT until, by_user, by_name, at FROM hushes
@@ -88,7 +89,7 @@ impl Store {
 
     /// Every hush in force in a server, the server's own first.
     pub fn hushes(&self, guild: GuildId, now: DateTime<Utc>) -> Result<Vec<Hush>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(
             "SELECT channel_id, until, by_user, by_name, at FROM hushes
              WHERE guild_id = ?1 AND until > ?2 ORDER BY channel_id",
@@ -113,6 +114,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
 
     #[test]
     fn a_hush_holds_until_its_end_and_can_be_lifted() {
@@ -127,34 +129,45 @@ mod tests {
             by_name: "ada".into(),
             at: now,
         };
-        store.set_hush(&h).unwrap();
+        store.people().set_hush(&h).unwrap();
         assert_eq!(
-            store.hush(GuildId(1), Some(ChannelId(2)), now).unwrap(),
+            store
+                .people()
+                .hush(GuildId(1), Some(ChannelId(2)), now)
+                .unwrap(),
             Some(h.clone())
         );
         assert_eq!(
-            store.hush(GuildId(1), None, now).unwrap(),
+            store.people().hush(GuildId(1), None, now).unwrap(),
             None,
             "the server is not hushed"
         );
-        assert_eq!(store.hushes(GuildId(1), now).unwrap(), vec![h.clone()]);
+        assert_eq!(
+            store.people().hushes(GuildId(1), now).unwrap(),
+            vec![h.clone()]
+        );
         let later = now + chrono::Duration::hours(2);
         assert_eq!(
-            store.hush(GuildId(1), Some(ChannelId(2)), later).unwrap(),
+            store
+                .people()
+                .hush(GuildId(1), Some(ChannelId(2)), later)
+                .unwrap(),
             None,
             "over at its end"
         );
         assert!(
-            store.hushes(GuildId(9), now).unwrap().is_empty(),
+            store.people().hushes(GuildId(9), now).unwrap().is_empty(),
             "another server sees none"
         );
         assert!(
             store
+                .people()
                 .clear_hush(GuildId(1), Some(ChannelId(2)), now)
                 .unwrap()
         );
         assert!(
             !store
+                .people()
                 .clear_hush(GuildId(1), Some(ChannelId(2)), now)
                 .unwrap()
         );

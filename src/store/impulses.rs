@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{OptionalExtension, Row, params};
 
 use super::departed::STILL_THERE;
-use super::{Result, Store, from_ms, to_ms};
+use super::{ImpulseStore, Result, from_ms, to_ms};
 use crate::ids::{ChannelId, GuildId, UserId};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -122,9 +122,9 @@ fn schedule_row(r: &Row<'_>) -> rusqlite::Result<ScheduleEntry> {
     })
 }
 
-impl Store {
+impl ImpulseStore {
     pub fn insert_task(&self, t: &Task) -> Result<()> {
-        self.lock().execute(
+        self.0.lock().execute(
             &format!("INSERT INTO tasks ({TASK}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"),
             params![
                 t.id,
@@ -147,7 +147,7 @@ impl Store {
 
     /// Open tasks of a guild (`None`: DMs), soonest first.
     pub fn tasks(&self, guild: Option<GuildId>, include_done: bool) -> Result<Vec<Task>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {TASK} FROM tasks WHERE guild_id IS ?1 AND (?2 OR done_at IS NULL) ORDER BY due_at"
         ))?;
@@ -159,6 +159,7 @@ impl Store {
 
     pub fn task(&self, id: &str) -> Result<Option<Task>> {
         Ok(self
+            .0
             .lock()
             .query_row(
                 &format!("SELECT {TASK} FROM tasks WHERE id = ?1"),
@@ -173,7 +174,7 @@ impl Store {
     }
 
     fn ideas_where(&self, clause: &str, value: &str) -> Result<Vec<Idea>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT id, guild_id, text, sparked_by, created_at, explored_at FROM ideas WHERE {clause}"
         ))?;
@@ -184,7 +185,7 @@ impl Store {
     }
 
     pub fn task_by_prefix(&self, guild: Option<GuildId>, prefix: &str) -> Result<Vec<Task>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {TASK} FROM tasks WHERE guild_id IS ?1 AND id LIKE ?2 || '%'"
         ))?;
@@ -201,7 +202,7 @@ impl Store {
     /// the same transaction) and returns it, so a task fires once, restarts included.
     /// Tasks claimed (fired) but never finished: the process stopped in between.
     pub fn interrupted_tasks(&self) -> Result<Vec<Task>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {TASK} FROM tasks WHERE fired_at IS NOT NULL AND done_at IS NULL ORDER BY fired_at"
         ))?;
@@ -213,7 +214,7 @@ impl Store {
 
     /// Open tasks one person has in a guild (or DMs).
     pub fn open_tasks_of(&self, guild: Option<GuildId>, owner: UserId) -> Result<u64> {
-        Ok(self.lock().query_row(
+        Ok(self.0.lock().query_row(
             "SELECT count(*) FROM tasks WHERE guild_id IS ?1 AND owner_id = ?2 AND done_at IS NULL",
             params![guild.map(GuildId::to_sql), owner.to_sql()],
             |r| r.get::<_, i64>(0),
@@ -221,7 +222,7 @@ impl Store {
     }
 
     pub fn claim_due_tasks(&self, now: DateTime<Utc>) -> Result<Vec<Task>> {
-        let mut conn = self.lock();
+        let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         let due: Vec<Task> = {
             let mut stmt = tx.prepare_cached(&format!(
@@ -242,14 +243,14 @@ impl Store {
     }
 
     pub fn complete_task(&self, id: &str, at: DateTime<Utc>) -> Result<bool> {
-        Ok(self.lock().execute(
+        Ok(self.0.lock().execute(
             "UPDATE tasks SET done_at = ?2 WHERE id = ?1 AND done_at IS NULL",
             params![id, to_ms(at)],
         )? == 1)
     }
 
     pub fn insert_idea(&self, i: &Idea) -> Result<()> {
-        self.lock().execute(
+        self.0.lock().execute(
             "INSERT INTO ideas (id, guild_id, text, sparked_by, created_at, explored_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![i.id, i.guild.map(GuildId::to_sql), i.text, i.sparked_by, to_ms(i.created_at), i.explored_at.map(to_ms)],
         )?;
@@ -257,7 +258,7 @@ impl Store {
     }
 
     pub fn ideas(&self, guild: Option<GuildId>, include_explored: bool) -> Result<Vec<Idea>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(
             "SELECT id, guild_id, text, sparked_by, created_at, explored_at FROM ideas
              WHERE guild_id IS ?1 AND (?2 OR explored_at IS NULL) ORDER BY created_at",
@@ -274,6 +275,7 @@ impl Store {
     /// Marks an idea explored; `false` if someone else already took it.
     pub fn last_idea_explored(&self, guild: GuildId) -> Result<Option<DateTime<Utc>>> {
         Ok(self
+            .0
             .lock()
             .query_row(
                 "SELECT max(explored_at) FROM ideas WHERE guild_id = ?1",
@@ -285,7 +287,7 @@ impl Store {
 
     /// Gives a claimed task back, due again at `due_at` (it could not be said when it fired).
     pub fn postpone_task(&self, id: &str, due_at: DateTime<Utc>) -> Result<bool> {
-        Ok(self.lock().execute(
+        Ok(self.0.lock().execute(
             "UPDATE tasks SET fired_at = NULL, due_at = ?2 WHERE id = ?1 AND done_at IS NULL",
             params![id, to_ms(due_at)],
         )? == 1)
@@ -294,20 +296,21 @@ impl Store {
     /// Gives a claimed idea back (its exploration failed): it waits to be explored again.
     pub fn release_idea(&self, id: &str) -> Result<bool> {
         Ok(self
+            .0
             .lock()
             .execute("UPDATE ideas SET explored_at = NULL WHERE id = ?1", [id])?
             == 1)
     }
 
     pub fn claim_idea(&self, id: &str, at: DateTime<Utc>) -> Result<bool> {
-        Ok(self.lock().execute(
+        Ok(self.0.lock().execute(
             "UPDATE ideas SET explored_at = ?2 WHERE id = ?1 AND explored_at IS NULL",
             params![id, to_ms(at)],
         )? == 1)
     }
 
     pub fn insert_schedule(&self, s: &ScheduleEntry) -> Result<bool> {
-        Ok(self.lock().execute(
+        Ok(self.0.lock().execute(
             &format!("INSERT OR IGNORE INTO schedules ({SCHEDULE}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"),
             params![
                 s.id,
@@ -326,7 +329,7 @@ impl Store {
     }
 
     pub fn schedules(&self, guild: Option<GuildId>) -> Result<Vec<ScheduleEntry>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {SCHEDULE} FROM schedules WHERE (?1 IS NULL AND {STILL_THERE}) OR guild_id = ?1
              ORDER BY guild_id, name"
@@ -338,7 +341,7 @@ impl Store {
     }
 
     pub fn remove_schedule(&self, guild: GuildId, name: &str) -> Result<bool> {
-        Ok(self.lock().execute(
+        Ok(self.0.lock().execute(
             "DELETE FROM schedules WHERE guild_id = ?1 AND name = ?2",
             params![guild.to_sql(), name],
         )? == 1)
@@ -351,7 +354,7 @@ impl Store {
         previous: Option<DateTime<Utc>>,
         at: DateTime<Utc>,
     ) -> Result<bool> {
-        Ok(self.lock().execute(
+        Ok(self.0.lock().execute(
             "UPDATE schedules SET last_fired_at = ?3 WHERE id = ?1 AND last_fired_at IS ?2",
             params![id, previous.map(to_ms), to_ms(at)],
         )? == 1)
@@ -365,7 +368,7 @@ impl Store {
             _ => "escalated",
         };
         // One of four statements, kept prepared: this runs with every reflex.
-        self.lock()
+        self.0.lock()
             .prepare_cached(&format!(
                 "INSERT INTO reflex_stats (name, fired, {column}, total_us) VALUES (?1, 1, 1, ?2)
                  ON CONFLICT (name) DO UPDATE SET fired = fired + 1, {column} = {column} + 1, total_us = total_us + ?2"
@@ -375,7 +378,7 @@ impl Store {
     }
 
     pub fn reflex_stats(&self) -> Result<Vec<ReflexStats>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached("SELECT name, fired, succeeded, failed, passed, escalated, total_us FROM reflex_stats ORDER BY fired DESC, name")?;
         let rows = stmt
             .query_map([], |r| {
@@ -401,7 +404,7 @@ impl Store {
         reason: &str,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        self.lock().execute(
+        self.0.lock().execute(
             "INSERT OR REPLACE INTO reflex_disabled (guild_id, name, disabled_at, reason) VALUES (?1, ?2, ?3, ?4)",
             params![guild.map_or(0, GuildId::to_sql), name, to_ms(at), reason],
         )?;
@@ -409,7 +412,7 @@ impl Store {
     }
 
     pub fn enable_reflex(&self, guild: Option<GuildId>, name: &str) -> Result<bool> {
-        Ok(self.lock().execute(
+        Ok(self.0.lock().execute(
             "DELETE FROM reflex_disabled WHERE guild_id = ?1 AND name = ?2",
             params![guild.map_or(0, GuildId::to_sql), name],
         )? == 1)
@@ -417,7 +420,7 @@ impl Store {
 
     /// (guild or everywhere, name, reason).
     pub fn disabled_reflexes(&self) -> Result<Vec<(Option<GuildId>, String, String)>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(
             "SELECT guild_id, name, reason FROM reflex_disabled ORDER BY guild_id, name",
         )?;
@@ -433,6 +436,7 @@ impl Store {
     /// When a person last spoke in a guild.
     pub fn last_human_message(&self, guild: GuildId) -> Result<Option<DateTime<Utc>>> {
         Ok(self
+            .0
             .lock()
             .query_row(
                 // Newest first down the server-and-time index, stopping at the

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{OptionalExtension, Row, params};
 
-use super::{Result, Store, from_ms, to_ms};
+use super::{InitiativeStore, Result, from_ms, to_ms};
 use crate::ids::{ChannelId, GuildId, MessageId};
 use crate::vocab::pending::{MediaDirective, PendingThought};
 
@@ -37,9 +37,10 @@ pub struct OutboxPost {
     pub message: Option<MessageId>,
 }
 
-impl Store {
+impl InitiativeStore {
     pub fn pending_thought(&self, guild: GuildId) -> Result<Option<PendingThought>> {
         Ok(self
+            .0
             .lock()
             .query_row(
                 &format!("SELECT {PENDING} FROM pending_thoughts WHERE guild_id = ?1"),
@@ -50,7 +51,7 @@ impl Store {
     }
 
     pub fn pending_thoughts(&self) -> Result<Vec<PendingThought>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {PENDING} FROM pending_thoughts ORDER BY guild_id"
         ))?;
@@ -65,7 +66,7 @@ impl Store {
             .media
             .as_ref()
             .map(|m| serde_json::to_string(m).unwrap_or_default());
-        self.lock().execute(
+        self.0.lock().execute(
             &format!(
                 "INSERT OR REPLACE INTO pending_thoughts ({PENDING}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
             ),
@@ -85,7 +86,7 @@ impl Store {
     }
 
     pub fn delete_pending_thought(&self, guild: GuildId) -> Result<bool> {
-        Ok(self.lock().execute(
+        Ok(self.0.lock().execute(
             "DELETE FROM pending_thoughts WHERE guild_id = ?1",
             [guild.to_sql()],
         )? > 0)
@@ -93,6 +94,7 @@ impl Store {
 
     pub fn last_considered(&self, guild: GuildId) -> Result<Option<DateTime<Utc>>> {
         Ok(self
+            .0
             .lock()
             .query_row(
                 "SELECT last_considered_at FROM initiative_state WHERE guild_id = ?1",
@@ -105,7 +107,7 @@ impl Store {
     }
 
     pub fn set_last_considered(&self, guild: GuildId, at: DateTime<Utc>) -> Result<()> {
-        self.lock().execute(
+        self.0.lock().execute(
             "INSERT INTO initiative_state (guild_id, last_considered_at) VALUES (?1, ?2)
              ON CONFLICT (guild_id) DO UPDATE SET last_considered_at = excluded.last_considered_at",
             params![guild.to_sql(), to_ms(at)],
@@ -122,7 +124,7 @@ impl Store {
         text: &str,
         at: DateTime<Utc>,
     ) -> Result<bool> {
-        Ok(self.lock().execute(
+        Ok(self.0.lock().execute(
             "INSERT OR IGNORE INTO initiative_outbox (nonce, guild_id, channel_id, text, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![nonce, guild.to_sql(), channel.to_sql(), text, to_ms(at)],
         )? == 1)
@@ -134,7 +136,7 @@ impl Store {
     /// while the row said "sent": the next start found nothing to settle,
     /// and the model was shown the thought again and posted it twice.
     pub fn outbox_settle(&self, nonce: &str, guild: GuildId, message: MessageId) -> Result<()> {
-        let mut conn = self.lock();
+        let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         tx.execute(
             "UPDATE initiative_outbox SET message_id = ?2 WHERE nonce = ?1",
@@ -149,7 +151,8 @@ impl Store {
     }
 
     pub fn outbox_delete(&self, nonce: &str) -> Result<()> {
-        self.lock()
+        self.0
+            .lock()
             .execute("DELETE FROM initiative_outbox WHERE nonce = ?1", [nonce])?;
         Ok(())
     }
@@ -167,7 +170,7 @@ impl Store {
     }
 
     fn unsent_where(&self, filter: &str, args: impl rusqlite::Params) -> Result<Vec<OutboxPost>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT nonce, guild_id, channel_id, text, created_at, message_id FROM initiative_outbox
              WHERE message_id IS NULL AND {filter} ORDER BY created_at"

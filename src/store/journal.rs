@@ -8,9 +8,9 @@ use std::borrow::Cow;
 use rusqlite::{Connection, Row, params_from_iter};
 
 use super::conditions::Conditions;
-use super::garden::StreamLine;
 use super::messages::Commit;
-use super::{Result, Store, from_ms, to_ms};
+use super::stream::StreamLine;
+use super::{JournalStore, Result, from_ms, to_ms};
 use crate::ids::{ChannelId, GuildId, MessageId};
 use crate::vocab::journal::{Entry, Filter, Kind};
 use crate::words::thousands;
@@ -64,10 +64,10 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Entry> {
     })
 }
 
-impl Store {
+impl JournalStore {
     /// Appends an entry and returns its id.
     pub fn journal_append(&self, e: &Entry) -> Result<i64> {
-        append(&self.lock(), e)
+        append(&self.0.lock(), e)
     }
 
     /// Appends an entry and, when it is one the context stream shows, its
@@ -81,20 +81,20 @@ impl Store {
     ) -> Result<i64> {
         match commit {
             Commit::Now => {
-                let mut conn = self.lock();
+                let mut conn = self.0.lock();
                 let tx = conn.transaction()?;
                 let id = append_with(&tx, e, stream)?;
                 tx.commit()?;
                 Ok(id)
             }
-            Commit::Grouped => append_with(&*self.lock_grouped()?, e, stream),
+            Commit::Grouped => append_with(&*self.0.lock_grouped()?, e, stream),
         }
     }
 
     /// Entries matching `f`, oldest first (the newest `f.limit` when limited).
     pub fn journal_query(&self, f: &Filter) -> Result<Vec<Entry>> {
         let (sql, args) = query(f);
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&sql)?;
         let mut rows: Vec<Entry> = stmt
             .query_map(params_from_iter(args), from_row)?
@@ -108,6 +108,7 @@ impl Store {
     pub fn journal_count(&self, f: &Filter) -> Result<u64> {
         let (filter, args) = filter(f);
         let n: i64 = self
+            .0
             .lock()
             .prepare_cached(&format!("SELECT count(*) FROM journal{filter}"))?
             .query_row(params_from_iter(args), |r| r.get(0))?;
@@ -159,7 +160,7 @@ fn append_with(
 ) -> Result<i64> {
     if let Some((guild, line)) = stream {
         // Harmless if lost: the stream is a rolling view; the entry itself is in the journal.
-        let _ = super::garden::stream_append(conn, guild, e.channel, line, e.at);
+        let _ = super::stream::stream_append(conn, guild, e.channel, line, e.at);
     }
     append(conn, e)
 }
@@ -189,6 +190,7 @@ fn append(conn: &Connection, e: &Entry) -> Result<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
 
     /// The indexes SQLite plans to read for `f`.
     fn indexes(f: &Filter) -> Vec<String> {
@@ -235,16 +237,18 @@ mod tests {
         // Three bytes a character after the first: the cut falls inside one.
         let huge = format!("a{}", "€".repeat(1_000_000));
         store
+            .journal()
             .journal_append(&Entry::new(Kind::Error, huge.clone()).reason(huge.clone()))
             .unwrap();
         store
+            .journal()
             .journal_append_with(
                 &Entry::new(Kind::Error, "short").reason(huge),
                 None,
                 Commit::Now,
             )
             .unwrap();
-        let rows = store.journal_query(&Filter::default()).unwrap();
+        let rows = store.journal().journal_query(&Filter::default()).unwrap();
         let cut = format!(
             "a{}… [cut: 3,000,001 bytes, showing the first 1,966]",
             "€".repeat(655)
@@ -286,6 +290,7 @@ mod tests {
             (Kind::Reply, 1),
         ] {
             store
+                .journal()
                 .journal_append(&Entry::new(kind, "line").guild(Some(GuildId(guild))))
                 .unwrap();
         }
@@ -295,8 +300,15 @@ mod tests {
             limit: Some(1),
             ..Default::default()
         };
-        assert_eq!(store.journal_count(&f).unwrap(), 2, "the limit aside");
-        assert_eq!(store.journal_count(&Filter::default()).unwrap(), 4);
+        assert_eq!(
+            store.journal().journal_count(&f).unwrap(),
+            2,
+            "the limit aside"
+        );
+        assert_eq!(
+            store.journal().journal_count(&Filter::default()).unwrap(),
+            4
+        );
     }
 
     #[test]
@@ -304,11 +316,13 @@ mod tests {
         let store = Store::open_in_memory().unwrap();
         for kind in [Kind::Route, Kind::Reply, Kind::Route] {
             store
+                .journal()
                 .journal_append(&Entry::new(kind, "line").guild(Some(GuildId(1))))
                 .unwrap();
         }
         let kinds = |kinds: Vec<Kind>| {
             store
+                .journal()
                 .journal_query(&Filter {
                     kinds,
                     guild: Some(GuildId(1)),

@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{OptionalExtension, Row, Transaction, params, params_from_iter};
 
 use super::conditions::Conditions;
-use super::{Result, Store, StoreError, from_ms, to_ms};
+use super::{MemoryStore, Result, StoreError, from_ms, to_ms};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::vocab::fact::{Fact, FactKind, Importance, Scope, ScopeKind};
 
@@ -158,9 +158,9 @@ pub struct OldestFacts {
     pub archived: Option<DateTime<Utc>>,
 }
 
-impl Store {
+impl MemoryStore {
     pub fn insert_fact(&self, f: &Fact) -> Result<()> {
-        let mut conn = self.lock();
+        let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         write_fact(&tx, f, true)?;
         tx.commit()?;
@@ -169,7 +169,7 @@ impl Store {
 
     /// Writes changed facts together (a supersede touches two).
     pub fn save_facts(&self, inserts: &[&Fact], updates: &[&Fact]) -> Result<()> {
-        let mut conn = self.lock();
+        let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         for f in updates {
             write_fact(&tx, f, false)?;
@@ -186,7 +186,7 @@ impl Store {
     /// duplicates' reinforcement breadcrumbs move to the survivor, plus one
     /// breadcrumb per merge — nothing of how the fact earned its strength is lost.
     pub fn merge_facts(&self, survivor: &Fact, merged: &[&Fact], at: DateTime<Utc>) -> Result<()> {
-        let mut conn = self.lock();
+        let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         write_fact(&tx, survivor, false)?;
         for m in merged {
@@ -210,7 +210,7 @@ impl Store {
 
     /// (all facts, active facts) of a guild (`None`: direct messages).
     pub fn fact_counts(&self, guild: Option<GuildId>) -> Result<(u64, u64)> {
-        Ok(self.lock().query_row(
+        Ok(self.0.lock().query_row(
             "SELECT count(*), count(*) FILTER (WHERE superseded_by IS NULL AND archived_at IS NULL) FROM facts WHERE guild_id IS ?1",
             [guild.map(GuildId::to_sql)],
             |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)),
@@ -219,7 +219,7 @@ impl Store {
 
     /// What changes whenever a guild's active memory changes: (count, newest update).
     pub fn fact_signature(&self, guild: Option<GuildId>) -> Result<(u64, i64)> {
-        Ok(self.lock().query_row(
+        Ok(self.0.lock().query_row(
             "SELECT count(*), coalesce(max(updated_at), 0) FROM facts
              WHERE guild_id IS ?1 AND superseded_by IS NULL AND archived_at IS NULL",
             [guild.map(GuildId::to_sql)],
@@ -229,7 +229,7 @@ impl Store {
 
     /// Breadcrumbs of a fact (how many times, and by what, it was reinforced).
     pub fn reinforcement_count(&self, id: &str) -> Result<u64> {
-        Ok(self.lock().query_row(
+        Ok(self.0.lock().query_row(
             "SELECT count(*) FROM fact_reinforcements WHERE fact_id = ?1",
             [id],
             |r| r.get::<_, i64>(0),
@@ -242,7 +242,7 @@ impl Store {
         message: Option<MessageId>,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        self.lock().execute(
+        self.0.lock().execute(
             "INSERT INTO fact_reinforcements (fact_id, message_id, at) VALUES (?1, ?2, ?3)",
             params![id, message.map(MessageId::to_sql), to_ms(at)],
         )?;
@@ -250,7 +250,7 @@ impl Store {
     }
 
     fn reinforcements(&self, id: &str) -> Result<Vec<(Option<MessageId>, DateTime<Utc>)>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(
             "SELECT message_id, at FROM fact_reinforcements WHERE fact_id = ?1 ORDER BY at, rowid",
         )?;
@@ -268,6 +268,7 @@ impl Store {
     /// A fact by its full id, with its reinforcements.
     pub fn fact(&self, id: &str) -> Result<Option<Fact>> {
         let fact = self
+            .0
             .lock()
             .query_row(
                 &format!("SELECT {COLUMNS} FROM facts WHERE id = ?1"),
@@ -294,7 +295,7 @@ impl Store {
         if prefix.is_empty() {
             return Ok(Vec::new());
         }
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {COLUMNS} FROM facts WHERE id LIKE ?1 || '%' ORDER BY created_at LIMIT 10"
         ))?;
@@ -305,7 +306,7 @@ impl Store {
     }
 
     pub fn delete_fact(&self, id: &str) -> Result<bool> {
-        let mut conn = self.lock();
+        let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         tx.execute("DELETE FROM fact_reinforcements WHERE fact_id = ?1", [id])?;
         let n = tx.execute("DELETE FROM facts WHERE id = ?1", [id])?;
@@ -317,7 +318,7 @@ impl Store {
     /// inserted and every fact in `replaced` deleted, or nothing happens —
     /// a summary that failed to land never costs the facts it summarises.
     pub fn compact_facts(&self, summary: Option<&Fact>, replaced: &[&str]) -> Result<()> {
-        let mut conn = self.lock();
+        let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         if let Some(s) = summary {
             write_fact(&tx, s, true)?;
@@ -362,7 +363,7 @@ impl Store {
         if let Some(n) = f.limit {
             sql.push_str(&format!(" LIMIT {n}"));
         }
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&sql)?;
         let rows = stmt
             .query_map(params_from_iter(args), fact_row)?
@@ -384,7 +385,7 @@ impl Store {
 
     /// Full-text matches for a MATCH expression, best BM25 first: (fact, bm25 relevance ≥ 0).
     pub fn search_facts(&self, match_expr: &str, limit: usize) -> Result<Vec<(Fact, f64)>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&SEARCH)?;
         let rows = stmt
             .query_map(params![match_expr, limit as i64], |r| {
@@ -403,7 +404,7 @@ impl Store {
         if ids.is_empty() {
             return Ok(());
         }
-        let conn = self.lock_grouped()?;
+        let conn = self.0.lock_grouped()?;
         let mut update = conn.prepare_cached("UPDATE facts SET last_seen_at = ?2 WHERE id = ?1")?;
         for id in ids {
             update.execute(params![id, to_ms(at)])?;
@@ -413,7 +414,7 @@ impl Store {
 
     /// Deletes facts not seen since `before` (their reinforcements too); returns how many.
     pub fn expire_facts(&self, before: DateTime<Utc>) -> Result<usize> {
-        let mut conn = self.lock();
+        let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         tx.execute(
             "DELETE FROM fact_reinforcements WHERE fact_id IN (SELECT id FROM facts WHERE last_seen_at < ?1)",
@@ -427,7 +428,7 @@ impl Store {
     /// The oldest `last_seen_at` of any fact and the oldest `archived_at`:
     /// when `expire_facts` and `purge_archived_facts` next find something.
     pub fn oldest_fact_marks(&self) -> Result<OldestFacts> {
-        Ok(self.lock().query_row(
+        Ok(self.0.lock().query_row(
             "SELECT min(last_seen_at), min(archived_at) FROM facts",
             [],
             |r| {
@@ -441,7 +442,7 @@ impl Store {
 
     /// Deletes facts archived before `before`.
     pub fn purge_archived_facts(&self, before: DateTime<Utc>) -> Result<usize> {
-        let mut conn = self.lock();
+        let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         tx.execute(
             "DELETE FROM fact_reinforcements WHERE fact_id IN (SELECT id FROM facts WHERE archived_at < ?1)",
@@ -457,6 +458,7 @@ impl Store {
         channel: ChannelId,
     ) -> Result<Option<(MessageId, DateTime<Utc>)>> {
         Ok(self
+            .0
             .lock()
             .query_row(
                 "SELECT last_message_id, last_run_at FROM extraction_state WHERE channel_id = ?1",
@@ -472,7 +474,7 @@ impl Store {
         last: MessageId,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        self.lock().execute(
+        self.0.lock().execute(
             "INSERT INTO extraction_state (channel_id, last_message_id, last_run_at) VALUES (?1, ?2, ?3)
              ON CONFLICT (channel_id) DO UPDATE SET last_message_id = excluded.last_message_id, last_run_at = excluded.last_run_at",
             params![channel.to_sql(), last.to_sql(), to_ms(at)],
@@ -495,7 +497,7 @@ impl Store {
 
     /// Inserts facts whose ids are new, all or nothing; returns (inserted, skipped).
     pub fn import_facts(&self, facts: &[Fact]) -> Result<(usize, usize)> {
-        let mut conn = self.lock();
+        let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         let (mut inserted, mut skipped) = (0, 0);
         for f in facts {
@@ -519,7 +521,7 @@ impl Store {
     /// Number of active facts per (guild, scope, channel, user) group above `min`,
     /// for compaction: (scope of the group, count).
     pub fn crowded_scopes(&self, guild: Option<GuildId>) -> Result<Vec<(Scope, u64)>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(
             "SELECT scope, channel_id, user_id, count(*) FROM facts
              WHERE guild_id IS ?1 AND superseded_by IS NULL AND archived_at IS NULL
@@ -544,7 +546,7 @@ impl Store {
 
     /// Guilds (and `None` for DMs) that hold facts.
     pub fn fact_guilds(&self) -> Result<Vec<Option<GuildId>>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached("SELECT DISTINCT guild_id FROM facts")?;
         let rows = stmt
             .query_map([], |r| {
@@ -563,7 +565,7 @@ impl Store {
         Option<(DateTime<Utc>, DateTime<Utc>)>,
         u64,
     )> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(
             "SELECT kind, importance, count(*) FROM facts WHERE superseded_by IS NULL AND archived_at IS NULL
              GROUP BY kind, importance ORDER BY kind, importance",

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 
-use super::{Result, Store, from_ms, to_ms};
+use super::{MessageStore, Result, from_ms, to_ms};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 
 /// A file on a message, as the platform describes it (stored as JSON in the
@@ -179,7 +179,7 @@ pub fn is_provisional(id: MessageId) -> bool {
     id.get() & PROVISIONAL != 0
 }
 
-impl Store {
+impl MessageStore {
     /// Stores a message; returns `false` if a message with this id was already stored.
     ///
     /// The bot's own message arriving under its platform id (the gateway's
@@ -187,7 +187,7 @@ impl Store {
     /// row with the same channel and text instead of adding a second: if the
     /// bot stopped between sending and confirming, that row is this message.
     pub fn insert_message(&self, m: &StoredMessage) -> Result<bool> {
-        let mut conn = self.lock();
+        let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         let new = insert(&tx, m)?;
         tx.commit()?;
@@ -201,19 +201,19 @@ impl Store {
     pub fn insert_seen(&self, seen: &Seen<'_>, commit: Commit) -> Result<bool> {
         match commit {
             Commit::Now => {
-                let mut conn = self.lock();
+                let mut conn = self.0.lock();
                 let tx = conn.transaction()?;
                 let new = insert_seen(&tx, seen)?;
                 tx.commit()?;
                 Ok(new)
             }
-            Commit::Grouped => insert_seen(&*self.lock_grouped()?, seen),
+            Commit::Grouped => insert_seen(&*self.0.lock_grouped()?, seen),
         }
     }
 
     /// Applies an edit; returns `false` if the message is unknown or deleted.
     pub fn edit_message(&self, id: MessageId, content: &str, at: DateTime<Utc>) -> Result<bool> {
-        let n = self.lock().execute(
+        let n = self.0.lock().execute(
             "UPDATE messages SET content = ?2, edited_at = ?3 WHERE id = ?1 AND deleted_at IS NULL",
             params![id.to_sql(), content, to_ms(at)],
         )?;
@@ -222,7 +222,7 @@ impl Store {
 
     /// Marks a message deleted and removes its content and attachments.
     pub fn delete_message(&self, id: MessageId, at: DateTime<Utc>) -> Result<bool> {
-        let n = self.lock().execute(
+        let n = self.0.lock().execute(
             "UPDATE messages SET content = '', attachments = '[]', deleted_at = ?2
              WHERE id = ?1 AND deleted_at IS NULL",
             params![id.to_sql(), to_ms(at)],
@@ -233,6 +233,7 @@ impl Store {
     /// Asked for every answer (who is answered, may they be pinged), so prepared once.
     pub fn message(&self, id: MessageId) -> Result<Option<StoredMessage>> {
         Ok(self
+            .0
             .lock()
             .prepare_cached(&format!("SELECT {COLUMNS} FROM messages WHERE id = ?1"))?
             .query_row([id.to_sql()], from_row)
@@ -245,7 +246,7 @@ impl Store {
     /// [`super::group_commit`]): if a crash loses it, backfill gives the
     /// message's id to the provisional row as it does for the echo.
     pub fn confirm_message(&self, provisional: MessageId, id: MessageId) -> Result<()> {
-        let conn = self.lock_grouped()?;
+        let conn = self.0.lock_grouped()?;
         let echoed: bool = conn
             .prepare_cached(EXISTS)?
             .query_row([id.to_sql()], |r| r.get(0))?;
@@ -260,7 +261,8 @@ impl Store {
 
     /// Removes a provisional row whose message was never sent.
     pub fn forget_unsent(&self, provisional: MessageId) -> Result<()> {
-        self.lock()
+        self.0
+            .lock()
             .execute("DELETE FROM messages WHERE id = ?1", [provisional.to_sql()])?;
         Ok(())
     }
@@ -268,6 +270,7 @@ impl Store {
     /// The newest message id stored for a channel (where to catch up from).
     pub fn last_message_id(&self, channel: ChannelId) -> Result<Option<MessageId>> {
         Ok(self
+            .0
             .lock()
             .query_row(
                 "SELECT max(id) FROM messages WHERE channel_id = ?1 AND id > 0",
@@ -280,7 +283,7 @@ impl Store {
     /// The name `user` last wrote under, if the bot has seen them write.
     pub fn author_name(&self, user: UserId) -> Result<Option<String>> {
         Ok(self
-            .lock()
+            .0.lock()
             .query_row(
                 "SELECT author_name FROM messages WHERE author_id = ?1 ORDER BY created_at DESC LIMIT 1",
                 [user.to_sql()],
@@ -291,7 +294,7 @@ impl Store {
 
     /// The last `limit` messages of a channel that still have content, oldest first.
     pub fn recent_messages(&self, channel: ChannelId, limit: usize) -> Result<Vec<StoredMessage>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&RECENT)?;
         let mut rows: Vec<StoredMessage> = stmt
             .query_map(params![channel.to_sql(), limit as i64], from_row)?
@@ -307,7 +310,7 @@ impl Store {
         since: DateTime<Utc>,
         limit: usize,
     ) -> Result<Vec<StoredMessage>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {COLUMNS} FROM messages
              WHERE guild_id = ?1 AND created_at >= ?2 AND deleted_at IS NULL
@@ -326,7 +329,7 @@ impl Store {
     /// Channels with messages after their extraction checkpoint: (guild, channel,
     /// how many, when the last was said, whether the bot spoke among them, checkpoint time).
     pub fn unextracted_channels(&self) -> Result<Vec<Unextracted>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(
             // The channels first, one index seek each (a loose index scan),
             // then only each channel's messages past its checkpoint: the
@@ -367,7 +370,7 @@ impl Store {
         after: Option<MessageId>,
         limit: usize,
     ) -> Result<Vec<StoredMessage>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {COLUMNS} FROM messages WHERE channel_id = ?1 AND id > ?2 AND deleted_at IS NULL
              ORDER BY id LIMIT ?3"
@@ -391,7 +394,7 @@ impl Store {
         &self,
         channel: ChannelId,
     ) -> Result<(Option<DateTime<Utc>>, Option<DateTime<Utc>>)> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let last = |is_self: bool| -> rusqlite::Result<Option<DateTime<Utc>>> {
             conn.query_row(
                 "SELECT max(created_at) FROM messages WHERE channel_id = ?1 AND is_self = ?2 AND author_is_bot = ?2",
@@ -407,6 +410,7 @@ impl Store {
     /// channel-and-time index, stopping at the first person (asked every tick).
     pub fn last_human_in(&self, channel: ChannelId) -> Result<Option<DateTime<Utc>>> {
         Ok(self
+            .0
             .lock()
             .prepare_cached(
                 "SELECT created_at FROM messages WHERE channel_id = ?1 AND author_is_bot = 0
@@ -427,6 +431,7 @@ impl Store {
         // group sees its rows and leaves it open, where a commit here would
         // commit each message that fires a reflex alone.
         Ok(self
+            .0
             .read()
             .prepare_cached(COUNT_SELF)?
             .query_row(params![channel.to_sql(), to_ms(since)], |r| {
@@ -436,7 +441,7 @@ impl Store {
 
     /// How many messages are stored in a channel (deleted ones included).
     pub fn count_messages(&self, channel: ChannelId) -> Result<u64> {
-        Ok(self.lock().query_row(
+        Ok(self.0.lock().query_row(
             "SELECT count(*) FROM messages WHERE channel_id = ?1",
             [channel.to_sql()],
             |r| r.get::<_, i64>(0),
@@ -557,6 +562,7 @@ pub(crate) fn sample(id: u64, channel: u64, content: &str, at: DateTime<Utc>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
 
     #[test]
     fn the_hourly_count_reads_only_the_bots_own_messages() {
@@ -576,10 +582,16 @@ mod tests {
         // answer parsed its queries afresh.
         let store = Store::open_in_memory().unwrap();
         let t = Utc::now();
-        store.insert_message(&mine(MessageId(1), "hi", t)).unwrap();
+        store
+            .messages()
+            .insert_message(&mine(MessageId(1), "hi", t))
+            .unwrap();
         for _ in 0..3 {
-            store.recent_messages(ChannelId(5), 20).unwrap();
-            store.count_self_messages_since(ChannelId(5), t).unwrap();
+            store.messages().recent_messages(ChannelId(5), 20).unwrap();
+            store
+                .messages()
+                .count_self_messages_since(ChannelId(5), t)
+                .unwrap();
         }
         let conn = store.lock();
         for sql in [RECENT.as_str(), COUNT_SELF] {
@@ -614,50 +626,61 @@ mod tests {
         // provisional by a crash, and a third "ok" is still on its way.
         assert!(
             store
+                .messages()
                 .insert_message(&mine(MessageId(100), "ok", t))
                 .unwrap()
         );
         let crashed = provisional_id("nonce-2");
         let pending = provisional_id("nonce-3");
         assert!(is_provisional(crashed) && !is_provisional(MessageId(100)));
-        store.insert_message(&mine(crashed, "ok", t)).unwrap();
         store
+            .messages()
+            .insert_message(&mine(crashed, "ok", t))
+            .unwrap();
+        store
+            .messages()
             .insert_message(&mine(pending, "ok", t + chrono::Duration::seconds(1)))
             .unwrap();
 
         // Backfill brings the crashed one under its real id: the oldest provisional row takes it.
         assert!(
             !store
+                .messages()
                 .insert_message(&mine(MessageId(200), "ok", t))
                 .unwrap()
         );
-        assert!(store.message(crashed).unwrap().is_none());
-        assert!(store.message(MessageId(200)).unwrap().is_some());
-        assert!(store.message(pending).unwrap().is_some());
+        assert!(store.messages().message(crashed).unwrap().is_none());
+        assert!(store.messages().message(MessageId(200)).unwrap().is_some());
+        assert!(store.messages().message(pending).unwrap().is_some());
         assert!(
-            store.message(MessageId(100)).unwrap().is_some(),
+            store.messages().message(MessageId(100)).unwrap().is_some(),
             "a confirmed row is never taken"
         );
         // Redelivered: nothing changes.
         assert!(
             !store
+                .messages()
                 .insert_message(&mine(MessageId(200), "ok", t))
                 .unwrap()
         );
-        assert!(store.message(pending).unwrap().is_some());
+        assert!(store.messages().message(pending).unwrap().is_some());
         // The third one's confirm finds its echo already stored: one row.
         assert!(
             !store
+                .messages()
                 .insert_message(&mine(MessageId(300), "ok", t))
                 .unwrap()
         );
-        store.confirm_message(pending, MessageId(300)).unwrap();
-        let rows = store.recent_messages(ChannelId(5), 10).unwrap();
+        store
+            .messages()
+            .confirm_message(pending, MessageId(300))
+            .unwrap();
+        let rows = store.messages().recent_messages(ChannelId(5), 10).unwrap();
         let mut ids: Vec<u64> = rows.iter().map(|m| m.id.get()).collect();
         ids.sort_unstable();
         assert_eq!(ids, vec![100, 200, 300]);
         assert_eq!(
-            store.last_message_id(ChannelId(5)).unwrap(),
+            store.messages().last_message_id(ChannelId(5)).unwrap(),
             Some(MessageId(300))
         );
     }
@@ -688,27 +711,41 @@ mod tests {
             width: Some(640),
             height: Some(480),
         }];
-        assert!(store.insert_message(&m).unwrap());
+        assert!(store.messages().insert_message(&m).unwrap());
         assert!(
-            !store.insert_message(&m).unwrap(),
+            !store.messages().insert_message(&m).unwrap(),
             "a redelivered message is not new"
         );
 
-        assert!(store.edit_message(MessageId(10), "hello there", t).unwrap());
-        let got = store.message(MessageId(10)).unwrap().unwrap();
+        assert!(
+            store
+                .messages()
+                .edit_message(MessageId(10), "hello there", t)
+                .unwrap()
+        );
+        let got = store.messages().message(MessageId(10)).unwrap().unwrap();
         assert_eq!(got.content, "hello there");
         assert_eq!(got.attachments, m.attachments);
         assert!(got.edited_at.is_some());
 
-        assert!(store.delete_message(MessageId(10), t).unwrap());
-        let got = store.message(MessageId(10)).unwrap().unwrap();
+        assert!(store.messages().delete_message(MessageId(10), t).unwrap());
+        let got = store.messages().message(MessageId(10)).unwrap().unwrap();
         assert_eq!(got.content, "");
         assert!(got.attachments.is_empty());
         assert!(
-            !store.edit_message(MessageId(10), "ghost", t).unwrap(),
+            !store
+                .messages()
+                .edit_message(MessageId(10), "ghost", t)
+                .unwrap(),
             "deleted stays deleted"
         );
-        assert!(store.recent_messages(ChannelId(5), 10).unwrap().is_empty());
+        assert!(
+            store
+                .messages()
+                .recent_messages(ChannelId(5), 10)
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]
@@ -717,6 +754,7 @@ mod tests {
         let t = Utc::now();
         for i in 0..5 {
             store
+                .messages()
                 .insert_message(&sample(
                     100 + i,
                     7,
@@ -726,9 +764,11 @@ mod tests {
                 .unwrap();
         }
         store
+            .messages()
             .insert_message(&sample(999, 8, "elsewhere", t))
             .unwrap();
         let got: Vec<String> = store
+            .messages()
             .recent_messages(ChannelId(7), 3)
             .unwrap()
             .into_iter()

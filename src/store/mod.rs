@@ -10,8 +10,10 @@
 //! nobody addressed, and the routing lines saying they were let pass) may be
 //! grouped instead: see [`group_commit`].
 //!
-//! Each table family has its own module with `impl Store` methods, so a
-//! caller writes `store.insert_message(..)` and never sees SQL.
+//! Each table family has its own module and its own handle (see
+//! [`handles`]): a caller is given a [`MessageStore`] and writes
+//! `messages.insert_message(..)`, never sees SQL, and cannot reach
+//! another family's tables.
 
 pub mod access;
 pub mod backup;
@@ -26,6 +28,7 @@ pub mod garden;
 pub(crate) mod group_commit;
 pub mod guild_io;
 pub(crate) mod guild_settings;
+mod handles;
 pub(crate) mod hushes;
 pub mod impulses;
 pub(crate) mod initiative;
@@ -39,6 +42,7 @@ pub mod partition;
 pub mod people;
 pub mod retention;
 pub mod shared;
+pub mod stream;
 pub mod unanswered;
 pub mod usage;
 pub(crate) mod voice;
@@ -49,6 +53,11 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::{Connection, ErrorCode};
+
+pub use handles::{
+    DiscoveryStore, FeedStore, FileStore, GardenStore, GuildStore, ImpulseStore, InitiativeStore,
+    JournalStore, MemoryStore, MessageStore, OverrideStore, PeopleStore, UsageStore, VoiceStore,
+};
 
 pub const DB_FILE: &str = "ambient.db";
 
@@ -248,10 +257,6 @@ impl Store {
         self.path.as_deref()
     }
 
-    pub fn schema_version(&self) -> Result<u32> {
-        Ok(migrations::current_version(&self.lock())?)
-    }
-
     /// The connection, for this module's table-family files only. Grouped
     /// writes are committed first, so whatever is done with it is ordered
     /// after them on disk too, and it is in autocommit mode.
@@ -295,13 +300,19 @@ impl Store {
         self.shared.lock_db().rest = rest;
         self
     }
+}
+
+impl FileStore {
+    pub fn schema_version(&self) -> Result<u32> {
+        Ok(migrations::current_version(&self.0.lock())?)
+    }
 
     /// Whether the store can take a write now (`/readyz`): its last group
     /// of writes was committed, and SQLite's write lock can be taken (and is
     /// let go, writing nothing). Taking the lock alone says nothing of a
     /// full disk: that shows only when a commit needs room.
     pub fn writable(&self) -> Result<()> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         // Taking the connection commits the open group: its failure counts.
         if let Some(why) = &conn.0.lost {
             return Err(StoreError::GroupLost(why.clone()));
@@ -312,7 +323,7 @@ impl Store {
 
     /// Bytes on disk: the database and its write-ahead log (0 in memory).
     pub fn bytes_on_disk(&self) -> u64 {
-        let Some(db) = self.path() else { return 0 };
+        let Some(db) = self.0.path() else { return 0 };
         let wal = db.with_extension("db-wal");
         [db.to_path_buf(), wal]
             .iter()
@@ -324,12 +335,12 @@ impl Store {
     /// Times this store's connection into the process's metrics from now
     /// on: each use's wait for it, and each group of writes.
     pub fn time_into(&self, timings: crate::metrics::StoreTimings) {
-        self.shared.time_into(timings);
+        self.0.shared.time_into(timings);
     }
 
     /// Commits grouped writes now.
     pub fn flush(&self) {
-        self.shared.lock_db().commit_group();
+        self.0.shared.lock_db().commit_group();
     }
 }
 

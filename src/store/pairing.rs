@@ -7,7 +7,7 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{OptionalExtension, params};
 
-use super::{Result, Store, from_ms, to_ms};
+use super::{PeopleStore, Result, from_ms, to_ms};
 use crate::ids::UserId;
 
 /// A code handed to someone who asked to talk in direct messages.
@@ -31,10 +31,10 @@ pub enum Pairing {
     Unknown,
 }
 
-impl Store {
+impl PeopleStore {
     /// Keeps `code` as `user`'s, replacing any earlier code of theirs.
     pub fn save_pairing_code(&self, c: &PairingCode) -> Result<()> {
-        let mut conn = self.lock();
+        let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         tx.execute(
             "DELETE FROM dm_pairing_codes WHERE user_id = ?1",
@@ -58,6 +58,7 @@ impl Store {
     /// The code `user` holds, expired or not.
     pub fn pairing_code_of(&self, user: UserId) -> Result<Option<PairingCode>> {
         Ok(self
+            .0
             .lock()
             .prepare_cached(
                 "SELECT code, user_id, user_name, created_at, expires_at
@@ -70,7 +71,7 @@ impl Store {
     /// An owner's `code`: approves its person if it has not run out, in one
     /// transaction (the code is used up either way it is found).
     pub fn approve_pairing(&self, code: &str, by: UserId, now: DateTime<Utc>) -> Result<Pairing> {
-        let mut conn = self.lock();
+        let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         let found = tx
             .query_row(
@@ -102,6 +103,7 @@ impl Store {
     /// Whether an owner approved `user`'s direct messages.
     pub fn is_paired(&self, user: UserId) -> Result<bool> {
         Ok(self
+            .0
             .lock()
             .prepare_cached("SELECT 1 FROM dm_paired WHERE user_id = ?1")?
             .query_row(params![user.to_sql()], |_| Ok(()))
@@ -123,6 +125,7 @@ fn code_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PairingCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
 
     #[test]
     fn a_code_approves_its_person_once_and_an_expired_one_does_not() {
@@ -135,26 +138,45 @@ mod tests {
             created_at: t0,
             expires_at: t0 + chrono::Duration::hours(1),
         };
-        store.save_pairing_code(&code("AAAAAA", 5)).unwrap();
-        store.save_pairing_code(&code("BBBBBB", 5)).unwrap();
+        store
+            .people()
+            .save_pairing_code(&code("AAAAAA", 5))
+            .unwrap();
+        store
+            .people()
+            .save_pairing_code(&code("BBBBBB", 5))
+            .unwrap();
         assert_eq!(
-            store.approve_pairing("AAAAAA", UserId(1), t0).unwrap(),
+            store
+                .people()
+                .approve_pairing("AAAAAA", UserId(1), t0)
+                .unwrap(),
             Pairing::Unknown,
             "replaced"
         );
-        assert!(!store.is_paired(UserId(5)).unwrap());
+        assert!(!store.people().is_paired(UserId(5)).unwrap());
         let late = t0 + chrono::Duration::hours(2);
         assert!(matches!(
-            store.approve_pairing("BBBBBB", UserId(1), late).unwrap(),
+            store
+                .people()
+                .approve_pairing("BBBBBB", UserId(1), late)
+                .unwrap(),
             Pairing::Expired(_)
         ));
-        assert!(!store.is_paired(UserId(5)).unwrap());
+        assert!(!store.people().is_paired(UserId(5)).unwrap());
         assert!(matches!(
-            store.approve_pairing("BBBBBB", UserId(1), t0).unwrap(),
+            store
+                .people()
+                .approve_pairing("BBBBBB", UserId(1), t0)
+                .unwrap(),
             Pairing::Approved(_)
         ));
-        assert!(store.is_paired(UserId(5)).unwrap());
-        assert_eq!(store.pairing_code_of(UserId(5)).unwrap(), None, "used up");
+        assert!(store.people().is_paired(UserId(5)).unwrap());
+        assert_eq!(
+            store.people().pairing_code_of(UserId(5)).unwrap(),
+            None,
+            "used up"
+        );
     }
 
     #[test]
@@ -168,20 +190,24 @@ mod tests {
             created_at: t0,
             expires_at: t0 + chrono::Duration::hours(1),
         };
-        store.save_pairing_code(&code).unwrap();
-        store.claim_access_notice(UserId(6), t0).unwrap();
+        store.people().save_pairing_code(&code).unwrap();
+        store.people().claim_access_notice(UserId(6), t0).unwrap();
         store
+            .people()
             .save_pairing_code(&PairingCode {
                 code: "DDDDDD".into(),
                 user: UserId(7),
                 ..code
             })
             .unwrap();
-        store.approve_pairing("DDDDDD", UserId(1), t0).unwrap();
-        store.forget_person(UserId(6), true, t0).unwrap();
-        store.forget_person(UserId(7), true, t0).unwrap();
-        assert_eq!(store.pairing_code_of(UserId(6)).unwrap(), None);
-        assert_eq!(store.access_notice_at(UserId(6)).unwrap(), None);
-        assert!(store.is_paired(UserId(7)).unwrap());
+        store
+            .people()
+            .approve_pairing("DDDDDD", UserId(1), t0)
+            .unwrap();
+        store.people().forget_person(UserId(6), true, t0).unwrap();
+        store.people().forget_person(UserId(7), true, t0).unwrap();
+        assert_eq!(store.people().pairing_code_of(UserId(6)).unwrap(), None);
+        assert_eq!(store.people().access_notice_at(UserId(6)).unwrap(), None);
+        assert!(store.people().is_paired(UserId(7)).unwrap());
     }
 }

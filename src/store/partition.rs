@@ -16,7 +16,7 @@
 
 use rusqlite::{OptionalExtension, params};
 
-use super::{Result, Store, StoreError, to_ms};
+use super::{GuildStore, Result, Store, StoreError, to_ms};
 use crate::ids::GuildId;
 use crate::vocab::shards::{ShardRange, Shards};
 use chrono::{DateTime, Utc};
@@ -344,11 +344,11 @@ pub enum PartitionError {
     Store(#[from] StoreError),
 }
 
-impl Store {
+impl GuildStore {
     /// Every guild with rows in a table of its own (not only shared ones),
     /// by id, named as the bot last saw it.
     pub fn stored_guilds(&self) -> Result<Vec<StoredGuild>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut ids = std::collections::BTreeSet::new();
         for t in TABLES {
             let Link::Guild(column) = t.link else {
@@ -377,6 +377,7 @@ impl Store {
 
     pub fn recorded_plan(&self) -> Result<Option<Shards>> {
         Ok(self
+            .0
             .lock()
             .query_row(
                 "SELECT first_shard, last_shard, total FROM shard_plan WHERE id = 1",
@@ -396,7 +397,7 @@ impl Store {
 
     /// Records the plan this directory now runs under (None: the whole bot).
     pub fn record_plan(&self, plan: Option<Shards>, at: DateTime<Utc>) -> Result<()> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         match plan {
             Some(p) => conn.execute(
                 "INSERT INTO shard_plan (id, first_shard, last_shard, total, recorded_at)
@@ -420,6 +421,7 @@ pub fn enter(
 ) -> std::result::Result<(), PartitionError> {
     if let Some(p) = plan {
         let foreign: Vec<StoredGuild> = store
+            .guilds()
             .stored_guilds()?
             .into_iter()
             .filter(|g| !p.owns(g.id))
@@ -439,7 +441,7 @@ pub fn enter(
             });
         }
     }
-    store.record_plan(plan, at)?;
+    store.guilds().record_plan(plan, at)?;
     Ok(())
 }
 
@@ -536,6 +538,7 @@ mod tests {
             .unwrap();
         }
         let ids: Vec<String> = store
+            .guilds()
             .stored_guilds()
             .unwrap()
             .iter()
@@ -553,7 +556,11 @@ mod tests {
             total: 2,
         };
         enter(&store, Some(plan), at).unwrap();
-        assert_eq!(store.recorded_plan().unwrap(), Some(plan), "empty is fine");
+        assert_eq!(
+            store.guilds().recorded_plan().unwrap(),
+            Some(plan),
+            "empty is fine"
+        );
         store
             .lock()
             .execute_batch("INSERT INTO guilds (id, name, updated_at) VALUES (4194304, 'Far', 0)")
@@ -570,10 +577,14 @@ mod tests {
             text.contains("`ambient shards plan --total 4 --shards 0`"),
             "{text}"
         );
-        assert_eq!(store.recorded_plan().unwrap(), Some(plan), "not recorded");
+        assert_eq!(
+            store.guilds().recorded_plan().unwrap(),
+            Some(plan),
+            "not recorded"
+        );
         enter(&store, None, at).unwrap();
         assert_eq!(
-            store.recorded_plan().unwrap(),
+            store.guilds().recorded_plan().unwrap(),
             None,
             "the whole bot owns all"
         );

@@ -23,7 +23,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::boundaries::{Boundary, write_boundary};
-use super::{Result, Store, StoreError, from_ms, to_ms};
+use super::{PeopleStore, Result, Store, StoreError, from_ms, to_ms};
 use crate::ids::UserId;
 
 /// The ledger's file in `storage.sharedDir`.
@@ -322,9 +322,12 @@ impl Store {
         self.ledger = Some(Arc::new(ledger));
         self
     }
+}
 
+impl PeopleStore {
+    /// Where boundaries and forget-me are passed on to the bot's other processes, if anywhere.
     pub fn ledger(&self) -> Option<&SharedLedger> {
-        self.ledger.as_ref()
+        self.0.ledger.as_ref()
     }
 
     /// Sets (`on`) or lifts a boundary; `true` if that changed anything.
@@ -338,12 +341,12 @@ impl Store {
         at: DateTime<Utc>,
     ) -> Result<bool> {
         self.pass_on(PersonEvent::Boundary { user, boundary, on }, at)?;
-        Ok(write_boundary(&self.lock(), user, boundary, on, at)?)
+        Ok(write_boundary(&self.0.lock(), user, boundary, on, at)?)
     }
 
     /// Appends `event` to the ledger, if this store has one.
     pub(crate) fn pass_on(&self, event: PersonEvent, at: DateTime<Utc>) -> Result<()> {
-        if let Some(ledger) = &self.ledger {
+        if let Some(ledger) = &self.0.ledger {
             ledger.append(&event, at)?;
         }
         Ok(())
@@ -352,6 +355,7 @@ impl Store {
     /// The last ledger event this store has applied (0: none yet).
     pub fn people_cursor(&self, ledger_id: &str) -> Result<i64> {
         Ok(self
+            .0
             .lock()
             .prepare_cached("SELECT seq FROM people_cursor WHERE ledger_id = ?1")?
             .query_row([ledger_id], |r| r.get(0))
@@ -362,7 +366,7 @@ impl Store {
     /// Moves the cursor on to `seq` without applying anything (the events
     /// up to it were this process's own, already applied when written).
     pub fn advance_people_cursor(&self, ledger_id: &str, seq: i64) -> Result<()> {
-        set_cursor(&self.lock(), ledger_id, seq)?;
+        set_cursor(&self.0.lock(), ledger_id, seq)?;
         Ok(())
     }
 
@@ -377,7 +381,7 @@ impl Store {
         boundary: Boundary,
         on: bool,
     ) -> Result<bool> {
-        let mut conn = self.lock();
+        let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         let changed = write_boundary(&tx, user, boundary, on, entry.at)?;
         set_cursor(&tx, ledger_id, entry.seq)?;
@@ -469,9 +473,10 @@ mod tests {
         let store = Store::open_in_memory().unwrap().with_ledger(ledger.clone());
         let now = Utc::now();
         store
+            .people()
             .set_boundary(UserId(7), Boundary::NoPing, true, now)
             .unwrap();
-        store.forget_person(UserId(7), false, now).unwrap();
+        store.people().forget_person(UserId(7), false, now).unwrap();
         let events: Vec<PersonEvent> = ledger
             .after(0, BATCH)
             .unwrap()
@@ -490,18 +495,30 @@ mod tests {
         );
 
         let other = Store::open_in_memory().unwrap();
-        assert_eq!(other.people_cursor(ledger.id()).unwrap(), 0);
+        assert_eq!(other.people().people_cursor(ledger.id()).unwrap(), 0);
         let first = &ledger.after(0, 1).unwrap()[0];
         for _ in 0..2 {
             other
+                .people()
                 .apply_boundary_event(ledger.id(), first, UserId(7), Boundary::NoPing, true)
                 .unwrap();
         }
-        assert!(other.has_boundary(UserId(7), Boundary::NoPing).unwrap());
-        assert_eq!(other.people_cursor(ledger.id()).unwrap(), 1);
-        other.advance_people_cursor(ledger.id(), 5).unwrap();
-        other.advance_people_cursor(ledger.id(), 3).unwrap();
-        assert_eq!(other.people_cursor(ledger.id()).unwrap(), 5);
+        assert!(
+            other
+                .people()
+                .has_boundary(UserId(7), Boundary::NoPing)
+                .unwrap()
+        );
+        assert_eq!(other.people().people_cursor(ledger.id()).unwrap(), 1);
+        other
+            .people()
+            .advance_people_cursor(ledger.id(), 5)
+            .unwrap();
+        other
+            .people()
+            .advance_people_cursor(ledger.id(), 3)
+            .unwrap();
+        assert_eq!(other.people().people_cursor(ledger.id()).unwrap(), 5);
     }
 
     #[test]
@@ -517,12 +534,16 @@ mod tests {
         let blocker = Connection::open(ledger.path()).unwrap();
         blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
         let err = store
+            .people()
             .set_boundary(UserId(7), Boundary::NoPing, true, Utc::now())
             .unwrap_err()
             .to_string();
         assert!(err.contains("people.db"), "{err}");
         assert!(
-            !store.has_boundary(UserId(7), Boundary::NoPing).unwrap(),
+            !store
+                .people()
+                .has_boundary(UserId(7), Boundary::NoPing)
+                .unwrap(),
             "nothing changed here either"
         );
     }

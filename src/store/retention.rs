@@ -36,7 +36,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use rusqlite::params_from_iter;
 
-use super::{Result, Store, to_ms};
+use super::{FileStore, Result, to_ms};
 use crate::ids::GuildId;
 use crate::words::thousands;
 
@@ -448,7 +448,7 @@ const TARGETS: &[Target] = &[
     },
 ];
 
-impl Store {
+impl FileStore {
     /// Removes every row older than its kind's retention under `policy`,
     /// in batches paced by `pace`; `go_on` is asked between batches, and a
     /// `false` ends the sweep where it is (what was removed stays removed).
@@ -522,6 +522,7 @@ impl Store {
         };
         let sql = format!("SELECT min({column}) FROM {} WHERE {column} > ?1", t.from);
         Ok(self
+            .0
             .lock()
             .prepare_cached(&sql)?
             .query_row([after], |r| r.get(0))?)
@@ -577,7 +578,7 @@ impl Store {
             "SELECT {} FROM {} WHERE {filter} AND {} < ? {} LIMIT ?",
             t.id, t.from, t.time, t.also
         );
-        let mut conn = self.lock();
+        let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         let began = std::time::Instant::now();
         let ids: Vec<i64> = tx
@@ -612,7 +613,7 @@ impl Store {
         let mut returned = 0u64;
         loop {
             let free = {
-                let conn = self.lock();
+                let conn = self.0.lock();
                 if !incremental(&conn)? {
                     return Ok(returned);
                 }
@@ -640,7 +641,7 @@ impl Store {
     /// this process's writers wait behind the store. Returns whether the
     /// log was emptied (false: someone was reading; next time).
     pub fn checkpoint(&self) -> Result<bool> {
-        let mut conn = self.lock();
+        let mut conn = self.0.lock();
         conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
         conn.busy_handler(None::<fn(i32) -> bool>)?;
         let busy = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
@@ -652,7 +653,7 @@ impl Store {
 
     /// The database's size and how its freed space is handled.
     pub fn space(&self) -> Result<Space> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let get = |pragma: &str| -> Result<i64> {
             Ok(conn.query_row(&format!("PRAGMA {pragma}"), [], |r| r.get(0))?)
         };
@@ -686,6 +687,7 @@ pub struct Space {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
     use chrono::TimeZone;
 
     const A: i64 = 1;
@@ -774,6 +776,7 @@ mod tests {
 
     fn sweep(store: &Store, policy: &Policy) -> Swept {
         store
+            .file()
             .sweep(policy, now(), Pace::default(), &|| true)
             .unwrap()
     }
@@ -885,15 +888,16 @@ mod tests {
                 .unwrap();
             }
         }
-        let before = store.usage_by_day(since).unwrap();
+        let before = store.usage().usage_by_day(since).unwrap();
         let swept = sweep(&store, &defaults());
         assert_eq!(swept.removed(Kind::Usage), 3);
         assert_eq!(
-            store.usage_by_day(since).unwrap(),
+            store.usage().usage_by_day(since).unwrap(),
             before,
             "the spend chart says the same"
         );
         let totals = store
+            .usage()
             .usage_daily_totals(&super::super::usage::UsageFilter::default())
             .unwrap();
         assert_eq!(totals.len(), 1);
@@ -950,6 +954,7 @@ mod tests {
         };
         let asked = std::cell::Cell::new(0);
         let swept = store
+            .file()
             .sweep(&defaults(), now(), pace, &|| {
                 asked.set(asked.get() + 1);
                 false
@@ -962,7 +967,10 @@ mod tests {
             "one batch, then asked, then stopped"
         );
         assert_eq!(asked.get(), 1);
-        let swept = store.sweep(&defaults(), now(), pace, &|| true).unwrap();
+        let swept = store
+            .file()
+            .sweep(&defaults(), now(), pace, &|| true)
+            .unwrap();
         assert_eq!(swept.removed(Kind::Journal), 15);
     }
 
@@ -1012,7 +1020,10 @@ mod tests {
             rest: Duration::ZERO,
             ..Pace::default()
         };
-        let swept = store.sweep(&defaults(), now(), pace, &|| true).unwrap();
+        let swept = store
+            .file()
+            .sweep(&defaults(), now(), pace, &|| true)
+            .unwrap();
         assert_eq!(swept.removed(Kind::Messages), 40);
         assert!(swept.holds.count() > 8, "{} batches", swept.holds.count());
         assert!(

@@ -7,7 +7,7 @@
 use chrono::{DateTime, Utc};
 use rusqlite::params;
 
-use super::{Result, Store, from_ms, to_ms};
+use super::{MessageStore, Result, from_ms, to_ms};
 use crate::ids::{ChannelId, GuildId, MessageId};
 
 /// One post the bot made unasked: when, where, and the message it became.
@@ -28,7 +28,7 @@ const POSTS_AFTER: &str = "SELECT ts, channel_id, message_id FROM journal
             OR (kind = 'impulse' AND json_extract(data, '$.routine') IS NOT NULL))
      ORDER BY ts DESC, id DESC LIMIT ?3";
 
-impl Store {
+impl MessageStore {
     /// The bot's unprompted posts in `guild` after `after` (all when `None`),
     /// newest first, at most `limit`.
     pub fn unprompted_posts_after(
@@ -37,7 +37,7 @@ impl Store {
         after: Option<DateTime<Utc>>,
         limit: u32,
     ) -> Result<Vec<UnpromptedPost>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(POSTS_AFTER)?;
         let rows = stmt
             .query_map(
@@ -56,7 +56,7 @@ impl Store {
 
     /// When someone other than its author last reacted to one of `posts`.
     pub fn last_reaction_to(&self, posts: &[MessageId]) -> Result<Option<DateTime<Utc>>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(
             "SELECT max(r.at) FROM reactions r
              WHERE r.message_id = ?1
@@ -78,6 +78,7 @@ impl Store {
         to: DateTime<Utc>,
     ) -> Result<bool> {
         Ok(self
+            .0
             .lock()
             .prepare_cached(
                 "SELECT EXISTS (SELECT 1 FROM messages WHERE guild_id = ?1 AND author_is_bot = 0

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Row, params, params_from_iter};
 
 use super::conditions::Conditions;
-use super::{Result, Store, from_ms, to_ms};
+use super::{Result, UsageStore, from_ms, to_ms};
 use crate::ids::GuildId;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -128,9 +128,9 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<UsageRecord> {
     })
 }
 
-impl Store {
+impl UsageStore {
     pub fn usage_append(&self, u: &UsageRecord) -> Result<i64> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         conn.prepare_cached(&INSERT)?.execute(params![
             to_ms(u.at),
             u.role,
@@ -152,7 +152,7 @@ impl Store {
     /// Total tokens (in + out) of the records matching `f`.
     pub fn usage_tokens(&self, f: &UsageFilter) -> Result<u64> {
         let (filter, args) = f.conditions().finish();
-        let conn = self.lock();
+        let conn = self.0.lock();
         let total: i64 = conn
             .prepare_cached(&format!(
                 "SELECT COALESCE(SUM(tokens_in + tokens_out), 0) FROM usage{filter}"
@@ -165,7 +165,7 @@ impl Store {
     /// with none): what its next call will likely send. Asked every tick,
     /// so summed in SQL rather than read row by row.
     pub fn recent_prompt_tokens(&self, role: &str, last: usize) -> Result<u64> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mean: i64 = conn
             .prepare_cached(
                 "SELECT COALESCE(SUM(tokens_in) / COUNT(*), 0) FROM (
@@ -178,7 +178,7 @@ impl Store {
 
     pub fn usage_count(&self, f: &UsageFilter) -> Result<u64> {
         let (filter, args) = f.conditions().finish();
-        let conn = self.lock();
+        let conn = self.0.lock();
         let n: i64 = conn
             .prepare_cached(&format!("SELECT count(*) FROM usage{filter}"))?
             .query_row(params_from_iter(args), |r| r.get(0))?;
@@ -188,7 +188,7 @@ impl Store {
     /// Records stored after record `after` (all when `None`), in the order
     /// they were stored: a seek on the id, however large the table.
     pub fn usage_after(&self, after: Option<i64>) -> Result<Vec<UsageRecord>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {COLUMNS} FROM usage WHERE id > ?1 ORDER BY id"
         ))?;
@@ -202,7 +202,7 @@ impl Store {
     /// one grouped read, however many rows the month holds. Days whose rows
     /// were rolled up by retention are read from their totals.
     pub fn usage_by_day(&self, since: DateTime<Utc>) -> Result<Vec<DailyUsage>> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(
             "SELECT day, role, SUM(calls), SUM(refused), SUM(tokens_in), SUM(tokens_out) FROM (
                  SELECT date(ts / 1000, 'unixepoch') AS day, role,
@@ -248,7 +248,7 @@ impl Store {
             .any_of("role", &f.roles)
             .any_of("source", &f.sources);
         let (filter, args) = c.finish();
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT day, role, source, guild_id, provider, model, pay_per_token,
                     calls, ok, refused, tokens_in, tokens_out, latency_ms
@@ -285,7 +285,7 @@ impl Store {
         if let Some(n) = limit {
             sql.push_str(&format!(" LIMIT {n}"));
         }
-        let conn = self.lock();
+        let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&sql)?;
         let mut rows: Vec<UsageRecord> = stmt
             .query_map(params_from_iter(args), from_row)?
@@ -298,6 +298,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
     use chrono::TimeZone;
 
     fn record(at: DateTime<Utc>, role: &str, outcome: &str, tokens: u64) -> UsageRecord {
@@ -321,7 +322,7 @@ mod tests {
     #[test]
     fn the_likely_prompt_is_the_mean_of_the_roles_last_answered_calls() {
         let store = Store::open_in_memory().unwrap();
-        assert_eq!(store.recent_prompt_tokens("reply", 20).unwrap(), 0);
+        assert_eq!(store.usage().recent_prompt_tokens("reply", 20).unwrap(), 0);
         let at = Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap();
         for (minute, role, outcome, tokens) in [
             (0, "reply", "ok", 1_000),
@@ -336,11 +337,14 @@ mod tests {
                 outcome,
                 tokens,
             );
-            store.usage_append(&r).unwrap();
+            store.usage().usage_append(&r).unwrap();
         }
-        assert_eq!(store.recent_prompt_tokens("reply", 20).unwrap(), 433);
         assert_eq!(
-            store.recent_prompt_tokens("reply", 2).unwrap(),
+            store.usage().recent_prompt_tokens("reply", 20).unwrap(),
+            433
+        );
+        assert_eq!(
+            store.usage().recent_prompt_tokens("reply", 2).unwrap(),
             150,
             "the last two: 101 and 200, rounded down"
         );
@@ -352,8 +356,11 @@ mod tests {
         let at = Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap();
         let mut refused = record(at, "ambient", "client_error", 0);
         refused.detail = format!("refused (400): {}", "x".repeat(30_000_000));
-        store.usage_append(&refused).unwrap();
-        let rows = store.usage_list(&UsageFilter::default(), None).unwrap();
+        store.usage().usage_append(&refused).unwrap();
+        let rows = store
+            .usage()
+            .usage_list(&UsageFilter::default(), None)
+            .unwrap();
         assert_eq!(
             rows[0].detail,
             format!(
@@ -375,9 +382,10 @@ mod tests {
             record(day1, "ambient", "refused", 0),
             record(day2, "reply", "ok", 20),
         ] {
-            store.usage_append(&r).unwrap();
+            store.usage().usage_append(&r).unwrap();
         }
         let days = store
+            .usage()
             .usage_by_day(day1 - chrono::Duration::days(30))
             .unwrap();
         let got: Vec<(&str, &str, u64, u64, u64)> = days

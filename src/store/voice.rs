@@ -9,13 +9,14 @@ use chrono::{DateTime, Utc};
 use rusqlite::{OptionalExtension, params};
 
 use super::boundaries::Boundary;
-use super::{Result, Store, from_ms, to_ms};
+use super::{Result, VoiceStore, from_ms, to_ms};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 
-impl Store {
+impl VoiceStore {
     /// Milliseconds of spoken answers played in `guild` on `day` (UTC).
     pub fn speech_spent(&self, guild: GuildId, day: &str) -> Result<u64> {
         let spent: Option<i64> = self
+            .0
             .lock()
             .prepare_cached(
                 "SELECT spent_ms FROM voice_speech_spent WHERE guild_id = ?1 AND day = ?2",
@@ -30,7 +31,7 @@ impl Store {
     /// written under one hold of the connection: two answers at once
     /// cannot both take the last seconds.
     pub fn speech_take(&self, guild: GuildId, day: &str, want_ms: u64, cap_ms: u64) -> Result<u64> {
-        let conn = self.lock();
+        let conn = self.0.lock();
         let spent: u64 = conn
             .prepare_cached(
                 "SELECT spent_ms FROM voice_speech_spent WHERE guild_id = ?1 AND day = ?2",
@@ -53,7 +54,7 @@ impl Store {
     /// Who never wants to be transcribed (`/voice optout`, `/ambient me no-voice`):
     /// a listener keeps this in memory, as it is asked every 20 ms.
     pub fn voice_opted_out_users(&self) -> Result<HashSet<UserId>> {
-        self.everyone_with(Boundary::NoVoice)
+        self.0.people().everyone_with(Boundary::NoVoice)
     }
 
     pub fn record_utterance(
@@ -63,7 +64,7 @@ impl Store {
         start: DateTime<Utc>,
         end: DateTime<Utc>,
     ) -> Result<()> {
-        self.lock().execute(
+        self.0.lock().execute(
             "INSERT OR REPLACE INTO voice_utterances (message_id, voice_channel_id, started_at, ended_at) VALUES (?1, ?2, ?3, ?4)",
             params![message.to_sql(), voice.to_sql(), to_ms(start), to_ms(end)],
         )?;
@@ -77,7 +78,7 @@ impl Store {
         message: MessageId,
     ) -> Result<Option<(ChannelId, DateTime<Utc>, DateTime<Utc>)>> {
         Ok(self
-            .lock()
+            .0.lock()
             .query_row(
                 "SELECT voice_channel_id, started_at, ended_at FROM voice_utterances WHERE message_id = ?1",
                 [message.to_sql()],

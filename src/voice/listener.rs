@@ -100,7 +100,7 @@ impl Listener {
     pub fn new(session: Session, s: Services) -> Arc<Self> {
         let v = s.settings.for_guild(Some(session.guild)).voice.clone();
         // If the list cannot be read, nobody is heard until it can: failing open would record people who said no.
-        let opted_out = s.store.voice_opted_out_users();
+        let opted_out = s.store.voice().voice_opted_out_users();
         if let Err(e) = &opted_out {
             tracing::error!(error = %e, "could not read voice opt-outs; listening to nobody");
         }
@@ -392,10 +392,11 @@ impl Listener {
             )
         };
         // Harmless if lost: only the utterance's time span; its words are stored as the message.
-        let _ = self
-            .s
-            .store
-            .record_utterance(id, voice_channel, job.started_at, job.ended_at);
+        let _ =
+            self.s
+                .store
+                .voice()
+                .record_utterance(id, voice_channel, job.started_at, job.ended_at);
         let addressed = if addressed_by_name(&text, &bot) {
             Addressed::ByName
         } else {

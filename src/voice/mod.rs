@@ -265,7 +265,7 @@ impl Voice {
     /// server (a server's `voice.links` cannot point into another server)
     /// that the bot may read.
     fn writable(&self, guild: GuildId, text: ChannelId) -> Result<(), VoiceError> {
-        match self.services.store.channel_guild(text) {
+        match self.services.store.messages().channel_guild(text) {
             Ok(Some(Some(g))) if g == guild => {}
             Ok(_) => return Err(VoiceError::NotThisServers { text }),
             Err(source) => return Err(VoiceError::Unchecked { text, source }),
@@ -529,7 +529,7 @@ impl Voice {
         match self
             .services
             .store
-            .set_boundary(user, Boundary::NoVoice, true, now)
+            .people().set_boundary(user, Boundary::NoVoice, true, now)
         {
             Ok(_) => "Done: your voice is never recorded or transcribed, on any server I share with you. /voice optin undoes it.".into(),
             Err(e) => format!("Could not save that: {e}"),
@@ -541,6 +541,7 @@ impl Voice {
         match self
             .services
             .store
+            .people()
             .set_boundary(user, Boundary::NoVoice, false, now)
         {
             Ok(true) => {

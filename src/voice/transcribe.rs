@@ -293,7 +293,7 @@ impl Transcriber {
             .and_then(|u| u.host_str().map(String::from))
             .unwrap_or_default();
         // Harmless if lost: no budget counts transcriptions; the usage report misses one call.
-        let _ = self.store.usage_append(&UsageRecord {
+        let _ = self.store.usage().usage_append(&UsageRecord {
             id: 0,
             at: self.clock.now(),
             role: "transcribe".into(),

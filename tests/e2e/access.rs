@@ -119,6 +119,7 @@ async fn a_refused_member_still_gets_a_reflex_that_calls_no_model() {
     let tasks = w
         .app
         .store
+        .impulses()
         .open_tasks_of(Some(GUILD_A), user("gus"))
         .unwrap();
     assert_eq!(tasks, 1, "the remind-me reflex, which calls no model, ran");
@@ -145,6 +146,7 @@ async fn direct_messages_off_get_one_short_answer_a_day_and_are_not_kept() {
     assert!(
         w.app
             .store
+            .messages()
             .recent_messages(DM, 10)
             .unwrap()
             .iter()
@@ -214,7 +216,7 @@ fn the_roles_come_from_the_gateways_message() {
             kinds: vec![Kind::Gate],
             ..Default::default()
         };
-        bot.store().journal_query(&gates).unwrap().len()
+        bot.store().journal().journal_query(&gates).unwrap().len()
     };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
     while refusals() < 2 && std::time::Instant::now() < deadline {

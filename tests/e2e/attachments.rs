@@ -427,6 +427,7 @@ fn budgets_count_what_an_image_costs_before_the_call_is_made() {
     assert!(anthropic.requests().is_empty(), "the call was not made");
     let refused = bot
         .store()
+        .usage()
         .usage_list(&Default::default(), None)
         .unwrap()
         .into_iter()

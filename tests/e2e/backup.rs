@@ -139,6 +139,7 @@ fn a_backup_taken_while_a_bot_stores_a_stream_restores_every_acknowledged_messag
     let store = Store::open(&home.data_dir()).unwrap();
     for (n, id) in before.iter().enumerate() {
         let row = store
+            .messages()
             .message(*id)
             .unwrap()
             .unwrap_or_else(|| panic!("acknowledged message #{n} ({id}) is not in the backup"));
@@ -151,7 +152,8 @@ fn a_backup_taken_while_a_bot_stores_a_stream_restores_every_acknowledged_messag
         .expect("the replaced directory is kept");
     let old = Store::open(&home.path().join(previous)).unwrap();
     assert_eq!(
-        old.message(*before.last().unwrap())
+        old.messages()
+            .message(*before.last().unwrap())
             .unwrap()
             .map(|m| m.content),
         Some(format!("line {}", before.len() - 1))
@@ -229,7 +231,10 @@ fn restore_is_refused_while_a_bot_holds_the_data_directory_and_nothing_changes()
     drop(bot.stdin);
     assert!(bot.child.wait().unwrap().success());
     let store = Store::open(&home.data_dir()).unwrap();
-    let row = store.message(MessageId(id.parse().unwrap())).unwrap();
+    let row = store
+        .messages()
+        .message(MessageId(id.parse().unwrap()))
+        .unwrap();
     assert_eq!(
         row.map(|m| m.content).as_deref(),
         Some("the bot is running")
@@ -382,8 +387,8 @@ fn a_backup_of_an_older_schema_restores_and_is_migrated_with_its_rows() {
         stdout(&out)
     );
     let store = Store::open(&home.data_dir()).unwrap();
-    assert_eq!(store.schema_version().unwrap(), migrations::latest());
-    let row = store.message(MessageId(42)).unwrap();
+    assert_eq!(store.file().schema_version().unwrap(), migrations::latest());
+    let row = store.messages().message(MessageId(42)).unwrap();
     assert_eq!(
         row.map(|m| m.content).as_deref(),
         Some("from an older ambient")
@@ -530,9 +535,18 @@ fn a_forget_me_and_a_boundary_made_after_the_backup_hold_in_the_restored_data() 
             .success()
     );
     let store = Store::open(&home.data_dir()).unwrap();
-    let ada = store.message(MessageId(id)).unwrap().unwrap().author_id;
-    store.forget_person(ada, true, chrono::Utc::now()).unwrap();
+    let ada = store
+        .messages()
+        .message(MessageId(id))
+        .unwrap()
+        .unwrap()
+        .author_id;
     store
+        .people()
+        .forget_person(ada, true, chrono::Utc::now())
+        .unwrap();
+    store
+        .people()
         .set_boundary(
             ada,
             ambient::store::boundaries::Boundary::NoPing,
@@ -551,10 +565,11 @@ fn a_forget_me_and_a_boundary_made_after_the_backup_hold_in_the_restored_data() 
         stdout(&out)
     );
     let store = Store::open(&home.data_dir()).unwrap();
-    let row = store.message(MessageId(id)).unwrap().unwrap();
+    let row = store.messages().message(MessageId(id)).unwrap().unwrap();
     assert_eq!(row.content, "", "the forgotten words stay forgotten");
     assert!(
         store
+            .people()
             .has_boundary(ada, ambient::store::boundaries::Boundary::NoPing)
             .unwrap()
     );

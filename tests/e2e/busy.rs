@@ -44,13 +44,14 @@ fn seed(store: &Store) -> Vec<String> {
             now,
         );
         ids.push(f.id.clone());
-        store.insert_fact(&f).unwrap();
+        store.memory().insert_fact(&f).unwrap();
     }
     for i in 0..FORGET_MES {
         for what in ["likes hiking in the alps", "keeps bees on the roof"] {
             let text = format!("member {} {what}", person(i));
             let about = Scope::user(Some(GuildId(GUILD)), person(i));
             store
+                .memory()
                 .insert_fact(&manual(about, FactKind::Fact, None, &text, None, now))
                 .unwrap();
         }
@@ -189,6 +190,7 @@ async fn other_processes_write_while_the_bot_stores_a_steady_stream() {
     }
     let store = bot.store();
     let facts = store
+        .memory()
         .list_facts(&FactFilter {
             include_inactive: true,
             ..Default::default()
@@ -231,7 +233,7 @@ async fn a_forget_the_store_cannot_do_now_says_so_and_changes_nothing() {
         None,
         now,
     );
-    store.insert_fact(&fact).unwrap();
+    store.memory().insert_fact(&fact).unwrap();
     let dashboard = Running::start(
         &home,
         &["ambient", "dashboard", "--bind", "127.0.0.1:0"].map(String::from),
@@ -253,12 +255,12 @@ async fn a_forget_the_store_cannot_do_now_says_so_and_changes_nothing() {
     assert!(body.contains("database is locked"), "{body}");
     blocker.execute_batch("ROLLBACK").unwrap();
     assert!(
-        store.fact(&fact.id).unwrap().is_some(),
+        store.memory().fact(&fact.id).unwrap().is_some(),
         "nothing was forgotten"
     );
 
     let (status, _) = post(&http, &base, "/memory/forget", &form).await;
     assert_eq!(status, StatusCode::OK);
-    assert!(store.fact(&fact.id).unwrap().is_none());
+    assert!(store.memory().fact(&fact.id).unwrap().is_none());
     dashboard.stop();
 }

@@ -43,7 +43,10 @@ fn console_answers_stores_and_journals_with_reasons() {
     assert!(typing_at < said_at, "typing comes before the answer");
 
     let store = Store::open(&home.data_dir()).unwrap();
-    let history = store.recent_messages(channel_id("general"), 10).unwrap();
+    let history = store
+        .messages()
+        .recent_messages(channel_id("general"), 10)
+        .unwrap();
     let lines: Vec<(String, bool)> = history
         .iter()
         .map(|m| (m.content.clone(), m.is_self))
@@ -145,11 +148,19 @@ fn console_switches_channels_and_changes_settings_through_the_validator() {
 
     let store = Store::open(&home.data_dir()).unwrap();
     assert_eq!(
-        store.recent_messages(channel_id("memes"), 5).unwrap()[0].content,
+        store
+            .messages()
+            .recent_messages(channel_id("memes"), 5)
+            .unwrap()[0]
+            .content,
         "fresh meme"
     );
     assert_eq!(
-        store.channel_name(channel_id("memes")).unwrap().as_deref(),
+        store
+            .messages()
+            .channel_name(channel_id("memes"))
+            .unwrap()
+            .as_deref(),
         Some("memes")
     );
 }

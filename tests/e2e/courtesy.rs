@@ -66,7 +66,11 @@ async fn quiet_hours_stop_the_initiative_before_the_model_and_the_held_thought_w
         w.clock.now(),
         chrono::Duration::hours(12),
     );
-    w.app.store.save_pending_thought(&held).unwrap();
+    w.app
+        .store
+        .initiative()
+        .save_pending_thought(&held)
+        .unwrap();
     w.tick().await;
     w.clock.set(at("2026-01-06T06:59:00Z"));
     w.tick().await;
@@ -76,7 +80,12 @@ async fn quiet_hours_stop_the_initiative_before_the_model_and_the_held_thought_w
     );
     assert!(w.said().is_empty(), "nothing posted during quiet hours");
     assert!(
-        w.app.store.pending_thought(GUILD_A).unwrap().is_some(),
+        w.app
+            .store
+            .initiative()
+            .pending_thought(GUILD_A)
+            .unwrap()
+            .is_some(),
         "the held thought is kept, not posted"
     );
     let reasons = gates(&w);
@@ -253,6 +262,7 @@ async fn hush_in_words_through_the_reflex_costs_no_model_call() {
     let hush = w
         .app
         .store
+        .people()
         .hush(GUILD_A, Some(GENERAL), w.clock.now())
         .unwrap()
         .expect("hushed");
@@ -294,6 +304,7 @@ async fn hush_in_words_through_the_reflex_costs_no_model_call() {
     assert!(
         w.app
             .store
+            .people()
             .hush(GUILD_A, Some(GENERAL), w.clock.now())
             .unwrap()
             .is_none()
@@ -434,6 +445,7 @@ async fn no_unprompted_means_no_chime_in_on_that_persons_messages() {
     ));
     w.app
         .store
+        .people()
         .set_boundary(user("bob"), Boundary::NoUnprompted, true, w.clock.now())
         .unwrap();
     let bobs = w
@@ -466,6 +478,7 @@ async fn no_memory_means_nothing_is_extracted_from_that_persons_messages() {
     let w = World::start(settings()).await;
     w.app
         .store
+        .people()
         .set_boundary(user("ada"), Boundary::NoMemory, true, w.clock.now())
         .unwrap();
     let hers = w
@@ -510,7 +523,7 @@ async fn no_memory_means_nothing_is_extracted_from_that_persons_messages() {
         "her words never reach the model: {prompt}"
     );
     assert!(prompt.contains("game night"), "{prompt}");
-    let facts = w.app.store.all_facts().unwrap();
+    let facts = w.app.store.memory().all_facts().unwrap();
     assert_eq!(facts.len(), 1, "{facts:#?}");
     assert!(!facts[0].content.contains("knit"));
     assert!(
@@ -533,6 +546,7 @@ async fn the_initiative_prompt_names_who_asked_not_to_be_pinged() {
     w.message(GENERAL, "bob", "congrats!", Addressed::No).await;
     w.app
         .store
+        .people()
         .set_boundary(user("ada"), Boundary::NoPing, true, w.clock.now())
         .unwrap();
     w.tick().await;
@@ -629,6 +643,7 @@ fn a_no_ping_person_is_never_in_a_messages_allowed_mentions() {
     let store = bot.store();
     let now = Utc::now();
     store
+        .impulses()
         .insert_task(&ambient::store::impulses::Task {
             id: "reminder-for-bob".into(),
             guild: Some(GuildId(D_GUILD)),
@@ -824,6 +839,7 @@ fn a_slash_hush_is_confirmed_in_the_channel_and_a_refusal_privately() {
     );
     let store = bot.store();
     let hush = store
+        .people()
         .hush(GuildId(D_GUILD), Some(ChannelId(D_GENERAL)), Utc::now())
         .unwrap()
         .expect("hushed");

@@ -75,14 +75,21 @@ async fn seeded_world() -> World {
     let w = World::start(settings).await;
     let store = &w.app.store;
     let now = w.clock.now();
-    store.upsert_guild(GUILD_A, "Tidepool", now).unwrap();
-    store.upsert_guild(GUILD_B, "Night Owls", now).unwrap();
+    store
+        .messages()
+        .upsert_guild(GUILD_A, "Tidepool", now)
+        .unwrap();
+    store
+        .messages()
+        .upsert_guild(GUILD_B, "Night Owls", now)
+        .unwrap();
     seed_feeds(&w);
     for back in 0..USAGE_DAYS {
         for (role, calls, tin, tout) in daily_usage(back) {
             for _ in 0..calls {
                 let at = now - Duration::days(back);
                 store
+                    .usage()
                     .usage_append(&usage(at, role, tin, tout, "ok"))
                     .unwrap();
             }
@@ -90,6 +97,7 @@ async fn seeded_world() -> World {
     }
     // A call the ambient budget refused: counted as refused, not as a call.
     store
+        .usage()
         .usage_append(&usage(now - Duration::days(1), "ambient", 0, 0, "refused"))
         .unwrap();
 
@@ -146,7 +154,7 @@ async fn seeded_world() -> World {
         None,
         w.clock.now(),
     );
-    store.save_pending_thought(&thought).unwrap();
+    store.initiative().save_pending_thought(&thought).unwrap();
     j.record(
         Entry::new(Kind::InitiativePost, "posted in #memes")
             .place(Some(GUILD_A), Some(MEMES))
@@ -214,8 +222,9 @@ fn seed_feeds(w: &World) {
     use ambient::store::discovery::{FetchOutcome, NewItem};
     let store = &w.app.store;
     let now = w.clock.now();
-    let feed = store.upsert_source("rss", FEED).unwrap();
+    let feed = store.discovery().upsert_source("rss", FEED).unwrap();
     store
+        .discovery()
         .record_fetch(
             feed,
             &FetchOutcome::Ok {
@@ -241,24 +250,32 @@ fn seed_feeds(w: &World) {
         })
         .collect();
     store
+        .discovery()
         .insert_feed_items(feed, &items, now, now - Duration::days(7))
         .unwrap();
     let (item, _) = store
+        .discovery()
         .feed_item_by_canonical("https://news.example.org/0")
         .unwrap()
         .unwrap();
     let post = MessageId(5_551);
-    store.record_share(item, GUILD_A, MEMES, post, now).unwrap();
+    store
+        .discovery()
+        .record_share(item, GUILD_A, MEMES, post, now)
+        .unwrap();
     for (user, emoji) in [(DAVE, "🔥"), (ERIN, "🚀")] {
         store
+            .discovery()
             .record_reaction(post, user, emoji, Some(GUILD_A), MEMES, now)
             .unwrap();
     }
     store
+        .discovery()
         .add_guild_source(GUILD_A, "rss", BROKEN_FEED, &format!("user:{DAVE}"), now)
         .unwrap();
-    let broken = store.upsert_source("rss", BROKEN_FEED).unwrap();
+    let broken = store.discovery().upsert_source("rss", BROKEN_FEED).unwrap();
     store
+        .discovery()
         .record_fetch(
             broken,
             &FetchOutcome::Failed("HTTP 404 Not Found".into()),
@@ -364,6 +381,7 @@ pub(crate) fn csrf_in(html: &str) -> String {
 fn fact_id(w: &World, content: &str) -> String {
     w.app
         .store
+        .memory()
         .list_facts(&FactFilter::default())
         .unwrap()
         .into_iter()
@@ -375,6 +393,7 @@ fn fact_id(w: &World, content: &str) -> String {
 fn facts_about(w: &World, user: UserId) -> Vec<String> {
     w.app
         .store
+        .memory()
         .list_facts(&FactFilter {
             scope: Some(ScopeKind::User),
             user: Some(user),
@@ -552,6 +571,7 @@ async fn hostile_text_is_text_on_every_page() {
     let now = w.clock.now();
     let store = &w.app.store;
     store
+        .messages()
         .upsert_channel(
             ChannelId(2999),
             Some(GUILD_A),
@@ -560,6 +580,7 @@ async fn hostile_text_is_text_on_every_page() {
         )
         .unwrap();
     store
+        .messages()
         .upsert_guild(GuildId(1999), "<script>alert('guild')</script>", now)
         .unwrap();
     w.app.journal.record(
@@ -576,9 +597,13 @@ async fn hostile_text_is_text_on_every_page() {
         now,
     );
     w.app.memory.remember(fact, None).unwrap();
-    let mut thought = store.pending_thought(GUILD_A).unwrap().unwrap();
+    let mut thought = store
+        .initiative()
+        .pending_thought(GUILD_A)
+        .unwrap()
+        .unwrap();
     thought.draft = "</p><script>alert('draft')</script>".into();
-    store.save_pending_thought(&thought).unwrap();
+    store.initiative().save_pending_thought(&thought).unwrap();
 
     let d = Open::start(&w, "127.0.0.1:0").await;
     for path in [
@@ -732,7 +757,7 @@ async fn forgetting_a_fact_needs_the_csrf_token_and_a_confirmation() {
     );
     assert!(confirm.contains(r#"<form method="post" action="&#x2f;memory&#x2f;forget">"#));
     assert!(
-        w.app.store.fact(&id).unwrap().is_some(),
+        w.app.store.memory().fact(&id).unwrap().is_some(),
         "asking is not forgetting"
     );
     let csrf = csrf_in(&confirm);
@@ -749,7 +774,7 @@ async fn forgetting_a_fact_needs_the_csrf_token_and_a_confirmation() {
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert!(
-        w.app.store.fact(&id).unwrap().is_some(),
+        w.app.store.memory().fact(&id).unwrap().is_some(),
         "a refused form changes nothing"
     );
 
@@ -761,7 +786,10 @@ async fn forgetting_a_fact_needs_the_csrf_token_and_a_confirmation() {
         done.contains(&format!("Forgotten: &quot;{PEANUTS}&quot;.")),
         "{done}"
     );
-    assert!(w.app.store.fact(&id).unwrap().is_none(), "the row is gone");
+    assert!(
+        w.app.store.memory().fact(&id).unwrap().is_none(),
+        "the row is gone"
+    );
     let journaled = w.journal(Kind::Memory);
     let line = journaled
         .iter()
@@ -1002,11 +1030,14 @@ async fn ambient_dashboard_shows_the_store_and_its_token_once() {
     {
         let store = ambient::store::Store::open(&home.data_dir()).unwrap();
         let now = chrono::Utc::now();
-        store.upsert_guild(GUILD_A, "Tidepool", now).unwrap();
+        store
+            .messages()
+            .upsert_guild(GUILD_A, "Tidepool", now)
+            .unwrap();
         let mut e = Entry::new(Kind::Reply, "answered ada in #general").reason(REPLY_WHY);
         e.at = now;
         e.guild = Some(GUILD_A);
-        store.journal_append(&e).unwrap();
+        store.journal().journal_append(&e).unwrap();
     }
     let first = Running::start(&home, &readme_command("ambient dashboard"));
     assert!(

@@ -69,7 +69,7 @@ struct Rows {
 
 fn rows(data_dir: &Path, guild: u64) -> Rows {
     let store = ambient::store::Store::open(data_dir).unwrap();
-    let own = store.guild_row_counts(GuildId(guild)).unwrap();
+    let own = store.guilds().guild_row_counts(GuildId(guild)).unwrap();
     let db = rusqlite::Connection::open(data_dir.join("ambient.db")).unwrap();
     let tables: Vec<String> = db
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
@@ -165,6 +165,7 @@ fn wait_gone(bot: &Bot, guild: u64) {
 
 fn journal_says(bot: &Bot, text: &str) -> Vec<Entry> {
     bot.store()
+        .journal()
         .journal_query(&ambient::journal::Filter {
             text: Some(text.into()),
             ..Default::default()
@@ -343,7 +344,7 @@ fn a_server_that_invites_the_bot_back_within_the_grace_keeps_everything_even_whi
     });
     assert!(back.reason.contains("its GUILD_CREATE"), "{}", back.reason);
     before.all_kept_in(&rows(&bot.home.data_dir(), g), false);
-    assert!(bot.store().departures().unwrap().is_empty());
+    assert!(bot.store().guilds().departures().unwrap().is_empty());
 
     // Removed again, and invited back while the bot is down past the grace:
     // READY names the server, and nothing goes.
@@ -405,7 +406,7 @@ fn an_outage_keeps_everything_and_says_nothing_of_leaving_while_a_removal_with_n
     assert!(!state_dir(&bot.home.data_dir(), GUILD).exists());
 
     before.all_kept_in(&rows(&bot.home.data_dir(), g), false);
-    assert!(bot.store().departures().unwrap().is_empty());
+    assert!(bot.store().guilds().departures().unwrap().is_empty());
     for said in ["removed from Server 0", "deleted the data of Server 0"] {
         assert!(journal_says(&bot, said).is_empty(), "{said}");
     }
@@ -448,7 +449,7 @@ fn a_process_acts_only_on_the_departures_of_its_own_shards() {
         wait_gone(owner, g);
         let other = &pair.bots[1 - s];
         assert_eq!(journal_says(other, &g.to_string()), vec![]);
-        assert!(other.store().departures().unwrap().is_empty());
+        assert!(other.store().guilds().departures().unwrap().is_empty());
     }
     for bot in pair.bots {
         assert!(bot.stop().success());

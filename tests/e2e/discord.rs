@@ -95,6 +95,7 @@ fn a_stuck_typing_route_holds_back_neither_the_answer_nor_a_connection() {
     let store = bot.store();
     let reply = || {
         store
+            .journal()
             .journal_query(&ambient::journal::Filter {
                 kinds: vec![ambient::journal::Kind::Reply],
                 message: Some(ambient::ids::MessageId(asked)),
@@ -117,6 +118,7 @@ fn a_stuck_typing_route_holds_back_neither_the_answer_nor_a_connection() {
         bot.log()
     );
     let streamed = store
+        .journal()
         .stream_read(
             ambient::ids::GuildId(crate::support::fake_discord::GUILD),
             chrono::Utc::now() - chrono::Duration::hours(1),
@@ -151,6 +153,7 @@ fn an_unaddressed_message_in_a_normal_channel_is_stored_but_not_answered() {
     );
     let row = bot
         .store()
+        .messages()
         .message(ambient::ids::MessageId(id))
         .unwrap()
         .unwrap();
@@ -169,6 +172,7 @@ fn a_blocked_user_is_ignored_entirely() {
     std::thread::sleep(Duration::from_millis(300));
     assert!(
         bot.store()
+            .messages()
             .message(ambient::ids::MessageId(from_bob))
             .unwrap()
             .is_none(),
@@ -297,6 +301,7 @@ fn settings_set_needs_manage_guild_and_bad_values_get_the_validators_message() {
     assert_eq!(r["data"]["flags"], 64);
     let overrides = bot
         .store()
+        .overrides()
         .guild_overrides(ambient::ids::GuildId(100))
         .unwrap();
     assert_eq!(
@@ -364,6 +369,7 @@ fn edits_deletions_dms_and_replies_to_the_bot() {
     let store = bot.store();
     let edited = bot.discord.wait_until(10, |_| {
         store
+            .messages()
             .message(ambient::ids::MessageId(id))
             .unwrap()
             .is_some_and(|m| m.content == "second draft")
@@ -372,6 +378,7 @@ fn edits_deletions_dms_and_replies_to_the_bot() {
     bot.discord.delete(RANDOM, id);
     let deleted = bot.discord.wait_until(10, |_| {
         store
+            .messages()
             .message(ambient::ids::MessageId(id))
             .unwrap()
             .is_some_and(|m| m.deleted_at.is_some() && m.content.is_empty())
@@ -400,6 +407,7 @@ fn edits_deletions_dms_and_replies_to_the_bot() {
         .expect("Discord gave the bot's message an id");
     let stored = |_: &_| {
         bot.store()
+            .messages()
             .message(ambient::ids::MessageId(reply_target))
             .unwrap()
             .is_some_and(|m| m.is_self)
@@ -473,7 +481,7 @@ fn reactions_newcomers_and_deleted_channels_reach_the_bot() {
             channel: Some(ambient::ids::ChannelId(channel)),
             ..Default::default()
         };
-        let lines = bot.store().journal_query(&filter).unwrap();
+        let lines = bot.store().journal().journal_query(&filter).unwrap();
         lines
             .iter()
             .any(|e| e.summary.starts_with("a channel was deleted"))
@@ -524,6 +532,7 @@ fn ambient_status_and_why_explain_the_bot() {
         .expect("Discord gave the bot's message an id");
     let stored = |_: &_| {
         bot.store()
+            .messages()
             .message(ambient::ids::MessageId(sent_id))
             .unwrap()
             .is_some_and(|m| m.is_self)
@@ -566,6 +575,7 @@ fn sigterm_shuts_down_gracefully() {
     let status = bot.stop();
     assert!(status.success(), "{status:?}");
     let stopped = store
+        .journal()
         .journal_query(&ambient::journal::Filter {
             kinds: vec![ambient::journal::Kind::System],
             ..Default::default()
@@ -606,6 +616,7 @@ fn reaction_path(channel: u64, message: u64, emoji: &str) -> String {
 
 fn journal_reasons(bot: &crate::support::bot::Bot, kind: ambient::journal::Kind) -> Vec<String> {
     bot.store()
+        .journal()
         .journal_query(&ambient::journal::Filter {
             kinds: vec![kind],
             ..Default::default()
@@ -908,6 +919,7 @@ fn memory_commands_give_people_control() {
     );
     let store = bot.store();
     let bobs = store
+        .memory()
         .list_facts(&ambient::store::memory::FactFilter {
             user: Some(ambient::ids::UserId(BOB.id)),
             include_inactive: true,
@@ -1078,6 +1090,7 @@ fn voice_commands_explain_what_is_missing_and_record_opt_outs() {
     );
     assert!(
         bot.store()
+            .people()
             .has_boundary(
                 ambient::ids::UserId(BOB.id),
                 ambient::store::boundaries::Boundary::NoVoice

@@ -43,11 +43,17 @@ fn discord_shaped_messages_and_a_large_server_are_all_taken_in_and_answered() {
     let store = bot.store();
     let deadline = Instant::now() + Duration::from_secs(20);
     let kept = CHANNELS - CATEGORIES;
-    while store.guild_channels(GuildId(GUILD)).unwrap().len() as u64 != kept {
+    while store
+        .messages()
+        .guild_channels(GuildId(GUILD))
+        .unwrap()
+        .len() as u64
+        != kept
+    {
         assert!(
             Instant::now() < deadline,
             "the server's {kept} channels were not all stored: {:?}",
-            store.guild_channels(GuildId(GUILD))
+            store.messages().guild_channels(GuildId(GUILD))
         );
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -92,7 +98,7 @@ fn discord_shaped_messages_and_a_large_server_are_all_taken_in_and_answered() {
     // What the messages carried reached the store: the replies' targets and the pictures.
     let stored: Vec<_> = said
         .iter()
-        .map(|id| store.message(MessageId(*id)).unwrap().unwrap())
+        .map(|id| store.messages().message(MessageId(*id)).unwrap().unwrap())
         .collect();
     assert!(stored.iter().any(|m| m.reply_to.is_some()));
     let pictures: Vec<&str> = stored

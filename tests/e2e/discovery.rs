@@ -143,6 +143,7 @@ async fn a_second_fetch_is_answered_304_and_costs_no_parse() {
     let row = world
         .app
         .store
+        .discovery()
         .sources()
         .unwrap()
         .into_iter()
@@ -185,6 +186,7 @@ async fn a_failing_source_backs_off_without_affecting_the_others() {
     let row = world
         .app
         .store
+        .discovery()
         .sources()
         .unwrap()
         .into_iter()
@@ -226,6 +228,7 @@ async fn hostile_input_fails_its_source_with_a_reason() {
     let titles: Vec<String> = world
         .app
         .store
+        .discovery()
         .feed_candidates(
             &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
             GUILD_A,
@@ -316,11 +319,13 @@ async fn the_initiative_prompt_shows_ranked_candidates_and_source_performance() 
     world
         .app
         .store
+        .discovery()
         .record_reaction(post, UserId(77), "🔥", Some(GUILD_A), GENERAL, now)
         .unwrap();
     world
         .app
         .store
+        .messages()
         .insert_message(&StoredMessage {
             reply_to: Some(post),
             ..StoredMessage::said(
@@ -438,6 +443,7 @@ async fn self_curation_is_bounded_and_cannot_touch_the_operators_sources() {
         world
             .app
             .store
+            .discovery()
             .guild_sources(GUILD_A)
             .unwrap()
             .iter()

@@ -222,7 +222,10 @@ async fn transcribe_with(
         .map_err(|e| e.to_string());
     (
         result,
-        app.store.usage_list(&Default::default(), None).unwrap(),
+        app.store
+            .usage()
+            .usage_list(&Default::default(), None)
+            .unwrap(),
     )
 }
 
@@ -294,6 +297,7 @@ async fn generate_with(
         world
             .app
             .store
+            .usage()
             .usage_list(&Default::default(), None)
             .unwrap(),
     )
@@ -386,6 +390,7 @@ async fn an_image_provider_quoting_the_key_it_refused_never_stores_the_key() {
     let rows = world
         .app
         .store
+        .usage()
         .usage_list(&Default::default(), None)
         .unwrap();
     assert_eq!(rows.len(), 1);

@@ -63,6 +63,7 @@ fn sigkill_mid_stream_loses_no_acknowledged_message() {
     let store = Store::open(&home.data_dir()).expect("the database opens cleanly after SIGKILL");
     for (id, n) in &acked {
         let row = store
+            .messages()
             .message(*id)
             .unwrap()
             .unwrap_or_else(|| panic!("acknowledged message #{n} ({id}) was lost"));
@@ -105,6 +106,7 @@ fn chatter_a_crash_lost_is_read_again_from_discord() {
     let all_stored = || {
         chatter.iter().all(|id| {
             store
+                .messages()
                 .message(ambient::ids::MessageId(*id))
                 .unwrap()
                 .is_some()

@@ -28,6 +28,7 @@ fn dave() -> UserId {
 /// Every fact the store holds, as text.
 fn all_facts(store: &Store) -> Vec<String> {
     store
+        .memory()
         .list_facts(&FactFilter {
             include_inactive: true,
             ..Default::default()
@@ -115,8 +116,9 @@ fn stocked(home: &Home) {
     let store = Store::open(&home.data_dir()).unwrap();
     let now = chrono::Utc::now() - chrono::Duration::hours(1);
     let guild = GuildId(7);
-    store.upsert_guild(guild, "Seven", now).unwrap();
+    store.messages().upsert_guild(guild, "Seven", now).unwrap();
     store
+        .messages()
         .upsert_channel(ambient::ids::ChannelId(70), Some(guild), "general", now)
         .unwrap();
     for (i, (who, text)) in [
@@ -127,6 +129,7 @@ fn stocked(home: &Home) {
     .enumerate()
     {
         store
+            .messages()
             .insert_message(&StoredMessage::said(
                 ambient::ids::MessageId(7000 + i as u64),
                 Some(guild),
@@ -151,7 +154,7 @@ fn stocked(home: &Home) {
             None,
             now,
         );
-        store.insert_fact(&fact).unwrap();
+        store.memory().insert_fact(&fact).unwrap();
     }
 }
 
@@ -162,6 +165,7 @@ fn an_export_from_before_a_forget_me_does_not_bring_the_person_back() {
 
     let store = Store::open(&home.data_dir()).unwrap();
     store
+        .people()
         .forget_person(dave(), true, chrono::Utc::now())
         .unwrap();
     drop(store);
@@ -180,6 +184,7 @@ fn an_export_from_before_a_forget_me_does_not_bring_the_person_back() {
     let store = Store::open(&home.data_dir()).unwrap();
     assert_eq!(all_facts(&store), vec!["Ada rides a blue bike."]);
     let texts: Vec<String> = store
+        .messages()
         .recent_messages(ambient::ids::ChannelId(70), 10)
         .unwrap()
         .into_iter()
@@ -251,6 +256,7 @@ fn an_import_applies_the_forget_mes_of_the_people_ledger() {
     let store = Store::open(&home.data_dir()).unwrap();
     assert_eq!(all_facts(&store), vec!["Ada rides a blue bike."]);
     let texts: Vec<String> = store
+        .messages()
         .recent_messages(ambient::ids::ChannelId(70), 10)
         .unwrap()
         .into_iter()

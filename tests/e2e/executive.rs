@@ -328,7 +328,11 @@ async fn a_429_with_retry_after_waits_that_long_then_succeeds() {
     assert_eq!(done.response.text(), "ok now");
     assert_eq!(f.clock.slept(), vec![Duration::from_secs(2)]);
     assert_eq!(f.clock.now() - before, chrono::Duration::seconds(2));
-    let records = f.store.usage_list(&UsageFilter::default(), None).unwrap();
+    let records = f
+        .store
+        .usage()
+        .usage_list(&UsageFilter::default(), None)
+        .unwrap();
     let outcomes: Vec<&str> = records.iter().map(|r| r.outcome.as_str()).collect();
     assert_eq!(outcomes, vec!["rate_limited", "ok"]);
     assert!(records[0].detail.contains("slow down"));
@@ -365,6 +369,7 @@ async fn server_errors_and_a_hung_response_are_retried_with_backoff() {
     );
     let outcomes: Vec<String> = f
         .store
+        .usage()
         .usage_list(&UsageFilter::default(), None)
         .unwrap()
         .into_iter()
@@ -384,7 +389,11 @@ async fn a_malformed_body_is_a_recorded_failure_not_a_panic() {
         .unwrap_err();
     assert!(matches!(err, ExecError::Provider { .. }), "{err}");
     assert!(err.to_string().contains("not JSON"), "{err}");
-    let records = f.store.usage_list(&UsageFilter::default(), None).unwrap();
+    let records = f
+        .store
+        .usage()
+        .usage_list(&UsageFilter::default(), None)
+        .unwrap();
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].outcome, "malformed");
     assert_eq!(
@@ -415,7 +424,11 @@ async fn a_call_over_the_daily_cap_is_refused_without_any_request() {
         "{err}"
     );
     assert!(f.server.requests().is_empty(), "no HTTP request was made");
-    let records = f.store.usage_list(&UsageFilter::default(), None).unwrap();
+    let records = f
+        .store
+        .usage()
+        .usage_list(&UsageFilter::default(), None)
+        .unwrap();
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].outcome, "refused");
 }
@@ -553,18 +566,23 @@ async fn the_snapshot_reports_user_rate_and_ambient_share() {
             detail: String::new(),
         };
     f.store
+        .usage()
         .usage_append(&record(10, "user", "reply", 6_000, "ok"))
         .unwrap();
     f.store
+        .usage()
         .usage_append(&record(120, "user", "reply", 3_000, "ok"))
         .unwrap();
     f.store
+        .usage()
         .usage_append(&record(30, "ambient", "ambient", 1_000, "ok"))
         .unwrap();
     f.store
+        .usage()
         .usage_append(&record(5, "ambient", "ambient", 0, "rate_limited"))
         .unwrap();
     f.store
+        .usage()
         .usage_append(&record(60 * 30, "user", "reply", 99_999, "ok"))
         .unwrap();
     let s = f.exec.snapshot();

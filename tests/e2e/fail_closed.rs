@@ -117,6 +117,7 @@ async fn an_unreadable_boundary_keeps_the_bot_from_chiming_in() {
     // Someone else's boundary makes the table non-empty, as in a real server.
     w.app
         .store
+        .people()
         .set_boundary(
             ambient::ids::UserId(99),
             Boundary::NoUnprompted,

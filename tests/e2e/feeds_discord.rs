@@ -43,6 +43,7 @@ fn start() -> (Bot, FeedServer) {
     let store = bot.store();
     assert!(
         wait(10, || [FORUM, RELEASES, NEWS].iter().all(|c| store
+            .messages()
             .channel_guild(ambient::ids::ChannelId(*c))
             .ok()
             .flatten()

@@ -240,6 +240,7 @@ async fn a_busy_reply_channel_costs_a_bounded_number_of_considerations() {
     let usage = w
         .app
         .store
+        .usage()
         .usage_tokens(&ambient::store::usage::UsageFilter {
             roles: vec!["reply".into()],
             ..Default::default()
@@ -433,6 +434,7 @@ async fn why_on_any_part_of_a_long_answer_explains_it() {
     let parts: Vec<_> = w
         .app
         .store
+        .messages()
         .recent_messages(GENERAL, 10)
         .unwrap()
         .into_iter()

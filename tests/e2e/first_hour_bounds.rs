@@ -90,6 +90,7 @@ fn a_line_of_hundreds_of_megabytes_goes_by_in_bounded_memory() {
     assert_eq!(events_of(&events, "stored").len(), 2, "{notices:#?}");
     let store = ambient::store::Store::open(&home.data_dir()).unwrap();
     let stored = store
+        .messages()
         .recent_messages(ambient::console::channel_id("general"), 10)
         .unwrap();
     let texts: Vec<&str> = stored.iter().map(|m| m.content.as_str()).collect();
@@ -366,7 +367,7 @@ async fn a_forget_the_store_cannot_read_for_is_a_503_saying_nothing_was_changed(
         None,
         chrono::Utc::now(),
     );
-    w.app.store.insert_fact(&fact).unwrap();
+    w.app.store.memory().insert_fact(&fact).unwrap();
     let d = Dashboard::of(&w).await;
     let csrf = d.csrf(&format!("/memory/forget?id={}", fact.id)).await;
     w.break_table("facts");
@@ -395,7 +396,10 @@ async fn a_forget_the_store_cannot_read_for_is_a_503_saying_nothing_was_changed(
     assert!(!body.contains("I could not forget you"), "{body}");
 
     w.mend_table("facts");
-    assert!(w.app.store.fact(&fact.id).unwrap().is_some(), "kept");
+    assert!(
+        w.app.store.memory().fact(&fact.id).unwrap().is_some(),
+        "kept"
+    );
     d.served.stop().await;
 }
 

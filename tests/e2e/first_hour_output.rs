@@ -194,6 +194,7 @@ fn a_long_line_of_accented_text_is_cut_between_characters_and_kept() {
     assert_eq!(events_of(&events, "stored").len(), 2, "{notices:#?}");
     let store = ambient::store::Store::open(&home.data_dir()).unwrap();
     let stored = store
+        .messages()
         .recent_messages(ambient::console::channel_id("general"), 10)
         .unwrap();
     assert_eq!(stored[0].content, "€".repeat(kept));

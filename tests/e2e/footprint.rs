@@ -89,6 +89,7 @@ fn start_up_settles_while_a_server_is_still_in_an_outage() {
     );
     assert!(
         bot.store()
+            .messages()
             .guild_channels(ambient::ids::GuildId(GUILD))
             .map_or(true, |c| c.is_empty()),
         "settled before the server arrived"

@@ -57,6 +57,7 @@ async fn forget_me_leaves_no_byte_of_the_persons_words_anywhere() {
     w.message(B_GENERAL, "dave", SAID, Addressed::No).await;
     w.app
         .store
+        .messages()
         .insert_message(&StoredMessage::said(
             MessageId(next_snowflake(w.clock.now())),
             None,

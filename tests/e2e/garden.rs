@@ -40,11 +40,16 @@ fn minutes_until(w: &World, t: DateTime<Utc>) -> i64 {
 /// The scheduler reads the last five cycles' cost: make it 6,000 tokens each.
 fn five_past_cycles_of_6000_tokens(w: &World) {
     for _ in 0..5 {
-        let id = w.app.store.cycle_begin("synthetic", w.clock.now()).unwrap();
-        let mut c = w.app.store.cycle(id).unwrap().unwrap();
+        let id = w
+            .app
+            .store
+            .garden()
+            .cycle_begin("synthetic", w.clock.now())
+            .unwrap();
+        let mut c = w.app.store.garden().cycle(id).unwrap().unwrap();
         c.status = CycleStatus::Completed;
         c.tokens_in = 6_000;
-        w.app.store.cycle_save(&c).unwrap();
+        w.app.store.garden().cycle_save(&c).unwrap();
     }
 }
 
@@ -105,6 +110,7 @@ async fn long_cycle(
     let now = w.clock.now();
     w.app
         .store
+        .memory()
         .insert_fact(&fact(
             Scope::guild(GUILD_A),
             "the server mascot is a capybara",
@@ -177,14 +183,17 @@ fn ambient_post(w: &World, text: &str) -> MessageId {
     let id = MessageId(next_snowflake(now));
     w.app
         .store
+        .initiative()
         .outbox_insert("nonce-post", GUILD_A, GENERAL, text, now)
         .unwrap();
     w.app
         .store
+        .initiative()
         .outbox_settle("nonce-post", GUILD_A, id)
         .unwrap();
     w.app
         .store
+        .messages()
         .insert_message(&StoredMessage {
             author_is_bot: true,
             is_self: true,
@@ -285,7 +294,15 @@ async fn a_429_doubles_the_interval_and_a_500_does_not() {
         &[("retry-after", "0")],
     ));
     let r = w.app.garden.cycle("test").await.unwrap();
-    assert!(w.app.store.cycle(r.id).unwrap().unwrap().rate_limited);
+    assert!(
+        w.app
+            .store
+            .garden()
+            .cycle(r.id)
+            .unwrap()
+            .unwrap()
+            .rate_limited
+    );
     assert_eq!(planned(&w), 60, "a real 429 doubles it");
     assert_eq!(minutes_until(&w, r.next_wake), 60);
 }
@@ -328,7 +345,7 @@ async fn rate_limit_headers_set_the_interval_and_a_window_ending_squeezes_cycles
     w.hear(GENERAL, "ada", "the meetup moved to friday", Source::Text);
     w.model.push(end("nothing to do", None));
     let r = w.app.garden.cycle("test").await.unwrap();
-    let c = w.app.store.cycle(r.id).unwrap().unwrap();
+    let c = w.app.store.garden().cycle(r.id).unwrap().unwrap();
     assert_eq!(c.tokens_in + c.tokens_out, 120);
     // (26,000 − people's use) × 0.8 = 20,800 → 173 cycles of 120 tokens in 60 min → the minimum.
     assert_eq!(planned(&w), 5);
@@ -353,11 +370,13 @@ async fn over_eighty_percent_of_the_budget_means_the_longest_interval() {
     let w = World::start(s).await;
     w.app
         .store
+        .usage()
         .usage_append(&usage("ambient", "ambient", 7_000, "ok", w.clock.now()))
         .unwrap();
     assert_eq!(planned(&w), 30, "70%: normal");
     w.app
         .store
+        .usage()
         .usage_append(&usage("ambient", "ambient", 1_500, "ok", w.clock.now()))
         .unwrap();
     assert_eq!(planned(&w), 120, "85%: the maximum");
@@ -428,7 +447,7 @@ async fn a_model_that_stops_twice_gets_the_continuation_then_a_forced_end() {
         45,
         "the default wake (garden.defaultIntervalMinutes)"
     );
-    let cycle = w.app.store.cycle(r.id).unwrap().unwrap();
+    let cycle = w.app.store.garden().cycle(r.id).unwrap().unwrap();
     assert_eq!(cycle.todos.len(), 2, "the plan survives");
     assert!(
         cycle.summary.contains("1 planned item(s) left"),
@@ -487,7 +506,10 @@ async fn the_queue_survives_a_restart_and_a_late_item_still_runs() {
         asked.contains("check whether the wiki move happened"),
         "the late item is in the prompt"
     );
-    assert!(again.app.store.queue_open().unwrap().is_empty(), "and done");
+    assert!(
+        again.app.store.garden().queue_open().unwrap().is_empty(),
+        "and done"
+    );
 }
 
 #[tokio::test]
@@ -505,8 +527,8 @@ async fn an_interrupted_pass_resumes_from_its_checkpoint() {
             "movie night is every sunday at eight in the lounge!",
             now,
         );
-        w.app.store.insert_fact(&a).unwrap();
-        w.app.store.insert_fact(&b).unwrap();
+        w.app.store.memory().insert_fact(&a).unwrap();
+        w.app.store.memory().insert_fact(&b).unwrap();
     }
     let seen = Arc::new(AtomicUsize::new(0));
     let counter = seen.clone();
@@ -525,12 +547,24 @@ async fn an_interrupted_pass_resumes_from_its_checkpoint() {
     );
 
     // The process dies in the next cycle's pass: its row is left "running".
-    let orphan = w.app.store.cycle_begin("crashed", w.clock.now()).unwrap();
+    let orphan = w
+        .app
+        .store
+        .garden()
+        .cycle_begin("crashed", w.clock.now())
+        .unwrap();
     let (dir, model, clock) = w.stop().await;
     let again = World::start_in(settings(), dir, model, clock).await;
     again.app.garden.recover();
     assert_eq!(
-        again.app.store.cycle(orphan).unwrap().unwrap().status,
+        again
+            .app
+            .store
+            .garden()
+            .cycle(orphan)
+            .unwrap()
+            .unwrap()
+            .status,
         CycleStatus::Interrupted
     );
     let noted = again
@@ -557,7 +591,7 @@ async fn an_interrupted_pass_resumes_from_its_checkpoint() {
         (1, 2),
         "guild B only: A is not redone"
     );
-    let cycle = again.app.store.cycle(second.id).unwrap().unwrap();
+    let cycle = again.app.store.garden().cycle(second.id).unwrap().unwrap();
     assert!(cycle.steps.iter().any(|s| {
         s.text
             .starts_with(&format!("resumed the pass of cycle {}", first.id))
@@ -585,7 +619,7 @@ async fn decayed_facts_are_pruned_by_the_seeds_rule() {
         );
         f.strength = strength;
         f.confidence = confidence;
-        w.app.store.insert_fact(&f).unwrap();
+        w.app.store.memory().insert_fact(&f).unwrap();
         f.id
     };
     let faded = mk(
@@ -619,7 +653,16 @@ async fn decayed_facts_are_pruned_by_the_seeds_rule() {
     let fresh = mk("the next meetup is in march", 1, Importance::Low, 0.06, now);
     let r = w.app.garden.cycle("test").await.unwrap();
     assert_eq!(r.tended.pruned, 2);
-    let archived = |id: &str| w.app.store.fact(id).unwrap().unwrap().archived_at.is_some();
+    let archived = |id: &str| {
+        w.app
+            .store
+            .memory()
+            .fact(id)
+            .unwrap()
+            .unwrap()
+            .archived_at
+            .is_some()
+    };
     assert!(
         archived(&faded),
         "200 days at a 30-day half-life: 0.0098 < 0.05, strength 1"
@@ -664,18 +707,19 @@ async fn duplicates_are_merged_with_their_reinforcements_kept() {
         now,
     );
     for f in [&a, &b, &other] {
-        w.app.store.insert_fact(f).unwrap();
+        w.app.store.memory().insert_fact(f).unwrap();
     }
     for (id, m) in [(&a.id, 11), (&a.id, 12), (&b.id, 13)] {
         w.app
             .store
+            .memory()
             .add_reinforcement(id, Some(MessageId(m)), now)
             .unwrap();
     }
     let r = w.app.garden.cycle("test").await.unwrap();
     assert_eq!(r.tended.merged, 1);
-    let survivor = w.app.store.fact(&b.id).unwrap().unwrap();
-    let merged = w.app.store.fact(&a.id).unwrap().unwrap();
+    let survivor = w.app.store.memory().fact(&b.id).unwrap().unwrap();
+    let merged = w.app.store.memory().fact(&a.id).unwrap().unwrap();
     assert_eq!(
         merged.superseded_by.as_deref(),
         Some(b.id.as_str()),
@@ -696,7 +740,13 @@ async fn duplicates_are_merged_with_their_reinforcements_kept() {
     }
     assert_eq!(crumbs.len(), 4, "three moved, one for the merge");
     assert!(
-        w.app.store.fact(&other.id).unwrap().unwrap().is_active(),
+        w.app
+            .store
+            .memory()
+            .fact(&other.id)
+            .unwrap()
+            .unwrap()
+            .is_active(),
         "a related fact is not a duplicate"
     );
     let entry = w
@@ -737,7 +787,12 @@ async fn thumbs_down_on_an_ambient_post_reaches_the_next_scout_and_steers_it() {
         "{second}"
     );
     assert!(
-        w.app.store.pending_thought(GUILD_A).unwrap().is_none(),
+        w.app
+            .store
+            .initiative()
+            .pending_thought(GUILD_A)
+            .unwrap()
+            .is_none(),
         "nothing was prepared"
     );
 }
@@ -816,6 +871,7 @@ async fn the_context_summary_holds_guild_as_events_and_none_of_guild_bs() {
     let left: Vec<String> = w
         .app
         .store
+        .journal()
         .stream_read(GUILD_A, w.clock.now() - Duration::days(3), &[], 100)
         .unwrap()
         .into_iter()
@@ -1078,7 +1134,7 @@ async fn the_judgment_tools_touch_only_the_memories_put_to_the_model() {
     let mut d = fact(Scope::guild(GUILD_A), "book the community hall", now);
     d.subject = Some("venue".into());
     for f in [&a, &b, &rule, &c, &d] {
-        w.app.store.insert_fact(f).unwrap();
+        w.app.store.memory().insert_fact(f).unwrap();
     }
     w.hear(GENERAL, "ada", "see you sunday", Source::Text);
     w.model
@@ -1105,12 +1161,19 @@ async fn the_judgment_tools_touch_only_the_memories_put_to_the_model() {
             .contains("is not one of the memories this cycle was asked to judge")
     );
     assert!(
-        w.app.store.fact(&rule.id).unwrap().unwrap().is_active(),
+        w.app
+            .store
+            .memory()
+            .fact(&rule.id)
+            .unwrap()
+            .unwrap()
+            .is_active(),
         "guidance stays"
     );
     assert_eq!(
         w.app
             .store
+            .memory()
             .fact(&a.id)
             .unwrap()
             .unwrap()
@@ -1219,7 +1282,15 @@ async fn with_rate_limit_headers_a_429_doubles_the_interval_in_use() {
     w.model
         .push(Scripted::status_with(429, "{}", &[("retry-after", "0")]));
     let r = w.app.garden.cycle("test").await.unwrap();
-    assert!(w.app.store.cycle(r.id).unwrap().unwrap().rate_limited);
+    assert!(
+        w.app
+            .store
+            .garden()
+            .cycle(r.id)
+            .unwrap()
+            .unwrap()
+            .rate_limited
+    );
     assert_eq!(
         minutes_until(&w, r.next_wake),
         40,
@@ -1237,6 +1308,7 @@ async fn a_wake_due_while_people_talk_waits_for_the_stretched_interval_but_a_req
     for text in ["the mascot is a capybara", "the mascot is a capybara!"] {
         w.app
             .store
+            .memory()
             .insert_fact(&fact(Scope::guild(GUILD_A), text, start))
             .unwrap();
     }
@@ -1263,7 +1335,11 @@ async fn a_wake_due_while_people_talk_waits_for_the_stretched_interval_but_a_req
             .contains("held while people talk with the bot"),
         "{status:?}"
     );
-    assert_eq!(w.app.store.cycles(10).unwrap().len(), 1, "no cycle ran");
+    assert_eq!(
+        w.app.store.garden().cycles(10).unwrap().len(),
+        1,
+        "no cycle ran"
+    );
 
     // Someone asks: that is not held back by the talk.
     w.model.push(end("tended as asked", None));
@@ -1272,10 +1348,10 @@ async fn a_wake_due_while_people_talk_waits_for_the_stretched_interval_but_a_req
         "The garden will tend this server's memory next."
     );
     eventually("the requested cycle ran", || {
-        w.app.store.cycles(10).unwrap().len() == 2
+        w.app.store.garden().cycles(10).unwrap().len() == 2
     })
     .await;
-    let asked = w.app.store.cycles(1).unwrap().remove(0);
+    let asked = w.app.store.garden().cycles(1).unwrap().remove(0);
     assert_eq!(asked.guild, Some(GUILD_A));
     assert!(
         asked.trigger.contains("requested by olga"),
@@ -1342,7 +1418,13 @@ async fn a_conversation_ending_while_a_cycle_runs_still_wakes_the_garden_early()
         "{status:?}"
     );
     assert_eq!(
-        w.app.store.cycle(r.id).unwrap().unwrap().next_wake_at,
+        w.app
+            .store
+            .garden()
+            .cycle(r.id)
+            .unwrap()
+            .unwrap()
+            .next_wake_at,
         Some(r.next_wake),
         "the log says the same"
     );
@@ -1354,6 +1436,7 @@ async fn a_long_cycle_is_waited_for_not_queued_again_and_again() {
     // A copy for the pass to merge: a pass with nothing to do leaves no row to count.
     w.app
         .store
+        .memory()
         .insert_fact(&fact(
             Scope::guild(GUILD_A),
             "the server mascot is a capybara!",
@@ -1365,7 +1448,7 @@ async fn a_long_cycle_is_waited_for_not_queued_again_and_again() {
     let mut status = w.app.garden.status();
     status.next_wake = Some(w.clock.now());
     status.next_reason = "scheduled".into();
-    w.app.store.garden_set("status", &status).unwrap();
+    w.app.store.garden().garden_set("status", &status).unwrap();
     let (stop, looping) = run_loop(&w);
     let routed = |w: &World| {
         w.journal(Kind::Route)
@@ -1379,7 +1462,11 @@ async fn a_long_cycle_is_waited_for_not_queued_again_and_again() {
     release.open();
     let r = task.await.unwrap().unwrap();
     tokio::time::sleep(StdDuration::from_millis(500)).await;
-    assert_eq!(w.app.store.cycles(10).unwrap().len(), 1, "no second cycle");
+    assert_eq!(
+        w.app.store.garden().cycles(10).unwrap().len(),
+        1,
+        "no second cycle"
+    );
     assert_eq!(w.app.garden.status().next_wake, Some(r.next_wake));
     assert_eq!(routed(&w), 1);
     stop.send(true).unwrap();
@@ -1424,6 +1511,7 @@ async fn a_deleted_or_edited_message_leaves_the_context_stream_too() {
     let stream: Vec<String> = w
         .app
         .store
+        .journal()
         .stream_read(
             GUILD_A,
             at - Duration::hours(1),
@@ -1449,11 +1537,13 @@ async fn a_private_channels_talk_and_memories_stay_out_of_the_garden_prompt_and_
     let now = w.clock.now();
     w.app
         .store
+        .messages()
         .upsert_channel(MODS, Some(GUILD_A), "mods", now)
         .unwrap();
     // A stale memory recent talk touches, so the prompt shows that talk.
     w.app
         .store
+        .memory()
         .insert_fact(&fact(
             Scope::guild(GUILD_A),
             "the meetup venue is the old library",
@@ -1467,6 +1557,7 @@ async fn a_private_channels_talk_and_memories_stay_out_of_the_garden_prompt_and_
     ] {
         w.app
             .store
+            .memory()
             .insert_fact(&fact(Scope::channel(Some(GUILD_A), MODS), text, now))
             .unwrap();
     }
@@ -1503,6 +1594,7 @@ async fn a_private_channels_talk_and_memories_stay_out_of_the_garden_prompt_and_
     assert!(
         w.app
             .store
+            .journal()
             .stream_read(GUILD_A, now - Duration::hours(1), &[], 100)
             .unwrap()
             .iter()
@@ -1521,6 +1613,7 @@ async fn a_memory_pass_over_every_server_shows_no_figures_in_a_servers_status() 
     ] {
         w.app
             .store
+            .memory()
             .insert_fact(&fact(Scope::guild(GUILD_B), text, now))
             .unwrap();
     }
@@ -1548,7 +1641,7 @@ async fn contradiction_candidates_compare_only_the_freshest_facts_on_a_subject()
             start + Duration::minutes(i),
         );
         f.subject = Some("the venue".into());
-        w.app.store.insert_fact(&f).unwrap();
+        w.app.store.memory().insert_fact(&f).unwrap();
     }
     let g = ambient::settings::GardenSettings {
         max_candidates: u32::MAX,
@@ -1649,13 +1742,19 @@ async fn the_garden_merges_only_near_duplicates_not_facts_that_share_words() {
     .map(|t| fact(Scope::guild(GUILD_A), t, now))
     .collect();
     for f in &facts {
-        w.app.store.insert_fact(f).unwrap();
+        w.app.store.memory().insert_fact(f).unwrap();
     }
     let r = w.app.garden.cycle("test").await.unwrap();
     assert_eq!(r.tended.merged, 0);
     for f in &facts {
         assert!(
-            w.app.store.fact(&f.id).unwrap().unwrap().is_active(),
+            w.app
+                .store
+                .memory()
+                .fact(&f.id)
+                .unwrap()
+                .unwrap()
+                .is_active(),
             "{} is kept",
             f.content
         );

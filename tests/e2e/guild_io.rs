@@ -89,6 +89,7 @@ fn text(out: &Output) -> String {
 fn counts(data_dir: &Path, guild: u64) -> Vec<(&'static str, usize)> {
     Store::open(data_dir)
         .unwrap()
+        .guilds()
         .guild_row_counts(GuildId(guild))
         .unwrap()
 }
@@ -233,7 +234,7 @@ fn a_server_moves_to_a_fresh_data_dir_and_the_bot_there_answers_from_its_memory(
     assert_eq!(counts(&new.data_dir(), GUILD), before);
     let moved = Store::open(&new.data_dir()).unwrap();
     assert_eq!(
-        moved.guild_overrides(GuildId(GUILD)).unwrap(),
+        moved.overrides().guild_overrides(GuildId(GUILD)).unwrap(),
         vec![("initiative.text.eagerness".to_string(), json!(80))]
     );
     assert_eq!(
@@ -309,6 +310,7 @@ fn refused_imports_name_the_problem_and_leave_the_target_unchanged() {
 
     Store::open(&target.data_dir())
         .unwrap()
+        .guilds()
         .record_plan(
             Some(ambient::settings::shards::Shards {
                 range: ambient::settings::shards::ShardRange { first: 1, last: 1 },
@@ -324,6 +326,7 @@ fn refused_imports_name_the_problem_and_leave_the_target_unchanged() {
     );
     Store::open(&target.data_dir())
         .unwrap()
+        .guilds()
         .record_plan(None, chrono::Utc::now())
         .unwrap();
 

@@ -152,7 +152,13 @@ async fn hold_refine_post_across_three_ticks() {
         .push(decide(json!({"action": "hold", "text": "draft two, sharper", "reason": "almost"})))
         .push(decide(json!({"action": "post", "channel": "memes", "text": "final: cats are liquid", "reason": "good moment"})));
     world.tick().await;
-    let p = world.app.store.pending_thought(GUILD_A).unwrap().unwrap();
+    let p = world
+        .app
+        .store
+        .initiative()
+        .pending_thought(GUILD_A)
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (p.revision, p.draft.as_str(), p.channel),
         (1, "draft one", Some(MEMES))
@@ -167,7 +173,13 @@ async fn hold_refine_post_across_three_ticks() {
     );
     world.clock.advance(chrono::Duration::minutes(1));
     world.tick().await;
-    let p = world.app.store.pending_thought(GUILD_A).unwrap().unwrap();
+    let p = world
+        .app
+        .store
+        .initiative()
+        .pending_thought(GUILD_A)
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (p.revision, p.draft.as_str(), p.channel),
         (2, "draft two, sharper", Some(MEMES)),
@@ -188,7 +200,15 @@ async fn hold_refine_post_across_three_ticks() {
         (said[0].channel, said[0].content.as_str()),
         (MEMES, "final: cats are liquid")
     );
-    assert!(world.app.store.pending_thought(GUILD_A).unwrap().is_none());
+    assert!(
+        world
+            .app
+            .store
+            .initiative()
+            .pending_thought(GUILD_A)
+            .unwrap()
+            .is_none()
+    );
     let posts = world.journal(Kind::InitiativePost);
     assert_eq!(posts.len(), 1);
     assert_eq!(posts[0].summary, "posted in #memes");
@@ -219,6 +239,7 @@ async fn a_held_thought_expires_from_its_creation_time() {
     world
         .app
         .store
+        .initiative()
         .save_pending_thought(&ambient::initiative::pending::PendingThought::new(
             GUILD_A,
             "first".into(),
@@ -238,7 +259,15 @@ async fn a_held_thought_expires_from_its_creation_time() {
         2,
         "revisited at 10 and 20 minutes, expired at 30"
     );
-    assert!(world.app.store.pending_thought(GUILD_A).unwrap().is_none());
+    assert!(
+        world
+            .app
+            .store
+            .initiative()
+            .pending_thought(GUILD_A)
+            .unwrap()
+            .is_none()
+    );
     let skips = world.journal(Kind::InitiativeSkip);
     assert!(
         skips
@@ -256,6 +285,7 @@ async fn a_held_thought_in_guild_a_does_not_block_guild_b() {
     world
         .app
         .store
+        .initiative()
         .save_pending_thought(&ambient::initiative::pending::PendingThought::new(
             GUILD_A,
             "A's thought".into(),
@@ -333,6 +363,7 @@ async fn a_restart_keeps_the_pending_thought_and_drops_one_that_expired_meanwhil
     let p = again
         .app
         .store
+        .initiative()
         .pending_thought(GUILD_A)
         .unwrap()
         .expect("still held");
@@ -343,7 +374,15 @@ async fn a_restart_keeps_the_pending_thought_and_drops_one_that_expired_meanwhil
     clock.advance(chrono::Duration::hours(4));
     let third = World::start_in(s, dir, model, clock).await;
     third.app.initiative.recover().await;
-    assert!(third.app.store.pending_thought(GUILD_A).unwrap().is_none());
+    assert!(
+        third
+            .app
+            .store
+            .initiative()
+            .pending_thought(GUILD_A)
+            .unwrap()
+            .is_none()
+    );
     assert!(
         third
             .journal(Kind::InitiativeSkip)
@@ -566,6 +605,7 @@ async fn a_post_recorded_but_not_confirmed_is_resent_once_with_its_nonce() {
     world
         .app
         .store
+        .initiative()
         .outbox_insert(
             "initiative-crash-1",
             GUILD_A,
@@ -577,6 +617,7 @@ async fn a_post_recorded_but_not_confirmed_is_resent_once_with_its_nonce() {
     world
         .app
         .store
+        .initiative()
         .outbox_insert(
             "initiative-crash-0",
             GUILD_A,
@@ -590,7 +631,15 @@ async fn a_post_recorded_but_not_confirmed_is_resent_once_with_its_nonce() {
     let said = world.said();
     assert_eq!(said.len(), 1, "{said:?}");
     assert_eq!(said[0].content, "survived a crash");
-    assert!(world.app.store.outbox_unsent().unwrap().is_empty());
+    assert!(
+        world
+            .app
+            .store
+            .initiative()
+            .outbox_unsent()
+            .unwrap()
+            .is_empty()
+    );
     assert!(
         world
             .journal(Kind::Error)

@@ -362,6 +362,7 @@ async fn a_reply_may_find_a_gif_with_allow_reply_gifs_and_the_search_counts_as_t
     let rows = w
         .app
         .store
+        .usage()
         .usage_list(
             &ambient::store::usage::UsageFilter {
                 provider: Some("gifs".into()),

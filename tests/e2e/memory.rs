@@ -31,6 +31,7 @@ fn active_decisions(world: &World) -> Vec<String> {
     world
         .app
         .store
+        .memory()
         .list_facts(&FactFilter {
             guild: Some(Some(GUILD_A)),
             kind: Some(FactKind::Decision),
@@ -59,7 +60,7 @@ async fn the_seeds_example_leaves_one_active_decision() {
         active_decisions(&world),
         vec!["Use JWT with refresh tokens for auth"]
     );
-    let stored_old = world.app.store.fact(&cookies.id).unwrap().unwrap();
+    let stored_old = world.app.store.memory().fact(&cookies.id).unwrap().unwrap();
     assert_eq!(stored_old.superseded_by.as_deref(), Some(jwt.id.as_str()));
     assert_eq!(
         jwt.importance,
@@ -105,7 +106,7 @@ async fn supersede_happens_above_the_threshold_and_not_at_or_below_it() {
         panic!("{again:?}")
     };
     assert_eq!(f.strength, 2);
-    let stored = world.app.store.fact(&f.id).unwrap().unwrap();
+    let stored = world.app.store.memory().fact(&f.id).unwrap().unwrap();
     assert_eq!(stored.reinforcements.len(), 1);
     assert_eq!(stored.reinforcements[0].0, Some(MessageId(4242)));
     assert_eq!(active_decisions(&world).len(), 2);
@@ -161,6 +162,7 @@ async fn facts_that_share_words_are_both_kept_only_decisions_supersede() {
     let active: Vec<String> = world
         .app
         .store
+        .memory()
         .list_facts(&FactFilter {
             guild: Some(Some(GUILD_A)),
             kind: Some(FactKind::Fact),
@@ -210,7 +212,7 @@ async fn search_orders_by_relevance_recency_and_importance_as_documented() {
             now,
         );
         f.updated_at = now - chrono::Duration::days(days_old);
-        world.app.store.insert_fact(&f).unwrap();
+        world.app.store.memory().insert_fact(&f).unwrap();
         f.id
     };
     let fresh_medium = add("the favourite editor here is helix", 0, Importance::Medium);
@@ -364,6 +366,7 @@ async fn conversations_are_extracted_into_scoped_facts_and_small_talk_costs_noth
     let facts = world
         .app
         .store
+        .memory()
         .list_facts(&FactFilter {
             guild: Some(Some(GUILD_A)),
             ..Default::default()
@@ -411,6 +414,7 @@ async fn a_quiet_conversation_with_the_bot_is_extracted_by_the_maintenance_loop(
     world
         .app
         .store
+        .messages()
         .insert_message(&StoredMessage {
             author_is_bot: true,
             is_self: true,
@@ -455,7 +459,7 @@ async fn compaction_keeps_every_high_fact_and_without_a_model_drops_only_low_one
             now,
         );
         f.updated_at = now - chrono::Duration::days(20 - i as i64);
-        w.app.store.insert_fact(&f).unwrap();
+        w.app.store.memory().insert_fact(&f).unwrap();
     };
     for i in 0..3 {
         add(&world, i, Importance::High);
@@ -479,6 +483,7 @@ async fn compaction_keeps_every_high_fact_and_without_a_model_drops_only_low_one
     let left = world
         .app
         .store
+        .memory()
         .facts_in_scope(&Scope::guild(GUILD_A), None)
         .unwrap();
     assert_eq!(
@@ -512,6 +517,7 @@ async fn compaction_keeps_every_high_fact_and_without_a_model_drops_only_low_one
     let left = world
         .app
         .store
+        .memory()
         .facts_in_scope(&Scope::guild(GUILD_A), None)
         .unwrap();
     assert_eq!(
@@ -554,7 +560,7 @@ async fn inactive_facts_expire_and_a_deleted_channel_keeps_only_its_important_fa
         now,
     );
     old.last_seen_at = now - chrono::Duration::days(91);
-    world.app.store.insert_fact(&old).unwrap();
+    world.app.store.memory().insert_fact(&old).unwrap();
     for (importance, text) in [
         (Importance::High, "memes must stay wholesome"),
         (Importance::Low, "someone posted a frog"),
@@ -576,7 +582,7 @@ async fn inactive_facts_expire_and_a_deleted_channel_keeps_only_its_important_fa
             .unwrap();
     }
     assert_eq!(world.app.memory.expire(), (1, 0));
-    assert!(world.app.store.fact(&old.id).unwrap().is_none());
+    assert!(world.app.store.memory().fact(&old.id).unwrap().is_none());
 
     assert_eq!(
         world.app.memory.archive_channel(GUILD_A, MEMES).unwrap(),
@@ -585,6 +591,7 @@ async fn inactive_facts_expire_and_a_deleted_channel_keeps_only_its_important_fa
     let guild_wide = world
         .app
         .store
+        .memory()
         .facts_in_scope(&Scope::guild(GUILD_A), None)
         .unwrap();
     assert!(
@@ -630,7 +637,7 @@ async fn upkeep_says_when_it_next_has_work_if_nobody_speaks() {
         now,
     );
     old.last_seen_at = now - chrono::Duration::days(80);
-    world.app.store.insert_fact(&old).unwrap();
+    world.app.store.memory().insert_fact(&old).unwrap();
     let expires = old.last_seen_at + chrono::Duration::days(90);
     assert_eq!(memory.next_upkeep(now), Some(expires));
     world.clock.set(expires);
@@ -667,18 +674,27 @@ async fn export_then_import_round_trips_exactly() {
     f.sources = vec![MessageId(77)];
     world.app.memory.remember(f.clone(), None).unwrap();
     world.app.memory.remember(f, Some(MessageId(78))).unwrap();
-    let first = portable::export(&world.app.store.all_facts().unwrap(), world.clock.now());
+    let first = portable::export(
+        &world.app.store.memory().all_facts().unwrap(),
+        world.clock.now(),
+    );
     let text = serde_json::to_string(&first).unwrap();
 
     let other = World::start(settings()).await;
     let facts = portable::parse(&text).unwrap();
-    assert_eq!(other.app.store.import_facts(&facts).unwrap(), (3, 0));
     assert_eq!(
-        other.app.store.import_facts(&facts).unwrap(),
+        other.app.store.memory().import_facts(&facts).unwrap(),
+        (3, 0)
+    );
+    assert_eq!(
+        other.app.store.memory().import_facts(&facts).unwrap(),
         (0, 3),
         "existing ids are skipped"
     );
-    let second = portable::export(&other.app.store.all_facts().unwrap(), world.clock.now());
+    let second = portable::export(
+        &other.app.store.memory().all_facts().unwrap(),
+        world.clock.now(),
+    );
     assert_eq!(first.facts, second.facts);
     assert_eq!(
         second
@@ -698,7 +714,7 @@ async fn a_truncated_or_invalid_import_is_rejected_whole() {
     decision(&world, "Keep the wiki in markdown");
     decision(&world, "Ship on Tuesdays only");
     let text = serde_json::to_string_pretty(&portable::export(
-        &world.app.store.all_facts().unwrap(),
+        &world.app.store.memory().all_facts().unwrap(),
         world.clock.now(),
     ))
     .unwrap();
@@ -713,7 +729,7 @@ async fn a_truncated_or_invalid_import_is_rejected_whole() {
         "{err}"
     );
     let other = World::start(settings()).await;
-    assert!(other.app.store.all_facts().unwrap().is_empty());
+    assert!(other.app.store.memory().all_facts().unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -830,6 +846,7 @@ async fn forget_me_leaves_no_user_fact_of_that_member() {
     let left = world
         .app
         .store
+        .memory()
         .list_facts(&FactFilter {
             user: Some(UserId(4)),
             include_inactive: true,
@@ -841,6 +858,7 @@ async fn forget_me_leaves_no_user_fact_of_that_member() {
         world
             .app
             .store
+            .memory()
             .list_facts(&FactFilter {
                 guild: Some(Some(GUILD_A)),
                 ..Default::default()
@@ -859,6 +877,7 @@ async fn forget_me_leaves_no_user_fact_of_that_member() {
         world
             .app
             .store
+            .messages()
             .recent_messages(GENERAL, 10)
             .unwrap()
             .is_empty(),

@@ -91,6 +91,7 @@ impl ProcessB {
         let store = b.store();
         let ready = wait(|| {
             store
+                .messages()
                 .guild_channels(GuildId(b_guild()))
                 .is_ok_and(|c| !c.is_empty())
         });
@@ -135,6 +136,7 @@ fn alice_and_bob_were_on_b(store: &Store) -> (MessageId, MessageId) {
     let an_hour_ago = Utc::now() - chrono::Duration::hours(1);
     let said = |id: u64, who: UserId, name: &str, text: &str| {
         store
+            .messages()
             .insert_message(&StoredMessage::said(
                 MessageId(id),
                 Some(GuildId(b_guild())),
@@ -157,16 +159,17 @@ fn alice_and_bob_were_on_b(store: &Store) -> (MessageId, MessageId) {
         None,
         an_hour_ago,
     );
-    store.save_facts(&[&fact], &[]).unwrap();
+    store.memory().save_facts(&[&fact], &[]).unwrap();
     (hers, his)
 }
 
 fn content(store: &Store, id: MessageId) -> String {
-    store.message(id).unwrap().unwrap().content
+    store.messages().message(id).unwrap().unwrap().content
 }
 
 fn facts_about_alice(store: &Store) -> usize {
     store
+        .memory()
         .all_facts()
         .unwrap()
         .into_iter()
@@ -175,7 +178,7 @@ fn facts_about_alice(store: &Store) -> usize {
 }
 
 fn journal(store: &Store) -> Vec<Entry> {
-    store.journal_query(&Filter::default()).unwrap()
+    store.journal().journal_query(&Filter::default()).unwrap()
 }
 
 /// Alice asks process A not to be pinged and to be forgotten, words and all.
@@ -250,6 +253,7 @@ fn what_alice_asked_one_process_holds_in_another_started_later_before_it_connect
     assert_eq!(facts_about_alice(&store), 0);
     assert!(
         store
+            .people()
             .has_boundary(UserId(ALICE.id), Boundary::NoPing)
             .unwrap()
     );
@@ -307,6 +311,7 @@ fn a_running_process_applies_what_another_one_was_asked() {
         b.log()
     );
     assert!(wait(|| store
+        .people()
         .has_boundary(UserId(ALICE.id), Boundary::NoPing)
         .unwrap()));
     assert_eq!(content(&store, his), BOB_SAID);

@@ -38,6 +38,7 @@ fn own_row(w: &World, id: MessageId, text: &str) -> StoredMessage {
 fn mine(w: &World) -> Vec<StoredMessage> {
     w.app
         .store
+        .messages()
         .recent_messages(GENERAL, 10)
         .unwrap()
         .into_iter()
@@ -56,7 +57,11 @@ fn hold(w: &World, text: &str) {
         w.clock.now(),
         chrono::Duration::hours(3),
     );
-    w.app.store.save_pending_thought(&held).unwrap();
+    w.app
+        .store
+        .initiative()
+        .save_pending_thought(&held)
+        .unwrap();
 }
 
 /// The bot posted its held thought (through speech, as a tick does) and
@@ -79,7 +84,7 @@ async fn a_post_with_everyone_delivered_before_a_crash_is_not_posted_again() {
         vec!["Hey @\u{200D}everyone, the eclipse is tonight!"],
         "posted once"
     );
-    assert!(w.app.store.outbox_unsent().unwrap().is_empty());
+    assert!(w.app.store.initiative().outbox_unsent().unwrap().is_empty());
     let posts = w.journal(Kind::InitiativePost);
     assert!(
         posts
@@ -100,6 +105,7 @@ async fn the_bots_message_left_unconfirmed_by_a_crash_is_stored_once() {
     let nonce = ambient::speech::nonce("crash-before-confirm", 0);
     w.app
         .store
+        .messages()
         .insert_message(&own_row(&w, provisional_id(&nonce), text))
         .unwrap();
     let outgoing = Outgoing::text(text, nonce);
@@ -167,8 +173,15 @@ async fn a_post_whose_confirmation_was_lost_is_settled_not_posted_twice() {
         asked_after.is_empty(),
         "the model was asked again: {asked_after:#?}"
     );
-    assert!(w.app.store.pending_thought(GUILD_A).unwrap().is_none());
-    assert!(w.app.store.outbox_unsent().unwrap().is_empty());
+    assert!(
+        w.app
+            .store
+            .initiative()
+            .pending_thought(GUILD_A)
+            .unwrap()
+            .is_none()
+    );
+    assert!(w.app.store.initiative().outbox_unsent().unwrap().is_empty());
     let mine = mine(&w);
     assert_eq!(mine.len(), 1, "in the bot's history once: {mine:#?}");
 }
@@ -187,10 +200,11 @@ async fn a_post_recorded_but_never_sent_is_sent_and_stored_once() {
     );
     w.app
         .store
+        .initiative()
         .outbox_insert(cause, GUILD_A, GENERAL, text, now)
         .unwrap();
     let recorded = own_row(&w, provisional_id(&ambient::speech::nonce(cause, 0)), text);
-    w.app.store.insert_message(&recorded).unwrap();
+    w.app.store.messages().insert_message(&recorded).unwrap();
 
     let w = w.restart(world::settings()).await;
     w.app.initiative.recover().await;
@@ -238,8 +252,15 @@ async fn a_post_whose_confirmation_failed_is_settled_before_the_next_look() {
     );
 
     w.app.initiative.settle_unconfirmed().await;
-    assert!(w.app.store.outbox_unsent().unwrap().is_empty());
-    assert!(w.app.store.pending_thought(GUILD_A).unwrap().is_none());
+    assert!(w.app.store.initiative().outbox_unsent().unwrap().is_empty());
+    assert!(
+        w.app
+            .store
+            .initiative()
+            .pending_thought(GUILD_A)
+            .unwrap()
+            .is_none()
+    );
     assert_eq!(w.said().len(), 1, "not posted twice");
     let counted =
         ambient::initiative::posts_last_24h(&w.app.store, GUILD_A, w.clock.now()).unwrap();

@@ -51,6 +51,7 @@ fn journaled_errors(bot: &Bot) -> Vec<Entry> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let errors = store
+            .journal()
             .journal_query(&Filter {
                 kinds: vec![Kind::Error],
                 ..Default::default()

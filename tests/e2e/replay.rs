@@ -100,12 +100,18 @@ async fn the_jsonl_sample_lives_through_the_reflexes_on_simulated_time() {
         Act::Said { channel, .. } => *channel,
         Act::Reacted { .. } => unreachable!("the second act is the reminder's answer"),
     };
-    let history = sim.app.store.recent_messages(channel, 50).unwrap();
+    let history = sim
+        .app
+        .store
+        .messages()
+        .recent_messages(channel, 50)
+        .unwrap();
     assert_eq!(history.iter().filter(|m| m.is_self).count(), 3);
     // Reflexes only: no model was asked anything.
     let calls = sim
         .app
         .store
+        .usage()
         .usage_count(&ambient::store::usage::UsageFilter::default())
         .unwrap();
     assert_eq!(calls, 0);

@@ -28,6 +28,7 @@ fn answered(bot: &Bot, asked: u64) -> bool {
     let store = bot.store();
     bot.discord.wait_until(20, |_| {
         store
+            .journal()
             .journal_query(&ambient::journal::Filter {
                 kinds: vec![ambient::journal::Kind::Reply],
                 message: Some(ambient::ids::MessageId(asked)),
@@ -42,6 +43,7 @@ fn answered(bot: &Bot, asked: u64) -> bool {
 /// The bot's own messages in #general as its history keeps them.
 fn our_rows(bot: &Bot) -> Vec<ambient::store::messages::StoredMessage> {
     bot.store()
+        .messages()
         .recent_messages(ambient::ids::ChannelId(GENERAL), 20)
         .unwrap()
         .into_iter()

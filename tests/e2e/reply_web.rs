@@ -214,7 +214,14 @@ async fn a_hostile_page_cannot_make_the_bot_write_a_reflex_or_a_task() {
     assert!(tool_results(&w, 3).contains("add_task is refused"));
     let loaded = w.app.reflexes.loaded();
     assert!(!loaded.reflexes.iter().any(|r| r.name == "spam"));
-    assert!(w.app.store.tasks(Some(GUILD_A), false).unwrap().is_empty());
+    assert!(
+        w.app
+            .store
+            .impulses()
+            .tasks(Some(GUILD_A), false)
+            .unwrap()
+            .is_empty()
+    );
     let lines = journal_lines(&w);
     for tool in ["reflex_create", "add_task"] {
         assert!(

@@ -57,12 +57,19 @@ async fn facts_outlive_their_messages_and_are_still_recalled_and_forgotten() {
         w.app.memory.extract_channel(Some(GUILD_A), GENERAL).await,
         1
     );
-    let said = w.app.store.recent_messages(GENERAL, 10).unwrap();
+    let said = w.app.store.messages().recent_messages(GENERAL, 10).unwrap();
     assert_eq!(said.len(), 1);
 
     w.app.upkeep.pass(&|| true).unwrap();
     assert!(sweep_lines(&w).is_empty(), "nothing expired, nothing said");
-    assert!(w.app.store.message(said[0].id).unwrap().is_some());
+    assert!(
+        w.app
+            .store
+            .messages()
+            .message(said[0].id)
+            .unwrap()
+            .is_some()
+    );
 
     w.clock.advance(Duration::days(31));
     w.app.upkeep.pass(&|| true).unwrap();
@@ -74,7 +81,12 @@ async fn facts_outlive_their_messages_and_are_still_recalled_and_forgotten() {
         ]
     );
     assert!(
-        w.app.store.message(said[0].id).unwrap().is_none(),
+        w.app
+            .store
+            .messages()
+            .message(said[0].id)
+            .unwrap()
+            .is_none(),
         "the message is gone"
     );
 
@@ -150,8 +162,23 @@ async fn a_server_may_shorten_its_retention_and_is_refused_a_longer_one() {
             .removed(ambient::store::retention::Kind::Messages),
         1
     );
-    assert!(w.app.store.recent_messages(GENERAL, 10).unwrap().is_empty());
-    assert_eq!(w.app.store.recent_messages(B_GENERAL, 10).unwrap().len(), 1);
+    assert!(
+        w.app
+            .store
+            .messages()
+            .recent_messages(GENERAL, 10)
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        w.app
+            .store
+            .messages()
+            .recent_messages(B_GENERAL, 10)
+            .unwrap()
+            .len(),
+        1
+    );
     assert_eq!(
         sweep_lines(&w),
         vec![
@@ -168,6 +195,7 @@ fn an_item_shared_long_ago_is_not_shared_again_once_its_row_has_expired() {
     let guild = GuildId(7);
     let start = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
     let source = store
+        .discovery()
         .upsert_source("rss", "https://feeds.example/news")
         .unwrap();
     // Undated items: a feed that lists them for months gives no date to go by.
@@ -182,6 +210,7 @@ fn an_item_shared_long_ago_is_not_shared_again_once_its_row_has_expired() {
     };
     let week = Duration::hours(168);
     store
+        .discovery()
         .insert_feed_items(
             source,
             &[item("shared"), item("unread")],
@@ -190,11 +219,13 @@ fn an_item_shared_long_ago_is_not_shared_again_once_its_row_has_expired() {
         )
         .unwrap();
     let shared = store
+        .discovery()
         .feed_item_by_canonical("https://news.example/shared")
         .unwrap()
         .unwrap()
         .0;
     store
+        .discovery()
         .record_share(shared, guild, ChannelId(1), MessageId(99), start)
         .unwrap();
 
@@ -204,6 +235,7 @@ fn an_item_shared_long_ago_is_not_shared_again_once_its_row_has_expired() {
         ..Default::default()
     };
     let swept = store
+        .file()
         .sweep(&policy, later, Default::default(), &|| true)
         .unwrap();
     assert_eq!(
@@ -214,6 +246,7 @@ fn an_item_shared_long_ago_is_not_shared_again_once_its_row_has_expired() {
 
     // The feed still lists both: each is stored again, as new.
     let (stored, _) = store
+        .discovery()
         .insert_feed_items(
             source,
             &[item("shared"), item("unread")],
@@ -223,6 +256,7 @@ fn an_item_shared_long_ago_is_not_shared_again_once_its_row_has_expired() {
         .unwrap();
     assert_eq!(stored, 2);
     let candidates: Vec<String> = store
+        .discovery()
         .feed_candidates(&[source], guild, later - Duration::hours(48), 10)
         .unwrap()
         .into_iter()
@@ -274,6 +308,7 @@ fn usage_older_than_its_window_becomes_daily_totals_and_ambient_usage_counts_the
             (1, "reply", 50, "ok"),
         ] {
             store
+                .usage()
                 .usage_append(&call(now - Duration::days(days), role, tokens, outcome))
                 .unwrap();
         }
@@ -321,7 +356,7 @@ fn a_new_database_gives_space_back_after_a_large_sweep_and_keeps_no_forgotten_by
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     assert!(
-        store.space().unwrap().gives_back,
+        store.file().space().unwrap().gives_back,
         "auto_vacuum is incremental"
     );
     let clock = ManualClock::at_test_epoch();
@@ -336,6 +371,7 @@ fn a_new_database_gives_space_back_after_a_large_sweep_and_keeps_no_forgotten_by
             format!("{n} {text}")
         };
         store
+            .messages()
             .insert_message(&StoredMessage::said(
                 MessageId(next_snowflake(at)),
                 Some(GuildId(1)),
@@ -347,10 +383,13 @@ fn a_new_database_gives_space_back_after_a_large_sweep_and_keeps_no_forgotten_by
             ))
             .unwrap();
     }
-    store.flush();
+    store.file().flush();
     // erin asked to be forgotten before the sweep: the words are blanked now
     // and the sweep's moves of pages must not bring them back.
-    store.forget_person(erin, true, clock.now()).unwrap();
+    store
+        .people()
+        .forget_person(erin, true, clock.now())
+        .unwrap();
     let file = dir.path().join(ambient::store::DB_FILE);
     let size = || std::fs::metadata(&file).unwrap().len();
     let before = size();
@@ -384,6 +423,7 @@ fn status_says_what_is_kept_with_a_servers_own_shorter_values() {
     {
         let store = Store::open(&home.data_dir()).unwrap();
         store
+            .overrides()
             .set_guild_override(
                 GuildId(42),
                 "storage.retention.messagesDays",

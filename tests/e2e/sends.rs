@@ -88,6 +88,7 @@ fn a_send_whose_answer_was_unreadable_is_settled_by_its_nonce() {
     assert!(
         bot.discord.wait_until(15, |_| {
             store
+                .journal()
                 .journal_query(&ambient::journal::Filter {
                     message: Some(ambient::ids::MessageId(asked)),
                     kinds: vec![ambient::journal::Kind::Reply],
@@ -101,6 +102,7 @@ fn a_send_whose_answer_was_unreadable_is_settled_by_its_nonce() {
         bot.log()
     );
     let mine: Vec<_> = store
+        .messages()
         .recent_messages(ambient::ids::ChannelId(GENERAL), 10)
         .unwrap()
         .into_iter()
@@ -120,9 +122,14 @@ async fn a_post_that_went_out_before_a_crash_is_neither_sent_nor_held_again() {
     w.app.initiative.recover().await;
     let said: Vec<String> = w.said().into_iter().map(|s| s.content).collect();
     assert_eq!(said, vec!["The eclipse is tonight!"], "posted once");
-    assert!(w.app.store.outbox_unsent().unwrap().is_empty());
+    assert!(w.app.store.initiative().outbox_unsent().unwrap().is_empty());
     assert!(
-        w.app.store.pending_thought(GUILD_A).unwrap().is_none(),
+        w.app
+            .store
+            .initiative()
+            .pending_thought(GUILD_A)
+            .unwrap()
+            .is_none(),
         "the held thought was what went out: the model is not shown it again"
     );
     let posts = w.journal(Kind::InitiativePost);
@@ -145,6 +152,7 @@ async fn a_post_the_channel_never_got_is_sent_after_a_crash() {
     let now = w.clock.now();
     w.app
         .store
+        .initiative()
         .outbox_insert(
             "initiative-lost",
             GUILD_A,
@@ -157,7 +165,7 @@ async fn a_post_the_channel_never_got_is_sent_after_a_crash() {
     w.app.initiative.recover().await;
     let said: Vec<String> = w.said().into_iter().map(|s| s.content).collect();
     assert_eq!(said, vec!["Lost in the crash"]);
-    assert!(w.app.store.outbox_unsent().unwrap().is_empty());
+    assert!(w.app.store.initiative().outbox_unsent().unwrap().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -180,6 +188,7 @@ async fn the_bots_words_are_recorded_before_they_are_sent() {
     let mine: Vec<_> = w
         .app
         .store
+        .messages()
         .recent_messages(WGENERAL, 10)
         .unwrap()
         .into_iter()
@@ -248,6 +257,7 @@ fn what_was_said_while_the_bot_was_away_is_caught_up_on() {
     for id in [old, chatter, recent] {
         assert!(
             store
+                .messages()
                 .message(ambient::ids::MessageId(id))
                 .unwrap()
                 .is_some(),
@@ -255,6 +265,7 @@ fn what_was_said_while_the_bot_was_away_is_caught_up_on() {
         );
     }
     let caught: Vec<_> = store
+        .journal()
         .journal_query(&ambient::journal::Filter {
             kinds: vec![Kind::System],
             ..Default::default()

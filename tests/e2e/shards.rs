@@ -122,7 +122,10 @@ fn two_processes_each_answer_their_own_servers_and_store_only_theirs() {
         let store = bot.store();
         for i in (0..SERVERS).filter(|i| i % TOTAL != shard) {
             assert_eq!(
-                store.message(MessageId(asked[i as usize])).unwrap(),
+                store
+                    .messages()
+                    .message(MessageId(asked[i as usize]))
+                    .unwrap(),
                 None,
                 "shard {shard}'s process stored server {i}'s message"
             );
@@ -153,7 +156,11 @@ fn two_processes_each_answer_their_own_servers_and_store_only_theirs() {
     assert_eq!(in_server, vec!["Shard 1 answering."; 2]);
     assert_eq!(in_dm, vec!["Shard 0 answering."]);
     assert_eq!(
-        pair.bots[0].store().message(MessageId(again)).unwrap(),
+        pair.bots[0]
+            .store()
+            .messages()
+            .message(MessageId(again))
+            .unwrap(),
         None,
         "shard 0's process dropped server 1's message"
     );
@@ -227,6 +234,7 @@ fn started_on_shard_zero_and_reloaded(
         assert!(Instant::now() < deadline, "no reload:\n{}", bot.log());
         std::thread::sleep(Duration::from_millis(100));
         reloads = store
+            .journal()
             .journal_query(&Filter {
                 kinds: vec![Kind::Settings],
                 ..Default::default()
@@ -344,6 +352,7 @@ fn forget_me_reaches_both_processes_and_a_server_moves_between_them() {
     let gone = |bot: usize, id: u64| {
         pair.bots[bot]
             .store()
+            .messages()
             .message(MessageId(id))
             .unwrap()
             .is_none_or(|m| m.content.is_empty())
@@ -380,7 +389,13 @@ fn forget_me_reaches_both_processes_and_a_server_moves_between_them() {
     assert!(imported.status.success(), "{imported:?}");
     let removed = b.home.run(&["guild", "remove", &guild, "--yes"]);
     assert!(removed.status.success(), "{removed:?}");
-    assert!(b.store().message(MessageId(his1)).unwrap().is_none());
+    assert!(
+        b.store()
+            .messages()
+            .message(MessageId(his1))
+            .unwrap()
+            .is_none()
+    );
 
     // The one process answers in server 1 from what Bob said there before
     // the move, and has nothing of Alice's forgotten words.

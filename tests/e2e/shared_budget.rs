@@ -40,7 +40,7 @@ fn spender() {
     let made = (0..200)
         .filter(|n| p.call(cap, 900 + ((n * 7 + i * 13) % 200) as u64))
         .count();
-    let spent = p.store.usage_tokens(&Default::default()).unwrap();
+    let spent = p.store.usage().usage_tokens(&Default::default()).unwrap();
     println!("spent: {made} {spent} {}", p.leases.round_trips());
 }
 
@@ -100,6 +100,7 @@ impl Process {
 
     fn spend(&self, role: Role, tokens: u64) {
         self.store
+            .usage()
             .usage_append(&UsageRecord {
                 id: 0,
                 at: Utc::now(),
@@ -256,6 +257,7 @@ fn without_postgresql_a_process_falls_back_to_its_share_and_says_so() {
     );
     let said: Vec<String> = p
         .store
+        .journal()
         .journal_query(&Filter::default())
         .unwrap()
         .into_iter()

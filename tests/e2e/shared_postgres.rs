@@ -70,6 +70,7 @@ fn boundaries_and_forget_me_pass_between_processes_through_postgresql() {
     let b = pair.bots[1].store();
     assert!(
         within(Duration::from_secs(2), || b
+            .people()
             .has_boundary(alice, Boundary::NoPing)
             .unwrap()),
         "shard 1's process did not hold the boundary within 2 s:\n{}",
@@ -87,7 +88,7 @@ fn boundaries_and_forget_me_pass_between_processes_through_postgresql() {
         !pair.root.path().join("shared/people.db").exists(),
         "no SQLite ledger beside PostgreSQL"
     );
-    let journaled = b.journal_query(&Filter::default()).unwrap();
+    let journaled = b.journal().journal_query(&Filter::default()).unwrap();
     assert!(
         journaled
             .iter()
@@ -106,6 +107,7 @@ fn boundaries_and_forget_me_pass_between_processes_through_postgresql() {
     assert!(answer.starts_with("Done: I forgot"), "{answer}");
     let words = |bot: &Bot| {
         bot.store()
+            .messages()
             .message(MessageId(hers1))
             .unwrap()
             .map(|m| m.content)
@@ -188,7 +190,12 @@ fn with_postgresql_down_boundary_changes_are_refused_and_replies_still_work() {
             && refused.contains("cannot reach PostgreSQL at postgres@127.0.0.1"),
         "{refused}"
     );
-    assert!(!bot.store().has_boundary(alice, Boundary::NoPing).unwrap());
+    assert!(
+        !bot.store()
+            .people()
+            .has_boundary(alice, Boundary::NoPing)
+            .unwrap()
+    );
 
     // Down: the next reply needs another lease, so the reply budget falls
     // back to the static share (the whole cap, for one process), said in
@@ -218,7 +225,12 @@ fn with_postgresql_down_boundary_changes_are_refused_and_replies_still_work() {
         refused.contains("the people ledger in PostgreSQL"),
         "{refused}"
     );
-    let kept = bot.store().message(MessageId(asked)).unwrap().unwrap();
+    let kept = bot
+        .store()
+        .messages()
+        .message(MessageId(asked))
+        .unwrap()
+        .unwrap();
     assert!(
         kept.content.ends_with("are you there?"),
         "nothing forgotten here alone: {kept:?}"
@@ -227,7 +239,12 @@ fn with_postgresql_down_boundary_changes_are_refused_and_replies_still_work() {
     pg.restart();
     let done = set_no_ping();
     assert!(done.starts_with("Done — don't ping me"), "{done}");
-    assert!(bot.store().has_boundary(alice, Boundary::NoPing).unwrap());
+    assert!(
+        bot.store()
+            .people()
+            .has_boundary(alice, Boundary::NoPing)
+            .unwrap()
+    );
     assert_eq!(pg.psql("SELECT count(*) FROM people_events"), "1");
 }
 
@@ -416,6 +433,7 @@ fn a_thousand_events_reach_three_processes() {
     for bot in &bots {
         let applied = || -> Vec<(i64, chrono::DateTime<chrono::Utc>)> {
             bot.store()
+                .journal()
                 .journal_query(&Filter {
                     limit: Some(n as usize + 100),
                     ..Filter::default()
@@ -439,6 +457,7 @@ fn a_thousand_events_reach_three_processes() {
         }
         assert!(
             bot.store()
+                .people()
                 .has_boundary(UserId(1_000_000 + n as u64), Boundary::NoPing)
                 .unwrap()
         );

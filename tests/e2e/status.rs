@@ -45,9 +45,10 @@ fn seed(store: &Store, guild: GuildId, channel: ChannelId) -> DateTime<Utc> {
         held_at,
         Duration::minutes(180),
     );
-    store.save_pending_thought(&p).unwrap();
+    store.initiative().save_pending_thought(&p).unwrap();
     // Someone spoke there lately: the room is not empty.
     store
+        .messages()
         .insert_message(&ambient::store::messages::StoredMessage::said(
             ambient::ids::MessageId(ambient::ids::next_snowflake(held_at)),
             Some(guild),
@@ -111,8 +112,12 @@ fn the_console_status_and_ambient_status_show_the_same_lines() {
     let home = Home::new(binary_settings(memes.0));
     let held_at = {
         let store = Store::open(&home.data_dir()).unwrap();
-        store.upsert_guild(guild, "console", Utc::now()).unwrap();
         store
+            .messages()
+            .upsert_guild(guild, "console", Utc::now())
+            .unwrap();
+        store
+            .messages()
             .upsert_channel(memes, Some(guild), "memes", Utc::now())
             .unwrap();
         seed(&store, guild, memes)
@@ -311,7 +316,12 @@ async fn a_long_held_thought_is_cut_and_the_widget_fits_one_discord_message() {
         now,
         Duration::hours(3),
     );
-    world.app.store.save_pending_thought(&p).unwrap();
+    world
+        .app
+        .store
+        .initiative()
+        .save_pending_thought(&p)
+        .unwrap();
     let lines = widget(&Sources::of(&world.app), Some(GUILD_A));
     let held = lines
         .iter()

@@ -23,7 +23,7 @@ fn message(id: u64) -> StoredMessage {
 fn a_fresh_database_is_at_the_latest_version() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
-    assert_eq!(store.schema_version().unwrap(), migrations::latest());
+    assert_eq!(store.file().schema_version().unwrap(), migrations::latest());
     let mode: String = rusqlite::Connection::open(dir.path().join("ambient.db"))
         .unwrap()
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
@@ -36,22 +36,28 @@ fn an_old_database_upgrades_and_keeps_its_data() {
     let dir = tempfile::tempdir().unwrap();
     {
         let old = Store::open_at_version(dir.path(), 1).unwrap();
-        assert_eq!(old.schema_version().unwrap(), 1);
-        old.insert_message(&message(77)).unwrap();
+        assert_eq!(old.file().schema_version().unwrap(), 1);
+        old.messages().insert_message(&message(77)).unwrap();
         let mut e = Entry::new(Kind::Route, "before the upgrade");
         e.at = Utc::now();
-        old.journal_append(&e).unwrap();
+        old.journal().journal_append(&e).unwrap();
     }
     let store = Store::open(dir.path()).unwrap();
-    assert_eq!(store.schema_version().unwrap(), migrations::latest());
+    assert_eq!(store.file().schema_version().unwrap(), migrations::latest());
     assert_eq!(
-        store.message(MessageId(77)).unwrap().unwrap().content,
+        store
+            .messages()
+            .message(MessageId(77))
+            .unwrap()
+            .unwrap()
+            .content,
         "kept across upgrades"
     );
-    let entries = store.journal_query(&Filter::default()).unwrap();
+    let entries = store.journal().journal_query(&Filter::default()).unwrap();
     assert_eq!(entries[0].summary, "before the upgrade");
     // A table added by a later migration works.
     store
+        .overrides()
         .set_guild_override(
             GuildId(1),
             "initiative.text.eagerness",
@@ -60,7 +66,10 @@ fn an_old_database_upgrades_and_keeps_its_data() {
             Utc::now(),
         )
         .unwrap();
-    assert_eq!(store.guild_overrides(GuildId(1)).unwrap().len(), 1);
+    assert_eq!(
+        store.overrides().guild_overrides(GuildId(1)).unwrap().len(),
+        1
+    );
 }
 
 #[test]
@@ -95,14 +104,19 @@ fn voice_opt_outs_become_the_persons_boundary_on_upgrade() {
         .unwrap();
     }
     let store = Store::open(dir.path()).unwrap();
-    assert_eq!(store.schema_version().unwrap(), migrations::latest());
-    let ada = store.boundaries(UserId(3)).unwrap();
+    assert_eq!(store.file().schema_version().unwrap(), migrations::latest());
+    let ada = store.people().boundaries(UserId(3)).unwrap();
     assert_eq!(ada.len(), 1);
     assert_eq!(ada[0].0, Boundary::NoVoice);
     assert_eq!(ada[0].1.timestamp_millis(), 1000);
-    assert!(store.has_boundary(UserId(4), Boundary::NoVoice).unwrap());
+    assert!(
+        store
+            .people()
+            .has_boundary(UserId(4), Boundary::NoVoice)
+            .unwrap()
+    );
     assert_eq!(
-        store.voice_opted_out_users().unwrap(),
+        store.voice().voice_opted_out_users().unwrap(),
         [UserId(3), UserId(4)].into_iter().collect()
     );
     let old_table: i64 = rusqlite::Connection::open(dir.path().join("ambient.db"))
@@ -141,11 +155,12 @@ fn forget_mes_from_before_the_erasure_log_are_found_in_the_journal() {
         ] {
             let mut e = Entry::new(Kind::Memory, summary).reason(reason);
             e.at = Utc::now();
-            old.journal_append(&e).unwrap();
+            old.journal().journal_append(&e).unwrap();
         }
     }
     let store = Store::open(dir.path()).unwrap();
     let found: Vec<(u64, bool)> = store
+        .people()
         .erasures_after(0)
         .unwrap()
         .into_iter()

@@ -87,6 +87,7 @@ fn assert_paced(times: &[Instant], at_least: Duration, what: &str) {
 
 fn reply_entries(bot: &Bot, answered: u64) -> Vec<ambient::journal::Entry> {
     bot.store()
+        .journal()
         .journal_query(&Filter {
             kinds: vec![Kind::Reply],
             ..Default::default()
@@ -177,6 +178,7 @@ fn a_long_answer_is_posted_early_edited_in_place_and_continued_past_2000_charact
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let own: Vec<String> = store
+            .messages()
             .recent_messages(ChannelId(GENERAL), 10)
             .unwrap()
             .into_iter()
@@ -296,6 +298,7 @@ fn an_answer_that_breaks_off_after_it_was_shown_says_so_and_is_journaled() {
         entries[0].reason
     );
     let usage = store
+        .usage()
         .usage_list(
             &UsageFilter {
                 roles: vec!["reply".into()],
@@ -584,7 +587,11 @@ async fn streamed_tool_turn(f: exec::Fixture) {
     let requests = f.server.requests();
     assert_eq!(requests.len(), 2);
     assert!(requests.iter().all(|r| r.body["stream"] == true));
-    let usage = f.store.usage_list(&UsageFilter::default(), None).unwrap();
+    let usage = f
+        .store
+        .usage()
+        .usage_list(&UsageFilter::default(), None)
+        .unwrap();
     assert!(
         usage
             .iter()
@@ -636,6 +643,7 @@ async fn broken_before_shown_is_retried(f: exec::Fixture) {
     assert_eq!(screen.attempts.load(Ordering::SeqCst), 2);
     let outcomes: Vec<String> = f
         .store
+        .usage()
         .usage_list(&UsageFilter::default(), None)
         .unwrap()
         .into_iter()
@@ -685,7 +693,11 @@ async fn once_its_text_was_shown_a_broken_stream_is_not_retried() {
         .unwrap_err();
     assert!(e.to_string().contains("overloaded_error"), "{e}");
     assert_eq!(f.server.requests().len(), 1, "no second request");
-    let usage = f.store.usage_list(&UsageFilter::default(), None).unwrap();
+    let usage = f
+        .store
+        .usage()
+        .usage_list(&UsageFilter::default(), None)
+        .unwrap();
     assert_eq!(usage.len(), 1);
     assert_eq!(usage[0].outcome, "broken");
     assert_eq!(
@@ -726,6 +738,10 @@ async fn a_stream_past_its_byte_cap_is_cut_and_not_asked_again() {
         "{e}"
     );
     assert_eq!(f.server.requests().len(), 1);
-    let usage = f.store.usage_list(&UsageFilter::default(), None).unwrap();
+    let usage = f
+        .store
+        .usage()
+        .usage_list(&UsageFilter::default(), None)
+        .unwrap();
     assert_eq!(usage[0].outcome, "too_large");
 }

@@ -115,7 +115,11 @@ async fn post_asking(world: &World, kind: &str, prompt: &str) {
 }
 
 fn media_rows(world: &World, provider: &str) -> Vec<UsageRecord> {
-    let rows = world.app.store.usage_list(&Default::default(), None);
+    let rows = world
+        .app
+        .store
+        .usage()
+        .usage_list(&Default::default(), None);
     rows.unwrap()
         .into_iter()
         .filter(|r| r.provider == provider)
@@ -137,7 +141,11 @@ fn leaks(
     let journal = format!("{:?}", world.journal(Kind::InitiativeSkip));
     let usage = format!(
         "{:?}",
-        world.app.store.usage_list(&Default::default(), None)
+        world
+            .app
+            .store
+            .usage()
+            .usage_list(&Default::default(), None)
     );
     let logged = logs.text();
     let data = world.dir.path();

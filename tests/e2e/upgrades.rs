@@ -700,7 +700,7 @@ fn every_earlier_schema_version_migrates_with_all_its_rows() {
         tables_seen.extend(before.iter().map(|t| t.name.clone()));
         let store = Store::open(dir.path())
             .unwrap_or_else(|e| panic!("a database at version {v} does not open: {e}"));
-        assert_eq!(store.schema_version().unwrap(), migrations::latest());
+        assert_eq!(store.file().schema_version().unwrap(), migrations::latest());
         let conn = Connection::open(dir.path().join("ambient.db")).unwrap();
         losses.extend(check(&conn, &store, &before, v));
     }
@@ -734,24 +734,27 @@ fn an_early_database_keeps_what_people_would_look_for() {
     fill(&Connection::open(dir.path().join("ambient.db")).unwrap(), 6);
     let store = Store::open(dir.path()).unwrap();
     let m = store
+        .messages()
         .message(MessageId(5001))
         .unwrap()
         .expect("ada's message");
     assert_eq!(m.content, "the lighthouse on the point is painted red now");
     assert_eq!(m.attachments[0].name, "lighthouse.jpg");
     let own = store
+        .messages()
         .message(MessageId(5002))
         .unwrap()
         .expect("the bot's reply");
     assert!(own.is_self);
     assert_eq!(own.reply_to, Some(MessageId(5001)));
-    let recalled = store.search_facts("lighthouse", 5).unwrap();
+    let recalled = store.memory().search_facts("lighthouse", 5).unwrap();
     assert_eq!(
         recalled.first().map(|(f, _)| f.content.as_str()),
         Some("The lighthouse on the point is painted red"),
         "the fact is recalled through the full-text index"
     );
     let lines = store
+        .journal()
         .journal_query(&Filter {
             message: Some(MessageId(5001)),
             ..Filter::default()
@@ -760,6 +763,7 @@ fn an_early_database_keeps_what_people_would_look_for() {
     assert_eq!(lines[0].summary, "answered ada about the lighthouse");
     assert_eq!(lines[0].data["tokens_in"], 1200);
     let spend = store
+        .usage()
         .usage_tokens(&UsageFilter {
             guild: Some(GuildId(100)),
             ..UsageFilter::default()
@@ -767,13 +771,18 @@ fn an_early_database_keeps_what_people_would_look_for() {
         .unwrap();
     assert!(spend >= 1280, "the reply's tokens are counted: {spend}");
     let unsent: Vec<String> = store
+        .initiative()
         .outbox_unsent_in(GuildId(100))
         .unwrap()
         .into_iter()
         .map(|p| p.text)
         .collect();
     assert_eq!(unsent, ["anyone seen the fog today?"]);
-    let thought = store.pending_thought(GuildId(100)).unwrap().unwrap();
+    let thought = store
+        .initiative()
+        .pending_thought(GuildId(100))
+        .unwrap()
+        .unwrap();
     assert_eq!(thought.draft, "ask whether the fog horn still works");
     assert!(thought.media.is_some(), "its media directive is read");
 }
@@ -1077,6 +1086,7 @@ fn same<T: PartialEq + std::fmt::Debug>(what: &str, read: T, stored: T) -> Resul
 fn read_messages(store: &Store, t: &Table) -> Vec<String> {
     each_row(t, |r| {
         let m = store
+            .messages()
             .message(MessageId::from_sql(r.int("id")))
             .map_err(|e| e.to_string())?
             .ok_or("no such message")?;
@@ -1098,6 +1108,7 @@ fn read_messages(store: &Store, t: &Table) -> Vec<String> {
 fn read_guilds(store: &Store, t: &Table) -> Vec<String> {
     each_row(t, |r| {
         let name = store
+            .messages()
             .guild_name(GuildId::from_sql(r.int("id")))
             .map_err(|e| e.to_string())?;
         same("name", name, Some(r.text("name")))
@@ -1107,6 +1118,7 @@ fn read_guilds(store: &Store, t: &Table) -> Vec<String> {
 fn read_channels(store: &Store, t: &Table) -> Vec<String> {
     each_row(t, |r| {
         let name = store
+            .messages()
             .channel_name(ChannelId::from_sql(r.int("id")))
             .map_err(|e| e.to_string())?;
         same("name", name, Some(r.text("name")))
@@ -1114,7 +1126,7 @@ fn read_channels(store: &Store, t: &Table) -> Vec<String> {
 }
 
 fn read_journal(store: &Store, t: &Table) -> Vec<String> {
-    let all = store.journal_query(&Filter::default()).unwrap();
+    let all = store.journal().journal_query(&Filter::default()).unwrap();
     each_row(t, |r| {
         let e = all
             .iter()
@@ -1129,6 +1141,7 @@ fn read_journal(store: &Store, t: &Table) -> Vec<String> {
 fn read_guild_settings(store: &Store, t: &Table) -> Vec<String> {
     each_row(t, |r| {
         let all = store
+            .overrides()
             .guild_overrides(GuildId::from_sql(r.int("guild_id")))
             .map_err(|e| e.to_string())?;
         let value = all
@@ -1140,7 +1153,10 @@ fn read_guild_settings(store: &Store, t: &Table) -> Vec<String> {
 }
 
 fn read_usage(store: &Store, t: &Table) -> Vec<String> {
-    let all = store.usage_list(&UsageFilter::default(), None).unwrap();
+    let all = store
+        .usage()
+        .usage_list(&UsageFilter::default(), None)
+        .unwrap();
     each_row(t, |r| {
         let u = all
             .iter()
@@ -1152,7 +1168,7 @@ fn read_usage(store: &Store, t: &Table) -> Vec<String> {
 }
 
 fn read_erasures(store: &Store, t: &Table) -> Vec<String> {
-    let all = store.erasures_after(0).unwrap();
+    let all = store.people().erasures_after(0).unwrap();
     each_row(t, |r| {
         let e = all
             .iter()
@@ -1163,7 +1179,10 @@ fn read_erasures(store: &Store, t: &Table) -> Vec<String> {
 }
 
 fn read_usage_daily(store: &Store, t: &Table) -> Vec<String> {
-    let all = store.usage_daily_totals(&UsageFilter::default()).unwrap();
+    let all = store
+        .usage()
+        .usage_daily_totals(&UsageFilter::default())
+        .unwrap();
     each_row(t, |r| {
         let d = all
             .iter()
@@ -1176,6 +1195,7 @@ fn read_usage_daily(store: &Store, t: &Table) -> Vec<String> {
 fn read_pending_thoughts(store: &Store, t: &Table) -> Vec<String> {
     each_row(t, |r| {
         let p = store
+            .initiative()
             .pending_thought(GuildId::from_sql(r.int("guild_id")))
             .map_err(|e| e.to_string())?
             .ok_or("none")?;
@@ -1187,6 +1207,7 @@ fn read_pending_thoughts(store: &Store, t: &Table) -> Vec<String> {
 fn read_initiative_state(store: &Store, t: &Table) -> Vec<String> {
     each_row(t, |r| {
         let at = store
+            .initiative()
             .last_considered(GuildId::from_sql(r.int("guild_id")))
             .map_err(|e| e.to_string())?;
         same(
@@ -1198,7 +1219,7 @@ fn read_initiative_state(store: &Store, t: &Table) -> Vec<String> {
 }
 
 fn read_outbox(store: &Store, t: &Table) -> Vec<String> {
-    let unsent = store.outbox_unsent().unwrap();
+    let unsent = store.initiative().outbox_unsent().unwrap();
     each_row(t, |r| {
         // A settled post (sent, its message id known) is read only by its nonce
         // as it settles; the unsent are what a start looks for.
@@ -1216,6 +1237,7 @@ fn read_outbox(store: &Store, t: &Table) -> Vec<String> {
 fn read_sources(store: &Store, t: &Table) -> Vec<String> {
     each_row(t, |r| {
         let s = store
+            .discovery()
             .source(r.int("id"))
             .map_err(|e| e.to_string())?
             .ok_or("none")?;
@@ -1226,6 +1248,7 @@ fn read_sources(store: &Store, t: &Table) -> Vec<String> {
 fn read_guild_sources(store: &Store, t: &Table) -> Vec<String> {
     each_row(t, |r| {
         let all = store
+            .discovery()
             .guild_sources(GuildId::from_sql(r.int("guild_id")))
             .map_err(|e| e.to_string())?;
         let row = (r.text("kind"), r.text("target"), r.text("added_by"));
@@ -1238,6 +1261,7 @@ fn read_guild_sources(store: &Store, t: &Table) -> Vec<String> {
 fn read_feed_items(store: &Store, t: &Table) -> Vec<String> {
     each_row(t, |r| {
         let found = store
+            .discovery()
             .feed_item_by_canonical(&r.text("canonical_url"))
             .map_err(|e| e.to_string())?;
         same("item", found, Some((r.int("id"), r.int("source_id"))))
@@ -1247,6 +1271,7 @@ fn read_feed_items(store: &Store, t: &Table) -> Vec<String> {
 fn read_facts(store: &Store, t: &Table) -> Vec<String> {
     each_row(t, |r| {
         let f = store
+            .memory()
             .fact(&r.text("id"))
             .map_err(|e| e.to_string())?
             .ok_or("none")?;
@@ -1265,7 +1290,10 @@ fn read_reinforcements(store: &Store, t: &Table) -> Vec<String> {
         let stored = t.each().filter(|o| o.text("fact_id") == id).count() as u64;
         same(
             "count",
-            store.reinforcement_count(&id).map_err(|e| e.to_string())?,
+            store
+                .memory()
+                .reinforcement_count(&id)
+                .map_err(|e| e.to_string())?,
             stored,
         )
     })
@@ -1274,6 +1302,7 @@ fn read_reinforcements(store: &Store, t: &Table) -> Vec<String> {
 fn read_extraction_state(store: &Store, t: &Table) -> Vec<String> {
     each_row(t, |r| {
         let at = store
+            .memory()
             .extraction_checkpoint(ChannelId::from_sql(r.int("channel_id")))
             .map_err(|e| e.to_string())?;
         same(
@@ -1287,6 +1316,7 @@ fn read_extraction_state(store: &Store, t: &Table) -> Vec<String> {
 fn read_tasks(store: &Store, t: &Table) -> Vec<String> {
     each_row(t, |r| {
         let task = store
+            .impulses()
             .task(&r.text("id"))
             .map_err(|e| e.to_string())?
             .ok_or("none")?;
@@ -1298,6 +1328,7 @@ fn read_tasks(store: &Store, t: &Table) -> Vec<String> {
 fn read_ideas(store: &Store, t: &Table) -> Vec<String> {
     each_row(t, |r| {
         let idea = store
+            .impulses()
             .idea(&r.text("id"))
             .map_err(|e| e.to_string())?
             .ok_or("none")?;
@@ -1306,7 +1337,7 @@ fn read_ideas(store: &Store, t: &Table) -> Vec<String> {
 }
 
 fn read_schedules(store: &Store, t: &Table) -> Vec<String> {
-    let all = store.schedules(None).unwrap();
+    let all = store.impulses().schedules(None).unwrap();
     each_row(t, |r| {
         let s = all
             .iter()
@@ -1318,7 +1349,7 @@ fn read_schedules(store: &Store, t: &Table) -> Vec<String> {
 }
 
 fn read_reflex_stats(store: &Store, t: &Table) -> Vec<String> {
-    let all = store.reflex_stats().unwrap();
+    let all = store.impulses().reflex_stats().unwrap();
     each_row(t, |r| {
         let s = all
             .iter()
@@ -1329,7 +1360,7 @@ fn read_reflex_stats(store: &Store, t: &Table) -> Vec<String> {
 }
 
 fn read_reflex_disabled(store: &Store, t: &Table) -> Vec<String> {
-    let all = store.disabled_reflexes().unwrap();
+    let all = store.impulses().disabled_reflexes().unwrap();
     each_row(t, |r| {
         let guild = Some(r.int("guild_id"))
             .filter(|g| *g != 0)
@@ -1342,6 +1373,7 @@ fn read_reflex_disabled(store: &Store, t: &Table) -> Vec<String> {
 fn read_cycles(store: &Store, t: &Table) -> Vec<String> {
     each_row(t, |r| {
         let c = store
+            .garden()
             .cycle(r.int("id"))
             .map_err(|e| e.to_string())?
             .ok_or("none")?;
@@ -1351,7 +1383,7 @@ fn read_cycles(store: &Store, t: &Table) -> Vec<String> {
 }
 
 fn read_garden_queue(store: &Store, t: &Table) -> Vec<String> {
-    let open = store.queue_open().unwrap();
+    let open = store.garden().queue_open().unwrap();
     each_row(t, |r| {
         // Done work is read only as the cycle that did it.
         if r.opt_int("done_at").is_some() {
@@ -1368,6 +1400,7 @@ fn read_garden_queue(store: &Store, t: &Table) -> Vec<String> {
 fn read_garden_state(store: &Store, t: &Table) -> Vec<String> {
     each_row(t, |r| {
         let v: Option<serde_json::Value> = store
+            .garden()
             .garden_get(&r.text("key"))
             .map_err(|e| e.to_string())?;
         same("value", v, Some(r.json("value")))
@@ -1376,7 +1409,10 @@ fn read_garden_state(store: &Store, t: &Table) -> Vec<String> {
 
 fn read_fact_links(store: &Store, t: &Table) -> Vec<String> {
     each_row(t, |r| {
-        let linked = store.fact_links(&r.text("a")).map_err(|e| e.to_string())?;
+        let linked = store
+            .garden()
+            .fact_links(&r.text("a"))
+            .map_err(|e| e.to_string())?;
         linked
             .contains(&r.text("b"))
             .then_some(())
@@ -1387,6 +1423,7 @@ fn read_fact_links(store: &Store, t: &Table) -> Vec<String> {
 fn read_utterances(store: &Store, t: &Table) -> Vec<String> {
     each_row(t, |r| {
         let u = store
+            .voice()
             .utterance(MessageId::from_sql(r.int("message_id")))
             .map_err(|e| e.to_string())?;
         same(
@@ -1405,6 +1442,7 @@ fn read_boundaries(store: &Store, t: &Table) -> Vec<String> {
     each_row(t, |r| {
         let kind = Boundary::parse(&r.text("kind")).ok_or("unknown kind")?;
         let has = store
+            .people()
             .has_boundary(UserId::from_sql(r.int("user_id")), kind)
             .map_err(|e| e.to_string())?;
         same("set", has, true)
@@ -1414,6 +1452,7 @@ fn read_boundaries(store: &Store, t: &Table) -> Vec<String> {
 fn read_hushes(store: &Store, t: &Table) -> Vec<String> {
     each_row(t, |r| {
         let all = store
+            .people()
             .hushes(GuildId::from_sql(r.int("guild_id")), ms(0))
             .map_err(|e| e.to_string())?;
         let h = all
@@ -1427,6 +1466,7 @@ fn read_hushes(store: &Store, t: &Table) -> Vec<String> {
 fn read_access_notices(store: &Store, t: &Table) -> Vec<String> {
     each_row(t, |r| {
         let at = store
+            .people()
             .access_notice_at(UserId::from_sql(r.int("user_id")))
             .map_err(|e| e.to_string())?
             .ok_or("none")?;
@@ -1437,6 +1477,7 @@ fn read_access_notices(store: &Store, t: &Table) -> Vec<String> {
 fn read_dm_pairing_codes(store: &Store, t: &Table) -> Vec<String> {
     each_row(t, |r| {
         let c = store
+            .people()
             .pairing_code_of(UserId::from_sql(r.int("user_id")))
             .map_err(|e| e.to_string())?
             .ok_or("none")?;
@@ -1453,6 +1494,7 @@ fn read_dm_pairing_codes(store: &Store, t: &Table) -> Vec<String> {
 fn read_dm_paired(store: &Store, t: &Table) -> Vec<String> {
     each_row(t, |r| {
         let paired = store
+            .people()
             .is_paired(UserId::from_sql(r.int("user_id")))
             .map_err(|e| e.to_string())?;
         same("paired", paired, true)
@@ -1462,6 +1504,7 @@ fn read_dm_paired(store: &Store, t: &Table) -> Vec<String> {
 fn read_feed_subscriptions(store: &Store, t: &Table) -> Vec<String> {
     each_row(t, |r| {
         let sub = store
+            .feeds()
             .feed_subscription(GuildId::from_sql(r.int("guild_id")), r.int("id"))
             .map_err(|e| e.to_string())?
             .ok_or("none")?;
@@ -1473,6 +1516,7 @@ fn read_feed_deliveries(store: &Store, t: &Table) -> Vec<String> {
     each_row(t, |r| {
         let key = r.text("item_key");
         let known = store
+            .feeds()
             .known_feed_items(r.int("subscription_id"), std::slice::from_ref(&key))
             .map_err(|e| e.to_string())?;
         same("item_key", known, vec![key])
@@ -1482,6 +1526,7 @@ fn read_feed_deliveries(store: &Store, t: &Table) -> Vec<String> {
 fn read_shard_plan(store: &Store, t: &Table) -> Vec<String> {
     each_row(t, |r| {
         let plan = store
+            .guilds()
             .recorded_plan()
             .map_err(|e| e.to_string())?
             .ok_or("none")?;
@@ -1494,6 +1539,7 @@ fn read_people_cursor(store: &Store, t: &Table) -> Vec<String> {
         same(
             "seq",
             store
+                .people()
                 .people_cursor(&r.text("ledger_id"))
                 .map_err(|e| e.to_string())?,
             r.int("seq"),
@@ -1502,7 +1548,7 @@ fn read_people_cursor(store: &Store, t: &Table) -> Vec<String> {
 }
 
 fn read_departures(store: &Store, t: &Table) -> Vec<String> {
-    let all = store.departures().unwrap_or_default();
+    let all = store.guilds().departures().unwrap_or_default();
     each_row(t, |r| {
         let found = all
             .iter()
@@ -1523,6 +1569,7 @@ fn opt_outs_became_boundaries(store: &Store, t: &Table) -> Vec<String> {
             .map(|o| o.int("at"))
             .min();
         let set: Vec<_> = store
+            .people()
             .boundaries(UserId::from_sql(user))
             .map_err(|e| e.to_string())?;
         let at = set

@@ -80,6 +80,7 @@ fn speak(l: &Listener, who: &str, audio: &[i16]) {
 fn vc_rows(w: &World) -> Vec<(String, String)> {
     w.app
         .store
+        .messages()
         .recent_messages(GENERAL, 50)
         .unwrap()
         .into_iter()
@@ -129,12 +130,13 @@ async fn joining_says_so_and_speech_becomes_vc_lines_cut_at_the_right_places() {
     let row = w
         .app
         .store
+        .messages()
         .recent_messages(GENERAL, 50)
         .unwrap()
         .into_iter()
         .find(|m| m.source == Source::Vc)
         .unwrap();
-    let (channel, start, end) = w.app.store.utterance(row.id).unwrap().unwrap();
+    let (channel, start, end) = w.app.store.voice().utterance(row.id).unwrap().unwrap();
     assert_eq!(channel, VOICE);
     assert_eq!((start - row.created_at).num_milliseconds(), 0);
     assert_eq!(
@@ -142,7 +144,12 @@ async fn joining_says_so_and_speech_becomes_vc_lines_cut_at_the_right_places() {
         2_000,
         "the time span of what was said"
     );
-    let usage = w.app.store.usage_list(&Default::default(), None).unwrap();
+    let usage = w
+        .app
+        .store
+        .usage()
+        .usage_list(&Default::default(), None)
+        .unwrap();
     assert!(
         usage
             .iter()
@@ -555,6 +562,7 @@ async fn why_explains_the_listening_notices() {
         let mine = w
             .app
             .store
+            .messages()
             .recent_messages(GENERAL, 10)
             .unwrap()
             .into_iter()

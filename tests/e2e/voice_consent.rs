@@ -115,6 +115,7 @@ async fn world(s: Settings, refuse: Option<&'static str>) -> (World, Arc<Talking
     let w = World::start(s).await;
     w.app
         .store
+        .messages()
         .upsert_channel(VOICE, Some(GUILD_A), "lounge", w.clock.now())
         .unwrap();
     let room = TalkingRoom::new(&w, refuse);
@@ -125,6 +126,7 @@ async fn world(s: Settings, refuse: Option<&'static str>) -> (World, Arc<Talking
 fn vc_rows(w: &World) -> Vec<String> {
     w.app
         .store
+        .messages()
         .recent_messages(GENERAL, 50)
         .unwrap()
         .into_iter()

@@ -56,7 +56,7 @@ async fn crowded() -> World {
             now,
         );
         f.updated_at = now - chrono::Duration::days(20 - i as i64);
-        world.app.store.insert_fact(&f).unwrap();
+        world.app.store.memory().insert_fact(&f).unwrap();
     }
     world.model.push(Scripted::tool(
         "summary",
@@ -69,6 +69,7 @@ fn facts(world: &World) -> Vec<(FactKind, String)> {
     let mut all: Vec<(FactKind, String)> = world
         .app
         .store
+        .memory()
         .facts_in_scope(&Scope::guild(GUILD_A), None)
         .unwrap()
         .into_iter()
@@ -142,7 +143,7 @@ async fn without_a_model_a_refused_delete_keeps_the_low_facts_and_says_so() {
             world.clock.now(),
         );
         f.updated_at = world.clock.now() - chrono::Duration::days(20 - i);
-        world.app.store.insert_fact(&f).unwrap();
+        world.app.store.memory().insert_fact(&f).unwrap();
     }
     refuse(
         &world,
@@ -246,7 +247,12 @@ async fn extracted_facts_the_store_refuses_are_extracted_again() {
         "{errors:#?}"
     );
     assert_eq!(
-        world.app.store.extraction_checkpoint(GENERAL).unwrap(),
+        world
+            .app
+            .store
+            .memory()
+            .extraction_checkpoint(GENERAL)
+            .unwrap(),
         None,
         "the checkpoint stays before the unstored facts"
     );
@@ -271,10 +277,15 @@ async fn feedback_the_store_refuses_is_harvested_at_the_next_pass() {
     let post = MessageId(next_snowflake(now));
     let store = &world.app.store;
     store
+        .initiative()
         .outbox_insert("nonce-post", GUILD_A, GENERAL, "tabs beat spaces", now)
         .unwrap();
-    store.outbox_settle("nonce-post", GUILD_A, post).unwrap();
     store
+        .initiative()
+        .outbox_settle("nonce-post", GUILD_A, post)
+        .unwrap();
+    store
+        .messages()
         .insert_message(&StoredMessage {
             author_is_bot: true,
             is_self: true,

@@ -94,7 +94,11 @@ impl Bot {
         let store = self.store();
         let guild = ambient::ids::GuildId(guild);
         let deadline = Instant::now() + patience;
-        while store.guild_channels(guild).map_or(true, |c| c.is_empty()) {
+        while store
+            .messages()
+            .guild_channels(guild)
+            .map_or(true, |c| c.is_empty())
+        {
             assert!(
                 Instant::now() < deadline,
                 "guild {guild}'s channels were never stored:\n{}",
@@ -184,6 +188,7 @@ impl Bot {
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             if store
+                .messages()
                 .message(ambient::ids::MessageId(id))
                 .unwrap()
                 .is_some()
@@ -210,7 +215,7 @@ impl Bot {
         };
         let deadline = Instant::now() + within;
         loop {
-            let entries = store.journal_query(&filter).unwrap();
+            let entries = store.journal().journal_query(&filter).unwrap();
             if let Some(e) = entries.into_iter().find(|e| found(e)) {
                 return Some(e);
             }

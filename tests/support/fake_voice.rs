@@ -66,6 +66,7 @@ impl FakeVoice {
 pub async fn listening_in(w: World, room: ChannelId) -> (World, Arc<FakeVoice>) {
     w.app
         .store
+        .messages()
         .upsert_channel(room, Some(GUILD_A), "lounge", w.clock.now())
         .unwrap();
     let backend = Arc::new(FakeVoice::default());

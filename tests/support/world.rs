@@ -139,7 +139,8 @@ impl Transport for RecordingTransport {
             id,
             at: self.clock.now(),
             recorded_first: self.store.get().is_some_and(|s| {
-                s.recent_messages(channel, 50)
+                s.messages()
+                    .recent_messages(channel, 50)
                     .unwrap_or_default()
                     .iter()
                     .any(|r| r.is_self && r.content == m.content)
@@ -409,15 +410,24 @@ impl World {
         .await
         .unwrap();
         let now = clock.now();
-        app.store.upsert_guild(GUILD_A, "Guild A", now).unwrap();
-        app.store.upsert_guild(GUILD_B, "Guild B", now).unwrap();
         app.store
+            .messages()
+            .upsert_guild(GUILD_A, "Guild A", now)
+            .unwrap();
+        app.store
+            .messages()
+            .upsert_guild(GUILD_B, "Guild B", now)
+            .unwrap();
+        app.store
+            .messages()
             .upsert_channel(GENERAL, Some(GUILD_A), "general", now)
             .unwrap();
         app.store
+            .messages()
             .upsert_channel(MEMES, Some(GUILD_A), "memes", now)
             .unwrap();
         app.store
+            .messages()
             .upsert_channel(B_GENERAL, Some(GUILD_B), "b-general", now)
             .unwrap();
         let running = Some(app.start_spine());
@@ -455,9 +465,14 @@ impl World {
             now,
             chrono::Duration::hours(3),
         );
-        self.app.store.save_pending_thought(&held).unwrap();
         self.app
             .store
+            .initiative()
+            .save_pending_thought(&held)
+            .unwrap();
+        self.app
+            .store
+            .initiative()
             .outbox_insert(cause, GUILD_A, channel, text, now)
             .unwrap();
         let place = Place {
@@ -471,6 +486,7 @@ impl World {
     pub fn hear(&self, channel: ChannelId, author: &str, content: &str, source: Source) {
         self.app
             .store
+            .messages()
             .insert_message(&StoredMessage {
                 id: MessageId(next_snowflake(self.clock.now())),
                 guild: Some(if channel == B_GENERAL {
