@@ -109,7 +109,7 @@ fn main() {
         let (store, journal, _dir) = fixture(n, guilds);
         let t = pass(&store, &journal, &settings, guilds, false);
         let found = pass::candidates(
-            &store,
+            &store.memory(),
             &settings,
             GuildId(1),
             "words people said lately",
@@ -170,7 +170,7 @@ fn candidates_in_one_big_server(bencher: divan::Bencher) {
         .with_inputs(|| fixture(100_000, 1))
         .bench_values(|(store, _journal, _dir)| {
             pass::candidates(
-                &store,
+                &store.memory(),
                 &settings,
                 GuildId(1),
                 "words people said lately",

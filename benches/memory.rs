@@ -78,7 +78,7 @@ fn main() {
             .collect::<Vec<_>>()
             .join(" ");
         let t = Instant::now();
-        hits += search(&store, Reader::Guild(guild), &q, now, 30.0, 12).len();
+        hits += search(&store.memory(), Reader::Guild(guild), &q, now, 30.0, 12).len();
         latencies.push(t.elapsed());
     }
     latencies.sort();

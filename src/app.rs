@@ -485,7 +485,7 @@ impl App {
             running.spawn(move |mut rx| async move {
                 // An error is a dropped sender: stopping all the same.
                 let _ = rx.changed().await;
-                leases.give_back(&store).await;
+                leases.give_back(&store.usage()).await;
             });
         }
         if let Some(people) = self.people.clone() {

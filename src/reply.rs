@@ -196,7 +196,7 @@ impl ReplyHandler {
                 files: true,
             }
         };
-        attachments::for_message(&self.store, &settings, &m.message, reading).await
+        attachments::for_message(&self.store.messages(), &settings, &m.message, reading).await
     }
 
     fn render(

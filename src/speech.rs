@@ -37,6 +37,7 @@
 //! sends `allowed_mentions` with exactly those users, and `replied_user`
 //! only when the person answered may be pinged.
 
+use crate::store::MessageStore;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -144,7 +145,7 @@ impl Speech {
         {
             return Err(Undeliverable::Refused(why.clone()).into());
         }
-        hourly_room(&self.store, &settings, place.channel, now)
+        hourly_room(&self.store.messages(), &settings, place.channel, now)
     }
 
     fn lock_refused(
@@ -393,15 +394,13 @@ impl Speech {
 /// (`permissions.replies.maxMessagesPerHour`), from the store alone: the
 /// status widget asks it without a running bot.
 pub fn hourly_room(
-    store: &Store,
+    store: &MessageStore,
     settings: &crate::settings::Settings,
     channel: ChannelId,
     now: DateTime<Utc>,
 ) -> Result<u64, SpeechError> {
     let limit = settings.permissions.replies.max_messages_per_hour;
-    let sent = store
-        .messages()
-        .count_self_messages_since(channel, now - chrono::Duration::hours(1))?;
+    let sent = store.count_self_messages_since(channel, now - chrono::Duration::hours(1))?;
     match u64::from(limit).saturating_sub(sent) {
         0 => Err(Undeliverable::HourlyCap { sent, limit }.into()),
         left => Ok(left),

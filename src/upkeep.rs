@@ -104,7 +104,7 @@ impl Upkeep {
         let now = self.clock.now();
         let swept = self.store.file().sweep(&policy, now, self.pace, go_on)?;
         // The context stream's own lines: a day's worth at most, one short delete.
-        stream::cleanup(&self.store, &self.settings.global(), now);
+        stream::cleanup(&self.store.journal(), &self.settings.global(), now);
         let mut holds = swept.holds.clone();
         let pages_returned = self.store.file().give_back_space(
             VACUUM_STEP_PAGES,

@@ -41,7 +41,7 @@ pub fn context(
         .timezone
         .parse()
         .unwrap_or(chrono_tz::Tz::UTC);
-    let events = stream::read(&store, guild, start, &kinds, 10_000)?;
+    let events = stream::read(&store.journal(), guild, start, &kinds, 10_000)?;
     if events.is_empty() {
         outln!("nothing in the context stream of that server in that window")?;
     }

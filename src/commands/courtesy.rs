@@ -27,7 +27,7 @@ pub fn hush(app: &App, who: &Asker, duration: &str, place: &str) -> Result<Strin
         return Err(HushRefused::HushInDm);
     };
     let duration = hush::parse_duration(duration)?;
-    let place = hush::parse_place(place, &app.store, guild, who.channel)?;
+    let place = hush::parse_place(place, &app.store.messages(), guild, who.channel)?;
     let settings = app.settings.for_guild(Some(guild));
     hush::hush(
         &ctx(app, &settings, guild),
@@ -42,7 +42,7 @@ pub fn unhush(app: &App, who: &Asker, place: &str) -> Result<String, HushRefused
     let Some(guild) = who.guild else {
         return Err(HushRefused::UnhushInDm);
     };
-    let place = hush::parse_place(place, &app.store, guild, who.channel)?;
+    let place = hush::parse_place(place, &app.store.messages(), guild, who.channel)?;
     let settings = app.settings.for_guild(Some(guild));
     hush::unhush(&ctx(app, &settings, guild), &hush_asker(who), place).map_err(HushRefused::from)
 }

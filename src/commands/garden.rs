@@ -6,6 +6,7 @@
 //! another. A memory-pass-only cycle names no server and its figures add up
 //! every server's, so a server sees just that one ran, without its numbers.
 
+use crate::store::GardenStore;
 use chrono::{DateTime, Utc};
 
 use crate::garden::read_status;
@@ -16,7 +17,7 @@ use crate::when::{ago, until};
 
 /// The widget's lines: state, queue, last cycle, next wake. `guild: None` is the operator's view.
 pub fn widget(
-    store: &Store,
+    store: &GardenStore,
     guild: Option<GuildId>,
     enabled: bool,
     now: DateTime<Utc>,
@@ -24,7 +25,7 @@ pub fn widget(
     if !enabled {
         return vec!["○ off (garden.enabled)".into()];
     }
-    let status = read_status(store);
+    let status = read_status(&store);
     let mut lines = Vec::new();
     let state = match status.state.as_str() {
         "running" if !status.detail.is_empty() => {
@@ -36,7 +37,6 @@ pub fn widget(
     };
     lines.push(state);
     let queue: Vec<_> = store
-        .garden()
         .queue_open()
         .unwrap_or_default()
         .into_iter()
@@ -50,15 +50,10 @@ pub fn widget(
         ),
         None => "queue: empty".into(),
     });
-    let last = store
-        .garden()
-        .cycles(50)
-        .unwrap_or_default()
-        .into_iter()
-        .find(|c| {
-            c.status != CycleStatus::Running
-                && (guild.is_none() || c.guild.is_none() || c.guild == guild)
-        });
+    let last = store.cycles(50).unwrap_or_default().into_iter().find(|c| {
+        c.status != CycleStatus::Running
+            && (guild.is_none() || c.guild.is_none() || c.guild == guild)
+    });
     lines.push(match last {
         Some(c) => format!(
             "last: {} — {}",

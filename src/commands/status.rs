@@ -123,10 +123,11 @@ impl<'a> Sources<'a> {
 /// Discord message.
 pub fn widget(src: &Sources<'_>, guild: Option<GuildId>) -> Vec<String> {
     let settings = src.settings.for_guild(guild);
-    let mut lines: Vec<String> = garden::widget(src.store, guild, settings.garden.enabled, src.now)
-        .into_iter()
-        .map(|l| format!("garden {l}"))
-        .collect();
+    let mut lines: Vec<String> =
+        garden::widget(&src.store.garden(), guild, settings.garden.enabled, src.now)
+            .into_iter()
+            .map(|l| format!("garden {l}"))
+            .collect();
     let snapshot = src.executive.snapshot();
     let (user, ambient, whole) = budget_shares(&snapshot, &settings);
     lines.push(format!("budget {}", budget_bar(user, ambient, whole)));
@@ -212,7 +213,7 @@ fn initiative_lines(src: &Sources<'_>, guild: GuildId) -> Vec<String> {
         .ok()
         .flatten()
         .filter(|p| !p.is_expired(now));
-    let posts = match crate::initiative::posts_last_24h(src.store, guild, now) {
+    let posts = match crate::initiative::posts_last_24h(&src.store.journal(), guild, now) {
         Ok(n) => n.to_string(),
         Err(e) => format!("? (store read failed: {e})"),
     };
@@ -261,7 +262,7 @@ fn courtesy_lines(src: &Sources<'_>, settings: &Settings, guild: GuildId) -> Vec
         .hushes(guild, src.now)
         .unwrap_or_default()
     {
-        lines.push(crate::courtesy::hushed(src.store, settings, &h, src.now).reason);
+        lines.push(crate::courtesy::hushed(&src.store.messages(), settings, &h, src.now).reason);
     }
     lines
 }
@@ -351,7 +352,7 @@ fn deliverable(src: &Sources<'_>, settings: &Settings, guild: GuildId, channel: 
     }
     // A store that cannot be read says nothing against it, as before.
     !matches!(
-        crate::speech::hourly_room(src.store, settings, channel, src.now),
+        crate::speech::hourly_room(&src.store.messages(), settings, channel, src.now),
         Err(crate::speech::SpeechError::Undeliverable(_))
     )
 }

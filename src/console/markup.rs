@@ -9,19 +9,19 @@
 //! (`@user:1234…`, `#channel:5678…`, `@role:42`: the console has no roles).
 //! `--json` keeps the text as sent, for scripts.
 
+use crate::store::MessageStore;
 use std::sync::LazyLock;
 
 use regex::{Captures, Regex};
 
 use crate::ids::{ChannelId, UserId};
-use crate::store::Store;
 
 /// `<@id>`, `<@!id>` (a nickname mention), `<@&id>` (a role), `<#id>`.
 static MENTION: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"<(@!?|@&|#)(\d{1,20})>").expect("valid pattern"));
 
 /// `text` with every mention written as a name.
-pub fn readable(text: &str, store: &Store) -> String {
+pub fn readable(text: &str, store: &MessageStore) -> String {
     // Most lines have no mention: no allocation beyond the copy, no lookup.
     if !text.contains('<') {
         return text.to_string();
@@ -31,12 +31,12 @@ pub fn readable(text: &str, store: &Store) -> String {
             let id = &c[2];
             let known = |name: Option<String>| name.filter(|n| !n.trim().is_empty());
             match &c[1] {
-                "#" => match known(name_of_channel(store, id)) {
+                "#" => match known(name_of_channel(&store, id)) {
                     Some(name) => format!("#{name}"),
                     None => format!("#channel:{id}"),
                 },
                 "@&" => format!("@role:{id}"),
-                _ => match known(name_of_user(store, id)) {
+                _ => match known(name_of_user(&store, id)) {
                     Some(name) => format!("@{name}"),
                     None => format!("@user:{id}"),
                 },
@@ -46,20 +46,21 @@ pub fn readable(text: &str, store: &Store) -> String {
 }
 
 /// A lookup that fails shows the id: a name is a nicety, not worth an error.
-fn name_of_channel(store: &Store, id: &str) -> Option<String> {
+fn name_of_channel(store: &MessageStore, id: &str) -> Option<String> {
     let id = ChannelId(id.parse().ok()?);
-    store.messages().channel_name(id).ok().flatten()
+    store.channel_name(id).ok().flatten()
 }
 
-fn name_of_user(store: &Store, id: &str) -> Option<String> {
+fn name_of_user(store: &MessageStore, id: &str) -> Option<String> {
     let id = UserId(id.parse().ok()?);
-    store.messages().author_name(id).ok().flatten()
+    store.author_name(id).ok().flatten()
 }
 
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
     use crate::ids::{GuildId, MessageId};
+    use crate::store::Store;
     use crate::store::messages::StoredMessage;
 
     /// A store that knows ada (user 905) in #general (channel 20) of the
@@ -94,11 +95,14 @@ pub(super) mod tests {
     fn mentions_show_names_and_unknown_ids_say_what_they_are() {
         let store = store();
         assert_eq!(
-            readable("<@905> reminder: stretch", &store),
+            readable("<@905> reminder: stretch", &store.messages()),
             "@ada reminder: stretch"
         );
         assert_eq!(
-            readable("<@!905>, see <#20> — not <#21>, <@906> or <@&42>", &store),
+            readable(
+                "<@!905>, see <#20> — not <#21>, <@906> or <@&42>",
+                &store.messages()
+            ),
             "@ada, see #general — not #channel:21, @user:906 or @role:42"
         );
     }
@@ -114,7 +118,7 @@ pub(super) mod tests {
             "x <@905",
             "plain",
         ] {
-            assert_eq!(readable(text, &store), text);
+            assert_eq!(readable(text, &store.messages()), text);
         }
     }
 }

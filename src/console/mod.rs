@@ -466,7 +466,7 @@ impl Session {
             channel_id(&self.channel),
             Some(target),
         );
-        let why = markup::readable(&why, &self.app.store);
+        let why = markup::readable(&why, &self.app.store.messages());
         match settled {
             true => why,
             false => format!("{STILL_AT_WORK}\n{why}"),
@@ -714,7 +714,8 @@ impl Session {
                         .channel
                         .and_then(|c| self.app.store.messages().channel_name(c).ok().flatten());
                     let line = journal::format_line(&e, name.as_deref());
-                    self.out.notice(&markup::readable(&line, &self.app.store));
+                    self.out
+                        .notice(&markup::readable(&line, &self.app.store.messages()));
                 }
             }
             Err(e) => self.out.notice(&format!("cannot read the journal: {e}")),

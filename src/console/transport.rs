@@ -15,6 +15,7 @@
 //! console channel is a text channel. A card's text comes from a feed, from
 //! outside: control characters are shown as `�`, never sent to the terminal.
 
+use crate::store::MessageStore;
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::{Arc, LazyLock, Mutex};
@@ -162,7 +163,7 @@ fn printable(text: &str) -> String {
 }
 
 /// A card as the console prints it under its message, each line indented.
-fn card_lines(card: &Card, store: &Store) -> Vec<String> {
+fn card_lines(card: &Card, store: &MessageStore) -> Vec<String> {
     let mut lines = Vec::new();
     if !card.title.is_empty() {
         lines.push(printable(&card.title));
@@ -173,7 +174,7 @@ fn card_lines(card: &Card, store: &Store) -> Vec<String> {
     lines.extend(
         card.description
             .lines()
-            .map(|l| printable(&readable(l, store))),
+            .map(|l| printable(&readable(l, &store))),
     );
     let time = card
         .timestamp
@@ -275,7 +276,7 @@ impl ConsoleTransport {
             &format!(
                 "[#{name}] {}: {}{attached}  (id {id})",
                 self.me.name,
-                readable(now, &self.store)
+                readable(now, &self.store.messages())
             ),
             json!({
                 "event": "message",
@@ -296,7 +297,7 @@ impl ConsoleTransport {
             for line in message
                 .cards
                 .iter()
-                .flat_map(|c| card_lines(c, &self.store))
+                .flat_map(|c| card_lines(c, &self.store.messages()))
             {
                 lines.emit(&line, serde_json::Value::Null);
             }
@@ -360,7 +361,7 @@ impl Transport for ConsoleTransport {
             format!(
                 "[#{name}] {}{label}{}",
                 self.me.name,
-                readable(now, &self.store)
+                readable(now, &self.store.messages())
             )
         };
         lines.emit(

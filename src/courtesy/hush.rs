@@ -17,6 +17,7 @@
 //! the bot and reminders still come. The bot confirms once, with the end
 //! time in the server's zone.
 
+use crate::store::MessageStore;
 use chrono::{DateTime, Duration, Utc};
 
 use super::local;
@@ -141,7 +142,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, HushError> {
 /// "" or "here": where they are; "server": the whole server; "#name", "<#id>" or an id: that channel.
 pub fn parse_place(
     text: &str,
-    store: &Store,
+    store: &MessageStore,
     guild: GuildId,
     here: ChannelId,
 ) -> Result<Place, HushError> {
@@ -154,13 +155,13 @@ pub fn parse_place(
     let id = t.trim_start_matches("<#").trim_end_matches('>');
     if let Ok(n) = id.parse::<u64>() {
         let c = ChannelId(n);
-        return match store.messages().guild_channels(guild) {
+        return match store.guild_channels(guild) {
             Ok(known) if known.contains(&c) => Ok(Place::Channel(c)),
             _ => Err(HushError::NotThisServers { text: t.into() }),
         };
     }
     let name = t.trim_start_matches('#');
-    match store.messages().channel_by_name(guild, name) {
+    match store.channel_by_name(guild, name) {
         Ok(Some(c)) => Ok(Place::Channel(c)),
         _ => Err(HushError::NoSuchChannel { text: t.into() }),
     }

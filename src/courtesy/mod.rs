@@ -25,6 +25,8 @@
 //!
 //! Cheap by construction: settings, the clock and one indexed store read.
 
+use crate::store::MessageStore;
+use crate::store::PeopleStore;
 pub(crate) mod hush;
 pub(crate) mod people;
 
@@ -94,25 +96,25 @@ pub fn quiet(settings: &Settings, now: DateTime<Utc>) -> Option<Refusal> {
 
 /// The hush in force on `channel` (a server-wide one first), if any.
 pub fn hush_on(
-    store: &Store,
+    store: &PeopleStore,
     guild: GuildId,
     channel: Option<ChannelId>,
     now: DateTime<Utc>,
 ) -> Result<Option<Hush>, StoreError> {
-    if let Some(server) = store.people().hush(guild, None, now)? {
+    if let Some(server) = store.hush(guild, None, now)? {
         return Ok(Some(server));
     }
     match channel {
-        Some(c) => store.people().hush(guild, Some(c), now),
+        Some(c) => store.hush(guild, Some(c), now),
         None => Ok(None),
     }
 }
 
 /// A hush as a refusal.
-pub fn hushed(store: &Store, settings: &Settings, h: &Hush, now: DateTime<Utc>) -> Refusal {
+pub fn hushed(store: &MessageStore, settings: &Settings, h: &Hush, now: DateTime<Utc>) -> Refusal {
     let place = match h.channel {
         None => "this server".to_string(),
-        Some(c) => format!("#{}", channel_name(store, c)),
+        Some(c) => format!("#{}", channel_name(&store, c)),
     };
     Refusal {
         gate: "hush",
@@ -136,8 +138,8 @@ pub fn unprompted(
     if let Some(r) = quiet(settings, now) {
         return Err(r);
     }
-    match hush_on(store, guild, Some(channel), now) {
-        Ok(Some(h)) => Err(hushed(store, settings, &h, now)),
+    match hush_on(&store.people(), guild, Some(channel), now) {
+        Ok(Some(h)) => Err(hushed(&store.messages(), settings, &h, now)),
         Ok(None) => Ok(()),
         Err(e) => Err(Refusal::read_failed("the hushes", &e)),
     }
@@ -201,9 +203,8 @@ pub fn local(t: DateTime<Utc>, tz: Tz, now: DateTime<Utc>) -> String {
     }
 }
 
-fn channel_name(store: &Store, c: ChannelId) -> String {
+fn channel_name(store: &MessageStore, c: ChannelId) -> String {
     store
-        .messages()
         .channel_name(c)
         .ok()
         .flatten()

@@ -120,10 +120,11 @@ fn guild_view(site: &Site, guild: GuildId, name: String) -> GuildView {
         .flatten()
         .filter(|p| !p.is_expired(now));
     // Unreadable, the count is not a number: 0 would say the bot has its whole day's posts left.
-    let (posts, posts_unread) = match crate::initiative::posts_last_24h(&site.store, guild, now) {
-        Ok(n) => (Some(n), None),
-        Err(e) => (None, Some(format!("store read failed: {e}"))),
-    };
+    let (posts, posts_unread) =
+        match crate::initiative::posts_last_24h(&site.store.journal(), guild, now) {
+            Ok(n) => (Some(n), None),
+            Err(e) => (None, Some(format!("store read failed: {e}"))),
+        };
     let day = |kinds| {
         site.store
             .journal()
@@ -161,8 +162,8 @@ fn line(site: &Site, e: &Entry, now: DateTime<Utc>) -> Line {
     Line {
         at: short_time(e.at, now),
         at_full: stamp(e.at),
-        summary: readable(&e.summary, &site.store),
-        why: readable(&e.reason, &site.store),
+        summary: readable(&e.summary, &site.store.messages()),
+        why: readable(&e.reason, &site.store.messages()),
         said: said(site, e),
         link: message_link(e),
     }

@@ -262,7 +262,14 @@ fn searched(
                 Reader::Dm(_) => None,
             };
             let half_life = site.settings.for_guild(guild).memory.search_half_life_days;
-            search::search(&site.store, reader, q, now, f64::from(half_life), LISTED)
+            search::search(
+                &site.store.memory(),
+                reader,
+                q,
+                now,
+                f64::from(half_life),
+                LISTED,
+            )
         })
         .filter(|s| {
             let fact = &s.fact;

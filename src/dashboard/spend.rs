@@ -125,7 +125,7 @@ fn view(site: &Site) -> Result<View, Problem> {
         headroom: headroom(site, now),
         providers: status::provider_lines(&site.executive),
         models: status::model_lines(&site.executive),
-        garden: garden::widget(&site.store, None, settings.garden.enabled, now),
+        garden: garden::widget(&site.store.garden(), None, settings.garden.enabled, now),
     })
 }
 

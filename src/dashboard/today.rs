@@ -281,8 +281,8 @@ fn entry_view(site: &Site, e: &Entry, now: DateTime<Utc>, places: &mut Places<'_
         kind: e.kind.as_str(),
         label: label(e.kind),
         place: places.of(e.guild, e.channel),
-        summary: readable(&e.summary, &site.store),
-        why: readable(&e.reason, &site.store),
+        summary: readable(&e.summary, &site.store.messages()),
+        why: readable(&e.reason, &site.store.messages()),
         said: said(site, e),
         salience: e.salience.map(|s| format!("{s:.2}")),
         link: message_link(e),
@@ -314,12 +314,12 @@ pub fn said(site: &Site, e: &Entry) -> Option<String> {
         .map(|m| m.content)
         .collect();
     if !parts.is_empty() {
-        return Some(readable(&parts.join("\n"), &site.store));
+        return Some(readable(&parts.join("\n"), &site.store.messages()));
     }
     let drafted = e.data["text"]
         .as_str()
         .filter(|_| e.kind == Kind::InitiativePost)?;
-    Some(readable(drafted, &site.store))
+    Some(readable(drafted, &site.store.messages()))
 }
 
 /// The Discord link of the message an entry is about, when it has one that

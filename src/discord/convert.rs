@@ -6,6 +6,7 @@
 //! itself becomes [`crate::attention::bot_mention`] (`@` and `bot.name`), the same form the
 //! console writes, so an addressed reflex fires alike in both.
 
+use crate::store::MessageStore;
 use chrono::{DateTime, Utc};
 use serenity::all::Message;
 
@@ -68,7 +69,7 @@ pub fn stored(m: &Message, me: UserId, content: &str) -> StoredMessage {
 }
 
 /// How `m` addresses the bot: a mention, a reply to one of its messages, a DM, or its name.
-pub fn addressed(m: &Message, me: UserId, bot_name: &str, store: &Store) -> Addressed {
+pub fn addressed(m: &Message, me: UserId, bot_name: &str, store: &MessageStore) -> Addressed {
     if m.guild_id.is_none() {
         return Addressed::DirectMessage;
     }
@@ -84,11 +85,7 @@ pub fn addressed(m: &Message, me: UserId, bot_name: &str, store: &Store) -> Addr
         .map(|r| r.author.id.get() == me.get())
         .or_else(|| {
             let id = m.message_reference.as_ref()?.message_id?;
-            let row = store
-                .messages()
-                .message(MessageId(id.get()))
-                .ok()
-                .flatten()?;
+            let row = store.message(MessageId(id.get())).ok().flatten()?;
             Some(row.is_self)
         })
         .unwrap_or(false);
@@ -111,7 +108,7 @@ pub fn percept(
 ) -> MessagePercept {
     MessagePercept {
         message: stored(m, me, &readable_content(m, store, me, bot_name)),
-        addressed: addressed(m, me, bot_name, store),
+        addressed: addressed(m, me, bot_name, &store.messages()),
         guild_name,
         channel_name,
         author_roles: author_roles(m),

@@ -511,8 +511,8 @@ mod tests {
     use crate::app::Running;
     use crate::clock::SystemClock;
     use crate::journal::{Filter, Journal, Kind};
-    use crate::store::Store;
     use crate::store::messages::{Commit, Seen, sample};
+    use crate::store::{JournalStore, Store};
 
     /// A store whose grouped writes only a flush (or its end) commits.
     fn store(dir: &std::path::Path) -> Store {
@@ -539,12 +539,12 @@ mod tests {
     }
 
     /// The journal's "stopped" entry: its reason says what was cut short.
-    fn stopped(store: &Store) -> String {
+    fn stopped(store: &JournalStore) -> String {
         let filter = Filter {
             kinds: vec![Kind::System],
             ..Default::default()
         };
-        let entries = store.journal().journal_query(&filter).unwrap();
+        let entries = store.journal_query(&filter).unwrap();
         let stopped = entries.iter().find(|e| e.summary == "stopped");
         stopped.expect("no 'stopped' in the journal").reason.clone()
     }
@@ -565,7 +565,7 @@ mod tests {
         let started = Instant::now();
         stop_within(never(), loops, |_| async {}, &store).await;
         assert_eq!(started.elapsed(), slow);
-        assert_eq!(stopped(&store), "", "a loop was cut short");
+        assert_eq!(stopped(&store.journal()), "", "a loop was cut short");
     }
 
     #[tokio::test(start_paused = true)]
@@ -587,7 +587,7 @@ mod tests {
         assert_eq!(started.elapsed(), STOP_WITHIN);
         assert_eq!(*told.lock().unwrap(), Some(started + STOP_WITHIN));
         assert_eq!(
-            stopped(&store),
+            stopped(&store.journal()),
             "2 loop(s) still at work were cut short to stop in time"
         );
     }

@@ -16,6 +16,7 @@
 //! size plus the most it may answer; a call is refused when the tokens
 //! already used plus that estimate pass the cap. A cap of 0 means no cap.
 
+use crate::store::UsageStore;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -24,8 +25,8 @@ use super::CallContext;
 use super::endpoints::{Endpoint, Role};
 use super::leases::{Leased, Leases};
 use crate::settings::Settings;
+use crate::store::StoreError;
 use crate::store::usage::UsageFilter;
-use crate::store::{Store, StoreError};
 
 const AUTONOMOUS: [Role; 3] = [Role::Ambient, Role::Reflex, Role::Extract];
 
@@ -65,7 +66,7 @@ pub enum BudgetRefusal {
 /// since UTC midnight against what this process leased (the static share
 /// again while PostgreSQL cannot be reached).
 pub fn check(
-    store: &Store,
+    store: &UsageStore,
     settings: &Settings,
     leases: Option<&Arc<Leases>>,
     ctx: &CallContext,
@@ -77,7 +78,7 @@ pub fn check(
         if let (CapKind::Role, Some(leases)) = (cap.kind, leases) {
             let whole = whole_role_cap(ctx.role, settings);
             match leases
-                .fits(store, ctx.role, whole, estimate, now)
+                .fits(&store, ctx.role, whole, estimate, now)
                 .map_err(|e| BudgetRefusal::Usage(Arc::new(e)))?
             {
                 Leased::Fits => continue,
@@ -95,7 +96,6 @@ pub fn check(
             }
         }
         let used = store
-            .usage()
             .usage_tokens(&cap.counts)
             .map_err(|e| BudgetRefusal::Usage(Arc::new(e)))?;
         if used + estimate > cap.limit {
@@ -113,7 +113,7 @@ pub fn check(
 /// falls, record by record, so nothing fits earlier; new spend only makes
 /// it later. The replay skips ticks stopped at the budget up to here.
 pub fn fits_again_at(
-    store: &Store,
+    store: &UsageStore,
     settings: &Settings,
     ctx: &CallContext,
     ep: &Endpoint,
@@ -125,7 +125,7 @@ pub fn fits_again_at(
         let Some(room) = cap.limit.checked_sub(estimate) else {
             return Ok(None);
         };
-        let spent = store.usage().usage_list(&cap.counts, None)?;
+        let spent = store.usage_list(&cap.counts, None)?;
         let mut used: u64 = spent.iter().map(|r| r.tokens()).sum();
         // Oldest first: each record that leaves the window takes its tokens along.
         for r in &spent {
@@ -251,7 +251,7 @@ fn role_counts(role: Role, now: DateTime<Utc>) -> UsageFilter {
 /// What each role with a daily cap may still spend at `now` (its cap less
 /// what it used, as [`check`] counts them), for `/metrics`.
 pub fn left(
-    store: &Store,
+    store: &UsageStore,
     settings: &Settings,
     now: DateTime<Utc>,
 ) -> Result<Vec<(Role, u64)>, StoreError> {
@@ -259,7 +259,7 @@ pub fn left(
     for role in Role::ALL {
         let cap = role.daily_budget(settings);
         if cap > 0 {
-            let used = store.usage().usage_tokens(&role_counts(role, now))?;
+            let used = store.usage_tokens(&role_counts(role, now))?;
             left.push((role, cap.saturating_sub(used)));
         }
     }
@@ -301,6 +301,7 @@ pub fn share_line(settings: &Settings) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
 
     fn plan(shards: &str, total: u32) -> Settings {
         let mut s = Settings::default();
@@ -360,22 +361,22 @@ mod tests {
         let ctx = CallContext::new(Role::Ambient, Some(crate::ids::GuildId(1)));
         let ep = paid_endpoint();
         let estimate = 3_000;
-        assert!(check(&store, &s, None, &ctx, &ep, estimate, now).is_err());
-        let at = fits_again_at(&store, &s, &ctx, &ep, estimate, now)
+        assert!(check(&store.usage(), &s, None, &ctx, &ep, estimate, now).is_err());
+        let at = fits_again_at(&store.usage(), &s, &ctx, &ep, estimate, now)
             .unwrap()
             .unwrap();
         assert!(at > now && at < now + chrono::Duration::hours(24), "{at}");
         let mut t = now;
         while t < now + chrono::Duration::hours(25) {
-            let fits = check(&store, &s, None, &ctx, &ep, estimate, t).is_ok();
+            let fits = check(&store.usage(), &s, None, &ctx, &ep, estimate, t).is_ok();
             assert_eq!(fits, t > at, "at {t}, said {at}");
             t += chrono::Duration::seconds(59);
         }
-        let from_later = fits_again_at(&store, &s, &ctx, &ep, estimate, at).unwrap();
+        let from_later = fits_again_at(&store.usage(), &s, &ctx, &ep, estimate, at).unwrap();
         assert_eq!(from_later, Some(at), "the same instant seen from later");
         assert_eq!(
             fits_again_at(
-                &store,
+                &store.usage(),
                 &s,
                 &ctx,
                 &ep,
@@ -387,7 +388,7 @@ mod tests {
             "fitting now: now"
         );
         assert_eq!(
-            fits_again_at(&store, &s, &ctx, &ep, 10_001, now).unwrap(),
+            fits_again_at(&store.usage(), &s, &ctx, &ep, 10_001, now).unwrap(),
             None,
             "an estimate over the cap never fits"
         );

@@ -74,7 +74,7 @@ impl TypedTool for JournalSearch {
         }
         Ok(entries
             .iter()
-            .map(|e| summary::line(e, &self.store, self.tz))
+            .map(|e| summary::line(e, &self.store.messages(), self.tz))
             .collect::<Vec<_>>()
             .join("\n"))
     }

@@ -11,6 +11,7 @@
 //! the process falls back to its static share, says so once in the log and
 //! the journal, and in status while it lasts.
 
+use crate::store::UsageStore;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,7 +21,6 @@ use chrono::{DateTime, NaiveDate, NaiveTime, Utc};
 
 use crate::journal::{Entry, Journal, Kind};
 use crate::settings::Role;
-use crate::store::Store;
 use crate::store::shared::SharedDb;
 use crate::store::shared::budget::{LEASE_TTL, LeaseAsk};
 use crate::store::usage::UsageFilter;
@@ -102,14 +102,14 @@ impl Leases {
     /// day has some left.
     pub fn fits(
         &self,
-        store: &Store,
+        store: &UsageStore,
         role: Role,
         cap: u64,
         estimate: u64,
         now: DateTime<Utc>,
     ) -> Result<Leased, crate::store::StoreError> {
         let day = now.date_naive();
-        let used = store.usage().usage_tokens(&UsageFilter {
+        let used = store.usage_tokens(&UsageFilter {
             since: Some(day.and_time(NaiveTime::MIN).and_utc()),
             roles: vec![role.as_str().into()],
             ..Default::default()
@@ -221,7 +221,7 @@ impl Leases {
     }
 
     /// Gives back what this process holds and has not spent (at shutdown).
-    pub async fn give_back(&self, store: &Store) {
+    pub async fn give_back(&self, store: &UsageStore) {
         let held: Vec<(Role, NaiveDate)> = self
             .granted
             .lock()
@@ -231,7 +231,7 @@ impl Leases {
             .collect();
         let mut spent = Vec::new();
         for (role, day) in held {
-            let used = store.usage().usage_tokens(&UsageFilter {
+            let used = store.usage_tokens(&UsageFilter {
                 since: Some(day.and_time(NaiveTime::MIN).and_utc()),
                 roles: vec![role.as_str().into()],
                 ..Default::default()

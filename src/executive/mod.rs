@@ -258,7 +258,7 @@ impl Executive {
         let mut why = None;
         for ep in self.resolve(ctx.role).endpoints {
             match budget::check(
-                &self.store,
+                &self.store.usage(),
                 &settings,
                 self.leases(),
                 ctx,
@@ -282,7 +282,7 @@ impl Executive {
         let now = self.clock.now();
         let mut first: Option<DateTime<Utc>> = None;
         for ep in self.resolve(ctx.role).endpoints {
-            match budget::fits_again_at(&self.store, &settings, ctx, &ep, estimate, now) {
+            match budget::fits_again_at(&self.store.usage(), &settings, ctx, &ep, estimate, now) {
                 Ok(Some(at)) => first = Some(first.map_or(at, |f| f.min(at))),
                 Ok(None) => {}
                 // A total not read is no reason to wait.
@@ -391,7 +391,7 @@ impl Executive {
                 continue;
             }
             if let Err(why) = budget::check(
-                &self.store,
+                &self.store.usage(),
                 &settings,
                 self.leases(),
                 ctx,

@@ -525,7 +525,7 @@ fn listed(store: &Store, row: SubscriptionRow) -> Result<Listed, ManageError> {
     Ok(Listed {
         id: row.id,
         guild: row.made.guild,
-        feed: super::feed_label(store, row.made.source_id),
+        feed: super::feed_label(&store.discovery(), row.made.source_id),
         channel: row.made.channel,
         destination: Destination::parse(&row.made.destination).unwrap_or(Destination::Channel),
         counts: store.feeds().feed_delivery_counts(row.id)?,

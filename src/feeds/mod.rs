@@ -17,6 +17,7 @@
 //! what it found. The store's `feed_deliveries` rows are the queue and the
 //! outbox both, so a restart loses no item and posts none twice.
 
+use crate::store::DiscoveryStore;
 pub mod deliver;
 pub mod filter;
 pub mod intake;
@@ -116,7 +117,7 @@ impl Feeds {
 
     /// How a source is named to people (`{feed}`, `/feeds list`).
     fn feed_label(&self, source_id: i64) -> String {
-        feed_label(&self.s.store, source_id)
+        feed_label(&self.s.store.discovery(), source_id)
     }
 
     /// Delivers waiting items until `shutdown`.
@@ -137,8 +138,8 @@ impl Feeds {
 
 /// How a source is named to people: its label, or what the store says of
 /// it when the kind is unknown, or "a feed" when it cannot be read.
-fn feed_label(store: &Store, source_id: i64) -> String {
-    match store.discovery().source(source_id) {
+fn feed_label(store: &DiscoveryStore, source_id: i64) -> String {
+    match store.source(source_id) {
         Ok(Some(row)) => SourceKind::parse(&row.kind)
             .map(|kind| {
                 SourceSpec {

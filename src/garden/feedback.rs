@@ -9,6 +9,7 @@
 //! each other. The harvest runs at the start of every garden pass from a
 //! cursor, so nothing is counted twice.
 
+use crate::store::MemoryStore;
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
@@ -116,9 +117,8 @@ fn stopped(memory: &Memory, kept: usize, why: &dyn std::fmt::Display) -> usize {
 }
 
 /// A guild's feedback memories, newest first (what the scout reads).
-pub fn history(store: &Store, guild: GuildId, limit: usize) -> Vec<Fact> {
+pub fn history(store: &MemoryStore, guild: GuildId, limit: usize) -> Vec<Fact> {
     store
-        .memory()
         .list_facts(&FactFilter {
             guild: Some(Some(guild)),
             kind: Some(FactKind::Feedback),
@@ -131,9 +131,9 @@ pub fn history(store: &Store, guild: GuildId, limit: usize) -> Vec<Fact> {
 /// Why a proposal looks like posts people rejected, if it does: two or more
 /// rejections (counting reinforcements) of posts sharing 30 % or more of
 /// their words with it.
-pub fn rejected_before(store: &Store, guild: GuildId, proposal: &str) -> Option<String> {
+pub fn rejected_before(store: &MemoryStore, guild: GuildId, proposal: &str) -> Option<String> {
     let words: BTreeSet<String> = keywords(proposal);
-    let similar: Vec<Fact> = history(store, guild, 200)
+    let similar: Vec<Fact> = history(&store, guild, 200)
         .into_iter()
         .filter(|f| {
             f.subject

@@ -25,6 +25,7 @@
 //! preparing tasks, ideas and pending thoughts — never posting: every post
 //! still goes through the initiative gates.
 
+use crate::store::GardenStore;
 mod cycle;
 pub mod feedback;
 pub mod pass;
@@ -106,9 +107,8 @@ fn held_until(at: DateTime<Utc>) -> String {
 }
 
 /// Reads the garden's status from a store (for `ambient status` in another process too).
-pub fn read_status(store: &Store) -> Status {
+pub fn read_status(store: &GardenStore) -> Status {
     store
-        .garden()
         .garden_get("status")
         .ok()
         .flatten()
@@ -189,7 +189,7 @@ impl Garden {
         if let Some(s) = self.unsaved_lock().clone() {
             return s;
         }
-        read_status(&self.store)
+        read_status(&self.store.garden())
     }
 
     fn unsaved_lock(&self) -> std::sync::MutexGuard<'_, Option<Status>> {

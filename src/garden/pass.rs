@@ -19,6 +19,8 @@
 //! What needs judgment — possible contradictions, stale facts that recent
 //! conversation touches — is only *found* here and handed to the model.
 
+use crate::store::GardenStore;
+use crate::store::MemoryStore;
 use std::collections::{BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
@@ -118,7 +120,15 @@ pub fn tend(
 
     // 1. Duplicates, within one kind (and, for facts about a person, one person).
     if !unchanged {
-        t.merged = merge_duplicates(store, journal, &facts, &words, &mut gone, guild, now);
+        t.merged = merge_duplicates(
+            &store.memory(),
+            journal,
+            &facts,
+            &words,
+            &mut gone,
+            guild,
+            now,
+        );
     }
 
     // 2. Decayed facts.
@@ -162,14 +172,14 @@ pub fn tend(
 
     // 3. Links between related facts.
     if !unchanged {
-        t.linked = link_related(store, journal, &facts, &words, &gone, guild, now);
+        t.linked = link_related(&store.garden(), journal, &facts, &words, &gone, guild, now);
     }
     t
 }
 
 /// Folds near-duplicates into survivors; returns how many were folded in.
 fn merge_duplicates(
-    store: &Store,
+    store: &MemoryStore,
     journal: &Journal,
     facts: &[Fact],
     words: &[BTreeSet<String>],
@@ -182,7 +192,7 @@ fn merge_duplicates(
         let (survivor_at, survivor, others) = fold(facts, &members, guild, now);
         let refs: Vec<&Fact> = others.iter().collect();
         // A failed merge leaves the cluster as it was: the next pass finds it again.
-        if store.memory().merge_facts(&survivor, &refs, now).is_ok() {
+        if store.merge_facts(&survivor, &refs, now).is_ok() {
             for &i in &members {
                 gone[i] = i != survivor_at;
             }
@@ -302,7 +312,7 @@ fn fold(
 
 /// Links facts that share two or more distinctive words; returns the new links.
 fn link_related(
-    store: &Store,
+    store: &GardenStore,
     journal: &Journal,
     facts: &[Fact],
     words: &[BTreeSet<String>],
@@ -344,10 +354,7 @@ fn link_related(
             links.push((facts[a].id.clone(), facts[b].id.clone()));
         }
     }
-    let linked = store
-        .garden()
-        .link_facts(&links, "related", now)
-        .unwrap_or(0);
+    let linked = store.link_facts(&links, "related", now).unwrap_or(0);
     if linked > 0 {
         journal.record(
             Entry::new(
@@ -472,7 +479,7 @@ pub struct Candidates {
 
 /// `judged`: pairs already put to the model (see `prompt::pair_key`), not asked again.
 pub fn candidates(
-    store: &Store,
+    store: &MemoryStore,
     g: &GardenSettings,
     guild: GuildId,
     recent_talk: &str,
@@ -480,7 +487,6 @@ pub fn candidates(
     judged: &std::collections::HashSet<String>,
 ) -> Candidates {
     let facts = store
-        .memory()
         .list_facts(&FactFilter {
             guild: Some(Some(guild)),
             ..Default::default()

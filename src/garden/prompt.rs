@@ -103,7 +103,7 @@ impl Garden {
             .map(|m| m.content.as_str())
             .collect::<Vec<_>>()
             .join(" ");
-        let cands = pass::candidates(&self.store, g, guild, &talk, now, &self.judged());
+        let cands = pass::candidates(&self.store.memory(), g, guild, &talk, now, &self.judged());
         let queue: Vec<QueueItem> = self
             .store
             .garden()
@@ -119,8 +119,14 @@ impl Garden {
         let prompt = GardenPrompt {
             bot_name: settings.bot.name.clone(),
             guild_name: self.guild_name(guild),
-            context: stream::prefix_for(&self.store, &settings, Role::Ambient, &public, now)
-                .unwrap_or_default(),
+            context: stream::prefix_for(
+                &self.store.journal(),
+                &settings,
+                Role::Ambient,
+                &public,
+                now,
+            )
+            .unwrap_or_default(),
             now: format!("{} {}", when(now), tz),
             downtime: downtime(last.as_ref(), now, max, tz),
             leftover: leftover(last.as_ref()),
@@ -173,7 +179,7 @@ impl Garden {
             // What the bot did lately, as anyone in its public channels could read it.
             deeds: crate::journal::summary::what_i_did(
                 &self.journal,
-                &self.store,
+                &self.store.messages(),
                 &public,
                 now - Duration::hours(24),
                 tz,
@@ -325,7 +331,7 @@ impl Garden {
 
     /// How people took the bot's posts here lately (reinforced ones counted).
     fn feedback_lines(&self, guild: GuildId) -> Vec<String> {
-        feedback::history(&self.store, guild, 12)
+        feedback::history(&self.store.memory(), guild, 12)
             .into_iter()
             .map(|f| {
                 if f.strength > 1 {

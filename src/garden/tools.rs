@@ -438,7 +438,7 @@ impl TypedTool for AddTask {
     }
     async fn run(&self, args: TaskArgs) -> Result<String, ToolError> {
         let s = &self.0;
-        if let Some(why) = feedback::rejected_before(&s.store, s.guild, &args.text) {
+        if let Some(why) = feedback::rejected_before(&s.store.memory(), s.guild, &args.text) {
             return Err(ToolError(format!("not this one: {why}")));
         }
         let channel = match args
@@ -504,7 +504,7 @@ impl TypedTool for AddIdea {
     }
     async fn run(&self, args: IdeaArgs) -> Result<String, ToolError> {
         let s = &self.0;
-        if let Some(why) = feedback::rejected_before(&s.store, s.guild, &args.text) {
+        if let Some(why) = feedback::rejected_before(&s.store.memory(), s.guild, &args.text) {
             return Err(ToolError(format!("not this one: {why}")));
         }
         let idea = self
@@ -544,7 +544,7 @@ impl TypedTool for ProposeThought {
     }
     async fn run(&self, args: ThoughtArgs) -> Result<String, ToolError> {
         let s = &self.0;
-        if let Some(why) = feedback::rejected_before(&s.store, s.guild, &args.text) {
+        if let Some(why) = feedback::rejected_before(&s.store.memory(), s.guild, &args.text) {
             return Err(ToolError(format!("not this one: {why}")));
         }
         if s.store

@@ -229,7 +229,7 @@ impl Endpoints {
         let (store, settings) = (self.app.store.clone(), self.app.settings.global());
         let now = self.app.clock.now();
         let read = tokio::task::spawn_blocking(move || {
-            let left = crate::executive::budget::left(&store, &settings, now);
+            let left = crate::executive::budget::left(&store.usage(), &settings, now);
             (store.file().bytes_on_disk(), left)
         });
         let (store_bytes, budget_left) = match read.await {

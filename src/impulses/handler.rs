@@ -350,7 +350,7 @@ impl ImpulseHandler {
         let refused =
             crate::courtesy::unprompted(&settings, &self.store, guild, channel, now).err()?;
         let until = crate::courtesy::quiet_until(&settings, now).or_else(|| {
-            crate::courtesy::hush_on(&self.store, guild, Some(channel), now)
+            crate::courtesy::hush_on(&self.store.people(), guild, Some(channel), now)
                 .ok()
                 .flatten()
                 .map(|h| h.until)
@@ -403,10 +403,13 @@ impl ImpulseHandler {
         let settings = self.settings.for_guild(Some(entry.guild));
         let now = self.clock.now();
         let quiet = crate::courtesy::quiet(&settings, now).filter(|_| !entry.during_quiet_hours);
-        let hush = match crate::courtesy::hush_on(&self.store, entry.guild, entry.channel, now) {
-            Ok(h) => h.map(|h| crate::courtesy::hushed(&self.store, &settings, &h, now)),
-            Err(e) => Some(crate::courtesy::Refusal::read_failed("the hushes", &e)),
-        };
+        let hush =
+            match crate::courtesy::hush_on(&self.store.people(), entry.guild, entry.channel, now) {
+                Ok(h) => {
+                    h.map(|h| crate::courtesy::hushed(&self.store.messages(), &settings, &h, now))
+                }
+                Err(e) => Some(crate::courtesy::Refusal::read_failed("the hushes", &e)),
+            };
         let unanswered = || {
             if entry.even_if_unanswered {
                 return None;
@@ -483,7 +486,13 @@ impl ImpulseHandler {
         for c in &room {
             last_human = last_human.max(self.store.messages().last_human_in(*c).map_err(failed)?);
         }
-        let posts = gates::unanswered(&self.store, settings, entry.guild, &room, last_human)?;
+        let posts = gates::unanswered(
+            &self.store.messages(),
+            settings,
+            entry.guild,
+            &room,
+            last_human,
+        )?;
         match gates::unanswered_refusal(settings, &posts) {
             Some(reason) => Err(Refusal {
                 gate: "unanswered",

@@ -399,7 +399,7 @@ impl Impulses {
             }
             // What an idea finds is meant to be shared: not explored while nothing may be.
             let settings = self.settings.for_guild(Some(guild));
-            let hushed = match crate::courtesy::hush_on(&self.store, guild, None, now) {
+            let hushed = match crate::courtesy::hush_on(&self.store.people(), guild, None, now) {
                 Ok(h) => h.is_some(),
                 Err(e) => {
                     // An unreadable hush counts as one: the idea waits for the next look.

@@ -3,6 +3,7 @@
 //! Cheap (a word count over stored messages), and reused by discovery to
 //! rank feed items by overlap with the community's talk.
 
+use crate::store::MessageStore;
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
@@ -10,7 +11,6 @@ use serde::Serialize;
 
 use crate::discovery::topics::keywords;
 use crate::ids::GuildId;
-use crate::store::Store;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Interests {
@@ -29,13 +29,13 @@ impl Interests {
 
 /// Topics from the guild's human messages since `since` (at most `limit` messages).
 pub fn interests(
-    store: &Store,
+    store: &MessageStore,
     guild: GuildId,
     since: DateTime<Utc>,
     limit: usize,
     top: usize,
 ) -> Interests {
-    let Ok(messages) = store.messages().recent_guild_messages(guild, since, limit) else {
+    let Ok(messages) = store.recent_guild_messages(guild, since, limit) else {
         return Interests::default();
     };
     let human: Vec<_> = messages.iter().filter(|m| !m.author_is_bot).collect();
@@ -60,7 +60,6 @@ pub fn interests(
         .map(|(c, n)| {
             (
                 store
-                    .messages()
                     .channel_name(c)
                     .ok()
                     .flatten()
@@ -81,6 +80,7 @@ pub fn interests(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
     use crate::store::messages::sample;
 
     #[test]
@@ -100,7 +100,13 @@ mod tests {
                 .insert_message(&sample(i as u64 + 1, 5, l, t))
                 .unwrap();
         }
-        let got = interests(&store, GuildId(1), t - chrono::Duration::hours(1), 100, 5);
+        let got = interests(
+            &store.messages(),
+            GuildId(1),
+            t - chrono::Duration::hours(1),
+            100,
+            5,
+        );
         assert_eq!(got.topics[0], ("rust".to_string(), 4));
         assert_eq!(got.topics[1], ("tokio".to_string(), 2));
         assert!(

@@ -10,6 +10,7 @@
 //! [`Sources`], which the discovery and memory features fill; until they
 //! do, their sections are present and say so.
 
+use crate::store::PeopleStore;
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
@@ -97,7 +98,7 @@ pub struct Request<'a> {
 pub fn assemble(r: Request<'_>) -> InitiativePrompt {
     let s = r.settings;
     let (channels, people) = channels(&r);
-    let no_ping = no_ping(r.store, people);
+    let no_ping = no_ping(&r.store.people(), people);
     let community = community(&r.sources.interests);
     let pending = r.pending.map(|p| pending_view(&r, p));
     let (feed, feed_note) = section(
@@ -188,10 +189,9 @@ fn channels(r: &Request<'_>) -> (Vec<ChannelView>, BTreeMap<UserId, String>) {
 }
 
 /// The names of the people shown who asked not to be pinged, sorted, once each.
-fn no_ping(store: &Store, people: BTreeMap<UserId, String>) -> Vec<String> {
+fn no_ping(store: &PeopleStore, people: BTreeMap<UserId, String>) -> Vec<String> {
     let ids: Vec<UserId> = people.keys().copied().collect();
     let unpingable = store
-        .people()
         .with_boundary(&ids, Boundary::NoPing)
         .unwrap_or_default();
     let mut no_ping: Vec<String> = people

@@ -36,6 +36,8 @@
 //! 12. for fresh thoughts: `minMinutesBetweenPosts` since the last consideration
 //! 13. for fresh thoughts: the eagerness roll
 
+use crate::store::JournalStore;
+use crate::store::MessageStore;
 use chrono::{DateTime, Utc};
 
 use super::pending::PendingThought;
@@ -115,8 +117,14 @@ impl Reads {
             .map_err(failed("the server's channels"))?;
         let eligible = eligible_pool(settings, &guild_channels);
         let room = Room::look(store, settings, guild, &eligible, now)?;
-        let unanswered = unanswered(store, settings, guild, &eligible, room.last_human)?;
-        let posts_last_24h = super::posts_last_24h(store, guild, now)
+        let unanswered = unanswered(
+            &store.messages(),
+            settings,
+            guild,
+            &eligible,
+            room.last_human,
+        )?;
+        let posts_last_24h = super::posts_last_24h(&store.journal(), guild, now)
             .map_err(failed("the posts of the last 24 h"))?;
         let last_considered = store
             .initiative()
@@ -148,7 +156,7 @@ impl Reads {
 /// it and responded, which is what an owner means by "answered". Whatever
 /// answers one post answers those before it.
 pub fn unanswered(
-    store: &Store,
+    store: &MessageStore,
     settings: &Settings,
     guild: GuildId,
     room: &[ChannelId],
@@ -160,11 +168,10 @@ pub fn unanswered(
     }
     let failed = |e| Refusal::read_failed("the bot's posts since a person last spoke", &e);
     let mut posts = store
-        .messages()
         .unprompted_posts_after(guild, last_human, max)
         .map_err(failed)?;
     let ids: Vec<_> = posts.iter().map(|p| p.message).collect();
-    let mut answered = store.messages().last_reaction_to(&ids).map_err(failed)?;
+    let mut answered = store.last_reaction_to(&ids).map_err(failed)?;
     let mut outside: Vec<ChannelId> = posts
         .iter()
         .map(|p| p.channel)
@@ -173,7 +180,7 @@ pub fn unanswered(
     outside.sort_unstable();
     outside.dedup();
     for c in outside {
-        answered = answered.max(store.messages().last_human_in(c).map_err(failed)?);
+        answered = answered.max(store.last_human_in(c).map_err(failed)?);
     }
     if let Some(at) = answered {
         posts.retain(|p| p.at > at);
@@ -280,12 +287,12 @@ impl Room {
             .people()
             .hush(guild, None, now)
             .map_err(hushes)?
-            .map(|h| courtesy::hushed(store, settings, &h, now));
+            .map(|h| courtesy::hushed(&store.messages(), settings, &h, now));
         let mut hushed = Vec::new();
         let mut last_human = None;
         for c in eligible {
             if let Some(h) = store.people().hush(guild, Some(*c), now).map_err(hushes)? {
-                hushed.push((*c, courtesy::hushed(store, settings, &h, now)));
+                hushed.push((*c, courtesy::hushed(&store.messages(), settings, &h, now)));
             }
             let last = store
                 .messages()
@@ -463,7 +470,7 @@ fn daily_cap(i: &Inputs<'_>) -> Result<(), Stop> {
 /// 24 h (from the next millisecond on); `now` when it is not full, `None`
 /// when it never lets one through (a cap of 0).
 pub fn daily_cap_opens_at(
-    store: &Store,
+    store: &JournalStore,
     settings: &Settings,
     guild: GuildId,
     now: DateTime<Utc>,
@@ -472,9 +479,7 @@ pub fn daily_cap_opens_at(
     if max == 0 {
         return Ok(None);
     }
-    let posts = store
-        .journal()
-        .journal_query(&super::counted_posts(guild, now))?;
+    let posts = store.journal_query(&super::counted_posts(guild, now))?;
     // Oldest first: once all but `max - 1` have left, one more fits.
     Ok(Some(match posts.len().checked_sub(max) {
         Some(i) => posts[i].at + chrono::Duration::hours(24),
@@ -614,21 +619,26 @@ mod tests {
         }
         let mut s = settings();
         s.initiative.text.max_posts_per_day = 3;
-        let opens = daily_cap_opens_at(&store, &s, guild, now).unwrap().unwrap();
+        let opens = daily_cap_opens_at(&store.journal(), &s, guild, now)
+            .unwrap()
+            .unwrap();
         assert_eq!(opens, now + chrono::Duration::hours(24 - 9));
         let mut t = now;
         while t < now + chrono::Duration::hours(25) {
-            let full = super::super::posts_last_24h(&store, guild, t).unwrap() >= 3;
+            let full = super::super::posts_last_24h(&store.journal(), guild, t).unwrap() >= 3;
             assert_eq!(full, t <= opens, "at {t}, said {opens}");
             t += chrono::Duration::seconds(59);
         }
         s.initiative.text.max_posts_per_day = 5;
         assert_eq!(
-            daily_cap_opens_at(&store, &s, guild, now).unwrap(),
+            daily_cap_opens_at(&store.journal(), &s, guild, now).unwrap(),
             Some(now)
         );
         s.initiative.text.max_posts_per_day = 0;
-        assert_eq!(daily_cap_opens_at(&store, &s, guild, now).unwrap(), None);
+        assert_eq!(
+            daily_cap_opens_at(&store.journal(), &s, guild, now).unwrap(),
+            None
+        );
 
         let s = settings();
         let chance = Chance::seeded(1);

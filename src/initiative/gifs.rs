@@ -85,7 +85,7 @@ pub fn unavailable_for_replies(
     if let Some(why) = unconfigured(settings, secrets) {
         return Some(why);
     }
-    let used = match gifs_today(store, guild, now) {
+    let used = match gifs_today(&store.usage(), guild, now) {
         Ok(used) => used,
         Err(e) => return Some(format!("store read failed: the day's GIF count: {e}")),
     };

@@ -16,6 +16,7 @@
 //! `GIPHY_API_KEY`), within `maxGifsPerDay`. No video source is built in, so
 //! videos are reported unavailable and such a request is dropped with a reason.
 
+use crate::store::UsageStore;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -53,13 +54,13 @@ impl MediaState {
     pub fn now(
         settings: &Settings,
         secrets: &Secrets,
-        store: &Store,
+        store: &UsageStore,
         guild: GuildId,
         now: DateTime<Utc>,
     ) -> Self {
         Self {
-            images_today: images_today(store, guild, now).map_err(|e| e.to_string()),
-            gifs_today: gifs_today(store, guild, now).map_err(|e| e.to_string()),
+            images_today: images_today(&store, guild, now).map_err(|e| e.to_string()),
+            gifs_today: gifs_today(&store, guild, now).map_err(|e| e.to_string()),
             gif_source_missing: unconfigured(settings, secrets),
         }
     }
@@ -116,8 +117,12 @@ pub fn unconfigured(settings: &Settings, secrets: &Secrets) -> Option<String> {
 }
 
 /// GIF searches a guild made in the last 24 h.
-pub fn gifs_today(store: &Store, guild: GuildId, now: DateTime<Utc>) -> Result<u64, StoreError> {
-    store.usage().usage_count(&UsageFilter {
+pub fn gifs_today(
+    store: &UsageStore,
+    guild: GuildId,
+    now: DateTime<Utc>,
+) -> Result<u64, StoreError> {
+    store.usage_count(&UsageFilter {
         since: Some(now - chrono::Duration::hours(24)),
         guild: Some(guild),
         provider: Some(GIF_PROVIDER.into()),
@@ -188,8 +193,12 @@ fn image_availability(settings: &Settings, images_today: u64) -> Result<(), Unav
 
 /// Images a guild asked the generator for in the last 24 h, made or failed:
 /// a failed call costs the provider's time (and often money) all the same.
-pub fn images_today(store: &Store, guild: GuildId, now: DateTime<Utc>) -> Result<u64, StoreError> {
-    store.usage().usage_count(&UsageFilter {
+pub fn images_today(
+    store: &UsageStore,
+    guild: GuildId,
+    now: DateTime<Utc>,
+) -> Result<u64, StoreError> {
+    store.usage_count(&UsageFilter {
         since: Some(now - chrono::Duration::hours(24)),
         guild: Some(guild),
         provider: Some(IMAGE_PROVIDER.into()),

@@ -13,6 +13,7 @@
 //! in flight, and one consideration is bounded in time. At most one pending
 //! thought per guild; it blocks fresh synthesis for its own guild only.
 
+use crate::store::JournalStore;
 pub(crate) mod community;
 pub(crate) mod context;
 pub(crate) mod decision;
@@ -411,7 +412,7 @@ impl Initiative {
         let settings = self.settings.for_guild(Some(guild));
         let now = self.clock.now();
         let held = match gate {
-            "daily_cap" => gates::daily_cap_opens_at(&self.store, &settings, guild, now),
+            "daily_cap" => gates::daily_cap_opens_at(&self.store.journal(), &settings, guild, now),
             "budget" => {
                 let role = decider(&settings);
                 let estimate = self.executive.likely_call_tokens(role);
@@ -576,7 +577,8 @@ impl Initiative {
         guild: GuildId,
         now: DateTime<Utc>,
     ) -> (Vec<Arc<dyn Tool>>, Vec<String>) {
-        let media_state = media::MediaState::now(settings, &self.secrets, &self.store, guild, now);
+        let media_state =
+            media::MediaState::now(settings, &self.secrets, &self.store.usage(), guild, now);
         let mut capabilities: Vec<String> = [MediaKind::Image, MediaKind::Video, MediaKind::Gif]
             .into_iter()
             .map(
@@ -617,8 +619,13 @@ impl Initiative {
         tools: &mut Vec<Arc<dyn Tool>>,
         capabilities: &mut Vec<String>,
     ) -> context::Sources {
-        let interests =
-            community::interests(&self.store, guild, now - chrono::Duration::days(7), 500, 8);
+        let interests = community::interests(
+            &self.store.messages(),
+            guild,
+            now - chrono::Duration::days(7),
+            500,
+            8,
+        );
         let words: Vec<String> = interests.words().map(String::from).collect();
         let (feed, feed_sources) = match self.discovery.prompt_sections(guild, &words, now) {
             Some((f, s)) => (Some(f), Some(s)),
@@ -669,7 +676,7 @@ impl Initiative {
         turn.system = rendered.system;
         // A consideration starts cold: the operator may give it what just happened here.
         let context = crate::journal::stream::prefix_for(
-            &self.store,
+            &self.store.journal(),
             settings,
             turn.ctx.role,
             // It may post in any open channel: only what those could see.
@@ -812,7 +819,8 @@ impl Initiative {
         text: &mut String,
         now: DateTime<Utc>,
     ) -> (Vec<OutgoingFile>, serde_json::Value) {
-        let state = media::MediaState::now(settings, &self.secrets, &self.store, guild, now);
+        let state =
+            media::MediaState::now(settings, &self.secrets, &self.store.usage(), guild, now);
         let nothing = (Vec::new(), serde_json::Value::Null);
         if let Err(why) = media::availability(settings, &state, m.kind) {
             let what = format!("dropped the {} request", m.kind.as_str());
@@ -1108,12 +1116,11 @@ impl Initiative {
 
 /// Ambient posts in the rolling 24 h that `maxPostsPerDay` counts.
 pub fn posts_last_24h(
-    store: &Store,
+    store: &JournalStore,
     guild: GuildId,
     now: DateTime<Utc>,
 ) -> Result<u32, crate::store::StoreError> {
     store
-        .journal()
         .journal_count(&counted_posts(guild, now))
         .map(|n| n as u32)
 }

@@ -17,6 +17,7 @@
 //! then). Prepending costs tokens, so it is opt-in per model role
 //! (`executive.contextStream.roles`).
 
+use crate::store::JournalStore;
 use std::collections::HashMap;
 
 use chrono::{DateTime, Duration, Utc};
@@ -26,7 +27,6 @@ use super::summary::Audience;
 use super::{Entry, Kind};
 use crate::ids::GuildId;
 use crate::settings::{Role, Settings};
-use crate::store::Store;
 use crate::store::stream::{StreamEvent, StreamLine, USER_MESSAGE};
 
 pub const KINDS: &[&str] = &[
@@ -99,16 +99,14 @@ pub fn entry_event(e: &Entry) -> Option<(GuildId, StreamLine<'static>)> {
 /// (journal lines were checked for repeats when written; people's messages
 /// are read from their own rows, so theirs is checked here).
 pub fn read(
-    store: &Store,
+    store: &JournalStore,
     guild: GuildId,
     since: DateTime<Utc>,
     kinds: &[String],
     limit: usize,
 ) -> crate::store::Result<Vec<StreamEvent>> {
     // The ten minutes before `since` only say what is a repeat.
-    let events = store
-        .journal()
-        .stream_read(guild, since - repeat_window(), kinds, limit)?;
+    let events = store.stream_read(guild, since - repeat_window(), kinds, limit)?;
     let mut last_shown: HashMap<String, DateTime<Utc>> = HashMap::new();
     let mut out = Vec::with_capacity(events.len());
     for mut e in events {
@@ -165,7 +163,7 @@ pub fn line(e: &StreamEvent, tz: Tz) -> String {
 /// The `[AMBIENT CONTEXT — last N min]` block for one guild, as `audience`
 /// may read it (what happened in a channel it cannot see is left out).
 pub fn summary(
-    store: &Store,
+    store: &JournalStore,
     settings: &Settings,
     audience: &Audience,
     now: DateTime<Utc>,
@@ -175,7 +173,7 @@ pub fn summary(
     let c = &settings.executive.context_stream;
     let minutes = i64::from(c.window_minutes);
     let since = retained(settings, now - Duration::minutes(minutes), now);
-    let events: Vec<StreamEvent> = read(store, guild, since, &[], 10_000)
+    let events: Vec<StreamEvent> = read(&store, guild, since, &[], 10_000)
         .ok()?
         .into_iter()
         .filter(|e| audience.sees(Some(guild), e.channel))
@@ -196,7 +194,7 @@ pub fn summary(
 
 /// The summary to put in front of a cold call for `role`, when the operator opted that role in.
 pub fn prefix_for(
-    store: &Store,
+    store: &JournalStore,
     settings: &Settings,
     role: Role,
     audience: &Audience,
@@ -212,7 +210,7 @@ pub fn prefix_for(
         return None;
     }
     let tz = settings.zone();
-    summary(store, settings, audience, now, tz)
+    summary(&store, settings, audience, now, tz)
 }
 
 /// `since`, or the oldest instant `executive.contextStream.retentionHours`
@@ -224,9 +222,8 @@ pub fn retained(settings: &Settings, since: DateTime<Utc>, now: DateTime<Utc>) -
 
 /// Drops the journal's lines older than `executive.contextStream.retentionHours`
 /// (people's messages are not copied into the stream; see [`read`]).
-pub fn cleanup(store: &Store, settings: &Settings, now: DateTime<Utc>) -> usize {
+pub fn cleanup(store: &JournalStore, settings: &Settings, now: DateTime<Utc>) -> usize {
     store
-        .journal()
         .stream_cleanup(
             now - Duration::hours(i64::from(settings.executive.context_stream.retention_hours)),
         )
@@ -236,6 +233,7 @@ pub fn cleanup(store: &Store, settings: &Settings, now: DateTime<Utc>) -> usize 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
     use crate::store::messages::sample;
 
     #[test]
@@ -258,7 +256,7 @@ mod tests {
         store.messages().insert_message(&other).unwrap();
 
         let lines = |since: DateTime<Utc>| -> Vec<String> {
-            read(&store, GuildId(1), since, &[], 100)
+            read(&store.journal(), GuildId(1), since, &[], 100)
                 .unwrap()
                 .into_iter()
                 .map(|e| e.content)

@@ -6,13 +6,13 @@
 //! guild's timezone. Used by the `journal_summary` reflex action and the
 //! executive's `journal_search` tool.
 
+use crate::store::MessageStore;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
 use super::{Entry, Filter, Journal, Kind};
 use crate::ids::{ChannelId, GuildId};
 use crate::settings::Settings;
-use crate::store::Store;
 
 /// The kinds of entry that say what the bot did, rather than how it routed.
 /// Memory and garden work are left out: their entries quote what was
@@ -106,7 +106,7 @@ impl Audience {
 }
 
 /// One line per entry: `14:05 #general  answered alice — a mention`.
-pub fn line(e: &Entry, store: &Store, tz: Tz) -> String {
+pub fn line(e: &Entry, store: &MessageStore, tz: Tz) -> String {
     let at = e.at.with_timezone(&tz).format("%H:%M");
     let place = e
         .channel
@@ -114,7 +114,6 @@ pub fn line(e: &Entry, store: &Store, tz: Tz) -> String {
             format!(
                 " #{}",
                 store
-                    .messages()
                     .channel_name(c)
                     .ok()
                     .flatten()
@@ -134,7 +133,7 @@ pub fn line(e: &Entry, store: &Store, tz: Tz) -> String {
 /// What the bot did since `since`, as this audience may hear it: newest `limit` entries, oldest first.
 pub fn what_i_did(
     journal: &Journal,
-    store: &Store,
+    store: &MessageStore,
     audience: &Audience,
     since: DateTime<Utc>,
     tz: Tz,
@@ -144,7 +143,7 @@ pub fn what_i_did(
     audience
         .read(journal, &filter, limit)
         .iter()
-        .map(|e| line(e, store, tz))
+        .map(|e| line(e, &store, tz))
         .collect()
 }
 

@@ -15,6 +15,7 @@
 //!   began (in the moment between the check and the store) that concerns a
 //!   stored fact is carried out once more, bounded by when it was asked.
 
+use crate::store::PeopleStore;
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
@@ -28,11 +29,11 @@ use crate::store::messages::StoredMessage;
 /// `messages` without the words said by someone before their latest
 /// forget-me, and without the bot's replies to those words.
 pub(super) fn without_the_forgotten(
-    store: &Store,
+    store: &PeopleStore,
     messages: Vec<StoredMessage>,
 ) -> Result<Vec<StoredMessage>, AskError> {
     let authors: Vec<UserId> = people(messages.iter().filter(|m| !m.is_self).map(|m| m.author_id));
-    let erased = last_erasures(store, &authors)?;
+    let erased = last_erasures(&store, &authors)?;
     if erased.is_empty() {
         return Ok(messages);
     }
@@ -57,12 +58,12 @@ pub(super) fn without_the_forgotten(
 /// person who asked to be forgotten at or after those words were said
 /// (`messages`: the batch the facts come from).
 pub(super) fn without_the_erased(
-    store: &Store,
+    store: &PeopleStore,
     facts: Vec<Fact>,
     messages: &[StoredMessage],
 ) -> Result<Vec<Fact>, AskError> {
     let concerned = people(facts.iter().flat_map(|f| involved(f, messages)));
-    let erased = last_erasures(store, &concerned)?;
+    let erased = last_erasures(&store, &concerned)?;
     if erased.is_empty() {
         return Ok(facts);
     }
@@ -134,11 +135,10 @@ fn people(ids: impl Iterator<Item = UserId>) -> Vec<UserId> {
 }
 
 fn last_erasures(
-    store: &Store,
+    store: &PeopleStore,
     users: &[UserId],
 ) -> Result<HashMap<UserId, DateTime<Utc>>, AskError> {
     store
-        .people()
         .last_erasures(users)
         .map_err(|source| AskError::StoreRead {
             what: "the erasure log",

@@ -234,7 +234,12 @@ impl Memory {
                 what: "the erasure log",
                 source,
             })
-            .and_then(|mark| Ok((mark, erased::without_the_forgotten(&self.store, messages)?)));
+            .and_then(|mark| {
+                Ok((
+                    mark,
+                    erased::without_the_forgotten(&self.store.people(), messages)?,
+                ))
+            });
         let (mark, messages) = match read {
             Ok(read) => read,
             Err(why) => {
@@ -260,7 +265,7 @@ impl Memory {
             .run_extraction(guild, channel, &messages, &withheld)
             .await
         {
-            Ok(facts) => match erased::without_the_erased(&self.store, facts, &messages) {
+            Ok(facts) => match erased::without_the_erased(&self.store.people(), facts, &messages) {
                 Ok(facts) => {
                     let stored =
                         self.store_extracted(guild, channel, &facts, messages.len(), (last, now));
@@ -520,7 +525,7 @@ impl Memory {
             ),
         };
         let known = super::search::search(
-            &self.store,
+            &self.store.memory(),
             reader,
             &text,
             self.clock.now(),

@@ -400,7 +400,7 @@ impl Memory {
         let settings = self.settings.for_guild(guild);
         let now = self.clock.now();
         let found = search::search(
-            &self.store,
+            &self.store.memory(),
             reader,
             text,
             now,

@@ -18,12 +18,12 @@
 //! direct message sees only the facts learned in direct messages with that
 //! person. The guild (or DM) filter is part of the full-text query itself.
 
+use crate::store::MemoryStore;
 use chrono::{DateTime, Utc};
 
 use super::fact::Fact;
 use super::keywords::keywords;
 use crate::ids::{GuildId, UserId};
-use crate::store::Store;
 
 /// Whose memory a search may read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,7 +70,7 @@ pub fn score(relevance: f64, fact: &Fact, now: DateTime<Utc>, half_life_days: f6
 
 /// The best `limit` facts for `text`, best first.
 pub fn search(
-    store: &Store,
+    store: &MemoryStore,
     reader: Reader,
     text: &str,
     now: DateTime<Utc>,
@@ -80,7 +80,7 @@ pub fn search(
     let Some(expr) = match_expr(text, reader) else {
         return Vec::new();
     };
-    let matches = match store.memory().search_facts(&expr, CANDIDATES.max(limit)) {
+    let matches = match store.search_facts(&expr, CANDIDATES.max(limit)) {
         Ok(m) => m,
         Err(e) => {
             tracing::warn!(error = %e, "memory search failed");

@@ -326,7 +326,7 @@ async fn llm_prompt(
     turn.system = "You are a small, fast helper inside a Discord bot. Do exactly what is asked, briefly, with no preamble.".into();
     // A level-2 reflex starts cold: the operator may give it what just happened here.
     let context = crate::journal::stream::prefix_for(
-        &s.store,
+        &s.store.journal(),
         settings,
         Role::Reflex,
         &match f.channel {
@@ -560,7 +560,7 @@ fn journal_summary(
         return Err(StepError::NoSummaryChannel);
     };
     let audience = summary::Audience::new(settings, f.guild, channel);
-    let lines = summary::what_i_did(&s.journal, &s.store, &audience, start, tz, 25);
+    let lines = summary::what_i_did(&s.journal, &s.store.messages(), &audience, start, tz, 25);
     value(if lines.is_empty() {
         format!("nothing yet ({since})")
     } else {

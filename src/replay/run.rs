@@ -477,7 +477,7 @@ impl Walk {
     fn catch_up(&mut self, sim: &Simulation) {
         let acts = sim.acts_since(self.acts_seen);
         for act in &acts {
-            let line = Line::act(act, &sim.app.store);
+            let line = Line::act(act, &sim.app.store.messages());
             if let Some(recent) = self.recent.get_mut(&line.channel_id) {
                 self.timeline.lines.extend(recent.drain(..));
             }

@@ -6,6 +6,7 @@
 //! another act as sent: two acts at the same moment in the same channel
 //! never borrow each other's reasons.
 
+use crate::store::MessageStore;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -14,7 +15,6 @@ use super::sim::Simulation;
 use super::transport::{Act, Doing};
 use crate::ids::MessageId;
 use crate::journal::{Entry, Filter, Kind};
-use crate::store::Store;
 
 /// Who a line is from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -76,7 +76,7 @@ impl Line {
         }
     }
 
-    pub fn act(act: &Act, store: &Store) -> Self {
+    pub fn act(act: &Act, store: &MessageStore) -> Self {
         let (at, channel, who, text, said, about) = match act {
             Act::Said {
                 at,
@@ -108,7 +108,7 @@ impl Line {
                 Some(*message),
             ),
         };
-        let name = store.messages().channel_name(channel).ok().flatten();
+        let name = store.channel_name(channel).ok().flatten();
         Self {
             at,
             channel_id: channel.get(),

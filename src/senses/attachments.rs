@@ -34,6 +34,7 @@
 //! the prompt as quoted text, and images as image parts, each after a line
 //! naming it.
 
+use crate::store::MessageStore;
 use std::sync::Arc;
 
 use base64::Engine as _;
@@ -46,7 +47,6 @@ use crate::executive::vision::unseen;
 use crate::executive::wire::{Message, Part, Speaker};
 use crate::net::{FetchError, Fetcher};
 use crate::settings::{AttachmentSettings, Settings};
-use crate::store::Store;
 use crate::store::messages::{Attachment, StoredMessage};
 
 /// Discord's attachment hosts.
@@ -101,14 +101,14 @@ pub struct Source<'a> {
 /// The attachments of `message` and of the message it replies to (when that
 /// one is stored, in the same channel), read as `reading` allows.
 pub async fn for_message(
-    store: &Store,
+    store: &MessageStore,
     settings: &Settings,
     message: &StoredMessage,
     reading: Reading,
 ) -> Shown {
     let replied = message
         .reply_to
-        .and_then(|id| store.messages().message(id).ok().flatten())
+        .and_then(|id| store.message(id).ok().flatten())
         .filter(|r| r.channel == message.channel && r.guild == message.guild);
     let mut sources = vec![Source {
         whose: format!("{}'s message", message.author_name),

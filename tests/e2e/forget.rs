@@ -22,7 +22,7 @@ const KEPT: &str = "erin keeps bees on the roof, KEPT-7781";
 
 fn context_summary(w: &World, guild: ambient::ids::GuildId) -> String {
     ambient::journal::stream::prefix_for(
-        &w.app.store,
+        &w.app.store.journal(),
         &w.app.settings.global(),
         ambient::executive::Role::Ambient,
         &ambient::journal::summary::Audience::public(&w.app.settings.global(), guild),

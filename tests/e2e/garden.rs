@@ -400,9 +400,13 @@ async fn the_agent_asking_for_ten_minutes_while_headroom_says_thirty_gets_thirty
         status.adaptive_moved && status.next_reason.starts_with("asked for"),
         "{status:?}"
     );
-    let widget =
-        ambient::commands::garden::widget(&w.app.store, Some(GUILD_A), true, w.clock.now())
-            .join("\n");
+    let widget = ambient::commands::garden::widget(
+        &w.app.store.garden(),
+        Some(GUILD_A),
+        true,
+        w.clock.now(),
+    )
+    .join("\n");
     assert!(widget.contains("next: ~30m (adaptive)"), "{widget}");
     assert!(widget.contains("last: 0s ago — looked around"), "{widget}");
     assert!(
@@ -821,7 +825,7 @@ async fn the_context_summary_holds_guild_as_events_and_none_of_guild_bs() {
     )
     .await;
     let summary = ambient::journal::stream::prefix_for(
-        &w.app.store,
+        &w.app.store.journal(),
         &w.app.settings.global(),
         ambient::executive::Role::Ambient,
         &ambient::journal::summary::Audience::public(&w.app.settings.global(), GUILD_A),
@@ -842,7 +846,7 @@ async fn the_context_summary_holds_guild_as_events_and_none_of_guild_bs() {
         "guild B stays out: {summary}"
     );
     let b = ambient::journal::stream::prefix_for(
-        &w.app.store,
+        &w.app.store.journal(),
         &w.app.settings.global(),
         ambient::executive::Role::Ambient,
         &ambient::journal::summary::Audience::public(&w.app.settings.global(), GUILD_B),
@@ -884,7 +888,7 @@ async fn the_context_summary_holds_guild_as_events_and_none_of_guild_bs() {
     s.executive.context_stream.window_minutes = 1440;
     let a = ambient::journal::summary::Audience::public(&s, GUILD_A);
     let day = |s: &ambient::settings::Settings| {
-        ambient::journal::stream::summary(&w.app.store, s, &a, then, chrono_tz::UTC)
+        ambient::journal::stream::summary(&w.app.store.journal(), s, &a, then, chrono_tz::UTC)
     };
     assert!(day(&s).is_some_and(|d| d.contains("is the meetup on friday")));
     s.executive.context_stream.retention_hours = 1;
@@ -1095,8 +1099,13 @@ async fn another_servers_cycle_never_reaches_this_servers_prompt_or_status() {
         asked.contains("Last garden cycle: never"),
         "A's own history only"
     );
-    let a = ambient::commands::garden::widget(&w.app.store, Some(GUILD_A), true, w.clock.now())
-        .join("\n");
+    let a = ambient::commands::garden::widget(
+        &w.app.store.garden(),
+        Some(GUILD_A),
+        true,
+        w.clock.now(),
+    )
+    .join("\n");
     assert!(
         !a.contains("secret launch") && a.contains("tended A"),
         "{a}"
@@ -1619,13 +1628,15 @@ async fn a_memory_pass_over_every_server_shows_no_figures_in_a_servers_status() 
     }
     let r = w.app.garden.cycle("test").await.unwrap();
     assert_eq!((r.guild, r.tended.merged), (None, 1));
-    let a = ambient::commands::garden::widget(&w.app.store, Some(GUILD_A), true, now).join("\n");
+    let a = ambient::commands::garden::widget(&w.app.store.garden(), Some(GUILD_A), true, now)
+        .join("\n");
     assert!(
         a.contains("last: 0s ago — a memory pass only, across all servers"),
         "{a}"
     );
     assert!(!a.contains("merged") && !a.contains("examined"), "{a}");
-    let operator = ambient::commands::garden::widget(&w.app.store, None, true, now).join("\n");
+    let operator =
+        ambient::commands::garden::widget(&w.app.store.garden(), None, true, now).join("\n");
     assert!(operator.contains("merged 1"), "{operator}");
 }
 
@@ -1648,7 +1659,7 @@ async fn contradiction_candidates_compare_only_the_freshest_facts_on_a_subject()
         ..Default::default()
     };
     let found = ambient::garden::pass::candidates(
-        &w.app.store,
+        &w.app.store.memory(),
         &g,
         GUILD_A,
         "",

@@ -317,12 +317,16 @@ async fn a_wake_the_store_would_not_save_still_comes() {
     );
     let next = w.app.garden.status().next_wake;
     assert_eq!(next, Some(cycles[0].next_wake_at.unwrap()));
-    assert_ne!(read_status(&w.app.store).next_wake, next, "not stored yet");
+    assert_ne!(
+        read_status(&w.app.store.garden()).next_wake,
+        next,
+        "not stored yet"
+    );
 
     // The store takes writes again: the next look stores the status, so
     // `ambient status` in another process sees it too.
     status_unwritable(&w, false);
     look(&w).await;
-    assert_eq!(read_status(&w.app.store).next_wake, next);
+    assert_eq!(read_status(&w.app.store.garden()).next_wake, next);
     assert_eq!(garden_requests(&w).len(), 2, "nothing ran twice");
 }

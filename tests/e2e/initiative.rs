@@ -656,7 +656,8 @@ async fn a_post_counts_for_the_status_and_the_journal_explains_it() {
     world.model.push(decide(json!({"action": "post", "channel": "general", "text": "hi all", "reason": "the room was quiet"})));
     world.tick().await;
     assert_eq!(
-        ambient::initiative::posts_last_24h(&world.app.store, GUILD_A, world.clock.now()).unwrap(),
+        ambient::initiative::posts_last_24h(&world.app.store.journal(), GUILD_A, world.clock.now())
+            .unwrap(),
         1
     );
     let post: Entry = world.journal(Kind::InitiativePost).remove(0);

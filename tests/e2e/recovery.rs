@@ -263,6 +263,7 @@ async fn a_post_whose_confirmation_failed_is_settled_before_the_next_look() {
     );
     assert_eq!(w.said().len(), 1, "not posted twice");
     let counted =
-        ambient::initiative::posts_last_24h(&w.app.store, GUILD_A, w.clock.now()).unwrap();
+        ambient::initiative::posts_last_24h(&w.app.store.journal(), GUILD_A, w.clock.now())
+            .unwrap();
     assert_eq!(counted, 1, "counted once against maxPostsPerDay");
 }

@@ -86,7 +86,7 @@ impl Process {
         let now = Utc::now();
         match self
             .leases
-            .fits(&self.store, role, cap, tokens, now)
+            .fits(&self.store.usage(), role, cap, tokens, now)
             .unwrap()
         {
             Leased::Fits => {
@@ -204,7 +204,7 @@ fn unspent_leases_come_back_when_given_back_or_expired() {
     assert!(a.call(cap, 1_000));
     let all = a
         .leases
-        .fits(&a.store, Role::Reply, cap, cap - 1_000, Utc::now());
+        .fits(&a.store.usage(), Role::Reply, cap, cap - 1_000, Utc::now());
     assert_eq!(all.unwrap(), Leased::Fits);
     assert!(!process(&pg).call(cap, 1_000), "A holds the day");
 
@@ -223,7 +223,7 @@ fn unspent_leases_come_back_when_given_back_or_expired() {
         "D's live lease is not another's"
     );
     let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(d.leases.give_back(&d.store));
+    rt.block_on(d.leases.give_back(&d.store.usage()));
     assert!(
         process(&pg).call(cap, rest),
         "D's unspent grant came back at its shutdown"
@@ -243,7 +243,7 @@ fn without_postgresql_a_process_falls_back_to_its_share_and_says_so() {
     for _ in 0..2 {
         assert_eq!(
             p.leases
-                .fits(&p.store, Role::Reply, 10_000, 100_000, Utc::now())
+                .fits(&p.store.usage(), Role::Reply, 10_000, 100_000, Utc::now())
                 .unwrap(),
             Leased::Unreachable
         );
@@ -276,7 +276,7 @@ fn without_postgresql_a_process_falls_back_to_its_share_and_says_so() {
         assert!(std::time::Instant::now() < back, "still falling back");
         let asked = p
             .leases
-            .fits(&p.store, Role::Reply, 10_000, 100, Utc::now());
+            .fits(&p.store.usage(), Role::Reply, 10_000, 100, Utc::now());
         assert_ne!(
             asked.unwrap(),
             Leased::Spent {
