@@ -223,13 +223,13 @@ impl Bot {
         let now = clock.now();
         for s in 0..scale.servers {
             let guild = scale.guild(s);
-            app.store
+            app.store()
                 .messages()
                 .upsert_guild(guild, &format!("Server {s}"), now)
                 .expect("a server stored");
             for k in 0..scale.per_server {
                 let (channel, _) = scale.subscription(s, k);
-                app.store
+                app.store()
                     .messages()
                     .upsert_channel(channel, Some(guild), &format!("feed-{k}"), now)
                     .expect("a channel stored");
@@ -278,7 +278,7 @@ impl Bot {
         for feed in 0..scale.feeds {
             let url = self.server.feed_url(feed);
             self.app
-                .store
+                .store()
                 .discovery()
                 .add_guild_source(scale.guild(0), "rss", &url, "user:7", now)
                 .expect("a source stored");
@@ -422,7 +422,7 @@ fn memory() -> Memory {
 /// The database's size (its pages, the write-ahead log's included) and the
 /// feeds tables' and their indexes' pages, in bytes.
 fn stored(bot: &Bot) -> (i64, i64) {
-    bot.app.store.file().flush();
+    bot.app.store().file().flush();
     let conn =
         rusqlite::Connection::open_with_flags(&bot.db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
             .unwrap_or_else(|e| panic!("{}: {e}", bot.db.display()));

@@ -77,7 +77,7 @@ fn pass(
     let mut total = pass::Tended::default();
     for g in 1..=guilds {
         total.add(&pass::tend(
-            store,
+            &store.into(),
             journal,
             settings,
             Some(GuildId(g)),
@@ -92,7 +92,7 @@ fn pass(
 fn fixture(n: usize, guilds: u64) -> (Store, Journal, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
-    let journal = Journal::new(store.clone(), std::sync::Arc::new(SystemClock));
+    let journal = Journal::new(store.journal(), std::sync::Arc::new(SystemClock));
     fill(&store, n, guilds, &mut StdRng::seed_from_u64(7));
     (store, journal, dir)
 }

@@ -104,19 +104,23 @@ fn memory_with_40() -> (Arc<Memory>, tempfile::TempDir, tokio::runtime::Runtime)
     let clock = Arc::new(SystemClock);
     let mut settings = Settings::default();
     settings.executive.ollama_base_url = "http://127.0.0.1:9".into();
-    let service = Arc::new(SettingsService::new(settings, store.clone(), clock.clone()));
-    let journal = Journal::new(store.clone(), clock.clone());
+    let service = Arc::new(SettingsService::new(
+        settings,
+        store.overrides(),
+        clock.clone(),
+    ));
+    let journal = Journal::new(store.journal(), clock.clone());
     let exec = Arc::new(rt.block_on(Executive::new(
         service.clone(),
         Secrets::default(),
-        store.clone(),
+        (&store).into(),
         journal.clone(),
         clock.clone(),
         Chance::seeded(1),
         Prompts::builtin(),
         None,
     )));
-    let memory = Memory::new(store, service, journal, clock.clone(), exec);
+    let memory = Memory::new((&store).into(), service, journal, clock.clone(), exec);
     let words: Vec<String> = (0..VOCABULARY).map(word).collect();
     let mut rng = StdRng::seed_from_u64(3);
     for _ in 0..40 {

@@ -171,10 +171,14 @@ fn year(servers: u64, days: u64, settings: Settings) -> (Vec<(u64, f64)>, Holds)
     let store = Store::open(dir.path()).unwrap();
     let start = Utc.with_ymd_and_hms(2025, 1, 1, 0, 0, 0).unwrap();
     let clock = ManualClock::new(start);
-    let journal = Journal::new(store.clone(), clock.clone());
-    let settings = Arc::new(SettingsService::new(settings, store.clone(), clock.clone()));
+    let journal = Journal::new(store.journal(), clock.clone());
+    let settings = Arc::new(SettingsService::new(
+        settings,
+        store.overrides(),
+        clock.clone(),
+    ));
     let upkeep =
-        Upkeep::new(store.clone(), settings, journal.clone(), clock.clone()).with_pace(Pace {
+        Upkeep::new((&store).into(), settings, journal.clone(), clock.clone()).with_pace(Pace {
             rest: Duration::ZERO,
             ..Pace::default()
         });

@@ -6,6 +6,9 @@
 //! [`Running::stop`] on the way out. Nothing else creates services.
 
 mod backups;
+mod stores;
+
+pub use stores::{attach, attach_with};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -48,7 +51,9 @@ use crate::voice::transcribe::Transcriber;
 pub struct App {
     pub settings: Arc<SettingsService>,
     pub secrets: Secrets,
-    pub store: Store,
+    /// The whole store: the front ends cut their handles from it with
+    /// [`App::stores`]; only the roots (this and `cli`) and tests hold it whole.
+    store: Store,
     pub journal: Journal,
     pub clock: SharedClock,
     pub chance: Arc<Chance>,
@@ -132,21 +137,25 @@ impl Base {
         })?;
         let ledger = "cannot open the people ledger (storage.sharedDir or storage.sharedUrl)";
         let shared = people::shared_db_if_set(&settings.storage, &secrets).context(ledger)?;
-        let store = people::attach_with(store, &settings, shared.clone()).context(ledger)?;
+        let store = attach_with(store, &settings, shared.clone()).context(ledger)?;
         let metrics = Arc::new(crate::metrics::Metrics::new(settings.metrics.per_guild));
-        let settings = Arc::new(SettingsService::new(settings, store.clone(), clock.clone()));
-        let journal = Journal::with_metrics(store.clone(), clock.clone(), metrics);
+        let settings = Arc::new(SettingsService::new(
+            settings,
+            store.overrides(),
+            clock.clone(),
+        ));
+        let journal = Journal::with_metrics(store.journal(), clock.clone(), metrics);
         let spine = Spine::new(journal.clone(), settings.clone(), clock.clone());
         let transport = transport(&store);
         let me = transport.me().id;
         let speech = Arc::new(Speech::new(
             transport,
-            store.clone(),
+            (&store).into(),
             settings.clone(),
             clock.clone(),
         ));
         let senses = Senses::new(
-            store.clone(),
+            (&store).into(),
             settings.clone(),
             spine.clone(),
             clock.clone(),
@@ -179,7 +188,7 @@ impl Base {
             Executive::new(
                 self.settings.clone(),
                 self.secrets.clone(),
-                self.store.clone(),
+                (&self.store).into(),
                 self.journal.clone(),
                 self.clock.clone(),
                 self.chance.clone(),
@@ -197,7 +206,7 @@ impl Base {
         impulses: &Arc<Impulses>,
     ) -> Arc<Reflexes> {
         Reflexes::new(Services {
-            store: self.store.clone(),
+            store: (&self.store).into(),
             settings: self.settings.clone(),
             secrets: self.secrets.clone(),
             journal: self.journal.clone(),
@@ -225,7 +234,7 @@ impl Base {
             executive.clone(),
             self.spine.clone(),
             self.settings.clone(),
-            self.store.clone(),
+            (&self.store).into(),
             self.clock.clone(),
             memory.clone(),
             ReplyTools {
@@ -240,7 +249,7 @@ impl Base {
             reflexes: reflexes.clone(),
         }));
         self.spine.registry.register(Arc::new(ImpulseHandler {
-            store: self.store.clone(),
+            store: (&self.store).into(),
             settings: self.settings.clone(),
             journal: self.journal.clone(),
             clock: self.clock.clone(),
@@ -259,7 +268,7 @@ impl Base {
         impulses: &Arc<Impulses>,
     ) -> Arc<Garden> {
         let garden = Garden::new(
-            self.store.clone(),
+            (&self.store).into(),
             self.settings.clone(),
             self.journal.clone(),
             self.clock.clone(),
@@ -278,7 +287,7 @@ impl Base {
     fn voice(&self) -> Arc<Voice> {
         Voice::new(
             crate::voice::listener::Services {
-                store: self.store.clone(),
+                store: (&self.store).into(),
                 settings: self.settings.clone(),
                 journal: self.journal.clone(),
                 clock: self.clock.clone(),
@@ -286,7 +295,7 @@ impl Base {
                 transcriber: Arc::new(Transcriber::new(
                     self.settings.clone(),
                     self.secrets.clone(),
-                    self.store.clone(),
+                    (&self.store).into(),
                     self.clock.clone(),
                 )),
                 secrets: self.secrets.clone(),
@@ -304,7 +313,7 @@ impl Base {
     ) -> Arc<Initiative> {
         let initiative = Initiative::new(
             self.settings.clone(),
-            self.store.clone(),
+            (&self.store).into(),
             self.journal.clone(),
             self.clock.clone(),
             self.chance.clone(),
@@ -323,6 +332,19 @@ impl Base {
 }
 
 impl App {
+    /// The store whole, for the roots (`cli`) and tests: a module is given its handles instead.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The handles a front end's `Stores` names (`let store: dashboard::Stores = app.stores();`),
+    /// cut from the one store: the whole of it stays here.
+    pub fn stores<T>(&self) -> T
+    where
+        T: for<'a> From<&'a Store>,
+    {
+        (&self.store).into()
+    }
     /// Opens the store and builds every service. `transport` is made once the
     /// store exists (the console's transport reads channel names from it).
     ///
@@ -345,7 +367,7 @@ impl App {
         let b = Base::open(settings, secrets, clock, chance, sharing, transport)?;
         // What people asked on the other processes' servers holds here
         // before this one hears anyone: before the gateway connects.
-        let people = People::new(&b.store, &b.journal);
+        let people = People::new(&(&b.store).into(), &b.journal);
         if let Some(p) = &people {
             p.catch_up().context(
                 "cannot apply the people ledger (storage.sharedDir or storage.sharedUrl)",
@@ -358,14 +380,14 @@ impl App {
         }
         let mut notices = executive.unavailable_summary();
         let memory = Memory::new(
-            b.store.clone(),
+            (&b.store).into(),
             b.settings.clone(),
             b.journal.clone(),
             b.clock.clone(),
             executive.clone(),
         );
         let impulses = Impulses::new(
-            b.store.clone(),
+            (&b.store).into(),
             b.settings.clone(),
             b.journal.clone(),
             b.clock.clone(),
@@ -380,13 +402,13 @@ impl App {
         let garden = b.garden(&executive, &memory, &impulses);
         let discovery = Discovery::new(
             b.settings.clone(),
-            b.store.clone(),
+            (&b.store).into(),
             b.journal.clone(),
             b.clock.clone(),
         );
         let feeds = Feeds::new(crate::feeds::Services {
             settings: b.settings.clone(),
-            store: b.store.clone(),
+            store: (&b.store).into(),
             journal: b.journal.clone(),
             clock: b.clock.clone(),
             transport: b.speech.transport().clone(),
@@ -403,7 +425,7 @@ impl App {
             discovery.clone(),
         ));
         let upkeep = Arc::new(Upkeep::new(
-            b.store.clone(),
+            (&b.store).into(),
             b.settings.clone(),
             b.journal.clone(),
             b.clock.clone(),

@@ -39,6 +39,42 @@
 //! | 17 | `store` | SQLite: every table and migration |
 //! | 18 | `vocab`, `metrics` | the nouns several layers share and the store keeps; the Prometheus families |
 //! | 19 | `when`, `words`, `ids`, `clock`, `backoff` | times in words, numbers in words, ids, the clock, retry waits |
+//!
+//! # The store's handles, by module
+//!
+//! The store is split by family of tables (`store::handles`): a module is
+//! given only the handles of the tables it reads or writes, and names no
+//! other. `app` (the composition root) and `cli` (the commands that open a
+//! data directory) hold the whole `Store` and cut the handles from it; a
+//! module not listed here touches no table. The e2e test `layers` holds
+//! each module's code (outside its tests) to its line.
+//!
+//! | module | handles |
+//! |--------|---------|
+//! | `attention` | `MessageStore` |
+//! | `commands` | `MessageStore`, `MemoryStore`, `JournalStore`, `UsageStore`, `InitiativeStore`, `PeopleStore`, `ImpulseStore`, `GardenStore`, `GuildStore` |
+//! | `console` | `MessageStore` |
+//! | `courtesy` | `MessageStore`, `PeopleStore` |
+//! | `dashboard` | `MessageStore`, `MemoryStore`, `JournalStore`, `UsageStore`, `InitiativeStore`, `PeopleStore`, `DiscoveryStore`, `FeedStore`, `ImpulseStore`, `GardenStore`, `OverrideStore`, `GuildStore` |
+//! | `discord` | `MessageStore`, `GuildStore`, `FileStore` |
+//! | `discovery` | `MessageStore`, `DiscoveryStore`, `FeedStore` |
+//! | `executive` | `MessageStore`, `UsageStore` |
+//! | `feeds` | `MessageStore`, `DiscoveryStore`, `FeedStore` |
+//! | `garden` | `MessageStore`, `MemoryStore`, `JournalStore`, `UsageStore`, `InitiativeStore`, `ImpulseStore`, `GardenStore` |
+//! | `health` | `UsageStore`, `FileStore` |
+//! | `impulses` | `MessageStore`, `InitiativeStore`, `PeopleStore`, `ImpulseStore` |
+//! | `initiative` | `MessageStore`, `JournalStore`, `UsageStore`, `InitiativeStore`, `PeopleStore` |
+//! | `journal` | `MessageStore`, `JournalStore` |
+//! | `memory` | `MessageStore`, `MemoryStore`, `PeopleStore` |
+//! | `permissions` | `PeopleStore` |
+//! | `reflexes` | `MessageStore`, `JournalStore`, `PeopleStore`, `ImpulseStore` |
+//! | `replay` | `MessageStore`, `UsageStore`, `InitiativeStore`, `ImpulseStore` |
+//! | `reply` | `MessageStore`, `JournalStore`, `UsageStore`, `InitiativeStore`, `PeopleStore` |
+//! | `senses` | `MessageStore`, `PeopleStore`, `DiscoveryStore` |
+//! | `settings` | `OverrideStore` |
+//! | `speech` | `MessageStore`, `PeopleStore` |
+//! | `upkeep` | `JournalStore`, `OverrideStore`, `FileStore` |
+//! | `voice` | `MessageStore`, `UsageStore`, `PeopleStore`, `VoiceStore` |
 
 pub mod app;
 pub mod attention;

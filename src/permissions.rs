@@ -14,7 +14,7 @@
 use crate::attention::{MessagePercept, Place};
 use crate::ids::{ChannelId, RoleId, UserId};
 use crate::settings::{DmPolicy, Settings};
-use crate::store::Store;
+use crate::store::PeopleStore;
 
 /// What a pairing code is made of: capitals and digits without the ones
 /// people mistake for each other (0 O, 1 I L).
@@ -53,7 +53,7 @@ pub fn invisible_because(
 }
 
 /// Why the author of `m` may not talk to the bot, or `None` if they may.
-pub fn refusal(settings: &Settings, store: &Store, m: &MessagePercept) -> Option<Refused> {
+pub fn refusal(settings: &Settings, store: &PeopleStore, m: &MessagePercept) -> Option<Refused> {
     let author = m.message.author_id;
     if settings.discord.owner_user_ids.contains(&author) {
         return None;
@@ -100,7 +100,7 @@ pub fn role_refusal(settings: &Settings, roles: Option<&[RoleId]>) -> Option<Ref
 /// `discord.dms` applied to the author of a direct message. Under
 /// `pairing`, a store read that fails refuses: an approval the bot cannot
 /// read is one it must not assume.
-pub fn dm_refusal(settings: &Settings, store: &Store, author: UserId) -> Option<Refused> {
+pub fn dm_refusal(settings: &Settings, store: &PeopleStore, author: UserId) -> Option<Refused> {
     let d = &settings.discord;
     match d.dm_policy() {
         DmPolicy::Open => None,
@@ -111,7 +111,7 @@ pub fn dm_refusal(settings: &Settings, store: &Store, author: UserId) -> Option<
             tell: "Sorry, I only answer direct messages from people my operator has allowed.",
             may_pair: false,
         }),
-        DmPolicy::Pairing => match store.people().is_paired(author) {
+        DmPolicy::Pairing => match store.is_paired(author) {
             Ok(true) => None,
             Ok(false) => Some(Refused {
                 gate: "dms",
@@ -171,6 +171,7 @@ pub fn channel_invisible_because(settings: &Settings, channel: ChannelId) -> Opt
 mod tests {
     use super::*;
     use crate::ids::GuildId;
+    use crate::store::Store;
 
     #[test]
     fn blocks_and_allow_lists_hide_things() {
@@ -238,55 +239,58 @@ mod tests {
         let mut s = Settings::default();
         let member = said(Some(vec![RoleId(1), RoleId(2)]), Some(1));
         assert_eq!(
-            refusal(&s, &store(), &member),
+            refusal(&s, &store().people(), &member),
             None,
             "no roles named: everyone"
         );
-        assert_eq!(refusal(&s, &store(), &said(None, Some(1))), None);
+        assert_eq!(refusal(&s, &store().people(), &said(None, Some(1))), None);
         s.permissions.roles.allowed = vec![RoleId(2)];
-        assert_eq!(refusal(&s, &store(), &member), None);
+        assert_eq!(refusal(&s, &store().people(), &member), None);
         let other = said(Some(vec![RoleId(3)]), Some(1));
-        assert_eq!(refusal(&s, &store(), &other).unwrap().gate, "roles");
+        assert_eq!(
+            refusal(&s, &store().people(), &other).unwrap().gate,
+            "roles"
+        );
         assert!(
-            refusal(&s, &store(), &said(None, Some(1))).is_some(),
+            refusal(&s, &store().people(), &said(None, Some(1))).is_some(),
             "unknown roles fail closed"
         );
         s.permissions.roles.blocked = vec![RoleId(1)];
         assert!(
-            refusal(&s, &store(), &member)
+            refusal(&s, &store().people(), &member)
                 .unwrap()
                 .reason
                 .contains("role 1, which is in permissions.roles.blocked"),
             "a blocked role wins over an allowed one"
         );
         s.discord.owner_user_ids = vec![UserId(5)];
-        assert_eq!(refusal(&s, &store(), &member), None);
+        assert_eq!(refusal(&s, &store().people(), &member), None);
     }
 
     #[test]
     fn the_dm_policy_decides_direct_messages_and_the_older_switch_still_counts() {
         let mut s = Settings::default();
         let dm = said(None, None);
-        assert_eq!(refusal(&s, &store(), &dm), None, "open by default");
+        assert_eq!(refusal(&s, &store().people(), &dm), None, "open by default");
         s.permissions.roles.allowed = vec![RoleId(2)];
         assert_eq!(
-            refusal(&s, &store(), &dm),
+            refusal(&s, &store().people(), &dm),
             None,
             "roles do not apply to DMs"
         );
         s.discord.dms = DmPolicy::Allowlist;
-        assert_eq!(refusal(&s, &store(), &dm).unwrap().gate, "dms");
+        assert_eq!(refusal(&s, &store().people(), &dm).unwrap().gate, "dms");
         s.discord.dm_allowlist = vec![UserId(5)];
-        assert_eq!(refusal(&s, &store(), &dm), None);
+        assert_eq!(refusal(&s, &store().people(), &dm), None);
         s.discord.dms = DmPolicy::Open;
         s.discord.allow_dms = Some(false);
         assert!(
-            refusal(&s, &store(), &dm)
+            refusal(&s, &store().people(), &dm)
                 .unwrap()
                 .reason
                 .contains("discord.allowDms is false")
         );
         s.discord.owner_user_ids = vec![UserId(5)];
-        assert_eq!(refusal(&s, &store(), &dm), None);
+        assert_eq!(refusal(&s, &store().people(), &dm), None);
     }
 }

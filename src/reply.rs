@@ -44,6 +44,7 @@
 //! per conversation — never a stack trace — and after that only a 💤
 //! reaction, so it is not nagged. Unsolicited attempts fail silently.
 
+use crate::store::{InitiativeStore, JournalStore, MessageStore, PeopleStore, UsageStore};
 mod web;
 
 use std::collections::HashMap;
@@ -76,7 +77,6 @@ use crate::senses::attachments::{self, Reading, Shown};
 use crate::settings::{Secrets, SettingsService};
 use crate::speech::Speech;
 use crate::speech::stream::Streamed;
-use crate::store::Store;
 use crate::store::pairing::PairingCode;
 
 /// What a reply turn offers beyond memory: the journal ("why did you do
@@ -106,7 +106,7 @@ pub struct ReplyHandler {
     executive: Arc<Executive>,
     spine: Arc<Spine>,
     settings: Arc<SettingsService>,
-    store: Store,
+    store: Stores,
     clock: SharedClock,
     memory: Arc<Memory>,
     tools: ReplyTools,
@@ -164,7 +164,7 @@ impl ReplyHandler {
         executive: Arc<Executive>,
         spine: Arc<Spine>,
         settings: Arc<SettingsService>,
-        store: Store,
+        store: Stores,
         clock: SharedClock,
         memory: Arc<Memory>,
         tools: ReplyTools,
@@ -196,7 +196,7 @@ impl ReplyHandler {
                 files: true,
             }
         };
-        attachments::for_message(&self.store.messages(), &settings, &m.message, reading).await
+        attachments::for_message(&self.store.messages, &settings, &m.message, reading).await
     }
 
     fn render(
@@ -209,7 +209,7 @@ impl ReplyHandler {
         let settings = self.settings.for_guild(place.guild);
         let history = self
             .store
-            .messages()
+            .messages
             .recent_messages(
                 place.channel,
                 settings.executive.reply_history_messages as usize,
@@ -220,14 +220,14 @@ impl ReplyHandler {
             persona: settings.bot.persona.clone(),
             guild_name: place
                 .guild
-                .and_then(|g| self.store.messages().guild_name(g).ok().flatten())
+                .and_then(|g| self.store.messages.guild_name(g).ok().flatten())
                 .unwrap_or_default(),
             channel_name: m
                 .channel_name
                 .clone()
                 .or_else(|| {
                     self.store
-                        .messages()
+                        .messages
                         .channel_name(place.channel)
                         .ok()
                         .flatten()
@@ -295,7 +295,7 @@ impl ReplyHandler {
         let mut tools = vec![
             journal_search(
                 &self.tools.journal,
-                &self.store,
+                &(&self.store).into(),
                 &self.clock,
                 Audience::new(
                     &self.settings.for_guild(place.guild),
@@ -328,7 +328,7 @@ impl ReplyHandler {
             let unavailable = gifs::unavailable_for_replies(
                 &settings,
                 &self.tools.secrets,
-                &self.store,
+                &(&self.store).into(),
                 g,
                 self.clock.now(),
             );
@@ -336,7 +336,7 @@ impl ReplyHandler {
                 tools.push(gifs::reply_tool(
                     self.settings.clone(),
                     self.tools.secrets.clone(),
-                    self.store.clone(),
+                    (&self.store).into(),
                     self.clock.clone(),
                     g,
                 ));
@@ -732,7 +732,7 @@ impl ReplyHandler {
             created_at: now,
             expires_at: now + chrono::Duration::minutes(i64::from(minutes)),
         };
-        match self.store.people().save_pairing_code(&code) {
+        match self.store.people.save_pairing_code(&code) {
             Ok(()) => {
                 entry.reason.push_str("; gave them a pairing code");
                 format!(
@@ -772,7 +772,7 @@ impl ReplyHandler {
         } else {
             match self
                 .store
-                .people()
+                .people
                 .claim_access_notice(author, self.clock.now())
             {
                 Ok(false) => {
@@ -935,14 +935,14 @@ impl Handler for ReplyHandler {
         }
         let place = m.place();
         let settings = self.settings.for_guild(place.guild);
-        if let Some(refused) = crate::permissions::refusal(&settings, &self.store, m) {
+        if let Some(refused) = crate::permissions::refusal(&settings, &self.store.people, m) {
             return self.refused(m, &refused, unprompted).await;
         }
         let now = self.clock.now();
         if unprompted {
             if let Err(r) = crate::courtesy::unprompted_to(
                 &settings,
-                &self.store,
+                &(&self.store).into(),
                 place.guild,
                 place.channel,
                 Some(m.message.author_id),
@@ -959,6 +959,52 @@ impl Handler for ReplyHandler {
         self.mark_active(m);
         let _typing = self.speech.transport().typing(m.message.channel);
         self.answer(m).await
+    }
+}
+
+/// The store's handles this module uses, one per family of tables (see
+/// `store::handles`): what it may read and write, and nothing else.
+#[derive(Clone)]
+pub struct Stores {
+    /// Messages, and the names of servers and channels.
+    pub messages: MessageStore,
+    /// The journal and the context stream.
+    pub journal: JournalStore,
+    /// What model calls cost.
+    pub usage: UsageStore,
+    /// Pending thoughts and the outbox.
+    pub initiative: InitiativeStore,
+    /// Boundaries, hushes, forget-me, access.
+    pub people: PeopleStore,
+}
+
+impl From<&Stores> for crate::courtesy::Stores {
+    fn from(s: &Stores) -> Self {
+        Self {
+            messages: s.messages.clone(),
+            people: s.people.clone(),
+        }
+    }
+}
+
+impl From<&Stores> for crate::executive::Stores {
+    fn from(s: &Stores) -> Self {
+        Self {
+            messages: s.messages.clone(),
+            usage: s.usage.clone(),
+        }
+    }
+}
+
+impl From<&Stores> for crate::initiative::Stores {
+    fn from(s: &Stores) -> Self {
+        Self {
+            messages: s.messages.clone(),
+            journal: s.journal.clone(),
+            usage: s.usage.clone(),
+            initiative: s.initiative.clone(),
+            people: s.people.clone(),
+        }
     }
 }
 

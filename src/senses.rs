@@ -23,6 +23,7 @@
 //! - `attachments`: what a message's images and files become for the model
 //!   (`images` prepares a picture, `text_files` reads and quotes text)
 
+use crate::store::{DiscoveryStore, MessageStore, PeopleStore};
 pub(crate) mod attachments;
 pub(crate) mod images;
 pub(crate) mod text_files;
@@ -35,8 +36,8 @@ use crate::clock::SharedClock;
 use crate::ids::{ChannelId, UserId};
 use crate::permissions;
 use crate::settings::SettingsService;
+use crate::store::StoreError;
 use crate::store::messages::{Commit, Seen};
-use crate::store::{Store, StoreError};
 
 /// What became of a percept.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,7 +54,7 @@ pub enum Perceived {
 
 #[derive(Clone)]
 pub struct Senses {
-    store: Store,
+    store: Stores,
     settings: Arc<SettingsService>,
     spine: Arc<Spine>,
     clock: SharedClock,
@@ -68,7 +69,7 @@ type Names = (Option<String>, Option<String>);
 
 impl Senses {
     pub fn new(
-        store: Store,
+        store: Stores,
         settings: Arc<SettingsService>,
         spine: Arc<Spine>,
         clock: SharedClock,
@@ -119,7 +120,7 @@ impl Senses {
         if let Percept::Message(m) = &percept
             && m.place().is_dm()
             && !m.message.is_self
-            && let Some(refused) = permissions::refusal(&settings, &self.store, m)
+            && let Some(refused) = permissions::refusal(&settings, &self.store.people, m)
         {
             self.spine.submit(Input::Percept(percept));
             return Ok(Perceived::Refused(refused.gate));
@@ -138,12 +139,9 @@ impl Senses {
             }
             Percept::Edit {
                 id, content, at, ..
-            } => (
-                self.store.messages().edit_message(*id, content, *at)?,
-                false,
-            ),
+            } => (self.store.messages.edit_message(*id, content, *at)?, false),
             Percept::Delete { id, at, .. } => {
-                (self.store.messages().delete_message(*id, *at)?, false)
+                (self.store.messages.delete_message(*id, *at)?, false)
             }
             Percept::Reaction {
                 place,
@@ -154,7 +152,7 @@ impl Senses {
                 at,
             } => {
                 if *added {
-                    self.store.discovery().record_reaction(
+                    self.store.discovery.record_reaction(
                         *message,
                         user.id,
                         emoji,
@@ -164,7 +162,7 @@ impl Senses {
                     )?;
                 } else {
                     self.store
-                        .discovery()
+                        .discovery
                         .remove_reaction(*message, user.id, emoji)?;
                 }
                 (true, *added)
@@ -183,7 +181,7 @@ impl Senses {
     fn store_message(&self, m: &MessagePercept, may_group: bool) -> Result<bool, StoreError> {
         let grouped = may_group && m.message.guild.is_some();
         let names_known = self.names_known(m);
-        let new = self.store.messages().insert_seen(
+        let new = self.store.messages.insert_seen(
             &Seen {
                 message: &m.message,
                 guild_name: m.guild_name.as_deref().filter(|_| !names_known),
@@ -212,4 +210,16 @@ impl Senses {
     fn lock_names(&self) -> std::sync::MutexGuard<'_, HashMap<ChannelId, Names>> {
         self.names.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// The store's handles this module uses, one per family of tables (see
+/// `store::handles`): what it may read and write, and nothing else.
+#[derive(Clone)]
+pub struct Stores {
+    /// Messages, and the names of servers and channels.
+    pub messages: MessageStore,
+    /// Boundaries, hushes, forget-me, access.
+    pub people: PeopleStore,
+    /// Feed sources and their items.
+    pub discovery: DiscoveryStore,
 }

@@ -37,7 +37,7 @@
 //! sends `allowed_mentions` with exactly those users, and `replied_user`
 //! only when the person answered may be pinged.
 
-use crate::store::MessageStore;
+use crate::store::{MessageStore, PeopleStore};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -51,9 +51,9 @@ use crate::executive::StopReason;
 use crate::ids::{ChannelId, MessageId, UserId};
 use crate::permissions;
 use crate::settings::SettingsService;
+use crate::store::StoreError;
 use crate::store::boundaries::Boundary;
 use crate::store::messages::StoredMessage;
-use crate::store::{Store, StoreError};
 
 pub(crate) mod stream;
 
@@ -93,7 +93,7 @@ pub enum SpeechError {
 
 pub struct Speech {
     transport: Arc<dyn Transport>,
-    store: Store,
+    store: Stores,
     settings: Arc<SettingsService>,
     clock: SharedClock,
     /// Channels whose last send was refused, and when.
@@ -107,7 +107,7 @@ pub struct Speech {
 impl Speech {
     pub fn new(
         transport: Arc<dyn Transport>,
-        store: Store,
+        store: Stores,
         settings: Arc<SettingsService>,
         clock: SharedClock,
     ) -> Self {
@@ -145,7 +145,7 @@ impl Speech {
         {
             return Err(Undeliverable::Refused(why.clone()).into());
         }
-        hourly_room(&self.store.messages(), &settings, place.channel, now)
+        hourly_room(&self.store.messages, &settings, place.channel, now)
     }
 
     fn lock_refused(
@@ -199,7 +199,7 @@ impl Speech {
     /// the answered author is addressed.
     fn addressing(&self, reply_to: Option<MessageId>, also: &[UserId]) -> Addressing {
         let answered = reply_to
-            .and_then(|id| self.store.messages().message(id).ok().flatten())
+            .and_then(|id| self.store.messages.message(id).ok().flatten())
             .filter(|m| !m.is_self);
         let author = answered.as_ref().map(|m| m.author_id);
         let mut pings: Vec<UserId> = also.iter().copied().chain(author).collect();
@@ -208,7 +208,7 @@ impl Speech {
         // Unreadable boundaries fail closed: a name instead of a ping costs nothing.
         let unpingable = self
             .store
-            .people()
+            .people
             .with_boundary(&pings, Boundary::NoPing)
             .unwrap_or_else(|_| pings.iter().copied().collect());
         pings.retain(|u| !unpingable.contains(u));
@@ -240,7 +240,7 @@ impl Speech {
             addressee,
         } = self.addressing(reply_to, also);
         let text = neutralise_mentions(text, &pings, |u| {
-            self.store.messages().author_name(u).ok().flatten()
+            self.store.messages.author_name(u).ok().flatten()
         });
         let text = text.trim();
         if text.is_empty() {
@@ -342,7 +342,7 @@ impl Speech {
     async fn post(&self, place: Place, outgoing: &Outgoing) -> Result<MessageId, SpeechError> {
         let me = self.transport.me();
         let provisional = crate::store::messages::provisional_id(&outgoing.nonce);
-        self.store.messages().insert_message(&StoredMessage {
+        self.store.messages.insert_message(&StoredMessage {
             author_is_bot: true,
             is_self: true,
             reply_to: outgoing.reply_to,
@@ -359,11 +359,11 @@ impl Speech {
         let id = match self.send(place.channel, outgoing).await {
             Ok(id) => id,
             Err(e) => {
-                self.store.messages().forget_unsent(provisional)?;
+                self.store.messages.forget_unsent(provisional)?;
                 return Err(e.into());
             }
         };
-        self.store.messages().confirm_message(provisional, id)?;
+        self.store.messages.confirm_message(provisional, id)?;
         Ok(id)
     }
 
@@ -614,10 +614,21 @@ fn best_break(window: &str) -> Option<usize> {
         .or_else(|| after(" "))
 }
 
+/// The store's handles this module uses, one per family of tables (see
+/// `store::handles`): what it may read and write, and nothing else.
+#[derive(Clone)]
+pub struct Stores {
+    /// Messages, and the names of servers and channels.
+    pub messages: MessageStore,
+    /// Boundaries, hushes, forget-me, access.
+    pub people: PeopleStore,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::clock::Clock;
+    use crate::store::Store;
 
     #[test]
     fn short_text_is_one_part() {
@@ -856,11 +867,11 @@ mod tests {
         let store = Store::open_in_memory().unwrap();
         let settings = Arc::new(SettingsService::new(
             crate::settings::Settings::default(),
-            store.clone(),
+            store.overrides(),
             clock.clone(),
         ));
         let platform = Arc::new(RefusesReplies(std::sync::Mutex::default()));
-        let speech = Speech::new(platform.clone(), store.clone(), settings, clock.clone());
+        let speech = Speech::new(platform.clone(), (&store).into(), settings, clock.clone());
         let place = Place {
             guild: None,
             channel: ChannelId(7),

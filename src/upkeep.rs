@@ -12,6 +12,7 @@
 //! The pass runs on a blocking thread (SQLite work is synchronous) and
 //! stops between two batches when the bot stops.
 
+use crate::store::{FileStore, JournalStore, OverrideStore};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -22,8 +23,8 @@ use crate::clock::SharedClock;
 use crate::journal::{Entry, Journal, Kind, stream};
 use crate::settings::SettingsService;
 use crate::settings::retention::PREFIX;
+use crate::store::StoreError;
 use crate::store::retention::{Holds, Pace, Policy, Swept};
-use crate::store::{Store, StoreError};
 
 /// The first pass, this long after start: soon, but after the start's own
 /// burst of work (backfill, the first ticks).
@@ -36,7 +37,7 @@ pub const EVERY: Duration = Duration::from_secs(60 * 60);
 const VACUUM_STEP_PAGES: u32 = 1024;
 
 pub struct Upkeep {
-    store: Store,
+    store: Stores,
     settings: Arc<SettingsService>,
     journal: Journal,
     clock: SharedClock,
@@ -58,7 +59,7 @@ pub struct Pass {
 
 impl Upkeep {
     pub fn new(
-        store: Store,
+        store: Stores,
         settings: Arc<SettingsService>,
         journal: Journal,
         clock: SharedClock,
@@ -86,7 +87,7 @@ impl Upkeep {
             operator: self.settings.global().storage.retention.keep(),
             ..Default::default()
         };
-        for guild in self.store.overrides().guilds_overriding(PREFIX)? {
+        for guild in self.store.overrides.guilds_overriding(PREFIX)? {
             let theirs = self
                 .settings
                 .for_guild(Some(guild))
@@ -102,17 +103,17 @@ impl Upkeep {
     pub fn pass(&self, go_on: &dyn Fn() -> bool) -> Result<Pass, StoreError> {
         let policy = self.policy()?;
         let now = self.clock.now();
-        let swept = self.store.file().sweep(&policy, now, self.pace, go_on)?;
+        let swept = self.store.file.sweep(&policy, now, self.pace, go_on)?;
         // The context stream's own lines: a day's worth at most, one short delete.
-        stream::cleanup(&self.store.journal(), &self.settings.global(), now);
+        stream::cleanup(&self.store.journal, &self.settings.global(), now);
         let mut holds = swept.holds.clone();
-        let pages_returned = self.store.file().give_back_space(
+        let pages_returned = self.store.file.give_back_space(
             VACUUM_STEP_PAGES,
             self.pace.rest,
             go_on,
             &mut holds,
         )?;
-        let log_emptied = self.store.file().checkpoint()?;
+        let log_emptied = self.store.file.checkpoint()?;
         if swept.total() > 0 {
             self.journal.record(
                 Entry::new(
@@ -146,7 +147,7 @@ impl Upkeep {
         if swept.stopped {
             parts.push("stopped with the bot; the rest goes next time".into());
         }
-        if let Ok(space) = self.store.file().space() {
+        if let Ok(space) = self.store.file.space() {
             if space.gives_back {
                 parts.push(format!(
                     "{} KiB given back to the disk, the database is {} KiB",
@@ -203,4 +204,16 @@ impl Upkeep {
             }
         }
     }
+}
+
+/// The store's handles this module uses, one per family of tables (see
+/// `store::handles`): what it may read and write, and nothing else.
+#[derive(Clone)]
+pub struct Stores {
+    /// The journal and the context stream.
+    pub journal: JournalStore,
+    /// Servers' settings overrides.
+    pub overrides: OverrideStore,
+    /// The database file.
+    pub file: FileStore,
 }

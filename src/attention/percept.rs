@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::ids::{ChannelId, GuildId, MessageId, RoleId, UserId};
-use crate::store::Store;
+use crate::store::MessageStore;
 use crate::store::messages::{Source, StoredMessage};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -74,7 +74,7 @@ pub fn bot_mention(bot_name: &str) -> String {
 pub fn readable_mentions(
     text: &str,
     mentioned: &[(u64, &str)],
-    store: &Store,
+    store: &MessageStore,
     me: UserId,
     bot_name: &str,
 ) -> String {
@@ -99,7 +99,7 @@ pub fn readable_mentions(
         .replace(&format!("<@{me}>"), &me_name)
         .replace(&format!("<@!{me}>"), &me_name);
     for id in channel_mention_ids(&text) {
-        if let Ok(Some(name)) = store.messages().channel_name(ChannelId(id)) {
+        if let Ok(Some(name)) = store.channel_name(ChannelId(id)) {
             text = text.replace(&format!("<#{id}>"), &format!("#{name}"));
         }
     }

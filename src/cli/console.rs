@@ -38,7 +38,7 @@ pub async fn console(
         |store| {
             Arc::new(ConsoleTransport::new(
                 out.clone(),
-                store.clone(),
+                store.messages(),
                 clock.clone(),
                 me,
             ))

@@ -35,12 +35,9 @@ pub async fn dashboard(
     };
     let data_dir = loaded.settings.storage.data_dir.clone();
     // Its forget-me reaches the bot's other processes like the bot's own.
-    let store = crate::courtesy::people::attach(
-        super::journal::open_existing(&data_dir)?,
-        &loaded.settings,
-    )
-    .context("cannot open the people ledger (storage.sharedDir)")?;
-    let site = Site::standalone(loaded.settings, Secrets::from_env(), store).await?;
+    let store = crate::app::attach(super::journal::open_existing(&data_dir)?, &loaded.settings)
+        .context("cannot open the people ledger (storage.sharedDir)")?;
+    let site = Site::standalone(loaded.settings, Secrets::from_env(), (&store).into()).await?;
     let served = dashboard::start(site, addr, Path::new(&data_dir), new_token).await?;
     // Listening for the stop before saying where it serves: whoever reads the
     // address may stop it at once.

@@ -75,13 +75,13 @@ pub fn list(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
     let clock = Arc::new(SystemClock);
     let service = Arc::new(SettingsService::new(
         loaded.settings,
-        store.clone(),
+        store.overrides(),
         clock.clone(),
     ));
     let discovery = Discovery::new(
         service,
-        store.clone(),
-        Journal::new(store.clone(), clock.clone()),
+        (&store).into(),
+        Journal::new(store.journal(), clock.clone()),
         clock,
     );
     let guilds = store.messages().known_guilds()?;

@@ -14,7 +14,7 @@ pub fn log(settings: Option<&Path>, limit: usize, cycle: Option<i64>) -> anyhow:
     let store = super::journal::open_existing(&loaded.settings.storage.data_dir)?;
     // The shared text ends without a newline when it is one line (Discord
     // wants none); a terminal prompt must not land after it.
-    let text = crate::commands::garden::log(&store, limit, cycle, cycle.is_some());
+    let text = crate::commands::garden::log(&(&store).into(), limit, cycle, cycle.is_some());
     outln!("{}", text.trim_end_matches('\n'))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -111,7 +111,7 @@ pub fn import(
 ) -> anyhow::Result<ExitCode> {
     let (settings, store) = open(settings)?;
     // The forget-mes other processes passed on are applied to what comes in too.
-    let store = crate::courtesy::people::attach(store, &settings)?;
+    let store = crate::app::attach(store, &settings)?;
     let data_dir = PathBuf::from(&settings.storage.data_dir);
     let _lock = DataLock::acquire(&data_dir)?;
     let bytes = read_bounded(file, max_mb)?;

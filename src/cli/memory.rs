@@ -35,15 +35,15 @@ async fn open(settings: Option<&Path>) -> anyhow::Result<Ctx> {
     let clock = Arc::new(SystemClock);
     let service = Arc::new(SettingsService::new(
         loaded.settings,
-        store.clone(),
+        store.overrides(),
         clock.clone(),
     ));
-    let journal = Journal::new(store.clone(), clock.clone());
+    let journal = Journal::new(store.journal(), clock.clone());
     let exec = Arc::new(
         Executive::new(
             service.clone(),
             Secrets::from_env(),
-            store.clone(),
+            (&store).into(),
             journal.clone(),
             clock.clone(),
             Chance::from_entropy(),
@@ -52,7 +52,7 @@ async fn open(settings: Option<&Path>) -> anyhow::Result<Ctx> {
         )
         .await,
     );
-    let memory = Memory::new(store.clone(), service, journal, clock, exec);
+    let memory = Memory::new((&store).into(), service, journal, clock, exec);
     Ok(Ctx {
         memory,
         store,

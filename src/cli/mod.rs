@@ -23,6 +23,7 @@ mod settings;
 mod shards;
 mod shared;
 mod status;
+mod stores;
 mod usage;
 
 use std::path::PathBuf;

@@ -21,14 +21,14 @@ pub async fn status(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
     let clock = Arc::new(SystemClock);
     let service = Arc::new(SettingsService::new(
         loaded.settings,
-        store.clone(),
+        store.overrides(),
         clock.clone(),
     ));
     let exec = Executive::new(
         service.clone(),
         Secrets::from_env(),
-        store.clone(),
-        Journal::new(store.clone(), clock.clone()),
+        (&store).into(),
+        Journal::new(store.journal(), clock.clone()),
         clock,
         Chance::from_entropy(),
         Prompts::load(&prompts_dir)?,
@@ -42,7 +42,7 @@ pub async fn status(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
         data_dir.display()
     )?;
     let sources = status::Sources {
-        store: &store,
+        store: (&store).into(),
         settings: &service,
         executive: &exec,
         now: chrono::Utc::now(),

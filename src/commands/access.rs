@@ -3,6 +3,7 @@
 //! that person when they wrote to it; approving it keeps them in the store.
 
 use crate::app::App;
+use crate::commands::Stores;
 use crate::journal::{Entry, Kind};
 use crate::permissions::{PAIRING_CODE_LEN, pairing_code};
 use crate::settings::DmPolicy;
@@ -23,7 +24,11 @@ pub fn pair(app: &App, who: &Asker, code: &str) -> String {
         );
     };
     let now = app.clock.now();
-    let approved = match app.store.people().approve_pairing(&code, who.user, now) {
+    let approved = match app
+        .stores::<Stores>()
+        .people
+        .approve_pairing(&code, who.user, now)
+    {
         Ok(Pairing::Approved(c)) => c,
         Ok(Pairing::Expired(c)) => {
             return format!(

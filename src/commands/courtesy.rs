@@ -5,6 +5,7 @@
 
 use crate::app::App;
 use crate::commands::Asker;
+use crate::commands::Stores;
 use crate::courtesy::hush::{self, Ctx};
 use crate::store::boundaries::Boundary;
 
@@ -27,7 +28,7 @@ pub fn hush(app: &App, who: &Asker, duration: &str, place: &str) -> Result<Strin
         return Err(HushRefused::HushInDm);
     };
     let duration = hush::parse_duration(duration)?;
-    let place = hush::parse_place(place, &app.store.messages(), guild, who.channel)?;
+    let place = hush::parse_place(place, &app.stores::<Stores>().messages, guild, who.channel)?;
     let settings = app.settings.for_guild(Some(guild));
     hush::hush(
         &ctx(app, &settings, guild),
@@ -42,7 +43,7 @@ pub fn unhush(app: &App, who: &Asker, place: &str) -> Result<String, HushRefused
     let Some(guild) = who.guild else {
         return Err(HushRefused::UnhushInDm);
     };
-    let place = hush::parse_place(place, &app.store.messages(), guild, who.channel)?;
+    let place = hush::parse_place(place, &app.stores::<Stores>().messages, guild, who.channel)?;
     let settings = app.settings.for_guild(Some(guild));
     hush::unhush(&ctx(app, &settings, guild), &hush_asker(who), place).map_err(HushRefused::from)
 }
@@ -55,7 +56,7 @@ fn ctx<'a>(
 ) -> Ctx<'a> {
     Ctx {
         settings,
-        store: &app.store,
+        store: app.stores(),
         journal: &app.journal,
         guild,
         now: app.clock.now(),
@@ -94,7 +95,11 @@ pub fn me(app: &App, who: &Asker, boundary: &str, state: &str) -> String {
         }
     };
     let now = app.clock.now();
-    match app.store.people().set_boundary(who.user, b, on, now) {
+    match app
+        .stores::<Stores>()
+        .people
+        .set_boundary(who.user, b, on, now)
+    {
         Ok(changed) => {
             if b == Boundary::NoVoice {
                 app.voice.boundary_changed(who.user, on);
@@ -125,7 +130,7 @@ pub fn me(app: &App, who: &Asker, boundary: &str, state: &str) -> String {
 }
 
 fn show(app: &App, who: &Asker) -> String {
-    let set = match app.store.people().boundaries(who.user) {
+    let set = match app.stores::<Stores>().people.boundaries(who.user) {
         Ok(set) => set,
         Err(e) => return format!("Could not read your boundaries: {e}"),
     };

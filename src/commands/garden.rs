@@ -6,12 +6,12 @@
 //! another. A memory-pass-only cycle names no server and its figures add up
 //! every server's, so a server sees just that one ran, without its numbers.
 
-use crate::store::GardenStore;
 use chrono::{DateTime, Utc};
 
+use crate::commands::Stores;
 use crate::garden::read_status;
 use crate::ids::GuildId;
-use crate::store::Store;
+use crate::store::GardenStore;
 use crate::store::garden::{Cycle, CycleStatus};
 use crate::when::{ago, until};
 
@@ -25,7 +25,7 @@ pub fn widget(
     if !enabled {
         return vec!["○ off (garden.enabled)".into()];
     }
-    let status = read_status(&store);
+    let status = read_status(store);
     let mut lines = Vec::new();
     let state = match status.state.as_str() {
         "running" if !status.detail.is_empty() => {
@@ -117,16 +117,10 @@ fn cut(text: &str, n: usize) -> String {
 }
 
 /// Every stored cycle, newest first, with its plan and transcript (`ambient garden log`).
-pub fn log(store: &Store, limit: usize, only: Option<i64>, full: bool) -> String {
+pub fn log(store: &Stores, limit: usize, only: Option<i64>, full: bool) -> String {
     let cycles: Vec<Cycle> = match only {
-        Some(id) => store
-            .garden()
-            .cycle(id)
-            .ok()
-            .flatten()
-            .into_iter()
-            .collect(),
-        None => store.garden().cycles(limit).unwrap_or_default(),
+        Some(id) => store.garden.cycle(id).ok().flatten().into_iter().collect(),
+        None => store.garden.cycles(limit).unwrap_or_default(),
     };
     if cycles.is_empty() {
         return "no garden cycles yet".into();
@@ -137,7 +131,7 @@ pub fn log(store: &Store, limit: usize, only: Option<i64>, full: bool) -> String
             .guild
             .map_or("no server (memory pass only)".to_string(), |g| {
                 store
-                    .messages()
+                    .messages
                     .guild_name(g)
                     .ok()
                     .flatten()

@@ -8,6 +8,7 @@
 
 use crate::app::App;
 use crate::commands::Asker;
+use crate::commands::Stores;
 use crate::impulses::{NewTask, RoutineFlags, when};
 use crate::store::impulses::Task;
 
@@ -51,8 +52,8 @@ pub fn task_add(app: &App, who: &Asker, text: &str, due: &str, remind: bool) -> 
 
 pub fn task_list(app: &App, who: &Asker) -> String {
     let tasks: Vec<Task> = app
-        .store
-        .impulses()
+        .stores::<Stores>()
+        .impulses
         .tasks(who.guild, false)
         .unwrap_or_default()
         .into_iter()
@@ -71,8 +72,8 @@ pub fn task_done(app: &App, who: &Asker, id: &str) -> String {
         return "Give at least the first 4 characters of the task id (see /task list).".into();
     }
     let found: Vec<Task> = app
-        .store
-        .impulses()
+        .stores::<Stores>()
+        .impulses
         .task_by_prefix(who.guild, id)
         .unwrap_or_default()
         .into_iter()
@@ -90,8 +91,8 @@ pub fn task_done(app: &App, who: &Asker, id: &str) -> String {
         );
     }
     match app
-        .store
-        .impulses()
+        .stores::<Stores>()
+        .impulses
         .complete_task(&task.id, app.clock.now())
     {
         Ok(true) => {
@@ -191,8 +192,8 @@ pub fn schedule_list(app: &App, who: &Asker) -> String {
         return "Schedules belong to a server; use this in one.".into();
     };
     let entries = app
-        .store
-        .impulses()
+        .stores::<Stores>()
+        .impulses
         .schedules(Some(guild))
         .unwrap_or_default();
     if entries.is_empty() {
@@ -232,7 +233,11 @@ pub fn schedule_remove(app: &App, who: &Asker, name: &str) -> String {
     if !who.manage {
         return "Only members with Manage Server can change the schedule.".into();
     }
-    match app.store.impulses().remove_schedule(guild, name.trim()) {
+    match app
+        .stores::<Stores>()
+        .impulses
+        .remove_schedule(guild, name.trim())
+    {
         Ok(true) => {
             app.journal.record(
                 crate::journal::Entry::new(
@@ -267,8 +272,8 @@ pub fn idea_list(app: &App, who: &Asker) -> String {
         return "Ideas belong to a server; use this in one.".into();
     };
     let ideas = app
-        .store
-        .impulses()
+        .stores::<Stores>()
+        .impulses
         .ideas(Some(guild), true)
         .unwrap_or_default();
     if ideas.is_empty() {

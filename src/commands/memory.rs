@@ -6,6 +6,7 @@
 //! forget facts about themselves; Manage Server may forget anything here.
 
 use crate::app::App;
+use crate::commands::Stores;
 use crate::memory::fact::{FactKind, Importance, Scope, ScopeKind};
 use crate::memory::search::Reader;
 use crate::memory::{manual, portable};
@@ -93,8 +94,8 @@ pub fn list(app: &App, who: &Asker, kind: Option<&str>, since: Option<&str>) -> 
         Err(e) => return e.to_string(),
     };
     let facts = app
-        .store
-        .memory()
+        .stores::<Stores>()
+        .memory
         .list_facts(&FactFilter {
             guild: Some(who.guild),
             user: who.guild.is_none().then_some(who.user),
@@ -160,8 +161,8 @@ pub fn export(app: &App, who: &Asker) -> Result<String, ExportRefused> {
         return Err(ExportRefused::NotManager);
     }
     let facts: Vec<_> = app
-        .store
-        .memory()
+        .stores::<Stores>()
+        .memory
         .all_facts()?
         .into_iter()
         .filter(|f| {

@@ -2,6 +2,10 @@
 //! console), as front-end-neutral functions that return the text to show.
 //! The Discord and console layers only parse arguments and display results.
 
+use crate::store::{
+    GardenStore, GuildStore, ImpulseStore, InitiativeStore, JournalStore, MemoryStore,
+    MessageStore, PeopleStore, UsageStore,
+};
 pub mod access;
 pub mod courtesy;
 pub(crate) mod discovery;
@@ -24,4 +28,40 @@ pub struct Asker {
     pub name: String,
     /// Has Manage Server here (always true in the operator's console).
     pub manage: bool,
+}
+
+/// The store's handles this module uses, one per family of tables (see
+/// `store::handles`): what it may read and write, and nothing else.
+#[derive(Clone)]
+pub struct Stores {
+    /// Messages, and the names of servers and channels.
+    pub messages: MessageStore,
+    /// Remembered facts.
+    pub memory: MemoryStore,
+    /// The journal and the context stream.
+    pub journal: JournalStore,
+    /// What model calls cost.
+    pub usage: UsageStore,
+    /// Pending thoughts and the outbox.
+    pub initiative: InitiativeStore,
+    /// Boundaries, hushes, forget-me, access.
+    pub people: PeopleStore,
+    /// Tasks, ideas, schedules, reflex bookkeeping.
+    pub impulses: ImpulseStore,
+    /// The garden's cycles and state.
+    pub garden: GardenStore,
+    /// A server's rows as a whole.
+    pub guilds: GuildStore,
+}
+
+impl From<&Stores> for crate::initiative::Stores {
+    fn from(s: &Stores) -> Self {
+        Self {
+            messages: s.messages.clone(),
+            journal: s.journal.clone(),
+            usage: s.usage.clone(),
+            initiative: s.initiative.clone(),
+            people: s.people.clone(),
+        }
+    }
 }

@@ -7,6 +7,7 @@
 //! `<#id>`, or the id itself — in the console and on Discord alike.
 
 use crate::app::App;
+use crate::commands::Stores;
 use crate::ids::{GuildId, UserId};
 use crate::settings::ChangeError;
 use crate::settings::service::render_value;
@@ -182,8 +183,8 @@ fn channel_names_to_ids(
             continue;
         };
         match app
-            .store
-            .messages()
+            .stores::<Stores>()
+            .messages
             .channel_by_name(guild, name)
             .map_err(SettingsRefused::ChannelsUnreadable)?
         {
@@ -200,12 +201,18 @@ fn channel_names_to_ids(
 
 fn no_such_channel(app: &App, guild: GuildId, path: &str, name: &str) -> SettingsRefused {
     let mut known: Vec<String> = app
-        .store
-        .messages()
+        .stores::<Stores>()
+        .messages
         .guild_channels(guild)
         .unwrap_or_default()
         .into_iter()
-        .filter_map(|c| app.store.messages().channel_name(c).ok().flatten())
+        .filter_map(|c| {
+            app.stores::<Stores>()
+                .messages
+                .channel_name(c)
+                .ok()
+                .flatten()
+        })
         .map(|n| format!("#{n}"))
         .collect();
     known.sort();

@@ -8,13 +8,13 @@ use super::garden;
 use crate::app::App;
 use crate::attention::Place;
 use crate::clock::Chance;
+use crate::commands::Stores;
 use crate::executive::{Executive, Role, UsageSnapshot};
 use crate::ids::{ChannelId, GuildId};
 use crate::initiative::gates::{self, Verdict};
 use crate::initiative::pending::PendingThought;
 use crate::settings::{Settings, SettingsService};
 use crate::speech::MESSAGE_LIMIT;
-use crate::store::Store;
 
 /// The endpoints serving each role that can run, one line each; then the
 /// roles that cannot, grouped by why (one missing key reads once, not four times).
@@ -96,7 +96,7 @@ pub fn budget_percents(user: u64, ambient: u64, cap: u64) -> (u32, u32, u32) {
 /// Everything the status widget reads. `ambient status` builds it from the
 /// store alone; a running bot adds what only it knows (`running`).
 pub struct Sources<'a> {
-    pub store: &'a Store,
+    pub store: Stores,
     pub settings: &'a SettingsService,
     pub executive: &'a Executive,
     pub now: DateTime<Utc>,
@@ -107,7 +107,7 @@ pub struct Sources<'a> {
 impl<'a> Sources<'a> {
     pub fn of(app: &'a App) -> Self {
         Self {
-            store: &app.store,
+            store: app.stores(),
             settings: &app.settings,
             executive: &app.executive,
             now: app.clock.now(),
@@ -124,7 +124,7 @@ impl<'a> Sources<'a> {
 pub fn widget(src: &Sources<'_>, guild: Option<GuildId>) -> Vec<String> {
     let settings = src.settings.for_guild(guild);
     let mut lines: Vec<String> =
-        garden::widget(&src.store.garden(), guild, settings.garden.enabled, src.now)
+        garden::widget(&src.store.garden, guild, settings.garden.enabled, src.now)
             .into_iter()
             .map(|l| format!("garden {l}"))
             .collect();
@@ -146,7 +146,7 @@ pub fn widget(src: &Sources<'_>, guild: Option<GuildId>) -> Vec<String> {
     match guild {
         Some(g) => lines.extend(initiative_lines(src, g)),
         None => {
-            let known = src.store.messages().known_guilds().unwrap_or_default();
+            let known = src.store.messages.known_guilds().unwrap_or_default();
             if known.is_empty() {
                 lines.push("initiative: no server known yet".into());
             }
@@ -163,7 +163,7 @@ pub fn widget(src: &Sources<'_>, guild: Option<GuildId>) -> Vec<String> {
 /// The servers that removed the bot, and when their data goes.
 fn departed_lines(src: &Sources<'_>) -> Vec<String> {
     let days = src.settings.global().storage.retention.departed_guild_days;
-    let departures = match src.store.guilds().departures() {
+    let departures = match src.store.guilds.departures() {
         Ok(d) => d,
         Err(e) => return vec![format!("departed servers: ? (store read failed: {e})")],
     };
@@ -208,12 +208,12 @@ fn initiative_lines(src: &Sources<'_>, guild: GuildId) -> Vec<String> {
     let now = src.now;
     let pending = src
         .store
-        .initiative()
+        .initiative
         .pending_thought(guild)
         .ok()
         .flatten()
         .filter(|p| !p.is_expired(now));
-    let posts = match crate::initiative::posts_last_24h(&src.store.journal(), guild, now) {
+    let posts = match crate::initiative::posts_last_24h(&src.store.journal, guild, now) {
         Ok(n) => n.to_string(),
         Err(e) => format!("? (store read failed: {e})"),
     };
@@ -256,13 +256,8 @@ fn courtesy_lines(src: &Sources<'_>, settings: &Settings, guild: GuildId) -> Vec
             None => format!("quiet hours {spec:?} ({tz}): not now"),
         });
     }
-    for h in src
-        .store
-        .people()
-        .hushes(guild, src.now)
-        .unwrap_or_default()
-    {
-        lines.push(crate::courtesy::hushed(&src.store.messages(), settings, &h, src.now).reason);
+    for h in src.store.people.hushes(guild, src.now).unwrap_or_default() {
+        lines.push(crate::courtesy::hushed(&src.store.messages, settings, &h, src.now).reason);
     }
     lines
 }
@@ -283,7 +278,7 @@ pub fn next_look(
         return "thinking about a post now".into();
     }
     let t = &settings.initiative.text;
-    let reads = match gates::Reads::read(src.store, settings, guild, src.now) {
+    let reads = match gates::Reads::read(&(&src.store).into(), settings, guild, src.now) {
         Ok(r) => r,
         Err(refused) => return format!("cannot tell: {}", refused.reason),
     };
@@ -352,7 +347,7 @@ fn deliverable(src: &Sources<'_>, settings: &Settings, guild: GuildId, channel: 
     }
     // A store that cannot be read says nothing against it, as before.
     !matches!(
-        crate::speech::hourly_room(&src.store.messages(), settings, channel, src.now),
+        crate::speech::hourly_room(&src.store.messages, settings, channel, src.now),
         Err(crate::speech::SpeechError::Undeliverable(_))
     )
 }

@@ -9,12 +9,12 @@
 //! (`@user:1234…`, `#channel:5678…`, `@role:42`: the console has no roles).
 //! `--json` keeps the text as sent, for scripts.
 
-use crate::store::MessageStore;
 use std::sync::LazyLock;
 
 use regex::{Captures, Regex};
 
 use crate::ids::{ChannelId, UserId};
+use crate::store::MessageStore;
 
 /// `<@id>`, `<@!id>` (a nickname mention), `<@&id>` (a role), `<#id>`.
 static MENTION: LazyLock<Regex> =
@@ -31,12 +31,12 @@ pub fn readable(text: &str, store: &MessageStore) -> String {
             let id = &c[2];
             let known = |name: Option<String>| name.filter(|n| !n.trim().is_empty());
             match &c[1] {
-                "#" => match known(name_of_channel(&store, id)) {
+                "#" => match known(name_of_channel(store, id)) {
                     Some(name) => format!("#{name}"),
                     None => format!("#channel:{id}"),
                 },
                 "@&" => format!("@role:{id}"),
-                _ => match known(name_of_user(&store, id)) {
+                _ => match known(name_of_user(store, id)) {
                     Some(name) => format!("@{name}"),
                     None => format!("@user:{id}"),
                 },

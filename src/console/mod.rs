@@ -32,6 +32,7 @@ use crate::ids::{ChannelId, GuildId, MessageId, UserId, next_snowflake, stable_i
 use crate::initiative::Look;
 use crate::journal::{self, Filter, Kind};
 use crate::senses::Perceived;
+use crate::store::MessageStore;
 use crate::store::messages::StoredMessage;
 pub use transport::{ConsoleOut, ConsoleTransport};
 
@@ -278,13 +279,14 @@ impl Session {
     fn enter_channel(&self, name: &str) -> anyhow::Result<()> {
         let now = self.app.clock.now();
         self.app
-            .store
-            .messages()
+            .stores::<MessageStore>()
             .upsert_guild(guild_id(), GUILD_NAME, now)?;
-        self.app
-            .store
-            .messages()
-            .upsert_channel(channel_id(name), Some(guild_id()), name, now)?;
+        self.app.stores::<MessageStore>().upsert_channel(
+            channel_id(name),
+            Some(guild_id()),
+            name,
+            now,
+        )?;
         Ok(())
     }
 
@@ -466,7 +468,7 @@ impl Session {
             channel_id(&self.channel),
             Some(target),
         );
-        let why = markup::readable(&why, &self.app.store.messages());
+        let why = markup::readable(&why, &self.app.stores::<MessageStore>());
         match settled {
             true => why,
             false => format!("{STILL_AT_WORK}\n{why}"),
@@ -506,16 +508,14 @@ impl Session {
         let replies = &settings.permissions.replies;
         let ids = self
             .app
-            .store
-            .messages()
+            .stores::<MessageStore>()
             .guild_channels(guild_id())
             .unwrap_or_default();
         let mut lines = Vec::new();
         for id in ids {
             let name = self
                 .app
-                .store
-                .messages()
+                .stores::<MessageStore>()
                 .channel_name(id)
                 .ok()
                 .flatten()
@@ -710,12 +710,16 @@ impl Session {
             }
             Ok(entries) => {
                 for e in entries {
-                    let name = e
-                        .channel
-                        .and_then(|c| self.app.store.messages().channel_name(c).ok().flatten());
+                    let name = e.channel.and_then(|c| {
+                        self.app
+                            .stores::<MessageStore>()
+                            .channel_name(c)
+                            .ok()
+                            .flatten()
+                    });
                     let line = journal::format_line(&e, name.as_deref());
                     self.out
-                        .notice(&markup::readable(&line, &self.app.store.messages()));
+                        .notice(&markup::readable(&line, &self.app.stores::<MessageStore>()));
                 }
             }
             Err(e) => self.out.notice(&format!("cannot read the journal: {e}")),

@@ -15,7 +15,6 @@
 //! console channel is a text channel. A card's text comes from a feed, from
 //! outside: control characters are shown as `�`, never sent to the terminal.
 
-use crate::store::MessageStore;
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::{Arc, LazyLock, Mutex};
@@ -31,7 +30,7 @@ use crate::chat::{
 };
 use crate::clock::SharedClock;
 use crate::ids::{ChannelId, MessageId, next_snowflake};
-use crate::store::Store;
+use crate::store::MessageStore;
 use crate::store::messages::StoredMessage;
 
 /// Serialized writes to stdout, in text or JSON lines.
@@ -174,7 +173,7 @@ fn card_lines(card: &Card, store: &MessageStore) -> Vec<String> {
     lines.extend(
         card.description
             .lines()
-            .map(|l| printable(&readable(l, &store))),
+            .map(|l| printable(&readable(l, store))),
     );
     let time = card
         .timestamp
@@ -218,7 +217,7 @@ struct Shown {
 
 pub struct ConsoleTransport {
     out: Arc<ConsoleOut>,
-    store: Store,
+    store: MessageStore,
     clock: SharedClock,
     me: Author,
     delivered: Delivered,
@@ -231,7 +230,7 @@ pub struct ConsoleTransport {
 }
 
 impl ConsoleTransport {
-    pub fn new(out: Arc<ConsoleOut>, store: Store, clock: SharedClock, me: Author) -> Self {
+    pub fn new(out: Arc<ConsoleOut>, store: MessageStore, clock: SharedClock, me: Author) -> Self {
         Self {
             out,
             store,
@@ -250,7 +249,6 @@ impl ConsoleTransport {
 
     fn channel_label(&self, channel: ChannelId) -> String {
         self.store
-            .messages()
             .channel_name(channel)
             .ok()
             .flatten()
@@ -276,7 +274,7 @@ impl ConsoleTransport {
             &format!(
                 "[#{name}] {}: {}{attached}  (id {id})",
                 self.me.name,
-                readable(now, &self.store.messages())
+                readable(now, &self.store)
             ),
             json!({
                 "event": "message",
@@ -297,7 +295,7 @@ impl ConsoleTransport {
             for line in message
                 .cards
                 .iter()
-                .flat_map(|c| card_lines(c, &self.store.messages()))
+                .flat_map(|c| card_lines(c, &self.store))
             {
                 lines.emit(&line, serde_json::Value::Null);
             }
@@ -361,7 +359,7 @@ impl Transport for ConsoleTransport {
             format!(
                 "[#{name}] {}{label}{}",
                 self.me.name,
-                readable(now, &self.store.messages())
+                readable(now, &self.store)
             )
         };
         lines.emit(
@@ -488,7 +486,6 @@ impl Transport for ConsoleTransport {
         limit: usize,
     ) -> Result<Vec<StoredMessage>, ChatError> {
         self.store
-            .messages()
             .recent_messages(channel, limit)
             .map_err(|e| ChatError::Transport(e.to_string()))
     }
@@ -535,7 +532,8 @@ mod tests {
             name: "ambient".into(),
             is_bot: true,
         };
-        let transport = ConsoleTransport::new(out.clone(), store, Arc::new(SystemClock), me);
+        let transport =
+            ConsoleTransport::new(out.clone(), store.messages(), Arc::new(SystemClock), me);
         (transport, out, printed)
     }
 

@@ -17,14 +17,14 @@
 //! the bot and reminders still come. The bot confirms once, with the end
 //! time in the server's zone.
 
-use crate::store::MessageStore;
 use chrono::{DateTime, Duration, Utc};
 
 use super::local;
+use crate::courtesy::Stores;
 use crate::ids::{ChannelId, GuildId, UserId};
 use crate::journal::{Entry, Journal, Kind};
 use crate::settings::Settings;
-use crate::store::Store;
+use crate::store::MessageStore;
 use crate::store::hushes::Hush;
 
 /// A hush with no duration given.
@@ -64,7 +64,7 @@ impl Place {
 /// What the bot needs to hush: the server's settings, the store, the journal.
 pub struct Ctx<'a> {
     pub settings: &'a Settings,
-    pub store: &'a Store,
+    pub store: Stores,
     pub journal: &'a Journal,
     pub guild: GuildId,
     pub now: DateTime<Utc>,
@@ -190,7 +190,7 @@ pub fn hush(
     }
     let until = c.now + duration;
     let tz = c.settings.zone();
-    if let Ok(Some(held)) = c.store.people().hush(c.guild, place.channel(), c.now)
+    if let Ok(Some(held)) = c.store.people.hush(c.guild, place.channel(), c.now)
         && held.until > until
         && !(who.manage || held.by == who.user)
     {
@@ -209,7 +209,7 @@ pub fn hush(
         by_name: who.name.clone(),
         at: c.now,
     };
-    c.store.people().set_hush(&h).map_err(HushError::Save)?;
+    c.store.people.set_hush(&h).map_err(HushError::Save)?;
     let what = describe(c, place);
     let end = local(until, tz, c.now);
     c.journal.record(
@@ -226,7 +226,7 @@ pub fn hush(
 /// Ends a hush early; the answer to show, or why not.
 pub fn unhush(c: &Ctx<'_>, who: &Asker, place: Place) -> Result<String, HushError> {
     let what = describe(c, place);
-    let Ok(Some(held)) = c.store.people().hush(c.guild, place.channel(), c.now) else {
+    let Ok(Some(held)) = c.store.people.hush(c.guild, place.channel(), c.now) else {
         return Ok(format!("{what} is not hushed."));
     };
     if !(who.manage || held.by == who.user) {
@@ -235,7 +235,7 @@ pub fn unhush(c: &Ctx<'_>, who: &Asker, place: Place) -> Result<String, HushErro
         });
     }
     c.store
-        .people()
+        .people
         .clear_hush(c.guild, place.channel(), c.now)
         .map_err(HushError::End)?;
     c.journal.record(
@@ -252,7 +252,7 @@ fn describe(c: &Ctx<'_>, place: Place) -> String {
         Place::Channel(ch) => format!(
             "#{}",
             c.store
-                .messages()
+                .messages
                 .channel_name(ch)
                 .ok()
                 .flatten()
@@ -276,6 +276,7 @@ fn span(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
 
     #[test]
     fn durations_as_people_say_them() {
@@ -305,7 +306,7 @@ mod tests {
     ) -> Ctx<'a> {
         Ctx {
             settings: s,
-            store,
+            store: store.into(),
             journal,
             guild: GuildId(1),
             now,
@@ -316,7 +317,7 @@ mod tests {
     fn anyone_hushes_their_channel_briefly_managers_the_rest() {
         let store = Store::open_in_memory().unwrap();
         let clock = crate::clock::ManualClock::at_test_epoch();
-        let journal = Journal::new(store.clone(), clock.clone());
+        let journal = Journal::new(store.journal(), clock.clone());
         let s = Settings::default();
         let now = crate::clock::Clock::now(&*clock);
         let c = ctx(&s, &store, &journal, now);

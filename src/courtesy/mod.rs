@@ -25,8 +25,7 @@
 //!
 //! Cheap by construction: settings, the clock and one indexed store read.
 
-use crate::store::MessageStore;
-use crate::store::PeopleStore;
+use crate::store::{MessageStore, PeopleStore};
 pub(crate) mod hush;
 pub(crate) mod people;
 
@@ -36,9 +35,9 @@ use chrono_tz::Tz;
 use crate::ids::{ChannelId, GuildId, UserId};
 use crate::settings::Settings;
 use crate::settings::quiet_hours::QuietHours;
+use crate::store::StoreError;
 use crate::store::boundaries::Boundary;
 use crate::store::hushes::Hush;
-use crate::store::{Store, StoreError};
 
 /// Why the bot keeps quiet: the gate that said so, and its reason.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -114,7 +113,7 @@ pub fn hush_on(
 pub fn hushed(store: &MessageStore, settings: &Settings, h: &Hush, now: DateTime<Utc>) -> Refusal {
     let place = match h.channel {
         None => "this server".to_string(),
-        Some(c) => format!("#{}", channel_name(&store, c)),
+        Some(c) => format!("#{}", channel_name(store, c)),
     };
     Refusal {
         gate: "hush",
@@ -130,7 +129,7 @@ pub fn hushed(store: &MessageStore, settings: &Settings, h: &Hush, now: DateTime
 /// quiet hours first (the whole server), then a hush.
 pub fn unprompted(
     settings: &Settings,
-    store: &Store,
+    store: &Stores,
     guild: GuildId,
     channel: ChannelId,
     now: DateTime<Utc>,
@@ -138,8 +137,8 @@ pub fn unprompted(
     if let Some(r) = quiet(settings, now) {
         return Err(r);
     }
-    match hush_on(&store.people(), guild, Some(channel), now) {
-        Ok(Some(h)) => Err(hushed(&store.messages(), settings, &h, now)),
+    match hush_on(&store.people, guild, Some(channel), now) {
+        Ok(Some(h)) => Err(hushed(&store.messages, settings, &h, now)),
         Ok(None) => Ok(()),
         Err(e) => Err(Refusal::read_failed("the hushes", &e)),
     }
@@ -151,7 +150,7 @@ pub fn unprompted(
 /// person's own boundary. Outside a server only the boundary counts.
 pub fn unprompted_to(
     settings: &Settings,
-    store: &Store,
+    store: &Stores,
     guild: Option<GuildId>,
     channel: ChannelId,
     person: Option<UserId>,
@@ -163,7 +162,7 @@ pub fn unprompted_to(
     let Some(person) = person else {
         return Ok(());
     };
-    match store.people().has_boundary(person, Boundary::NoUnprompted) {
+    match store.people.has_boundary(person, Boundary::NoUnprompted) {
         Ok(false) => Ok(()),
         Ok(true) => Err(Refusal {
             gate: "boundary",
@@ -209,6 +208,16 @@ fn channel_name(store: &MessageStore, c: ChannelId) -> String {
         .ok()
         .flatten()
         .unwrap_or_else(|| c.to_string())
+}
+
+/// The store's handles this module uses, one per family of tables (see
+/// `store::handles`): what it may read and write, and nothing else.
+#[derive(Clone)]
+pub struct Stores {
+    /// Messages, and the names of servers and channels.
+    pub messages: MessageStore,
+    /// Boundaries, hushes, forget-me, access.
+    pub people: PeopleStore,
 }
 
 #[cfg(test)]

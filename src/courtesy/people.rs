@@ -14,12 +14,12 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::courtesy::Stores;
 use crate::journal::{Entry, Journal, Kind};
 use crate::settings::{Secrets, Settings, StorageSettings};
-use crate::store::people::{BATCH, Ledger, LedgerEntry, PersonEvent, SharedLedger};
+use crate::store::StoreError;
+use crate::store::people::{BATCH, LedgerEntry, PersonEvent, SharedLedger};
 use crate::store::shared::SharedDb;
-use crate::store::shared::people::PgLedger;
-use crate::store::{Store, StoreError};
 
 /// How often a running process looks for other processes' events.
 pub const POLL: Duration = Duration::from_secs(2);
@@ -30,35 +30,6 @@ pub fn writer(settings: &Settings) -> String {
         .discord
         .shard_plan()
         .map_or_else(|| "all".into(), |p| format!("{}/{}", p.range, p.total))
-}
-
-/// `store` passing boundaries and forget-me on to the people ledger in
-/// `storage.sharedDir` or `storage.sharedUrl` (its password from
-/// `PGPASSWORD` in the environment), or `store` as it is when neither is set.
-pub fn attach(store: Store, settings: &Settings) -> Result<Store, StoreError> {
-    let shared = shared_db_if_set(&settings.storage, &Secrets::from_env())?;
-    attach_with(store, settings, shared)
-}
-
-/// [`attach`], with the database of `storage.sharedUrl` already opened
-/// ([`shared_db_if_set`]), so a process that also leases its budgets from
-/// it keeps one set of connections.
-pub fn attach_with(
-    store: Store,
-    settings: &Settings,
-    shared: Option<SharedDb>,
-) -> Result<Store, StoreError> {
-    if let Some(db) = shared {
-        let ledger = PgLedger::open(db, &writer(settings))
-            .map_err(|e| StoreError::SharedLedger(e.to_string()))?;
-        return Ok(store.with_ledger(ledger));
-    }
-    let shared = settings.storage.shared_dir.trim();
-    if shared.is_empty() {
-        return Ok(store);
-    }
-    let ledger = Ledger::open(Path::new(shared), &writer(settings))?;
-    Ok(store.with_ledger(ledger))
 }
 
 /// The database `storage.sharedUrl` names, when it names one.
@@ -93,16 +64,16 @@ pub fn shared_db(
 /// Applies other processes' events to this process's store.
 #[derive(Clone)]
 pub struct People {
-    store: Store,
+    store: Stores,
     journal: Journal,
     ledger: SharedLedger,
 }
 
 impl People {
     /// `None` when `store` has no ledger (no `storage.sharedDir`): nothing to apply.
-    pub fn new(store: &Store, journal: &Journal) -> Option<Self> {
+    pub fn new(store: &Stores, journal: &Journal) -> Option<Self> {
         Some(Self {
-            ledger: store.people().ledger()?.clone(),
+            ledger: store.people.ledger()?.clone(),
             store: store.clone(),
             journal: journal.clone(),
         })
@@ -115,7 +86,7 @@ impl People {
         let id = self.ledger.id();
         let mut applied = Vec::new();
         loop {
-            let after = self.store.people().people_cursor(id)?;
+            let after = self.store.people.people_cursor(id)?;
             let batch = self.ledger.after(after, BATCH)?;
             let Some(last) = batch.last().map(|e| e.seq) else {
                 return Ok(applied);
@@ -128,7 +99,7 @@ impl People {
                 applied.push(entry.event);
             }
             // Own events at the end of the batch: nothing left to apply up to `last`.
-            self.store.people().advance_people_cursor(id, last)?;
+            self.store.people.advance_people_cursor(id, last)?;
         }
     }
 
@@ -142,7 +113,7 @@ impl People {
             PersonEvent::Boundary { user, boundary, on } => {
                 let changed = self
                     .store
-                    .people()
+                    .people
                     .apply_boundary_event(id, entry, user, boundary, on)?;
                 Entry::new(
                     Kind::Settings,
@@ -161,7 +132,7 @@ impl People {
             PersonEvent::ForgetMe { user, messages } => {
                 let gone = self
                     .store
-                    .people()
+                    .people
                     .apply_forget_event(id, entry, user, messages)?;
                 Entry::new(
                     Kind::Memory,
@@ -232,16 +203,20 @@ mod tests {
     use super::*;
     use crate::clock::ManualClock;
     use crate::ids::UserId;
+    use crate::store::Store;
     use crate::store::boundaries::Boundary;
+
+    use crate::store::people::Ledger;
 
     fn process(shared: &Path, plan: &str) -> (Store, People) {
         let mut s = Settings::default();
         s.discord.shards = plan.into();
         s.discord.total_shards = 2;
         s.storage.shared_dir = shared.display().to_string();
-        let store = attach(Store::open_in_memory().unwrap(), &s).unwrap();
-        let journal = Journal::new(store.clone(), ManualClock::new(chrono::Utc::now()));
-        let people = People::new(&store, &journal).unwrap();
+        let ledger = Ledger::open(shared, &writer(&s)).unwrap();
+        let store = Store::open_in_memory().unwrap().with_ledger(ledger);
+        let journal = Journal::new(store.journal(), ManualClock::new(chrono::Utc::now()));
+        let people = People::new(&(&store).into(), &journal).unwrap();
         (store, people)
     }
 

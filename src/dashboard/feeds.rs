@@ -56,7 +56,7 @@ pub async fn page(State(d): State<Arc<Dash>>, Extension(who): Extension<Who>) ->
 fn listed(site: &Site) -> Result<Vec<Listed>, ManageError> {
     match &site.app {
         Some(app) => app.feeds.list_all(),
-        None => manage::list_stored(&site.store),
+        None => manage::list_stored(&(&site.store).into()),
     }
 }
 

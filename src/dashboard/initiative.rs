@@ -114,20 +114,20 @@ fn guild_view(site: &Site, guild: GuildId, name: String) -> GuildView {
     let settings = site.settings.for_guild(Some(guild));
     let pending = site
         .store
-        .initiative()
+        .initiative
         .pending_thought(guild)
         .ok()
         .flatten()
         .filter(|p| !p.is_expired(now));
     // Unreadable, the count is not a number: 0 would say the bot has its whole day's posts left.
     let (posts, posts_unread) =
-        match crate::initiative::posts_last_24h(&site.store.journal(), guild, now) {
+        match crate::initiative::posts_last_24h(&site.store.journal, guild, now) {
             Ok(n) => (Some(n), None),
             Err(e) => (None, Some(format!("store read failed: {e}"))),
         };
     let day = |kinds| {
         site.store
-            .journal()
+            .journal
             .journal_query(&Filter {
                 since: Some(now - Duration::hours(24)),
                 kinds,
@@ -162,8 +162,8 @@ fn line(site: &Site, e: &Entry, now: DateTime<Utc>) -> Line {
     Line {
         at: short_time(e.at, now),
         at_full: stamp(e.at),
-        summary: readable(&e.summary, &site.store.messages()),
-        why: readable(&e.reason, &site.store.messages()),
+        summary: readable(&e.summary, &site.store.messages),
+        why: readable(&e.reason, &site.store.messages),
         said: said(site, e),
         link: message_link(e),
     }
@@ -173,7 +173,7 @@ fn line(site: &Site, e: &Entry, now: DateTime<Utc>) -> Line {
 fn held(site: &Site, p: &PendingThought, now: DateTime<Utc>) -> Held {
     let revisions = site
         .store
-        .journal()
+        .journal
         .journal_query(&Filter {
             since: Some(p.created_at),
             kinds: vec![Kind::InitiativeSkip],
@@ -210,7 +210,7 @@ fn held(site: &Site, p: &PendingThought, now: DateTime<Utc>) -> Held {
 
 /// The server's feed sources and how each has done for it.
 fn sources(site: &Site, guild: GuildId, now: DateTime<Utc>) -> Vec<SourceView> {
-    let rows: Vec<SourceRow> = site.store.discovery().sources().unwrap_or_default();
+    let rows: Vec<SourceRow> = site.store.discovery.sources().unwrap_or_default();
     site.discovery
         .guild_sources(guild)
         .into_iter()
@@ -219,7 +219,7 @@ fn sources(site: &Site, guild: GuildId, now: DateTime<Utc>) -> Vec<SourceView> {
                 .iter()
                 .find(|r| r.kind == spec.kind.as_str() && r.target == spec.target);
             let stats = row
-                .and_then(|r| site.store.discovery().source_stats(r.id, guild).ok())
+                .and_then(|r| site.store.discovery.source_stats(r.id, guild).ok())
                 .unwrap_or_default();
             SourceView {
                 label: spec.label(),

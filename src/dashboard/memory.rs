@@ -149,7 +149,7 @@ fn view(site: &Site, p: &Params) -> Result<View, Problem> {
     let now = site.now();
     let facts: Vec<(Fact, Option<f64>)> = if q.is_empty() {
         site.store
-            .memory()
+            .memory
             .list_facts(&filter)
             .map_err(Problem::Memory)?
             .into_iter()
@@ -247,7 +247,7 @@ fn searched(
         },
         Where::All => site
             .store
-            .memory()
+            .memory
             .fact_guilds()?
             .into_iter()
             .flatten()
@@ -263,7 +263,7 @@ fn searched(
             };
             let half_life = site.settings.for_guild(guild).memory.search_half_life_days;
             search::search(
-                &site.store.memory(),
+                &site.store.memory,
                 reader,
                 q,
                 now,
@@ -326,7 +326,7 @@ fn person(site: &Site, fact: Option<&Fact>, user: UserId) -> String {
     fact.and_then(|f| f.author.as_ref())
         .filter(|(id, _)| *id == user)
         .map(|(_, n)| n.clone())
-        .or_else(|| site.store.messages().author_name(user).ok().flatten())
+        .or_else(|| site.store.messages.author_name(user).ok().flatten())
         .unwrap_or_else(|| format!("member {user}"))
 }
 
@@ -398,7 +398,7 @@ pub async fn confirm_forget(
         let Some(id) = id else {
             return d.bad_input(&who, "id: which memory to forget (its whole id) is missing");
         };
-        let fact = match d.site.store.memory().fact(&id) {
+        let fact = match d.site.store.memory.fact(&id) {
             Ok(Some(f)) => f,
             Ok(None) => return not_found(d, &who, &id),
             Err(e) => return d.store_failed(&who, "read the memory", e),
@@ -429,7 +429,7 @@ pub async fn forget(
         let Some(id) = form.get("id") else {
             return d.bad_input(&who, "id: which memory to forget (its whole id) is missing");
         };
-        match d.site.store.memory().fact(id) {
+        match d.site.store.memory.fact(id) {
             Ok(Some(_)) => {}
             Ok(None) => return not_found(d, &who, id),
             // Not a 404: the fact may well be there, and nothing was changed.
@@ -486,7 +486,7 @@ pub async fn confirm_forget_me(
         let about = d
             .site
             .store
-            .memory().list_facts(&FactFilter {
+            .memory.list_facts(&FactFilter {
                 scope: Some(ScopeKind::User),
                 user: Some(user),
                 include_inactive: true,
@@ -577,7 +577,7 @@ pub async fn export(
             Ok(p) => p,
             Err(e) => return d.bad_input(&who, &e),
         };
-        let facts: Vec<Fact> = match d.site.store.memory().all_facts() {
+        let facts: Vec<Fact> = match d.site.store.memory.all_facts() {
             Ok(all) => all
                 .into_iter()
                 .filter(|f| match place {

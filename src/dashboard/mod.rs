@@ -19,6 +19,10 @@
 //! connections are kept is `serve`'s: never so many that the bot beside it
 //! runs out of sockets.
 
+use crate::store::{
+    DiscoveryStore, FeedStore, GardenStore, GuildStore, ImpulseStore, InitiativeStore,
+    JournalStore, MemoryStore, MessageStore, OverrideStore, PeopleStore, UsageStore,
+};
 pub(crate) mod access;
 mod chart;
 mod feeds;
@@ -457,4 +461,89 @@ async fn not_found(State(d): State<Arc<Dash>>, who: Option<Extension<Who>>) -> R
         "There is no such page.",
         "The pages are Today (/), Spend (/spend), Initiative (/initiative) and Memory (/memory).",
     )
+}
+
+/// The store's handles this module uses, one per family of tables (see
+/// `store::handles`): what it may read and write, and nothing else.
+#[derive(Clone)]
+pub struct Stores {
+    /// Messages, and the names of servers and channels.
+    pub messages: MessageStore,
+    /// Remembered facts.
+    pub memory: MemoryStore,
+    /// The journal and the context stream.
+    pub journal: JournalStore,
+    /// What model calls cost.
+    pub usage: UsageStore,
+    /// Pending thoughts and the outbox.
+    pub initiative: InitiativeStore,
+    /// Boundaries, hushes, forget-me, access.
+    pub people: PeopleStore,
+    /// Feed sources and their items.
+    pub discovery: DiscoveryStore,
+    /// Feed subscriptions.
+    pub feeds: FeedStore,
+    /// Tasks, ideas, schedules, reflex bookkeeping.
+    pub impulses: ImpulseStore,
+    /// The garden's cycles and state.
+    pub garden: GardenStore,
+    /// Servers' settings overrides.
+    pub overrides: OverrideStore,
+    /// A server's rows as a whole.
+    pub guilds: GuildStore,
+}
+
+impl From<&Stores> for crate::commands::Stores {
+    fn from(s: &Stores) -> Self {
+        Self {
+            messages: s.messages.clone(),
+            memory: s.memory.clone(),
+            journal: s.journal.clone(),
+            usage: s.usage.clone(),
+            initiative: s.initiative.clone(),
+            people: s.people.clone(),
+            impulses: s.impulses.clone(),
+            garden: s.garden.clone(),
+            guilds: s.guilds.clone(),
+        }
+    }
+}
+
+impl From<&Stores> for crate::discovery::Stores {
+    fn from(s: &Stores) -> Self {
+        Self {
+            messages: s.messages.clone(),
+            discovery: s.discovery.clone(),
+            feeds: s.feeds.clone(),
+        }
+    }
+}
+
+impl From<&Stores> for crate::executive::Stores {
+    fn from(s: &Stores) -> Self {
+        Self {
+            messages: s.messages.clone(),
+            usage: s.usage.clone(),
+        }
+    }
+}
+
+impl From<&Stores> for crate::feeds::Stores {
+    fn from(s: &Stores) -> Self {
+        Self {
+            messages: s.messages.clone(),
+            discovery: s.discovery.clone(),
+            feeds: s.feeds.clone(),
+        }
+    }
+}
+
+impl From<&Stores> for crate::memory::Stores {
+    fn from(s: &Stores) -> Self {
+        Self {
+            messages: s.messages.clone(),
+            memory: s.memory.clone(),
+            people: s.people.clone(),
+        }
+    }
 }

@@ -12,16 +12,16 @@ use chrono::{DateTime, Utc};
 use crate::app::App;
 use crate::clock::{Chance, SharedClock, SystemClock};
 use crate::commands::status::Sources;
+use crate::dashboard::Stores;
 use crate::discovery::Discovery;
 use crate::executive::{Executive, Prompts};
 use crate::ids::{ChannelId, GuildId};
 use crate::journal::Journal;
 use crate::memory::Memory;
 use crate::settings::{Secrets, Settings, SettingsService};
-use crate::store::Store;
 
 pub struct Site {
-    pub store: Store,
+    pub store: Stores,
     pub settings: Arc<SettingsService>,
     pub executive: Arc<Executive>,
     pub memory: Arc<Memory>,
@@ -35,7 +35,7 @@ impl Site {
     /// The running bot's services.
     pub fn of_app(app: &Arc<App>) -> Self {
         Self {
-            store: app.store.clone(),
+            store: app.stores(),
             settings: app.settings.clone(),
             executive: app.executive.clone(),
             memory: app.memory.clone(),
@@ -49,18 +49,22 @@ impl Site {
     pub async fn standalone(
         settings: Settings,
         secrets: Secrets,
-        store: Store,
+        store: Stores,
     ) -> anyhow::Result<Self> {
         let clock: SharedClock = Arc::new(SystemClock);
         let prompts = Prompts::load(Path::new(&settings.executive.prompts_dir))
             .context("a prompt template is broken (executive.promptsDir)")?;
-        let service = Arc::new(SettingsService::new(settings, store.clone(), clock.clone()));
-        let journal = Journal::new(store.clone(), clock.clone());
+        let service = Arc::new(SettingsService::new(
+            settings,
+            store.overrides.clone(),
+            clock.clone(),
+        ));
+        let journal = Journal::new(store.journal.clone(), clock.clone());
         let executive = Arc::new(
             Executive::new(
                 service.clone(),
                 secrets,
-                store.clone(),
+                (&store).into(),
                 journal.clone(),
                 clock.clone(),
                 Chance::from_entropy(),
@@ -70,13 +74,13 @@ impl Site {
             .await,
         );
         let memory = Memory::new(
-            store.clone(),
+            (&store).into(),
             service.clone(),
             journal.clone(),
             clock.clone(),
             executive.clone(),
         );
-        let discovery = Discovery::new(service.clone(), store.clone(), journal, clock.clone());
+        let discovery = Discovery::new(service.clone(), (&store).into(), journal, clock.clone());
         Ok(Self {
             store,
             settings: service,
@@ -95,7 +99,7 @@ impl Site {
     /// What the status widget reads, for the pages that show its parts.
     pub fn sources(&self) -> Sources<'_> {
         Sources {
-            store: &self.store,
+            store: (&self.store).into(),
             settings: &self.settings,
             executive: &self.executive,
             now: self.now(),
@@ -105,13 +109,13 @@ impl Site {
 
     /// Every server the bot knows, by name.
     pub fn guilds(&self) -> Vec<(GuildId, String)> {
-        self.store.messages().known_guilds().unwrap_or_default()
+        self.store.messages.known_guilds().unwrap_or_default()
     }
 
     /// A server's name, or its id when the name is unknown.
     pub fn guild_name(&self, guild: GuildId) -> String {
         self.store
-            .messages()
+            .messages
             .guild_name(guild)
             .ok()
             .flatten()
@@ -122,7 +126,7 @@ impl Site {
     pub fn channel_label(&self, channel: ChannelId) -> String {
         let name = self
             .store
-            .messages()
+            .messages
             .channel_name(channel)
             .ok()
             .flatten()

@@ -82,7 +82,7 @@ fn view(site: &Site) -> Result<View, Problem> {
         .and_utc();
     let rows = site
         .store
-        .usage()
+        .usage
         .usage_by_day(first)
         .map_err(Problem::Usage)?;
     let settings = site.settings.global();
@@ -125,7 +125,7 @@ fn view(site: &Site) -> Result<View, Problem> {
         headroom: headroom(site, now),
         providers: status::provider_lines(&site.executive),
         models: status::model_lines(&site.executive),
-        garden: garden::widget(&site.store.garden(), None, settings.garden.enabled, now),
+        garden: garden::widget(&site.store.garden, None, settings.garden.enabled, now),
     })
 }
 
@@ -253,7 +253,7 @@ fn cap_meter(name: String, used: u64, cap: u64, key: &str) -> Meter {
 fn caps(site: &Site, now: DateTime<Utc>) -> Vec<Meter> {
     let settings = site.settings.global();
     let since = Some(now - Duration::hours(24));
-    let used = |f: UsageFilter| site.store.usage().usage_tokens(&f).unwrap_or(0);
+    let used = |f: UsageFilter| site.store.usage.usage_tokens(&f).unwrap_or(0);
     let autonomous: Vec<String> = Role::ALL
         .iter()
         .filter(|r| r.is_autonomous())

@@ -118,7 +118,7 @@ fn view(site: &Site, p: &Params) -> Result<View, Problem> {
     };
     let mut entries = site
         .store
-        .journal()
+        .journal
         .journal_query(&Filter {
             since: Some(since),
             kinds,
@@ -281,8 +281,8 @@ fn entry_view(site: &Site, e: &Entry, now: DateTime<Utc>, places: &mut Places<'_
         kind: e.kind.as_str(),
         label: label(e.kind),
         place: places.of(e.guild, e.channel),
-        summary: readable(&e.summary, &site.store.messages()),
-        why: readable(&e.reason, &site.store.messages()),
+        summary: readable(&e.summary, &site.store.messages),
+        why: readable(&e.reason, &site.store.messages),
         said: said(site, e),
         salience: e.salience.map(|s| format!("{s:.2}")),
         link: message_link(e),
@@ -309,17 +309,17 @@ pub fn said(site: &Site, e: &Entry) -> Option<String> {
     // Only the bot's own words: a reflex's entry may name the message it answered.
     let parts: Vec<String> = ids
         .into_iter()
-        .filter_map(|id| site.store.messages().message(id).ok().flatten())
+        .filter_map(|id| site.store.messages.message(id).ok().flatten())
         .filter(|m| m.is_self && !m.content.is_empty())
         .map(|m| m.content)
         .collect();
     if !parts.is_empty() {
-        return Some(readable(&parts.join("\n"), &site.store.messages()));
+        return Some(readable(&parts.join("\n"), &site.store.messages));
     }
     let drafted = e.data["text"]
         .as_str()
         .filter(|_| e.kind == Kind::InitiativePost)?;
-    Some(readable(drafted, &site.store.messages()))
+    Some(readable(drafted, &site.store.messages))
 }
 
 /// The Discord link of the message an entry is about, when it has one that
@@ -363,7 +363,7 @@ pub fn channel_choices(
         selected: chosen.is_none(),
     }];
     let channels = guild
-        .map(|g| site.store.messages().guild_channels(g).unwrap_or_default())
+        .map(|g| site.store.messages.guild_channels(g).unwrap_or_default())
         .unwrap_or_default();
     let mut named: Vec<(String, ChannelId)> = channels
         .into_iter()

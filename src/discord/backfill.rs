@@ -16,6 +16,7 @@ use serenity::all::{ChannelId as SChannelId, GetMessages, Http, MessageId as SMe
 use super::convert;
 use crate::app::App;
 use crate::attention::{Addressed, Percept, Place};
+use crate::discord::Stores;
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::journal::{Entry, Kind};
 
@@ -34,7 +35,7 @@ pub async fn channel(app: &App, http: &Http, me: UserId, guild: GuildId, channel
     if d.backfill_messages == 0 {
         return;
     }
-    let Ok(Some(last)) = app.store.messages().last_message_id(channel) else {
+    let Ok(Some(last)) = app.stores::<Stores>().messages.last_message_id(channel) else {
         return; // never seen: nothing to have missed
     };
     let request = GetMessages::new()
@@ -52,8 +53,16 @@ pub async fn channel(app: &App, http: &Http, me: UserId, guild: GuildId, channel
     let oldest = now - chrono::Duration::hours(i64::from(d.backfill_hours));
     let answer_after = now - chrono::Duration::minutes(i64::from(d.answer_missed_within_minutes));
     let names = (
-        app.store.messages().channel_name(channel).ok().flatten(),
-        app.store.messages().guild_name(guild).ok().flatten(),
+        app.stores::<Stores>()
+            .messages
+            .channel_name(channel)
+            .ok()
+            .flatten(),
+        app.stores::<Stores>()
+            .messages
+            .guild_name(guild)
+            .ok()
+            .flatten(),
     );
     let mut found = CaughtUp::default();
     let mut unanswered: Option<MessageId> = None;
@@ -62,7 +71,7 @@ pub async fn channel(app: &App, http: &Http, me: UserId, guild: GuildId, channel
             m,
             me,
             &settings.bot.name,
-            &app.store,
+            &app.stores(),
             names.0.clone(),
             names.1.clone(),
         );

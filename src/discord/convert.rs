@@ -6,13 +6,13 @@
 //! itself becomes [`crate::attention::bot_mention`] (`@` and `bot.name`), the same form the
 //! console writes, so an addressed reflex fires alike in both.
 
-use crate::store::MessageStore;
 use chrono::{DateTime, Utc};
 use serenity::all::Message;
 
 use crate::attention::{Addressed, MessagePercept, addressed_by_name, readable_mentions};
+use crate::discord::Stores;
 use crate::ids::{ChannelId, GuildId, MessageId, RoleId, UserId};
-use crate::store::Store;
+use crate::store::MessageStore;
 use crate::store::messages::{Attachment, Source, StoredMessage};
 
 pub fn timestamp(m: &Message) -> DateTime<Utc> {
@@ -21,13 +21,13 @@ pub fn timestamp(m: &Message) -> DateTime<Utc> {
 
 /// `<@123>`/`<@!123>` → `@name` for mentioned users (the bot: `@` and
 /// `bot.name`); `<#456>` → `#name` where known.
-pub fn readable_content(m: &Message, store: &Store, me: UserId, bot_name: &str) -> String {
+pub fn readable_content(m: &Message, store: &Stores, me: UserId, bot_name: &str) -> String {
     let mentioned: Vec<(u64, &str)> = m
         .mentions
         .iter()
         .map(|u| (u.id.get(), u.global_name.as_deref().unwrap_or(&u.name)))
         .collect();
-    readable_mentions(&m.content, &mentioned, store, me, bot_name)
+    readable_mentions(&m.content, &mentioned, &store.messages, me, bot_name)
 }
 
 pub fn stored(m: &Message, me: UserId, content: &str) -> StoredMessage {
@@ -102,13 +102,13 @@ pub fn percept(
     m: &Message,
     me: UserId,
     bot_name: &str,
-    store: &Store,
+    store: &Stores,
     channel_name: Option<String>,
     guild_name: Option<String>,
 ) -> MessagePercept {
     MessagePercept {
         message: stored(m, me, &readable_content(m, store, me, bot_name)),
-        addressed: addressed(m, me, bot_name, &store.messages()),
+        addressed: addressed(m, me, bot_name, &store.messages),
         guild_name,
         channel_name,
         author_roles: author_roles(m),

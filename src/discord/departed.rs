@@ -28,9 +28,11 @@ use chrono::{DateTime, Utc};
 use tokio::sync::{Notify, watch};
 
 use crate::app::App;
+use crate::discord::Stores;
 use crate::ids::GuildId;
 use crate::journal::{Entry, Kind};
 use crate::settings::shards::Shards;
+use crate::store::GuildStore;
 use crate::store::departed::{Departure, removal_date};
 use crate::store::guild_io::{self, End, Removal};
 use crate::store::retention::Pace;
@@ -127,7 +129,12 @@ impl Departures {
         }
         lock(&self.heard).named(guild, false);
         let now = self.app.clock.now();
-        match self.app.store.guilds().record_departure(guild, now) {
+        match self
+            .app
+            .stores::<Stores>()
+            .guilds
+            .record_departure(guild, now)
+        {
             Ok(true) => {}
             // Delivered again: the first time stands, and was journaled.
             Ok(false) => return,
@@ -174,7 +181,7 @@ impl Departures {
     /// shard's departures may be removed from now on.
     pub fn ready(&self, shard: Option<(u32, u32)>, guilds: &[GuildId]) {
         // Read once: a shard may list thousands, and few if any departed.
-        match self.app.store.guilds().departures() {
+        match self.app.stores::<Stores>().guilds.departures() {
             Ok(departed) => {
                 for d in departed.iter().filter(|d| guilds.contains(&d.guild)) {
                     self.back(d.guild, "READY lists it");
@@ -187,7 +194,7 @@ impl Departures {
     }
 
     fn back(&self, guild: GuildId, how: &str) {
-        match self.app.store.guilds().cancel_departure(guild) {
+        match self.app.stores::<Stores>().guilds.cancel_departure(guild) {
             Ok(None) => {}
             Ok(Some(left)) => {
                 let kept = lock(&self.heard).kept_when_back(guild);
@@ -208,7 +215,7 @@ impl Departures {
     }
 
     fn name(&self, guild: GuildId) -> String {
-        match self.app.store.messages().guild_name(guild) {
+        match self.app.stores::<Stores>().messages.guild_name(guild) {
             Ok(Some(n)) => format!("{n} ({guild})"),
             _ => format!("server {guild}"),
         }
@@ -222,7 +229,7 @@ impl Departures {
     /// grace has passed; once `shutdown` says so, a removal under way stops
     /// between two of its transactions (the rest goes at the next start).
     pub async fn sweep(&self, shutdown: &watch::Receiver<bool>) {
-        let departures = match self.app.store.guilds().departures() {
+        let departures = match self.app.stores::<Stores>().guilds.departures() {
             Ok(d) => d,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the departed servers; trying again later");
@@ -249,14 +256,12 @@ impl Departures {
         days: u32,
         shutdown: watch::Receiver<bool>,
     ) {
-        let (store, dir) = (self.app.store.clone(), self.app.data_dir.clone());
+        let (store, dir): (GuildStore, _) = (self.app.stores(), self.app.data_dir.clone());
         let guild = d.guild;
         lock(&self.heard).removing = Some(guild);
         let removed = tokio::task::spawn_blocking(move || {
             let go_on = || !*shutdown.borrow();
-            let removal = store
-                .guilds()
-                .remove_departed(guild, due_by, Pace::default(), &go_on)?;
+            let removal = store.remove_departed(guild, due_by, Pace::default(), &go_on)?;
             // The rows and the departure are gone: a folder left behind is
             // said, for the operator to delete, and not tried again.
             let folders = match &removal {

@@ -14,6 +14,7 @@ use serenity::async_trait;
 use super::convert;
 use crate::app::App;
 use crate::attention::{Author, Percept, Place};
+use crate::discord::Stores;
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::journal::{Entry, Kind};
 
@@ -103,8 +104,8 @@ impl Events {
         });
         cached.or_else(|| {
             self.app
-                .store
-                .messages()
+                .stores::<Stores>()
+                .messages
                 .channel_name(ChannelId(channel.get()))
                 .ok()
                 .flatten()
@@ -202,13 +203,17 @@ impl Events {
         }
         let now = self.app.clock.now();
         let g = GuildId(guild.id.get());
-        let mut result = self.app.store.messages().upsert_guild(g, &guild.name, now);
+        let mut result = self
+            .app
+            .stores::<Stores>()
+            .messages
+            .upsert_guild(g, &guild.name, now);
         for (id, channel) in &guild.channels {
             if matches!(
                 channel.kind,
                 ChannelType::Text | ChannelType::News | ChannelType::Voice | ChannelType::Forum
             ) {
-                result = result.and(self.app.store.messages().upsert_channel(
+                result = result.and(self.app.stores::<Stores>().messages.upsert_channel(
                     ChannelId(id.get()),
                     Some(g),
                     &channel.name,
@@ -217,7 +222,7 @@ impl Events {
             }
         }
         for thread in &guild.threads {
-            result = result.and(self.app.store.messages().upsert_channel(
+            result = result.and(self.app.stores::<Stores>().messages.upsert_channel(
                 ChannelId(thread.id.get()),
                 Some(g),
                 &thread.name,
@@ -263,7 +268,7 @@ impl Events {
             &m,
             self.me,
             &bot_name,
-            &self.app.store,
+            &self.app.stores(),
             channel_name,
             guild_name,
         );
@@ -363,7 +368,7 @@ impl Events {
             return;
         }
         let guild = GuildId(channel.guild_id.get());
-        if let Err(e) = self.app.store.messages().upsert_channel(
+        if let Err(e) = self.app.stores::<Stores>().messages.upsert_channel(
             ChannelId(channel.id.get()),
             Some(guild),
             &channel.name,

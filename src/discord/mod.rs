@@ -16,6 +16,7 @@
 //! Discord refuses is said, stopped, and the end of the process when it was
 //! the last one (`refusals`).
 
+use crate::store::{FileStore, GuildStore, MessageStore};
 mod backfill;
 mod commands;
 pub(crate) mod convert;
@@ -164,9 +165,8 @@ async fn prepare(parts: Parts, token: &str) -> anyhow::Result<Prepared> {
     // A data directory holding another shard range's servers is refused
     // before logging in; a fine one records the plan (`store::partition`).
     let plan = settings.discord.shard_plan();
-    let store = crate::store::Store::open(std::path::Path::new(&settings.storage.data_dir))?;
-    crate::store::partition::enter(&store, plan, parts.clock.now())?;
-    drop(store);
+    let data_dir = std::path::Path::new(&settings.storage.data_dir);
+    crate::store::partition::enter_dir(data_dir, plan, parts.clock.now())?;
     // The one client for Discord's REST API, serenity's and our limiter's.
     let client = crate::net::platform_client(&settings.network)
         .context("cannot build the Discord HTTP client")?;
@@ -181,8 +181,8 @@ async fn prepare(parts: Parts, token: &str) -> anyhow::Result<Prepared> {
     let chat: Arc<dyn crate::chat::Transport> = transport.clone();
     let app = App::build(parts, |_| chat).await?;
     transport.count_into(app.journal.metrics());
-    app.store
-        .file()
+    app.stores::<Stores>()
+        .file
         .time_into(app.journal.metrics().store_timings());
     let commands = shards::Commands::default();
     let songbird = voice::songbird();
@@ -276,7 +276,7 @@ async fn serve(
             d.stop_by(deadline).await;
         }
     };
-    stop_within(close, running, dashboard, &app.store).await;
+    stop_within(close, running, dashboard, &app.stores()).await;
     // The door is not opened (aborting its task would let a shard waiting
     // at it connect now); it goes with the runtime.
     drop(door);
@@ -344,7 +344,7 @@ async fn stop_within<D: Future<Output = ()>>(
     close: impl Future<Output = ()>,
     running: crate::app::Running,
     dashboard: impl FnOnce(tokio::time::Instant) -> D,
-    store: &crate::store::Store,
+    store: &Stores,
 ) {
     let deadline = tokio::time::Instant::now() + STOP_WITHIN;
     let close = tokio::time::timeout(CLOSE_WITHIN, close);
@@ -356,7 +356,7 @@ async fn stop_within<D: Future<Output = ()>>(
             CLOSE_WITHIN.as_millis()
         );
     }
-    store.file().flush();
+    store.file.flush();
 }
 
 /// Identifies (after the plan's stagger) and runs until the shards stop, or
@@ -496,6 +496,18 @@ pub(crate) fn wait_for_signal() -> impl std::future::Future<Output = ()> {
     }
 }
 
+/// The store's handles this module uses, one per family of tables (see
+/// `store::handles`): what it may read and write, and nothing else.
+#[derive(Clone)]
+pub struct Stores {
+    /// Messages, and the names of servers and channels.
+    pub messages: MessageStore,
+    /// A server's rows as a whole.
+    pub guilds: GuildStore,
+    /// The database file.
+    pub file: FileStore,
+}
+
 #[cfg(test)]
 mod tests {
     //! The stop sequence on tokio's paused clock: each deadline is met
@@ -524,7 +536,7 @@ mod tests {
 
     /// Loops that take `stopping` each to stop once told to (`None`: never).
     fn running(store: &Store, stopping: &[Option<Duration>]) -> Running {
-        let mut running = Running::new(Journal::new(store.clone(), Arc::new(SystemClock)));
+        let mut running = Running::new(Journal::new(store.journal(), Arc::new(SystemClock)));
         for stopping in stopping.iter().copied() {
             running.spawn(move |mut shutdown| async move {
                 // Harmless: a closed channel is a stop too.
@@ -563,7 +575,7 @@ mod tests {
         let slow = CLOSE_WITHIN + Duration::from_millis(300);
         let loops = running(&store, &[Some(Duration::ZERO), Some(slow)]);
         let started = Instant::now();
-        stop_within(never(), loops, |_| async {}, &store).await;
+        stop_within(never(), loops, |_| async {}, &(&store).into()).await;
         assert_eq!(started.elapsed(), slow);
         assert_eq!(stopped(&store.journal()), "", "a loop was cut short");
     }
@@ -583,7 +595,7 @@ mod tests {
             }
         };
         let started = Instant::now();
-        stop_within(never(), loops, dashboard, &store).await;
+        stop_within(never(), loops, dashboard, &(&store).into()).await;
         assert_eq!(started.elapsed(), STOP_WITHIN);
         assert_eq!(*told.lock().unwrap(), Some(started + STOP_WITHIN));
         assert_eq!(
@@ -618,7 +630,7 @@ mod tests {
                     .unwrap();
             }
         };
-        stop_within(close, loops, |_| async {}, &store).await;
+        stop_within(close, loops, |_| async {}, &(&store).into()).await;
 
         // `store` is still held, as by the blocking task: another connection reads the file.
         let on_disk = rusqlite::Connection::open_with_flags(

@@ -109,15 +109,15 @@ pub fn list(d: &Discovery, guild: GuildId) -> String {
             };
             let row = d
                 .store
-                .discovery()
+                .discovery
                 .upsert_source(spec.kind.as_str(), &spec.target)
                 .ok()
-                .and_then(|id| d.store.discovery().source(id).ok().flatten());
+                .and_then(|id| d.store.discovery.source(id).ok().flatten());
             let state = match &row {
                 Some(r) if r.last_fetch_at.is_some() => format!(
                     "{}, {} items, {}",
                     crate::when::ago(r.last_fetch_at.unwrap_or(now), now),
-                    d.store.discovery().count_feed_items(r.id).unwrap_or(0),
+                    d.store.discovery.count_feed_items(r.id).unwrap_or(0),
                     r.last_status
                 ),
                 _ => "not fetched yet".into(),
@@ -161,7 +161,7 @@ pub fn add(
     }
     let now = d.clock.now();
     d.store
-        .discovery()
+        .discovery
         .add_guild_source(guild, kind.as_str(), &spec.target, &actor.tag(), now)?;
     d.poke();
     d.journal.record(
@@ -204,7 +204,7 @@ pub fn remove(
         }
         Some(_) => {
             d.store
-                .discovery()
+                .discovery
                 .remove_guild_source(guild, kind.as_str(), &spec.target)?;
             d.journal.record(
                 Entry::new(Kind::Discovery, format!("removed source {}", spec.label()))

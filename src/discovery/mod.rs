@@ -12,6 +12,7 @@
 //! guarded fetcher, with conditional GET (a 304 costs no parse) and
 //! exponential backoff on failure; items are stored once across sources.
 
+use crate::store::{DiscoveryStore, FeedStore, MessageStore};
 pub mod canonical;
 pub mod curation;
 pub mod parse;
@@ -33,8 +34,8 @@ use crate::journal::{Entry, Journal, Kind};
 use crate::net::fetch::Validators;
 use crate::net::{FetchError, Fetcher};
 use crate::settings::{NetworkSettings, Settings, SettingsService};
+use crate::store::StoreError;
 use crate::store::discovery::{FetchOutcome, NewItem};
-use crate::store::{Store, StoreError};
 use crate::when::ago;
 use parse::Item;
 use sources::{SourceKind, SourceSpec};
@@ -80,7 +81,7 @@ pub struct FetchReport {
 
 pub struct Discovery {
     settings: Arc<SettingsService>,
-    store: Store,
+    store: Stores,
     journal: Journal,
     clock: SharedClock,
     /// The guarded fetcher and the `network` settings it was built with:
@@ -97,7 +98,7 @@ pub struct Discovery {
 impl Discovery {
     pub fn new(
         settings: Arc<SettingsService>,
-        store: Store,
+        store: Stores,
         journal: Journal,
         clock: SharedClock,
     ) -> Arc<Self> {
@@ -156,7 +157,7 @@ impl Discovery {
         }
         for (kind, target, by) in self
             .store
-            .discovery()
+            .discovery
             .guild_sources(guild)
             .unwrap_or_default()
         {
@@ -184,7 +185,7 @@ impl Discovery {
     pub fn all_sources(&self) -> Vec<SourceSpec> {
         let mut all: Vec<SourceSpec> = self
             .store
-            .messages()
+            .messages
             .known_guilds()
             .unwrap_or_default()
             .into_iter()
@@ -200,7 +201,7 @@ impl Discovery {
     /// The sources feeds subscribe to, whatever kinds the initiative reads:
     /// a subscription is the owner's explicit choice.
     fn subscribed_sources(&self) -> Vec<SourceSpec> {
-        let rows = self.store.feeds().subscribed_sources().unwrap_or_else(|e| {
+        let rows = self.store.feeds.subscribed_sources().unwrap_or_else(|e| {
             tracing::warn!(error = %e, "subscribed feeds unreadable; they wait for the next round");
             Vec::new()
         });
@@ -219,7 +220,7 @@ impl Discovery {
     fn interval(&self, id: i64) -> chrono::Duration {
         let global = self.settings.global();
         let mut minutes = global.initiative.discovery.fetch_interval_minutes;
-        if self.store.feeds().is_subscribed_source(id).unwrap_or(false) {
+        if self.store.feeds.is_subscribed_source(id).unwrap_or(false) {
             minutes = minutes.min(global.feeds.fetch_interval_minutes);
         }
         chrono::Duration::minutes(i64::from(minutes))
@@ -232,12 +233,12 @@ impl Discovery {
         for spec in self.all_sources() {
             let Ok(id) = self
                 .store
-                .discovery()
+                .discovery
                 .upsert_source(spec.kind.as_str(), &spec.target)
             else {
                 continue;
             };
-            if let Ok(Some(row)) = self.store.discovery().source(id)
+            if let Ok(Some(row)) = self.store.discovery.source(id)
                 && row.next_fetch_at <= now
             {
                 due.push(spec);
@@ -256,7 +257,7 @@ impl Discovery {
     pub async fn fetch_source(&self, spec: &SourceSpec) -> Result<FetchReport, FetchFailure> {
         let id = self
             .store
-            .discovery()
+            .discovery
             .upsert_source(spec.kind.as_str(), &spec.target)?;
         if !self
             .fetching
@@ -295,13 +296,13 @@ impl Discovery {
                 // A lost success record only means this source is fetched again early.
                 let _ = self
                     .store
-                    .discovery()
+                    .discovery
                     .record_fetch(id, &outcome, now, interval);
                 tracing::debug!(source = %spec.label(), ?report, "fetched");
             }
             Err(why) => {
                 // One journal line per back-off: the source is not tried again before it ends.
-                let later = match self.store.discovery().record_fetch(
+                let later = match self.store.discovery.record_fetch(
                     id,
                     &FetchOutcome::Failed(why.to_string()),
                     now,
@@ -335,7 +336,7 @@ impl Discovery {
     ) -> Result<(FetchReport, Validators), FetchFailure> {
         let settings = self.settings.global();
         let d = &settings.initiative.discovery;
-        let row = self.store.discovery().source(id)?;
+        let row = self.store.discovery.source(id)?;
         let validators = Validators {
             etag: row.as_ref().and_then(|r| r.etag.clone()),
             last_modified: row.as_ref().and_then(|r| r.last_modified.clone()),
@@ -370,7 +371,7 @@ impl Discovery {
         let dedupe_since = now - chrono::Duration::hours(i64::from(d.dedupe_hours));
         let (stored, duplicates) =
             self.store
-                .discovery()
+                .discovery
                 .insert_feed_items(id, &keyed, now, dedupe_since)?;
         // Told after the items are stored, so a delivery can find its item
         // among them (and the initiative then never shares it again).
@@ -406,7 +407,7 @@ impl Discovery {
             .iter()
             .filter_map(|(s, _)| {
                 self.store
-                    .discovery()
+                    .discovery
                     .upsert_source(s.kind.as_str(), &s.target)
                     .ok()
                     .map(|id| (id, s.clone()))
@@ -417,7 +418,7 @@ impl Discovery {
         let source_ids: Vec<i64> = ids.iter().map(|(id, _)| *id).collect();
         let items = self
             .store
-            .discovery()
+            .discovery
             .feed_candidates(&source_ids, guild, fresh_since, 200)
             .unwrap_or_default();
         let ranked = rank::rank(
@@ -442,8 +443,8 @@ impl Discovery {
             .iter()
             .zip(&ids)
             .map(|((spec, origin), (id, _))| {
-                let stats = self.store.discovery().source_stats(*id, guild).unwrap_or_default();
-                let row = self.store.discovery().source(*id).ok().flatten();
+                let stats = self.store.discovery.source_stats(*id, guild).unwrap_or_default();
+                let row = self.store.discovery.source(*id).ok().flatten();
                 let state = match row.as_ref().and_then(|r| r.last_fetch_at) {
                     None => "not fetched yet".to_string(),
                     Some(t) => format!("fetched {} ({})", ago(t, now), row.map(|r| r.last_status).unwrap_or_default()),
@@ -485,13 +486,13 @@ impl Discovery {
             }
             if let Ok(Some((item, _))) = self
                 .store
-                .discovery()
+                .discovery
                 .feed_item_by_canonical(&canonical::canonical_url(link))
             {
                 // Harmless if lost: the item may only be offered once more; the post itself is stored.
                 let _ = self
                     .store
-                    .discovery()
+                    .discovery
                     .record_share(item, guild, channel, message, at);
             }
         }
@@ -512,11 +513,11 @@ impl Discovery {
         }
         if let Ok(Some((item, _))) = self
             .store
-            .discovery()
+            .discovery
             .feed_item_by_canonical(&canonical::canonical_url(link))
             && let Err(e) = self
                 .store
-                .discovery()
+                .discovery
                 .record_share(item, guild, channel, message, at)
         {
             tracing::warn!(error = %e, "a delivered feed item was not noted as shared; the initiative may offer it once");
@@ -611,4 +612,16 @@ pub fn keyed(i: Item) -> NewItem {
         published_at: i.published,
         media: i.media.map(|m| m.as_str().to_string()),
     }
+}
+
+/// The store's handles this module uses, one per family of tables (see
+/// `store::handles`): what it may read and write, and nothing else.
+#[derive(Clone)]
+pub struct Stores {
+    /// Messages, and the names of servers and channels.
+    pub messages: MessageStore,
+    /// Feed sources and their items.
+    pub discovery: DiscoveryStore,
+    /// Feed subscriptions.
+    pub feeds: FeedStore,
 }

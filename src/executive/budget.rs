@@ -16,7 +16,6 @@
 //! size plus the most it may answer; a call is refused when the tokens
 //! already used plus that estimate pass the cap. A cap of 0 means no cap.
 
-use crate::store::UsageStore;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -26,6 +25,7 @@ use super::endpoints::{Endpoint, Role};
 use super::leases::{Leased, Leases};
 use crate::settings::Settings;
 use crate::store::StoreError;
+use crate::store::UsageStore;
 use crate::store::usage::UsageFilter;
 
 const AUTONOMOUS: [Role; 3] = [Role::Ambient, Role::Reflex, Role::Extract];
@@ -78,7 +78,7 @@ pub fn check(
         if let (CapKind::Role, Some(leases)) = (cap.kind, leases) {
             let whole = whole_role_cap(ctx.role, settings);
             match leases
-                .fits(&store, ctx.role, whole, estimate, now)
+                .fits(store, ctx.role, whole, estimate, now)
                 .map_err(|e| BudgetRefusal::Usage(Arc::new(e)))?
             {
                 Leased::Fits => continue,

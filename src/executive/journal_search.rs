@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use super::tools::{Tool, ToolError, TypedTool, typed};
 use crate::clock::SharedClock;
+use crate::executive::Stores;
 use crate::journal::summary::{self, Audience};
 use crate::journal::{Journal, Kind};
-use crate::store::Store;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -31,7 +31,7 @@ pub struct SearchArgs {
 
 pub struct JournalSearch {
     journal: Journal,
-    store: Store,
+    store: Stores,
     clock: SharedClock,
     audience: Audience,
     tz: Tz,
@@ -74,7 +74,7 @@ impl TypedTool for JournalSearch {
         }
         Ok(entries
             .iter()
-            .map(|e| summary::line(e, &self.store.messages(), self.tz))
+            .map(|e| summary::line(e, &self.store.messages, self.tz))
             .collect::<Vec<_>>()
             .join("\n"))
     }
@@ -83,7 +83,7 @@ impl TypedTool for JournalSearch {
 /// For what the people in one channel (or DM) may read.
 pub fn journal_search(
     journal: &Journal,
-    store: &Store,
+    store: &Stores,
     clock: &SharedClock,
     audience: Audience,
     tz: Tz,

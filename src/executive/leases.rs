@@ -11,7 +11,6 @@
 //! the process falls back to its static share, says so once in the log and
 //! the journal, and in status while it lasts.
 
-use crate::store::UsageStore;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,6 +20,7 @@ use chrono::{DateTime, NaiveDate, NaiveTime, Utc};
 
 use crate::journal::{Entry, Journal, Kind};
 use crate::settings::Role;
+use crate::store::UsageStore;
 use crate::store::shared::SharedDb;
 use crate::store::shared::budget::{LEASE_TTL, LeaseAsk};
 use crate::store::usage::UsageFilter;

@@ -11,6 +11,7 @@
 //! written (`stream`, framed by `sse`). Error texts are scrubbed of secrets before they are logged,
 //! journaled or stored.
 
+use crate::store::{MessageStore, UsageStore};
 pub(crate) mod anthropic;
 pub(crate) mod bounds;
 pub(crate) mod budget;
@@ -54,7 +55,6 @@ use crate::ids::GuildId;
 use crate::journal::Journal;
 use crate::net::error_chain;
 use crate::settings::{Secrets, SettingsService};
-use crate::store::Store;
 use crate::store::usage::UsageRecord;
 use endpoints::{Offer, Resolution, Wire};
 
@@ -128,7 +128,7 @@ pub struct Executive {
     http: reqwest::Client,
     settings: Arc<SettingsService>,
     secrets: Secrets,
-    store: Store,
+    store: Stores,
     journal: Journal,
     clock: SharedClock,
     chance: Arc<Chance>,
@@ -170,7 +170,7 @@ impl Executive {
     pub async fn new(
         settings: Arc<SettingsService>,
         secrets: Secrets,
-        store: Store,
+        store: Stores,
         journal: Journal,
         clock: SharedClock,
         chance: Arc<Chance>,
@@ -258,7 +258,7 @@ impl Executive {
         let mut why = None;
         for ep in self.resolve(ctx.role).endpoints {
             match budget::check(
-                &self.store.usage(),
+                &self.store.usage,
                 &settings,
                 self.leases(),
                 ctx,
@@ -282,7 +282,7 @@ impl Executive {
         let now = self.clock.now();
         let mut first: Option<DateTime<Utc>> = None;
         for ep in self.resolve(ctx.role).endpoints {
-            match budget::fits_again_at(&self.store.usage(), &settings, ctx, &ep, estimate, now) {
+            match budget::fits_again_at(&self.store.usage, &settings, ctx, &ep, estimate, now) {
                 Ok(Some(at)) => first = Some(first.map_or(at, |f| f.min(at))),
                 Ok(None) => {}
                 // A total not read is no reason to wait.
@@ -297,7 +297,7 @@ impl Executive {
     pub fn likely_call_tokens(&self, role: Role) -> u64 {
         let prompt = self
             .store
-            .usage()
+            .usage
             .recent_prompt_tokens(role.as_str(), 20)
             .unwrap_or_default();
         prompt + u64::from(role.settings(&self.settings.global()).max_output_tokens)
@@ -391,7 +391,7 @@ impl Executive {
                 continue;
             }
             if let Err(why) = budget::check(
-                &self.store.usage(),
+                &self.store.usage,
                 &settings,
                 self.leases(),
                 ctx,
@@ -760,7 +760,7 @@ impl Executive {
                     record.tokens_out,
                 ),
             });
-        match self.store.usage().usage_append(&record) {
+        match self.store.usage.usage_append(&record) {
             Ok(id) => id,
             Err(e) => {
                 tracing::error!(error = %e, "could not record model usage");
@@ -893,4 +893,14 @@ async fn probe_ollama(http: &reqwest::Client, base: &str) -> bool {
         http.get(url).timeout(Duration::from_millis(700)).send().await,
         Ok(r) if r.status().is_success()
     )
+}
+
+/// The store's handles this module uses, one per family of tables (see
+/// `store::handles`): what it may read and write, and nothing else.
+#[derive(Clone)]
+pub struct Stores {
+    /// Messages, and the names of servers and channels.
+    pub messages: MessageStore,
+    /// What model calls cost.
+    pub usage: UsageStore,
 }

@@ -36,7 +36,7 @@ impl Executive {
         let now = self.clock.now();
         let hour = Some(now - chrono::Duration::hours(1));
         let day = Some(now - chrono::Duration::hours(24));
-        let tokens = |f: UsageFilter| self.store.usage().usage_tokens(&f).unwrap_or(0);
+        let tokens = |f: UsageFilter| self.store.usage.usage_tokens(&f).unwrap_or(0);
         let user = |since| UsageFilter {
             since,
             sources: vec!["user".into()],
@@ -56,7 +56,7 @@ impl Executive {
         });
         let rate_limited = self
             .store
-            .usage()
+            .usage
             .usage_count(&UsageFilter {
                 since: hour,
                 outcome: Some("rate_limited".into()),

@@ -115,7 +115,7 @@ impl Feeds {
         if !self.s.settings.global().feeds.enabled {
             return round;
         }
-        let mut turn = match self.s.store.feeds().feed_subscriptions_waiting() {
+        let mut turn = match self.s.store.feeds.feed_subscriptions_waiting() {
             Ok(rows) => rows,
             Err(e) => {
                 self.read_failed("the subscriptions with waiting items", &e);
@@ -157,7 +157,7 @@ impl Feeds {
                 return Step::Failed;
             }
         }
-        let waiting = match self.s.store.feeds().waiting_feed_items(row.id, 1) {
+        let waiting = match self.s.store.feeds.waiting_feed_items(row.id, 1) {
             Ok(mut w) if !w.is_empty() => w.remove(0),
             Ok(_) => return Step::Empty,
             Err(e) => {
@@ -184,9 +184,9 @@ impl Feeds {
         let hour_ago = self.s.clock.now() - chrono::Duration::hours(1);
         let store = &self.s.store;
         Ok(
-            store.feeds().feed_sent_since(row.id, hour_ago)? < u64::from(f.max_per_feed_per_hour)
+            store.feeds.feed_sent_since(row.id, hour_ago)? < u64::from(f.max_per_feed_per_hour)
                 && store
-                    .feeds()
+                    .feeds
                     .guild_feed_sent_since(row.made.guild, hour_ago)?
                     < u64::from(f.max_per_guild_per_hour),
         )
@@ -218,7 +218,7 @@ impl Feeds {
         if look.embed {
             outgoing.cards.push(card(&kept, &feed, summary_chars));
         }
-        match self.s.store.feeds().mark_feed_sending(row.id, &waiting.key) {
+        match self.s.store.feeds.mark_feed_sending(row.id, &waiting.key) {
             Ok(true) => {}
             Ok(false) => return Ok(None),
             Err(e) => {
@@ -317,7 +317,7 @@ impl Feeds {
         if let Err(e) = self
             .s
             .store
-            .feeds()
+            .feeds
             .mark_feed_sent(row.id, &waiting.key, message, now)
         {
             self.read_failed("marking a feed item as sent", &e);
@@ -388,7 +388,7 @@ impl Feeds {
         match self
             .s
             .store
-            .feeds()
+            .feeds
             .set_feed_paused(row.made.guild, row.id, Some(&why))
         {
             Ok(true) => {
@@ -439,7 +439,7 @@ impl Feeds {
     /// A waiting item whose kept fields cannot be read is given up, saying so.
     fn unreadable(&self, row: &SubscriptionRow, waiting: &Waiting) {
         // If lost, the item is tried (and given up) again next round.
-        let _ = self.s.store.feeds().drop_feed_item(row.id, &waiting.key);
+        let _ = self.s.store.feeds.drop_feed_item(row.id, &waiting.key);
         self.s.journal.record(
             Entry::new(Kind::Error, "feed item dropped")
                 .place(Some(row.made.guild), Some(row.made.channel))

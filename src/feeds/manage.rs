@@ -22,11 +22,12 @@ use super::template::{Template, TemplateError};
 use crate::chat::{Card, ChannelKind};
 use crate::discovery::parse::Item;
 use crate::discovery::sources::{SourceError, SourceKind, SourceSpec};
+use crate::feeds::Stores;
 use crate::ids::{ChannelId, GuildId, UserId};
 use crate::journal::{Entry, Kind};
 use crate::net::fetch::Validators;
+use crate::store::StoreError;
 use crate::store::feeds::{DeliveryCounts, NewSubscription, SubscriptionRow};
-use crate::store::{Store, StoreError};
 
 /// Most items `/feeds add … backfill` may deliver at once.
 pub const MAX_BACKFILL: u32 = 20;
@@ -235,7 +236,7 @@ impl Feeds {
             dedupe,
             &f.allowed_role_mentions,
         )?;
-        let existing = self.s.store.feeds().feed_subscriptions(guild)?;
+        let existing = self.s.store.feeds.feed_subscriptions(guild)?;
         if existing.len() >= f.max_subscriptions_per_guild as usize {
             return Err(ManageError::Full {
                 count: existing.len(),
@@ -249,26 +250,22 @@ impl Feeds {
         let source_id = self
             .s
             .store
-            .discovery()
+            .discovery
             .upsert_source(spec.kind.as_str(), &spec.target)?;
         let now = self.s.clock.now();
-        let Some(id) = self
-            .s
-            .store
-            .feeds()
-            .add_feed_subscription(&NewSubscription {
-                guild,
-                source_id,
-                channel: req.channel,
-                destination: destination.as_str().into(),
-                template: look.template.as_str().into(),
-                filters: look.filters.as_str().into(),
-                embed: look.embed,
-                dedupe: look.dedupe.as_str().into(),
-                backfill: req.backfill,
-                created_by: by,
-                created_at: now,
-            })?
+        let Some(id) = self.s.store.feeds.add_feed_subscription(&NewSubscription {
+            guild,
+            source_id,
+            channel: req.channel,
+            destination: destination.as_str().into(),
+            template: look.template.as_str().into(),
+            filters: look.filters.as_str().into(),
+            embed: look.embed,
+            dedupe: look.dedupe.as_str().into(),
+            backfill: req.backfill,
+            created_by: by,
+            created_at: now,
+        })?
         else {
             let id = existing
                 .iter()
@@ -310,7 +307,7 @@ impl Feeds {
         channel: ChannelId,
         thread_per_item: bool,
     ) -> Result<Destination, ManageError> {
-        if self.s.store.messages().channel_guild(channel)? != Some(Some(guild)) {
+        if self.s.store.messages.channel_guild(channel)? != Some(Some(guild)) {
             return Err(ManageError::NotHere(channel));
         }
         let kind =
@@ -351,7 +348,7 @@ impl Feeds {
     fn row(&self, guild: GuildId, id: i64) -> Result<SubscriptionRow, ManageError> {
         self.s
             .store
-            .feeds()
+            .feeds
             .feed_subscription(guild, id)?
             .ok_or(ManageError::Unknown(id))
     }
@@ -364,7 +361,7 @@ impl Feeds {
     pub fn list(&self, guild: GuildId) -> Result<Vec<Listed>, ManageError> {
         self.s
             .store
-            .feeds()
+            .feeds
             .feed_subscriptions(guild)?
             .into_iter()
             .map(|row| self.listed(row))
@@ -379,7 +376,7 @@ impl Feeds {
     /// Removes a subscription and what it remembered of its items.
     pub fn remove(&self, guild: GuildId, id: i64) -> Result<Listed, ManageError> {
         let listed = self.listed(self.row(guild, id)?)?;
-        if !self.s.store.feeds().remove_feed_subscription(guild, id)? {
+        if !self.s.store.feeds.remove_feed_subscription(guild, id)? {
             return Err(ManageError::Unknown(id));
         }
         self.s.journal.record(
@@ -405,7 +402,7 @@ impl Feeds {
             dedupe,
             &settings.feeds.allowed_role_mentions,
         )?;
-        self.s.store.feeds().edit_feed_look(
+        self.s.store.feeds.edit_feed_look(
             guild,
             id,
             look.template.as_str(),
@@ -421,7 +418,7 @@ impl Feeds {
         self.row(guild, id)?;
         self.s
             .store
-            .feeds()
+            .feeds
             .set_feed_paused(guild, id, Some(&format!("paused by user {by}")))?;
         self.listed(self.row(guild, id)?)
     }
@@ -429,7 +426,7 @@ impl Feeds {
     /// Resumes a subscription (its run of failures starts again from none).
     pub fn resume(&self, guild: GuildId, id: i64) -> Result<Listed, ManageError> {
         self.row(guild, id)?;
-        self.s.store.feeds().set_feed_paused(guild, id, None)?;
+        self.s.store.feeds.set_feed_paused(guild, id, None)?;
         self.lock_attempts().remove(&id);
         self.poke();
         self.listed(self.row(guild, id)?)
@@ -497,7 +494,7 @@ impl Feeds {
         let source = self
             .s
             .store
-            .discovery()
+            .discovery
             .source(row.made.source_id)?
             .ok_or(ManageError::Unknown(row.id))?;
         let kind = SourceKind::parse(&source.kind).ok_or(ManageError::Unknown(row.id))?;
@@ -511,9 +508,9 @@ impl Feeds {
 /// Every server's subscriptions read from the store alone, as
 /// [`Feeds::list_all`] shows them: the dashboard's Feeds page when no bot
 /// runs in its process (`ambient dashboard`).
-pub fn list_stored(store: &Store) -> Result<Vec<Listed>, ManageError> {
+pub fn list_stored(store: &Stores) -> Result<Vec<Listed>, ManageError> {
     store
-        .feeds()
+        .feeds
         .all_feed_subscriptions()?
         .into_iter()
         .map(|row| listed(store, row))
@@ -521,14 +518,14 @@ pub fn list_stored(store: &Store) -> Result<Vec<Listed>, ManageError> {
 }
 
 /// One stored subscription as it is shown.
-fn listed(store: &Store, row: SubscriptionRow) -> Result<Listed, ManageError> {
+fn listed(store: &Stores, row: SubscriptionRow) -> Result<Listed, ManageError> {
     Ok(Listed {
         id: row.id,
         guild: row.made.guild,
-        feed: super::feed_label(&store.discovery(), row.made.source_id),
+        feed: super::feed_label(&store.discovery, row.made.source_id),
         channel: row.made.channel,
         destination: Destination::parse(&row.made.destination).unwrap_or(Destination::Channel),
-        counts: store.feeds().feed_delivery_counts(row.id)?,
+        counts: store.feeds.feed_delivery_counts(row.id)?,
         template: row.made.template,
         filters: row.made.filters,
         embed: row.made.embed,

@@ -17,7 +17,7 @@
 //! what it found. The store's `feed_deliveries` rows are the queue and the
 //! outbox both, so a restart loses no item and posts none twice.
 
-use crate::store::DiscoveryStore;
+use crate::store::{DiscoveryStore, FeedStore, MessageStore};
 pub mod deliver;
 pub mod filter;
 pub mod intake;
@@ -38,7 +38,6 @@ use crate::discovery::Discovery;
 use crate::discovery::sources::{SourceKind, SourceSpec};
 use crate::journal::Journal;
 use crate::settings::SettingsService;
-use crate::store::Store;
 use crate::store::feeds::SubscriptionRow;
 use subscription::{Dedupe, Look, LookError};
 
@@ -49,7 +48,7 @@ const LOOP_EVERY: Duration = Duration::from_secs(30);
 /// What the feeds service is built on.
 pub struct Services {
     pub settings: Arc<SettingsService>,
-    pub store: Store,
+    pub store: Stores,
     pub journal: Journal,
     pub clock: SharedClock,
     pub transport: Arc<dyn Transport>,
@@ -117,7 +116,7 @@ impl Feeds {
 
     /// How a source is named to people (`{feed}`, `/feeds list`).
     fn feed_label(&self, source_id: i64) -> String {
-        feed_label(&self.s.store.discovery(), source_id)
+        feed_label(&self.s.store.discovery, source_id)
     }
 
     /// Delivers waiting items until `shutdown`.
@@ -151,4 +150,16 @@ fn feed_label(store: &DiscoveryStore, source_id: i64) -> String {
             .unwrap_or(row.target),
         _ => "a feed".into(),
     }
+}
+
+/// The store's handles this module uses, one per family of tables (see
+/// `store::handles`): what it may read and write, and nothing else.
+#[derive(Clone)]
+pub struct Stores {
+    /// Messages, and the names of servers and channels.
+    pub messages: MessageStore,
+    /// Feed sources and their items.
+    pub discovery: DiscoveryStore,
+    /// Feed subscriptions.
+    pub feeds: FeedStore,
 }

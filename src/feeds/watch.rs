@@ -42,7 +42,7 @@ impl FetchWatcher for Watcher {
 
 impl Feeds {
     fn heard(&self, source_id: i64, spec: &SourceSpec, outcome: Fetched<'_>) {
-        let subscriptions = match self.s.store.feeds().feed_subscriptions_of_source(source_id) {
+        let subscriptions = match self.s.store.feeds.feed_subscriptions_of_source(source_id) {
             Ok(s) => s,
             Err(e) => {
                 return self.read_failed(&format!("the subscriptions of {}", spec.label()), &e);
@@ -55,7 +55,7 @@ impl Feeds {
                 Fetched::Items(items) => queued += self.note(&row, items, now),
                 Fetched::NotModified => {
                     // Harmless if lost: the run of failures ends at the next fetch with items.
-                    let _ = self.s.store.feeds().clear_feed_failures(row.id);
+                    let _ = self.s.store.feeds.clear_feed_failures(row.id);
                 }
                 Fetched::Failed(why) => self.count_failure(&row, spec, why),
             }
@@ -76,7 +76,7 @@ impl Feeds {
         };
         let keyed = intake::keyed(&look, items);
         let keys: Vec<String> = keyed.iter().map(|(k, _)| k.clone()).collect();
-        let known: HashSet<String> = match self.s.store.feeds().known_feed_items(row.id, &keys) {
+        let known: HashSet<String> = match self.s.store.feeds.known_feed_items(row.id, &keys) {
             Ok(k) => k.into_iter().collect(),
             Err(e) => {
                 self.read_failed("which feed items were met before", &e);
@@ -93,7 +93,7 @@ impl Feeds {
             }
         }
         let queued = met.iter().filter(|m| m.state == "queued").count();
-        match self.s.store.feeds().note_feed_items(row.id, &met, now) {
+        match self.s.store.feeds.note_feed_items(row.id, &met, now) {
             Ok(_) => queued,
             Err(e) => {
                 self.s.journal.record(
@@ -113,7 +113,7 @@ impl Feeds {
         if row.paused.is_some() {
             return;
         }
-        let failures = match self.s.store.feeds().note_feed_failure(row.id) {
+        let failures = match self.s.store.feeds.note_feed_failure(row.id) {
             Ok(n) => n,
             Err(e) => return self.read_failed("a feed's failures", &e),
         };
@@ -141,7 +141,7 @@ impl Feeds {
         match self
             .s
             .store
-            .feeds()
+            .feeds
             .set_feed_paused(row.made.guild, row.id, Some(&why))
         {
             Ok(true) => {

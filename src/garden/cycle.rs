@@ -73,9 +73,9 @@ impl Garden {
                     if at < r.next_wake {
                         self.schedule_held(at, held, &why);
                         r.next_wake = at;
-                        if let Ok(Some(mut c)) = self.store.garden().cycle(r.id) {
+                        if let Ok(Some(mut c)) = self.store.garden.cycle(r.id) {
                             c.next_wake_at = Some(at);
-                            self.saved("the cycle's next wake", self.store.garden().cycle_save(&c));
+                            self.saved("the cycle's next wake", self.store.garden.cycle_save(&c));
                         }
                     }
                 }
@@ -111,7 +111,7 @@ impl Garden {
         let now = self.clock.now();
         let mine = format!("cycle {}", r.id);
         self.store
-            .garden()
+            .garden
             .queue_open()
             .unwrap_or_default()
             .into_iter()
@@ -137,12 +137,12 @@ impl Garden {
         let settings = self.settings.global();
         let started = self.clock.now();
         let asked = self.asked_since_the_last_pass(started);
-        let id = self.store.garden().cycle_begin(trigger, started)?;
+        let id = self.store.garden.cycle_begin(trigger, started)?;
         self.set_status(|s| {
             s.state = "running".into();
             s.detail = "memory pass".into();
         });
-        let mut cycle = self.store.garden().cycle(id)?.ok_or(CycleError::RowGone)?;
+        let mut cycle = self.store.garden.cycle(id)?.ok_or(CycleError::RowGone)?;
 
         // 1. The memory pass.
         let (run, feedback) = self
@@ -190,7 +190,7 @@ impl Garden {
     fn asked_since_the_last_pass(&self, now: DateTime<Utc>) -> bool {
         let last = self
             .store
-            .garden()
+            .garden
             .cycles(1)
             .ok()
             .and_then(|c| c.into_iter().next())
@@ -206,16 +206,13 @@ impl Garden {
     /// rests: each such pass in a row doubles the interval (scheduler.rs)
     /// until something happens. The status says why the next wake is late.
     fn rest(&self, cycle: Cycle, tended: Tended, settings: &Settings) -> CycleReport {
-        self.saved(
-            "the empty pass",
-            self.store.garden().cycle_discard(cycle.id),
-        );
+        self.saved("the empty pass", self.store.garden.cycle_discard(cycle.id));
         let now = self.clock.now();
         let nothing = Tending::pass_only("nothing to tend".into());
         let (next, reason, moved) = self.next_wake(Ended::Idle, &nothing, false, now, settings);
         self.saved(
             "the last cycle's time",
-            self.store.garden().garden_set("last_cycle_at", &now),
+            self.store.garden.garden_set("last_cycle_at", &now),
         );
         self.schedule_wake(next, format!("nothing to tend: {reason}"), moved);
         CycleReport {
@@ -307,7 +304,7 @@ impl Garden {
         cycle.next_wake_at = Some(next);
         self.saved(
             "the interrupted cycle",
-            self.store.garden().cycle_save(&cycle),
+            self.store.garden.cycle_save(&cycle),
         );
         self.journal.record(
             Entry::new(
@@ -334,7 +331,7 @@ impl Garden {
     async fn extraction_pass(&self, cycle: &mut Cycle) -> (usize, usize) {
         let extract_tokens = |since| {
             self.store
-                .usage()
+                .usage
                 .usage_list(
                     &UsageFilter {
                         since: Some(since),
@@ -390,7 +387,7 @@ impl Garden {
         }
         cycle.guild = Some(g);
         self.set_status(|s| s.detail = format!("tending {}", self.guild_name(g)));
-        self.saved("the cycle", self.store.garden().cycle_save(cycle));
+        self.saved("the cycle", self.store.garden.cycle_save(cycle));
         let lines: Vec<String> = run
             .lines
             .iter()
@@ -405,7 +402,7 @@ impl Garden {
             self.saved(
                 "the done queue items",
                 self.store
-                    .garden()
+                    .garden
                     .queue_done(&out.shown.queue, cycle.id, self.clock.now()),
             );
             self.mark_judged(&out.shown.pairs);
@@ -454,10 +451,10 @@ impl Garden {
         cycle.rate_limited = rate_limited;
         cycle.ended_at = Some(now);
         cycle.next_wake_at = Some(next);
-        self.saved("the cycle", self.store.garden().cycle_save(cycle));
+        self.saved("the cycle", self.store.garden.cycle_save(cycle));
         self.saved(
             "the last cycle's time",
-            self.store.garden().garden_set("last_cycle_at", &now),
+            self.store.garden.garden_set("last_cycle_at", &now),
         );
         self.journal.record(
             Entry::new(
@@ -490,7 +487,7 @@ impl Garden {
     ) -> (Ended, bool) {
         let rate_limited = self
             .store
-            .usage()
+            .usage
             .usage_count(&UsageFilter {
                 since: Some(started),
                 roles: vec![Role::Ambient.as_str().into()],
@@ -534,7 +531,7 @@ impl Garden {
         state.last_interval_minutes = Some(scheduler::minutes(safe));
         self.saved(
             "the scheduler's state",
-            self.store.garden().garden_set("scheduler", &state),
+            self.store.garden.garden_set("scheduler", &state),
         );
         if part.forced {
             let d = Duration::minutes(i64::from(garden.default_interval_minutes));
@@ -572,7 +569,7 @@ impl Garden {
 
     pub(super) fn tended_at(&self) -> HashMap<u64, DateTime<Utc>> {
         self.store
-            .garden()
+            .garden
             .garden_get("tended")
             .ok()
             .flatten()
@@ -583,7 +580,7 @@ impl Garden {
         let mut m = self.tended_at();
         m.insert(g.get(), at);
         // Harmless if lost: it only orders which server is tended next.
-        let _ = self.store.garden().garden_set("tended", &m);
+        let _ = self.store.garden.garden_set("tended", &m);
     }
 
     /// A failure's back-off, with bounds from the garden settings in effect now.
@@ -603,7 +600,7 @@ impl Garden {
     fn choose_guild(&self, now: DateTime<Utc>) -> Option<GuildId> {
         if let Some(g) = self
             .store
-            .garden()
+            .garden
             .queue_open()
             .unwrap_or_default()
             .into_iter()
@@ -614,13 +611,13 @@ impl Garden {
         }
         let tended = self.tended_at();
         self.store
-            .messages()
+            .messages
             .known_guilds()
             .unwrap_or_default()
             .into_iter()
             .filter(|(g, _)| self.ready(*g, now))
             .filter_map(|(g, _)| {
-                let last = self.store.impulses().last_human_message(g).ok().flatten()?;
+                let last = self.store.impulses.last_human_message(g).ok().flatten()?;
                 let since = tended.get(&g.get()).copied();
                 since.is_none_or(|t| last > t).then_some((since, g))
             })
@@ -670,7 +667,7 @@ impl Garden {
         cycle
             .steps
             .extend(transcript(&result.messages, self.clock.now()));
-        if let Ok(Some(saved)) = self.store.garden().cycle(cycle.id) {
+        if let Ok(Some(saved)) = self.store.garden.cycle(cycle.id) {
             cycle.todos = saved.todos;
         }
         let did = ToolsDid::of(&shared);
@@ -749,7 +746,7 @@ impl Garden {
             .filter(|w| !w.context.trim().is_empty())
             && let Some(at) = asked
         {
-            let queued = self.store.garden().queue_insert(&QueueItem {
+            let queued = self.store.garden.queue_insert(&QueueItem {
                 id: uuid::Uuid::new_v4().simple().to_string(),
                 guild: Some(guild),
                 scheduled_for: at,

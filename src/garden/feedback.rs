@@ -9,16 +9,16 @@
 //! each other. The harvest runs at the start of every garden pass from a
 //! cursor, so nothing is counted twice.
 
-use crate::store::MemoryStore;
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 
+use crate::garden::Stores;
 use crate::ids::{GuildId, UserId};
 use crate::memory::Memory;
 use crate::memory::fact::{Fact, FactKind, Importance, Scope};
 use crate::memory::keywords::{keywords, overlap};
-use crate::store::Store;
+use crate::store::MemoryStore;
 use crate::store::memory::FactFilter;
 
 const LIKED: &[&str] = &["👍", "❤️", "❤", "🔥", "🎉", "😂", "💯", "👏", "🙌", "😍"];
@@ -35,16 +35,16 @@ fn excerpt(text: &str) -> String {
 }
 
 /// Stores feedback that arrived since the last harvest; returns how many events were kept.
-pub fn harvest(store: &Store, memory: &Memory, me: UserId, now: DateTime<Utc>) -> usize {
+pub fn harvest(store: &Stores, memory: &Memory, me: UserId, now: DateTime<Utc>) -> usize {
     let since: DateTime<Utc> = store
-        .garden()
+        .garden
         .garden_get::<i64>("feedback_cursor")
         .ok()
         .flatten()
         .and_then(DateTime::from_timestamp_millis)
         .unwrap_or(DateTime::UNIX_EPOCH);
     let events = store
-        .garden()
+        .garden
         .ambient_post_feedback(since, me)
         .unwrap_or_default();
     let mut kept = 0;
@@ -52,7 +52,7 @@ pub fn harvest(store: &Store, memory: &Memory, me: UserId, now: DateTime<Utc>) -
     for e in &events {
         cursor = cursor.max(e.at);
         let channel = store
-            .messages()
+            .messages
             .channel_name(e.channel)
             .ok()
             .flatten()
@@ -96,7 +96,7 @@ pub fn harvest(store: &Store, memory: &Memory, me: UserId, now: DateTime<Utc>) -
         kept += 1;
         // After each event: a crash mid-harvest must not count one 👎 twice.
         if let Err(e) = store
-            .garden()
+            .garden
             .garden_set("feedback_cursor", &cursor.timestamp_millis())
         {
             return stopped(memory, kept, &e);
@@ -133,7 +133,7 @@ pub fn history(store: &MemoryStore, guild: GuildId, limit: usize) -> Vec<Fact> {
 /// their words with it.
 pub fn rejected_before(store: &MemoryStore, guild: GuildId, proposal: &str) -> Option<String> {
     let words: BTreeSet<String> = keywords(proposal);
-    let similar: Vec<Fact> = history(&store, guild, 200)
+    let similar: Vec<Fact> = history(store, guild, 200)
         .into_iter()
         .filter(|f| {
             f.subject

@@ -25,7 +25,9 @@
 //! preparing tasks, ideas and pending thoughts — never posting: every post
 //! still goes through the initiative gates.
 
-use crate::store::GardenStore;
+use crate::store::{
+    GardenStore, ImpulseStore, InitiativeStore, JournalStore, MemoryStore, MessageStore, UsageStore,
+};
 mod cycle;
 pub mod feedback;
 pub mod pass;
@@ -54,7 +56,6 @@ use crate::impulses::Impulses;
 use crate::journal::{Entry, Journal, Kind};
 use crate::memory::Memory;
 use crate::settings::{Settings, SettingsService};
-use crate::store::Store;
 use crate::store::garden::QueueItem;
 pub use cycle::{CycleError, CycleReport};
 use scheduler::Plan;
@@ -119,7 +120,7 @@ pub fn read_status(store: &GardenStore) -> Status {
 }
 
 pub struct Garden {
-    store: Store,
+    store: Stores,
     settings: Arc<SettingsService>,
     journal: Journal,
     clock: SharedClock,
@@ -151,7 +152,7 @@ pub struct Garden {
 impl Garden {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        store: Store,
+        store: Stores,
         settings: Arc<SettingsService>,
         journal: Journal,
         clock: SharedClock,
@@ -189,7 +190,7 @@ impl Garden {
         if let Some(s) = self.unsaved_lock().clone() {
             return s;
         }
-        read_status(&self.store.garden())
+        read_status(&self.store.garden)
     }
 
     fn unsaved_lock(&self) -> std::sync::MutexGuard<'_, Option<Status>> {
@@ -218,7 +219,7 @@ impl Garden {
     fn save_status(&self, s: Status) {
         let first_failure = {
             let mut unsaved = self.unsaved_lock();
-            match self.store.garden().garden_set("status", &s) {
+            match self.store.garden.garden_set("status", &s) {
                 Ok(()) => {
                     *unsaved = None;
                     return;
@@ -242,7 +243,7 @@ impl Garden {
 
     pub fn scheduler_state(&self) -> scheduler::State {
         self.store
-            .garden()
+            .garden
             .garden_get("scheduler")
             .ok()
             .flatten()
@@ -273,7 +274,7 @@ impl Garden {
         let held = state.consecutive_rate_limits > 0 || inputs.budget_used > 0.8;
         let Some(last) = self
             .store
-            .garden()
+            .garden
             .garden_get::<DateTime<Utc>>("last_cycle_at")
             .ok()
             .flatten()
@@ -371,13 +372,13 @@ impl Garden {
             Vec::new()
         } else {
             self.store
-                .garden()
+                .garden
                 .cycles_with_status(crate::store::garden::CycleStatus::Running)
                 .unwrap_or_default()
         };
         let checkpoint = self
             .store
-            .garden()
+            .garden
             .garden_get::<serde_json::Value>("checkpoint")
             .ok()
             .flatten()
@@ -388,7 +389,7 @@ impl Garden {
             if c.summary.is_empty() {
                 c.summary = "interrupted: the bot stopped during this cycle".into();
             }
-            self.saved("the interrupted cycle", self.store.garden().cycle_save(&c));
+            self.saved("the interrupted cycle", self.store.garden.cycle_save(&c));
             let left = c.todos.iter().filter(|t| !t.done).count();
             let mut next = Vec::new();
             if checkpoint {
@@ -414,18 +415,12 @@ impl Garden {
         // A pass that rested left no row: the last look is the later of the two.
         let last_at = self
             .store
-            .garden()
+            .garden
             .cycles(1)
             .ok()
             .and_then(|c| c.into_iter().next())
             .map(|c| c.started_at)
-            .max(
-                self.store
-                    .garden()
-                    .garden_get("last_cycle_at")
-                    .ok()
-                    .flatten(),
-            );
+            .max(self.store.garden.garden_get("last_cycle_at").ok().flatten());
         let max = Duration::minutes(i64::from(
             self.settings.global().garden.max_interval_minutes,
         ));
@@ -490,7 +485,7 @@ impl Garden {
                 created_at: now,
                 done_at: None,
             };
-            if let Err(e) = self.store.garden().queue_insert(&item) {
+            if let Err(e) = self.store.garden.queue_insert(&item) {
                 return format!("Could not queue it: {e}");
             }
         }
@@ -511,7 +506,7 @@ impl Garden {
     /// The oldest open `/ambient garden` request due by `now` (of `guild`, if given).
     fn requested(&self, guild: Option<GuildId>, now: DateTime<Utc>) -> Option<QueueItem> {
         self.store
-            .garden()
+            .garden
             .queue_open()
             .unwrap_or_default()
             .into_iter()
@@ -549,7 +544,7 @@ impl Garden {
     fn held_for_talk(&self, plan: &Plan, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         let last = self
             .store
-            .garden()
+            .garden
             .garden_get::<DateTime<Utc>>("last_cycle_at")
             .ok()
             .flatten()?;
@@ -586,22 +581,18 @@ impl Garden {
                 1.0 - w.tokens_remaining as f64 / w.tokens_limit as f64
             }
         });
-        let recent = self
-            .store
-            .garden()
-            .recent_cycle_tokens(5)
-            .unwrap_or_default();
+        let recent = self.store.garden.recent_cycle_tokens(5).unwrap_or_default();
         let last_human = self
             .store
-            .messages()
+            .messages
             .known_guilds()
             .unwrap_or_default()
             .into_iter()
-            .filter_map(|(g, _)| self.store.impulses().last_human_message(g).ok().flatten())
+            .filter_map(|(g, _)| self.store.impulses.last_human_message(g).ok().flatten())
             .max();
         let last_cycle = self
             .store
-            .garden()
+            .garden
             .garden_get::<DateTime<Utc>>("last_cycle_at")
             .ok()
             .flatten();
@@ -628,7 +619,7 @@ impl Garden {
 
     fn guild_name(&self, g: GuildId) -> String {
         self.store
-            .messages()
+            .messages
             .guild_name(g)
             .ok()
             .flatten()
@@ -852,4 +843,24 @@ impl Handler for GardenHandler {
             Err(e) => Outcome::Declined(e.to_string()),
         }
     }
+}
+
+/// The store's handles this module uses, one per family of tables (see
+/// `store::handles`): what it may read and write, and nothing else.
+#[derive(Clone)]
+pub struct Stores {
+    /// Messages, and the names of servers and channels.
+    pub messages: MessageStore,
+    /// Remembered facts.
+    pub memory: MemoryStore,
+    /// The journal and the context stream.
+    pub journal: JournalStore,
+    /// What model calls cost.
+    pub usage: UsageStore,
+    /// Pending thoughts and the outbox.
+    pub initiative: InitiativeStore,
+    /// Tasks, ideas, schedules, reflex bookkeeping.
+    pub impulses: ImpulseStore,
+    /// The garden's cycles and state.
+    pub garden: GardenStore,
 }

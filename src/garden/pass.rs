@@ -19,20 +19,20 @@
 //! What needs judgment — possible contradictions, stale facts that recent
 //! conversation touches — is only *found* here and handed to the model.
 
-use crate::store::GardenStore;
-use crate::store::MemoryStore;
 use std::collections::{BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::similar;
+use crate::garden::Stores;
 use crate::ids::GuildId;
 use crate::journal::{Entry, Journal, Kind};
 use crate::memory::fact::{Fact, FactKind, Importance, Scope, ScopeKind};
 use crate::memory::keywords::{jaccard, keywords};
 use crate::settings::GardenSettings;
-use crate::store::Store;
+use crate::store::GardenStore;
+use crate::store::MemoryStore;
 use crate::store::memory::FactFilter;
 
 /// The Jaccard above which two facts say the same thing (as when storing one).
@@ -97,7 +97,7 @@ fn scope_rank(s: &Scope) -> u8 {
 /// memory is as the last pass left it, so only pruning (which time alone
 /// can make due) is worth doing.
 pub fn tend(
-    store: &Store,
+    store: &Stores,
     journal: &Journal,
     g: &GardenSettings,
     guild: Option<GuildId>,
@@ -105,7 +105,7 @@ pub fn tend(
     unchanged: bool,
 ) -> Tended {
     let facts = store
-        .memory()
+        .memory
         .list_facts(&FactFilter {
             guild: Some(guild),
             ..Default::default()
@@ -121,7 +121,7 @@ pub fn tend(
     // 1. Duplicates, within one kind (and, for facts about a person, one person).
     if !unchanged {
         t.merged = merge_duplicates(
-            &store.memory(),
+            &store.memory,
             journal,
             &facts,
             &words,
@@ -148,7 +148,7 @@ pub fn tend(
     }
     if !pruned.is_empty() {
         let refs: Vec<&Fact> = pruned.iter().map(|(f, _)| f).collect();
-        if store.memory().save_facts(&[], &refs).is_ok() {
+        if store.memory.save_facts(&[], &refs).is_ok() {
             t.pruned = pruned.len();
             let list: Vec<String> = pruned
                 .iter()
@@ -172,7 +172,7 @@ pub fn tend(
 
     // 3. Links between related facts.
     if !unchanged {
-        t.linked = link_related(&store.garden(), journal, &facts, &words, &gone, guild, now);
+        t.linked = link_related(&store.garden, journal, &facts, &words, &gone, guild, now);
     }
     t
 }
@@ -391,7 +391,7 @@ pub fn describe(t: &Tended) -> String {
 /// checkpoint) when `stop` says so. A guild whose memory has not changed
 /// since the last pass is only checked for decay.
 pub fn run(
-    store: &Store,
+    store: &Stores,
     journal: &Journal,
     g: &GardenSettings,
     cycle: i64,
@@ -399,13 +399,13 @@ pub fn run(
     stop: &dyn Fn() -> bool,
 ) -> Run {
     let mut cp: Checkpoint = store
-        .garden()
+        .garden
         .garden_get("checkpoint")
         .ok()
         .flatten()
         .unwrap_or_default();
     let mut marks: HashMap<u64, (u64, i64)> = store
-        .garden()
+        .garden
         .garden_get("pass_marks")
         .ok()
         .flatten()
@@ -425,7 +425,7 @@ pub fn run(
         ));
     }
     cp.cycle = cycle;
-    let mut guilds = store.memory().fact_guilds().unwrap_or_default();
+    let mut guilds = store.memory.fact_guilds().unwrap_or_default();
     guilds.sort_by_key(|g| guild_key(*g));
     for guild in guilds {
         let key = guild_key(guild);
@@ -439,23 +439,23 @@ pub fn run(
             ));
             return out;
         }
-        let before = store.memory().fact_signature(guild).ok();
+        let before = store.memory.fact_signature(guild).ok();
         let unchanged = before.is_some() && marks.get(&key) == before.as_ref();
         let t = tend(store, journal, g, guild, now, unchanged);
         if t.modified() + t.linked > 0 {
             out.lines.push((guild, describe(&t)));
         }
         out.tended.add(&t);
-        if let Ok(after) = store.memory().fact_signature(guild) {
+        if let Ok(after) = store.memory.fact_signature(guild) {
             marks.insert(key, after);
         }
         cp.done.push(key);
         // Harmless if lost: a lost checkpoint or mark only means a server is tended again.
-        let _ = store.garden().garden_set("checkpoint", &cp);
-        let _ = store.garden().garden_set("pass_marks", &marks);
+        let _ = store.garden.garden_set("checkpoint", &cp);
+        let _ = store.garden.garden_set("pass_marks", &marks);
     }
     // Harmless if lost: a stale checkpoint only defers its servers to the pass after.
-    let _ = store.garden().garden_clear("checkpoint");
+    let _ = store.garden.garden_clear("checkpoint");
     out.lines.push((
         None,
         format!(

@@ -45,7 +45,7 @@ impl Garden {
     /// Contradiction pairs already put to the model.
     pub(super) fn judged(&self) -> HashSet<String> {
         self.store
-            .garden()
+            .garden
             .garden_get::<Vec<String>>("judged")
             .ok()
             .flatten()
@@ -57,7 +57,7 @@ impl Garden {
     pub(super) fn mark_judged(&self, pairs: &[String]) {
         let mut all: Vec<String> = self
             .store
-            .garden()
+            .garden
             .garden_get("judged")
             .ok()
             .flatten()
@@ -66,7 +66,7 @@ impl Garden {
         let skip = all.len().saturating_sub(5_000);
         all.drain(..skip);
         // Harmless if lost: these pairs are only shown to the model once more.
-        let _ = self.store.garden().garden_set("judged", &all);
+        let _ = self.store.garden.garden_set("judged", &all);
     }
 
     /// The prompt for one guild's cycle, and what it showed (the queue items
@@ -89,7 +89,7 @@ impl Garden {
         // The last cycle that tended this guild — never another guild's summary.
         let last = self
             .store
-            .garden()
+            .garden
             .cycles(200)
             .unwrap_or_default()
             .into_iter()
@@ -103,10 +103,10 @@ impl Garden {
             .map(|m| m.content.as_str())
             .collect::<Vec<_>>()
             .join(" ");
-        let cands = pass::candidates(&self.store.memory(), g, guild, &talk, now, &self.judged());
+        let cands = pass::candidates(&self.store.memory, g, guild, &talk, now, &self.judged());
         let queue: Vec<QueueItem> = self
             .store
-            .garden()
+            .garden
             .queue_open()
             .unwrap_or_default()
             .into_iter()
@@ -120,7 +120,7 @@ impl Garden {
             bot_name: settings.bot.name.clone(),
             guild_name: self.guild_name(guild),
             context: stream::prefix_for(
-                &self.store.journal(),
+                &self.store.journal,
                 &settings,
                 Role::Ambient,
                 &public,
@@ -179,7 +179,7 @@ impl Garden {
             // What the bot did lately, as anyone in its public channels could read it.
             deeds: crate::journal::summary::what_i_did(
                 &self.journal,
-                &self.store.messages(),
+                &self.store.messages,
                 &public,
                 now - Duration::hours(24),
                 tz,
@@ -208,7 +208,7 @@ impl Garden {
             .unwrap_or(now - Duration::hours(24));
         let mut recent: Vec<_> = self
             .store
-            .messages()
+            .messages
             .recent_guild_messages(guild, since, 500)
             .unwrap_or_default()
             .into_iter()
@@ -229,7 +229,7 @@ impl Garden {
         }
         let checkpoints: HashSet<ChannelId> = self
             .store
-            .messages()
+            .messages
             .unextracted_channels()
             .unwrap_or_default()
             .into_iter()
@@ -240,7 +240,7 @@ impl Garden {
             .map(|(c, (n, last))| ConversationLine {
                 channel: self
                     .store
-                    .messages()
+                    .messages
                     .channel_name(c)
                     .ok()
                     .flatten()
@@ -261,14 +261,10 @@ impl Garden {
     /// The memory's health in numbers: how many facts, how many still
     /// active, how many faded below a tenth of their confidence, how many links.
     fn health(&self, guild: GuildId, now: DateTime<Utc>, half_life_days: u32) -> Health {
-        let (total, active) = self
-            .store
-            .memory()
-            .fact_counts(Some(guild))
-            .unwrap_or((0, 0));
+        let (total, active) = self.store.memory.fact_counts(Some(guild)).unwrap_or((0, 0));
         let active_facts = self
             .store
-            .memory()
+            .memory
             .list_facts(&crate::store::memory::FactFilter {
                 guild: Some(Some(guild)),
                 ..Default::default()
@@ -283,7 +279,7 @@ impl Garden {
             active,
             inactive: total - active,
             low_confidence: low as u64,
-            links: self.store.garden().link_count(guild).unwrap_or(0),
+            links: self.store.garden.link_count(guild).unwrap_or(0),
         }
     }
 
@@ -292,7 +288,7 @@ impl Garden {
     fn prepared_work(&self, guild: GuildId, tz: Tz) -> (Vec<String>, Vec<String>) {
         let tasks = self
             .store
-            .impulses()
+            .impulses
             .tasks(Some(guild), false)
             .unwrap_or_default()
             .into_iter()
@@ -301,7 +297,7 @@ impl Garden {
             .collect();
         let ideas = self
             .store
-            .impulses()
+            .impulses
             .ideas(Some(guild), false)
             .unwrap_or_default()
             .into_iter()
@@ -331,7 +327,7 @@ impl Garden {
 
     /// How people took the bot's posts here lately (reinforced ones counted).
     fn feedback_lines(&self, guild: GuildId) -> Vec<String> {
-        feedback::history(&self.store.memory(), guild, 12)
+        feedback::history(&self.store.memory, guild, 12)
             .into_iter()
             .map(|f| {
                 if f.strength > 1 {

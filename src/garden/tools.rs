@@ -26,13 +26,13 @@ use super::feedback;
 use crate::attention::Priority;
 use crate::clock::SharedClock;
 use crate::executive::tools::{Tool, ToolError, TypedTool, typed};
+use crate::garden::Stores;
 use crate::ids::GuildId;
 use crate::impulses::{Impulses, NewTask};
 use crate::initiative::pending::PendingThought;
 use crate::journal::{Entry, Journal, Kind};
 use crate::memory::fact::Fact;
 use crate::settings::SettingsService;
-use crate::store::Store;
 use crate::store::garden::{QueueItem, Todo};
 
 /// When to wake, as the model says it.
@@ -129,7 +129,7 @@ impl From<JudgeError> for ToolError {
 pub struct CycleShared {
     pub cycle: i64,
     pub guild: GuildId,
-    pub store: Store,
+    pub store: Stores,
     pub journal: Journal,
     pub clock: SharedClock,
     /// The memories the model was shown as needing judgment: the only ones
@@ -160,7 +160,7 @@ impl CycleShared {
         }
         let found: Vec<Fact> = self
             .store
-            .memory()
+            .memory
             .facts_by_prefix(id)
             .unwrap_or_default()
             .into_iter()
@@ -201,14 +201,14 @@ impl TypedTool for Todos {
         let s = &self.0;
         let mut cycle = s
             .store
-            .garden()
+            .garden
             .cycle(s.cycle)
             .map_err(|e| e.to_string())?
             .ok_or("the cycle is gone")?;
         let done = args.items.iter().filter(|t| t.done).count();
         cycle.todos = args.items;
         s.store
-            .garden()
+            .garden
             .cycle_save(&cycle)
             .map_err(|e| e.to_string())?;
         Ok(format!(
@@ -270,7 +270,7 @@ impl TypedTool for Schedule {
             done_at: None,
         };
         s.store
-            .garden()
+            .garden
             .queue_insert(&item)
             .map_err(|e| e.to_string())?;
         let mut req = s.requested.lock().unwrap_or_else(|p| p.into_inner());
@@ -314,7 +314,7 @@ impl TypedTool for Resolve {
         old.superseded_by = Some(keep.id.clone());
         old.updated_at = s.clock.now();
         s.store
-            .memory()
+            .memory
             .save_facts(&[], &[&old])
             .map_err(|e| e.to_string())?;
         s.touched(1);
@@ -364,11 +364,11 @@ impl TypedTool for Confirm {
         f.last_seen_at = now;
         f.updated_at = now;
         s.store
-            .memory()
+            .memory
             .save_facts(&[], &[&f])
             .map_err(|e| e.to_string())?;
         // Harmless if lost: the strength is saved above; the breadcrumb only dates it.
-        let _ = s.store.memory().add_reinforcement(&f.id, None, now);
+        let _ = s.store.memory.add_reinforcement(&f.id, None, now);
         s.touched(1);
         s.note(
             format!("re-checked memory {}: still holds", f.short_id()),
@@ -401,7 +401,7 @@ impl TypedTool for Retire {
         f.archived_at = Some(now);
         f.updated_at = now;
         s.store
-            .memory()
+            .memory
             .save_facts(&[], &[&f])
             .map_err(|e| e.to_string())?;
         s.touched(1);
@@ -438,7 +438,7 @@ impl TypedTool for AddTask {
     }
     async fn run(&self, args: TaskArgs) -> Result<String, ToolError> {
         let s = &self.0;
-        if let Some(why) = feedback::rejected_before(&s.store.memory(), s.guild, &args.text) {
+        if let Some(why) = feedback::rejected_before(&s.store.memory, s.guild, &args.text) {
             return Err(ToolError(format!("not this one: {why}")));
         }
         let channel = match args
@@ -449,7 +449,7 @@ impl TypedTool for AddTask {
         {
             Some(name) => Some(
                 s.store
-                    .messages()
+                    .messages
                     .channel_by_name(s.guild, name)
                     .ok()
                     .flatten()
@@ -504,7 +504,7 @@ impl TypedTool for AddIdea {
     }
     async fn run(&self, args: IdeaArgs) -> Result<String, ToolError> {
         let s = &self.0;
-        if let Some(why) = feedback::rejected_before(&s.store.memory(), s.guild, &args.text) {
+        if let Some(why) = feedback::rejected_before(&s.store.memory, s.guild, &args.text) {
             return Err(ToolError(format!("not this one: {why}")));
         }
         let idea = self
@@ -544,11 +544,11 @@ impl TypedTool for ProposeThought {
     }
     async fn run(&self, args: ThoughtArgs) -> Result<String, ToolError> {
         let s = &self.0;
-        if let Some(why) = feedback::rejected_before(&s.store.memory(), s.guild, &args.text) {
+        if let Some(why) = feedback::rejected_before(&s.store.memory, s.guild, &args.text) {
             return Err(ToolError(format!("not this one: {why}")));
         }
         if s.store
-            .initiative()
+            .initiative
             .pending_thought(s.guild)
             .map_err(|e| e.to_string())?
             .is_some()
@@ -562,7 +562,7 @@ impl TypedTool for ProposeThought {
             .filter(|c| !c.is_empty())
             .and_then(|name| {
                 s.store
-                    .messages()
+                    .messages
                     .channel_by_name(s.guild, name)
                     .ok()
                     .flatten()
@@ -585,7 +585,7 @@ impl TypedTool for ProposeThought {
             max_age,
         );
         s.store
-            .initiative()
+            .initiative
             .save_pending_thought(&thought)
             .map_err(|e| e.to_string())?;
         s.prepared

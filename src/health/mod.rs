@@ -10,6 +10,7 @@
 //! (431 past that), and at most [`MOST_CONNECTIONS`] are open at once, so a
 //! stuck scraper cannot hold the bot's sockets.
 
+use crate::store::{FileStore, UsageStore};
 pub mod notify;
 
 use std::future::Future;
@@ -68,8 +69,8 @@ pub async fn not_ready(app: &App, gateway: &Gateway) -> Option<String> {
     if let Some(why) = gateway().await.down {
         return Some(format!("gateway: {why}"));
     }
-    let store = app.store.clone();
-    match tokio::task::spawn_blocking(move || store.file().writable()).await {
+    let file: FileStore = app.stores();
+    match tokio::task::spawn_blocking(move || file.writable()).await {
         Ok(Ok(())) => None,
         Ok(Err(e)) => Some(format!("store: not writable: {e}")),
         Err(e) => Some(format!("store: the check did not finish: {e}")),
@@ -226,11 +227,11 @@ impl Endpoints {
     /// What the process is now, for the gauges a scrape sets: the store's
     /// size and each role's budget left are read off the runtime's threads.
     async fn state(&self) -> State {
-        let (store, settings) = (self.app.store.clone(), self.app.settings.global());
+        let (store, settings): (Stores, _) = (self.app.stores(), self.app.settings.global());
         let now = self.app.clock.now();
         let read = tokio::task::spawn_blocking(move || {
-            let left = crate::executive::budget::left(&store.usage(), &settings, now);
-            (store.file().bytes_on_disk(), left)
+            let left = crate::executive::budget::left(&store.usage, &settings, now);
+            (store.file.bytes_on_disk(), left)
         });
         let (store_bytes, budget_left) = match read.await {
             Ok((bytes, Ok(left))) => (bytes, left),
@@ -263,4 +264,14 @@ fn text(status: StatusCode, body: String) -> Response<Body> {
         header::HeaderValue::from_static("text/plain; charset=utf-8"),
     );
     r
+}
+
+/// The store's handles this module uses, one per family of tables (see
+/// `store::handles`): what it may read and write, and nothing else.
+#[derive(Clone)]
+pub struct Stores {
+    /// What model calls cost.
+    pub usage: UsageStore,
+    /// The database file.
+    pub file: FileStore,
 }

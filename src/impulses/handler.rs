@@ -37,6 +37,7 @@ use crate::executive::tools::{ArgsError, FinalTool, parse_args};
 use crate::executive::{ExecError, Executive, Message, Role, Turn, TurnOutcome};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::impulses::Impulses;
+use crate::impulses::Stores;
 use crate::initiative::pending::PendingThought;
 use crate::journal::{Entry, Journal, Kind};
 use crate::memory::Memory;
@@ -44,7 +45,6 @@ use crate::memory::fact::{FactKind, Importance, Scope};
 use crate::memory::search::Reader;
 use crate::settings::SettingsService;
 use crate::speech::{Speech, SpeechError};
-use crate::store::Store;
 use crate::store::impulses::{ScheduleEntry, Task};
 
 /// How long a task that could not be said waits before it is due again.
@@ -104,7 +104,7 @@ struct ImpulsePrompt {
 }
 
 pub struct ImpulseHandler {
-    pub store: Store,
+    pub store: Stores,
     pub settings: Arc<SettingsService>,
     pub journal: Journal,
     pub clock: SharedClock,
@@ -137,7 +137,7 @@ impl ImpulseHandler {
             persona: settings.bot.persona.clone(),
             bot_name: settings.bot.name.clone(),
             guild_name: guild
-                .and_then(|g| self.store.messages().guild_name(g).ok().flatten())
+                .and_then(|g| self.store.messages.guild_name(g).ok().flatten())
                 .unwrap_or_default(),
             now: {
                 let tz = settings.zone();
@@ -152,7 +152,7 @@ impl ImpulseHandler {
             context: context.to_string(),
             channel: channel.map(|c| {
                 self.store
-                    .messages()
+                    .messages
                     .channel_name(c)
                     .ok()
                     .flatten()
@@ -161,7 +161,7 @@ impl ImpulseHandler {
             lines: channel
                 .map(|c| {
                     self.store
-                        .messages()
+                        .messages
                         .recent_messages(c, 15)
                         .unwrap_or_default()
                         .iter()
@@ -264,7 +264,7 @@ impl ImpulseHandler {
     }
 
     async fn task(&self, id: &str) -> Outcome {
-        let Ok(Some(task)) = self.store.impulses().task(id) else {
+        let Ok(Some(task)) = self.store.impulses.task(id) else {
             return Outcome::Declined(format!("task {id} no longer exists"));
         };
         if task.done_at.is_some() {
@@ -296,7 +296,7 @@ impl ImpulseHandler {
             {
                 Ok(sent) => {
                     // The task was claimed before it fired: a lost completion cannot fire it twice.
-                    let _ = self.store.impulses().complete_task(&task.id, now);
+                    let _ = self.store.impulses.complete_task(&task.id, now);
                     self.note(
                         task.guild,
                         task.channel,
@@ -321,7 +321,7 @@ impl ImpulseHandler {
                     Err(e) => return Outcome::Failed(e.to_string()),
                 };
                 // The task was claimed before it fired: a lost completion cannot fire it twice.
-                let _ = self.store.impulses().complete_task(&task.id, now);
+                let _ = self.store.impulses.complete_task(&task.id, now);
                 self.finish(
                     task.guild,
                     task.channel,
@@ -348,9 +348,10 @@ impl ImpulseHandler {
         let guild = task.guild.filter(|_| task.owner.is_none())?;
         let settings = self.settings.for_guild(Some(guild));
         let refused =
-            crate::courtesy::unprompted(&settings, &self.store, guild, channel, now).err()?;
+            crate::courtesy::unprompted(&settings, &(&self.store).into(), guild, channel, now)
+                .err()?;
         let until = crate::courtesy::quiet_until(&settings, now).or_else(|| {
-            crate::courtesy::hush_on(&self.store.people(), guild, Some(channel), now)
+            crate::courtesy::hush_on(&self.store.people, guild, Some(channel), now)
                 .ok()
                 .flatten()
                 .map(|h| h.until)
@@ -372,7 +373,7 @@ impl ImpulseHandler {
         now: DateTime<Utc>,
     ) -> Outcome {
         let later = (now + chrono::Duration::minutes(POSTPONE_MINUTES)).max(until.unwrap_or(now));
-        match self.store.impulses().postpone_task(&task.id, later) {
+        match self.store.impulses.postpone_task(&task.id, later) {
             Ok(_) => {
                 self.note(
                     task.guild,
@@ -390,7 +391,7 @@ impl ImpulseHandler {
     async fn scheduled(&self, guild: Option<GuildId>, name: &str) -> Outcome {
         let entry = self
             .store
-            .impulses()
+            .impulses
             .schedules(guild)
             .unwrap_or_default()
             .into_iter()
@@ -404,9 +405,9 @@ impl ImpulseHandler {
         let now = self.clock.now();
         let quiet = crate::courtesy::quiet(&settings, now).filter(|_| !entry.during_quiet_hours);
         let hush =
-            match crate::courtesy::hush_on(&self.store.people(), entry.guild, entry.channel, now) {
+            match crate::courtesy::hush_on(&self.store.people, entry.guild, entry.channel, now) {
                 Ok(h) => {
-                    h.map(|h| crate::courtesy::hushed(&self.store.messages(), &settings, &h, now))
+                    h.map(|h| crate::courtesy::hushed(&self.store.messages, &settings, &h, now))
                 }
                 Err(e) => Some(crate::courtesy::Refusal::read_failed("the hushes", &e)),
             };
@@ -477,17 +478,17 @@ impl ImpulseHandler {
         let failed = |e| Refusal::read_failed("when people last posted", &e);
         let channels = self
             .store
-            .messages()
+            .messages
             .guild_channels(entry.guild)
             .map_err(failed)?;
         let mut room = gates::eligible_pool(settings, &channels);
         room.extend(entry.channel.filter(|c| !room.contains(c)));
         let mut last_human = None;
         for c in &room {
-            last_human = last_human.max(self.store.messages().last_human_in(*c).map_err(failed)?);
+            last_human = last_human.max(self.store.messages.last_human_in(*c).map_err(failed)?);
         }
         let posts = gates::unanswered(
-            &self.store.messages(),
+            &self.store.messages,
             settings,
             entry.guild,
             &room,
@@ -539,7 +540,7 @@ impl ImpulseHandler {
     }
 
     async fn idea(&self, guild: Option<GuildId>, id: &str) -> Outcome {
-        let Ok(Some(idea)) = self.store.impulses().idea(id) else {
+        let Ok(Some(idea)) = self.store.impulses.idea(id) else {
             return Outcome::Declined(format!("idea {id} no longer exists"));
         };
         let prompt = self.prompt(guild, None, "idea", &idea.text, &idea.sparked_by);
@@ -584,7 +585,7 @@ impl ImpulseHandler {
                 .filter(|s| !s.is_empty())
                 && self
                     .store
-                    .initiative()
+                    .initiative
                     .pending_thought(g)
                     .ok()
                     .flatten()
@@ -607,7 +608,7 @@ impl ImpulseHandler {
                     max_age,
                 );
                 // Harmless if lost: sharing is optional, and the note below keeps the finding.
-                let _ = self.store.initiative().save_pending_thought(&thought);
+                let _ = self.store.initiative.save_pending_thought(&thought);
             }
         }
         self.note(

@@ -15,6 +15,7 @@
 //! The check runs every `impulses.activeCheckSeconds` while people are
 //! talking with the bot and every `idleCheckSeconds` otherwise.
 
+use crate::store::{ImpulseStore, InitiativeStore, MessageStore, PeopleStore};
 pub(crate) mod handler;
 pub(crate) mod tools;
 pub(crate) mod when;
@@ -32,7 +33,6 @@ use crate::clock::SharedClock;
 use crate::ids::{ChannelId, GuildId, UserId};
 use crate::journal::{Entry, Journal, Kind};
 use crate::settings::SettingsService;
-use crate::store::Store;
 use crate::store::impulses::{Idea, ScheduleEntry, Task};
 
 /// What [`Impulses::add_task`] needs.
@@ -96,7 +96,7 @@ pub struct RoutineFlags {
 }
 
 pub struct Impulses {
-    store: Store,
+    store: Stores,
     settings: Arc<SettingsService>,
     journal: Journal,
     clock: SharedClock,
@@ -117,7 +117,7 @@ fn new_id() -> String {
 
 impl Impulses {
     pub fn new(
-        store: Store,
+        store: Stores,
         settings: Arc<SettingsService>,
         journal: Journal,
         clock: SharedClock,
@@ -141,7 +141,7 @@ impl Impulses {
     pub fn idea_failed(&self, guild: Option<GuildId>, idea_id: &str) -> Option<Setback> {
         let g = guild?;
         // Losing the release only loses this one idea, as before back-off existed.
-        let _ = self.store.impulses().release_idea(idea_id);
+        let _ = self.store.impulses.release_idea(idea_id);
         Some(self.idea_backoff.failed(&g, self.clock.now()))
     }
 
@@ -184,7 +184,7 @@ impl Impulses {
                 .for_guild(guild)
                 .impulses
                 .max_open_tasks_per_person;
-            if self.store.impulses().open_tasks_of(guild, person)? >= u64::from(max) {
+            if self.store.impulses.open_tasks_of(guild, person)? >= u64::from(max) {
                 return Err(ImpulseError::TooManyOpen { max });
             }
         }
@@ -203,7 +203,7 @@ impl Impulses {
             fired_at: None,
             done_at: None,
         };
-        self.store.impulses().insert_task(&task)?;
+        self.store.impulses.insert_task(&task)?;
         self.journal.record(
             Entry::new(Kind::Impulse, format!("task added: {}", task.text))
                 .place(guild, channel)
@@ -236,7 +236,7 @@ impl Impulses {
             created_at: self.clock.now(),
             explored_at: None,
         };
-        self.store.impulses().insert_idea(&idea)?;
+        self.store.impulses.insert_idea(&idea)?;
         self.journal.record(
             Entry::new(Kind::Impulse, format!("idea noted: {}", idea.text))
                 .guild(guild)
@@ -303,7 +303,7 @@ impl Impulses {
             during_quiet_hours: flags.during_quiet_hours,
             even_if_unanswered: flags.even_if_unanswered,
         };
-        if !self.store.impulses().insert_schedule(&entry)? {
+        if !self.store.impulses.insert_schedule(&entry)? {
             return Err(ImpulseError::DuplicateSchedule { name: name.into() });
         }
         self.journal.record(
@@ -333,12 +333,7 @@ impl Impulses {
     /// Tasks whose time has come, claimed so that no other check fires them again.
     fn tasks_due(&self, now: DateTime<Utc>) -> Vec<Impulse> {
         let mut queued = Vec::new();
-        for task in self
-            .store
-            .impulses()
-            .claim_due_tasks(now)
-            .unwrap_or_default()
-        {
+        for task in self.store.impulses.claim_due_tasks(now).unwrap_or_default() {
             let mut i = Impulse::new(
                 ImpulseKind::TaskDue {
                     task_id: task.id.clone(),
@@ -361,7 +356,7 @@ impl Impulses {
     /// Schedule entries due since they last fired, each marked fired once.
     fn schedules_due(&self, now: DateTime<Utc>) -> Vec<Impulse> {
         let mut queued = Vec::new();
-        for entry in self.store.impulses().schedules(None).unwrap_or_default() {
+        for entry in self.store.impulses.schedules(None).unwrap_or_default() {
             let Ok(schedule) = when::parse_cron(&entry.cron) else {
                 continue;
             };
@@ -371,7 +366,7 @@ impl Impulses {
             if due
                 && self
                     .store
-                    .impulses()
+                    .impulses
                     .mark_schedule_fired(&entry.id, entry.last_fired_at, now)
                     .unwrap_or(false)
             {
@@ -393,13 +388,13 @@ impl Impulses {
     /// One idea per guild that is idle, not backing off, and neither quiet nor hushed.
     fn ideas_ready(&self, now: DateTime<Utc>) -> Vec<Impulse> {
         let mut queued = Vec::new();
-        for (guild, _) in self.store.messages().known_guilds().unwrap_or_default() {
+        for (guild, _) in self.store.messages.known_guilds().unwrap_or_default() {
             if !self.idea_backoff.ready(&guild, now) || !self.idle(guild, now) {
                 continue;
             }
             // What an idea finds is meant to be shared: not explored while nothing may be.
             let settings = self.settings.for_guild(Some(guild));
-            let hushed = match crate::courtesy::hush_on(&self.store.people(), guild, None, now) {
+            let hushed = match crate::courtesy::hush_on(&self.store.people, guild, None, now) {
                 Ok(h) => h.is_some(),
                 Err(e) => {
                     // An unreadable hush counts as one: the idea waits for the next look.
@@ -416,7 +411,7 @@ impl Impulses {
             }
             let Some(idea) = self
                 .store
-                .impulses()
+                .impulses
                 .ideas(Some(guild), false)
                 .unwrap_or_default()
                 .into_iter()
@@ -426,7 +421,7 @@ impl Impulses {
             };
             if self
                 .store
-                .impulses()
+                .impulses
                 .claim_idea(&idea.id, now)
                 .unwrap_or(false)
             {
@@ -461,19 +456,9 @@ impl Impulses {
                 .impulses
                 .idea_idle_minutes,
         ));
-        let last_human = self
-            .store
-            .impulses()
-            .last_human_message(guild)
-            .ok()
-            .flatten();
+        let last_human = self.store.impulses.last_human_message(guild).ok().flatten();
         // One idea per quiet spell: the next waits until people have spoken again.
-        let explored = self
-            .store
-            .impulses()
-            .last_idea_explored(guild)
-            .ok()
-            .flatten();
+        let explored = self.store.impulses.last_idea_explored(guild).ok().flatten();
         if explored.is_some_and(|e| last_human.is_none_or(|h| e >= h)) {
             return false;
         }
@@ -497,12 +482,7 @@ impl Impulses {
     /// journaled rather than repeated late.
     pub fn recover(&self) {
         let now = self.clock.now();
-        for task in self
-            .store
-            .impulses()
-            .interrupted_tasks()
-            .unwrap_or_default()
-        {
+        for task in self.store.impulses.interrupted_tasks().unwrap_or_default() {
             let fired = task.fired_at.unwrap_or(now);
             if now - fired <= chrono::Duration::minutes(RESUME_WINDOW_MINUTES) {
                 let mut i = Impulse::new(
@@ -524,7 +504,7 @@ impl Impulses {
                 );
             } else {
                 // Harmless if lost: the task stays claimed, so it is never run twice.
-                let _ = self.store.impulses().complete_task(&task.id, now);
+                let _ = self.store.impulses.complete_task(&task.id, now);
                 self.journal.record(
                     Entry::new(
                         Kind::Impulse,
@@ -554,6 +534,29 @@ impl Impulses {
                     _ = shutdown.changed() => return,
                 }
             }
+        }
+    }
+}
+
+/// The store's handles this module uses, one per family of tables (see
+/// `store::handles`): what it may read and write, and nothing else.
+#[derive(Clone)]
+pub struct Stores {
+    /// Messages, and the names of servers and channels.
+    pub messages: MessageStore,
+    /// Pending thoughts and the outbox.
+    pub initiative: InitiativeStore,
+    /// Boundaries, hushes, forget-me, access.
+    pub people: PeopleStore,
+    /// Tasks, ideas, schedules, reflex bookkeeping.
+    pub impulses: ImpulseStore,
+}
+
+impl From<&Stores> for crate::courtesy::Stores {
+    fn from(s: &Stores) -> Self {
+        Self {
+            messages: s.messages.clone(),
+            people: s.people.clone(),
         }
     }
 }

@@ -3,7 +3,6 @@
 //! Cheap (a word count over stored messages), and reused by discovery to
 //! rank feed items by overlap with the community's talk.
 
-use crate::store::MessageStore;
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
@@ -11,6 +10,7 @@ use serde::Serialize;
 
 use crate::discovery::topics::keywords;
 use crate::ids::GuildId;
+use crate::store::MessageStore;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Interests {

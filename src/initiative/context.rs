@@ -10,18 +10,18 @@
 //! [`Sources`], which the discovery and memory features fill; until they
 //! do, their sections are present and say so.
 
-use crate::store::PeopleStore;
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use super::Stores;
 use super::community;
 use super::pending::{MediaDirective, PendingThought};
 use crate::executive::prompts::PromptLine;
 use crate::ids::{ChannelId, GuildId, UserId};
 use crate::settings::Settings;
-use crate::store::Store;
+use crate::store::PeopleStore;
 use crate::store::boundaries::Boundary;
 use crate::when::ago;
 
@@ -86,7 +86,7 @@ pub struct InitiativePrompt {
 
 pub struct Request<'a> {
     pub settings: &'a Settings,
-    pub store: &'a Store,
+    pub store: &'a Stores,
     pub guild: GuildId,
     pub pool: &'a [(ChannelId, String)],
     pub pending: Option<&'a PendingThought>,
@@ -98,7 +98,7 @@ pub struct Request<'a> {
 pub fn assemble(r: Request<'_>) -> InitiativePrompt {
     let s = r.settings;
     let (channels, people) = channels(&r);
-    let no_ping = no_ping(&r.store.people(), people);
+    let no_ping = no_ping(&r.store.people, people);
     let community = community(&r.sources.interests);
     let pending = r.pending.map(|p| pending_view(&r, p));
     let (feed, feed_note) = section(
@@ -121,7 +121,7 @@ pub fn assemble(r: Request<'_>) -> InitiativePrompt {
         persona: s.bot.persona.clone(),
         guild_name: r
             .store
-            .messages()
+            .messages
             .guild_name(r.guild)
             .ok()
             .flatten()
@@ -162,7 +162,7 @@ fn channels(r: &Request<'_>) -> (Vec<ChannelView>, BTreeMap<UserId, String>) {
         .map(|(id, name)| {
             let lines = r
                 .store
-                .messages()
+                .messages
                 .recent_messages(*id, per_channel)
                 .unwrap_or_default();
             people.extend(
@@ -173,7 +173,7 @@ fn channels(r: &Request<'_>) -> (Vec<ChannelView>, BTreeMap<UserId, String>) {
             );
             let (bot, human) = r
                 .store
-                .messages()
+                .messages
                 .channel_activity(*id)
                 .unwrap_or((None, None));
             ChannelView {
@@ -240,7 +240,7 @@ fn pending_view(r: &Request<'_>, p: &PendingThought) -> PendingView {
             })
             .or_else(|| {
                 p.channel
-                    .and_then(|c| r.store.messages().channel_name(c).ok().flatten())
+                    .and_then(|c| r.store.messages.channel_name(c).ok().flatten())
             }),
         revision: p.revision,
         age_minutes: (r.now - p.created_at).num_minutes(),

@@ -36,18 +36,19 @@
 //! 12. for fresh thoughts: `minMinutesBetweenPosts` since the last consideration
 //! 13. for fresh thoughts: the eagerness roll
 
-use crate::store::JournalStore;
-use crate::store::MessageStore;
 use chrono::{DateTime, Utc};
 
 use super::pending::PendingThought;
 use crate::clock::Chance;
 use crate::courtesy::{self, Refusal};
 use crate::ids::{ChannelId, GuildId};
+use crate::initiative::Stores;
 use crate::permissions;
 use crate::settings::Settings;
+use crate::store::JournalStore;
+use crate::store::MessageStore;
+use crate::store::StoreError;
 use crate::store::unanswered::UnpromptedPost;
-use crate::store::{Store, StoreError};
 
 /// What may happen this tick.
 #[derive(Clone, Debug, PartialEq)]
@@ -103,7 +104,7 @@ pub struct Reads {
 
 impl Reads {
     pub fn read(
-        store: &Store,
+        store: &Stores,
         settings: &Settings,
         guild: GuildId,
         now: DateTime<Utc>,
@@ -112,26 +113,20 @@ impl Reads {
             move |e| Refusal::read_failed(what, &e)
         }
         let guild_channels = store
-            .messages()
+            .messages
             .guild_channels(guild)
             .map_err(failed("the server's channels"))?;
         let eligible = eligible_pool(settings, &guild_channels);
         let room = Room::look(store, settings, guild, &eligible, now)?;
-        let unanswered = unanswered(
-            &store.messages(),
-            settings,
-            guild,
-            &eligible,
-            room.last_human,
-        )?;
-        let posts_last_24h = super::posts_last_24h(&store.journal(), guild, now)
+        let unanswered = unanswered(&store.messages, settings, guild, &eligible, room.last_human)?;
+        let posts_last_24h = super::posts_last_24h(&store.journal, guild, now)
             .map_err(failed("the posts of the last 24 h"))?;
         let last_considered = store
-            .initiative()
+            .initiative
             .last_considered(guild)
             .map_err(failed("when the bot last considered posting"))?;
         let unsettled = store
-            .initiative()
+            .initiative
             .outbox_unsent_in(guild)
             .map_err(failed("the posts not yet confirmed"))?
             .first()
@@ -276,7 +271,7 @@ pub struct Room {
 
 impl Room {
     pub fn look(
-        store: &Store,
+        store: &Stores,
         settings: &Settings,
         guild: GuildId,
         eligible: &[ChannelId],
@@ -284,18 +279,18 @@ impl Room {
     ) -> Result<Room, Refusal> {
         let hushes = |e| Refusal::read_failed("the hushes", &e);
         let server_hush = store
-            .people()
+            .people
             .hush(guild, None, now)
             .map_err(hushes)?
-            .map(|h| courtesy::hushed(&store.messages(), settings, &h, now));
+            .map(|h| courtesy::hushed(&store.messages, settings, &h, now));
         let mut hushed = Vec::new();
         let mut last_human = None;
         for c in eligible {
-            if let Some(h) = store.people().hush(guild, Some(*c), now).map_err(hushes)? {
-                hushed.push((*c, courtesy::hushed(&store.messages(), settings, &h, now)));
+            if let Some(h) = store.people.hush(guild, Some(*c), now).map_err(hushes)? {
+                hushed.push((*c, courtesy::hushed(&store.messages, settings, &h, now)));
             }
             let last = store
-                .messages()
+                .messages
                 .last_human_in(*c)
                 .map_err(|e| Refusal::read_failed("when people last posted", &e))?;
             last_human = last_human.max(last);
@@ -559,6 +554,7 @@ fn eagerness(i: &Inputs<'_>, chance: &Chance) -> Result<(), Stop> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
 
     fn settings() -> Settings {
         let mut s = Settings::default();

@@ -30,9 +30,9 @@ use super::media::{GIF_PROVIDER, MediaCall, MediaError, gifs_today, unconfigured
 use crate::clock::SharedClock;
 use crate::executive::tools::{Tool, ToolError, TypedTool, typed};
 use crate::ids::GuildId;
+use crate::initiative::Stores;
 use crate::net::{FetchError, Fetcher};
 use crate::settings::{Secrets, Settings, SettingsService};
-use crate::store::Store;
 
 /// Results asked for; the first usable one is posted.
 const SEARCH_LIMIT: u32 = 5;
@@ -46,7 +46,7 @@ pub async fn search(
     settings: &Settings,
     secrets: &Secrets,
     query: &str,
-    store: &Store,
+    store: &Stores,
     guild: GuildId,
     now: DateTime<Utc>,
     role: &'static str,
@@ -74,7 +74,7 @@ pub async fn search(
 pub fn unavailable_for_replies(
     settings: &Settings,
     secrets: &Secrets,
-    store: &Store,
+    store: &Stores,
     guild: GuildId,
     now: DateTime<Utc>,
 ) -> Option<String> {
@@ -85,7 +85,7 @@ pub fn unavailable_for_replies(
     if let Some(why) = unconfigured(settings, secrets) {
         return Some(why);
     }
-    let used = match gifs_today(&store.usage(), guild, now) {
+    let used = match gifs_today(&store.usage, guild, now) {
         Ok(used) => used,
         Err(e) => return Some(format!("store read failed: the day's GIF count: {e}")),
     };
@@ -102,7 +102,7 @@ pub fn unavailable_for_replies(
 pub fn reply_tool(
     settings: Arc<SettingsService>,
     secrets: Secrets,
-    store: Store,
+    store: Stores,
     clock: SharedClock,
     guild: GuildId,
 ) -> Arc<dyn Tool> {
@@ -118,7 +118,7 @@ pub fn reply_tool(
 struct GifSearch {
     settings: Arc<SettingsService>,
     secrets: Secrets,
-    store: Store,
+    store: Stores,
     clock: SharedClock,
     guild: GuildId,
 }

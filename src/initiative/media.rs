@@ -16,7 +16,6 @@
 //! `GIPHY_API_KEY`), within `maxGifsPerDay`. No video source is built in, so
 //! videos are reported unavailable and such a request is dropped with a reason.
 
-use crate::store::UsageStore;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -25,10 +24,12 @@ use serde_json::{Value, json};
 
 use super::pending::MediaKind;
 use crate::ids::GuildId;
+use crate::initiative::Stores;
 use crate::net::{FetchError, Fetcher, MAX_ERROR_BODY_BYTES, PostBody};
 use crate::settings::{Secrets, Settings};
+use crate::store::StoreError;
+use crate::store::UsageStore;
 use crate::store::usage::{UsageFilter, UsageRecord};
-use crate::store::{Store, StoreError};
 
 pub const IMAGE_PROVIDER: &str = "images";
 /// The usage rows of GIF searches (`gifs.rs`), which the day's GIF budget counts.
@@ -59,8 +60,8 @@ impl MediaState {
         now: DateTime<Utc>,
     ) -> Self {
         Self {
-            images_today: images_today(&store, guild, now).map_err(|e| e.to_string()),
-            gifs_today: gifs_today(&store, guild, now).map_err(|e| e.to_string()),
+            images_today: images_today(store, guild, now).map_err(|e| e.to_string()),
+            gifs_today: gifs_today(store, guild, now).map_err(|e| e.to_string()),
             gif_source_missing: unconfigured(settings, secrets),
         }
     }
@@ -215,7 +216,7 @@ pub async fn generate_image(
     settings: &Settings,
     secrets: &Secrets,
     prompt: &str,
-    store: &Store,
+    store: &Stores,
     guild: GuildId,
     now: DateTime<Utc>,
 ) -> Result<Vec<u8>, MediaError> {
@@ -292,7 +293,7 @@ pub async fn generate_image(
 pub(super) struct MediaCall<'a> {
     /// The role the call served: "ambient" for a post, "reply" for an answer.
     pub role: &'static str,
-    pub store: &'a Store,
+    pub store: &'a Stores,
     pub guild: GuildId,
     pub now: DateTime<Utc>,
     pub provider: &'static str,
@@ -305,7 +306,7 @@ impl MediaCall<'_> {
     /// Records the call with its (already masked) outcome. A result that
     /// cannot be recorded is not used: it would not count against the budget.
     pub fn record<T>(self, result: Result<T, String>, what: &'static str) -> Result<T, MediaError> {
-        let recorded = self.store.usage().usage_append(&UsageRecord {
+        let recorded = self.store.usage.usage_append(&UsageRecord {
             id: 0,
             at: self.now,
             role: self.role.into(),

@@ -13,7 +13,7 @@
 //! in flight, and one consideration is bounded in time. At most one pending
 //! thought per guild; it blocks fresh synthesis for its own guild only.
 
-use crate::store::JournalStore;
+use crate::store::{InitiativeStore, JournalStore, MessageStore, PeopleStore, UsageStore};
 pub(crate) mod community;
 pub(crate) mod context;
 pub(crate) mod decision;
@@ -46,7 +46,6 @@ use crate::memory::search::Reader;
 use crate::memory::tools::memory_search;
 use crate::settings::{Execution, Secrets, Settings, SettingsService};
 use crate::speech::Speech;
-use crate::store::Store;
 use crate::store::initiative::OutboxPost;
 use decision::{Checked, Decision, Pool};
 use gates::Verdict;
@@ -67,7 +66,7 @@ const LOOK_BACK_MESSAGES: usize = 50;
 
 pub struct Initiative {
     settings: Arc<SettingsService>,
-    store: Store,
+    store: Stores,
     journal: Journal,
     clock: SharedClock,
     chance: Arc<Chance>,
@@ -86,7 +85,7 @@ impl Initiative {
     #[allow(clippy::too_many_arguments)] // the composition root hands each service in
     pub fn new(
         settings: Arc<SettingsService>,
-        store: Store,
+        store: Stores,
         journal: Journal,
         clock: SharedClock,
         chance: Arc<Chance>,
@@ -118,15 +117,10 @@ impl Initiative {
     /// and settle posts that were recorded but never confirmed sent.
     pub async fn recover(&self) {
         let now = self.clock.now();
-        for p in self
-            .store
-            .initiative()
-            .pending_thoughts()
-            .unwrap_or_default()
-        {
+        for p in self.store.initiative.pending_thoughts().unwrap_or_default() {
             if p.is_expired(now) {
                 // Harmless if lost: an expired thought is never posted, and the tick drops it again.
-                let _ = self.store.initiative().delete_pending_thought(p.guild);
+                let _ = self.store.initiative.delete_pending_thought(p.guild);
                 self.skip(
                     p.guild,
                     p.channel,
@@ -146,7 +140,7 @@ impl Initiative {
     /// guilds and journals the failed read.
     pub async fn settle_unconfirmed(&self) {
         let now = self.clock.now();
-        for post in self.store.initiative().outbox_unsent().unwrap_or_default() {
+        for post in self.store.initiative.outbox_unsent().unwrap_or_default() {
             if !self.lock_in_flight().contains(&post.guild) {
                 self.settle(post, now).await;
             }
@@ -157,10 +151,10 @@ impl Initiative {
     /// held thought is what was being posted: it is settled here, whatever
     /// became of the post, so the model is never shown it again to post twice.
     async fn settle(&self, post: OutboxPost, now: DateTime<Utc>) {
-        if let Ok(Some(held)) = self.store.initiative().pending_thought(post.guild) {
+        if let Ok(Some(held)) = self.store.initiative.pending_thought(post.guild) {
             // Losing this delete only risks the double post it exists to prevent; a store
             // that cannot delete cannot record the post either, and the tick journals that.
-            let _ = self.store.initiative().delete_pending_thought(post.guild);
+            let _ = self.store.initiative.delete_pending_thought(post.guild);
             self.skip(
                 post.guild,
                 held.channel,
@@ -171,7 +165,7 @@ impl Initiative {
         let age = now - post.created_at;
         if age > chrono::Duration::minutes(RESEND_WINDOW_MINUTES) {
             // Harmless to lose: the row would be settled the same way at the next start.
-            let _ = self.store.initiative().outbox_delete(&post.nonce);
+            let _ = self.store.initiative.outbox_delete(&post.nonce);
             self.journal.record(
                 Entry::new(Kind::Error, "a post may not have been sent")
                     .place(Some(post.guild), Some(post.channel))
@@ -192,11 +186,15 @@ impl Initiative {
         // Sent again, it is unprompted words like any post: not into quiet
         // hours or a hush that began since. It is let go, as one too old is.
         let settings = self.settings.for_guild(Some(post.guild));
-        if let Err(r) =
-            crate::courtesy::unprompted(&settings, &self.store, post.guild, post.channel, now)
-        {
+        if let Err(r) = crate::courtesy::unprompted(
+            &settings,
+            &(&self.store).into(),
+            post.guild,
+            post.channel,
+            now,
+        ) {
             // Harmless to lose: the row would be settled the same way at the next look.
-            let _ = self.store.initiative().outbox_delete(&post.nonce);
+            let _ = self.store.initiative.outbox_delete(&post.nonce);
             let why = format!("not sent again: {} gate: {}", r.gate, r.reason);
             self.journal.record(
                 Entry::new(Kind::Error, "a post may not have been sent")
@@ -230,7 +228,7 @@ impl Initiative {
         // initiative post pings nobody) before sending, so `@everyone` in the
         // outbox is `@\u{200D}everyone` in the channel.
         let posted = crate::speech::neutralise_mentions(&post.text, &[], |u| {
-            self.store.messages().author_name(u).ok().flatten()
+            self.store.messages.author_name(u).ok().flatten()
         });
         let first_part = crate::speech::split_message(posted.trim(), crate::speech::MESSAGE_LIMIT)
             .into_iter()
@@ -251,11 +249,11 @@ impl Initiative {
         // the channel), and its thought was let go before the resend.
         let _ = self
             .store
-            .initiative()
+            .initiative
             .outbox_settle(&post.nonce, post.guild, first);
         // A post whose confirmation alone failed was journaled when it went
         // out: a second line would count it twice against maxPostsPerDay.
-        let journaled = self.store.journal().journal_query(&Filter {
+        let journaled = self.store.journal.journal_query(&Filter {
             kinds: vec![Kind::InitiativePost],
             message: Some(first),
             ..Default::default()
@@ -296,7 +294,7 @@ impl Initiative {
     /// One tick: the gates for every known guild; those that pass are queued
     /// in attention as an initiative impulse. Cheap and synchronous.
     pub fn tick(&self) -> Vec<(GuildId, Verdict)> {
-        let guilds = self.store.messages().known_guilds().unwrap_or_default();
+        let guilds = self.store.messages.known_guilds().unwrap_or_default();
         guilds
             .into_iter()
             .filter_map(|(g, _)| self.tick_guild(g).map(|v| (g, v)))
@@ -344,12 +342,12 @@ impl Initiative {
     ) -> Result<Verdict, crate::courtesy::Refusal> {
         let mut pending = self
             .store
-            .initiative()
+            .initiative
             .pending_thought(guild)
             .map_err(|e| crate::courtesy::Refusal::read_failed("the held thought", &e))?;
         if let Some(p) = pending.as_ref().filter(|p| p.is_expired(now)) {
             // Harmless if lost: an expired thought is never posted, and the next tick drops it again.
-            let _ = self.store.initiative().delete_pending_thought(guild);
+            let _ = self.store.initiative.delete_pending_thought(guild);
             self.skip(
                 guild,
                 p.channel,
@@ -412,7 +410,7 @@ impl Initiative {
         let settings = self.settings.for_guild(Some(guild));
         let now = self.clock.now();
         let held = match gate {
-            "daily_cap" => gates::daily_cap_opens_at(&self.store.journal(), &settings, guild, now),
+            "daily_cap" => gates::daily_cap_opens_at(&self.store.journal, &settings, guild, now),
             "budget" => {
                 let role = decider(&settings);
                 let estimate = self.executive.likely_call_tokens(role);
@@ -420,7 +418,7 @@ impl Initiative {
                     .executive
                     .fits_budget_again_at(&CallContext::new(role, Some(guild)), estimate))
             }
-            "cooldown" => self.store.initiative().last_considered(guild).map(|last| {
+            "cooldown" => self.store.initiative.last_considered(guild).map(|last| {
                 last.map(|l| gates::cooldown_ends_at(&settings, l))
                     .or(Some(now))
             }),
@@ -428,7 +426,7 @@ impl Initiative {
         };
         let room = self
             .store
-            .messages()
+            .messages
             .guild_channels(guild)
             .map_err(|e| crate::courtesy::Refusal::read_failed("the server's channels", &e))
             .and_then(|channels| {
@@ -467,7 +465,7 @@ impl Initiative {
         let now = self.clock.now();
         let read = self
             .store
-            .initiative()
+            .initiative
             .pending_thought(guild)
             .and_then(|pending| {
                 let pool = self.open_pool(&settings, guild, now)?;
@@ -490,7 +488,7 @@ impl Initiative {
             return;
         }
         // Unrecorded, the cooldown gate would let every tick consult the model.
-        if let Err(e) = self.store.initiative().set_last_considered(guild, now) {
+        if let Err(e) = self.store.initiative.set_last_considered(guild, now) {
             return self.write_failed(guild, None, "record this consideration", e);
         }
         let (mut tools, mut capabilities) = self.capabilities(&settings, guild, now);
@@ -545,19 +543,20 @@ impl Initiative {
         now: DateTime<Utc>,
     ) -> Result<Pool, crate::store::StoreError> {
         let active = self.spine.active.active_channels(Some(guild), now);
-        let guild_channels = self.store.messages().guild_channels(guild)?;
+        let guild_channels = self.store.messages.guild_channels(guild)?;
         Ok(Pool {
             channels: gates::eligible_pool(settings, &guild_channels)
                 .into_iter()
                 .filter(|c| !active.contains(c))
                 .filter(|c| {
-                    crate::courtesy::unprompted(settings, &self.store, guild, *c, now).is_ok()
+                    crate::courtesy::unprompted(settings, &(&self.store).into(), guild, *c, now)
+                        .is_ok()
                 })
                 .map(|c| {
                     (
                         c,
                         self.store
-                            .messages()
+                            .messages
                             .channel_name(c)
                             .ok()
                             .flatten()
@@ -578,7 +577,7 @@ impl Initiative {
         now: DateTime<Utc>,
     ) -> (Vec<Arc<dyn Tool>>, Vec<String>) {
         let media_state =
-            media::MediaState::now(settings, &self.secrets, &self.store.usage(), guild, now);
+            media::MediaState::now(settings, &self.secrets, &self.store.usage, guild, now);
         let mut capabilities: Vec<String> = [MediaKind::Image, MediaKind::Video, MediaKind::Gif]
             .into_iter()
             .map(
@@ -620,7 +619,7 @@ impl Initiative {
         capabilities: &mut Vec<String>,
     ) -> context::Sources {
         let interests = community::interests(
-            &self.store.messages(),
+            &self.store.messages,
             guild,
             now - chrono::Duration::days(7),
             500,
@@ -676,7 +675,7 @@ impl Initiative {
         turn.system = rendered.system;
         // A consideration starts cold: the operator may give it what just happened here.
         let context = crate::journal::stream::prefix_for(
-            &self.store.journal(),
+            &self.store.journal,
             settings,
             turn.ctx.role,
             // It may post in any open channel: only what those could see.
@@ -738,7 +737,7 @@ impl Initiative {
         match checked {
             Checked::Drop { reason } => {
                 let summary = if pending.is_some() {
-                    if let Err(e) = self.store.initiative().delete_pending_thought(guild) {
+                    if let Err(e) = self.store.initiative.delete_pending_thought(guild) {
                         return self.write_failed(guild, None, "drop the held thought", e);
                     }
                     "dropped the held thought"
@@ -776,7 +775,7 @@ impl Initiative {
                         )),
                     ),
                 };
-                if let Err(e) = self.store.initiative().save_pending_thought(&thought) {
+                if let Err(e) = self.store.initiative.save_pending_thought(&thought) {
                     let why = e.to_string();
                     return self.end_look(
                         Entry::new(Kind::InitiativeSkip, "could not keep the thought")
@@ -819,8 +818,7 @@ impl Initiative {
         text: &mut String,
         now: DateTime<Utc>,
     ) -> (Vec<OutgoingFile>, serde_json::Value) {
-        let state =
-            media::MediaState::now(settings, &self.secrets, &self.store.usage(), guild, now);
+        let state = media::MediaState::now(settings, &self.secrets, &self.store.usage, guild, now);
         let nothing = (Vec::new(), serde_json::Value::Null);
         if let Err(why) = media::availability(settings, &state, m.kind) {
             let what = format!("dropped the {} request", m.kind.as_str());
@@ -901,16 +899,16 @@ impl Initiative {
         // fails, the unconfirmed row keeps the guild's looks stopped until it
         // is settled by looking in the channel first.
         if let Some(first) = ids.first() {
-            if let Err(e) = self.store.initiative().outbox_settle(nonce, guild, *first) {
+            if let Err(e) = self.store.initiative.outbox_settle(nonce, guild, *first) {
                 self.write_failed(guild, Some(channel), "mark the post as sent", e);
             }
             self.discovery.note_post(guild, channel, *first, text, now);
-        } else if let Err(e) = self.store.initiative().delete_pending_thought(guild) {
+        } else if let Err(e) = self.store.initiative.delete_pending_thought(guild) {
             self.write_failed(guild, Some(channel), "settle the posted thought", e);
         }
         let name = self
             .store
-            .messages()
+            .messages
             .channel_name(channel)
             .ok()
             .flatten()
@@ -948,7 +946,9 @@ impl Initiative {
         let now = self.clock.now();
         let settings = self.settings.for_guild(Some(guild));
         // Hushed (or quiet hours began) while the model thought: the words wait as a held thought.
-        if let Err(r) = crate::courtesy::unprompted(&settings, &self.store, guild, channel, now) {
+        if let Err(r) =
+            crate::courtesy::unprompted(&settings, &(&self.store).into(), guild, channel, now)
+        {
             return self.hold_back(guild, channel, text, media, pending, &r, now);
         }
         let (files, media_note) = match &media {
@@ -963,7 +963,7 @@ impl Initiative {
         // Unrecorded, a post could be sent twice after a crash: no record, no post.
         if let Err(e) = self
             .store
-            .initiative()
+            .initiative
             .outbox_insert(&nonce, guild, channel, &text, now)
         {
             let why = format!("it could not be recorded before sending: {e}");
@@ -994,7 +994,7 @@ impl Initiative {
                 self.settle_post(guild, channel, sent, reason, pending, model_call, now);
             }
             Err(e) => {
-                if let Err(e) = self.store.initiative().outbox_delete(&nonce) {
+                if let Err(e) = self.store.initiative.outbox_delete(&nonce) {
                     self.write_failed(guild, Some(channel), "forget the unsent post", e);
                 }
                 let summary = "could not post an ambient thought";
@@ -1044,7 +1044,7 @@ impl Initiative {
                 max_age,
             ),
         };
-        if let Err(e) = self.store.initiative().save_pending_thought(&thought) {
+        if let Err(e) = self.store.initiative.save_pending_thought(&thought) {
             let why = e.to_string();
             let summary = "could not keep the thought it did not post";
             return self.end_look(
@@ -1249,6 +1249,31 @@ impl Handler for InitiativeHandler {
                 "the consideration took longer than {} s and was abandoned",
                 CONSIDERATION_LIMIT.as_secs()
             )),
+        }
+    }
+}
+
+/// The store's handles this module uses, one per family of tables (see
+/// `store::handles`): what it may read and write, and nothing else.
+#[derive(Clone)]
+pub struct Stores {
+    /// Messages, and the names of servers and channels.
+    pub messages: MessageStore,
+    /// The journal and the context stream.
+    pub journal: JournalStore,
+    /// What model calls cost.
+    pub usage: UsageStore,
+    /// Pending thoughts and the outbox.
+    pub initiative: InitiativeStore,
+    /// Boundaries, hushes, forget-me, access.
+    pub people: PeopleStore,
+}
+
+impl From<&Stores> for crate::courtesy::Stores {
+    fn from(s: &Stores) -> Self {
+        Self {
+            messages: s.messages.clone(),
+            people: s.people.clone(),
         }
     }
 }

@@ -5,6 +5,7 @@
 //! and model calls. It is how the bot answers "what did you do today, and
 //! why?" (`ambient journal`, `/ambient why`), and how an operator audits it.
 
+use crate::store::JournalStore;
 pub mod stream;
 pub mod summary;
 
@@ -16,16 +17,16 @@ use chrono::{DateTime, Utc};
 use crate::clock::SharedClock;
 use crate::ids::GuildId;
 use crate::metrics::Metrics;
+use crate::store::StoreError;
 use crate::store::journal::bound;
 use crate::store::messages::Commit;
-use crate::store::{Store, StoreError};
 
 pub use crate::vocab::journal::{Entry, Filter, Kind, UnknownKind};
 
 /// Writes and reads the journal.
 #[derive(Clone)]
 pub struct Journal {
-    store: Store,
+    store: JournalStore,
     clock: SharedClock,
     /// When each failed read was last journaled (see [`Journal::read_failed`]).
     failed_reads: Arc<Mutex<HashMap<FailedRead, DateTime<Utc>>>>,
@@ -42,12 +43,12 @@ const READ_FAILED_EVERY_MINUTES: i64 = 10;
 
 impl Journal {
     /// A journal counting into metrics of its own, which nobody serves.
-    pub fn new(store: Store, clock: SharedClock) -> Self {
+    pub fn new(store: JournalStore, clock: SharedClock) -> Self {
         Self::with_metrics(store, clock, Arc::default())
     }
 
     /// A journal counting into `metrics` (the running bot's, served).
-    pub fn with_metrics(store: Store, clock: SharedClock, metrics: Arc<Metrics>) -> Self {
+    pub fn with_metrics(store: JournalStore, clock: SharedClock, metrics: Arc<Metrics>) -> Self {
         Self {
             store,
             clock,
@@ -111,10 +112,7 @@ impl Journal {
         } else {
             Commit::Now
         };
-        let written = self
-            .store
-            .journal()
-            .journal_append_with(&entry, line, commit);
+        let written = self.store.journal_append_with(&entry, line, commit);
         match written {
             Ok(id) => {
                 self.metrics.journaled(entry.kind.as_str());
@@ -128,7 +126,7 @@ impl Journal {
     }
 
     pub fn query(&self, filter: &Filter) -> Result<Vec<Entry>, StoreError> {
-        self.store.journal().journal_query(filter)
+        self.store.journal_query(filter)
     }
 }
 
@@ -164,11 +162,12 @@ mod tests {
     use super::*;
     use crate::clock::{Clock, ManualClock};
     use crate::ids::{ChannelId, GuildId, MessageId};
+    use crate::store::Store;
 
     #[test]
     fn a_read_that_keeps_failing_is_journaled_once_in_ten_minutes() {
         let clock = ManualClock::at_test_epoch();
-        let journal = Journal::new(Store::open_in_memory().unwrap(), clock.clone());
+        let journal = Journal::new(Store::open_in_memory().unwrap().journal(), clock.clone());
         let e = StoreError::Corrupt("no such table: hushes".into());
         let lines = |j: &Journal| {
             j.query(&Filter {
@@ -193,7 +192,7 @@ mod tests {
     #[test]
     fn entries_are_queryable_by_window_type_and_place() {
         let clock = ManualClock::at_test_epoch();
-        let journal = Journal::new(Store::open_in_memory().unwrap(), clock.clone());
+        let journal = Journal::new(Store::open_in_memory().unwrap().journal(), clock.clone());
         journal.record(Entry::new(Kind::Route, "old").place(Some(GuildId(1)), Some(ChannelId(5))));
         clock.advance(chrono::Duration::hours(2));
         let t = clock.now();

@@ -17,7 +17,6 @@
 //! then). Prepending costs tokens, so it is opt-in per model role
 //! (`executive.contextStream.roles`).
 
-use crate::store::JournalStore;
 use std::collections::HashMap;
 
 use chrono::{DateTime, Duration, Utc};
@@ -27,6 +26,7 @@ use super::summary::Audience;
 use super::{Entry, Kind};
 use crate::ids::GuildId;
 use crate::settings::{Role, Settings};
+use crate::store::JournalStore;
 use crate::store::stream::{StreamEvent, StreamLine, USER_MESSAGE};
 
 pub const KINDS: &[&str] = &[
@@ -173,7 +173,7 @@ pub fn summary(
     let c = &settings.executive.context_stream;
     let minutes = i64::from(c.window_minutes);
     let since = retained(settings, now - Duration::minutes(minutes), now);
-    let events: Vec<StreamEvent> = read(&store, guild, since, &[], 10_000)
+    let events: Vec<StreamEvent> = read(store, guild, since, &[], 10_000)
         .ok()?
         .into_iter()
         .filter(|e| audience.sees(Some(guild), e.channel))
@@ -210,7 +210,7 @@ pub fn prefix_for(
         return None;
     }
     let tz = settings.zone();
-    summary(&store, settings, audience, now, tz)
+    summary(store, settings, audience, now, tz)
 }
 
 /// `since`, or the oldest instant `executive.contextStream.retentionHours`

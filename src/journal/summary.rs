@@ -6,13 +6,13 @@
 //! guild's timezone. Used by the `journal_summary` reflex action and the
 //! executive's `journal_search` tool.
 
-use crate::store::MessageStore;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
 use super::{Entry, Filter, Journal, Kind};
 use crate::ids::{ChannelId, GuildId};
 use crate::settings::Settings;
+use crate::store::MessageStore;
 
 /// The kinds of entry that say what the bot did, rather than how it routed.
 /// Memory and garden work are left out: their entries quote what was
@@ -143,7 +143,7 @@ pub fn what_i_did(
     audience
         .read(journal, &filter, limit)
         .iter()
-        .map(|e| line(e, &store, tz))
+        .map(|e| line(e, store, tz))
         .collect()
 }
 

@@ -61,12 +61,12 @@ impl Memory {
     /// Whether some scope is over its threshold (or the store cannot
     /// say): what `compact_crowded` would act on.
     pub(super) fn some_scope_crowded(&self) -> bool {
-        let Ok(guilds) = self.store.memory().fact_guilds() else {
+        let Ok(guilds) = self.store.memory.fact_guilds() else {
             return true;
         };
         guilds
             .into_iter()
-            .any(|guild| match self.store.memory().crowded_scopes(guild) {
+            .any(|guild| match self.store.memory.crowded_scopes(guild) {
                 Ok(scopes) => scopes
                     .iter()
                     .any(|(scope, count)| *count as usize > self.threshold(scope)),
@@ -76,13 +76,8 @@ impl Memory {
 
     /// Compacts every scope over its threshold.
     pub async fn compact_crowded(&self) {
-        for guild in self.store.memory().fact_guilds().unwrap_or_default() {
-            for (scope, count) in self
-                .store
-                .memory()
-                .crowded_scopes(guild)
-                .unwrap_or_default()
-            {
+        for guild in self.store.memory.fact_guilds().unwrap_or_default() {
+            for (scope, count) in self.store.memory.crowded_scopes(guild).unwrap_or_default() {
                 if count as usize > self.threshold(&scope) {
                     self.compact(&scope).await;
                 }
@@ -94,7 +89,7 @@ impl Memory {
         let threshold = self.threshold(scope);
         let mut active = self
             .store
-            .memory()
+            .memory
             .facts_in_scope(scope, None)
             .unwrap_or_default();
         if active.len() <= threshold {
@@ -127,7 +122,7 @@ impl Memory {
                     .flat_map(|f| f.sources.iter().copied())
                     .collect();
                 let ids: Vec<&str> = batch.iter().map(|f| f.id.as_str()).collect();
-                if let Err(e) = self.store.memory().compact_facts(Some(&summary), &ids) {
+                if let Err(e) = self.store.memory.compact_facts(Some(&summary), &ids) {
                     return self.failed(scope, e);
                 }
                 self.journal.record(
@@ -152,7 +147,7 @@ impl Memory {
                     .filter(|f| f.importance == Importance::Low)
                     .collect();
                 let ids: Vec<&str> = low.iter().map(|f| f.id.as_str()).collect();
-                if let Err(e) = self.store.memory().compact_facts(None, &ids) {
+                if let Err(e) = self.store.memory.compact_facts(None, &ids) {
                     return self.failed(scope, e);
                 }
                 self.journal.record(

@@ -15,7 +15,6 @@
 //!   began (in the moment between the check and the store) that concerns a
 //!   stored fact is carried out once more, bounded by when it was asked.
 
-use crate::store::PeopleStore;
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
@@ -23,7 +22,8 @@ use chrono::{DateTime, Utc};
 use super::AskError;
 use super::fact::Fact;
 use crate::ids::{MessageId, UserId};
-use crate::store::Store;
+use crate::memory::Stores;
+use crate::store::PeopleStore;
 use crate::store::messages::StoredMessage;
 
 /// `messages` without the words said by someone before their latest
@@ -33,7 +33,7 @@ pub(super) fn without_the_forgotten(
     messages: Vec<StoredMessage>,
 ) -> Result<Vec<StoredMessage>, AskError> {
     let authors: Vec<UserId> = people(messages.iter().filter(|m| !m.is_self).map(|m| m.author_id));
-    let erased = last_erasures(&store, &authors)?;
+    let erased = last_erasures(store, &authors)?;
     if erased.is_empty() {
         return Ok(messages);
     }
@@ -63,7 +63,7 @@ pub(super) fn without_the_erased(
     messages: &[StoredMessage],
 ) -> Result<Vec<Fact>, AskError> {
     let concerned = people(facts.iter().flat_map(|f| involved(f, messages)));
-    let erased = last_erasures(&store, &concerned)?;
+    let erased = last_erasures(store, &concerned)?;
     if erased.is_empty() {
         return Ok(facts);
     }
@@ -86,12 +86,12 @@ pub(super) fn without_the_erased(
 /// the store, finding nothing then. Failing, it is logged: the erasure
 /// itself already ran, and it is tried at the next extraction's check.
 pub(super) fn erase_what_came_too_late(
-    store: &Store,
+    store: &Stores,
     mark: i64,
     stored: &[Fact],
     messages: &[StoredMessage],
 ) {
-    let late = match store.people().erasures_after(mark) {
+    let late = match store.people.erasures_after(mark) {
         Ok(late) => late,
         Err(e) => {
             return tracing::error!(error = %e, "store read failed: the erasure log, after an extraction");
@@ -99,7 +99,7 @@ pub(super) fn erase_what_came_too_late(
     };
     let concerned: HashSet<UserId> = stored.iter().flat_map(|f| involved(f, messages)).collect();
     for erasure in late.iter().filter(|e| concerned.contains(&e.user)) {
-        if let Err(e) = store.people().erase_again(erasure) {
+        if let Err(e) = store.people.erase_again(erasure) {
             tracing::error!(user = %erasure.user, error = %e, "could not carry out a forget-me again after an extraction");
         }
     }
@@ -151,6 +151,7 @@ mod tests {
     use super::*;
     use crate::ids::{GuildId, next_snowflake};
     use crate::memory::fact::{FactKind, Importance, Scope};
+    use crate::store::Store;
     use crate::store::messages::sample;
 
     /// The forget-me ran in the moment between the check and the store,
@@ -176,7 +177,7 @@ mod tests {
         fact.sources = vec![said.id];
         store.memory().insert_fact(&fact).unwrap();
 
-        erase_what_came_too_late(&store, mark, std::slice::from_ref(&fact), &[said]);
+        erase_what_came_too_late(&(&store).into(), mark, std::slice::from_ref(&fact), &[said]);
         assert!(store.memory().fact(&fact.id).unwrap().is_none());
     }
 }

@@ -120,7 +120,7 @@ impl Memory {
         }
         let due = self
             .store
-            .messages()
+            .messages
             .unextracted_channels()
             .unwrap_or_default();
         let (mut channels, mut facts) = (0, 0);
@@ -158,7 +158,7 @@ impl Memory {
     /// own: until then a round does nothing there, so a channel held back
     /// falls due when its back-off ends, or later if its own time is later.
     pub(super) fn extraction_due_at(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        let Ok(waiting) = self.store.messages().unextracted_channels() else {
+        let Ok(waiting) = self.store.messages.unextracted_channels() else {
             return Some(now);
         };
         let held = |key: &Holdback| self.extraction_backoff.until(key).filter(|t| now < *t);
@@ -208,14 +208,14 @@ impl Memory {
         let now = self.clock.now();
         let after = self
             .store
-            .memory()
+            .memory
             .extraction_checkpoint(channel)
             .ok()
             .flatten()
             .map(|(m, _)| m);
         let messages = self
             .store
-            .messages()
+            .messages
             .messages_after(channel, after, MAX_BATCH)
             .unwrap_or_default();
         let Some(last) = messages.last().map(|m| m.id) else {
@@ -228,7 +228,7 @@ impl Memory {
         // comes later is caught when the facts are stored.
         let read = self
             .store
-            .people()
+            .people
             .erasure_mark()
             .map_err(|source| AskError::StoreRead {
                 what: "the erasure log",
@@ -237,7 +237,7 @@ impl Memory {
             .and_then(|mark| {
                 Ok((
                     mark,
-                    erased::without_the_forgotten(&self.store.people(), messages)?,
+                    erased::without_the_forgotten(&self.store.people, messages)?,
                 ))
             });
         let (mark, messages) = match read {
@@ -254,7 +254,7 @@ impl Memory {
             // Harmless if lost: these messages are only looked over once more.
             let _ = self
                 .store
-                .memory()
+                .memory
                 .set_extraction_checkpoint(channel, last, now);
             return 0;
         }
@@ -265,7 +265,7 @@ impl Memory {
             .run_extraction(guild, channel, &messages, &withheld)
             .await
         {
-            Ok(facts) => match erased::without_the_erased(&self.store.people(), facts, &messages) {
+            Ok(facts) => match erased::without_the_erased(&self.store.people, facts, &messages) {
                 Ok(facts) => {
                     let stored =
                         self.store_extracted(guild, channel, &facts, messages.len(), (last, now));
@@ -330,7 +330,7 @@ impl Memory {
         // facts already stored.
         if let Err(e) = self
             .store
-            .memory()
+            .memory
             .set_extraction_checkpoint(channel, last, now)
         {
             tracing::warn!(%channel, error = %e, "could not save the extraction checkpoint");
@@ -378,7 +378,7 @@ impl Memory {
         };
         // Keep the checkpoint: the same messages are tried again later
         // (harmless if lost: the checkpoint already points there).
-        let _ = self.store.memory().set_extraction_checkpoint(
+        let _ = self.store.memory.set_extraction_checkpoint(
             channel,
             after.unwrap_or(MessageId(0)),
             now,
@@ -408,7 +408,7 @@ impl Memory {
             .collect();
         let withheld = self
             .store
-            .people()
+            .people
             .with_boundary(&authors, Boundary::NoMemory)
             .ok()?;
         if withheld.is_empty() {
@@ -496,13 +496,13 @@ impl Memory {
             Some(g) => format!(
                 "#{} on \"{}\"",
                 self.store
-                    .messages()
+                    .messages
                     .channel_name(channel)
                     .ok()
                     .flatten()
                     .unwrap_or_else(|| channel.to_string()),
                 self.store
-                    .messages()
+                    .messages
                     .guild_name(g)
                     .ok()
                     .flatten()
@@ -525,7 +525,7 @@ impl Memory {
             ),
         };
         let known = super::search::search(
-            &self.store.memory(),
+            &self.store.memory,
             reader,
             &text,
             self.clock.now(),

@@ -16,6 +16,7 @@
 //! — two facts that merely share words ("Bob lives in Berlin", "Bob works in
 //! Berlin") are both kept.
 
+use crate::store::{MemoryStore, MessageStore, PeopleStore};
 pub mod compact;
 mod erased;
 pub mod extract;
@@ -38,8 +39,8 @@ use crate::executive::{ExecError, Executive};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::journal::{Entry, Journal, Kind};
 use crate::settings::SettingsService;
+use crate::store::StoreError;
 use crate::store::memory::FactFilter;
-use crate::store::{Store, StoreError};
 use fact::{Fact, FactKind, Importance, Scope, ScopeKind};
 use search::{Reader, Scored};
 
@@ -148,7 +149,7 @@ impl Stored {
 }
 
 pub struct Memory {
-    pub(crate) store: Store,
+    pub(crate) store: Stores,
     pub(crate) settings: Arc<SettingsService>,
     pub(crate) journal: Journal,
     pub(crate) clock: SharedClock,
@@ -159,7 +160,7 @@ pub struct Memory {
 
 impl Memory {
     pub fn new(
-        store: Store,
+        store: Stores,
         settings: Arc<SettingsService>,
         journal: Journal,
         clock: SharedClock,
@@ -204,8 +205,8 @@ impl Memory {
                 old.updated_at = now;
                 old.last_seen_at = now;
                 old.sources.extend(new.sources.iter().copied());
-                self.store.memory().save_facts(&[], &[&old])?;
-                self.store.memory().add_reinforcement(
+                self.store.memory.save_facts(&[], &[&old])?;
+                self.store.memory.add_reinforcement(
                     &old.id,
                     reinforced_by.or(new.sources.first().copied()),
                     now,
@@ -215,11 +216,11 @@ impl Memory {
             (None, Some(mut old)) => {
                 old.superseded_by = Some(new.id.clone());
                 old.updated_at = now;
-                self.store.memory().save_facts(&[&new], &[&old])?;
+                self.store.memory.save_facts(&[&new], &[&old])?;
                 Stored::Superseded { new, old }
             }
             (None, None) => {
-                self.store.memory().insert_fact(&new)?;
+                self.store.memory.insert_fact(&new)?;
                 Stored::New(new)
             }
         };
@@ -255,7 +256,7 @@ impl Memory {
         let new_kw = keywords::keywords(&new.content);
         let candidates: Vec<(f64, f64, Fact)> = self
             .store
-            .memory()
+            .memory
             .facts_in_scope(&new.scope, Some(new.kind))?
             .into_iter()
             .filter(|old| match (&old.subject, &new.subject) {
@@ -305,7 +306,7 @@ impl Memory {
         let mut found = self.search(reader, text, limit);
         let about_author = self
             .store
-            .memory()
+            .memory
             .list_facts(&FactFilter {
                 guild: Some(guild),
                 scope: Some(ScopeKind::User),
@@ -345,7 +346,7 @@ impl Memory {
         if relevant.len() < limit {
             let important = self
                 .store
-                .memory()
+                .memory
                 .list_facts(&FactFilter {
                     guild: Some(Some(guild)),
                     importance: Some(Importance::High),
@@ -367,7 +368,7 @@ impl Memory {
         }
         let guidance: Vec<String> = self
             .store
-            .memory()
+            .memory
             .list_facts(&FactFilter {
                 guild: Some(Some(guild)),
                 kind: Some(FactKind::BehaviorGuidance),
@@ -400,7 +401,7 @@ impl Memory {
         let settings = self.settings.for_guild(guild);
         let now = self.clock.now();
         let found = search::search(
-            &self.store.memory(),
+            &self.store.memory,
             reader,
             text,
             now,
@@ -409,7 +410,7 @@ impl Memory {
         );
         let ids: Vec<String> = found.iter().map(|s| s.fact.id.clone()).collect();
         // Harmless if lost: last-seen times only nudge future search scores.
-        let _ = self.store.memory().touch_facts(&ids, now);
+        let _ = self.store.memory.touch_facts(&ids, now);
         found
     }
 
@@ -445,7 +446,7 @@ impl Memory {
     ) -> Result<Fact, MemoryError> {
         let matches: Vec<Fact> = self
             .store
-            .memory()
+            .memory
             .facts_by_prefix(id_prefix)?
             .into_iter()
             .filter(|f| f.scope.guild == guild)
@@ -471,14 +472,14 @@ impl Memory {
     pub fn forget_by_operator(&self, id: &str, via: &str) -> Result<Fact, MemoryError> {
         let fact = self
             .store
-            .memory()
+            .memory
             .fact(id)?
             .ok_or_else(|| MemoryError::NoSuchId(id.to_string()))?;
         self.delete_fact(fact, &format!("asked by the operator ({via})"))
     }
 
     fn delete_fact(&self, fact: Fact, why: &str) -> Result<Fact, MemoryError> {
-        self.store.memory().delete_fact(&fact.id)?;
+        self.store.memory.delete_fact(&fact.id)?;
         self.journal.record(
             Entry::new(Kind::Memory, format!("forgot: {}", fact.content))
                 .guild(fact.scope.guild)
@@ -511,7 +512,7 @@ impl Memory {
     ) -> Result<(usize, usize), MemoryError> {
         let gone = self
             .store
-            .people()
+            .people
             .forget_person(user, messages, self.clock.now())
             .map_err(MemoryError::ForgetPerson)?;
         let log = if gone.log_truncated {
@@ -543,7 +544,7 @@ impl Memory {
         let now = self.clock.now();
         let facts = self
             .store
-            .memory()
+            .memory
             .facts_in_scope(&Scope::channel(Some(guild), channel), None)?;
         let (mut promoted, mut archived) = (Vec::new(), Vec::new());
         for mut f in facts {
@@ -557,7 +558,7 @@ impl Memory {
             }
         }
         let changed: Vec<&Fact> = promoted.iter().chain(archived.iter()).collect();
-        self.store.memory().save_facts(&[], &changed)?;
+        self.store.memory.save_facts(&[], &changed)?;
         self.journal.record(
             Entry::new(
                 Kind::Memory,
@@ -579,12 +580,12 @@ impl Memory {
         let now = self.clock.now();
         let expired = self
             .store
-            .memory()
+            .memory
             .expire_facts(now - chrono::Duration::days(i64::from(settings.memory.ttl_days)))
             .unwrap_or(0);
         let purged = self
             .store
-            .memory()
+            .memory
             .purge_archived_facts(
                 now - chrono::Duration::days(i64::from(settings.memory.archive_retention_days)),
             )
@@ -610,7 +611,7 @@ impl Memory {
         if self.some_scope_crowded() {
             return Some(now);
         }
-        let Ok(oldest) = self.store.memory().oldest_fact_marks() else {
+        let Ok(oldest) = self.store.memory.oldest_fact_marks() else {
             return Some(now);
         };
         let m = &self.settings.global().memory;
@@ -665,4 +666,16 @@ pub fn manual(
     );
     f.author = author;
     f
+}
+
+/// The store's handles this module uses, one per family of tables (see
+/// `store::handles`): what it may read and write, and nothing else.
+#[derive(Clone)]
+pub struct Stores {
+    /// Messages, and the names of servers and channels.
+    pub messages: MessageStore,
+    /// Remembered facts.
+    pub memory: MemoryStore,
+    /// Boundaries, hushes, forget-me, access.
+    pub people: PeopleStore,
 }

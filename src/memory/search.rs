@@ -18,12 +18,12 @@
 //! direct message sees only the facts learned in direct messages with that
 //! person. The guild (or DM) filter is part of the full-text query itself.
 
-use crate::store::MemoryStore;
 use chrono::{DateTime, Utc};
 
 use super::fact::Fact;
 use super::keywords::keywords;
 use crate::ids::{GuildId, UserId};
+use crate::store::MemoryStore;
 
 /// Whose memory a search may read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -15,6 +15,7 @@
 //! run is counted (`ambient reflexes stats`) so the useful ones can be told
 //! from the rest.
 
+use crate::store::{ImpulseStore, JournalStore, MessageStore, PeopleStore};
 pub(crate) mod def;
 pub(crate) mod pipeline;
 pub(crate) mod state;
@@ -552,7 +553,7 @@ impl Reflexes {
         let disabled = self
             .services
             .store
-            .impulses()
+            .impulses
             .disabled_reflexes()
             .unwrap_or_default()
             .into_iter()
@@ -624,12 +625,12 @@ impl Reflexes {
         vars.insert(
             "guild".into(),
             guild
-                .and_then(|g| s.store.messages().guild_name(g).ok().flatten())
+                .and_then(|g| s.store.messages.guild_name(g).ok().flatten())
                 .unwrap_or_default(),
         );
         let channel_name = |c| {
             s.store
-                .messages()
+                .messages
                 .channel_name(c)
                 .ok()
                 .flatten()
@@ -699,13 +700,7 @@ impl Reflexes {
     /// For a reaction, `message` and `author` are the message reacted to
     /// (empty when the store no longer has it).
     fn reacted_vars(&self, vars: &mut BTreeMap<String, String>, message: MessageId) {
-        let reacted = self
-            .services
-            .store
-            .messages()
-            .message(message)
-            .ok()
-            .flatten();
+        let reacted = self.services.store.messages.message(message).ok().flatten();
         let (text, name, id) = match reacted {
             Some(m) => (m.content, m.author_name, m.author_id.to_string()),
             None => Default::default(),
@@ -829,7 +824,7 @@ impl Reflexes {
         let _ = self
             .services
             .store
-            .impulses()
+            .impulses
             .record_reflex_run(&r.key(), outcome, micros);
         if matches!(ended, Ended::Failed(_)) {
             tracing::warn!(reflex = %r.name, reason = %reason, "reflex failed");
@@ -863,7 +858,7 @@ impl Reflexes {
         // while the journal and the answer say it is active.
         self.services
             .store
-            .impulses()
+            .impulses
             .enable_reflex(Some(guild), &reflex.name)
             .map_err(|source| EditError::NotSwitchedOn {
                 path: path.display().to_string(),
@@ -968,7 +963,7 @@ impl Reflexes {
                 known,
             });
         }
-        self.services.store.impulses().disable_reflex(
+        self.services.store.impulses.disable_reflex(
             guild,
             name,
             reason,
@@ -987,7 +982,7 @@ impl Reflexes {
     }
 
     pub fn enable(&self, guild: Option<GuildId>, name: &str) -> Result<bool, EditError> {
-        let changed = self.services.store.impulses().enable_reflex(guild, name)?;
+        let changed = self.services.store.impulses.enable_reflex(guild, name)?;
         self.reload();
         Ok(changed)
     }
@@ -1093,7 +1088,7 @@ impl ReflexHandler {
             return None;
         };
         let settings = self.reflexes.services.settings.for_guild(m.message.guild);
-        crate::permissions::refusal(&settings, &self.reflexes.services.store, m)
+        crate::permissions::refusal(&settings, &self.reflexes.services.store.people, m)
     }
 }
 
@@ -1161,6 +1156,29 @@ impl Handler for ReflexHandler {
             }
         }
         Outcome::Declined(notes.join("; "))
+    }
+}
+
+/// The store's handles this module uses, one per family of tables (see
+/// `store::handles`): what it may read and write, and nothing else.
+#[derive(Clone)]
+pub struct Stores {
+    /// Messages, and the names of servers and channels.
+    pub messages: MessageStore,
+    /// The journal and the context stream.
+    pub journal: JournalStore,
+    /// Boundaries, hushes, forget-me, access.
+    pub people: PeopleStore,
+    /// Tasks, ideas, schedules, reflex bookkeeping.
+    pub impulses: ImpulseStore,
+}
+
+impl From<&Stores> for crate::courtesy::Stores {
+    fn from(s: &Stores) -> Self {
+        Self {
+            messages: s.messages.clone(),
+            people: s.people.clone(),
+        }
     }
 }
 

@@ -29,16 +29,16 @@ use crate::memory::fact::{FactKind, Importance, Scope};
 use crate::memory::{Memory, MemoryError};
 use crate::net::fetch::{FetchError, Fetcher};
 use crate::net::html;
+use crate::reflexes::Stores;
 use crate::settings::{Secrets, Settings, SettingsService};
 use crate::speech::{Speech, SpeechError};
-use crate::store::Store;
 
 /// What fetched pages and API answers are cut to before they reach a variable.
 const MAX_VAR_CHARS: usize = 12_000;
 
 /// The services a pipeline may use.
 pub struct Services {
-    pub store: Store,
+    pub store: Stores,
     pub settings: Arc<SettingsService>,
     pub secrets: Secrets,
     pub journal: Journal,
@@ -326,7 +326,7 @@ async fn llm_prompt(
     turn.system = "You are a small, fast helper inside a Discord bot. Do exactly what is asked, briefly, with no preamble.".into();
     // A level-2 reflex starts cold: the operator may give it what just happened here.
     let context = crate::journal::stream::prefix_for(
-        &s.store.journal(),
+        &s.store.journal,
         settings,
         Role::Reflex,
         &match f.channel {
@@ -471,8 +471,15 @@ fn courteous(s: &Services, f: &Firing, channel: ChannelId) -> Result<(), StepErr
         return Ok(());
     }
     let settings = s.settings.for_guild(f.guild);
-    crate::courtesy::unprompted_to(&settings, &s.store, f.guild, channel, f.user, s.clock.now())
-        .map_err(StepError::Courtesy)
+    crate::courtesy::unprompted_to(
+        &settings,
+        &(&s.store).into(),
+        f.guild,
+        channel,
+        f.user,
+        s.clock.now(),
+    )
+    .map_err(StepError::Courtesy)
 }
 
 /// `react`: on the message that woke the reflex.
@@ -560,7 +567,7 @@ fn journal_summary(
         return Err(StepError::NoSummaryChannel);
     };
     let audience = summary::Audience::new(settings, f.guild, channel);
-    let lines = summary::what_i_did(&s.journal, &s.store.messages(), &audience, start, tz, 25);
+    let lines = summary::what_i_did(&s.journal, &s.store.messages, &audience, start, tz, 25);
     value(if lines.is_empty() {
         format!("nothing yet ({since})")
     } else {
@@ -586,7 +593,7 @@ fn hush_ctx<'a>(
     };
     let c = hush::Ctx {
         settings,
-        store: &s.store,
+        store: (&s.store).into(),
         journal: &s.journal,
         guild,
         now: s.clock.now(),
@@ -614,13 +621,13 @@ fn resolve_channel(
     let found = match target.parse::<u64>() {
         Ok(id) => s
             .store
-            .messages()
+            .messages
             .guild_channels(guild)
             .ok()
             .and_then(|cs| cs.into_iter().find(|c| c.0 == id)),
         Err(_) => s
             .store
-            .messages()
+            .messages
             .channel_by_name(guild, target.trim_start_matches('#'))
             .ok()
             .flatten(),

@@ -14,6 +14,7 @@
 //! - `report`, `text`, `timeline`: what it found, as data, as text, as a timeline
 //! - `html`: the report and the timeline as one self-contained page
 
+use crate::store::{ImpulseStore, InitiativeStore, MessageStore, UsageStore};
 pub(crate) mod bounded;
 pub mod export;
 pub mod html;
@@ -25,3 +26,17 @@ pub mod sim;
 pub mod text;
 pub(crate) mod timeline;
 pub mod transport;
+
+/// The store's handles this module uses, one per family of tables (see
+/// `store::handles`): what it may read and write, and nothing else.
+#[derive(Clone)]
+pub struct Stores {
+    /// Messages, and the names of servers and channels.
+    pub messages: MessageStore,
+    /// What model calls cost.
+    pub usage: UsageStore,
+    /// Pending thoughts and the outbox.
+    pub initiative: InitiativeStore,
+    /// Tasks, ideas, schedules, reflex bookkeeping.
+    pub impulses: ImpulseStore,
+}

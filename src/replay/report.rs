@@ -17,6 +17,7 @@ use super::sim::Simulation;
 use super::transport::{Act, Doing};
 use crate::executive::prices::{Price, cost};
 use crate::ids::ChannelId;
+use crate::replay::Stores;
 use crate::store::usage::UsageFilter;
 
 /// What the report says about the run itself.
@@ -229,8 +230,8 @@ impl Report {
         let per_hour = hours(&run, &seen.per_hour, &acts.bot_hours);
         let usage = sim
             .app
-            .store
-            .usage()
+            .stores::<Stores>()
+            .usage
             .usage_list(&UsageFilter::default(), None)?;
         let settings = sim.app.settings.global();
         let mut roles = role_rows(&usage, prices);
@@ -319,10 +320,10 @@ impl Did {
 
 /// One row per channel where people spoke or the bot acted, by name.
 fn channel_rows(sim: &Simulation, seen: &Seen, did: &BTreeMap<u64, Counts>) -> Vec<ChannelRow> {
-    let store = &sim.app.store;
+    let store: Stores = sim.app.stores();
     let name = |c: ChannelId| {
         store
-            .messages()
+            .messages
             .channel_name(c)
             .ok()
             .flatten()
@@ -549,7 +550,7 @@ fn unpriced(
 /// Ambient posts whose previous ambient post (in the same server) nobody
 /// answered: no person posted in the server between the two.
 fn consecutive_unanswered(sim: &Simulation) -> anyhow::Result<u64> {
-    let store = &sim.app.store;
+    let store: Stores = sim.app.stores();
     let mut last: BTreeMap<crate::ids::GuildId, DateTime<Utc>> = BTreeMap::new();
     let mut n = 0;
     for act in sim.acts() {
@@ -562,11 +563,11 @@ fn consecutive_unanswered(sim: &Simulation) -> anyhow::Result<u64> {
         else {
             continue;
         };
-        let Some(Some(guild)) = store.messages().channel_guild(channel)? else {
+        let Some(Some(guild)) = store.messages.channel_guild(channel)? else {
             continue;
         };
         if let Some(prev) = last.insert(guild, at)
-            && !store.messages().people_spoke_between(guild, prev, at)?
+            && !store.messages.people_spoke_between(guild, prev, at)?
         {
             n += 1;
         }

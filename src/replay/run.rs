@@ -29,6 +29,7 @@ use super::timeline::{Line, Timeline};
 use crate::executive::endpoints::{Offer, Resolution, default_model, resolve};
 use crate::executive::prices::cost;
 use crate::executive::{Role, StandIn, ollama_answers};
+use crate::replay::Stores;
 use crate::settings::diff::mask;
 use crate::settings::{ProviderKind, Secret, Secrets, Settings};
 
@@ -477,7 +478,7 @@ impl Walk {
     fn catch_up(&mut self, sim: &Simulation) {
         let acts = sim.acts_since(self.acts_seen);
         for act in &acts {
-            let line = Line::act(act, &sim.app.store.messages());
+            let line = Line::act(act, &sim.app.stores::<Stores>().messages);
             if let Some(recent) = self.recent.get_mut(&line.channel_id) {
                 self.timeline.lines.extend(recent.drain(..));
             }

@@ -40,6 +40,7 @@ use crate::executive::{Role, StandIn};
 use crate::garden::Look;
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::initiative::gates::Verdict;
+use crate::replay::Stores;
 use crate::settings::{Secrets, Settings};
 use crate::store::messages::StoredMessage;
 
@@ -250,7 +251,7 @@ impl Simulation {
         let app = App::build(parts, |store| {
             let transport = Arc::new(ReplayTransport::new(
                 me.clone(),
-                store.clone(),
+                store.into(),
                 clock.clone(),
             ));
             made = Some(transport.clone());
@@ -414,11 +415,11 @@ impl Simulation {
         let Some(garden) = self.app.garden.idle_until(now) else {
             return Ok(None);
         };
-        let store = &self.app.store;
-        let guilds = store.messages().known_guilds()?;
+        let store: Stores = self.app.stores();
+        let guilds = store.messages.known_guilds()?;
         if guilds.len() != gates.len()
-            || !store.initiative().pending_thoughts()?.is_empty()
-            || !store.impulses().schedules(None)?.is_empty()
+            || !store.initiative.pending_thoughts()?.is_empty()
+            || !store.impulses.schedules(None)?.is_empty()
         {
             return Ok(None);
         }
@@ -433,7 +434,7 @@ impl Simulation {
         let mut settings = Vec::new();
         for g in std::iter::once(None).chain(guilds.iter().map(|(g, _)| Some(*g))) {
             // A task already fired is not fired again; one not yet fired is due at its time.
-            let tasks = store.impulses().tasks(g, false)?;
+            let tasks = store.impulses.tasks(g, false)?;
             if let Some(due) = tasks
                 .iter()
                 .filter(|t| t.fired_at.is_none())
@@ -443,7 +444,7 @@ impl Simulation {
                 until = until.min(due);
             }
             if let Some(g) = g {
-                if !store.impulses().ideas(Some(g), false)?.is_empty() {
+                if !store.impulses.ideas(Some(g), false)?.is_empty() {
                     return Ok(None);
                 }
                 settings.push(self.app.settings.for_guild(Some(g)));
@@ -585,7 +586,11 @@ impl Simulation {
 
     /// Answered model calls of `roles` (all when empty) so far; a refusal is no call.
     fn calls(&mut self, roles: &[Role]) -> anyhow::Result<u64> {
-        let new = self.app.store.usage().usage_after(self.answered.after)?;
+        let new = self
+            .app
+            .stores::<Stores>()
+            .usage
+            .usage_after(self.answered.after)?;
         for record in new {
             self.answered.after = Some(record.id);
             if record.outcome == "ok" {
@@ -611,11 +616,11 @@ impl Simulation {
     /// The server and channel stored on first sight, as the gateway's guild event does.
     fn meet(&mut self, m: &ExportedMessage) -> anyhow::Result<()> {
         if self.known_channels.insert(m.channel.id) {
-            let store = &self.app.store;
+            let store: Stores = self.app.stores();
             store
-                .messages()
+                .messages
                 .upsert_guild(GuildId(m.guild.id), &m.guild.name, m.at)?;
-            store.messages().upsert_channel(
+            store.messages.upsert_channel(
                 ChannelId(m.channel.id),
                 Some(GuildId(m.guild.id)),
                 &m.channel.name,
@@ -629,7 +634,7 @@ impl Simulation {
     }
 
     fn open(&self, guild: GuildId) -> anyhow::Result<()> {
-        let channels = self.app.store.messages().guild_channels(guild)?;
+        let channels = self.app.stores::<Stores>().messages.guild_channels(guild)?;
         let ids = serde_json::to_string(&channels)?;
         for path in [
             "permissions.replies.discoveryChannelIds",
@@ -656,7 +661,7 @@ impl Simulation {
         let content = readable_mentions(
             &m.content,
             &mentioned,
-            &self.app.store,
+            &self.app.stores::<Stores>().messages,
             self.me.id,
             bot_name,
         );

@@ -6,7 +6,6 @@
 //! another act as sent: two acts at the same moment in the same channel
 //! never borrow each other's reasons.
 
-use crate::store::MessageStore;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -15,6 +14,7 @@ use super::sim::Simulation;
 use super::transport::{Act, Doing};
 use crate::ids::MessageId;
 use crate::journal::{Entry, Filter, Kind};
+use crate::store::MessageStore;
 
 /// Who a line is from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

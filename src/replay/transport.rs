@@ -16,7 +16,7 @@ use crate::attention::Author;
 use crate::chat::{ChannelKind, ChatError, Delivered, Outgoing, Transport, Typing};
 use crate::clock::SharedClock;
 use crate::ids::{ChannelId, MessageId, SnowflakeGen};
-use crate::store::Store;
+use crate::replay::Stores;
 use crate::store::messages::StoredMessage;
 
 /// What the bot was doing when it spoke, as the simulation knows it: the
@@ -61,7 +61,7 @@ pub enum Act {
 
 pub struct ReplayTransport {
     me: Author,
-    store: Store,
+    store: Stores,
     clock: SharedClock,
     acts: Mutex<Vec<Act>>,
     doing: Mutex<Doing>,
@@ -71,7 +71,7 @@ pub struct ReplayTransport {
 }
 
 impl ReplayTransport {
-    pub fn new(me: Author, store: Store, clock: SharedClock) -> Self {
+    pub fn new(me: Author, store: Stores, clock: SharedClock) -> Self {
         Self {
             me,
             store,
@@ -164,7 +164,7 @@ impl Transport for ReplayTransport {
         limit: usize,
     ) -> Result<Vec<StoredMessage>, ChatError> {
         self.store
-            .messages()
+            .messages
             .recent_messages(channel, limit)
             .map_err(|e| ChatError::Transport(e.to_string()))
     }
@@ -173,6 +173,7 @@ impl Transport for ReplayTransport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
 
     /// A feed in a replay posts into a channel, never a thread or a forum.
     #[tokio::test]
@@ -184,7 +185,7 @@ mod tests {
         };
         let store = Store::open_in_memory().unwrap();
         let clock: SharedClock = std::sync::Arc::new(crate::clock::SystemClock);
-        let transport = ReplayTransport::new(me, store, clock);
+        let transport = ReplayTransport::new(me, (&store).into(), clock);
         let kind = transport.channel_kind(ChannelId(20)).await.unwrap();
         assert_eq!(kind, ChannelKind::Text);
     }

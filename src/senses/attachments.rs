@@ -34,7 +34,6 @@
 //! the prompt as quoted text, and images as image parts, each after a line
 //! naming it.
 
-use crate::store::MessageStore;
 use std::sync::Arc;
 
 use base64::Engine as _;
@@ -47,6 +46,7 @@ use crate::executive::vision::unseen;
 use crate::executive::wire::{Message, Part, Speaker};
 use crate::net::{FetchError, Fetcher};
 use crate::settings::{AttachmentSettings, Settings};
+use crate::store::MessageStore;
 use crate::store::messages::{Attachment, StoredMessage};
 
 /// Discord's attachment hosts.

@@ -24,7 +24,8 @@ use super::validate::{Problem, defaults_tree, describe, validate};
 use super::{paths, retention};
 use crate::clock::SharedClock;
 use crate::ids::{GuildId, UserId};
-use crate::store::{Store, StoreError};
+use crate::store::OverrideStore;
+use crate::store::StoreError;
 
 /// Keys (or key prefixes ending in '.') a guild may override.
 const GUILD_SCOPED: &[&str] = &[
@@ -140,7 +141,7 @@ struct GuildCache {
 pub struct SettingsService {
     global: RwLock<Global>,
     defaults: Value,
-    store: Store,
+    store: OverrideStore,
     clock: SharedClock,
     cache: RwLock<GuildCache>,
     changed: watch::Sender<u64>,
@@ -159,7 +160,7 @@ impl Changes {
 }
 
 impl SettingsService {
-    pub fn new(global: Settings, store: Store, clock: SharedClock) -> Self {
+    pub fn new(global: Settings, store: OverrideStore, clock: SharedClock) -> Self {
         let tree = serde_json::to_value(&global).expect("settings serialize");
         Self {
             global: RwLock::new(Global {
@@ -245,7 +246,7 @@ impl SettingsService {
     }
 
     fn build_for(&self, guild: GuildId, global: &Settings, tree: &Value) -> Settings {
-        let overrides = match self.store.overrides().guild_overrides(guild) {
+        let overrides = match self.store.guild_overrides(guild) {
             Ok(o) => o,
             Err(e) => {
                 tracing::warn!(%guild, error = %e, "cannot read guild overrides; using the file's settings");
@@ -311,7 +312,6 @@ impl SettingsService {
         self.only_shorter(path, &typed)?;
 
         self.store
-            .overrides()
             .set_guild_override(guild, path, &value, by, self.clock.now())?;
         self.invalidate(guild);
         Ok(value)
@@ -337,7 +337,7 @@ impl SettingsService {
     pub fn reset_override(&self, guild: GuildId, path: &str) -> Result<bool, ChangeError> {
         let path = path.trim();
         self.known(path)?;
-        let removed = self.store.overrides().remove_guild_override(guild, path)?;
+        let removed = self.store.remove_guild_override(guild, path)?;
         self.invalidate(guild);
         Ok(removed)
     }
@@ -351,7 +351,6 @@ impl SettingsService {
         let overridden = match guild {
             Some(g) => self
                 .store
-                .overrides()
                 .guild_overrides(g)?
                 .iter()
                 .any(|(p, _)| p == path || p.starts_with(&format!("{path}."))),
@@ -369,7 +368,7 @@ impl SettingsService {
 
     /// The guild's overrides, as stored.
     pub fn overrides(&self, guild: GuildId) -> Result<Vec<(String, Value)>, ChangeError> {
-        Ok(self.store.overrides().guild_overrides(guild)?)
+        Ok(self.store.guild_overrides(guild)?)
     }
 
     fn invalidate(&self, guild: GuildId) {
@@ -467,12 +466,13 @@ pub fn render_value(v: &Value) -> String {
 mod tests {
     use super::*;
     use crate::clock::ManualClock;
+    use crate::store::Store;
     use serde_json::json;
 
     fn service() -> SettingsService {
         SettingsService::new(
             Settings::default(),
-            Store::open_in_memory().unwrap(),
+            Store::open_in_memory().unwrap().overrides(),
             ManualClock::at_test_epoch(),
         )
     }

@@ -327,7 +327,7 @@ impl Streamed {
     fn safe(&self, text: &str) -> String {
         let store = &self.speech.store;
         let safe = neutralise_mentions(text, &self.pings, |u| {
-            store.messages().author_name(u).ok().flatten()
+            store.messages.author_name(u).ok().flatten()
         });
         let safe = safe.trim();
         match self.plain && !safe.is_empty() {
@@ -453,10 +453,7 @@ impl Streamed {
         let shown = &mut self.shown[i];
         shown.content = edit.content;
         shown.at = now;
-        self.speech
-            .store
-            .messages()
-            .edit_message(id, content, now)?;
+        self.speech.store.messages.edit_message(id, content, now)?;
         Ok(())
     }
 
@@ -663,7 +660,11 @@ mod tests {
     ) {
         let clock = ManualClock::at_test_epoch();
         let store = Store::open_in_memory().unwrap();
-        let settings = Arc::new(SettingsService::new(settings, store.clone(), clock.clone()));
+        let settings = Arc::new(SettingsService::new(
+            settings,
+            store.overrides(),
+            clock.clone(),
+        ));
         let recorder = Arc::new(Recorder {
             clock: clock.clone(),
             sent: Mutex::default(),
@@ -672,7 +673,7 @@ mod tests {
         });
         let speech = Arc::new(Speech::new(
             recorder.clone(),
-            store,
+            (&store).into(),
             settings,
             clock.clone(),
         ));

@@ -39,6 +39,12 @@ macro_rules! handle {
                 $name(self.clone())
             }
         }
+
+        impl From<&Store> for $name {
+            fn from(store: &Store) -> Self {
+                store.$accessor()
+            }
+        }
     };
 }
 

@@ -412,6 +412,16 @@ impl GuildStore {
     }
 }
 
+/// [`enter`] for the store in `data_dir`, opened for the check alone: the
+/// front end runs it before logging in, before the bot's own store is open.
+pub fn enter_dir(
+    data_dir: &std::path::Path,
+    plan: Option<Shards>,
+    at: DateTime<Utc>,
+) -> std::result::Result<(), PartitionError> {
+    enter(&Store::open(data_dir)?, plan, at)
+}
+
 /// The start-up check: refuses a data directory holding rows of a guild
 /// `plan` does not own, else records `plan` as this one's (None: the whole bot).
 pub fn enter(

@@ -32,8 +32,8 @@ use crate::ids::{ChannelId, GuildId, MessageId, UserId, next_snowflake};
 use crate::journal::{Entry, Journal, Kind};
 use crate::senses::Senses;
 use crate::settings::{Secrets, SettingsService};
-use crate::store::Store;
 use crate::store::messages::{Source, StoredMessage};
+use crate::voice::Stores;
 
 /// Where a session listens and where it writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,7 +46,7 @@ pub struct Session {
 /// What a listener needs from the rest of the bot.
 #[derive(Clone)]
 pub struct Services {
-    pub store: Store,
+    pub store: Stores,
     pub settings: Arc<SettingsService>,
     pub journal: Journal,
     pub clock: SharedClock,
@@ -100,7 +100,7 @@ impl Listener {
     pub fn new(session: Session, s: Services) -> Arc<Self> {
         let v = s.settings.for_guild(Some(session.guild)).voice.clone();
         // If the list cannot be read, nobody is heard until it can: failing open would record people who said no.
-        let opted_out = s.store.voice().voice_opted_out_users();
+        let opted_out = s.store.voice.voice_opted_out_users();
         if let Err(e) = &opted_out {
             tracing::error!(error = %e, "could not read voice opt-outs; listening to nobody");
         }
@@ -395,7 +395,7 @@ impl Listener {
         let _ =
             self.s
                 .store
-                .voice()
+                .voice
                 .record_utterance(id, voice_channel, job.started_at, job.ended_at);
         let addressed = if addressed_by_name(&text, &bot) {
             Addressed::ByName

@@ -21,6 +21,7 @@
 //! [`AUTO_JOIN_RETRY_CEILING`], or until the server's settings change, and
 //! each failure is journaled once.
 
+use crate::store::{MessageStore, PeopleStore, UsageStore, VoiceStore};
 pub mod audio;
 pub mod listener;
 pub mod segment;
@@ -265,7 +266,7 @@ impl Voice {
     /// server (a server's `voice.links` cannot point into another server)
     /// that the bot may read.
     fn writable(&self, guild: GuildId, text: ChannelId) -> Result<(), VoiceError> {
-        match self.services.store.messages().channel_guild(text) {
+        match self.services.store.messages.channel_guild(text) {
             Ok(Some(Some(g))) if g == guild => {}
             Ok(_) => return Err(VoiceError::NotThisServers { text }),
             Err(source) => return Err(VoiceError::Unchecked { text, source }),
@@ -529,7 +530,7 @@ impl Voice {
         match self
             .services
             .store
-            .people().set_boundary(user, Boundary::NoVoice, true, now)
+            .people.set_boundary(user, Boundary::NoVoice, true, now)
         {
             Ok(_) => "Done: your voice is never recorded or transcribed, on any server I share with you. /voice optin undoes it.".into(),
             Err(e) => format!("Could not save that: {e}"),
@@ -541,7 +542,7 @@ impl Voice {
         match self
             .services
             .store
-            .people()
+            .people
             .set_boundary(user, Boundary::NoVoice, false, now)
         {
             Ok(true) => {
@@ -756,4 +757,18 @@ impl Voice {
             let _ = self.leave(g, "the bot is shutting down").await;
         }
     }
+}
+
+/// The store's handles this module uses, one per family of tables (see
+/// `store::handles`): what it may read and write, and nothing else.
+#[derive(Clone)]
+pub struct Stores {
+    /// Messages, and the names of servers and channels.
+    pub messages: MessageStore,
+    /// What model calls cost.
+    pub usage: UsageStore,
+    /// Boundaries, hushes, forget-me, access.
+    pub people: PeopleStore,
+    /// Utterances and spoken seconds.
+    pub voice: VoiceStore,
 }

@@ -219,7 +219,7 @@ impl Voice {
             return Some(why);
         }
         let cap_ms = u64::from(s.max_seconds_per_day) * 1_000;
-        match self.services.store.voice().speech_spent(guild, today) {
+        match self.services.store.voice.speech_spent(guild, today) {
             Err(e) => Some(format!("could not read today's spoken seconds: {e}")),
             Ok(spent) if cap_ms.saturating_sub(spent) < FRAME_MS => Some(format!(
                 "today's {} s of spoken answers (voice.speech.maxSecondsPerDay) are spent",
@@ -277,10 +277,8 @@ impl Voice {
     /// someone who keeps their voice from it should not have it talk at them.
     fn declines(&self, user: UserId) -> Result<bool, crate::store::StoreError> {
         let store = &self.services.store;
-        Ok(store
-            .people()
-            .has_boundary(user, Boundary::NoVoiceAnswers)?
-            || store.people().has_boundary(user, Boundary::NoVoice)?)
+        Ok(store.people.has_boundary(user, Boundary::NoVoiceAnswers)?
+            || store.people.has_boundary(user, Boundary::NoVoice)?)
     }
 
     /// Cuts `pcm` at `maxSeconds` and at what is left of today's `maxSecondsPerDay`,
@@ -304,7 +302,7 @@ impl Voice {
         let granted = self
             .services
             .store
-            .voice()
+            .voice
             .speech_take(guild, today, want_ms, cap_ms)
             .map_err(|e| {
                 SpeakError::Play(format!("could not count today's spoken seconds: {e}"))

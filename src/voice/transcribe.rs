@@ -22,8 +22,8 @@ use crate::ids::GuildId;
 use crate::net::fetch::is_private;
 use crate::net::{FetchError, Fetcher, PostBody};
 use crate::settings::{Secrets, SettingsService, TranscriptionSettings};
-use crate::store::Store;
 use crate::store::usage::UsageRecord;
+use crate::voice::Stores;
 
 /// Transcripts that are only a model's way of saying "nothing was said".
 const EMPTY_MARKERS: &[&str] = &[
@@ -41,7 +41,7 @@ const MAX_WAIT: Duration = Duration::from_secs(30);
 pub struct Transcriber {
     settings: Arc<SettingsService>,
     secrets: Secrets,
-    store: Store,
+    store: Stores,
     clock: SharedClock,
     slots: Semaphore,
 }
@@ -90,7 +90,7 @@ impl Transcriber {
     pub fn new(
         settings: Arc<SettingsService>,
         secrets: Secrets,
-        store: Store,
+        store: Stores,
         clock: SharedClock,
     ) -> Self {
         let max = settings.global().voice.transcription.max_concurrent.max(1) as usize;
@@ -293,7 +293,7 @@ impl Transcriber {
             .and_then(|u| u.host_str().map(String::from))
             .unwrap_or_default();
         // Harmless if lost: no budget counts transcriptions; the usage report misses one call.
-        let _ = self.store.usage().usage_append(&UsageRecord {
+        let _ = self.store.usage.usage_append(&UsageRecord {
             id: 0,
             at: self.clock.now(),
             role: "transcribe".into(),

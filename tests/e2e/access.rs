@@ -118,7 +118,7 @@ async fn a_refused_member_still_gets_a_reflex_that_calls_no_model() {
     assert!(w.model.requests().is_empty());
     let tasks = w
         .app
-        .store
+        .store()
         .impulses()
         .open_tasks_of(Some(GUILD_A), user("gus"))
         .unwrap();
@@ -145,7 +145,7 @@ async fn direct_messages_off_get_one_short_answer_a_day_and_are_not_kept() {
     );
     assert!(
         w.app
-            .store
+            .store()
             .messages()
             .recent_messages(DM, 10)
             .unwrap()

@@ -67,7 +67,7 @@ async fn quiet_hours_stop_the_initiative_before_the_model_and_the_held_thought_w
         chrono::Duration::hours(12),
     );
     w.app
-        .store
+        .store()
         .initiative()
         .save_pending_thought(&held)
         .unwrap();
@@ -81,7 +81,7 @@ async fn quiet_hours_stop_the_initiative_before_the_model_and_the_held_thought_w
     assert!(w.said().is_empty(), "nothing posted during quiet hours");
     assert!(
         w.app
-            .store
+            .store()
             .initiative()
             .pending_thought(GUILD_A)
             .unwrap()
@@ -261,7 +261,7 @@ async fn hush_in_words_through_the_reflex_costs_no_model_call() {
     );
     let hush = w
         .app
-        .store
+        .store()
         .people()
         .hush(GUILD_A, Some(GENERAL), w.clock.now())
         .unwrap()
@@ -303,7 +303,7 @@ async fn hush_in_words_through_the_reflex_costs_no_model_call() {
     assert_eq!(w.said()[3].content, "Okay, the hush in #general is over.");
     assert!(
         w.app
-            .store
+            .store()
             .people()
             .hush(GUILD_A, Some(GENERAL), w.clock.now())
             .unwrap()
@@ -444,7 +444,7 @@ async fn no_unprompted_means_no_chime_in_on_that_persons_messages() {
         json!({"speak": false, "reason": "nothing to add"}),
     ));
     w.app
-        .store
+        .store()
         .people()
         .set_boundary(user("bob"), Boundary::NoUnprompted, true, w.clock.now())
         .unwrap();
@@ -477,7 +477,7 @@ async fn no_unprompted_means_no_chime_in_on_that_persons_messages() {
 async fn no_memory_means_nothing_is_extracted_from_that_persons_messages() {
     let w = World::start(settings()).await;
     w.app
-        .store
+        .store()
         .people()
         .set_boundary(user("ada"), Boundary::NoMemory, true, w.clock.now())
         .unwrap();
@@ -523,7 +523,7 @@ async fn no_memory_means_nothing_is_extracted_from_that_persons_messages() {
         "her words never reach the model: {prompt}"
     );
     assert!(prompt.contains("game night"), "{prompt}");
-    let facts = w.app.store.memory().all_facts().unwrap();
+    let facts = w.app.store().memory().all_facts().unwrap();
     assert_eq!(facts.len(), 1, "{facts:#?}");
     assert!(!facts[0].content.contains("knit"));
     assert!(
@@ -545,7 +545,7 @@ async fn the_initiative_prompt_names_who_asked_not_to_be_pinged() {
         .await;
     w.message(GENERAL, "bob", "congrats!", Addressed::No).await;
     w.app
-        .store
+        .store()
         .people()
         .set_boundary(user("ada"), Boundary::NoPing, true, w.clock.now())
         .unwrap();

@@ -119,7 +119,7 @@ async fn reaction_and_newcomer_reflexes_keep_quiet_hours_hushes_and_boundaries()
 
     w.clock.advance(chrono::Duration::hours(2));
     w.app
-        .store
+        .store()
         .people()
         .set_boundary(
             person("bea").id,

@@ -73,7 +73,7 @@ async fn seeded_world() -> World {
     let mut settings = world::settings();
     settings.initiative.discovery.rss_feeds = vec![FEED.into()];
     let w = World::start(settings).await;
-    let store = &w.app.store;
+    let store = &w.app.store();
     let now = w.clock.now();
     store
         .messages()
@@ -220,7 +220,7 @@ async fn seeded_world() -> World {
 /// reactions; a feed a member added that fails.
 fn seed_feeds(w: &World) {
     use ambient::store::discovery::{FetchOutcome, NewItem};
-    let store = &w.app.store;
+    let store = &w.app.store();
     let now = w.clock.now();
     let feed = store.discovery().upsert_source("rss", FEED).unwrap();
     store
@@ -380,7 +380,7 @@ pub(crate) fn csrf_in(html: &str) -> String {
 
 fn fact_id(w: &World, content: &str) -> String {
     w.app
-        .store
+        .store()
         .memory()
         .list_facts(&FactFilter::default())
         .unwrap()
@@ -392,7 +392,7 @@ fn fact_id(w: &World, content: &str) -> String {
 
 fn facts_about(w: &World, user: UserId) -> Vec<String> {
     w.app
-        .store
+        .store()
         .memory()
         .list_facts(&FactFilter {
             scope: Some(ScopeKind::User),
@@ -569,7 +569,7 @@ async fn every_page_shows_what_the_store_holds() {
 async fn hostile_text_is_text_on_every_page() {
     let w = seeded_world().await;
     let now = w.clock.now();
-    let store = &w.app.store;
+    let store = &w.app.store();
     store
         .messages()
         .upsert_channel(
@@ -757,7 +757,7 @@ async fn forgetting_a_fact_needs_the_csrf_token_and_a_confirmation() {
     );
     assert!(confirm.contains(r#"<form method="post" action="&#x2f;memory&#x2f;forget">"#));
     assert!(
-        w.app.store.memory().fact(&id).unwrap().is_some(),
+        w.app.store().memory().fact(&id).unwrap().is_some(),
         "asking is not forgetting"
     );
     let csrf = csrf_in(&confirm);
@@ -774,7 +774,7 @@ async fn forgetting_a_fact_needs_the_csrf_token_and_a_confirmation() {
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert!(
-        w.app.store.memory().fact(&id).unwrap().is_some(),
+        w.app.store().memory().fact(&id).unwrap().is_some(),
         "a refused form changes nothing"
     );
 
@@ -787,7 +787,7 @@ async fn forgetting_a_fact_needs_the_csrf_token_and_a_confirmation() {
         "{done}"
     );
     assert!(
-        w.app.store.memory().fact(&id).unwrap().is_none(),
+        w.app.store().memory().fact(&id).unwrap().is_none(),
         "the row is gone"
     );
     let journaled = w.journal(Kind::Memory);

@@ -62,7 +62,7 @@ async fn the_feeds_page_lists_each_subscription_with_its_last_delivery_and_failu
     w.app.feeds.deliver_due().await;
     assert_eq!(w.said().len(), 1, "the backfilled item went out");
     for _ in 0..3 {
-        w.app.store.feeds().note_feed_failure(failing).unwrap();
+        w.app.store().feeds().note_feed_failure(failing).unwrap();
     }
     w.app.feeds.pause(GUILD_A, failing, MANAGER).unwrap();
     w.clock.advance(Duration::minutes(5));
@@ -91,7 +91,7 @@ async fn the_feeds_page_lists_each_subscription_with_its_last_delivery_and_failu
     );
 
     // `ambient dashboard` has no bot running: the same rows from the store.
-    let alone = Site::standalone(settings(), Secrets::default(), w.app.store.clone())
+    let alone = Site::standalone(settings(), Secrets::default(), w.app.stores())
         .await
         .unwrap();
     let standalone = serve(alone, &w).await;

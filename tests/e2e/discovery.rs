@@ -142,7 +142,7 @@ async fn a_second_fetch_is_answered_304_and_costs_no_parse() {
     assert_eq!(feeds.served.lock().unwrap().not_modified, 1);
     let row = world
         .app
-        .store
+        .store()
         .discovery()
         .sources()
         .unwrap()
@@ -185,7 +185,7 @@ async fn a_failing_source_backs_off_without_affecting_the_others() {
     assert!(third.iter().any(|(s, _)| s.target.ends_with("/fail.xml")));
     let row = world
         .app
-        .store
+        .store()
         .discovery()
         .sources()
         .unwrap()
@@ -227,7 +227,7 @@ async fn hostile_input_fails_its_source_with_a_reason() {
     );
     let titles: Vec<String> = world
         .app
-        .store
+        .store()
         .discovery()
         .feed_candidates(
             &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
@@ -318,13 +318,13 @@ async fn the_initiative_prompt_shows_ranked_candidates_and_source_performance() 
     let now = world.clock.now();
     world
         .app
-        .store
+        .store()
         .discovery()
         .record_reaction(post, UserId(77), "🔥", Some(GUILD_A), GENERAL, now)
         .unwrap();
     world
         .app
-        .store
+        .store()
         .messages()
         .insert_message(&StoredMessage {
             reply_to: Some(post),
@@ -442,7 +442,7 @@ async fn self_curation_is_bounded_and_cannot_touch_the_operators_sources() {
     assert!(
         world
             .app
-            .store
+            .store()
             .discovery()
             .guild_sources(GUILD_A)
             .unwrap()

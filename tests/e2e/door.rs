@@ -213,7 +213,7 @@ async fn transcribe_with(
     let transcriber = ambient::voice::transcribe::Transcriber::new(
         app.settings.clone(),
         app.secrets.clone(),
-        app.store.clone(),
+        app.stores(),
         app.clock.clone(),
     );
     let result = transcriber
@@ -222,7 +222,7 @@ async fn transcribe_with(
         .map_err(|e| e.to_string());
     (
         result,
-        app.store
+        app.store()
             .usage()
             .usage_list(&Default::default(), None)
             .unwrap(),
@@ -285,7 +285,7 @@ async fn generate_with(
         &s,
         &ambient::settings::Secrets::default(),
         "a crab",
-        &world.app.store,
+        &world.app.stores(),
         crate::support::world::GUILD_A,
         now,
     )
@@ -296,7 +296,7 @@ async fn generate_with(
         result,
         world
             .app
-            .store
+            .store()
             .usage()
             .usage_list(&Default::default(), None)
             .unwrap(),
@@ -376,7 +376,7 @@ async fn an_image_provider_quoting_the_key_it_refused_never_stores_the_key() {
         &s,
         &secrets,
         "a crab",
-        &world.app.store,
+        &world.app.stores(),
         crate::support::world::GUILD_A,
         world.clock.now(),
     )
@@ -389,7 +389,7 @@ async fn an_image_provider_quoting_the_key_it_refused_never_stores_the_key() {
     );
     let rows = world
         .app
-        .store
+        .store()
         .usage()
         .usage_list(&Default::default(), None)
         .unwrap();
@@ -526,7 +526,7 @@ async fn an_image_generator_that_never_answers_is_given_up_after_its_timeout_set
         &s,
         &ambient::settings::Secrets::default(),
         "a crab",
-        &world.app.store,
+        &world.app.stores(),
         crate::support::world::GUILD_A,
         world.clock.now(),
     )

@@ -86,7 +86,7 @@ async fn an_extraction_waiting_on_the_model_stores_nothing_about_who_asked_to_be
     let stored = extraction.await.unwrap();
 
     assert_eq!(stored, 1, "only what nobody asked to forget");
-    let left = all_facts(&w.app.store);
+    let left = all_facts(w.app.store());
     assert_eq!(left, vec!["Book club is on Thursdays at seven."]);
     let journal: Vec<String> = w
         .journal(Kind::Memory)

@@ -116,7 +116,7 @@ async fn an_unreadable_boundary_keeps_the_bot_from_chiming_in() {
     let w = chiming().await;
     // Someone else's boundary makes the table non-empty, as in a real server.
     w.app
-        .store
+        .store()
         .people()
         .set_boundary(
             ambient::ids::UserId(99),

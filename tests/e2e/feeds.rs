@@ -100,7 +100,7 @@ async fn fetch_again(world: &World) {
 /// is dropped through the connection returned): what a crash right after
 /// the request leaves behind.
 fn crash_before_marking_sent(world: &World) -> rusqlite::Connection {
-    let db = rusqlite::Connection::open(world.app.store.path().unwrap()).unwrap();
+    let db = rusqlite::Connection::open(world.app.store().path().unwrap()).unwrap();
     db.execute_batch(
         "CREATE TRIGGER crash_before_sent BEFORE UPDATE OF state ON feed_deliveries
          WHEN NEW.state = 'sent' BEGIN SELECT RAISE(ABORT, 'crashed'); END;",

@@ -239,7 +239,7 @@ async fn a_busy_reply_channel_costs_a_bounded_number_of_considerations() {
     );
     let usage = w
         .app
-        .store
+        .store()
         .usage()
         .usage_tokens(&ambient::store::usage::UsageFilter {
             roles: vec!["reply".into()],
@@ -433,7 +433,7 @@ async fn why_on_any_part_of_a_long_answer_explains_it() {
     assert_eq!(w.said().len(), 3, "5,400 characters are three parts");
     let parts: Vec<_> = w
         .app
-        .store
+        .store()
         .messages()
         .recent_messages(GENERAL, 10)
         .unwrap()

@@ -367,7 +367,7 @@ async fn a_forget_the_store_cannot_read_for_is_a_503_saying_nothing_was_changed(
         None,
         chrono::Utc::now(),
     );
-    w.app.store.memory().insert_fact(&fact).unwrap();
+    w.app.store().memory().insert_fact(&fact).unwrap();
     let d = Dashboard::of(&w).await;
     let csrf = d.csrf(&format!("/memory/forget?id={}", fact.id)).await;
     w.break_table("facts");
@@ -397,7 +397,7 @@ async fn a_forget_the_store_cannot_read_for_is_a_503_saying_nothing_was_changed(
 
     w.mend_table("facts");
     assert!(
-        w.app.store.memory().fact(&fact.id).unwrap().is_some(),
+        w.app.store().memory().fact(&fact.id).unwrap().is_some(),
         "kept"
     );
     d.served.stop().await;

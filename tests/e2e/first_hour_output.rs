@@ -150,7 +150,7 @@ fn the_readme_journal_into_head_ends_quietly() {
     let (_, out) = home.console("hello\n");
     assert!(out.status.success());
     let store = ambient::store::Store::open(&home.data_dir()).unwrap();
-    let journal = Journal::new(store, Arc::new(SystemClock));
+    let journal = Journal::new(store.journal(), Arc::new(SystemClock));
     for i in 0..3_000 {
         journal.record(
             Entry::new(Kind::Route, format!("routed line {i} of a long day → pass"))

@@ -22,7 +22,7 @@ const KEPT: &str = "erin keeps bees on the roof, KEPT-7781";
 
 fn context_summary(w: &World, guild: ambient::ids::GuildId) -> String {
     ambient::journal::stream::prefix_for(
-        &w.app.store.journal(),
+        &w.app.store().journal(),
         &w.app.settings.global(),
         ambient::executive::Role::Ambient,
         &ambient::journal::summary::Audience::public(&w.app.settings.global(), guild),
@@ -56,7 +56,7 @@ async fn forget_me_leaves_no_byte_of_the_persons_words_anywhere() {
     w.message(GENERAL, "dave", SAID, Addressed::Mention).await;
     w.message(B_GENERAL, "dave", SAID, Addressed::No).await;
     w.app
-        .store
+        .store()
         .messages()
         .insert_message(&StoredMessage::said(
             MessageId(next_snowflake(w.clock.now())),

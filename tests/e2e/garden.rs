@@ -42,14 +42,14 @@ fn five_past_cycles_of_6000_tokens(w: &World) {
     for _ in 0..5 {
         let id = w
             .app
-            .store
+            .store()
             .garden()
             .cycle_begin("synthetic", w.clock.now())
             .unwrap();
-        let mut c = w.app.store.garden().cycle(id).unwrap().unwrap();
+        let mut c = w.app.store().garden().cycle(id).unwrap().unwrap();
         c.status = CycleStatus::Completed;
         c.tokens_in = 6_000;
-        w.app.store.garden().cycle_save(&c).unwrap();
+        w.app.store().garden().cycle_save(&c).unwrap();
     }
 }
 
@@ -109,7 +109,7 @@ async fn long_cycle(
 ) {
     let now = w.clock.now();
     w.app
-        .store
+        .store()
         .memory()
         .insert_fact(&fact(
             Scope::guild(GUILD_A),
@@ -182,17 +182,17 @@ fn ambient_post(w: &World, text: &str) -> MessageId {
     let now = w.clock.now();
     let id = MessageId(next_snowflake(now));
     w.app
-        .store
+        .store()
         .initiative()
         .outbox_insert("nonce-post", GUILD_A, GENERAL, text, now)
         .unwrap();
     w.app
-        .store
+        .store()
         .initiative()
         .outbox_settle("nonce-post", GUILD_A, id)
         .unwrap();
     w.app
-        .store
+        .store()
         .messages()
         .insert_message(&StoredMessage {
             author_is_bot: true,
@@ -296,7 +296,7 @@ async fn a_429_doubles_the_interval_and_a_500_does_not() {
     let r = w.app.garden.cycle("test").await.unwrap();
     assert!(
         w.app
-            .store
+            .store()
             .garden()
             .cycle(r.id)
             .unwrap()
@@ -345,7 +345,7 @@ async fn rate_limit_headers_set_the_interval_and_a_window_ending_squeezes_cycles
     w.hear(GENERAL, "ada", "the meetup moved to friday", Source::Text);
     w.model.push(end("nothing to do", None));
     let r = w.app.garden.cycle("test").await.unwrap();
-    let c = w.app.store.garden().cycle(r.id).unwrap().unwrap();
+    let c = w.app.store().garden().cycle(r.id).unwrap().unwrap();
     assert_eq!(c.tokens_in + c.tokens_out, 120);
     // (26,000 − people's use) × 0.8 = 20,800 → 173 cycles of 120 tokens in 60 min → the minimum.
     assert_eq!(planned(&w), 5);
@@ -369,13 +369,13 @@ async fn over_eighty_percent_of_the_budget_means_the_longest_interval() {
     s.budget.daily_tokens.ambient = 10_000;
     let w = World::start(s).await;
     w.app
-        .store
+        .store()
         .usage()
         .usage_append(&usage("ambient", "ambient", 7_000, "ok", w.clock.now()))
         .unwrap();
     assert_eq!(planned(&w), 30, "70%: normal");
     w.app
-        .store
+        .store()
         .usage()
         .usage_append(&usage("ambient", "ambient", 1_500, "ok", w.clock.now()))
         .unwrap();
@@ -401,7 +401,7 @@ async fn the_agent_asking_for_ten_minutes_while_headroom_says_thirty_gets_thirty
         "{status:?}"
     );
     let widget = ambient::commands::garden::widget(
-        &w.app.store.garden(),
+        &w.app.store().garden(),
         Some(GUILD_A),
         true,
         w.clock.now(),
@@ -451,14 +451,14 @@ async fn a_model_that_stops_twice_gets_the_continuation_then_a_forced_end() {
         45,
         "the default wake (garden.defaultIntervalMinutes)"
     );
-    let cycle = w.app.store.garden().cycle(r.id).unwrap().unwrap();
+    let cycle = w.app.store().garden().cycle(r.id).unwrap().unwrap();
     assert_eq!(cycle.todos.len(), 2, "the plan survives");
     assert!(
         cycle.summary.contains("1 planned item(s) left"),
         "{}",
         cycle.summary
     );
-    let log = ambient::commands::garden::log(&w.app.store, 5, Some(r.id), true);
+    let log = ambient::commands::garden::log(&w.app.stores(), 5, Some(r.id), true);
     assert!(
         log.contains("incomplete")
             && log.contains("[x] merge duplicates")
@@ -511,7 +511,7 @@ async fn the_queue_survives_a_restart_and_a_late_item_still_runs() {
         "the late item is in the prompt"
     );
     assert!(
-        again.app.store.garden().queue_open().unwrap().is_empty(),
+        again.app.store().garden().queue_open().unwrap().is_empty(),
         "and done"
     );
 }
@@ -531,8 +531,8 @@ async fn an_interrupted_pass_resumes_from_its_checkpoint() {
             "movie night is every sunday at eight in the lounge!",
             now,
         );
-        w.app.store.memory().insert_fact(&a).unwrap();
-        w.app.store.memory().insert_fact(&b).unwrap();
+        w.app.store().memory().insert_fact(&a).unwrap();
+        w.app.store().memory().insert_fact(&b).unwrap();
     }
     let seen = Arc::new(AtomicUsize::new(0));
     let counter = seen.clone();
@@ -553,7 +553,7 @@ async fn an_interrupted_pass_resumes_from_its_checkpoint() {
     // The process dies in the next cycle's pass: its row is left "running".
     let orphan = w
         .app
-        .store
+        .store()
         .garden()
         .cycle_begin("crashed", w.clock.now())
         .unwrap();
@@ -563,7 +563,7 @@ async fn an_interrupted_pass_resumes_from_its_checkpoint() {
     assert_eq!(
         again
             .app
-            .store
+            .store()
             .garden()
             .cycle(orphan)
             .unwrap()
@@ -595,7 +595,13 @@ async fn an_interrupted_pass_resumes_from_its_checkpoint() {
         (1, 2),
         "guild B only: A is not redone"
     );
-    let cycle = again.app.store.garden().cycle(second.id).unwrap().unwrap();
+    let cycle = again
+        .app
+        .store()
+        .garden()
+        .cycle(second.id)
+        .unwrap()
+        .unwrap();
     assert!(cycle.steps.iter().any(|s| {
         s.text
             .starts_with(&format!("resumed the pass of cycle {}", first.id))
@@ -623,7 +629,7 @@ async fn decayed_facts_are_pruned_by_the_seeds_rule() {
         );
         f.strength = strength;
         f.confidence = confidence;
-        w.app.store.memory().insert_fact(&f).unwrap();
+        w.app.store().memory().insert_fact(&f).unwrap();
         f.id
     };
     let faded = mk(
@@ -659,7 +665,7 @@ async fn decayed_facts_are_pruned_by_the_seeds_rule() {
     assert_eq!(r.tended.pruned, 2);
     let archived = |id: &str| {
         w.app
-            .store
+            .store()
             .memory()
             .fact(id)
             .unwrap()
@@ -711,19 +717,19 @@ async fn duplicates_are_merged_with_their_reinforcements_kept() {
         now,
     );
     for f in [&a, &b, &other] {
-        w.app.store.memory().insert_fact(f).unwrap();
+        w.app.store().memory().insert_fact(f).unwrap();
     }
     for (id, m) in [(&a.id, 11), (&a.id, 12), (&b.id, 13)] {
         w.app
-            .store
+            .store()
             .memory()
             .add_reinforcement(id, Some(MessageId(m)), now)
             .unwrap();
     }
     let r = w.app.garden.cycle("test").await.unwrap();
     assert_eq!(r.tended.merged, 1);
-    let survivor = w.app.store.memory().fact(&b.id).unwrap().unwrap();
-    let merged = w.app.store.memory().fact(&a.id).unwrap().unwrap();
+    let survivor = w.app.store().memory().fact(&b.id).unwrap().unwrap();
+    let merged = w.app.store().memory().fact(&a.id).unwrap().unwrap();
     assert_eq!(
         merged.superseded_by.as_deref(),
         Some(b.id.as_str()),
@@ -745,7 +751,7 @@ async fn duplicates_are_merged_with_their_reinforcements_kept() {
     assert_eq!(crumbs.len(), 4, "three moved, one for the merge");
     assert!(
         w.app
-            .store
+            .store()
             .memory()
             .fact(&other.id)
             .unwrap()
@@ -792,7 +798,7 @@ async fn thumbs_down_on_an_ambient_post_reaches_the_next_scout_and_steers_it() {
     );
     assert!(
         w.app
-            .store
+            .store()
             .initiative()
             .pending_thought(GUILD_A)
             .unwrap()
@@ -825,7 +831,7 @@ async fn the_context_summary_holds_guild_as_events_and_none_of_guild_bs() {
     )
     .await;
     let summary = ambient::journal::stream::prefix_for(
-        &w.app.store.journal(),
+        &w.app.store().journal(),
         &w.app.settings.global(),
         ambient::executive::Role::Ambient,
         &ambient::journal::summary::Audience::public(&w.app.settings.global(), GUILD_A),
@@ -846,7 +852,7 @@ async fn the_context_summary_holds_guild_as_events_and_none_of_guild_bs() {
         "guild B stays out: {summary}"
     );
     let b = ambient::journal::stream::prefix_for(
-        &w.app.store.journal(),
+        &w.app.store().journal(),
         &w.app.settings.global(),
         ambient::executive::Role::Ambient,
         &ambient::journal::summary::Audience::public(&w.app.settings.global(), GUILD_B),
@@ -874,7 +880,7 @@ async fn the_context_summary_holds_guild_as_events_and_none_of_guild_bs() {
     w.app.upkeep.pass(&|| true).unwrap();
     let left: Vec<String> = w
         .app
-        .store
+        .store()
         .journal()
         .stream_read(GUILD_A, w.clock.now() - Duration::days(3), &[], 100)
         .unwrap()
@@ -888,7 +894,7 @@ async fn the_context_summary_holds_guild_as_events_and_none_of_guild_bs() {
     s.executive.context_stream.window_minutes = 1440;
     let a = ambient::journal::summary::Audience::public(&s, GUILD_A);
     let day = |s: &ambient::settings::Settings| {
-        ambient::journal::stream::summary(&w.app.store.journal(), s, &a, then, chrono_tz::UTC)
+        ambient::journal::stream::summary(&w.app.store().journal(), s, &a, then, chrono_tz::UTC)
     };
     assert!(day(&s).is_some_and(|d| d.contains("is the meetup on friday")));
     s.executive.context_stream.retention_hours = 1;
@@ -1100,7 +1106,7 @@ async fn another_servers_cycle_never_reaches_this_servers_prompt_or_status() {
         "A's own history only"
     );
     let a = ambient::commands::garden::widget(
-        &w.app.store.garden(),
+        &w.app.store().garden(),
         Some(GUILD_A),
         true,
         w.clock.now(),
@@ -1143,7 +1149,7 @@ async fn the_judgment_tools_touch_only_the_memories_put_to_the_model() {
     let mut d = fact(Scope::guild(GUILD_A), "book the community hall", now);
     d.subject = Some("venue".into());
     for f in [&a, &b, &rule, &c, &d] {
-        w.app.store.memory().insert_fact(f).unwrap();
+        w.app.store().memory().insert_fact(f).unwrap();
     }
     w.hear(GENERAL, "ada", "see you sunday", Source::Text);
     w.model
@@ -1171,7 +1177,7 @@ async fn the_judgment_tools_touch_only_the_memories_put_to_the_model() {
     );
     assert!(
         w.app
-            .store
+            .store()
             .memory()
             .fact(&rule.id)
             .unwrap()
@@ -1181,7 +1187,7 @@ async fn the_judgment_tools_touch_only_the_memories_put_to_the_model() {
     );
     assert_eq!(
         w.app
-            .store
+            .store()
             .memory()
             .fact(&a.id)
             .unwrap()
@@ -1293,7 +1299,7 @@ async fn with_rate_limit_headers_a_429_doubles_the_interval_in_use() {
     let r = w.app.garden.cycle("test").await.unwrap();
     assert!(
         w.app
-            .store
+            .store()
             .garden()
             .cycle(r.id)
             .unwrap()
@@ -1316,7 +1322,7 @@ async fn a_wake_due_while_people_talk_waits_for_the_stretched_interval_but_a_req
     // not at rest: the next wake in 30 minutes.
     for text in ["the mascot is a capybara", "the mascot is a capybara!"] {
         w.app
-            .store
+            .store()
             .memory()
             .insert_fact(&fact(Scope::guild(GUILD_A), text, start))
             .unwrap();
@@ -1345,7 +1351,7 @@ async fn a_wake_due_while_people_talk_waits_for_the_stretched_interval_but_a_req
         "{status:?}"
     );
     assert_eq!(
-        w.app.store.garden().cycles(10).unwrap().len(),
+        w.app.store().garden().cycles(10).unwrap().len(),
         1,
         "no cycle ran"
     );
@@ -1357,10 +1363,10 @@ async fn a_wake_due_while_people_talk_waits_for_the_stretched_interval_but_a_req
         "The garden will tend this server's memory next."
     );
     eventually("the requested cycle ran", || {
-        w.app.store.garden().cycles(10).unwrap().len() == 2
+        w.app.store().garden().cycles(10).unwrap().len() == 2
     })
     .await;
-    let asked = w.app.store.garden().cycles(1).unwrap().remove(0);
+    let asked = w.app.store().garden().cycles(1).unwrap().remove(0);
     assert_eq!(asked.guild, Some(GUILD_A));
     assert!(
         asked.trigger.contains("requested by olga"),
@@ -1428,7 +1434,7 @@ async fn a_conversation_ending_while_a_cycle_runs_still_wakes_the_garden_early()
     );
     assert_eq!(
         w.app
-            .store
+            .store()
             .garden()
             .cycle(r.id)
             .unwrap()
@@ -1444,7 +1450,7 @@ async fn a_long_cycle_is_waited_for_not_queued_again_and_again() {
     let w = World::start(settings()).await;
     // A copy for the pass to merge: a pass with nothing to do leaves no row to count.
     w.app
-        .store
+        .store()
         .memory()
         .insert_fact(&fact(
             Scope::guild(GUILD_A),
@@ -1457,7 +1463,11 @@ async fn a_long_cycle_is_waited_for_not_queued_again_and_again() {
     let mut status = w.app.garden.status();
     status.next_wake = Some(w.clock.now());
     status.next_reason = "scheduled".into();
-    w.app.store.garden().garden_set("status", &status).unwrap();
+    w.app
+        .store()
+        .garden()
+        .garden_set("status", &status)
+        .unwrap();
     let (stop, looping) = run_loop(&w);
     let routed = |w: &World| {
         w.journal(Kind::Route)
@@ -1472,7 +1482,7 @@ async fn a_long_cycle_is_waited_for_not_queued_again_and_again() {
     let r = task.await.unwrap().unwrap();
     tokio::time::sleep(StdDuration::from_millis(500)).await;
     assert_eq!(
-        w.app.store.garden().cycles(10).unwrap().len(),
+        w.app.store().garden().cycles(10).unwrap().len(),
         1,
         "no second cycle"
     );
@@ -1519,7 +1529,7 @@ async fn a_deleted_or_edited_message_leaves_the_context_stream_too() {
     let _ = kept;
     let stream: Vec<String> = w
         .app
-        .store
+        .store()
         .journal()
         .stream_read(
             GUILD_A,
@@ -1545,13 +1555,13 @@ async fn a_private_channels_talk_and_memories_stay_out_of_the_garden_prompt_and_
     let w = World::start(s).await;
     let now = w.clock.now();
     w.app
-        .store
+        .store()
         .messages()
         .upsert_channel(MODS, Some(GUILD_A), "mods", now)
         .unwrap();
     // A stale memory recent talk touches, so the prompt shows that talk.
     w.app
-        .store
+        .store()
         .memory()
         .insert_fact(&fact(
             Scope::guild(GUILD_A),
@@ -1565,7 +1575,7 @@ async fn a_private_channels_talk_and_memories_stay_out_of_the_garden_prompt_and_
         "The mods' secret word is pineapple!",
     ] {
         w.app
-            .store
+            .store()
             .memory()
             .insert_fact(&fact(Scope::channel(Some(GUILD_A), MODS), text, now))
             .unwrap();
@@ -1602,7 +1612,7 @@ async fn a_private_channels_talk_and_memories_stay_out_of_the_garden_prompt_and_
     assert!(!asked.contains("pineapple"), "{asked}");
     assert!(
         w.app
-            .store
+            .store()
             .journal()
             .stream_read(GUILD_A, now - Duration::hours(1), &[], 100)
             .unwrap()
@@ -1621,14 +1631,14 @@ async fn a_memory_pass_over_every_server_shows_no_figures_in_a_servers_status() 
         "movie night is every sunday at eight in the lounge!",
     ] {
         w.app
-            .store
+            .store()
             .memory()
             .insert_fact(&fact(Scope::guild(GUILD_B), text, now))
             .unwrap();
     }
     let r = w.app.garden.cycle("test").await.unwrap();
     assert_eq!((r.guild, r.tended.merged), (None, 1));
-    let a = ambient::commands::garden::widget(&w.app.store.garden(), Some(GUILD_A), true, now)
+    let a = ambient::commands::garden::widget(&w.app.store().garden(), Some(GUILD_A), true, now)
         .join("\n");
     assert!(
         a.contains("last: 0s ago — a memory pass only, across all servers"),
@@ -1636,7 +1646,7 @@ async fn a_memory_pass_over_every_server_shows_no_figures_in_a_servers_status() 
     );
     assert!(!a.contains("merged") && !a.contains("examined"), "{a}");
     let operator =
-        ambient::commands::garden::widget(&w.app.store.garden(), None, true, now).join("\n");
+        ambient::commands::garden::widget(&w.app.store().garden(), None, true, now).join("\n");
     assert!(operator.contains("merged 1"), "{operator}");
 }
 
@@ -1652,14 +1662,14 @@ async fn contradiction_candidates_compare_only_the_freshest_facts_on_a_subject()
             start + Duration::minutes(i),
         );
         f.subject = Some("the venue".into());
-        w.app.store.memory().insert_fact(&f).unwrap();
+        w.app.store().memory().insert_fact(&f).unwrap();
     }
     let g = ambient::settings::GardenSettings {
         max_candidates: u32::MAX,
         ..Default::default()
     };
     let found = ambient::garden::pass::candidates(
-        &w.app.store.memory(),
+        &w.app.store().memory(),
         &g,
         GUILD_A,
         "",
@@ -1753,14 +1763,14 @@ async fn the_garden_merges_only_near_duplicates_not_facts_that_share_words() {
     .map(|t| fact(Scope::guild(GUILD_A), t, now))
     .collect();
     for f in &facts {
-        w.app.store.memory().insert_fact(f).unwrap();
+        w.app.store().memory().insert_fact(f).unwrap();
     }
     let r = w.app.garden.cycle("test").await.unwrap();
     assert_eq!(r.tended.merged, 0);
     for f in &facts {
         assert!(
             w.app
-                .store
+                .store()
                 .memory()
                 .fact(&f.id)
                 .unwrap()

@@ -66,7 +66,7 @@ async fn passes_with_nothing_to_do_leave_no_row_and_wake_less_and_less_often_unt
     w.model.push(end("tended the meetup"));
     let first = w.app.garden.cycle("test").await.unwrap();
     assert!(!first.rested, "people talked: the model part tended them");
-    assert_eq!(w.app.store.garden().cycles(100).unwrap().len(), 1);
+    assert_eq!(w.app.store().garden().cycles(100).unwrap().len(), 1);
     assert_eq!(cycle_lines(&w), 1);
 
     // A day of quiet: every pass finds nothing to do.
@@ -75,7 +75,7 @@ async fn passes_with_nothing_to_do_leave_no_row_and_wake_less_and_less_often_unt
         waits.push(sleep_until_the_wake(&w).await);
     }
     assert_eq!(
-        w.app.store.garden().cycles(100).unwrap().len(),
+        w.app.store().garden().cycles(100).unwrap().len(),
         1,
         "no row for a pass that did nothing"
     );
@@ -111,7 +111,7 @@ async fn passes_with_nothing_to_do_leave_no_row_and_wake_less_and_less_often_unt
     w.model.push(end("tended the venue"));
     let r = w.app.garden.cycle("conversation ended").await.unwrap();
     assert!(!r.rested);
-    let cycles = w.app.store.garden().cycles(100).unwrap();
+    let cycles = w.app.store().garden().cycles(100).unwrap();
     assert_eq!(cycles.len(), 2, "a cycle that did something is logged");
     assert_eq!(cycles[0].summary, "tended the venue");
     assert_eq!(cycle_lines(&w), 2);
@@ -124,7 +124,7 @@ async fn passes_with_nothing_to_do_leave_no_row_and_wake_less_and_less_often_unt
         30,
         "one pass at rest: the quiet interval (15 min after 3 h of quiet) doubled once: {after:?}"
     );
-    assert_eq!(w.app.store.garden().cycles(100).unwrap().len(), 2);
+    assert_eq!(w.app.store().garden().cycles(100).unwrap().len(), 2);
 }
 
 #[tokio::test]
@@ -136,7 +136,7 @@ async fn a_pass_that_changes_memory_is_logged_even_without_a_model_call() {
         "movie night is every sunday at eight in the lounge!",
     ] {
         w.app
-            .store
+            .store()
             .memory()
             .insert_fact(&ambient::memory::fact::Fact::new(
                 ambient::memory::fact::Scope::guild(crate::support::world::GUILD_A),
@@ -150,7 +150,7 @@ async fn a_pass_that_changes_memory_is_logged_even_without_a_model_call() {
     let r = w.app.garden.cycle("test").await.unwrap();
     assert_eq!(r.tended.merged, 1);
     assert!(!r.rested, "a merge is something done");
-    let cycles = w.app.store.garden().cycles(10).unwrap();
+    let cycles = w.app.store().garden().cycles(10).unwrap();
     assert_eq!(cycles.len(), 1, "{cycles:?}");
     assert_eq!(garden_requests(&w), 0, "a memory pass alone");
     assert_eq!(w.app.garden.scheduler_state().idle_passes, 0, "not at rest");

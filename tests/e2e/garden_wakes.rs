@@ -95,7 +95,7 @@ async fn a_request_left_by_the_last_process_runs_at_once_after_a_restart() {
     );
     w.model.push(end("tended as asked"));
     look(&w).await;
-    let cycles = w.app.store.garden().cycles(10).unwrap();
+    let cycles = w.app.store().garden().cycles(10).unwrap();
     assert_eq!(cycles.len(), 2, "the requested cycle ran");
     assert_eq!(cycles[0].guild, Some(GUILD_A));
     assert_eq!(cycles[0].summary, "tended as asked");
@@ -107,7 +107,7 @@ async fn a_request_left_by_the_last_process_runs_at_once_after_a_restart() {
         asked[1]
     );
     assert!(
-        w.app.store.garden().queue_open().unwrap().is_empty(),
+        w.app.store().garden().queue_open().unwrap().is_empty(),
         "one request, served once"
     );
 }
@@ -121,7 +121,7 @@ async fn a_request_still_open_but_without_a_wake_is_woken_again_not_called_on_it
     w.model.push(Scripted::status(500, "{}"));
     let failed = w.app.garden.cycle("requested by ada").await.unwrap();
     assert_eq!((failed.next_wake - w.clock.now()).num_minutes(), 30);
-    assert_eq!(w.app.store.garden().queue_open().unwrap().len(), 1);
+    assert_eq!(w.app.store().garden().queue_open().unwrap().len(), 1);
     // Past this server's back-off (5 min), ada asks again.
     w.clock.advance(Duration::minutes(6));
     assert_eq!(
@@ -137,14 +137,14 @@ async fn a_request_still_open_but_without_a_wake_is_woken_again_not_called_on_it
     );
     w.model.push(end("tended as asked"));
     look(&w).await;
-    let last = w.app.store.garden().cycles(1).unwrap().remove(0);
+    let last = w.app.store().garden().cycles(1).unwrap().remove(0);
     assert_eq!(
         (last.guild, last.summary.as_str()),
         (Some(GUILD_A), "tended as asked")
     );
     assert_eq!(garden_requests(&w).len(), 2);
     assert!(
-        w.app.store.garden().queue_open().unwrap().is_empty(),
+        w.app.store().garden().queue_open().unwrap().is_empty(),
         "the one request row was reused and is done"
     );
 }
@@ -158,7 +158,7 @@ async fn the_first_cycle_ever_keeps_to_the_eighty_percent_rule() {
     // 95 % of the day's ambient budget went on initiative posts overnight.
     let spent_at = start - Duration::hours(22) - Duration::minutes(30);
     w.app
-        .store
+        .store()
         .usage()
         .usage_append(&ambient_usage(9_500, spent_at))
         .unwrap();
@@ -186,7 +186,7 @@ async fn the_first_cycle_ever_keeps_to_the_eighty_percent_rule() {
     );
     look(&w).await;
     assert!(
-        w.app.store.garden().cycles(10).unwrap().is_empty(),
+        w.app.store().garden().cycles(10).unwrap().is_empty(),
         "no cycle ran"
     );
     assert!(
@@ -199,7 +199,7 @@ async fn the_first_cycle_ever_keeps_to_the_eighty_percent_rule() {
     w.clock.advance(Duration::minutes(120));
     w.model.push(end("tended as asked"));
     look(&w).await;
-    let cycles = w.app.store.garden().cycles(10).unwrap();
+    let cycles = w.app.store().garden().cycles(10).unwrap();
     assert_eq!(cycles.len(), 1);
     assert_eq!(
         (cycles[0].guild, cycles[0].summary.as_str()),
@@ -209,7 +209,7 @@ async fn the_first_cycle_ever_keeps_to_the_eighty_percent_rule() {
         garden_requests(&w)[0].contains("olga asked for a garden cycle"),
         "the request was kept, not dropped"
     );
-    assert!(w.app.store.garden().queue_open().unwrap().is_empty());
+    assert!(w.app.store().garden().queue_open().unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -223,7 +223,7 @@ async fn asking_again_while_the_budget_holds_the_wake_says_when_as_the_first_ans
     w.app.garden.cycle("test").await.unwrap();
     // Then initiative posts spend 95 % of the day's ambient budget.
     w.app
-        .store
+        .store()
         .usage()
         .usage_append(&ambient_usage(9_500, start))
         .unwrap();
@@ -243,7 +243,7 @@ async fn asking_again_while_the_budget_holds_the_wake_says_when_as_the_first_ans
     look(&w).await;
     assert_eq!(garden_requests(&w).len(), 1, "still held: no model call");
     assert_eq!(
-        w.app.store.garden().queue_open().unwrap().len(),
+        w.app.store().garden().queue_open().unwrap().len(),
         1,
         "one request"
     );
@@ -259,7 +259,7 @@ async fn asking_again_while_the_budget_holds_the_wake_says_when_as_the_first_ans
 /// Makes the store refuse to write the garden's status row (as a full disk
 /// would), while it still reads it and writes everything else.
 fn status_unwritable(w: &World, on: bool) {
-    let conn = rusqlite::Connection::open(w.app.store.path().unwrap()).unwrap();
+    let conn = rusqlite::Connection::open(w.app.store().path().unwrap()).unwrap();
     if on {
         conn.execute_batch(
             "CREATE TRIGGER status_no_insert BEFORE INSERT ON garden_state WHEN NEW.key = 'status'
@@ -294,7 +294,7 @@ async fn a_wake_the_store_would_not_save_still_comes() {
     );
     w.model.push(end("tended as asked"));
     look(&w).await;
-    let cycles = w.app.store.garden().cycles(10).unwrap();
+    let cycles = w.app.store().garden().cycles(10).unwrap();
     assert_eq!(
         (cycles.len(), cycles[0].summary.as_str()),
         (2, "tended as asked"),
@@ -318,7 +318,7 @@ async fn a_wake_the_store_would_not_save_still_comes() {
     let next = w.app.garden.status().next_wake;
     assert_eq!(next, Some(cycles[0].next_wake_at.unwrap()));
     assert_ne!(
-        read_status(&w.app.store.garden()).next_wake,
+        read_status(&w.app.store().garden()).next_wake,
         next,
         "not stored yet"
     );
@@ -327,6 +327,6 @@ async fn a_wake_the_store_would_not_save_still_comes() {
     // `ambient status` in another process sees it too.
     status_unwritable(&w, false);
     look(&w).await;
-    assert_eq!(read_status(&w.app.store.garden()).next_wake, next);
+    assert_eq!(read_status(&w.app.store().garden()).next_wake, next);
     assert_eq!(garden_requests(&w).len(), 2, "nothing ran twice");
 }

@@ -154,7 +154,7 @@ async fn hold_refine_post_across_three_ticks() {
     world.tick().await;
     let p = world
         .app
-        .store
+        .store()
         .initiative()
         .pending_thought(GUILD_A)
         .unwrap()
@@ -175,7 +175,7 @@ async fn hold_refine_post_across_three_ticks() {
     world.tick().await;
     let p = world
         .app
-        .store
+        .store()
         .initiative()
         .pending_thought(GUILD_A)
         .unwrap()
@@ -203,7 +203,7 @@ async fn hold_refine_post_across_three_ticks() {
     assert!(
         world
             .app
-            .store
+            .store()
             .initiative()
             .pending_thought(GUILD_A)
             .unwrap()
@@ -238,7 +238,7 @@ async fn a_held_thought_expires_from_its_creation_time() {
     // Held at 0 with eagerness 0: a pending thought is revisited regardless of eagerness.
     world
         .app
-        .store
+        .store()
         .initiative()
         .save_pending_thought(&ambient::initiative::pending::PendingThought::new(
             GUILD_A,
@@ -262,7 +262,7 @@ async fn a_held_thought_expires_from_its_creation_time() {
     assert!(
         world
             .app
-            .store
+            .store()
             .initiative()
             .pending_thought(GUILD_A)
             .unwrap()
@@ -284,7 +284,7 @@ async fn a_held_thought_in_guild_a_does_not_block_guild_b() {
     let world = World::start(s).await;
     world
         .app
-        .store
+        .store()
         .initiative()
         .save_pending_thought(&ambient::initiative::pending::PendingThought::new(
             GUILD_A,
@@ -362,7 +362,7 @@ async fn a_restart_keeps_the_pending_thought_and_drops_one_that_expired_meanwhil
     again.app.initiative.recover().await;
     let p = again
         .app
-        .store
+        .store()
         .initiative()
         .pending_thought(GUILD_A)
         .unwrap()
@@ -377,7 +377,7 @@ async fn a_restart_keeps_the_pending_thought_and_drops_one_that_expired_meanwhil
     assert!(
         third
             .app
-            .store
+            .store()
             .initiative()
             .pending_thought(GUILD_A)
             .unwrap()
@@ -604,7 +604,7 @@ async fn a_post_recorded_but_not_confirmed_is_resent_once_with_its_nonce() {
     let now = world.clock.now();
     world
         .app
-        .store
+        .store()
         .initiative()
         .outbox_insert(
             "initiative-crash-1",
@@ -616,7 +616,7 @@ async fn a_post_recorded_but_not_confirmed_is_resent_once_with_its_nonce() {
         .unwrap();
     world
         .app
-        .store
+        .store()
         .initiative()
         .outbox_insert(
             "initiative-crash-0",
@@ -634,7 +634,7 @@ async fn a_post_recorded_but_not_confirmed_is_resent_once_with_its_nonce() {
     assert!(
         world
             .app
-            .store
+            .store()
             .initiative()
             .outbox_unsent()
             .unwrap()
@@ -656,8 +656,12 @@ async fn a_post_counts_for_the_status_and_the_journal_explains_it() {
     world.model.push(decide(json!({"action": "post", "channel": "general", "text": "hi all", "reason": "the room was quiet"})));
     world.tick().await;
     assert_eq!(
-        ambient::initiative::posts_last_24h(&world.app.store.journal(), GUILD_A, world.clock.now())
-            .unwrap(),
+        ambient::initiative::posts_last_24h(
+            &world.app.store().journal(),
+            GUILD_A,
+            world.clock.now()
+        )
+        .unwrap(),
         1
     );
     let post: Entry = world.journal(Kind::InitiativePost).remove(0);

@@ -358,3 +358,168 @@ fn a_circle_inside_a_module_is_found_once_whichever_file_it_starts_from() {
     .collect();
     assert_eq!(circles(&graph), vec![vec!["a", "b", "c", "a"]]);
 }
+
+/// The store's family handles (`src/store/handles.rs`).
+const HANDLES: [&str; 14] = [
+    "MessageStore",
+    "MemoryStore",
+    "JournalStore",
+    "UsageStore",
+    "InitiativeStore",
+    "PeopleStore",
+    "DiscoveryStore",
+    "FeedStore",
+    "ImpulseStore",
+    "GardenStore",
+    "OverrideStore",
+    "GuildStore",
+    "VoiceStore",
+    "FileStore",
+];
+
+/// The modules that hold the whole store: the composition root and the
+/// commands that open a data directory.
+const ROOTS: [&str; 3] = ["app", "cli", "store"];
+
+/// Module → the handles its line of `src/lib.rs`'s handle table allows.
+fn handle_table(lib: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let mut rows = BTreeMap::new();
+    for line in lib.lines() {
+        let Some(rest) = line.strip_prefix("//! | `") else {
+            continue;
+        };
+        let Some((module, handles)) = rest.split_once("` | ") else {
+            continue;
+        };
+        let allowed = handles
+            .trim_end_matches(" |")
+            .split(',')
+            .map(|h| h.trim().trim_matches('`').to_string())
+            .collect();
+        rows.insert(module.to_string(), allowed);
+    }
+    rows
+}
+
+/// Each store type a file's code names, with its line: a family handle,
+/// or `Store` (the whole) and `App::store()` (the whole, through the app).
+/// Test modules are left out: a test may open a store of its own.
+fn store_names(text: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    let code = text
+        .lines()
+        .take_while(|l| !l.trim_start().starts_with("#[cfg(test)]"))
+        .map(code_of);
+    for (n, line) in code.enumerate() {
+        let mut rest = line.as_str();
+        while let Some(at) = rest.find(|c: char| c.is_alphanumeric() || c == '_') {
+            let word_len = rest[at..]
+                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len() - at);
+            let word = &rest[at..at + word_len];
+            let after = rest[at + word_len..].trim_start();
+            // `Store(…)` and `Store { … }` are an error's variant, not the type.
+            let variant = after.starts_with('(') || after.starts_with('{');
+            let before = rest[..at].chars().last();
+            let whole_word = !before.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            if whole_word && (HANDLES.contains(&word) || (word == "Store" && !variant)) {
+                found.push((n + 1, word.to_string()));
+            }
+            rest = &rest[at + word_len..];
+        }
+        if line.contains("app.store()") {
+            found.push((n + 1, "App::store()".to_string()));
+        }
+    }
+    found
+}
+
+/// What is wrong with `module` naming `names`, given the handles it may use.
+fn handle_problems(
+    module: &str,
+    allowed: Option<&BTreeSet<String>>,
+    file: &str,
+    names: &[(usize, String)],
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (line, name) in names {
+        if name == "Store" || name == "App::store()" {
+            problems.push(format!(
+                "{file}:{line}: `{module}` takes the whole store (`{name}`); give it the handles it uses"
+            ));
+        } else if !allowed.is_some_and(|a| a.contains(name)) {
+            problems.push(format!(
+                "{file}:{line}: `{module}` uses `{name}`, which its line of the handle table in src/lib.rs does not allow"
+            ));
+        }
+    }
+    problems
+}
+
+#[test]
+fn each_module_names_only_the_store_handles_its_line_allows() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let table = handle_table(&std::fs::read_to_string(src.join("lib.rs")).unwrap());
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let mut problems = Vec::new();
+    let mut used: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in files {
+        let rel = file.strip_prefix(&src).unwrap();
+        let first = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_str()
+            .unwrap();
+        let module = first.trim_end_matches(".rs");
+        if ROOTS.contains(&module) || module == "lib" || module == "main" {
+            continue;
+        }
+        let names = store_names(&std::fs::read_to_string(&file).unwrap());
+        let shown = format!("src/{}", rel.display());
+        problems.extend(handle_problems(module, table.get(module), &shown, &names));
+        let seen = used.entry(module.to_string()).or_default();
+        seen.extend(names.into_iter().map(|(_, n)| n));
+    }
+    for (module, allowed) in &table {
+        for h in allowed {
+            if !used.get(module).is_some_and(|u| u.contains(h)) {
+                problems.push(format!(
+                    "src/lib.rs: the handle table gives `{module}` `{h}`, which it does not use; take it off"
+                ));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "store handles:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn a_module_using_another_familys_handle_or_the_whole_store_is_named() {
+    let lib = "//! | `speech` | `MessageStore`, `PeopleStore` |\n";
+    let table = handle_table(lib);
+    let text = "use crate::store::{MessageStore, UsageStore};\n\
+                fn f(s: &Store) -> Result<(), E> { Err(E::Store(x)) }\n\
+                fn g(app: &App) { app.store().usage(); }\n\
+                #[cfg(test)]\nmod tests { fn t(s: Store) {} }\n";
+    let problems = handle_problems(
+        "speech",
+        table.get("speech"),
+        "src/speech.rs",
+        &store_names(text),
+    );
+    assert_eq!(
+        problems,
+        [
+            "src/speech.rs:1: `speech` uses `UsageStore`, which its line of the handle table in src/lib.rs does not allow",
+            "src/speech.rs:2: `speech` takes the whole store (`Store`); give it the handles it uses",
+            "src/speech.rs:3: `speech` takes the whole store (`App::store()`); give it the handles it uses",
+        ]
+    );
+}

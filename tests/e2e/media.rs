@@ -361,7 +361,7 @@ async fn a_reply_may_find_a_gif_with_allow_reply_gifs_and_the_search_counts_as_t
     assert_eq!(searches[0]["q"], "happy dance");
     let rows = w
         .app
-        .store
+        .store()
         .usage()
         .usage_list(
             &ambient::store::usage::UsageFilter {

@@ -30,7 +30,7 @@ fn decision(world: &World, text: &str) -> Stored {
 fn active_decisions(world: &World) -> Vec<String> {
     world
         .app
-        .store
+        .store()
         .memory()
         .list_facts(&FactFilter {
             guild: Some(Some(GUILD_A)),
@@ -60,7 +60,13 @@ async fn the_seeds_example_leaves_one_active_decision() {
         active_decisions(&world),
         vec!["Use JWT with refresh tokens for auth"]
     );
-    let stored_old = world.app.store.memory().fact(&cookies.id).unwrap().unwrap();
+    let stored_old = world
+        .app
+        .store()
+        .memory()
+        .fact(&cookies.id)
+        .unwrap()
+        .unwrap();
     assert_eq!(stored_old.superseded_by.as_deref(), Some(jwt.id.as_str()));
     assert_eq!(
         jwt.importance,
@@ -106,7 +112,7 @@ async fn supersede_happens_above_the_threshold_and_not_at_or_below_it() {
         panic!("{again:?}")
     };
     assert_eq!(f.strength, 2);
-    let stored = world.app.store.memory().fact(&f.id).unwrap().unwrap();
+    let stored = world.app.store().memory().fact(&f.id).unwrap().unwrap();
     assert_eq!(stored.reinforcements.len(), 1);
     assert_eq!(stored.reinforcements[0].0, Some(MessageId(4242)));
     assert_eq!(active_decisions(&world).len(), 2);
@@ -161,7 +167,7 @@ async fn facts_that_share_words_are_both_kept_only_decisions_supersede() {
     }
     let active: Vec<String> = world
         .app
-        .store
+        .store()
         .memory()
         .list_facts(&FactFilter {
             guild: Some(Some(GUILD_A)),
@@ -212,7 +218,7 @@ async fn search_orders_by_relevance_recency_and_importance_as_documented() {
             now,
         );
         f.updated_at = now - chrono::Duration::days(days_old);
-        world.app.store.memory().insert_fact(&f).unwrap();
+        world.app.store().memory().insert_fact(&f).unwrap();
         f.id
     };
     let fresh_medium = add("the favourite editor here is helix", 0, Importance::Medium);
@@ -365,7 +371,7 @@ async fn conversations_are_extracted_into_scoped_facts_and_small_talk_costs_noth
     );
     let facts = world
         .app
-        .store
+        .store()
         .memory()
         .list_facts(&FactFilter {
             guild: Some(Some(GUILD_A)),
@@ -413,7 +419,7 @@ async fn a_quiet_conversation_with_the_bot_is_extracted_by_the_maintenance_loop(
     );
     world
         .app
-        .store
+        .store()
         .messages()
         .insert_message(&StoredMessage {
             author_is_bot: true,
@@ -459,7 +465,7 @@ async fn compaction_keeps_every_high_fact_and_without_a_model_drops_only_low_one
             now,
         );
         f.updated_at = now - chrono::Duration::days(20 - i as i64);
-        w.app.store.memory().insert_fact(&f).unwrap();
+        w.app.store().memory().insert_fact(&f).unwrap();
     };
     for i in 0..3 {
         add(&world, i, Importance::High);
@@ -482,7 +488,7 @@ async fn compaction_keeps_every_high_fact_and_without_a_model_drops_only_low_one
     );
     let left = world
         .app
-        .store
+        .store()
         .memory()
         .facts_in_scope(&Scope::guild(GUILD_A), None)
         .unwrap();
@@ -516,7 +522,7 @@ async fn compaction_keeps_every_high_fact_and_without_a_model_drops_only_low_one
     assert_eq!(done, Compaction::DroppedLow { facts: 3 });
     let left = world
         .app
-        .store
+        .store()
         .memory()
         .facts_in_scope(&Scope::guild(GUILD_A), None)
         .unwrap();
@@ -560,7 +566,7 @@ async fn inactive_facts_expire_and_a_deleted_channel_keeps_only_its_important_fa
         now,
     );
     old.last_seen_at = now - chrono::Duration::days(91);
-    world.app.store.memory().insert_fact(&old).unwrap();
+    world.app.store().memory().insert_fact(&old).unwrap();
     for (importance, text) in [
         (Importance::High, "memes must stay wholesome"),
         (Importance::Low, "someone posted a frog"),
@@ -582,7 +588,7 @@ async fn inactive_facts_expire_and_a_deleted_channel_keeps_only_its_important_fa
             .unwrap();
     }
     assert_eq!(world.app.memory.expire(), (1, 0));
-    assert!(world.app.store.memory().fact(&old.id).unwrap().is_none());
+    assert!(world.app.store().memory().fact(&old.id).unwrap().is_none());
 
     assert_eq!(
         world.app.memory.archive_channel(GUILD_A, MEMES).unwrap(),
@@ -590,7 +596,7 @@ async fn inactive_facts_expire_and_a_deleted_channel_keeps_only_its_important_fa
     );
     let guild_wide = world
         .app
-        .store
+        .store()
         .memory()
         .facts_in_scope(&Scope::guild(GUILD_A), None)
         .unwrap();
@@ -637,7 +643,7 @@ async fn upkeep_says_when_it_next_has_work_if_nobody_speaks() {
         now,
     );
     old.last_seen_at = now - chrono::Duration::days(80);
-    world.app.store.memory().insert_fact(&old).unwrap();
+    world.app.store().memory().insert_fact(&old).unwrap();
     let expires = old.last_seen_at + chrono::Duration::days(90);
     assert_eq!(memory.next_upkeep(now), Some(expires));
     world.clock.set(expires);
@@ -675,7 +681,7 @@ async fn export_then_import_round_trips_exactly() {
     world.app.memory.remember(f.clone(), None).unwrap();
     world.app.memory.remember(f, Some(MessageId(78))).unwrap();
     let first = portable::export(
-        &world.app.store.memory().all_facts().unwrap(),
+        &world.app.store().memory().all_facts().unwrap(),
         world.clock.now(),
     );
     let text = serde_json::to_string(&first).unwrap();
@@ -683,16 +689,16 @@ async fn export_then_import_round_trips_exactly() {
     let other = World::start(settings()).await;
     let facts = portable::parse(&text).unwrap();
     assert_eq!(
-        other.app.store.memory().import_facts(&facts).unwrap(),
+        other.app.store().memory().import_facts(&facts).unwrap(),
         (3, 0)
     );
     assert_eq!(
-        other.app.store.memory().import_facts(&facts).unwrap(),
+        other.app.store().memory().import_facts(&facts).unwrap(),
         (0, 3),
         "existing ids are skipped"
     );
     let second = portable::export(
-        &other.app.store.memory().all_facts().unwrap(),
+        &other.app.store().memory().all_facts().unwrap(),
         world.clock.now(),
     );
     assert_eq!(first.facts, second.facts);
@@ -714,7 +720,7 @@ async fn a_truncated_or_invalid_import_is_rejected_whole() {
     decision(&world, "Keep the wiki in markdown");
     decision(&world, "Ship on Tuesdays only");
     let text = serde_json::to_string_pretty(&portable::export(
-        &world.app.store.memory().all_facts().unwrap(),
+        &world.app.store().memory().all_facts().unwrap(),
         world.clock.now(),
     ))
     .unwrap();
@@ -729,7 +735,7 @@ async fn a_truncated_or_invalid_import_is_rejected_whole() {
         "{err}"
     );
     let other = World::start(settings()).await;
-    assert!(other.app.store.memory().all_facts().unwrap().is_empty());
+    assert!(other.app.store().memory().all_facts().unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -845,7 +851,7 @@ async fn forget_me_leaves_no_user_fact_of_that_member() {
     assert_eq!(facts, 2);
     let left = world
         .app
-        .store
+        .store()
         .memory()
         .list_facts(&FactFilter {
             user: Some(UserId(4)),
@@ -857,7 +863,7 @@ async fn forget_me_leaves_no_user_fact_of_that_member() {
     assert_eq!(
         world
             .app
-            .store
+            .store()
             .memory()
             .list_facts(&FactFilter {
                 guild: Some(Some(GUILD_A)),
@@ -876,7 +882,7 @@ async fn forget_me_leaves_no_user_fact_of_that_member() {
     assert!(
         world
             .app
-            .store
+            .store()
             .messages()
             .recent_messages(GENERAL, 10)
             .unwrap()

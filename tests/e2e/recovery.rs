@@ -37,7 +37,7 @@ fn own_row(w: &World, id: MessageId, text: &str) -> StoredMessage {
 /// The bot's own messages in #general, as its history holds them.
 fn mine(w: &World) -> Vec<StoredMessage> {
     w.app
-        .store
+        .store()
         .messages()
         .recent_messages(GENERAL, 10)
         .unwrap()
@@ -58,7 +58,7 @@ fn hold(w: &World, text: &str) {
         chrono::Duration::hours(3),
     );
     w.app
-        .store
+        .store()
         .initiative()
         .save_pending_thought(&held)
         .unwrap();
@@ -84,7 +84,14 @@ async fn a_post_with_everyone_delivered_before_a_crash_is_not_posted_again() {
         vec!["Hey @\u{200D}everyone, the eclipse is tonight!"],
         "posted once"
     );
-    assert!(w.app.store.initiative().outbox_unsent().unwrap().is_empty());
+    assert!(
+        w.app
+            .store()
+            .initiative()
+            .outbox_unsent()
+            .unwrap()
+            .is_empty()
+    );
     let posts = w.journal(Kind::InitiativePost);
     assert!(
         posts
@@ -104,7 +111,7 @@ async fn the_bots_message_left_unconfirmed_by_a_crash_is_stored_once() {
     let text = "The picnic is on Saturday.";
     let nonce = ambient::speech::nonce("crash-before-confirm", 0);
     w.app
-        .store
+        .store()
         .messages()
         .insert_message(&own_row(&w, provisional_id(&nonce), text))
         .unwrap();
@@ -175,13 +182,20 @@ async fn a_post_whose_confirmation_was_lost_is_settled_not_posted_twice() {
     );
     assert!(
         w.app
-            .store
+            .store()
             .initiative()
             .pending_thought(GUILD_A)
             .unwrap()
             .is_none()
     );
-    assert!(w.app.store.initiative().outbox_unsent().unwrap().is_empty());
+    assert!(
+        w.app
+            .store()
+            .initiative()
+            .outbox_unsent()
+            .unwrap()
+            .is_empty()
+    );
     let mine = mine(&w);
     assert_eq!(mine.len(), 1, "in the bot's history once: {mine:#?}");
 }
@@ -199,12 +213,12 @@ async fn a_post_recorded_but_never_sent_is_sent_and_stored_once() {
         "Anyone up for the meteor shower?",
     );
     w.app
-        .store
+        .store()
         .initiative()
         .outbox_insert(cause, GUILD_A, GENERAL, text, now)
         .unwrap();
     let recorded = own_row(&w, provisional_id(&ambient::speech::nonce(cause, 0)), text);
-    w.app.store.messages().insert_message(&recorded).unwrap();
+    w.app.store().messages().insert_message(&recorded).unwrap();
 
     let w = w.restart(world::settings()).await;
     w.app.initiative.recover().await;
@@ -252,10 +266,17 @@ async fn a_post_whose_confirmation_failed_is_settled_before_the_next_look() {
     );
 
     w.app.initiative.settle_unconfirmed().await;
-    assert!(w.app.store.initiative().outbox_unsent().unwrap().is_empty());
     assert!(
         w.app
-            .store
+            .store()
+            .initiative()
+            .outbox_unsent()
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        w.app
+            .store()
             .initiative()
             .pending_thought(GUILD_A)
             .unwrap()
@@ -263,7 +284,7 @@ async fn a_post_whose_confirmation_failed_is_settled_before_the_next_look() {
     );
     assert_eq!(w.said().len(), 1, "not posted twice");
     let counted =
-        ambient::initiative::posts_last_24h(&w.app.store.journal(), GUILD_A, w.clock.now())
+        ambient::initiative::posts_last_24h(&w.app.store().journal(), GUILD_A, w.clock.now())
             .unwrap();
     assert_eq!(counted, 1, "counted once against maxPostsPerDay");
 }

@@ -80,7 +80,7 @@ async fn a_level_0_reflex_answers_without_any_model_call() {
         w.model.requests().is_empty(),
         "the model server received nothing"
     );
-    let stats = w.app.store.impulses().reflex_stats().unwrap();
+    let stats = w.app.store().impulses().reflex_stats().unwrap();
     let greeting = stats.iter().find(|s| s.name == "greeting").unwrap();
     assert_eq!(
         (greeting.fired, greeting.succeeded, greeting.failed),
@@ -208,7 +208,7 @@ async fn an_escalation_reaches_the_executive() {
                 && r.contains("escalated by reflexes: decisions")),
         "{routes:#?}"
     );
-    let stats = w.app.store.impulses().reflex_stats().unwrap();
+    let stats = w.app.store().impulses().reflex_stats().unwrap();
     assert_eq!(stats[0].escalated, 1);
 }
 
@@ -468,7 +468,13 @@ async fn a_due_task_fires_once_and_not_again_after_a_restart() {
     );
     again.app.spine.drain().await;
     assert!(again.said().is_empty());
-    let stored = again.app.store.impulses().task(&task.id).unwrap().unwrap();
+    let stored = again
+        .app
+        .store()
+        .impulses()
+        .task(&task.id)
+        .unwrap()
+        .unwrap();
     assert!(stored.fired_at.is_some() && stored.done_at.is_some());
 }
 
@@ -572,7 +578,12 @@ async fn a_promise_made_in_conversation_becomes_a_task() {
     )
     .await;
     assert_eq!(w.said()[0].content, "Sure — I'll remind you tomorrow at 9.");
-    let tasks = w.app.store.impulses().tasks(Some(GUILD_A), false).unwrap();
+    let tasks = w
+        .app
+        .store()
+        .impulses()
+        .tasks(Some(GUILD_A), false)
+        .unwrap();
     assert_eq!(tasks.len(), 1);
     assert_eq!(tasks[0].text, "remind ada to send the slides");
     assert_eq!(tasks[0].due.to_rfc3339(), "2026-01-06T09:00:00+00:00");
@@ -705,7 +716,7 @@ async fn ideas_wait_for_quiet_and_impulse_checks_adapt_to_activity() {
     w.app.spine.drain().await;
     let thought = w
         .app
-        .store
+        .store()
         .initiative()
         .pending_thought(GUILD_A)
         .unwrap()
@@ -760,7 +771,7 @@ async fn the_journal_is_told_only_to_those_who_may_read_it() {
     let w = World::start(with_shipped()).await;
     let mods = ambient::ids::ChannelId(2003);
     w.app
-        .store
+        .store()
         .messages()
         .upsert_channel(mods, Some(GUILD_A), "mods", w.clock.now())
         .unwrap();
@@ -897,7 +908,7 @@ async fn a_task_claimed_just_before_a_crash_is_delivered_once_after_it() {
     // The check claims it, and the process dies before the reminder is said.
     assert_eq!(
         w.app
-            .store
+            .store()
             .impulses()
             .claim_due_tasks(w.clock.now())
             .unwrap()
@@ -997,7 +1008,7 @@ async fn a_reflex_that_answered_and_then_failed_is_not_answered_twice() {
 fn why_about(w: &World, channel: ambient::ids::ChannelId, content: &str) -> String {
     let mine = w
         .app
-        .store
+        .store()
         .messages()
         .recent_messages(channel, 50)
         .unwrap()
@@ -1129,7 +1140,7 @@ async fn a_failing_idea_exploration_keeps_the_idea_and_backs_off_for_the_guild()
 async fn why_explains_a_post_resent_after_a_restart() {
     let w = World::start(settings()).await;
     w.app
-        .store
+        .store()
         .initiative()
         .outbox_insert(
             "initiative-crash-1",

@@ -102,7 +102,7 @@ async fn the_jsonl_sample_lives_through_the_reflexes_on_simulated_time() {
     };
     let history = sim
         .app
-        .store
+        .store()
         .messages()
         .recent_messages(channel, 50)
         .unwrap();
@@ -110,7 +110,7 @@ async fn the_jsonl_sample_lives_through_the_reflexes_on_simulated_time() {
     // Reflexes only: no model was asked anything.
     let calls = sim
         .app
-        .store
+        .store()
         .usage()
         .usage_count(&ambient::store::usage::UsageFilter::default())
         .unwrap();

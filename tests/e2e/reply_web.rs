@@ -216,7 +216,7 @@ async fn a_hostile_page_cannot_make_the_bot_write_a_reflex_or_a_task() {
     assert!(!loaded.reflexes.iter().any(|r| r.name == "spam"));
     assert!(
         w.app
-            .store
+            .store()
             .impulses()
             .tasks(Some(GUILD_A), false)
             .unwrap()

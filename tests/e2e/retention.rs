@@ -57,14 +57,19 @@ async fn facts_outlive_their_messages_and_are_still_recalled_and_forgotten() {
         w.app.memory.extract_channel(Some(GUILD_A), GENERAL).await,
         1
     );
-    let said = w.app.store.messages().recent_messages(GENERAL, 10).unwrap();
+    let said = w
+        .app
+        .store()
+        .messages()
+        .recent_messages(GENERAL, 10)
+        .unwrap();
     assert_eq!(said.len(), 1);
 
     w.app.upkeep.pass(&|| true).unwrap();
     assert!(sweep_lines(&w).is_empty(), "nothing expired, nothing said");
     assert!(
         w.app
-            .store
+            .store()
             .messages()
             .message(said[0].id)
             .unwrap()
@@ -82,7 +87,7 @@ async fn facts_outlive_their_messages_and_are_still_recalled_and_forgotten() {
     );
     assert!(
         w.app
-            .store
+            .store()
             .messages()
             .message(said[0].id)
             .unwrap()
@@ -164,7 +169,7 @@ async fn a_server_may_shorten_its_retention_and_is_refused_a_longer_one() {
     );
     assert!(
         w.app
-            .store
+            .store()
             .messages()
             .recent_messages(GENERAL, 10)
             .unwrap()
@@ -172,7 +177,7 @@ async fn a_server_may_shorten_its_retention_and_is_refused_a_longer_one() {
     );
     assert_eq!(
         w.app
-            .store
+            .store()
             .messages()
             .recent_messages(B_GENERAL, 10)
             .unwrap()
@@ -285,11 +290,15 @@ fn call(at: chrono::DateTime<Utc>, role: &str, tokens: u64, outcome: &str) -> Us
 
 /// The bot's own pieces over a data directory, at `clock`'s time.
 fn upkeep_of(store: &Store, settings: Settings, clock: std::sync::Arc<ManualClock>) -> Upkeep {
-    let service = std::sync::Arc::new(SettingsService::new(settings, store.clone(), clock.clone()));
+    let service = std::sync::Arc::new(SettingsService::new(
+        settings,
+        store.overrides(),
+        clock.clone(),
+    ));
     Upkeep::new(
-        store.clone(),
+        store.into(),
         service,
-        Journal::new(store.clone(), clock.clone()),
+        Journal::new(store.journal(), clock.clone()),
         clock,
     )
 }

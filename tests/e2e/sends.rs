@@ -122,10 +122,17 @@ async fn a_post_that_went_out_before_a_crash_is_neither_sent_nor_held_again() {
     w.app.initiative.recover().await;
     let said: Vec<String> = w.said().into_iter().map(|s| s.content).collect();
     assert_eq!(said, vec!["The eclipse is tonight!"], "posted once");
-    assert!(w.app.store.initiative().outbox_unsent().unwrap().is_empty());
     assert!(
         w.app
-            .store
+            .store()
+            .initiative()
+            .outbox_unsent()
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        w.app
+            .store()
             .initiative()
             .pending_thought(GUILD_A)
             .unwrap()
@@ -151,7 +158,7 @@ async fn a_post_the_channel_never_got_is_sent_after_a_crash() {
     let w = World::start(world::settings()).await;
     let now = w.clock.now();
     w.app
-        .store
+        .store()
         .initiative()
         .outbox_insert(
             "initiative-lost",
@@ -165,7 +172,14 @@ async fn a_post_the_channel_never_got_is_sent_after_a_crash() {
     w.app.initiative.recover().await;
     let said: Vec<String> = w.said().into_iter().map(|s| s.content).collect();
     assert_eq!(said, vec!["Lost in the crash"]);
-    assert!(w.app.store.initiative().outbox_unsent().unwrap().is_empty());
+    assert!(
+        w.app
+            .store()
+            .initiative()
+            .outbox_unsent()
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -187,7 +201,7 @@ async fn the_bots_words_are_recorded_before_they_are_sent() {
     );
     let mine: Vec<_> = w
         .app
-        .store
+        .store()
         .messages()
         .recent_messages(WGENERAL, 10)
         .unwrap()

@@ -56,7 +56,7 @@ fn process(pg: &Postgres) -> Process {
 
 fn process_at(url: &str) -> Process {
     let store = Store::open_in_memory().unwrap();
-    let journal = Journal::new(store.clone(), Arc::new(SystemClock));
+    let journal = Journal::new(store.journal(), Arc::new(SystemClock));
     let config = ambient::store::shared::config(url, None, None).unwrap();
     let db = SharedDb::new(config).unwrap();
     Process {

@@ -90,8 +90,12 @@ fn spine_with(
     let store = Store::open_in_memory().unwrap();
     let mut settings = Settings::default();
     settings.attention.max_concurrent = max_concurrent;
-    let settings = Arc::new(SettingsService::new(settings, store.clone(), clock.clone()));
-    let journal = Journal::new(store, clock.clone());
+    let settings = Arc::new(SettingsService::new(
+        settings,
+        store.overrides(),
+        clock.clone(),
+    ));
+    let journal = Journal::new(store.journal(), clock.clone());
     let spine = Spine::new(journal.clone(), settings, clock.clone());
     spine.registry.register(handler);
     (spine, journal, clock)

@@ -59,7 +59,7 @@ fn seed(store: &Store, guild: GuildId, channel: ChannelId) -> DateTime<Utc> {
             held_at,
         ))
         .unwrap();
-    Journal::new(store.clone(), Arc::new(SystemClock)).record(
+    Journal::new(store.journal(), Arc::new(SystemClock)).record(
         Entry::new(Kind::InitiativePost, "posted in #memes").place(Some(guild), Some(channel)),
     );
     held_at
@@ -318,7 +318,7 @@ async fn a_long_held_thought_is_cut_and_the_widget_fits_one_discord_message() {
     );
     world
         .app
-        .store
+        .store()
         .initiative()
         .save_pending_thought(&p)
         .unwrap();

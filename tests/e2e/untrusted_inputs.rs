@@ -117,7 +117,7 @@ async fn post_asking(world: &World, kind: &str, prompt: &str) {
 fn media_rows(world: &World, provider: &str) -> Vec<UsageRecord> {
     let rows = world
         .app
-        .store
+        .store()
         .usage()
         .usage_list(&Default::default(), None);
     rows.unwrap()
@@ -143,7 +143,7 @@ fn leaks(
         "{:?}",
         world
             .app
-            .store
+            .store()
             .usage()
             .usage_list(&Default::default(), None)
     );

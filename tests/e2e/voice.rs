@@ -79,7 +79,7 @@ fn speak(l: &Listener, who: &str, audio: &[i16]) {
 
 fn vc_rows(w: &World) -> Vec<(String, String)> {
     w.app
-        .store
+        .store()
         .messages()
         .recent_messages(GENERAL, 50)
         .unwrap()
@@ -129,14 +129,14 @@ async fn joining_says_so_and_speech_becomes_vc_lines_cut_at_the_right_places() {
     );
     let row = w
         .app
-        .store
+        .store()
         .messages()
         .recent_messages(GENERAL, 50)
         .unwrap()
         .into_iter()
         .find(|m| m.source == Source::Vc)
         .unwrap();
-    let (channel, start, end) = w.app.store.voice().utterance(row.id).unwrap().unwrap();
+    let (channel, start, end) = w.app.store().voice().utterance(row.id).unwrap().unwrap();
     assert_eq!(channel, VOICE);
     assert_eq!((start - row.created_at).num_milliseconds(), 0);
     assert_eq!(
@@ -146,7 +146,7 @@ async fn joining_says_so_and_speech_becomes_vc_lines_cut_at_the_right_places() {
     );
     let usage = w
         .app
-        .store
+        .store()
         .usage()
         .usage_list(&Default::default(), None)
         .unwrap();
@@ -561,7 +561,7 @@ async fn why_explains_the_listening_notices() {
     let why = |starts: &str| {
         let mine = w
             .app
-            .store
+            .store()
             .messages()
             .recent_messages(GENERAL, 10)
             .unwrap()

@@ -114,7 +114,7 @@ fn voice_settings(stt: &SttServer) -> Settings {
 async fn world(s: Settings, refuse: Option<&'static str>) -> (World, Arc<TalkingRoom>) {
     let w = World::start(s).await;
     w.app
-        .store
+        .store()
         .messages()
         .upsert_channel(VOICE, Some(GUILD_A), "lounge", w.clock.now())
         .unwrap();
@@ -125,7 +125,7 @@ async fn world(s: Settings, refuse: Option<&'static str>) -> (World, Arc<Talking
 
 fn vc_rows(w: &World) -> Vec<String> {
     w.app
-        .store
+        .store()
         .messages()
         .recent_messages(GENERAL, 50)
         .unwrap()

@@ -18,7 +18,11 @@ use crate::support::world::{GENERAL, GUILD_A, MEMES, World, settings};
 
 /// Makes every `op` (INSERT, DELETE) on `table` matching `when` fail as a full disk would.
 pub(crate) fn refuse(world: &World, op: &str, table: &str, when: &str) {
-    let db = world.app.store.path().expect("the world's store is a file");
+    let db = world
+        .app
+        .store()
+        .path()
+        .expect("the world's store is a file");
     rusqlite::Connection::open(db)
         .unwrap()
         .execute_batch(&format!(
@@ -29,7 +33,7 @@ pub(crate) fn refuse(world: &World, op: &str, table: &str, when: &str) {
 }
 
 pub(crate) fn allow(world: &World, op: &str) {
-    let db = world.app.store.path().unwrap();
+    let db = world.app.store().path().unwrap();
     rusqlite::Connection::open(db)
         .unwrap()
         .execute_batch(&format!("DROP TRIGGER refuse_{op};"))
@@ -56,7 +60,7 @@ async fn crowded() -> World {
             now,
         );
         f.updated_at = now - chrono::Duration::days(20 - i as i64);
-        world.app.store.memory().insert_fact(&f).unwrap();
+        world.app.store().memory().insert_fact(&f).unwrap();
     }
     world.model.push(Scripted::tool(
         "summary",
@@ -68,7 +72,7 @@ async fn crowded() -> World {
 fn facts(world: &World) -> Vec<(FactKind, String)> {
     let mut all: Vec<(FactKind, String)> = world
         .app
-        .store
+        .store()
         .memory()
         .facts_in_scope(&Scope::guild(GUILD_A), None)
         .unwrap()
@@ -143,7 +147,7 @@ async fn without_a_model_a_refused_delete_keeps_the_low_facts_and_says_so() {
             world.clock.now(),
         );
         f.updated_at = world.clock.now() - chrono::Duration::days(20 - i);
-        world.app.store.memory().insert_fact(&f).unwrap();
+        world.app.store().memory().insert_fact(&f).unwrap();
     }
     refuse(
         &world,
@@ -249,7 +253,7 @@ async fn extracted_facts_the_store_refuses_are_extracted_again() {
     assert_eq!(
         world
             .app
-            .store
+            .store()
             .memory()
             .extraction_checkpoint(GENERAL)
             .unwrap(),
@@ -275,7 +279,7 @@ async fn feedback_the_store_refuses_is_harvested_at_the_next_pass() {
     let world = World::start(settings()).await;
     let now = world.clock.now();
     let post = MessageId(next_snowflake(now));
-    let store = &world.app.store;
+    let store = &world.app.store();
     store
         .initiative()
         .outbox_insert("nonce-post", GUILD_A, GENERAL, "tabs beat spaces", now)
@@ -323,7 +327,12 @@ async fn feedback_the_store_refuses_is_harvested_at_the_next_pass() {
     refuse(&world, "INSERT", "facts", "");
 
     let harvest = || {
-        ambient::garden::feedback::harvest(store, &world.app.memory, UserId(1), world.clock.now())
+        ambient::garden::feedback::harvest(
+            &(*store).into(),
+            &world.app.memory,
+            UserId(1),
+            world.clock.now(),
+        )
     };
     assert_eq!(harvest(), 0);
     let errors = errors(&world);

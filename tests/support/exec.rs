@@ -67,12 +67,16 @@ pub async fn build(settings: Settings, server: ModelServer, vars: &[(&str, &str)
         Secrets::from_lookup(|k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()));
     let clock = ManualClock::at_test_epoch();
     let store = Store::open_in_memory().unwrap();
-    let journal = Journal::new(store.clone(), clock.clone());
-    let service = Arc::new(SettingsService::new(settings, store.clone(), clock.clone()));
+    let journal = Journal::new(store.journal(), clock.clone());
+    let service = Arc::new(SettingsService::new(
+        settings,
+        store.overrides(),
+        clock.clone(),
+    ));
     let exec = Executive::new(
         service,
         secrets,
-        store.clone(),
+        (&store).into(),
         journal.clone(),
         clock.clone(),
         Chance::seeded(1),

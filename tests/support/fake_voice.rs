@@ -65,7 +65,7 @@ impl FakeVoice {
 /// writing what it hears to #general, through a new [`FakeVoice`].
 pub async fn listening_in(w: World, room: ChannelId) -> (World, Arc<FakeVoice>) {
     w.app
-        .store
+        .store()
         .messages()
         .upsert_channel(room, Some(GUILD_A), "lounge", w.clock.now())
         .unwrap();

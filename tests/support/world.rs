@@ -410,23 +410,23 @@ impl World {
         .await
         .unwrap();
         let now = clock.now();
-        app.store
+        app.store()
             .messages()
             .upsert_guild(GUILD_A, "Guild A", now)
             .unwrap();
-        app.store
+        app.store()
             .messages()
             .upsert_guild(GUILD_B, "Guild B", now)
             .unwrap();
-        app.store
+        app.store()
             .messages()
             .upsert_channel(GENERAL, Some(GUILD_A), "general", now)
             .unwrap();
-        app.store
+        app.store()
             .messages()
             .upsert_channel(MEMES, Some(GUILD_A), "memes", now)
             .unwrap();
-        app.store
+        app.store()
             .messages()
             .upsert_channel(B_GENERAL, Some(GUILD_B), "b-general", now)
             .unwrap();
@@ -466,12 +466,12 @@ impl World {
             chrono::Duration::hours(3),
         );
         self.app
-            .store
+            .store()
             .initiative()
             .save_pending_thought(&held)
             .unwrap();
         self.app
-            .store
+            .store()
             .initiative()
             .outbox_insert(cause, GUILD_A, channel, text, now)
             .unwrap();
@@ -485,7 +485,7 @@ impl World {
     /// A person's message in `channel` of guild A.
     pub fn hear(&self, channel: ChannelId, author: &str, content: &str, source: Source) {
         self.app
-            .store
+            .store()
             .messages()
             .insert_message(&StoredMessage {
                 id: MessageId(next_snowflake(self.clock.now())),
@@ -576,8 +576,13 @@ impl World {
     }
 
     fn other_connection(&self) -> rusqlite::Connection {
-        rusqlite::Connection::open(self.app.store.path().expect("the world's store is a file"))
-            .unwrap()
+        rusqlite::Connection::open(
+            self.app
+                .store()
+                .path()
+                .expect("the world's store is a file"),
+        )
+        .unwrap()
     }
 
     pub fn reactions(&self) -> Vec<(ChannelId, MessageId, String)> {
