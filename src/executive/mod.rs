@@ -267,10 +267,23 @@ impl Executive {
                 now,
             ) {
                 Ok(()) => return None,
-                Err(e) => why = Some(e.to_string()),
+                Err(e) => {
+                    self.note_unread_usage(ctx, &e);
+                    why = Some(e.to_string());
+                }
             }
         }
         why
+    }
+
+    /// A budget that could not count the usage refused the call, as it
+    /// must: the journal says which read failed (rate-limited), so an
+    /// operator sees why the bot went quiet rather than a spent budget.
+    fn note_unread_usage(&self, ctx: &CallContext, why: &budget::BudgetRefusal) {
+        if let budget::BudgetRefusal::Usage(e) = why {
+            self.journal
+                .read_failed(ctx.guild, "the usage records a budget counts", e);
+        }
     }
 
     /// When [`Executive::over_budget`], refusing `ctx` now, would let it
@@ -398,6 +411,7 @@ impl Executive {
                 estimate,
                 now,
             ) {
+                self.note_unread_usage(ctx, &why);
                 let why = why.to_string();
                 self.record(ctx, ep, None, 0, "refused", &why);
                 tracing::info!(role = %ctx.role, reason = %why, "model call refused before sending");

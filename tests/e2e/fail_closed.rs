@@ -144,3 +144,51 @@ async fn an_unreadable_hush_keeps_the_bot_from_chiming_in() {
     )
     .await;
 }
+
+/// Guild A's `error` lines saying a store read failed, as "summary: reason".
+fn read_failures(w: &World) -> Vec<String> {
+    w.journal(Kind::Error)
+        .into_iter()
+        .filter(|e| e.guild == Some(GUILD_A) && e.summary.starts_with("store read failed: "))
+        .map(|e| format!("{}: {}", e.summary, e.reason))
+        .collect()
+}
+
+/// A reply budget that cannot count what was spent refuses the call: an
+/// unreadable usage table is not "nothing spent".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_usage_table_stops_a_capped_reply_before_the_model() {
+    let mut s = world::settings();
+    s.budget.daily_tokens.reply = 100_000;
+    let w = World::start(s).await;
+    w.model
+        .fallback(Scripted::text("Comets are dirty snowballs."));
+    w.break_table("usage");
+    for _ in 0..2 {
+        w.message(
+            GENERAL,
+            "ada",
+            "@ambient what is a comet?",
+            Addressed::Mention,
+        )
+        .await;
+    }
+    assert!(w.model.requests().is_empty(), "no model call");
+    assert!(
+        w.said().iter().all(|s| !s.content.contains("snowballs")),
+        "no answer: {:#?}",
+        w.said()
+    );
+    let failed = read_failures(&w);
+    assert_eq!(failed.len(), 1, "one line for both refusals: {failed:#?}");
+    assert!(
+        failed[0].starts_with("store read failed: the usage records a budget counts: "),
+        "{failed:#?}"
+    );
+
+    w.mend_table("usage");
+    w.message(GENERAL, "ada", "@ambient and now?", Addressed::Mention)
+        .await;
+    assert_eq!(w.model.requests().len(), 1, "mended, it is answered");
+    assert!(w.said().iter().any(|s| s.content.contains("snowballs")));
+}
