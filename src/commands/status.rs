@@ -51,6 +51,9 @@ pub fn provider_lines(exec: &Executive) -> Vec<String> {
 }
 
 pub fn usage_line(s: &UsageSnapshot) -> String {
+    if let Some(unread) = &s.unread {
+        return unread.clone();
+    }
     let mut line = format!(
         "last 24 h: people {} tokens, the bot's own work {} ({:.0}%); {:.0} tokens/min from people in the last hour",
         s.user_tokens_24h,
@@ -129,7 +132,10 @@ pub fn widget(src: &Sources<'_>, guild: Option<GuildId>) -> Vec<String> {
         .collect();
     let snapshot = src.executive.snapshot();
     let (user, ambient, whole) = budget_shares(&snapshot, &settings);
-    lines.push(format!("budget {}", budget_bar(user, ambient, whole)));
+    lines.push(match &snapshot.unread {
+        Some(unread) => format!("budget {unread}"),
+        None => format!("budget {}", budget_bar(user, ambient, whole)),
+    });
     if let Some(leases) = src.executive.leases() {
         lines.push(format!("budget: {}", leases.status_line()));
     } else if let Some(share) = crate::executive::budget::share_line(&settings) {

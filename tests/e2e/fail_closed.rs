@@ -192,3 +192,38 @@ async fn an_unreadable_usage_table_stops_a_capped_reply_before_the_model() {
     assert_eq!(w.model.requests().len(), 1, "mended, it is answered");
     assert!(w.said().iter().any(|s| s.content.contains("snowballs")));
 }
+
+/// Status shows an unreadable usage table as an error, not as nothing spent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_shows_an_unreadable_usage_table_rather_than_zero_tokens() {
+    let w = World::start(world::settings()).await;
+    let status = || {
+        ambient::commands::status::widget(
+            &ambient::commands::status::Sources::of(&w.app),
+            Some(GUILD_A),
+        )
+    };
+    w.break_table("usage");
+    let shown = status();
+    for part in ["budget", "tokens"] {
+        assert!(
+            shown
+                .iter()
+                .any(|l| l.starts_with(&format!("{part} store read failed: the usage records: "))),
+            "{part}: {shown:#?}"
+        );
+    }
+    assert!(
+        !shown.iter().any(|l| l.contains("people 0 tokens")),
+        "{shown:#?}"
+    );
+
+    w.mend_table("usage");
+    let shown = status();
+    assert!(
+        shown
+            .iter()
+            .any(|l| l.starts_with("tokens last 24 h: people 0 tokens")),
+        "{shown:#?}"
+    );
+}
