@@ -268,7 +268,9 @@ impl Garden {
         let settings = self.settings.global();
         let state = self.scheduler_state();
         let inputs = self.inputs();
-        let held = state.consecutive_rate_limits > 0 || inputs.budget_used > 0.8;
+        let held = state.consecutive_rate_limits > 0
+            || inputs.budget_used > 0.8
+            || inputs.unread.is_some();
         let Some(last) = self
             .store
             .garden_get::<DateTime<Utc>>("last_cycle_at")
@@ -572,7 +574,11 @@ impl Garden {
                 1.0 - w.tokens_remaining as f64 / w.tokens_limit as f64
             }
         });
-        let recent = self.store.recent_cycle_tokens(5).unwrap_or_default();
+        let mut unread = snap.unread;
+        let recent = self.store.recent_cycle_tokens(5).unwrap_or_else(|e| {
+            unread.get_or_insert(format!("store read failed: the last cycles' cost: {e}"));
+            Vec::new()
+        });
         let last_human = self
             .store
             .known_guilds()
@@ -595,6 +601,7 @@ impl Garden {
                 .then(|| recent.iter().sum::<u64>() as f64 / recent.len() as f64),
             budget_used: daily_used.max(window_used),
             talk_since_last_cycle: last_human.is_some_and(|t| last_cycle.is_none_or(|c| t > c)),
+            unread,
         }
     }
 

@@ -227,3 +227,36 @@ async fn status_shows_an_unreadable_usage_table_rather_than_zero_tokens() {
         "{shown:#?}"
     );
 }
+
+/// The garden paces its spending by what was spent: when that cannot be
+/// read it waits its longest interval, as for a spent budget, and says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_spend_paces_the_garden_at_its_longest_interval() {
+    let w = World::start(world::settings()).await;
+    let longest = i64::from(w.app.settings.global().garden.max_interval_minutes);
+    let usual = w.app.garden.plan().wait.expect("not paused").num_minutes();
+    assert!(usual < longest, "{usual} min: the test needs room to tell");
+    for (table, read) in [
+        ("usage", "store read failed: the usage records: "),
+        (
+            "garden_cycles",
+            "store read failed: the last cycles' cost: ",
+        ),
+    ] {
+        w.break_table(table);
+        let plan = w.app.garden.plan();
+        assert_eq!(
+            plan.wait.map(|d| d.num_minutes()),
+            Some(longest),
+            "{table}: {plan:?}"
+        );
+        assert!(
+            plan.why.iter().any(|l| l.starts_with(read)),
+            "{table}: {:?}",
+            plan.why
+        );
+        w.mend_table(table);
+        let mended = w.app.garden.plan().wait.expect("not paused").num_minutes();
+        assert_eq!(mended, usual, "{table}: mended, the usual interval");
+    }
+}
