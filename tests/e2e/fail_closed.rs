@@ -1,13 +1,15 @@
 //! Reads that let the bot speak or spend fail closed: when the store cannot
 //! say whether a channel is hushed, whether a person asked to be left
-//! alone, when the bot last considered posting or whether a post is still
-//! unconfirmed, the bot says nothing and pays for nothing, and the journal
-//! says which read failed.
+//! alone, when the bot last considered posting, whether a post is still
+//! unconfirmed, what a budget has spent or when people last posted, the bot
+//! says nothing and pays for nothing, and the journal says which read
+//! failed. Reads that only inform (status) show the error, not a zero.
 
 use ambient::attention::Addressed;
 use ambient::clock::Clock;
 use ambient::journal::Kind;
 use ambient::store::boundaries::Boundary;
+use ambient::store::messages::Source;
 use serde_json::json;
 
 use crate::support::model_server::Scripted;
@@ -259,4 +261,36 @@ async fn an_unreadable_spend_paces_the_garden_at_its_longest_interval() {
         let mended = w.app.garden.plan().wait.expect("not paused").num_minutes();
         assert_eq!(mended, usual, "{table}: mended, the usual interval");
     }
+}
+
+/// An idea is explored (a model call) only in a quiet spell: when the store
+/// cannot say when people last posted, it is no quiet spell.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_last_post_keeps_an_idea_unexplored() {
+    let w = World::start(world::settings()).await;
+    w.app
+        .impulses
+        .add_idea(Some(GUILD_A), "why comets have tails", "a chat")
+        .unwrap();
+    w.hear(GENERAL, "ada", "anyone seen the comet?", Source::Text);
+    w.break_table("messages");
+    for _ in 0..2 {
+        assert!(w.app.impulses.check().is_empty(), "nothing explored");
+    }
+    let failed = read_failures(&w);
+    assert_eq!(failed.len(), 1, "one line for both looks: {failed:#?}");
+    assert!(
+        failed[0]
+            .starts_with("store read failed: when people last posted, before exploring an idea: "),
+        "{failed:#?}"
+    );
+
+    w.mend_table("messages");
+    assert!(w.app.impulses.check().is_empty(), "ada spoke just now");
+    w.clock.advance(chrono::Duration::minutes(61));
+    assert_eq!(
+        w.app.impulses.check().len(),
+        1,
+        "quiet for an hour: explored"
+    );
 }
