@@ -294,3 +294,27 @@ async fn an_unreadable_last_post_keeps_an_idea_unexplored() {
         "quiet for an hour: explored"
     );
 }
+
+/// A dashboard page that lists or offers the servers says when they cannot
+/// be read, rather than showing none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_shows_unreadable_servers_rather_than_none() {
+    let w = World::start(world::settings()).await;
+    let (_, name) = w.app.store.known_guilds().unwrap().remove(0);
+    let d = crate::dashboard::Open::start(&w, "127.0.0.1:0").await;
+    w.break_table("guilds");
+    for page in ["/", "/spend", "/initiative", "/memory"] {
+        let (status, body) = d.get(page).await;
+        assert_eq!(status, reqwest::StatusCode::BAD_REQUEST, "{page}: {body}");
+        assert!(
+            body.contains("store read failed: the servers: "),
+            "{page}: {body}"
+        );
+    }
+    w.mend_table("guilds");
+    for page in ["/", "/spend", "/initiative", "/memory"] {
+        let (status, body) = d.get(page).await;
+        assert_eq!(status, reqwest::StatusCode::OK, "{page}: {body}");
+        assert!(body.contains(&name), "{page}: the server is shown again");
+    }
+}
