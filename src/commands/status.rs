@@ -151,13 +151,18 @@ pub fn widget(src: &Sources<'_>, guild: Option<GuildId>) -> Vec<String> {
     match guild {
         Some(g) => lines.extend(initiative_lines(src, g)),
         None => {
-            let known = src.store.known_guilds().unwrap_or_default();
-            if known.is_empty() {
-                lines.push("initiative: no server known yet".into());
-            }
-            for (g, name) in known {
-                lines.push(format!("server {name} ({g}):"));
-                lines.extend(initiative_lines(src, g));
+            // Unreadable servers are said so: "no server known yet" would be a guess.
+            match src.store.known_guilds() {
+                Err(e) => lines.push(format!("initiative: store read failed: the servers: {e}")),
+                Ok(known) if known.is_empty() => {
+                    lines.push("initiative: no server known yet".into())
+                }
+                Ok(known) => {
+                    for (g, name) in known {
+                        lines.push(format!("server {name} ({g}):"));
+                        lines.extend(initiative_lines(src, g));
+                    }
+                }
             }
             lines.extend(departed_lines(src));
         }
@@ -260,8 +265,14 @@ fn courtesy_lines(src: &Sources<'_>, settings: &Settings, guild: GuildId) -> Vec
             None => format!("quiet hours {spec:?} ({tz}): not now"),
         });
     }
-    for h in src.store.hushes(guild, src.now).unwrap_or_default() {
-        lines.push(crate::courtesy::hushed(src.store, settings, &h, src.now).reason);
+    match src.store.hushes(guild, src.now) {
+        Ok(hushes) => lines.extend(
+            hushes
+                .iter()
+                .map(|h| crate::courtesy::hushed(src.store, settings, h, src.now).reason),
+        ),
+        // "Not hushed" would be a guess: the status says it cannot tell.
+        Err(e) => lines.push(format!("hushes: store read failed: the hushes: {e}")),
     }
     lines
 }

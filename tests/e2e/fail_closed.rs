@@ -318,3 +318,42 @@ async fn the_dashboard_shows_unreadable_servers_rather_than_none() {
         assert!(body.contains(&name), "{page}: the server is shown again");
     }
 }
+
+/// The status widget says it cannot read the servers or a server's hushes,
+/// rather than "no server known yet" or no hush.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_shows_unreadable_servers_and_hushes() {
+    let w = World::start(world::settings()).await;
+    let status = |guild| {
+        ambient::commands::status::widget(&ambient::commands::status::Sources::of(&w.app), guild)
+    };
+    for (table, guild, line) in [
+        (
+            "guilds",
+            None,
+            "initiative: store read failed: the servers: ",
+        ),
+        (
+            "hushes",
+            Some(GUILD_A),
+            "hushes: store read failed: the hushes: ",
+        ),
+    ] {
+        w.break_table(table);
+        let shown = status(guild);
+        assert!(
+            shown.iter().any(|l| l.starts_with(line)),
+            "{table}: {shown:#?}"
+        );
+        assert!(
+            !shown.iter().any(|l| l == "initiative: no server known yet"),
+            "{table}: {shown:#?}"
+        );
+        w.mend_table(table);
+        let shown = status(guild);
+        assert!(
+            !shown.iter().any(|l| l.contains("store read failed")),
+            "{table}: {shown:#?}"
+        );
+    }
+}
