@@ -357,3 +357,45 @@ async fn status_shows_unreadable_servers_and_hushes() {
         );
     }
 }
+
+/// An explored idea's thought is kept only where no thought is held: when
+/// the held thought cannot be read, none is written over it, and the
+/// journal says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_held_thought_is_not_written_over_by_an_idea() {
+    let w = World::start(world::settings()).await;
+    w.model.fallback(Scripted::tool(
+        "explored",
+        json!({"learned": "Comet tails point away from the sun.", "share": "Comet tails point away from the sun!"}),
+    ));
+    let explore = |text: &'static str| {
+        w.app
+            .impulses
+            .add_idea(Some(GUILD_A), text, "a chat")
+            .unwrap();
+        assert_eq!(w.app.impulses.check().len(), 1, "{text}: explored");
+    };
+    w.break_table("pending_thoughts");
+    explore("why comets have tails");
+    w.app.spine.drain().await;
+    let failed = read_failures(&w);
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert!(
+        failed[0].starts_with("store read failed: the held thought, before keeping an idea's: "),
+        "{failed:#?}"
+    );
+
+    w.mend_table("pending_thoughts");
+    // One idea per quiet spell: someone speaks, and an hour of quiet follows.
+    w.clock.advance(chrono::Duration::minutes(1));
+    w.hear(GENERAL, "ada", "comets!", Source::Text);
+    w.clock.advance(chrono::Duration::minutes(61));
+    explore("why comets glow");
+    w.app.spine.drain().await;
+    let held = w.app.store.pending_thought(GUILD_A).unwrap();
+    assert_eq!(
+        held.map(|t| t.draft).as_deref(),
+        Some("Comet tails point away from the sun!"),
+        "mended, the thought is kept"
+    );
+}
