@@ -400,3 +400,36 @@ async fn an_unreadable_held_thought_is_not_written_over_by_an_idea() {
         "mended, the thought is kept"
     );
 }
+
+/// A command that lists for a person.
+type List = fn(&ambient::app::App, &ambient::commands::Asker) -> String;
+
+/// `/task list`, `/schedule list` and `/idea list` say they cannot read
+/// their list rather than that there is nothing on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreadable_tasks_schedules_and_ideas_are_not_listed_as_none() {
+    use ambient::commands::impulses::{idea_list, schedule_list, task_list};
+    let w = World::start(world::settings()).await;
+    let ada = ambient::commands::Asker {
+        guild: Some(GUILD_A),
+        channel: GENERAL,
+        user: ambient::ids::UserId(50),
+        name: "ada".into(),
+        manage: false,
+    };
+    let lists = [
+        ("tasks", task_list as List, "No open tasks."),
+        ("schedules", schedule_list, "Nothing is scheduled."),
+        ("ideas", idea_list, "No ideas yet."),
+    ];
+    for (table, list, none) in lists {
+        w.break_table(table);
+        let said = list(&w.app, &ada);
+        assert!(
+            said.starts_with(&format!("I can't tell: store read failed: the {table}: ")),
+            "{said}"
+        );
+        w.mend_table(table);
+        assert!(list(&w.app, &ada).starts_with(none), "{table}: mended");
+    }
+}
