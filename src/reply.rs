@@ -390,6 +390,7 @@ impl ReplyHandler {
             Err(e) => {
                 let short = match e {
                     ExecError::OverBudget(_) => "I've used up my thinking budget for now",
+                    ExecError::UsageUnread(_) => "I can't check my thinking budget",
                     ExecError::Unavailable(_) => "no model is available",
                     ExecError::Provider { .. } => "the model service isn't answering",
                 };

@@ -50,12 +50,17 @@ pub fn task_add(app: &App, who: &Asker, text: &str, due: &str, remind: bool) -> 
     }
 }
 
+/// A list that could not be read says so: "nothing" would be a guess.
+fn cannot_list(what: &str, e: &crate::store::StoreError) -> String {
+    format!("I can't tell: store read failed: {what}: {e}")
+}
+
 pub fn task_list(app: &App, who: &Asker) -> String {
-    let tasks: Vec<Task> = app
-        .stores::<Stores>()
-        .impulses
-        .tasks(who.guild, false)
-        .unwrap_or_default()
+    let tasks = match app.stores::<Stores>().impulses.tasks(who.guild, false) {
+        Ok(tasks) => tasks,
+        Err(e) => return cannot_list("the tasks", &e),
+    };
+    let tasks: Vec<Task> = tasks
         .into_iter()
         .filter(|t| who.guild.is_some() || t.channel == Some(who.channel))
         .collect();
@@ -191,11 +196,10 @@ pub fn schedule_list(app: &App, who: &Asker) -> String {
     let Some(guild) = who.guild else {
         return "Schedules belong to a server; use this in one.".into();
     };
-    let entries = app
-        .stores::<Stores>()
-        .impulses
-        .schedules(Some(guild))
-        .unwrap_or_default();
+    let entries = match app.stores::<Stores>().impulses.schedules(Some(guild)) {
+        Ok(entries) => entries,
+        Err(e) => return cannot_list("the schedules", &e),
+    };
     if entries.is_empty() {
         return "Nothing is scheduled. /schedule add NAME \"*/30 * * * *\" WHAT adds a routine."
             .into();
@@ -271,11 +275,10 @@ pub fn idea_list(app: &App, who: &Asker) -> String {
     let Some(guild) = who.guild else {
         return "Ideas belong to a server; use this in one.".into();
     };
-    let ideas = app
-        .stores::<Stores>()
-        .impulses
-        .ideas(Some(guild), true)
-        .unwrap_or_default();
+    let ideas = match app.stores::<Stores>().impulses.ideas(Some(guild), true) {
+        Ok(ideas) => ideas,
+        Err(e) => return cannot_list("the ideas", &e),
+    };
     if ideas.is_empty() {
         return "No ideas yet.".into();
     }

@@ -51,6 +51,9 @@ pub fn provider_lines(exec: &Executive) -> Vec<String> {
 }
 
 pub fn usage_line(s: &UsageSnapshot) -> String {
+    if let Some(unread) = &s.unread {
+        return unread.clone();
+    }
     let mut line = format!(
         "last 24 h: people {} tokens, the bot's own work {} ({:.0}%); {:.0} tokens/min from people in the last hour",
         s.user_tokens_24h,
@@ -130,7 +133,10 @@ pub fn widget(src: &Sources<'_>, guild: Option<GuildId>) -> Vec<String> {
             .collect();
     let snapshot = src.executive.snapshot();
     let (user, ambient, whole) = budget_shares(&snapshot, &settings);
-    lines.push(format!("budget {}", budget_bar(user, ambient, whole)));
+    lines.push(match &snapshot.unread {
+        Some(unread) => format!("budget {unread}"),
+        None => format!("budget {}", budget_bar(user, ambient, whole)),
+    });
     if let Some(leases) = src.executive.leases() {
         lines.push(format!("budget: {}", leases.status_line()));
     } else if let Some(share) = crate::executive::budget::share_line(&settings) {
@@ -146,13 +152,18 @@ pub fn widget(src: &Sources<'_>, guild: Option<GuildId>) -> Vec<String> {
     match guild {
         Some(g) => lines.extend(initiative_lines(src, g)),
         None => {
-            let known = src.store.messages.known_guilds().unwrap_or_default();
-            if known.is_empty() {
-                lines.push("initiative: no server known yet".into());
-            }
-            for (g, name) in known {
-                lines.push(format!("server {name} ({g}):"));
-                lines.extend(initiative_lines(src, g));
+            // Unreadable servers are said so: "no server known yet" would be a guess.
+            match src.store.messages.known_guilds() {
+                Err(e) => lines.push(format!("initiative: store read failed: the servers: {e}")),
+                Ok(known) if known.is_empty() => {
+                    lines.push("initiative: no server known yet".into())
+                }
+                Ok(known) => {
+                    for (g, name) in known {
+                        lines.push(format!("server {name} ({g}):"));
+                        lines.extend(initiative_lines(src, g));
+                    }
+                }
             }
             lines.extend(departed_lines(src));
         }
@@ -256,8 +267,14 @@ fn courtesy_lines(src: &Sources<'_>, settings: &Settings, guild: GuildId) -> Vec
             None => format!("quiet hours {spec:?} ({tz}): not now"),
         });
     }
-    for h in src.store.people.hushes(guild, src.now).unwrap_or_default() {
-        lines.push(crate::courtesy::hushed(&src.store.messages, settings, &h, src.now).reason);
+    match src.store.people.hushes(guild, src.now) {
+        Ok(hushes) => lines.extend(
+            hushes
+                .iter()
+                .map(|h| crate::courtesy::hushed(&src.store.messages, settings, h, src.now).reason),
+        ),
+        // "Not hushed" would be a guess: the status says it cannot tell.
+        Err(e) => lines.push(format!("hushes: store read failed: the hushes: {e}")),
     }
     lines
 }

@@ -12,6 +12,7 @@ use axum::response::Response;
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
+use super::problem::Problem;
 use super::today::{message_link, said};
 use super::view::{short_time, stamp};
 use super::{Dash, Site, Who};
@@ -96,10 +97,12 @@ struct SourceView {
 pub async fn page(State(d): State<Arc<Dash>>, Extension(who): Extension<Who>) -> Response {
     super::blocking(d, move |d| {
         let frame = d.frame("initiative", "Initiative", &who);
+        let guilds = match d.site.guilds() {
+            Ok(guilds) => guilds,
+            Err(e) => return d.bad_input(&who, Problem::Servers(e)),
+        };
         let view = View {
-            guilds: d
-                .site
-                .guilds()
+            guilds: guilds
                 .into_iter()
                 .map(|(g, name)| guild_view(&d.site, g, name))
                 .collect(),

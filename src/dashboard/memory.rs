@@ -159,7 +159,7 @@ fn view(site: &Site, p: &Params) -> Result<View, Problem> {
         searched(site, place, &q, &filter, now)?
     };
     Ok(View {
-        guilds: guild_choices(site, place),
+        guilds: guild_choices(site, place)?,
         channels: channel_choices(site, guild, channel),
         scopes: choices(
             &["guild", "channel", "user"],
@@ -300,7 +300,7 @@ fn choices(values: &[&str], chosen: Option<&str>, any: &str) -> Vec<Choice> {
     out
 }
 
-fn guild_choices(site: &Site, place: Where) -> Vec<Choice> {
+fn guild_choices(site: &Site, place: Where) -> Result<Vec<Choice>, Problem> {
     let mut out = vec![
         Choice {
             value: String::new(),
@@ -313,12 +313,13 @@ fn guild_choices(site: &Site, place: Where) -> Vec<Choice> {
             selected: place == Where::Dms,
         },
     ];
-    out.extend(site.guilds().into_iter().map(|(g, name)| Choice {
+    let guilds = site.guilds().map_err(Problem::Servers)?;
+    out.extend(guilds.into_iter().map(|(g, name)| Choice {
         value: g.to_string(),
         label: name,
         selected: place == Where::Guild(g),
     }));
-    out
+    Ok(out)
 }
 
 /// A person's name as the store knows it.

@@ -34,6 +34,10 @@ pub enum Problem {
     Journal(#[source] StoreError),
     #[error("the usage records cannot be read: {0}")]
     Usage(#[source] StoreError),
+    /// The servers a page lists or offers could not be read: shown, so
+    /// that no server looks absent.
+    #[error("store read failed: the servers: {0}")]
+    Servers(#[source] StoreError),
     /// A store read whose failure the page has no words for beyond the store's own.
     #[error(transparent)]
     Store(#[from] StoreError),

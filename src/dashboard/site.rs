@@ -19,6 +19,7 @@ use crate::ids::{ChannelId, GuildId};
 use crate::journal::Journal;
 use crate::memory::Memory;
 use crate::settings::{Secrets, Settings, SettingsService};
+use crate::store::StoreError;
 
 pub struct Site {
     pub store: Stores,
@@ -107,9 +108,10 @@ impl Site {
         }
     }
 
-    /// Every server the bot knows, by name.
-    pub fn guilds(&self) -> Vec<(GuildId, String)> {
-        self.store.messages.known_guilds().unwrap_or_default()
+    /// Every server the bot knows, by name: an error, not an empty list,
+    /// when they cannot be read, so that a page shows it.
+    pub fn guilds(&self) -> Result<Vec<(GuildId, String)>, StoreError> {
+        self.store.messages.known_guilds()
     }
 
     /// A server's name, or its id when the name is unknown.

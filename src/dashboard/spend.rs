@@ -120,7 +120,7 @@ fn view(site: &Site) -> Result<View, Problem> {
         totals: totals(&rows),
         budget: shares_meter("people and the bot", user, ambient, whole),
         budget_of,
-        caps: caps(site, now),
+        caps: caps(site, now)?,
         usage_line: status::usage_line(&snapshot),
         headroom: headroom(site, now),
         providers: status::provider_lines(&site.executive),
@@ -250,10 +250,10 @@ fn cap_meter(name: String, used: u64, cap: u64, key: &str) -> Meter {
 }
 
 /// The caps a call is checked against before it is made (`executive::budget`).
-fn caps(site: &Site, now: DateTime<Utc>) -> Vec<Meter> {
+fn caps(site: &Site, now: DateTime<Utc>) -> Result<Vec<Meter>, Problem> {
     let settings = site.settings.global();
     let since = Some(now - Duration::hours(24));
-    let used = |f: UsageFilter| site.store.usage.usage_tokens(&f).unwrap_or(0);
+    let used = |f: UsageFilter| site.store.usage.usage_tokens(&f).map_err(Problem::Usage);
     let autonomous: Vec<String> = Role::ALL
         .iter()
         .filter(|r| r.is_autonomous())
@@ -262,18 +262,18 @@ fn caps(site: &Site, now: DateTime<Utc>) -> Vec<Meter> {
     let mut out: Vec<Meter> = Role::ALL
         .iter()
         .map(|role| {
-            cap_meter(
+            Ok(cap_meter(
                 format!("{role} role"),
                 used(UsageFilter {
                     since,
                     roles: vec![role.as_str().into()],
                     ..Default::default()
-                }),
+                })?,
                 role.daily_budget(&settings),
                 &format!("budget.dailyTokens.{role}"),
-            )
+            ))
         })
-        .collect();
+        .collect::<Result<_, Problem>>()?;
     out.push(cap_meter(
         "pay-per-token, the bot's own work".into(),
         used(UsageFilter {
@@ -281,11 +281,11 @@ fn caps(site: &Site, now: DateTime<Utc>) -> Vec<Meter> {
             roles: autonomous.clone(),
             pay_per_token: Some(true),
             ..Default::default()
-        }),
+        })?,
         settings.process_cap(settings.budget.pay_per_token_daily_tokens),
         "budget.payPerTokenDailyTokens",
     ));
-    for (guild, name) in site.guilds() {
+    for (guild, name) in site.guilds().map_err(Problem::Servers)? {
         out.push(cap_meter(
             format!("{name}: the bot's own work"),
             used(UsageFilter {
@@ -293,12 +293,12 @@ fn caps(site: &Site, now: DateTime<Utc>) -> Vec<Meter> {
                 roles: autonomous.clone(),
                 guild: Some(guild),
                 ..Default::default()
-            }),
+            })?,
             settings.budget.guild_autonomous_daily_tokens,
             "budget.guildAutonomousDailyTokens",
         ));
     }
-    out
+    Ok(out)
 }
 
 /// What the providers said is left in their rate-limit windows.

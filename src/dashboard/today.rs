@@ -144,7 +144,7 @@ fn view(site: &Site, p: &Params) -> Result<View, Problem> {
     Ok(View {
         since: since_spec,
         from: stamp(since),
-        guilds: guild_choices(site, guild),
+        guilds: guild_choices(site, guild)?,
         channels: channel_choices(site, guild, channel),
         kinds: kind_choices(kind),
         counts,
@@ -337,18 +337,19 @@ pub fn message_link(e: &Entry) -> Option<String> {
     ))
 }
 
-pub fn guild_choices(site: &Site, chosen: Option<GuildId>) -> Vec<Choice> {
+pub fn guild_choices(site: &Site, chosen: Option<GuildId>) -> Result<Vec<Choice>, Problem> {
     let mut out = vec![Choice {
         value: String::new(),
         label: "every server".into(),
         selected: chosen.is_none(),
     }];
-    out.extend(site.guilds().into_iter().map(|(g, name)| Choice {
+    let guilds = site.guilds().map_err(Problem::Servers)?;
+    out.extend(guilds.into_iter().map(|(g, name)| Choice {
         value: g.to_string(),
         label: name,
         selected: chosen == Some(g),
     }));
-    out
+    Ok(out)
 }
 
 /// The chosen server's channels (none to choose from before a server is chosen).

@@ -67,6 +67,10 @@ pub enum ExecError {
     Unavailable(String),
     #[error("over budget: {0}")]
     OverBudget(String),
+    /// The usage a budget counts could not be read: no call is made (see
+    /// `budget::BudgetRefusal::Usage`), and no other endpoint is tried.
+    #[error("{0}")]
+    UsageUnread(String),
     #[error("{provider} failed: {detail}")]
     Provider { provider: String, detail: String },
 }
@@ -267,10 +271,23 @@ impl Executive {
                 now,
             ) {
                 Ok(()) => return None,
-                Err(e) => why = Some(e.to_string()),
+                Err(e) => {
+                    self.note_unread_usage(ctx, &e);
+                    why = Some(e.to_string());
+                }
             }
         }
         why
+    }
+
+    /// A budget that could not count the usage refused the call, as it
+    /// must: the journal says which read failed (rate-limited), so an
+    /// operator sees why the bot went quiet rather than a spent budget.
+    fn note_unread_usage(&self, ctx: &CallContext, why: &budget::BudgetRefusal) {
+        if let budget::BudgetRefusal::Usage(e) = why {
+            self.journal
+                .read_failed(ctx.guild, "the usage records a budget counts", e);
+        }
     }
 
     /// When [`Executive::over_budget`], refusing `ctx` now, would let it
@@ -399,9 +416,19 @@ impl Executive {
                 estimate,
                 now,
             ) {
+                self.note_unread_usage(ctx, &why);
+                let unread = match &why {
+                    budget::BudgetRefusal::Usage(e) => Some(format!(
+                        "store read failed: the usage records a budget counts: {e}"
+                    )),
+                    _ => None,
+                };
                 let why = why.to_string();
                 self.record(ctx, ep, None, 0, "refused", &why);
                 tracing::info!(role = %ctx.role, reason = %why, "model call refused before sending");
+                if let Some(unread) = unread {
+                    return Err(ExecError::UsageUnread(unread));
+                }
                 // A role or guild cap applies to every endpoint; only the
                 // pay-per-token cap may leave a free endpoint to try.
                 if !ep.pay_per_token {

@@ -29,6 +29,10 @@ pub struct UsageSnapshot {
     pub rate_limited_last_hour: u64,
     /// Left of `budget.dailyTokens.ambient` (None when uncapped).
     pub ambient_budget_remaining: Option<u64>,
+    /// "store read failed: the usage records: …" when the usage could not
+    /// be read: the counts above are then not zero but unknown, and status
+    /// shows this instead of them.
+    pub unread: Option<String>,
 }
 
 impl Executive {
@@ -36,7 +40,17 @@ impl Executive {
         let now = self.clock.now();
         let hour = Some(now - chrono::Duration::hours(1));
         let day = Some(now - chrono::Duration::hours(24));
-        let tokens = |f: UsageFilter| self.store.usage.usage_tokens(&f).unwrap_or(0);
+        let mut unread = None;
+        let mut failed = |e: crate::store::StoreError| {
+            unread.get_or_insert(format!("store read failed: the usage records: {e}"));
+            0
+        };
+        let mut tokens = |f: UsageFilter| {
+            self.store
+                .usage
+                .usage_tokens(&f)
+                .unwrap_or_else(&mut failed)
+        };
         let user = |since| UsageFilter {
             since,
             sources: vec!["user".into()],
@@ -62,7 +76,7 @@ impl Executive {
                 outcome: Some("rate_limited".into()),
                 ..Default::default()
             })
-            .unwrap_or(0);
+            .unwrap_or_else(failed);
         let limits = self
             .resolve(Role::Ambient)
             .endpoints
@@ -91,6 +105,7 @@ impl Executive {
             window_reset: limits.as_ref().and_then(|l| l.tokens_reset),
             rate_limited_last_hour: rate_limited,
             ambient_budget_remaining: (cap > 0).then(|| cap.saturating_sub(ambient_role_day)),
+            unread,
         }
     }
 }

@@ -271,7 +271,9 @@ impl Garden {
         let settings = self.settings.global();
         let state = self.scheduler_state();
         let inputs = self.inputs();
-        let held = state.consecutive_rate_limits > 0 || inputs.budget_used > 0.8;
+        let held = state.consecutive_rate_limits > 0
+            || inputs.budget_used > 0.8
+            || inputs.unread.is_some();
         let Some(last) = self
             .store
             .garden
@@ -581,7 +583,15 @@ impl Garden {
                 1.0 - w.tokens_remaining as f64 / w.tokens_limit as f64
             }
         });
-        let recent = self.store.garden.recent_cycle_tokens(5).unwrap_or_default();
+        let mut unread = snap.unread;
+        let recent = self
+            .store
+            .garden
+            .recent_cycle_tokens(5)
+            .unwrap_or_else(|e| {
+                unread.get_or_insert(format!("store read failed: the last cycles' cost: {e}"));
+                Vec::new()
+            });
         let last_human = self
             .store
             .messages
@@ -606,6 +616,7 @@ impl Garden {
                 .then(|| recent.iter().sum::<u64>() as f64 / recent.len() as f64),
             budget_used: daily_used.max(window_used),
             talk_since_last_cycle: last_human.is_some_and(|t| last_cycle.is_none_or(|c| t > c)),
+            unread,
         }
     }
 

@@ -90,6 +90,9 @@ pub struct Inputs {
     /// Someone has talked since the last cycle ended: the garden is not at
     /// rest, however many passes before found nothing.
     pub talk_since_last_cycle: bool,
+    /// What could not be read of the spend (`store read failed: …`): the
+    /// budget is then taken as spent, never as untouched.
+    pub unread: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -113,6 +116,12 @@ fn from_minutes(m: f64) -> Duration {
 /// rate-limit window (or the back-off, if longer); without headers, the
 /// adaptive interval.
 fn base_interval(i: &Inputs, state: &State, max: f64, why: &mut Vec<String>) -> f64 {
+    if let Some(unread) = &i.unread {
+        why.push(format!(
+            "{unread}: the budget counts as spent, the longest interval"
+        ));
+        return max;
+    }
     if i.budget_used > 0.8 {
         why.push(format!(
             "{:.0}% of the budget is used: the longest interval",
@@ -184,7 +193,7 @@ pub fn plan(i: &Inputs, state: &State, s: &GardenSettings) -> Plan {
     );
     let mut why = Vec::new();
     // Over budget or backing off: nothing below may shorten the interval.
-    let holding = i.budget_used > 0.8 || state.consecutive_rate_limits > 0;
+    let holding = i.budget_used > 0.8 || i.unread.is_some() || state.consecutive_rate_limits > 0;
     let mut interval = base_interval(i, state, max, &mut why);
     if i.people_active {
         if s.pause_on_active {
@@ -303,6 +312,7 @@ mod tests {
             tokens_per_cycle: None,
             budget_used: 0.1,
             talk_since_last_cycle: false,
+            unread: None,
         }
     }
 

@@ -583,13 +583,7 @@ impl ImpulseHandler {
                 .as_deref()
                 .map(str::trim)
                 .filter(|s| !s.is_empty())
-                && self
-                    .store
-                    .initiative
-                    .pending_thought(g)
-                    .ok()
-                    .flatten()
-                    .is_none()
+                && self.no_held_thought(g)
             {
                 let max_age = chrono::Duration::minutes(i64::from(
                     self.settings
@@ -619,6 +613,19 @@ impl ImpulseHandler {
             &[],
         );
         Outcome::Done
+    }
+
+    /// Whether `guild` holds no thought, so an idea's may be kept: one
+    /// that cannot be read might be there, and is not written over.
+    fn no_held_thought(&self, guild: GuildId) -> bool {
+        match self.store.initiative.pending_thought(guild) {
+            Ok(held) => held.is_none(),
+            Err(e) => {
+                let what = "the held thought, before keeping an idea's";
+                self.journal.read_failed(Some(guild), what, &e);
+                false
+            }
+        }
     }
 }
 

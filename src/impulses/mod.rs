@@ -441,6 +441,7 @@ impl Impulses {
     }
 
     /// Nobody is talking with the bot in the guild, and nobody has spoken there for a while.
+    /// A time that cannot be read is no proof of quiet: the idea waits, and the journal says why.
     fn idle(&self, guild: GuildId, now: DateTime<Utc>) -> bool {
         if !self
             .spine
@@ -456,9 +457,19 @@ impl Impulses {
                 .impulses
                 .idea_idle_minutes,
         ));
-        let last_human = self.store.impulses.last_human_message(guild).ok().flatten();
+        let unread = |what: &'static str, e: crate::store::StoreError| {
+            self.journal.read_failed(Some(guild), what, &e);
+            false
+        };
+        let last_human = match self.store.impulses.last_human_message(guild) {
+            Ok(t) => t,
+            Err(e) => return unread("when people last posted, before exploring an idea", e),
+        };
         // One idea per quiet spell: the next waits until people have spoken again.
-        let explored = self.store.impulses.last_idea_explored(guild).ok().flatten();
+        let explored = match self.store.impulses.last_idea_explored(guild) {
+            Ok(t) => t,
+            Err(e) => return unread("when an idea was last explored", e),
+        };
         if explored.is_some_and(|e| last_human.is_none_or(|h| e >= h)) {
             return false;
         }
