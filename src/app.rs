@@ -229,22 +229,24 @@ impl Base {
         reflexes: &Arc<Reflexes>,
         voice: &Arc<Voice>,
     ) {
-        self.spine.registry.register(Arc::new(ReplyHandler::new(
-            self.speech.clone(),
-            executive.clone(),
-            self.spine.clone(),
-            self.settings.clone(),
-            (&self.store).into(),
-            self.clock.clone(),
-            memory.clone(),
-            ReplyTools {
-                journal: self.journal.clone(),
-                impulses: impulses.clone(),
-                reflexes: reflexes.clone(),
-                secrets: self.secrets.clone(),
-                voice: voice.clone(),
-            },
-        )));
+        self.spine
+            .registry
+            .register(Arc::new(ReplyHandler::new(crate::reply::Services {
+                speech: self.speech.clone(),
+                executive: executive.clone(),
+                spine: self.spine.clone(),
+                settings: self.settings.clone(),
+                store: (&self.store).into(),
+                clock: self.clock.clone(),
+                memory: memory.clone(),
+                tools: ReplyTools {
+                    journal: self.journal.clone(),
+                    impulses: impulses.clone(),
+                    reflexes: reflexes.clone(),
+                    secrets: self.secrets.clone(),
+                    voice: voice.clone(),
+                },
+            })));
         self.spine.registry.register(Arc::new(ReflexHandler {
             reflexes: reflexes.clone(),
         }));
@@ -267,17 +269,17 @@ impl Base {
         memory: &Arc<Memory>,
         impulses: &Arc<Impulses>,
     ) -> Arc<Garden> {
-        let garden = Garden::new(
-            (&self.store).into(),
-            self.settings.clone(),
-            self.journal.clone(),
-            self.clock.clone(),
-            executive.clone(),
-            memory.clone(),
-            impulses.clone(),
-            self.spine.clone(),
-            self.me,
-        );
+        let garden = Garden::new(crate::garden::Services {
+            store: (&self.store).into(),
+            settings: self.settings.clone(),
+            journal: self.journal.clone(),
+            clock: self.clock.clone(),
+            executive: executive.clone(),
+            memory: memory.clone(),
+            impulses: impulses.clone(),
+            spine: self.spine.clone(),
+            me: self.me,
+        });
         self.spine.registry.register(Arc::new(GardenHandler {
             garden: garden.clone(),
         }));
@@ -311,19 +313,19 @@ impl Base {
         discovery: &Arc<Discovery>,
         memory: &Arc<Memory>,
     ) -> Arc<Initiative> {
-        let initiative = Initiative::new(
-            self.settings.clone(),
-            (&self.store).into(),
-            self.journal.clone(),
-            self.clock.clone(),
-            self.chance.clone(),
-            self.spine.clone(),
-            executive.clone(),
-            self.speech.clone(),
-            self.secrets.clone(),
-            discovery.clone(),
-            memory.clone(),
-        );
+        let initiative = Initiative::new(crate::initiative::Services {
+            settings: self.settings.clone(),
+            store: (&self.store).into(),
+            journal: self.journal.clone(),
+            clock: self.clock.clone(),
+            chance: self.chance.clone(),
+            spine: self.spine.clone(),
+            executive: executive.clone(),
+            speech: self.speech.clone(),
+            secrets: self.secrets.clone(),
+            discovery: discovery.clone(),
+            memory: memory.clone(),
+        });
         self.spine.registry.register(Arc::new(InitiativeHandler {
             engine: initiative.clone(),
         }));

@@ -101,6 +101,19 @@ enum RenderError {
     Prompt(#[source] crate::executive::prompts::PromptError),
 }
 
+/// What the reply path is built from: the services it answers with, the
+/// tables it reads and writes, and the tools an answer may call.
+pub struct Services {
+    pub speech: Arc<Speech>,
+    pub executive: Arc<Executive>,
+    pub spine: Arc<Spine>,
+    pub settings: Arc<SettingsService>,
+    pub store: Stores,
+    pub clock: SharedClock,
+    pub memory: Arc<Memory>,
+    pub tools: ReplyTools,
+}
+
 pub struct ReplyHandler {
     speech: Arc<Speech>,
     executive: Arc<Executive>,
@@ -158,17 +171,17 @@ struct ChimeIn {
 type Notice = (DateTime<Utc>, DateTime<Utc>);
 
 impl ReplyHandler {
-    #[allow(clippy::too_many_arguments)] // the composition root hands each service in, as to the other handlers
-    pub fn new(
-        speech: Arc<Speech>,
-        executive: Arc<Executive>,
-        spine: Arc<Spine>,
-        settings: Arc<SettingsService>,
-        store: Stores,
-        clock: SharedClock,
-        memory: Arc<Memory>,
-        tools: ReplyTools,
-    ) -> Self {
+    pub fn new(services: Services) -> Self {
+        let Services {
+            speech,
+            executive,
+            spine,
+            settings,
+            store,
+            clock,
+            memory,
+            tools,
+        } = services;
         Self {
             speech,
             executive,

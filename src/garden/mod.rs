@@ -150,18 +150,18 @@ pub struct Garden {
 }
 
 impl Garden {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        store: Stores,
-        settings: Arc<SettingsService>,
-        journal: Journal,
-        clock: SharedClock,
-        executive: Arc<Executive>,
-        memory: Arc<Memory>,
-        impulses: Arc<Impulses>,
-        spine: Arc<Spine>,
-        me: UserId,
-    ) -> Arc<Self> {
+    pub fn new(services: Services) -> Arc<Self> {
+        let Services {
+            store,
+            settings,
+            journal,
+            clock,
+            executive,
+            memory,
+            impulses,
+            spine,
+            me,
+        } = services;
         let (base, ceiling) = backoff_bounds(&settings.global().garden);
         let backoff = Backoff::new(base, ceiling);
         Arc::new(Self {
@@ -854,6 +854,20 @@ impl Handler for GardenHandler {
             Err(e) => Outcome::Declined(e.to_string()),
         }
     }
+}
+
+/// What the garden is built from: the services it tends memory with, the
+/// tables it reads and writes, and who the bot is.
+pub struct Services {
+    pub store: Stores,
+    pub settings: Arc<SettingsService>,
+    pub journal: Journal,
+    pub clock: SharedClock,
+    pub executive: Arc<Executive>,
+    pub memory: Arc<Memory>,
+    pub impulses: Arc<Impulses>,
+    pub spine: Arc<Spine>,
+    pub me: UserId,
 }
 
 /// The store's handles this module uses, one per family of tables (see

@@ -82,20 +82,20 @@ pub struct Initiative {
 }
 
 impl Initiative {
-    #[allow(clippy::too_many_arguments)] // the composition root hands each service in
-    pub fn new(
-        settings: Arc<SettingsService>,
-        store: Stores,
-        journal: Journal,
-        clock: SharedClock,
-        chance: Arc<Chance>,
-        spine: Arc<Spine>,
-        executive: Arc<Executive>,
-        speech: Arc<Speech>,
-        secrets: Secrets,
-        discovery: Arc<Discovery>,
-        memory: Arc<Memory>,
-    ) -> Arc<Self> {
+    pub fn new(services: Services) -> Arc<Self> {
+        let Services {
+            settings,
+            store,
+            journal,
+            clock,
+            chance,
+            spine,
+            executive,
+            speech,
+            secrets,
+            discovery,
+            memory,
+        } = services;
         Arc::new(Self {
             settings,
             store,
@@ -1251,6 +1251,22 @@ impl Handler for InitiativeHandler {
             )),
         }
     }
+}
+
+/// What the initiative is built from: the services it thinks and speaks
+/// with, and the tables it reads and writes.
+pub struct Services {
+    pub settings: Arc<SettingsService>,
+    pub store: Stores,
+    pub journal: Journal,
+    pub clock: SharedClock,
+    pub chance: Arc<Chance>,
+    pub spine: Arc<Spine>,
+    pub executive: Arc<Executive>,
+    pub speech: Arc<Speech>,
+    pub secrets: Secrets,
+    pub discovery: Arc<Discovery>,
+    pub memory: Arc<Memory>,
 }
 
 /// The store's handles this module uses, one per family of tables (see
