@@ -16,10 +16,10 @@ use ambient::clock::{Clock, SystemClock};
 use ambient::garden::pass;
 use ambient::ids::GuildId;
 use ambient::journal::Journal;
-use ambient::memory::fact::{FactKind, Importance, Scope};
 use ambient::memory::manual;
 use ambient::settings::GardenSettings;
 use ambient::store::Store;
+use ambient::vocab::fact::{FactKind, Importance, Scope};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

@@ -20,11 +20,11 @@ use ambient::clock::{Chance, Clock, SystemClock};
 use ambient::executive::{Executive, Prompts};
 use ambient::ids::GuildId;
 use ambient::journal::Journal;
-use ambient::memory::fact::{FactKind, Importance, Scope};
 use ambient::memory::search::{Reader, search};
 use ambient::memory::{Memory, manual};
 use ambient::settings::{Secrets, Settings, SettingsService};
 use ambient::store::Store;
+use ambient::vocab::fact::{FactKind, Importance, Scope};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

@@ -23,13 +23,14 @@ use std::time::{Duration, Instant};
 
 use ambient::clock::ManualClock;
 use ambient::ids::{ChannelId, GuildId, MessageId, SnowflakeGen, UserId};
-use ambient::journal::{Entry, Journal, Kind};
+use ambient::journal::Journal;
 use ambient::settings::{RetentionSettings, Settings, SettingsService};
 use ambient::store::Store;
 use ambient::store::messages::{Commit, Seen, StoredMessage};
 use ambient::store::retention::{Holds, Pace};
 use ambient::store::usage::UsageRecord;
 use ambient::upkeep::Upkeep;
+use ambient::vocab::journal::{Entry, Kind};
 use chrono::{DateTime, TimeZone, Utc};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -30,7 +30,7 @@ use crate::ids::UserId;
 use crate::impulses::Impulses;
 use crate::impulses::handler::ImpulseHandler;
 use crate::initiative::{Initiative, InitiativeHandler};
-use crate::journal::{Entry, Journal, Kind};
+use crate::journal::Journal;
 use crate::live::Live;
 use crate::memory::Memory;
 use crate::reflexes::pipeline::Services;
@@ -45,6 +45,7 @@ use crate::store::people::PersonEvent;
 use crate::store::shared::SharedDb;
 use crate::store::{Sharing, Store};
 use crate::upkeep::Upkeep;
+use crate::vocab::journal::{Entry, Kind};
 use crate::voice::Voice;
 use crate::voice::transcribe::Transcriber;
 

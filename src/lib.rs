@@ -111,7 +111,7 @@ pub mod settings;
 pub mod speech;
 pub mod store;
 pub mod upkeep;
-pub(crate) mod vocab;
+pub mod vocab;
 pub mod voice;
 pub(crate) mod when;
 pub(crate) mod words;

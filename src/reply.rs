@@ -61,23 +61,25 @@ use crate::clock::SharedClock;
 use crate::executive::journal_search::journal_search;
 use crate::executive::prompts::{PromptLine, Rendered};
 use crate::executive::tools::{FinalTool, Tool, parse_args};
-use crate::executive::{ExecError, Executive, Role, Turn, TurnOutcome, TurnResult};
+use crate::executive::{ExecError, Executive, Turn, TurnOutcome, TurnResult};
 use crate::ids::ChannelId;
 use crate::impulses::Impulses;
 use crate::impulses::tools::add_task;
 use crate::initiative::gifs;
+use crate::journal::Journal;
 use crate::journal::summary::Audience;
-use crate::journal::{Entry, Journal, Kind};
 use crate::memory::Memory;
 use crate::memory::search::Reader;
 use crate::memory::tools::memory_search;
 use crate::permissions::Refused;
 use crate::reflexes::Reflexes;
 use crate::senses::attachments::{self, Reading, Shown};
+use crate::settings::Role;
 use crate::settings::{Secrets, SettingsService};
 use crate::speech::Speech;
 use crate::speech::stream::Streamed;
 use crate::store::pairing::PairingCode;
+use crate::vocab::journal::{Entry, Kind};
 
 /// What a reply turn offers beyond memory: the journal ("why did you do
 /// that?"), tasks (a promise becomes one), and — for people trusted with it

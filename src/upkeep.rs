@@ -20,11 +20,12 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::clock::SharedClock;
-use crate::journal::{Entry, Journal, Kind, stream};
+use crate::journal::{Journal, stream};
 use crate::settings::SettingsService;
 use crate::settings::retention::PREFIX;
 use crate::store::StoreError;
 use crate::store::retention::{Holds, Pace, Policy, Swept};
+use crate::vocab::journal::{Entry, Kind};
 
 /// The first pass, this long after start: soon, but after the start's own
 /// burst of work (backfill, the first ticks).

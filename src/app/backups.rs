@@ -12,9 +12,10 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::clock::SharedClock;
-use crate::journal::{Entry, Journal, Kind};
+use crate::journal::Journal;
 use crate::settings::SettingsService;
 use crate::store::backup;
+use crate::vocab::journal::{Entry, Kind};
 
 /// How often the schedule is looked at again: a changed setting counts
 /// within this, and so does a backup removed by hand.

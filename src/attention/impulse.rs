@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 
 use crate::ids::{ChannelId, GuildId};
 
-pub use crate::vocab::Priority;
+use crate::vocab::Priority;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum ImpulseKind {

@@ -22,7 +22,7 @@ use tokio::sync::{Notify, Semaphore, watch};
 use tokio::task::JoinSet;
 
 pub use active::ActiveChannels;
-pub use impulse::{Impulse, ImpulseKind, Priority};
+pub use impulse::{Impulse, ImpulseKind};
 pub use percept::{
     Addressed, Author, MessagePercept, Percept, Place, addressed_by_name, bot_mention,
     readable_mentions,
@@ -32,8 +32,9 @@ pub use router::{Handler, Outcome, Registry};
 pub use salience::{Class, Salience};
 
 use crate::clock::SharedClock;
-use crate::journal::{Entry, Journal, Kind};
+use crate::journal::Journal;
 use crate::settings::SettingsService;
+use crate::vocab::journal::{Entry, Kind};
 use queue::AttentionQueue;
 
 /// Anything that competes for attention.

@@ -15,7 +15,8 @@ use async_trait::async_trait;
 use super::Input;
 use super::percept::Percept;
 use super::queue::Attended;
-use crate::journal::{Entry, Journal, Kind};
+use crate::journal::Journal;
+use crate::vocab::journal::{Entry, Kind};
 
 /// How a handler finished with an input.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -15,9 +15,9 @@
 use chrono::{DateTime, Utc};
 
 use super::Input;
-use super::impulse::Priority;
 use super::percept::Percept;
 use crate::settings::Settings;
+use crate::vocab::Priority;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Class {

@@ -15,10 +15,10 @@ use anyhow::{Context as _, anyhow, bail};
 use super::out::outln;
 use crate::ids::GuildId;
 use crate::reflexes::state::{MAX_FILE_BYTES, StateDir};
-use crate::settings::shards::shard_of;
 use crate::store::Store;
 use crate::store::guild_io::{self, FOLDERS, GuildFile, state_folder as folder};
 use crate::store::lock::DataLock;
+use crate::vocab::shards::shard_of;
 
 /// At most this many state files, and bytes of them, go with one server.
 const MAX_FILES: usize = 10_000;

@@ -8,8 +8,9 @@ use serde_json::json;
 
 use super::out::outln;
 use crate::ids::GuildId;
-use crate::journal::{Filter, Kind, format_line};
+use crate::journal::format_line;
 use crate::store::Store;
+use crate::vocab::journal::{Filter, Kind};
 
 pub fn journal(
     settings: Option<&Path>,

@@ -13,12 +13,12 @@ use crate::clock::{Chance, SystemClock};
 use crate::executive::{Executive, Prompts};
 use crate::ids::{ChannelId, GuildId};
 use crate::journal::Journal;
-use crate::memory::fact::{Fact, FactKind, Importance, Scope};
 use crate::memory::search::Reader;
 use crate::memory::{Memory, manual, portable};
 use crate::settings::{Secrets, SettingsService};
 use crate::store::Store;
 use crate::store::memory::FactFilter;
+use crate::vocab::fact::{Fact, FactKind, Importance, Scope};
 
 pub struct Ctx {
     pub memory: Arc<Memory>,

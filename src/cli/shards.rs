@@ -10,8 +10,9 @@ use anyhow::{Context as _, bail};
 use serde_json::json;
 
 use super::out::{OutputError, outln};
-use crate::settings::shards::{MAX_TOTAL_SHARDS, ShardRange, Shards, shard_of};
+use crate::settings::shards::MAX_TOTAL_SHARDS;
 use crate::store::Store;
+use crate::vocab::shards::{ShardRange, Shards, shard_of};
 
 pub fn plan(
     settings: Option<&Path>,

@@ -9,7 +9,7 @@ use anyhow::anyhow;
 use serde_json::json;
 
 use super::out::outln;
-use crate::executive::Role;
+use crate::settings::Role;
 use crate::store::usage::UsageFilter;
 
 pub fn usage(

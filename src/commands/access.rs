@@ -4,10 +4,10 @@
 
 use crate::app::App;
 use crate::commands::Stores;
-use crate::journal::{Entry, Kind};
 use crate::permissions::{PAIRING_CODE_LEN, pairing_code};
 use crate::settings::DmPolicy;
 use crate::store::pairing::Pairing;
+use crate::vocab::journal::{Entry, Kind};
 
 use super::Asker;
 

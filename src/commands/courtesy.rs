@@ -106,8 +106,8 @@ pub fn me(app: &App, who: &Asker, boundary: &str, state: &str) -> String {
             }
             // The operator's journal only (no server): a person's boundaries are theirs,
             // not something a server's members should read back with /ambient why.
-            app.journal.record(crate::journal::Entry::new(
-                crate::journal::Kind::Settings,
+            app.journal.record(crate::vocab::journal::Entry::new(
+                crate::vocab::journal::Kind::Settings,
                 format!(
                     "{} {} a boundary: {}",
                     who.name,

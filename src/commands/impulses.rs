@@ -102,8 +102,8 @@ pub fn task_done(app: &App, who: &Asker, id: &str) -> String {
     {
         Ok(true) => {
             app.journal.record(
-                crate::journal::Entry::new(
-                    crate::journal::Kind::Impulse,
+                crate::vocab::journal::Entry::new(
+                    crate::vocab::journal::Kind::Impulse,
                     format!("task done: {}", task.text),
                 )
                 .place(task.guild, task.channel)
@@ -244,8 +244,8 @@ pub fn schedule_remove(app: &App, who: &Asker, name: &str) -> String {
     {
         Ok(true) => {
             app.journal.record(
-                crate::journal::Entry::new(
-                    crate::journal::Kind::Impulse,
+                crate::vocab::journal::Entry::new(
+                    crate::vocab::journal::Kind::Impulse,
                     format!("schedule removed: {}", name.trim()),
                 )
                 .guild(Some(guild))

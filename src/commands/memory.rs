@@ -7,12 +7,12 @@
 
 use crate::app::App;
 use crate::commands::Stores;
-use crate::memory::fact::{FactKind, Importance, Scope, ScopeKind};
 use crate::memory::search::Reader;
 use crate::memory::{manual, portable};
 use crate::store::memory::FactFilter;
+use crate::vocab::fact::{FactKind, Importance, Scope, ScopeKind};
 
-pub use super::Asker;
+use super::Asker;
 
 pub fn remember(
     app: &App,

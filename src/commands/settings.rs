@@ -77,8 +77,8 @@ pub fn set(
         Ok(stored) => {
             app.discovery.poke();
             app.journal.record(
-                crate::journal::Entry::new(
-                    crate::journal::Kind::Settings,
+                crate::vocab::journal::Entry::new(
+                    crate::vocab::journal::Kind::Settings,
                     format!("{path} set to {stored}"),
                 )
                 .guild(Some(guild))
@@ -106,9 +106,12 @@ pub fn reset(
     match app.settings.reset_override(guild, path) {
         Ok(true) => {
             app.journal.record(
-                crate::journal::Entry::new(crate::journal::Kind::Settings, format!("{path} reset"))
-                    .guild(Some(guild))
-                    .reason(by.map(|u| format!("by user {u}")).unwrap_or_default()),
+                crate::vocab::journal::Entry::new(
+                    crate::vocab::journal::Kind::Settings,
+                    format!("{path} reset"),
+                )
+                .guild(Some(guild))
+                .reason(by.map(|u| format!("by user {u}")).unwrap_or_default()),
             );
             Ok(format!(
                 "{path} is back to the settings file's value for this server."

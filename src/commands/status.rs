@@ -9,12 +9,13 @@ use crate::app::App;
 use crate::attention::Place;
 use crate::clock::Chance;
 use crate::commands::Stores;
-use crate::executive::{Executive, Role, UsageSnapshot};
+use crate::executive::{Executive, UsageSnapshot};
 use crate::ids::{ChannelId, GuildId};
 use crate::initiative::gates::{self, Verdict};
-use crate::initiative::pending::PendingThought;
+use crate::settings::Role;
 use crate::settings::{Settings, SettingsService};
 use crate::speech::MESSAGE_LIMIT;
+use crate::vocab::pending::PendingThought;
 
 /// The endpoints serving each role that can run, one line each; then the
 /// roles that cannot, grouped by why (one missing key reads once, not four times).

@@ -4,8 +4,8 @@
 use crate::app::App;
 use crate::commands::Stores;
 use crate::ids::{ChannelId, GuildId, MessageId};
-use crate::journal::{Entry, Filter, Kind};
 use crate::store::messages::StoredMessage;
+use crate::vocab::journal::{Entry, Filter, Kind};
 
 /// The message a Discord link (`…/channels/<guild>/<channel>/<message>`) or a bare id names.
 pub fn parse_message_ref(text: &str) -> Option<MessageId> {

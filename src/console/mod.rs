@@ -30,10 +30,12 @@ use crate::clock::ShiftedClock;
 use crate::commands;
 use crate::ids::{ChannelId, GuildId, MessageId, UserId, next_snowflake, stable_id};
 use crate::initiative::Look;
-use crate::journal::{self, Filter, Kind};
+use crate::journal;
 use crate::senses::Perceived;
 use crate::store::MessageStore;
 use crate::store::messages::StoredMessage;
+use crate::vocab::journal::Entry;
+use crate::vocab::journal::{Filter, Kind};
 pub use transport::{ConsoleOut, ConsoleTransport};
 
 pub const GUILD_NAME: &str = "console";
@@ -649,7 +651,7 @@ impl Session {
     fn gate_in_force(
         &self,
         since: DateTime<Utc>,
-    ) -> Result<Option<journal::Entry>, crate::store::StoreError> {
+    ) -> Result<Option<Entry>, crate::store::StoreError> {
         let guild = Some(guild_id());
         let last_gate = self.app.journal.query(&Filter {
             until: Some(since),
@@ -743,13 +745,13 @@ const LOOK_KINDS: [Kind; 4] = [
 ];
 
 /// How the look `e` closes ended, if it closes one.
-fn ending(e: &journal::Entry) -> Option<&str> {
+fn ending(e: &Entry) -> Option<&str> {
     e.data["look"].as_str()
 }
 
 /// What `e` says about a look that posted nothing, with its reason; None
 /// when `e` ends no look, or one that posted.
-fn unposted(e: &journal::Entry) -> Option<String> {
+fn unposted(e: &Entry) -> Option<String> {
     if e.kind == Kind::Gate {
         return Some(format!("the {}", with_reason(e)));
     }
@@ -778,7 +780,7 @@ fn unposted(e: &journal::Entry) -> Option<String> {
 }
 
 /// An entry's summary and, if it has one, its reason.
-fn with_reason(e: &journal::Entry) -> String {
+fn with_reason(e: &Entry) -> String {
     match e.reason.is_empty() {
         true => e.summary.clone(),
         false => format!("{} — {}", e.summary, e.reason),

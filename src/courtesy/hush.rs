@@ -22,10 +22,11 @@ use chrono::{DateTime, Duration, Utc};
 use super::local;
 use crate::courtesy::Stores;
 use crate::ids::{ChannelId, GuildId, UserId};
-use crate::journal::{Entry, Journal, Kind};
+use crate::journal::Journal;
 use crate::settings::Settings;
 use crate::store::MessageStore;
 use crate::store::hushes::Hush;
+use crate::vocab::journal::{Entry, Kind};
 
 /// A hush with no duration given.
 pub const DEFAULT_MINUTES: i64 = 60;

@@ -15,11 +15,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::courtesy::Stores;
-use crate::journal::{Entry, Journal, Kind};
+use crate::journal::Journal;
 use crate::settings::{Secrets, Settings, StorageSettings};
 use crate::store::StoreError;
 use crate::store::people::{BATCH, LedgerEntry, PersonEvent, SharedLedger};
 use crate::store::shared::SharedDb;
+use crate::vocab::journal::{Entry, Kind};
 
 /// How often a running process looks for other processes' events.
 pub const POLL: Duration = Duration::from_secs(2);

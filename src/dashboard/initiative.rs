@@ -20,9 +20,9 @@ use crate::commands::status;
 use crate::console::markup::readable;
 use crate::discovery::Origin;
 use crate::ids::GuildId;
-use crate::initiative::pending::PendingThought;
-use crate::journal::{Entry, Filter, Kind};
 use crate::store::discovery::SourceRow;
+use crate::vocab::journal::{Entry, Filter, Kind};
+use crate::vocab::pending::PendingThought;
 use crate::when::{ago, until};
 
 /// Gate refusals and posts listed per server, newest first.

@@ -25,11 +25,11 @@ use super::view::stamp;
 use super::{Dash, Site, Who};
 use crate::ids::{GuildId, UserId};
 use crate::memory::MemoryError;
-use crate::memory::fact::{Fact, FactKind, Importance, ScopeKind};
 use crate::memory::portable;
 use crate::memory::search::{self, Reader};
 use crate::settings::retention;
 use crate::store::memory::FactFilter;
+use crate::vocab::fact::{Fact, FactKind, Importance, ScopeKind};
 use crate::when::ago;
 
 /// Facts listed at most.

@@ -18,7 +18,7 @@ use super::problem::Problem;
 use super::view::{compact, stamp};
 use super::{Dash, Site, Who};
 use crate::commands::{garden, status};
-use crate::executive::Role;
+use crate::settings::Role;
 use crate::store::usage::{DailyUsage, UsageFilter};
 
 /// Days the charts cover, today included.

@@ -19,7 +19,7 @@ use super::view::{short_time, stamp};
 use super::{Dash, Site, Who};
 use crate::console::markup::readable;
 use crate::ids::{ChannelId, GuildId, MessageId};
-use crate::journal::{Entry, Filter, Kind};
+use crate::vocab::journal::{Entry, Filter, Kind};
 
 /// What the timeline shows without a kind chosen: what the bot did —
 /// impulses too, for a reminder or a routine's post is said on its own

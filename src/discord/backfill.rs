@@ -18,7 +18,7 @@ use crate::app::App;
 use crate::attention::{Addressed, Percept, Place};
 use crate::discord::Stores;
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
-use crate::journal::{Entry, Kind};
+use crate::vocab::journal::{Entry, Kind};
 
 /// What catching up on one channel found.
 #[derive(Debug, Default, PartialEq, Eq)]

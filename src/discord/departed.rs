@@ -30,12 +30,12 @@ use tokio::sync::{Notify, watch};
 use crate::app::App;
 use crate::discord::Stores;
 use crate::ids::GuildId;
-use crate::journal::{Entry, Kind};
-use crate::settings::shards::Shards;
 use crate::store::GuildStore;
 use crate::store::departed::{Departure, removal_date};
 use crate::store::guild_io::{self, End, Removal};
 use crate::store::retention::Pace;
+use crate::vocab::journal::{Entry, Kind};
+use crate::vocab::shards::Shards;
 use crate::vocab::shards::shard_of;
 
 /// How often the sweep looks for departures whose grace has passed; the

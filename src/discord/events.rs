@@ -16,7 +16,7 @@ use crate::app::App;
 use crate::attention::{Author, Percept, Place};
 use crate::discord::Stores;
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
-use crate::journal::{Entry, Kind};
+use crate::vocab::journal::{Entry, Kind};
 
 pub struct Events {
     pub app: Arc<App>,
@@ -24,7 +24,7 @@ pub struct Events {
     /// Told when a connection is up, so reconnect back-off starts over.
     pub gate: Arc<super::reconnect::Gate>,
     /// This process's shards; events of other guilds are dropped (`super::shards`).
-    pub plan: Option<crate::settings::shards::Shards>,
+    pub plan: Option<crate::vocab::shards::Shards>,
     /// Told when a shard's servers have all arrived: start-up settling.
     pub settler: super::startup_pages::Settler,
     /// The slash commands, handed Ready and interactions (`super::shards::Commands`).

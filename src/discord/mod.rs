@@ -39,9 +39,9 @@ use serenity::all::{ClientBuilder, GatewayIntents, GuildId as SGuildId, HttpBuil
 use crate::app::{App, Parts};
 use crate::attention::Author;
 use crate::ids::UserId;
-use crate::journal::{Entry, Kind};
 use crate::live::Watching;
 use crate::settings::Settings;
+use crate::vocab::journal::{Entry, Kind};
 use commands::Data;
 
 pub const DISCORD: &str = "https://discord.com";
@@ -152,7 +152,7 @@ struct Prepared {
     client: serenity::all::Client,
     gate: Arc<reconnect::Gate>,
     settler: startup_pages::Settler,
-    plan: Option<crate::settings::shards::Shards>,
+    plan: Option<crate::vocab::shards::Shards>,
     departures: Arc<departed::Departures>,
 }
 
@@ -364,7 +364,7 @@ async fn stop_within<D: Future<Output = ()>>(
 /// happens, and ends the run in its own words.
 async fn connect(
     client: &mut serenity::all::Client,
-    plan: Option<&crate::settings::shards::Shards>,
+    plan: Option<&crate::vocab::shards::Shards>,
     refusals: &mut refusals::Watch,
 ) -> anyhow::Result<()> {
     let wait = shards::stagger(plan);
@@ -522,9 +522,10 @@ mod tests {
     use super::{CLOSE_WITHIN, STOP_WITHIN, stop_within};
     use crate::app::Running;
     use crate::clock::SystemClock;
-    use crate::journal::{Filter, Journal, Kind};
+    use crate::journal::Journal;
     use crate::store::messages::{Commit, Seen, sample};
     use crate::store::{JournalStore, Store};
+    use crate::vocab::journal::{Filter, Kind};
 
     /// A store whose grouped writes only a flush (or its end) commits.
     fn store(dir: &std::path::Path) -> Store {

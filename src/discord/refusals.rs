@@ -40,8 +40,9 @@ use tracing::field::{Field, Visit};
 use tracing_subscriber::Layer;
 use tracing_subscriber::filter::{LevelFilter, Targets};
 
-use crate::journal::{Entry, Journal, Kind};
-use crate::settings::shards::Shards;
+use crate::journal::Journal;
+use crate::vocab::journal::{Entry, Kind};
+use crate::vocab::shards::Shards;
 
 /// A gateway close code that means "not like this": retrying cannot help.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -18,7 +18,7 @@ use serenity::all::{Client, Context, FullEvent, GuildId as SGuildId, Interaction
 use serenity::framework::Framework;
 
 use crate::ids::GuildId;
-use crate::settings::shards::Shards;
+use crate::vocab::shards::Shards;
 
 /// Discord's identify window: `max_concurrency` IDENTIFYs per 5 s, and
 /// serenity starts one shard per 5 s inside a process
@@ -138,7 +138,7 @@ impl Commands {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::settings::shards::{ShardRange, shard_of};
+    use crate::vocab::shards::{ShardRange, shard_of};
 
     fn plan(first: u32, last: u32, total: u32) -> Shards {
         Shards {

@@ -18,8 +18,8 @@ use super::sources::{SourceError, SourceKind, SourceSpec};
 use super::{Discovery, Origin};
 use crate::executive::tools::{Tool, ToolError, TypedTool, typed};
 use crate::ids::{GuildId, UserId};
-use crate::journal::{Entry, Kind};
 use crate::store::StoreError;
+use crate::vocab::journal::{Entry, Kind};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Actor {

@@ -30,12 +30,13 @@ use tokio::sync::watch;
 
 use crate::clock::SharedClock;
 use crate::ids::{ChannelId, GuildId, MessageId};
-use crate::journal::{Entry, Journal, Kind};
+use crate::journal::Journal;
 use crate::net::fetch::Validators;
 use crate::net::{FetchError, Fetcher};
 use crate::settings::{NetworkSettings, Settings, SettingsService};
 use crate::store::StoreError;
 use crate::store::discovery::{FetchOutcome, NewItem};
+use crate::vocab::journal::{Entry, Kind};
 use crate::when::ago;
 use parse::Item;
 use sources::{SourceKind, SourceSpec};

@@ -8,7 +8,8 @@ use serde_json::json;
 use super::Check;
 use crate::executive::endpoints::{Endpoint, Offer, resolve};
 use crate::executive::probe::Probe;
-use crate::executive::{ChatRequest, Message, Role, ToolChoice, ToolSpec, prices};
+use crate::executive::{ChatRequest, Message, ToolChoice, ToolSpec, prices};
+use crate::settings::Role;
 use crate::settings::{ProviderKind, Secrets, Settings};
 
 const TOOL: &str = "doctor_ping";

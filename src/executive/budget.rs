@@ -21,8 +21,9 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use super::CallContext;
-use super::endpoints::{Endpoint, Role};
+use super::endpoints::Endpoint;
 use super::leases::{Leased, Leases};
+use crate::settings::Role;
 use crate::settings::Settings;
 use crate::store::StoreError;
 use crate::store::UsageStore;
@@ -276,7 +277,7 @@ fn share_note(settings: &Settings) -> String {
 }
 
 /// "2/16": a plan's shards over all shards.
-pub fn share_of(plan: &crate::settings::shards::Shards) -> String {
+pub fn share_of(plan: &crate::vocab::shards::Shards) -> String {
     format!("{}/{}", plan.range.count(), plan.total)
 }
 

@@ -11,7 +11,7 @@
 
 use crate::settings::{ProviderKind, RoleSettings, Secret, Secrets, Settings, Vision};
 
-pub use crate::settings::Role;
+use crate::settings::Role;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wire {

@@ -11,8 +11,9 @@ use std::sync::Arc;
 use super::tools::{Tool, ToolError, TypedTool, typed};
 use crate::clock::SharedClock;
 use crate::executive::Stores;
+use crate::journal::Journal;
 use crate::journal::summary::{self, Audience};
-use crate::journal::{Journal, Kind};
+use crate::vocab::journal::Kind;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -18,12 +18,13 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, NaiveDate, NaiveTime, Utc};
 
-use crate::journal::{Entry, Journal, Kind};
+use crate::journal::Journal;
 use crate::settings::Role;
 use crate::store::UsageStore;
 use crate::store::shared::SharedDb;
 use crate::store::shared::budget::{LEASE_TTL, LeaseAsk};
 use crate::store::usage::UsageFilter;
+use crate::vocab::journal::{Entry, Kind};
 
 /// A lease's size: this part of the day's whole cap, in percent.
 pub const CHUNK_PERCENT: u64 = 5;

@@ -41,7 +41,9 @@ use chrono::{DateTime, Utc};
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::Value;
 
-pub use endpoints::{Endpoint, Role};
+pub use endpoints::Endpoint;
+
+use crate::settings::Role;
 pub use prompts::{Prompts, Rendered};
 pub use ratelimit::RateLimits;
 pub use snapshot::UsageSnapshot;

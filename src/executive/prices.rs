@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-pub use crate::settings::Price;
+use crate::settings::Price;
 
 const fn price(input_per_million: f64, output_per_million: f64) -> Price {
     Price {

@@ -5,7 +5,8 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::{Executive, Role};
+use super::Executive;
+use crate::settings::Role;
 use crate::store::usage::UsageFilter;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]

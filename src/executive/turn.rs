@@ -28,7 +28,7 @@ use super::wire::{
 };
 use super::{CallContext, ExecError, Executive};
 use crate::ids::{ChannelId, GuildId, MessageId};
-use crate::journal::{Entry, Kind};
+use crate::vocab::journal::{Entry, Kind};
 
 pub struct Turn {
     pub ctx: CallContext,
@@ -57,7 +57,11 @@ pub struct Turn {
 }
 
 impl Turn {
-    pub fn new(role: super::Role, guild: Option<GuildId>, label: impl Into<String>) -> Self {
+    pub fn new(
+        role: crate::settings::Role,
+        guild: Option<GuildId>,
+        label: impl Into<String>,
+    ) -> Self {
         Self {
             ctx: CallContext::new(role, guild),
             channel: None,

@@ -33,9 +33,9 @@ use super::subscription::Destination;
 use super::{Feeds, PauseNotice};
 use crate::chat::{Card, ChannelKind, ChatError, ForumTag, Outgoing};
 use crate::ids::{ChannelId, MessageId};
-use crate::journal::{Entry, Kind};
 use crate::speech::neutralise_mentions;
 use crate::store::feeds::{SubscriptionRow, Waiting};
+use crate::vocab::journal::{Entry, Kind};
 
 /// How long one item may keep failing before its subscription pauses.
 pub const GIVE_UP_AFTER_HOURS: i64 = 24;

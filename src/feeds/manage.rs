@@ -24,10 +24,10 @@ use crate::discovery::parse::Item;
 use crate::discovery::sources::{SourceError, SourceKind, SourceSpec};
 use crate::feeds::Stores;
 use crate::ids::{ChannelId, GuildId, UserId};
-use crate::journal::{Entry, Kind};
 use crate::net::fetch::Validators;
 use crate::store::StoreError;
 use crate::store::feeds::{DeliveryCounts, NewSubscription, SubscriptionRow};
+use crate::vocab::journal::{Entry, Kind};
 
 /// Most items `/feeds add … backfill` may deliver at once.
 pub const MAX_BACKFILL: u32 = 20;

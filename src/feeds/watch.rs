@@ -23,8 +23,8 @@ use super::{Feeds, PauseNotice};
 use crate::discovery::parse::Item;
 use crate::discovery::sources::SourceSpec;
 use crate::discovery::{FetchWatcher, Fetched};
-use crate::journal::{Entry, Kind};
 use crate::store::feeds::SubscriptionRow;
+use crate::vocab::journal::{Entry, Kind};
 
 /// How much of a fetch's failure a pause reason keeps.
 const WHY_CHARS: usize = 300;

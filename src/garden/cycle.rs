@@ -11,18 +11,19 @@ use super::prompt::Shown;
 use super::scheduler::{self, Ended};
 use super::tools::{self, CycleShared, EndCycle};
 use super::{CONTINUATION, Garden, feedback, pass};
-use crate::attention::Priority;
 use crate::executive::prompts::Rendered;
 use crate::executive::tools::{FinalTool, parse_args};
 use crate::executive::wire::{Part, Speaker};
-use crate::executive::{Message, Role, Turn, TurnOutcome};
+use crate::executive::{Message, Turn, TurnOutcome};
 use crate::ids::GuildId;
-use crate::journal::{Entry, Kind};
 use crate::memory::search::Reader;
+use crate::settings::Role;
 use crate::settings::Settings;
 use crate::store::StoreError;
 use crate::store::garden::{Cycle, CycleStatus, QueueItem, Step};
 use crate::store::usage::UsageFilter;
+use crate::vocab::Priority;
+use crate::vocab::journal::{Entry, Kind};
 use pass::Tended;
 
 /// How a cycle went, for callers and tests.

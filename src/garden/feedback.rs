@@ -16,10 +16,10 @@ use chrono::{DateTime, Utc};
 use crate::garden::Stores;
 use crate::ids::{GuildId, UserId};
 use crate::memory::Memory;
-use crate::memory::fact::{Fact, FactKind, Importance, Scope};
 use crate::memory::keywords::{keywords, overlap};
 use crate::store::MemoryStore;
 use crate::store::memory::FactFilter;
+use crate::vocab::fact::{Fact, FactKind, Importance, Scope};
 
 const LIKED: &[&str] = &["👍", "❤️", "❤", "🔥", "🎉", "😂", "💯", "👏", "🙌", "😍"];
 const DISLIKED: &[&str] = &["👎", "🙄", "😒", "😴", "❌", "🤮", "😬"];
@@ -107,8 +107,8 @@ pub fn harvest(store: &Stores, memory: &Memory, me: UserId, now: DateTime<Utc>) 
 
 fn stopped(memory: &Memory, kept: usize, why: &dyn std::fmt::Display) -> usize {
     memory.journal.record(
-        crate::journal::Entry::new(
-            crate::journal::Kind::Error,
+        crate::vocab::journal::Entry::new(
+            crate::vocab::journal::Kind::Error,
             "stopped keeping feedback: a write failed",
         )
         .reason(format!("{why}; the rest is harvested next pass")),

@@ -47,16 +47,18 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, watch};
 
 use crate::attention::router::ORDER_IMPULSE;
-use crate::attention::{Attended, Handler, Impulse, ImpulseKind, Input, Outcome, Priority, Spine};
+use crate::attention::{Attended, Handler, Impulse, ImpulseKind, Input, Outcome, Spine};
 use crate::backoff::Backoff;
 use crate::clock::SharedClock;
 use crate::executive::Executive;
 use crate::ids::{ChannelId, GuildId, UserId};
 use crate::impulses::Impulses;
-use crate::journal::{Entry, Journal, Kind};
+use crate::journal::Journal;
 use crate::memory::Memory;
 use crate::settings::{Settings, SettingsService};
 use crate::store::garden::QueueItem;
+use crate::vocab::Priority;
+use crate::vocab::journal::{Entry, Kind};
 pub use cycle::{CycleError, CycleReport};
 use scheduler::Plan;
 
@@ -571,7 +573,7 @@ impl Garden {
             _ => None,
         };
         // This process's share of the bot's cap, as the budget check counts it.
-        let cap = crate::executive::Role::Ambient.daily_budget(&settings);
+        let cap = crate::settings::Role::Ambient.daily_budget(&settings);
         let daily_used = match (cap, snap.ambient_budget_remaining) {
             (0, _) | (_, None) => 0.0,
             (cap, Some(left)) => 1.0 - left as f64 / cap as f64,

@@ -27,13 +27,14 @@ use serde::{Deserialize, Serialize};
 use super::similar;
 use crate::garden::Stores;
 use crate::ids::GuildId;
-use crate::journal::{Entry, Journal, Kind};
-use crate::memory::fact::{Fact, FactKind, Importance, Scope, ScopeKind};
+use crate::journal::Journal;
 use crate::memory::keywords::{jaccard, keywords};
 use crate::settings::GardenSettings;
 use crate::store::GardenStore;
 use crate::store::MemoryStore;
 use crate::store::memory::FactFilter;
+use crate::vocab::fact::{Fact, FactKind, Importance, Scope, ScopeKind};
+use crate::vocab::journal::{Entry, Kind};
 
 /// The Jaccard above which two facts say the same thing (as when storing one).
 pub const NEAR_DUPLICATE: f64 = 0.8;

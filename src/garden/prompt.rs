@@ -10,14 +10,14 @@ use chrono_tz::Tz;
 use serde::Serialize;
 
 use super::{Garden, feedback, pass, scheduler};
-use crate::executive::Role;
 use crate::executive::prompts::PromptLine;
 use crate::ids::{ChannelId, GuildId};
 use crate::journal::stream;
 use crate::journal::summary::Audience;
-use crate::memory::fact::Fact;
+use crate::settings::Role;
 use crate::store::garden::{Cycle, CycleStatus, QueueItem};
 use crate::store::messages::StoredMessage;
+use crate::vocab::fact::Fact;
 
 /// What a prompt showed the model, so the cycle acts only on that.
 #[derive(Clone, Debug, Default)]

@@ -23,17 +23,18 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::feedback;
-use crate::attention::Priority;
 use crate::clock::SharedClock;
 use crate::executive::tools::{Tool, ToolError, TypedTool, typed};
 use crate::garden::Stores;
 use crate::ids::GuildId;
 use crate::impulses::{Impulses, NewTask};
-use crate::initiative::pending::PendingThought;
-use crate::journal::{Entry, Journal, Kind};
-use crate::memory::fact::Fact;
+use crate::journal::Journal;
 use crate::settings::SettingsService;
 use crate::store::garden::{QueueItem, Todo};
+use crate::vocab::Priority;
+use crate::vocab::fact::Fact;
+use crate::vocab::journal::{Entry, Kind};
+use crate::vocab::pending::PendingThought;
 
 /// When to wake, as the model says it.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
@@ -83,12 +84,12 @@ pub struct EndCycle {
 /// High-importance memories and behaviour guidance are people's word: the
 /// garden never retires or replaces them.
 fn protected(f: &Fact) -> Result<(), JudgeError> {
-    if f.importance == crate::memory::fact::Importance::High
-        || f.kind == crate::memory::fact::FactKind::BehaviorGuidance
+    if f.importance == crate::vocab::fact::Importance::High
+        || f.kind == crate::vocab::fact::FactKind::BehaviorGuidance
     {
         return Err(JudgeError::Protected {
             id: f.short_id().to_string(),
-            what: if f.kind == crate::memory::fact::FactKind::BehaviorGuidance {
+            what: if f.kind == crate::vocab::fact::FactKind::BehaviorGuidance {
                 "behaviour guidance"
             } else {
                 "high importance"

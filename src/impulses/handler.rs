@@ -34,18 +34,20 @@ use crate::clock::SharedClock;
 use crate::executive::prompts::PromptError;
 use crate::executive::prompts::PromptLine;
 use crate::executive::tools::{ArgsError, FinalTool, parse_args};
-use crate::executive::{ExecError, Executive, Message, Role, Turn, TurnOutcome};
+use crate::executive::{ExecError, Executive, Message, Turn, TurnOutcome};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::impulses::Impulses;
 use crate::impulses::Stores;
-use crate::initiative::pending::PendingThought;
-use crate::journal::{Entry, Journal, Kind};
+use crate::journal::Journal;
 use crate::memory::Memory;
-use crate::memory::fact::{FactKind, Importance, Scope};
 use crate::memory::search::Reader;
+use crate::settings::Role;
 use crate::settings::SettingsService;
 use crate::speech::{Speech, SpeechError};
 use crate::store::impulses::{ScheduleEntry, Task};
+use crate::vocab::fact::{FactKind, Importance, Scope};
+use crate::vocab::journal::{Entry, Kind};
+use crate::vocab::pending::PendingThought;
 
 /// How long a task that could not be said waits before it is due again.
 const POSTPONE_MINUTES: i64 = 10;

@@ -27,13 +27,15 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use tokio::sync::watch;
 
-use crate::attention::{Impulse, ImpulseKind, Input, Priority, Spine};
+use crate::attention::{Impulse, ImpulseKind, Input, Spine};
 use crate::backoff::{Backoff, Setback};
 use crate::clock::SharedClock;
 use crate::ids::{ChannelId, GuildId, UserId};
-use crate::journal::{Entry, Journal, Kind};
+use crate::journal::Journal;
 use crate::settings::SettingsService;
 use crate::store::impulses::{Idea, ScheduleEntry, Task};
+use crate::vocab::Priority;
+use crate::vocab::journal::{Entry, Kind};
 
 /// What [`Impulses::add_task`] needs.
 pub struct NewTask {

@@ -17,12 +17,12 @@ use serde::Serialize;
 
 use super::Stores;
 use super::community;
-use super::pending::{MediaDirective, PendingThought};
 use crate::executive::prompts::PromptLine;
 use crate::ids::{ChannelId, GuildId, UserId};
 use crate::settings::Settings;
 use crate::store::PeopleStore;
 use crate::store::boundaries::Boundary;
+use crate::vocab::pending::{MediaDirective, PendingThought};
 use crate::when::ago;
 
 /// What the feed and memory features contribute to a prompt.

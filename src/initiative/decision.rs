@@ -10,8 +10,8 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::pending::MediaDirective;
 use crate::ids::ChannelId;
+use crate::vocab::pending::MediaDirective;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]

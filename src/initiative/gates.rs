@@ -38,7 +38,6 @@
 
 use chrono::{DateTime, Utc};
 
-use super::pending::PendingThought;
 use crate::clock::Chance;
 use crate::courtesy::{self, Refusal};
 use crate::ids::{ChannelId, GuildId};
@@ -49,6 +48,7 @@ use crate::store::JournalStore;
 use crate::store::MessageStore;
 use crate::store::StoreError;
 use crate::store::unanswered::UnpromptedPost;
+use crate::vocab::pending::PendingThought;
 
 /// What may happen this tick.
 #[derive(Clone, Debug, PartialEq)]
@@ -604,7 +604,7 @@ mod tests {
     fn the_daily_cap_room_and_cooldown_open_exactly_when_their_functions_say() {
         // Four posts over the last day at a cap of 3, checked against the
         // count the gate reads at every minute of the next day.
-        use crate::journal::{Entry, Kind};
+        use crate::vocab::journal::{Entry, Kind};
         let store = Store::open_in_memory().unwrap();
         let guild = GuildId(1);
         let now: DateTime<Utc> = "2026-05-04T12:00:30Z".parse().unwrap();

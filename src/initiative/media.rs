@@ -22,7 +22,6 @@ use base64::Engine as _;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use super::pending::MediaKind;
 use crate::ids::GuildId;
 use crate::initiative::Stores;
 use crate::net::{FetchError, Fetcher, MAX_ERROR_BODY_BYTES, PostBody};
@@ -30,6 +29,7 @@ use crate::settings::{Secrets, Settings};
 use crate::store::StoreError;
 use crate::store::UsageStore;
 use crate::store::usage::{UsageFilter, UsageRecord};
+use crate::vocab::pending::MediaKind;
 
 pub const IMAGE_PROVIDER: &str = "images";
 /// The usage rows of GIF searches (`gifs.rs`), which the day's GIF budget counts.

@@ -21,7 +21,7 @@ use crate::store::StoreError;
 use crate::store::journal::bound;
 use crate::store::messages::Commit;
 
-pub use crate::vocab::journal::{Entry, Filter, Kind, UnknownKind};
+use crate::vocab::journal::{Entry, Filter, Kind};
 
 /// Writes and reads the journal.
 #[derive(Clone)]

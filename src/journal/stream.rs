@@ -23,11 +23,11 @@ use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
 
 use super::summary::Audience;
-use super::{Entry, Kind};
 use crate::ids::GuildId;
 use crate::settings::{Role, Settings};
 use crate::store::JournalStore;
 use crate::store::stream::{StreamEvent, StreamLine, USER_MESSAGE};
+use crate::vocab::journal::{Entry, Kind};
 
 pub const KINDS: &[&str] = &[
     USER_MESSAGE,

@@ -9,10 +9,11 @@
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
-use super::{Entry, Filter, Journal, Kind};
+use super::Journal;
 use crate::ids::{ChannelId, GuildId};
 use crate::settings::Settings;
 use crate::store::MessageStore;
+use crate::vocab::journal::{Entry, Filter, Kind};
 
 /// The kinds of entry that say what the bot did, rather than how it routed.
 /// Memory and garden work are left out: their entries quote what was

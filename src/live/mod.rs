@@ -34,12 +34,13 @@ use tokio::sync::Mutex;
 
 use crate::discovery::Discovery;
 use crate::executive::Executive;
-use crate::journal::{Entry, Journal, Kind};
+use crate::journal::Journal;
 use crate::reflexes::Reflexes;
 use crate::settings::check::Checked;
 use crate::settings::diff::{self, Changed};
 use crate::settings::load::DEFAULT_FILE;
 use crate::settings::{Secrets, SettingsService, SettingsSource, validate};
+use crate::vocab::journal::{Entry, Kind};
 use reads::{FileSystem, NotRead, Reads};
 use watch::{FileLook, FolderLook, Settle};
 

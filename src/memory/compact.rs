@@ -12,11 +12,12 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::fact::{Fact, FactKind, Importance, Scope, ScopeKind};
 use super::{AskError, Memory};
 use crate::executive::tools::{FinalTool, parse_args};
-use crate::executive::{Message, Role, Turn, TurnOutcome};
-use crate::journal::{Entry, Kind};
+use crate::executive::{Message, Turn, TurnOutcome};
+use crate::settings::Role;
+use crate::vocab::fact::{Fact, FactKind, Importance, Scope, ScopeKind};
+use crate::vocab::journal::{Entry, Kind};
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

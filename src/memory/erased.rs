@@ -20,11 +20,11 @@ use std::collections::{HashMap, HashSet};
 use chrono::{DateTime, Utc};
 
 use super::AskError;
-use super::fact::Fact;
 use crate::ids::{MessageId, UserId};
 use crate::memory::Stores;
 use crate::store::PeopleStore;
 use crate::store::messages::StoredMessage;
+use crate::vocab::fact::Fact;
 
 /// `messages` without the words said by someone before their latest
 /// forget-me, and without the bot's replies to those words.
@@ -150,9 +150,9 @@ fn last_erasures(
 mod tests {
     use super::*;
     use crate::ids::{GuildId, next_snowflake};
-    use crate::memory::fact::{FactKind, Importance, Scope};
     use crate::store::Store;
     use crate::store::messages::sample;
+    use crate::vocab::fact::{FactKind, Importance, Scope};
 
     /// The forget-me ran in the moment between the check and the store,
     /// finding nothing; the fact stored just after goes when it is

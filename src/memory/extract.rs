@@ -32,15 +32,16 @@ use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::fact::{Fact, FactKind, Importance, Scope, ScopeKind};
 use super::{AskError, Memory, erased};
 use crate::executive::prompts::PromptLine;
 use crate::executive::tools::{FinalTool, parse_args};
-use crate::executive::{Message, Role, Turn, TurnOutcome};
+use crate::executive::{Message, Turn, TurnOutcome};
 use crate::ids::{ChannelId, GuildId, MessageId};
-use crate::journal::{Entry, Kind};
+use crate::settings::Role;
 use crate::store::boundaries::Boundary;
 use crate::store::messages::{StoredMessage, Unextracted};
+use crate::vocab::fact::{Fact, FactKind, Importance, Scope, ScopeKind};
+use crate::vocab::journal::{Entry, Kind};
 
 /// The longest a channel's failing extraction waits between tries.
 pub const BACKOFF_CEILING_MINUTES: i64 = 60;

@@ -7,8 +7,8 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::fact::{Fact, FactKind, Importance, Scope, ScopeKind};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
+use crate::vocab::fact::{Fact, FactKind, Importance, Scope, ScopeKind};
 
 pub const FORMAT_VERSION: u32 = 1;
 

@@ -20,10 +20,10 @@
 
 use chrono::{DateTime, Utc};
 
-use super::fact::Fact;
 use super::keywords::keywords;
 use crate::ids::{GuildId, UserId};
 use crate::store::MemoryStore;
+use crate::vocab::fact::Fact;
 
 /// Whose memory a search may read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

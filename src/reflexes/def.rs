@@ -36,7 +36,7 @@ use serde_json::Value;
 use serde_saphyr::Spanned;
 
 use crate::ids::GuildId;
-use crate::memory::fact::{FactKind, FactParseError, Importance};
+use crate::vocab::fact::{FactKind, FactParseError, Importance};
 
 /// Variables every pipeline can use.
 pub const BUILTIN_VARS: &[&str] = &[

@@ -34,11 +34,12 @@ use serde::Deserialize;
 use crate::attention::router::ORDER_REFLEX;
 use crate::attention::{Attended, Handler, Input, Outcome, Percept};
 use crate::executive::tools::FinalTool;
-use crate::executive::{ExecError, Message, Role, Turn, TurnOutcome};
+use crate::executive::{ExecError, Message, Turn, TurnOutcome};
 use crate::ids::{GuildId, MessageId, UserId};
-use crate::journal::{Entry, Kind};
+use crate::settings::Role;
 use crate::settings::load::{FileError, read_limited};
 use crate::store::StoreError;
+use crate::vocab::journal::{Entry, Kind};
 use def::{Event, Reflex, Trigger};
 use pipeline::{Ended, Firing, Services};
 

@@ -21,17 +21,19 @@ use crate::chat::ChatError;
 use crate::clock::SharedClock;
 use crate::courtesy::hush;
 use crate::executive::bounds::cap_owned;
-use crate::executive::{ExecError, Executive, Message, Role, Turn, TurnOutcome};
+use crate::executive::{ExecError, Executive, Message, Turn, TurnOutcome};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::impulses::{Impulses, NewTask};
-use crate::journal::{Entry, Journal, Kind, summary};
-use crate::memory::fact::{FactKind, Importance, Scope};
+use crate::journal::{Journal, summary};
 use crate::memory::{Memory, MemoryError};
 use crate::net::fetch::{FetchError, Fetcher};
 use crate::net::html;
 use crate::reflexes::Stores;
+use crate::settings::Role;
 use crate::settings::{Secrets, Settings, SettingsService};
 use crate::speech::{Speech, SpeechError};
+use crate::vocab::fact::{FactKind, Importance, Scope};
+use crate::vocab::journal::{Entry, Kind};
 
 /// What fetched pages and API answers are cut to before they reach a variable.
 const MAX_VAR_CHARS: usize = 12_000;

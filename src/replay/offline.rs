@@ -28,8 +28,9 @@ use serde_json::{Value, json};
 use crate::clock::Chance;
 use crate::executive::wire::{StopReason, TokenUsage};
 use crate::executive::{
-    CallContext, ChatRequest, ChatResponse, Endpoint, Part, Role, StandIn, ToolChoice,
+    CallContext, ChatRequest, ChatResponse, Endpoint, Part, StandIn, ToolChoice,
 };
+use crate::settings::Role;
 
 /// What the reply role "says" offline.
 pub const PLACEHOLDER_REPLY: &str = "[a reply would go here]";

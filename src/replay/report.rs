@@ -15,9 +15,10 @@ use serde::Serialize;
 
 use super::sim::Simulation;
 use super::transport::{Act, Doing};
-use crate::executive::prices::{Price, cost};
+use crate::executive::prices::cost;
 use crate::ids::ChannelId;
 use crate::replay::Stores;
+use crate::settings::Price;
 use crate::store::usage::UsageFilter;
 
 /// What the report says about the run itself.
@@ -581,8 +582,8 @@ fn consecutive_unanswered(sim: &Simulation) -> anyhow::Result<u64> {
 /// (`permissions::refusal`: `roles`, `dms`); the initiative's gates are
 /// counted by the simulation itself.
 fn refused_people(sim: &Simulation) -> anyhow::Result<Vec<String>> {
-    let entries = sim.app.journal.query(&crate::journal::Filter {
-        kinds: vec![crate::journal::Kind::Gate],
+    let entries = sim.app.journal.query(&crate::vocab::journal::Filter {
+        kinds: vec![crate::vocab::journal::Kind::Gate],
         text: Some("did not answer".into()),
         ..Default::default()
     })?;
@@ -593,8 +594,8 @@ fn refused_people(sim: &Simulation) -> anyhow::Result<Vec<String>> {
 }
 
 fn unanswered_at_hourly_cap(sim: &Simulation) -> anyhow::Result<u64> {
-    let entries = sim.app.journal.query(&crate::journal::Filter {
-        kinds: vec![crate::journal::Kind::Reply],
+    let entries = sim.app.journal.query(&crate::vocab::journal::Filter {
+        kinds: vec![crate::vocab::journal::Kind::Reply],
         text: Some("maxMessagesPerHour".into()),
         ..Default::default()
     })?;

@@ -28,8 +28,9 @@ use super::sim::{Setup, Simulation};
 use super::timeline::{Line, Timeline};
 use crate::executive::endpoints::{Offer, Resolution, default_model, resolve};
 use crate::executive::prices::cost;
-use crate::executive::{Role, StandIn, ollama_answers};
+use crate::executive::{StandIn, ollama_answers};
 use crate::replay::Stores;
+use crate::settings::Role;
 use crate::settings::diff::mask;
 use crate::settings::{ProviderKind, Secret, Secrets, Settings};
 

@@ -36,11 +36,12 @@ use crate::attention::{
     Addressed, Author, MessagePercept, Percept, addressed_by_name, bot_mention, readable_mentions,
 };
 use crate::clock::{Chance, Clock as _, ManualClock};
-use crate::executive::{Role, StandIn};
+use crate::executive::StandIn;
 use crate::garden::Look;
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::initiative::gates::Verdict;
 use crate::replay::Stores;
+use crate::settings::Role;
 use crate::settings::{Secrets, Settings};
 use crate::store::messages::StoredMessage;
 

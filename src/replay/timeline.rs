@@ -13,8 +13,8 @@ use super::export::ExportedMessage;
 use super::sim::Simulation;
 use super::transport::{Act, Doing};
 use crate::ids::MessageId;
-use crate::journal::{Entry, Filter, Kind};
 use crate::store::MessageStore;
+use crate::vocab::journal::{Entry, Filter, Kind};
 
 /// Who a line is from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -28,9 +28,10 @@ use crate::executive::tools::{Tool, ToolError, typed};
 use crate::executive::wire::ToolSpec;
 use crate::ids::MessageId;
 use crate::initiative::tools::{WebScrape, WebSearch};
-use crate::journal::{Entry, Journal, Kind};
+use crate::journal::Journal;
 use crate::net::Fetcher;
 use crate::settings::{Secrets, Settings};
+use crate::vocab::journal::{Entry, Kind};
 
 /// Opens a quoted web result: what follows is data, not instructions.
 pub const BEGIN: &str = "BEGIN UNTRUSTED PAGE TEXT";

@@ -12,7 +12,7 @@
 //! the processes through `storage.sharedDir` (one host) or `storage.sharedUrl`
 //! (PostgreSQL, any hosts), one of which a partial range needs.
 
-pub use crate::vocab::shards::{RangeError, ShardRange, Shards, shard_of};
+use crate::vocab::shards::{ShardRange, Shards};
 
 /// The most shards a bot may name. Discord's largest bots run a few
 /// thousand; anything past this is a typo, and a bound keeps plans small.

@@ -5,7 +5,8 @@
 //! are plain data with their parsing and naming, and nothing that needs a
 //! service, so they sit just above the ids: the store persists them without
 //! importing the layers that decide about them (memory, initiative,
-//! attention), and those layers re-export them under their old names.
+//! attention), and every layer names them here: no layer re-exports them
+//! under a second path.
 
 pub mod fact;
 pub mod journal;

@@ -29,10 +29,11 @@ use super::wav;
 use crate::attention::{Addressed, MessagePercept, Percept, addressed_by_name};
 use crate::clock::SharedClock;
 use crate::ids::{ChannelId, GuildId, MessageId, UserId, next_snowflake};
-use crate::journal::{Entry, Journal, Kind};
+use crate::journal::Journal;
 use crate::senses::Senses;
 use crate::settings::{Secrets, SettingsService};
 use crate::store::messages::{Source, StoredMessage};
+use crate::vocab::journal::{Entry, Kind};
 use crate::voice::Stores;
 
 /// Where a session listens and where it writes.

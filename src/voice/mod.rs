@@ -38,10 +38,10 @@ use chrono::Duration;
 use crate::attention::Place;
 use crate::backoff::{Setback, delay};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
-use crate::journal::{Entry, Kind};
 use crate::settings::Settings;
 use crate::speech::Speech;
 use crate::store::boundaries::Boundary;
+use crate::vocab::journal::{Entry, Kind};
 use listener::{Listener, Services, Session};
 
 /// How long auto-join leaves a room alone after it could not join it: a

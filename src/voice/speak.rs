@@ -24,10 +24,10 @@ use reqwest::header::CONTENT_TYPE;
 use super::Voice;
 use super::audio::{self, AudioError, FRAME_MS, Pcm};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
-use crate::journal::{Entry, Kind};
 use crate::net::{FetchError, Fetcher, PostBody};
 use crate::settings::{NetworkSettings, Secret, SpeechSettings};
 use crate::store::boundaries::Boundary;
+use crate::vocab::journal::{Entry, Kind};
 
 /// The most text sent to be spoken (OpenAI's `/audio/speech` takes 4,096 characters).
 pub const MAX_INPUT_CHARS: usize = 4_096;

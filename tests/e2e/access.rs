@@ -5,8 +5,8 @@
 
 use ambient::attention::Addressed;
 use ambient::ids::{RoleId, UserId, stable_id};
-use ambient::journal::Kind;
 use ambient::settings::{DmPolicy, Settings};
+use ambient::vocab::journal::Kind;
 
 use crate::support::model_server::Scripted;
 use crate::support::world::{DM, GENERAL, GUILD_A, World, settings};
@@ -212,7 +212,7 @@ fn the_roles_come_from_the_gateways_message() {
     );
     bot.discord.say(D_GENERAL, BOB, &mention("what day??"));
     let refusals = || {
-        let gates = ambient::journal::Filter {
+        let gates = ambient::vocab::journal::Filter {
             kinds: vec![Kind::Gate],
             ..Default::default()
         };

@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use ambient::ids::{GuildId, UserId};
-use ambient::memory::fact::{FactKind, Importance, Scope};
 use ambient::memory::manual;
 use ambient::store::Store;
 use ambient::store::memory::FactFilter;
+use ambient::vocab::fact::{FactKind, Importance, Scope};
 use reqwest::StatusCode;
 use serde_json::json;
 

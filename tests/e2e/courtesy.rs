@@ -7,10 +7,10 @@ use ambient::clock::Clock;
 use ambient::commands::Asker;
 use ambient::ids::{ChannelId, GuildId, UserId, stable_id};
 use ambient::impulses::RoutineFlags;
-use ambient::initiative::pending::PendingThought;
-use ambient::journal::Kind;
 use ambient::store::boundaries::Boundary;
 use ambient::store::messages::Source;
+use ambient::vocab::journal::Kind;
+use ambient::vocab::pending::PendingThought;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 

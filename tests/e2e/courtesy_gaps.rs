@@ -9,8 +9,8 @@ use ambient::clock::Clock;
 use ambient::commands::Asker;
 use ambient::ids::{MessageId, UserId, next_snowflake, stable_id};
 use ambient::impulses::NewTask;
-use ambient::journal::Kind;
 use ambient::store::boundaries::Boundary;
+use ambient::vocab::journal::Kind;
 use chrono::{DateTime, Utc};
 
 use crate::support::world::{GENERAL, GUILD_A, World, settings};

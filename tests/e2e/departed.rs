@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use ambient::ids::GuildId;
-use ambient::journal::{Entry, Kind};
+use ambient::vocab::journal::{Entry, Kind};
 use chrono::Utc;
 use serde_json::{Value, json};
 
@@ -166,7 +166,7 @@ fn wait_gone(bot: &Bot, guild: u64) {
 fn journal_says(bot: &Bot, text: &str) -> Vec<Entry> {
     bot.store()
         .journal()
-        .journal_query(&ambient::journal::Filter {
+        .journal_query(&ambient::vocab::journal::Filter {
             text: Some(text.into()),
             ..Default::default()
         })

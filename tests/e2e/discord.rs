@@ -96,8 +96,8 @@ fn a_stuck_typing_route_holds_back_neither_the_answer_nor_a_connection() {
     let reply = || {
         store
             .journal()
-            .journal_query(&ambient::journal::Filter {
-                kinds: vec![ambient::journal::Kind::Reply],
+            .journal_query(&ambient::vocab::journal::Filter {
+                kinds: vec![ambient::vocab::journal::Kind::Reply],
                 message: Some(ambient::ids::MessageId(asked)),
                 ..Default::default()
             })
@@ -436,7 +436,7 @@ fn edits_deletions_dms_and_replies_to_the_bot() {
 #[test]
 fn reactions_newcomers_and_deleted_channels_reach_the_bot() {
     use crate::support::fake_discord::CAROL;
-    use ambient::journal::Kind;
+    use ambient::vocab::journal::Kind;
     let bot = Bot::start(json!({}));
     let id = bot.discord.say(RANDOM, ALICE, "a photo of my cat");
     assert!(bot.wait_stored(id));
@@ -476,7 +476,7 @@ fn reactions_newcomers_and_deleted_channels_reach_the_bot() {
     assert!(routed("carol joined"), "{}", bot.log());
 
     let archived = |channel: u64| {
-        let filter = ambient::journal::Filter {
+        let filter = ambient::vocab::journal::Filter {
             kinds: vec![Kind::Memory],
             channel: Some(ambient::ids::ChannelId(channel)),
             ..Default::default()
@@ -576,8 +576,8 @@ fn sigterm_shuts_down_gracefully() {
     assert!(status.success(), "{status:?}");
     let stopped = store
         .journal()
-        .journal_query(&ambient::journal::Filter {
-            kinds: vec![ambient::journal::Kind::System],
+        .journal_query(&ambient::vocab::journal::Filter {
+            kinds: vec![ambient::vocab::journal::Kind::System],
             ..Default::default()
         })
         .unwrap();
@@ -614,10 +614,13 @@ fn reaction_path(channel: u64, message: u64, emoji: &str) -> String {
     format!("/channels/{channel}/messages/{message}/reactions/{encoded}/@me")
 }
 
-fn journal_reasons(bot: &crate::support::bot::Bot, kind: ambient::journal::Kind) -> Vec<String> {
+fn journal_reasons(
+    bot: &crate::support::bot::Bot,
+    kind: ambient::vocab::journal::Kind,
+) -> Vec<String> {
     bot.store()
         .journal()
-        .journal_query(&ambient::journal::Filter {
+        .journal_query(&ambient::vocab::journal::Filter {
             kinds: vec![kind],
             ..Default::default()
         })
@@ -663,14 +666,14 @@ fn max_messages_per_hour_is_checked_before_the_model_is_paid() {
         r.starts_with("reacted 💤") && r.contains("permissions.replies.maxMessagesPerHour")
     };
     let said = || {
-        journal_reasons(&bot, ambient::journal::Kind::Reply)
+        journal_reasons(&bot, ambient::vocab::journal::Kind::Reply)
             .iter()
             .any(capped)
     };
     assert!(
         bot.discord.wait_until(15, |_| said()),
         "{:#?}",
-        journal_reasons(&bot, ambient::journal::Kind::Reply)
+        journal_reasons(&bot, ambient::vocab::journal::Kind::Reply)
     );
     // Another channel has its own allowance.
     bot.discord.say(RANDOM, ALICE, &mention("over here?"));
@@ -710,14 +713,14 @@ fn a_channel_that_refused_the_bot_is_not_paid_for_again() {
     // The 💤 goes out before the journal line is written: wait for the line.
     let refused = |r: &String| r.contains("refused the bot's last message");
     let said = || {
-        journal_reasons(&bot, ambient::journal::Kind::Reply)
+        journal_reasons(&bot, ambient::vocab::journal::Kind::Reply)
             .iter()
             .any(refused)
     };
     assert!(
         bot.discord.wait_until(15, |_| said()),
         "{:#?}",
-        journal_reasons(&bot, ambient::journal::Kind::Reply)
+        journal_reasons(&bot, ambient::vocab::journal::Kind::Reply)
     );
 }
 

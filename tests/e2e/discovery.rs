@@ -6,9 +6,9 @@ use ambient::clock::Clock;
 use ambient::discovery::curation::{self, Actor};
 use ambient::discovery::sources::{SourceKind, SourceSpec};
 use ambient::ids::{MessageId, UserId};
-use ambient::journal::Kind;
 use ambient::settings::Settings;
 use ambient::store::messages::{Source, StoredMessage};
+use ambient::vocab::journal::Kind;
 use serde_json::json;
 
 use crate::support::feed_server::FeedServer;

@@ -494,7 +494,7 @@ async fn an_ambient_post_asking_an_image_of_a_private_generator_says_which_setti
     assert_eq!(said.len(), 1, "{said:?}");
     assert_eq!(said[0].content, "made you this");
     assert!(said[0].files.is_empty(), "an image was attached");
-    let skips = world.journal(ambient::journal::Kind::InitiativeSkip);
+    let skips = world.journal(ambient::vocab::journal::Kind::InitiativeSkip);
     assert!(
         skips.iter().any(|e| e.summary == "posted without the requested image"
             && e.reason.contains(

@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use ambient::attention::Addressed;
 use ambient::ids::{GuildId, UserId, stable_id};
-use ambient::journal::Kind;
-use ambient::memory::fact::{FactKind, Importance, Scope};
 use ambient::store::Store;
 use ambient::store::memory::FactFilter;
 use ambient::store::messages::StoredMessage;
 use ambient::store::people::PeopleLog as _;
+use ambient::vocab::fact::{FactKind, Importance, Scope};
+use ambient::vocab::journal::Kind;
 use serde_json::json;
 
 use crate::support::home::Home;

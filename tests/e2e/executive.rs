@@ -8,11 +8,12 @@ use std::time::Duration;
 use ambient::clock::Clock;
 use ambient::executive::tools::{FinalTool, ToolError, TypedTool, typed};
 use ambient::executive::{
-    CallContext, ChatRequest, ExecError, Message, Role, ToolChoice, Turn, TurnOutcome,
+    CallContext, ChatRequest, ExecError, Message, ToolChoice, Turn, TurnOutcome,
 };
 use ambient::ids::GuildId;
-use ambient::journal::{Filter, Kind};
+use ambient::settings::Role;
 use ambient::store::usage::UsageFilter;
+use ambient::vocab::journal::{Filter, Kind};
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;

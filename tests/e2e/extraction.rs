@@ -22,7 +22,7 @@ fn extraction_requests(world: &World) -> usize {
 
 fn failures(world: &World) -> Vec<String> {
     world
-        .journal(ambient::journal::Kind::Memory)
+        .journal(ambient::vocab::journal::Kind::Memory)
         .into_iter()
         .filter(|e| e.summary == "could not extract memories")
         .map(|e| e.reason)
@@ -98,7 +98,7 @@ async fn a_model_that_answers_in_words_is_asked_less_and_less_however_many_messa
         .fallback(Scripted::tool("remember_facts", json!({"facts": []})));
     talk_for(&world, 3487 - 48 * 60 + 1, &mut said).await;
     let done: Vec<String> = world
-        .journal(ambient::journal::Kind::Memory)
+        .journal(ambient::vocab::journal::Kind::Memory)
         .into_iter()
         .filter(|e| e.summary.starts_with("extracted 0 fact(s)"))
         .map(|e| e.reason)

@@ -7,9 +7,9 @@
 
 use ambient::attention::Addressed;
 use ambient::clock::Clock;
-use ambient::journal::Kind;
 use ambient::store::boundaries::Boundary;
 use ambient::store::messages::Source;
+use ambient::vocab::journal::Kind;
 use serde_json::json;
 
 use crate::support::model_server::Scripted;

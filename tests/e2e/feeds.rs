@@ -582,7 +582,7 @@ async fn while_discord_fails_an_item_is_tried_again_after_longer_waits_and_pause
     world.clock.advance(Duration::seconds(61));
     world.app.feeds.deliver_due().await;
     assert_eq!(tries(), 3);
-    let lines = world.journal(ambient::journal::Kind::Discovery);
+    let lines = world.journal(ambient::vocab::journal::Kind::Discovery);
     assert_eq!(
         lines
             .iter()

@@ -4,7 +4,7 @@
 //! happen.
 
 use ambient::attention::Addressed;
-use ambient::journal::Kind;
+use ambient::vocab::journal::Kind;
 use serde_json::json;
 
 use crate::conversation::{model_env, with_env};

@@ -13,8 +13,8 @@ use ambient::attention::Addressed;
 use ambient::dashboard::{self, Site};
 use ambient::ids::UserId;
 use ambient::impulses::NewTask;
-use ambient::journal::Kind;
 use ambient::store::messages::Source;
+use ambient::vocab::journal::Kind;
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -360,8 +360,8 @@ async fn a_forget_the_store_cannot_read_for_is_a_503_saying_nothing_was_changed(
     let w = World::start(world::settings()).await;
     w.hear(GENERAL, "ada", "morning all", Source::Text);
     let fact = ambient::memory::manual(
-        ambient::memory::fact::Scope::guild(world::GUILD_A),
-        ambient::memory::fact::FactKind::Fact,
+        ambient::vocab::fact::Scope::guild(world::GUILD_A),
+        ambient::vocab::fact::FactKind::Fact,
         None,
         "the wifi password is on the fridge",
         None,

@@ -11,8 +11,9 @@ use ambient::clock::SystemClock;
 use ambient::dashboard::{self, Site};
 use ambient::ids::UserId;
 use ambient::impulses::NewTask;
-use ambient::journal::{Entry, Journal, Kind};
+use ambient::journal::Journal;
 use ambient::store::messages::Source;
+use ambient::vocab::journal::{Entry, Kind};
 use serde_json::json;
 
 use crate::conversation::{model_env, with_env};

@@ -5,10 +5,10 @@
 use ambient::attention::Addressed;
 use ambient::clock::Clock;
 use ambient::ids::{MessageId, UserId, next_snowflake, stable_id};
-use ambient::memory::fact::{FactKind, Scope};
 use ambient::memory::manual;
 use ambient::settings::Settings;
 use ambient::store::messages::StoredMessage;
+use ambient::vocab::fact::{FactKind, Scope};
 use serde_json::json;
 
 use crate::support::files::files_containing_any_case;
@@ -24,7 +24,7 @@ fn context_summary(w: &World, guild: ambient::ids::GuildId) -> String {
     ambient::journal::stream::prefix_for(
         &w.app.store().journal(),
         &w.app.settings.global(),
-        ambient::executive::Role::Ambient,
+        ambient::settings::Role::Ambient,
         &ambient::journal::summary::Audience::public(&w.app.settings.global(), guild),
         w.clock.now(),
     )
@@ -125,7 +125,7 @@ async fn forget_me_leaves_no_byte_of_the_persons_words_anywhere() {
     let journal = w
         .app
         .journal
-        .query(&ambient::journal::Filter::default())
+        .query(&ambient::vocab::journal::Filter::default())
         .unwrap();
     assert!(
         journal.iter().any(|e| e.summary.contains(KEPT)),

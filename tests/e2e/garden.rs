@@ -12,12 +12,12 @@ use ambient::attention::{Addressed, Author, Percept, Place};
 use ambient::clock::Clock;
 use ambient::garden::{CONTINUATION, CycleReport};
 use ambient::ids::{ChannelId, MessageId, UserId, next_snowflake, stable_id};
-use ambient::journal::Kind;
-use ambient::memory::fact::{Fact, FactKind, Importance, Scope};
 use ambient::settings::Settings;
 use ambient::store::garden::CycleStatus;
 use ambient::store::messages::{Source, StoredMessage};
 use ambient::store::usage::UsageRecord;
+use ambient::vocab::fact::{Fact, FactKind, Importance, Scope};
+use ambient::vocab::journal::Kind;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 
@@ -833,7 +833,7 @@ async fn the_context_summary_holds_guild_as_events_and_none_of_guild_bs() {
     let summary = ambient::journal::stream::prefix_for(
         &w.app.store().journal(),
         &w.app.settings.global(),
-        ambient::executive::Role::Ambient,
+        ambient::settings::Role::Ambient,
         &ambient::journal::summary::Audience::public(&w.app.settings.global(), GUILD_A),
         w.clock.now(),
     )
@@ -854,7 +854,7 @@ async fn the_context_summary_holds_guild_as_events_and_none_of_guild_bs() {
     let b = ambient::journal::stream::prefix_for(
         &w.app.store().journal(),
         &w.app.settings.global(),
-        ambient::executive::Role::Ambient,
+        ambient::settings::Role::Ambient,
         &ambient::journal::summary::Audience::public(&w.app.settings.global(), GUILD_B),
         w.clock.now(),
     )

@@ -9,8 +9,8 @@
 
 use ambient::clock::Clock;
 use ambient::garden::Look;
-use ambient::journal::Kind;
 use ambient::store::messages::Source;
+use ambient::vocab::journal::Kind;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 
@@ -138,10 +138,10 @@ async fn a_pass_that_changes_memory_is_logged_even_without_a_model_call() {
         w.app
             .store()
             .memory()
-            .insert_fact(&ambient::memory::fact::Fact::new(
-                ambient::memory::fact::Scope::guild(crate::support::world::GUILD_A),
-                ambient::memory::fact::FactKind::Fact,
-                ambient::memory::fact::Importance::Medium,
+            .insert_fact(&ambient::vocab::fact::Fact::new(
+                ambient::vocab::fact::Scope::guild(crate::support::world::GUILD_A),
+                ambient::vocab::fact::FactKind::Fact,
+                ambient::vocab::fact::Importance::Medium,
                 text,
                 now,
             ))

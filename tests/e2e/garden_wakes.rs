@@ -11,10 +11,10 @@
 
 use ambient::clock::Clock;
 use ambient::garden::{Look, read_status};
-use ambient::journal::Kind;
 use ambient::settings::Settings;
 use ambient::store::messages::Source;
 use ambient::store::usage::UsageRecord;
+use ambient::vocab::journal::Kind;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 

@@ -312,8 +312,8 @@ fn refused_imports_name_the_problem_and_leave_the_target_unchanged() {
         .unwrap()
         .guilds()
         .record_plan(
-            Some(ambient::settings::shards::Shards {
-                range: ambient::settings::shards::ShardRange { first: 1, last: 1 },
+            Some(ambient::vocab::shards::Shards {
+                range: ambient::vocab::shards::ShardRange { first: 1, last: 1 },
                 total: 2,
             }),
             chrono::Utc::now(),

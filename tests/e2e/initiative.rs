@@ -2,9 +2,9 @@
 //! scripted model server: gates, pending thoughts, decisions, posting.
 
 use ambient::clock::Clock;
-use ambient::journal::{Entry, Kind};
 use ambient::settings::ProviderKind;
 use ambient::store::messages::Source;
+use ambient::vocab::journal::{Entry, Kind};
 use serde_json::{Value, json};
 
 use crate::support::model_server::Scripted;
@@ -240,7 +240,7 @@ async fn a_held_thought_expires_from_its_creation_time() {
         .app
         .store()
         .initiative()
-        .save_pending_thought(&ambient::initiative::pending::PendingThought::new(
+        .save_pending_thought(&ambient::vocab::pending::PendingThought::new(
             GUILD_A,
             "first".into(),
             Some(GENERAL),
@@ -286,7 +286,7 @@ async fn a_held_thought_in_guild_a_does_not_block_guild_b() {
         .app
         .store()
         .initiative()
-        .save_pending_thought(&ambient::initiative::pending::PendingThought::new(
+        .save_pending_thought(&ambient::vocab::pending::PendingThought::new(
             GUILD_A,
             "A's thought".into(),
             Some(GENERAL),
@@ -707,7 +707,7 @@ async fn each_look_ends_with_an_entry_that_says_how_it_ended() {
     let looks: Vec<String> = world
         .app
         .journal
-        .query(&ambient::journal::Filter {
+        .query(&ambient::vocab::journal::Filter {
             kinds: vec![Kind::InitiativePost, Kind::InitiativeSkip],
             ..Default::default()
         })

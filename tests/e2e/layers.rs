@@ -523,3 +523,55 @@ fn a_module_using_another_familys_handle_or_the_whole_store_is_named() {
         ]
     );
 }
+
+/// Each `pub use` that gives an item defined outside the file's own module
+/// a second public name (`pub use crate::…` or `pub use super::…`), with
+/// its line. A module's facade over its own files (`pub use fetch::Fetcher`)
+/// is not one: the item has no other home above it.
+fn second_names(text: &str) -> Vec<(usize, String)> {
+    text.lines()
+        .map(code_of)
+        .enumerate()
+        .filter_map(|(i, code)| {
+            let path = code.trim().strip_prefix("pub use ")?;
+            (path.starts_with("crate::") || path.starts_with("super::"))
+                .then(|| (i + 1, path.trim_end_matches(';').to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn each_type_has_one_path_where_it_is_defined() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    files.sort();
+    let mut problems = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let shown = file.strip_prefix(root).unwrap().display();
+        for (line, path) in second_names(&text) {
+            problems.push(format!(
+                "{shown}:{line}: `pub use {path}` gives a second name to an item defined \
+                 elsewhere; use it by the path where it is defined"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_second_name_reader_passes_a_modules_own_facade() {
+    let text = "pub use fetch::{Fetcher, PostBody};\n\
+                pub use crate::vocab::fact;\n\
+                pub(crate) use outln;\n\
+                // pub use crate::old::Name;\n\
+                    pub use super::Asker;\n";
+    assert_eq!(
+        second_names(text),
+        [
+            (2, "crate::vocab::fact".to_string()),
+            (5, "super::Asker".to_string()),
+        ]
+    );
+}

@@ -3,7 +3,7 @@
 //! and the reflexes folder. Each test waits for what a person would see — a
 //! post, an answer, a prompt, a journal line — with a generous deadline.
 
-use ambient::journal::Kind;
+use ambient::vocab::journal::Kind;
 use serde_json::json;
 
 use crate::support::bot::Bot;

@@ -160,8 +160,8 @@ async fn the_fake_discord_refuses_a_file_over_twenty_five_mib() {
 
 // --- GIFs: the GIF source (a Giphy-compatible search) on the in-process world.
 
-use ambient::journal::Kind;
 use ambient::settings::Secrets;
+use ambient::vocab::journal::Kind;
 
 use crate::support::files::files_containing;
 use crate::support::gif_server::GifServer;

@@ -4,12 +4,12 @@
 use ambient::clock::Clock;
 use ambient::ids::{ChannelId, MessageId, UserId};
 use ambient::memory::compact::Compaction;
-use ambient::memory::fact::{FactKind, Importance, Scope, ScopeKind};
 use ambient::memory::search::Reader;
 use ambient::memory::{Stored, manual, portable};
 use ambient::settings::ProviderKind;
 use ambient::store::memory::FactFilter;
 use ambient::store::messages::{Source, StoredMessage};
+use ambient::vocab::fact::{FactKind, Importance, Scope, ScopeKind};
 use serde_json::json;
 
 use crate::support::model_server::Scripted;
@@ -547,7 +547,7 @@ async fn compaction_keeps_every_high_fact_and_without_a_model_drops_only_low_one
     );
     assert!(
         world
-            .journal(ambient::journal::Kind::Memory)
+            .journal(ambient::vocab::journal::Kind::Memory)
             .iter()
             .any(|e| e.summary == "dropped 3 low-importance memories")
     );
@@ -990,7 +990,7 @@ fn the_memory_cli_follows_the_seeds_verbs() {
 
 fn memory_lines(world: &World, summary: &str) -> Vec<String> {
     world
-        .journal(ambient::journal::Kind::Memory)
+        .journal(ambient::vocab::journal::Kind::Memory)
         .into_iter()
         .filter(|e| e.summary.starts_with(summary))
         .map(|e| e.reason)

@@ -12,13 +12,14 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use ambient::executive::{CallContext, ChatRequest, ExecError, Message, Role, ToolChoice};
+use ambient::executive::{CallContext, ChatRequest, ExecError, Message, ToolChoice};
 use ambient::ids::{ChannelId, GuildId, MessageId, UserId};
-use ambient::journal::{Entry, Filter};
-use ambient::memory::fact::{FactKind, Scope};
+use ambient::settings::Role;
 use ambient::store::Store;
 use ambient::store::boundaries::Boundary;
 use ambient::store::messages::StoredMessage;
+use ambient::vocab::fact::{FactKind, Scope};
+use ambient::vocab::journal::{Entry, Filter};
 use chrono::Utc;
 use serde_json::{Value, json};
 

@@ -6,10 +6,10 @@ use ambient::attention::{Addressed, MessagePercept, Percept};
 use ambient::chat::Outgoing;
 use ambient::clock::Clock;
 use ambient::ids::MessageId;
-use ambient::journal::Kind;
 use ambient::store::messages::{StoredMessage, provisional_id};
+use ambient::vocab::journal::Kind;
 
-use ambient::initiative::pending::PendingThought;
+use ambient::vocab::pending::PendingThought;
 use serde_json::json;
 
 use crate::support::model_server::Scripted;

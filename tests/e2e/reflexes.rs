@@ -8,8 +8,8 @@ use ambient::attention::Addressed;
 use ambient::clock::Clock;
 use ambient::ids::{UserId, stable_id};
 use ambient::impulses::NewTask;
-use ambient::journal::Kind;
 use ambient::settings::{ProviderKind, Settings};
+use ambient::vocab::journal::Kind;
 use chrono::Duration;
 use serde_json::json;
 

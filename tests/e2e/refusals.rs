@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use ambient::journal::{Entry, Filter, Kind};
+use ambient::vocab::journal::{Entry, Filter, Kind};
 use serde_json::json;
 
 use crate::support::bot::Bot;

@@ -29,8 +29,8 @@ fn answered(bot: &Bot, asked: u64) -> bool {
     bot.discord.wait_until(20, |_| {
         store
             .journal()
-            .journal_query(&ambient::journal::Filter {
-                kinds: vec![ambient::journal::Kind::Reply],
+            .journal_query(&ambient::vocab::journal::Filter {
+                kinds: vec![ambient::vocab::journal::Kind::Reply],
                 message: Some(ambient::ids::MessageId(asked)),
                 ..Default::default()
             })

@@ -5,8 +5,8 @@
 
 use ambient::attention::Addressed;
 use ambient::clock::Clock;
-use ambient::journal::Kind;
 use ambient::settings::Settings;
+use ambient::vocab::journal::Kind;
 use serde_json::json;
 
 use crate::support::feed_server::FeedServer;

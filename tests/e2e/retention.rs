@@ -8,7 +8,7 @@
 use ambient::attention::Addressed;
 use ambient::clock::{Clock, ManualClock};
 use ambient::ids::{ChannelId, GuildId, MessageId, UserId, next_snowflake, stable_id};
-use ambient::journal::{Journal, Kind};
+use ambient::journal::Journal;
 use ambient::memory::search::Reader;
 use ambient::settings::{Settings, SettingsService};
 use ambient::store::Store;
@@ -16,6 +16,7 @@ use ambient::store::discovery::NewItem;
 use ambient::store::messages::StoredMessage;
 use ambient::store::usage::UsageRecord;
 use ambient::upkeep::Upkeep;
+use ambient::vocab::journal::Kind;
 use chrono::{Duration, TimeZone, Utc};
 use serde_json::json;
 

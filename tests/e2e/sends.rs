@@ -4,7 +4,7 @@
 //! once; a post that went out just before a crash neither sent nor held again.
 
 use ambient::clock::Clock;
-use ambient::journal::Kind;
+use ambient::vocab::journal::Kind;
 use serde_json::json;
 
 use crate::support::bot::Bot;
@@ -89,9 +89,9 @@ fn a_send_whose_answer_was_unreadable_is_settled_by_its_nonce() {
         bot.discord.wait_until(15, |_| {
             store
                 .journal()
-                .journal_query(&ambient::journal::Filter {
+                .journal_query(&ambient::vocab::journal::Filter {
                     message: Some(ambient::ids::MessageId(asked)),
-                    kinds: vec![ambient::journal::Kind::Reply],
+                    kinds: vec![ambient::vocab::journal::Kind::Reply],
                     ..Default::default()
                 })
                 .unwrap()
@@ -280,7 +280,7 @@ fn what_was_said_while_the_bot_was_away_is_caught_up_on() {
     }
     let caught: Vec<_> = store
         .journal()
-        .journal_query(&ambient::journal::Filter {
+        .journal_query(&ambient::vocab::journal::Filter {
             kinds: vec![Kind::System],
             ..Default::default()
         })

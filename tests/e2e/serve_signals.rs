@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use ambient::dashboard;
-use ambient::journal::Kind;
+use ambient::vocab::journal::Kind;
 use serde_json::json;
 
 use crate::support::bot::Bot;

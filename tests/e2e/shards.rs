@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use ambient::ids::MessageId;
-use ambient::journal::{Filter, Kind};
+use ambient::vocab::journal::{Filter, Kind};
 use serde_json::json;
 
 use crate::support::bot::Bot;
@@ -217,7 +217,7 @@ fn without_flags_one_process_runs_every_shard_discord_recommends() {
 fn started_on_shard_zero_and_reloaded(
     settings: serde_json::Value,
     args: &[&str],
-) -> (Bot, ambient::journal::Entry) {
+) -> (Bot, ambient::vocab::journal::Entry) {
     let bot = Bot::start_with(settings, args);
     assert!(
         bot.log().contains("this process runs shards 0 of 1"),

@@ -9,11 +9,12 @@ use std::sync::Arc;
 
 use ambient::clock::SystemClock;
 use ambient::executive::leases::{ASK_AGAIN, CHUNK_PERCENT, Leased, Leases};
-use ambient::journal::{Filter, Journal};
+use ambient::journal::Journal;
 use ambient::settings::Role;
 use ambient::store::Store;
 use ambient::store::shared::SharedDb;
 use ambient::store::usage::UsageRecord;
+use ambient::vocab::journal::Filter;
 use chrono::Utc;
 
 use crate::support::postgres::Postgres;

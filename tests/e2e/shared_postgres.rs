@@ -7,11 +7,11 @@
 use std::time::{Duration, Instant};
 
 use ambient::ids::{MessageId, UserId};
-use ambient::journal::Filter;
 use ambient::store::boundaries::Boundary;
 use ambient::store::people::{Ledger, PeopleLog as _, PersonEvent};
 use ambient::store::shared::SharedDb;
 use ambient::store::shared::people::PgLedger;
+use ambient::vocab::journal::Filter;
 use serde_json::json;
 
 use crate::support::bot::Bot;
@@ -208,7 +208,7 @@ fn with_postgresql_down_boundary_changes_are_refused_and_replies_still_work() {
         down.contains("budget: PostgreSQL unreachable, this process's static share instead"),
         "{down}"
     );
-    bot.wait_entry(ambient::journal::Kind::Error, |e| {
+    bot.wait_entry(ambient::vocab::journal::Kind::Error, |e| {
         e.summary.starts_with("budget leases unavailable")
     });
 

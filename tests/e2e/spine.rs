@@ -10,10 +10,11 @@ use ambient::attention::{
 };
 use ambient::clock::{Clock, ManualClock};
 use ambient::ids::{ChannelId, GuildId, MessageId, UserId};
-use ambient::journal::{Filter, Journal, Kind};
+use ambient::journal::Journal;
 use ambient::settings::{Settings, SettingsService};
 use ambient::store::Store;
 use ambient::store::messages::StoredMessage;
+use ambient::vocab::journal::{Filter, Kind};
 use async_trait::async_trait;
 use tokio::sync::watch;
 

@@ -7,9 +7,10 @@ use std::sync::Arc;
 use ambient::clock::{Clock, SystemClock};
 use ambient::commands::status::{Sources, discord_text, widget};
 use ambient::ids::{ChannelId, GuildId};
-use ambient::initiative::pending::PendingThought;
-use ambient::journal::{Entry, Journal, Kind};
+use ambient::journal::Journal;
 use ambient::store::Store;
+use ambient::vocab::journal::{Entry, Kind};
+use ambient::vocab::pending::PendingThought;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};
 

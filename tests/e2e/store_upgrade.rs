@@ -1,9 +1,9 @@
 //! Migrations on a real file: fresh, upgrade with data, and a newer database refused.
 
 use ambient::ids::{ChannelId, GuildId, MessageId, UserId};
-use ambient::journal::{Entry, Filter, Kind};
 use ambient::store::messages::StoredMessage;
 use ambient::store::{Store, migrations};
+use ambient::vocab::journal::{Entry, Filter, Kind};
 use chrono::Utc;
 use serde_json::json;
 

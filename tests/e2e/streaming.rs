@@ -10,11 +10,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ambient::executive::tools::{ToolError, TypedTool, typed};
-use ambient::executive::{Message, Role, TextSink, Turn, TurnOutcome};
+use ambient::executive::{Message, TextSink, Turn, TurnOutcome};
 use ambient::ids::{ChannelId, GuildId, MessageId};
-use ambient::journal::{Filter, Kind};
+use ambient::settings::Role;
 use ambient::speech::split_message;
 use ambient::store::usage::UsageFilter;
+use ambient::vocab::journal::{Filter, Kind};
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -85,7 +86,7 @@ fn assert_paced(times: &[Instant], at_least: Duration, what: &str) {
     }
 }
 
-fn reply_entries(bot: &Bot, answered: u64) -> Vec<ambient::journal::Entry> {
+fn reply_entries(bot: &Bot, answered: u64) -> Vec<ambient::vocab::journal::Entry> {
     bot.store()
         .journal()
         .journal_query(&Filter {

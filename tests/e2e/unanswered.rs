@@ -13,10 +13,10 @@ use ambient::attention::{Author, Percept, Place};
 use ambient::clock::Clock;
 use ambient::commands::Asker;
 use ambient::ids::UserId;
-use ambient::journal::Kind;
 use ambient::replay::run::{Models, Options, Outcome, replay};
 use ambient::settings::{ProviderKind, Settings};
 use ambient::store::messages::Source;
+use ambient::vocab::journal::Kind;
 use serde_json::json;
 
 use crate::support::model_server::Scripted;

@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 
-use ambient::journal::{Entry, Kind};
 use ambient::settings::{Secret, Secrets, Settings};
 use ambient::store::usage::UsageRecord;
+use ambient::vocab::journal::{Entry, Kind};
 
 use crate::support::alone;
 use crate::support::files::files_containing;

@@ -19,10 +19,10 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use ambient::ids::{ChannelId, GuildId, MessageId, UserId};
-use ambient::journal::Filter;
 use ambient::store::boundaries::Boundary;
 use ambient::store::usage::UsageFilter;
 use ambient::store::{Store, migrations};
+use ambient::vocab::journal::Filter;
 use chrono::DateTime;
 use rusqlite::Connection;
 use rusqlite::types::Value;

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
 use ambient::ids::{ChannelId, UserId, stable_id};
-use ambient::journal::Kind;
 use ambient::settings::{Settings, VoiceLink};
 use ambient::store::messages::Source;
+use ambient::vocab::journal::Kind;
 use ambient::voice::Member;
 use ambient::voice::listener::Listener;
 use ambient::voice::segment::{quiet, tone};

@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use ambient::commands::Asker;
 use ambient::ids::{ChannelId, UserId, stable_id};
-use ambient::journal::Kind;
 use ambient::settings::Settings;
+use ambient::vocab::journal::Kind;
 use ambient::voice::Member;
 use ambient::voice::segment::{quiet, tone};
 

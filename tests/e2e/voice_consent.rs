@@ -16,9 +16,9 @@ use std::sync::{Arc, Mutex};
 
 use ambient::clock::Clock;
 use ambient::ids::{ChannelId, GuildId, UserId, stable_id};
-use ambient::journal::Kind;
 use ambient::settings::{Settings, VoiceLink};
 use ambient::store::messages::Source;
+use ambient::vocab::journal::Kind;
 use ambient::voice::listener::Listener;
 use ambient::voice::segment::{quiet, tone};
 use ambient::voice::{Member, PlatformError, VoiceBackend};

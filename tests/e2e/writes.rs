@@ -6,11 +6,11 @@
 use ambient::attention::{Addressed, Author, Percept, Place};
 use ambient::clock::Clock;
 use ambient::ids::{MessageId, UserId, next_snowflake};
-use ambient::journal::Kind;
 use ambient::memory::compact::Compaction;
-use ambient::memory::fact::{FactKind, Importance, Scope};
 use ambient::memory::manual;
 use ambient::store::messages::{Source, StoredMessage};
+use ambient::vocab::fact::{FactKind, Importance, Scope};
+use ambient::vocab::journal::Kind;
 use serde_json::json;
 
 use crate::support::model_server::Scripted;

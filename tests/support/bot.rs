@@ -204,12 +204,12 @@ impl Bot {
     /// satisfies `found`.
     pub fn find_entry(
         &self,
-        kind: ambient::journal::Kind,
+        kind: ambient::vocab::journal::Kind,
         within: Duration,
-        found: impl Fn(&ambient::journal::Entry) -> bool,
-    ) -> Option<ambient::journal::Entry> {
+        found: impl Fn(&ambient::vocab::journal::Entry) -> bool,
+    ) -> Option<ambient::vocab::journal::Entry> {
         let store = self.store();
-        let filter = ambient::journal::Filter {
+        let filter = ambient::vocab::journal::Filter {
             kinds: vec![kind],
             ..Default::default()
         };
@@ -230,9 +230,9 @@ impl Bot {
     /// the bot's log when no such entry comes.
     pub fn wait_entry(
         &self,
-        kind: ambient::journal::Kind,
-        found: impl Fn(&ambient::journal::Entry) -> bool,
-    ) -> ambient::journal::Entry {
+        kind: ambient::vocab::journal::Kind,
+        found: impl Fn(&ambient::vocab::journal::Entry) -> bool,
+    ) -> ambient::vocab::journal::Entry {
         self.find_entry(kind, Duration::from_secs(30), found)
             .unwrap_or_else(|| panic!("no such {kind:?} entry; the log:\n{}", self.log()))
     }

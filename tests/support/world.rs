@@ -18,9 +18,9 @@ use ambient::attention::{Addressed, Author, MessagePercept, Percept, Place};
 use ambient::chat::{Card, ChannelKind, ChatError, ForumPost, Outgoing, Transport, Typing};
 use ambient::clock::{Chance, Clock, ManualClock};
 use ambient::ids::{ChannelId, GuildId, MessageId, RoleId, UserId, next_snowflake};
-use ambient::initiative::pending::PendingThought;
 use ambient::settings::{ProviderKind, Secrets, Settings};
 use ambient::store::messages::{Source, StoredMessage};
+use ambient::vocab::pending::PendingThought;
 use async_trait::async_trait;
 
 use super::model_server::ModelServer;
@@ -604,10 +604,13 @@ impl World {
         self.said.kinds.lock().unwrap().insert(channel, kind);
     }
 
-    pub fn journal(&self, kind: ambient::journal::Kind) -> Vec<ambient::journal::Entry> {
+    pub fn journal(
+        &self,
+        kind: ambient::vocab::journal::Kind,
+    ) -> Vec<ambient::vocab::journal::Entry> {
         self.app
             .journal
-            .query(&ambient::journal::Filter {
+            .query(&ambient::vocab::journal::Filter {
                 kinds: vec![kind],
                 ..Default::default()
             })
