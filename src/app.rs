@@ -473,7 +473,7 @@ impl App {
         self.spine.drain().await;
     }
 
-    pub fn start(self: &Arc<Self>, lock: DataLock) -> Running {
+    pub(crate) fn start(self: &Arc<Self>, lock: DataLock) -> Running {
         let mut running = self.start_spine();
         running.lock = Some(lock);
         let rx = running.shutdown.subscribe();
@@ -558,7 +558,7 @@ pub struct Running {
 
 impl Running {
     /// No loops yet: [`Running::spawn`] starts them; the journal hears of the stop.
-    pub fn new(journal: Journal) -> Self {
+    pub(crate) fn new(journal: Journal) -> Self {
         Self {
             shutdown: watch::channel(false).0,
             tasks: Vec::new(),
@@ -569,7 +569,7 @@ impl Running {
 
     /// Starts one more loop, stopped with the others (a front end's own, like
     /// the settings watcher).
-    pub fn spawn<F>(&mut self, task: impl FnOnce(watch::Receiver<bool>) -> F)
+    pub(crate) fn spawn<F>(&mut self, task: impl FnOnce(watch::Receiver<bool>) -> F)
     where
         F: std::future::Future<Output = ()> + Send + 'static,
     {
@@ -587,7 +587,7 @@ impl Running {
     /// waiting on its model, a garden cycle) is cut short, and the journal
     /// says how many were. Cutting is safe: words are recorded before they
     /// are sent, and a garden cycle cut short is continued at the next start.
-    pub async fn stop_by(self, deadline: Option<tokio::time::Instant>) {
+    pub(crate) async fn stop_by(self, deadline: Option<tokio::time::Instant>) {
         // Harmless: it fails only when every loop has already stopped.
         let _ = self.shutdown.send(true);
         let mut cut = 0;

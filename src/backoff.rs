@@ -18,7 +18,7 @@ use chrono::{DateTime, Duration, Utc};
 
 /// The wait after `failures` failures in a row: `base × 2^(failures−1)`, at
 /// most `ceiling` (and no wait before the first failure).
-pub fn delay(base: Duration, ceiling: Duration, failures: u32) -> Duration {
+pub(crate) fn delay(base: Duration, ceiling: Duration, failures: u32) -> Duration {
     if failures == 0 {
         return Duration::zero();
     }
@@ -37,7 +37,7 @@ pub struct Setback {
 
 impl Setback {
     /// "trying again in 4 minutes (failure 3 in a row)", for journal reasons.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "trying again in {} (failure {} in a row)",
             human(self.wait),
@@ -64,7 +64,7 @@ pub struct Backoff<K> {
 }
 
 impl<K: Eq + Hash + Clone> Backoff<K> {
-    pub fn new(base: Duration, ceiling: Duration) -> Self {
+    pub(crate) fn new(base: Duration, ceiling: Duration) -> Self {
         Self {
             base,
             ceiling,
@@ -73,23 +73,23 @@ impl<K: Eq + Hash + Clone> Backoff<K> {
     }
 
     /// Whether `key` may be tried at `now` (it is not backing off).
-    pub fn ready(&self, key: &K, now: DateTime<Utc>) -> bool {
+    pub(crate) fn ready(&self, key: &K, now: DateTime<Utc>) -> bool {
         self.until(key).is_none_or(|t| now >= t)
     }
 
     /// When `key` may be tried again, if it is backing off.
-    pub fn until(&self, key: &K) -> Option<DateTime<Utc>> {
+    pub(crate) fn until(&self, key: &K) -> Option<DateTime<Utc>> {
         self.lock().get(key).map(|s| s.until)
     }
 
     /// Records a failure at `now` and starts the next, longer back-off.
-    pub fn failed(&self, key: &K, now: DateTime<Utc>) -> Setback {
+    pub(crate) fn failed(&self, key: &K, now: DateTime<Utc>) -> Setback {
         self.failed_within(key, now, self.base, self.ceiling)
     }
 
     /// Like [`Backoff::failed`], with bounds from settings that may have
     /// changed since this back-off was made (a live reload).
-    pub fn failed_within(
+    pub(crate) fn failed_within(
         &self,
         key: &K,
         now: DateTime<Utc>,
@@ -110,7 +110,7 @@ impl<K: Eq + Hash + Clone> Backoff<K> {
 
     /// Records a success: the back-off is over. Returns how many failures
     /// in a row it ends (`None` if `key` was not failing).
-    pub fn succeeded(&self, key: &K) -> Option<u32> {
+    pub(crate) fn succeeded(&self, key: &K) -> Option<u32> {
         self.lock().remove(key).map(|s| s.failures)
     }
 

@@ -154,7 +154,7 @@ impl Typing {
     }
 
     /// Wraps whatever keeps the platform's indicator running; dropping it stops it.
-    pub fn holding(guard: impl Send + Sync + 'static) -> Self {
+    pub(crate) fn holding(guard: impl Send + Sync + 'static) -> Self {
         Self(Some(Box::new(guard)))
     }
 }

@@ -48,7 +48,7 @@ pub struct ShiftedClock {
 }
 
 impl ShiftedClock {
-    pub fn advance(&self, d: chrono::Duration) {
+    pub(crate) fn advance(&self, d: chrono::Duration) {
         *self.ahead.lock().unwrap_or_else(|p| p.into_inner()) += d;
     }
 }
@@ -127,14 +127,14 @@ impl Chance {
         })
     }
 
-    pub fn from_entropy() -> Arc<Self> {
+    pub(crate) fn from_entropy() -> Arc<Self> {
         Arc::new(Self {
             rng: Mutex::new(StdRng::from_os_rng()),
         })
     }
 
     /// True with probability `percent` / 100. 0 never passes, 100 always does.
-    pub fn roll_percent(&self, percent: u8) -> bool {
+    pub(crate) fn roll_percent(&self, percent: u8) -> bool {
         if percent == 0 {
             return false;
         }
@@ -146,7 +146,7 @@ impl Chance {
     }
 
     /// A uniform fraction in [0, 1), for jitter.
-    pub fn fraction(&self) -> f64 {
+    pub(crate) fn fraction(&self) -> f64 {
         self.rng.lock().expect("rng lock").random::<f64>()
     }
 }

@@ -68,7 +68,7 @@ pub struct Bounds {
 }
 
 /// Listens on `addr`, with room for a burst of connections ([`BACKLOG`]).
-pub fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+pub(crate) fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
     let socket = match addr {
         SocketAddr::V4(_) => TcpSocket::new_v4()?,
         SocketAddr::V6(_) => TcpSocket::new_v6()?,
@@ -82,7 +82,7 @@ pub fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
 /// Serves `app` on `listener` within `bounds` until `stop`; then each
 /// connection finishes the request it is in, and the task ends when they
 /// all have.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     app: Router,
     bounds: Bounds,

@@ -35,7 +35,7 @@ pub struct Refused {
 }
 
 /// Why something is invisible, or `None` if the bot may see it.
-pub fn invisible_because(
+pub(crate) fn invisible_because(
     settings: &Settings,
     place: Place,
     author: Option<UserId>,
@@ -53,7 +53,11 @@ pub fn invisible_because(
 }
 
 /// Why the author of `m` may not talk to the bot, or `None` if they may.
-pub fn refusal(settings: &Settings, store: &PeopleStore, m: &MessagePercept) -> Option<Refused> {
+pub(crate) fn refusal(
+    settings: &Settings,
+    store: &PeopleStore,
+    m: &MessagePercept,
+) -> Option<Refused> {
     let author = m.message.author_id;
     if settings.discord.owner_user_ids.contains(&author) {
         return None;
@@ -66,7 +70,7 @@ pub fn refusal(settings: &Settings, store: &PeopleStore, m: &MessagePercept) -> 
 
 /// `permissions.roles` applied to the roles a message carried (`None`: not
 /// known, which passes only when no role is named at all).
-pub fn role_refusal(settings: &Settings, roles: Option<&[RoleId]>) -> Option<Refused> {
+pub(crate) fn role_refusal(settings: &Settings, roles: Option<&[RoleId]>) -> Option<Refused> {
     let rules = &settings.permissions.roles;
     if rules.allowed.is_empty() && rules.blocked.is_empty() {
         return None;
@@ -100,7 +104,11 @@ pub fn role_refusal(settings: &Settings, roles: Option<&[RoleId]>) -> Option<Ref
 /// `discord.dms` applied to the author of a direct message. Under
 /// `pairing`, a store read that fails refuses: an approval the bot cannot
 /// read is one it must not assume.
-pub fn dm_refusal(settings: &Settings, store: &PeopleStore, author: UserId) -> Option<Refused> {
+pub(crate) fn dm_refusal(
+    settings: &Settings,
+    store: &PeopleStore,
+    author: UserId,
+) -> Option<Refused> {
     let d = &settings.discord;
     match d.dm_policy() {
         DmPolicy::Open => None,
@@ -141,7 +149,7 @@ pub fn dm_refusal(settings: &Settings, store: &PeopleStore, author: UserId) -> O
 /// A new pairing code: [`PAIRING_CODE_LEN`] characters of
 /// [`PAIRING_ALPHABET`] from the operating system's randomness (a code is a
 /// key to the bot's attention: not from the seeded dice).
-pub fn new_pairing_code() -> String {
+pub(crate) fn new_pairing_code() -> String {
     use rand::Rng;
     let mut rng = rand::rng();
     (0..PAIRING_CODE_LEN)
@@ -150,13 +158,16 @@ pub fn new_pairing_code() -> String {
 }
 
 /// `text` as a pairing code (case and spaces forgiven), or `None` if it cannot be one.
-pub fn pairing_code(text: &str) -> Option<String> {
+pub(crate) fn pairing_code(text: &str) -> Option<String> {
     let code = text.trim().to_ascii_uppercase();
     (code.len() == PAIRING_CODE_LEN && code.bytes().all(|b| PAIRING_ALPHABET.contains(&b)))
         .then_some(code)
 }
 
-pub fn channel_invisible_because(settings: &Settings, channel: ChannelId) -> Option<&'static str> {
+pub(crate) fn channel_invisible_because(
+    settings: &Settings,
+    channel: ChannelId,
+) -> Option<&'static str> {
     let replies = &settings.permissions.replies;
     if replies.blocked_channel_ids.contains(&channel) {
         return Some("the channel is in permissions.replies.blockedChannelIds");

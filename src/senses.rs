@@ -68,7 +68,7 @@ pub struct Senses {
 type Names = (Option<String>, Option<String>);
 
 impl Senses {
-    pub fn new(
+    pub(crate) fn new(
         store: Stores,
         settings: Arc<SettingsService>,
         spine: Arc<Spine>,
@@ -94,7 +94,7 @@ impl Senses {
     /// committed up to 100 ms later with others: for front ends whose
     /// platform keeps the history, so backfill can read again what a crash
     /// lost.
-    pub fn perceive_grouped(&self, percept: Percept) -> Result<Perceived, StoreError> {
+    pub(crate) fn perceive_grouped(&self, percept: Percept) -> Result<Perceived, StoreError> {
         self.take_in(percept, true)
     }
 

@@ -105,7 +105,7 @@ pub struct Speech {
 }
 
 impl Speech {
-    pub fn new(
+    pub(crate) fn new(
         transport: Arc<dyn Transport>,
         store: Stores,
         settings: Arc<SettingsService>,
@@ -122,7 +122,7 @@ impl Speech {
     }
 
     /// How many texts were ready to say but could not be delivered.
-    pub fn turned_away(&self) -> u64 {
+    pub(crate) fn turned_away(&self) -> u64 {
         self.turned_away.load(Ordering::Relaxed)
     }
 
@@ -132,7 +132,7 @@ impl Speech {
 
     /// How many messages may still be sent in `place` now, or why none may.
     /// Every path that pays a model for words asks this first.
-    pub fn deliverable(&self, place: Place) -> Result<u64, SpeechError> {
+    pub(crate) fn deliverable(&self, place: Place) -> Result<u64, SpeechError> {
         let settings = self.settings.for_guild(place.guild);
         if !place.is_dm()
             && let Some(why) = permissions::channel_invisible_because(&settings, place.channel)
@@ -170,7 +170,7 @@ impl Speech {
     }
 
     /// Like [`Speech::say`]; `pings` may be pinged too (a reminder's owner, a speaker).
-    pub async fn say_pinging(
+    pub(crate) async fn say_pinging(
         &self,
         place: Place,
         text: &str,
@@ -183,7 +183,7 @@ impl Speech {
     }
 
     /// Like [`Speech::say`], with files attached to the first part.
-    pub async fn say_with_files(
+    pub(crate) async fn say_with_files(
         &self,
         place: Place,
         text: &str,
@@ -393,7 +393,7 @@ impl Speech {
 /// How many messages `channel` may still get from the bot this hour
 /// (`permissions.replies.maxMessagesPerHour`), from the store alone: the
 /// status widget asks it without a running bot.
-pub fn hourly_room(
+pub(crate) fn hourly_room(
     store: &MessageStore,
     settings: &crate::settings::Settings,
     channel: ChannelId,
@@ -414,7 +414,7 @@ const UNKNOWN_OUTCOME_PAUSE_MS: u64 = 500;
 /// joiner, role mentions as `@role`, and user mentions of anyone outside
 /// `pings` as `@name` (or `@someone` when the name is unknown). At most
 /// [`MAX_NAMED_MENTIONS`] names are looked up; further ones become `@someone`.
-pub fn neutralise_mentions(
+pub(crate) fn neutralise_mentions(
     text: &str,
     pings: &[UserId],
     mut name_of: impl FnMut(UserId) -> Option<String>,
@@ -496,7 +496,7 @@ const FINISHED: [char; 7] = ['.', '!', '?', '…', '。', '！', '？'];
 /// loses nothing, and neither does text with no break in its last quarter
 /// (Chinese or Japanese without a sentence end near): it is cut at its last
 /// whole character, never back to an early break.
-pub fn cut_unfinished(text: &str) -> String {
+pub(crate) fn cut_unfinished(text: &str) -> String {
     let text = text.trim_end();
     let finished = text.ends_with(FINISHED) || text.ends_with("```");
     let end = if finished {
@@ -519,7 +519,7 @@ pub fn cut_unfinished(text: &str) -> String {
 /// characters decides nothing here — a model's tokens are not four characters
 /// each — and speech still splits it at 2,000 characters, within
 /// `maxPartsPerAnswer`.
-pub fn as_ended(text: String, stop: Option<StopReason>) -> String {
+pub(crate) fn as_ended(text: String, stop: Option<StopReason>) -> String {
     match stop {
         Some(StopReason::MaxTokens) => cut_unfinished(&text),
         _ => text,

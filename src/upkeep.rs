@@ -83,7 +83,7 @@ impl Upkeep {
 
     /// What the sweep applies now: the operator's retention, and each
     /// server's that set its own (already no longer than the operator's).
-    pub fn policy(&self) -> Result<Policy, StoreError> {
+    pub(crate) fn policy(&self) -> Result<Policy, StoreError> {
         let mut policy = Policy {
             operator: self.settings.global().storage.retention.keep(),
             ..Default::default()
@@ -169,7 +169,7 @@ impl Upkeep {
     }
 
     /// Passes until `shutdown`: the first after [`FIRST_AFTER`], then every [`EVERY`].
-    pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
+    pub(crate) async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
         let stopping = Arc::new(AtomicBool::new(false));
         let mut wait = FIRST_AFTER;
         loop {

@@ -14,7 +14,7 @@ pub struct NotAWindow {
 }
 
 /// The instant `spec` refers to, relative to `now` for durations.
-pub fn parse_since(spec: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, NotAWindow> {
+pub(crate) fn parse_since(spec: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, NotAWindow> {
     let spec = spec.trim();
     if let Some(d) = parse_duration(spec) {
         return Ok(now - d);
@@ -31,7 +31,7 @@ pub fn parse_since(spec: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, NotA
 }
 
 /// `90s`, `30m`, `24h`, `7d`, `2w` (one number and one unit).
-pub fn parse_duration(spec: &str) -> Option<chrono::Duration> {
+pub(crate) fn parse_duration(spec: &str) -> Option<chrono::Duration> {
     let spec = spec.trim();
     let split = spec.find(|c: char| !c.is_ascii_digit())?;
     let (num, unit) = spec.split_at(split);
@@ -48,7 +48,7 @@ pub fn parse_duration(spec: &str) -> Option<chrono::Duration> {
 }
 
 /// "3m ago", "2h ago", "5d ago" — short and human.
-pub fn ago(then: DateTime<Utc>, now: DateTime<Utc>) -> String {
+pub(crate) fn ago(then: DateTime<Utc>, now: DateTime<Utc>) -> String {
     let s = (now - then).num_seconds();
     if s < 0 {
         return "in the future".into();
@@ -58,7 +58,7 @@ pub fn ago(then: DateTime<Utc>, now: DateTime<Utc>) -> String {
 
 /// "in 10m", "in 3h", or "now" for the past; rounded to the nearest unit,
 /// so a task due "in 2 hours" still reads "in 2h" a second later.
-pub fn until(then: DateTime<Utc>, now: DateTime<Utc>) -> String {
+pub(crate) fn until(then: DateTime<Utc>, now: DateTime<Utc>) -> String {
     let s = (then - now).num_seconds();
     if s <= 0 {
         return "now".into();

@@ -4,7 +4,7 @@
 //! without using each other.
 
 /// `n` with a comma between each group of three digits.
-pub fn thousands(n: impl std::fmt::Display) -> String {
+pub(crate) fn thousands(n: impl std::fmt::Display) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, d) in digits.chars().enumerate() {

@@ -33,7 +33,7 @@ pub(super) struct Backups {
 
 impl Backups {
     /// Until `stop`: a backup whenever one is due, then a look again.
-    pub async fn run(self, mut stop: watch::Receiver<bool>) {
+    pub(crate) async fn run(self, mut stop: watch::Receiver<bool>) {
         let mut retry_at = None;
         loop {
             let s = self.settings.global();

@@ -27,7 +27,7 @@ impl ActiveChannels {
         }
     }
 
-    pub fn is_active(&self, channel: ChannelId, now: DateTime<Utc>) -> bool {
+    pub(crate) fn is_active(&self, channel: ChannelId, now: DateTime<Utc>) -> bool {
         self.until
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -36,7 +36,11 @@ impl ActiveChannels {
     }
 
     /// Channels ACTIVE right now, optionally only in one guild.
-    pub fn active_channels(&self, guild: Option<GuildId>, now: DateTime<Utc>) -> Vec<ChannelId> {
+    pub(crate) fn active_channels(
+        &self,
+        guild: Option<GuildId>,
+        now: DateTime<Utc>,
+    ) -> Vec<ChannelId> {
         let mut map = self.until.lock().unwrap_or_else(|p| p.into_inner());
         map.retain(|_, (_, until)| *until > now);
         map.iter()
@@ -46,7 +50,7 @@ impl ActiveChannels {
     }
 
     /// Whether anyone is talking with the bot anywhere.
-    pub fn any_active(&self, now: DateTime<Utc>) -> bool {
+    pub(crate) fn any_active(&self, now: DateTime<Utc>) -> bool {
         !self.active_channels(None, now).is_empty()
     }
 }

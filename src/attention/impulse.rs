@@ -24,7 +24,7 @@ pub enum ImpulseKind {
 }
 
 impl ImpulseKind {
-    pub fn label(&self) -> &'static str {
+    pub(crate) fn label(&self) -> &'static str {
         match self {
             ImpulseKind::InitiativeTick => "initiative tick",
             ImpulseKind::TaskDue { .. } => "task due",
@@ -58,7 +58,7 @@ impl Impulse {
         }
     }
 
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         if self.detail.is_empty() {
             self.kind.label().to_string()
         } else {

@@ -116,7 +116,7 @@ impl Spine {
         self.lock_queue().len()
     }
 
-    pub fn is_idle(&self) -> bool {
+    pub(crate) fn is_idle(&self) -> bool {
         self.lock_queue().is_empty() && self.in_flight.load(Ordering::SeqCst) == 0
     }
 
@@ -215,7 +215,7 @@ impl Spine {
         self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn journal(&self) -> &Journal {
+    pub(crate) fn journal(&self) -> &Journal {
         &self.journal
     }
 }

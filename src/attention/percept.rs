@@ -23,7 +23,7 @@ pub struct Place {
 }
 
 impl Place {
-    pub fn is_dm(&self) -> bool {
+    pub(crate) fn is_dm(&self) -> bool {
         self.guild.is_none()
     }
 }
@@ -43,11 +43,11 @@ pub enum Addressed {
 }
 
 impl Addressed {
-    pub fn is_addressed(self) -> bool {
+    pub(crate) fn is_addressed(self) -> bool {
         self != Addressed::No
     }
 
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Addressed::No => "not addressed",
             Addressed::Mention => "mentioned the bot",
@@ -177,20 +177,20 @@ pub struct MessagePercept {
 }
 
 impl MessagePercept {
-    pub fn place(&self) -> Place {
+    pub(crate) fn place(&self) -> Place {
         Place {
             guild: self.message.guild,
             channel: self.message.channel,
         }
     }
 
-    pub fn is_voice(&self) -> bool {
+    pub(crate) fn is_voice(&self) -> bool {
         self.message.source == Source::Vc
     }
 
     /// The message an answer may reply to (and react to) on the platform:
     /// none for a voice line, which exists only as our transcript.
-    pub fn reply_target(&self) -> Option<MessageId> {
+    pub(crate) fn reply_target(&self) -> Option<MessageId> {
         (!self.is_voice()).then_some(self.message.id)
     }
 }
@@ -225,7 +225,7 @@ pub enum Percept {
 }
 
 impl Percept {
-    pub fn place(&self) -> Option<Place> {
+    pub(crate) fn place(&self) -> Option<Place> {
         match self {
             Percept::Message(m) => Some(m.place()),
             Percept::Edit { place, .. }
@@ -235,7 +235,7 @@ impl Percept {
         }
     }
 
-    pub fn guild(&self) -> Option<GuildId> {
+    pub(crate) fn guild(&self) -> Option<GuildId> {
         match self {
             Percept::MemberJoin { guild, .. } => Some(*guild),
             other => other.place().and_then(|p| p.guild),
@@ -243,7 +243,7 @@ impl Percept {
     }
 
     /// The person (or bot) behind it, when there is one.
-    pub fn author_id(&self) -> Option<UserId> {
+    pub(crate) fn author_id(&self) -> Option<UserId> {
         match self {
             Percept::Message(m) => Some(m.message.author_id),
             Percept::Reaction { user, .. } | Percept::MemberJoin { user, .. } => Some(user.id),
@@ -251,7 +251,7 @@ impl Percept {
         }
     }
 
-    pub fn at(&self) -> DateTime<Utc> {
+    pub(crate) fn at(&self) -> DateTime<Utc> {
         match self {
             Percept::Message(m) => m.message.created_at,
             Percept::Edit { at, .. }
@@ -262,7 +262,7 @@ impl Percept {
     }
 
     /// A few words for the journal.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Percept::Message(m) => {
                 let kind = if m.is_voice() {

@@ -61,13 +61,13 @@ pub struct AttentionQueue {
 }
 
 impl AttentionQueue {
-    pub fn push(&mut self, item: Attended) {
+    pub(crate) fn push(&mut self, item: Attended) {
         self.lanes.entry(item.lane).or_default().push_back(item);
         self.len += 1;
     }
 
     /// Takes the best item whose lane is free, and marks that lane busy.
-    pub fn pop_ready(&mut self) -> Option<Attended> {
+    pub(crate) fn pop_ready(&mut self) -> Option<Attended> {
         let best_lane = self
             .lanes
             .iter()
@@ -92,15 +92,15 @@ impl AttentionQueue {
     }
 
     /// Frees a lane once its item has been handled.
-    pub fn release(&mut self, lane: Lane) {
+    pub(crate) fn release(&mut self, lane: Lane) {
         self.busy.remove(&lane);
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }
 }

@@ -62,15 +62,7 @@ impl Registry {
         hs.sort_by_key(|h| h.order());
     }
 
-    /// Removes every handler whose name starts with `prefix` (used when reflexes reload).
-    pub fn unregister_prefix(&self, prefix: &str) {
-        self.handlers
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|h| !h.name().starts_with(prefix));
-    }
-
-    pub fn snapshot(&self) -> Vec<Arc<dyn Handler>> {
+    pub(crate) fn snapshot(&self) -> Vec<Arc<dyn Handler>> {
         self.handlers
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -79,7 +71,7 @@ impl Registry {
 }
 
 /// Routes one input through the chain, journaling every decision.
-pub async fn route(registry: &Registry, journal: &Journal, item: &Attended) {
+pub(crate) async fn route(registry: &Registry, journal: &Journal, item: &Attended) {
     let what = describe(&item.input);
     let mut item = std::borrow::Cow::Borrowed(item);
     for handler in registry.snapshot() {
@@ -121,7 +113,7 @@ pub async fn route(registry: &Registry, journal: &Journal, item: &Attended) {
 /// Journals the pass of an input no handler wants, if none does; whether
 /// it did. Most of what a busy server says is such chatter, so the
 /// dispatcher asks this itself and spares those a task of their own.
-pub fn pass_if_unwanted(registry: &Registry, journal: &Journal, item: &Attended) -> bool {
+pub(crate) fn pass_if_unwanted(registry: &Registry, journal: &Journal, item: &Attended) -> bool {
     if registry.snapshot().iter().any(|h| h.wants(item).is_some()) {
         return false;
     }

@@ -37,12 +37,12 @@ pub struct Salience {
 
 impl Salience {
     /// Whether the score reaches `bar` (within floating-point noise).
-    pub fn reaches(&self, bar: f64) -> bool {
+    pub(crate) fn reaches(&self, bar: f64) -> bool {
         self.score + 1e-9 >= bar
     }
 
     /// "addressed 0.60 + human 0.10 × recency 1.00"
-    pub fn explain(&self) -> String {
+    pub(crate) fn explain(&self) -> String {
         let (factors, terms): (Vec<_>, Vec<_>) = self
             .features
             .iter()
@@ -78,7 +78,7 @@ const QUESTION: i32 = 10;
 /// Minutes after which an old percept (e.g. redelivered after downtime) counts half.
 const RECENCY_HALF_LIFE_MINUTES: f64 = 30.0;
 
-pub fn score(input: &Input, ctx: &Context<'_>) -> Salience {
+pub(crate) fn score(input: &Input, ctx: &Context<'_>) -> Salience {
     let mut terms: Vec<(&'static str, i32)> = Vec::new();
     let mut recency = None;
     let class;

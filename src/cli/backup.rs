@@ -19,7 +19,7 @@ fn data_dir(settings: Option<&Path>) -> anyhow::Result<PathBuf> {
 }
 
 /// `ambient backup FILE`: no lock is taken, so a running bot goes on.
-pub fn backup(settings: Option<&Path>, file: &Path) -> anyhow::Result<ExitCode> {
+pub(crate) fn backup(settings: Option<&Path>, file: &Path) -> anyhow::Result<ExitCode> {
     let dir = data_dir(settings)?;
     let made = backup::create(&dir, file, chrono::Utc::now())?;
     outln!(
@@ -34,7 +34,7 @@ pub fn backup(settings: Option<&Path>, file: &Path) -> anyhow::Result<ExitCode> 
 }
 
 /// `ambient restore FILE`: refused while a bot runs on the data directory.
-pub fn restore(settings: Option<&Path>, file: &Path) -> anyhow::Result<ExitCode> {
+pub(crate) fn restore(settings: Option<&Path>, file: &Path) -> anyhow::Result<ExitCode> {
     let dir = data_dir(settings)?;
     let _lock = DataLock::acquire(&dir).map_err(|e| anyhow!("{e}; nothing was restored"))?;
     let restored = backup::restore(file, &dir, chrono::Utc::now())

@@ -10,7 +10,7 @@ use crate::console::{self, ConsoleOut, ConsoleTransport};
 use crate::settings::Secrets;
 use crate::store::lock::DataLock;
 
-pub async fn console(
+pub(crate) async fn console(
     settings: Option<&Path>,
     json: bool,
     channel: String,

@@ -11,7 +11,7 @@ use super::out::outln;
 use crate::dashboard::{self, Site};
 use crate::settings::{DashboardSettings, Secrets};
 
-pub async fn dashboard(
+pub(crate) async fn dashboard(
     settings: Option<&Path>,
     bind: Option<&str>,
     new_token: bool,

@@ -16,7 +16,7 @@ use crate::net::Fetcher;
 use crate::net::fetch::Validators;
 use crate::settings::SettingsService;
 
-pub async fn fetch(
+pub(crate) async fn fetch(
     settings: Option<&Path>,
     target: &str,
     kind: Option<&str>,
@@ -69,7 +69,7 @@ pub async fn fetch(
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn list(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
+pub(crate) fn list(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
     let loaded = super::load_lenient(settings)?;
     let store = super::journal::open_existing(&loaded.settings.storage.data_dir)?;
     let clock = Arc::new(SystemClock);

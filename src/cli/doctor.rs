@@ -10,7 +10,7 @@ use crate::doctor::{self, Options, Report};
 use crate::settings::Secrets;
 use crate::settings::check::check;
 
-pub async fn doctor(
+pub(crate) async fn doctor(
     settings: Option<&Path>,
     json: bool,
     no_model: bool,

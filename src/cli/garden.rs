@@ -9,7 +9,11 @@ use anyhow::anyhow;
 use super::out::outln;
 use crate::journal::stream;
 
-pub fn log(settings: Option<&Path>, limit: usize, cycle: Option<i64>) -> anyhow::Result<ExitCode> {
+pub(crate) fn log(
+    settings: Option<&Path>,
+    limit: usize,
+    cycle: Option<i64>,
+) -> anyhow::Result<ExitCode> {
     let loaded = super::load_lenient(settings)?;
     let store = super::journal::open_existing(&loaded.settings.storage.data_dir)?;
     // The shared text ends without a newline when it is one line (Discord
@@ -19,7 +23,7 @@ pub fn log(settings: Option<&Path>, limit: usize, cycle: Option<i64>) -> anyhow:
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn context(
+pub(crate) fn context(
     settings: Option<&Path>,
     guild: Option<&str>,
     since: &str,

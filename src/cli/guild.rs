@@ -32,7 +32,7 @@ fn open(settings: Option<&Path>) -> anyhow::Result<(crate::settings::Settings, S
     Ok((loaded.settings, store))
 }
 
-pub fn export(settings: Option<&Path>, guild: &str) -> anyhow::Result<ExitCode> {
+pub(crate) fn export(settings: Option<&Path>, guild: &str) -> anyhow::Result<ExitCode> {
     let (settings, store) = open(settings)?;
     let guild = super::memory::guild(&store, Some(guild))?;
     if store.guilds().guild_row_counts(guild)?.is_empty() {
@@ -103,7 +103,7 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn import(
+pub(crate) fn import(
     settings: Option<&Path>,
     file: &Path,
     replace: bool,
@@ -288,7 +288,7 @@ fn place(data_dir: &Path, guild: GuildId, staged: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn remove(settings: Option<&Path>, guild: &str, yes: bool) -> anyhow::Result<ExitCode> {
+pub(crate) fn remove(settings: Option<&Path>, guild: &str, yes: bool) -> anyhow::Result<ExitCode> {
     let (settings, store) = open(settings)?;
     let data_dir = PathBuf::from(&settings.storage.data_dir);
     let _lock = DataLock::acquire(&data_dir)?;

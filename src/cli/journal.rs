@@ -12,7 +12,7 @@ use crate::journal::format_line;
 use crate::store::Store;
 use crate::vocab::journal::{Filter, Kind};
 
-pub fn journal(
+pub(crate) fn journal(
     settings: Option<&Path>,
     since: &str,
     kinds: Option<&str>,

@@ -128,7 +128,7 @@ fn line(f: &Fact, store: &Store) -> String {
     )
 }
 
-pub async fn remember(
+pub(crate) async fn remember(
     settings: Option<&Path>,
     text: &str,
     kind: Option<&str>,
@@ -165,7 +165,7 @@ pub struct ListArgs<'a> {
     pub guild: Option<&'a str>,
 }
 
-pub async fn list(settings: Option<&Path>, a: ListArgs<'_>) -> anyhow::Result<ExitCode> {
+pub(crate) async fn list(settings: Option<&Path>, a: ListArgs<'_>) -> anyhow::Result<ExitCode> {
     let ctx = open(settings).await?;
     let filter = FactFilter {
         guild: a
@@ -201,7 +201,7 @@ pub async fn list(settings: Option<&Path>, a: ListArgs<'_>) -> anyhow::Result<Ex
     Ok(ExitCode::SUCCESS)
 }
 
-pub async fn search(
+pub(crate) async fn search(
     settings: Option<&Path>,
     query: &str,
     limit: usize,
@@ -234,7 +234,7 @@ pub async fn search(
     Ok(ExitCode::SUCCESS)
 }
 
-pub async fn stats(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
+pub(crate) async fn stats(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
     let ctx = open(settings).await?;
     let (counts, range, inactive) = ctx.store.memory().fact_stats()?;
     let total: u64 = counts.iter().map(|(_, _, n)| n).sum();
@@ -279,7 +279,7 @@ fn one(store: &Store, prefix: &str) -> anyhow::Result<Fact> {
     }
 }
 
-pub async fn delete(
+pub(crate) async fn delete(
     settings: Option<&Path>,
     prefix: &str,
     force: bool,
@@ -312,7 +312,7 @@ pub async fn delete(
     Ok(ExitCode::SUCCESS)
 }
 
-pub async fn edit(
+pub(crate) async fn edit(
     settings: Option<&Path>,
     prefix: &str,
     content: Option<&str>,
@@ -360,7 +360,7 @@ fn edit_in_editor(current: &str) -> anyhow::Result<String> {
     Ok(std::fs::read_to_string(file.path())?)
 }
 
-pub async fn export(
+pub(crate) async fn export(
     settings: Option<&Path>,
     pretty: bool,
     guild_arg: Option<&str>,
@@ -381,7 +381,7 @@ pub async fn export(
     Ok(ExitCode::SUCCESS)
 }
 
-pub async fn import(settings: Option<&Path>, file: &Path) -> anyhow::Result<ExitCode> {
+pub(crate) async fn import(settings: Option<&Path>, file: &Path) -> anyhow::Result<ExitCode> {
     let text =
         std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
     let facts = portable::parse(&text)

@@ -34,12 +34,12 @@ impl From<io::Error> for OutputError {
 }
 
 /// Whether `e` is a verb stopped by its reader going away.
-pub fn closed(e: &anyhow::Error) -> bool {
+pub(crate) fn closed(e: &anyhow::Error) -> bool {
     matches!(e.downcast_ref::<OutputError>(), Some(OutputError::Closed))
 }
 
 /// Writes `args` and a line ending (the body of [`outln!`]).
-pub fn line(args: fmt::Arguments<'_>) -> Result<(), OutputError> {
+pub(crate) fn line(args: fmt::Arguments<'_>) -> Result<(), OutputError> {
     let mut out = io::stdout().lock();
     out.write_fmt(args)?;
     out.write_all(b"\n")?;
@@ -48,7 +48,7 @@ pub fn line(args: fmt::Arguments<'_>) -> Result<(), OutputError> {
 
 /// Writes `args` without a line ending and shows it now: a question
 /// waiting on the same line for its answer.
-pub fn prompt(args: fmt::Arguments<'_>) -> Result<(), OutputError> {
+pub(crate) fn prompt(args: fmt::Arguments<'_>) -> Result<(), OutputError> {
     let mut out = io::stdout().lock();
     out.write_fmt(args)?;
     out.flush()?;
@@ -59,7 +59,7 @@ pub fn prompt(args: fmt::Arguments<'_>) -> Result<(), OutputError> {
 /// that streams a document (an export) through a writer. A closed pipe
 /// comes back as [`OutputError::Closed`], whatever error type `write` wraps
 /// it in.
-pub fn stream<T, E>(write: impl FnOnce(&mut dyn Write) -> Result<T, E>) -> anyhow::Result<T>
+pub(crate) fn stream<T, E>(write: impl FnOnce(&mut dyn Write) -> Result<T, E>) -> anyhow::Result<T>
 where
     E: Into<anyhow::Error>,
 {

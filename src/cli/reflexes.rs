@@ -10,7 +10,7 @@ use crate::store::impulses::ReflexStats;
 
 /// Parses every reflex file offline, printing each good one and every problem
 /// as `file:line: reason`; exits 1 when there is a problem.
-pub fn check(settings: Option<&Path>, dir: Option<&Path>) -> anyhow::Result<ExitCode> {
+pub(crate) fn check(settings: Option<&Path>, dir: Option<&Path>) -> anyhow::Result<ExitCode> {
     let dir = match dir {
         Some(d) if !d.is_dir() => {
             anyhow::bail!("{} is not a directory of reflex files", d.display())
@@ -53,7 +53,7 @@ pub fn check(settings: Option<&Path>, dir: Option<&Path>) -> anyhow::Result<Exit
 }
 
 /// How each reflex has done: fired, succeeded, failed, passed, escalated, mean latency.
-pub fn stats(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
+pub(crate) fn stats(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
     let loaded = super::load_lenient(settings)?;
     let store = super::journal::open_existing(&loaded.settings.storage.data_dir)?;
     let mut rows: BTreeMap<String, ReflexStats> = store
@@ -166,7 +166,7 @@ fn print_row(
 }
 
 /// Disables (or enables again) a reflex everywhere; the running bot picks it up on its next start.
-pub fn set_disabled(
+pub(crate) fn set_disabled(
     settings: Option<&Path>,
     name: &str,
     disabled: bool,

@@ -65,7 +65,7 @@ pub enum Format {
     Json,
 }
 
-pub async fn run(settings: Option<&Path>, args: ReplayArgs) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(settings: Option<&Path>, args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let models = models(&args)?;
     let loaded = match super::load_valid(settings)? {
         Ok(l) => l,

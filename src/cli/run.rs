@@ -49,7 +49,7 @@ impl ShardFlags {
     }
 }
 
-pub async fn run(
+pub(crate) async fn run(
     settings: Option<&Path>,
     no_watch: bool,
     flags: ShardFlags,

@@ -32,7 +32,7 @@ pub enum RuntimeError {
 }
 
 /// The number of worker threads `value` (the variable's value) asks for.
-pub fn workers(value: Option<OsString>) -> Result<usize, RuntimeError> {
+pub(crate) fn workers(value: Option<OsString>) -> Result<usize, RuntimeError> {
     let Some(value) = value else {
         return Ok(1);
     };

@@ -11,7 +11,7 @@ use crate::settings::{SettingsSource, paths};
 
 pub(super) use crate::settings::check::MAX_SHOWN;
 
-pub fn check(file: Option<&Path>) -> anyhow::Result<ExitCode> {
+pub(crate) fn check(file: Option<&Path>) -> anyhow::Result<ExitCode> {
     let checked = check_file(file);
     for w in &checked.warnings {
         outln!("{w}")?;

@@ -14,7 +14,7 @@ use crate::settings::shards::MAX_TOTAL_SHARDS;
 use crate::store::Store;
 use crate::vocab::shards::{ShardRange, Shards, shard_of};
 
-pub fn plan(
+pub(crate) fn plan(
     settings: Option<&Path>,
     total: u32,
     range: Option<&str>,

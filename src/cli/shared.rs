@@ -22,7 +22,7 @@ fn url(settings: &Settings) -> anyhow::Result<&str> {
     Ok(url)
 }
 
-pub async fn migrate(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
+pub(crate) async fn migrate(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
     let loaded = super::load_lenient(settings)?;
     url(&loaded.settings)?;
     let db = crate::courtesy::people::shared_db(&loaded.settings.storage, &Secrets::from_env())?;
@@ -38,7 +38,7 @@ pub async fn migrate(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub async fn check(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
+pub(crate) async fn check(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
     let loaded = super::load_lenient(settings)?;
     url(&loaded.settings)?;
     let Some(c) = crate::doctor::shared::check(&loaded.settings, &Secrets::from_env()).await else {
@@ -58,7 +58,7 @@ pub async fn check(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
 /// Copies the SQLite ledger `file` into the shared database's (empty)
 /// ledger: its events with their sequence numbers and its id, so each
 /// process's cursor is as true after the switch as before.
-pub fn import(settings: Option<&Path>, file: &Path) -> anyhow::Result<ExitCode> {
+pub(crate) fn import(settings: Option<&Path>, file: &Path) -> anyhow::Result<ExitCode> {
     let loaded = super::load_lenient(settings)?;
     url(&loaded.settings)?;
     if file.file_name().is_none_or(|n| n != LEDGER_FILE) || !file.is_file() {

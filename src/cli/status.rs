@@ -13,7 +13,7 @@ use crate::journal::Journal;
 use crate::settings::{Secrets, SettingsService, retention};
 use crate::store::Store;
 
-pub async fn status(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
+pub(crate) async fn status(settings: Option<&Path>) -> anyhow::Result<ExitCode> {
     let loaded = super::load_lenient(settings)?;
     let data_dir = PathBuf::from(&loaded.settings.storage.data_dir);
     let prompts_dir = PathBuf::from(&loaded.settings.executive.prompts_dir);

@@ -12,7 +12,7 @@ use super::out::outln;
 use crate::settings::Role;
 use crate::store::usage::UsageFilter;
 
-pub fn usage(
+pub(crate) fn usage(
     settings: Option<&Path>,
     since: &str,
     role: Option<&str>,

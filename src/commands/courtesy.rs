@@ -39,7 +39,7 @@ pub fn hush(app: &App, who: &Asker, duration: &str, place: &str) -> Result<Strin
     .map_err(HushRefused::from)
 }
 
-pub fn unhush(app: &App, who: &Asker, place: &str) -> Result<String, HushRefused> {
+pub(crate) fn unhush(app: &App, who: &Asker, place: &str) -> Result<String, HushRefused> {
     let Some(guild) = who.guild else {
         return Err(HushRefused::UnhushInDm);
     };
@@ -73,7 +73,7 @@ fn hush_asker(who: &Asker) -> hush::Asker {
 }
 
 /// `/ambient me` shows the asker's boundaries; `/ambient me no-ping on` sets one.
-pub fn me(app: &App, who: &Asker, boundary: &str, state: &str) -> String {
+pub(crate) fn me(app: &App, who: &Asker, boundary: &str, state: &str) -> String {
     if boundary.trim().is_empty() {
         return show(app, who);
     }

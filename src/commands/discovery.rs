@@ -4,22 +4,22 @@ use crate::app::App;
 use crate::discovery::curation::{self, Actor};
 use crate::ids::{GuildId, UserId};
 
-pub fn list(app: &App, guild: GuildId) -> String {
+pub(crate) fn list(app: &App, guild: GuildId) -> String {
     curation::list(&app.discovery, guild)
 }
 
-pub fn add(app: &App, guild: GuildId, by: UserId, kind: &str, target: &str) -> String {
+pub(crate) fn add(app: &App, guild: GuildId, by: UserId, kind: &str, target: &str) -> String {
     curation::add(&app.discovery, guild, kind, target, Actor::Member(by))
         .unwrap_or_else(|e| e.to_string())
 }
 
-pub fn remove(app: &App, guild: GuildId, by: UserId, kind: &str, target: &str) -> String {
+pub(crate) fn remove(app: &App, guild: GuildId, by: UserId, kind: &str, target: &str) -> String {
     curation::remove(&app.discovery, guild, kind, target, Actor::Member(by))
         .unwrap_or_else(|e| e.to_string())
 }
 
 /// The console form: `list`, `add KIND TARGET`, `remove KIND TARGET`.
-pub fn run_text(app: &App, guild: GuildId, by: UserId, args: &str) -> String {
+pub(crate) fn run_text(app: &App, guild: GuildId, by: UserId, args: &str) -> String {
     let words: Vec<&str> = args.split_whitespace().collect();
     match words.as_slice() {
         [] | ["list"] => list(app, guild),

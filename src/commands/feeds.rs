@@ -18,7 +18,7 @@ pub const USAGE: &str = "usage: /feeds list | /feeds add URL #channel [thread] [
 | /feeds edit ID template TEXT... | /feeds edit ID filters TEXT... | /feeds edit ID embed on|off | /feeds edit ID dedupe guid|link|title";
 
 /// A template as typed in a one-line box: `\n` is a new line.
-pub fn template_lines(typed: &str) -> String {
+pub(crate) fn template_lines(typed: &str) -> String {
     typed.replace("\\n", "\n")
 }
 
@@ -30,7 +30,7 @@ fn where_to(d: Destination) -> &'static str {
     }
 }
 
-pub async fn add(app: &App, guild: GuildId, by: UserId, mut req: AddRequest) -> String {
+pub(crate) async fn add(app: &App, guild: GuildId, by: UserId, mut req: AddRequest) -> String {
     req.template = req.template.map(|t| template_lines(&t));
     let channel = req.channel;
     match app.feeds.add(guild, by, req).await {
@@ -49,7 +49,7 @@ pub async fn add(app: &App, guild: GuildId, by: UserId, mut req: AddRequest) -> 
 }
 
 /// One subscription on one line.
-pub fn line(l: &Listed, now: chrono::DateTime<chrono::Utc>) -> String {
+pub(crate) fn line(l: &Listed, now: chrono::DateTime<chrono::Utc>) -> String {
     let mut parts = vec![format!(
         "{} · {} → <#{}> ({})",
         l.id,
@@ -75,7 +75,7 @@ pub fn line(l: &Listed, now: chrono::DateTime<chrono::Utc>) -> String {
     parts.join(" · ")
 }
 
-pub fn list(app: &App, guild: GuildId) -> String {
+pub(crate) fn list(app: &App, guild: GuildId) -> String {
     match app.feeds.list(guild) {
         Ok(all) if all.is_empty() => {
             "No feed subscriptions in this server; /feeds add URL #channel adds one.".into()
@@ -89,14 +89,14 @@ pub fn list(app: &App, guild: GuildId) -> String {
     }
 }
 
-pub fn remove(app: &App, guild: GuildId, id: i64) -> String {
+pub(crate) fn remove(app: &App, guild: GuildId, id: i64) -> String {
     match app.feeds.remove(guild, id) {
         Ok(l) => format!("Removed subscription {id} ({} → <#{}>).", l.feed, l.channel),
         Err(e) => format!("Not removed: {e}"),
     }
 }
 
-pub fn edit(app: &App, guild: GuildId, id: i64, mut changes: Changes) -> String {
+pub(crate) fn edit(app: &App, guild: GuildId, id: i64, mut changes: Changes) -> String {
     changes.template = changes.template.map(|t| template_lines(&t));
     // A slash command cannot send an empty option: `none` clears the filters.
     if changes.filters.as_deref().map(str::trim) == Some("none") {
@@ -114,7 +114,7 @@ pub fn edit(app: &App, guild: GuildId, id: i64, mut changes: Changes) -> String 
     }
 }
 
-pub fn pause(app: &App, guild: GuildId, by: UserId, id: i64) -> String {
+pub(crate) fn pause(app: &App, guild: GuildId, by: UserId, id: i64) -> String {
     match app.feeds.pause(guild, id, by) {
         Ok(l) => format!(
             "Subscription {id} paused: new items of {} are noted, none posted, until /feeds resume {id}.",
@@ -124,7 +124,7 @@ pub fn pause(app: &App, guild: GuildId, by: UserId, id: i64) -> String {
     }
 }
 
-pub fn resume(app: &App, guild: GuildId, id: i64) -> String {
+pub(crate) fn resume(app: &App, guild: GuildId, id: i64) -> String {
     match app.feeds.resume(guild, id) {
         Ok(l) => format!(
             "Subscription {id} resumed: new items of {} post in <#{}> again.",
@@ -135,7 +135,7 @@ pub fn resume(app: &App, guild: GuildId, id: i64) -> String {
 }
 
 /// The feed's latest item as the subscription would post it.
-pub async fn test(app: &App, guild: GuildId, id: i64) -> String {
+pub(crate) async fn test(app: &App, guild: GuildId, id: i64) -> String {
     match app.feeds.test(guild, id).await {
         Ok(sample) => sample_text(id, &sample),
         Err(e) => format!("Cannot test: {e}"),
@@ -171,7 +171,7 @@ fn sample_text(id: i64, s: &Sample) -> String {
 }
 
 /// The latest items and whether `filters` (or the subscription's own) pass each.
-pub async fn preview(app: &App, guild: GuildId, id: i64, filters: Option<&str>) -> String {
+pub(crate) async fn preview(app: &App, guild: GuildId, id: i64, filters: Option<&str>) -> String {
     let filters = filters.map(str::trim).filter(|f| !f.is_empty());
     match app.feeds.preview(guild, id, filters).await {
         Ok(lines) if lines.is_empty() => "The feed lists no items now.".into(),

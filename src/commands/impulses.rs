@@ -31,7 +31,7 @@ fn task_line(app: &App, t: &Task) -> String {
 
 /// A task; with `remind` (the default) the bot says `@you reminder: TEXT` when due,
 /// otherwise it decides then what to do about it.
-pub fn task_add(app: &App, who: &Asker, text: &str, due: &str, remind: bool) -> String {
+pub(crate) fn task_add(app: &App, who: &Asker, text: &str, due: &str, remind: bool) -> String {
     let message = remind.then(|| format!("<@{}> reminder: {}", who.user, text.trim()));
     let context = format!("added with /task by {}", who.name);
     let new = NewTask {
@@ -71,7 +71,7 @@ pub fn task_list(app: &App, who: &Asker) -> String {
     format!("Open tasks:\n{}", lines.join("\n"))
 }
 
-pub fn task_done(app: &App, who: &Asker, id: &str) -> String {
+pub(crate) fn task_done(app: &App, who: &Asker, id: &str) -> String {
     let id = id.trim().trim_matches('`');
     if id.len() < 4 {
         return "Give at least the first 4 characters of the task id (see /task list).".into();
@@ -118,7 +118,7 @@ pub fn task_done(app: &App, who: &Asker, id: &str) -> String {
 
 /// `flags`: whether the routine runs during the server's quiet hours too
 /// (`anyway`), and posts even when nobody answered the bot's last posts (`unanswered`).
-pub fn schedule_add(
+pub(crate) fn schedule_add(
     app: &App,
     who: &Asker,
     name: &str,
@@ -230,7 +230,7 @@ pub fn schedule_list(app: &App, who: &Asker) -> String {
     format!("Schedule ({tz}):\n{}", lines.join("\n"))
 }
 
-pub fn schedule_remove(app: &App, who: &Asker, name: &str) -> String {
+pub(crate) fn schedule_remove(app: &App, who: &Asker, name: &str) -> String {
     let Some(guild) = who.guild else {
         return "Schedules belong to a server; use this in one.".into();
     };
@@ -261,7 +261,7 @@ pub fn schedule_remove(app: &App, who: &Asker, name: &str) -> String {
     }
 }
 
-pub fn idea_add(app: &App, who: &Asker, text: &str) -> String {
+pub(crate) fn idea_add(app: &App, who: &Asker, text: &str) -> String {
     match app
         .impulses
         .add_idea(who.guild, text, &format!("suggested by {}", who.name))

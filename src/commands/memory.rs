@@ -14,7 +14,7 @@ use crate::vocab::fact::{FactKind, Importance, Scope, ScopeKind};
 
 use super::Asker;
 
-pub fn remember(
+pub(crate) fn remember(
     app: &App,
     who: &Asker,
     text: &str,
@@ -57,7 +57,7 @@ pub fn remember(
     }
 }
 
-pub fn search(app: &App, who: &Asker, query: &str) -> String {
+pub(crate) fn search(app: &App, who: &Asker, query: &str) -> String {
     let reader = match who.guild {
         Some(g) => Reader::Guild(g),
         None => Reader::Dm(who.user),
@@ -81,7 +81,7 @@ pub fn search(app: &App, who: &Asker, query: &str) -> String {
         .join("\n")
 }
 
-pub fn list(app: &App, who: &Asker, kind: Option<&str>, since: Option<&str>) -> String {
+pub(crate) fn list(app: &App, who: &Asker, kind: Option<&str>, since: Option<&str>) -> String {
     let kind = match kind.map(FactKind::parse).transpose() {
         Ok(k) => k,
         Err(e) => return e.to_string(),
@@ -124,14 +124,14 @@ pub fn list(app: &App, who: &Asker, kind: Option<&str>, since: Option<&str>) -> 
         .join("\n")
 }
 
-pub fn forget(app: &App, who: &Asker, id: &str) -> String {
+pub(crate) fn forget(app: &App, who: &Asker, id: &str) -> String {
     match app.memory.forget(who.guild, id, who.user, who.manage) {
         Ok(f) => format!("Forgotten: \"{}\".", f.content),
         Err(e) => e.to_string(),
     }
 }
 
-pub fn forget_me(app: &App, who: &Asker, messages: bool) -> String {
+pub(crate) fn forget_me(app: &App, who: &Asker, messages: bool) -> String {
     match app.memory.forget_me(who.guild, who.user, messages) {
         Ok((facts, 0)) => format!(
             "Done: I forgot {facts} thing(s) I knew about you, in every server and in our direct messages."
@@ -156,7 +156,7 @@ pub enum ExportRefused {
 }
 
 /// This server's facts as an export document (JSON text), for Manage Server.
-pub fn export(app: &App, who: &Asker) -> Result<String, ExportRefused> {
+pub(crate) fn export(app: &App, who: &Asker) -> Result<String, ExportRefused> {
     if !who.manage {
         return Err(ExportRefused::NotManager);
     }
@@ -176,7 +176,7 @@ pub fn export(app: &App, who: &Asker) -> Result<String, ExportRefused> {
 }
 
 /// The console form: `remember TEXT`, `search Q`, `list`, `forget ID`, `forget-me`.
-pub fn run_text(app: &App, who: &Asker, args: &str) -> String {
+pub(crate) fn run_text(app: &App, who: &Asker, args: &str) -> String {
     let (verb, rest) = args.trim().split_once(' ').unwrap_or((args.trim(), ""));
     let rest = rest.trim();
     match verb {

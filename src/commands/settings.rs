@@ -15,7 +15,7 @@ use crate::settings::service::render_value;
 /// Discord's message limit leaves room for this much of a value.
 const MAX_SHOWN: usize = 1800;
 
-pub fn show(app: &App, guild: Option<GuildId>, path: Option<&str>) -> String {
+pub(crate) fn show(app: &App, guild: Option<GuildId>, path: Option<&str>) -> String {
     match path.map(str::trim).filter(|p| !p.is_empty()) {
         None => {
             let Some(guild) = guild else {
@@ -65,7 +65,7 @@ pub enum SettingsRefused {
     },
 }
 
-pub fn set(
+pub(crate) fn set(
     app: &App,
     guild: GuildId,
     by: Option<UserId>,
@@ -97,7 +97,7 @@ pub fn set(
     }
 }
 
-pub fn reset(
+pub(crate) fn reset(
     app: &App,
     guild: GuildId,
     by: Option<UserId>,
@@ -126,7 +126,7 @@ pub fn reset(
 
 /// `/settings reload`: the settings file (and reflexes folder) read again and
 /// applied if valid. The front end has checked that `by` is an owner.
-pub async fn reload(app: &App, by: &str) -> String {
+pub(crate) async fn reload(app: &App, by: &str) -> String {
     let outcome = app
         .live
         .reload(crate::live::Trigger::Command { by: by.to_string() })
@@ -138,7 +138,7 @@ pub async fn reload(app: &App, by: &str) -> String {
 pub const RELOAD_IS_FOR_OWNERS: &str = "Only the bot's owner (the application's owner or discord.ownerUserIds) can reload the settings file.";
 
 /// The console form: `show [PATH]`, `set PATH VALUE`, `reset PATH`.
-pub fn run_text(
+pub(crate) fn run_text(
     app: &App,
     guild: Option<GuildId>,
     by: Option<UserId>,

@@ -19,7 +19,7 @@ use crate::vocab::pending::PendingThought;
 
 /// The endpoints serving each role that can run, one line each; then the
 /// roles that cannot, grouped by why (one missing key reads once, not four times).
-pub fn model_lines(exec: &Executive) -> Vec<String> {
+pub(crate) fn model_lines(exec: &Executive) -> Vec<String> {
     let serving = Role::ALL.into_iter().filter_map(|role| {
         let r = exec.resolve(role);
         let names: Vec<String> = r
@@ -34,7 +34,7 @@ pub fn model_lines(exec: &Executive) -> Vec<String> {
 }
 
 /// Providers that are failing or cooling down.
-pub fn provider_lines(exec: &Executive) -> Vec<String> {
+pub(crate) fn provider_lines(exec: &Executive) -> Vec<String> {
     exec.provider_states()
         .into_iter()
         .filter(|(_, s)| s.consecutive_failures > 0 || s.cooling_until.is_some())
@@ -51,7 +51,7 @@ pub fn provider_lines(exec: &Executive) -> Vec<String> {
         .collect()
 }
 
-pub fn usage_line(s: &UsageSnapshot) -> String {
+pub(crate) fn usage_line(s: &UsageSnapshot) -> String {
     if let Some(unread) = &s.unread {
         return unread.clone();
     }
@@ -72,7 +72,7 @@ pub fn usage_line(s: &UsageSnapshot) -> String {
 }
 
 /// A ten-cell bar: people ▓, the bot's own work ▒, remaining ░.
-pub fn budget_bar(user: u64, ambient: u64, cap: u64) -> String {
+pub(crate) fn budget_bar(user: u64, ambient: u64, cap: u64) -> String {
     if cap == 0 {
         return "no daily cap".into();
     }
@@ -91,7 +91,7 @@ pub fn budget_bar(user: u64, ambient: u64, cap: u64) -> String {
 
 /// The budget bar's three shares in whole percent: people, the bot, left
 /// (`cap` > 0). The dashboard draws the same figures as the text bar.
-pub fn budget_percents(user: u64, ambient: u64, cap: u64) -> (u32, u32, u32) {
+pub(crate) fn budget_percents(user: u64, ambient: u64, cap: u64) -> (u32, u32, u32) {
     let pct = |n: u64| (n.min(cap) * 100 / cap.max(1)) as u32;
     let (u, a) = (pct(user), pct(ambient));
     (u, a, 100u32.saturating_sub(u + a))
@@ -283,7 +283,7 @@ fn courtesy_lines(src: &Sources<'_>, settings: &Settings, guild: GuildId) -> Vec
 /// When the engine looks next, or why it will not. The gates decide, so
 /// the status asks them rather than restating them; a throwaway die stands
 /// in for the eagerness roll, which only ever delays a look to a later tick.
-pub fn next_look(
+pub(crate) fn next_look(
     src: &Sources<'_>,
     settings: &Settings,
     guild: GuildId,
@@ -380,7 +380,10 @@ fn cut(text: &str, n: usize) -> String {
 
 /// (people's tokens, the bot's tokens, the whole) for the budget bar: the
 /// provider's rate-limit window when it told us one, else the daily caps.
-pub fn budget_shares(s: &UsageSnapshot, settings: &crate::settings::Settings) -> (u64, u64, u64) {
+pub(crate) fn budget_shares(
+    s: &UsageSnapshot,
+    settings: &crate::settings::Settings,
+) -> (u64, u64, u64) {
     if let (Some(limit), Some(remaining)) = (s.tokens_limit, s.tokens_remaining) {
         let used = limit.saturating_sub(remaining);
         let ambient = (used as f64 * s.ambient_share).round() as u64;

@@ -9,7 +9,7 @@ use crate::commands::Asker;
 use crate::ids::ChannelId;
 
 /// `current`: the voice channel the asker is in, if any.
-pub async fn join(
+pub(crate) async fn join(
     app: &App,
     who: &Asker,
     requested: Option<ChannelId>,
@@ -35,7 +35,7 @@ pub async fn join(
         .unwrap_or_else(|e| e.to_string())
 }
 
-pub async fn leave(app: &App, who: &Asker, current: Option<ChannelId>) -> String {
+pub(crate) async fn leave(app: &App, who: &Asker, current: Option<ChannelId>) -> String {
     let Some(guild) = who.guild else {
         return "Voice works in servers, not DMs.".into();
     };
@@ -53,10 +53,10 @@ pub async fn leave(app: &App, who: &Asker, current: Option<ChannelId>) -> String
 }
 
 /// The person's `no-voice` boundary (also `/ambient me no-voice`): it holds on every server.
-pub fn opt_out(app: &App, who: &Asker) -> String {
+pub(crate) fn opt_out(app: &App, who: &Asker) -> String {
     app.voice.opt_out(who.user)
 }
 
-pub fn opt_in(app: &App, who: &Asker) -> String {
+pub(crate) fn opt_in(app: &App, who: &Asker) -> String {
     app.voice.opt_in(who.user)
 }

@@ -8,7 +8,7 @@ use crate::store::messages::StoredMessage;
 use crate::vocab::journal::{Entry, Filter, Kind};
 
 /// The message a Discord link (`…/channels/<guild>/<channel>/<message>`) or a bare id names.
-pub fn parse_message_ref(text: &str) -> Option<MessageId> {
+pub(crate) fn parse_message_ref(text: &str) -> Option<MessageId> {
     let t = text.trim().trim_start_matches('<').trim_end_matches('>');
     let last = t.rsplit('/').next()?;
     last.parse().ok().map(MessageId)

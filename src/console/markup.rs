@@ -21,7 +21,7 @@ static MENTION: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"<(@!?|@&|#)(\d{1,20})>").expect("valid pattern"));
 
 /// `text` with every mention written as a name.
-pub fn readable(text: &str, store: &MessageStore) -> String {
+pub(crate) fn readable(text: &str, store: &MessageStore) -> String {
     // Most lines have no mention: no allocation beyond the copy, no lookup.
     if !text.contains('<') {
         return text.to_string();

@@ -53,7 +53,7 @@ pub fn user_id(name: &str) -> UserId {
 }
 
 /// The console bot's own identity.
-pub fn bot_author(name: &str) -> Author {
+pub(crate) fn bot_author(name: &str) -> Author {
     Author {
         id: UserId(stable_id("user", "\u{0}ambient-bot")),
         name: name.to_string(),
@@ -89,7 +89,11 @@ pub enum Ended {
 
 /// Reads lines until end of input (or `/quit`), then lets the bot finish.
 /// Ctrl-C ends it at once, also while a command waits.
-pub async fn run(app: Arc<App>, out: Arc<ConsoleOut>, options: Options) -> anyhow::Result<Ended> {
+pub(crate) async fn run(
+    app: Arc<App>,
+    out: Arc<ConsoleOut>,
+    options: Options,
+) -> anyhow::Result<Ended> {
     let mut session = Session::new(app.clone(), out, options)?;
     session.banner();
     let mut lines = stdin_lines();

@@ -48,7 +48,7 @@ struct Held {
 }
 
 impl ConsoleOut {
-    pub fn new(json: bool) -> Arc<Self> {
+    pub(crate) fn new(json: bool) -> Arc<Self> {
         Self::writing_to(json, Box::new(std::io::stdout()))
     }
 
@@ -59,13 +59,13 @@ impl ConsoleOut {
         })
     }
 
-    pub fn is_json(&self) -> bool {
+    pub(crate) fn is_json(&self) -> bool {
         self.json
     }
 
     /// The output to oneself: whatever is printed through these lines comes
     /// out together, nothing else in between, until they are dropped.
-    pub fn lines(&self) -> Lines<'_> {
+    pub(crate) fn lines(&self) -> Lines<'_> {
         Lines {
             json: self.json,
             held: self.held.lock().unwrap_or_else(|p| p.into_inner()),
@@ -73,16 +73,16 @@ impl ConsoleOut {
     }
 
     /// Prints `text` in text mode (nothing if it is empty), or `event` in JSON mode.
-    pub fn emit(&self, text: &str, event: serde_json::Value) {
+    pub(crate) fn emit(&self, text: &str, event: serde_json::Value) {
         self.lines().emit(text, event);
     }
 
-    pub fn notice(&self, text: &str) {
+    pub(crate) fn notice(&self, text: &str) {
         self.lines().notice(text);
     }
 
     /// Prints what a streamed message still holds back (the console ends).
-    pub fn flush(&self) {
+    pub(crate) fn flush(&self) {
         self.lines().flush_tail();
     }
 }
@@ -95,7 +95,7 @@ pub struct Lines<'a> {
 
 impl Lines<'_> {
     /// Prints `text` in text mode (nothing if it is empty), or `event` in JSON mode.
-    pub fn emit(&mut self, text: &str, event: serde_json::Value) {
+    pub(crate) fn emit(&mut self, text: &str, event: serde_json::Value) {
         self.flush_tail();
         if self.json {
             self.write_line(&event.to_string());
@@ -104,7 +104,7 @@ impl Lines<'_> {
         }
     }
 
-    pub fn notice(&mut self, text: &str) {
+    pub(crate) fn notice(&mut self, text: &str) {
         self.emit(
             &format!("· {text}"),
             json!({"event": "notice", "text": text}),
@@ -230,7 +230,12 @@ pub struct ConsoleTransport {
 }
 
 impl ConsoleTransport {
-    pub fn new(out: Arc<ConsoleOut>, store: MessageStore, clock: SharedClock, me: Author) -> Self {
+    pub(crate) fn new(
+        out: Arc<ConsoleOut>,
+        store: MessageStore,
+        clock: SharedClock,
+        me: Author,
+    ) -> Self {
         Self {
             out,
             store,

@@ -106,7 +106,7 @@ pub enum HushError {
 }
 
 /// "2h", "90m", "an hour", "30 minutes", "half an hour", "2 days"; empty: the default.
-pub fn parse_duration(text: &str) -> Result<Duration, HushError> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, HushError> {
     let t = text.trim().to_ascii_lowercase();
     let t = t.strip_prefix("for ").unwrap_or(&t).trim();
     if t.is_empty() {
@@ -141,7 +141,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, HushError> {
 }
 
 /// "" or "here": where they are; "server": the whole server; "#name", "<#id>" or an id: that channel.
-pub fn parse_place(
+pub(crate) fn parse_place(
     text: &str,
     store: &MessageStore,
     guild: GuildId,
@@ -169,7 +169,7 @@ pub fn parse_place(
 }
 
 /// Hushes `place` for `duration`; the confirmation to show, or why not.
-pub fn hush(
+pub(crate) fn hush(
     c: &Ctx<'_>,
     who: &Asker,
     place: Place,
@@ -225,7 +225,7 @@ pub fn hush(
 }
 
 /// Ends a hush early; the answer to show, or why not.
-pub fn unhush(c: &Ctx<'_>, who: &Asker, place: Place) -> Result<String, HushError> {
+pub(crate) fn unhush(c: &Ctx<'_>, who: &Asker, place: Place) -> Result<String, HushError> {
     let what = describe(c, place);
     let Ok(Some(held)) = c.store.people.hush(c.guild, place.channel(), c.now) else {
         return Ok(format!("{what} is not hushed."));

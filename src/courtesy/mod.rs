@@ -51,7 +51,7 @@ impl Refusal {
     /// A read the decision needed failed: the bot keeps quiet rather than
     /// guess (`what` names the read, e.g. "the hushes"). The caller journals
     /// it, as any refusal.
-    pub fn read_failed(what: &str, e: &StoreError) -> Self {
+    pub(crate) fn read_failed(what: &str, e: &StoreError) -> Self {
         Refusal {
             gate: "store",
             reason: format!("store read failed: {what}: {e}; keeping quiet"),
@@ -66,7 +66,7 @@ impl std::fmt::Display for Refusal {
 }
 
 /// When the server's current quiet hours end, if it is in them now.
-pub fn quiet_until(settings: &Settings, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+pub(crate) fn quiet_until(settings: &Settings, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
     // Validation refuses a spec that does not parse: one that slipped through means no quiet hours.
     QuietHours::parse(&settings.initiative.quiet_hours)
         .ok()?
@@ -74,14 +74,14 @@ pub fn quiet_until(settings: &Settings, now: DateTime<Utc>) -> Option<DateTime<U
 }
 
 /// When the server's quiet hours next begin or end, if they ever do.
-pub fn quiet_changes_at(settings: &Settings, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+pub(crate) fn quiet_changes_at(settings: &Settings, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
     QuietHours::parse(&settings.initiative.quiet_hours)
         .ok()?
         .next_change(now, settings.zone())
 }
 
 /// Quiet hours as a refusal, if it is in them now.
-pub fn quiet(settings: &Settings, now: DateTime<Utc>) -> Option<Refusal> {
+pub(crate) fn quiet(settings: &Settings, now: DateTime<Utc>) -> Option<Refusal> {
     let until = quiet_until(settings, now)?;
     Some(Refusal {
         gate: "quiet_hours",
@@ -94,7 +94,7 @@ pub fn quiet(settings: &Settings, now: DateTime<Utc>) -> Option<Refusal> {
 }
 
 /// The hush in force on `channel` (a server-wide one first), if any.
-pub fn hush_on(
+pub(crate) fn hush_on(
     store: &PeopleStore,
     guild: GuildId,
     channel: Option<ChannelId>,
@@ -110,7 +110,12 @@ pub fn hush_on(
 }
 
 /// A hush as a refusal.
-pub fn hushed(store: &MessageStore, settings: &Settings, h: &Hush, now: DateTime<Utc>) -> Refusal {
+pub(crate) fn hushed(
+    store: &MessageStore,
+    settings: &Settings,
+    h: &Hush,
+    now: DateTime<Utc>,
+) -> Refusal {
     let place = match h.channel {
         None => "this server".to_string(),
         Some(c) => format!("#{}", channel_name(store, c)),
@@ -127,7 +132,7 @@ pub fn hushed(store: &MessageStore, settings: &Settings, h: &Hush, now: DateTime
 
 /// Whether the bot may say something nobody asked for in `channel` now:
 /// quiet hours first (the whole server), then a hush.
-pub fn unprompted(
+pub(crate) fn unprompted(
     settings: &Settings,
     store: &Stores,
     guild: GuildId,
@@ -148,7 +153,7 @@ pub fn unprompted(
 /// greets or names `person` (the author it would chime in on, the one who
 /// reacted, the newcomer): the server's and channel's state, then the
 /// person's own boundary. Outside a server only the boundary counts.
-pub fn unprompted_to(
+pub(crate) fn unprompted_to(
     settings: &Settings,
     store: &Stores,
     guild: Option<GuildId>,
@@ -176,7 +181,7 @@ pub fn unprompted_to(
 
 /// Whether someone who addressed the bot is answered now: always, unless
 /// it is quiet hours and `initiative.repliesDuringQuietHours` is off.
-pub fn answer(settings: &Settings, now: DateTime<Utc>) -> Result<(), Refusal> {
+pub(crate) fn answer(settings: &Settings, now: DateTime<Utc>) -> Result<(), Refusal> {
     if settings.initiative.replies_during_quiet_hours {
         return Ok(());
     }
@@ -193,7 +198,7 @@ pub fn answer(settings: &Settings, now: DateTime<Utc>) -> Result<(), Refusal> {
 /// `t` (the end of something) as people in the server read it: "08:00
 /// Europe/Berlin" within the next day (the next 08:00 is the one meant),
 /// "Sat 10:00 Europe/Berlin" further off.
-pub fn local(t: DateTime<Utc>, tz: Tz, now: DateTime<Utc>) -> String {
+pub(crate) fn local(t: DateTime<Utc>, tz: Tz, now: DateTime<Utc>) -> String {
     let at = t.with_timezone(&tz);
     if t - now < chrono::Duration::hours(24) {
         format!("{} {tz}", at.format("%H:%M"))

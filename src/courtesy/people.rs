@@ -26,7 +26,7 @@ use crate::vocab::journal::{Entry, Kind};
 pub const POLL: Duration = Duration::from_secs(2);
 
 /// The name a process writes under: its shard plan ("0-1/4"), or "all".
-pub fn writer(settings: &Settings) -> String {
+pub(crate) fn writer(settings: &Settings) -> String {
     settings
         .discord
         .shard_plan()
@@ -34,7 +34,7 @@ pub fn writer(settings: &Settings) -> String {
 }
 
 /// The database `storage.sharedUrl` names, when it names one.
-pub fn shared_db_if_set(
+pub(crate) fn shared_db_if_set(
     storage: &StorageSettings,
     secrets: &Secrets,
 ) -> Result<Option<SharedDb>, StoreError> {
@@ -48,7 +48,7 @@ pub fn shared_db_if_set(
 
 /// The shared database `storage.sharedUrl` names, with the password from
 /// the environment and TLS trusting `storage.sharedCaFile` when set.
-pub fn shared_db(
+pub(crate) fn shared_db(
     storage: &StorageSettings,
     secrets: &Secrets,
 ) -> crate::store::shared::Result<SharedDb> {
@@ -72,7 +72,7 @@ pub struct People {
 
 impl People {
     /// `None` when `store` has no ledger (no `storage.sharedDir`): nothing to apply.
-    pub fn new(store: &Stores, journal: &Journal) -> Option<Self> {
+    pub(crate) fn new(store: &Stores, journal: &Journal) -> Option<Self> {
         Some(Self {
             ledger: store.people.ledger()?.clone(),
             store: store.clone(),
@@ -83,7 +83,7 @@ impl People {
     /// Applies every event after this store's cursor that another process
     /// wrote, in order; the events applied. This process's own events were
     /// applied when written: the cursor just passes them.
-    pub fn catch_up(&self) -> Result<Vec<PersonEvent>, StoreError> {
+    pub(crate) fn catch_up(&self) -> Result<Vec<PersonEvent>, StoreError> {
         let id = self.ledger.id();
         let mut applied = Vec::new();
         loop {
@@ -153,7 +153,7 @@ impl People {
     /// [`POLL`], until shutdown; `applied` hears of each (voice lets go of a
     /// person at once). A failure is logged and tried again at the next
     /// poll: the cursor has not passed the event.
-    pub async fn run(
+    pub(crate) async fn run(
         self,
         mut shutdown: tokio::sync::watch::Receiver<bool>,
         applied: impl Fn(&PersonEvent) + Send + 'static,

@@ -78,7 +78,7 @@ pub struct Token {
 /// Reads the token's hash from `data_dir`, or makes a new token when there is
 /// none (or `renew`), storing only its hash (written to a temporary file and
 /// renamed, readable by its owner only).
-pub fn load_or_make_token(data_dir: &Path, renew: bool) -> Result<Token, TokenError> {
+pub(crate) fn load_or_make_token(data_dir: &Path, renew: bool) -> Result<Token, TokenError> {
     let file = data_dir.join(TOKEN_FILE);
     if !renew {
         match std::fs::read_to_string(&file) {
@@ -156,12 +156,12 @@ pub struct Access {
 
 impl Access {
     /// Open to loopback clients: for a dashboard bound to a loopback address.
-    pub fn loopback() -> Self {
+    pub(crate) fn loopback() -> Self {
         Self::with(Gate::Loopback)
     }
 
     /// Closed without the token whose SHA-256 is `hash`.
-    pub fn token(hash: [u8; 32]) -> Self {
+    pub(crate) fn token(hash: [u8; 32]) -> Self {
         Self::with(Gate::Token(hash))
     }
 
@@ -180,13 +180,13 @@ impl Access {
         }
     }
 
-    pub fn uses_token(&self) -> bool {
+    pub(crate) fn uses_token(&self) -> bool {
         matches!(self.gate, Gate::Token(_))
     }
 
     /// On loopback, a request must name a loopback host: anything else is a
     /// page elsewhere that rebound its own name to this machine.
-    pub fn host_allowed(&self, headers: &HeaderMap) -> Result<(), ForeignHost> {
+    pub(crate) fn host_allowed(&self, headers: &HeaderMap) -> Result<(), ForeignHost> {
         if self.uses_token() {
             return Ok(());
         }
@@ -204,7 +204,7 @@ impl Access {
     }
 
     /// Who is asking, or `None` when the request must sign in first.
-    pub fn identify(&self, headers: &HeaderMap) -> Option<Who> {
+    pub(crate) fn identify(&self, headers: &HeaderMap) -> Option<Who> {
         let Gate::Token(hash) = &self.gate else {
             return Some(Who::Loopback);
         };
@@ -221,7 +221,7 @@ impl Access {
     }
 
     /// Checks a token typed into the sign-in form.
-    pub fn token_matches(&self, given: &str) -> bool {
+    pub(crate) fn token_matches(&self, given: &str) -> bool {
         match &self.gate {
             Gate::Token(hash) => bool::from(sha256(given.trim().as_bytes()).ct_eq(hash)),
             Gate::Loopback => false,
@@ -229,7 +229,7 @@ impl Access {
     }
 
     /// Starts a session; returns its id, for the cookie.
-    pub fn sign_in(&self) -> String {
+    pub(crate) fn sign_in(&self) -> String {
         let mut bytes = [0u8; 32];
         rand::rng().fill_bytes(&mut bytes);
         let id = hex::encode(bytes);
@@ -244,19 +244,19 @@ impl Access {
         id
     }
 
-    pub fn sign_out(&self, who: &Who) {
+    pub(crate) fn sign_out(&self, who: &Who) {
         if let Who::Session(key) = who {
             self.lock_sessions().remove(key);
         }
     }
 
     /// The CSRF token the pages give `who` for its forms.
-    pub fn csrf_for(&self, who: &Who) -> String {
+    pub(crate) fn csrf_for(&self, who: &Who) -> String {
         hex::encode(self.csrf_mac(who))
     }
 
     /// Whether `given` is `who`'s CSRF token (constant time).
-    pub fn csrf_ok(&self, who: &Who, given: Option<&str>) -> bool {
+    pub(crate) fn csrf_ok(&self, who: &Who, given: Option<&str>) -> bool {
         let Some(given) = given.and_then(|g| hex::decode(g.trim()).ok()) else {
             return false;
         };
@@ -316,7 +316,7 @@ fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 }
 
 /// The `Set-Cookie` value that starts a session (`id`) or, with `None`, ends it.
-pub fn session_cookie(id: Option<&str>) -> String {
+pub(crate) fn session_cookie(id: Option<&str>) -> String {
     match id {
         Some(id) => format!(
             "{SESSION_COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}",

@@ -63,7 +63,13 @@ pub struct Legend {
 
 /// `days` (labels, `YYYY-MM-DD`) with `series` stacked bottom-up in the
 /// order given; `unit` names what is counted ("tokens", "calls").
-pub fn stacked(id: &str, label: &str, days: &[String], series: &[Series], unit: &str) -> Chart {
+pub(crate) fn stacked(
+    id: &str,
+    label: &str,
+    days: &[String],
+    series: &[Series],
+    unit: &str,
+) -> Chart {
     let totals: Vec<u64> = (0..days.len())
         .map(|i| {
             series

@@ -38,7 +38,7 @@ struct Row {
     filtered: u64,
 }
 
-pub async fn page(State(d): State<Arc<Dash>>, Extension(who): Extension<Who>) -> Response {
+pub(crate) async fn page(State(d): State<Arc<Dash>>, Extension(who): Extension<Who>) -> Response {
     super::blocking(d, move |d| match listed(&d.site) {
         Ok(all) => {
             let frame = d.frame("feeds", "Feeds", &who);

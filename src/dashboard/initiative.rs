@@ -94,7 +94,7 @@ struct SourceView {
     replies: u64,
 }
 
-pub async fn page(State(d): State<Arc<Dash>>, Extension(who): Extension<Who>) -> Response {
+pub(crate) async fn page(State(d): State<Arc<Dash>>, Extension(who): Extension<Who>) -> Response {
     super::blocking(d, move |d| {
         let frame = d.frame("initiative", "Initiative", &who);
         let guilds = match d.site.guilds() {

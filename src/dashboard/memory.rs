@@ -104,7 +104,7 @@ struct FactView {
     score: Option<String>,
 }
 
-pub async fn page(
+pub(crate) async fn page(
     State(d): State<Arc<Dash>>,
     Extension(who): Extension<Who>,
     RawQuery(query): RawQuery,
@@ -385,7 +385,7 @@ struct Done {
     message: String,
 }
 
-pub async fn confirm_forget(
+pub(crate) async fn confirm_forget(
     State(d): State<Arc<Dash>>,
     Extension(who): Extension<Who>,
     RawQuery(query): RawQuery,
@@ -417,7 +417,7 @@ pub async fn confirm_forget(
     .await
 }
 
-pub async fn forget(
+pub(crate) async fn forget(
     State(d): State<Arc<Dash>>,
     Extension(who): Extension<Who>,
     body: Bytes,
@@ -472,7 +472,7 @@ fn describe(site: &Site, f: &Fact) -> String {
     )
 }
 
-pub async fn confirm_forget_me(
+pub(crate) async fn confirm_forget_me(
     State(d): State<Arc<Dash>>,
     Extension(who): Extension<Who>,
     RawQuery(query): RawQuery,
@@ -521,7 +521,7 @@ pub async fn confirm_forget_me(
     .await
 }
 
-pub async fn forget_me(
+pub(crate) async fn forget_me(
     State(d): State<Arc<Dash>>,
     Extension(who): Extension<Who>,
     body: Bytes,
@@ -565,7 +565,7 @@ pub async fn forget_me(
 }
 
 /// The memory as an export document (`ambient memories import` reads it back).
-pub async fn export(
+pub(crate) async fn export(
     State(d): State<Arc<Dash>>,
     Extension(who): Extension<Who>,
     RawQuery(query): RawQuery,

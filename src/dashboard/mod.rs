@@ -81,7 +81,7 @@ pub struct Dash {
 }
 
 impl Dash {
-    pub fn new(site: Site, access: Access) -> Self {
+    pub(crate) fn new(site: Site, access: Access) -> Self {
         Self {
             site,
             access,
@@ -179,7 +179,7 @@ async fn blocking(d: Arc<Dash>, page: impl FnOnce(&Dash) -> Response + Send + 's
     }
 }
 
-pub fn router(dash: Arc<Dash>) -> Router {
+pub(crate) fn router(dash: Arc<Dash>) -> Router {
     Router::new()
         .route("/", get(today::page))
         .route("/spend", get(spend::page))
@@ -220,12 +220,12 @@ pub struct Served {
 }
 
 impl Served {
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}/", self.addr)
     }
 
     /// What to tell the operator at start: where it is and how to get in.
-    pub fn announce(&self) -> Vec<String> {
+    pub(crate) fn announce(&self) -> Vec<String> {
         let mut lines = Vec::new();
         match &self.token_file {
             None => lines.push(format!(
@@ -260,7 +260,7 @@ impl Served {
     }
 
     /// Stops listening; requests in flight get until `deadline` to finish.
-    pub async fn stop_by(self, deadline: tokio::time::Instant) {
+    pub(crate) async fn stop_by(self, deadline: tokio::time::Instant) {
         // Harmless: it fails only when the server has already stopped.
         let _ = self.stop.send(());
         let mut task = self.task;
@@ -311,7 +311,7 @@ pub async fn start(
 }
 
 /// The dashboard of a running bot, when `dashboard.enabled` is set.
-pub async fn start_for(app: &Arc<App>) -> anyhow::Result<Option<Served>> {
+pub(crate) async fn start_for(app: &Arc<App>) -> anyhow::Result<Option<Served>> {
     let settings = app.settings.global();
     if !settings.dashboard.enabled {
         return Ok(None);

@@ -11,7 +11,7 @@ pub struct Raised {
 }
 
 /// The process's open-file limit (its soft limit); None when unlimited or unknown.
-pub fn limit() -> Option<usize> {
+pub(crate) fn limit() -> Option<usize> {
     let (soft, _) = read()?;
     usize::try_from(soft).ok()
 }
@@ -19,7 +19,7 @@ pub fn limit() -> Option<usize> {
 /// Raises the soft limit to the hard limit. `Ok(None)` when it is there
 /// already (or the limits cannot be read); an error when the system refuses.
 #[cfg(unix)]
-pub fn raise() -> std::io::Result<Option<Raised>> {
+pub(crate) fn raise() -> std::io::Result<Option<Raised>> {
     let Some((soft, hard)) = read() else {
         return Ok(None);
     };
@@ -42,7 +42,7 @@ pub fn raise() -> std::io::Result<Option<Raised>> {
 }
 
 #[cfg(not(unix))]
-pub fn raise() -> std::io::Result<Option<Raised>> {
+pub(crate) fn raise() -> std::io::Result<Option<Raised>> {
     Ok(None)
 }
 

@@ -32,11 +32,11 @@ pub enum ParamError {
 }
 
 impl Params {
-    pub fn from_query(raw: Option<&str>) -> Result<Self, ParamError> {
+    pub(crate) fn from_query(raw: Option<&str>) -> Result<Self, ParamError> {
         Self::parse(raw.unwrap_or("").as_bytes())
     }
 
-    pub fn from_form(body: &[u8]) -> Result<Self, ParamError> {
+    pub(crate) fn from_form(body: &[u8]) -> Result<Self, ParamError> {
         Self::parse(body)
     }
 
@@ -59,7 +59,7 @@ impl Params {
     }
 
     /// The field's value as sent (the first, if repeated).
-    pub fn raw(&self, key: &str) -> Option<&str> {
+    pub(crate) fn raw(&self, key: &str) -> Option<&str> {
         self.0
             .iter()
             .find(|(k, _)| k == key)
@@ -67,16 +67,16 @@ impl Params {
     }
 
     /// The field's trimmed value; an empty one counts as absent.
-    pub fn get(&self, key: &str) -> Option<&str> {
+    pub(crate) fn get(&self, key: &str) -> Option<&str> {
         self.raw(key).map(str::trim).filter(|v| !v.is_empty())
     }
 
-    pub fn flag(&self, key: &str) -> bool {
+    pub(crate) fn flag(&self, key: &str) -> bool {
         self.get(key).is_some_and(|v| v != "0" && v != "off")
     }
 
     /// A Discord id (digits).
-    pub fn id(&self, key: &str, what: &'static str) -> Result<Option<u64>, ParamError> {
+    pub(crate) fn id(&self, key: &str, what: &'static str) -> Result<Option<u64>, ParamError> {
         self.get(key)
             .map(|v| {
                 v.parse::<u64>()
@@ -91,15 +91,15 @@ impl Params {
             .transpose()
     }
 
-    pub fn guild(&self, key: &str) -> Result<Option<GuildId>, ParamError> {
+    pub(crate) fn guild(&self, key: &str) -> Result<Option<GuildId>, ParamError> {
         Ok(self.id(key, "a server")?.map(GuildId))
     }
 
-    pub fn channel(&self, key: &str) -> Result<Option<ChannelId>, ParamError> {
+    pub(crate) fn channel(&self, key: &str) -> Result<Option<ChannelId>, ParamError> {
         Ok(self.id(key, "a channel")?.map(ChannelId))
     }
 
-    pub fn user(&self, key: &str) -> Result<Option<UserId>, ParamError> {
+    pub(crate) fn user(&self, key: &str) -> Result<Option<UserId>, ParamError> {
         Ok(self.id(key, "a user")?.map(UserId))
     }
 }

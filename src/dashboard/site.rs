@@ -93,12 +93,12 @@ impl Site {
         })
     }
 
-    pub fn now(&self) -> DateTime<Utc> {
+    pub(crate) fn now(&self) -> DateTime<Utc> {
         self.clock.now()
     }
 
     /// What the status widget reads, for the pages that show its parts.
-    pub fn sources(&self) -> Sources<'_> {
+    pub(crate) fn sources(&self) -> Sources<'_> {
         Sources {
             store: (&self.store).into(),
             settings: &self.settings,
@@ -110,12 +110,12 @@ impl Site {
 
     /// Every server the bot knows, by name: an error, not an empty list,
     /// when they cannot be read, so that a page shows it.
-    pub fn guilds(&self) -> Result<Vec<(GuildId, String)>, StoreError> {
+    pub(crate) fn guilds(&self) -> Result<Vec<(GuildId, String)>, StoreError> {
         self.store.messages.known_guilds()
     }
 
     /// A server's name, or its id when the name is unknown.
-    pub fn guild_name(&self, guild: GuildId) -> String {
+    pub(crate) fn guild_name(&self, guild: GuildId) -> String {
         self.store
             .messages
             .guild_name(guild)
@@ -125,7 +125,7 @@ impl Site {
     }
 
     /// `#name`, or `#id` when the name is unknown.
-    pub fn channel_label(&self, channel: ChannelId) -> String {
+    pub(crate) fn channel_label(&self, channel: ChannelId) -> String {
         let name = self
             .store
             .messages
@@ -137,7 +137,7 @@ impl Site {
     }
 
     /// Where the dashboard's figures come from, said at the foot of each page.
-    pub fn served_by(&self) -> &'static str {
+    pub(crate) fn served_by(&self) -> &'static str {
         if self.app.is_some() {
             "served by the running bot"
         } else {

@@ -61,7 +61,7 @@ struct Meter {
     caption: String,
 }
 
-pub async fn page(State(d): State<Arc<Dash>>, Extension(who): Extension<Who>) -> Response {
+pub(crate) async fn page(State(d): State<Arc<Dash>>, Extension(who): Extension<Who>) -> Response {
     super::blocking(d, move |d| {
         let frame = d.frame("spend", "Spend", &who);
         match view(&d.site) {

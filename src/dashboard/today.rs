@@ -88,7 +88,7 @@ struct EntryView {
     link: Option<String>,
 }
 
-pub async fn page(
+pub(crate) async fn page(
     State(d): State<Arc<Dash>>,
     Extension(who): Extension<Who>,
     RawQuery(query): RawQuery,
@@ -296,7 +296,7 @@ fn entry_view(site: &Site, e: &Entry, now: DateTime<Utc>, places: &mut Places<'_
 /// reflex's post into a channel, the message the entry names. An ambient
 /// post whose messages are no longer kept shows its text as the journal
 /// kept it. None where nothing was said.
-pub fn said(site: &Site, e: &Entry) -> Option<String> {
+pub(crate) fn said(site: &Site, e: &Entry) -> Option<String> {
     let mut ids: Vec<MessageId> = e.data["sent"]
         .as_array()
         .into_iter()
@@ -324,7 +324,7 @@ pub fn said(site: &Site, e: &Entry) -> Option<String> {
 
 /// The Discord link of the message an entry is about, when it has one that
 /// Discord would know (not a message still being sent, not the console's).
-pub fn message_link(e: &Entry) -> Option<String> {
+pub(crate) fn message_link(e: &Entry) -> Option<String> {
     let (channel, message) = (e.channel?, e.message?);
     if crate::store::messages::is_provisional(message)
         || e.guild == Some(crate::console::guild_id())
@@ -337,7 +337,7 @@ pub fn message_link(e: &Entry) -> Option<String> {
     ))
 }
 
-pub fn guild_choices(site: &Site, chosen: Option<GuildId>) -> Result<Vec<Choice>, Problem> {
+pub(crate) fn guild_choices(site: &Site, chosen: Option<GuildId>) -> Result<Vec<Choice>, Problem> {
     let mut out = vec![Choice {
         value: String::new(),
         label: "every server".into(),
@@ -353,7 +353,7 @@ pub fn guild_choices(site: &Site, chosen: Option<GuildId>) -> Result<Vec<Choice>
 }
 
 /// The chosen server's channels (none to choose from before a server is chosen).
-pub fn channel_choices(
+pub(crate) fn channel_choices(
     site: &Site,
     guild: Option<GuildId>,
     chosen: Option<ChannelId>,

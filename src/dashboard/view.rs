@@ -61,11 +61,11 @@ pub struct Frame {
 
 impl Views {
     /// `template` rendered with the frame as `f` and the page's view as `p`.
-    pub fn page<T: Serialize>(&self, template: &str, frame: &Frame, view: &T) -> Response {
+    pub(crate) fn page<T: Serialize>(&self, template: &str, frame: &Frame, view: &T) -> Response {
         self.render(StatusCode::OK, template, frame, view)
     }
 
-    pub fn render<T: Serialize>(
+    pub(crate) fn render<T: Serialize>(
         &self,
         status: StatusCode,
         template: &str,
@@ -90,7 +90,13 @@ impl Views {
     }
 
     /// An error page: what went wrong, and (in `detail`) what would be valid.
-    pub fn error(&self, status: StatusCode, frame: &Frame, what: &str, detail: &str) -> Response {
+    pub(crate) fn error(
+        &self,
+        status: StatusCode,
+        frame: &Frame,
+        what: &str,
+        detail: &str,
+    ) -> Response {
         #[derive(Serialize)]
         struct View<'a> {
             status: u16,
@@ -111,7 +117,7 @@ impl Views {
 }
 
 /// The frame for `who` on `page`.
-pub fn frame(
+pub(crate) fn frame(
     page: &'static str,
     title: impl Into<String>,
     csrf: String,
@@ -130,12 +136,12 @@ pub fn frame(
 }
 
 /// `2026-05-04 18:15 UTC`.
-pub fn stamp(t: DateTime<Utc>) -> String {
+pub(crate) fn stamp(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%d %H:%M UTC").to_string()
 }
 
 /// `18:15`, or `05-04 18:15` when not on `now`'s day.
-pub fn short_time(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
+pub(crate) fn short_time(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
     if t.date_naive() == now.date_naive() {
         t.format("%H:%M").to_string()
     } else {
@@ -144,7 +150,7 @@ pub fn short_time(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
 }
 
 /// 1234567 → "1.2M", 12345 → "12.3k", 999 → "999".
-pub fn compact(n: u64) -> String {
+pub(crate) fn compact(n: u64) -> String {
     match n {
         0..1_000 => n.to_string(),
         1_000..1_000_000 => format!("{:.1}k", n as f64 / 1_000.0),
@@ -153,7 +159,7 @@ pub fn compact(n: u64) -> String {
 }
 
 /// At most `n` characters on one line, with an ellipsis when cut.
-pub fn cut(text: &str, n: usize) -> String {
+pub(crate) fn cut(text: &str, n: usize) -> String {
     let one_line = text.replace(['\n', '\r'], " ");
     if one_line.chars().count() <= n {
         return one_line;

@@ -29,7 +29,13 @@ pub struct CaughtUp {
 }
 
 /// Catches up on one channel of `guild` the bot has seen before.
-pub async fn channel(app: &App, http: &Http, me: UserId, guild: GuildId, channel: ChannelId) {
+pub(crate) async fn channel(
+    app: &App,
+    http: &Http,
+    me: UserId,
+    guild: GuildId,
+    channel: ChannelId,
+) {
     let settings = app.settings.for_guild(Some(guild));
     let d = &settings.discord;
     if d.backfill_messages == 0 {

@@ -15,13 +15,13 @@ use crate::ids::{ChannelId, GuildId, MessageId, RoleId, UserId};
 use crate::store::MessageStore;
 use crate::store::messages::{Attachment, Source, StoredMessage};
 
-pub fn timestamp(m: &Message) -> DateTime<Utc> {
+pub(crate) fn timestamp(m: &Message) -> DateTime<Utc> {
     DateTime::from_timestamp(m.timestamp.unix_timestamp(), 0).unwrap_or_else(Utc::now)
 }
 
 /// `<@123>`/`<@!123>` → `@name` for mentioned users (the bot: `@` and
 /// `bot.name`); `<#456>` → `#name` where known.
-pub fn readable_content(m: &Message, store: &Stores, me: UserId, bot_name: &str) -> String {
+pub(crate) fn readable_content(m: &Message, store: &Stores, me: UserId, bot_name: &str) -> String {
     let mentioned: Vec<(u64, &str)> = m
         .mentions
         .iter()
@@ -30,7 +30,7 @@ pub fn readable_content(m: &Message, store: &Stores, me: UserId, bot_name: &str)
     readable_mentions(&m.content, &mentioned, &store.messages, me, bot_name)
 }
 
-pub fn stored(m: &Message, me: UserId, content: &str) -> StoredMessage {
+pub(crate) fn stored(m: &Message, me: UserId, content: &str) -> StoredMessage {
     StoredMessage {
         id: MessageId(m.id.get()),
         guild: m.guild_id.map(|g| GuildId(g.get())),
@@ -69,7 +69,12 @@ pub fn stored(m: &Message, me: UserId, content: &str) -> StoredMessage {
 }
 
 /// How `m` addresses the bot: a mention, a reply to one of its messages, a DM, or its name.
-pub fn addressed(m: &Message, me: UserId, bot_name: &str, store: &MessageStore) -> Addressed {
+pub(crate) fn addressed(
+    m: &Message,
+    me: UserId,
+    bot_name: &str,
+    store: &MessageStore,
+) -> Addressed {
     if m.guild_id.is_none() {
         return Addressed::DirectMessage;
     }
@@ -98,7 +103,7 @@ pub fn addressed(m: &Message, me: UserId, bot_name: &str, store: &MessageStore) 
     Addressed::No
 }
 
-pub fn percept(
+pub(crate) fn percept(
     m: &Message,
     me: UserId,
     bot_name: &str,

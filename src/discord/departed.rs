@@ -102,7 +102,7 @@ impl Heard {
 }
 
 impl Departures {
-    pub fn new(app: Arc<App>, plan: Option<Shards>) -> Arc<Self> {
+    pub(crate) fn new(app: Arc<App>, plan: Option<Shards>) -> Arc<Self> {
         Arc::new(Self {
             app,
             plan,
@@ -122,7 +122,7 @@ impl Departures {
     }
 
     /// A GUILD_DELETE of one of this process's servers.
-    pub fn deleted(&self, guild: GuildId, unavailable: bool) {
+    pub(crate) fn deleted(&self, guild: GuildId, unavailable: bool) {
         if unavailable {
             tracing::info!(%guild, "a server is unavailable (a Discord outage); nothing changes");
             return;
@@ -171,7 +171,7 @@ impl Departures {
     }
 
     /// A GUILD_CREATE: the bot is in `guild`, so a departure of it is cancelled.
-    pub fn created(&self, guild: GuildId) {
+    pub(crate) fn created(&self, guild: GuildId) {
         lock(&self.heard).named(guild, true);
         self.back(guild, "its GUILD_CREATE");
     }
@@ -179,7 +179,7 @@ impl Departures {
     /// A shard is READY, naming every server of it the bot is in: those
     /// are not departed (invited back while the bot was down), and the
     /// shard's departures may be removed from now on.
-    pub fn ready(&self, shard: Option<(u32, u32)>, guilds: &[GuildId]) {
+    pub(crate) fn ready(&self, shard: Option<(u32, u32)>, guilds: &[GuildId]) {
         // Read once: a shard may list thousands, and few if any departed.
         match self.app.stores::<Stores>().guilds.departures() {
             Ok(departed) => {
@@ -228,7 +228,7 @@ impl Departures {
     /// Removes the data of every departure of this process's servers whose
     /// grace has passed; once `shutdown` says so, a removal under way stops
     /// between two of its transactions (the rest goes at the next start).
-    pub async fn sweep(&self, shutdown: &watch::Receiver<bool>) {
+    pub(crate) async fn sweep(&self, shutdown: &watch::Receiver<bool>) {
         let departures = match self.app.stores::<Stores>().guilds.departures() {
             Ok(d) => d,
             Err(e) => {
@@ -303,7 +303,7 @@ impl Departures {
 
     /// Sweeps at start, then every [`SWEEP_EVERY`], on a departure or a
     /// READY, and when the settings change (a shorter grace), until `shutdown`.
-    pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
+    pub(crate) async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
         let mut changes = self.app.settings.changes();
         loop {
             // Not raced against the shutdown: a removal under way stops at

@@ -46,7 +46,7 @@ use commands::Data;
 
 pub const DISCORD: &str = "https://discord.com";
 
-pub fn intents(settings: &Settings) -> GatewayIntents {
+pub(crate) fn intents(settings: &Settings) -> GatewayIntents {
     let members = if settings.discord.members_intent {
         GatewayIntents::GUILD_MEMBERS
     } else {
@@ -129,7 +129,7 @@ const CLOSE_WITHIN: Duration = Duration::from_secs(1);
 /// next (a gateway that is down), no shard of its is registered, and
 /// `ShardManager::shutdown_all` then does nothing at all, so `Client::start`
 /// never returned and SIGTERM was ignored.
-pub async fn run(parts: Parts, token: &str, watching: Watching) -> anyhow::Result<()> {
+pub(crate) async fn run(parts: Parts, token: &str, watching: Watching) -> anyhow::Result<()> {
     // Listening first: a stop asked while Discord is slow to answer, or
     // down, ends the start as well.
     let signalled = wait_for_signal();

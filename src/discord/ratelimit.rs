@@ -41,7 +41,7 @@ pub struct Limiter {
 }
 
 /// Whether serenity's error is the server's 429 Too Many Requests.
-pub fn is_rate_limited(e: &serenity::Error) -> bool {
+pub(crate) fn is_rate_limited(e: &serenity::Error) -> bool {
     matches!(e, serenity::Error::Http(h) if h.status_code().map(|s| s.as_u16()) == Some(429))
 }
 
@@ -67,7 +67,7 @@ fn retry_after(headers: &HeaderMap, attempt: u32) -> (Duration, bool) {
 
 impl Limiter {
     /// `base` is `discord.apiBaseUrl`; `client` the one serenity was given.
-    pub fn new(client: reqwest::Client, base: &str) -> Self {
+    pub(crate) fn new(client: reqwest::Client, base: &str) -> Self {
         Self {
             client,
             base: base.trim_end_matches('/').to_string(),
@@ -78,7 +78,7 @@ impl Limiter {
     }
 
     /// Counts 429s and retries into `metrics` from now on.
-    pub fn count_into(&self, metrics: &Arc<Metrics>) {
+    pub(crate) fn count_into(&self, metrics: &Arc<Metrics>) {
         // Harmless when already set: one process has one `Metrics`.
         let _ = self.metrics.set(metrics.clone());
     }
@@ -105,7 +105,7 @@ impl Limiter {
     /// channel and kind), honouring the route's and the global block; returns
     /// the successful answer, or the server's refusal as serenity's error.
     /// `form` (a multipart body) is rebuilt per attempt: it cannot be cloned.
-    pub async fn perform(
+    pub(crate) async fn perform(
         &self,
         token: &str,
         route: &str,

@@ -72,7 +72,7 @@ impl Default for Gate {
 
 impl Gate {
     /// Waits `base`, 2×, 4×, … (each jittered) up to `ceiling` between attempts in a row.
-    pub fn new(base: Duration, ceiling: Duration) -> Self {
+    pub(crate) fn new(base: Duration, ceiling: Duration) -> Self {
         Self {
             base,
             ceiling,
@@ -91,20 +91,20 @@ impl Gate {
 
     /// The connection reached READY or RESUMED: the next failure starts over
     /// at the first back-off step.
-    pub fn connected(&self) {
+    pub(crate) fn connected(&self) {
         self.connected.store(true, Ordering::Relaxed);
         self.up.store(true, Ordering::Relaxed);
     }
 
     /// Whether every attempt that went through reached READY or RESUMED.
-    pub fn up(&self) -> bool {
+    pub(crate) fn up(&self) -> bool {
         self.up.load(Ordering::Relaxed)
     }
 
     /// Holds `ws_url` (the client's gateway URL) from now on and lets one
     /// attempt through per back-off step. Abort the task to open the door for good.
     /// Returns once the gate holds it, so no attempt starts before the gate.
-    pub async fn spawn(self: Arc<Self>, ws_url: Arc<Mutex<String>>) -> JoinHandle<()> {
+    pub(crate) async fn spawn(self: Arc<Self>, ws_url: Arc<Mutex<String>>) -> JoinHandle<()> {
         let guard = ws_url.clone().lock_owned().await;
         tokio::spawn(async move { self.run(ws_url, guard).await })
     }

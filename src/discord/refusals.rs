@@ -77,7 +77,7 @@ pub const SAID: [(&str, Refusal); 5] = [
 const SERENITY_SHARD: &str = "serenity::gateway::shard";
 
 impl Refusal {
-    pub fn code(self) -> u16 {
+    pub(crate) fn code(self) -> u16 {
         match self {
             Refusal::AuthenticationFailed => 4004,
             Refusal::InvalidShard => 4010,
@@ -154,7 +154,7 @@ impl Refused {
     }
 
     /// "Discord refused shard 1 of 2 (4010 invalid shard): …what to fix".
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "{}: {}",
             self.headline(),
@@ -164,7 +164,7 @@ impl Refused {
 }
 
 /// A refusal in one of serenity's log messages, if the message is one.
-pub fn parse(message: &str) -> Option<Refused> {
+pub(crate) fn parse(message: &str) -> Option<Refused> {
     static SHARD: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"^\[ShardInfo \{ id: ShardId\((\d+)\), total: (\d+) \}\] (.+)$")
             .expect("a valid pattern")
@@ -200,7 +200,7 @@ fn heard() -> &'static Heard {
 }
 
 /// The tracing layer that hears serenity's refusals, whatever `RUST_LOG` says.
-pub fn layer<S>() -> impl Layer<S>
+pub(crate) fn layer<S>() -> impl Layer<S>
 where
     S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
 {
@@ -243,7 +243,11 @@ pub struct Watch {
 
 impl Watch {
     /// The process's watch; None if one was made already (one bot per process).
-    pub fn new(journal: Journal, manager: Arc<ShardManager>, plan: Option<Shards>) -> Option<Self> {
+    pub(crate) fn new(
+        journal: Journal,
+        manager: Arc<ShardManager>,
+        plan: Option<Shards>,
+    ) -> Option<Self> {
         let heard = heard()
             .listen
             .lock()
@@ -261,7 +265,7 @@ impl Watch {
 
     /// Says each refusal as it comes; returns the error to exit with once
     /// every shard of this process has been refused.
-    pub async fn until_none_left(&mut self) -> anyhow::Error {
+    pub(crate) async fn until_none_left(&mut self) -> anyhow::Error {
         loop {
             let Some(refused) = self.heard.recv().await else {
                 // The sender is static and never closes; nothing more will come.
@@ -275,7 +279,7 @@ impl Watch {
 
     /// `Client::start*` ended with `error`: refusals heard and not yet said
     /// are said now, and the newest one's words replace serenity's terse error.
-    pub async fn explain(&mut self, error: anyhow::Error) -> anyhow::Error {
+    pub(crate) async fn explain(&mut self, error: anyhow::Error) -> anyhow::Error {
         while let Ok(refused) = self.heard.try_recv() {
             if let Some(gone) = self.take(refused).await {
                 return gone;

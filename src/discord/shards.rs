@@ -31,7 +31,7 @@ pub const IDENTIFY_EVERY: Duration = Duration::from_secs(5);
 pub const STAGGER_SLACK: Duration = Duration::from_secs(1);
 
 /// Whether this process handles an event of `guild` (None: a direct message).
-pub fn admits(plan: Option<&Shards>, guild: Option<GuildId>) -> bool {
+pub(crate) fn admits(plan: Option<&Shards>, guild: Option<GuildId>) -> bool {
     match (plan, guild) {
         (None, _) => true,
         (Some(p), Some(g)) => p.owns(g),
@@ -40,7 +40,7 @@ pub fn admits(plan: Option<&Shards>, guild: Option<GuildId>) -> bool {
 }
 
 /// [`admits`] for serenity's guild id.
-pub fn admits_serenity(plan: Option<&Shards>, guild: Option<SGuildId>) -> bool {
+pub(crate) fn admits_serenity(plan: Option<&Shards>, guild: Option<SGuildId>) -> bool {
     admits(plan, guild.map(|g| GuildId(g.get())))
 }
 
@@ -56,7 +56,7 @@ pub fn admits_serenity(plan: Option<&Shards>, guild: Option<SGuildId>) -> bool {
 /// safe only if every process knows every other's range; the last process
 /// of a 16-shard bot waits about 80 s, as one process's last shard would.
 /// A process restarted alone waits the same, which is harmless.
-pub fn stagger(plan: Option<&Shards>) -> Duration {
+pub(crate) fn stagger(plan: Option<&Shards>) -> Duration {
     match plan.map(|p| p.range.first) {
         None | Some(0) => Duration::ZERO,
         Some(first) => IDENTIFY_EVERY * first + STAGGER_SLACK,
@@ -64,7 +64,7 @@ pub fn stagger(plan: Option<&Shards>) -> Duration {
 }
 
 /// What the process runs, for the log at start.
-pub fn describe(plan: Option<&Shards>) -> String {
+pub(crate) fn describe(plan: Option<&Shards>) -> String {
     match plan {
         None => "every shard Discord recommends (no discord.shards / --shards)".into(),
         Some(p) => format!(
@@ -75,7 +75,7 @@ pub fn describe(plan: Option<&Shards>) -> String {
 }
 
 /// Starts the plan's shards and runs until they stop.
-pub async fn start(client: &mut Client, plan: Option<&Shards>) -> anyhow::Result<()> {
+pub(crate) async fn start(client: &mut Client, plan: Option<&Shards>) -> anyhow::Result<()> {
     let result = match plan {
         None => client.start_autosharded().await,
         // Serenity 0.12.5 reads the range's end as inclusive
@@ -106,7 +106,7 @@ pub struct Commands(Arc<OnceLock<Arc<dyn Framework>>>);
 impl Commands {
     /// Initialises `framework` with the client (as serenity would) and
     /// starts handing it events.
-    pub async fn install(&self, mut framework: impl Framework + 'static, client: &Client) {
+    pub(crate) async fn install(&self, mut framework: impl Framework + 'static, client: &Client) {
         framework.init(client).await;
         if self.0.set(Arc::new(framework)).is_err() {
             tracing::warn!("the slash commands were installed twice; the first stays");
@@ -114,7 +114,7 @@ impl Commands {
     }
 
     /// A shard is ready: poise's setup runs on the first.
-    pub async fn ready(&self, ctx: Context, ready: &Ready) {
+    pub(crate) async fn ready(&self, ctx: Context, ready: &Ready) {
         let event = FullEvent::Ready {
             data_about_bot: ready.clone(),
         };
@@ -123,7 +123,7 @@ impl Commands {
 
     /// An interaction (a slash command); the event handler has checked its
     /// guild is this process's.
-    pub async fn interaction(&self, ctx: Context, interaction: Interaction) {
+    pub(crate) async fn interaction(&self, ctx: Context, interaction: Interaction) {
         self.hand(ctx, FullEvent::InteractionCreate { interaction })
             .await;
     }

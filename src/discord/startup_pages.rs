@@ -48,13 +48,13 @@ pub struct Settler {
 
 impl Settler {
     /// Start-up goes on: a shard said READY, or one of its servers arrived.
-    pub fn arrived(&self) {
+    pub(crate) fn arrived(&self) {
         self.arrived.notify_one();
     }
 
     /// Runs until the pages are released: the first READY, then [`SETTLE`]
     /// without another READY or server.
-    pub fn spawn(&self) -> tokio::task::JoinHandle<()> {
+    pub(crate) fn spawn(&self) -> tokio::task::JoinHandle<()> {
         let arrived = self.arrived.clone();
         tokio::spawn(async move {
             arrived.notified().await;
@@ -87,7 +87,7 @@ pub struct Released {
 }
 
 impl Released {
-    pub fn released_kib(&self) -> u64 {
+    pub(crate) fn released_kib(&self) -> u64 {
         self.before_kib.saturating_sub(self.after_kib)
     }
 }
@@ -96,7 +96,7 @@ impl Released {
 /// than at its next allocations; returns the resident KiB given back (0
 /// where /proc cannot say). Where mimalloc is not the global allocator
 /// (the library's tests) it has little to give.
-pub fn release_heap() -> u64 {
+pub(crate) fn release_heap() -> u64 {
     let before = resident_kib().unwrap_or(0);
     // SAFETY: mi_collect only frees memory mimalloc holds with nothing in
     // it; it is safe from any thread at any time.
@@ -106,7 +106,7 @@ pub fn release_heap() -> u64 {
 
 /// Pages out this binary's code and read-only data now.
 #[cfg(target_os = "linux")]
-pub fn release() -> std::io::Result<Released> {
+pub(crate) fn release() -> std::io::Result<Released> {
     let before_kib = resident_kib()?;
     let text = std::fs::read_to_string("/proc/self/maps")?;
     let maps: Vec<Mapping<'_>> = text.lines().filter_map(Mapping::parse).collect();
@@ -142,7 +142,7 @@ pub fn release() -> std::io::Result<Released> {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub fn release() -> std::io::Result<Released> {
+pub(crate) fn release() -> std::io::Result<Released> {
     Err(std::io::Error::other("only on Linux"))
 }
 

@@ -82,7 +82,7 @@ pub struct DiscordTransport {
 }
 
 impl DiscordTransport {
-    pub fn new(http: Arc<Http>, me: Author, limiter: Option<Limiter>) -> Self {
+    pub(crate) fn new(http: Arc<Http>, me: Author, limiter: Option<Limiter>) -> Self {
         Self {
             http,
             me,
@@ -93,7 +93,7 @@ impl DiscordTransport {
 
     /// Counts answers sent and 429s into `metrics` from now on (the
     /// transport is built before the app that holds them).
-    pub fn count_into(&self, metrics: &Arc<Metrics>) {
+    pub(crate) fn count_into(&self, metrics: &Arc<Metrics>) {
         // Harmless when already set: one process has one `Metrics`.
         let _ = self.metrics.set(metrics.clone());
         if let Some(limiter) = &self.limiter {
@@ -181,7 +181,11 @@ async fn send_limited(
 /// Only the users speech named may be pinged (a reply pings its author
 /// unless they asked not to be: `replied`), and only the roles a feed's
 /// owner listed (`roles`); everyone and here never, nor any other role.
-pub fn safe_mentions(pings: &[UserId], roles: &[RoleId], replied: bool) -> CreateAllowedMentions {
+pub(crate) fn safe_mentions(
+    pings: &[UserId],
+    roles: &[RoleId],
+    replied: bool,
+) -> CreateAllowedMentions {
     CreateAllowedMentions::new()
         .all_users(false)
         .users(

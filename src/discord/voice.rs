@@ -23,7 +23,7 @@ use crate::voice::listener::Listener;
 use crate::voice::{PlatformError, VoiceBackend};
 
 /// Songbird configured to decode everyone to 16 kHz mono.
-pub fn songbird() -> Arc<Songbird> {
+pub(crate) fn songbird() -> Arc<Songbird> {
     let config = songbird::Config::default().decode_mode(DecodeMode::Decode(DecodeConfig::new(
         Channels::Mono,
         SampleRate::Hz16000,

@@ -11,7 +11,7 @@ const TRACKING: &[&str] = &[
 /// The URL without what does not change what it points at: fragment,
 /// tracking parameters, `www.`, a trailing slash, and scheme differences;
 /// `youtu.be/ID` becomes `youtube.com/watch?v=ID`.
-pub fn canonical_url(raw: &str) -> String {
+pub(crate) fn canonical_url(raw: &str) -> String {
     let Ok(mut u) = Url::parse(raw.trim()) else {
         return raw.trim().to_lowercase();
     };
@@ -52,7 +52,7 @@ pub fn canonical_url(raw: &str) -> String {
 }
 
 /// A title reduced to its words, for catching the same story under two links.
-pub fn title_key(title: &str) -> String {
+pub(crate) fn title_key(title: &str) -> String {
     title
         .to_lowercase()
         .split(|c: char| !c.is_alphanumeric())

@@ -93,7 +93,7 @@ fn settings_key(kind: SourceKind) -> &'static str {
     }
 }
 
-pub fn list(d: &Discovery, guild: GuildId) -> String {
+pub(crate) fn list(d: &Discovery, guild: GuildId) -> String {
     let sources = d.guild_sources(guild);
     if sources.is_empty() {
         return "No feed sources on this server. Add one with /discovery add, or in the settings (initiative.discovery.*).".into();
@@ -278,7 +278,7 @@ impl TypedTool for ListTool {
 }
 
 /// The self-curation tools for a guild's initiative loop.
-pub fn tools(d: &Arc<Discovery>, guild: GuildId) -> Vec<Arc<dyn Tool>> {
+pub(crate) fn tools(d: &Arc<Discovery>, guild: GuildId) -> Vec<Arc<dyn Tool>> {
     vec![
         typed(ListTool(d.clone(), guild)),
         typed(AddTool(d.clone(), guild)),

@@ -97,7 +97,7 @@ pub struct Discovery {
 }
 
 impl Discovery {
-    pub fn new(
+    pub(crate) fn new(
         settings: Arc<SettingsService>,
         store: Stores,
         journal: Journal,
@@ -118,19 +118,19 @@ impl Discovery {
     }
 
     /// Tells `watcher` of every fetch from now on (there is one: feeds).
-    pub fn watch(&self, watcher: Arc<dyn FetchWatcher>) {
+    pub(crate) fn watch(&self, watcher: Arc<dyn FetchWatcher>) {
         if self.watcher.set(watcher).is_err() {
             tracing::warn!("a second fetch watcher was refused: feeds already watch discovery");
         }
     }
 
     /// Asks the loop to look for due sources now rather than at its next round.
-    pub fn poke(&self) {
+    pub(crate) fn poke(&self) {
         self.wake.notify_one();
     }
 
     /// The guarded fetcher for the `network` settings in effect now.
-    pub fn fetcher(&self) -> Arc<Fetcher> {
+    pub(crate) fn fetcher(&self) -> Arc<Fetcher> {
         let network = &self.settings.global().network;
         let mut built = self.fetcher.lock().unwrap_or_else(|p| p.into_inner());
         if built.0 != *network {
@@ -140,7 +140,7 @@ impl Discovery {
     }
 
     /// A guild's sources: its settings' lists and those added for it, enabled kinds only.
-    pub fn guild_sources(&self, guild: GuildId) -> Vec<(SourceSpec, Origin)> {
+    pub(crate) fn guild_sources(&self, guild: GuildId) -> Vec<(SourceSpec, Origin)> {
         let settings = self.settings.for_guild(Some(guild));
         let d = &settings.initiative.discovery;
         let mut out: Vec<(SourceSpec, Origin)> = sources::configured(&settings)
@@ -183,7 +183,7 @@ impl Discovery {
     }
 
     /// Every source some known guild uses or subscribed to, each once.
-    pub fn all_sources(&self) -> Vec<SourceSpec> {
+    pub(crate) fn all_sources(&self) -> Vec<SourceSpec> {
         let mut all: Vec<SourceSpec> = self
             .store
             .messages
@@ -470,7 +470,7 @@ impl Discovery {
     }
 
     /// Records which feed items a post shared (links it contains), for FEED SOURCES.
-    pub fn note_post(
+    pub(crate) fn note_post(
         &self,
         guild: GuildId,
         channel: ChannelId,
@@ -501,7 +501,7 @@ impl Discovery {
 
     /// A feed subscription posted the item at `link` in `guild`: it counts
     /// as shared there, so the initiative never offers it again.
-    pub fn note_delivered(
+    pub(crate) fn note_delivered(
         &self,
         guild: GuildId,
         channel: ChannelId,
@@ -526,7 +526,7 @@ impl Discovery {
     }
 
     /// Fetches due sources until `shutdown`.
-    pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
+    pub(crate) async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
         loop {
             tokio::select! {
                 _ = self.fetch_due() => {}
@@ -558,7 +558,7 @@ pub enum FetchFailure {
 }
 
 /// Fetches and parses one source URL (no storing): (items, new validators, not modified).
-pub async fn fetch_items(
+pub(crate) async fn fetch_items(
     fetcher: &Fetcher,
     kind: SourceKind,
     url: &str,

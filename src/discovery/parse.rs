@@ -18,18 +18,10 @@ pub enum MediaHint {
 }
 
 impl MediaHint {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             MediaHint::Image => "image",
             MediaHint::Video => "video",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<MediaHint> {
-        match s {
-            "image" => Some(MediaHint::Image),
-            "video" => Some(MediaHint::Video),
-            _ => None,
         }
     }
 }
@@ -175,7 +167,7 @@ pub fn feed(bytes: &[u8]) -> Result<Vec<Item>, ParseError> {
 }
 
 /// A Reddit listing (`/r/<sub>/hot.json`).
-pub fn reddit(bytes: &[u8], base: &str) -> Result<Vec<Item>, ParseError> {
+pub(crate) fn reddit(bytes: &[u8], base: &str) -> Result<Vec<Item>, ParseError> {
     let v: Value = serde_json::from_slice(bytes).map_err(ParseError::RedditJson)?;
     let children = v
         .pointer("/data/children")
@@ -233,12 +225,12 @@ pub fn reddit(bytes: &[u8], base: &str) -> Result<Vec<Item>, ParseError> {
 }
 
 /// Hacker News `topstories.json`: a list of ids.
-pub fn hn_top(bytes: &[u8]) -> Result<Vec<u64>, ParseError> {
+pub(crate) fn hn_top(bytes: &[u8]) -> Result<Vec<u64>, ParseError> {
     serde_json::from_slice::<Vec<u64>>(bytes).map_err(ParseError::HnTop)
 }
 
 /// One Hacker News `item/<id>.json`; `None` for items that are not stories with a title.
-pub fn hn_item(bytes: &[u8]) -> Result<Option<Item>, ParseError> {
+pub(crate) fn hn_item(bytes: &[u8]) -> Result<Option<Item>, ParseError> {
     let v: Value = serde_json::from_slice(bytes).map_err(ParseError::HnItem)?;
     if v.get("dead").and_then(Value::as_bool) == Some(true)
         || v.get("deleted").and_then(Value::as_bool) == Some(true)

@@ -19,7 +19,7 @@ pub struct Candidate {
 
 /// score = freshness + overlap, where freshness halves every
 /// `freshness_hours / 2` and overlap is 0.5 per community word matched (at most 3).
-pub fn rank(
+pub(crate) fn rank(
     items: Vec<FeedItem>,
     interests: &[String],
     now: DateTime<Utc>,
@@ -54,7 +54,7 @@ pub fn rank(
 }
 
 /// One line of YOUR FEED.
-pub fn line(c: &Candidate, source: &str, now: DateTime<Utc>) -> String {
+pub(crate) fn line(c: &Candidate, source: &str, now: DateTime<Utc>) -> String {
     let at = c.item.published_at.unwrap_or(c.item.fetched_at);
     let mut text = format!(
         "{} — {} ({source}, {}",

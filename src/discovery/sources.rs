@@ -43,7 +43,7 @@ impl SourceKind {
         SourceKind::Hackernews,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             SourceKind::Rss => "rss",
             SourceKind::Reddit => "reddit",
@@ -53,7 +53,7 @@ impl SourceKind {
         }
     }
 
-    pub fn parse(s: &str) -> Option<SourceKind> {
+    pub(crate) fn parse(s: &str) -> Option<SourceKind> {
         match s.trim().to_ascii_lowercase().as_str() {
             "rss" | "atom" => Some(SourceKind::Rss),
             "reddit" => Some(SourceKind::Reddit),
@@ -64,7 +64,7 @@ impl SourceKind {
         }
     }
 
-    pub fn enabled(self, d: &DiscoverySettings) -> bool {
+    pub(crate) fn enabled(self, d: &DiscoverySettings) -> bool {
         match self {
             SourceKind::Rss => d.sources.rss,
             SourceKind::Reddit => d.sources.reddit,
@@ -165,7 +165,7 @@ impl SourceSpec {
     }
 
     /// The URL fetched for this source.
-    pub fn url(&self, d: &DiscoverySettings, limit: u32) -> Result<String, SourceError> {
+    pub(crate) fn url(&self, d: &DiscoverySettings, limit: u32) -> Result<String, SourceError> {
         let base = |b: &str| b.trim_end_matches('/').to_string();
         Ok(match self.kind {
             SourceKind::Rss => self.target.clone(),
@@ -198,7 +198,7 @@ impl SourceSpec {
 }
 
 /// The sources a guild's settings name, for the enabled kinds.
-pub fn configured(settings: &Settings) -> Vec<SourceSpec> {
+pub(crate) fn configured(settings: &Settings) -> Vec<SourceSpec> {
     let d = &settings.initiative.discovery;
     let mut out = Vec::new();
     let mut add = |kind: SourceKind, targets: &[String]| {

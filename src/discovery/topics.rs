@@ -110,7 +110,7 @@ const STOPWORDS: &[&str] = &[
 ];
 
 /// The content words of a text: lowercase, 4+ letters, no stopwords, no links or mentions.
-pub fn keywords(text: &str) -> impl Iterator<Item = String> + '_ {
+pub(crate) fn keywords(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split_whitespace()
         .filter(|w| !w.starts_with("http") && !w.starts_with('@') && !w.starts_with('<'))
         .flat_map(|w| w.split(|c: char| !c.is_alphanumeric()))

@@ -126,7 +126,11 @@ fn bits(v: &Value) -> u64 {
 }
 
 /// Every Discord check. Without a token only that is said: nothing else can be asked.
-pub async fn checks(settings: &Settings, secrets: &Secrets, commands: &[String]) -> Vec<Check> {
+pub(crate) async fn checks(
+    settings: &Settings,
+    secrets: &Secrets,
+    commands: &[String],
+) -> Vec<Check> {
     let Some(token) = &secrets.discord_token else {
         return vec![Check::fail(
             "discord token",

@@ -8,7 +8,7 @@ use crate::net::{FetchError, Fetcher};
 use crate::settings::Settings;
 
 /// One check per configured source; none when discovery names none.
-pub async fn checks(settings: &Settings) -> Vec<Check> {
+pub(crate) async fn checks(settings: &Settings) -> Vec<Check> {
     let d = &settings.initiative.discovery;
     let fetcher = Fetcher::new(&settings.network);
     let mut out = Vec::new();

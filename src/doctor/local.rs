@@ -15,7 +15,7 @@ pub const DISK_FLOOR: u64 = 256 * 1024 * 1024;
 pub const DISK_WARN: u64 = 2 * 1024 * 1024 * 1024;
 
 /// What `ambient settings check` says, as one line.
-pub fn settings(checked: &Checked) -> Check {
+pub(crate) fn settings(checked: &Checked) -> Check {
     let source = checked
         .loaded
         .as_ref()
@@ -43,7 +43,7 @@ pub fn settings(checked: &Checked) -> Check {
 }
 
 /// The data directory exists and a file can be made in it.
-pub fn data_dir(dir: &Path) -> Check {
+pub(crate) fn data_dir(dir: &Path) -> Check {
     let name = "data directory";
     if !dir.exists() {
         return Check::warn(
@@ -69,7 +69,7 @@ pub fn data_dir(dir: &Path) -> Check {
 
 /// Free space on the data directory's filesystem (its nearest existing
 /// ancestor's, before the bot made it).
-pub fn disk(dir: &Path, free_space: FreeSpace) -> Check {
+pub(crate) fn disk(dir: &Path, free_space: FreeSpace) -> Check {
     let name = "free disk";
     let existing = dir.ancestors().find(|p| p.exists()).unwrap_or(dir);
     let free = match free_space(existing) {
@@ -128,7 +128,7 @@ pub fn statvfs_free(path: &Path) -> std::io::Result<u64> {
 }
 
 /// `PRAGMA quick_check` of the database, opened read-only (never made or migrated here).
-pub fn database(dir: &Path) -> Check {
+pub(crate) fn database(dir: &Path) -> Check {
     let name = "database";
     let path = dir.join(DB_FILE);
     if !path.exists() {

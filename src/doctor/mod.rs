@@ -39,7 +39,7 @@ pub enum Status {
 
 impl Status {
     /// The mark a person reads at the start of the line.
-    pub fn mark(self) -> &'static str {
+    pub(crate) fn mark(self) -> &'static str {
         match self {
             Status::Ok => "✓",
             Status::Warn => "!",
@@ -59,7 +59,7 @@ pub struct Check {
 }
 
 impl Check {
-    pub fn ok(name: impl Into<String>, detail: impl Into<String>) -> Self {
+    pub(crate) fn ok(name: impl Into<String>, detail: impl Into<String>) -> Self {
         Self {
             name: name.into(),
             status: Status::Ok,
@@ -68,7 +68,7 @@ impl Check {
         }
     }
 
-    pub fn warn(
+    pub(crate) fn warn(
         name: impl Into<String>,
         detail: impl Into<String>,
         fix: impl Into<String>,
@@ -76,7 +76,7 @@ impl Check {
         Self::with_fix(Status::Warn, name.into(), detail.into(), fix.into())
     }
 
-    pub fn fail(
+    pub(crate) fn fail(
         name: impl Into<String>,
         detail: impl Into<String>,
         fix: impl Into<String>,
@@ -102,7 +102,7 @@ pub struct Report {
 
 impl Report {
     /// True when nothing would keep the bot from working (warnings allowed).
-    pub fn healthy(&self) -> bool {
+    pub(crate) fn healthy(&self) -> bool {
         self.checks.iter().all(|c| c.status != Status::Fail)
     }
 }
@@ -123,7 +123,7 @@ pub struct Options<'a> {
 /// Runs every check against the settings `checked` read and the secrets in
 /// the environment. Settings that could not be read at all leave only that
 /// check: every other one depends on them.
-pub async fn examine(checked: &Checked, secrets: &Secrets, options: &Options<'_>) -> Report {
+pub(crate) async fn examine(checked: &Checked, secrets: &Secrets, options: &Options<'_>) -> Report {
     let mut checks = vec![local::settings(checked)];
     let Some(loaded) = &checked.loaded else {
         return Report { checks };

@@ -31,7 +31,7 @@ fn request() -> ChatRequest {
 }
 
 /// One check per distinct endpoint the roles use first; `skip`: each role a `!`.
-pub async fn checks(settings: &Settings, secrets: &Secrets, skip: bool) -> Vec<Check> {
+pub(crate) async fn checks(settings: &Settings, secrets: &Secrets, skip: bool) -> Vec<Check> {
     if skip {
         return vec![Check::warn(
             "models",

@@ -39,7 +39,7 @@ const NAMES: [(u64, &str); 9] = [
 ];
 
 /// The names of the bits set in `bits`, in the Discord client's order.
-pub fn names(bits: u64) -> Vec<&'static str> {
+pub(crate) fn names(bits: u64) -> Vec<&'static str> {
     NAMES
         .iter()
         .filter(|(bit, _)| bits & bit != 0)
@@ -82,7 +82,7 @@ pub struct Member<'a> {
 }
 
 /// The guild-wide permissions: before any channel's overwrites.
-pub fn base(guild: &Guild, member: &Member) -> u64 {
+pub(crate) fn base(guild: &Guild, member: &Member) -> u64 {
     if member.user_id == guild.owner_id {
         return u64::MAX;
     }
@@ -104,7 +104,7 @@ pub fn base(guild: &Guild, member: &Member) -> u64 {
 }
 
 /// The permissions in a channel with these overwrites.
-pub fn in_channel(guild: &Guild, member: &Member, overwrites: &[Overwrite]) -> u64 {
+pub(crate) fn in_channel(guild: &Guild, member: &Member, overwrites: &[Overwrite]) -> u64 {
     let mut permissions = base(guild, member);
     if permissions == u64::MAX {
         return permissions;

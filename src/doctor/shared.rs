@@ -11,7 +11,7 @@ use crate::store::shared::{SharedError, known_version};
 pub const NAME: &str = "shared database";
 
 /// `None` without `storage.sharedUrl`: nothing to look at. Reads only.
-pub async fn check(settings: &Settings, secrets: &Secrets) -> Option<Check> {
+pub(crate) async fn check(settings: &Settings, secrets: &Secrets) -> Option<Check> {
     let url = settings.storage.shared_url.trim();
     if url.is_empty() {
         return None;

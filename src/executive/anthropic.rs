@@ -8,11 +8,11 @@ use super::wire::{
 
 pub const API_VERSION: &str = "2023-06-01";
 
-pub fn url(base: &str) -> String {
+pub(crate) fn url(base: &str) -> String {
     format!("{}/v1/messages", base.trim_end_matches('/'))
 }
 
-pub fn body(req: &ChatRequest, model: &str) -> Value {
+pub(crate) fn body(req: &ChatRequest, model: &str) -> Value {
     let messages: Vec<Value> = req
         .messages
         .iter()
@@ -77,7 +77,7 @@ fn part(p: &Part) -> Value {
 }
 
 /// Parses a success body; `Err` describes what was malformed.
-pub fn parse(body: &Value) -> Result<ChatResponse, Malformed> {
+pub(crate) fn parse(body: &Value) -> Result<ChatResponse, Malformed> {
     let content = body
         .get("content")
         .and_then(Value::as_array)

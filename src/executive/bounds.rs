@@ -31,7 +31,7 @@ const MIN_SHARE: usize = 100;
 
 /// `text` cut to its first `max_chars` characters, with a marker saying how
 /// much there was; unchanged when it fits.
-pub fn cap(text: &str, max_chars: usize) -> Cow<'_, str> {
+pub(crate) fn cap(text: &str, max_chars: usize) -> Cow<'_, str> {
     let Some((end, _)) = text.char_indices().nth(max_chars) else {
         return Cow::Borrowed(text);
     };
@@ -45,7 +45,7 @@ pub fn cap(text: &str, max_chars: usize) -> Cow<'_, str> {
 }
 
 /// [`cap`] for an owned text: no copy when it fits.
-pub fn cap_owned(text: String, max_chars: usize) -> String {
+pub(crate) fn cap_owned(text: String, max_chars: usize) -> String {
     match cap(&text, max_chars) {
         Cow::Borrowed(_) => text,
         Cow::Owned(cut) => cut,
@@ -55,7 +55,7 @@ pub fn cap_owned(text: String, max_chars: usize) -> String {
 /// Bounds a prompt template's context (an object of sections) in place.
 /// A top-level string is one section; in an array or object every string is
 /// an item of that section.
-pub fn bound_context(ctx: &mut Value, limits: &PromptLimits) {
+pub(crate) fn bound_context(ctx: &mut Value, limits: &PromptLimits) {
     let Value::Object(sections) = ctx else {
         return;
     };
@@ -74,7 +74,7 @@ pub fn bound_context(ctx: &mut Value, limits: &PromptLimits) {
 /// Keeps a request's text (system prompt, messages, tool results) under
 /// `total_chars`, cutting the longest pieces first. The model's own tool
 /// calls are counted but left whole: they are bounded by its output limit.
-pub fn bound_request(system: &mut String, messages: &mut [Message], total_chars: usize) {
+pub(crate) fn bound_request(system: &mut String, messages: &mut [Message], total_chars: usize) {
     let mut fixed = 0;
     let mut pieces = vec![system];
     for part in messages.iter_mut().flat_map(|m| &mut m.parts) {

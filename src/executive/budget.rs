@@ -66,7 +66,7 @@ pub enum BudgetRefusal {
 /// pass a cap. With `leases`, a role's cap is the whole bot's, counted
 /// since UTC midnight against what this process leased (the static share
 /// again while PostgreSQL cannot be reached).
-pub fn check(
+pub(crate) fn check(
     store: &UsageStore,
     settings: &Settings,
     leases: Option<&Arc<Leases>>,
@@ -113,7 +113,7 @@ pub fn check(
 /// estimate alone passes a cap). With no new spend each cap's total only
 /// falls, record by record, so nothing fits earlier; new spend only makes
 /// it later. The replay skips ticks stopped at the budget up to here.
-pub fn fits_again_at(
+pub(crate) fn fits_again_at(
     store: &UsageStore,
     settings: &Settings,
     ctx: &CallContext,
@@ -251,7 +251,7 @@ fn role_counts(role: Role, now: DateTime<Utc>) -> UsageFilter {
 
 /// What each role with a daily cap may still spend at `now` (its cap less
 /// what it used, as [`check`] counts them), for `/metrics`.
-pub fn left(
+pub(crate) fn left(
     store: &UsageStore,
     settings: &Settings,
     now: DateTime<Utc>,
@@ -277,7 +277,7 @@ fn share_note(settings: &Settings) -> String {
 }
 
 /// "2/16": a plan's shards over all shards.
-pub fn share_of(plan: &crate::vocab::shards::Shards) -> String {
+pub(crate) fn share_of(plan: &crate::vocab::shards::Shards) -> String {
     format!("{}/{}", plan.range.count(), plan.total)
 }
 
@@ -285,7 +285,7 @@ pub fn share_of(plan: &crate::vocab::shards::Shards) -> String {
 /// share 2/16 of the daily caps"; `None` for one process running it all.
 /// With `storage.sharedUrl` the role caps are leased whole instead (a
 /// running process says whether it reaches PostgreSQL: `Leases::status_line`).
-pub fn share_line(settings: &Settings) -> Option<String> {
+pub(crate) fn share_line(settings: &Settings) -> Option<String> {
     if !settings.storage.shared_url.trim().is_empty() {
         return Some(format!(
             "the whole bot's daily caps, leased from PostgreSQL in {}% chunks",

@@ -34,28 +34,28 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    pub fn provider_name(&self) -> &'static str {
+    pub(crate) fn provider_name(&self) -> &'static str {
         provider_name(self.provider)
     }
 
     /// Identifies the provider for health and rate-limit bookkeeping.
-    pub fn health_key(&self) -> String {
+    pub(crate) fn health_key(&self) -> String {
         format!("{}@{}", self.provider_name(), self.base_url)
     }
 
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         match self.wire {
             Wire::Anthropic => super::anthropic::url(&self.base_url),
             Wire::OpenAi => super::openai::url(&self.base_url),
         }
     }
 
-    pub fn is_official_openai(&self) -> bool {
+    pub(crate) fn is_official_openai(&self) -> bool {
         self.base_url.contains("api.openai.com")
     }
 }
 
-pub fn provider_name(p: ProviderKind) -> &'static str {
+pub(crate) fn provider_name(p: ProviderKind) -> &'static str {
     match p {
         ProviderKind::Auto => "auto",
         ProviderKind::Anthropic => "anthropic",
@@ -82,7 +82,7 @@ pub struct Resolution {
 
 impl Resolution {
     /// Why no endpoint is left, without naming a role (so roles can share it).
-    pub fn reason(&self) -> String {
+    pub(crate) fn reason(&self) -> String {
         if self.excluded.is_empty() {
             "none is configured: set ANTHROPIC_API_KEY, OPENAI_API_KEY (optionally with OPENAI_BASE_URL) \
              or OPENROUTER_API_KEY, run Ollama locally, or choose a provider in executive.roles"
@@ -93,12 +93,12 @@ impl Resolution {
     }
 
     /// Why the role cannot run, in words for people.
-    pub fn why_unavailable(&self, role: Role) -> String {
+    pub(crate) fn why_unavailable(&self, role: Role) -> String {
         format!("no model for the {role} role: {}", self.reason())
     }
 }
 
-pub fn resolve(role: Role, s: &Settings, offer: &Offer) -> Resolution {
+pub(crate) fn resolve(role: Role, s: &Settings, offer: &Offer) -> Resolution {
     let rs = role.settings(s);
     let candidates: Vec<ProviderKind> = match rs.provider {
         ProviderKind::None => {
@@ -224,7 +224,7 @@ fn endpoint(
 
 /// The model used when a role names none: the strongest for reply/ambient,
 /// a small fast one for reflex/extract.
-pub fn default_model(provider: ProviderKind, strong: bool) -> &'static str {
+pub(crate) fn default_model(provider: ProviderKind, strong: bool) -> &'static str {
     match (provider, strong) {
         (ProviderKind::Anthropic, true) => "claude-opus-4-6",
         (ProviderKind::Anthropic, false) => "claude-haiku-4-5",
@@ -238,7 +238,7 @@ pub fn default_model(provider: ProviderKind, strong: bool) -> &'static str {
 }
 
 /// Loopback and private hosts are someone's own server, not a metered API.
-pub fn is_local_url(url: &str) -> bool {
+pub(crate) fn is_local_url(url: &str) -> bool {
     let Ok(u) = url::Url::parse(url) else {
         return false;
     };

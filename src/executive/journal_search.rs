@@ -82,7 +82,7 @@ impl TypedTool for JournalSearch {
 }
 
 /// For what the people in one channel (or DM) may read.
-pub fn journal_search(
+pub(crate) fn journal_search(
     journal: &Journal,
     store: &Stores,
     clock: &SharedClock,

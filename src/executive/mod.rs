@@ -103,7 +103,7 @@ impl CallContext {
     }
 
     /// Usage source: a person (reply), a reflex, or the bot's own ambient work.
-    pub fn source(&self) -> &'static str {
+    pub(crate) fn source(&self) -> &'static str {
         match self.role {
             Role::Reply => "user",
             Role::Reflex => "reflex",
@@ -210,12 +210,12 @@ impl Executive {
 
     /// Spends the whole bot's daily budgets through `leases` from now on
     /// (once; a second call changes nothing).
-    pub fn lease_with(&self, leases: Arc<leases::Leases>) {
+    pub(crate) fn lease_with(&self, leases: Arc<leases::Leases>) {
         // Already set: the first stays, as documented.
         let _ = self.leases.set(leases);
     }
 
-    pub fn leases(&self) -> Option<&Arc<leases::Leases>> {
+    pub(crate) fn leases(&self) -> Option<&Arc<leases::Leases>> {
         self.leases.get()
     }
 
@@ -228,7 +228,7 @@ impl Executive {
     /// effect now: after a settings reload, a role moved to Ollama (or a new
     /// URL) is served without a restart. Endpoints, models and budgets need
     /// nothing more: they are read from the settings at every call.
-    pub async fn look_again(&self) {
+    pub(crate) async fn look_again(&self) {
         if self.stand_in.is_some() {
             return;
         }
@@ -242,7 +242,7 @@ impl Executive {
 
     /// Whether the model that would answer for `role` sees images (its first
     /// endpoint; a blind fallback gets placeholders, see `vision`).
-    pub fn sees_images(&self, role: Role) -> bool {
+    pub(crate) fn sees_images(&self, role: Role) -> bool {
         self.resolve(role)
             .endpoints
             .first()
@@ -258,7 +258,7 @@ impl Executive {
     /// Why a call for `ctx` of about `estimate` tokens would be refused by a
     /// budget now (every endpoint refusing, as [`Executive::complete`] would),
     /// so a caller can stop before it builds a prompt.
-    pub fn over_budget(&self, ctx: &CallContext, estimate: u64) -> Option<String> {
+    pub(crate) fn over_budget(&self, ctx: &CallContext, estimate: u64) -> Option<String> {
         let settings = self.settings.for_guild(ctx.guild);
         let now = self.clock.now();
         let mut why = None;
@@ -296,7 +296,11 @@ impl Executive {
     /// through if nothing more were spent: the earliest instant any of the
     /// role's endpoints fits again ([`budget::fits_again_at`]); `now` when
     /// one fits now or usage cannot be read, `None` when none ever will.
-    pub fn fits_budget_again_at(&self, ctx: &CallContext, estimate: u64) -> Option<DateTime<Utc>> {
+    pub(crate) fn fits_budget_again_at(
+        &self,
+        ctx: &CallContext,
+        estimate: u64,
+    ) -> Option<DateTime<Utc>> {
         let settings = self.settings.for_guild(ctx.guild);
         let now = self.clock.now();
         let mut first: Option<DateTime<Utc>> = None;
@@ -313,7 +317,7 @@ impl Executive {
 
     /// The likely size of `role`'s next call: the average prompt of its
     /// recent calls plus the most it may answer (what a budget reserves).
-    pub fn likely_call_tokens(&self, role: Role) -> u64 {
+    pub(crate) fn likely_call_tokens(&self, role: Role) -> u64 {
         let prompt = self
             .store
             .usage
@@ -323,7 +327,7 @@ impl Executive {
     }
 
     /// Roles that cannot run, grouped by reason: "reply, ambient: none is configured …".
-    pub fn unavailable_summary(&self) -> Vec<String> {
+    pub(crate) fn unavailable_summary(&self) -> Vec<String> {
         let mut groups: Vec<(String, Vec<&'static str>)> = Vec::new();
         for role in Role::ALL {
             let r = self.resolve(role);
@@ -352,13 +356,13 @@ impl Executive {
         v
     }
 
-    pub fn journal(&self) -> &Journal {
+    pub(crate) fn journal(&self) -> &Journal {
         &self.journal
     }
 
     /// Whether `role`'s answers can be streamed: both wire formats stream;
     /// a stand-in (replay's offline mode) answers whole.
-    pub fn can_stream(&self, role: Role) -> bool {
+    pub(crate) fn can_stream(&self, role: Role) -> bool {
         self.stand_in.is_none() && !self.resolve(role).endpoints.is_empty()
     }
 
@@ -857,7 +861,7 @@ impl Executive {
 /// Whether a local Ollama answers at `executive.ollamaBaseUrl`, looked for
 /// as [`Executive::new`] does: for a front end that must know before it
 /// builds the bot (replay's question before real models are paid).
-pub async fn ollama_answers(settings: &crate::settings::Settings) -> bool {
+pub(crate) async fn ollama_answers(settings: &crate::settings::Settings) -> bool {
     match provider_client(&settings.network) {
         Ok(http) => probe_ollama(&http, &settings.executive.ollama_base_url).await,
         Err(_) => false,

@@ -8,13 +8,13 @@ use super::wire::{
     ToolChoice,
 };
 
-pub fn url(base: &str) -> String {
+pub(crate) fn url(base: &str) -> String {
     format!("{}/chat/completions", base.trim_end_matches('/'))
 }
 
 /// `max_tokens` is deprecated on OpenAI's own API in favour of
 /// `max_completion_tokens`; other servers only know `max_tokens`.
-pub fn body(req: &ChatRequest, model: &str, official_openai: bool) -> Value {
+pub(crate) fn body(req: &ChatRequest, model: &str, official_openai: bool) -> Value {
     let mut messages = Vec::new();
     if !req.system.is_empty() {
         messages.push(json!({"role": "system", "content": req.system}));
@@ -123,7 +123,7 @@ fn with_images(parts: &[Part]) -> Option<Value> {
     Some(Value::Array(content))
 }
 
-pub fn parse(body: &Value) -> Result<ChatResponse, Malformed> {
+pub(crate) fn parse(body: &Value) -> Result<ChatResponse, Malformed> {
     let choice = body
         .get("choices")
         .and_then(Value::as_array)

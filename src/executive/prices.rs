@@ -18,7 +18,7 @@ const fn price(input_per_million: f64, output_per_million: f64) -> Price {
 
 /// The public list prices of the models the bot picks by default and their
 /// close relatives (Anthropic and OpenAI, standard tier, no caching).
-pub fn default_prices() -> BTreeMap<String, Price> {
+pub(crate) fn default_prices() -> BTreeMap<String, Price> {
     [
         ("claude-opus-4-6", price(5.0, 25.0)),
         ("claude-opus-4-5", price(5.0, 25.0)),
@@ -37,7 +37,7 @@ pub fn default_prices() -> BTreeMap<String, Price> {
 /// The price of `model` in `prices`: by its name, or for a routed name
 /// like OpenRouter's `anthropic/claude-opus-4.6` by the part after the `/`
 /// (with `.` read as `-` where that is how the provider spells it).
-pub fn lookup(prices: &BTreeMap<String, Price>, model: &str) -> Option<Price> {
+pub(crate) fn lookup(prices: &BTreeMap<String, Price>, model: &str) -> Option<Price> {
     if let Some(p) = prices.get(model) {
         return Some(*p);
     }
@@ -50,7 +50,7 @@ pub fn lookup(prices: &BTreeMap<String, Price>, model: &str) -> Option<Price> {
 
 /// US$ for one call's tokens: 0 on a local endpoint, else the operator's
 /// price (`executive.prices`) or the built-in one; `None` when neither knows.
-pub fn cost(
+pub(crate) fn cost(
     configured: &BTreeMap<String, Price>,
     model: &str,
     local: bool,

@@ -36,13 +36,17 @@ pub struct Probe {
 }
 
 impl Probe {
-    pub fn new(network: &NetworkSettings) -> Result<Self, ProbeError> {
+    pub(crate) fn new(network: &NetworkSettings) -> Result<Self, ProbeError> {
         let http = provider_client(network).map_err(|e| ProbeError::Network(e.to_string()))?;
         Ok(Self { http })
     }
 
     /// Sends `req` to `ep` once and reads the whole answer.
-    pub async fn ask(&self, ep: &Endpoint, req: &ChatRequest) -> Result<ChatResponse, ProbeError> {
+    pub(crate) async fn ask(
+        &self,
+        ep: &Endpoint,
+        req: &ChatRequest,
+    ) -> Result<ChatResponse, ProbeError> {
         let network = |e: reqwest::Error| ProbeError::Network(crate::net::error_chain(&e));
         let mut resp = self
             .http

@@ -199,7 +199,7 @@ pub struct Prompts {
 
 impl Prompts {
     /// Loads the templates (from `dir` where present, else built in) and checks them.
-    pub fn load(dir: &Path) -> Result<Self, PromptError> {
+    pub(crate) fn load(dir: &Path) -> Result<Self, PromptError> {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         env.set_trim_blocks(true);
@@ -245,7 +245,7 @@ impl Prompts {
     }
 
     /// Bounds every render by the live `executive.promptLimits`.
-    pub fn limited_by(mut self, settings: Arc<SettingsService>) -> Self {
+    pub(crate) fn limited_by(mut self, settings: Arc<SettingsService>) -> Self {
         self.settings = Some(settings);
         self
     }
@@ -257,7 +257,7 @@ impl Prompts {
             .unwrap_or_default()
     }
 
-    pub fn render(&self, name: &str, ctx: &impl Serialize) -> Result<Rendered, PromptError> {
+    pub(crate) fn render(&self, name: &str, ctx: &impl Serialize) -> Result<Rendered, PromptError> {
         let mut ctx = serde_json::to_value(ctx).map_err(|e| PromptError::Context {
             name: name.into(),
             detail: e.to_string(),

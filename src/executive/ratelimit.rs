@@ -25,13 +25,13 @@ pub struct RateLimits {
 }
 
 impl RateLimits {
-    pub fn has_any(&self) -> bool {
+    pub(crate) fn has_any(&self) -> bool {
         self.requests_limit.is_some() || self.tokens_limit.is_some()
     }
 }
 
 /// Reads whatever rate-limit headers are present; `None` if there are none.
-pub fn parse(headers: &HeaderMap, now: DateTime<Utc>) -> Option<RateLimits> {
+pub(crate) fn parse(headers: &HeaderMap, now: DateTime<Utc>) -> Option<RateLimits> {
     let get = |name: &str| {
         headers
             .get(name)
@@ -77,7 +77,7 @@ pub fn parse(headers: &HeaderMap, now: DateTime<Utc>) -> Option<RateLimits> {
 }
 
 /// `retry-after`: whole or fractional seconds, or an HTTP date.
-pub fn retry_after(headers: &HeaderMap, now: DateTime<Utc>) -> Option<Duration> {
+pub(crate) fn retry_after(headers: &HeaderMap, now: DateTime<Utc>) -> Option<Duration> {
     let v = headers.get("retry-after")?.to_str().ok()?.trim();
     if let Ok(secs) = v.parse::<f64>() {
         return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));

@@ -64,7 +64,7 @@ const BLIND: &[&str] = &[
 const BLIND_PARTS: &[&str] = &["audio", "realtime", "transcribe", "tts", "search"];
 
 /// Whether a model of this name is known to take images (`vision: "auto"`).
-pub fn sees_images(model: &str) -> bool {
+pub(crate) fn sees_images(model: &str) -> bool {
     let name = model.rsplit('/').next().unwrap_or(model).to_lowercase();
     SEEING.iter().any(|p| name.starts_with(p))
         && !BLIND.iter().any(|p| name.starts_with(p))

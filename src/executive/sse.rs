@@ -34,7 +34,7 @@ pub struct Parser {
 
 impl Parser {
     /// Takes the next bytes of the stream; returns the events they complete.
-    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<Event>, NotText> {
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> Result<Vec<Event>, NotText> {
         let mut events = Vec::new();
         let mut rest = bytes;
         while let Some(end) = rest.iter().position(|b| *b == b'\n') {
@@ -57,7 +57,7 @@ impl Parser {
 
     /// Bytes held for a line that has not ended yet.
     #[cfg(test)]
-    pub fn pending_bytes(&self) -> usize {
+    pub(crate) fn pending_bytes(&self) -> usize {
         self.pending.len()
     }
 

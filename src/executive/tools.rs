@@ -110,7 +110,7 @@ pub fn typed<T: TypedTool>(tool: T) -> Arc<dyn Tool> {
 /// keys). Made once per type: tools are built anew for every turn (they hold
 /// its server), and walking each type with schemars was 6 % of an answer's
 /// instructions.
-pub fn schema_of<A: JsonSchema + 'static>() -> Value {
+pub(crate) fn schema_of<A: JsonSchema + 'static>() -> Value {
     static MADE: LazyLock<Mutex<HashMap<TypeId, Value>>> = LazyLock::new(Default::default);
     let mut made = MADE.lock().unwrap_or_else(PoisonError::into_inner);
     made.entry(TypeId::of::<A>())
@@ -176,7 +176,7 @@ impl FinalTool {
     /// A final tool whose arguments must deserialize into `A` and pass `extra`
     /// (e.g. "the channel is in the pool"); either failure goes back to the model.
     /// `extra`'s refusal reaches the model as its text ([`ArgsError::Refused`]).
-    pub fn checked<A: DeserializeOwned + JsonSchema + 'static, E: std::fmt::Display>(
+    pub(crate) fn checked<A: DeserializeOwned + JsonSchema + 'static, E: std::fmt::Display>(
         name: &str,
         description: &str,
         extra: impl Fn(&A) -> Result<(), E> + Send + Sync + 'static,
@@ -193,11 +193,11 @@ impl FinalTool {
         }
     }
 
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.spec.name
     }
 
-    pub fn check(&self, args: &Value) -> Result<(), ArgsError> {
+    pub(crate) fn check(&self, args: &Value) -> Result<(), ArgsError> {
         (self.validate)(args)
     }
 }

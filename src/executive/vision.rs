@@ -24,7 +24,7 @@ use super::endpoints::{Endpoint, Wire};
 use super::wire::{ChatRequest, Part};
 
 /// What a model that cannot see is told about an image.
-pub fn unseen(name: &str) -> String {
+pub(crate) fn unseen(name: &str) -> String {
     format!("[image: {name}, not visible to you]")
 }
 
@@ -33,7 +33,7 @@ const ANTHROPIC_MAX_IMAGE_TOKENS: u64 = 1_600;
 const ANTHROPIC_MAX_SIDE: u64 = 1_568;
 
 /// Input tokens one `width × height` image costs on `wire`.
-pub fn image_tokens(wire: Wire, width: u32, height: u32) -> u64 {
+pub(crate) fn image_tokens(wire: Wire, width: u32, height: u32) -> u64 {
     let (w, h) = (u64::from(width.max(1)), u64::from(height.max(1)));
     match wire {
         Wire::Anthropic => {
@@ -67,7 +67,7 @@ impl ChatRequest {
     /// the dearer provider's formula), for budget checks before an endpoint
     /// is chosen. It lives here, beside the formulas, so that the request
     /// types in `wire` need nothing from this file.
-    pub fn estimate_input_tokens(&self) -> u64 {
+    pub(crate) fn estimate_input_tokens(&self) -> u64 {
         let images: u64 = self
             .messages
             .iter()
@@ -82,13 +82,13 @@ impl ChatRequest {
 }
 
 /// An image's cost when the provider is not known yet: the dearer formula.
-pub fn image_tokens_anywhere(width: u32, height: u32) -> u64 {
+pub(crate) fn image_tokens_anywhere(width: u32, height: u32) -> u64 {
     image_tokens(Wire::Anthropic, width, height).max(image_tokens(Wire::OpenAi, width, height))
 }
 
 /// The request as `ep` gets it: unchanged for a model that sees, with each
 /// image replaced by its placeholder for one that does not.
-pub fn as_seen_by<'a>(req: &'a ChatRequest, ep: &Endpoint) -> Cow<'a, ChatRequest> {
+pub(crate) fn as_seen_by<'a>(req: &'a ChatRequest, ep: &Endpoint) -> Cow<'a, ChatRequest> {
     let has_images = req
         .messages
         .iter()
@@ -110,7 +110,7 @@ pub fn as_seen_by<'a>(req: &'a ChatRequest, ep: &Endpoint) -> Cow<'a, ChatReques
 
 /// The input tokens a request may cost on `ep`: its text, and its images
 /// by `ep`'s provider's formula (or their placeholders, for a blind model).
-pub fn estimate_on(req: &ChatRequest, ep: &Endpoint) -> u64 {
+pub(crate) fn estimate_on(req: &ChatRequest, ep: &Endpoint) -> u64 {
     let seen = as_seen_by(req, ep);
     let images: u64 = seen
         .messages

@@ -63,14 +63,14 @@ impl Message {
         }
     }
 
-    pub fn assistant(parts: Vec<Part>) -> Self {
+    pub(crate) fn assistant(parts: Vec<Part>) -> Self {
         Self {
             speaker: Speaker::Assistant,
             parts,
         }
     }
 
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         self.parts
             .iter()
             .filter_map(|p| match p {
@@ -111,7 +111,7 @@ pub struct ChatRequest {
 impl ChatRequest {
     /// A rough token estimate of the prompt's text, 4 characters a token;
     /// `vision` adds the images' cost ([`Self::estimate_input_tokens`]).
-    pub fn estimate_text_tokens(&self) -> u64 {
+    pub(crate) fn estimate_text_tokens(&self) -> u64 {
         let chars: usize = self.system.len()
             + self
                 .messages
@@ -178,7 +178,7 @@ pub enum StopReason {
 
 impl StopReason {
     /// An Anthropic `stop_reason` or an OpenAI-compatible `finish_reason`.
-    pub fn named(reason: &str) -> Self {
+    pub(crate) fn named(reason: &str) -> Self {
         match reason {
             "end_turn" | "stop_sequence" | "stop" => Self::EndTurn,
             "tool_use" | "tool_calls" | "function_call" => Self::ToolUse,
@@ -208,7 +208,7 @@ impl ChatResponse {
         Message::assistant(self.parts.clone()).text()
     }
 
-    pub fn tool_uses(&self) -> Vec<(String, String, Value)> {
+    pub(crate) fn tool_uses(&self) -> Vec<(String, String, Value)> {
         self.parts
             .iter()
             .filter_map(|p| match p {

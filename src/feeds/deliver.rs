@@ -452,12 +452,12 @@ impl Feeds {
 }
 
 /// The nonce of one item of one subscription: the same at every attempt.
-pub fn item_nonce(subscription: i64, key: &str) -> String {
+pub(crate) fn item_nonce(subscription: i64, key: &str) -> String {
     crate::speech::nonce(&format!("feed:{subscription}:{key}"), 0)
 }
 
 /// A thread's (or forum post's) name for an item: its title, else the feed's.
-pub fn thread_name(kept: &Kept, feed: &str) -> String {
+pub(crate) fn thread_name(kept: &Kept, feed: &str) -> String {
     let title = kept.title.split_whitespace().collect::<Vec<_>>().join(" ");
     let name = if title.is_empty() {
         format!("New from {feed}")
@@ -469,7 +469,7 @@ pub fn thread_name(kept: &Kept, feed: &str) -> String {
 
 /// The forum's tags the item's categories name (case and spaces aside),
 /// moderated ones left out (the bot may not apply them), at most five.
-pub fn forum_tags(categories: &[String], tags: &[ForumTag]) -> Vec<u64> {
+pub(crate) fn forum_tags(categories: &[String], tags: &[ForumTag]) -> Vec<u64> {
     let norm = |s: &str| s.trim().to_lowercase();
     let mut applied = Vec::new();
     for c in categories {
@@ -487,7 +487,7 @@ pub fn forum_tags(categories: &[String], tags: &[ForumTag]) -> Vec<u64> {
 
 /// The card under an item's message: each field within Discord's limits
 /// (`summary_chars` is at most 1,500, so the whole stays under 6,000).
-pub fn card(kept: &Kept, feed: &str, summary_chars: usize) -> Card {
+pub(crate) fn card(kept: &Kept, feed: &str, summary_chars: usize) -> Card {
     let cut = |s: &str, n: usize| -> String { s.trim().chars().take(n).collect() };
     let link = kept.link.trim();
     let url =

@@ -97,7 +97,7 @@ impl PartialEq for Filters {
 
 impl Filters {
     /// Reads rules as typed; an empty text is no rules (every item passes).
-    pub fn parse(text: &str) -> Result<Self, FilterError> {
+    pub(crate) fn parse(text: &str) -> Result<Self, FilterError> {
         let parts: Vec<&str> = text
             .split(';')
             .map(str::trim)
@@ -118,7 +118,7 @@ impl Filters {
     }
 
     /// The rules as typed (normalised spacing); empty when there are none.
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.text
     }
 
@@ -127,7 +127,7 @@ impl Filters {
     }
 
     /// Whether an item with these fields is delivered.
-    pub fn passes(&self, item: &Fields) -> bool {
+    pub(crate) fn passes(&self, item: &Fields) -> bool {
         let mut includes = self
             .rules
             .iter()

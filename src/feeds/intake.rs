@@ -34,7 +34,7 @@ pub struct Kept {
 }
 
 impl Kept {
-    pub fn of(item: &Item) -> Self {
+    pub(crate) fn of(item: &Item) -> Self {
         Self {
             title: item.title.clone(),
             link: item.url.clone(),
@@ -46,7 +46,7 @@ impl Kept {
     }
 
     /// The fields a template renders, `feed` naming the source.
-    pub fn fields(&self, feed: &str) -> Fields {
+    pub(crate) fn fields(&self, feed: &str) -> Fields {
         Fields {
             title: self.title.clone(),
             link: self.link.clone(),
@@ -65,7 +65,7 @@ impl Kept {
 /// reversed). The keys are what the store is asked about before [`plan`].
 ///
 /// [`Dedupe::key`]: super::subscription::Dedupe::key
-pub fn keyed<'a>(look: &Look, items: &'a [Item]) -> Vec<(String, &'a Item)> {
+pub(crate) fn keyed<'a>(look: &Look, items: &'a [Item]) -> Vec<(String, &'a Item)> {
     let mut keyed: Vec<(String, &Item)> = Vec::new();
     for item in items {
         let key = look.dedupe.key(Some(&item.guid), &item.url, &item.title);
@@ -82,7 +82,7 @@ pub fn keyed<'a>(look: &Look, items: &'a [Item]) -> Vec<(String, &'a Item)> {
 ///
 /// `primed` says whether the subscription has met the feed before;
 /// `known` says whether it has met an item's key.
-pub fn plan(
+pub(crate) fn plan(
     look: &Look,
     primed: bool,
     backfill: usize,

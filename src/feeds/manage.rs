@@ -158,7 +158,7 @@ pub struct PreviewLine {
 
 /// The feed a person named: a URL (RSS or Atom, or a Reddit or YouTube
 /// channel address), `r/NAME`, `youtube:ID`, `x:HANDLE` or `@HANDLE`, `hn`.
-pub fn parse_feed(text: &str) -> Result<SourceSpec, ManageError> {
+pub(crate) fn parse_feed(text: &str) -> Result<SourceSpec, ManageError> {
     let t = text.trim();
     if t.is_empty() || t.len() > 2_000 {
         return Err(ManageError::NotAFeed(t.chars().take(100).collect()));
@@ -369,12 +369,12 @@ impl Feeds {
     }
 
     /// Every server's subscriptions (the operator's dashboard).
-    pub fn list_all(&self) -> Result<Vec<Listed>, ManageError> {
+    pub(crate) fn list_all(&self) -> Result<Vec<Listed>, ManageError> {
         list_stored(&self.s.store)
     }
 
     /// Removes a subscription and what it remembered of its items.
-    pub fn remove(&self, guild: GuildId, id: i64) -> Result<Listed, ManageError> {
+    pub(crate) fn remove(&self, guild: GuildId, id: i64) -> Result<Listed, ManageError> {
         let listed = self.listed(self.row(guild, id)?)?;
         if !self.s.store.feeds.remove_feed_subscription(guild, id)? {
             return Err(ManageError::Unknown(id));
@@ -388,7 +388,12 @@ impl Feeds {
 
     /// Changes a subscription's template, filters, embed or dedupe rule,
     /// checked as when it was added.
-    pub fn edit(&self, guild: GuildId, id: i64, changes: Changes) -> Result<Listed, ManageError> {
+    pub(crate) fn edit(
+        &self,
+        guild: GuildId,
+        id: i64,
+        changes: Changes,
+    ) -> Result<Listed, ManageError> {
         let row = self.row(guild, id)?;
         let settings = self.s.settings.for_guild(Some(guild));
         let dedupe = match changes.dedupe.as_deref() {
@@ -433,7 +438,7 @@ impl Feeds {
     }
 
     /// The feed's latest item as the subscription would post it.
-    pub async fn test(&self, guild: GuildId, id: i64) -> Result<Sample, ManageError> {
+    pub(crate) async fn test(&self, guild: GuildId, id: i64) -> Result<Sample, ManageError> {
         let row = self.row(guild, id)?;
         let look = self.look(&row)?;
         let spec = self.spec(&row)?;
@@ -463,7 +468,7 @@ impl Feeds {
 
     /// The feed's latest items and whether `filters` (as typed, or the
     /// subscription's own) pass each.
-    pub async fn preview(
+    pub(crate) async fn preview(
         &self,
         guild: GuildId,
         id: i64,
@@ -508,7 +513,7 @@ impl Feeds {
 /// Every server's subscriptions read from the store alone, as
 /// [`Feeds::list_all`] shows them: the dashboard's Feeds page when no bot
 /// runs in its process (`ambient dashboard`).
-pub fn list_stored(store: &Stores) -> Result<Vec<Listed>, ManageError> {
+pub(crate) fn list_stored(store: &Stores) -> Result<Vec<Listed>, ManageError> {
     store
         .feeds
         .all_feed_subscriptions()?

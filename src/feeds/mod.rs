@@ -75,7 +75,7 @@ pub struct Feeds {
 
 impl Feeds {
     /// Builds the service and has discovery tell it of every fetch.
-    pub fn new(s: Services) -> Arc<Self> {
+    pub(crate) fn new(s: Services) -> Arc<Self> {
         let discovery = s.discovery.clone();
         let feeds = Arc::new(Self {
             s,
@@ -89,7 +89,7 @@ impl Feeds {
     }
 
     /// Asks the delivery loop to look for waiting items now.
-    pub fn poke(&self) {
+    pub(crate) fn poke(&self) {
         self.wake.notify_one();
     }
 
@@ -120,7 +120,7 @@ impl Feeds {
     }
 
     /// Delivers waiting items until `shutdown`.
-    pub async fn run(self: Arc<Self>, mut shutdown: signal::Receiver<bool>) {
+    pub(crate) async fn run(self: Arc<Self>, mut shutdown: signal::Receiver<bool>) {
         loop {
             tokio::select! {
                 _ = self.deliver_due() => {}

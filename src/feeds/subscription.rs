@@ -23,7 +23,7 @@ pub enum Destination {
 }
 
 impl Destination {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Destination::Channel => "channel",
             Destination::ThreadPerItem => "thread",
@@ -31,7 +31,7 @@ impl Destination {
         }
     }
 
-    pub fn parse(s: &str) -> Option<Self> {
+    pub(crate) fn parse(s: &str) -> Option<Self> {
         match s {
             "channel" => Some(Destination::Channel),
             "thread" => Some(Destination::ThreadPerItem),
@@ -52,7 +52,7 @@ pub enum Dedupe {
 }
 
 impl Dedupe {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Dedupe::Guid => "guid",
             Dedupe::Link => "link",
@@ -60,7 +60,7 @@ impl Dedupe {
         }
     }
 
-    pub fn parse(s: &str) -> Option<Self> {
+    pub(crate) fn parse(s: &str) -> Option<Self> {
         match s.trim().to_ascii_lowercase().as_str() {
             "guid" | "id" => Some(Dedupe::Guid),
             "link" | "url" => Some(Dedupe::Link),
@@ -71,7 +71,7 @@ impl Dedupe {
 
     /// The key an item is remembered by: `g:` its guid, `l:` its canonical
     /// link, `t:` its title's key — the first it has, from this rule down.
-    pub fn key(self, guid: Option<&str>, link: &str, title: &str) -> String {
+    pub(crate) fn key(self, guid: Option<&str>, link: &str, title: &str) -> String {
         let guid = guid.map(str::trim).filter(|g| !g.is_empty());
         let link = link.trim();
         match (self, guid) {
@@ -116,7 +116,7 @@ impl fmt::Debug for Look {
 
 impl Look {
     /// Checks a template and filters as typed, against the roles a feed may ping.
-    pub fn parse(
+    pub(crate) fn parse(
         template: &str,
         filters: &str,
         embed: bool,

@@ -106,7 +106,7 @@ pub struct Rendered {
 
 impl Template {
     /// Checks `text` against the placeholders and the roles a feed may ping.
-    pub fn parse(text: &str, allowed_roles: &[RoleId]) -> Result<Self, TemplateError> {
+    pub(crate) fn parse(text: &str, allowed_roles: &[RoleId]) -> Result<Self, TemplateError> {
         let chars = text.chars().count();
         if text.trim().is_empty() {
             return Err(TemplateError::Empty);
@@ -124,14 +124,14 @@ impl Template {
     }
 
     /// The template as the owner wrote it.
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.text
     }
 
     /// The message for one item: its fields made safe (they ping nobody),
     /// `published` in `zone`, the summary cut to `summary_chars`, and the
     /// whole within Discord's limit.
-    pub fn render(&self, item: &Fields, zone: Tz, summary_chars: usize) -> Rendered {
+    pub(crate) fn render(&self, item: &Fields, zone: Tz, summary_chars: usize) -> Rendered {
         let mut summary_room = summary_chars;
         loop {
             let content = self.render_with(item, zone, summary_room);

@@ -117,7 +117,7 @@ fn stopped(memory: &Memory, kept: usize, why: &dyn std::fmt::Display) -> usize {
 }
 
 /// A guild's feedback memories, newest first (what the scout reads).
-pub fn history(store: &MemoryStore, guild: GuildId, limit: usize) -> Vec<Fact> {
+pub(crate) fn history(store: &MemoryStore, guild: GuildId, limit: usize) -> Vec<Fact> {
     store
         .list_facts(&FactFilter {
             guild: Some(Some(guild)),
@@ -131,7 +131,11 @@ pub fn history(store: &MemoryStore, guild: GuildId, limit: usize) -> Vec<Fact> {
 /// Why a proposal looks like posts people rejected, if it does: two or more
 /// rejections (counting reinforcements) of posts sharing 30 % or more of
 /// their words with it.
-pub fn rejected_before(store: &MemoryStore, guild: GuildId, proposal: &str) -> Option<String> {
+pub(crate) fn rejected_before(
+    store: &MemoryStore,
+    guild: GuildId,
+    proposal: &str,
+) -> Option<String> {
     let words: BTreeSet<String> = keywords(proposal);
     let similar: Vec<Fact> = history(store, guild, 200)
         .into_iter()

@@ -558,7 +558,7 @@ impl Garden {
 
     /// The scheduler's inputs, from real data: usage records, the provider's
     /// rate-limit headers, the last cycles' cost, who is talking.
-    pub fn inputs(&self) -> scheduler::Inputs {
+    pub(crate) fn inputs(&self) -> scheduler::Inputs {
         let now = self.clock.now();
         let snap = self.executive.snapshot();
         let settings = self.settings.global();
@@ -748,7 +748,7 @@ impl Garden {
     /// no conversation that could end (nobody talks with the bot now, and
     /// none did at the last look — without messages, none can start).
     /// `None`: a look may do something now; `Some(t)`: none before `t` will.
-    pub fn idle_until(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    pub(crate) fn idle_until(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         let was_active = !self
             .was_active
             .lock()

@@ -54,7 +54,7 @@ pub struct Checkpoint {
     pub done: Vec<u64>,
 }
 
-pub fn guild_key(g: Option<GuildId>) -> u64 {
+pub(crate) fn guild_key(g: Option<GuildId>) -> u64 {
     g.map_or(0, GuildId::get)
 }
 
@@ -75,13 +75,13 @@ impl Tended {
         self.linked += o.linked;
     }
 
-    pub fn modified(&self) -> usize {
+    pub(crate) fn modified(&self) -> usize {
         self.merged + self.pruned
     }
 }
 
 /// Confidence after decay: halves every `half_life_days` since the fact was last seen.
-pub fn decayed_confidence(f: &Fact, now: DateTime<Utc>, half_life_days: u32) -> f64 {
+pub(crate) fn decayed_confidence(f: &Fact, now: DateTime<Utc>, half_life_days: u32) -> f64 {
     let days = (now - f.last_seen_at).num_seconds().max(0) as f64 / 86_400.0;
     f.confidence * 0.5f64.powf(days / f64::from(half_life_days.max(1)))
 }
@@ -381,7 +381,7 @@ pub struct Run {
     pub lines: Vec<(Option<GuildId>, String)>,
 }
 
-pub fn describe(t: &Tended) -> String {
+pub(crate) fn describe(t: &Tended) -> String {
     format!(
         "merged {}, pruned {}, linked {}",
         t.merged, t.pruned, t.linked
@@ -391,7 +391,7 @@ pub fn describe(t: &Tended) -> String {
 /// The pass over every guild, from the checkpoint; stops (keeping the
 /// checkpoint) when `stop` says so. A guild whose memory has not changed
 /// since the last pass is only checked for decay.
-pub fn run(
+pub(crate) fn run(
     store: &Stores,
     journal: &Journal,
     g: &GardenSettings,

@@ -54,7 +54,7 @@ pub struct State {
 }
 
 impl State {
-    pub fn new(settings: &GardenSettings) -> Self {
+    pub(crate) fn new(settings: &GardenSettings) -> Self {
         Self {
             interval_minutes: f64::from(settings.default_interval_minutes),
             consecutive_rate_limits: 0,
@@ -103,7 +103,7 @@ pub struct Plan {
     pub why: Vec<String>,
 }
 
-pub fn minutes(d: Duration) -> f64 {
+pub(crate) fn minutes(d: Duration) -> f64 {
     d.num_seconds() as f64 / 60.0
 }
 
@@ -186,7 +186,7 @@ fn rest(i: &Inputs, state: &State, interval: f64, why: &mut Vec<String>) -> f64 
 }
 
 /// The safe interval until the next cycle.
-pub fn plan(i: &Inputs, state: &State, s: &GardenSettings) -> Plan {
+pub(crate) fn plan(i: &Inputs, state: &State, s: &GardenSettings) -> Plan {
     let (min, max) = (
         f64::from(s.min_interval_minutes),
         f64::from(s.max_interval_minutes),
@@ -238,7 +238,7 @@ pub fn plan(i: &Inputs, state: &State, s: &GardenSettings) -> Plan {
 /// The agent's requested wake against the safe interval: pushed later when
 /// too soon, pulled earlier to the maximum when too late. Returns the wait
 /// and whether the system moved it.
-pub fn settle(requested: Duration, safe: Duration, s: &GardenSettings) -> (Duration, bool) {
+pub(crate) fn settle(requested: Duration, safe: Duration, s: &GardenSettings) -> (Duration, bool) {
     let max = Duration::minutes(i64::from(s.max_interval_minutes));
     let settled = requested.max(safe).min(max.max(safe));
     (settled, settled != requested)
@@ -259,7 +259,7 @@ pub enum Ended {
 }
 
 /// The adaptive interval after a cycle.
-pub fn after_cycle(mut state: State, ended: Ended, s: &GardenSettings) -> State {
+pub(crate) fn after_cycle(mut state: State, ended: Ended, s: &GardenSettings) -> State {
     let (min, max) = (
         f64::from(s.min_interval_minutes),
         f64::from(s.max_interval_minutes),

@@ -26,7 +26,7 @@ fn hash_with(seed: u64, word: &str) -> u64 {
 }
 
 /// The MinHash signature of a keyword set.
-pub fn signature(words: &BTreeSet<String>) -> [u64; BANDS * ROWS] {
+pub(crate) fn signature(words: &BTreeSet<String>) -> [u64; BANDS * ROWS] {
     let mut sig = [u64::MAX; BANDS * ROWS];
     for w in words {
         for (i, slot) in sig.iter_mut().enumerate() {
@@ -38,7 +38,7 @@ pub fn signature(words: &BTreeSet<String>) -> [u64; BANDS * ROWS] {
 
 /// Candidate pairs (indexes into `items`) that share a band and a `group`
 /// (facts are only ever compared within their group, e.g. guild and kind).
-pub fn candidate_pairs<G: Hash + Eq + Clone>(
+pub(crate) fn candidate_pairs<G: Hash + Eq + Clone>(
     items: &[(G, [u64; BANDS * ROWS])],
 ) -> Vec<(usize, usize)> {
     let mut buckets: HashMap<(G, usize, u64), Vec<usize>> = HashMap::new();

@@ -52,7 +52,7 @@ pub struct Wake {
 }
 
 impl Wake {
-    pub fn resolve(&self, now: DateTime<Utc>) -> Result<Option<DateTime<Utc>>, JudgeError> {
+    pub(crate) fn resolve(&self, now: DateTime<Utc>) -> Result<Option<DateTime<Utc>>, JudgeError> {
         match (&self.wake_at, self.wake_in_minutes) {
             (Some(at), _) => DateTime::parse_from_rfc3339(at.trim())
                 .map(|t| Some(t.with_timezone(&Utc)))
@@ -602,7 +602,7 @@ impl TypedTool for ProposeThought {
 }
 
 /// The tools for one cycle; the proactive ones only once proactive work is unlocked.
-pub fn for_cycle(
+pub(crate) fn for_cycle(
     shared: &Arc<CycleShared>,
     impulses: &Arc<Impulses>,
     settings: &Arc<SettingsService>,

@@ -65,7 +65,7 @@ pub struct GatewayNow {
 }
 
 /// Why the bot is not ready, in a few words; `None` when it is.
-pub async fn not_ready(app: &App, gateway: &Gateway) -> Option<String> {
+pub(crate) async fn not_ready(app: &App, gateway: &Gateway) -> Option<String> {
     if let Some(why) = gateway().await.down {
         return Some(format!("gateway: {why}"));
     }
@@ -88,7 +88,7 @@ pub struct Health {
 impl Health {
     /// Binds `metrics.bind` (if set) and starts serving it, and tells
     /// systemd READY=1 once the bot is ready, then WATCHDOG=1 as it asks.
-    pub async fn start(app: &Arc<App>, gateway: Gateway) -> anyhow::Result<Self> {
+    pub(crate) async fn start(app: &Arc<App>, gateway: Gateway) -> anyhow::Result<Self> {
         let (stop, stopped) = watch::channel(false);
         let mut tasks = Vec::new();
         let bind = app.settings.global().metrics.address()?;
@@ -129,7 +129,7 @@ impl Health {
     }
 
     /// Tells systemd the bot is stopping, and stops serving.
-    pub fn stop(self) {
+    pub(crate) fn stop(self) {
         self.notifier.send("STOPPING=1");
         // Nobody may be listening any more: the tasks are aborted below.
         let _ = self.stop.send(true);

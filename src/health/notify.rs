@@ -15,7 +15,7 @@ pub struct Notifier {
 
 impl Notifier {
     /// The socket `NOTIFY_SOCKET` names, if it is set and can be reached.
-    pub fn from_env() -> Self {
+    pub(crate) fn from_env() -> Self {
         let to = std::env::var_os("NOTIFY_SOCKET").and_then(|path| {
             let addr = address(&path.to_string_lossy());
             match (UnixDatagram::unbound(), addr) {
@@ -29,13 +29,13 @@ impl Notifier {
         Self { to }
     }
 
-    pub fn is_on(&self) -> bool {
+    pub(crate) fn is_on(&self) -> bool {
         self.to.is_some()
     }
 
     /// Sends `state` ("READY=1"); a failure is logged, not fatal: systemd
     /// then judges the service by its own timeouts.
-    pub fn send(&self, state: &str) {
+    pub(crate) fn send(&self, state: &str) {
         let Some(to) = &self.to else { return };
         if let Err(e) = to.0.send_to_addr(state.as_bytes(), &to.1) {
             tracing::warn!(error = %e, state, "cannot notify systemd");
@@ -55,7 +55,7 @@ fn address(path: &str) -> std::io::Result<std::os::unix::net::SocketAddr> {
 
 /// How often to send WATCHDOG=1: half of `WATCHDOG_USEC`, when systemd
 /// set it for this process (`WATCHDOG_PID`, if set, names it).
-pub fn watchdog_every() -> Option<Duration> {
+pub(crate) fn watchdog_every() -> Option<Duration> {
     if let Ok(pid) = std::env::var("WATCHDOG_PID")
         && pid.trim() != std::process::id().to_string()
     {

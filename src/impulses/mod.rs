@@ -118,7 +118,7 @@ fn new_id() -> String {
 }
 
 impl Impulses {
-    pub fn new(
+    pub(crate) fn new(
         store: Stores,
         settings: Arc<SettingsService>,
         journal: Journal,
@@ -140,7 +140,7 @@ impl Impulses {
 
     /// An exploration failed: the idea waits to be explored again, and the
     /// guild backs off before the next try.
-    pub fn idea_failed(&self, guild: Option<GuildId>, idea_id: &str) -> Option<Setback> {
+    pub(crate) fn idea_failed(&self, guild: Option<GuildId>, idea_id: &str) -> Option<Setback> {
         let g = guild?;
         // Losing the release only loses this one idea, as before back-off existed.
         let _ = self.store.impulses.release_idea(idea_id);
@@ -148,13 +148,13 @@ impl Impulses {
     }
 
     /// An exploration succeeded: the guild's back-off (if any) is over.
-    pub fn idea_explored(&self, guild: Option<GuildId>) {
+    pub(crate) fn idea_explored(&self, guild: Option<GuildId>) {
         if let Some(g) = guild {
             self.idea_backoff.succeeded(&g);
         }
     }
 
-    pub fn timezone(&self, guild: Option<GuildId>) -> Tz {
+    pub(crate) fn timezone(&self, guild: Option<GuildId>) -> Tz {
         self.settings.for_guild(guild).zone()
     }
 
@@ -533,7 +533,7 @@ impl Impulses {
         }
     }
 
-    pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
+    pub(crate) async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
         self.recover();
         let mut changes = self.settings.changes();
         loop {

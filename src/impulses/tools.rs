@@ -71,7 +71,7 @@ impl TypedTool for AddTask {
     }
 }
 
-pub fn add_task(
+pub(crate) fn add_task(
     impulses: &Arc<Impulses>,
     guild: Option<GuildId>,
     channel: ChannelId,

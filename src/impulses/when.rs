@@ -64,7 +64,7 @@ pub enum FieldProblem {
 }
 
 /// When something is due, from what a person (or the model) wrote.
-pub fn parse_due(text: &str, now: DateTime<Utc>, tz: Tz) -> Result<DateTime<Utc>, DueError> {
+pub(crate) fn parse_due(text: &str, now: DateTime<Utc>, tz: Tz) -> Result<DateTime<Utc>, DueError> {
     let t = text.trim().to_lowercase();
     let t = t
         .strip_prefix("in ")
@@ -185,7 +185,7 @@ pub struct Cron {
 /// means what it means in crontab: weekdays 0–7 with Sunday as 0 or 7. The
 /// cron crate's own 6/7-field form (leading seconds, Sunday = 1) is passed
 /// through as it is.
-pub fn parse_cron(expr: &str) -> Result<Cron, CronError> {
+pub(crate) fn parse_cron(expr: &str) -> Result<Cron, CronError> {
     let fields: Vec<&str> = expr.split_whitespace().collect();
     let units: &[Unit] = match fields.len() {
         5 => &CRONTAB_UNITS,
@@ -351,7 +351,7 @@ fn crontab_weekdays(field: &str) -> Result<String, FieldProblem> {
 }
 
 /// The first time `schedule` fires after `after`, in `tz`.
-pub fn next_fire(schedule: &Cron, after: DateTime<Utc>, tz: Tz) -> Option<DateTime<Utc>> {
+pub(crate) fn next_fire(schedule: &Cron, after: DateTime<Utc>, tz: Tz) -> Option<DateTime<Utc>> {
     schedule
         .schedules
         .iter()

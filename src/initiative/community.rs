@@ -22,13 +22,13 @@ pub struct Interests {
 }
 
 impl Interests {
-    pub fn words(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn words(&self) -> impl Iterator<Item = &str> {
         self.topics.iter().map(|(w, _)| w.as_str())
     }
 }
 
 /// Topics from the guild's human messages since `since` (at most `limit` messages).
-pub fn interests(
+pub(crate) fn interests(
     store: &MessageStore,
     guild: GuildId,
     since: DateTime<Utc>,

@@ -95,7 +95,7 @@ pub struct Request<'a> {
     pub sources: Sources,
 }
 
-pub fn assemble(r: Request<'_>) -> InitiativePrompt {
+pub(crate) fn assemble(r: Request<'_>) -> InitiativePrompt {
     let s = r.settings;
     let (channels, people) = channels(&r);
     let no_ping = no_ping(&r.store.people, people);

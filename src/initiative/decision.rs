@@ -50,7 +50,7 @@ pub struct Pool {
 
 impl Pool {
     /// A channel by name (`general`, `#general`), mention (`<#123>`) or id.
-    pub fn resolve(&self, name: &str) -> Option<ChannelId> {
+    pub(crate) fn resolve(&self, name: &str) -> Option<ChannelId> {
         let n = name
             .trim()
             .trim_start_matches('<')
@@ -62,7 +62,7 @@ impl Pool {
             .map(|(id, _)| *id)
     }
 
-    pub fn names(&self) -> String {
+    pub(crate) fn names(&self) -> String {
         self.channels
             .iter()
             .map(|(_, n)| format!("#{n}"))
@@ -111,7 +111,7 @@ pub enum Rejected {
     TooLong { chars: usize, max: usize },
 }
 
-pub fn check(d: &Decision, pool: &Pool, max_chars: usize) -> Result<Checked, Rejected> {
+pub(crate) fn check(d: &Decision, pool: &Pool, max_chars: usize) -> Result<Checked, Rejected> {
     let text = d.text.as_deref().map(str::trim).unwrap_or("");
     let channel = match &d.channel {
         Some(name) if !name.trim().is_empty() => {

@@ -103,7 +103,7 @@ pub struct Reads {
 }
 
 impl Reads {
-    pub fn read(
+    pub(crate) fn read(
         store: &Stores,
         settings: &Settings,
         guild: GuildId,
@@ -150,7 +150,7 @@ impl Reads {
 /// pool), and so does a reaction to it by anyone but the bot: someone saw
 /// it and responded, which is what an owner means by "answered". Whatever
 /// answers one post answers those before it.
-pub fn unanswered(
+pub(crate) fn unanswered(
     store: &MessageStore,
     settings: &Settings,
     guild: GuildId,
@@ -185,7 +185,7 @@ pub fn unanswered(
 
 /// Why one more unprompted post would be the bot talking to itself, if it
 /// would: `posts` (newest first) already reach `maxUnansweredPosts`.
-pub fn unanswered_refusal(settings: &Settings, posts: &[UnpromptedPost]) -> Option<String> {
+pub(crate) fn unanswered_refusal(settings: &Settings, posts: &[UnpromptedPost]) -> Option<String> {
     let max = settings.initiative.text.max_unanswered_posts;
     let (Some(last), true) = (posts.first(), max > 0 && posts.len() >= max as usize) else {
         return None;
@@ -205,7 +205,7 @@ pub fn unanswered_refusal(settings: &Settings, posts: &[UnpromptedPost]) -> Opti
 }
 
 /// The guild's channels the bot may post in on its own, before ACTIVE ones are taken out.
-pub fn eligible_pool(settings: &Settings, guild_channels: &[ChannelId]) -> Vec<ChannelId> {
+pub(crate) fn eligible_pool(settings: &Settings, guild_channels: &[ChannelId]) -> Vec<ChannelId> {
     settings
         .permissions
         .replies
@@ -246,7 +246,7 @@ fn empty_room(i: &Inputs<'_>, eligible: &[ChannelId]) -> Option<String> {
 /// When the room, not empty now, counts as empty if nobody posts: when the
 /// last person's post is `requireActivityWithinHours` old. `None` when it
 /// never does (0: the gate is off).
-pub fn room_empties_at(
+pub(crate) fn room_empties_at(
     settings: &Settings,
     last_human: Option<DateTime<Utc>>,
 ) -> Option<DateTime<Utc>> {
@@ -270,7 +270,7 @@ pub struct Room {
 }
 
 impl Room {
-    pub fn look(
+    pub(crate) fn look(
         store: &Stores,
         settings: &Settings,
         guild: GuildId,
@@ -316,7 +316,7 @@ fn stop(gate: &'static str, reason: impl Into<String>) -> Stop {
     }
 }
 
-pub fn evaluate(i: &Inputs<'_>, chance: &Chance) -> Verdict {
+pub(crate) fn evaluate(i: &Inputs<'_>, chance: &Chance) -> Verdict {
     gates(i, chance).unwrap_or_else(|s| Verdict::Stop {
         gate: s.gate,
         reason: s.reason,
@@ -464,7 +464,7 @@ fn daily_cap(i: &Inputs<'_>) -> Result<(), Stop> {
 /// nothing more: when the oldest post it must forget leaves the rolling
 /// 24 h (from the next millisecond on); `now` when it is not full, `None`
 /// when it never lets one through (a cap of 0).
-pub fn daily_cap_opens_at(
+pub(crate) fn daily_cap_opens_at(
     store: &JournalStore,
     settings: &Settings,
     guild: GuildId,
@@ -534,7 +534,7 @@ fn cooldown(i: &Inputs<'_>) -> Result<(), Stop> {
 
 /// When the cooldown after a consideration at `last` ends: from then on
 /// `minMinutesBetweenPosts` have passed.
-pub fn cooldown_ends_at(settings: &Settings, last: DateTime<Utc>) -> DateTime<Utc> {
+pub(crate) fn cooldown_ends_at(settings: &Settings, last: DateTime<Utc>) -> DateTime<Utc> {
     last + chrono::Duration::minutes(i64::from(
         settings.initiative.text.min_minutes_between_posts,
     ))

@@ -42,7 +42,7 @@ const MAX_ANSWER_BYTES: u64 = 512 * 1024;
 
 /// Searches for a GIF matching `query` and returns its URL. The search is
 /// recorded in the usage log whatever its outcome (the daily budget counts it).
-pub async fn search(
+pub(crate) async fn search(
     settings: &Settings,
     secrets: &Secrets,
     query: &str,
@@ -71,7 +71,7 @@ pub async fn search(
 }
 
 /// Why a reply in `guild` may not search for a GIF now, if it may not.
-pub fn unavailable_for_replies(
+pub(crate) fn unavailable_for_replies(
     settings: &Settings,
     secrets: &Secrets,
     store: &Stores,
@@ -99,7 +99,7 @@ pub fn unavailable_for_replies(
 
 /// `gif_search` for a reply in `guild`; offer it only where
 /// [`unavailable_for_replies`] says nothing.
-pub fn reply_tool(
+pub(crate) fn reply_tool(
     settings: Arc<SettingsService>,
     secrets: Secrets,
     store: Stores,

@@ -52,7 +52,7 @@ pub struct MediaState {
 }
 
 impl MediaState {
-    pub fn now(
+    pub(crate) fn now(
         settings: &Settings,
         secrets: &Secrets,
         store: &UsageStore,
@@ -107,7 +107,7 @@ pub enum MediaError {
 }
 
 /// Why the GIF source cannot be used, if it cannot (the budget aside).
-pub fn unconfigured(settings: &Settings, secrets: &Secrets) -> Option<String> {
+pub(crate) fn unconfigured(settings: &Settings, secrets: &Secrets) -> Option<String> {
     if settings.initiative.discovery.gif_source.base_url.is_empty() {
         return Some("no GIF source is configured (initiative.discovery.gifSource.baseUrl)".into());
     }
@@ -118,7 +118,7 @@ pub fn unconfigured(settings: &Settings, secrets: &Secrets) -> Option<String> {
 }
 
 /// GIF searches a guild made in the last 24 h.
-pub fn gifs_today(
+pub(crate) fn gifs_today(
     store: &UsageStore,
     guild: GuildId,
     now: DateTime<Utc>,
@@ -132,7 +132,7 @@ pub fn gifs_today(
 }
 
 /// Whether each kind of media can be used now, and why not.
-pub fn availability(
+pub(crate) fn availability(
     settings: &Settings,
     state: &MediaState,
     kind: MediaKind,
@@ -194,7 +194,7 @@ fn image_availability(settings: &Settings, images_today: u64) -> Result<(), Unav
 
 /// Images a guild asked the generator for in the last 24 h, made or failed:
 /// a failed call costs the provider's time (and often money) all the same.
-pub fn images_today(
+pub(crate) fn images_today(
     store: &UsageStore,
     guild: GuildId,
     now: DateTime<Utc>,
@@ -305,7 +305,11 @@ pub(super) struct MediaCall<'a> {
 impl MediaCall<'_> {
     /// Records the call with its (already masked) outcome. A result that
     /// cannot be recorded is not used: it would not count against the budget.
-    pub fn record<T>(self, result: Result<T, String>, what: &'static str) -> Result<T, MediaError> {
+    pub(crate) fn record<T>(
+        self,
+        result: Result<T, String>,
+        what: &'static str,
+    ) -> Result<T, MediaError> {
         let recorded = self.store.usage.usage_append(&UsageRecord {
             id: 0,
             at: self.now,

@@ -274,7 +274,7 @@ impl Initiative {
 
     /// Runs ticks until `shutdown`. Missed ticks are not replayed: the next
     /// one simply happens a tick later.
-    pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
+    pub(crate) async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
         self.recover().await;
         let mut changes = self.settings.changes();
         loop {
@@ -408,7 +408,7 @@ impl Initiative {
     /// count and the spend fall) except the room, which empties; a held
     /// thought, which would be looked at before the cooldown, is the
     /// caller's to rule out.
-    pub fn stops_until(&self, guild: GuildId, gate: &str) -> Option<DateTime<Utc>> {
+    pub(crate) fn stops_until(&self, guild: GuildId, gate: &str) -> Option<DateTime<Utc>> {
         let settings = self.settings.for_guild(Some(guild));
         let now = self.clock.now();
         let held = match gate {
@@ -462,7 +462,7 @@ impl Initiative {
     }
 
     /// The consideration a passed tick asked for: context, model, decision.
-    pub async fn consider(&self, guild: GuildId) {
+    pub(crate) async fn consider(&self, guild: GuildId) {
         let settings = self.settings.for_guild(Some(guild));
         let now = self.clock.now();
         let read = self
@@ -1097,7 +1097,7 @@ impl Initiative {
     }
 
     /// Whether a consideration for `guild` is under way (for the status widget).
-    pub fn is_thinking(&self, guild: GuildId) -> bool {
+    pub(crate) fn is_thinking(&self, guild: GuildId) -> bool {
         self.lock_in_flight().contains(&guild)
     }
 
@@ -1154,7 +1154,7 @@ pub enum Look {
 }
 
 impl Look {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Look::Posted => "posted",
             Look::Held => "held",
@@ -1198,7 +1198,7 @@ fn decide_tool(pool: Pool, max_chars: usize, rejections: Arc<Mutex<Vec<String>>>
 }
 
 /// The model role that decides about posts (`initiative.text.execution`).
-pub fn decider(settings: &crate::settings::Settings) -> Role {
+pub(crate) fn decider(settings: &crate::settings::Settings) -> Role {
     match settings.initiative.text.execution {
         Execution::Ambient => Role::Ambient,
         Execution::Reflex => Role::Reflex,

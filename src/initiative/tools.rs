@@ -123,7 +123,7 @@ impl TypedTool for WebSearch {
 }
 
 /// The curiosity tools this configuration offers, and a line for CAPABILITIES about each.
-pub fn curiosity(
+pub(crate) fn curiosity(
     settings: &crate::settings::Settings,
     fetcher: &Arc<Fetcher>,
 ) -> (Vec<Arc<dyn Tool>>, Vec<String>) {

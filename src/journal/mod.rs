@@ -48,7 +48,11 @@ impl Journal {
     }
 
     /// A journal counting into `metrics` (the running bot's, served).
-    pub fn with_metrics(store: JournalStore, clock: SharedClock, metrics: Arc<Metrics>) -> Self {
+    pub(crate) fn with_metrics(
+        store: JournalStore,
+        clock: SharedClock,
+        metrics: Arc<Metrics>,
+    ) -> Self {
         Self {
             store,
             clock,
@@ -65,7 +69,7 @@ impl Journal {
     /// it kept quiet: one `error` line saying which read (`what`), at most
     /// every [`READ_FAILED_EVERY_MINUTES`] per server and read, so a broken
     /// store does not fill the journal (if it can still be written).
-    pub fn read_failed(&self, guild: Option<GuildId>, what: &'static str, e: &StoreError) {
+    pub(crate) fn read_failed(&self, guild: Option<GuildId>, what: &'static str, e: &StoreError) {
         let now = self.clock.now();
         {
             let mut last = self.failed_reads.lock().unwrap_or_else(|p| p.into_inner());
@@ -131,7 +135,7 @@ impl Journal {
 }
 
 /// One entry as a line of text, for the CLI and the console.
-pub fn format_line(e: &Entry, channel_name: Option<&str>) -> String {
+pub(crate) fn format_line(e: &Entry, channel_name: Option<&str>) -> String {
     let place = match (channel_name, e.channel) {
         (Some(name), _) => format!("#{name}"),
         (None, Some(c)) => format!("#{c}"),

@@ -71,7 +71,7 @@ fn kind_of(e: &Entry) -> Option<&'static str> {
 
 /// The stream line a journal entry becomes, and its guild's, if it is one
 /// the stream shows (the journal writes it with the entry).
-pub fn entry_event(e: &Entry) -> Option<(GuildId, StreamLine<'static>)> {
+pub(crate) fn entry_event(e: &Entry) -> Option<(GuildId, StreamLine<'static>)> {
     let (Some(guild), Some(kind)) = (e.guild, kind_of(e)) else {
         return None;
     };
@@ -98,7 +98,7 @@ pub fn entry_event(e: &Entry) -> Option<(GuildId, StreamLine<'static>)> {
 /// person's message that repeats one of the ten minutes before it left out
 /// (journal lines were checked for repeats when written; people's messages
 /// are read from their own rows, so theirs is checked here).
-pub fn read(
+pub(crate) fn read(
     store: &JournalStore,
     guild: GuildId,
     since: DateTime<Utc>,
@@ -127,7 +127,7 @@ pub fn read(
 }
 
 /// Checks a comma-separated list of stream kinds, naming the bad one.
-pub fn parse_kinds(list: &str) -> Result<Vec<String>, UnknownStreamKind> {
+pub(crate) fn parse_kinds(list: &str) -> Result<Vec<String>, UnknownStreamKind> {
     list.split(',')
         .map(str::trim)
         .filter(|k| !k.is_empty())
@@ -151,7 +151,7 @@ pub struct UnknownStreamKind {
 }
 
 /// One event as a line: `12:03 ada: should we…` or `12:04 decision: answered ada — a mention`.
-pub fn line(e: &StreamEvent, tz: Tz) -> String {
+pub(crate) fn line(e: &StreamEvent, tz: Tz) -> String {
     let at = e.at.with_timezone(&tz).format("%H:%M");
     if e.kind == USER_MESSAGE {
         format!("{at} {}", e.content)
@@ -215,14 +215,18 @@ pub fn prefix_for(
 
 /// `since`, or the oldest instant `executive.contextStream.retentionHours`
 /// keeps if that is later.
-pub fn retained(settings: &Settings, since: DateTime<Utc>, now: DateTime<Utc>) -> DateTime<Utc> {
+pub(crate) fn retained(
+    settings: &Settings,
+    since: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> DateTime<Utc> {
     let hours = settings.executive.context_stream.retention_hours;
     since.max(now - Duration::hours(i64::from(hours)))
 }
 
 /// Drops the journal's lines older than `executive.contextStream.retentionHours`
 /// (people's messages are not copied into the stream; see [`read`]).
-pub fn cleanup(store: &JournalStore, settings: &Settings, now: DateTime<Utc>) -> usize {
+pub(crate) fn cleanup(store: &JournalStore, settings: &Settings, now: DateTime<Utc>) -> usize {
     store
         .stream_cleanup(
             now - Duration::hours(i64::from(settings.executive.context_stream.retention_hours)),

@@ -43,7 +43,7 @@ pub struct Audience {
 }
 
 impl Audience {
-    pub fn new(settings: &Settings, guild: Option<GuildId>, channel: ChannelId) -> Self {
+    pub(crate) fn new(settings: &Settings, guild: Option<GuildId>, channel: ChannelId) -> Self {
         let r = &settings.permissions.replies;
         let public = r
             .discovery_channel_ids
@@ -59,7 +59,12 @@ impl Audience {
     }
 
     /// The journal filter that keeps to this audience's server (or DM).
-    pub fn filter(&self, since: DateTime<Utc>, kinds: Vec<Kind>, text: Option<String>) -> Filter {
+    pub(crate) fn filter(
+        &self,
+        since: DateTime<Utc>,
+        kinds: Vec<Kind>,
+        text: Option<String>,
+    ) -> Filter {
         Filter {
             since: Some(since),
             kinds,
@@ -73,12 +78,12 @@ impl Audience {
         }
     }
 
-    pub fn admits(&self, e: &Entry) -> bool {
+    pub(crate) fn admits(&self, e: &Entry) -> bool {
         !e.may_quote_any_channel() && self.sees(e.guild, e.channel)
     }
 
     /// Whether something that happened in `guild` (and `channel`, if in one) may be told.
-    pub fn sees(&self, guild: Option<GuildId>, channel: Option<ChannelId>) -> bool {
+    pub(crate) fn sees(&self, guild: Option<GuildId>, channel: Option<ChannelId>) -> bool {
         match (self.guild, channel) {
             (None, c) => c == Some(self.channel),
             (Some(g), _) if guild != Some(g) => false,
@@ -93,7 +98,7 @@ impl Audience {
     }
 
     /// The newest `limit` entries this audience may read, oldest first.
-    pub fn read(&self, journal: &Journal, filter: &Filter, limit: usize) -> Vec<Entry> {
+    pub(crate) fn read(&self, journal: &Journal, filter: &Filter, limit: usize) -> Vec<Entry> {
         let mut entries: Vec<Entry> = journal
             .query(filter)
             .unwrap_or_default()
@@ -107,7 +112,7 @@ impl Audience {
 }
 
 /// One line per entry: `14:05 #general  answered alice — a mention`.
-pub fn line(e: &Entry, store: &MessageStore, tz: Tz) -> String {
+pub(crate) fn line(e: &Entry, store: &MessageStore, tz: Tz) -> String {
     let at = e.at.with_timezone(&tz).format("%H:%M");
     let place = e
         .channel
@@ -132,7 +137,7 @@ pub fn line(e: &Entry, store: &MessageStore, tz: Tz) -> String {
 }
 
 /// What the bot did since `since`, as this audience may hear it: newest `limit` entries, oldest first.
-pub fn what_i_did(
+pub(crate) fn what_i_did(
     journal: &Journal,
     store: &MessageStore,
     audience: &Audience,
@@ -149,7 +154,7 @@ pub fn what_i_did(
 }
 
 /// Midnight today in `tz`, as an instant.
-pub fn start_of_today(now: DateTime<Utc>, tz: Tz) -> DateTime<Utc> {
+pub(crate) fn start_of_today(now: DateTime<Utc>, tz: Tz) -> DateTime<Utc> {
     let local = now
         .with_timezone(&tz)
         .date_naive()
@@ -163,7 +168,7 @@ pub fn start_of_today(now: DateTime<Utc>, tz: Tz) -> DateTime<Utc> {
 }
 
 /// `today`, `yesterday` (from yesterday's midnight) or a window like `24h`.
-pub fn parse_window(
+pub(crate) fn parse_window(
     spec: &str,
     now: DateTime<Utc>,
     tz: Tz,

@@ -116,7 +116,7 @@ pub struct Outcome {
 
 impl Outcome {
     /// The answer to `/settings reload`.
-    pub fn lines(&self) -> Vec<String> {
+    pub(crate) fn lines(&self) -> Vec<String> {
         let file = &self.file;
         let mut lines = match &self.verdict {
             Verdict::NoFile => {
@@ -180,7 +180,7 @@ pub struct Live {
 }
 
 impl Live {
-    pub fn new(
+    pub(crate) fn new(
         source: Option<SettingsSource>,
         settings: Arc<SettingsService>,
         secrets: Secrets,
@@ -211,7 +211,7 @@ impl Live {
     }
 
     /// Keeps `values` from the command line over the file at every reload.
-    pub fn hold_command_line(&self, values: CommandLine) {
+    pub(crate) fn hold_command_line(&self, values: CommandLine) {
         *self
             .command_line
             .lock()
@@ -237,7 +237,7 @@ impl Live {
 
     /// Reads the settings file (and the reflexes folder) again and applies
     /// what is valid; see the module comment. Journals what it did.
-    pub async fn reload(&self, trigger: Trigger) -> Outcome {
+    pub(crate) async fn reload(&self, trigger: Trigger) -> Outcome {
         let mut seen = self.seen.lock().await;
         let Some(path) = self.path() else {
             return Outcome {
@@ -387,7 +387,7 @@ impl Live {
     /// Watches until `shutdown`: polls the files and/or listens for SIGHUP.
     /// A look or a reload under way is dropped when the stop comes: the
     /// stop never waits on a file.
-    pub async fn run(
+    pub(crate) async fn run(
         self: Arc<Self>,
         mut shutdown: tokio::sync::watch::Receiver<bool>,
         watching: Watching,

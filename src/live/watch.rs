@@ -34,7 +34,7 @@ pub enum FileLook {
 }
 
 /// The settings file at `path`, read whole (within the loader's limits).
-pub fn look_file(path: &Path) -> FileLook {
+pub(crate) fn look_file(path: &Path) -> FileLook {
     let file = match open_limited(path, MAX_SETTINGS_BYTES) {
         Ok(f) => f,
         Err(crate::settings::load::FileError::Io(e))
@@ -60,7 +60,7 @@ pub struct FolderLook {
 
 /// The reflexes folder's listing (a missing folder is an empty listing's
 /// error, so creating it is a change too).
-pub fn look_folder(dir: &Path) -> FolderLook {
+pub(crate) fn look_folder(dir: &Path) -> FolderLook {
     let entries = std::fs::read_dir(dir)
         .map_err(|e| e.to_string())
         .map(|read| {
@@ -98,7 +98,7 @@ impl<T> Default for Settle<T> {
 
 impl<T: PartialEq> Settle<T> {
     /// Feeds this poll's look; returns it once it equals the previous poll's.
-    pub fn feed(&mut self, look: T) -> Option<&T> {
+    pub(crate) fn feed(&mut self, look: T) -> Option<&T> {
         let settled = self.last.as_ref() == Some(&look);
         self.last = Some(look);
         if settled { self.last.as_ref() } else { None }

@@ -50,7 +50,7 @@ pub enum Compaction {
 }
 
 impl Memory {
-    pub fn threshold(&self, scope: &Scope) -> usize {
+    pub(crate) fn threshold(&self, scope: &Scope) -> usize {
         let m = &self.settings.for_guild(scope.guild).memory;
         (match scope.kind {
             ScopeKind::Guild => m.guild_compaction_threshold,
@@ -76,7 +76,7 @@ impl Memory {
     }
 
     /// Compacts every scope over its threshold.
-    pub async fn compact_crowded(&self) {
+    pub(crate) async fn compact_crowded(&self) {
         for guild in self.store.memory.fact_guilds().unwrap_or_default() {
             for (scope, count) in self.store.memory.crowded_scopes(guild).unwrap_or_default() {
                 if count as usize > self.threshold(&scope) {

@@ -19,7 +19,7 @@ const STOPWORDS: &[&str] = &[
 ];
 
 /// The content words of a text: lowercase, letters and digits, no stopwords.
-pub fn keywords(text: &str) -> BTreeSet<String> {
+pub(crate) fn keywords(text: &str) -> BTreeSet<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .map(str::to_lowercase)
         .filter(|w| !w.is_empty() && !STOPWORDS.contains(&w.as_str()))
@@ -27,7 +27,7 @@ pub fn keywords(text: &str) -> BTreeSet<String> {
 }
 
 /// The share of `old`'s keywords that `new` repeats (0 when `old` has none).
-pub fn overlap(old: &BTreeSet<String>, new: &BTreeSet<String>) -> f64 {
+pub(crate) fn overlap(old: &BTreeSet<String>, new: &BTreeSet<String>) -> f64 {
     if old.is_empty() {
         return 0.0;
     }
@@ -36,7 +36,7 @@ pub fn overlap(old: &BTreeSet<String>, new: &BTreeSet<String>) -> f64 {
 
 /// Symmetric Jaccard similarity, used to tell a near-duplicate (reinforce)
 /// from a replacement (supersede).
-pub fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f64 {
+pub(crate) fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f64 {
     let union = a.union(b).count();
     if union == 0 {
         return 0.0;

@@ -126,7 +126,7 @@ impl Stored {
         }
     }
 
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Stored::New(f) => format!(
                 "Remembered ({} {}, id {}).",
@@ -180,7 +180,7 @@ impl Memory {
         })
     }
 
-    pub fn now(&self) -> DateTime<Utc> {
+    pub(crate) fn now(&self) -> DateTime<Utc> {
         self.clock.now()
     }
 
@@ -438,7 +438,7 @@ impl Memory {
 
     /// Deletes a fact; a member may delete facts about themselves, Manage
     /// Server anything in the guild.
-    pub fn forget(
+    pub(crate) fn forget(
         &self,
         guild: Option<GuildId>,
         id_prefix: &str,
@@ -470,7 +470,7 @@ impl Memory {
     }
 
     /// The operator's forget (the dashboard): any fact, by its whole id.
-    pub fn forget_by_operator(&self, id: &str, via: &str) -> Result<Fact, MemoryError> {
+    pub(crate) fn forget_by_operator(&self, id: &str, via: &str) -> Result<Fact, MemoryError> {
         let fact = self
             .store
             .memory
@@ -635,7 +635,7 @@ impl Memory {
         self.expire();
     }
 
-    pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
+    pub(crate) async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
         loop {
             tokio::select! {
                 _ = self.maintain() => {}

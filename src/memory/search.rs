@@ -43,7 +43,7 @@ pub struct Scored {
 const CANDIDATES: usize = 64;
 
 /// The FTS5 query for `text` within `reader`'s memory; `None` if `text` has no keywords.
-pub fn match_expr(text: &str, reader: Reader) -> Option<String> {
+pub(crate) fn match_expr(text: &str, reader: Reader) -> Option<String> {
     let terms: Vec<String> = keywords(text)
         .into_iter()
         .take(24)
@@ -63,7 +63,7 @@ pub fn match_expr(text: &str, reader: Reader) -> Option<String> {
     ))
 }
 
-pub fn score(relevance: f64, fact: &Fact, now: DateTime<Utc>, half_life_days: f64) -> f64 {
+pub(crate) fn score(relevance: f64, fact: &Fact, now: DateTime<Utc>, half_life_days: f64) -> f64 {
     let age_days = (now - fact.updated_at).num_seconds().max(0) as f64 / 86_400.0;
     relevance * 0.5f64.powf(age_days / half_life_days.max(0.001)) * fact.importance.weight()
 }

@@ -60,7 +60,7 @@ impl TypedTool for MemorySearch {
     }
 }
 
-pub fn memory_search(memory: &Arc<Memory>, reader: Reader) -> Arc<dyn Tool> {
+pub(crate) fn memory_search(memory: &Arc<Memory>, reader: Reader) -> Arc<dyn Tool> {
     typed(MemorySearch {
         memory: memory.clone(),
         reader,

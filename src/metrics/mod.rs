@@ -99,7 +99,7 @@ impl Default for Metrics {
 impl Metrics {
     /// Every family, registered; `per_guild` adds a `guild` label to those
     /// about one server's messages.
-    pub fn new(per_guild: bool) -> Self {
+    pub(crate) fn new(per_guild: bool) -> Self {
         let m = Self {
             registry: Registry::with_prefix("ambient"),
             per_guild,
@@ -251,7 +251,7 @@ impl Metrics {
     }
 
     /// A message was stored for the first time.
-    pub fn message_seen(&self, guild: Option<GuildId>) {
+    pub(crate) fn message_seen(&self, guild: Option<GuildId>) {
         let labels = self.with_guild(Vec::new(), guild);
         self.messages_seen.get_or_create(&labels).inc();
     }
@@ -315,7 +315,7 @@ impl Metrics {
 
     /// The gateway handed over `message`, addressed to the bot: its answer
     /// is timed from now.
-    pub fn addressed(&self, message: MessageId) {
+    pub(crate) fn addressed(&self, message: MessageId) {
         let now = Instant::now();
         let mut awaited = self.awaited.lock().unwrap_or_else(|p| p.into_inner());
         if awaited.len() >= MOST_AWAITED {
@@ -329,7 +329,7 @@ impl Metrics {
     /// Discord accepted a message answering `message`: the first one ends
     /// its wait in `ambient_reply_seconds`; later ones (the rest of a long
     /// answer) and answers to messages never timed count nothing.
-    pub fn answered(&self, message: MessageId) {
+    pub(crate) fn answered(&self, message: MessageId) {
         let asked = self
             .awaited
             .lock()
@@ -355,12 +355,12 @@ impl Metrics {
     }
 
     /// A REST request is sent again after a 429.
-    pub fn retried(&self) {
+    pub(crate) fn retried(&self) {
         self.retries.inc();
     }
 
     /// The histograms the store times its connection into.
-    pub fn store_timings(&self) -> StoreTimings {
+    pub(crate) fn store_timings(&self) -> StoreTimings {
         self.store.clone()
     }
 

@@ -101,7 +101,7 @@ pub struct Posted {
 impl FetchError {
     /// The refusal was for a private address (the endpoint or its name's):
     /// the caller can name the setting that would allow its own server.
-    pub fn is_private_refusal(&self) -> bool {
+    pub(crate) fn is_private_refusal(&self) -> bool {
         matches!(self, FetchError::Refused(why) if why.contains("private address"))
     }
 }
@@ -128,7 +128,7 @@ pub struct Fetcher {
 }
 
 /// Whether an address belongs to someone's own network rather than the internet.
-pub fn is_private(ip: IpAddr) -> bool {
+pub(crate) fn is_private(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
             let [a, b, ..] = v4.octets();
@@ -238,7 +238,7 @@ impl Resolve for GuardedResolver {
 }
 
 impl Fetcher {
-    pub fn new(n: &NetworkSettings) -> Self {
+    pub(crate) fn new(n: &NetworkSettings) -> Self {
         let client = super::with_proxy(reqwest::Client::builder(), n)
             .redirect(Policy::none())
             .dns_resolver(Arc::new(GuardedResolver {
@@ -263,7 +263,7 @@ impl Fetcher {
     /// A fetcher for one operator-configured endpoint (a search service…):
     /// its own response limit, and, where the operator's setting says so,
     /// that endpoint may be private; then no redirect may leave its origin.
-    pub fn for_endpoint(
+    pub(crate) fn for_endpoint(
         n: &NetworkSettings,
         endpoint: &str,
         max_bytes: u64,
@@ -283,20 +283,20 @@ impl Fetcher {
 
     /// A GET's body past the response limit is kept up to the limit (and
     /// `Fetched::truncated` set) instead of refused; reading stops there.
-    pub fn truncating(mut self) -> Self {
+    pub(crate) fn truncating(mut self) -> Self {
         self.truncate = true;
         self
     }
 
     /// The whole request bounded by `timeout` instead of `network.fetchTimeoutSeconds`.
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+    pub(crate) fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
     }
 
     /// A POST with extra headers (Authorization…), checked like a GET, never
     /// redirected, bounded in size and time. A non-2xx answer is not an error.
-    pub async fn post(
+    pub(crate) async fn post(
         &self,
         url: &str,
         body: PostBody,
@@ -397,7 +397,7 @@ impl Fetcher {
     }
 
     /// Checks a URL before any connection: scheme, and IP literals.
-    pub fn check_url(&self, raw: &str) -> Result<Url, FetchError> {
+    pub(crate) fn check_url(&self, raw: &str) -> Result<Url, FetchError> {
         let url = Url::parse(raw)
             .map_err(|e| FetchError::Refused(format!("{raw:?} is not a URL ({e})")))?;
         if url.scheme() != "http" && url.scheme() != "https" {
@@ -423,13 +423,13 @@ impl Fetcher {
         Ok(url)
     }
 
-    pub async fn get(&self, url: &str) -> Result<Fetched, FetchError> {
+    pub(crate) async fn get(&self, url: &str) -> Result<Fetched, FetchError> {
         self.get_with(url, &Validators::default(), &HeaderMap::new())
             .await
     }
 
     /// A GET with optional validators (conditional GET) and extra headers.
-    pub async fn get_with(
+    pub(crate) async fn get_with(
         &self,
         url: &str,
         validators: &Validators,

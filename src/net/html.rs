@@ -3,7 +3,7 @@
 //! not a browser.
 
 /// (title, text) of an HTML document, the text cut to `max_chars`.
-pub fn readable(html: &str, max_chars: usize) -> (Option<String>, String) {
+pub(crate) fn readable(html: &str, max_chars: usize) -> (Option<String>, String) {
     let title = between_tags(html, "title").map(|t| collapse(&decode_entities(&t)));
     let mut text = String::with_capacity(html.len().min(max_chars * 2));
     let lower = html.to_ascii_lowercase();
@@ -70,7 +70,7 @@ fn collapse(s: &str) -> String {
 }
 
 /// The common named entities and numeric ones.
-pub fn decode_entities(s: &str) -> String {
+pub(crate) fn decode_entities(s: &str) -> String {
     if !s.contains('&') {
         return s.to_string();
     }

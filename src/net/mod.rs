@@ -16,7 +16,7 @@ use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use crate::settings::{NetworkSettings, Secret};
 
 /// The proxy from `network.proxy`, if one is set (validation has checked the URL).
-pub fn proxy(n: &NetworkSettings) -> Option<reqwest::Proxy> {
+pub(crate) fn proxy(n: &NetworkSettings) -> Option<reqwest::Proxy> {
     if n.proxy.is_empty() {
         return None;
     }
@@ -26,7 +26,10 @@ pub fn proxy(n: &NetworkSettings) -> Option<reqwest::Proxy> {
 /// Every client the project builds goes through here: the environment's
 /// proxies (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`) are never used, only
 /// `network.proxy`, so an environment cannot route requests around the guard.
-pub fn with_proxy(builder: reqwest::ClientBuilder, n: &NetworkSettings) -> reqwest::ClientBuilder {
+pub(crate) fn with_proxy(
+    builder: reqwest::ClientBuilder,
+    n: &NetworkSettings,
+) -> reqwest::ClientBuilder {
     match proxy(n) {
         Some(p) => builder.proxy(p),
         None => builder.no_proxy(),
@@ -39,7 +42,7 @@ pub fn with_proxy(builder: reqwest::ClientBuilder, n: &NetworkSettings) -> reqwe
 /// something a message or a feed points at, and a shared REST proxy usually
 /// runs on a private address the fetcher would refuse. Like every client,
 /// it takes only `network.proxy`.
-pub fn platform_client(n: &NetworkSettings) -> reqwest::Result<reqwest::Client> {
+pub(crate) fn platform_client(n: &NetworkSettings) -> reqwest::Result<reqwest::Client> {
     with_proxy(reqwest::Client::builder().use_rustls_tls(), n).build()
 }
 
@@ -47,7 +50,7 @@ pub fn platform_client(n: &NetworkSettings) -> reqwest::Result<reqwest::Client> 
 /// Bearer <key>` when there is a key, marked sensitive so no debug print
 /// shows it. A key that is not a valid header value sends none (the
 /// endpoint then says it wants one).
-pub fn bearer(key: Option<&Secret>) -> HeaderMap {
+pub(crate) fn bearer(key: Option<&Secret>) -> HeaderMap {
     let mut headers = HeaderMap::new();
     if let Some(k) = key
         && let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", k.expose()))
@@ -59,7 +62,7 @@ pub fn bearer(key: Option<&Secret>) -> HeaderMap {
 }
 
 /// An error and its causes on one line: "connection refused" usually hides in a cause.
-pub fn error_chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut cause = e.source();
     while let Some(c) = cause {

@@ -58,7 +58,7 @@ pub const BUILTIN_VARS: &[&str] = &[
 pub struct Template(pub String);
 
 impl Template {
-    pub fn vars(&self) -> Vec<String> {
+    pub(crate) fn vars(&self) -> Vec<String> {
         let t = self.0.trim();
         if let Some(name) = t.strip_prefix('$')
             && is_ident(name)
@@ -76,7 +76,7 @@ impl Template {
         out
     }
 
-    pub fn render(&self, vars: &BTreeMap<String, String>) -> String {
+    pub(crate) fn render(&self, vars: &BTreeMap<String, String>) -> String {
         let t = self.0.trim();
         if let Some(name) = t.strip_prefix('$')
             && is_ident(name)
@@ -131,7 +131,7 @@ pub enum Trigger {
 
 impl Trigger {
     /// The regex to put in the reflex set, if this trigger matches text.
-    pub fn regex(&self) -> Option<&Regex> {
+    pub(crate) fn regex(&self) -> Option<&Regex> {
         match self {
             Trigger::Pattern { regex, .. } => Some(regex),
             Trigger::Classifier {
@@ -142,7 +142,7 @@ impl Trigger {
         }
     }
 
-    pub fn addressed(&self) -> Option<bool> {
+    pub(crate) fn addressed(&self) -> Option<bool> {
         match self {
             Trigger::Pattern { addressed, .. } | Trigger::Classifier { addressed, .. } => {
                 *addressed
@@ -151,7 +151,7 @@ impl Trigger {
         }
     }
 
-    pub fn extract(&self) -> &[String] {
+    pub(crate) fn extract(&self) -> &[String] {
         match self {
             Trigger::Pattern { extract, .. }
             | Trigger::Classifier {
@@ -257,7 +257,7 @@ pub const ACTIONS: &[&str] = &[
 
 impl Action {
     /// The lowest reflex level that may do this.
-    pub fn level(&self) -> u8 {
+    pub(crate) fn level(&self) -> u8 {
         match self {
             Action::LlmPrompt { .. } => 2,
             Action::Escalate { .. } => 3,
@@ -273,7 +273,7 @@ impl Action {
         }
     }
 
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Action::FetchUrl { .. } => "fetch_url",
             Action::ReadFile { .. } => "read_file",
@@ -319,7 +319,7 @@ impl Action {
     }
 
     /// The variable this step sets, if any.
-    pub fn output(&self) -> Option<&str> {
+    pub(crate) fn output(&self) -> Option<&str> {
         match self {
             Action::FetchUrl { output, .. }
             | Action::ReadFile { output, .. }
@@ -359,7 +359,7 @@ pub struct Reflex {
 
 impl Reflex {
     /// The name its statistics and journal lines go under.
-    pub fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         match self.guild {
             Some(g) => format!("{}@{g}", self.name),
             None => self.name.clone(),
@@ -471,7 +471,7 @@ pub enum DefError {
 type Problems = Vec<(u64, DefError)>;
 
 /// Parses and checks one reflex file; every problem is `file:line: reason`.
-pub fn parse(file: &str, text: &str) -> Result<Reflex, Vec<String>> {
+pub(crate) fn parse(file: &str, text: &str) -> Result<Reflex, Vec<String>> {
     let raw: RawReflex = serde_saphyr::from_str(text).map_err(|e| {
         let line = e.location().map(|l| l.line()).unwrap_or(0);
         let message = e.to_string();

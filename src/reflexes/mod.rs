@@ -139,7 +139,7 @@ enum ClassifyError {
 }
 
 /// The definitions built into the binary, as files.
-pub fn built_in() -> Vec<SourceFile> {
+pub(crate) fn built_in() -> Vec<SourceFile> {
     DEFAULTS
         .iter()
         .map(|(n, t)| (format!("built-in {n}"), Ok(t.to_string())))
@@ -148,7 +148,7 @@ pub fn built_in() -> Vec<SourceFile> {
 
 /// Reads every `*.yaml` / `*.yml` file in `dir`, in name order. A file that is
 /// not plain, too large or not text is kept with its error, to be reported.
-pub fn read_dir(dir: &Path) -> Result<Vec<SourceFile>, DirError> {
+pub(crate) fn read_dir(dir: &Path) -> Result<Vec<SourceFile>, DirError> {
     let shown = || dir.display().to_string();
     let entries = std::fs::read_dir(dir).map_err(|source| DirError::Read {
         dir: shown(),
@@ -177,7 +177,7 @@ pub fn read_dir(dir: &Path) -> Result<Vec<SourceFile>, DirError> {
 }
 
 /// Parses a set of files: the good ones, and every problem as `file:line: reason`.
-pub fn parse_all(files: &[SourceFile]) -> (Vec<Reflex>, Vec<String>) {
+pub(crate) fn parse_all(files: &[SourceFile]) -> (Vec<Reflex>, Vec<String>) {
     let mut reflexes: Vec<Reflex> = Vec::new();
     let mut problems = Vec::new();
     for (file, text) in files {
@@ -295,7 +295,7 @@ pub struct Loaded {
 }
 
 impl Loaded {
-    pub fn new(
+    pub(crate) fn new(
         reflexes: Vec<Reflex>,
         disabled: HashSet<(Option<GuildId>, String)>,
         mut problems: Vec<String>,
@@ -342,7 +342,7 @@ impl Loaded {
     }
 
     /// Whether a guild's patterns still fit in one matcher with `extra` added.
-    pub fn fits(&self, guild: GuildId, extra: &Reflex) -> Result<(), EditError> {
+    pub(crate) fn fits(&self, guild: GuildId, extra: &Reflex) -> Result<(), EditError> {
         let mut patterns: Vec<&str> = self
             .reflexes
             .iter()
@@ -366,7 +366,11 @@ impl Loaded {
 
     /// The reflexes that want this stimulus, best first: higher priority,
     /// then the cheaper level, then by name.
-    pub fn candidates(&self, guild: Option<GuildId>, stimulus: Stimulus<'_>) -> Vec<Candidate> {
+    pub(crate) fn candidates(
+        &self,
+        guild: Option<GuildId>,
+        stimulus: Stimulus<'_>,
+    ) -> Vec<Candidate> {
         let mut out = match stimulus {
             Stimulus::Message { text, addressed } => {
                 self.message_candidates(guild, text, addressed)
@@ -474,7 +478,7 @@ pub struct Reflexes {
 }
 
 impl Reflexes {
-    pub fn new(services: Services) -> Arc<Self> {
+    pub(crate) fn new(services: Services) -> Arc<Self> {
         let this = Arc::new(Self {
             services,
             loaded: RwLock::new(Arc::new(Loaded::new(
@@ -572,7 +576,7 @@ impl Reflexes {
     }
 
     /// One line for start-up notices and status.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         let l = self.loaded();
         let mut s = format!("reflexes: {} loaded from {}", l.reflexes.len(), l.source);
         if !l.problems.is_empty() {
@@ -989,7 +993,7 @@ impl Reflexes {
     }
 
     /// May this person have the executive write or disable reflexes here?
-    pub fn may_edit(&self, guild: Option<GuildId>, user: UserId) -> bool {
+    pub(crate) fn may_edit(&self, guild: Option<GuildId>, user: UserId) -> bool {
         let Some(g) = guild else { return false };
         let settings = self.services.settings.for_guild(Some(g));
         settings.discord.owner_user_ids.contains(&user) || settings.reflexes.allow_self_create
@@ -1023,7 +1027,7 @@ impl StimulusOwned {
 
 /// The message as a person meant it: a leading mention of the bot, or its
 /// name followed by a comma or colon, is not part of what they said.
-pub fn spoken_text<'a>(content: &'a str, bot: UserId, bot_name: &str) -> &'a str {
+pub(crate) fn spoken_text<'a>(content: &'a str, bot: UserId, bot_name: &str) -> &'a str {
     let mut t = content.trim();
     let mentions = [
         format!("<@{bot}>"),

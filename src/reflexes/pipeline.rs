@@ -87,7 +87,7 @@ pub struct Run {
     pub spoke: bool,
 }
 
-pub async fn run(s: &Services, reflex: &Reflex, mut firing: Firing) -> Run {
+pub(crate) async fn run(s: &Services, reflex: &Reflex, mut firing: Firing) -> Run {
     let mut did = Vec::new();
     let mut spoke = false;
     for (i, step) in reflex.steps.iter().enumerate() {

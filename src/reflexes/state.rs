@@ -20,14 +20,14 @@ pub struct StateDir {
 
 impl StateDir {
     /// `data_dir/state/<scope>`, where scope is `guilds/<id>` or `dm/<id>`.
-    pub fn new(data_dir: &Path, scope: &str) -> Self {
+    pub(crate) fn new(data_dir: &Path, scope: &str) -> Self {
         Self {
             root: data_dir.join("state").join(scope),
         }
     }
 
     /// Where `rel` lives, if it stays inside the folder.
-    pub fn resolve(&self, rel: &str) -> Result<PathBuf, StateError> {
+    pub(crate) fn resolve(&self, rel: &str) -> Result<PathBuf, StateError> {
         let rel = rel.trim();
         if rel.is_empty() {
             return Err(StateError::EmptyPath);
@@ -66,7 +66,7 @@ impl StateDir {
 
     /// The file's text; a file that does not exist yet reads as empty, so a
     /// reflex can keep a counter or a list without creating it first.
-    pub fn read(&self, rel: &str) -> Result<String, StateError> {
+    pub(crate) fn read(&self, rel: &str) -> Result<String, StateError> {
         let path = self.resolve(rel)?;
         let cannot = |source| StateError::Read {
             rel: rel.into(),
@@ -85,7 +85,7 @@ impl StateDir {
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
-    pub fn write(&self, rel: &str, content: &str) -> Result<(), StateError> {
+    pub(crate) fn write(&self, rel: &str, content: &str) -> Result<(), StateError> {
         if content.len() > MAX_FILE_BYTES {
             return Err(StateError::WriteTooLarge {
                 bytes: content.len(),

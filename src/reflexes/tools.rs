@@ -100,7 +100,7 @@ impl TypedTool for ReflexDisable {
 }
 
 /// Both tools, for one guild and the person who asked.
-pub fn for_guild(reflexes: &Arc<Reflexes>, guild: GuildId, by: &str) -> Vec<Arc<dyn Tool>> {
+pub(crate) fn for_guild(reflexes: &Arc<Reflexes>, guild: GuildId, by: &str) -> Vec<Arc<dyn Tool>> {
     vec![
         typed(ReflexCreate {
             reflexes: reflexes.clone(),

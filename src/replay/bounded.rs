@@ -82,7 +82,7 @@ struct Lexer {
 }
 
 impl<R: BufRead> Bounded<R> {
-    pub fn new(inner: R, max_string: u64, max_item: u64) -> Self {
+    pub(crate) fn new(inner: R, max_string: u64, max_item: u64) -> Self {
         let lexer = Lexer {
             max_string,
             max_item,
@@ -102,7 +102,7 @@ impl<R: BufRead> Bounded<R> {
     }
 
     /// The limit that stopped the read, if one did.
-    pub fn overflow(&self) -> Option<Overflow> {
+    pub(crate) fn overflow(&self) -> Option<Overflow> {
         self.lexer.overflow
     }
 }

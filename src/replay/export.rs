@@ -305,7 +305,7 @@ fn unreadable(name: &str, e: FileError) -> ExportError {
 impl Exports {
     /// How much of the files has been read, 0 to 1 (the readers run a small
     /// queue ahead of the messages handed out).
-    pub fn fraction_read(&self) -> f64 {
+    pub(crate) fn fraction_read(&self) -> f64 {
         if self.bytes_total == 0 {
             return 1.0;
         }
@@ -313,12 +313,12 @@ impl Exports {
     }
 
     /// Messages skipped so far, by type (e.g. "GuildMemberJoin" → 3).
-    pub fn skipped(&self) -> &BTreeMap<String, u64> {
+    pub(crate) fn skipped(&self) -> &BTreeMap<String, u64> {
         &self.skipped
     }
 
     /// The server, once its first message has been read.
-    pub fn guild(&self) -> Option<&Named> {
+    pub(crate) fn guild(&self) -> Option<&Named> {
         self.guild.as_ref().map(|(_, g)| g)
     }
 

@@ -51,7 +51,7 @@ pub enum KeepError {
 }
 
 /// Refuses a directory that holds anything, saying what; a missing one is fine.
-pub fn refuse_unless_empty(dir: &Path) -> Result<(), KeepError> {
+pub(crate) fn refuse_unless_empty(dir: &Path) -> Result<(), KeepError> {
     let shown = dir.display().to_string();
     let unreadable = |e: std::io::Error| KeepError::Unreadable {
         dir: shown.clone(),
@@ -141,7 +141,7 @@ fn lock_holder(lock: &Path) -> Option<u32> {
 
 /// Takes `dir` for a replay of `files`: refused unless empty or new, then
 /// locked for the replay's run and marked as a replay's.
-pub fn take(dir: &Path, files: &[PathBuf]) -> anyhow::Result<DataLock> {
+pub(crate) fn take(dir: &Path, files: &[PathBuf]) -> anyhow::Result<DataLock> {
     refuse_unless_empty(dir).map_err(|e| anyhow::anyhow!("the replay's data directory {e}"))?;
     let lock = DataLock::acquire(dir)?;
     let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();

@@ -54,7 +54,7 @@ pub const TYPICAL_OUTPUT_TOKENS: [(&str, u64); 8] = [
 ];
 
 /// [`TYPICAL_OUTPUT_TOKENS`] of `purpose`.
-pub fn typical_output_tokens(purpose: &str) -> u64 {
+pub(crate) fn typical_output_tokens(purpose: &str) -> u64 {
     TYPICAL_OUTPUT_TOKENS
         .iter()
         .find(|(p, _)| *p == purpose)
@@ -87,7 +87,7 @@ pub struct Offline {
 
 impl Offline {
     /// `post_rate` (0–1): how often `decide` posts and `chime_in` speaks.
-    pub fn new(post_rate: f64, seed: u64) -> Self {
+    pub(crate) fn new(post_rate: f64, seed: u64) -> Self {
         Self {
             post_rate: post_rate.clamp(0.0, 1.0),
             // Its own dice: the bot's (eagerness rolls) must not shift with how many calls were made.
@@ -98,13 +98,13 @@ impl Offline {
     }
 
     /// Whether a local Ollama counts as there (it answered, or is assumed).
-    pub fn with_ollama(mut self, there: bool) -> Self {
+    pub(crate) fn with_ollama(mut self, there: bool) -> Self {
         self.ollama = there;
         self
     }
 
     /// Every call answered so far, in order.
-    pub fn calls(&self) -> Vec<Call> {
+    pub(crate) fn calls(&self) -> Vec<Call> {
         self.calls.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 

@@ -201,7 +201,7 @@ pub struct Seen {
 }
 
 impl Seen {
-    pub fn message(&mut self, channel: u64, at: DateTime<Utc>) {
+    pub(crate) fn message(&mut self, channel: u64, at: DateTime<Utc>) {
         *self.per_channel.entry(channel).or_default() += 1;
         *self.per_day.entry(day(at)).or_default() += 1;
         *self.per_hour.entry(hour(at)).or_default() += 1;
@@ -218,7 +218,7 @@ fn hour(at: DateTime<Utc>) -> String {
 
 impl Report {
     /// The report of a finished simulation.
-    pub fn gather(
+    pub(crate) fn gather(
         sim: &Simulation,
         run: Run,
         seen: &Seen,

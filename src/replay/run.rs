@@ -280,7 +280,7 @@ fn effective_settings(opts: &Options) -> Settings {
 /// role's daily budget for every day of the export, and for the reply role
 /// (which has no budget by default) one full answer per message; and the
 /// roles no model would serve. A live replay with no model at all is refused.
-pub async fn worst_case(opts: &Options) -> anyhow::Result<String> {
+pub(crate) async fn worst_case(opts: &Options) -> anyhow::Result<String> {
     let settings = effective_settings(opts);
     let offer = Offer {
         secrets: replay_secrets(opts),

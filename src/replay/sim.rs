@@ -282,7 +282,7 @@ impl Simulation {
     }
 
     /// What was counted so far.
-    pub fn tally(&self) -> &Tally {
+    pub(crate) fn tally(&self) -> &Tally {
         &self.tally
     }
 
@@ -292,7 +292,7 @@ impl Simulation {
     }
 
     /// What the bot did after its first `n` acts.
-    pub fn acts_since(&self, n: usize) -> Vec<Act> {
+    pub(crate) fn acts_since(&self, n: usize) -> Vec<Act> {
         self.transport.acts_since(n)
     }
 

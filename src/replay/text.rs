@@ -249,7 +249,7 @@ fn messages(n: u64) -> String {
 }
 
 /// What roles without a model mean for the bot, in words; `None` when every role has one.
-pub fn unserved(roles: &[String], reasons: &[String]) -> Option<String> {
+pub(crate) fn unserved(roles: &[String], reasons: &[String]) -> Option<String> {
     let (last, rest) = roles.split_last()?;
     let names = if rest.is_empty() {
         format!("the {last} role")
@@ -303,7 +303,7 @@ pub struct SweepRow<'a> {
 /// The table an owner picks a setting's value from (`setting` heads the
 /// first column): what the bot did and cost per day and per active day,
 /// and which limit bound it.
-pub fn sweep(setting: &str, rows: &[SweepRow<'_>]) -> String {
+pub(crate) fn sweep(setting: &str, rows: &[SweepRow<'_>]) -> String {
     let width = setting.len().max(9);
     let mut out = String::new();
     say!(

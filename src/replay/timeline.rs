@@ -55,7 +55,7 @@ pub struct Timeline {
 }
 
 impl Line {
-    pub fn person(m: &ExportedMessage) -> Self {
+    pub(crate) fn person(m: &ExportedMessage) -> Self {
         // Mentions as people read them (`<@123>` → `@name`).
         let mut text = m.content.clone();
         for a in &m.mentions {
@@ -76,7 +76,7 @@ impl Line {
         }
     }
 
-    pub fn act(act: &Act, store: &MessageStore) -> Self {
+    pub(crate) fn act(act: &Act, store: &MessageStore) -> Self {
         let (at, channel, who, text, said, about) = match act {
             Act::Said {
                 at,
@@ -134,7 +134,7 @@ const WHY_KINDS: [Kind; 5] = [
 
 impl Timeline {
     /// Each of the bot's lines with the journal entries about that act.
-    pub fn explained(mut self, sim: &Simulation) -> Self {
+    pub(crate) fn explained(mut self, sim: &Simulation) -> Self {
         if sim.acts().is_empty() {
             return self;
         }

@@ -71,7 +71,7 @@ pub struct ReplayTransport {
 }
 
 impl ReplayTransport {
-    pub fn new(me: Author, store: Stores, clock: SharedClock) -> Self {
+    pub(crate) fn new(me: Author, store: Stores, clock: SharedClock) -> Self {
         Self {
             me,
             store,
@@ -84,20 +84,20 @@ impl ReplayTransport {
     }
 
     /// Everything the bot did so far, in order.
-    pub fn acts(&self) -> Vec<Act> {
+    pub(crate) fn acts(&self) -> Vec<Act> {
         self.acts.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// What the bot did after its first `n` acts, in order: a walk through a
     /// long export asks after every message, and copying every act each
     /// time made its cost grow with the square of the bot's acts.
-    pub fn acts_since(&self, n: usize) -> Vec<Act> {
+    pub(crate) fn acts_since(&self, n: usize) -> Vec<Act> {
         let acts = self.acts.lock().unwrap_or_else(|p| p.into_inner());
         acts.get(n..).map(<[Act]>::to_vec).unwrap_or_default()
     }
 
     /// What the bot is doing from now on, for the acts it records.
-    pub fn doing(&self, doing: Doing) {
+    pub(crate) fn doing(&self, doing: Doing) {
         *self.doing.lock().unwrap_or_else(|p| p.into_inner()) = doing;
     }
 

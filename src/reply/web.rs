@@ -61,7 +61,7 @@ pub const READ_ONLY: &[&str] = &[
 const JOURNALED_CHARS: usize = 200;
 
 /// Why a reply gets no web tools, for the journal and the tests.
-pub fn unavailable(global: &Settings, guild: &Settings) -> Option<&'static str> {
+pub(crate) fn unavailable(global: &Settings, guild: &Settings) -> Option<&'static str> {
     if !global.executive.reply_tools.web {
         Some("executive.replyTools.web is off")
     } else if !guild.executive.reply_tools.web {
@@ -103,7 +103,7 @@ pub struct Used {
 }
 
 impl Lookups {
-    pub fn new(
+    pub(crate) fn new(
         journal: Journal,
         secrets: Secrets,
         place: Place,
@@ -123,7 +123,7 @@ impl Lookups {
     }
 
     /// `web_search` and `web_scrape`, counted and quoted by this turn.
-    pub fn tools(self: &Arc<Self>, settings: &Settings) -> Vec<Arc<dyn Tool>> {
+    pub(crate) fn tools(self: &Arc<Self>, settings: &Settings) -> Vec<Arc<dyn Tool>> {
         let n = &settings.network;
         let search = typed(WebSearch {
             base_url: n.search_base_url.clone(),
@@ -149,7 +149,7 @@ impl Lookups {
     }
 
     /// `tools` with every one not in [`READ_ONLY`] refused once web text is in the turn.
-    pub fn guard(self: &Arc<Self>, tools: Vec<Arc<dyn Tool>>) -> Vec<Arc<dyn Tool>> {
+    pub(crate) fn guard(self: &Arc<Self>, tools: Vec<Arc<dyn Tool>>) -> Vec<Arc<dyn Tool>> {
         tools
             .into_iter()
             .map(|inner| {
@@ -165,7 +165,7 @@ impl Lookups {
             .collect()
     }
 
-    pub fn used(&self) -> Used {
+    pub(crate) fn used(&self) -> Used {
         let s = self.lock();
         Used {
             pages: s.pages.clone(),
@@ -314,7 +314,7 @@ impl Tool for Guarded {
 /// `text` citing `pages` as links whose embeds are suppressed: a page the
 /// text names bare becomes `<url>`, and pages it does not name at all are
 /// listed in a "Sources:" line at the end.
-pub fn cite(text: &str, pages: &[String]) -> String {
+pub(crate) fn cite(text: &str, pages: &[String]) -> String {
     let mut out = text.to_string();
     let mut missing = Vec::new();
     for page in pages {

@@ -82,7 +82,7 @@ pub struct Shown {
 
 impl Shown {
     /// The prompt's user text followed by the files and images.
-    pub fn user_message(&self, text: String) -> Message {
+    pub(crate) fn user_message(&self, text: String) -> Message {
         let mut parts = vec![Part::Text { text }];
         parts.extend(self.parts.iter().cloned());
         Message {
@@ -100,7 +100,7 @@ pub struct Source<'a> {
 
 /// The attachments of `message` and of the message it replies to (when that
 /// one is stored, in the same channel), read as `reading` allows.
-pub async fn for_message(
+pub(crate) async fn for_message(
     store: &MessageStore,
     settings: &Settings,
     message: &StoredMessage,
@@ -138,7 +138,7 @@ enum Outcome {
 }
 
 /// Reads the attachments of `sources`, in order, within the limits.
-pub async fn show(sources: &[Source<'_>], settings: &Settings, reading: Reading) -> Shown {
+pub(crate) async fn show(sources: &[Source<'_>], settings: &Settings, reading: Reading) -> Shown {
     let limits = &settings.discord.attachments;
     let (mut images, mut files) = (0u32, 0u32);
     let mut plans = Vec::new();
@@ -351,7 +351,7 @@ async fn fetch(
 
 /// A fetcher for an attachment URL, or why it may not be fetched (see the
 /// module's "Where from").
-pub fn fetcher_for(
+pub(crate) fn fetcher_for(
     url: &str,
     settings: &Settings,
     max_bytes: u64,

@@ -59,7 +59,11 @@ pub struct Prepared {
 }
 
 /// Checks, decodes, scales down and encodes `bytes` again.
-pub fn prepare(bytes: &[u8], max_pixels: u64, max_side: u32) -> Result<Prepared, ImageError> {
+pub(crate) fn prepare(
+    bytes: &[u8],
+    max_pixels: u64,
+    max_side: u32,
+) -> Result<Prepared, ImageError> {
     let format = match image::guess_format(bytes) {
         Ok(f @ (ImageFormat::Png | ImageFormat::Jpeg | ImageFormat::WebP | ImageFormat::Gif)) => f,
         _ => return Err(ImageError::NotAnImage),

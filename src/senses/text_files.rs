@@ -228,7 +228,7 @@ pub enum Kind {
     Unknown,
 }
 
-pub fn kind(a: &Attachment) -> Kind {
+pub(crate) fn kind(a: &Attachment) -> Kind {
     let name = a.name.to_lowercase();
     let ext = match name.rsplit_once('.') {
         Some((_, ext)) => ext,
@@ -280,7 +280,7 @@ pub fn kind(a: &Attachment) -> Kind {
 
 /// The text in `bytes`, if they are text: UTF-8 (a character cut by
 /// `truncated` reading is dropped), no NUL, under 1% other control characters.
-pub fn as_text(bytes: &[u8], truncated: bool) -> Option<&str> {
+pub(crate) fn as_text(bytes: &[u8], truncated: bool) -> Option<&str> {
     let text = match std::str::from_utf8(bytes) {
         Ok(t) => t,
         // Only the last character may be incomplete, and only when the file was cut.
@@ -299,7 +299,7 @@ pub fn as_text(bytes: &[u8], truncated: bool) -> Option<&str> {
 
 /// The file quoted for the prompt: a heading with its name, the text in a
 /// fence it cannot close, and a marker when only its start was read.
-pub fn quoted(name: &str, whose: &str, text: &str, cut: Option<Cut>) -> String {
+pub(crate) fn quoted(name: &str, whose: &str, text: &str, cut: Option<Cut>) -> String {
     let longest_run = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat((longest_run + 1).max(3));
     let marker = cut.map_or(String::new(), |c| format!("\n… {c}"));
@@ -332,7 +332,7 @@ impl std::fmt::Display for Cut {
 }
 
 /// A name safe to show on one line: no control characters, at most 120 characters.
-pub fn display_name(name: &str) -> String {
+pub(crate) fn display_name(name: &str) -> String {
     let clean: String = name
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })

@@ -27,7 +27,7 @@ pub struct Checked {
 impl Checked {
     /// Forgets the file's problems at `paths`: values laid over the file
     /// (the command line's) decide them, and are checked with it after.
-    pub fn leave_to_the_command_line(&mut self, paths: &[&str]) {
+    pub(crate) fn leave_to_the_command_line(&mut self, paths: &[&str]) {
         let Some(loaded) = self.loaded.as_mut() else {
             return;
         };
@@ -43,7 +43,7 @@ impl Checked {
     }
 
     /// The problems to show: the first [`MAX_SHOWN`], then a count of the rest.
-    pub fn shown_problems(&self) -> Vec<String> {
+    pub(crate) fn shown_problems(&self) -> Vec<String> {
         let mut lines: Vec<String> = self.problems.iter().take(MAX_SHOWN).cloned().collect();
         if self.problems.len() > MAX_SHOWN {
             lines.push(format!("… and {} more", self.problems.len() - MAX_SHOWN));
@@ -53,7 +53,7 @@ impl Checked {
 }
 
 /// Checks `file` (or `settings.json`, else the defaults, as [`load`] picks).
-pub fn check(file: Option<&Path>) -> Checked {
+pub(crate) fn check(file: Option<&Path>) -> Checked {
     let loaded = match load(file) {
         Ok(loaded) => loaded,
         Err(e) => {

@@ -55,7 +55,7 @@ pub const AT_NEXT_START: &[&str] = &[
 ];
 
 /// Whether a change at `path` waits for the next start.
-pub fn bound_at_start(path: &str) -> bool {
+pub(crate) fn bound_at_start(path: &str) -> bool {
     AT_NEXT_START.iter().any(|p| match p.strip_suffix('.') {
         Some(prefix) => path == prefix || path.starts_with(p),
         None => path == *p,
@@ -72,7 +72,7 @@ pub struct Changed {
 
 /// Every setting whose value differs, by dotted path, in document order.
 /// Lists count as one value; objects are compared key by key.
-pub fn changes(before: &Value, after: &Value) -> Vec<Changed> {
+pub(crate) fn changes(before: &Value, after: &Value) -> Vec<Changed> {
     let mut out = Vec::new();
     walk("", Some(before), Some(after), &mut out);
     out
@@ -98,7 +98,7 @@ fn walk(path: &str, before: Option<&Value>, after: Option<&Value>, out: &mut Vec
 }
 
 /// Sets every start-bound path of `new` back to its value in `running`.
-pub fn keep_start_bound(new: &mut Value, running: &Value) {
+pub(crate) fn keep_start_bound(new: &mut Value, running: &Value) {
     for path in AT_NEXT_START {
         if let Some(value) = paths::get(running, path) {
             paths::set(new, path, value.clone());
@@ -110,7 +110,7 @@ pub fn keep_start_bound(new: &mut Value, running: &Value) {
 const MAX_SHOWN_CHARS: usize = 80;
 
 /// `path: before → after`, for the journal and the operator.
-pub fn describe(c: &Changed, secrets: &Secrets) -> String {
+pub(crate) fn describe(c: &Changed, secrets: &Secrets) -> String {
     format!(
         "{}: {} → {}",
         c.path,
@@ -120,7 +120,7 @@ pub fn describe(c: &Changed, secrets: &Secrets) -> String {
 }
 
 /// A value as people may read it: compact JSON, secret-shaped parts masked, cut.
-pub fn render(value: Option<&Value>, secrets: &Secrets) -> String {
+pub(crate) fn render(value: Option<&Value>, secrets: &Secrets) -> String {
     match value {
         None => "(none)".into(),
         // A text is cut inside its quotes, so it still reads as one.
@@ -154,7 +154,7 @@ static LONG_WORD: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"[A-Za-z0-9+/=_.\-]{32,}").expect("static regex"));
 
 /// Masks secret-shaped parts of `text` with `***`.
-pub fn mask(text: &str) -> String {
+pub(crate) fn mask(text: &str) -> String {
     let text = URL_CREDENTIALS.replace_all(text, "$1***@");
     let text = KEY_PARAMETER.replace_all(&text, "$1***");
     let text = KNOWN_TOKEN.replace_all(&text, "***");

@@ -41,7 +41,7 @@ pub enum FileError {
 /// waits, see [`open_limited`]), and the read itself stops after `limit + 1`
 /// bytes, so a file that grows or lies about its size is still refused
 /// without being read whole.
-pub fn read_limited(path: &Path, limit: u64) -> Result<String, FileError> {
+pub(crate) fn read_limited(path: &Path, limit: u64) -> Result<String, FileError> {
     let file = open_limited(path, limit)?;
     let mut bytes = Vec::new();
     file.take(limit + 1).read_to_end(&mut bytes)?;
@@ -59,7 +59,7 @@ pub fn read_limited(path: &Path, limit: u64) -> Result<String, FileError> {
 /// ever (a live reload wedged so, and with it every later reload and the
 /// stop). So the open itself never waits ([`open_nonblocking`]), and what
 /// was opened is what the second check looks at.
-pub fn open_limited(path: &Path, limit: u64) -> Result<std::fs::File, FileError> {
+pub(crate) fn open_limited(path: &Path, limit: u64) -> Result<std::fs::File, FileError> {
     check_kind(&std::fs::metadata(path)?, limit)?;
     let file = open_nonblocking(path)?;
     check_kind(&file.metadata()?, limit)?;
@@ -159,7 +159,7 @@ pub fn load(explicit: Option<&Path>) -> Result<Loaded, LoadError> {
     }
 }
 
-pub fn load_file(path: &Path) -> Result<Loaded, LoadError> {
+pub(crate) fn load_file(path: &Path) -> Result<Loaded, LoadError> {
     let text = read_limited(path, MAX_SETTINGS_BYTES).map_err(|source| LoadError::Read {
         path: path.to_path_buf(),
         source,
@@ -178,7 +178,7 @@ pub fn load_file(path: &Path) -> Result<Loaded, LoadError> {
 }
 
 /// Parses and validates settings text (a leading byte-order mark is allowed).
-pub fn parse_str(text: &str) -> Result<(Settings, Vec<Problem>), serde_json::Error> {
+pub(crate) fn parse_str(text: &str) -> Result<(Settings, Vec<Problem>), serde_json::Error> {
     let value: Value = serde_json::from_str(text.trim_start_matches('\u{feff}'))?;
     Ok(validate(&value))
 }

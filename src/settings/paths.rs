@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 
-pub fn join(prefix: &str, key: &str) -> String {
+pub(crate) fn join(prefix: &str, key: &str) -> String {
     if prefix.is_empty() {
         key.to_string()
     } else {
@@ -13,11 +13,11 @@ pub fn join(prefix: &str, key: &str) -> String {
     }
 }
 
-pub fn last_segment(path: &str) -> &str {
+pub(crate) fn last_segment(path: &str) -> &str {
     path.rsplit('.').next().unwrap_or(path)
 }
 
-pub fn get<'a>(root: &'a Value, path: &str) -> Option<&'a Value> {
+pub(crate) fn get<'a>(root: &'a Value, path: &str) -> Option<&'a Value> {
     if path.is_empty() {
         return Some(root);
     }
@@ -25,7 +25,7 @@ pub fn get<'a>(root: &'a Value, path: &str) -> Option<&'a Value> {
 }
 
 /// Sets `path` to `value`, creating intermediate objects.
-pub fn set(root: &mut Value, path: &str, value: Value) {
+pub(crate) fn set(root: &mut Value, path: &str, value: Value) {
     let mut node = root;
     let mut keys = path.split('.').peekable();
     while let Some(key) = keys.next() {
@@ -44,7 +44,7 @@ pub fn set(root: &mut Value, path: &str, value: Value) {
 }
 
 /// Removes the key at `path`; returns whether something was removed.
-pub fn remove(root: &mut Value, path: &str) -> bool {
+pub(crate) fn remove(root: &mut Value, path: &str) -> bool {
     let (parent, key) = match path.rsplit_once('.') {
         Some((parent, key)) => (parent, key),
         None => ("", path),
@@ -61,7 +61,7 @@ pub fn remove(root: &mut Value, path: &str) -> bool {
 }
 
 /// Every path in the tree, objects and leaves alike, in document order.
-pub fn all_paths(root: &Value) -> Vec<String> {
+pub(crate) fn all_paths(root: &Value) -> Vec<String> {
     let mut out = Vec::new();
     collect(root, "", &mut out, false);
     out

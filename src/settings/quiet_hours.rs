@@ -78,7 +78,7 @@ struct Rule {
 
 impl QuietHours {
     /// Parses the setting; the error says what is wrong and what is valid.
-    pub fn parse(spec: &str) -> Result<Self, QuietHoursError> {
+    pub(crate) fn parse(spec: &str) -> Result<Self, QuietHoursError> {
         let rules: Vec<&str> = spec
             .split(';')
             .map(str::trim)
@@ -93,7 +93,7 @@ impl QuietHours {
 
     /// When the quiet period containing `now` ends, if `now` is inside one.
     /// Back-to-back or overlapping periods count as one.
-    pub fn until(&self, now: DateTime<Utc>, tz: Tz) -> Option<DateTime<Utc>> {
+    pub(crate) fn until(&self, now: DateTime<Utc>, tz: Tz) -> Option<DateTime<Utc>> {
         let mut end = self.containing(now, tz)?;
         // A period may end where the next begins ("fri 22:00-00:00; sat 00:00-10:00").
         for _ in 0..=2 * MAX_RULES {
@@ -108,7 +108,7 @@ impl QuietHours {
     /// When quiet hours next begin or end after `now`: the end of the
     /// period containing `now`, else the first start after it (a week
     /// ahead at most: every rule starts on some day of one). `None`: never.
-    pub fn next_change(&self, now: DateTime<Utc>, tz: Tz) -> Option<DateTime<Utc>> {
+    pub(crate) fn next_change(&self, now: DateTime<Utc>, tz: Tz) -> Option<DateTime<Utc>> {
         if let Some(end) = self.until(now, tz) {
             return Some(end);
         }
@@ -157,7 +157,7 @@ impl QuietHours {
 
 /// The instant a wall time names: the first of two when it repeats, the end
 /// of the gap when it was skipped.
-pub fn resolve(wall: NaiveDateTime, tz: Tz) -> DateTime<Utc> {
+pub(crate) fn resolve(wall: NaiveDateTime, tz: Tz) -> DateTime<Utc> {
     let mut t = wall;
     // Gaps are at most a few hours (most are one); minutes find where the wall clock resumes.
     for _ in 0..=24 * 60 {

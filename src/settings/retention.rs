@@ -78,7 +78,7 @@ pub const KINDS: [Described; 7] = [
 pub const PREFIX: &str = "storage.retention.";
 
 impl RetentionSettings {
-    pub fn days(&self, kind: Kind) -> u32 {
+    pub(crate) fn days(&self, kind: Kind) -> u32 {
         match kind {
             Kind::Messages => self.messages_days,
             Kind::Journal => self.journal_days,
@@ -110,7 +110,7 @@ impl RetentionSettings {
     /// These values, none longer than `operator`'s: a server's overrides
     /// made before the operator shortened the file do not outlive it, and
     /// a kind a server may not set is the operator's.
-    pub fn at_most(&self, operator: &RetentionSettings) -> RetentionSettings {
+    pub(crate) fn at_most(&self, operator: &RetentionSettings) -> RetentionSettings {
         let mut out = self.clone();
         for d in &KINDS {
             *out.days_mut(d.kind) = if d.per_server {
@@ -124,13 +124,13 @@ impl RetentionSettings {
 }
 
 /// The kind a retention setting path names (`storage.retention.messagesDays`).
-pub fn kind_of(path: &str) -> Option<&'static Described> {
+pub(crate) fn kind_of(path: &str) -> Option<&'static Described> {
     let key = path.strip_prefix(PREFIX)?;
     KINDS.iter().find(|d| d.key == key)
 }
 
 /// "30 days", or "forever".
-pub fn days_text(days: u32) -> String {
+pub(crate) fn days_text(days: u32) -> String {
     match days {
         0 => "forever".into(),
         1 => "1 day".into(),
@@ -140,7 +140,7 @@ pub fn days_text(days: u32) -> String {
 
 /// What is kept and for how long, one line a kind: "messages: 30 days — what
 /// people said …" (`ambient status`).
-pub fn kept_lines(operator: &RetentionSettings) -> Vec<String> {
+pub(crate) fn kept_lines(operator: &RetentionSettings) -> Vec<String> {
     KINDS
         .iter()
         .map(|d| {
@@ -157,7 +157,10 @@ pub fn kept_lines(operator: &RetentionSettings) -> Vec<String> {
 
 /// The kinds a server keeps for less than the operator: "messages 7 days,
 /// journal 30 days"; `None` when it keeps what the operator does.
-pub fn shorter_here(operator: &RetentionSettings, theirs: &RetentionSettings) -> Option<String> {
+pub(crate) fn shorter_here(
+    operator: &RetentionSettings,
+    theirs: &RetentionSettings,
+) -> Option<String> {
     let parts: Vec<String> = KINDS
         .iter()
         .filter(|d| theirs.days(d.kind) != operator.days(d.kind))
@@ -169,7 +172,7 @@ pub fn shorter_here(operator: &RetentionSettings, theirs: &RetentionSettings) ->
 /// Why a server's value for `kind` is refused, if it is: it may keep
 /// records for less than the operator, never for longer (0, forever, is
 /// longer than any number of days).
-pub fn longer_than_operator(operator: u32, theirs: u32) -> bool {
+pub(crate) fn longer_than_operator(operator: u32, theirs: u32) -> bool {
     shorter(operator, theirs) != theirs
 }
 

@@ -33,21 +33,21 @@ impl Role {
         }
     }
 
-    pub fn parse(s: &str) -> Option<Role> {
+    pub(crate) fn parse(s: &str) -> Option<Role> {
         Role::ALL.into_iter().find(|r| r.as_str() == s)
     }
 
     /// Work nobody asked for right now: everything but answering people.
-    pub fn is_autonomous(self) -> bool {
+    pub(crate) fn is_autonomous(self) -> bool {
         self != Role::Reply
     }
 
     /// The roles that want the strongest model a provider offers.
-    pub fn is_strong(self) -> bool {
+    pub(crate) fn is_strong(self) -> bool {
         matches!(self, Role::Reply | Role::Ambient)
     }
 
-    pub fn settings(self, s: &Settings) -> &RoleSettings {
+    pub(crate) fn settings(self, s: &Settings) -> &RoleSettings {
         let r = &s.executive.roles;
         match self {
             Role::Reply => &r.reply,
@@ -59,7 +59,7 @@ impl Role {
 
     /// This process's daily cap for the role (`budget.dailyTokens.<role>`
     /// times its share of the bot, [`Settings::process_cap`]); 0: no cap.
-    pub fn daily_budget(self, s: &Settings) -> u64 {
+    pub(crate) fn daily_budget(self, s: &Settings) -> u64 {
         let b = &s.budget.daily_tokens;
         s.process_cap(match self {
             Role::Reply => b.reply,
@@ -75,7 +75,7 @@ impl Settings {
     /// of `whole` (all of it when it runs them all), so N processes never
     /// spend more than one would; rounded down but never to 0 (which would
     /// mean no cap at all).
-    pub fn process_cap(&self, whole: u64) -> u64 {
+    pub(crate) fn process_cap(&self, whole: u64) -> u64 {
         if whole == 0 {
             return 0;
         }

@@ -179,7 +179,7 @@ pub enum DmPolicy {
 impl DiscordSettings {
     /// The policy in force: `discord.allowDms` `false` (the older switch) turns direct
     /// messages off whatever `discord.dms` says, so an old file keeps meaning what it said.
-    pub fn dm_policy(&self) -> DmPolicy {
+    pub(crate) fn dm_policy(&self) -> DmPolicy {
         match self.allow_dms {
             Some(false) => DmPolicy::Off,
             _ => self.dms,
@@ -196,7 +196,7 @@ impl DiscordSettings {
     /// server (not at Discord) — its origin, whatever path the URL has — then
     /// each of `attachmentOrigins`. Entries that are not an http(s) origin
     /// are left out (validation names them).
-    pub fn file_origins(&self) -> Vec<url::Origin> {
+    pub(crate) fn file_origins(&self) -> Vec<url::Origin> {
         let discord = url::Url::parse(DISCORD_API_BASE_URL).map(|u| u.origin());
         let api = url::Url::parse(&self.api_base_url)
             .ok()
@@ -215,7 +215,7 @@ impl DiscordSettings {
 
 /// `text` as an http(s) origin — a scheme, a host and an optional port, and
 /// nothing after (a lone `/` is allowed) — or what is wrong with it.
-pub fn web_origin(text: &str) -> Result<url::Origin, &'static str> {
+pub(crate) fn web_origin(text: &str) -> Result<url::Origin, &'static str> {
     let url = url::Url::parse(text).map_err(|_| "not a URL")?;
     if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
         return Err("not an http:// or https:// address with a host");
@@ -1358,7 +1358,7 @@ pub struct MetricsSettings {
 impl MetricsSettings {
     /// Where to listen: `None` when off; an address beyond loopback is
     /// refused (the endpoints have no token; a proxy in front may expose them).
-    pub fn address(&self) -> Result<Option<std::net::SocketAddr>, BadMetricsBind> {
+    pub(crate) fn address(&self) -> Result<Option<std::net::SocketAddr>, BadMetricsBind> {
         let bind = self.bind.trim();
         if bind.is_empty() {
             return Ok(None);

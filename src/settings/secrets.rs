@@ -32,7 +32,7 @@ impl Secret {
         }
     }
 
-    pub fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.value
     }
 
@@ -97,7 +97,7 @@ pub struct Secrets {
 }
 
 impl Secrets {
-    pub fn from_env() -> Self {
+    pub(crate) fn from_env() -> Self {
         Self::from_lookup(|k| std::env::var(k).ok())
     }
 

@@ -71,7 +71,7 @@ const GUILD_SCOPED: &[&str] = &[
     "storage.retention.gardenDays",
 ];
 
-pub fn is_guild_scoped(path: &str) -> bool {
+pub(crate) fn is_guild_scoped(path: &str) -> bool {
     GUILD_SCOPED
         .iter()
         .any(|scoped| match scoped.strip_suffix('.') {
@@ -112,7 +112,7 @@ pub enum Origin {
 }
 
 impl Origin {
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Origin::Default => "default",
             Origin::File => "settings file",
@@ -152,7 +152,7 @@ pub struct Changes(watch::Receiver<u64>);
 
 impl Changes {
     /// Returns after the next replacement (never, if the service is gone).
-    pub async fn next(&mut self) {
+    pub(crate) async fn next(&mut self) {
         if self.0.changed().await.is_err() {
             std::future::pending::<()>().await;
         }
@@ -183,7 +183,7 @@ impl SettingsService {
 
     /// Replaces the operator's settings (already validated): every later read
     /// sees them, with each guild's overrides layered over them again.
-    pub fn replace_global(&self, settings: Settings) {
+    pub(crate) fn replace_global(&self, settings: Settings) {
         let tree = serde_json::to_value(&settings).expect("settings serialize");
         // The cache lock is held across the swap, so no guild's settings built
         // from the old values can be cached after it (see `for_guild`).
@@ -202,7 +202,7 @@ impl SettingsService {
     }
 
     /// A handle that wakes on every [`SettingsService::replace_global`].
-    pub fn changes(&self) -> Changes {
+    pub(crate) fn changes(&self) -> Changes {
         Changes(self.changed.subscribe())
     }
 
@@ -343,7 +343,11 @@ impl SettingsService {
     }
 
     /// The effective value at `path` (a setting or a whole section) and where it comes from.
-    pub fn show(&self, guild: Option<GuildId>, path: &str) -> Result<(Value, Origin), ChangeError> {
+    pub(crate) fn show(
+        &self,
+        guild: Option<GuildId>,
+        path: &str,
+    ) -> Result<(Value, Origin), ChangeError> {
         let path = path.trim();
         self.known(path)?;
         let tree = serde_json::to_value(&*self.for_guild(guild)).expect("settings serialize");
@@ -425,7 +429,7 @@ fn suggest(path: &str, defaults: &Value) -> String {
 /// settings the words are the value, and for lists the items may be separated
 /// by commas or spaces, with Discord mentions (`<#123>`, `<@456>`) reduced to
 /// their ids. Type errors are left for the validator to explain.
-pub fn parse_user_value(raw: &str, default: &Value) -> Value {
+pub(crate) fn parse_user_value(raw: &str, default: &Value) -> Value {
     let raw = raw.trim();
     let parsed = serde_json::from_str::<Value>(raw).ok();
     match default {
@@ -454,7 +458,7 @@ fn strip_mention(s: &str) -> &str {
 }
 
 /// A one-line rendering of a setting's value for people.
-pub fn render_value(v: &Value) -> String {
+pub(crate) fn render_value(v: &Value) -> String {
     match v {
         Value::String(s) => format!("{s:?}"),
         Value::Object(_) => serde_json::to_string_pretty(v).unwrap_or_default(),

@@ -22,7 +22,7 @@ impl super::DiscordSettings {
     /// The shards named by `discord.shards` and `discord.totalShards`, or None
     /// when neither is set: the process runs all Discord recommends (and so
     /// owns every guild). Call only on validated settings.
-    pub fn shard_plan(&self) -> Option<Shards> {
+    pub(crate) fn shard_plan(&self) -> Option<Shards> {
         let range = self.shards.trim();
         match (range.is_empty(), self.total_shards) {
             (true, 0) => None,

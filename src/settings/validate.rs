@@ -26,7 +26,7 @@ pub struct Problem {
 }
 
 impl Problem {
-    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+    pub(crate) fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
             path: path.into(),
             message: message.into(),
@@ -174,7 +174,7 @@ pub const MAX_PATH_CHARS: usize = 4096;
 pub const MAX_TEXT_CHARS: usize = 256;
 
 /// The longest text a setting may hold, by its path.
-pub fn max_chars(path: &str) -> usize {
+pub(crate) fn max_chars(path: &str) -> usize {
     let key = path.rsplit('.').next().unwrap_or(path);
     if path == "bot.persona" {
         MAX_PERSONA_CHARS
@@ -314,7 +314,7 @@ fn kind_mismatch(value: &Value, expected: &Value) -> Option<String> {
 }
 
 /// Short description of a JSON value for error messages.
-pub fn describe(v: &Value) -> String {
+pub(crate) fn describe(v: &Value) -> String {
     let text = v.to_string();
     let shown = if text.chars().count() > 40 {
         format!("{}…", text.chars().take(40).collect::<String>())
@@ -418,7 +418,7 @@ fn humanize_serde(msg: &str) -> String {
 /// Setting a key does not turn the switch on by itself: the switch stays
 /// the one place that turns a source on and off, so a server can switch X
 /// off without losing its handles.
-pub fn warnings(s: &Settings) -> Vec<Problem> {
+pub(crate) fn warnings(s: &Settings) -> Vec<Problem> {
     let d = &s.initiative.discovery;
     let defaults = super::schema::DiscoverySettings::default();
     let mut out = Vec::new();

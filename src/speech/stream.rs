@@ -77,7 +77,7 @@ const SHOW_ANYWAY_CHARS: usize = 280;
 
 /// Whether a draft (or a continuation part) has enough to be worth posting:
 /// a sentence or two, not a word that may be all there is.
-pub fn worth_showing(text: &str) -> bool {
+pub(crate) fn worth_showing(text: &str) -> bool {
     let chars = text.chars().count();
     if chars >= SHOW_ANYWAY_CHARS {
         return true;
@@ -119,7 +119,7 @@ impl DraftSink {
     }
 
     /// The model call is over: [`Streamed::show`] returns.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.lock().closed = true;
         self.changed.notify_one();
         self.ended.notify_one();
@@ -205,7 +205,7 @@ impl Speech {
     /// a transport that cannot edit, or nothing may be said now — the plain
     /// path then reports why). `shape` turns the raw draft into the text the
     /// caller would say (it is applied to every draft, not to the final text).
-    pub fn stream(
+    pub(crate) fn stream(
         self: &Arc<Self>,
         place: Place,
         reply_to: Option<MessageId>,
@@ -246,18 +246,18 @@ impl Speech {
 
 impl Streamed {
     /// The executive's end: give it to the turn, and close it when the turn is over.
-    pub fn sink(&self) -> Arc<DraftSink> {
+    pub(crate) fn sink(&self) -> Arc<DraftSink> {
         self.draft.clone()
     }
 
     /// Whether anything of the answer has been posted.
-    pub fn posted(&self) -> bool {
+    pub(crate) fn posted(&self) -> bool {
         !self.shown.is_empty()
     }
 
     /// Shows the draft as it grows, until the sink is closed; returns as soon
     /// as it is (see the module's doc for when the draft is looked at).
-    pub async fn show(&mut self) {
+    pub(crate) async fn show(&mut self) {
         let draft = self.draft.clone();
         // An attempt nothing more can change (see `Next::End`, and a draft that
         // outgrew what its parts can show, shown as far as it goes): until it ends
@@ -484,7 +484,7 @@ impl Streamed {
 
     /// Makes the answer say `text`, exactly as [`Speech::say_pinging`] would
     /// have (which says it, when nothing was posted yet). The ids of its messages.
-    pub async fn finish(mut self, text: &str) -> Result<Vec<MessageId>, SpeechError> {
+    pub(crate) async fn finish(mut self, text: &str) -> Result<Vec<MessageId>, SpeechError> {
         self.draft.close();
         if self.shown.is_empty() {
             let (place, reply_to) = (self.place, self.reply_to);
@@ -531,7 +531,7 @@ impl Streamed {
     /// answer that arrived, and the last one says that it broke off (`why`,
     /// in a few words). The ids of the answer's messages; none when nothing
     /// was posted.
-    pub async fn broke_off(mut self, why: &str) -> Result<Vec<MessageId>, SpeechError> {
+    pub(crate) async fn broke_off(mut self, why: &str) -> Result<Vec<MessageId>, SpeechError> {
         self.draft.close();
         if self.shown.is_empty() {
             return Ok(Vec::new());

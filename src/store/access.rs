@@ -17,7 +17,7 @@ impl PeopleStore {
     /// Records that `user` is told now unless they were told within
     /// [`NOTICE_EVERY`]; whether to tell them. One statement, so two
     /// messages handled at once cannot both claim it.
-    pub fn claim_access_notice(&self, user: UserId, now: DateTime<Utc>) -> Result<bool> {
+    pub(crate) fn claim_access_notice(&self, user: UserId, now: DateTime<Utc>) -> Result<bool> {
         let changed = self.0.lock().execute(
             "INSERT INTO access_notices (user_id, told_at) VALUES (?1, ?2)
              ON CONFLICT (user_id) DO UPDATE SET told_at = excluded.told_at

@@ -143,7 +143,7 @@ pub fn create(data_dir: &Path, out: &Path, now: DateTime<Utc>) -> Result<Made> {
 
 /// [`create`], given up (its partial file removed) once `stop` is set: a
 /// bot stopping does not wait for a long backup to end.
-pub fn create_until(
+pub(crate) fn create_until(
     data_dir: &Path,
     out: &Path,
     now: DateTime<Utc>,
@@ -344,7 +344,7 @@ fn state_files(data_dir: &Path) -> Result<Vec<(String, PathBuf)>> {
 }
 
 /// Whether `path` is `dir` or inside it, by their absolute, resolved forms.
-pub fn inside(path: &Path, dir: &Path) -> bool {
+pub(crate) fn inside(path: &Path, dir: &Path) -> bool {
     let (path, dir) = (resolved(path), resolved(dir));
     path.starts_with(&dir)
 }
@@ -400,7 +400,7 @@ pub struct Manifest {
 /// Opens the untrusted backup `file` (a private copy of it) and checks it
 /// is one of ours, whole, of a schema this binary knows: see the module's
 /// documentation. Nothing in it runs: its schema must be our migrations'.
-pub fn check(file: &Path, conn: &Connection) -> Result<Manifest> {
+pub(crate) fn check(file: &Path, conn: &Connection) -> Result<Manifest> {
     let not = |why: &str| BackupError::NotABackup {
         file: file.to_path_buf(),
         why: why.into(),
@@ -637,7 +637,7 @@ pub struct Restored {
 /// the database it replaces carried over (a restore never brings back what
 /// a person asked to be forgotten) — which then takes `data_dir`'s place in
 /// one rename. Refused or failed, nothing of `data_dir` has changed.
-pub fn restore(file: &Path, data_dir: &Path, now: DateTime<Utc>) -> Result<Restored> {
+pub(crate) fn restore(file: &Path, data_dir: &Path, now: DateTime<Utc>) -> Result<Restored> {
     let meta = std::fs::metadata(file).map_err(io(file))?;
     if !meta.is_file() || !looks_like_sqlite(file)? {
         return Err(BackupError::NotABackup {
@@ -897,7 +897,7 @@ const SCHEDULED_TIME: &str = "%Y%m%d-%H%M%S";
 
 /// The scheduled backups in `dir`, oldest first, by the time in their names
 /// (other files are not ours and are left alone).
-pub fn scheduled_in(dir: &Path) -> Vec<(DateTime<Utc>, PathBuf)> {
+pub(crate) fn scheduled_in(dir: &Path) -> Vec<(DateTime<Utc>, PathBuf)> {
     let mut found: Vec<_> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -917,7 +917,7 @@ pub fn scheduled_in(dir: &Path) -> Vec<(DateTime<Utc>, PathBuf)> {
 
 /// When the next scheduled backup is due: `every` after the newest in `dir`,
 /// or now if there is none.
-pub fn next_due(dir: &Path, every: chrono::Duration, now: DateTime<Utc>) -> DateTime<Utc> {
+pub(crate) fn next_due(dir: &Path, every: chrono::Duration, now: DateTime<Utc>) -> DateTime<Utc> {
     scheduled_in(dir)
         .last()
         .map_or(now, |(newest, _)| *newest + every)
@@ -926,7 +926,7 @@ pub fn next_due(dir: &Path, every: chrono::Duration, now: DateTime<Utc>) -> Date
 /// A scheduled backup: made into `dir` (created if missing), then the
 /// oldest beyond `keep` removed, and any partial backup a stop cut short a
 /// day or more ago. Returns the backup and what was removed.
-pub fn scheduled(
+pub(crate) fn scheduled(
     data_dir: &Path,
     dir: &Path,
     keep: usize,

@@ -45,7 +45,7 @@ impl Boundary {
     ];
 
     /// As stored.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Boundary::NoPing => "no_ping",
             Boundary::NoUnprompted => "no_unprompted",
@@ -56,7 +56,7 @@ impl Boundary {
     }
 
     /// As people type it (`/ambient me no-ping on`).
-    pub fn word(self) -> &'static str {
+    pub(crate) fn word(self) -> &'static str {
         match self {
             Boundary::NoPing => "no-ping",
             Boundary::NoUnprompted => "no-unprompted",
@@ -67,7 +67,7 @@ impl Boundary {
     }
 
     /// What it means, in the person's words.
-    pub fn meaning(self) -> &'static str {
+    pub(crate) fn meaning(self) -> &'static str {
         match self {
             Boundary::NoPing => "don't ping me",
             Boundary::NoUnprompted => "don't reply to me unprompted",
@@ -117,7 +117,11 @@ impl PeopleStore {
     }
 
     /// Of `users`, those who set `boundary` (one query, however many).
-    pub fn with_boundary(&self, users: &[UserId], boundary: Boundary) -> Result<HashSet<UserId>> {
+    pub(crate) fn with_boundary(
+        &self,
+        users: &[UserId],
+        boundary: Boundary,
+    ) -> Result<HashSet<UserId>> {
         let conn = self.0.lock();
         let mut stmt =
             conn.prepare_cached("SELECT 1 FROM boundaries WHERE user_id = ?1 AND kind = ?2")?;
@@ -135,7 +139,7 @@ impl PeopleStore {
     }
 
     /// Everyone who set `boundary` (voice keeps this in memory: it is asked every 20 ms).
-    pub fn everyone_with(&self, boundary: Boundary) -> Result<HashSet<UserId>> {
+    pub(crate) fn everyone_with(&self, boundary: Boundary) -> Result<HashSet<UserId>> {
         let conn = self.0.lock();
         let mut stmt = conn.prepare_cached("SELECT user_id FROM boundaries WHERE kind = ?1")?;
         let users = stmt

@@ -85,7 +85,7 @@ impl MessageStore {
     }
 
     /// The channel named `name` in `guild`, if the bot has seen one.
-    pub fn channel_by_name(&self, guild: GuildId, name: &str) -> Result<Option<ChannelId>> {
+    pub(crate) fn channel_by_name(&self, guild: GuildId, name: &str) -> Result<Option<ChannelId>> {
         Ok(self
             .0
             .lock()

@@ -16,7 +16,12 @@ impl Conditions {
     }
 
     /// Adds `column OP value` when `value` is given.
-    pub fn cmp(&mut self, column: &str, op: &str, value: Option<impl Into<SqlValue>>) -> &mut Self {
+    pub(crate) fn cmp(
+        &mut self,
+        column: &str,
+        op: &str,
+        value: Option<impl Into<SqlValue>>,
+    ) -> &mut Self {
         if let Some(v) = value {
             let p = self.bind(v.into());
             self.clauses.push(format!("{column} {op} {p}"));
@@ -25,7 +30,7 @@ impl Conditions {
     }
 
     /// Adds `column IN (…)` when `values` is non-empty.
-    pub fn any_of(&mut self, column: &str, values: &[String]) -> &mut Self {
+    pub(crate) fn any_of(&mut self, column: &str, values: &[String]) -> &mut Self {
         if !values.is_empty() {
             let ps: Vec<String> = values
                 .iter()
@@ -38,7 +43,7 @@ impl Conditions {
     }
 
     /// Adds a LIKE match on any of `columns` for the substring `text`.
-    pub fn contains(&mut self, columns: &[&str], text: Option<&str>) -> &mut Self {
+    pub(crate) fn contains(&mut self, columns: &[&str], text: Option<&str>) -> &mut Self {
         if let Some(t) = text {
             let escaped = t
                 .replace('\\', "\\\\")
@@ -56,13 +61,13 @@ impl Conditions {
 
     /// Adds a fixed clause, written as a partial index's WHERE is (SQLite
     /// uses such an index only when the query states that clause itself).
-    pub fn fixed(&mut self, clause: &'static str) -> &mut Self {
+    pub(crate) fn fixed(&mut self, clause: &'static str) -> &mut Self {
         self.clauses.push(clause.to_string());
         self
     }
 
     /// ` WHERE …` (or nothing) and the bound values.
-    pub fn finish(self) -> (String, Vec<SqlValue>) {
+    pub(crate) fn finish(self) -> (String, Vec<SqlValue>) {
         let sql = if self.clauses.is_empty() {
             String::new()
         } else {

@@ -33,7 +33,7 @@ pub struct Departure {
 
 impl Departure {
     /// "Name (id)", or the id alone for a server never named.
-    pub fn shown(&self) -> String {
+    pub(crate) fn shown(&self) -> String {
         match &self.name {
             Some(n) => format!("{n} ({})", self.guild),
             None => self.guild.to_string(),
@@ -49,7 +49,7 @@ pub const STILL_THERE: &str =
 
 /// The day (UTC) the data of a server that removed the bot at `at` goes,
 /// after `days` of grace: as the journal and `ambient status` say it.
-pub fn removal_date(at: DateTime<Utc>, days: u32) -> String {
+pub(crate) fn removal_date(at: DateTime<Utc>, days: u32) -> String {
     (at + chrono::Duration::days(i64::from(days)))
         .format("%Y-%m-%d")
         .to_string()
@@ -59,7 +59,7 @@ impl GuildStore {
     /// Records that `guild` removed the bot at `at`; `false` when it was
     /// already recorded (a GUILD_DELETE delivered again keeps the first time,
     /// so a replay cannot push the removal back).
-    pub fn record_departure(&self, guild: GuildId, at: DateTime<Utc>) -> Result<bool> {
+    pub(crate) fn record_departure(&self, guild: GuildId, at: DateTime<Utc>) -> Result<bool> {
         let added = self.0.lock().execute(
             "INSERT INTO departed_guilds (guild_id, departed_at) VALUES (?1, ?2)
              ON CONFLICT (guild_id) DO NOTHING",
@@ -70,7 +70,7 @@ impl GuildStore {
 
     /// The bot is in `guild` again: its departure is cancelled. Returns
     /// when it had departed, if it had.
-    pub fn cancel_departure(&self, guild: GuildId) -> Result<Option<DateTime<Utc>>> {
+    pub(crate) fn cancel_departure(&self, guild: GuildId) -> Result<Option<DateTime<Utc>>> {
         let at: Option<i64> = self
             .0
             .lock()
@@ -110,7 +110,7 @@ impl GuildStore {
     /// due is checked in every one of those transactions, so a server that
     /// invited the bot back meanwhile keeps what had not gone yet. `go_on`
     /// is asked between them. None: nothing was removed.
-    pub fn remove_departed(
+    pub(crate) fn remove_departed(
         &self,
         guild: GuildId,
         departed_by: DateTime<Utc>,

@@ -268,7 +268,7 @@ impl DiscoveryStore {
             .optional()?)
     }
 
-    pub fn count_feed_items(&self, source: i64) -> Result<u64> {
+    pub(crate) fn count_feed_items(&self, source: i64) -> Result<u64> {
         Ok(self.0.lock().query_row(
             "SELECT count(*) FROM feed_items WHERE source_id = ?1",
             [source],
@@ -293,7 +293,7 @@ impl DiscoveryStore {
 
     /// Items stored from a source, items shared in a guild, and the reactions
     /// and replies those shared posts drew within a day.
-    pub fn source_stats(&self, source: i64, guild: GuildId) -> Result<SourceStats> {
+    pub(crate) fn source_stats(&self, source: i64, guild: GuildId) -> Result<SourceStats> {
         let conn = self.0.lock();
         let items: i64 = conn.query_row(
             "SELECT count(*) FROM feed_items WHERE source_id = ?1",
@@ -332,7 +332,12 @@ impl DiscoveryStore {
         )? == 1)
     }
 
-    pub fn remove_guild_source(&self, guild: GuildId, kind: &str, target: &str) -> Result<bool> {
+    pub(crate) fn remove_guild_source(
+        &self,
+        guild: GuildId,
+        kind: &str,
+        target: &str,
+    ) -> Result<bool> {
         Ok(self.0.lock().execute(
             "DELETE FROM guild_sources WHERE guild_id = ?1 AND kind = ?2 AND target = ?3",
             params![guild.to_sql(), kind, target],
@@ -367,7 +372,12 @@ impl DiscoveryStore {
         Ok(())
     }
 
-    pub fn remove_reaction(&self, message: MessageId, user: UserId, emoji: &str) -> Result<()> {
+    pub(crate) fn remove_reaction(
+        &self,
+        message: MessageId,
+        user: UserId,
+        emoji: &str,
+    ) -> Result<()> {
         self.0.lock().execute(
             "DELETE FROM reactions WHERE message_id = ?1 AND user_id = ?2 AND emoji = ?3",
             params![message.to_sql(), user.to_sql(), emoji],

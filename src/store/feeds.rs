@@ -107,7 +107,7 @@ fn subscription_row(r: &Row<'_>) -> rusqlite::Result<SubscriptionRow> {
 impl FeedStore {
     /// Saves a new subscription; `None` when this guild already has the
     /// same feed in the same channel.
-    pub fn add_feed_subscription(&self, s: &NewSubscription) -> Result<Option<i64>> {
+    pub(crate) fn add_feed_subscription(&self, s: &NewSubscription) -> Result<Option<i64>> {
         let conn = self.0.lock();
         let added = conn.execute(
             "INSERT OR IGNORE INTO feed_subscriptions (guild_id, source_id, channel_id, destination,
@@ -131,7 +131,7 @@ impl FeedStore {
     }
 
     /// A guild's subscriptions, oldest first.
-    pub fn feed_subscriptions(&self, guild: GuildId) -> Result<Vec<SubscriptionRow>> {
+    pub(crate) fn feed_subscriptions(&self, guild: GuildId) -> Result<Vec<SubscriptionRow>> {
         let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {SUBSCRIPTION} FROM feed_subscriptions WHERE guild_id = ?1 ORDER BY id"
@@ -144,7 +144,7 @@ impl FeedStore {
 
     /// One of a guild's subscriptions (another guild's id finds nothing).
     /// Every server's subscriptions, by server, oldest first.
-    pub fn all_feed_subscriptions(&self) -> Result<Vec<SubscriptionRow>> {
+    pub(crate) fn all_feed_subscriptions(&self) -> Result<Vec<SubscriptionRow>> {
         let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {SUBSCRIPTION} FROM feed_subscriptions ORDER BY guild_id, id"
@@ -170,7 +170,10 @@ impl FeedStore {
     }
 
     /// Every subscription to a source, every guild's: what one fetch feeds.
-    pub fn feed_subscriptions_of_source(&self, source_id: i64) -> Result<Vec<SubscriptionRow>> {
+    pub(crate) fn feed_subscriptions_of_source(
+        &self,
+        source_id: i64,
+    ) -> Result<Vec<SubscriptionRow>> {
         let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {SUBSCRIPTION} FROM feed_subscriptions WHERE source_id = ?1 ORDER BY id"
@@ -182,7 +185,7 @@ impl FeedStore {
     }
 
     /// The sources any subscription reads, as `(kind, target)`.
-    pub fn subscribed_sources(&self) -> Result<Vec<(String, String)>> {
+    pub(crate) fn subscribed_sources(&self) -> Result<Vec<(String, String)>> {
         let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(
             "SELECT DISTINCT d.kind, d.target FROM feed_subscriptions s
@@ -197,7 +200,7 @@ impl FeedStore {
     /// Removes a guild's subscription and its deliveries; whether there was one.
     /// Whether some subscription reads source `id` (it is then fetched at
     /// the feeds' interval when that is shorter).
-    pub fn is_subscribed_source(&self, source_id: i64) -> Result<bool> {
+    pub(crate) fn is_subscribed_source(&self, source_id: i64) -> Result<bool> {
         Ok(self
             .0
             .lock()
@@ -207,7 +210,7 @@ impl FeedStore {
 
     /// The subscriptions, not paused, with an item waiting to be sent, in
     /// the order they were made.
-    pub fn feed_subscriptions_waiting(&self) -> Result<Vec<SubscriptionRow>> {
+    pub(crate) fn feed_subscriptions_waiting(&self) -> Result<Vec<SubscriptionRow>> {
         let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {SUBSCRIPTION} FROM feed_subscriptions s
@@ -222,7 +225,7 @@ impl FeedStore {
     }
 
     /// A fetch that worked (even one that found nothing new) ends a run of failures.
-    pub fn clear_feed_failures(&self, id: i64) -> Result<()> {
+    pub(crate) fn clear_feed_failures(&self, id: i64) -> Result<()> {
         self.0.lock().execute(
             "UPDATE feed_subscriptions SET failures = 0 WHERE id = ?1",
             [id],
@@ -232,7 +235,7 @@ impl FeedStore {
 
     /// Gives up on a waiting item that cannot be sent (its kept fields are
     /// unreadable): noted as `dropped`, so it is never met as new again.
-    pub fn drop_feed_item(&self, id: i64, key: &str) -> Result<()> {
+    pub(crate) fn drop_feed_item(&self, id: i64, key: &str) -> Result<()> {
         self.0.lock().execute(
             "UPDATE feed_deliveries SET state = 'dropped', item = NULL
              WHERE subscription_id = ?1 AND item_key = ?2",
@@ -241,7 +244,7 @@ impl FeedStore {
         Ok(())
     }
 
-    pub fn remove_feed_subscription(&self, guild: GuildId, id: i64) -> Result<bool> {
+    pub(crate) fn remove_feed_subscription(&self, guild: GuildId, id: i64) -> Result<bool> {
         // Its deliveries go with it: `ON DELETE CASCADE`, with the foreign
         // keys the store turns on when it opens.
         let removed = self.0.lock().execute(
@@ -253,7 +256,7 @@ impl FeedStore {
 
     /// Saves a subscription's template, filters, embed choice and
     /// de-duplication rule; whether the guild has it.
-    pub fn edit_feed_look(
+    pub(crate) fn edit_feed_look(
         &self,
         guild: GuildId,
         id: i64,
@@ -272,7 +275,12 @@ impl FeedStore {
 
     /// Pauses a subscription (`Some(why)`) or resumes it (`None`, which also
     /// clears its failures); whether the guild has it.
-    pub fn set_feed_paused(&self, guild: GuildId, id: i64, why: Option<&str>) -> Result<bool> {
+    pub(crate) fn set_feed_paused(
+        &self,
+        guild: GuildId,
+        id: i64,
+        why: Option<&str>,
+    ) -> Result<bool> {
         let changed = self.0.lock().execute(
             "UPDATE feed_subscriptions
              SET paused = ?3, failures = CASE WHEN ?3 IS NULL THEN 0 ELSE failures END
@@ -295,7 +303,12 @@ impl FeedStore {
     /// an item met before only has its `last_seen_at` moved; a new one is
     /// stored in the state given. Marks the subscription primed and clears
     /// its failures. Returns how many were new.
-    pub fn note_feed_items(&self, id: i64, items: &[MetItem], now: DateTime<Utc>) -> Result<usize> {
+    pub(crate) fn note_feed_items(
+        &self,
+        id: i64,
+        items: &[MetItem],
+        now: DateTime<Utc>,
+    ) -> Result<usize> {
         let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         let mut new = 0;
@@ -354,7 +367,7 @@ impl FeedStore {
 
     /// The subscription's items waiting to be sent, in publish order (those
     /// without a date in the order they were met), at most `limit`.
-    pub fn waiting_feed_items(&self, id: i64, limit: u32) -> Result<Vec<Waiting>> {
+    pub(crate) fn waiting_feed_items(&self, id: i64, limit: u32) -> Result<Vec<Waiting>> {
         let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(
             "SELECT item_key, item, published_at, state FROM feed_deliveries
@@ -376,7 +389,7 @@ impl FeedStore {
 
     /// Marks an item as handed to Discord, committed before the request
     /// goes out (see the module's doc); whether it was waiting.
-    pub fn mark_feed_sending(&self, id: i64, key: &str) -> Result<bool> {
+    pub(crate) fn mark_feed_sending(&self, id: i64, key: &str) -> Result<bool> {
         let changed = self
             .0
             .lock()
@@ -390,7 +403,7 @@ impl FeedStore {
 
     /// Marks an item as posted (its fields are no longer kept) and the
     /// subscription as having delivered, in one transaction.
-    pub fn mark_feed_sent(
+    pub(crate) fn mark_feed_sent(
         &self,
         id: i64,
         key: &str,
@@ -411,7 +424,7 @@ impl FeedStore {
     }
 
     /// Items a subscription posted since `since` (its hourly limit).
-    pub fn feed_sent_since(&self, id: i64, since: DateTime<Utc>) -> Result<u64> {
+    pub(crate) fn feed_sent_since(&self, id: i64, since: DateTime<Utc>) -> Result<u64> {
         Ok(self
             .0
             .lock()
@@ -423,7 +436,11 @@ impl FeedStore {
     }
 
     /// Items every subscription of a guild posted since `since` (its hourly limit).
-    pub fn guild_feed_sent_since(&self, guild: GuildId, since: DateTime<Utc>) -> Result<u64> {
+    pub(crate) fn guild_feed_sent_since(
+        &self,
+        guild: GuildId,
+        since: DateTime<Utc>,
+    ) -> Result<u64> {
         Ok(self
             .0
             .lock()
@@ -438,7 +455,7 @@ impl FeedStore {
     }
 
     /// How a subscription's deliveries stand.
-    pub fn feed_delivery_counts(&self, id: i64) -> Result<DeliveryCounts> {
+    pub(crate) fn feed_delivery_counts(&self, id: i64) -> Result<DeliveryCounts> {
         Ok(self.0.lock().query_row(
             "SELECT count(*) FILTER (WHERE state = 'sent'),
                     count(*) FILTER (WHERE state IN ('queued', 'sending')),

@@ -98,12 +98,12 @@ impl PeopleStore {
     /// words before they asked and stored what it learned after the erasure
     /// ran. Bounded by when they asked: what was said by then goes, facts
     /// learned from it included; what they said since is theirs.
-    pub fn erase_again(&self, erasure: &Erasure) -> Result<Forgotten> {
+    pub(crate) fn erase_again(&self, erasure: &Erasure) -> Result<Forgotten> {
         self.forget(erasure, Carried::Again)
     }
 
     /// When each of `users` last asked to be forgotten, for those who did.
-    pub fn last_erasures(&self, users: &[UserId]) -> Result<HashMap<UserId, DateTime<Utc>>> {
+    pub(crate) fn last_erasures(&self, users: &[UserId]) -> Result<HashMap<UserId, DateTime<Utc>>> {
         let conn = self.0.lock();
         let mut stmt = conn.prepare_cached("SELECT max(at) FROM erasures WHERE user_id = ?1")?;
         let mut last = HashMap::new();
@@ -118,7 +118,7 @@ impl PeopleStore {
 
     /// Where the erasure log ends now: an extraction notes it before it
     /// reads a channel, and [`Store::erasures_after`] it before it stores.
-    pub fn erasure_mark(&self) -> Result<i64> {
+    pub(crate) fn erasure_mark(&self) -> Result<i64> {
         Ok(self
             .0
             .lock()
@@ -136,7 +136,7 @@ impl PeopleStore {
     /// what was held of `user` when they asked (`entry.at`), with the
     /// cursor moved to the event in the same transaction. Applied again,
     /// it finds nothing more (what they said since is not theirs to lose).
-    pub fn apply_forget_event(
+    pub(crate) fn apply_forget_event(
         &self,
         ledger_id: &str,
         entry: &LedgerEntry,

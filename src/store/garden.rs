@@ -213,7 +213,7 @@ impl GardenStore {
 
     /// Removes a cycle that turned out to have done nothing (the garden's
     /// rest): the log keeps only cycles that did something.
-    pub fn cycle_discard(&self, id: i64) -> Result<()> {
+    pub(crate) fn cycle_discard(&self, id: i64) -> Result<()> {
         self.0
             .lock()
             .execute("DELETE FROM garden_cycles WHERE id = ?1", [id])?;
@@ -247,7 +247,7 @@ impl GardenStore {
     /// Tokens of the newest `n` cycles that made model calls (for the cost
     /// per cycle): `n` entries of the index that holds only those
     /// (migration 20), however many cycles made none.
-    pub fn recent_cycle_tokens(&self, n: usize) -> Result<Vec<u64>> {
+    pub(crate) fn recent_cycle_tokens(&self, n: usize) -> Result<Vec<u64>> {
         let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(RECENT_CYCLE_TOKENS)?;
         let rows = stmt
@@ -256,7 +256,7 @@ impl GardenStore {
         Ok(rows)
     }
 
-    pub fn cycles_with_status(&self, status: CycleStatus) -> Result<Vec<Cycle>> {
+    pub(crate) fn cycles_with_status(&self, status: CycleStatus) -> Result<Vec<Cycle>> {
         let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {CYCLE} FROM garden_cycles WHERE status = ?1 ORDER BY id"
@@ -267,7 +267,7 @@ impl GardenStore {
         Ok(rows)
     }
 
-    pub fn queue_insert(&self, q: &QueueItem) -> Result<()> {
+    pub(crate) fn queue_insert(&self, q: &QueueItem) -> Result<()> {
         self.0.lock().execute(
             &format!("INSERT INTO garden_queue ({QUEUE}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
             params![
@@ -298,7 +298,7 @@ impl GardenStore {
         Ok(rows)
     }
 
-    pub fn queue_done(&self, ids: &[String], cycle: i64, at: DateTime<Utc>) -> Result<()> {
+    pub(crate) fn queue_done(&self, ids: &[String], cycle: i64, at: DateTime<Utc>) -> Result<()> {
         let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         for id in ids {
@@ -337,7 +337,7 @@ impl GardenStore {
         Ok(())
     }
 
-    pub fn garden_clear(&self, key: &str) -> Result<()> {
+    pub(crate) fn garden_clear(&self, key: &str) -> Result<()> {
         self.0
             .lock()
             .execute("DELETE FROM garden_state WHERE key = ?1", [key])?;
@@ -345,7 +345,7 @@ impl GardenStore {
     }
 
     /// Links facts (each pair once, in a stable order); returns how many were new.
-    pub fn link_facts(
+    pub(crate) fn link_facts(
         &self,
         pairs: &[(String, String)],
         relation: &str,
@@ -367,7 +367,7 @@ impl GardenStore {
     }
 
     /// Links between a guild's facts.
-    pub fn link_count(&self, guild: GuildId) -> Result<u64> {
+    pub(crate) fn link_count(&self, guild: GuildId) -> Result<u64> {
         Ok(self.0.lock().query_row(
             "SELECT count(*) FROM fact_links l JOIN facts f ON f.id = l.a WHERE f.guild_id = ?1",
             [guild.to_sql()],
@@ -389,7 +389,7 @@ impl GardenStore {
 
     /// Reactions and replies to the bot's ambient posts after `since`, oldest
     /// first, leaving out the bot's own (`me`).
-    pub fn ambient_post_feedback(
+    pub(crate) fn ambient_post_feedback(
         &self,
         since: DateTime<Utc>,
         me: crate::ids::UserId,

@@ -50,13 +50,13 @@ pub const VERSION: u32 = 1;
 pub const FOLDERS: [&str; 2] = ["guilds", "reflexes"];
 
 /// `<dataDir>/state/<name>/<guild>`, one of the server's [`FOLDERS`].
-pub fn state_folder(data_dir: &Path, name: &str, guild: GuildId) -> PathBuf {
+pub(crate) fn state_folder(data_dir: &Path, name: &str, guild: GuildId) -> PathBuf {
     data_dir.join("state").join(name).join(guild.to_string())
 }
 
 /// Deletes the server's state folders, the half of removing a server that
 /// is not rows ([`Store::remove_guild`] is the other).
-pub fn remove_state_folders(data_dir: &Path, guild: GuildId) -> Res<()> {
+pub(crate) fn remove_state_folders(data_dir: &Path, guild: GuildId) -> Res<()> {
     for name in FOLDERS {
         let dir = state_folder(data_dir, name, guild);
         if dir.exists() {
@@ -151,7 +151,7 @@ impl From<rusqlite::Error> for GuildIoError {
 type Res<T> = std::result::Result<T, GuildIoError>;
 
 /// Counts as `messages 12, facts 3`.
-pub fn describe(counts: &Counts) -> String {
+pub(crate) fn describe(counts: &Counts) -> String {
     if counts.is_empty() {
         return "no rows".into();
     }
@@ -163,7 +163,7 @@ pub fn describe(counts: &Counts) -> String {
 }
 
 /// Reads an export file's text; errors name the JSON path that is wrong.
-pub fn parse(bytes: &[u8]) -> Res<Document> {
+pub(crate) fn parse(bytes: &[u8]) -> Res<Document> {
     let de = &mut serde_json::Deserializer::from_slice(bytes);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
@@ -177,7 +177,7 @@ pub fn parse(bytes: &[u8]) -> Res<Document> {
 
 impl GuildStore {
     /// Writes `guild`'s export document (with `files`) to `w`.
-    pub fn export_guild(
+    pub(crate) fn export_guild(
         &self,
         guild: GuildId,
         files: &[GuildFile],
@@ -226,7 +226,7 @@ impl GuildStore {
     }
 
     /// Deletes `guild`'s rows (shared feed rows stay); returns what went.
-    pub fn remove_guild(&self, guild: GuildId) -> Res<Counts> {
+    pub(crate) fn remove_guild(&self, guild: GuildId) -> Res<Counts> {
         let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         let removed = remove_in(&tx, guild)?;
@@ -240,7 +240,7 @@ impl GuildStore {
     /// people ledger holds is applied again to what came in, in the same
     /// transaction: an export taken before someone asked to be forgotten
     /// cannot bring them back.
-    pub fn import_guild(&self, doc: &Document, replace: bool) -> Res<Imported> {
+    pub(crate) fn import_guild(&self, doc: &Document, replace: bool) -> Res<Imported> {
         check_header(doc, migrations::current_version(&self.0.lock())?)?;
         for name in doc.tables.keys() {
             if !TABLES.iter().any(|t| t.name == name) {

@@ -34,7 +34,7 @@ impl OverrideStore {
     }
 
     /// Removes one override; returns whether there was one.
-    pub fn remove_guild_override(&self, guild: GuildId, path: &str) -> Result<bool> {
+    pub(crate) fn remove_guild_override(&self, guild: GuildId, path: &str) -> Result<bool> {
         let n = self.0.lock().execute(
             "DELETE FROM guild_settings WHERE guild_id = ?1 AND path = ?2",
             params![guild.to_sql(), path],
@@ -43,7 +43,7 @@ impl OverrideStore {
     }
 
     /// The guilds with an override of some key under `prefix` (`"storage.retention."`).
-    pub fn guilds_overriding(&self, prefix: &str) -> Result<Vec<GuildId>> {
+    pub(crate) fn guilds_overriding(&self, prefix: &str) -> Result<Vec<GuildId>> {
         let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(
             "SELECT DISTINCT guild_id FROM guild_settings WHERE substr(path, 1, length(?1)) = ?1 ORDER BY guild_id",

@@ -29,7 +29,7 @@ fn place(channel: Option<ChannelId>) -> i64 {
 
 impl PeopleStore {
     /// Hushes a channel (or the server), replacing an earlier hush there.
-    pub fn set_hush(&self, h: &Hush) -> Result<()> {
+    pub(crate) fn set_hush(&self, h: &Hush) -> Result<()> {
         self.0.lock().execute(
             "INSERT OR REPLACE INTO hushes (guild_id, channel_id, until, by_user, by_name, at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -46,7 +46,7 @@ impl PeopleStore {
     }
 
     /// Ends a hush; `true` if there was one in force.
-    pub fn clear_hush(
+    pub(crate) fn clear_hush(
         &self,
         guild: GuildId,
         channel: Option<ChannelId>,

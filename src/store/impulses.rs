@@ -29,7 +29,7 @@ pub struct Task {
 
 impl Task {
     /// What people type to name it (`/task done 3f2a9c1b`).
-    pub fn short_id(&self) -> &str {
+    pub(crate) fn short_id(&self) -> &str {
         &self.id[..8.min(self.id.len())]
     }
 }
@@ -184,7 +184,7 @@ impl ImpulseStore {
         Ok(rows)
     }
 
-    pub fn task_by_prefix(&self, guild: Option<GuildId>, prefix: &str) -> Result<Vec<Task>> {
+    pub(crate) fn task_by_prefix(&self, guild: Option<GuildId>, prefix: &str) -> Result<Vec<Task>> {
         let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {TASK} FROM tasks WHERE guild_id IS ?1 AND id LIKE ?2 || '%'"
@@ -201,7 +201,7 @@ impl ImpulseStore {
     /// Claims every task due by `now` that has not fired: marks it fired (in
     /// the same transaction) and returns it, so a task fires once, restarts included.
     /// Tasks claimed (fired) but never finished: the process stopped in between.
-    pub fn interrupted_tasks(&self) -> Result<Vec<Task>> {
+    pub(crate) fn interrupted_tasks(&self) -> Result<Vec<Task>> {
         let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {TASK} FROM tasks WHERE fired_at IS NOT NULL AND done_at IS NULL ORDER BY fired_at"
@@ -242,14 +242,14 @@ impl ImpulseStore {
         Ok(due)
     }
 
-    pub fn complete_task(&self, id: &str, at: DateTime<Utc>) -> Result<bool> {
+    pub(crate) fn complete_task(&self, id: &str, at: DateTime<Utc>) -> Result<bool> {
         Ok(self.0.lock().execute(
             "UPDATE tasks SET done_at = ?2 WHERE id = ?1 AND done_at IS NULL",
             params![id, to_ms(at)],
         )? == 1)
     }
 
-    pub fn insert_idea(&self, i: &Idea) -> Result<()> {
+    pub(crate) fn insert_idea(&self, i: &Idea) -> Result<()> {
         self.0.lock().execute(
             "INSERT INTO ideas (id, guild_id, text, sparked_by, created_at, explored_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![i.id, i.guild.map(GuildId::to_sql), i.text, i.sparked_by, to_ms(i.created_at), i.explored_at.map(to_ms)],
@@ -257,7 +257,11 @@ impl ImpulseStore {
         Ok(())
     }
 
-    pub fn ideas(&self, guild: Option<GuildId>, include_explored: bool) -> Result<Vec<Idea>> {
+    pub(crate) fn ideas(
+        &self,
+        guild: Option<GuildId>,
+        include_explored: bool,
+    ) -> Result<Vec<Idea>> {
         let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(
             "SELECT id, guild_id, text, sparked_by, created_at, explored_at FROM ideas
@@ -273,7 +277,7 @@ impl ImpulseStore {
     }
 
     /// Marks an idea explored; `false` if someone else already took it.
-    pub fn last_idea_explored(&self, guild: GuildId) -> Result<Option<DateTime<Utc>>> {
+    pub(crate) fn last_idea_explored(&self, guild: GuildId) -> Result<Option<DateTime<Utc>>> {
         Ok(self
             .0
             .lock()
@@ -286,7 +290,7 @@ impl ImpulseStore {
     }
 
     /// Gives a claimed task back, due again at `due_at` (it could not be said when it fired).
-    pub fn postpone_task(&self, id: &str, due_at: DateTime<Utc>) -> Result<bool> {
+    pub(crate) fn postpone_task(&self, id: &str, due_at: DateTime<Utc>) -> Result<bool> {
         Ok(self.0.lock().execute(
             "UPDATE tasks SET fired_at = NULL, due_at = ?2 WHERE id = ?1 AND done_at IS NULL",
             params![id, to_ms(due_at)],
@@ -294,7 +298,7 @@ impl ImpulseStore {
     }
 
     /// Gives a claimed idea back (its exploration failed): it waits to be explored again.
-    pub fn release_idea(&self, id: &str) -> Result<bool> {
+    pub(crate) fn release_idea(&self, id: &str) -> Result<bool> {
         Ok(self
             .0
             .lock()
@@ -302,14 +306,14 @@ impl ImpulseStore {
             == 1)
     }
 
-    pub fn claim_idea(&self, id: &str, at: DateTime<Utc>) -> Result<bool> {
+    pub(crate) fn claim_idea(&self, id: &str, at: DateTime<Utc>) -> Result<bool> {
         Ok(self.0.lock().execute(
             "UPDATE ideas SET explored_at = ?2 WHERE id = ?1 AND explored_at IS NULL",
             params![id, to_ms(at)],
         )? == 1)
     }
 
-    pub fn insert_schedule(&self, s: &ScheduleEntry) -> Result<bool> {
+    pub(crate) fn insert_schedule(&self, s: &ScheduleEntry) -> Result<bool> {
         Ok(self.0.lock().execute(
             &format!("INSERT OR IGNORE INTO schedules ({SCHEDULE}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"),
             params![
@@ -340,7 +344,7 @@ impl ImpulseStore {
         Ok(rows)
     }
 
-    pub fn remove_schedule(&self, guild: GuildId, name: &str) -> Result<bool> {
+    pub(crate) fn remove_schedule(&self, guild: GuildId, name: &str) -> Result<bool> {
         Ok(self.0.lock().execute(
             "DELETE FROM schedules WHERE guild_id = ?1 AND name = ?2",
             params![guild.to_sql(), name],
@@ -348,7 +352,7 @@ impl ImpulseStore {
     }
 
     /// Records a firing unless another check already recorded one since `previous`.
-    pub fn mark_schedule_fired(
+    pub(crate) fn mark_schedule_fired(
         &self,
         id: &str,
         previous: Option<DateTime<Utc>>,
@@ -360,7 +364,7 @@ impl ImpulseStore {
         )? == 1)
     }
 
-    pub fn record_reflex_run(&self, name: &str, outcome: &str, micros: u64) -> Result<()> {
+    pub(crate) fn record_reflex_run(&self, name: &str, outcome: &str, micros: u64) -> Result<()> {
         let column = match outcome {
             "succeeded" => "succeeded",
             "failed" => "failed",
@@ -397,7 +401,7 @@ impl ImpulseStore {
     }
 
     /// Disables a reflex in one guild, or everywhere (`None`).
-    pub fn disable_reflex(
+    pub(crate) fn disable_reflex(
         &self,
         guild: Option<GuildId>,
         name: &str,
@@ -411,7 +415,7 @@ impl ImpulseStore {
         Ok(())
     }
 
-    pub fn enable_reflex(&self, guild: Option<GuildId>, name: &str) -> Result<bool> {
+    pub(crate) fn enable_reflex(&self, guild: Option<GuildId>, name: &str) -> Result<bool> {
         Ok(self.0.lock().execute(
             "DELETE FROM reflex_disabled WHERE guild_id = ?1 AND name = ?2",
             params![guild.map_or(0, GuildId::to_sql), name],
@@ -434,7 +438,7 @@ impl ImpulseStore {
     }
 
     /// When a person last spoke in a guild.
-    pub fn last_human_message(&self, guild: GuildId) -> Result<Option<DateTime<Utc>>> {
+    pub(crate) fn last_human_message(&self, guild: GuildId) -> Result<Option<DateTime<Utc>>> {
         Ok(self
             .0
             .lock()

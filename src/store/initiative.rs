@@ -50,7 +50,7 @@ impl InitiativeStore {
             .optional()?)
     }
 
-    pub fn pending_thoughts(&self) -> Result<Vec<PendingThought>> {
+    pub(crate) fn pending_thoughts(&self) -> Result<Vec<PendingThought>> {
         let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {PENDING} FROM pending_thoughts ORDER BY guild_id"
@@ -85,7 +85,7 @@ impl InitiativeStore {
         Ok(())
     }
 
-    pub fn delete_pending_thought(&self, guild: GuildId) -> Result<bool> {
+    pub(crate) fn delete_pending_thought(&self, guild: GuildId) -> Result<bool> {
         Ok(self.0.lock().execute(
             "DELETE FROM pending_thoughts WHERE guild_id = ?1",
             [guild.to_sql()],
@@ -106,7 +106,7 @@ impl InitiativeStore {
             .map(from_ms))
     }
 
-    pub fn set_last_considered(&self, guild: GuildId, at: DateTime<Utc>) -> Result<()> {
+    pub(crate) fn set_last_considered(&self, guild: GuildId, at: DateTime<Utc>) -> Result<()> {
         self.0.lock().execute(
             "INSERT INTO initiative_state (guild_id, last_considered_at) VALUES (?1, ?2)
              ON CONFLICT (guild_id) DO UPDATE SET last_considered_at = excluded.last_considered_at",
@@ -150,7 +150,7 @@ impl InitiativeStore {
         Ok(())
     }
 
-    pub fn outbox_delete(&self, nonce: &str) -> Result<()> {
+    pub(crate) fn outbox_delete(&self, nonce: &str) -> Result<()> {
         self.0
             .lock()
             .execute("DELETE FROM initiative_outbox WHERE nonce = ?1", [nonce])?;

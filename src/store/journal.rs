@@ -26,7 +26,7 @@ const MARKER_BYTES: usize = 80;
 
 /// `text` cut at a character boundary, with a marker saying how long it
 /// was, to at most [`MAX_REASON_BYTES`] bytes in all; unchanged when it fits.
-pub fn bounded(text: &str) -> Cow<'_, str> {
+pub(crate) fn bounded(text: &str) -> Cow<'_, str> {
     if text.len() <= MAX_REASON_BYTES {
         return Cow::Borrowed(text);
     }
@@ -40,7 +40,7 @@ pub fn bounded(text: &str) -> Cow<'_, str> {
 }
 
 /// [`bounded`] in place: nothing is copied when `text` fits.
-pub fn bound(text: &mut String) {
+pub(crate) fn bound(text: &mut String) {
     if text.len() > MAX_REASON_BYTES {
         *text = bounded(text).into_owned();
     }
@@ -73,7 +73,7 @@ impl JournalStore {
     /// Appends an entry and, when it is one the context stream shows, its
     /// stream line (`guild`'s), together: in one transaction, or in the open
     /// group of writes with [`Commit::Grouped`] (see [`super::group_commit`]).
-    pub fn journal_append_with(
+    pub(crate) fn journal_append_with(
         &self,
         e: &Entry,
         stream: Option<(GuildId, &StreamLine<'_>)>,
@@ -105,7 +105,7 @@ impl JournalStore {
 
     /// How many entries match `f` (its `limit` aside): counted in SQL,
     /// without reading them (the daily cap asks every tick).
-    pub fn journal_count(&self, f: &Filter) -> Result<u64> {
+    pub(crate) fn journal_count(&self, f: &Filter) -> Result<u64> {
         let (filter, args) = filter(f);
         let n: i64 = self
             .0

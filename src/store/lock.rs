@@ -9,14 +9,13 @@
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub const LOCK_FILE: &str = "ambient.lock";
 
 #[derive(Debug)]
 pub struct DataLock {
     _file: File,
-    pub path: PathBuf,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -34,7 +33,7 @@ pub enum LockError {
 }
 
 impl DataLock {
-    pub fn acquire(data_dir: &Path) -> Result<DataLock, LockError> {
+    pub(crate) fn acquire(data_dir: &Path) -> Result<DataLock, LockError> {
         let path = data_dir.join(LOCK_FILE);
         let io = |source| LockError::Io {
             path: path.display().to_string(),
@@ -70,7 +69,7 @@ impl DataLock {
         file.seek(SeekFrom::Start(0)).map_err(io)?;
         write!(file, "{}", std::process::id()).map_err(io)?;
         file.flush().map_err(io)?;
-        Ok(DataLock { _file: file, path })
+        Ok(DataLock { _file: file })
     }
 }
 

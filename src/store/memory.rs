@@ -37,7 +37,7 @@ static SEARCH: LazyLock<String> = LazyLock::new(|| {
 });
 
 /// The full-text filter tokens of a fact.
-pub fn tags(f: &Fact) -> String {
+pub(crate) fn tags(f: &Fact) -> String {
     let x = if f.is_active() { "" } else { "x" };
     format!(
         "g{x}{} u{x}{}",
@@ -185,7 +185,12 @@ impl MemoryStore {
     /// written, each duplicate is marked superseded by it, and the
     /// duplicates' reinforcement breadcrumbs move to the survivor, plus one
     /// breadcrumb per merge — nothing of how the fact earned its strength is lost.
-    pub fn merge_facts(&self, survivor: &Fact, merged: &[&Fact], at: DateTime<Utc>) -> Result<()> {
+    pub(crate) fn merge_facts(
+        &self,
+        survivor: &Fact,
+        merged: &[&Fact],
+        at: DateTime<Utc>,
+    ) -> Result<()> {
         let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         write_fact(&tx, survivor, false)?;
@@ -209,7 +214,7 @@ impl MemoryStore {
     }
 
     /// (all facts, active facts) of a guild (`None`: direct messages).
-    pub fn fact_counts(&self, guild: Option<GuildId>) -> Result<(u64, u64)> {
+    pub(crate) fn fact_counts(&self, guild: Option<GuildId>) -> Result<(u64, u64)> {
         Ok(self.0.lock().query_row(
             "SELECT count(*), count(*) FILTER (WHERE superseded_by IS NULL AND archived_at IS NULL) FROM facts WHERE guild_id IS ?1",
             [guild.map(GuildId::to_sql)],
@@ -218,7 +223,7 @@ impl MemoryStore {
     }
 
     /// What changes whenever a guild's active memory changes: (count, newest update).
-    pub fn fact_signature(&self, guild: Option<GuildId>) -> Result<(u64, i64)> {
+    pub(crate) fn fact_signature(&self, guild: Option<GuildId>) -> Result<(u64, i64)> {
         Ok(self.0.lock().query_row(
             "SELECT count(*), coalesce(max(updated_at), 0) FROM facts
              WHERE guild_id IS ?1 AND superseded_by IS NULL AND archived_at IS NULL",
@@ -286,7 +291,7 @@ impl MemoryStore {
     }
 
     /// Facts whose id starts with `prefix` (for ids people abbreviate).
-    pub fn facts_by_prefix(&self, prefix: &str) -> Result<Vec<Fact>> {
+    pub(crate) fn facts_by_prefix(&self, prefix: &str) -> Result<Vec<Fact>> {
         let prefix: String = prefix
             .chars()
             .filter(|c| c.is_ascii_hexdigit())
@@ -305,7 +310,7 @@ impl MemoryStore {
         Ok(rows)
     }
 
-    pub fn delete_fact(&self, id: &str) -> Result<bool> {
+    pub(crate) fn delete_fact(&self, id: &str) -> Result<bool> {
         let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         tx.execute("DELETE FROM fact_reinforcements WHERE fact_id = ?1", [id])?;
@@ -317,7 +322,7 @@ impl MemoryStore {
     /// Compaction's change as one transaction: `summary` (if any) is
     /// inserted and every fact in `replaced` deleted, or nothing happens —
     /// a summary that failed to land never costs the facts it summarises.
-    pub fn compact_facts(&self, summary: Option<&Fact>, replaced: &[&str]) -> Result<()> {
+    pub(crate) fn compact_facts(&self, summary: Option<&Fact>, replaced: &[&str]) -> Result<()> {
         let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         if let Some(s) = summary {
@@ -400,7 +405,7 @@ impl MemoryStore {
     /// search would commit on its own: a crash in the 100 ms before the
     /// group is committed leaves those facts' TTL and search recency
     /// counting from their use before.
-    pub fn touch_facts(&self, ids: &[String], at: DateTime<Utc>) -> Result<()> {
+    pub(crate) fn touch_facts(&self, ids: &[String], at: DateTime<Utc>) -> Result<()> {
         if ids.is_empty() {
             return Ok(());
         }
@@ -413,7 +418,7 @@ impl MemoryStore {
     }
 
     /// Deletes facts not seen since `before` (their reinforcements too); returns how many.
-    pub fn expire_facts(&self, before: DateTime<Utc>) -> Result<usize> {
+    pub(crate) fn expire_facts(&self, before: DateTime<Utc>) -> Result<usize> {
         let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         tx.execute(
@@ -427,7 +432,7 @@ impl MemoryStore {
 
     /// The oldest `last_seen_at` of any fact and the oldest `archived_at`:
     /// when `expire_facts` and `purge_archived_facts` next find something.
-    pub fn oldest_fact_marks(&self) -> Result<OldestFacts> {
+    pub(crate) fn oldest_fact_marks(&self) -> Result<OldestFacts> {
         Ok(self.0.lock().query_row(
             "SELECT min(last_seen_at), min(archived_at) FROM facts",
             [],
@@ -441,7 +446,7 @@ impl MemoryStore {
     }
 
     /// Deletes facts archived before `before`.
-    pub fn purge_archived_facts(&self, before: DateTime<Utc>) -> Result<usize> {
+    pub(crate) fn purge_archived_facts(&self, before: DateTime<Utc>) -> Result<usize> {
         let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         tx.execute(
@@ -468,7 +473,7 @@ impl MemoryStore {
             .optional()?)
     }
 
-    pub fn set_extraction_checkpoint(
+    pub(crate) fn set_extraction_checkpoint(
         &self,
         channel: ChannelId,
         last: MessageId,
@@ -520,7 +525,7 @@ impl MemoryStore {
 
     /// Number of active facts per (guild, scope, channel, user) group above `min`,
     /// for compaction: (scope of the group, count).
-    pub fn crowded_scopes(&self, guild: Option<GuildId>) -> Result<Vec<(Scope, u64)>> {
+    pub(crate) fn crowded_scopes(&self, guild: Option<GuildId>) -> Result<Vec<(Scope, u64)>> {
         let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(
             "SELECT scope, channel_id, user_id, count(*) FROM facts
@@ -545,7 +550,7 @@ impl MemoryStore {
     }
 
     /// Guilds (and `None` for DMs) that hold facts.
-    pub fn fact_guilds(&self) -> Result<Vec<Option<GuildId>>> {
+    pub(crate) fn fact_guilds(&self) -> Result<Vec<Option<GuildId>>> {
         let conn = self.0.lock();
         let mut stmt = conn.prepare_cached("SELECT DISTINCT guild_id FROM facts")?;
         let rows = stmt
@@ -558,7 +563,7 @@ impl MemoryStore {
 
     /// Counts by kind and importance, and the date range, for `ambient memories stats`.
     #[allow(clippy::type_complexity)] // one query's three results, named where `cli` reads them
-    pub fn fact_stats(
+    pub(crate) fn fact_stats(
         &self,
     ) -> Result<(
         Vec<(String, String, u64)>,

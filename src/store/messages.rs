@@ -43,7 +43,7 @@ pub enum Source {
 }
 
 impl Source {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Source::Text => "text",
             Source::Vc => "vc",
@@ -175,7 +175,7 @@ pub fn provisional_id(nonce: &str) -> MessageId {
     MessageId(crate::ids::stable_id("provisional", nonce) | PROVISIONAL)
 }
 
-pub fn is_provisional(id: MessageId) -> bool {
+pub(crate) fn is_provisional(id: MessageId) -> bool {
     id.get() & PROVISIONAL != 0
 }
 
@@ -212,7 +212,12 @@ impl MessageStore {
     }
 
     /// Applies an edit; returns `false` if the message is unknown or deleted.
-    pub fn edit_message(&self, id: MessageId, content: &str, at: DateTime<Utc>) -> Result<bool> {
+    pub(crate) fn edit_message(
+        &self,
+        id: MessageId,
+        content: &str,
+        at: DateTime<Utc>,
+    ) -> Result<bool> {
         let n = self.0.lock().execute(
             "UPDATE messages SET content = ?2, edited_at = ?3 WHERE id = ?1 AND deleted_at IS NULL",
             params![id.to_sql(), content, to_ms(at)],
@@ -221,7 +226,7 @@ impl MessageStore {
     }
 
     /// Marks a message deleted and removes its content and attachments.
-    pub fn delete_message(&self, id: MessageId, at: DateTime<Utc>) -> Result<bool> {
+    pub(crate) fn delete_message(&self, id: MessageId, at: DateTime<Utc>) -> Result<bool> {
         let n = self.0.lock().execute(
             "UPDATE messages SET content = '', attachments = '[]', deleted_at = ?2
              WHERE id = ?1 AND deleted_at IS NULL",
@@ -245,7 +250,7 @@ impl MessageStore {
     /// provisional row goes; either way one row remains. Grouped (see
     /// [`super::group_commit`]): if a crash loses it, backfill gives the
     /// message's id to the provisional row as it does for the echo.
-    pub fn confirm_message(&self, provisional: MessageId, id: MessageId) -> Result<()> {
+    pub(crate) fn confirm_message(&self, provisional: MessageId, id: MessageId) -> Result<()> {
         let conn = self.0.lock_grouped()?;
         let echoed: bool = conn
             .prepare_cached(EXISTS)?
@@ -260,7 +265,7 @@ impl MessageStore {
     }
 
     /// Removes a provisional row whose message was never sent.
-    pub fn forget_unsent(&self, provisional: MessageId) -> Result<()> {
+    pub(crate) fn forget_unsent(&self, provisional: MessageId) -> Result<()> {
         self.0
             .lock()
             .execute("DELETE FROM messages WHERE id = ?1", [provisional.to_sql()])?;
@@ -268,7 +273,7 @@ impl MessageStore {
     }
 
     /// The newest message id stored for a channel (where to catch up from).
-    pub fn last_message_id(&self, channel: ChannelId) -> Result<Option<MessageId>> {
+    pub(crate) fn last_message_id(&self, channel: ChannelId) -> Result<Option<MessageId>> {
         Ok(self
             .0
             .lock()
@@ -281,7 +286,7 @@ impl MessageStore {
     }
 
     /// The name `user` last wrote under, if the bot has seen them write.
-    pub fn author_name(&self, user: UserId) -> Result<Option<String>> {
+    pub(crate) fn author_name(&self, user: UserId) -> Result<Option<String>> {
         Ok(self
             .0.lock()
             .query_row(
@@ -304,7 +309,7 @@ impl MessageStore {
     }
 
     /// A guild's messages since `since` that still have content, oldest first (at most `limit`, the newest).
-    pub fn recent_guild_messages(
+    pub(crate) fn recent_guild_messages(
         &self,
         guild: GuildId,
         since: DateTime<Utc>,
@@ -328,7 +333,7 @@ impl MessageStore {
 
     /// Channels with messages after their extraction checkpoint: (guild, channel,
     /// how many, when the last was said, whether the bot spoke among them, checkpoint time).
-    pub fn unextracted_channels(&self) -> Result<Vec<Unextracted>> {
+    pub(crate) fn unextracted_channels(&self) -> Result<Vec<Unextracted>> {
         let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(
             // The channels first, one index seek each (a loose index scan),
@@ -364,7 +369,7 @@ impl MessageStore {
     }
 
     /// A channel's messages after `after` (exclusive), oldest first, at most `limit`.
-    pub fn messages_after(
+    pub(crate) fn messages_after(
         &self,
         channel: ChannelId,
         after: Option<MessageId>,
@@ -390,7 +395,7 @@ impl MessageStore {
 
     /// When the bot last said something in a channel, and when a person last did.
     #[allow(clippy::type_complexity)] // (bot, person): a pair the doc names
-    pub fn channel_activity(
+    pub(crate) fn channel_activity(
         &self,
         channel: ChannelId,
     ) -> Result<(Option<DateTime<Utc>>, Option<DateTime<Utc>>)> {
@@ -408,7 +413,7 @@ impl MessageStore {
 
     /// When a person last posted in a channel: newest first down the
     /// channel-and-time index, stopping at the first person (asked every tick).
-    pub fn last_human_in(&self, channel: ChannelId) -> Result<Option<DateTime<Utc>>> {
+    pub(crate) fn last_human_in(&self, channel: ChannelId) -> Result<Option<DateTime<Utc>>> {
         Ok(self
             .0
             .lock()
@@ -422,7 +427,7 @@ impl MessageStore {
     }
 
     /// How many messages the bot itself sent in a channel since `since`.
-    pub fn count_self_messages_since(
+    pub(crate) fn count_self_messages_since(
         &self,
         channel: ChannelId,
         since: DateTime<Utc>,
@@ -437,15 +442,6 @@ impl MessageStore {
             .query_row(params![channel.to_sql(), to_ms(since)], |r| {
                 r.get::<_, i64>(0)
             })? as u64)
-    }
-
-    /// How many messages are stored in a channel (deleted ones included).
-    pub fn count_messages(&self, channel: ChannelId) -> Result<u64> {
-        Ok(self.0.lock().query_row(
-            "SELECT count(*) FROM messages WHERE channel_id = ?1",
-            [channel.to_sql()],
-            |r| r.get::<_, i64>(0),
-        )? as u64)
     }
 }
 

@@ -726,7 +726,7 @@ const MAGIC: &[u8; 16] = b"SQLite format 3\0";
 /// The schema version in the header of the database file at `path`, read
 /// without SQLite: `None` when there is no file, or it is not (yet) a whole
 /// SQLite header — SQLite itself then creates it or says what is wrong.
-pub fn file_version(path: &Path) -> std::io::Result<Option<u32>> {
+pub(crate) fn file_version(path: &Path) -> std::io::Result<Option<u32>> {
     use std::io::Read;
     let file = match std::fs::File::open(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -747,7 +747,7 @@ pub fn file_version(path: &Path) -> std::io::Result<Option<u32>> {
 /// WAL, the checkpoint a last connection makes as it closes, the -wal and
 /// -shm files), and a newer ambient's file must be left exactly as it was.
 /// `setting` names where the path comes from, for what to do.
-pub fn refuse_newer_file(path: &Path, known: u32, setting: &'static str) -> Result<()> {
+pub(crate) fn refuse_newer_file(path: &Path, known: u32, setting: &'static str) -> Result<()> {
     match file_version(path) {
         Ok(Some(found)) if found > known => Err(StoreError::TooNew {
             path: path.to_path_buf(),
@@ -765,7 +765,7 @@ pub fn refuse_newer_file(path: &Path, known: u32, setting: &'static str) -> Resu
 /// ambient's last transactions, its migration among them, can still be in
 /// the WAL. Those stay there for it — this connection will not fold them
 /// into the file as it closes.
-pub fn refuse_newer(
+pub(crate) fn refuse_newer(
     conn: &Connection,
     known: u32,
     path: Option<&Path>,
@@ -791,11 +791,11 @@ pub fn refuse_newer(
 }
 
 /// Brings the database up to `up_to`, refusing one newer than this binary.
-pub fn apply(conn: &Connection, up_to: u32, path: Option<&Path>) -> Result<()> {
+pub(crate) fn apply(conn: &Connection, up_to: u32, path: Option<&Path>) -> Result<()> {
     apply_list(conn, MIGRATIONS, up_to, path)
 }
 
-pub fn apply_list(
+pub(crate) fn apply_list(
     conn: &Connection,
     list: &[Migration],
     up_to: u32,

@@ -173,7 +173,7 @@ impl Store {
     }
 
     /// [`Store::open`], shared with other processes or not.
-    pub fn open_as(data_dir: &Path, sharing: Sharing) -> Result<Self> {
+    pub(crate) fn open_as(data_dir: &Path, sharing: Sharing) -> Result<Self> {
         std::fs::create_dir_all(data_dir).map_err(|source| StoreError::DataDir {
             path: data_dir.to_path_buf(),
             source,
@@ -311,7 +311,7 @@ impl FileStore {
     /// of writes was committed, and SQLite's write lock can be taken (and is
     /// let go, writing nothing). Taking the lock alone says nothing of a
     /// full disk: that shows only when a commit needs room.
-    pub fn writable(&self) -> Result<()> {
+    pub(crate) fn writable(&self) -> Result<()> {
         let conn = self.0.lock();
         // Taking the connection commits the open group: its failure counts.
         if let Some(why) = &conn.0.lost {
@@ -322,7 +322,7 @@ impl FileStore {
     }
 
     /// Bytes on disk: the database and its write-ahead log (0 in memory).
-    pub fn bytes_on_disk(&self) -> u64 {
+    pub(crate) fn bytes_on_disk(&self) -> u64 {
         let Some(db) = self.0.path() else { return 0 };
         let wal = db.with_extension("db-wal");
         [db.to_path_buf(), wal]
@@ -334,7 +334,7 @@ impl FileStore {
 
     /// Times this store's connection into the process's metrics from now
     /// on: each use's wait for it, and each group of writes.
-    pub fn time_into(&self, timings: crate::metrics::StoreTimings) {
+    pub(crate) fn time_into(&self, timings: crate::metrics::StoreTimings) {
         self.0.shared.time_into(timings);
     }
 
@@ -427,11 +427,11 @@ fn steady_plans(conn: &Connection) -> rusqlite::Result<()> {
 }
 
 /// Timestamps are stored as Unix milliseconds (INTEGER): compact, ordered, unambiguous.
-pub fn to_ms(t: DateTime<Utc>) -> i64 {
+pub(crate) fn to_ms(t: DateTime<Utc>) -> i64 {
     t.timestamp_millis()
 }
 
-pub fn from_ms(ms: i64) -> DateTime<Utc> {
+pub(crate) fn from_ms(ms: i64) -> DateTime<Utc> {
     Utc.timestamp_millis_opt(ms)
         .single()
         .unwrap_or(DateTime::<Utc>::MIN_UTC)

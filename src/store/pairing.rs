@@ -33,7 +33,7 @@ pub enum Pairing {
 
 impl PeopleStore {
     /// Keeps `code` as `user`'s, replacing any earlier code of theirs.
-    pub fn save_pairing_code(&self, c: &PairingCode) -> Result<()> {
+    pub(crate) fn save_pairing_code(&self, c: &PairingCode) -> Result<()> {
         let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         tx.execute(
@@ -70,7 +70,12 @@ impl PeopleStore {
 
     /// An owner's `code`: approves its person if it has not run out, in one
     /// transaction (the code is used up either way it is found).
-    pub fn approve_pairing(&self, code: &str, by: UserId, now: DateTime<Utc>) -> Result<Pairing> {
+    pub(crate) fn approve_pairing(
+        &self,
+        code: &str,
+        by: UserId,
+        now: DateTime<Utc>,
+    ) -> Result<Pairing> {
         let mut conn = self.0.lock();
         let tx = conn.transaction()?;
         let found = tx

@@ -276,7 +276,7 @@ pub const NOT_PER_GUILD: &[(&str, &str)] = &[
 
 impl Table {
     /// The rows of `?1`'s guild, as a WHERE clause.
-    pub fn rows_of(&self) -> String {
+    pub(crate) fn rows_of(&self) -> String {
         match self.link {
             Link::Guild(column) => format!("{column} = ?1"),
             Link::Owned(clause) | Link::Shared(clause) => format!("({clause})"),
@@ -284,7 +284,7 @@ impl Table {
     }
 
     /// The rows removed with the guild; None for a shared table.
-    pub fn removed(&self) -> Option<String> {
+    pub(crate) fn removed(&self) -> Option<String> {
         match self.link {
             Link::Shared(_) => None,
             _ => Some(
@@ -347,7 +347,7 @@ pub enum PartitionError {
 impl GuildStore {
     /// Every guild with rows in a table of its own (not only shared ones),
     /// by id, named as the bot last saw it.
-    pub fn stored_guilds(&self) -> Result<Vec<StoredGuild>> {
+    pub(crate) fn stored_guilds(&self) -> Result<Vec<StoredGuild>> {
         let conn = self.0.lock();
         let mut ids = std::collections::BTreeSet::new();
         for t in TABLES {
@@ -414,7 +414,7 @@ impl GuildStore {
 
 /// [`enter`] for the store in `data_dir`, opened for the check alone: the
 /// front end runs it before logging in, before the bot's own store is open.
-pub fn enter_dir(
+pub(crate) fn enter_dir(
     data_dir: &std::path::Path,
     plan: Option<Shards>,
     at: DateTime<Utc>,
@@ -424,7 +424,7 @@ pub fn enter_dir(
 
 /// The start-up check: refuses a data directory holding rows of a guild
 /// `plan` does not own, else records `plan` as this one's (None: the whole bot).
-pub fn enter(
+pub(crate) fn enter(
     store: &Store,
     plan: Option<Shards>,
     at: DateTime<Utc>,

@@ -72,14 +72,6 @@ pub enum PersonEvent {
     ForgetMe { user: UserId, messages: bool },
 }
 
-impl PersonEvent {
-    pub fn user(&self) -> UserId {
-        match self {
-            PersonEvent::Boundary { user, .. } | PersonEvent::ForgetMe { user, .. } => *user,
-        }
-    }
-}
-
 /// One event as the ledger holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LedgerEntry {
@@ -247,7 +239,7 @@ impl PeopleLog for Ledger {
 
 impl PersonEvent {
     /// As a ledger row holds it: user, kind, boundary, messages.
-    pub fn columns(&self) -> (UserId, &'static str, Option<&'static str>, bool) {
+    pub(crate) fn columns(&self) -> (UserId, &'static str, Option<&'static str>, bool) {
         match *self {
             PersonEvent::Boundary { user, boundary, on } => (
                 user,
@@ -265,7 +257,7 @@ impl PersonEvent {
 
     /// From a ledger row's columns; a row no ambient writes is `Corrupt`,
     /// named by its sequence number.
-    pub fn from_columns(
+    pub(crate) fn from_columns(
         seq: i64,
         user: i64,
         kind: &str,
@@ -318,7 +310,7 @@ impl Store {
     /// This store, appending every boundary change and forget-me to `ledger`
     /// before making it here (so a change the other processes would miss is
     /// refused, and the person is told). Clones made after share it.
-    pub fn with_ledger(mut self, ledger: impl PeopleLog + 'static) -> Self {
+    pub(crate) fn with_ledger(mut self, ledger: impl PeopleLog + 'static) -> Self {
         self.ledger = Some(Arc::new(ledger));
         self
     }
@@ -326,7 +318,7 @@ impl Store {
 
 impl PeopleStore {
     /// Where boundaries and forget-me are passed on to the bot's other processes, if anywhere.
-    pub fn ledger(&self) -> Option<&SharedLedger> {
+    pub(crate) fn ledger(&self) -> Option<&SharedLedger> {
         self.0.ledger.as_ref()
     }
 
@@ -365,7 +357,7 @@ impl PeopleStore {
 
     /// Moves the cursor on to `seq` without applying anything (the events
     /// up to it were this process's own, already applied when written).
-    pub fn advance_people_cursor(&self, ledger_id: &str, seq: i64) -> Result<()> {
+    pub(crate) fn advance_people_cursor(&self, ledger_id: &str, seq: i64) -> Result<()> {
         set_cursor(&self.0.lock(), ledger_id, seq)?;
         Ok(())
     }
@@ -373,7 +365,7 @@ impl PeopleStore {
     /// Applies another process's boundary event here and moves the cursor
     /// to it, in one transaction; `true` if the boundary changed. Applying
     /// it again changes nothing.
-    pub fn apply_boundary_event(
+    pub(crate) fn apply_boundary_event(
         &self,
         ledger_id: &str,
         entry: &LedgerEntry,

@@ -68,7 +68,7 @@ impl Kind {
     }
 
     /// What the rows are called in the sweep's journal line.
-    pub fn noun(self) -> &'static str {
+    pub(crate) fn noun(self) -> &'static str {
         match self {
             Kind::Messages => "messages",
             Kind::Journal => "journal lines",
@@ -86,17 +86,17 @@ impl Kind {
 pub struct Keep([u32; Kind::ALL.len()]);
 
 impl Keep {
-    pub fn new(days: impl Fn(Kind) -> u32) -> Self {
+    pub(crate) fn new(days: impl Fn(Kind) -> u32) -> Self {
         Self(Kind::ALL.map(days))
     }
 
-    pub fn days(&self, kind: Kind) -> u32 {
+    pub(crate) fn days(&self, kind: Kind) -> u32 {
         self.0[kind.index()]
     }
 }
 
 /// The shorter of two retentions, where 0 is forever.
-pub fn shorter(a: u32, b: u32) -> u32 {
+pub(crate) fn shorter(a: u32, b: u32) -> u32 {
     match (a, b) {
         (0, x) | (x, 0) => x,
         (a, b) => a.min(b),
@@ -113,7 +113,7 @@ pub struct Policy {
 
 impl Policy {
     /// Days `kind` is kept for rows of `guild` (`None`: of no server).
-    pub fn days(&self, kind: Kind, guild: Option<GuildId>) -> u32 {
+    pub(crate) fn days(&self, kind: Kind, guild: Option<GuildId>) -> u32 {
         let operator = self.operator.days(kind);
         match guild.and_then(|g| self.guilds.get(&g)) {
             Some(theirs) => shorter(operator, theirs.days(kind)),
@@ -199,7 +199,7 @@ impl Batch {
 pub struct Holds(Vec<Duration>);
 
 impl Holds {
-    pub fn push(&mut self, held: Duration) {
+    pub(crate) fn push(&mut self, held: Duration) {
         self.0.push(held);
     }
 
@@ -241,14 +241,14 @@ impl Swept {
         self.removed[kind.index()]
     }
 
-    pub fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         self.removed.iter().sum::<u64>() + self.routing_lines
     }
 
     /// "1,204 messages older than 30 days, 310 journal lines older than 90
     /// days": the kinds that lost rows, with the operator's retention (and
     /// a note when some server keeps that kind for less).
-    pub fn describe(&self, policy: &Policy) -> String {
+    pub(crate) fn describe(&self, policy: &Policy) -> String {
         let mut parts = Vec::new();
         for k in Kind::ALL {
             if self.removed(k) > 0 {
@@ -603,7 +603,7 @@ impl FileStore {
     /// `rest` between (a database created without incremental vacuum keeps
     /// them for reuse: nothing to do). Returns how many pages went back;
     /// each step's hold of the writer goes into `holds`.
-    pub fn give_back_space(
+    pub(crate) fn give_back_space(
         &self,
         step: u32,
         rest: Duration,
@@ -640,7 +640,7 @@ impl FileStore {
     /// reader of another process (`ambient status`) is not waited on while
     /// this process's writers wait behind the store. Returns whether the
     /// log was emptied (false: someone was reading; next time).
-    pub fn checkpoint(&self) -> Result<bool> {
+    pub(crate) fn checkpoint(&self) -> Result<bool> {
         let mut conn = self.0.lock();
         conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
         conn.busy_handler(None::<fn(i32) -> bool>)?;

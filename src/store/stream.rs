@@ -85,7 +85,7 @@ impl JournalStore {
         Ok(rows.into_iter().skip(skip).map(|(e, _)| e).collect())
     }
 
-    pub fn stream_cleanup(&self, before: DateTime<Utc>) -> Result<usize> {
+    pub(crate) fn stream_cleanup(&self, before: DateTime<Utc>) -> Result<usize> {
         Ok(self
             .0
             .lock()

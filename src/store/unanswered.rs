@@ -31,7 +31,7 @@ const POSTS_AFTER: &str = "SELECT ts, channel_id, message_id FROM journal
 impl MessageStore {
     /// The bot's unprompted posts in `guild` after `after` (all when `None`),
     /// newest first, at most `limit`.
-    pub fn unprompted_posts_after(
+    pub(crate) fn unprompted_posts_after(
         &self,
         guild: GuildId,
         after: Option<DateTime<Utc>>,
@@ -55,7 +55,7 @@ impl MessageStore {
     }
 
     /// When someone other than its author last reacted to one of `posts`.
-    pub fn last_reaction_to(&self, posts: &[MessageId]) -> Result<Option<DateTime<Utc>>> {
+    pub(crate) fn last_reaction_to(&self, posts: &[MessageId]) -> Result<Option<DateTime<Utc>>> {
         let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(
             "SELECT max(r.at) FROM reactions r
@@ -71,7 +71,7 @@ impl MessageStore {
     }
 
     /// Whether a person (not a bot) posted in `guild` after `from` and before `to`.
-    pub fn people_spoke_between(
+    pub(crate) fn people_spoke_between(
         &self,
         guild: GuildId,
         from: DateTime<Utc>,

@@ -31,7 +31,7 @@ pub struct UsageRecord {
 }
 
 impl UsageRecord {
-    pub fn tokens(&self) -> u64 {
+    pub(crate) fn tokens(&self) -> u64 {
         self.tokens_in + self.tokens_out
     }
 }
@@ -164,7 +164,7 @@ impl UsageStore {
     /// The mean prompt of `role`'s last `last` answered calls, in tokens (0
     /// with none): what its next call will likely send. Asked every tick,
     /// so summed in SQL rather than read row by row.
-    pub fn recent_prompt_tokens(&self, role: &str, last: usize) -> Result<u64> {
+    pub(crate) fn recent_prompt_tokens(&self, role: &str, last: usize) -> Result<u64> {
         let conn = self.0.lock();
         let mean: i64 = conn
             .prepare_cached(
@@ -187,7 +187,7 @@ impl UsageStore {
 
     /// Records stored after record `after` (all when `None`), in the order
     /// they were stored: a seek on the id, however large the table.
-    pub fn usage_after(&self, after: Option<i64>) -> Result<Vec<UsageRecord>> {
+    pub(crate) fn usage_after(&self, after: Option<i64>) -> Result<Vec<UsageRecord>> {
         let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {COLUMNS} FROM usage WHERE id > ?1 ORDER BY id"
@@ -201,7 +201,7 @@ impl UsageStore {
     /// Calls and tokens per UTC day and role since `since`, oldest day first:
     /// one grouped read, however many rows the month holds. Days whose rows
     /// were rolled up by retention are read from their totals.
-    pub fn usage_by_day(&self, since: DateTime<Utc>) -> Result<Vec<DailyUsage>> {
+    pub(crate) fn usage_by_day(&self, since: DateTime<Utc>) -> Result<Vec<DailyUsage>> {
         let conn = self.0.lock();
         let mut stmt = conn.prepare_cached(
             "SELECT day, role, SUM(calls), SUM(refused), SUM(tokens_in), SUM(tokens_out) FROM (

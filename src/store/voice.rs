@@ -14,7 +14,7 @@ use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 
 impl VoiceStore {
     /// Milliseconds of spoken answers played in `guild` on `day` (UTC).
-    pub fn speech_spent(&self, guild: GuildId, day: &str) -> Result<u64> {
+    pub(crate) fn speech_spent(&self, guild: GuildId, day: &str) -> Result<u64> {
         let spent: Option<i64> = self
             .0
             .lock()
@@ -30,7 +30,13 @@ impl VoiceStore {
     /// what was granted (0 when the day's allowance is spent). Read and
     /// written under one hold of the connection: two answers at once
     /// cannot both take the last seconds.
-    pub fn speech_take(&self, guild: GuildId, day: &str, want_ms: u64, cap_ms: u64) -> Result<u64> {
+    pub(crate) fn speech_take(
+        &self,
+        guild: GuildId,
+        day: &str,
+        want_ms: u64,
+        cap_ms: u64,
+    ) -> Result<u64> {
         let conn = self.0.lock();
         let spent: u64 = conn
             .prepare_cached(
@@ -57,7 +63,7 @@ impl VoiceStore {
         self.0.people().everyone_with(Boundary::NoVoice)
     }
 
-    pub fn record_utterance(
+    pub(crate) fn record_utterance(
         &self,
         message: MessageId,
         voice: ChannelId,

@@ -40,7 +40,7 @@ impl FactKind {
         FactKind::Feedback,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             FactKind::Decision => "decision",
             FactKind::Fact => "fact",
@@ -53,7 +53,7 @@ impl FactKind {
         }
     }
 
-    pub fn parse(s: &str) -> Result<FactKind, FactParseError> {
+    pub(crate) fn parse(s: &str) -> Result<FactKind, FactParseError> {
         FactKind::ALL
             .into_iter()
             .find(|k| k.as_str() == s.trim().to_ascii_lowercase())
@@ -68,7 +68,7 @@ impl FactKind {
 
     /// The importance a fact of this kind gets when nobody says otherwise
     /// (the seed: `remember` stores a decision, high importance by default).
-    pub fn default_importance(self) -> Importance {
+    pub(crate) fn default_importance(self) -> Importance {
         match self {
             FactKind::Decision | FactKind::BehaviorGuidance => Importance::High,
             FactKind::SessionSummary | FactKind::TaskUpdate => Importance::Low,
@@ -114,7 +114,7 @@ impl Importance {
         }
     }
 
-    pub fn parse(s: &str) -> Result<Importance, FactParseError> {
+    pub(crate) fn parse(s: &str) -> Result<Importance, FactParseError> {
         match s.trim().to_ascii_lowercase().as_str() {
             "low" => Ok(Importance::Low),
             "medium" => Ok(Importance::Medium),
@@ -124,7 +124,7 @@ impl Importance {
     }
 
     /// The search weight: high importance counts half again (the seed's 1.5×).
-    pub fn weight(self) -> f64 {
+    pub(crate) fn weight(self) -> f64 {
         if self == Importance::High { 1.5 } else { 1.0 }
     }
 }
@@ -138,7 +138,7 @@ pub enum ScopeKind {
 }
 
 impl ScopeKind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ScopeKind::Guild => "guild",
             ScopeKind::Channel => "channel",
@@ -146,7 +146,7 @@ impl ScopeKind {
         }
     }
 
-    pub fn parse(s: &str) -> Option<ScopeKind> {
+    pub(crate) fn parse(s: &str) -> Option<ScopeKind> {
         match s {
             "guild" => Some(ScopeKind::Guild),
             "channel" => Some(ScopeKind::Channel),
@@ -248,7 +248,7 @@ impl Fact {
         }
     }
 
-    pub fn short_id(&self) -> &str {
+    pub(crate) fn short_id(&self) -> &str {
         &self.id[..8.min(self.id.len())]
     }
 

@@ -73,12 +73,12 @@ impl Kind {
         }
     }
 
-    pub fn parse(s: &str) -> Option<Kind> {
+    pub(crate) fn parse(s: &str) -> Option<Kind> {
         Kind::ALL.iter().copied().find(|k| k.as_str() == s)
     }
 
     /// Parses a comma-separated list such as `route,reply`, naming the bad one.
-    pub fn parse_list(s: &str) -> Result<Vec<Kind>, UnknownKind> {
+    pub(crate) fn parse_list(s: &str) -> Result<Vec<Kind>, UnknownKind> {
         s.split(',')
             .map(str::trim)
             .filter(|t| !t.is_empty())
@@ -128,7 +128,7 @@ impl Entry {
     /// A memory or garden entry with no channel can quote what was remembered
     /// anywhere in the server (a merge, a forgotten fact): no audience can be
     /// told apart for it, so no channel's summary or stream may show it.
-    pub fn may_quote_any_channel(&self) -> bool {
+    pub(crate) fn may_quote_any_channel(&self) -> bool {
         matches!(self.kind, Kind::Memory | Kind::Garden) && self.channel.is_none()
     }
 
@@ -169,7 +169,7 @@ impl Entry {
         self
     }
 
-    pub fn model_call(mut self, id: i64) -> Self {
+    pub(crate) fn model_call(mut self, id: i64) -> Self {
         self.model_call = Some(id);
         self
     }

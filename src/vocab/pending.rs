@@ -21,7 +21,7 @@ pub enum MediaKind {
 }
 
 impl MediaKind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             MediaKind::Image => "image",
             MediaKind::Video => "video",
@@ -100,7 +100,7 @@ impl PendingThought {
         self.last_reason = reason;
     }
 
-    pub fn is_expired(&self, now: DateTime<Utc>) -> bool {
+    pub(crate) fn is_expired(&self, now: DateTime<Utc>) -> bool {
         now >= self.expires_at
     }
 }

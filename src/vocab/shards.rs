@@ -10,7 +10,7 @@ use std::str::FromStr;
 use crate::ids::GuildId;
 
 /// The shard a guild's events arrive on, out of `total` (at least 1).
-pub fn shard_of(guild: GuildId, total: u32) -> u32 {
+pub(crate) fn shard_of(guild: GuildId, total: u32) -> u32 {
     ((guild.get() >> 22) % u64::from(total.max(1))) as u32
 }
 
@@ -66,13 +66,13 @@ impl fmt::Display for ShardRange {
 }
 
 impl ShardRange {
-    pub fn count(&self) -> u32 {
+    pub(crate) fn count(&self) -> u32 {
         self.last - self.first + 1
     }
 
     /// Why the range cannot run out of `total` shards, if it cannot;
     /// `named` is how the reader gave the total ("--total 4").
-    pub fn past(&self, total: u32, named: &str) -> Option<String> {
+    pub(crate) fn past(&self, total: u32, named: &str) -> Option<String> {
         (self.last >= total).then(|| {
             format!(
                 "shard {} does not exist: with {named} the shards are 0-{}",
@@ -82,7 +82,7 @@ impl ShardRange {
         })
     }
 
-    pub fn contains(&self, shard: u32) -> bool {
+    pub(crate) fn contains(&self, shard: u32) -> bool {
         (self.first..=self.last).contains(&shard)
     }
 }
@@ -102,18 +102,18 @@ impl fmt::Display for Shards {
 
 impl Shards {
     /// Whether this process handles `guild`.
-    pub fn owns(&self, guild: GuildId) -> bool {
+    pub(crate) fn owns(&self, guild: GuildId) -> bool {
         self.range.contains(shard_of(guild, self.total))
     }
 
     /// Whether this one process runs every shard (no other process shares the bot).
-    pub fn is_whole(&self) -> bool {
+    pub(crate) fn is_whole(&self) -> bool {
         self.range.first == 0 && self.range.last + 1 == self.total
     }
 
     /// This process's part of `whole`: its shards over all shards, rounded
     /// down, in integers (3,000 × 1/3 is 1,000, not a float's 999).
-    pub fn part_of(&self, whole: u64) -> u64 {
+    pub(crate) fn part_of(&self, whole: u64) -> u64 {
         let part =
             u128::from(whole) * u128::from(self.range.count()) / u128::from(self.total.max(1));
         part as u64

@@ -30,12 +30,12 @@ pub struct Pcm {
 
 impl Pcm {
     /// Samples per channel.
-    pub fn frames(&self) -> usize {
+    pub(crate) fn frames(&self) -> usize {
         self.samples.len() / usize::from(self.channels.max(1))
     }
 
     /// How long it plays, in milliseconds (rounded up).
-    pub fn millis(&self) -> u64 {
+    pub(crate) fn millis(&self) -> u64 {
         (self.frames() as u64 * 1_000).div_ceil(u64::from(self.rate.max(1)))
     }
 }
@@ -56,7 +56,7 @@ pub enum AudioError {
 }
 
 /// Reads a RIFF WAV of 16-bit PCM.
-pub fn decode_wav(bytes: &[u8]) -> Result<Pcm, AudioError> {
+pub(crate) fn decode_wav(bytes: &[u8]) -> Result<Pcm, AudioError> {
     if bytes.len() < 12 || &bytes[0..4] != b"RIFF" || &bytes[8..12] != b"WAVE" {
         let start = String::from_utf8_lossy(&bytes[..bytes.len().min(12)]).to_string();
         return Err(AudioError::NotWav(start));
@@ -129,7 +129,7 @@ fn check_format(tag: u16, channels: u16, rate: u32, bits: u16) -> Result<(), Aud
 /// `pcm` at 48 kHz stereo (interleaved), at most `max_ms` long. Linear
 /// interpolation: speech from a TTS voice has little above 8 kHz, so the
 /// simplest resampler is enough.
-pub fn to_discord(pcm: &Pcm, max_ms: u64) -> Vec<i16> {
+pub(crate) fn to_discord(pcm: &Pcm, max_ms: u64) -> Vec<i16> {
     let channels = usize::from(pcm.channels.max(1));
     let n = pcm.frames();
     if n == 0 || pcm.rate == 0 {
@@ -155,7 +155,7 @@ pub fn to_discord(pcm: &Pcm, max_ms: u64) -> Vec<i16> {
 
 /// 48 kHz stereo interleaved samples as 20 ms Opus frames; the last is
 /// padded with silence.
-pub fn opus_frames(stereo: &[i16]) -> Result<Vec<Vec<u8>>, AudioError> {
+pub(crate) fn opus_frames(stereo: &[i16]) -> Result<Vec<Vec<u8>>, AudioError> {
     let mut encoder = Encoder::new(RATE, Channels::Stereo, Application::Voip)
         .map_err(|e| AudioError::Opus(e.to_string()))?;
     let mut frames = Vec::with_capacity(stereo.len().div_ceil(FRAME_SAMPLES * 2));

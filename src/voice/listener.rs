@@ -98,7 +98,7 @@ fn at(origin: DateTime<Utc>, sample: u64) -> DateTime<Utc> {
 }
 
 impl Listener {
-    pub fn new(session: Session, s: Services) -> Arc<Self> {
+    pub(crate) fn new(session: Session, s: Services) -> Arc<Self> {
         let v = s.settings.for_guild(Some(session.guild)).voice.clone();
         // If the list cannot be read, nobody is heard until it can: failing open would record people who said no.
         let opted_out = s.store.voice.voice_opted_out_users();
@@ -124,7 +124,7 @@ impl Listener {
     }
 
     /// Whether this person's voice may be recorded at all.
-    pub fn admits(&self, user: UserId) -> bool {
+    pub(crate) fn admits(&self, user: UserId) -> bool {
         let settings = self.s.settings.for_guild(Some(self.session.guild));
         !self.all_out
             && !settings
@@ -141,7 +141,7 @@ impl Listener {
 
     /// `/voice optout` or `/ambient me no-voice` (or back in). Opting out also lets go of anything of
     /// theirs held right now: the utterance in progress and those waiting.
-    pub fn set_opted_out(&self, user: UserId, out: bool) {
+    pub(crate) fn set_opted_out(&self, user: UserId, out: bool) {
         let mut set = self.opted_out.write().unwrap_or_else(|p| p.into_inner());
         if !out {
             set.remove(&user);
@@ -204,7 +204,7 @@ impl Listener {
     }
 
     /// A speaker left the call: what they were saying is finished.
-    pub fn left(&self, user: UserId) {
+    pub(crate) fn left(&self, user: UserId) {
         let sp = self
             .speakers
             .lock()
@@ -274,7 +274,7 @@ impl Listener {
     }
 
     /// Starts the transcription workers (`voice.transcription.maxConcurrent`).
-    pub fn start(self: &Arc<Self>) {
+    pub(crate) fn start(self: &Arc<Self>) {
         let n = self
             .s
             .settings
@@ -330,7 +330,7 @@ impl Listener {
     }
 
     /// Stops listening: utterances in progress are finished and transcribed, then the workers end.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         let users: Vec<UserId> = self
             .speakers
             .lock()

@@ -166,7 +166,7 @@ pub struct Voice {
 }
 
 impl Voice {
-    pub fn new(services: Services, speech: Arc<Speech>) -> Arc<Self> {
+    pub(crate) fn new(services: Services, speech: Arc<Speech>) -> Arc<Self> {
         Arc::new(Self {
             services,
             speech,
@@ -194,7 +194,7 @@ impl Voice {
     }
 
     /// The text channel a voice channel writes to: `voice.links`, else `fallback`.
-    pub fn link(
+    pub(crate) fn link(
         &self,
         guild: GuildId,
         voice: ChannelId,
@@ -211,7 +211,7 @@ impl Voice {
     }
 
     /// Why the bot cannot listen here, if it cannot.
-    pub fn unavailable(&self, guild: GuildId) -> Option<String> {
+    pub(crate) fn unavailable(&self, guild: GuildId) -> Option<String> {
         let settings = self.services.settings.for_guild(Some(guild));
         if !settings.voice.enabled {
             return Some("voice is turned off (voice.enabled)".into());
@@ -509,7 +509,7 @@ impl Voice {
 
     /// The person's `no-voice` boundary changed: every room listening now
     /// hears of it at once (opting out also lets go of what is held of them).
-    pub fn boundary_changed(&self, user: UserId, out: bool) {
+    pub(crate) fn boundary_changed(&self, user: UserId, out: bool) {
         let sessions: Vec<Arc<Listener>> = self
             .sessions
             .lock()
@@ -744,7 +744,7 @@ impl Voice {
     }
 
     /// Stops every session (shutdown).
-    pub async fn leave_all(&self) {
+    pub(crate) async fn leave_all(&self) {
         let guilds: Vec<GuildId> = self
             .sessions
             .lock()

@@ -22,7 +22,7 @@ pub struct SegmentConfig {
 }
 
 impl SegmentConfig {
-    pub fn from_settings(v: &crate::settings::VoiceSettings) -> Self {
+    pub(crate) fn from_settings(v: &crate::settings::VoiceSettings) -> Self {
         Self {
             energy_threshold: v.energy_threshold,
             hangover_ms: v.silence_hangover_ms,
@@ -45,13 +45,13 @@ pub struct Utterance {
 }
 
 impl Utterance {
-    pub fn seconds(&self) -> f64 {
+    pub(crate) fn seconds(&self) -> f64 {
         (self.end - self.start) as f64 / f64::from(SAMPLE_RATE)
     }
 }
 
 /// The root mean square of a frame.
-pub fn rms(frame: &[i16]) -> f64 {
+pub(crate) fn rms(frame: &[i16]) -> f64 {
     if frame.is_empty() {
         return 0.0;
     }
@@ -89,7 +89,7 @@ impl Segmenter {
     }
 
     /// Samples held: the utterance in progress and a partial frame.
-    pub fn held_samples(&self) -> usize {
+    pub(crate) fn held_samples(&self) -> usize {
         self.current.as_ref().map_or(0, |u| u.samples.len()) + self.pending.len()
     }
 
@@ -112,12 +112,12 @@ impl Segmenter {
     }
 
     /// Silence for `ms` (a speaker who sends nothing is silent).
-    pub fn silence(&mut self, ms: u32) -> Vec<Utterance> {
+    pub(crate) fn silence(&mut self, ms: u32) -> Vec<Utterance> {
         self.push(&vec![0; samples(ms) as usize])
     }
 
     /// The stream ended (the speaker left): whatever was being said is finished.
-    pub fn finish(&mut self) -> Option<Utterance> {
+    pub(crate) fn finish(&mut self) -> Option<Utterance> {
         self.close()
     }
 

@@ -60,14 +60,14 @@ pub enum SpeakError {
 /// The most bytes a WAV of `max_seconds` can take: 48 kHz 16-bit stereo,
 /// the most any accepted shape below 48 kHz needs, and a header. A higher
 /// rate's answer longer than that is refused rather than read.
-pub fn byte_limit(max_seconds: u32) -> u64 {
+pub(crate) fn byte_limit(max_seconds: u32) -> u64 {
     u64::from(max_seconds) * u64::from(audio::RATE) * 2 * 2 + HEADER_SLACK
 }
 
 /// What is said of an answer: mentions, channel links and custom emoji
 /// (`<@…>`, `<#…>`, `<:name:id>`) are left out, and it is cut at
 /// [`MAX_INPUT_CHARS`].
-pub fn spoken_text(answer: &str) -> String {
+pub(crate) fn spoken_text(answer: &str) -> String {
     let mut out = String::with_capacity(answer.len());
     let mut rest = answer;
     while let Some(start) = rest.find('<') {
@@ -91,7 +91,7 @@ pub fn spoken_text(answer: &str) -> String {
 }
 
 /// Asks the endpoint to say `text` and reads its WAV.
-pub async fn synthesize(
+pub(crate) async fn synthesize(
     s: &SpeechSettings,
     network: &NetworkSettings,
     key: Option<&Secret>,
@@ -149,7 +149,7 @@ impl Voice {
     /// `voice.speech.enabled`, nobody present asked for `no-voice-answers`,
     /// and the day's seconds are not spent. Whatever happens is journaled;
     /// nothing is said in the channel.
-    pub async fn answer_aloud(
+    pub(crate) async fn answer_aloud(
         &self,
         guild: GuildId,
         asker: UserId,

@@ -107,7 +107,7 @@ impl Transcriber {
     /// plainly private (an IP literal, `localhost`) without its setting is
     /// said here, at join time, rather than in every utterance's error
     /// (an upload is refused by the guarded fetcher all the same).
-    pub fn unavailable(&self) -> Option<String> {
+    pub(crate) fn unavailable(&self) -> Option<String> {
         self.unconfigured().or_else(|| self.plainly_private())
     }
 

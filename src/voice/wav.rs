@@ -3,7 +3,7 @@
 
 use super::segment::SAMPLE_RATE;
 
-pub fn encode(samples: &[i16]) -> Vec<u8> {
+pub(crate) fn encode(samples: &[i16]) -> Vec<u8> {
     let data_len = (samples.len() * 2) as u32;
     let mut out = Vec::with_capacity(44 + data_len as usize);
     out.extend_from_slice(b"RIFF");

@@ -14,7 +14,7 @@ use crate::ids::ChannelId;
     subcommand_required,
     guild_only
 )]
-pub async fn ambient(_: Context<'_>) -> Result<(), Error> {
+pub(crate) async fn ambient(_: Context<'_>) -> Result<(), Error> {
     Ok(())
 }
 

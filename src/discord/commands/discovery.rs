@@ -12,7 +12,7 @@ use crate::ids::UserId;
     guild_only,
     default_member_permissions = "MANAGE_GUILD"
 )]
-pub async fn discovery(_: Context<'_>) -> Result<(), Error> {
+pub(crate) async fn discovery(_: Context<'_>) -> Result<(), Error> {
     Ok(())
 }
 

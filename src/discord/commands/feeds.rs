@@ -37,7 +37,7 @@ impl DedupeChoice {
     guild_only,
     default_member_permissions = "MANAGE_GUILD"
 )]
-pub async fn feeds(_: Context<'_>) -> Result<(), Error> {
+pub(crate) async fn feeds(_: Context<'_>) -> Result<(), Error> {
     Ok(())
 }
 

@@ -11,7 +11,7 @@ use crate::impulses::RoutineFlags;
     subcommands("task_add", "task_list", "task_done"),
     subcommand_required
 )]
-pub async fn task(_: Context<'_>) -> Result<(), Error> {
+pub(crate) async fn task(_: Context<'_>) -> Result<(), Error> {
     Ok(())
 }
 
@@ -57,7 +57,7 @@ async fn task_done(
     guild_only,
     default_member_permissions = "MANAGE_GUILD"
 )]
-pub async fn schedule(_: Context<'_>) -> Result<(), Error> {
+pub(crate) async fn schedule(_: Context<'_>) -> Result<(), Error> {
     Ok(())
 }
 
@@ -120,7 +120,7 @@ async fn schedule_remove(
     subcommand_required,
     guild_only
 )]
-pub async fn idea(_: Context<'_>) -> Result<(), Error> {
+pub(crate) async fn idea(_: Context<'_>) -> Result<(), Error> {
     Ok(())
 }
 

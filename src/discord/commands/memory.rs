@@ -11,7 +11,7 @@ use crate::commands::memory;
     subcommands("remember", "search", "list", "forget", "forget_me", "export"),
     subcommand_required
 )]
-pub async fn memory(_: Context<'_>) -> Result<(), Error> {
+pub(crate) async fn memory(_: Context<'_>) -> Result<(), Error> {
     Ok(())
 }
 

@@ -23,7 +23,7 @@ pub struct Data {
 pub type Error = Box<dyn std::error::Error + Send + Sync>;
 pub type Context<'a> = poise::Context<'a, Data, Error>;
 
-pub fn all() -> Vec<poise::Command<Data, Error>> {
+pub(crate) fn all() -> Vec<poise::Command<Data, Error>> {
     vec![
         settings::settings(),
         ambient::ambient(),
@@ -38,7 +38,7 @@ pub fn all() -> Vec<poise::Command<Data, Error>> {
 }
 
 /// Errors people can act on get a plain ephemeral answer; the rest are logged.
-pub async fn on_error(err: poise::FrameworkError<'_, Data, Error>) {
+pub(crate) async fn on_error(err: poise::FrameworkError<'_, Data, Error>) {
     match err {
         poise::FrameworkError::MissingUserPermissions {
             ctx,

@@ -18,7 +18,7 @@ use crate::settings::{paths, service::is_guild_scoped, validate::defaults_tree};
     guild_only,
     default_member_permissions = "MANAGE_GUILD"
 )]
-pub async fn settings(_: Context<'_>) -> Result<(), Error> {
+pub(crate) async fn settings(_: Context<'_>) -> Result<(), Error> {
     Ok(())
 }
 

@@ -23,7 +23,7 @@ fn callers_channel(ctx: &Context<'_>) -> Option<ChannelId> {
     subcommand_required,
     guild_only
 )]
-pub async fn voice(_: Context<'_>) -> Result<(), Error> {
+pub(crate) async fn voice(_: Context<'_>) -> Result<(), Error> {
     Ok(())
 }
 

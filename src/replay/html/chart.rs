@@ -125,7 +125,7 @@ pub struct Act {
 }
 
 impl Chart {
-    pub fn of(r: &Report, acts: &[Act]) -> Self {
+    pub(crate) fn of(r: &Report, acts: &[Act]) -> Self {
         let hours = r.per_hour.len().max(1);
         let plot = WIDTH - LEFT - RIGHT;
         let bin = bin_for(hours);

@@ -61,7 +61,7 @@ impl SharedDb {
     /// for what is left holds nothing back from the others — and renews
     /// its lease; the holder's whole grant for the day after it. A lease
     /// that expired is lost to its holder too: it keeps only what it spent.
-    pub async fn lease(&self, ask: LeaseAsk<'_>) -> Result<u64> {
+    pub(crate) async fn lease(&self, ask: LeaseAsk<'_>) -> Result<u64> {
         let this = self.clone();
         let ttl = LEASE_TTL.as_secs_f64();
         self.with_client(async move |c| {
@@ -117,7 +117,7 @@ impl SharedDb {
 
     /// Gives back what `holder` was granted and did not spend (at
     /// shutdown): each of its rows keeps only `spent(role, day)`.
-    pub async fn give_back(
+    pub(crate) async fn give_back(
         &self,
         holder: &str,
         spent: Vec<(String, NaiveDate, u64)>,

@@ -62,7 +62,7 @@ const MIGRATIONS: &[Migration] = &[
 ];
 
 /// The shared schema's version this ambient knows.
-pub fn known_version() -> i32 {
+pub(crate) fn known_version() -> i32 {
     MIGRATIONS.last().map_or(0, |m| m.version)
 }
 
@@ -222,7 +222,7 @@ impl SharedDb {
     }
 
     /// `user@host:port/database`, for messages.
-    pub fn place(&self) -> &str {
+    pub(crate) fn place(&self) -> &str {
         &self.inner.place
     }
 
@@ -375,7 +375,7 @@ impl SharedDb {
 
     /// What `ambient shared check` reports: the server, the schema's
     /// version, and the ledger's size. Changes nothing.
-    pub async fn check(&self) -> Result<Checked> {
+    pub(crate) async fn check(&self) -> Result<Checked> {
         let this = self.clone();
         self.with_client(async move |c| {
             let q = |e| this.failed(e);
@@ -424,7 +424,7 @@ impl SharedDb {
     /// what was sent while not listening was missed. Listens on its own
     /// connection, made again a second after it is lost, until the
     /// receiver is dropped.
-    pub fn listen(&self, channel: &'static str) -> Result<tokio::sync::mpsc::Receiver<()>> {
+    pub(crate) fn listen(&self, channel: &'static str) -> Result<tokio::sync::mpsc::Receiver<()>> {
         let (tx, rx) = tokio::sync::mpsc::channel(1);
         let this = self.clone();
         self.handle()?.spawn(async move {

@@ -85,7 +85,7 @@ impl PgLedger {
         })
     }
 
-    pub fn db(&self) -> &SharedDb {
+    pub(crate) fn db(&self) -> &SharedDb {
         &self.db
     }
 
@@ -93,7 +93,7 @@ impl PgLedger {
     /// ledger, which must be empty: the same sequence numbers and the same
     /// id, so every store's cursor stays true across the move. One
     /// transaction: on any failure nothing was copied.
-    pub fn import(&self, id: &str, entries: Vec<LedgerEntry>) -> super::Result<usize> {
+    pub(crate) fn import(&self, id: &str, entries: Vec<LedgerEntry>) -> super::Result<usize> {
         let this = self.db.clone();
         let id = id.to_string();
         self.db.block_on(async move {

@@ -47,7 +47,7 @@ impl SslMode {
     }
 
     /// As the URL says it.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Disable => "disable",
             Self::Prefer => "prefer",
