@@ -66,9 +66,9 @@ pub struct Card {
 impl Card {
     /// Discord's limits, in characters: title, description, author name,
     /// footer, and all of an embed's text together.
-    pub const TITLE: usize = 256;
-    pub const DESCRIPTION: usize = 4096;
-    pub const AUTHOR: usize = 256;
+    pub(crate) const TITLE: usize = 256;
+    pub(crate) const DESCRIPTION: usize = 4096;
+    pub(crate) const AUTHOR: usize = 256;
     pub const FOOTER: usize = 2048;
     pub const TOTAL: usize = 6000;
 }

@@ -92,7 +92,7 @@ fn deserialize_snowflake<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Erro
 }
 
 /// Discord's epoch (2015-01-01) in milliseconds since the Unix epoch.
-pub const DISCORD_EPOCH_MS: i64 = 1_420_070_400_000;
+pub(crate) const DISCORD_EPOCH_MS: i64 = 1_420_070_400_000;
 
 /// Makes snowflake-shaped ids for things that did not come from Discord
 /// (console messages, the bot's own console posts). Time-ordered like

@@ -18,9 +18,9 @@ use crate::store::PeopleStore;
 
 /// What a pairing code is made of: capitals and digits without the ones
 /// people mistake for each other (0 O, 1 I L).
-pub const PAIRING_ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
+pub(crate) const PAIRING_ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
 /// How long a pairing code is.
-pub const PAIRING_CODE_LEN: usize = 6;
+pub(crate) const PAIRING_CODE_LEN: usize = 6;
 
 /// Why a person may not talk to the bot here: the gate, what the journal
 /// says, and the short sentence the person is told.

@@ -58,10 +58,10 @@ use crate::store::messages::StoredMessage;
 pub(crate) mod stream;
 
 /// Discord's message length limit, in characters.
-pub const MESSAGE_LIMIT: usize = 2000;
+pub(crate) const MESSAGE_LIMIT: usize = 2000;
 
 /// How long a channel that refused the bot's message (403) is taken as closed to it.
-pub const REFUSAL_MEMORY_MINUTES: i64 = 15;
+pub(crate) const REFUSAL_MEMORY_MINUTES: i64 = 15;
 
 /// Ends the last part of an answer that did not fit whole.
 pub const CUT_MARKER: &str = "… (cut: the rest did not fit here)";
@@ -446,7 +446,7 @@ pub(crate) fn neutralise_mentions(
 }
 
 /// How many unpingable user mentions in one message get their name looked up.
-pub const MAX_NAMED_MENTIONS: usize = 10;
+pub(crate) const MAX_NAMED_MENTIONS: usize = 10;
 
 /// Splits `text` into at most `max_parts` parts of at most `limit`
 /// characters; when it does not fit, the last part ends with [`CUT_MARKER`].

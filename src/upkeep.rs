@@ -29,10 +29,10 @@ use crate::vocab::journal::{Entry, Kind};
 
 /// The first pass, this long after start: soon, but after the start's own
 /// burst of work (backfill, the first ticks).
-pub const FIRST_AFTER: Duration = Duration::from_secs(60);
+pub(crate) const FIRST_AFTER: Duration = Duration::from_secs(60);
 
 /// Then one pass this often.
-pub const EVERY: Duration = Duration::from_secs(60 * 60);
+pub(crate) const EVERY: Duration = Duration::from_secs(60 * 60);
 
 /// Pages given back per step of the vacuum (4 MiB of 4 KiB pages).
 const VACUUM_STEP_PAGES: u32 = 1024;

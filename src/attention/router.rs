@@ -45,8 +45,8 @@ pub trait Handler: Send + Sync {
     async fn handle(&self, item: &Attended) -> Outcome;
 }
 
-pub const ORDER_REFLEX: i32 = 100;
-pub const ORDER_IMPULSE: i32 = 500;
+pub(crate) const ORDER_REFLEX: i32 = 100;
+pub(crate) const ORDER_IMPULSE: i32 = 500;
 pub const ORDER_EXECUTIVE: i32 = 1000;
 
 /// The chain of handlers; later features register theirs at start-up.

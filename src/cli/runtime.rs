@@ -18,7 +18,7 @@ use tokio::runtime::{Builder, Runtime};
 
 /// The environment variable tokio itself reads; the bot reads it instead,
 /// so a bad value is an error that says what would do, not tokio's panic.
-pub const WORKERS_ENV: &str = "TOKIO_WORKER_THREADS";
+pub(crate) const WORKERS_ENV: &str = "TOKIO_WORKER_THREADS";
 
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
@@ -50,7 +50,7 @@ pub(crate) fn workers(value: Option<OsString>) -> Result<usize, RuntimeError> {
 /// long it takes, and one stuck in a system call (a file system that
 /// stopped answering) kept a stopped bot's process alive; the bot has
 /// already stopped its own work by then (`discord::run` within 1.5 s).
-pub const FINISH_WITHIN: Duration = Duration::from_millis(300);
+pub(crate) const FINISH_WITHIN: Duration = Duration::from_millis(300);
 
 /// Runs `verb` on `runtime` to its end, then ends the runtime within
 /// [`FINISH_WITHIN`].

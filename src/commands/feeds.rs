@@ -13,7 +13,7 @@ use crate::ids::{ChannelId, GuildId, UserId};
 use crate::when::ago;
 
 /// The console form's usage, shown for anything it does not understand.
-pub const USAGE: &str = "usage: /feeds list | /feeds add URL #channel [thread] [embed] [backfill N] [dedupe guid|link|title] [template TEXT...] \
+pub(crate) const USAGE: &str = "usage: /feeds list | /feeds add URL #channel [thread] [embed] [backfill N] [dedupe guid|link|title] [template TEXT...] \
 | /feeds remove ID | /feeds pause ID | /feeds resume ID | /feeds test ID | /feeds preview ID [FILTERS...] \
 | /feeds edit ID template TEXT... | /feeds edit ID filters TEXT... | /feeds edit ID embed on|off | /feeds edit ID dedupe guid|link|title";
 

@@ -135,7 +135,7 @@ pub(crate) async fn reload(app: &App, by: &str) -> String {
 }
 
 /// Said to anyone else who tries `/settings reload`.
-pub const RELOAD_IS_FOR_OWNERS: &str = "Only the bot's owner (the application's owner or discord.ownerUserIds) can reload the settings file.";
+pub(crate) const RELOAD_IS_FOR_OWNERS: &str = "Only the bot's owner (the application's owner or discord.ownerUserIds) can reload the settings file.";
 
 /// The console form: `show [PATH]`, `set PATH VALUE`, `reset PATH`.
 pub(crate) fn run_text(

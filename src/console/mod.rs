@@ -38,7 +38,7 @@ use crate::vocab::journal::Entry;
 use crate::vocab::journal::{Filter, Kind};
 pub use transport::{ConsoleOut, ConsoleTransport};
 
-pub const GUILD_NAME: &str = "console";
+pub(crate) const GUILD_NAME: &str = "console";
 
 pub fn guild_id() -> GuildId {
     GuildId(stable_id("guild", GUILD_NAME))

@@ -29,11 +29,11 @@ use crate::store::hushes::Hush;
 use crate::vocab::journal::{Entry, Kind};
 
 /// A hush with no duration given.
-pub const DEFAULT_MINUTES: i64 = 60;
+pub(crate) const DEFAULT_MINUTES: i64 = 60;
 /// The longest hush anyone may ask for (their own channel).
-pub const ANYONE_MAX_HOURS: i64 = 3;
+pub(crate) const ANYONE_MAX_HOURS: i64 = 3;
 /// The longest hush at all (Manage Server).
-pub const MANAGER_MAX_DAYS: i64 = 7;
+pub(crate) const MANAGER_MAX_DAYS: i64 = 7;
 
 /// Who asks, and where.
 #[derive(Clone, Debug)]

@@ -23,7 +23,7 @@ use crate::store::shared::SharedDb;
 use crate::vocab::journal::{Entry, Kind};
 
 /// How often a running process looks for other processes' events.
-pub const POLL: Duration = Duration::from_secs(2);
+pub(crate) const POLL: Duration = Duration::from_secs(2);
 
 /// The name a process writes under: its shard plan ("0-1/4"), or "all".
 pub(crate) fn writer(settings: &Settings) -> String {

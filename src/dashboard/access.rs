@@ -31,13 +31,13 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 /// The file holding the token's hash, in the data directory.
-pub const TOKEN_FILE: &str = "dashboard-token.sha256";
+pub(crate) const TOKEN_FILE: &str = "dashboard-token.sha256";
 
 /// The session cookie's name.
-pub const SESSION_COOKIE: &str = "ambient_session";
+pub(crate) const SESSION_COOKIE: &str = "ambient_session";
 
 /// How long a sign-in lasts.
-pub const SESSION_LIFETIME: Duration = Duration::from_secs(12 * 3600);
+pub(crate) const SESSION_LIFETIME: Duration = Duration::from_secs(12 * 3600);
 
 /// Sessions kept at once; signing in past this forgets the oldest.
 const MAX_SESSIONS: usize = 32;

@@ -4,7 +4,7 @@
 use crate::ids::{ChannelId, GuildId, UserId};
 
 /// The longest value any field takes (an id, a filter, a search, a token).
-pub const MAX_VALUE_CHARS: usize = 200;
+pub(crate) const MAX_VALUE_CHARS: usize = 200;
 
 /// Fields a request may carry at most.
 const MAX_FIELDS: usize = 32;

@@ -22,7 +22,7 @@ use crate::settings::Role;
 use crate::store::usage::{DailyUsage, UsageFilter};
 
 /// Days the charts cover, today included.
-pub const DAYS: i64 = 30;
+pub(crate) const DAYS: i64 = 30;
 
 /// Roles in the order they stack, bottom-up; anything else stacks last.
 const ROLES: &[&str] = &["reply", "ambient", "reflex", "extract", "transcribe"];

@@ -35,10 +35,10 @@ const ACTS: &[Kind] = &[
 ];
 
 /// Entries shown at most; the counts above still cover the whole window.
-pub const SHOWN: usize = 300;
+pub(crate) const SHOWN: usize = 300;
 
 /// Entries read at most (the newest): the counts say when they stop short.
-pub const MAX_READ: usize = 20_000;
+pub(crate) const MAX_READ: usize = 20_000;
 
 /// The longest window: the journal of a month.
 const MAX_WINDOW_DAYS: i64 = 31;

@@ -27,8 +27,8 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("chart.html", include_str!("templates/chart.html")),
 ];
 
-pub const STYLE: &str = include_str!("templates/style.css");
-pub const ICON: &str = include_str!("templates/icon.svg");
+pub(crate) const STYLE: &str = include_str!("templates/style.css");
+pub(crate) const ICON: &str = include_str!("templates/icon.svg");
 
 pub struct Views {
     env: Environment<'static>,

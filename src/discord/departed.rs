@@ -40,7 +40,7 @@ use crate::vocab::shards::shard_of;
 
 /// How often the sweep looks for departures whose grace has passed; the
 /// grace is counted in days, so an hour late is on the date it said.
-pub const SWEEP_EVERY: Duration = Duration::from_secs(3600);
+pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(3600);
 
 pub struct Departures {
     app: Arc<App>,

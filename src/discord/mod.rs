@@ -44,7 +44,7 @@ use crate::settings::Settings;
 use crate::vocab::journal::{Entry, Kind};
 use commands::Data;
 
-pub const DISCORD: &str = "https://discord.com";
+pub(crate) const DISCORD: &str = "https://discord.com";
 
 pub(crate) fn intents(settings: &Settings) -> GatewayIntents {
     let members = if settings.discord.members_intent {

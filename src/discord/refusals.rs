@@ -56,7 +56,7 @@ pub enum Refusal {
 
 /// Serenity 0.12.5's words for each refusal (`Shard::handle_gateway_closed`),
 /// after the shard's `[ShardInfo { … }]`.
-pub const SAID: [(&str, Refusal); 5] = [
+pub(crate) const SAID: [(&str, Refusal); 5] = [
     (
         "Sent invalid authentication, please check the token.",
         Refusal::AuthenticationFailed,

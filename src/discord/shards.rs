@@ -23,12 +23,12 @@ use crate::vocab::shards::Shards;
 /// Discord's identify window: `max_concurrency` IDENTIFYs per 5 s, and
 /// serenity starts one shard per 5 s inside a process
 /// (`gateway/bridge/shard_queuer.rs`, whatever `max_concurrency` says).
-pub const IDENTIFY_EVERY: Duration = Duration::from_secs(5);
+pub(crate) const IDENTIFY_EVERY: Duration = Duration::from_secs(5);
 
 /// Added to a later range's wait: processes started "together" start a
 /// moment apart and log in at different speeds, and serenity counts its 5 s
 /// from each connection, not from each IDENTIFY.
-pub const STAGGER_SLACK: Duration = Duration::from_secs(1);
+pub(crate) const STAGGER_SLACK: Duration = Duration::from_secs(1);
 
 /// Whether this process handles an event of `guild` (None: a direct message).
 pub(crate) fn admits(plan: Option<&Shards>, guild: Option<GuildId>) -> bool {

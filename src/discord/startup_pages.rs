@@ -38,7 +38,7 @@ use tokio::sync::Notify;
 /// How long start-up must have been quiet (no READY, no server arriving)
 /// before its pages are given back: longer than serenity's 5 s between two
 /// shards of one process, so a range's later shards count as start-up too.
-pub const SETTLE: Duration = Duration::from_secs(10);
+pub(crate) const SETTLE: Duration = Duration::from_secs(10);
 
 /// Waits for start-up to settle, then releases its pages, once.
 #[derive(Clone, Default)]

@@ -35,14 +35,6 @@ pub enum SourceKind {
 }
 
 impl SourceKind {
-    pub const ALL: [SourceKind; 5] = [
-        SourceKind::Rss,
-        SourceKind::Reddit,
-        SourceKind::Youtube,
-        SourceKind::X,
-        SourceKind::Hackernews,
-    ];
-
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             SourceKind::Rss => "rss",

@@ -20,14 +20,14 @@ const API: &str = "/api/v10";
 const MAX_BODY: usize = 4 * 1024 * 1024;
 const TIMEOUT: Duration = Duration::from_secs(10);
 /// How far the clock may be from Discord's before signatures and timestamps go wrong.
-pub const MAX_SKEW_SECONDS: i64 = 5;
+pub(crate) const MAX_SKEW_SECONDS: i64 = 5;
 const PORTAL: &str = "the Developer Portal (https://discord.com/developers/applications → your app → Bot → Privileged Gateway Intents)";
 
 /// Application flags (`GET /applications/@me`).
-pub const GATEWAY_GUILD_MEMBERS: u64 = 1 << 14;
-pub const GATEWAY_GUILD_MEMBERS_LIMITED: u64 = 1 << 15;
-pub const GATEWAY_MESSAGE_CONTENT: u64 = 1 << 18;
-pub const GATEWAY_MESSAGE_CONTENT_LIMITED: u64 = 1 << 19;
+pub(crate) const GATEWAY_GUILD_MEMBERS: u64 = 1 << 14;
+pub(crate) const GATEWAY_GUILD_MEMBERS_LIMITED: u64 = 1 << 15;
+pub(crate) const GATEWAY_MESSAGE_CONTENT: u64 = 1 << 18;
+pub(crate) const GATEWAY_MESSAGE_CONTENT_LIMITED: u64 = 1 << 19;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {

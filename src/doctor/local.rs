@@ -10,9 +10,9 @@ use crate::settings::check::Checked;
 use crate::store::DB_FILE;
 
 /// Below this the bot cannot be trusted to write (a message stored, a backup): ✗.
-pub const DISK_FLOOR: u64 = 256 * 1024 * 1024;
+pub(crate) const DISK_FLOOR: u64 = 256 * 1024 * 1024;
 /// Below this, a warning: a busy year of messages is a few hundred MiB.
-pub const DISK_WARN: u64 = 2 * 1024 * 1024 * 1024;
+pub(crate) const DISK_WARN: u64 = 2 * 1024 * 1024 * 1024;
 
 /// What `ambient settings check` says, as one line.
 pub(crate) fn settings(checked: &Checked) -> Check {

@@ -6,25 +6,25 @@
 //! own deny and allow. Pure: the caller fetched the guild, member and channel.
 
 /// Discord's permission bits the bot needs, with the names the Discord client shows.
-pub const ADMINISTRATOR: u64 = 1 << 3;
-pub const ADD_REACTIONS: u64 = 1 << 6;
-pub const VIEW_CHANNEL: u64 = 1 << 10;
-pub const SEND_MESSAGES: u64 = 1 << 11;
-pub const EMBED_LINKS: u64 = 1 << 14;
-pub const ATTACH_FILES: u64 = 1 << 15;
-pub const READ_MESSAGE_HISTORY: u64 = 1 << 16;
-pub const CONNECT: u64 = 1 << 20;
-pub const SPEAK: u64 = 1 << 21;
+pub(crate) const ADMINISTRATOR: u64 = 1 << 3;
+pub(crate) const ADD_REACTIONS: u64 = 1 << 6;
+pub(crate) const VIEW_CHANNEL: u64 = 1 << 10;
+pub(crate) const SEND_MESSAGES: u64 = 1 << 11;
+pub(crate) const EMBED_LINKS: u64 = 1 << 14;
+pub(crate) const ATTACH_FILES: u64 = 1 << 15;
+pub(crate) const READ_MESSAGE_HISTORY: u64 = 1 << 16;
+pub(crate) const CONNECT: u64 = 1 << 20;
+pub(crate) const SPEAK: u64 = 1 << 21;
 
 /// What the bot needs in a text channel it answers or posts in.
-pub const TEXT_NEEDS: u64 = VIEW_CHANNEL
+pub(crate) const TEXT_NEEDS: u64 = VIEW_CHANNEL
     | SEND_MESSAGES
     | EMBED_LINKS
     | ATTACH_FILES
     | ADD_REACTIONS
     | READ_MESSAGE_HISTORY;
 /// What it needs in a voice channel it joins.
-pub const VOICE_NEEDS: u64 = VIEW_CHANNEL | CONNECT | SPEAK;
+pub(crate) const VOICE_NEEDS: u64 = VIEW_CHANNEL | CONNECT | SPEAK;
 
 const NAMES: [(u64, &str); 9] = [
     (VIEW_CHANNEL, "View Channel"),

@@ -8,7 +8,7 @@ use crate::settings::{Secrets, Settings};
 use crate::store::shared::{SharedError, known_version};
 
 /// The check's name in the report.
-pub const NAME: &str = "shared database";
+pub(crate) const NAME: &str = "shared database";
 
 /// `None` without `storage.sharedUrl`: nothing to look at. Reads only.
 pub(crate) async fn check(settings: &Settings, secrets: &Secrets) -> Option<Check> {

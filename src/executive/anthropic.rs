@@ -6,7 +6,7 @@ use super::wire::{
     ChatRequest, ChatResponse, Malformed, Part, Speaker, StopReason, TokenUsage, ToolChoice,
 };
 
-pub const API_VERSION: &str = "2023-06-01";
+pub(crate) const API_VERSION: &str = "2023-06-01";
 
 pub(crate) fn url(base: &str) -> String {
     format!("{}/v1/messages", base.trim_end_matches('/'))

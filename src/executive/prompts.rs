@@ -135,7 +135,7 @@ fn builtin() -> Vec<(&'static str, &'static str, Value)> {
 }
 
 /// The largest prompt template read from `executive.promptsDir`.
-pub const MAX_TEMPLATE_BYTES: u64 = 256 * 1024;
+pub(crate) const MAX_TEMPLATE_BYTES: u64 = 256 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PromptError {

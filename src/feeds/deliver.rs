@@ -38,7 +38,7 @@ use crate::store::feeds::{SubscriptionRow, Waiting};
 use crate::vocab::journal::{Entry, Kind};
 
 /// How long one item may keep failing before its subscription pauses.
-pub const GIVE_UP_AFTER_HOURS: i64 = 24;
+pub(crate) const GIVE_UP_AFTER_HOURS: i64 = 24;
 
 /// The longest wait between two attempts at a failing item.
 const LONGEST_BACK_OFF_MINUTES: i64 = 60;

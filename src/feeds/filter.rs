@@ -21,8 +21,8 @@ use regex::{Regex, RegexBuilder};
 
 use super::template::Fields;
 
-pub const MAX_RULES: usize = 10;
-pub const MAX_RULE_CHARS: usize = 300;
+pub(crate) const MAX_RULES: usize = 10;
+pub(crate) const MAX_RULE_CHARS: usize = 300;
 /// The compiled size a rule's regular expression may take.
 const REGEX_SIZE_LIMIT: usize = 256 * 1024;
 

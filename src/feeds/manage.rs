@@ -30,10 +30,10 @@ use crate::store::feeds::{DeliveryCounts, NewSubscription, SubscriptionRow};
 use crate::vocab::journal::{Entry, Kind};
 
 /// Most items `/feeds add … backfill` may deliver at once.
-pub const MAX_BACKFILL: u32 = 20;
+pub(crate) const MAX_BACKFILL: u32 = 20;
 
 /// How many of a feed's latest items `/feeds preview` shows.
-pub const PREVIEW_ITEMS: usize = 20;
+pub(crate) const PREVIEW_ITEMS: usize = 20;
 
 /// Why a `/feeds` request was refused; nothing was changed.
 #[derive(Debug, thiserror::Error)]

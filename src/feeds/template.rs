@@ -25,7 +25,7 @@ use crate::ids::RoleId;
 use crate::speech::{MESSAGE_LIMIT, neutralise_mentions};
 
 /// The placeholders a template may use, in the order the help lists them.
-pub const PLACEHOLDERS: [&str; 7] = [
+pub(crate) const PLACEHOLDERS: [&str; 7] = [
     "title",
     "link",
     "author",
@@ -36,7 +36,7 @@ pub const PLACEHOLDERS: [&str; 7] = [
 ];
 
 /// A template longer than a message could never be sent whole.
-pub const MAX_TEMPLATE_CHARS: usize = MESSAGE_LIMIT;
+pub(crate) const MAX_TEMPLATE_CHARS: usize = MESSAGE_LIMIT;
 
 /// Why a template was refused; each names where in the template it is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

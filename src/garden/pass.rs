@@ -37,9 +37,9 @@ use crate::vocab::fact::{Fact, FactKind, Importance, Scope, ScopeKind};
 use crate::vocab::journal::{Entry, Kind};
 
 /// The Jaccard above which two facts say the same thing (as when storing one).
-pub const NEAR_DUPLICATE: f64 = 0.8;
+pub(crate) const NEAR_DUPLICATE: f64 = 0.8;
 /// The seed's pruning rule.
-pub const PRUNE_CONFIDENCE: f64 = 0.05;
+pub(crate) const PRUNE_CONFIDENCE: f64 = 0.05;
 /// A keyword used by more of a guild's facts than this says nothing about how two relate.
 const MAX_LINK_DF: usize = 50;
 const MAX_NEW_LINKS_PER_FACT: usize = 5;

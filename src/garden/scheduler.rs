@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use crate::settings::GardenSettings;
 
 /// Token cost assumed for a cycle before any has been measured.
-pub const ASSUMED_TOKENS_PER_CYCLE: f64 = 6_000.0;
+pub(crate) const ASSUMED_TOKENS_PER_CYCLE: f64 = 6_000.0;
 
 /// The scheduler's memory between cycles (persisted).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -108,7 +108,7 @@ pub struct Impulses {
 }
 
 /// The longest a guild waits between failing idea explorations.
-pub const IDEA_BACKOFF_CEILING_MINUTES: i64 = 6 * 60;
+pub(crate) const IDEA_BACKOFF_CEILING_MINUTES: i64 = 6 * 60;
 
 /// How long after claiming a task a restart may still deliver it.
 const RESUME_WINDOW_MINUTES: i64 = 10;

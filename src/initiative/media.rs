@@ -31,12 +31,12 @@ use crate::store::UsageStore;
 use crate::store::usage::{UsageFilter, UsageRecord};
 use crate::vocab::pending::MediaKind;
 
-pub const IMAGE_PROVIDER: &str = "images";
+pub(crate) const IMAGE_PROVIDER: &str = "images";
 /// The usage rows of GIF searches (`gifs.rs`), which the day's GIF budget counts.
-pub const GIF_PROVIDER: &str = "gifs";
+pub(crate) const GIF_PROVIDER: &str = "gifs";
 
 /// Discord's attachment limit: a larger image could not be posted anyway.
-pub const MAX_IMAGE_BYTES: u64 = 25 * 1024 * 1024;
+pub(crate) const MAX_IMAGE_BYTES: u64 = 25 * 1024 * 1024;
 
 /// The largest answer read: the image in base64 (4/3 of it) and some JSON.
 const MAX_ANSWER_BYTES: u64 = MAX_IMAGE_BYTES / 3 * 4 + 64 * 1024;

@@ -29,7 +29,7 @@ use crate::store::JournalStore;
 use crate::store::stream::{StreamEvent, StreamLine, USER_MESSAGE};
 use crate::vocab::journal::{Entry, Kind};
 
-pub const KINDS: &[&str] = &[
+pub(crate) const KINDS: &[&str] = &[
     USER_MESSAGE,
     "observation",
     "decision",

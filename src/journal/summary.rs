@@ -19,7 +19,7 @@ use crate::vocab::journal::{Entry, Filter, Kind};
 /// Memory and garden work are left out: their entries quote what was
 /// remembered, which belongs to `/memory`, not to an answer anyone in the
 /// channel can read.
-pub const DEEDS: &[Kind] = &[
+pub(crate) const DEEDS: &[Kind] = &[
     Kind::Reply,
     Kind::InitiativePost,
     Kind::InitiativeSkip,

@@ -22,7 +22,7 @@ use std::time::{Duration, SystemTime};
 use crate::settings::load::{MAX_SETTINGS_BYTES, open_limited};
 
 /// How often the files are looked at.
-pub const POLL_EVERY: Duration = Duration::from_secs(2);
+pub(crate) const POLL_EVERY: Duration = Duration::from_secs(2);
 
 /// What one poll saw of the settings file.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -44,9 +44,9 @@ use crate::vocab::fact::{Fact, FactKind, Importance, Scope, ScopeKind};
 use crate::vocab::journal::{Entry, Kind};
 
 /// The longest a channel's failing extraction waits between tries.
-pub const BACKOFF_CEILING_MINUTES: i64 = 60;
+pub(crate) const BACKOFF_CEILING_MINUTES: i64 = 60;
 /// The longest extraction waits for a model that does not call its tool.
-pub const MODEL_BACKOFF_CEILING_HOURS: i64 = 24;
+pub(crate) const MODEL_BACKOFF_CEILING_HOURS: i64 = 24;
 
 /// What a failed extraction holds back.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::vocab::fact::{Fact, FactKind, Importance, Scope, ScopeKind};
 
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 1;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

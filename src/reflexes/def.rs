@@ -39,7 +39,7 @@ use crate::ids::GuildId;
 use crate::vocab::fact::{FactKind, FactParseError, Importance};
 
 /// Variables every pipeline can use.
-pub const BUILTIN_VARS: &[&str] = &[
+pub(crate) const BUILTIN_VARS: &[&str] = &[
     "message",
     "author",
     "author_id",
@@ -235,7 +235,7 @@ pub enum Action {
     },
 }
 
-pub const ACTIONS: &[&str] = &[
+pub(crate) const ACTIONS: &[&str] = &[
     "fetch_url",
     "read_file",
     "write_file",

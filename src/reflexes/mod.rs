@@ -45,7 +45,7 @@ use pipeline::{Ended, Firing, Services};
 
 /// The defaults shipped in the repository's `reflexes/` folder, built in for
 /// when `reflexes.dir` does not exist.
-pub const DEFAULTS: &[(&str, &str)] = &[
+pub(crate) const DEFAULTS: &[(&str, &str)] = &[
     (
         "greeting.yaml",
         include_str!("../../reflexes/greeting.yaml"),
@@ -67,13 +67,13 @@ pub const DEFAULTS: &[(&str, &str)] = &[
 ];
 
 /// The largest reflex file read; the defaults are under 2 KiB each.
-pub const MAX_FILE_BYTES: u64 = 256 * 1024;
+pub(crate) const MAX_FILE_BYTES: u64 = 256 * 1024;
 /// The most reflex files read from one folder: each costs a pattern in every
 /// message's match, and a folder with more is a mistake, not a configuration.
 pub const MAX_FILES: usize = 200;
 /// How much of a definition a problem may quote: enough to recognise, never
 /// the file (a problem is printed, journaled and shown in status).
-pub const MAX_PROBLEM_CHARS: usize = 300;
+pub(crate) const MAX_PROBLEM_CHARS: usize = 300;
 
 /// One reflex file: its name, and its text or why it was not read.
 pub type SourceFile = (String, Result<String, FileError>);

@@ -12,7 +12,7 @@ use std::io::Write as _;
 use std::path::{Component, Path, PathBuf};
 
 /// The largest file a reflex may read or write.
-pub const MAX_FILE_BYTES: usize = 1_000_000;
+pub(crate) const MAX_FILE_BYTES: usize = 1_000_000;
 
 pub struct StateDir {
     root: PathBuf,

@@ -21,7 +21,7 @@
 use std::io::{self, BufRead, Read};
 
 /// The longest number or bare word passed on: far beyond any id or count.
-pub const MAX_TOKEN: u64 = 64;
+pub(crate) const MAX_TOKEN: u64 = 64;
 
 /// The one key of the top object whose list is counted element by element.
 const LIST_KEY: &[u8] = b"messages";

@@ -103,7 +103,7 @@ impl ExportLimits {
 
 /// Names (server, channel, people) longer than this are cut: Discord's own
 /// limit is 100 characters for servers and channels, 32 for people.
-pub const MAX_NAME_CHARS: usize = 100;
+pub(crate) const MAX_NAME_CHARS: usize = 100;
 
 /// Mentions kept per message; a message's 4,000 characters hold at most
 /// about 190 (`<@id>` takes 21 or more).
@@ -889,7 +889,7 @@ fn shown(v: &Value) -> String {
 // --- JSONL ---------------------------------------------------------------------------------
 
 /// The server a JSONL export stands for.
-pub const JSONL_GUILD: &str = "replay";
+pub(crate) const JSONL_GUILD: &str = "replay";
 
 /// The longest JSONL line read; the rest of a longer line is an error.
 const MAX_LINE_BYTES: u64 = 64 * 1024;

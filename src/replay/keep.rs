@@ -17,7 +17,7 @@ use crate::store::DB_FILE;
 use crate::store::lock::{DataLock, LOCK_FILE};
 
 /// The file that says a directory holds a replay's data.
-pub const MARKER: &str = "replay.txt";
+pub(crate) const MARKER: &str = "replay.txt";
 
 /// Names of a directory's entries shown in a refusal, at most.
 const SHOWN: usize = 3;

@@ -33,16 +33,16 @@ use crate::executive::{
 use crate::settings::Role;
 
 /// What the reply role "says" offline.
-pub const PLACEHOLDER_REPLY: &str = "[a reply would go here]";
+pub(crate) const PLACEHOLDER_REPLY: &str = "[a reply would go here]";
 /// What an ambient post "says" offline.
-pub const PLACEHOLDER_POST: &str = "[an ambient post would go here]";
+pub(crate) const PLACEHOLDER_POST: &str = "[an ambient post would go here]";
 
 /// The length of a real model's typical answer, in output tokens, by what
 /// the call is for: the placeholders are a few tokens, a real answer is not.
 /// Rough figures from the prompts' own asks (a reply of a few sentences, a
 /// post with its reason, a few facts as JSON, a yes or no); the report shows
 /// the role's `maxOutputTokens` beside them as the worst case.
-pub const TYPICAL_OUTPUT_TOKENS: [(&str, u64); 8] = [
+pub(crate) const TYPICAL_OUTPUT_TOKENS: [(&str, u64); 8] = [
     ("answer", 180),
     ("initiative", 120),
     ("chime-in", 100),

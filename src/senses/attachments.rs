@@ -50,7 +50,7 @@ use crate::store::MessageStore;
 use crate::store::messages::{Attachment, StoredMessage};
 
 /// Discord's attachment hosts.
-pub const DISCORD_CDN_HOSTS: [&str; 2] = ["cdn.discordapp.com", "media.discordapp.net"];
+pub(crate) const DISCORD_CDN_HOSTS: [&str; 2] = ["cdn.discordapp.com", "media.discordapp.net"];
 
 /// What may be fetched for this answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,7 +63,7 @@ pub struct Reading {
 
 impl Reading {
     /// Nothing is fetched; every attachment is only named.
-    pub const NAMES_ONLY: Reading = Reading {
+    pub(crate) const NAMES_ONLY: Reading = Reading {
         images: false,
         files: false,
     };

@@ -19,7 +19,7 @@ use crate::store::messages::Attachment;
 use crate::words::thousands;
 
 /// Extensions read as text.
-pub const TEXT_EXTENSIONS: &[&str] = &[
+pub(crate) const TEXT_EXTENSIONS: &[&str] = &[
     // Plain text, logs and markup.
     "txt",
     "text",

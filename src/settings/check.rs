@@ -10,7 +10,7 @@ use super::load::{Loaded, load};
 use super::validate::warnings;
 
 /// The most problems shown: a file with thousands of mistakes is fixed from the first ones.
-pub const MAX_SHOWN: usize = 50;
+pub(crate) const MAX_SHOWN: usize = 50;
 
 /// What checking a file found.
 #[derive(Debug)]

@@ -25,7 +25,7 @@ use super::paths;
 use super::secrets::Secrets;
 
 /// Paths (or prefixes ending in '.') bound at start; a changed value waits for the next start.
-pub const AT_NEXT_START: &[&str] = &[
+pub(crate) const AT_NEXT_START: &[&str] = &[
     // The store, its lock and the journal live there.
     "storage.dataDir",
     // The gateway shards run, the guilds owned, and where people's requests pass between processes.

@@ -17,11 +17,11 @@ use serde_json::Value;
 use super::schema::Settings;
 use super::validate::{Problem, validate};
 
-pub const DEFAULT_FILE: &str = "settings.json";
+pub(crate) const DEFAULT_FILE: &str = "settings.json";
 
 /// The largest settings file read: the example is about 10 KiB, so this is
 /// generous, and small enough that a mistaken file is refused at once.
-pub const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
 
 /// Why a file from outside was not read.
 #[derive(Debug, thiserror::Error)]

@@ -29,10 +29,10 @@ use chrono::{
 use chrono_tz::Tz;
 
 /// Most rules one setting may hold.
-pub const MAX_RULES: usize = 14;
+pub(crate) const MAX_RULES: usize = 14;
 
 /// What a valid setting looks like, for error messages.
-pub const EXAMPLE: &str =
+pub(crate) const EXAMPLE: &str =
     "\"23:00-08:00\", \"fri,sat 01:00-10:00\" or \"sun-thu 23:00-07:00; fri,sat 01:00-10:00\"";
 
 /// Why a quiet-hours setting does not parse.

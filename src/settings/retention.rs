@@ -22,7 +22,7 @@ pub struct Described {
 }
 
 /// Every kind, in the order status, the dashboard and the README list them.
-pub const KINDS: [Described; 7] = [
+pub(crate) const KINDS: [Described; 7] = [
     Described {
         kind: Kind::Messages,
         name: "messages",
@@ -75,7 +75,7 @@ pub const KINDS: [Described; 7] = [
 ];
 
 /// Where the retention keys live.
-pub const PREFIX: &str = "storage.retention.";
+pub(crate) const PREFIX: &str = "storage.retention.";
 
 impl RetentionSettings {
     pub(crate) fn days(&self, kind: Kind) -> u32 {

@@ -22,7 +22,7 @@ pub enum Role {
 }
 
 impl Role {
-    pub const ALL: [Role; 4] = [Role::Reply, Role::Ambient, Role::Reflex, Role::Extract];
+    pub(crate) const ALL: [Role; 4] = [Role::Reply, Role::Ambient, Role::Reflex, Role::Extract];
 
     pub fn as_str(self) -> &'static str {
         match self {

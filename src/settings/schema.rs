@@ -188,7 +188,7 @@ impl DiscordSettings {
 }
 
 /// Discord's own REST API: `discord.apiBaseUrl` unless the bot runs elsewhere.
-pub const DISCORD_API_BASE_URL: &str = "https://discord.com";
+pub(crate) const DISCORD_API_BASE_URL: &str = "https://discord.com";
 
 impl DiscordSettings {
     /// The operator's own origins attachments may be read from, besides

@@ -16,7 +16,7 @@ use crate::vocab::shards::{ShardRange, Shards};
 
 /// The most shards a bot may name. Discord's largest bots run a few
 /// thousand; anything past this is a typo, and a bound keeps plans small.
-pub const MAX_TOTAL_SHARDS: u32 = 16_384;
+pub(crate) const MAX_TOTAL_SHARDS: u32 = 16_384;
 
 impl super::DiscordSettings {
     /// The shards named by `discord.shards` and `discord.totalShards`, or None
@@ -40,7 +40,7 @@ impl super::DiscordSettings {
 
 /// The keys [`problems`] checks together; a command line's `--shards` and
 /// `--total-shards` change what they say of the file's values.
-pub const KEYS: [&str; 5] = [
+pub(crate) const KEYS: [&str; 5] = [
     "discord.shards",
     "discord.totalShards",
     "storage.sharedDir",

@@ -158,20 +158,20 @@ fn vision_problem(value: &Value) -> Option<String> {
 
 /// The longest key looked at for a "did you mean": the longest real one is
 /// under 40, and comparing a huge key with every known one would take minutes.
-pub const MAX_KEY_CHARS: usize = 64;
+pub(crate) const MAX_KEY_CHARS: usize = 64;
 /// After this many problems an unknown key gets no "did you mean".
 const MAX_SUGGESTIONS: usize = 50;
 /// The most entries a list setting may hold (ids, feeds, links): a list is
 /// searched on every message, and a few hundred is already a lot.
-pub const MAX_LIST_ITEMS: usize = 1000;
+pub(crate) const MAX_LIST_ITEMS: usize = 1000;
 /// The longest `bot.persona`: it rides in every prompt, so every character costs.
-pub const MAX_PERSONA_CHARS: usize = 4000;
+pub(crate) const MAX_PERSONA_CHARS: usize = 4000;
 /// The longest URL (and any text inside a list, such as a feed address).
-pub const MAX_URL_CHARS: usize = 2048;
+pub(crate) const MAX_URL_CHARS: usize = 2048;
 /// The longest folder path (Linux's `PATH_MAX`).
-pub const MAX_PATH_CHARS: usize = 4096;
+pub(crate) const MAX_PATH_CHARS: usize = 4096;
 /// The longest of any other text: names, models, languages, time zones.
-pub const MAX_TEXT_CHARS: usize = 256;
+pub(crate) const MAX_TEXT_CHARS: usize = 256;
 
 /// The longest text a setting may hold, by its path.
 pub(crate) fn max_chars(path: &str) -> usize {
@@ -621,7 +621,7 @@ fn retention(p: &mut Rules, s: &Settings) {
 
 /// The most origins `discord.attachmentOrigins` may name: a server's files
 /// live in one or two places, and each is an address the bot may reach.
-pub const MAX_ATTACHMENT_ORIGINS: usize = 16;
+pub(crate) const MAX_ATTACHMENT_ORIGINS: usize = 16;
 
 /// `discord.attachmentOrigins`: a few http(s) origins, each alone.
 fn attachment_origins(p: &mut Rules, origins: &[String]) {

@@ -60,7 +60,7 @@ use crate::executive::TextSink;
 use crate::ids::{MessageId, UserId};
 
 /// Edits per message at most, the final one included.
-pub const MAX_EDITS: u32 = 20;
+pub(crate) const MAX_EDITS: u32 = 20;
 
 /// Attempts at the edit that makes a message final.
 const FINAL_TRIES: u32 = 3;

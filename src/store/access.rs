@@ -11,7 +11,7 @@ use super::{PeopleStore, Result, from_ms, to_ms};
 use crate::ids::UserId;
 
 /// How long after one explanation the next may be given.
-pub const NOTICE_EVERY: chrono::Duration = chrono::Duration::days(1);
+pub(crate) const NOTICE_EVERY: chrono::Duration = chrono::Duration::days(1);
 
 impl PeopleStore {
     /// Records that `user` is told now unless they were told within

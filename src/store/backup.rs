@@ -36,14 +36,14 @@ use super::{DB_FILE, migrations, to_ms};
 use crate::ids::UserId;
 
 /// What marks a SQLite file as an ambient backup (`PRAGMA application_id`): "ambk".
-pub const APPLICATION_ID: i32 = 0x616d_626b;
+pub(crate) const APPLICATION_ID: i32 = 0x616d_626b;
 
 /// The layout of a backup file; a newer one is refused by name.
-pub const FORMAT: u32 = 1;
+pub(crate) const FORMAT: u32 = 1;
 
 /// The state files a backup carries: at most this many, and bytes of them.
-pub const MAX_FILES: usize = 100_000;
-pub const MAX_FILES_BYTES: u64 = 1024 * 1024 * 1024;
+pub(crate) const MAX_FILES: usize = 100_000;
+pub(crate) const MAX_FILES_BYTES: u64 = 1024 * 1024 * 1024;
 /// The longest state file path (relative to `state/`) a backup may name.
 const MAX_PATH_CHARS: usize = 1024;
 
@@ -65,7 +65,7 @@ const BACKUP_TABLES: [(&str, &str); 2] = [
 ];
 
 /// The folder of the data directory that goes into a backup with the database.
-pub const STATE_DIR: &str = "state";
+pub(crate) const STATE_DIR: &str = "state";
 /// The dashboard's token hash: this host's, kept from the directory a restore replaces.
 const KEPT_FILES: [&str; 1] = ["dashboard-token.sha256"];
 

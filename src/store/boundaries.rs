@@ -36,7 +36,7 @@ pub enum Boundary {
 }
 
 impl Boundary {
-    pub const ALL: [Boundary; 5] = [
+    pub(crate) const ALL: [Boundary; 5] = [
         Boundary::NoPing,
         Boundary::NoUnprompted,
         Boundary::NoMemory,

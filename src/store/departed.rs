@@ -44,7 +44,7 @@ impl Departure {
 /// A WHERE term keeping the rows of no server or of one the bot is still
 /// in: a departed server's due tasks, schedules and garden work wait (for
 /// its return, or go with its data).
-pub const STILL_THERE: &str =
+pub(crate) const STILL_THERE: &str =
     "(guild_id IS NULL OR guild_id NOT IN (SELECT guild_id FROM departed_guilds))";
 
 /// The day (UTC) the data of a server that removed the bot at `at` goes,

@@ -19,7 +19,7 @@ use super::{FeedStore, Result, from_ms, to_ms};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 
 /// Days after which an item the feed no longer lists is forgotten.
-pub const FORGET_AFTER_DAYS: i64 = 90;
+pub(crate) const FORGET_AFTER_DAYS: i64 = 90;
 
 /// A subscription as stored: what it was made of, and how it has fared.
 #[derive(Clone, Debug, PartialEq)]

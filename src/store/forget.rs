@@ -26,10 +26,10 @@ use crate::ids::UserId;
 use chrono::{DateTime, Utc};
 
 /// What a quote of forgotten text becomes.
-pub const REDACTED: &str = "[forgotten]";
+pub(crate) const REDACTED: &str = "[forgotten]";
 
 /// Texts shorter than this (in characters) are not searched for as quotes.
-pub const MIN_QUOTE_CHARS: usize = 6;
+pub(crate) const MIN_QUOTE_CHARS: usize = 6;
 
 /// What the journal says instead of an entry about a forgotten message.
 const REDACTED_ENTRY: &str = "[forgotten at a member's request]";

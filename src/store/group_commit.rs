@@ -28,7 +28,7 @@ use rusqlite::Connection;
 use crate::metrics::StoreTimings;
 
 /// The longest a grouped write waits to be committed.
-pub const WINDOW: Duration = Duration::from_millis(100);
+pub(crate) const WINDOW: Duration = Duration::from_millis(100);
 
 /// A group is committed once it holds this many writes, whatever its age.
 const MAX_WRITES: usize = 1_000;
@@ -40,7 +40,7 @@ const MAX_WRITES: usize = 1_000;
 /// (`ambient remember`, the dashboard's forget-me) waiting for the lock
 /// would find it free only between two groups, if ever. The rest gives it
 /// that moment, every [`WINDOW`] at the latest.
-pub const REST: Duration = Duration::from_millis(10);
+pub(crate) const REST: Duration = Duration::from_millis(10);
 
 /// The connection and the group open on it, if any.
 pub(super) struct Db {

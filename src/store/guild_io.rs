@@ -42,12 +42,12 @@ use super::retention::{Batch, Holds, Pace};
 use super::{GuildStore, StoreError, migrations};
 use crate::ids::GuildId;
 
-pub const FORMAT: &str = "ambient-guild";
-pub const VERSION: u32 = 1;
+pub(crate) const FORMAT: &str = "ambient-guild";
+pub(crate) const VERSION: u32 = 1;
 
 /// The state folders a server has, under `<dataDir>/state/`: what its
 /// reflexes keep (`guilds`) and the reflexes written for it (`reflexes`).
-pub const FOLDERS: [&str; 2] = ["guilds", "reflexes"];
+pub(crate) const FOLDERS: [&str; 2] = ["guilds", "reflexes"];
 
 /// `<dataDir>/state/<name>/<guild>`, one of the server's [`FOLDERS`].
 pub(crate) fn state_folder(data_dir: &Path, name: &str, guild: GuildId) -> PathBuf {

@@ -18,7 +18,7 @@ use crate::words::thousands;
 /// The most of a reason (a journal entry's summary or reason, a usage row's
 /// detail) that is stored, in bytes. A reason is read by a person; an error
 /// text quotes whatever a service answered, and that has no bound of its own.
-pub const MAX_REASON_BYTES: usize = 2_048;
+pub(crate) const MAX_REASON_BYTES: usize = 2_048;
 
 /// Room the cut marker takes at most (the longest numbers included): a cut
 /// reason, marker and all, still fits, so cutting it again changes nothing.

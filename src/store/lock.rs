@@ -11,7 +11,7 @@ use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
-pub const LOCK_FILE: &str = "ambient.lock";
+pub(crate) const LOCK_FILE: &str = "ambient.lock";
 
 #[derive(Debug)]
 pub struct DataLock {

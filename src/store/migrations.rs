@@ -824,7 +824,7 @@ pub(crate) fn apply_list(
 }
 
 /// The setting naming where the store's file is, for a refusal's advice.
-pub const DATA_DIR: &str = "storage.dataDir";
+pub(crate) const DATA_DIR: &str = "storage.dataDir";
 
 #[cfg(test)]
 mod tests {

@@ -27,7 +27,7 @@ use super::{PeopleStore, Result, Store, StoreError, from_ms, to_ms};
 use crate::ids::UserId;
 
 /// The ledger's file in `storage.sharedDir`.
-pub const LEDGER_FILE: &str = "people.db";
+pub(crate) const LEDGER_FILE: &str = "people.db";
 
 /// The ledger file's own schema version (`PRAGMA user_version`).
 const LEDGER_VERSION: u32 = 1;
@@ -36,7 +36,7 @@ const LEDGER_VERSION: u32 = 1;
 const SHARED_DIR: &str = "storage.sharedDir";
 
 /// Events read per batch when catching up.
-pub const BATCH: usize = 500;
+pub(crate) const BATCH: usize = 500;
 
 const LEDGER_SCHEMA: &str = r#"
     CREATE TABLE IF NOT EXISTS ledger (

@@ -53,7 +53,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 7] = [
+    pub(crate) const ALL: [Kind; 7] = [
         Kind::Messages,
         Kind::Journal,
         Kind::Usage,

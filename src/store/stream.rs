@@ -94,7 +94,7 @@ impl JournalStore {
 }
 
 /// The kind of a person's message in the stream (read from `messages`).
-pub const USER_MESSAGE: &str = "user_message";
+pub(crate) const USER_MESSAGE: &str = "user_message";
 
 /// A stream event with where it sorts among those of the same instant: a
 /// person's message (0) before the lines written about it (1), each kind

@@ -29,7 +29,7 @@ pub enum FactKind {
 }
 
 impl FactKind {
-    pub const ALL: [FactKind; 8] = [
+    pub(crate) const ALL: [FactKind; 8] = [
         FactKind::Decision,
         FactKind::Fact,
         FactKind::Preference,

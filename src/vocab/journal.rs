@@ -35,7 +35,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: &'static [Kind] = &[
+    pub(crate) const ALL: &'static [Kind] = &[
         Kind::Route,
         Kind::Outcome,
         Kind::Reply,

@@ -11,10 +11,10 @@
 use opus2::{Application, Channels, Encoder};
 
 /// Discord's voice audio: 48 kHz, stereo, 20 ms frames.
-pub const RATE: u32 = 48_000;
-pub const FRAME_MS: u64 = 20;
+pub(crate) const RATE: u32 = 48_000;
+pub(crate) const FRAME_MS: u64 = 20;
 /// Samples per channel in one 20 ms frame at 48 kHz.
-pub const FRAME_SAMPLES: usize = 960;
+pub(crate) const FRAME_SAMPLES: usize = 960;
 /// The largest Opus packet libopus writes for one frame.
 const MAX_PACKET: usize = 4_000;
 /// The sample rates accepted: telephone to studio.

@@ -47,9 +47,9 @@ use listener::{Listener, Services, Session};
 /// How long auto-join leaves a room alone after it could not join it: a
 /// failed attempt posts the notice and its correction, unprompted, so it is
 /// not repeated for each person who enters.
-pub const AUTO_JOIN_RETRY: Duration = Duration::minutes(15);
+pub(crate) const AUTO_JOIN_RETRY: Duration = Duration::minutes(15);
 /// The longest wait between two auto-join attempts at a room that keeps failing.
-pub const AUTO_JOIN_RETRY_CEILING: Duration = Duration::hours(24);
+pub(crate) const AUTO_JOIN_RETRY_CEILING: Duration = Duration::hours(24);
 
 /// Why the bot did not join or leave a voice channel; the text is the answer
 /// the person who asked sees.

@@ -11,7 +11,7 @@
 //! is dropped. Offsets count samples since the speaker's stream began.
 
 pub const SAMPLE_RATE: u32 = 16_000;
-pub const FRAME: usize = (SAMPLE_RATE / 50) as usize; // 20 ms
+pub(crate) const FRAME: usize = (SAMPLE_RATE / 50) as usize; // 20 ms
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SegmentConfig {

@@ -30,7 +30,7 @@ use crate::store::boundaries::Boundary;
 use crate::vocab::journal::{Entry, Kind};
 
 /// The most text sent to be spoken (OpenAI's `/audio/speech` takes 4,096 characters).
-pub const MAX_INPUT_CHARS: usize = 4_096;
+pub(crate) const MAX_INPUT_CHARS: usize = 4_096;
 /// Room for a WAV's header chunks beyond its audio.
 const HEADER_SLACK: u64 = 4_096;
 

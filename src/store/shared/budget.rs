@@ -17,7 +17,7 @@ use chrono::NaiveDate;
 use super::{Result, SharedDb};
 
 /// How long a lease holds without another lease from its holder.
-pub const LEASE_TTL: Duration = Duration::from_secs(600);
+pub(crate) const LEASE_TTL: Duration = Duration::from_secs(600);
 
 /// Migration 2 of the shared schema.
 pub(super) const SCHEMA: &str = r#"

@@ -33,10 +33,10 @@ use tokio_postgres::{AsyncMessage, Client, Config, Socket};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// How long to wait for PostgreSQL to accept a connection.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// How long one operation (a statement, a transaction) may take.
-pub const QUERY_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const QUERY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The advisory lock `migrate` holds: processes starting together take turns.
 const MIGRATE_LOCK: i64 = 0x616d_6269_656e_7401;

@@ -17,7 +17,7 @@ use crate::store::people::{LedgerEntry, PeopleLog, PersonEvent};
 use crate::store::{StoreError, from_ms, to_ms};
 
 /// The `NOTIFY` channel appends announce themselves on.
-pub const CHANNEL: &str = "ambient_people";
+pub(crate) const CHANNEL: &str = "ambient_people";
 
 /// The advisory lock an append holds until it commits.
 const APPEND_LOCK: i64 = 0x616d_6269_656e_7402;
