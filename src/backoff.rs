@@ -57,7 +57,7 @@ fn human(d: Duration) -> String {
 }
 
 /// Back-off state for many scopes (channels, servers, sources), in memory.
-pub struct Backoff<K> {
+pub(crate) struct Backoff<K> {
     base: Duration,
     ceiling: Duration,
     failing: Mutex<HashMap<K, Setback>>,

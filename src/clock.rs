@@ -23,7 +23,7 @@ pub trait Clock: Send + Sync + 'static {
     async fn sleep(&self, d: Duration);
 }
 
-pub type SharedClock = Arc<dyn Clock>;
+pub(crate) type SharedClock = Arc<dyn Clock>;
 
 /// Wall-clock time.
 pub struct SystemClock;
@@ -43,7 +43,7 @@ impl Clock for SystemClock {
 /// moves it forward so a newcomer can see what the next minutes bring
 /// (ticks, reminders) without waiting for them.
 #[derive(Default)]
-pub struct ShiftedClock {
+pub(crate) struct ShiftedClock {
     ahead: Mutex<chrono::Duration>,
 }
 

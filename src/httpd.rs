@@ -51,7 +51,7 @@ const ACCEPT_AGAIN_AFTER: Duration = Duration::from_secs(1);
 
 /// What one front end lets its clients hold.
 #[derive(Clone, Copy)]
-pub struct Bounds {
+pub(crate) struct Bounds {
     /// Who serves, in log lines ("dashboard", "metrics").
     pub name: &'static str,
     /// How long a request's head (its line and headers) may take to arrive.

@@ -25,7 +25,7 @@ pub(crate) const PAIRING_CODE_LEN: usize = 6;
 /// Why a person may not talk to the bot here: the gate, what the journal
 /// says, and the short sentence the person is told.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refused {
+pub(crate) struct Refused {
     /// `roles` or `dms`: the name the journal and the replay report count.
     pub gate: &'static str,
     pub reason: String,

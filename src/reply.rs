@@ -84,7 +84,7 @@ use crate::vocab::journal::{Entry, Kind};
 /// What a reply turn offers beyond memory: the journal ("why did you do
 /// that?"), tasks (a promise becomes one), and — for people trusted with it
 /// — writing and disabling reflexes.
-pub struct ReplyTools {
+pub(crate) struct ReplyTools {
     pub journal: Journal,
     pub impulses: Arc<Impulses>,
     pub reflexes: Arc<Reflexes>,
@@ -981,7 +981,7 @@ impl Handler for ReplyHandler {
 /// The store's handles this module uses, one per family of tables (see
 /// `store::handles`): what it may read and write, and nothing else.
 #[derive(Clone)]
-pub struct Stores {
+pub(crate) struct Stores {
     /// Messages, and the names of servers and channels.
     pub messages: MessageStore,
     /// The journal and the context stream.

@@ -617,7 +617,7 @@ fn best_break(window: &str) -> Option<usize> {
 /// The store's handles this module uses, one per family of tables (see
 /// `store::handles`): what it may read and write, and nothing else.
 #[derive(Clone)]
-pub struct Stores {
+pub(crate) struct Stores {
     /// Messages, and the names of servers and channels.
     pub messages: MessageStore,
     /// Boundaries, hushes, forget-me, access.

@@ -9,7 +9,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 #[error(
     "{spec:?} is not a time window: use a duration like 30m, 24h, 7d or 2w, or a date like 2026-01-31"
 )]
-pub struct NotAWindow {
+pub(crate) struct NotAWindow {
     pub spec: String,
 }
 

@@ -54,7 +54,7 @@ pub struct Attended {
 }
 
 #[derive(Default)]
-pub struct AttentionQueue {
+pub(crate) struct AttentionQueue {
     lanes: HashMap<Lane, VecDeque<Attended>>,
     busy: HashSet<Lane>,
     len: usize,

@@ -60,7 +60,7 @@ impl Salience {
 }
 
 /// What scoring needs to know besides the input itself.
-pub struct Context<'a> {
+pub(crate) struct Context<'a> {
     pub settings: &'a Settings,
     pub now: DateTime<Utc>,
     /// The input's channel is in an ACTIVE conversation with the bot.

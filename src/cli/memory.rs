@@ -20,7 +20,7 @@ use crate::store::Store;
 use crate::store::memory::FactFilter;
 use crate::vocab::fact::{Fact, FactKind, Importance, Scope};
 
-pub struct Ctx {
+pub(crate) struct Ctx {
     pub memory: Arc<Memory>,
     pub store: Store,
     pub data_dir: PathBuf,
@@ -157,7 +157,7 @@ pub(crate) async fn remember(
     Ok(ExitCode::SUCCESS)
 }
 
-pub struct ListArgs<'a> {
+pub(crate) struct ListArgs<'a> {
     pub kind: Option<&'a str>,
     pub since: Option<&'a str>,
     pub importance: Option<&'a str>,

@@ -13,7 +13,7 @@ use std::fmt;
 use std::io::{self, Write};
 
 #[derive(Debug, thiserror::Error)]
-pub enum OutputError {
+pub(crate) enum OutputError {
     /// The reader went away (a closed pipe): the verb stops, quietly.
     #[error("standard output was closed by its reader")]
     Closed,

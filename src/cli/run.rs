@@ -12,7 +12,7 @@ use crate::settings::Secrets;
 
 /// `--shards` and `--total-shards`: the settings' `discord.shards` and
 /// `discord.totalShards` for this start only.
-pub struct ShardFlags {
+pub(crate) struct ShardFlags {
     pub shards: Option<String>,
     pub total_shards: Option<u32>,
 }

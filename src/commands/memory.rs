@@ -146,7 +146,7 @@ pub(crate) fn forget_me(app: &App, who: &Asker, messages: bool) -> String {
 
 /// Why the memory was not exported; the text is the answer the asker sees.
 #[derive(Debug, thiserror::Error)]
-pub enum ExportRefused {
+pub(crate) enum ExportRefused {
     #[error("Only members with Manage Server can export the server's memory.")]
     NotManager,
     #[error("{0}")]

@@ -48,7 +48,7 @@ pub(crate) fn show(app: &App, guild: Option<GuildId>, path: Option<&str>) -> Str
 
 /// Why a server's override was not changed; the text is the answer the asker sees.
 #[derive(Debug, thiserror::Error)]
-pub enum SettingsRefused {
+pub(crate) enum SettingsRefused {
     /// The settings service refused the value or the path (its words name the path).
     #[error("{0}")]
     Change(#[from] ChangeError),

@@ -61,7 +61,7 @@ pub(crate) fn bot_author(name: &str) -> Author {
     }
 }
 
-pub struct Options {
+pub(crate) struct Options {
     pub user: String,
     pub channel: String,
     /// The app's clock, which `/wait` moves forward.
@@ -80,7 +80,7 @@ const SETTLE_WITHIN: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// How a console session ended.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Ended {
+pub(crate) enum Ended {
     /// End of input or `/quit`, once the work in flight was done.
     Done,
     /// Ctrl-C: at once, without waiting for the work in flight.

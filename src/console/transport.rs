@@ -88,7 +88,7 @@ impl ConsoleOut {
 }
 
 /// Standard output held by one writer (see [`ConsoleOut::lines`]).
-pub struct Lines<'a> {
+pub(crate) struct Lines<'a> {
     json: bool,
     held: std::sync::MutexGuard<'a, Held>,
 }

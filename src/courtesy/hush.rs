@@ -37,7 +37,7 @@ pub(crate) const MANAGER_MAX_DAYS: i64 = 7;
 
 /// Who asks, and where.
 #[derive(Clone, Debug)]
-pub struct Asker {
+pub(crate) struct Asker {
     pub user: UserId,
     pub name: String,
     /// Has Manage Server here.
@@ -63,7 +63,7 @@ impl Place {
 }
 
 /// What the bot needs to hush: the server's settings, the store, the journal.
-pub struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     pub settings: &'a Settings,
     pub store: Stores,
     pub journal: &'a Journal,

@@ -41,7 +41,7 @@ use crate::store::hushes::Hush;
 
 /// Why the bot keeps quiet: the gate that said so, and its reason.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refusal {
+pub(crate) struct Refusal {
     /// `quiet_hours`, `hush`, `boundary` or `store`: the name the journal, status and replay count.
     pub gate: &'static str,
     pub reason: String,
@@ -218,7 +218,7 @@ fn channel_name(store: &MessageStore, c: ChannelId) -> String {
 /// The store's handles this module uses, one per family of tables (see
 /// `store::handles`): what it may read and write, and nothing else.
 #[derive(Clone)]
-pub struct Stores {
+pub(crate) struct Stores {
     /// Messages, and the names of servers and channels.
     pub messages: MessageStore,
     /// Boundaries, hushes, forget-me, access.

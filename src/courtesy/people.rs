@@ -64,7 +64,7 @@ pub(crate) fn shared_db(
 
 /// Applies other processes' events to this process's store.
 #[derive(Clone)]
-pub struct People {
+pub(crate) struct People {
     store: Stores,
     journal: Journal,
     ledger: SharedLedger,

@@ -43,7 +43,7 @@ pub(crate) const SESSION_LIFETIME: Duration = Duration::from_secs(12 * 3600);
 const MAX_SESSIONS: usize = 32;
 
 #[derive(Debug, thiserror::Error)]
-pub enum TokenError {
+pub(crate) enum TokenError {
     #[error("cannot read the dashboard token's hash {path}: {source}")]
     Read {
         path: String,
@@ -63,13 +63,13 @@ pub enum TokenError {
     "this dashboard answers only to its loopback address (127.0.0.1, [::1] or localhost), \
      and this request was for {host:?}"
 )]
-pub struct ForeignHost {
+pub(crate) struct ForeignHost {
     pub host: String,
 }
 
 /// The stored token: its hash, and the token itself when it was made just now
 /// (to be shown once).
-pub struct Token {
+pub(crate) struct Token {
     pub hash: [u8; 32],
     pub fresh: Option<String>,
     pub file: PathBuf,

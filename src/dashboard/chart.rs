@@ -15,14 +15,14 @@ const BOTTOM: f64 = 24.0;
 const TOP: f64 = 8.0;
 
 /// One layer: its name (a role), the CSS class that colours it, a value per day.
-pub struct Series {
+pub(crate) struct Series {
     pub name: String,
     pub class: String,
     pub values: Vec<u64>,
 }
 
 #[derive(Serialize)]
-pub struct Chart {
+pub(crate) struct Chart {
     pub id: String,
     pub label: String,
     pub width: f64,
@@ -39,7 +39,7 @@ pub struct Chart {
 }
 
 #[derive(Serialize)]
-pub struct Bar {
+pub(crate) struct Bar {
     pub x: String,
     pub y: String,
     pub w: String,
@@ -49,13 +49,13 @@ pub struct Bar {
 }
 
 #[derive(Serialize)]
-pub struct Label {
+pub(crate) struct Label {
     pub x: String,
     pub text: String,
 }
 
 #[derive(Serialize)]
-pub struct Legend {
+pub(crate) struct Legend {
     pub name: String,
     pub class: String,
     pub total: String,

@@ -74,7 +74,7 @@ const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-ac
                    frame-ancestors 'none'; base-uri 'none'";
 
 /// What every handler reads: the data, who may come in, the templates.
-pub struct Dash {
+pub(crate) struct Dash {
     pub site: Site,
     pub access: Access,
     views: Views,

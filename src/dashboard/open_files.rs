@@ -5,7 +5,7 @@
 
 /// The limit that was raised: from the soft limit to the hard one.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Raised {
+pub(crate) struct Raised {
     pub from: u64,
     pub to: u64,
 }

@@ -9,12 +9,12 @@ pub(crate) const MAX_VALUE_CHARS: usize = 200;
 /// Fields a request may carry at most.
 const MAX_FIELDS: usize = 32;
 
-pub struct Params(Vec<(String, String)>);
+pub(crate) struct Params(Vec<(String, String)>);
 
 /// A field the request carries that the page cannot use. Values are quoted
 /// as [`shown`] cuts them (they may be anything).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ParamError {
+pub(crate) enum ParamError {
     #[error("at most {max} fields are read")]
     TooManyFields { max: usize },
     #[error("{field}: at most {max} characters, got {got}")]

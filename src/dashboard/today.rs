@@ -60,7 +60,7 @@ struct View {
 }
 
 #[derive(Serialize)]
-pub struct Choice {
+pub(crate) struct Choice {
     pub value: String,
     pub label: String,
     pub selected: bool,

@@ -30,7 +30,7 @@ const TEMPLATES: &[(&str, &str)] = &[
 pub(crate) const STYLE: &str = include_str!("templates/style.css");
 pub(crate) const ICON: &str = include_str!("templates/icon.svg");
 
-pub struct Views {
+pub(crate) struct Views {
     env: Environment<'static>,
 }
 
@@ -48,7 +48,7 @@ impl Default for Views {
 
 /// What every page's frame shows.
 #[derive(Serialize)]
-pub struct Frame {
+pub(crate) struct Frame {
     /// The navigation entry to mark: today, spend, initiative, feeds, memory.
     pub page: &'static str,
     pub title: String,

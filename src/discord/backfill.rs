@@ -22,7 +22,7 @@ use crate::vocab::journal::{Entry, Kind};
 
 /// What catching up on one channel found.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct CaughtUp {
+pub(crate) struct CaughtUp {
     pub stored: usize,
     pub answered_late: usize,
     pub too_old_to_answer: usize,

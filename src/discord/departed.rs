@@ -42,7 +42,7 @@ use crate::vocab::shards::shard_of;
 /// grace is counted in days, so an hour late is on the date it said.
 pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(3600);
 
-pub struct Departures {
+pub(crate) struct Departures {
     app: Arc<App>,
     /// This process's shards; None: every shard.
     plan: Option<Shards>,

@@ -18,7 +18,7 @@ use crate::discord::Stores;
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
 use crate::vocab::journal::{Entry, Kind};
 
-pub struct Events {
+pub(crate) struct Events {
     pub app: Arc<App>,
     pub me: UserId,
     /// Told when a connection is up, so reconnect back-off starts over.

@@ -499,7 +499,7 @@ pub(crate) fn wait_for_signal() -> impl std::future::Future<Output = ()> {
 /// The store's handles this module uses, one per family of tables (see
 /// `store::handles`): what it may read and write, and nothing else.
 #[derive(Clone)]
-pub struct Stores {
+pub(crate) struct Stores {
     /// Messages, and the names of servers and channels.
     pub messages: MessageStore,
     /// A server's rows as a whole.

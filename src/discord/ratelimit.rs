@@ -30,7 +30,7 @@ const RETRIES: u32 = 4;
 /// Waits the server asks for beyond this are not waited for.
 const MAX_WAIT: Duration = Duration::from_secs(60);
 
-pub struct Limiter {
+pub(crate) struct Limiter {
     client: reqwest::Client,
     base: String,
     /// Route → the moment it may be used again.

@@ -52,7 +52,7 @@ const PROBE_WITHIN: StdDuration = StdDuration::from_secs(2);
 type Probe = Arc<dyn Fn(&str) -> Pin<Box<dyn Future<Output = bool> + Send>> + Send + Sync>;
 
 /// Paces serenity's gateway connection attempts (see the file comment).
-pub struct Gate {
+pub(crate) struct Gate {
     base: Duration,
     ceiling: Duration,
     connected: AtomicBool,

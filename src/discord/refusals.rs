@@ -46,7 +46,7 @@ use crate::vocab::shards::Shards;
 
 /// A gateway close code that means "not like this": retrying cannot help.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     AuthenticationFailed,
     InvalidShard,
     ShardingRequired,
@@ -135,7 +135,7 @@ impl Refusal {
 
 /// One refusal, as serenity logged it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Refused {
+pub(crate) struct Refused {
     pub shard: u32,
     pub total: u32,
     pub why: Refusal,
@@ -231,7 +231,7 @@ impl Visit for Message {
 }
 
 /// Says each refusal heard and stops its shard; knows when none is left.
-pub struct Watch {
+pub(crate) struct Watch {
     heard: mpsc::Receiver<Refused>,
     journal: Journal,
     manager: Arc<ShardManager>,

@@ -101,7 +101,7 @@ pub(crate) async fn start(client: &mut Client, plan: Option<&Shards>) -> anyhow:
 /// The event handler hands these two events on instead. Installed once the
 /// client exists, before any shard starts; until then nothing is handed on.
 #[derive(Clone, Default)]
-pub struct Commands(Arc<OnceLock<Arc<dyn Framework>>>);
+pub(crate) struct Commands(Arc<OnceLock<Arc<dyn Framework>>>);
 
 impl Commands {
     /// Initialises `framework` with the client (as serenity would) and

@@ -42,7 +42,7 @@ pub(crate) const SETTLE: Duration = Duration::from_secs(10);
 
 /// Waits for start-up to settle, then releases its pages, once.
 #[derive(Clone, Default)]
-pub struct Settler {
+pub(crate) struct Settler {
     arrived: Arc<Notify>,
 }
 
@@ -81,7 +81,7 @@ impl Settler {
 
 /// The process's resident memory before and after, in KiB (`VmRSS`).
 #[derive(Debug, Clone, Copy)]
-pub struct Released {
+pub(crate) struct Released {
     pub before_kib: u64,
     pub after_kib: u64,
 }

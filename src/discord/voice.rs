@@ -31,7 +31,7 @@ pub(crate) fn songbird() -> Arc<Songbird> {
     Songbird::serenity_from_config(config)
 }
 
-pub struct SongbirdBackend {
+pub(crate) struct SongbirdBackend {
     pub manager: Arc<Songbird>,
     pub cache: Arc<Cache>,
     pub me: UserId,

@@ -218,7 +218,7 @@ pub fn remove(
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SourceArgs {
+pub(crate) struct SourceArgs {
     /// rss, reddit, youtube, x or hackernews
     kind: SourceKind,
     /// Feed URL, subreddit name, YouTube channel id (UC…), or X handle.
@@ -227,11 +227,11 @@ pub struct SourceArgs {
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct NoArgs {}
+pub(crate) struct NoArgs {}
 
-pub struct AddTool(Arc<Discovery>, GuildId);
-pub struct RemoveTool(Arc<Discovery>, GuildId);
-pub struct ListTool(Arc<Discovery>, GuildId);
+pub(crate) struct AddTool(Arc<Discovery>, GuildId);
+pub(crate) struct RemoveTool(Arc<Discovery>, GuildId);
+pub(crate) struct ListTool(Arc<Discovery>, GuildId);
 
 #[async_trait]
 impl TypedTool for AddTool {

@@ -618,7 +618,7 @@ pub fn keyed(i: Item) -> NewItem {
 /// The store's handles this module uses, one per family of tables (see
 /// `store::handles`): what it may read and write, and nothing else.
 #[derive(Clone)]
-pub struct Stores {
+pub(crate) struct Stores {
     /// Messages, and the names of servers and channels.
     pub messages: MessageStore,
     /// Feed sources and their items.

@@ -10,7 +10,7 @@ use crate::store::discovery::FeedItem;
 use crate::when::ago;
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct Candidate {
+pub(crate) struct Candidate {
     pub item: FeedItem,
     pub score: f64,
     /// Community words found in the item.

@@ -30,7 +30,7 @@ pub(crate) const GATEWAY_MESSAGE_CONTENT: u64 = 1 << 18;
 pub(crate) const GATEWAY_MESSAGE_CONTENT_LIMITED: u64 = 1 << 19;
 
 #[derive(Debug, thiserror::Error)]
-pub enum ApiError {
+pub(crate) enum ApiError {
     #[error("{route}: 401 Unauthorized ({message})")]
     Unauthorized { route: String, message: String },
     #[error("{route}: HTTP {status} ({message})")]

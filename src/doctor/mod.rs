@@ -28,7 +28,7 @@ use crate::settings::check::Checked;
 /// How one check came out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Status {
+pub(crate) enum Status {
     /// Fine.
     Ok,
     /// Works, but worth a look (low disk, a database not made yet, a check skipped).
@@ -50,7 +50,7 @@ impl Status {
 
 /// One thing looked at: what, how it came out, what was seen, and what to do.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Check {
+pub(crate) struct Check {
     pub name: String,
     pub status: Status,
     pub detail: String,
@@ -96,7 +96,7 @@ impl Check {
 
 /// Every check, in the order they ran.
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     pub checks: Vec<Check>,
 }
 
@@ -109,10 +109,10 @@ impl Report {
 
 /// Reads the bytes free to an unprivileged user on the filesystem holding a
 /// path (`statvfs`'s `f_bavail × f_frsize`); a test passes its own.
-pub type FreeSpace<'a> = &'a dyn Fn(&Path) -> std::io::Result<u64>;
+pub(crate) type FreeSpace<'a> = &'a dyn Fn(&Path) -> std::io::Result<u64>;
 
 /// What the doctor needs from outside the settings.
-pub struct Options<'a> {
+pub(crate) struct Options<'a> {
     /// The names of the slash commands the bot registers (its front end knows them).
     pub commands: Vec<String>,
     pub free_space: FreeSpace<'a>,

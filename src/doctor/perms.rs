@@ -56,27 +56,27 @@ pub struct Role {
 
 /// Whom a channel overwrite is for (Discord's `type`: 0 role, 1 member).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Target {
+pub(crate) enum Target {
     Role(u64),
     Member(u64),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Overwrite {
+pub(crate) struct Overwrite {
     pub target: Target,
     pub allow: u64,
     pub deny: u64,
 }
 
 /// The guild as far as permissions go. @everyone's role has the guild's id.
-pub struct Guild<'a> {
+pub(crate) struct Guild<'a> {
     pub id: u64,
     pub owner_id: u64,
     pub roles: &'a [Role],
 }
 
 /// The member asked about and the roles they have (not @everyone).
-pub struct Member<'a> {
+pub(crate) struct Member<'a> {
     pub user_id: u64,
     pub roles: &'a [u64],
 }

@@ -34,7 +34,7 @@ const AUTONOMOUS: [Role; 3] = [Role::Ambient, Role::Reflex, Role::Extract];
 /// Why a call is refused before it is sent: which cap, how much is used, and
 /// the setting that holds it.
 #[derive(Debug, Clone, thiserror::Error)]
-pub enum BudgetRefusal {
+pub(crate) enum BudgetRefusal {
     /// The usage records could not be read, so no cap can be checked.
     #[error("cannot read usage: {0}")]
     Usage(#[source] Arc<StoreError>),

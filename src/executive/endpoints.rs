@@ -68,7 +68,7 @@ pub(crate) fn provider_name(p: ProviderKind) -> &'static str {
 
 /// What the environment offers: found at start, looked at again on a settings reload.
 #[derive(Clone, Debug, Default)]
-pub struct Offer {
+pub(crate) struct Offer {
     pub secrets: Secrets,
     pub ollama_reachable: bool,
 }

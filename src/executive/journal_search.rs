@@ -17,7 +17,7 @@ use crate::vocab::journal::Kind;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SearchArgs {
+pub(crate) struct SearchArgs {
     /// "today", "yesterday", or a window like "2h", "3d" (default: today).
     #[serde(default)]
     since: Option<String>,
@@ -30,7 +30,7 @@ pub struct SearchArgs {
     text: Option<String>,
 }
 
-pub struct JournalSearch {
+pub(crate) struct JournalSearch {
     journal: Journal,
     store: Stores,
     clock: SharedClock,

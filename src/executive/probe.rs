@@ -19,7 +19,7 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Why an endpoint gave no usable answer. The key is never part of it.
 #[derive(Debug, thiserror::Error)]
-pub enum ProbeError {
+pub(crate) enum ProbeError {
     #[error("{0}")]
     Network(String),
     #[error("an answer larger than {MAX_BODY} bytes")]
@@ -31,7 +31,7 @@ pub enum ProbeError {
 }
 
 /// The providers' client, built once for any number of probes.
-pub struct Probe {
+pub(crate) struct Probe {
     http: reqwest::Client,
 }
 

@@ -138,7 +138,7 @@ fn builtin() -> Vec<(&'static str, &'static str, Value)> {
 pub(crate) const MAX_TEMPLATE_BYTES: u64 = 256 * 1024;
 
 #[derive(Debug, thiserror::Error)]
-pub enum PromptError {
+pub(crate) enum PromptError {
     #[error("{file}:{line}: {detail}")]
     Template {
         file: String,
@@ -158,7 +158,7 @@ pub enum PromptError {
 
 /// One line of channel history as prompts show it: `[12:03] ada [vc]: …`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct PromptLine {
+pub(crate) struct PromptLine {
     pub time: String,
     pub author: String,
     pub is_self: bool,

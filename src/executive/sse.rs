@@ -11,19 +11,19 @@
 
 /// One event: its name (`message` when unnamed) and its data.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Event {
+pub(crate) struct Event {
     pub event: String,
     pub data: String,
 }
 
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 #[error("line {line} of the stream is not UTF-8")]
-pub struct NotText {
+pub(crate) struct NotText {
     pub line: u64,
 }
 
 #[derive(Default)]
-pub struct Parser {
+pub(crate) struct Parser {
     /// Bytes of a line not yet ended.
     pending: Vec<u8>,
     event: String,

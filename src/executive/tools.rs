@@ -84,7 +84,7 @@ pub trait TypedTool: Send + Sync + 'static {
     async fn run(&self, args: Self::Args) -> Result<String, ToolError>;
 }
 
-pub struct Typed<T>(pub T);
+pub(crate) struct Typed<T>(pub T);
 
 #[async_trait]
 impl<T: TypedTool> Tool for Typed<T> {

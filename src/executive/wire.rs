@@ -156,7 +156,7 @@ fn json_len(v: &Value) -> usize {
 /// part. The texts are fixed phrases (nothing from the body is echoed).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{what}")]
-pub struct Malformed {
+pub(crate) struct Malformed {
     pub what: &'static str,
 }
 

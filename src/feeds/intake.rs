@@ -20,7 +20,7 @@ use crate::store::feeds::MetItem;
 
 /// An item's fields as a queued delivery keeps them (JSON in the store).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Kept {
+pub(crate) struct Kept {
     pub title: String,
     pub link: String,
     #[serde(default)]

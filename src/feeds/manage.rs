@@ -133,7 +133,7 @@ pub struct Listed {
 
 /// What `/feeds edit` changes; None leaves a part as it is.
 #[derive(Clone, Debug, Default)]
-pub struct Changes {
+pub(crate) struct Changes {
     pub template: Option<String>,
     pub filters: Option<String>,
     pub embed: Option<bool>,
@@ -142,7 +142,7 @@ pub struct Changes {
 
 /// What the latest item would look like (`/feeds test`, shown to the asker only).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Sample {
+pub(crate) struct Sample {
     pub content: String,
     pub cards: Vec<Card>,
     /// Whether the subscription's filters let the item through.
@@ -151,7 +151,7 @@ pub struct Sample {
 
 /// One of the latest items and whether the filters pass it (`/feeds preview`).
 #[derive(Clone, Debug, PartialEq)]
-pub struct PreviewLine {
+pub(crate) struct PreviewLine {
     pub title: String,
     pub passes: bool,
 }

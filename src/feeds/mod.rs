@@ -46,7 +46,7 @@ use subscription::{Dedupe, Look, LookError};
 const LOOP_EVERY: Duration = Duration::from_secs(30);
 
 /// What the feeds service is built on.
-pub struct Services {
+pub(crate) struct Services {
     pub settings: Arc<SettingsService>,
     pub store: Stores,
     pub journal: Journal,
@@ -155,7 +155,7 @@ fn feed_label(store: &DiscoveryStore, source_id: i64) -> String {
 /// The store's handles this module uses, one per family of tables (see
 /// `store::handles`): what it may read and write, and nothing else.
 #[derive(Clone)]
-pub struct Stores {
+pub(crate) struct Stores {
     /// Messages, and the names of servers and channels.
     pub messages: MessageStore,
     /// Feed sources and their items.

@@ -44,7 +44,7 @@ impl Destination {
 /// Which of an item's identities says it was delivered before: the first
 /// the item has, from this one down (a guid, then its link, then its title).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Dedupe {
+pub(crate) enum Dedupe {
     #[default]
     Guid,
     Link,
@@ -95,7 +95,7 @@ pub enum LookError {
 
 /// How a subscription's items look and which are delivered.
 #[derive(Clone, PartialEq)]
-pub struct Look {
+pub(crate) struct Look {
     pub template: Template,
     pub filters: Filters,
     /// An embed with the item (title, link, summary, author, time) besides the text.

@@ -71,7 +71,7 @@ fn valid() -> String {
 
 /// A checked template, ready to render.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Template {
+pub(crate) struct Template {
     text: String,
     /// The same text as minijinja source.
     jinja: String,
@@ -87,7 +87,7 @@ impl fmt::Debug for Template {
 
 /// One item's fields, as the feed gave them (untrusted).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Fields {
+pub(crate) struct Fields {
     pub title: String,
     pub link: String,
     pub author: String,

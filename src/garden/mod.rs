@@ -820,7 +820,7 @@ pub enum Look {
 }
 
 /// The router's view of the garden: runs the cycle a `GardenDue` impulse asks for.
-pub struct GardenHandler {
+pub(crate) struct GardenHandler {
     pub garden: Arc<Garden>,
 }
 

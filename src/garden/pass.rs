@@ -48,7 +48,7 @@ const MAX_SUBJECT_GROUP: usize = 64;
 
 /// Where an interrupted pass picks up: the guilds it finished.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Checkpoint {
+pub(crate) struct Checkpoint {
     pub cycle: i64,
     /// Guild ids done (0 for direct messages).
     pub done: Vec<u64>,
@@ -371,7 +371,7 @@ fn link_related(
 
 /// What a pass over every guild did.
 #[derive(Clone, Debug, Default)]
-pub struct Run {
+pub(crate) struct Run {
     pub tended: Tended,
     /// It picked up a pass an earlier cycle had not finished.
     pub resumed: bool,

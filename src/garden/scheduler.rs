@@ -68,14 +68,14 @@ impl State {
 
 /// What the provider said is left in its rate-limit window.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Window {
+pub(crate) struct Window {
     pub tokens_remaining: u64,
     pub tokens_limit: u64,
     pub resets_at: DateTime<Utc>,
 }
 
 #[derive(Clone, Debug)]
-pub struct Inputs {
+pub(crate) struct Inputs {
     pub now: DateTime<Utc>,
     pub people_active: bool,
     /// Since anyone last said anything to any channel the bot sees.
@@ -246,7 +246,7 @@ pub(crate) fn settle(requested: Duration, safe: Duration, s: &GardenSettings) ->
 
 /// How a cycle ended, for the adaptive interval.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ended {
+pub(crate) enum Ended {
     Clean,
     /// The provider answered 429 during the cycle.
     RateLimited,

@@ -39,7 +39,7 @@ use crate::vocab::pending::PendingThought;
 /// When to wake, as the model says it.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Wake {
+pub(crate) struct Wake {
     /// Minutes from now.
     #[serde(default)]
     pub wake_in_minutes: Option<u32>,
@@ -66,7 +66,7 @@ impl Wake {
 /// The required final call.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct EndCycle {
+pub(crate) struct EndCycle {
     /// What you did, for people to read (the status widget shows it).
     pub summary: String,
     /// Memories created, merged, pruned or updated in this cycle.
@@ -102,7 +102,7 @@ fn protected(f: &Fact) -> Result<(), JudgeError> {
 /// Why a cycle tool refused what the model asked; the text is the tool's
 /// error result, for the model to correct its call.
 #[derive(Debug, thiserror::Error)]
-pub enum JudgeError {
+pub(crate) enum JudgeError {
     #[error("wake_at {0:?} is not an RFC 3339 time like 2026-02-08T15:30:00Z")]
     BadWakeAt(String),
     /// `id` is the memory's short id.
@@ -127,7 +127,7 @@ impl From<JudgeError> for ToolError {
 }
 
 /// What the tools share with the cycle while it runs.
-pub struct CycleShared {
+pub(crate) struct CycleShared {
     pub cycle: i64,
     pub guild: GuildId,
     pub store: Stores,
@@ -182,7 +182,7 @@ impl CycleShared {
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct TodosArgs {
+pub(crate) struct TodosArgs {
     /// The whole plan, each item with whether it is done; send it again as you go.
     items: Vec<Todo>,
 }
@@ -221,7 +221,7 @@ impl TypedTool for Todos {
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ScheduleArgs {
+pub(crate) struct ScheduleArgs {
     /// Minutes from now.
     #[serde(default)]
     wake_in_minutes: Option<u32>,
@@ -285,7 +285,7 @@ impl TypedTool for Schedule {
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ResolveArgs {
+pub(crate) struct ResolveArgs {
     /// The memory that holds now.
     keep: String,
     /// The memory it replaces.
@@ -340,7 +340,7 @@ impl TypedTool for Resolve {
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct IdReasonArgs {
+pub(crate) struct IdReasonArgs {
     id: String,
     reason: String,
 }
@@ -416,7 +416,7 @@ impl TypedTool for Retire {
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct TaskArgs {
+pub(crate) struct TaskArgs {
     /// What you will do, e.g. "ask ada how the move went".
     text: String,
     /// When: "in 2 hours", "tomorrow 10:00", …
@@ -485,7 +485,7 @@ impl TypedTool for AddTask {
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct IdeaArgs {
+pub(crate) struct IdeaArgs {
     /// Something worth exploring when it is quiet.
     text: String,
     /// What sparked it.
@@ -522,7 +522,7 @@ impl TypedTool for AddIdea {
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ThoughtArgs {
+pub(crate) struct ThoughtArgs {
     /// The thought, as you would post it.
     text: String,
     /// The channel it fits (its name), if one.

@@ -53,11 +53,12 @@ const READY_LOOK_EVERY: Duration = Duration::from_millis(250);
 
 /// The front end's gateway as it is now, asked when needed (see
 /// `discord::gateway_state`).
-pub type Gateway = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = GatewayNow> + Send>> + Send + Sync>;
+pub(crate) type Gateway =
+    Arc<dyn Fn() -> Pin<Box<dyn Future<Output = GatewayNow> + Send>> + Send + Sync>;
 
 /// The gateway at one moment.
 #[derive(Debug, Default)]
-pub struct GatewayNow {
+pub(crate) struct GatewayNow {
     /// Each shard this process runs, and whether it is connected.
     pub shards: Vec<(u32, bool)>,
     /// Why the gateway is not ready, in a few words; `None` when it is.
@@ -79,7 +80,7 @@ pub(crate) async fn not_ready(app: &App, gateway: &Gateway) -> Option<String> {
 
 /// The health endpoints (when `metrics.bind` is set) and systemd's
 /// notifications (when `NOTIFY_SOCKET` is), running.
-pub struct Health {
+pub(crate) struct Health {
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
     notifier: notify::Notifier,
@@ -269,7 +270,7 @@ fn text(status: StatusCode, body: String) -> Response<Body> {
 /// The store's handles this module uses, one per family of tables (see
 /// `store::handles`): what it may read and write, and nothing else.
 #[derive(Clone)]
-pub struct Stores {
+pub(crate) struct Stores {
     /// What model calls cost.
     pub usage: UsageStore,
     /// The database file.

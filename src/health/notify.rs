@@ -9,7 +9,7 @@ use std::time::Duration;
 
 /// Sends to systemd's notification socket, when there is one.
 #[derive(Clone)]
-pub struct Notifier {
+pub(crate) struct Notifier {
     to: Option<Arc<(UnixDatagram, std::os::unix::net::SocketAddr)>>,
 }
 

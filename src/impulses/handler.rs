@@ -105,7 +105,7 @@ struct ImpulsePrompt {
     memory: Vec<String>,
 }
 
-pub struct ImpulseHandler {
+pub(crate) struct ImpulseHandler {
     pub store: Stores,
     pub settings: Arc<SettingsService>,
     pub journal: Journal,

@@ -13,7 +13,7 @@ use crate::ids::{ChannelId, GuildId, UserId};
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct AddTaskArgs {
+pub(crate) struct AddTaskArgs {
     /// What you will do, e.g. "remind Alice to water the plants".
     text: String,
     /// When: "in 10m", "in 2 hours", "tomorrow 9:00", "18:30" or "2026-03-01 14:00".
@@ -24,7 +24,7 @@ pub struct AddTaskArgs {
     message: Option<String>,
 }
 
-pub struct AddTask {
+pub(crate) struct AddTask {
     impulses: Arc<Impulses>,
     guild: Option<GuildId>,
     channel: ChannelId,

@@ -177,7 +177,7 @@ fn parse_time(t: &str) -> Option<NaiveTime> {
 /// restricts both the day of the month and the weekday (crontab then fires
 /// on either, where the cron crate would want both).
 #[derive(Clone, Debug)]
-pub struct Cron {
+pub(crate) struct Cron {
     schedules: Vec<cron::Schedule>,
 }
 

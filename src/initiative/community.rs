@@ -13,7 +13,7 @@ use crate::ids::GuildId;
 use crate::store::MessageStore;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct Interests {
+pub(crate) struct Interests {
     /// (word, how many messages used it), most used first.
     pub topics: Vec<(String, u32)>,
     /// (channel name, messages), busiest first.

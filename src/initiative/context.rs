@@ -27,7 +27,7 @@ use crate::when::ago;
 
 /// What the feed and memory features contribute to a prompt.
 #[derive(Clone, Debug, Default)]
-pub struct Sources {
+pub(crate) struct Sources {
     /// `None` until discovery exists for this bot; `Some(vec![])` when it has nothing fresh.
     pub feed: Option<Vec<String>>,
     pub feed_sources: Option<Vec<String>>,
@@ -41,7 +41,7 @@ pub struct Sources {
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct PendingView {
+pub(crate) struct PendingView {
     pub draft: String,
     pub channel: Option<String>,
     pub revision: u32,
@@ -51,7 +51,7 @@ pub struct PendingView {
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct ChannelView {
+pub(crate) struct ChannelView {
     pub name: String,
     /// A reply channel: the seed's "vibe" bonus.
     pub vibe: bool,
@@ -61,7 +61,7 @@ pub struct ChannelView {
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct InitiativePrompt {
+pub(crate) struct InitiativePrompt {
     pub bot_name: String,
     pub persona: String,
     pub guild_name: String,
@@ -84,7 +84,7 @@ pub struct InitiativePrompt {
     pub capabilities: Vec<String>,
 }
 
-pub struct Request<'a> {
+pub(crate) struct Request<'a> {
     pub settings: &'a Settings,
     pub store: &'a Stores,
     pub guild: GuildId,

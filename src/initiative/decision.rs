@@ -15,7 +15,7 @@ use crate::vocab::pending::MediaDirective;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum Action {
+pub(crate) enum Action {
     Post,
     Hold,
     Drop,
@@ -23,7 +23,7 @@ pub enum Action {
 
 #[derive(Clone, Debug, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Decision {
+pub(crate) struct Decision {
     /// post: say it now. hold: keep a (refined) draft to reconsider later. drop: let the thought go.
     pub action: Action,
     /// The channel, by its name as listed under CHANNELS (required to post; optional to hold).
@@ -44,7 +44,7 @@ pub struct Decision {
 
 /// The channels this decision may name.
 #[derive(Clone, Debug, Default)]
-pub struct Pool {
+pub(crate) struct Pool {
     pub channels: Vec<(ChannelId, String)>,
 }
 
@@ -73,7 +73,7 @@ impl Pool {
 
 /// A decision that passed every check.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Checked {
+pub(crate) enum Checked {
     Post {
         channel: ChannelId,
         text: String,
@@ -94,7 +94,7 @@ pub enum Checked {
 /// Why a decision cannot be carried out. The text goes back to the model
 /// (it may correct itself) and into the journal, so it says what would do.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Rejected {
+pub(crate) enum Rejected {
     #[error("\"{name}\" is not a channel you may post in; choose one of: {choices}")]
     UnknownChannel { name: String, choices: String },
     #[error("to hold a thought, give its draft in `text`")]

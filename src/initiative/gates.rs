@@ -61,7 +61,7 @@ pub enum Verdict {
     Fresh { pool: Vec<ChannelId> },
 }
 
-pub struct Inputs<'a> {
+pub(crate) struct Inputs<'a> {
     pub settings: &'a Settings,
     /// The channels known to belong to this guild.
     pub guild_channels: &'a [ChannelId],
@@ -93,7 +93,7 @@ pub struct Inputs<'a> {
 /// that one failed read stops the look instead of counting as "none"
 /// (a hush not read is not "not hushed"; a count not read is not zero).
 #[derive(Clone, Debug, Default)]
-pub struct Reads {
+pub(crate) struct Reads {
     pub guild_channels: Vec<ChannelId>,
     pub room: Room,
     pub posts_last_24h: u32,
@@ -263,7 +263,7 @@ pub(crate) fn room_empties_at(
 /// What courtesy asks of a guild's pool now, read from the store: the
 /// hushes in force and when a person last posted there.
 #[derive(Clone, Debug, Default)]
-pub struct Room {
+pub(crate) struct Room {
     pub server_hush: Option<Refusal>,
     pub hushed: Vec<(ChannelId, Refusal)>,
     pub last_human: Option<DateTime<Utc>>,

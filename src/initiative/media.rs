@@ -44,7 +44,7 @@ const MAX_ANSWER_BYTES: u64 = MAX_IMAGE_BYTES / 3 * 4 + 64 * 1024;
 /// What today's budgets and the operator's keys allow, for `availability`.
 /// A count the store cannot give is an error: the budget it feeds counts as
 /// spent (a call not counted could be one too many).
-pub struct MediaState {
+pub(crate) struct MediaState {
     pub images_today: Result<u64, String>,
     pub gifs_today: Result<u64, String>,
     /// Why the GIF source cannot be used (no base URL, no key), if it cannot.
@@ -70,7 +70,7 @@ impl MediaState {
 /// Why a kind of media cannot be used now. The text goes into CAPABILITIES
 /// (the model is told) and into the journal, naming the setting that decides.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Unavailable {
+pub(crate) enum Unavailable {
     #[error("images are off (initiative.discovery.allowImagePosts)")]
     ImagesOff,
     #[error("no image generator is configured (initiative.discovery.imageGeneration.baseUrl)")]

@@ -1141,7 +1141,7 @@ fn counted_posts(guild: GuildId, now: DateTime<Utc>) -> Filter {
 /// says in `data.look`: what the console's `/wait` and the replay read,
 /// instead of the entry's words.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Look {
+pub(crate) enum Look {
     Posted,
     Held,
     Dropped,
@@ -1206,7 +1206,7 @@ pub(crate) fn decider(settings: &crate::settings::Settings) -> Role {
 }
 
 /// Routes initiative impulses from attention to the engine.
-pub struct InitiativeHandler {
+pub(crate) struct InitiativeHandler {
     pub engine: Arc<Initiative>,
 }
 

@@ -15,12 +15,12 @@ use crate::net::{Fetcher, html};
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ScrapeArgs {
+pub(crate) struct ScrapeArgs {
     /// The http(s) URL of the page to read.
     url: String,
 }
 
-pub struct WebScrape {
+pub(crate) struct WebScrape {
     pub fetcher: Arc<Fetcher>,
 }
 
@@ -63,12 +63,12 @@ impl TypedTool for WebScrape {
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SearchArgs {
+pub(crate) struct SearchArgs {
     /// What to search the web for.
     query: String,
 }
 
-pub struct WebSearch {
+pub(crate) struct WebSearch {
     pub base_url: String,
     /// Bounded by `network.searchMaxResponseBytes`; private only with `network.searchAllowPrivate`.
     pub fetcher: Fetcher,

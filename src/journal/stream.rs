@@ -146,7 +146,7 @@ pub(crate) fn parse_kinds(list: &str) -> Result<Vec<String>, UnknownStreamKind> 
 /// A stream kind nobody knows, as typed; the message lists the valid ones.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown context type {name:?}; valid types: {}", KINDS.join(", "))]
-pub struct UnknownStreamKind {
+pub(crate) struct UnknownStreamKind {
     pub name: String,
 }
 

@@ -52,7 +52,7 @@ const READ_WITHIN: Duration = Duration::from_secs(10);
 
 /// What asked for a reload; named in the journal.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Trigger {
+pub(crate) enum Trigger {
     /// The watcher saw the settings file or the reflexes folder change.
     Watched,
     /// SIGHUP.
@@ -73,7 +73,7 @@ impl Trigger {
 
 /// What a front end turns on.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Watching {
+pub(crate) struct Watching {
     /// Poll the settings file and the reflexes folder.
     pub files: bool,
     /// Reload on SIGHUP.
@@ -87,11 +87,11 @@ pub struct Watching {
 /// start. A reload lays them over the file before comparing, so a key the
 /// file leaves out is neither reported as waiting for the next start nor
 /// dropped.
-pub type CommandLine = Vec<(String, Value)>;
+pub(crate) type CommandLine = Vec<(String, Value)>;
 
 /// What became of the settings file.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// The settings were built in code (replay, tests): there is no file.
     NoFile,
     /// The file has problems (as `settings check` words them); nothing changed.

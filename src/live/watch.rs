@@ -26,7 +26,7 @@ pub(crate) const POLL_EVERY: Duration = Duration::from_secs(2);
 
 /// What one poll saw of the settings file.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FileLook {
+pub(crate) enum FileLook {
     Missing,
     /// Not readable now (too large, not a plain file, no permission): the reload says why.
     Unreadable(String),
@@ -53,7 +53,7 @@ pub(crate) fn look_file(path: &Path) -> FileLook {
 
 /// What one poll saw of a folder: its path and each entry's name, size and modification time.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FolderLook {
+pub(crate) struct FolderLook {
     pub dir: PathBuf,
     pub entries: Result<Vec<(String, u64, Option<SystemTime>)>, String>,
 }
@@ -86,7 +86,7 @@ pub(crate) fn look_folder(dir: &Path) -> FolderLook {
 
 /// Lets a look through once it stopped changing: the same at two polls in a row.
 #[derive(Debug)]
-pub struct Settle<T> {
+pub(crate) struct Settle<T> {
     last: Option<T>,
 }
 

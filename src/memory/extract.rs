@@ -50,7 +50,7 @@ pub(crate) const MODEL_BACKOFF_CEILING_HOURS: i64 = 24;
 
 /// What a failed extraction holds back.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Holdback {
+pub(crate) enum Holdback {
     /// One channel: its call failed (the provider, a budget, the store).
     Channel(ChannelId),
     /// Every channel while this model (`model (provider)`) serves the

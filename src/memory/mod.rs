@@ -79,7 +79,7 @@ pub enum MemoryError {
 /// Why asking the `extract` role (for facts, or for a compaction summary)
 /// gave nothing usable; the journal line shows the text.
 #[derive(Debug, thiserror::Error)]
-pub enum AskError {
+pub(crate) enum AskError {
     /// The executive's words for why the role has no model.
     #[error("{0}")]
     Unavailable(String),

@@ -13,7 +13,7 @@ use crate::executive::tools::{Tool, ToolError, TypedTool, typed};
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SearchArgs {
+pub(crate) struct SearchArgs {
     /// What to look for, in a few words.
     query: String,
     /// How many results at most (default 5).
@@ -21,7 +21,7 @@ pub struct SearchArgs {
     limit: Option<u8>,
 }
 
-pub struct MemorySearch {
+pub(crate) struct MemorySearch {
     memory: Arc<Memory>,
     reader: Reader,
 }

@@ -85,7 +85,7 @@ pub struct Metrics {
 /// each group of writes held SQLite's write lock; the store observes them
 /// (`Store::time_into`), the scrape reads them.
 #[derive(Clone)]
-pub struct StoreTimings {
+pub(crate) struct StoreTimings {
     pub wait: Histogram,
     pub group: Histogram,
 }

@@ -88,7 +88,7 @@ pub const MAX_ERROR_BODY_BYTES: u64 = 16 * 1024;
 
 /// What a POST was answered with, whatever the status.
 #[derive(Debug)]
-pub struct Posted {
+pub(crate) struct Posted {
     pub status: u16,
     pub headers: HeaderMap,
     /// At most the fetcher's response limit; for an error, at most
@@ -108,7 +108,7 @@ impl FetchError {
 
 /// Validators from an earlier fetch, for a conditional GET.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Validators {
+pub(crate) struct Validators {
     pub etag: Option<String>,
     pub last_modified: Option<String>,
 }

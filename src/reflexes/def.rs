@@ -401,7 +401,7 @@ struct RawTrigger {
 
 /// One problem in a reflex file; [`parse`] reports each as `file:line: {this}`.
 #[derive(Debug, thiserror::Error)]
-pub enum DefError {
+pub(crate) enum DefError {
     /// The YAML itself did not read (its first line of explanation).
     #[error("{0}")]
     Yaml(String),

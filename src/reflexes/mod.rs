@@ -76,11 +76,11 @@ pub const MAX_FILES: usize = 200;
 pub(crate) const MAX_PROBLEM_CHARS: usize = 300;
 
 /// One reflex file: its name, and its text or why it was not read.
-pub type SourceFile = (String, Result<String, FileError>);
+pub(crate) type SourceFile = (String, Result<String, FileError>);
 
 /// Why a folder of reflex files was not read at all.
 #[derive(Debug, thiserror::Error)]
-pub enum DirError {
+pub(crate) enum DirError {
     #[error("cannot read {dir}: {source}")]
     Read { dir: String, source: std::io::Error },
     #[error("{dir}: more than {limit} reflex files; keep at most {limit} .yaml files there")]
@@ -213,7 +213,7 @@ fn clip(problem: &str) -> String {
 
 /// What a reflex may be woken by.
 #[derive(Clone, Copy, Debug)]
-pub enum Stimulus<'a> {
+pub(crate) enum Stimulus<'a> {
     Message { text: &'a str, addressed: bool },
     Reaction { emoji: &'a str },
     MemberJoin,
@@ -1066,7 +1066,7 @@ fn strip_suffix_ignore_case<'a>(t: &'a str, suffix: &str) -> Option<&'a str> {
 }
 
 /// The router's view of reflexes: claims inputs some reflex matches.
-pub struct ReflexHandler {
+pub(crate) struct ReflexHandler {
     pub reflexes: Arc<Reflexes>,
 }
 

@@ -69,7 +69,7 @@ pub struct Firing {
 
 /// How a pipeline ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Ended {
+pub(crate) enum Ended {
     /// Every step ran; the text says what it did, for the journal.
     Succeeded(String),
     /// A `pass` step: not for this reflex after all.
@@ -82,7 +82,7 @@ pub enum Ended {
 /// A pipeline's end, and whether it had already said something (replied or
 /// reacted) by then: if it had, nobody else answers the same message.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Run {
+pub(crate) struct Run {
     pub ended: Ended,
     pub spoke: bool,
 }
@@ -150,7 +150,7 @@ struct Done {
 
 /// Why a step failed; the pipeline's end names the step and shows this text.
 #[derive(Debug, thiserror::Error)]
-pub enum StepError {
+pub(crate) enum StepError {
     #[error(transparent)]
     Fetch(#[from] FetchError),
     #[error(transparent)]

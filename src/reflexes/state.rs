@@ -14,7 +14,7 @@ use std::path::{Component, Path, PathBuf};
 /// The largest file a reflex may read or write.
 pub(crate) const MAX_FILE_BYTES: usize = 1_000_000;
 
-pub struct StateDir {
+pub(crate) struct StateDir {
     root: PathBuf,
 }
 
@@ -116,7 +116,7 @@ impl StateDir {
 /// Why a reflex's file could not be read or written; `rel` is the path as
 /// the reflex gave it, so the failed step names what it asked for.
 #[derive(Debug, thiserror::Error)]
-pub enum StateError {
+pub(crate) enum StateError {
     #[error("the path is empty")]
     EmptyPath,
     #[error("{0:?} is refused: `..` would leave the reflex state folder")]

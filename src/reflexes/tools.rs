@@ -17,13 +17,13 @@ use crate::ids::GuildId;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct CreateArgs {
+pub(crate) struct CreateArgs {
     /// The whole reflex definition in YAML: name, description, level (0-3),
     /// priority, trigger (pattern + extract, event, or classifier) and pipeline.
     yaml: String,
 }
 
-pub struct ReflexCreate {
+pub(crate) struct ReflexCreate {
     reflexes: Arc<Reflexes>,
     guild: GuildId,
     by: String,
@@ -56,14 +56,14 @@ impl TypedTool for ReflexCreate {
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct DisableArgs {
+pub(crate) struct DisableArgs {
     /// The reflex's name.
     name: String,
     /// Why it should stop, in a sentence.
     reason: String,
 }
 
-pub struct ReflexDisable {
+pub(crate) struct ReflexDisable {
     reflexes: Arc<Reflexes>,
     guild: GuildId,
     by: String,

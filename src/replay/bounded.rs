@@ -28,7 +28,7 @@ const LIST_KEY: &[u8] = b"messages";
 
 /// Why a read stopped: it went past a limit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Overflow {
+pub(crate) enum Overflow {
     /// An item took more than this many bytes.
     Item(u64),
     /// A number or bare word was longer than this many bytes.
@@ -51,7 +51,7 @@ enum State {
     SkipEscape,
 }
 
-pub struct Bounded<R> {
+pub(crate) struct Bounded<R> {
     inner: R,
     lexer: Lexer,
 }

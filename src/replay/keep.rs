@@ -26,7 +26,7 @@ const ONLY: &str = "a replay keeps its data only in an empty or new directory";
 
 /// Why a directory cannot hold a replay's data.
 #[derive(Debug, thiserror::Error)]
-pub enum KeepError {
+pub(crate) enum KeepError {
     #[error(
         "{dir}: it holds a bot's store ({file}): {ONLY}, so that no bot's store is ever \
          written; name another one"

@@ -63,7 +63,7 @@ pub(crate) fn typical_output_tokens(purpose: &str) -> u64 {
 
 /// One model call the stand-in answered.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Call {
+pub(crate) struct Call {
     pub role: Role,
     /// What the call was for, told apart by the final tool offered:
     /// initiative, chime-in, garden, extraction, compaction, reflex, impulse, or answer.
@@ -78,7 +78,7 @@ pub struct Call {
     pub tools: Vec<String>,
 }
 
-pub struct Offline {
+pub(crate) struct Offline {
     post_rate: f64,
     dice: Arc<Chance>,
     calls: Mutex<Vec<Call>>,

@@ -194,7 +194,7 @@ pub struct Report {
 /// Tallies people's messages as they are replayed (the store keeps the
 /// bot's acts; these only the replay sees).
 #[derive(Clone, Debug, Default)]
-pub struct Seen {
+pub(crate) struct Seen {
     pub per_channel: BTreeMap<u64, u64>,
     pub per_day: BTreeMap<String, u64>,
     pub per_hour: BTreeMap<String, u64>,

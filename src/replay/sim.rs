@@ -141,7 +141,7 @@ pub struct Setup {
 
 /// What the simulation counted as it went.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Tally {
+pub(crate) struct Tally {
     /// People's messages handled.
     pub percepts: u64,
     /// Of those, the ones whose handling made a strong-model call (reply or ambient role).

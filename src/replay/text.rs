@@ -295,7 +295,7 @@ fn binds(r: &Report) -> String {
 }
 
 /// One row of a sweep: the value the swept setting had, and its replay.
-pub struct SweepRow<'a> {
+pub(crate) struct SweepRow<'a> {
     pub value: String,
     pub report: &'a Report,
 }

@@ -59,7 +59,7 @@ pub enum Act {
     },
 }
 
-pub struct ReplayTransport {
+pub(crate) struct ReplayTransport {
     me: Author,
     store: Stores,
     clock: SharedClock,

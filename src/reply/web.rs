@@ -74,7 +74,7 @@ pub(crate) fn unavailable(global: &Settings, guild: &Settings) -> Option<&'stati
 }
 
 /// What one reply turn looked up on the web; see the module doc.
-pub struct Lookups {
+pub(crate) struct Lookups {
     journal: Journal,
     secrets: Secrets,
     place: Place,
@@ -97,7 +97,7 @@ struct State {
 
 /// What a reply used from the web: the pages it read and what it searched for.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Used {
+pub(crate) struct Used {
     pub pages: Vec<String>,
     pub searches: Vec<String>,
 }

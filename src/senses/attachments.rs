@@ -54,7 +54,7 @@ pub(crate) const DISCORD_CDN_HOSTS: [&str; 2] = ["cdn.discordapp.com", "media.di
 
 /// What may be fetched for this answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Reading {
+pub(crate) struct Reading {
     /// Images are fetched and shown (the answering model sees).
     pub images: bool,
     /// Text files are fetched and quoted.
@@ -71,7 +71,7 @@ impl Reading {
 
 /// The attachments as the model gets them.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Shown {
+pub(crate) struct Shown {
     /// One line per attachment, for the prompt.
     pub notes: Vec<String>,
     /// Quoted files, then each image after a line naming it.
@@ -93,7 +93,7 @@ impl Shown {
 }
 
 /// A message's attachments, and whose they are in words ("alice's message").
-pub struct Source<'a> {
+pub(crate) struct Source<'a> {
     pub whose: String,
     pub attachments: &'a [Attachment],
 }
@@ -311,7 +311,7 @@ async fn carry_out(a: &Attachment, plan: Plan, settings: &Settings) -> Outcome {
 
 /// Why an attachment was not fetched; the text is words for the prompt.
 #[derive(Debug, thiserror::Error)]
-pub enum AttachmentError {
+pub(crate) enum AttachmentError {
     #[error(
         "its address is not Discord's CDN, discord.apiBaseUrl's server or one of discord.attachmentOrigins"
     )]

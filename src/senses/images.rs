@@ -33,7 +33,7 @@ const JPEG_QUALITY: u8 = 85;
 const MAX_PNG_BYTES: usize = 3_500_000;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum ImageError {
+pub(crate) enum ImageError {
     #[error("not a PNG, JPEG, WebP or GIF image")]
     NotAnImage,
     #[error(
@@ -48,7 +48,7 @@ pub enum ImageError {
 
 /// An image ready to send.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Prepared {
+pub(crate) struct Prepared {
     /// `image/jpeg` or `image/png`.
     pub media_type: &'static str,
     pub bytes: Vec<u8>,

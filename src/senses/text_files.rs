@@ -217,7 +217,7 @@ const BINARY_EXTENSIONS: &[&str] = &[
 
 /// What an attachment is, for the bot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// PNG, JPEG, WebP or GIF: shown to a model that sees.
     Image,
     /// An image in another format: named.
@@ -311,7 +311,7 @@ pub(crate) fn quoted(name: &str, whose: &str, text: &str, cut: Option<Cut>) -> S
 
 /// How much of a file was read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Cut {
+pub(crate) struct Cut {
     /// The file's size, when the platform said.
     pub total_bytes: Option<u64>,
     pub shown_bytes: u64,

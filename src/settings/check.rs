@@ -14,7 +14,7 @@ pub(crate) const MAX_SHOWN: usize = 50;
 
 /// What checking a file found.
 #[derive(Debug)]
-pub struct Checked {
+pub(crate) struct Checked {
     /// The settings read; `None` when the file could not be read or parsed.
     pub loaded: Option<Loaded>,
     /// Each problem as `FILE: PATH: what is wrong` (or the read or syntax error):

@@ -64,7 +64,7 @@ pub(crate) fn bound_at_start(path: &str) -> bool {
 
 /// One changed setting; `None` where a free-form map (`executive.prices`) has no such entry.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Changed {
+pub(crate) struct Changed {
     pub path: String,
     pub before: Option<Value>,
     pub after: Option<Value>,

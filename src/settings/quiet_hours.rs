@@ -37,7 +37,7 @@ pub(crate) const EXAMPLE: &str =
 
 /// Why a quiet-hours setting does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum QuietHoursError {
+pub(crate) enum QuietHoursError {
     #[error("has {count} rules; at most {MAX_RULES} are allowed")]
     TooManyRules { count: usize },
     /// One rule is wrong; the message adds what a valid setting looks like.
@@ -47,7 +47,7 @@ pub enum QuietHoursError {
 
 /// What is wrong with one `;`-separated rule, naming the text as written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RuleError {
+pub(crate) enum RuleError {
     #[error("{text:?} is not a rule (optional days, then HH:MM-HH:MM)")]
     NotARule { text: String },
     #[error("{range:?} is not a time range (HH:MM-HH:MM)")]
@@ -64,7 +64,7 @@ pub enum RuleError {
 
 /// Quiet hours, parsed. The default has no rules: never quiet.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct QuietHours {
+pub(crate) struct QuietHours {
     rules: Vec<Rule>,
 }
 

@@ -9,7 +9,7 @@ use super::schema::RetentionSettings;
 use crate::store::retention::{Keep, Kind, shorter};
 
 /// One kind of record, as a server owner reads it in a privacy notice.
-pub struct Described {
+pub(crate) struct Described {
     pub kind: Kind,
     /// The kind, in a word or two.
     pub name: &'static str,

@@ -1378,7 +1378,7 @@ impl MetricsSettings {
     "must be empty (off) or a loopback IP address and a port, such as \"127.0.0.1:9184\" \
      (the endpoints have no token: put a proxy in front to reach them from elsewhere), got {bind:?}"
 )]
-pub struct BadMetricsBind {
+pub(crate) struct BadMetricsBind {
     pub bind: String,
 }
 

@@ -148,7 +148,7 @@ pub struct SettingsService {
 }
 
 /// Wakes a loop when the file's settings were replaced (see [`SettingsService::changes`]).
-pub struct Changes(watch::Receiver<u64>);
+pub(crate) struct Changes(watch::Receiver<u64>);
 
 impl Changes {
     /// Returns after the next replacement (never, if the service is gone).

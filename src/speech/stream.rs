@@ -105,7 +105,7 @@ struct DraftState {
 
 /// The executive's end of a streamed answer.
 #[derive(Default)]
-pub struct DraftSink {
+pub(crate) struct DraftSink {
     state: Mutex<DraftState>,
     /// Text arrived, an attempt began, or the stream ended.
     changed: Notify,
@@ -173,7 +173,7 @@ struct Shown {
 }
 
 /// A streamed answer in one place (see the module's doc).
-pub struct Streamed {
+pub(crate) struct Streamed {
     speech: Arc<Speech>,
     place: Place,
     reply_to: Option<MessageId>,

@@ -390,7 +390,7 @@ fn sync_dir(dir: &Path) {
 
 /// What a backup file says it is (its `ambient_backup` table).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Manifest {
+pub(crate) struct Manifest {
     pub schema: u32,
     pub made_at: String,
     pub ambient: String,
@@ -618,7 +618,7 @@ fn safe_relative(rel: &str) -> std::result::Result<(), String> {
 /// A backup restored: what it was, and what of the directory it replaced
 /// went into it.
 #[derive(Debug)]
-pub struct Restored {
+pub(crate) struct Restored {
     pub manifest: Manifest,
     /// Where the directory it replaced now is, if that held a database.
     pub previous: Option<PathBuf>,

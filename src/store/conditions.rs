@@ -4,7 +4,7 @@
 use rusqlite::types::Value as SqlValue;
 
 #[derive(Default)]
-pub struct Conditions {
+pub(crate) struct Conditions {
     clauses: Vec<String>,
     args: Vec<SqlValue>,
 }

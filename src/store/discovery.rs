@@ -67,7 +67,7 @@ pub struct FeedItem {
 
 /// How a source has done for one guild.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct SourceStats {
+pub(crate) struct SourceStats {
     pub items: u64,
     pub shared: u64,
     pub reactions: u64,

@@ -51,7 +51,7 @@ pub struct NewSubscription {
 /// One item a subscription met in a fetch, keyed and (for a queued one) with
 /// its fields.
 #[derive(Clone, Debug, PartialEq)]
-pub struct MetItem {
+pub(crate) struct MetItem {
     pub key: String,
     pub published_at: Option<DateTime<Utc>>,
     /// `seen`, `filtered` or `queued`.
@@ -62,7 +62,7 @@ pub struct MetItem {
 
 /// An item waiting to be sent, oldest first.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Waiting {
+pub(crate) struct Waiting {
     pub key: String,
     pub item: String,
     pub published_at: Option<DateTime<Utc>>,

@@ -93,7 +93,7 @@ pub struct QueueItem {
 
 /// Someone's reaction or reply to one of the bot's ambient posts.
 #[derive(Clone, Debug, PartialEq)]
-pub struct PostFeedback {
+pub(crate) struct PostFeedback {
     pub guild: GuildId,
     pub channel: crate::ids::ChannelId,
     pub post: crate::ids::MessageId,

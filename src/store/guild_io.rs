@@ -70,7 +70,7 @@ pub(crate) fn remove_state_folders(data_dir: &Path, guild: GuildId) -> Res<()> {
 }
 
 /// Rows of one table, as exported: column → value.
-pub type Row = Map<String, Value>;
+pub(crate) type Row = Map<String, Value>;
 
 /// A file of the guild's state folders: `folder` is `guilds` (what its
 /// reflexes read and write) or `reflexes` (the reflexes written for it).
@@ -97,7 +97,7 @@ pub struct Document {
 }
 
 /// Rows per table, in [`TABLES`] order, tables without rows left out.
-pub type Counts = Vec<(&'static str, usize)>;
+pub(crate) type Counts = Vec<(&'static str, usize)>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GuildIoError {
@@ -323,7 +323,7 @@ impl GuildStore {
 /// What an import brought in, and what of it went again because the
 /// person had asked to be forgotten before.
 #[derive(Debug, Default)]
-pub struct Imported {
+pub(crate) struct Imported {
     pub counts: Counts,
     pub forgotten: Forgotten,
 }
@@ -520,7 +520,7 @@ const BULK: &[Bulk] = &[
 
 /// How a paced removal ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum End {
+pub(crate) enum End {
     /// Every row of the server is gone.
     Complete,
     /// A transaction found the condition no longer held (a departed server
@@ -532,7 +532,7 @@ pub enum End {
 
 /// What a paced removal took, and how it shared the writer.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Removal {
+pub(crate) struct Removal {
     /// Rows per table, batches and the final transaction together.
     pub counts: Counts,
     /// Each transaction's hold of the writer, the final one's included.

@@ -14,12 +14,12 @@ use std::path::Path;
 pub(crate) const LOCK_FILE: &str = "ambient.lock";
 
 #[derive(Debug)]
-pub struct DataLock {
+pub(crate) struct DataLock {
     _file: File,
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum LockError {
+pub(crate) enum LockError {
     #[error(
         "another ambient process{holder} is already running on the data directory {dir}; \
          stop it first, or point storage.dataDir somewhere else"

@@ -153,7 +153,7 @@ fn write_fact(tx: &Transaction<'_>, f: &Fact, insert: bool) -> rusqlite::Result<
 
 /// The oldest marks expiry goes by (`None`: no such fact).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct OldestFacts {
+pub(crate) struct OldestFacts {
     pub seen: Option<DateTime<Utc>>,
     pub archived: Option<DateTime<Utc>>,
 }

@@ -53,7 +53,7 @@ impl Source {
 
 /// A channel whose recent messages have not been through memory extraction.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Unextracted {
+pub(crate) struct Unextracted {
     pub guild: Option<GuildId>,
     pub channel: ChannelId,
     pub count: u64,

@@ -112,7 +112,7 @@ pub enum StoreError {
     GroupLost(String),
 }
 
-pub type Result<T> = std::result::Result<T, StoreError>;
+pub(crate) type Result<T> = std::result::Result<T, StoreError>;
 
 /// A handle to the database; cheap to clone, safe to share between tasks.
 ///

@@ -22,7 +22,7 @@ pub struct PairingCode {
 
 /// What became of a code an owner gave.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Pairing {
+pub(crate) enum Pairing {
     /// The person is approved now.
     Approved(PairingCode),
     /// The code was real but ran out at this time.

@@ -307,7 +307,7 @@ fn owner(plan: &Shards) -> String {
 
 /// A guild stored here, by id, with the name last seen for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StoredGuild {
+pub(crate) struct StoredGuild {
     pub id: GuildId,
     pub name: Option<String>,
 }
@@ -325,7 +325,7 @@ impl std::fmt::Display for StoredGuild {
 const NAMED: usize = 5;
 
 #[derive(Debug, thiserror::Error)]
-pub enum PartitionError {
+pub(crate) enum PartitionError {
     #[error(
         "this data directory holds rows of {count} server(s) that {} does not own: {named}{more}. \
          A process keeps only its own servers' data. Move them to the process that owns them, then \

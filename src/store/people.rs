@@ -102,7 +102,7 @@ pub trait PeopleLog: Send + Sync + std::fmt::Debug {
 }
 
 /// The ledger one store passes its people's events on to; cheap to clone.
-pub type SharedLedger = Arc<dyn PeopleLog>;
+pub(crate) type SharedLedger = Arc<dyn PeopleLog>;
 
 /// The shared ledger in `storage.sharedDir`; cheap to clone.
 #[derive(Clone)]

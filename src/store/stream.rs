@@ -13,7 +13,7 @@ use crate::ids::GuildId;
 /// A line to append to a guild's context stream: its kind, its text, and
 /// how long an identical line keeps it from being written again.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StreamLine<'a> {
+pub(crate) struct StreamLine<'a> {
     pub kind: &'a str,
     pub content: String,
     pub repeat_window: chrono::Duration,

@@ -12,7 +12,7 @@ use crate::ids::{ChannelId, GuildId, MessageId};
 
 /// One post the bot made unasked: when, where, and the message it became.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct UnpromptedPost {
+pub(crate) struct UnpromptedPost {
     pub at: DateTime<Utc>,
     pub channel: ChannelId,
     pub message: MessageId,

@@ -65,7 +65,7 @@ impl UsageFilter {
 
 /// One role's calls and tokens on one day (UTC), for the dashboard's spend chart.
 #[derive(Clone, Debug, PartialEq)]
-pub struct DailyUsage {
+pub(crate) struct DailyUsage {
     /// `YYYY-MM-DD`, UTC.
     pub day: String,
     pub role: String,

@@ -80,7 +80,7 @@ impl FactKind {
 /// A memory type or importance given as a word that is not one of ours
 /// (from a command, a reflex file, the CLI).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum FactParseError {
+pub(crate) enum FactParseError {
     /// The word as given.
     #[error("{0:?} is not a memory type; use one of {valid}", valid = FactKind::names())]
     UnknownKind(String),

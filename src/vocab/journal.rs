@@ -100,7 +100,7 @@ impl Kind {
 /// A journal type nobody knows, as typed; the message lists the valid ones.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown journal type {name:?}; valid types: {}", Kind::valid_list())]
-pub struct UnknownKind {
+pub(crate) struct UnknownKind {
     pub name: String,
 }
 

@@ -22,7 +22,7 @@ const RATES: std::ops::RangeInclusive<u32> = 8_000..=96_000;
 
 /// Decoded PCM: interleaved 16-bit samples.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Pcm {
+pub(crate) struct Pcm {
     pub rate: u32,
     pub channels: u16,
     pub samples: Vec<i16>,
@@ -42,7 +42,7 @@ impl Pcm {
 
 /// Why audio could not be played; the text goes to the journal.
 #[derive(Debug, thiserror::Error, PartialEq)]
-pub enum AudioError {
+pub(crate) enum AudioError {
     #[error("not a RIFF WAVE file (it starts {0:?})")]
     NotWav(String),
     #[error("the WAV's {chunk} chunk is cut short")]

@@ -46,7 +46,7 @@ pub struct Session {
 
 /// What a listener needs from the rest of the bot.
 #[derive(Clone)]
-pub struct Services {
+pub(crate) struct Services {
     pub store: Stores,
     pub settings: Arc<SettingsService>,
     pub journal: Journal,

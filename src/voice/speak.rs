@@ -36,7 +36,7 @@ const HEADER_SLACK: u64 = 4_096;
 
 /// Why an answer was not spoken; the text goes to the journal.
 #[derive(Debug, thiserror::Error)]
-pub enum SpeakError {
+pub(crate) enum SpeakError {
     #[error("the text-to-speech endpoint answered HTTP {status}: {snippet}")]
     Status { status: u16, snippet: String },
     #[error("the text-to-speech answer is not audio (content type {0:?})")]

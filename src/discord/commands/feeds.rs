@@ -10,7 +10,7 @@ use crate::ids::{ChannelId, UserId};
 
 /// How a subscription recognises an item it delivered before.
 #[derive(Debug, Clone, Copy, poise::ChoiceParameter)]
-pub enum DedupeChoice {
+pub(crate) enum DedupeChoice {
     #[name = "guid (then link, then title)"]
     Guid,
     #[name = "link (then title)"]

@@ -16,12 +16,12 @@ use crate::commands::Asker;
 use crate::ids::{ChannelId, GuildId, UserId};
 
 /// Shared services, available to every command as `ctx.data()`.
-pub struct Data {
+pub(crate) struct Data {
     pub app: Arc<App>,
 }
 
-pub type Error = Box<dyn std::error::Error + Send + Sync>;
-pub type Context<'a> = poise::Context<'a, Data, Error>;
+pub(crate) type Error = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type Context<'a> = poise::Context<'a, Data, Error>;
 
 pub(crate) fn all() -> Vec<poise::Command<Data, Error>> {
     vec![

@@ -46,7 +46,7 @@ const MIN_BAR: f64 = 2.0;
 const BINS: [usize; 11] = [1, 2, 3, 4, 6, 8, 12, 24, 48, 72, 168];
 
 #[derive(Serialize)]
-pub struct Chart {
+pub(crate) struct Chart {
     width: f64,
     height: f64,
     hours: usize,
@@ -115,7 +115,7 @@ struct Label {
 }
 
 /// One act of the bot as the chart draws it.
-pub struct Act {
+pub(crate) struct Act {
     pub at: DateTime<Utc>,
     pub kind: ActKind,
     /// The id of its line in the timeline.

@@ -36,7 +36,7 @@ pub(super) const SCHEMA: &str = r#"
 /// much the holder needs to hold in all (what it spent of the day and its
 /// call's estimate), and what it has spent of that day so far.
 #[derive(Clone, Debug)]
-pub struct LeaseAsk<'a> {
+pub(crate) struct LeaseAsk<'a> {
     pub role: &'a str,
     pub day: NaiveDate,
     pub cap: u64,

@@ -89,7 +89,7 @@ pub enum SharedError {
     Refused(String),
 }
 
-pub type Result<T> = std::result::Result<T, SharedError>;
+pub(crate) type Result<T> = std::result::Result<T, SharedError>;
 
 /// Where `config` points, without secrets: `user@host:port/database`.
 fn place_of(config: &Config) -> String {
@@ -506,7 +506,7 @@ async fn version_in(
 
 /// What `ambient shared check` found.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Checked {
+pub(crate) struct Checked {
     pub place: String,
     pub server: String,
     pub version: i32,
