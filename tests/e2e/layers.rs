@@ -511,15 +511,15 @@ fn a_module_using_another_familys_handle_or_the_whole_store_is_named() {
     let problems = handle_problems(
         "speech",
         table.get("speech"),
-        "src/speech.rs",
+        "src/speech/mod.rs",
         &store_names(text),
     );
     assert_eq!(
         problems,
         [
-            "src/speech.rs:1: `speech` uses `UsageStore`, which its line of the handle table in src/lib.rs does not allow",
-            "src/speech.rs:2: `speech` takes the whole store (`Store`); give it the handles it uses",
-            "src/speech.rs:3: `speech` takes the whole store (`App::store()`); give it the handles it uses",
+            "src/speech/mod.rs:1: `speech` uses `UsageStore`, which its line of the handle table in src/lib.rs does not allow",
+            "src/speech/mod.rs:2: `speech` takes the whole store (`Store`); give it the handles it uses",
+            "src/speech/mod.rs:3: `speech` takes the whole store (`App::store()`); give it the handles it uses",
         ]
     );
 }
