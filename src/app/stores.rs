@@ -5,6 +5,7 @@
 
 use crate::courtesy::people::writer;
 use crate::settings::{Secrets, Settings};
+use crate::store::cut;
 use crate::store::shared::SharedDb;
 use crate::store::{Store, StoreError};
 
@@ -39,150 +40,30 @@ pub fn attach_with(
     Ok(store.with_ledger(ledger))
 }
 
-impl From<&Store> for crate::courtesy::Stores {
-    fn from(s: &Store) -> Self {
-        Self {
-            messages: s.messages(),
-            people: s.people(),
-        }
-    }
-}
+cut!(Store => crate::courtesy::Stores { messages, people });
 
-impl From<&Store> for crate::discovery::Stores {
-    fn from(s: &Store) -> Self {
-        Self {
-            messages: s.messages(),
-            discovery: s.discovery(),
-            feeds: s.feeds(),
-        }
-    }
-}
+cut!(Store => crate::discovery::Stores { messages, discovery, feeds });
 
-impl From<&Store> for crate::executive::Stores {
-    fn from(s: &Store) -> Self {
-        Self {
-            messages: s.messages(),
-            usage: s.usage(),
-        }
-    }
-}
+cut!(Store => crate::executive::Stores { messages, usage });
 
-impl From<&Store> for crate::feeds::Stores {
-    fn from(s: &Store) -> Self {
-        Self {
-            messages: s.messages(),
-            discovery: s.discovery(),
-            feeds: s.feeds(),
-        }
-    }
-}
+cut!(Store => crate::feeds::Stores { messages, discovery, feeds });
 
-impl From<&Store> for crate::garden::Stores {
-    fn from(s: &Store) -> Self {
-        Self {
-            messages: s.messages(),
-            memory: s.memory(),
-            journal: s.journal(),
-            usage: s.usage(),
-            initiative: s.initiative(),
-            impulses: s.impulses(),
-            garden: s.garden(),
-        }
-    }
-}
+cut!(Store => crate::garden::Stores { messages, memory, journal, usage, initiative, impulses, garden });
 
-impl From<&Store> for crate::impulses::Stores {
-    fn from(s: &Store) -> Self {
-        Self {
-            messages: s.messages(),
-            initiative: s.initiative(),
-            people: s.people(),
-            impulses: s.impulses(),
-        }
-    }
-}
+cut!(Store => crate::impulses::Stores { messages, initiative, people, impulses });
 
-impl From<&Store> for crate::initiative::Stores {
-    fn from(s: &Store) -> Self {
-        Self {
-            messages: s.messages(),
-            journal: s.journal(),
-            usage: s.usage(),
-            initiative: s.initiative(),
-            people: s.people(),
-        }
-    }
-}
+cut!(Store => crate::initiative::Stores { messages, journal, usage, initiative, people });
 
-impl From<&Store> for crate::memory::Stores {
-    fn from(s: &Store) -> Self {
-        Self {
-            messages: s.messages(),
-            memory: s.memory(),
-            people: s.people(),
-        }
-    }
-}
+cut!(Store => crate::memory::Stores { messages, memory, people });
 
-impl From<&Store> for crate::reflexes::Stores {
-    fn from(s: &Store) -> Self {
-        Self {
-            messages: s.messages(),
-            journal: s.journal(),
-            people: s.people(),
-            impulses: s.impulses(),
-        }
-    }
-}
+cut!(Store => crate::reflexes::Stores { messages, journal, people, impulses });
 
-impl From<&Store> for crate::reply::Stores {
-    fn from(s: &Store) -> Self {
-        Self {
-            messages: s.messages(),
-            journal: s.journal(),
-            usage: s.usage(),
-            initiative: s.initiative(),
-            people: s.people(),
-        }
-    }
-}
+cut!(Store => crate::reply::Stores { messages, journal, usage, initiative, people });
 
-impl From<&Store> for crate::senses::Stores {
-    fn from(s: &Store) -> Self {
-        Self {
-            messages: s.messages(),
-            people: s.people(),
-            discovery: s.discovery(),
-        }
-    }
-}
+cut!(Store => crate::senses::Stores { messages, people, discovery });
 
-impl From<&Store> for crate::speech::Stores {
-    fn from(s: &Store) -> Self {
-        Self {
-            messages: s.messages(),
-            people: s.people(),
-        }
-    }
-}
+cut!(Store => crate::speech::Stores { messages, people });
 
-impl From<&Store> for crate::upkeep::Stores {
-    fn from(s: &Store) -> Self {
-        Self {
-            journal: s.journal(),
-            overrides: s.overrides(),
-            file: s.file(),
-        }
-    }
-}
+cut!(Store => crate::upkeep::Stores { journal, overrides, file });
 
-impl From<&Store> for crate::voice::Stores {
-    fn from(s: &Store) -> Self {
-        Self {
-            messages: s.messages(),
-            usage: s.usage(),
-            people: s.people(),
-            voice: s.voice(),
-        }
-    }
-}
+cut!(Store => crate::voice::Stores { messages, usage, people, voice });

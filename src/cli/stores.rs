@@ -4,69 +4,14 @@
 //! services below are cut in `app`'s own `stores`. A front end asks for
 //! its handles with `App::stores`.
 
-use crate::store::Store;
+use crate::store::cut;
 
-impl From<&Store> for crate::commands::Stores {
-    fn from(s: &Store) -> Self {
-        Self {
-            messages: s.messages(),
-            memory: s.memory(),
-            journal: s.journal(),
-            usage: s.usage(),
-            initiative: s.initiative(),
-            people: s.people(),
-            impulses: s.impulses(),
-            garden: s.garden(),
-            guilds: s.guilds(),
-        }
-    }
-}
+cut!(Store => crate::commands::Stores { messages, memory, journal, usage, initiative, people, impulses, garden, guilds });
 
-impl From<&Store> for crate::replay::Stores {
-    fn from(s: &Store) -> Self {
-        Self {
-            messages: s.messages(),
-            usage: s.usage(),
-            initiative: s.initiative(),
-            impulses: s.impulses(),
-        }
-    }
-}
+cut!(Store => crate::replay::Stores { messages, usage, initiative, impulses });
 
-impl From<&Store> for crate::health::Stores {
-    fn from(s: &Store) -> Self {
-        Self {
-            usage: s.usage(),
-            file: s.file(),
-        }
-    }
-}
+cut!(Store => crate::health::Stores { usage, file });
 
-impl From<&Store> for crate::dashboard::Stores {
-    fn from(s: &Store) -> Self {
-        Self {
-            messages: s.messages(),
-            memory: s.memory(),
-            journal: s.journal(),
-            usage: s.usage(),
-            initiative: s.initiative(),
-            people: s.people(),
-            discovery: s.discovery(),
-            feeds: s.feeds(),
-            impulses: s.impulses(),
-            garden: s.garden(),
-            overrides: s.overrides(),
-            guilds: s.guilds(),
-        }
-    }
-}
+cut!(Store => crate::dashboard::Stores { messages, memory, journal, usage, initiative, people, discovery, feeds, impulses, garden, overrides, guilds });
 
-impl From<&Store> for crate::discord::Stores {
-    fn from(s: &Store) -> Self {
-        Self {
-            messages: s.messages(),
-            guilds: s.guilds(),
-            file: s.file(),
-        }
-    }
-}
+cut!(Store => crate::discord::Stores { messages, guilds, file });

@@ -2,6 +2,7 @@
 //! console), as front-end-neutral functions that return the text to show.
 //! The Discord and console layers only parse arguments and display results.
 
+use crate::store::cut;
 use crate::store::{
     GardenStore, GuildStore, ImpulseStore, InitiativeStore, JournalStore, MemoryStore,
     MessageStore, PeopleStore, UsageStore,
@@ -54,14 +55,4 @@ pub struct Stores {
     pub guilds: GuildStore,
 }
 
-impl From<&Stores> for crate::initiative::Stores {
-    fn from(s: &Stores) -> Self {
-        Self {
-            messages: s.messages.clone(),
-            journal: s.journal.clone(),
-            usage: s.usage.clone(),
-            initiative: s.initiative.clone(),
-            people: s.people.clone(),
-        }
-    }
-}
+cut!(Stores => crate::initiative::Stores { messages, journal, usage, initiative, people });

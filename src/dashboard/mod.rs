@@ -19,6 +19,7 @@
 //! connections are kept is `serve`'s: never so many that the bot beside it
 //! runs out of sockets.
 
+use crate::store::cut;
 use crate::store::{
     DiscoveryStore, FeedStore, GardenStore, GuildStore, ImpulseStore, InitiativeStore,
     JournalStore, MemoryStore, MessageStore, OverrideStore, PeopleStore, UsageStore,
@@ -493,57 +494,12 @@ pub struct Stores {
     pub guilds: GuildStore,
 }
 
-impl From<&Stores> for crate::commands::Stores {
-    fn from(s: &Stores) -> Self {
-        Self {
-            messages: s.messages.clone(),
-            memory: s.memory.clone(),
-            journal: s.journal.clone(),
-            usage: s.usage.clone(),
-            initiative: s.initiative.clone(),
-            people: s.people.clone(),
-            impulses: s.impulses.clone(),
-            garden: s.garden.clone(),
-            guilds: s.guilds.clone(),
-        }
-    }
-}
+cut!(Stores => crate::commands::Stores { messages, memory, journal, usage, initiative, people, impulses, garden, guilds });
 
-impl From<&Stores> for crate::discovery::Stores {
-    fn from(s: &Stores) -> Self {
-        Self {
-            messages: s.messages.clone(),
-            discovery: s.discovery.clone(),
-            feeds: s.feeds.clone(),
-        }
-    }
-}
+cut!(Stores => crate::discovery::Stores { messages, discovery, feeds });
 
-impl From<&Stores> for crate::executive::Stores {
-    fn from(s: &Stores) -> Self {
-        Self {
-            messages: s.messages.clone(),
-            usage: s.usage.clone(),
-        }
-    }
-}
+cut!(Stores => crate::executive::Stores { messages, usage });
 
-impl From<&Stores> for crate::feeds::Stores {
-    fn from(s: &Stores) -> Self {
-        Self {
-            messages: s.messages.clone(),
-            discovery: s.discovery.clone(),
-            feeds: s.feeds.clone(),
-        }
-    }
-}
+cut!(Stores => crate::feeds::Stores { messages, discovery, feeds });
 
-impl From<&Stores> for crate::memory::Stores {
-    fn from(s: &Stores) -> Self {
-        Self {
-            messages: s.messages.clone(),
-            memory: s.memory.clone(),
-            people: s.people.clone(),
-        }
-    }
-}
+cut!(Stores => crate::memory::Stores { messages, memory, people });

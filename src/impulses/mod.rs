@@ -15,6 +15,7 @@
 //! The check runs every `impulses.activeCheckSeconds` while people are
 //! talking with the bot and every `idleCheckSeconds` otherwise.
 
+use crate::store::cut;
 use crate::store::{ImpulseStore, InitiativeStore, MessageStore, PeopleStore};
 pub(crate) mod handler;
 pub(crate) mod tools;
@@ -565,11 +566,4 @@ pub(crate) struct Stores {
     pub impulses: ImpulseStore,
 }
 
-impl From<&Stores> for crate::courtesy::Stores {
-    fn from(s: &Stores) -> Self {
-        Self {
-            messages: s.messages.clone(),
-            people: s.people.clone(),
-        }
-    }
-}
+cut!(Stores => crate::courtesy::Stores { messages, people });

@@ -13,6 +13,7 @@
 //! in flight, and one consideration is bounded in time. At most one pending
 //! thought per guild; it blocks fresh synthesis for its own guild only.
 
+use crate::store::cut;
 use crate::store::{InitiativeStore, JournalStore, MessageStore, PeopleStore, UsageStore};
 pub(crate) mod community;
 pub(crate) mod context;
@@ -1287,11 +1288,4 @@ pub struct Stores {
     pub people: PeopleStore,
 }
 
-impl From<&Stores> for crate::courtesy::Stores {
-    fn from(s: &Stores) -> Self {
-        Self {
-            messages: s.messages.clone(),
-            people: s.people.clone(),
-        }
-    }
-}
+cut!(Stores => crate::courtesy::Stores { messages, people });

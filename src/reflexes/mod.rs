@@ -15,6 +15,7 @@
 //! run is counted (`ambient reflexes stats`) so the useful ones can be told
 //! from the rest.
 
+use crate::store::cut;
 use crate::store::{ImpulseStore, JournalStore, MessageStore, PeopleStore};
 pub(crate) mod def;
 pub(crate) mod pipeline;
@@ -1178,14 +1179,7 @@ pub struct Stores {
     pub impulses: ImpulseStore,
 }
 
-impl From<&Stores> for crate::courtesy::Stores {
-    fn from(s: &Stores) -> Self {
-        Self {
-            messages: s.messages.clone(),
-            people: s.people.clone(),
-        }
-    }
-}
+cut!(Stores => crate::courtesy::Stores { messages, people });
 
 #[cfg(test)]
 mod tests {

@@ -44,6 +44,7 @@
 //! per conversation — never a stack trace — and after that only a 💤
 //! reaction, so it is not nagged. Unsolicited attempts fail silently.
 
+use crate::store::cut;
 use crate::store::{InitiativeStore, JournalStore, MessageStore, PeopleStore, UsageStore};
 mod web;
 
@@ -994,35 +995,11 @@ pub(crate) struct Stores {
     pub people: PeopleStore,
 }
 
-impl From<&Stores> for crate::courtesy::Stores {
-    fn from(s: &Stores) -> Self {
-        Self {
-            messages: s.messages.clone(),
-            people: s.people.clone(),
-        }
-    }
-}
+cut!(Stores => crate::courtesy::Stores { messages, people });
 
-impl From<&Stores> for crate::executive::Stores {
-    fn from(s: &Stores) -> Self {
-        Self {
-            messages: s.messages.clone(),
-            usage: s.usage.clone(),
-        }
-    }
-}
+cut!(Stores => crate::executive::Stores { messages, usage });
 
-impl From<&Stores> for crate::initiative::Stores {
-    fn from(s: &Stores) -> Self {
-        Self {
-            messages: s.messages.clone(),
-            journal: s.journal.clone(),
-            usage: s.usage.clone(),
-            initiative: s.initiative.clone(),
-            people: s.people.clone(),
-        }
-    }
-}
+cut!(Stores => crate::initiative::Stores { messages, journal, usage, initiative, people });
 
 #[cfg(test)]
 mod tests {

@@ -118,3 +118,26 @@ handle!(
     FileStore,
     file
 );
+
+/// `From` impls that cut a module's `Stores` (its handles, one field per
+/// family, named as the store's accessors) from the whole store, or from a
+/// higher module's `Stores` that holds them all:
+/// `cut!(Store => crate::courtesy::Stores { messages, people });` and
+/// `cut!(Stores => crate::courtesy::Stores { messages, people });`.
+macro_rules! cut {
+    (Store => $to:path { $($family:ident),+ $(,)? }) => {
+        impl From<&$crate::store::Store> for $to {
+            fn from(store: &$crate::store::Store) -> Self {
+                Self { $($family: store.$family()),+ }
+            }
+        }
+    };
+    ($from:ty => $to:path { $($family:ident),+ $(,)? }) => {
+        impl From<&$from> for $to {
+            fn from(stores: &$from) -> Self {
+                Self { $($family: stores.$family.clone()),+ }
+            }
+        }
+    };
+}
+pub(crate) use cut;

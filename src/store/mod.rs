@@ -54,6 +54,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::{Connection, ErrorCode};
 
+pub(crate) use handles::cut;
 pub use handles::{
     DiscoveryStore, FeedStore, FileStore, GardenStore, GuildStore, ImpulseStore, InitiativeStore,
     JournalStore, MemoryStore, MessageStore, OverrideStore, PeopleStore, UsageStore, VoiceStore,
