@@ -594,20 +594,17 @@ impl Garden {
                 unread.get_or_insert(format!("store read failed: the last cycles' cost: {e}"));
                 Vec::new()
             });
-        let last_human = self
-            .store
-            .messages
-            .known_guilds()
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|(g, _)| self.store.impulses.last_human_message(g).ok().flatten())
-            .max();
+        let last_human = self.last_human(&mut unread);
+        // An unreadable last cycle is no licence to wake early: it holds the
+        // garden at its longest interval, as an unreadable spend does.
         let last_cycle = self
             .store
             .garden
             .garden_get::<DateTime<Utc>>("last_cycle_at")
-            .ok()
-            .flatten();
+            .unwrap_or_else(|e| {
+                unread.get_or_insert(format!("store read failed: when the last cycle ran: {e}"));
+                None
+            });
         scheduler::Inputs {
             now,
             people_active: self.spine.active.any_active(now),
@@ -620,6 +617,26 @@ impl Garden {
             talk_since_last_cycle: last_human.is_some_and(|t| last_cycle.is_none_or(|c| t > c)),
             unread,
         }
+    }
+
+    /// When a person last posted in any server; a read that fails is
+    /// noted in `unread` (and the garden waits) rather than taken as quiet.
+    fn last_human(&self, unread: &mut Option<String>) -> Option<DateTime<Utc>> {
+        let mut failed = |e: crate::store::StoreError| {
+            unread.get_or_insert(format!("store read failed: when people last posted: {e}"));
+        };
+        let guilds = self.store.messages.known_guilds().unwrap_or_else(|e| {
+            failed(e);
+            Vec::new()
+        });
+        let mut last = None;
+        for (g, _) in guilds {
+            match self.store.impulses.last_human_message(g) {
+                Ok(t) => last = last.max(t),
+                Err(e) => failed(e),
+            }
+        }
+        last
     }
 
     pub fn plan(&self) -> Plan {

@@ -246,6 +246,10 @@ async fn an_unreadable_spend_paces_the_garden_at_its_longest_interval() {
             "garden_cycles",
             "store read failed: the last cycles' cost: ",
         ),
+        (
+            "garden_state",
+            "store read failed: when the last cycle ran: ",
+        ),
     ] {
         w.break_table(table);
         let plan = w.app.garden.plan();
