@@ -110,16 +110,16 @@ fn memory_with_40() -> (Arc<Memory>, tempfile::TempDir, tokio::runtime::Runtime)
         clock.clone(),
     ));
     let journal = Journal::new(store.journal(), clock.clone());
-    let exec = Arc::new(rt.block_on(Executive::new(
-        service.clone(),
-        Secrets::default(),
-        (&store).into(),
-        journal.clone(),
-        clock.clone(),
-        Chance::seeded(1),
-        Prompts::builtin(),
-        None,
-    )));
+    let exec = Arc::new(rt.block_on(Executive::new(ambient::executive::Services {
+        settings: service.clone(),
+        secrets: Secrets::default(),
+        store: (&store).into(),
+        journal: journal.clone(),
+        clock: clock.clone(),
+        chance: Chance::seeded(1),
+        prompts: Prompts::builtin(),
+        stand_in: None,
+    })));
     let memory = Memory::new((&store).into(), service, journal, clock.clone(), exec);
     let words: Vec<String> = (0..VOCABULARY).map(word).collect();
     let mut rng = StdRng::seed_from_u64(3);

@@ -186,16 +186,16 @@ impl Base {
         let prompts = Prompts::load(Path::new(&self.settings.global().executive.prompts_dir))
             .context("a prompt template is broken (executive.promptsDir)")?;
         Ok(Arc::new(
-            Executive::new(
-                self.settings.clone(),
-                self.secrets.clone(),
-                (&self.store).into(),
-                self.journal.clone(),
-                self.clock.clone(),
-                self.chance.clone(),
+            Executive::new(crate::executive::Services {
+                settings: self.settings.clone(),
+                secrets: self.secrets.clone(),
+                store: (&self.store).into(),
+                journal: self.journal.clone(),
+                clock: self.clock.clone(),
+                chance: self.chance.clone(),
                 prompts,
                 stand_in,
-            )
+            })
             .await,
         ))
     }

@@ -40,16 +40,16 @@ async fn open(settings: Option<&Path>) -> anyhow::Result<Ctx> {
     ));
     let journal = Journal::new(store.journal(), clock.clone());
     let exec = Arc::new(
-        Executive::new(
-            service.clone(),
-            Secrets::from_env(),
-            (&store).into(),
-            journal.clone(),
-            clock.clone(),
-            Chance::from_entropy(),
+        Executive::new(crate::executive::Services {
+            settings: service.clone(),
+            secrets: Secrets::from_env(),
+            store: (&store).into(),
+            journal: journal.clone(),
+            clock: clock.clone(),
+            chance: Chance::from_entropy(),
             prompts,
-            None,
-        )
+            stand_in: None,
+        })
         .await,
     );
     let memory = Memory::new((&store).into(), service, journal, clock, exec);

@@ -24,16 +24,16 @@ pub(crate) async fn status(settings: Option<&Path>) -> anyhow::Result<ExitCode> 
         store.overrides(),
         clock.clone(),
     ));
-    let exec = Executive::new(
-        service.clone(),
-        Secrets::from_env(),
-        (&store).into(),
-        Journal::new(store.journal(), clock.clone()),
+    let exec = Executive::new(crate::executive::Services {
+        settings: service.clone(),
+        secrets: Secrets::from_env(),
+        store: (&store).into(),
+        journal: Journal::new(store.journal(), clock.clone()),
         clock,
-        Chance::from_entropy(),
-        Prompts::load(&prompts_dir)?,
-        None,
-    )
+        chance: Chance::from_entropy(),
+        prompts: Prompts::load(&prompts_dir)?,
+        stand_in: None,
+    })
     .await;
     outln!(
         "ambient {} — settings from {}, data in {}",

@@ -62,16 +62,16 @@ impl Site {
         ));
         let journal = Journal::new(store.journal.clone(), clock.clone());
         let executive = Arc::new(
-            Executive::new(
-                service.clone(),
+            Executive::new(crate::executive::Services {
+                settings: service.clone(),
                 secrets,
-                (&store).into(),
-                journal.clone(),
-                clock.clone(),
-                Chance::from_entropy(),
+                store: (&store).into(),
+                journal: journal.clone(),
+                clock: clock.clone(),
+                chance: Chance::from_entropy(),
                 prompts,
-                None,
-            )
+                stand_in: None,
+            })
             .await,
         );
         let memory = Memory::new(

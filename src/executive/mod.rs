@@ -167,22 +167,35 @@ enum Attempt {
     },
 }
 
+/// What the executive is built from. `stand_in`, when set, answers every
+/// call instead of a provider (the replay's and tests' model).
+pub struct Services {
+    pub settings: Arc<SettingsService>,
+    pub secrets: Secrets,
+    pub store: Stores,
+    pub journal: Journal,
+    pub clock: SharedClock,
+    pub chance: Arc<Chance>,
+    pub prompts: Prompts,
+    pub stand_in: Option<Arc<dyn StandIn>>,
+}
+
 impl Executive {
     /// Builds the executive and looks at what the environment offers (a
     /// local Ollama is probed once, briefly). With a `stand_in`, nothing is
     /// probed or sent: the stand-in says whether a local Ollama counts as
     /// offered, and answers every call.
-    #[allow(clippy::too_many_arguments)] // the composition root's services, each used
-    pub async fn new(
-        settings: Arc<SettingsService>,
-        secrets: Secrets,
-        store: Stores,
-        journal: Journal,
-        clock: SharedClock,
-        chance: Arc<Chance>,
-        prompts: Prompts,
-        stand_in: Option<Arc<dyn StandIn>>,
-    ) -> Self {
+    pub async fn new(services: Services) -> Self {
+        let Services {
+            settings,
+            secrets,
+            store,
+            journal,
+            clock,
+            chance,
+            prompts,
+            stand_in,
+        } = services;
         let http = provider_client(&settings.global().network).expect("HTTP client builds");
         let ollama_reachable = match &stand_in {
             Some(s) => s.ollama_reachable(),

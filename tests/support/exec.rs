@@ -73,16 +73,16 @@ pub async fn build(settings: Settings, server: ModelServer, vars: &[(&str, &str)
         store.overrides(),
         clock.clone(),
     ));
-    let exec = Executive::new(
-        service,
+    let exec = Executive::new(ambient::executive::Services {
+        settings: service,
         secrets,
-        (&store).into(),
-        journal.clone(),
-        clock.clone(),
-        Chance::seeded(1),
-        Prompts::builtin(),
-        None,
-    )
+        store: (&store).into(),
+        journal: journal.clone(),
+        clock: clock.clone(),
+        chance: Chance::seeded(1),
+        prompts: Prompts::builtin(),
+        stand_in: None,
+    })
     .await;
     Fixture {
         exec: Arc::new(exec),
