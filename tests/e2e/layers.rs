@@ -86,6 +86,21 @@ fn code_of(line: &str) -> String {
     code
 }
 
+/// The first part of `rel` (a file's path below a folder): the module or
+/// file it belongs to, without `.rs`.
+fn first_part(rel: &Path) -> &str {
+    let first = rel.components().next().unwrap().as_os_str();
+    first.to_str().unwrap().trim_end_matches(".rs")
+}
+
+/// A file's lines as code (see [`code_of`]), up to its test module: a test
+/// may use what the code may not.
+fn code_outside_tests(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.lines()
+        .take_while(|l| !l.trim_start().starts_with("#[cfg(test)]"))
+        .map(code_of)
+}
+
 /// Every top-level module a file's code names through `crate::`, with the
 /// line: `crate::a::b`, and each head of `crate::{a::b, c}` (even across lines).
 fn crate_paths(text: &str) -> Vec<(usize, String)> {
@@ -160,14 +175,7 @@ fn no_module_imports_one_above_it() {
     files.sort();
     for file in files {
         let rel = file.strip_prefix(&src).unwrap();
-        let module = rel
-            .components()
-            .next()
-            .unwrap()
-            .as_os_str()
-            .to_str()
-            .unwrap()
-            .trim_end_matches(".rs");
+        let module = first_part(rel);
         let Some(&own) = rows.get(module) else {
             continue;
         };
@@ -240,17 +248,7 @@ fn module_graph(module: &str, dir: &Path) -> BTreeMap<String, BTreeSet<String>> 
     rust_files(dir, &mut files);
     let node_of = |p: &Path| -> (String, usize) {
         let rel = p.strip_prefix(dir).unwrap();
-        let first = rel
-            .components()
-            .next()
-            .unwrap()
-            .as_os_str()
-            .to_str()
-            .unwrap();
-        (
-            first.trim_end_matches(".rs").to_string(),
-            rel.components().count(),
-        )
+        (first_part(rel).to_string(), rel.components().count())
     };
     let nodes: BTreeSet<String> = files
         .iter()
@@ -264,11 +262,7 @@ fn module_graph(module: &str, dir: &Path) -> BTreeMap<String, BTreeSet<String>> 
             continue;
         }
         let text = std::fs::read_to_string(file).unwrap();
-        let code: String = text
-            .lines()
-            .take_while(|l| !l.trim_start().starts_with("#[cfg(test)]"))
-            .map(|l| code_of(l) + "\n")
-            .collect();
+        let code: String = code_outside_tests(&text).map(|l| l + "\n").collect();
         let up = "super::".repeat(depth);
         let own = format!("crate::{module}::");
         for prefix in [up.as_str(), own.as_str()] {
@@ -406,11 +400,7 @@ fn handle_table(lib: &str) -> BTreeMap<String, BTreeSet<String>> {
 /// Test modules are left out: a test may open a store of its own.
 fn store_names(text: &str) -> Vec<(usize, String)> {
     let mut found = Vec::new();
-    let code = text
-        .lines()
-        .take_while(|l| !l.trim_start().starts_with("#[cfg(test)]"))
-        .map(code_of);
-    for (n, line) in code.enumerate() {
+    for (n, line) in code_outside_tests(text).enumerate() {
         let mut rest = line.as_str();
         while let Some(at) = rest.find(|c: char| c.is_alphanumeric() || c == '_') {
             let word_len = rest[at..]
@@ -467,14 +457,7 @@ fn each_module_names_only_the_store_handles_its_line_allows() {
     let mut used: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for file in files {
         let rel = file.strip_prefix(&src).unwrap();
-        let first = rel
-            .components()
-            .next()
-            .unwrap()
-            .as_os_str()
-            .to_str()
-            .unwrap();
-        let module = first.trim_end_matches(".rs");
+        let module = first_part(rel);
         if ROOTS.contains(&module) || module == "lib" || module == "main" {
             continue;
         }
