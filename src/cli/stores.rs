@@ -8,10 +8,10 @@ use crate::store::cut;
 
 cut!(Store => crate::commands::Stores { messages, memory, journal, usage, initiative, people, impulses, garden, guilds });
 
-cut!(Store => crate::replay::Stores { messages, usage, initiative, impulses });
+cut!(Store => crate::replay::Stores { messages, initiative, impulses });
 
 cut!(Store => crate::health::Stores { usage, file });
 
 cut!(Store => crate::dashboard::Stores { messages, memory, journal, usage, initiative, people, discovery, feeds, impulses, garden, overrides, guilds });
 
-cut!(Store => crate::discord::Stores { messages, guilds, file });
+cut!(Store => crate::discord::Stores { messages, file });

@@ -3,9 +3,9 @@
 //! that person when they wrote to it; approving it keeps them in the store.
 
 use crate::app::App;
-use crate::commands::Stores;
 use crate::permissions::{PAIRING_CODE_LEN, pairing_code};
 use crate::settings::DmPolicy;
+use crate::store::PeopleStore;
 use crate::store::pairing::Pairing;
 use crate::vocab::journal::{Entry, Kind};
 
@@ -25,8 +25,7 @@ pub fn pair(app: &App, who: &Asker, code: &str) -> String {
     };
     let now = app.clock.now();
     let approved = match app
-        .stores::<Stores>()
-        .people
+        .stores::<PeopleStore>()
         .approve_pairing(&code, who.user, now)
     {
         Ok(Pairing::Approved(c)) => c,

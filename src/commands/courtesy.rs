@@ -5,8 +5,9 @@
 
 use crate::app::App;
 use crate::commands::Asker;
-use crate::commands::Stores;
 use crate::courtesy::hush::{self, Ctx};
+use crate::store::MessageStore;
+use crate::store::PeopleStore;
 use crate::store::boundaries::Boundary;
 
 /// A hush or unhush refused; the text is for the asker alone.
@@ -28,7 +29,7 @@ pub fn hush(app: &App, who: &Asker, duration: &str, place: &str) -> Result<Strin
         return Err(HushRefused::HushInDm);
     };
     let duration = hush::parse_duration(duration)?;
-    let place = hush::parse_place(place, &app.stores::<Stores>().messages, guild, who.channel)?;
+    let place = hush::parse_place(place, &app.stores::<MessageStore>(), guild, who.channel)?;
     let settings = app.settings.for_guild(Some(guild));
     hush::hush(
         &ctx(app, &settings, guild),
@@ -43,7 +44,7 @@ pub(crate) fn unhush(app: &App, who: &Asker, place: &str) -> Result<String, Hush
     let Some(guild) = who.guild else {
         return Err(HushRefused::UnhushInDm);
     };
-    let place = hush::parse_place(place, &app.stores::<Stores>().messages, guild, who.channel)?;
+    let place = hush::parse_place(place, &app.stores::<MessageStore>(), guild, who.channel)?;
     let settings = app.settings.for_guild(Some(guild));
     hush::unhush(&ctx(app, &settings, guild), &hush_asker(who), place).map_err(HushRefused::from)
 }
@@ -96,8 +97,7 @@ pub(crate) fn me(app: &App, who: &Asker, boundary: &str, state: &str) -> String 
     };
     let now = app.clock.now();
     match app
-        .stores::<Stores>()
-        .people
+        .stores::<PeopleStore>()
         .set_boundary(who.user, b, on, now)
     {
         Ok(changed) => {
@@ -130,7 +130,7 @@ pub(crate) fn me(app: &App, who: &Asker, boundary: &str, state: &str) -> String 
 }
 
 fn show(app: &App, who: &Asker) -> String {
-    let set = match app.stores::<Stores>().people.boundaries(who.user) {
+    let set = match app.stores::<PeopleStore>().boundaries(who.user) {
         Ok(set) => set,
         Err(e) => return format!("Could not read your boundaries: {e}"),
     };

@@ -6,10 +6,10 @@
 //! starts a new line here, in Discord and the console alike.
 
 use crate::app::App;
-use crate::commands::Stores;
 use crate::feeds::manage::{AddRequest, Added, Changes, Listed, PREVIEW_ITEMS, Sample};
 use crate::feeds::subscription::Destination;
 use crate::ids::{ChannelId, GuildId, UserId};
+use crate::store::MessageStore;
 use crate::when::ago;
 
 /// The console form's usage, shown for anything it does not understand.
@@ -302,7 +302,7 @@ fn channel_named(app: &App, guild: GuildId, text: &str) -> Result<ChannelId, Str
         return Ok(ChannelId(n));
     }
     let name = text.trim_start_matches('#');
-    match app.stores::<Stores>().messages.channel_by_name(guild, name) {
+    match app.stores::<MessageStore>().channel_by_name(guild, name) {
         Ok(Some(c)) => Ok(c),
         Ok(None) => Err(format!(
             "Not added: this server has no channel {text} the bot knows; /channels lists them"

@@ -8,8 +8,8 @@
 
 use crate::app::App;
 use crate::commands::Asker;
-use crate::commands::Stores;
 use crate::impulses::{NewTask, RoutineFlags, when};
+use crate::store::ImpulseStore;
 use crate::store::impulses::Task;
 
 fn task_line(app: &App, t: &Task) -> String {
@@ -56,7 +56,7 @@ fn cannot_list(what: &str, e: &crate::store::StoreError) -> String {
 }
 
 pub fn task_list(app: &App, who: &Asker) -> String {
-    let tasks = match app.stores::<Stores>().impulses.tasks(who.guild, false) {
+    let tasks = match app.stores::<ImpulseStore>().tasks(who.guild, false) {
         Ok(tasks) => tasks,
         Err(e) => return cannot_list("the tasks", &e),
     };
@@ -77,8 +77,7 @@ pub(crate) fn task_done(app: &App, who: &Asker, id: &str) -> String {
         return "Give at least the first 4 characters of the task id (see /task list).".into();
     }
     let found: Vec<Task> = app
-        .stores::<Stores>()
-        .impulses
+        .stores::<ImpulseStore>()
         .task_by_prefix(who.guild, id)
         .unwrap_or_default()
         .into_iter()
@@ -96,8 +95,7 @@ pub(crate) fn task_done(app: &App, who: &Asker, id: &str) -> String {
         );
     }
     match app
-        .stores::<Stores>()
-        .impulses
+        .stores::<ImpulseStore>()
         .complete_task(&task.id, app.clock.now())
     {
         Ok(true) => {
@@ -196,7 +194,7 @@ pub fn schedule_list(app: &App, who: &Asker) -> String {
     let Some(guild) = who.guild else {
         return "Schedules belong to a server; use this in one.".into();
     };
-    let entries = match app.stores::<Stores>().impulses.schedules(Some(guild)) {
+    let entries = match app.stores::<ImpulseStore>().schedules(Some(guild)) {
         Ok(entries) => entries,
         Err(e) => return cannot_list("the schedules", &e),
     };
@@ -238,8 +236,7 @@ pub(crate) fn schedule_remove(app: &App, who: &Asker, name: &str) -> String {
         return "Only members with Manage Server can change the schedule.".into();
     }
     match app
-        .stores::<Stores>()
-        .impulses
+        .stores::<ImpulseStore>()
         .remove_schedule(guild, name.trim())
     {
         Ok(true) => {
@@ -275,7 +272,7 @@ pub fn idea_list(app: &App, who: &Asker) -> String {
     let Some(guild) = who.guild else {
         return "Ideas belong to a server; use this in one.".into();
     };
-    let ideas = match app.stores::<Stores>().impulses.ideas(Some(guild), true) {
+    let ideas = match app.stores::<ImpulseStore>().ideas(Some(guild), true) {
         Ok(ideas) => ideas,
         Err(e) => return cannot_list("the ideas", &e),
     };

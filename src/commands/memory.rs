@@ -6,9 +6,9 @@
 //! forget facts about themselves; Manage Server may forget anything here.
 
 use crate::app::App;
-use crate::commands::Stores;
 use crate::memory::search::Reader;
 use crate::memory::{manual, portable};
+use crate::store::MemoryStore;
 use crate::store::memory::FactFilter;
 use crate::vocab::fact::{FactKind, Importance, Scope, ScopeKind};
 
@@ -94,8 +94,7 @@ pub(crate) fn list(app: &App, who: &Asker, kind: Option<&str>, since: Option<&st
         Err(e) => return e.to_string(),
     };
     let facts = app
-        .stores::<Stores>()
-        .memory
+        .stores::<MemoryStore>()
         .list_facts(&FactFilter {
             guild: Some(who.guild),
             user: who.guild.is_none().then_some(who.user),
@@ -161,8 +160,7 @@ pub(crate) fn export(app: &App, who: &Asker) -> Result<String, ExportRefused> {
         return Err(ExportRefused::NotManager);
     }
     let facts: Vec<_> = app
-        .stores::<Stores>()
-        .memory
+        .stores::<MemoryStore>()
         .all_facts()?
         .into_iter()
         .filter(|f| {

@@ -7,10 +7,10 @@
 //! `<#id>`, or the id itself — in the console and on Discord alike.
 
 use crate::app::App;
-use crate::commands::Stores;
 use crate::ids::{GuildId, UserId};
 use crate::settings::ChangeError;
 use crate::settings::service::render_value;
+use crate::store::MessageStore;
 
 /// Discord's message limit leaves room for this much of a value.
 const MAX_SHOWN: usize = 1800;
@@ -186,8 +186,7 @@ fn channel_names_to_ids(
             continue;
         };
         match app
-            .stores::<Stores>()
-            .messages
+            .stores::<MessageStore>()
             .channel_by_name(guild, name)
             .map_err(SettingsRefused::ChannelsUnreadable)?
         {
@@ -204,18 +203,11 @@ fn channel_names_to_ids(
 
 fn no_such_channel(app: &App, guild: GuildId, path: &str, name: &str) -> SettingsRefused {
     let mut known: Vec<String> = app
-        .stores::<Stores>()
-        .messages
+        .stores::<MessageStore>()
         .guild_channels(guild)
         .unwrap_or_default()
         .into_iter()
-        .filter_map(|c| {
-            app.stores::<Stores>()
-                .messages
-                .channel_name(c)
-                .ok()
-                .flatten()
-        })
+        .filter_map(|c| app.stores::<MessageStore>().channel_name(c).ok().flatten())
         .map(|n| format!("#{n}"))
         .collect();
     known.sort();

@@ -2,8 +2,8 @@
 //! from the journal. Only the asking server's entries are ever read.
 
 use crate::app::App;
-use crate::commands::Stores;
 use crate::ids::{ChannelId, GuildId, MessageId};
+use crate::store::MessageStore;
 use crate::store::messages::StoredMessage;
 use crate::vocab::journal::{Entry, Filter, Kind};
 
@@ -24,7 +24,7 @@ pub fn why(app: &App, guild: Option<GuildId>, channel: ChannelId, target: Option
             "{target:?} is not a message link or id; copy a message link (… → Copy Message Link)."
         );
     };
-    let stored = app.stores::<Stores>().messages.message(id).ok().flatten();
+    let stored = app.stores::<MessageStore>().message(id).ok().flatten();
     if let Some(m) = &stored
         && m.guild != guild
     {

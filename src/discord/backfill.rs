@@ -16,8 +16,8 @@ use serenity::all::{ChannelId as SChannelId, GetMessages, Http, MessageId as SMe
 use super::convert;
 use crate::app::App;
 use crate::attention::{Addressed, Percept, Place};
-use crate::discord::Stores;
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
+use crate::store::MessageStore;
 use crate::vocab::journal::{Entry, Kind};
 
 /// What catching up on one channel found.
@@ -41,7 +41,7 @@ pub(crate) async fn channel(
     if d.backfill_messages == 0 {
         return;
     }
-    let Ok(Some(last)) = app.stores::<Stores>().messages.last_message_id(channel) else {
+    let Ok(Some(last)) = app.stores::<MessageStore>().last_message_id(channel) else {
         return; // never seen: nothing to have missed
     };
     let request = GetMessages::new()
@@ -59,13 +59,11 @@ pub(crate) async fn channel(
     let oldest = now - chrono::Duration::hours(i64::from(d.backfill_hours));
     let answer_after = now - chrono::Duration::minutes(i64::from(d.answer_missed_within_minutes));
     let names = (
-        app.stores::<Stores>()
-            .messages
+        app.stores::<MessageStore>()
             .channel_name(channel)
             .ok()
             .flatten(),
-        app.stores::<Stores>()
-            .messages
+        app.stores::<MessageStore>()
             .guild_name(guild)
             .ok()
             .flatten(),

@@ -28,9 +28,9 @@ use chrono::{DateTime, Utc};
 use tokio::sync::{Notify, watch};
 
 use crate::app::App;
-use crate::discord::Stores;
 use crate::ids::GuildId;
 use crate::store::GuildStore;
+use crate::store::MessageStore;
 use crate::store::departed::{Departure, removal_date};
 use crate::store::guild_io::{self, End, Removal};
 use crate::store::retention::Pace;
@@ -129,12 +129,7 @@ impl Departures {
         }
         lock(&self.heard).named(guild, false);
         let now = self.app.clock.now();
-        match self
-            .app
-            .stores::<Stores>()
-            .guilds
-            .record_departure(guild, now)
-        {
+        match self.app.stores::<GuildStore>().record_departure(guild, now) {
             Ok(true) => {}
             // Delivered again: the first time stands, and was journaled.
             Ok(false) => return,
@@ -181,7 +176,7 @@ impl Departures {
     /// shard's departures may be removed from now on.
     pub(crate) fn ready(&self, shard: Option<(u32, u32)>, guilds: &[GuildId]) {
         // Read once: a shard may list thousands, and few if any departed.
-        match self.app.stores::<Stores>().guilds.departures() {
+        match self.app.stores::<GuildStore>().departures() {
             Ok(departed) => {
                 for d in departed.iter().filter(|d| guilds.contains(&d.guild)) {
                     self.back(d.guild, "READY lists it");
@@ -194,7 +189,7 @@ impl Departures {
     }
 
     fn back(&self, guild: GuildId, how: &str) {
-        match self.app.stores::<Stores>().guilds.cancel_departure(guild) {
+        match self.app.stores::<GuildStore>().cancel_departure(guild) {
             Ok(None) => {}
             Ok(Some(left)) => {
                 let kept = lock(&self.heard).kept_when_back(guild);
@@ -215,7 +210,7 @@ impl Departures {
     }
 
     fn name(&self, guild: GuildId) -> String {
-        match self.app.stores::<Stores>().messages.guild_name(guild) {
+        match self.app.stores::<MessageStore>().guild_name(guild) {
             Ok(Some(n)) => format!("{n} ({guild})"),
             _ => format!("server {guild}"),
         }
@@ -229,7 +224,7 @@ impl Departures {
     /// grace has passed; once `shutdown` says so, a removal under way stops
     /// between two of its transactions (the rest goes at the next start).
     pub(crate) async fn sweep(&self, shutdown: &watch::Receiver<bool>) {
-        let departures = match self.app.stores::<Stores>().guilds.departures() {
+        let departures = match self.app.stores::<GuildStore>().departures() {
             Ok(d) => d,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the departed servers; trying again later");

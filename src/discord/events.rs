@@ -14,8 +14,8 @@ use serenity::async_trait;
 use super::convert;
 use crate::app::App;
 use crate::attention::{Author, Percept, Place};
-use crate::discord::Stores;
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
+use crate::store::MessageStore;
 use crate::vocab::journal::{Entry, Kind};
 
 pub(crate) struct Events {
@@ -104,8 +104,7 @@ impl Events {
         });
         cached.or_else(|| {
             self.app
-                .stores::<Stores>()
-                .messages
+                .stores::<MessageStore>()
                 .channel_name(ChannelId(channel.get()))
                 .ok()
                 .flatten()
@@ -205,15 +204,14 @@ impl Events {
         let g = GuildId(guild.id.get());
         let mut result = self
             .app
-            .stores::<Stores>()
-            .messages
+            .stores::<MessageStore>()
             .upsert_guild(g, &guild.name, now);
         for (id, channel) in &guild.channels {
             if matches!(
                 channel.kind,
                 ChannelType::Text | ChannelType::News | ChannelType::Voice | ChannelType::Forum
             ) {
-                result = result.and(self.app.stores::<Stores>().messages.upsert_channel(
+                result = result.and(self.app.stores::<MessageStore>().upsert_channel(
                     ChannelId(id.get()),
                     Some(g),
                     &channel.name,
@@ -222,7 +220,7 @@ impl Events {
             }
         }
         for thread in &guild.threads {
-            result = result.and(self.app.stores::<Stores>().messages.upsert_channel(
+            result = result.and(self.app.stores::<MessageStore>().upsert_channel(
                 ChannelId(thread.id.get()),
                 Some(g),
                 &thread.name,
@@ -368,7 +366,7 @@ impl Events {
             return;
         }
         let guild = GuildId(channel.guild_id.get());
-        if let Err(e) = self.app.stores::<Stores>().messages.upsert_channel(
+        if let Err(e) = self.app.stores::<MessageStore>().upsert_channel(
             ChannelId(channel.id.get()),
             Some(guild),
             &channel.name,

@@ -16,7 +16,7 @@
 //! Discord refuses is said, stopped, and the end of the process when it was
 //! the last one (`refusals`).
 
-use crate::store::{FileStore, GuildStore, MessageStore};
+use crate::store::{FileStore, MessageStore};
 mod backfill;
 mod commands;
 pub(crate) mod convert;
@@ -181,8 +181,7 @@ async fn prepare(parts: Parts, token: &str) -> anyhow::Result<Prepared> {
     let chat: Arc<dyn crate::chat::Transport> = transport.clone();
     let app = App::build(parts, |_| chat).await?;
     transport.count_into(app.journal.metrics());
-    app.stores::<Stores>()
-        .file
+    app.stores::<FileStore>()
         .time_into(app.journal.metrics().store_timings());
     let commands = shards::Commands::default();
     let songbird = voice::songbird();
@@ -502,8 +501,6 @@ pub(crate) fn wait_for_signal() -> impl std::future::Future<Output = ()> {
 pub(crate) struct Stores {
     /// Messages, and the names of servers and channels.
     pub messages: MessageStore,
-    /// A server's rows as a whole.
-    pub guilds: GuildStore,
     /// The database file.
     pub file: FileStore,
 }

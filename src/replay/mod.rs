@@ -14,7 +14,7 @@
 //! - `report`, `text`, `timeline`: what it found, as data, as text, as a timeline
 //! - `html`: the report and the timeline as one self-contained page
 
-use crate::store::{ImpulseStore, InitiativeStore, MessageStore, UsageStore};
+use crate::store::{ImpulseStore, InitiativeStore, MessageStore};
 pub(crate) mod bounded;
 pub mod export;
 pub mod html;
@@ -33,8 +33,6 @@ pub mod transport;
 pub(crate) struct Stores {
     /// Messages, and the names of servers and channels.
     pub messages: MessageStore,
-    /// What model calls cost.
-    pub usage: UsageStore,
     /// Pending thoughts and the outbox.
     pub initiative: InitiativeStore,
     /// Tasks, ideas, schedules, reflex bookkeeping.

@@ -19,6 +19,7 @@ use crate::executive::prices::cost;
 use crate::ids::ChannelId;
 use crate::replay::Stores;
 use crate::settings::Price;
+use crate::store::UsageStore;
 use crate::store::usage::UsageFilter;
 
 /// What the report says about the run itself.
@@ -231,8 +232,7 @@ impl Report {
         let per_hour = hours(&run, &seen.per_hour, &acts.bot_hours);
         let usage = sim
             .app
-            .stores::<Stores>()
-            .usage
+            .stores::<UsageStore>()
             .usage_list(&UsageFilter::default(), None)?;
         let settings = sim.app.settings.global();
         let mut roles = role_rows(&usage, prices);

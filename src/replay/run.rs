@@ -29,10 +29,10 @@ use super::timeline::{Line, Timeline};
 use crate::executive::endpoints::{Offer, Resolution, default_model, resolve};
 use crate::executive::prices::cost;
 use crate::executive::{StandIn, ollama_answers};
-use crate::replay::Stores;
 use crate::settings::Role;
 use crate::settings::diff::mask;
 use crate::settings::{ProviderKind, Secret, Secrets, Settings};
+use crate::store::MessageStore;
 
 /// People's messages kept whole in the timeline before it keeps only context.
 const TIMELINE_PEOPLE: usize = 2_000;
@@ -479,7 +479,7 @@ impl Walk {
     fn catch_up(&mut self, sim: &Simulation) {
         let acts = sim.acts_since(self.acts_seen);
         for act in &acts {
-            let line = Line::act(act, &sim.app.stores::<Stores>().messages);
+            let line = Line::act(act, &sim.app.stores::<MessageStore>());
             if let Some(recent) = self.recent.get_mut(&line.channel_id) {
                 self.timeline.lines.extend(recent.drain(..));
             }

@@ -43,6 +43,8 @@ use crate::initiative::gates::Verdict;
 use crate::replay::Stores;
 use crate::settings::Role;
 use crate::settings::{Secrets, Settings};
+use crate::store::MessageStore;
+use crate::store::UsageStore;
 use crate::store::messages::StoredMessage;
 
 /// How often memory upkeep and the garden's wake are looked at (see `background_due`).
@@ -589,8 +591,7 @@ impl Simulation {
     fn calls(&mut self, roles: &[Role]) -> anyhow::Result<u64> {
         let new = self
             .app
-            .stores::<Stores>()
-            .usage
+            .stores::<UsageStore>()
             .usage_after(self.answered.after)?;
         for record in new {
             self.answered.after = Some(record.id);
@@ -635,7 +636,7 @@ impl Simulation {
     }
 
     fn open(&self, guild: GuildId) -> anyhow::Result<()> {
-        let channels = self.app.stores::<Stores>().messages.guild_channels(guild)?;
+        let channels = self.app.stores::<MessageStore>().guild_channels(guild)?;
         let ids = serde_json::to_string(&channels)?;
         for path in [
             "permissions.replies.discoveryChannelIds",
@@ -662,7 +663,7 @@ impl Simulation {
         let content = readable_mentions(
             &m.content,
             &mentioned,
-            &self.app.stores::<Stores>().messages,
+            &self.app.stores::<MessageStore>(),
             self.me.id,
             bot_name,
         );
