@@ -2,11 +2,13 @@
 //!
 //! A resumed gateway session replays what it missed; a new one (the bot was
 //! down, or Discord refused the resume) does not. So when a server arrives on
-//! a new session, each of its channels is read from its newest stored message
-//! on, at most `discord.backfillMessages` per channel and no further back than
-//! `discord.backfillHours`, and every missed message becomes a percept through
-//! the senses like any other: stored once (the id dedupes against anything
-//! already seen), never answered twice. A missed message that addressed the
+//! a new session, each of its channels is read from a little before its
+//! newest stored message on (a crash can lose a message older than one it
+//! kept: [`REORDERED_WITHIN_MS`]), until `discord.backfillMessages` new ones
+//! per channel are stored, no further back than `discord.backfillHours`, and
+//! every missed message becomes a percept through the senses like any other:
+//! stored once (the id dedupes against anything already seen), never
+//! answered twice. A missed message that addressed the
 //! bot is answered if it is at most `discord.answerMissedWithinMinutes` old;
 //! older ones are kept as context, and — with `discord.awayNotice` — the
 //! channel hears once that the bot was away.
@@ -17,6 +19,7 @@ use super::convert;
 use crate::app::App;
 use crate::attention::{Addressed, Percept, Place};
 use crate::ids::{ChannelId, GuildId, MessageId, UserId};
+use crate::settings::Settings;
 use crate::store::MessageStore;
 use crate::vocab::journal::{Entry, Kind};
 
@@ -28,6 +31,36 @@ pub(crate) struct CaughtUp {
     pub too_old_to_answer: usize,
 }
 
+/// How far before the newest stored message a catch-up starts reading.
+///
+/// Serenity hands each gateway event to a task of its own, and tokio runs
+/// the task spawned last first (its LIFO slot), so a burst of messages is
+/// stored out of order: a crash can keep a message and lose an older one
+/// that arrived with it. Reading again from a little before the newest
+/// stored message finds those; what is already stored is known by its id,
+/// and counts neither as caught up nor as a question. A resume's replay can
+/// be such a burst, so the margin is minutes, not the milliseconds live
+/// traffic needs.
+const REORDERED_WITHIN_MS: u64 = 5 * 60 * 1000;
+
+/// Discord's largest page of channel history.
+const PAGE: u8 = 100;
+
+/// The most pages read for one channel: the margin's messages read again
+/// take room in the first page, so a busy channel may need a second one to
+/// find its `discord.backfillMessages` new messages.
+const MAX_PAGES: usize = 3;
+
+/// The id to read after: [`REORDERED_WITHIN_MS`] of the channel's history
+/// before its newest stored message (a snowflake's high bits are its
+/// creation time in milliseconds).
+fn read_after(newest: MessageId) -> u64 {
+    newest
+        .get()
+        .saturating_sub(REORDERED_WITHIN_MS << 22)
+        .max(1)
+}
+
 /// Catches up on one channel of `guild` the bot has seen before.
 pub(crate) async fn channel(
     app: &App,
@@ -37,70 +70,136 @@ pub(crate) async fn channel(
     channel: ChannelId,
 ) {
     let settings = app.settings.for_guild(Some(guild));
-    let d = &settings.discord;
-    if d.backfill_messages == 0 {
+    if settings.discord.backfill_messages == 0 {
         return;
     }
-    let Ok(Some(last)) = app.stores::<MessageStore>().last_message_id(channel) else {
+    let Ok(Some(newest)) = app.stores::<MessageStore>().last_message_id(channel) else {
         return; // never seen: nothing to have missed
     };
-    let request = GetMessages::new()
-        .after(SMessageId::new(last.get().max(1)))
-        .limit(d.backfill_messages.min(100) as u8);
-    let mut missed = match SChannelId::new(channel.get()).messages(http, request).await {
-        Ok(m) => m,
-        Err(e) => {
-            tracing::warn!(%channel, error = %e, "could not read what was missed");
-            return;
-        }
-    };
-    missed.sort_by_key(|m| m.id);
-    let now = app.clock.now();
-    let oldest = now - chrono::Duration::hours(i64::from(d.backfill_hours));
-    let answer_after = now - chrono::Duration::minutes(i64::from(d.answer_missed_within_minutes));
-    let names = (
-        app.stores::<MessageStore>()
-            .channel_name(channel)
-            .ok()
-            .flatten(),
-        app.stores::<MessageStore>()
-            .guild_name(guild)
-            .ok()
-            .flatten(),
-    );
-    let mut found = CaughtUp::default();
-    let mut unanswered: Option<MessageId> = None;
-    for m in missed.iter().filter(|m| convert::timestamp(m) >= oldest) {
-        let mut percept = convert::percept(
-            m,
-            me,
-            &settings.bot.name,
-            &app.stores(),
-            names.0.clone(),
-            names.1.clone(),
-        );
-        if percept.addressed.is_addressed() && !percept.message.author_is_bot {
-            if percept.message.created_at >= answer_after {
-                found.answered_late += 1;
-            } else {
-                // Too late to answer: kept as what was said, not as a question to the bot.
-                percept.addressed = Addressed::No;
-                found.too_old_to_answer += 1;
-                unanswered = Some(percept.message.id);
+    let mut catching = Catching::new(app, &settings, me, guild, channel);
+    let mut after = read_after(newest);
+    for _ in 0..MAX_PAGES {
+        let request = GetMessages::new().after(SMessageId::new(after)).limit(PAGE);
+        let mut page = match SChannelId::new(channel.get()).messages(http, request).await {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!(%channel, error = %e, "could not read what was missed");
+                break;
+            }
+        };
+        page.sort_by_key(|m| m.id);
+        let full = page.len() == usize::from(PAGE);
+        for m in &page {
+            if !catching.take(m) {
+                break;
             }
         }
-        match app.senses.perceive(Percept::Message(percept)) {
-            Ok(crate::senses::Perceived::Stored { new: true, .. }) => found.stored += 1,
-            Ok(_) => {}
-            Err(e) => tracing::error!(%channel, error = %e, "could not store a missed message"),
+        match page.last() {
+            Some(last) if full && catching.wants_more() => after = last.id.get(),
+            _ => break,
         }
     }
+    let Catching {
+        found, unanswered, ..
+    } = catching;
     if found.stored == 0 {
         return;
     }
     record(app, guild, channel, &found);
-    if let (Some(id), true) = (unanswered, d.away_notice) {
+    if let (Some(id), true) = (unanswered, settings.discord.away_notice) {
         away_notice(app, guild, channel, id).await;
+    }
+}
+
+/// One channel's catch-up under way: what it has found so far.
+struct Catching<'a> {
+    app: &'a App,
+    settings: &'a Settings,
+    me: UserId,
+    channel: ChannelId,
+    names: (Option<String>, Option<String>),
+    oldest: chrono::DateTime<chrono::Utc>,
+    answer_after: chrono::DateTime<chrono::Utc>,
+    found: CaughtUp,
+    unanswered: Option<MessageId>,
+}
+
+impl<'a> Catching<'a> {
+    fn new(
+        app: &'a App,
+        settings: &'a Settings,
+        me: UserId,
+        guild: GuildId,
+        channel: ChannelId,
+    ) -> Self {
+        let d = &settings.discord;
+        let now = app.clock.now();
+        let messages = app.stores::<MessageStore>();
+        Self {
+            app,
+            settings,
+            me,
+            channel,
+            names: (
+                messages.channel_name(channel).ok().flatten(),
+                messages.guild_name(guild).ok().flatten(),
+            ),
+            oldest: now - chrono::Duration::hours(i64::from(d.backfill_hours)),
+            answer_after: now
+                - chrono::Duration::minutes(i64::from(d.answer_missed_within_minutes)),
+            found: CaughtUp::default(),
+            unanswered: None,
+        }
+    }
+
+    /// Whether fewer than `discord.backfillMessages` new messages are stored.
+    fn wants_more(&self) -> bool {
+        self.found.stored < self.settings.discord.backfill_messages as usize
+    }
+
+    /// Hands one message of the history to the senses; false once enough
+    /// new ones are stored.
+    fn take(&mut self, m: &serenity::all::Message) -> bool {
+        if !self.wants_more() {
+            return false;
+        }
+        if convert::timestamp(m) < self.oldest {
+            return true;
+        }
+        let mut percept = convert::percept(
+            m,
+            self.me,
+            &self.settings.bot.name,
+            &self.app.stores(),
+            self.names.0.clone(),
+            self.names.1.clone(),
+        );
+        let question = percept.addressed.is_addressed() && !percept.message.author_is_bot;
+        let late = question && percept.message.created_at >= self.answer_after;
+        if question && !late {
+            // Too late to answer: kept as what was said, not as a question to the bot.
+            percept.addressed = Addressed::No;
+        }
+        let id = percept.message.id;
+        match self.app.senses.perceive(Percept::Message(percept)) {
+            Ok(crate::senses::Perceived::Stored { new: true, .. }) => {
+                self.found.stored += 1;
+                match (question, late) {
+                    (true, true) => self.found.answered_late += 1,
+                    (true, false) => {
+                        self.found.too_old_to_answer += 1;
+                        self.unanswered = Some(id);
+                    }
+                    _ => {}
+                }
+            }
+            Ok(_) => {} // stored before the gap: read again only for the margin
+            Err(e) => {
+                let channel = self.channel;
+                tracing::error!(%channel, error = %e, "could not store a missed message");
+            }
+        }
+        true
     }
 }
 

@@ -15,9 +15,10 @@
 //! were made: a crash loses at most the last [`WINDOW`] of grouped writes,
 //! never one made after them (the row of the bot's words, written before
 //! they are sent) while keeping an earlier one. What is lost the platform
-//! still has: Discord's backfill reads a channel again from its newest
-//! stored message on, and takes a sent message's real id over its
-//! provisional row.
+//! still has: Discord's backfill reads a channel again from a little before
+//! its newest stored message on (the gateway's events are stored in the
+//! order their tasks run, not always the order they came), and takes a sent
+//! message's real id over its provisional row.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};

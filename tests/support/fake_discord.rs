@@ -1248,11 +1248,33 @@ impl FakeDiscord {
         reply_to: Option<u64>,
         attachments: Vec<Value>,
     ) -> u64 {
+        let (id, msg) = self.keep(guild, channel, person, content, reply_to, attachments);
+        self.dispatch("MESSAGE_CREATE", msg);
+        id
+    }
+
+    /// `person` says `content` in `channel`, and Discord keeps it, but the
+    /// bot never sees it: as if its gateway event were lost in a crash.
+    pub fn say_unseen(&self, channel: u64, person: Person, content: &str) -> u64 {
+        self.keep(GUILD, channel, person, content, None, Vec::new())
+            .0
+    }
+
+    /// A message as Discord keeps it, not yet announced on the gateway.
+    fn keep(
+        &self,
+        guild: u64,
+        channel: u64,
+        person: Person,
+        content: &str,
+        reply_to: Option<u64>,
+        attachments: Vec<Value>,
+    ) -> (u64, Value) {
         assert!(
             attachments.len() <= 10,
             "Discord takes at most 10 attachments a message"
         );
-        let (id, msg) = self.with(|w| {
+        self.with(|w| {
             let id = w.next_id();
             let mut m = message_json(id, channel, Some(guild), user(person), content);
             m["attachments"] = json!(attachments);
@@ -1283,9 +1305,7 @@ impl FakeDiscord {
             }
             w.said_at.insert(id, Instant::now());
             (id, m)
-        });
-        self.dispatch("MESSAGE_CREATE", msg);
-        id
+        })
     }
 
     /// Saves the messages announced while `saves_late` was on: from now on
