@@ -13,7 +13,7 @@
 //! older ones are kept as context, and — with `discord.awayNotice` — the
 //! channel hears once that the bot was away.
 
-use serenity::all::{ChannelId as SChannelId, GetMessages, Http, MessageId as SMessageId};
+use serenity::all::{ChannelId as SChannelId, GetMessages, Http, Message, MessageId as SMessageId};
 
 use super::convert;
 use crate::app::App;
@@ -38,22 +38,22 @@ pub(crate) struct CaughtUp {
 /// stored out of order: a crash can keep a message and lose an older one
 /// that arrived with it. Reading again from a little before the newest
 /// stored message finds those; what is already stored is known by its id,
-/// and counts neither as caught up nor as a question. A resume's replay can
-/// be such a burst, so the margin is minutes, not the milliseconds live
-/// traffic needs.
+/// and counts neither as caught up nor as a question. Live bursts span
+/// milliseconds; the margin is minutes so that most of a resume's replay
+/// (which spans the whole disconnection) is covered too.
 const REORDERED_WITHIN_MS: u64 = 5 * 60 * 1000;
 
 /// Discord's largest page of channel history.
 const PAGE: u8 = 100;
 
-/// The most pages read for one channel: the margin's messages read again
-/// take room in the first page, so a busy channel may need a second one to
-/// find its `discord.backfillMessages` new messages.
-const MAX_PAGES: usize = 3;
+/// The most pages read again inside the margin. A channel busier than that
+/// in the minutes before the crash has the rest of its margin skipped, so
+/// that what is new still gets its page.
+const MARGIN_PAGES: usize = 2;
 
 /// The id to read after: [`REORDERED_WITHIN_MS`] of the channel's history
 /// before its newest stored message (a snowflake's high bits are its
-/// creation time in milliseconds).
+/// creation time in milliseconds). At least 1: Discord has no id 0.
 fn read_after(newest: MessageId) -> u64 {
     newest
         .get()
@@ -78,7 +78,24 @@ pub(crate) async fn channel(
     };
     let mut catching = Catching::new(app, &settings, me, guild, channel);
     let mut after = read_after(newest);
-    for _ in 0..MAX_PAGES {
+    let (mut margin_pages, mut new_pages) = (0, 0);
+    while catching.wants_more() {
+        // The margin's pages, then one page after the newest stored message,
+        // as before the margin: everything there is new.
+        let in_margin = after < newest.get();
+        if in_margin && margin_pages == MARGIN_PAGES {
+            tracing::debug!(%channel, "margin read again only in part: a busy channel");
+            after = newest.get();
+            continue;
+        }
+        if !in_margin && new_pages == 1 {
+            break;
+        }
+        *(if in_margin {
+            &mut margin_pages
+        } else {
+            &mut new_pages
+        }) += 1;
         let request = GetMessages::new().after(SMessageId::new(after)).limit(PAGE);
         let mut page = match SChannelId::new(channel.get()).messages(http, request).await {
             Ok(m) => m,
@@ -88,14 +105,11 @@ pub(crate) async fn channel(
             }
         };
         page.sort_by_key(|m| m.id);
-        let full = page.len() == usize::from(PAGE);
         for m in &page {
-            if !catching.take(m) {
-                break;
-            }
+            catching.take(m);
         }
         match page.last() {
-            Some(last) if full && catching.wants_more() => after = last.id.get(),
+            Some(last) if page.len() == usize::from(PAGE) => after = last.id.get(),
             _ => break,
         }
     }
@@ -157,14 +171,11 @@ impl<'a> Catching<'a> {
         self.found.stored < self.settings.discord.backfill_messages as usize
     }
 
-    /// Hands one message of the history to the senses; false once enough
-    /// new ones are stored.
-    fn take(&mut self, m: &serenity::all::Message) -> bool {
-        if !self.wants_more() {
-            return false;
-        }
-        if convert::timestamp(m) < self.oldest {
-            return true;
+    /// Hands one message of the history to the senses, unless enough new
+    /// ones are stored or it is older than `discord.backfillHours`.
+    fn take(&mut self, m: &Message) {
+        if !self.wants_more() || convert::timestamp(m) < self.oldest {
+            return;
         }
         let mut percept = convert::percept(
             m,
@@ -175,7 +186,7 @@ impl<'a> Catching<'a> {
             self.names.1.clone(),
         );
         let question = percept.addressed.is_addressed() && !percept.message.author_is_bot;
-        let late = question && percept.message.created_at >= self.answer_after;
+        let late = percept.message.created_at >= self.answer_after;
         if question && !late {
             // Too late to answer: kept as what was said, not as a question to the bot.
             percept.addressed = Addressed::No;
@@ -184,22 +195,18 @@ impl<'a> Catching<'a> {
         match self.app.senses.perceive(Percept::Message(percept)) {
             Ok(crate::senses::Perceived::Stored { new: true, .. }) => {
                 self.found.stored += 1;
-                match (question, late) {
-                    (true, true) => self.found.answered_late += 1,
-                    (true, false) => {
-                        self.found.too_old_to_answer += 1;
-                        self.unanswered = Some(id);
-                    }
-                    _ => {}
+                if question && late {
+                    self.found.answered_late += 1;
+                } else if question {
+                    self.found.too_old_to_answer += 1;
+                    self.unanswered = Some(id);
                 }
             }
-            Ok(_) => {} // stored before the gap: read again only for the margin
+            Ok(_) => {} // not new: stored before the gap, or not to be stored
             Err(e) => {
-                let channel = self.channel;
-                tracing::error!(%channel, error = %e, "could not store a missed message");
+                tracing::error!(channel = %self.channel, error = %e, "could not store a missed message");
             }
         }
-        true
     }
 }
 
@@ -230,5 +237,19 @@ async fn away_notice(app: &App, guild: GuildId, channel: ChannelId, to: MessageI
         .await
     {
         tracing::warn!(%channel, error = %e, "could not say that I was away");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_catch_up_starts_five_minutes_of_snowflake_time_before_the_newest_stored() {
+        let newest = MessageId(3_600_000_000 << 22 | 0b1_0000_0000_0001);
+        let after = read_after(newest);
+        assert_eq!(after >> 22, 3_600_000_000 - 300_000);
+        assert_eq!(after & 0x3f_ffff, 0b1_0000_0000_0001);
+        assert_eq!(read_after(MessageId(5)), 1, "Discord has no id 0");
     }
 }

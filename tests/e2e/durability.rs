@@ -162,15 +162,17 @@ fn an_older_message_lost_while_a_newer_one_was_kept_is_caught_up_on() {
     assert_eq!(row.content, "the one the crash lost");
 }
 
-/// The messages read again before the newest stored one take room in
-/// Discord's page of 100: the catch-up reads the next page for what is new.
+/// A channel busier in the margin than two pages read again has the rest
+/// of its margin skipped: what is new after the newest stored message still
+/// gets its page. (The fake's ids share one snowflake time, so its whole
+/// history is inside the margin.)
 #[test]
-fn a_catch_up_whose_first_page_was_all_read_before_reads_the_next() {
+fn a_busy_margin_does_not_take_the_page_of_what_is_new() {
     let bot = Bot::start(json!({}));
-    let said: Vec<u64> = (0..110)
+    let said: Vec<u64> = (0..310)
         .map(|i| bot.discord.say(GENERAL, BOB, &format!("line {i}")))
         .collect();
-    assert!(bot.wait_stored(*said.last().unwrap()), "{}", bot.log());
+    assert!(said.iter().all(|id| bot.wait_stored(*id)), "{}", bot.log());
     let missed = [
         bot.discord.say_unseen(GENERAL, ALICE, "said while away"),
         bot.discord.say_unseen(GENERAL, BOB, "and this too"),
@@ -188,4 +190,38 @@ fn a_catch_up_whose_first_page_was_all_read_before_reads_the_next() {
             "{id} is stored"
         );
     }
+}
+
+/// A question answered before the gap is read again in the margin, long
+/// enough ago that a missed one would hear "I was away": it is not new, so
+/// it is neither answered again nor told the bot was away.
+#[test]
+fn a_question_answered_before_the_gap_is_not_told_the_bot_was_away() {
+    let bot = Bot::start(json!({}));
+    bot.model.fallback(Scripted::text("Here."));
+    let question = bot
+        .discord
+        .say(GENERAL, ALICE, &format!("<@{BOT}> are you there?"));
+    assert!(
+        bot.discord
+            .wait_until(15, |w| w.sent_in(GENERAL).len() == 1),
+        "{}",
+        bot.log()
+    );
+    bot.discord.backdate(question, 60);
+    bot.discord.say_unseen(GENERAL, BOB, "said while away");
+    bot.discord.drop_session();
+    let caught = bot.wait_entry(Kind::System, |e| e.summary.starts_with("caught up on"));
+    assert_eq!(
+        caught.summary,
+        "caught up on 1 message(s) said while I was away"
+    );
+    assert_eq!(
+        caught.reason,
+        "0 addressed me recently enough to answer; 0 too long ago (discord.answerMissedWithinMinutes)"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let sent = bot.discord.with(|w| w.sent_in(GENERAL));
+    assert_eq!(sent.len(), 1, "only the first answer: {sent:#?}");
+    assert_eq!(bot.model.requests().len(), 1);
 }
