@@ -147,8 +147,7 @@ fn an_older_message_lost_while_a_newer_one_was_kept_is_caught_up_on() {
     let kept = bot.discord.say(GENERAL, BOB, "the one it kept");
     assert!(bot.wait_stored(kept), "{}", bot.log());
 
-    bot.discord.drop_session();
-    let caught = bot.wait_entry(Kind::System, |e| e.summary.starts_with("caught up on"));
+    let caught = catch_up(&bot);
     assert_eq!(
         caught.summary,
         "caught up on 1 message(s) said while I was away"
@@ -177,8 +176,7 @@ fn a_busy_margin_does_not_take_the_page_of_what_is_new() {
         bot.discord.say_unseen(GENERAL, ALICE, "said while away"),
         bot.discord.say_unseen(GENERAL, BOB, "and this too"),
     ];
-    bot.discord.drop_session();
-    let caught = bot.wait_entry(Kind::System, |e| e.summary.starts_with("caught up on"));
+    let caught = catch_up(&bot);
     assert_eq!(
         caught.summary,
         "caught up on 2 message(s) said while I was away"
@@ -210,8 +208,7 @@ fn a_question_answered_before_the_gap_is_not_told_the_bot_was_away() {
     );
     bot.discord.backdate(question, 60);
     bot.discord.say_unseen(GENERAL, BOB, "said while away");
-    bot.discord.drop_session();
-    let caught = bot.wait_entry(Kind::System, |e| e.summary.starts_with("caught up on"));
+    let caught = catch_up(&bot);
     assert_eq!(
         caught.summary,
         "caught up on 1 message(s) said while I was away"
@@ -224,4 +221,11 @@ fn a_question_answered_before_the_gap_is_not_told_the_bot_was_away() {
     let sent = bot.discord.with(|w| w.sent_in(GENERAL));
     assert_eq!(sent.len(), 1, "only the first answer: {sent:#?}");
     assert_eq!(bot.model.requests().len(), 1);
+}
+
+/// Drops the gateway session, Discord refusing to resume, and waits for
+/// the catch-up's journal line.
+fn catch_up(bot: &Bot) -> ambient::vocab::journal::Entry {
+    bot.discord.drop_session();
+    bot.wait_entry(Kind::System, |e| e.summary.starts_with("caught up on"))
 }
