@@ -84,16 +84,7 @@ fn sigkill_mid_stream_loses_no_acknowledged_message() {
 /// answered again.
 #[test]
 fn chatter_a_crash_lost_is_read_again_from_discord() {
-    let mut bot = Bot::start(json!({}));
-    bot.model.fallback(Scripted::text("Here."));
-    bot.discord
-        .say(GENERAL, ALICE, &format!("<@{BOT}> are you there?"));
-    assert!(
-        bot.discord
-            .wait_until(15, |w| w.sent_in(GENERAL).len() == 1),
-        "{}",
-        bot.log()
-    );
+    let (mut bot, _) = answered_once();
     let first = bot.discord.say(GENERAL, BOB, "chatter begins");
     assert!(bot.wait_stored(first), "{}", bot.log());
     // The bot is storing chatter: killed right after these are sent, it has
@@ -195,17 +186,7 @@ fn a_busy_margin_does_not_take_the_page_of_what_is_new() {
 /// it is neither answered again nor told the bot was away.
 #[test]
 fn a_question_answered_before_the_gap_is_not_told_the_bot_was_away() {
-    let bot = Bot::start(json!({}));
-    bot.model.fallback(Scripted::text("Here."));
-    let question = bot
-        .discord
-        .say(GENERAL, ALICE, &format!("<@{BOT}> are you there?"));
-    assert!(
-        bot.discord
-            .wait_until(15, |w| w.sent_in(GENERAL).len() == 1),
-        "{}",
-        bot.log()
-    );
+    let (bot, question) = answered_once();
     bot.discord.backdate(question, 60);
     bot.discord.say_unseen(GENERAL, BOB, "said while away");
     let caught = catch_up(&bot);
@@ -228,4 +209,21 @@ fn a_question_answered_before_the_gap_is_not_told_the_bot_was_away() {
 fn catch_up(bot: &Bot) -> ambient::vocab::journal::Entry {
     bot.discord.drop_session();
     bot.wait_entry(Kind::System, |e| e.summary.starts_with("caught up on"))
+}
+
+/// A bot that has answered one question in #general ("Here."); the
+/// question's id.
+fn answered_once() -> (Bot, u64) {
+    let bot = Bot::start(json!({}));
+    bot.model.fallback(Scripted::text("Here."));
+    let question = bot
+        .discord
+        .say(GENERAL, ALICE, &format!("<@{BOT}> are you there?"));
+    assert!(
+        bot.discord
+            .wait_until(15, |w| w.sent_in(GENERAL).len() == 1),
+        "{}",
+        bot.log()
+    );
+    (bot, question)
 }
