@@ -211,10 +211,7 @@ impl Upkeep {
 /// `store::handles`): what it may read and write, and nothing else.
 #[derive(Clone)]
 pub struct Stores {
-    /// The journal and the context stream.
     pub journal: JournalStore,
-    /// Servers' settings overrides.
     pub overrides: OverrideStore,
-    /// The database file.
     pub file: FileStore,
 }

@@ -35,23 +35,14 @@ pub struct Asker {
 /// `store::handles`): what it may read and write, and nothing else.
 #[derive(Clone)]
 pub struct Stores {
-    /// Messages, and the names of servers and channels.
     pub messages: MessageStore,
-    /// Remembered facts.
     pub memory: MemoryStore,
-    /// The journal and the context stream.
     pub journal: JournalStore,
-    /// What model calls cost.
     pub usage: UsageStore,
-    /// Pending thoughts and the outbox.
     pub initiative: InitiativeStore,
-    /// Boundaries, hushes, forget-me, access.
     pub people: PeopleStore,
-    /// Tasks, ideas, schedules, reflex bookkeeping.
     pub impulses: ImpulseStore,
-    /// The garden's cycles and state.
     pub garden: GardenStore,
-    /// A server's rows as a whole.
     pub guilds: GuildStore,
 }
 

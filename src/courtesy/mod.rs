@@ -219,9 +219,7 @@ fn channel_name(store: &MessageStore, c: ChannelId) -> String {
 /// `store::handles`): what it may read and write, and nothing else.
 #[derive(Clone)]
 pub(crate) struct Stores {
-    /// Messages, and the names of servers and channels.
     pub messages: MessageStore,
-    /// Boundaries, hushes, forget-me, access.
     pub people: PeopleStore,
 }
 

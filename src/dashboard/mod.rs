@@ -468,29 +468,17 @@ async fn not_found(State(d): State<Arc<Dash>>, who: Option<Extension<Who>>) -> R
 /// `store::handles`): what it may read and write, and nothing else.
 #[derive(Clone)]
 pub struct Stores {
-    /// Messages, and the names of servers and channels.
     pub messages: MessageStore,
-    /// Remembered facts.
     pub memory: MemoryStore,
-    /// The journal and the context stream.
     pub journal: JournalStore,
-    /// What model calls cost.
     pub usage: UsageStore,
-    /// Pending thoughts and the outbox.
     pub initiative: InitiativeStore,
-    /// Boundaries, hushes, forget-me, access.
     pub people: PeopleStore,
-    /// Feed sources and their items.
     pub discovery: DiscoveryStore,
-    /// Feed subscriptions.
     pub feeds: FeedStore,
-    /// Tasks, ideas, schedules, reflex bookkeeping.
     pub impulses: ImpulseStore,
-    /// The garden's cycles and state.
     pub garden: GardenStore,
-    /// Servers' settings overrides.
     pub overrides: OverrideStore,
-    /// A server's rows as a whole.
     pub guilds: GuildStore,
 }
 

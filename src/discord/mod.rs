@@ -499,9 +499,7 @@ pub(crate) fn wait_for_signal() -> impl std::future::Future<Output = ()> {
 /// `store::handles`): what it may read and write, and nothing else.
 #[derive(Clone)]
 pub(crate) struct Stores {
-    /// Messages, and the names of servers and channels.
     pub messages: MessageStore,
-    /// The database file.
     pub file: FileStore,
 }
 

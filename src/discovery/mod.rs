@@ -619,10 +619,7 @@ pub fn keyed(i: Item) -> NewItem {
 /// `store::handles`): what it may read and write, and nothing else.
 #[derive(Clone)]
 pub(crate) struct Stores {
-    /// Messages, and the names of servers and channels.
     pub messages: MessageStore,
-    /// Feed sources and their items.
     pub discovery: DiscoveryStore,
-    /// Feed subscriptions.
     pub feeds: FeedStore,
 }

@@ -945,8 +945,6 @@ async fn probe_ollama(http: &reqwest::Client, base: &str) -> bool {
 /// `store::handles`): what it may read and write, and nothing else.
 #[derive(Clone)]
 pub struct Stores {
-    /// Messages, and the names of servers and channels.
     pub messages: MessageStore,
-    /// What model calls cost.
     pub usage: UsageStore,
 }

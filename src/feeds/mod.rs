@@ -156,10 +156,7 @@ fn feed_label(store: &DiscoveryStore, source_id: i64) -> String {
 /// `store::handles`): what it may read and write, and nothing else.
 #[derive(Clone)]
 pub(crate) struct Stores {
-    /// Messages, and the names of servers and channels.
     pub messages: MessageStore,
-    /// Feed sources and their items.
     pub discovery: DiscoveryStore,
-    /// Feed subscriptions.
     pub feeds: FeedStore,
 }

@@ -893,18 +893,11 @@ pub struct Services {
 /// `store::handles`): what it may read and write, and nothing else.
 #[derive(Clone)]
 pub struct Stores {
-    /// Messages, and the names of servers and channels.
     pub messages: MessageStore,
-    /// Remembered facts.
     pub memory: MemoryStore,
-    /// The journal and the context stream.
     pub journal: JournalStore,
-    /// What model calls cost.
     pub usage: UsageStore,
-    /// Pending thoughts and the outbox.
     pub initiative: InitiativeStore,
-    /// Tasks, ideas, schedules, reflex bookkeeping.
     pub impulses: ImpulseStore,
-    /// The garden's cycles and state.
     pub garden: GardenStore,
 }

@@ -271,8 +271,6 @@ fn text(status: StatusCode, body: String) -> Response<Body> {
 /// `store::handles`): what it may read and write, and nothing else.
 #[derive(Clone)]
 pub(crate) struct Stores {
-    /// What model calls cost.
     pub usage: UsageStore,
-    /// The database file.
     pub file: FileStore,
 }

@@ -556,13 +556,9 @@ impl Impulses {
 /// `store::handles`): what it may read and write, and nothing else.
 #[derive(Clone)]
 pub(crate) struct Stores {
-    /// Messages, and the names of servers and channels.
     pub messages: MessageStore,
-    /// Pending thoughts and the outbox.
     pub initiative: InitiativeStore,
-    /// Boundaries, hushes, forget-me, access.
     pub people: PeopleStore,
-    /// Tasks, ideas, schedules, reflex bookkeeping.
     pub impulses: ImpulseStore,
 }
 

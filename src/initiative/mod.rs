@@ -1276,15 +1276,10 @@ pub struct Services {
 /// `store::handles`): what it may read and write, and nothing else.
 #[derive(Clone)]
 pub struct Stores {
-    /// Messages, and the names of servers and channels.
     pub messages: MessageStore,
-    /// The journal and the context stream.
     pub journal: JournalStore,
-    /// What model calls cost.
     pub usage: UsageStore,
-    /// Pending thoughts and the outbox.
     pub initiative: InitiativeStore,
-    /// Boundaries, hushes, forget-me, access.
     pub people: PeopleStore,
 }
 

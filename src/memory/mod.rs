@@ -673,10 +673,7 @@ pub fn manual(
 /// `store::handles`): what it may read and write, and nothing else.
 #[derive(Clone)]
 pub struct Stores {
-    /// Messages, and the names of servers and channels.
     pub messages: MessageStore,
-    /// Remembered facts.
     pub memory: MemoryStore,
-    /// Boundaries, hushes, forget-me, access.
     pub people: PeopleStore,
 }

@@ -1169,13 +1169,9 @@ impl Handler for ReflexHandler {
 /// `store::handles`): what it may read and write, and nothing else.
 #[derive(Clone)]
 pub struct Stores {
-    /// Messages, and the names of servers and channels.
     pub messages: MessageStore,
-    /// The journal and the context stream.
     pub journal: JournalStore,
-    /// Boundaries, hushes, forget-me, access.
     pub people: PeopleStore,
-    /// Tasks, ideas, schedules, reflex bookkeeping.
     pub impulses: ImpulseStore,
 }
 

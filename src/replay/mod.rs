@@ -31,10 +31,7 @@ pub mod transport;
 /// `store::handles`): what it may read and write, and nothing else.
 #[derive(Clone)]
 pub(crate) struct Stores {
-    /// Messages, and the names of servers and channels.
     pub messages: MessageStore,
-    /// Pending thoughts and the outbox.
     pub initiative: InitiativeStore,
-    /// Tasks, ideas, schedules, reflex bookkeeping.
     pub impulses: ImpulseStore,
 }

@@ -983,15 +983,10 @@ impl Handler for ReplyHandler {
 /// `store::handles`): what it may read and write, and nothing else.
 #[derive(Clone)]
 pub(crate) struct Stores {
-    /// Messages, and the names of servers and channels.
     pub messages: MessageStore,
-    /// The journal and the context stream.
     pub journal: JournalStore,
-    /// What model calls cost.
     pub usage: UsageStore,
-    /// Pending thoughts and the outbox.
     pub initiative: InitiativeStore,
-    /// Boundaries, hushes, forget-me, access.
     pub people: PeopleStore,
 }
 

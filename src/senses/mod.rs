@@ -216,10 +216,7 @@ impl Senses {
 /// `store::handles`): what it may read and write, and nothing else.
 #[derive(Clone)]
 pub(crate) struct Stores {
-    /// Messages, and the names of servers and channels.
     pub messages: MessageStore,
-    /// Boundaries, hushes, forget-me, access.
     pub people: PeopleStore,
-    /// Feed sources and their items.
     pub discovery: DiscoveryStore,
 }

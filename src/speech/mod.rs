@@ -618,9 +618,7 @@ fn best_break(window: &str) -> Option<usize> {
 /// `store::handles`): what it may read and write, and nothing else.
 #[derive(Clone)]
 pub(crate) struct Stores {
-    /// Messages, and the names of servers and channels.
     pub messages: MessageStore,
-    /// Boundaries, hushes, forget-me, access.
     pub people: PeopleStore,
 }
 

@@ -763,12 +763,8 @@ impl Voice {
 /// `store::handles`): what it may read and write, and nothing else.
 #[derive(Clone)]
 pub struct Stores {
-    /// Messages, and the names of servers and channels.
     pub messages: MessageStore,
-    /// What model calls cost.
     pub usage: UsageStore,
-    /// Boundaries, hushes, forget-me, access.
     pub people: PeopleStore,
-    /// Utterances and spoken seconds.
     pub voice: VoiceStore,
 }
