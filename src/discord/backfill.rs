@@ -54,11 +54,8 @@ const MARGIN_PAGES: usize = 2;
 /// The id to read after: [`REORDERED_WITHIN_MS`] of the channel's history
 /// before its newest stored message (a snowflake's high bits are its
 /// creation time in milliseconds). At least 1: Discord has no id 0.
-fn read_after(newest: MessageId) -> u64 {
-    newest
-        .get()
-        .saturating_sub(REORDERED_WITHIN_MS << 22)
-        .max(1)
+fn read_after(newest: u64) -> u64 {
+    newest.saturating_sub(REORDERED_WITHIN_MS << 22).max(1)
 }
 
 /// Catches up on one channel of `guild` the bot has seen before.
@@ -77,41 +74,17 @@ pub(crate) async fn channel(
         return; // never seen: nothing to have missed
     };
     let mut catching = Catching::new(app, &settings, me, guild, channel);
-    let mut after = read_after(newest);
-    let (mut margin_pages, mut new_pages) = (0, 0);
-    while catching.wants_more() {
-        // The margin's pages, then one page after the newest stored message,
-        // as before the margin: everything there is new.
-        let in_margin = after < newest.get();
-        if in_margin && margin_pages == MARGIN_PAGES {
+    // The margin's pages, then one page after the newest stored message, as
+    // before the margin: everything there is new.
+    let newest = newest.get();
+    if let Some(last) = catching
+        .pages(http, read_after(newest), MARGIN_PAGES, newest)
+        .await
+    {
+        if last < newest {
             tracing::debug!(%channel, "margin read again only in part: a busy channel");
-            after = newest.get();
-            continue;
         }
-        if !in_margin && new_pages == 1 {
-            break;
-        }
-        *(if in_margin {
-            &mut margin_pages
-        } else {
-            &mut new_pages
-        }) += 1;
-        let request = GetMessages::new().after(SMessageId::new(after)).limit(PAGE);
-        let mut page = match SChannelId::new(channel.get()).messages(http, request).await {
-            Ok(m) => m,
-            Err(e) => {
-                tracing::warn!(%channel, error = %e, "could not read what was missed");
-                break;
-            }
-        };
-        page.sort_by_key(|m| m.id);
-        for m in &page {
-            catching.take(m);
-        }
-        match page.last() {
-            Some(last) if page.len() == usize::from(PAGE) => after = last.id.get(),
-            _ => break,
-        }
+        catching.pages(http, last.max(newest), 1, u64::MAX).await;
     }
     let Catching {
         found, unanswered, ..
@@ -164,6 +137,40 @@ impl<'a> Catching<'a> {
             found: CaughtUp::default(),
             unanswered: None,
         }
+    }
+
+    /// Reads up to `most` pages of the channel after `after`, stopping once
+    /// the last id read reaches `until`; that last id, or None when the
+    /// channel's end was reached, a read failed or enough are stored.
+    async fn pages(&mut self, http: &Http, mut after: u64, most: usize, until: u64) -> Option<u64> {
+        for _ in 0..most {
+            if !self.wants_more() {
+                return None;
+            }
+            let request = GetMessages::new().after(SMessageId::new(after)).limit(PAGE);
+            let mut page = match SChannelId::new(self.channel.get())
+                .messages(http, request)
+                .await
+            {
+                Ok(m) => m,
+                Err(e) => {
+                    tracing::warn!(channel = %self.channel, error = %e, "could not read what was missed");
+                    return None;
+                }
+            };
+            page.sort_by_key(|m| m.id);
+            for m in &page {
+                self.take(m);
+            }
+            match page.last() {
+                Some(last) if page.len() == usize::from(PAGE) => after = last.id.get(),
+                _ => return None,
+            }
+            if after >= until {
+                break;
+            }
+        }
+        Some(after)
     }
 
     /// Whether fewer than `discord.backfillMessages` new messages are stored.
@@ -246,10 +253,11 @@ mod tests {
 
     #[test]
     fn the_catch_up_starts_five_minutes_of_snowflake_time_before_the_newest_stored() {
-        let newest = MessageId(3_600_000_000 << 22 | 0b1_0000_0000_0001);
+        let newest = 3_600_000_000 << 22 | 0b1_0000_0000_0001;
         let after = read_after(newest);
+        assert!(after < newest);
         assert_eq!(after >> 22, 3_600_000_000 - 300_000);
         assert_eq!(after & 0x3f_ffff, 0b1_0000_0000_0001);
-        assert_eq!(read_after(MessageId(5)), 1, "Discord has no id 0");
+        assert_eq!(read_after(5), 1, "Discord has no id 0");
     }
 }
