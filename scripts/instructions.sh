@@ -17,7 +17,7 @@
 # The bot counted is the `profiling` build (Cargo.toml): the release profile's
 # code with its symbols kept, where the release binary is stripped, so
 # callgrind's files name functions. AMBIENT_BIN=path in the environment counts
-# that binary instead (to compare two builds; the harness is built all the same).
+# that binary instead (to compare two builds; the harness is then a dev build).
 #
 # Usage: scripts/instructions.sh [--plain] [--small N] [--large N]
 #                                [--q-small N] [--q-large N] [--rate R]
@@ -61,10 +61,19 @@ for tool in valgrind callgrind_annotate; do
 done
 
 cd "$(dirname "$0")/.."
-echo "building the profiling bot and the load harness…" >&2
-# Built as the harness builds it: a plain `cargo build --profile profiling`
-# unifies other features (no dev-dependencies) and would build the bot again.
-cargo bench --locked --profile profiling --bench load --no-run >&2
+# The bot counted is built as the harness builds it: a plain `cargo build
+# --profile profiling` unifies other features (no dev-dependencies) and would
+# build the bot again. With AMBIENT_BIN the bot is that binary, and the
+# harness is a dev build: callgrind counts the bot alone, and building the
+# profiling profile again would be a needless fat-LTO build of the bot.
+if [ -n "${AMBIENT_BIN:-}" ]; then profile=dev; else profile=profiling; fi
+echo "building the load harness ($profile profile)…" >&2
+harness="$(cargo bench --locked --profile "$profile" --bench load --no-run --message-format=json |
+    sed -n 's/.*"name":"load","src_path".*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)"
+if [ -z "$harness" ] || [ ! -x "$harness" ]; then
+    echo "instructions.sh: could not find the load harness cargo built" >&2
+    exit 1
+fi
 bin="${AMBIENT_BIN:-$(pwd)/target/profiling/ambient}"
 out="$(mktemp -d "${TMPDIR:-/tmp}/ambient-instructions.XXXXXX")"
 cat >"$out/wrapper" <<EOF
@@ -78,7 +87,7 @@ count() {
     run="$1"; messages="$2"; questions="$3"
     mkdir -p "$out/$run"
     echo "run $run: $messages unaddressed, $questions questions…" >&2
-    AMBIENT_BIN="$out/wrapper" cargo bench --locked --profile profiling --bench load -- \
+    AMBIENT_BIN="$out/wrapper" "$harness" --bench \
         --guilds 1 --channels 2 --rate "$rate" --warmup "$warmup" --messages "$messages" \
         --addressed "$questions" --hello-every 0 $shape >"$out/$run/harness.txt" 2>&1 || {
         echo "instructions.sh: the load harness failed; its output is in $out/$run/harness.txt" >&2
