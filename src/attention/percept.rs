@@ -127,36 +127,43 @@ fn channel_mention_ids(text: &str) -> Vec<u64> {
 
 /// Whether `text` addresses the bot by `name` without a mention: "hey ambient, …",
 /// "ambient: …", "what do you think, ambient?". A bare "ambient music is nice" does not.
+///
+/// Asked of every message, so only the words that can address the bot are
+/// read and lowercased: the first two and the last two.
 pub fn addressed_by_name(text: &str, name: &str) -> bool {
     let name = name.trim().to_lowercase();
     if name.is_empty() {
         return false;
     }
-    let lower = text.trim().to_lowercase();
-    let words: Vec<&str> = lower
-        .split(|c: char| c.is_whitespace())
-        .filter(|w| !w.is_empty())
-        .collect();
-    let bare = |w: &str| {
-        w.trim_matches(|c: char| !c.is_alphanumeric() && c != '-' && c != '_')
-            .to_string()
+    fn two_words<'a>(ws: impl Iterator<Item = &'a str>) -> (Option<String>, Option<String>) {
+        let mut ws = ws.filter(|w| !w.is_empty()).map(str::to_lowercase);
+        (ws.next(), ws.next())
+    }
+    let (Some(first), second) = two_words(text.split(char::is_whitespace)) else {
+        return false;
     };
+    fn bare(w: &str) -> &str {
+        w.trim_matches(|c: char| !c.is_alphanumeric() && c != '-' && c != '_')
+    }
     let is_name = |w: &str| bare(w) == name || bare(w.trim_start_matches('@')) == name;
     let ends_with_punct = |w: &str| w.ends_with([',', ':', '!', '?', '.']);
-    match words.as_slice() {
-        [] => false,
-        // "hey ambient …"
-        [greeting, second, ..]
-            if GREETINGS.contains(&bare(greeting).as_str()) && is_name(second) =>
-        {
-            true
-        }
-        // "ambient, …" / "ambient: …" / "ambient?"
-        [first, ..] if is_name(first) && (ends_with_punct(first) || words.len() == 1) => true,
-        // "…, ambient?" at the end
-        [.., before, last] if is_name(last) && before.ends_with(',') => true,
-        _ => false,
+    let Some(second) = second else {
+        // "ambient?" / "ambient"
+        return is_name(&first);
+    };
+    // "hey ambient …"
+    if GREETINGS.contains(&bare(&first)) && is_name(&second) {
+        return true;
     }
+    // "ambient, …" / "ambient: …"
+    if is_name(&first) && ends_with_punct(&first) {
+        return true;
+    }
+    // "…, ambient?" at the end
+    let (Some(last), Some(before)) = two_words(text.rsplit(char::is_whitespace)) else {
+        return false;
+    };
+    is_name(&last) && before.ends_with(',')
 }
 
 const GREETINGS: &[&str] = &[
@@ -307,6 +314,8 @@ mod tests {
             "what do you think, ambient?",
             "ambient?",
             "@ambient, hi",
+            "  HEY\tAmbient\u{2003}what now",
+            "a long message of many words, then at the very end, Ambient?",
         ] {
             assert!(addressed_by_name(yes, "ambient"), "{yes}");
         }
@@ -314,7 +323,10 @@ mod tests {
             "ambient music is nice",
             "I like ambient",
             "the ambient noise, ambient sounds",
+            "ambient music, said no one, in the middle of a sentence ending here",
+            "hey there ambient",
             "",
+            " \n ",
         ] {
             assert!(!addressed_by_name(no, "ambient"), "{no}");
         }

@@ -43,17 +43,18 @@ impl Salience {
 
     /// "addressed 0.60 + human 0.10 × recency 1.00"
     pub(crate) fn explain(&self) -> String {
-        let (factors, terms): (Vec<_>, Vec<_>) = self
-            .features
-            .iter()
-            .partition(|(name, _)| *name == "recency");
-        let mut text = terms
-            .iter()
-            .map(|(name, w)| format!("{name} {w:+.2}"))
-            .collect::<Vec<_>>()
-            .join(" ");
-        for (name, f) in factors {
-            text.push_str(&format!(" × {name} {f:.2}"));
+        use std::fmt::Write;
+        // Written into one string: every message's routing line carries it.
+        let mut text = String::with_capacity(64);
+        let factor = |name: &&str| *name == "recency";
+        for (name, w) in self.features.iter().filter(|(n, _)| !factor(n)) {
+            let gap = if text.is_empty() { "" } else { " " };
+            // Writing to a String cannot fail.
+            let _ = write!(text, "{gap}{name} {w:+.2}");
+        }
+        for (name, f) in self.features.iter().filter(|(n, _)| factor(n)) {
+            // As above.
+            let _ = write!(text, " × {name} {f:.2}");
         }
         text
     }
@@ -153,6 +154,23 @@ mod tests {
     use crate::attention::{Addressed, MessagePercept};
     use crate::ids::{ChannelId, GuildId, MessageId, UserId};
     use crate::store::messages::StoredMessage;
+
+    /// The journal's routing lines carry this text: the terms in order,
+    /// signed, then the recency factor, wherever it was listed.
+    #[test]
+    fn the_explanation_lists_the_terms_then_the_factor() {
+        let s = Salience {
+            score: 0.42,
+            class: Class::User,
+            features: vec![("recency", 0.6), ("addressed", 0.6), ("human", 0.1)],
+        };
+        assert_eq!(s.explain(), "addressed +0.60 human +0.10 × recency 0.60");
+        let none = Salience {
+            features: vec![],
+            ..s
+        };
+        assert_eq!(none.explain(), "");
+    }
 
     #[test]
     fn a_question_in_a_reply_channel_reaches_an_equal_bar() {

@@ -114,8 +114,15 @@ impl StoredMessage {
     }
 }
 
-const COLUMNS: &str = "id, guild_id, channel_id, author_id, author_name, author_is_bot, is_self, \
-                       content, attachments, reply_to_id, source, created_at, edited_at, deleted_at";
+/// The columns of a stored message, in [`from_row`]'s order; a macro so the
+/// statements prepared for every message can be written out at compile time.
+macro_rules! columns {
+    () => {
+        "id, guild_id, channel_id, author_id, author_name, author_is_bot, is_self, \
+         content, attachments, reply_to_id, source, created_at, edited_at, deleted_at"
+    };
+}
+const COLUMNS: &str = columns!();
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<StoredMessage> {
     let attachments: String = row.get(8)?;
@@ -240,7 +247,11 @@ impl MessageStore {
         Ok(self
             .0
             .lock()
-            .prepare_cached(&format!("SELECT {COLUMNS} FROM messages WHERE id = ?1"))?
+            .prepare_cached(concat!(
+                "SELECT ",
+                columns!(),
+                " FROM messages WHERE id = ?1"
+            ))?
             .query_row([id.to_sql()], from_row)
             .optional()?)
     }
@@ -491,8 +502,10 @@ fn insert(conn: &Connection, m: &StoredMessage) -> Result<bool> {
     let attachments = serde_json::to_string(&m.attachments).unwrap_or_else(|_| "[]".into());
     // Prepared once: every message seen is stored.
     let n = conn
-        .prepare_cached(&format!(
-            "INSERT INTO messages ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+        .prepare_cached(concat!(
+            "INSERT INTO messages (",
+            columns!(),
+            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
              ON CONFLICT (id) DO NOTHING"
         ))?
         .execute(params![
