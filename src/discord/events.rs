@@ -679,3 +679,98 @@ mod tests {
         ));
     }
 }
+
+/// The other two changes of the vendored serenity (vendor/README.md): the
+/// timestamps and the picture hashes every message carries are read directly
+/// in the form Discord writes them, and must come out as serenity read them
+/// before.
+#[cfg(test)]
+mod decoded_fields {
+    use chrono::{DateTime, Utc};
+    use serenity::all::{ImageHash, Timestamp};
+
+    /// What the timestamp field `text` decodes to, or the error's text.
+    fn ours(text: &str) -> Result<DateTime<Utc>, String> {
+        serde_json::from_str::<Timestamp>(&serde_json::json!(text).to_string())
+            .map(|t| *t)
+            .map_err(|e| e.to_string())
+    }
+
+    /// What chrono's own `Deserialize` (serenity's before) gives.
+    fn chrono(text: &str) -> Result<DateTime<Utc>, String> {
+        serde_json::from_str::<DateTime<Utc>>(&serde_json::json!(text).to_string())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn timestamps_read_directly_are_what_chrono_reads() {
+        for text in [
+            "2026-05-01T12:00:00.123000+00:00",
+            "2026-05-01T12:00:00+00:00",
+            "2026-05-01T12:00:00Z",
+            "2026-05-01T23:59:59.999999999+00:00",
+            "2024-02-29T00:00:00.1Z",
+            "2015-01-01T00:00:00.000000+00:00",
+            // Not Discord's form: chrono decides, as before.
+            "2026-05-01T12:00:00.5+02:00",
+            "2026-05-01t12:00:00z",
+            "2026-05-01 12:00:00Z",
+            "2016-12-31T23:59:60Z",
+            "2016-12-31T23:59:60.5+00:00",
+            "2023-02-29T00:00:00Z",
+            "2026-13-01T00:00:00Z",
+            "2026-05-01T24:00:00Z",
+            "2026-05-01T12:60:00Z",
+            "2026-05-01T12:00:00.1234567891Z",
+            "2026-05-01T12:00:00.+00:00",
+            "2026-05-01T12:00:00",
+            "2026-05-01T12:00:00+00:00 ",
+            "+2026-05-01T12:00:00Z",
+            "２026-05-01T12:00:00Z",
+            "",
+            "not a time",
+        ] {
+            assert_eq!(ours(text), chrono(text), "{text:?}");
+        }
+        // Every length of fraction, across days, months and years.
+        let mut seed = 0x5eed_u64;
+        for _ in 0..20_000 {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            let r = |m: u64, shift: u32| (seed >> shift) % m;
+            let fraction = match r(11, 3) {
+                0 => String::new(),
+                n => format!(".{:0>10}", r(10_000_000_000, 10))[..=n as usize].to_string(),
+            };
+            let text = format!(
+                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}{fraction}{}",
+                1970 + r(200, 40),
+                1 + r(12, 20),
+                1 + r(31, 25),
+                r(24, 30),
+                r(60, 35),
+                r(60, 45),
+                if r(2, 50) == 0 { "Z" } else { "+00:00" },
+            );
+            assert_eq!(ours(&text), chrono(&text), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn picture_hashes_read_directly_are_the_hashes_sent() {
+        for text in [
+            "0123456789abcdef0123456789abcdef",
+            "a_fedcba9876543210fedcba9876543210",
+            "clyde",
+        ] {
+            let hash: ImageHash = text.parse().unwrap();
+            assert_eq!(hash.to_string(), text);
+        }
+        // Upper case reads as the same bytes.
+        let upper: ImageHash = "0123456789ABCDEF0123456789ABCDEF".parse().unwrap();
+        assert_eq!(upper.to_string(), "0123456789abcdef0123456789abcdef");
+        // A byte that is not hex is read as 0 with a warning, as serenity did.
+        let odd: ImageHash = "zz23456789abcdef0123456789abcdef".parse().unwrap();
+        assert_eq!(odd.to_string(), "0023456789abcdef0123456789abcdef");
+        assert!("0123".parse::<ImageHash>().is_err());
+    }
+}

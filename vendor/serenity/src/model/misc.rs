@@ -142,12 +142,22 @@ impl std::str::FromStr for ImageHash {
         };
 
         let mut hash = [0u8; 16];
-        for i in (0..hex.len()).step_by(2) {
-            let hex_byte = &hex[i..i + 2];
-            hash[i / 2] = u8::from_str_radix(hex_byte, 16).unwrap_or_else(|err| {
-                tracing::warn!("Invalid byte in ImageHash ({s}): {err}");
-                0
-            });
+        // ambient: every author, member and mention carries a hash; one of hex
+        // digits alone is read directly, anything else as before.
+        if hex.bytes().all(|c| c.is_ascii_hexdigit()) {
+            // Every byte is a hex digit, so `to_digit` cannot fail.
+            let digit = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
+            for (byte, pair) in hash.iter_mut().zip(hex.as_bytes().chunks_exact(2)) {
+                *byte = digit(pair[0]) << 4 | digit(pair[1]);
+            }
+        } else {
+            for i in (0..hex.len()).step_by(2) {
+                let hex_byte = &hex[i..i + 2];
+                hash[i / 2] = u8::from_str_radix(hex_byte, 16).unwrap_or_else(|err| {
+                    tracing::warn!("Invalid byte in ImageHash ({s}): {err}");
+                    0
+                });
+            }
         }
 
         Ok(Self(ImageHashInner::Normal {

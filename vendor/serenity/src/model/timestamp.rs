@@ -45,7 +45,10 @@ use time::{format_description::well_known::Rfc3339, serde::rfc3339, Duration, Of
 /// Discord's epoch starts at "2015-01-01T00:00:00+00:00"
 const DISCORD_EPOCH: u64 = 1_420_070_400_000;
 
-#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd, Deserialize, Serialize)]
+// ambient: with chrono, `Deserialize` is written out below (a fast path for
+// the form Discord sends); without it, derived as before.
+#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd, Serialize)]
+#[cfg_attr(not(feature = "chrono"), derive(Deserialize))]
 #[cfg_attr(feature = "typesize", derive(typesize::derive::TypeSize))]
 #[serde(transparent)]
 pub struct Timestamp(
@@ -191,6 +194,66 @@ impl fmt::Display for InvalidTimestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("invalid UNIX timestamp value")
     }
+}
+
+// ambient: every message carries several timestamps (its own, its author's
+// membership, a reply's), and chrono's relaxed RFC 3339 parser was a tenth of
+// decoding one. Discord writes them one way, `2026-05-01T12:00:00.123000+00:00`:
+// that form is read directly; any other goes to chrono's `Deserialize` for
+// `DateTime<Utc>`, as before, with its result and its errors.
+#[cfg(feature = "chrono")]
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Timestamp;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an RFC 3339 formatted date and time string")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Timestamp, E> {
+                if let Some(utc) = discord_utc(s) {
+                    return Ok(Timestamp(utc));
+                }
+                let dt: DateTime<chrono::FixedOffset> = s.parse().map_err(E::custom)?;
+                Ok(Timestamp(dt.with_timezone(&Utc)))
+            }
+        }
+        deserializer.deserialize_str(Visitor)
+    }
+}
+
+/// `YYYY-MM-DDTHH:MM:SS`, then up to nine digits of a fraction after a `.`,
+/// then `+00:00` or `Z`, as a valid UTC date and time without a leap second;
+/// `None` for anything else (chrono then decides).
+#[cfg(feature = "chrono")]
+fn discord_utc(s: &str) -> Option<DateTime<Utc>> {
+    let b = s.as_bytes();
+    let num = |from: usize, len: usize| -> Option<u32> {
+        let digits = b.get(from..from + len)?;
+        digits.iter().try_fold(0u32, |n, d| d.is_ascii_digit().then(|| n * 10 + u32::from(d - b'0')))
+    };
+    let punct = [(4, b'-'), (7, b'-'), (10, b'T'), (13, b':'), (16, b':')];
+    if b.len() < 20 || punct.iter().any(|&(i, c)| b[i] != c) {
+        return None;
+    }
+    let (year, month, day) = (num(0, 4)?, num(5, 2)?, num(8, 2)?);
+    let (hour, minute, second) = (num(11, 2)?, num(14, 2)?, num(17, 2)?);
+    let mut rest = &b[19..];
+    let mut nanos = 0;
+    if let [b'.', after @ ..] = rest {
+        let digits = after.iter().take_while(|d| d.is_ascii_digit()).count();
+        if !(1..=9).contains(&digits) {
+            return None;
+        }
+        nanos = num(20, digits)? * 10u32.pow(9 - digits as u32);
+        rest = &after[digits..];
+    }
+    if rest != b"+00:00" && rest != b"Z" || second > 59 {
+        return None;
+    }
+    let date = chrono::NaiveDate::from_ymd_opt(year as i32, month, day)?;
+    let time = chrono::NaiveTime::from_hms_nano_opt(hour, minute, second, nanos)?;
+    Some(Utc.from_utc_datetime(&date.and_time(time)))
 }
 
 /// Signifies the failure to parse the `Timestamp` from an RFC 3339 string.
