@@ -17,7 +17,8 @@
 # The bot counted is the `profiling` build (Cargo.toml): the release profile's
 # code with its symbols kept, where the release binary is stripped, so
 # callgrind's files name functions. AMBIENT_BIN=path in the environment counts
-# that binary instead (to compare two builds; the harness is then a dev build).
+# that binary instead, driven by a dev build of the harness: to compare two
+# builds, name each with AMBIENT_BIN so both are driven alike.
 #
 # Usage: scripts/instructions.sh [--plain] [--small N] [--large N]
 #                                [--q-small N] [--q-large N] [--rate R]
