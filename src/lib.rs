@@ -75,6 +75,12 @@
 //! | `speech` | `MessageStore`, `PeopleStore` |
 //! | `upkeep` | `JournalStore`, `OverrideStore`, `FileStore` |
 //! | `voice` | `MessageStore`, `UsageStore`, `PeopleStore`, `VoiceStore` |
+//!
+//! These docs are for the people who work on the bot, read with
+//! `cargo doc --document-private-items`: an item the binary and the tests
+//! reach is public, and its doc may name the private parts it rests on.
+
+#![allow(rustdoc::private_intra_doc_links)]
 
 pub mod app;
 pub mod attention;

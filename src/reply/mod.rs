@@ -1,6 +1,6 @@
 //! The ACTIVE path: answering a person who addressed the bot.
 //!
-//! A mention, a reply to the bot, a DM or "hey <name>" is claimed here and
+//! A mention, a reply to the bot, a DM or "hey" and the bot's name is claimed here and
 //! answered at once through the executive (`reply` role) with the channel's
 //! recent history. The channel becomes ACTIVE (the initiative tick keeps out
 //! of it for a while), and the typing indicator runs until the answer is

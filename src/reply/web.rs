@@ -14,7 +14,7 @@
 //!
 //! What a page says is not the bot's to obey: every result goes back to the
 //! model quoted between [`BEGIN`] and [`END`] markers, and once any web
-//! result is in the turn every tool that changes something ([`guard`]) is
+//! result is in the turn every tool that changes something ([`guard`](Lookups::guard)) is
 //! refused for the rest of it, with a journal line — so a page's "call
 //! reflex_create …" can at most make the model *try*.
 
@@ -45,7 +45,7 @@ pub(crate) const INSTRUCTION: &str = "You may look things up with web_search and
      the web, tools that change anything are refused for the rest of this answer.";
 
 /// The tools a reply may be offered that only read. Every other one changes
-/// something and is refused once web text is in the turn ([`guard`]); today
+/// something and is refused once web text is in the turn ([`guard`](Lookups::guard)); today
 /// those are `add_task` (a task or reminder), `reflex_create` and
 /// `reflex_disable` (the server's reflexes) and `gif_search` (it spends the
 /// GIF budget and puts a link in the answer). A new tool is refused until it

@@ -162,7 +162,7 @@ impl InitiativeStore {
         self.unsent_where("1", [])
     }
 
-    /// [`Store::outbox_unsent`] for one guild: asked before each of its
+    /// [`InitiativeStore::outbox_unsent`](Self::outbox_unsent) for one guild: asked before each of its
     /// looks, since a post whose fate is unknown must be settled before the
     /// model is shown the thought it carried.
     pub fn outbox_unsent_in(&self, guild: GuildId) -> Result<Vec<OutboxPost>> {
