@@ -5,9 +5,10 @@
 //!   holds (`seen`): adding a feed delivers nothing old — except the newest
 //!   `backfill` items, when the owner asked for them.
 //! - After that, an item is new when the subscription has not met its key
-//!   ([`Dedupe::key`](super::subscription::Dedupe::key): guid, then link, then title) before; a new item its
-//!   filters refuse is noted as `filtered`, so it is never looked at again,
-//!   and the rest are `queued` with their fields, oldest first.
+//!   ([`Dedupe::key`](super::subscription::Dedupe::key): guid, then link,
+//!   then title) before; a new item its filters refuse is noted as
+//!   `filtered`, so it is never looked at again, and the rest are `queued`
+//!   with their fields, oldest first.
 //! - An item met twice in one fetch (a feed listing it twice) counts once.
 
 use chrono::{DateTime, Utc};
@@ -59,12 +60,12 @@ impl Kept {
     }
 }
 
-/// A fetch's items keyed as `look` knows them ([`Dedupe::key`](super::subscription::Dedupe::key)), each key
+/// A fetch's items keyed as `look` knows them ([`Dedupe::key`]), each key
 /// once (a feed listing an item twice), oldest first: undated items keep
 /// the feed's order after the dated ones (feeds list newest first, so
 /// reversed). The keys are what the store is asked about before [`plan`].
 ///
-/// [`Dedupe::key`](super::subscription::Dedupe::key): super::subscription::Dedupe::key
+/// [`Dedupe::key`]: super::subscription::Dedupe::key
 pub(crate) fn keyed<'a>(look: &Look, items: &'a [Item]) -> Vec<(String, &'a Item)> {
     let mut keyed: Vec<(String, &Item)> = Vec::new();
     for item in items {

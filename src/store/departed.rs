@@ -103,10 +103,10 @@ impl GuildStore {
         Ok(rows)
     }
 
-    /// Removes `guild`'s rows as [`GuildStore::remove_guild`](super::GuildStore::remove_guild) does, if it departed
+    /// Removes `guild`'s rows as [`GuildStore::remove_guild`] does, if it departed
     /// at or before `departed_by` and has not come back — the bulk tables in
     /// batches paced by `pace`, then the rest and the departure in one
-    /// transaction ([`GuildStore::remove_paced`](super::GuildStore::remove_paced)). That it is still departed and
+    /// transaction ([`GuildStore::remove_paced`]). That it is still departed and
     /// due is checked in every one of those transactions, so a server that
     /// invited the bot back meanwhile keeps what had not gone yet. `go_on`
     /// is asked between them. None: nothing was removed.

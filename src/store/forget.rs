@@ -117,7 +117,7 @@ impl PeopleStore {
     }
 
     /// Where the erasure log ends now: an extraction notes it before it
-    /// reads a channel, and [`PeopleStore::erasures_after`](super::PeopleStore::erasures_after) it before it stores.
+    /// reads a channel, and [`PeopleStore::erasures_after`] it before it stores.
     pub(crate) fn erasure_mark(&self) -> Result<i64> {
         Ok(self
             .0

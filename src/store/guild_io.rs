@@ -19,7 +19,7 @@
 //!
 //! Remove is one transaction (the CLI's runs only while no bot holds the
 //! data directory: all or nothing). A departed server's removal runs beside
-//! the bot, so [`GuildStore::remove_paced`](super::GuildStore::remove_paced) thins the tables that grow with use
+//! the bot, so [`GuildStore::remove_paced`] thins the tables that grow with use
 //! in short batches first, at the retention sweep's pace, and removes the
 //! rest in one transaction, as remove does.
 
@@ -55,7 +55,7 @@ pub(crate) fn state_folder(data_dir: &Path, name: &str, guild: GuildId) -> PathB
 }
 
 /// Deletes the server's state folders, the half of removing a server that
-/// is not rows ([`GuildStore::remove_guild`](super::GuildStore::remove_guild) is the other).
+/// is not rows ([`GuildStore::remove_guild`] is the other).
 pub(crate) fn remove_state_folders(data_dir: &Path, guild: GuildId) -> Res<()> {
     for name in FOLDERS {
         let dir = state_folder(data_dir, name, guild);
@@ -417,7 +417,7 @@ fn own_counts(conn: &Connection, guild: GuildId) -> Res<Counts> {
     Ok(out)
 }
 
-/// [`GuildStore::remove_guild`](super::GuildStore::remove_guild) inside the caller's transaction (a departed
+/// [`GuildStore::remove_guild`] inside the caller's transaction (a departed
 /// server's removal checks, in the same one, that it is still departed).
 pub(super) fn remove_in(tx: &rusqlite::Transaction<'_>, guild: GuildId) -> Res<Counts> {
     let removed = delete_rows(tx, guild)?;
@@ -446,7 +446,7 @@ fn delete_rows(conn: &Connection, guild: GuildId) -> Res<Counts> {
 
 /// A table that grows with a server's use — hundreds of thousands of rows
 /// in a year of a busy server — and so is thinned in short transactions
-/// ([`GuildStore::remove_paced`](super::GuildStore::remove_paced)) before the rest of the server's rows go in one.
+/// ([`GuildStore::remove_paced`]) before the rest of the server's rows go in one.
 struct Bulk {
     /// Up to ?2 of server ?1's rows, found through an index: each row's id,
     /// and the channel it was in where that matters (else NULL).
@@ -544,7 +544,7 @@ pub(crate) struct Removal {
 pub(super) type Still<'a> = &'a dyn Fn(&Connection) -> Res<bool>;
 
 impl GuildStore {
-    /// Removes `guild`'s rows as [`GuildStore::remove_guild`](super::GuildStore::remove_guild) does, but the bulk
+    /// Removes `guild`'s rows as [`GuildStore::remove_guild`] does, but the bulk
     /// tables first in batches paced by `pace` (each its own transaction,
     /// with a rest between), then the rest in one transaction. `still` is
     /// asked first in every transaction, `go_on` between them; either

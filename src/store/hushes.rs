@@ -11,7 +11,7 @@ use rusqlite::{OptionalExtension, params};
 use super::{PeopleStore, Result, from_ms, to_ms};
 use crate::ids::{ChannelId, GuildId, UserId};
 
-/// One hush in force (or past, when read back by [`PeopleStore::hush`](super::PeopleStore::hush)).
+/// One hush in force (or past, when read back by [`PeopleStore::hush`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hush {
     pub guild: GuildId,

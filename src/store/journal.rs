@@ -116,7 +116,7 @@ impl JournalStore {
     }
 }
 
-/// The SELECT for [`JournalStore::journal_query`](super::JournalStore::journal_query) and its bound values.
+/// The SELECT for [`JournalStore::journal_query`] and its bound values.
 fn query(f: &Filter) -> (String, Vec<rusqlite::types::Value>) {
     let (filter, args) = filter(f);
     let mut sql = format!(

@@ -494,7 +494,7 @@ fn insert_seen(conn: &Connection, seen: &Seen<'_>) -> Result<bool> {
     insert(conn, m)
 }
 
-/// Inserts `m` on a locked connection (see [`MessageStore::insert_message`](super::MessageStore::insert_message)); whether it is new.
+/// Inserts `m` on a locked connection (see [`MessageStore::insert_message`]); whether it is new.
 fn insert(conn: &Connection, m: &StoredMessage) -> Result<bool> {
     if m.is_self && !is_provisional(m.id) && claim_provisional(conn, m)? {
         return Ok(false);

@@ -26,7 +26,7 @@
 //!   interrupted cycle stays (it is continued at the next start).
 //!
 //! Space: a new database is created with `auto_vacuum = INCREMENTAL`, and
-//! [`FileStore::give_back_space`](super::FileStore::give_back_space) returns freed pages to the disk a few at a
+//! [`FileStore::give_back_space`] returns freed pages to the disk a few at a
 //! time. An older database (created without it) reuses freed pages for new
 //! rows instead — it stops growing but does not shrink; see the README.
 

@@ -2,7 +2,7 @@
 //! the bot's unprompted posts — the initiative's, and the routines' — as the
 //! journal recorded them when they went out, and whether a person answered
 //! them by reacting. People's messages are read where the other gates read
-//! them ([`MessageStore::last_human_in`](super::MessageStore::last_human_in)).
+//! them ([`MessageStore::last_human_in`]).
 
 use chrono::{DateTime, Utc};
 use rusqlite::params;
