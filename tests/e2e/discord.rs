@@ -5,7 +5,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::support::bot::Bot;
-use crate::support::fake_discord::{ALICE, BOB, BOT, GENERAL, MANAGE_GUILD, RANDOM};
+use crate::support::fake_discord::{
+    ALICE, BOB, BOT, FakeDiscord, GENERAL, GUILD, LOUNGE, MANAGE_GUILD, RANDOM,
+};
 use crate::support::model_server::Scripted;
 
 fn mention(text: &str) -> String {
@@ -1074,6 +1076,41 @@ fn tasks_schedules_and_ideas_are_managed_with_slash_commands() {
         ideas,
         "Ideas:\n• a quiz night — suggested by bob (waiting for a quiet moment)"
     );
+}
+
+/// Joining voice is a frame songbird hands serenity's shard runner to send
+/// on the gateway (op 4): the one message of another crate's making that
+/// goes out on serenity's WebSocket.
+#[test]
+fn joining_voice_asks_discord_on_the_gateway() {
+    let stt = crate::support::stt_server::SttServer::start();
+    let discord = FakeDiscord::start();
+    discord.with(|w| w.voice_channel = true);
+    let settings = json!({"voice": {"transcription": {
+        "baseUrl": stt.base, "allowPrivate": true,
+    }}});
+    let bot = Bot::start_on(discord, settings, &[], "ambient=debug,serenity=warn");
+    let lounge = LOUNGE.to_string();
+    bot.discord.slash(
+        GENERAL,
+        BOB,
+        MANAGE_GUILD,
+        "voice",
+        "join",
+        &[("channel", lounge.as_str())],
+    );
+    assert!(
+        bot.discord
+            .wait_until(20, |w| !w.voice_state_updates.is_empty()),
+        "no voice state update reached the gateway:\n{}",
+        bot.log()
+    );
+    let asked = bot.discord.with(|w| w.voice_state_updates.clone());
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    // Discord takes a snowflake as a number or a string; songbird writes numbers.
+    let id = |v: &Value| v.as_u64().or_else(|| v.as_str()?.parse().ok());
+    assert_eq!(id(&asked[0]["guild_id"]), Some(GUILD), "{asked:?}");
+    assert_eq!(id(&asked[0]["channel_id"]), Some(LOUNGE), "{asked:?}");
 }
 
 #[test]

@@ -161,6 +161,10 @@ pub struct World {
     pub without_test_guild: bool,
     /// IDENTIFYs answered with READY.
     pub identifies: u32,
+    /// The `d` of each voice state update (op 4) the bot sent on the gateway,
+    /// oldest first: how a bot asks Discord to join or leave a voice channel.
+    /// Not answered: no voice server is announced, so a join waits.
+    pub voice_state_updates: Vec<Value>,
     pub resumes: u32,
     replay_from: Option<u64>,
     pub requests: Vec<Request>,
@@ -1607,6 +1611,11 @@ async fn session(socket: WebSocket, world: Arc<Mutex<World>>) {
             }
             Some(2) => identify(&mut world.lock().unwrap(), &frame["d"], conn, &tx),
             Some(6) => resume(&mut world.lock().unwrap(), &frame["d"], conn, &tx),
+            Some(4) => world
+                .lock()
+                .unwrap()
+                .voice_state_updates
+                .push(frame["d"].clone()),
             _ => {}
         }
     }
