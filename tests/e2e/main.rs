@@ -16,6 +16,7 @@ mod courtesy_gaps;
 mod dashboard;
 mod dashboard_feeds;
 mod departed;
+mod dependencies;
 mod discord;
 mod discord_auth;
 mod discord_feed_transport;

@@ -312,7 +312,7 @@ impl Shard {
     #[instrument(skip(self))]
     fn handle_gateway_closed(
         &mut self,
-        data: Option<&CloseFrame<'static>>,
+        data: Option<&CloseFrame>,
     ) -> Result<Option<ShardAction>> {
         let num = data.map(|d| d.code.into());
         let clean = num == Some(1000);

@@ -100,15 +100,20 @@ pub struct WsClient(WebSocketStream<MaybeTlsStream<TcpStream>>);
 const TIMEOUT: Duration = Duration::from_millis(500);
 #[cfg(feature = "client")]
 const DECOMPRESSION_MULTIPLIER: usize = 3;
+/// ambient: how much the WebSocket reads at a time (see `connect`).
+const READ_BUFFER: usize = 4 * 1024;
 
 impl WsClient {
     pub(crate) async fn connect(url: Url) -> Result<Self> {
-        let config = WebSocketConfig {
-            max_message_size: None,
-            max_frame_size: None,
-            ..Default::default()
-        };
-        let (stream, _) = connect_async_with_config(url, Some(config), false).await?;
+        let mut config = WebSocketConfig::default();
+        config.max_message_size = None;
+        config.max_frame_size = None;
+        // ambient: tungstenite zero-fills up to this much of its buffer before
+        // every read, the one that finds nothing left included: 128 KiB by
+        // default, 130,000 instructions a message. 4 KiB is what 0.21 read at
+        // a time; a larger frame takes more reads, as it did.
+        config.read_buffer_size = READ_BUFFER;
+        let (stream, _) = connect_async_with_config(url.as_str(), Some(config), false).await?;
 
         Ok(Self(stream))
     }
@@ -155,7 +160,7 @@ impl WsClient {
     }
 
     pub(crate) async fn send_json(&mut self, value: &impl serde::Serialize) -> Result<()> {
-        let message = to_string(value).map(Message::Text)?;
+        let message = Message::Text(to_string(value)?.into());
 
         self.0.send(message).await?;
         Ok(())
@@ -176,7 +181,7 @@ impl WsClient {
 
     /// Delegate to `WebSocketStream::close`
     #[cfg(feature = "client")]
-    pub(crate) async fn close(&mut self, msg: Option<CloseFrame<'_>>) -> Result<()> {
+    pub(crate) async fn close(&mut self, msg: Option<CloseFrame>) -> Result<()> {
         self.0.close(msg).await?;
         Ok(())
     }
