@@ -193,6 +193,9 @@ pub struct World {
     pub gateway_down: bool,
     /// Websocket connections opened to the gateway, down or not.
     pub gateway_attempts: u32,
+    /// Where `/gateway` and `/gateway/bot` send the bot, in place of this
+    /// server's own gateway (a `wss://` one, say).
+    pub gateway_url: Option<String>,
     /// The rate-limit bucket of message sends (see `SendBucket`).
     pub send_bucket: SendBucket,
     /// The bucket of thread and forum-post creation, Discord's own one
@@ -1944,6 +1947,7 @@ async fn rest_route(
         },
         _ => Vec::new(),
     };
+    let ws_url = w.gateway_url.clone().unwrap_or(ws_url);
     match (method.as_str(), segments.as_slice()) {
         ("GET", ["attachments", _, _, _]) => cdn(&w, &path, uri.query().unwrap_or("")),
         ("GET", ["gateway"]) => ok(json!({"url": ws_url})),
