@@ -15,6 +15,12 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     let cli = ambient::cli::Cli::parse();
     ambient::cli::init_logging(&cli);
+    // The WebSocket crates (serenity's gateway, songbird's voice) build their
+    // TLS clients on rustls's process-wide provider. rustls picks it from its
+    // features while only one is on; naming ring keeps the gateway working
+    // should a dependency turn on a second, where rustls would refuse to pick.
+    // An error means one is installed already, and that one is used.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let ran = ambient::cli::runtime::build()
         .map_err(anyhow::Error::from)
         .and_then(|runtime| ambient::cli::runtime::block_on(runtime, ambient::cli::dispatch(cli)));

@@ -105,14 +105,14 @@ const READ_BUFFER: usize = 4 * 1024;
 
 impl WsClient {
     pub(crate) async fn connect(url: Url) -> Result<Self> {
-        let mut config = WebSocketConfig::default();
-        config.max_message_size = None;
-        config.max_frame_size = None;
-        // ambient: tungstenite zero-fills up to this much of its buffer before
-        // every read, the one that finds nothing left included: 128 KiB by
-        // default, 130,000 instructions a message. 4 KiB is what 0.21 read at
-        // a time; a larger frame takes more reads, as it did.
-        config.read_buffer_size = READ_BUFFER;
+        // ambient: tungstenite zero-fills up to `read_buffer_size` of its
+        // buffer before every read, the one that finds nothing left included:
+        // 128 KiB by default, about 140,000 instructions a message. 4 KiB is
+        // what 0.21 read at a time; a larger frame takes more reads, as it did.
+        let config = WebSocketConfig::default()
+            .max_message_size(None)
+            .max_frame_size(None)
+            .read_buffer_size(READ_BUFFER);
         let (stream, _) = connect_async_with_config(url.as_str(), Some(config), false).await?;
 
         Ok(Self(stream))
