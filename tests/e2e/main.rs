@@ -42,6 +42,7 @@ mod garden;
 mod garden_rest;
 mod garden_wakes;
 mod gateway_decode;
+mod gateway_frames;
 mod gateway_tls;
 mod guild_io;
 mod hostile;

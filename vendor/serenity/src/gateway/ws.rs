@@ -102,6 +102,9 @@ const TIMEOUT: Duration = Duration::from_millis(500);
 const DECOMPRESSION_MULTIPLIER: usize = 3;
 /// ambient: how much the WebSocket reads at a time (see `connect`).
 const READ_BUFFER: usize = 4 * 1024;
+/// ambient: the largest gateway frame or message read: tungstenite's own
+/// default for a message, far above the largest server's `GUILD_CREATE`.
+const MAX_FRAME: usize = 64 << 20;
 
 impl WsClient {
     pub(crate) async fn connect(url: Url) -> Result<Self> {
@@ -109,9 +112,12 @@ impl WsClient {
         // buffer before every read, the one that finds nothing left included:
         // 128 KiB by default, about 140,000 instructions a message. 4 KiB is
         // what 0.21 read at a time; a larger frame takes more reads, as it did.
+        // ambient: a frame is refused past MAX_FRAME, before its declared
+        // length is set aside (serenity had no limit; tungstenite reserves a
+        // frame's length when its header arrives).
         let config = WebSocketConfig::default()
-            .max_message_size(None)
-            .max_frame_size(None)
+            .max_message_size(Some(MAX_FRAME))
+            .max_frame_size(Some(MAX_FRAME))
             .read_buffer_size(READ_BUFFER);
         let (stream, _) = connect_async_with_config(url.as_str(), Some(config), false).await?;
 
