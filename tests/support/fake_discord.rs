@@ -161,11 +161,11 @@ pub struct World {
     pub without_test_guild: bool,
     /// IDENTIFYs answered with READY.
     pub identifies: u32,
+    pub resumes: u32,
     /// The `d` of each voice state update (op 4) the bot sent on the gateway,
     /// oldest first: how a bot asks Discord to join or leave a voice channel.
     /// Not answered: no voice server is announced, so a join waits.
     pub voice_state_updates: Vec<Value>,
-    pub resumes: u32,
     replay_from: Option<u64>,
     pub requests: Vec<Request>,
     nonces: HashMap<String, Value>,
@@ -1947,7 +1947,7 @@ async fn rest_route(
         },
         _ => Vec::new(),
     };
-    let ws_url = w.gateway_url.clone().unwrap_or(ws_url);
+    let ws_url = w.gateway_url.as_deref().unwrap_or(&ws_url);
     match (method.as_str(), segments.as_slice()) {
         ("GET", ["attachments", _, _, _]) => cdn(&w, &path, uri.query().unwrap_or("")),
         ("GET", ["gateway"]) => ok(json!({"url": ws_url})),

@@ -100,21 +100,19 @@ pub struct WsClient(WebSocketStream<MaybeTlsStream<TcpStream>>);
 const TIMEOUT: Duration = Duration::from_millis(500);
 #[cfg(feature = "client")]
 const DECOMPRESSION_MULTIPLIER: usize = 3;
-/// ambient: how much the WebSocket reads at a time (see `connect`).
+/// ambient: how much the WebSocket reads at a time. tungstenite zero-fills up
+/// to this much of its buffer before every read, the one that finds nothing
+/// left included: 128 KiB by default, about 140,000 instructions a message.
+/// 4 KiB is what 0.21 read at a time; a larger frame takes more reads.
 const READ_BUFFER: usize = 4 * 1024;
 /// ambient: the largest gateway frame or message read: tungstenite's own
 /// default for a message, far above the largest server's `GUILD_CREATE`.
+/// tungstenite sets aside a frame's declared length when its header arrives;
+/// past this the frame is refused first (serenity set no limit).
 const MAX_FRAME: usize = 64 << 20;
 
 impl WsClient {
     pub(crate) async fn connect(url: Url) -> Result<Self> {
-        // ambient: tungstenite zero-fills up to `read_buffer_size` of its
-        // buffer before every read, the one that finds nothing left included:
-        // 128 KiB by default, about 140,000 instructions a message. 4 KiB is
-        // what 0.21 read at a time; a larger frame takes more reads, as it did.
-        // ambient: a frame is refused past MAX_FRAME, before its declared
-        // length is set aside (serenity had no limit; tungstenite reserves a
-        // frame's length when its header arrives).
         let config = WebSocketConfig::default()
             .max_message_size(Some(MAX_FRAME))
             .max_frame_size(Some(MAX_FRAME))
