@@ -43,12 +43,32 @@ macro_rules! update_cache {
 }
 
 pub(crate) fn dispatch_model(
-    event: Event,
+    event: Box<Event>,
     context: &Context,
     #[cfg(feature = "framework")] framework: Option<Arc<dyn Framework>>,
     event_handlers: Vec<Arc<dyn EventHandler>>,
     raw_event_handlers: Vec<Arc<dyn RawEventHandler>>,
 ) {
+    // ambient: a message, most of what arrives, is not cloned when only raw
+    // handlers take events: the cache is updated as below, then the event is
+    // handed to the last raw handler as it is.
+    #[cfg(feature = "framework")]
+    let only_raw = event_handlers.is_empty() && framework.is_none();
+    #[cfg(not(feature = "framework"))]
+    let only_raw = event_handlers.is_empty();
+    #[cfg_attr(not(feature = "cache"), allow(unused_mut))]
+    let mut event = event;
+    if only_raw {
+        if let Event::MessageCreate(message) = &mut *event {
+            #[cfg(feature = "cache")]
+            let cache = &context.cache;
+            update_cache!(cache, message);
+            dispatch_raw(event, context, raw_event_handlers);
+            return;
+        }
+    }
+    let event = *event;
+
     for raw_handler in raw_event_handlers {
         let (context, event) = (context.clone(), event.clone());
         tokio::spawn(async move { raw_handler.raw_event(context, event).await });
@@ -83,6 +103,21 @@ pub(crate) fn dispatch_model(
             }
         }
     }
+}
+
+/// ambient: hands `event` to each raw handler, a clone to all but the last.
+/// The event stays boxed in the spawned task until the handler takes it.
+fn dispatch_raw(event: Box<Event>, context: &Context, handlers: Vec<Arc<dyn RawEventHandler>>) {
+    let Some((last, rest)) = handlers.split_last() else {
+        return;
+    };
+    for raw_handler in rest {
+        let (raw_handler, context, event) =
+            (Arc::clone(raw_handler), context.clone(), Event::clone(&event));
+        tokio::spawn(async move { raw_handler.raw_event(context, event).await });
+    }
+    let (raw_handler, context) = (Arc::clone(last), context.clone());
+    tokio::spawn(async move { raw_handler.raw_event(context, *event).await });
 }
 
 /// Updates the cache with the incoming event data and builds the full event data out of it.

@@ -1160,7 +1160,9 @@ pub struct MessagePollVoteRemoveEvent {
 #[non_exhaustive]
 #[serde(untagged)]
 pub enum GatewayEvent {
-    Dispatch(u64, Event),
+    /// ambient: the event boxed, so the shard runner moves a pointer and not the event (1.4 KB,
+    /// the size of its largest kind) on its way to the handlers.
+    Dispatch(u64, Box<Event>),
     Heartbeat(#[deprecated = "always 0 because it is never provided by the gateway"] u64),
     Reconnect,
     /// Whether the session can be resumed.
@@ -1178,7 +1180,7 @@ impl<'de> Deserialize<'de> for GatewayEvent {
         Ok(match remove_from_map(&mut map, "op")? {
             Opcode::Dispatch => Self::Dispatch(
                 seq.ok_or_else(|| DeError::missing_field("s"))?,
-                deserialize_val(Value::from(map))?,
+                Box::new(deserialize_val(Value::from(map))?),
             ),
             Opcode::Heartbeat => {
                 // Placeholder value. Discord expects the last Dispatch
@@ -1258,7 +1260,7 @@ impl<'de> serde::de::Visitor<'de> for LeanDispatchVisitor {
                 "t" if kind.is_none() => kind = Some(map.next_value::<&'de str>()?),
                 "d" if event.is_none() && op == Some(0) => {
                     let kind = kind.ok_or_else(|| DeError::custom("d before t"))?;
-                    event = Some(map.next_value_seed(LeanEvent(kind))?);
+                    event = Some(Box::new(map.next_value_seed(LeanEvent(kind))?));
                 },
                 _ => return Err(DeError::custom("not a lean dispatch")),
             }

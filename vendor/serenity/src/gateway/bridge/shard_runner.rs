@@ -387,7 +387,7 @@ impl ShardRunner {
     /// Returns a received event, as well as whether reading the potentially present event was
     /// successful.
     #[instrument(skip(self))]
-    async fn recv_event(&mut self) -> Result<(Option<Event>, Option<ShardAction>, bool)> {
+    async fn recv_event(&mut self) -> Result<(Option<Box<Event>>, Option<ShardAction>, bool)> {
         let gw_event = match self.shard.client.recv_json().await {
             Ok(inner) => Ok(inner),
             Err(Error::Tungstenite(TungsteniteError::Io(_))) => {
