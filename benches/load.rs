@@ -6,10 +6,13 @@
 //! - RSS once the servers have arrived and the bot is idle, and after the load;
 //! - CPU per unaddressed message (stored, routed, let pass) and per
 //!   addressed one (a reply: memory, prompt, the model's HTTP, the send),
-//!   each less the CPU the idle bot spends in the same time;
+//!   each less the CPU the idle bot spends in the same time; and per
+//!   unaddressed message sent back to back (`--burst`, 2,000), where one
+//!   wake-up finds several waiting, so the gap between the two is what
+//!   waking once per message costs on this machine;
 //! - routing latency, p50 and p99: from a mention saying hello being sent
 //!   on the gateway to the greeting reflex's 👋 arriving at Discord, mixed
-//!   into a second round of unaddressed load (at most [`MIXED_MESSAGES`]);
+//!   into a later round of unaddressed load (at most [`MIXED_MESSAGES`]);
 //! - whether anything was dropped (every message sent is in the bot's store).
 //!
 //! The CPU figures are the running bot's: a warm-up round of unaddressed
@@ -61,7 +64,7 @@ use support::model_server::Scripted;
 /// long enough to take in its periodic work (heartbeats, the shard loop).
 const IDLE_WINDOW: Duration = Duration::from_secs(10);
 
-/// The most messages of the second round, the one with hello mentions in it.
+/// The most messages of the round with hello mentions in it.
 const MIXED_MESSAGES: u32 = 4_000;
 
 struct Args {
@@ -70,6 +73,8 @@ struct Args {
     rate: f64,
     warmup: u32,
     messages: u32,
+    /// Unaddressed messages sent back to back after the paced ones.
+    burst: u32,
     addressed: u32,
     hello_every: u32,
     /// The bot and the load generator on CPUs of their own (see [`Placement`]).
@@ -86,6 +91,7 @@ fn args() -> Args {
         rate: 200.0,
         warmup: 2_000,
         messages: 4_000,
+        burst: 2_000,
         addressed: 200,
         hello_every: 20,
         apart: true,
@@ -105,6 +111,7 @@ fn args() -> Args {
             "--rate" => a.rate = value().parse().unwrap_or_else(|_| bad("--rate")),
             "--warmup" => a.warmup = value().parse().unwrap_or_else(|_| bad("--warmup")),
             "--messages" => a.messages = value().parse().unwrap_or_else(|_| bad("--messages")),
+            "--burst" => a.burst = value().parse().unwrap_or_else(|_| bad("--burst")),
             "--addressed" => a.addressed = value().parse().unwrap_or_else(|_| bad("--addressed")),
             "--hello-every" => {
                 a.hello_every = value().parse().unwrap_or_else(|_| bad("--hello-every"))
@@ -127,7 +134,7 @@ fn args() -> Args {
             other => {
                 eprintln!(
                     "load: unknown flag {other}; flags: --guilds N --channels M --rate MSG_PER_S \
-                     --warmup N --messages N --addressed N --hello-every K --shared --shaped"
+                     --warmup N --messages N --burst N --addressed N --hello-every K --shared --shaped"
                 );
                 std::process::exit(2)
             }
@@ -279,6 +286,23 @@ fn place(a: &Args, n: u32) -> (u64, u64) {
     (extra_guild(server), extra_channel(server, channel))
 }
 
+/// Sends `count` messages from `from` on as fast as the fake gateway takes them.
+fn drive_at_once(
+    d: &FakeDiscord,
+    a: &Args,
+    from: u32,
+    count: u32,
+    text: impl Fn(u32) -> String,
+) -> u64 {
+    let mut last = 0;
+    for n in from..from + count {
+        let (guild, channel) = place(a, n);
+        let who = if n.is_multiple_of(2) { ALICE } else { BOB };
+        last = d.say_in(guild, channel, who, &text(n));
+    }
+    last
+}
+
 /// Sends `count` messages at `a.rate` per second from `from` on, `text(n)` each.
 fn drive(d: &FakeDiscord, a: &Args, from: u32, count: u32, text: impl Fn(u32) -> String) -> u64 {
     let gap = Duration::from_secs_f64(1.0 / a.rate.max(0.1));
@@ -376,6 +400,21 @@ fn main() {
     let spent = Cpu::of(pid).since(&cpu_0).as_secs_f64() - idle_rate * t0.elapsed().as_secs_f64();
     let unaddressed_ms = spent * 1_000.0 / f64::from(a.messages);
 
+    // The same chatter back to back: each wake-up finds several messages
+    // waiting, so what waking costs (the system calls around a wait, the
+    // caches refilled after the CPU idled or ran something else) is shared
+    // among them. The gap between this and the paced figure is what this
+    // machine charges for waking the bot once per message.
+    let from = a.warmup + a.messages;
+    let (cpu_b, tb) = (Cpu::of(pid), Instant::now());
+    let last = drive_at_once(&bot.discord, &a, from, a.burst, chatter);
+    assert!(
+        bot.wait_stored(last),
+        "the last message sent at once was never stored"
+    );
+    let spent = Cpu::of(pid).since(&cpu_b).as_secs_f64() - idle_rate * tb.elapsed().as_secs_f64();
+    let burst_ms = spent * 1_000.0 / f64::from(a.burst.max(1));
+
     // Routing latency under the same load: the chatter again, with a hello
     // mention every `hello_every` messages, each answered by the greeting
     // reflex's 👋.
@@ -385,7 +424,7 @@ fn main() {
     } else {
         0
     };
-    let from = a.warmup + a.messages;
+    let from = from + a.burst;
     let hellos = (from..from + mixed).filter(|n| hello(*n)).count() as u32;
     if mixed > 0 {
         let last = drive(&bot.discord, &a, from, mixed, |n| {
@@ -432,6 +471,10 @@ fn main() {
     println!(
         "CPU per unaddressed message {unaddressed_ms:.3} ms ({} messages)",
         a.messages
+    );
+    println!(
+        "  back to back              {burst_ms:.3} ms ({} messages sent at once)",
+        a.burst
     );
     println!(
         "CPU per addressed message   {addressed_ms:.3} ms ({} answered: {answered})",
