@@ -56,13 +56,13 @@ pub(crate) fn dispatch_model(
     let only_raw = event_handlers.is_empty() && framework.is_none();
     #[cfg(not(feature = "framework"))]
     let only_raw = event_handlers.is_empty();
-    #[cfg_attr(not(feature = "cache"), allow(unused_mut))]
     let mut event = event;
     if only_raw {
-        if let Event::MessageCreate(message) = &mut *event {
+        if let Event::MessageCreate(_message) = &mut *event {
+            // What `update_cache_with_event` does for it; the message the cache let go, if it
+            // keeps messages, is not wanted here either.
             #[cfg(feature = "cache")]
-            let cache = &context.cache;
-            update_cache!(cache, message);
+            _message.update(&context.cache);
             dispatch_raw(event, context, raw_event_handlers);
             return;
         }
@@ -107,17 +107,20 @@ pub(crate) fn dispatch_model(
 
 /// ambient: hands `event` to each raw handler, a clone to all but the last.
 /// The event stays boxed in the spawned task until the handler takes it.
-fn dispatch_raw(event: Box<Event>, context: &Context, handlers: Vec<Arc<dyn RawEventHandler>>) {
-    let Some((last, rest)) = handlers.split_last() else {
+fn dispatch_raw(
+    event: Box<Event>,
+    context: &Context,
+    mut handlers: Vec<Arc<dyn RawEventHandler>>,
+) {
+    let Some(last) = handlers.pop() else {
         return;
     };
-    for raw_handler in rest {
-        let (raw_handler, context, event) =
-            (Arc::clone(raw_handler), context.clone(), Event::clone(&event));
+    for raw_handler in handlers {
+        let (context, event) = (context.clone(), Event::clone(&event));
         tokio::spawn(async move { raw_handler.raw_event(context, event).await });
     }
-    let (raw_handler, context) = (Arc::clone(last), context.clone());
-    tokio::spawn(async move { raw_handler.raw_event(context, *event).await });
+    let context = context.clone();
+    tokio::spawn(async move { last.raw_event(context, *event).await });
 }
 
 /// Updates the cache with the incoming event data and builds the full event data out of it.
