@@ -36,6 +36,8 @@
 //! (`/proc/PID/task/TID/schedstat`), not the 10 ms ticks of `/proc/PID/stat`.
 //! `AMBIENT_BIN=path` runs another build (or a wrapper script that `exec`s
 //! it under a profiler, or with other environment) in place of cargo's.
+//! It must `exec`: a wrapper that runs the bot as its child is measured and
+//! stopped in the bot's place, and the bot is left running.
 //!
 //! `--shaped` sends Discord-shaped payloads (`discord_shapes`): people's
 //! messages of 2–6 KB with their members, mentions, replies, embeds and
