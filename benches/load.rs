@@ -408,14 +408,17 @@ fn main() {
     // among them. The gap between this and the paced figure is what this
     // machine charges for waking the bot once per message.
     let from = a.warmup + a.messages;
-    let (cpu_b, tb) = (Cpu::of(pid), Instant::now());
-    let last = drive_at_once(&bot.discord, &a, from, a.burst, chatter);
-    assert!(
-        bot.wait_stored(last),
-        "the last message sent at once was never stored"
-    );
-    let spent = Cpu::of(pid).since(&cpu_b).as_secs_f64() - idle_rate * tb.elapsed().as_secs_f64();
-    let burst_ms = spent * 1_000.0 / f64::from(a.burst.max(1));
+    let burst_ms = (a.burst > 0).then(|| {
+        let (cpu_b, tb) = (Cpu::of(pid), Instant::now());
+        let last = drive_at_once(&bot.discord, &a, from, a.burst, chatter);
+        assert!(
+            bot.wait_stored(last),
+            "the last message sent at once was never stored"
+        );
+        let spent =
+            Cpu::of(pid).since(&cpu_b).as_secs_f64() - idle_rate * tb.elapsed().as_secs_f64();
+        spent * 1_000.0 / f64::from(a.burst)
+    });
 
     // Routing latency under the same load: the chatter again, with a hello
     // mention every `hello_every` messages, each answered by the greeting
@@ -474,10 +477,12 @@ fn main() {
         "CPU per unaddressed message {unaddressed_ms:.3} ms ({} messages)",
         a.messages
     );
-    println!(
-        "  back to back              {burst_ms:.3} ms ({} messages sent at once)",
-        a.burst
-    );
+    if let Some(burst_ms) = burst_ms {
+        println!(
+            "  back to back              {burst_ms:.3} ms ({} messages sent at once)",
+            a.burst
+        );
+    }
     println!(
         "CPU per addressed message   {addressed_ms:.3} ms ({} answered: {answered})",
         a.addressed

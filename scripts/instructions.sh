@@ -90,7 +90,7 @@ count() {
     echo "run $run: $messages unaddressed, $questions questions…" >&2
     AMBIENT_BIN="$out/wrapper" "$harness" --bench \
         --guilds 1 --channels 2 --rate "$rate" --warmup "$warmup" --messages "$messages" \
-        --addressed "$questions" --hello-every 0 $shape >"$out/$run/harness.txt" 2>&1 || {
+        --burst 0 --addressed "$questions" --hello-every 0 $shape >"$out/$run/harness.txt" 2>&1 || {
         echo "instructions.sh: the load harness failed; its output is in $out/$run/harness.txt" >&2
         exit 1
     }
