@@ -288,26 +288,22 @@ fn place(a: &Args, n: u32) -> (u64, u64) {
     (extra_guild(server), extra_channel(server, channel))
 }
 
-/// Sends `count` messages from `from` on as fast as the fake gateway takes them.
-fn drive_at_once(
+/// Sends `count` messages at `a.rate` per second from `from` on, `text(n)` each.
+fn drive(d: &FakeDiscord, a: &Args, from: u32, count: u32, text: impl Fn(u32) -> String) -> u64 {
+    let gap = Duration::from_secs_f64(1.0 / a.rate.max(0.1));
+    drive_every(d, a, from, count, gap, text)
+}
+
+/// Sends `count` messages `gap` apart from `from` on (no gap: as fast as
+/// the fake gateway takes them), `text(n)` each.
+fn drive_every(
     d: &FakeDiscord,
     a: &Args,
     from: u32,
     count: u32,
+    gap: Duration,
     text: impl Fn(u32) -> String,
 ) -> u64 {
-    let mut last = 0;
-    for n in from..from + count {
-        let (guild, channel) = place(a, n);
-        let who = if n.is_multiple_of(2) { ALICE } else { BOB };
-        last = d.say_in(guild, channel, who, &text(n));
-    }
-    last
-}
-
-/// Sends `count` messages at `a.rate` per second from `from` on, `text(n)` each.
-fn drive(d: &FakeDiscord, a: &Args, from: u32, count: u32, text: impl Fn(u32) -> String) -> u64 {
-    let gap = Duration::from_secs_f64(1.0 / a.rate.max(0.1));
     let start = Instant::now();
     let mut last = 0;
     for k in 0..count {
@@ -410,7 +406,7 @@ fn main() {
     let from = a.warmup + a.messages;
     let burst_ms = (a.burst > 0).then(|| {
         let (cpu_b, tb) = (Cpu::of(pid), Instant::now());
-        let last = drive_at_once(&bot.discord, &a, from, a.burst, chatter);
+        let last = drive_every(&bot.discord, &a, from, a.burst, Duration::ZERO, chatter);
         assert!(
             bot.wait_stored(last),
             "the last message sent at once was never stored"

@@ -43,7 +43,7 @@ macro_rules! update_cache {
 }
 
 pub(crate) fn dispatch_model(
-    event: Box<Event>,
+    mut event: Box<Event>,
     context: &Context,
     #[cfg(feature = "framework")] framework: Option<Arc<dyn Framework>>,
     event_handlers: Vec<Arc<dyn EventHandler>>,
@@ -56,7 +56,6 @@ pub(crate) fn dispatch_model(
     let only_raw = event_handlers.is_empty() && framework.is_none();
     #[cfg(not(feature = "framework"))]
     let only_raw = event_handlers.is_empty();
-    let mut event = event;
     if only_raw {
         if let Event::MessageCreate(_message) = &mut *event {
             // What `update_cache_with_event` does for it; the message the cache let go, if it
