@@ -493,6 +493,9 @@ impl App {
         running
             .tasks
             .push(tokio::spawn(self.impulses.clone().run(rx)));
+        // Before any front end takes a request (the console reads its
+        // input, the gateway connects): see `Garden::recover`.
+        self.garden.recover();
         let rx = running.shutdown.subscribe();
         running
             .tasks

@@ -63,6 +63,7 @@ impl Garden {
         self.early.lock().unwrap_or_else(|p| p.into_inner()).take();
         let mut result = self.run_cycle(trigger, stop).await;
         drop(one);
+        let _deciding = self.deciding();
         let now = self.clock.now();
         match &mut result {
             Ok(r) => {

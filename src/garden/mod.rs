@@ -149,6 +149,11 @@ pub struct Garden {
     /// The status the store would not take: `look` wakes by its next wake,
     /// so this process keeps it, and writes it again, until the store does.
     unsaved: Mutex<Option<Status>>,
+    /// Held by whoever reads the next wake, decides, and writes it back (a
+    /// request, the loop's look, a conversation ending, a cycle's end,
+    /// recovery): a request made between another's read and its write
+    /// would otherwise be overwritten by a wake decided without it.
+    deciding: Mutex<()>,
 }
 
 impl Garden {
@@ -185,6 +190,7 @@ impl Garden {
             early: Mutex::new(None),
             backoff,
             unsaved: Mutex::new(None),
+            deciding: Mutex::new(()),
         })
     }
 
@@ -193,6 +199,12 @@ impl Garden {
             return s;
         }
         read_status(&self.store.garden)
+    }
+
+    /// One decision about the next wake at a time (see `deciding`).
+    fn deciding(&self) -> std::sync::MutexGuard<'_, ()> {
+        // Guards no data: a panic elsewhere cannot leave it half-written.
+        self.deciding.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn unsaved_lock(&self) -> std::sync::MutexGuard<'_, Option<Status>> {
@@ -368,8 +380,11 @@ impl Garden {
     /// mark it and wake soon: the memory pass resumes from its checkpoint,
     /// if it had not finished, and the next cycle for that server is shown
     /// the plan's unfinished items; after a long downtime, one catch-up
-    /// cycle (missed cycles are not replayed).
+    /// cycle (missed cycles are not replayed). `App::start` calls it before
+    /// the loop and any front end start: a request made before it ran would
+    /// be taken for one left from before a restart, or lost behind its wake.
     pub fn recover(&self) {
+        let _deciding = self.deciding();
         let now = self.clock.now();
         // A cycle this process is running is not a crashed one.
         let interrupted = if self.cycle_running() {
@@ -466,6 +481,7 @@ impl Garden {
     /// would), and when, if the budget holds it — otherwise, as after a
     /// failed model part, the request is woken again.
     pub fn request(&self, guild: GuildId, by: &str) -> String {
+        let _deciding = self.deciding();
         let now = self.clock.now();
         if self.requested(Some(guild), now).is_some() {
             match self.on_its_way(now) {
@@ -658,6 +674,7 @@ impl Garden {
 
     /// Notices conversations that just ended (event trigger: wake early, still budget-gated).
     pub fn notice_conversations_ending(&self) {
+        let _deciding = self.deciding();
         let now = self.clock.now();
         let active: HashSet<ChannelId> = self
             .spine
@@ -700,6 +717,7 @@ impl Garden {
     /// says when to look again. `run` calls it in its loop; a front end on
     /// simulated time (replay) calls it once per step.
     pub fn look(&self, settings: &Settings, now: DateTime<Utc>) -> Look {
+        let _deciding = self.deciding();
         let unsaved = self.unsaved_lock().clone();
         if let Some(s) = unsaved {
             self.save_status(s);
@@ -785,13 +803,19 @@ impl Garden {
         }
     }
 
+    /// The loop, after [`Garden::recover`] (which `App::start` calls first).
     pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
-        self.recover();
         let mut changes = self.settings.changes();
         loop {
             let settings = self.settings.global();
             let now = self.clock.now();
             self.notice_conversations_ending();
+            // Listening before looking: a cycle that ends between the look
+            // at `in_flight` and the wait below is still heard (its end
+            // notifies only those already waiting).
+            let done = self.cycle_done.notified();
+            tokio::pin!(done);
+            done.as_mut().enable();
             if self.in_flight.load(Ordering::SeqCst) {
                 // A long cycle is waited for, never queued again: a second
                 // impulse would only be declined. Only one that never started
@@ -807,7 +831,7 @@ impl Garden {
                     self.in_flight.store(false, Ordering::SeqCst);
                 }
                 tokio::select! {
-                    _ = self.cycle_done.notified() => {}
+                    _ = done => {}
                     _ = tokio::time::sleep(StdDuration::from_secs(60)) => {}
                     _ = shutdown.changed() => return,
                 }

@@ -984,10 +984,14 @@ fn the_running_bot_wakes_its_garden_on_request() {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
         console.send("/status");
+        // The widget's garden lines, up to the budget's line that follows them.
         let mut garden = Vec::new();
-        while garden.len() < 3 {
+        loop {
             let n = console.next_event("notice");
             let text = n["text"].as_str().unwrap_or_default().to_string();
+            if text.starts_with("budget ") {
+                break;
+            }
             if text.starts_with("garden ") {
                 garden.push(text);
             }
