@@ -245,12 +245,22 @@ mod tests {
         for (gap, least) in gaps.iter().zip([100, 200, 400]) {
             assert!(*gap >= StdDuration::from_millis(least), "{gaps:?}");
         }
-        // The fourth attempt started an 800 ms step. A connection now means
-        // the fifth passes when that step ends and the sixth waits only the
-        // first step again (100–200 ms, plus at most one LOOK), not 0.8 s or more.
+        // The fourth attempt starts an 800 ms step once the gate has taken
+        // the URL back (this task runs on until it waits, so it waits first:
+        // a connection said before the gate saw the fourth attempt would
+        // reset the steps before that one and make the sixth the second
+        // step, 200–400 ms). A connection now means the fifth passes when
+        // that step ends and the sixth waits only the first step again
+        // (100–200 ms, plus at most one LOOK), not 0.8 s or more.
+        tokio::time::sleep(StdDuration::from_millis(1)).await;
         gate.connected();
         drop(url.lock().await);
         let fifth = Instant::now();
+        assert!(
+            fifth - passed[3] >= StdDuration::from_millis(400),
+            "{:?}",
+            fifth - passed[3]
+        );
         drop(url.lock().await);
         let sixth = fifth.elapsed();
         assert!(sixth >= StdDuration::from_millis(100), "{sixth:?}");
