@@ -132,15 +132,27 @@ impl WsClient {
 
         let value = match message {
             Message::Binary(bytes) => {
+                // ambient: what a compressed frame inflates to is held to
+                // the frame's own limit; a few MiB of zlib can say gigabytes.
                 let mut decompressed =
-                    String::with_capacity(bytes.len() * DECOMPRESSION_MULTIPLIER);
+                    String::with_capacity((bytes.len() * DECOMPRESSION_MULTIPLIER).min(MAX_FRAME));
 
-                ZlibDecoder::new(&bytes[..]).read_to_string(&mut decompressed).map_err(|why| {
-                    warn!("Err decompressing bytes: {why:?}");
-                    debug!("Failing bytes: {bytes:?}");
+                ZlibDecoder::new(&bytes[..])
+                    .take(MAX_FRAME as u64 + 1)
+                    .read_to_string(&mut decompressed)
+                    .map_err(|why| {
+                        warn!("Err decompressing bytes: {why:?}");
+                        debug!("Failing bytes: {bytes:?}");
 
-                    why
-                })?;
+                        why
+                    })?;
+                if decompressed.len() > MAX_FRAME {
+                    warn!("a compressed gateway frame inflates past {MAX_FRAME} bytes: refused");
+                    return Err(Error::Io(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!("a compressed gateway frame inflates past {MAX_FRAME} bytes"),
+                    )));
+                }
 
                 GatewayEvent::decode_frame(&decompressed).map_err(|why| {
                     warn!("Err deserializing bytes: {why:?}");
