@@ -159,12 +159,13 @@ pub(crate) async fn checks(
     };
     let started = Utc::now();
     let me = api.get("/users/@me").await;
+    let answered = Utc::now();
     let mut out = vec![token_check(&me, &settings.discord.api_base_url)];
     let me = match me {
         Ok(me) => me,
         Err(_) => return out,
     };
-    out.push(clock(me.date, started));
+    out.push(clock(me.date, started, answered));
     let app = api.get("/applications/@me").await;
     out.extend(intents(&app, settings.discord.members_intent));
     out.extend(channels(&api, settings, id(&me.body["id"])).await);
@@ -199,7 +200,11 @@ fn token_check(me: &Result<Answer, ApiError>, base: &str) -> Check {
 }
 
 /// The clock against Discord's `Date` header (one-second resolution).
-fn clock(date: Option<DateTime<Utc>>, asked: DateTime<Utc>) -> Check {
+/// Discord's clock read somewhere in the second `date` names, at a moment
+/// between asking and the answer: the two middles are compared, so a clock
+/// a minute off reads 60 s however the second falls (set against the moment
+/// of asking, a second that turned on the way read 59).
+fn clock(date: Option<DateTime<Utc>>, asked: DateTime<Utc>, answered: DateTime<Utc>) -> Check {
     let name = "clock";
     let Some(date) = date else {
         return Check::warn(
@@ -208,7 +213,10 @@ fn clock(date: Option<DateTime<Utc>>, asked: DateTime<Utc>) -> Check {
             "compare the clock with a time server yourself (`timedatectl`)",
         );
     };
-    let skew = (asked - date).num_seconds();
+    let ours = asked + (answered - asked) / 2;
+    let theirs = date + chrono::Duration::milliseconds(500);
+    // To the nearest second, a half up: Discord's exact second is `date`'s start.
+    let skew = ((ours - theirs).num_milliseconds() as f64 / 1000.0 + 0.5).floor() as i64;
     let detail = match skew {
         0 => "same second as Discord's".to_string(),
         s if s > 0 => format!("{s} s ahead of Discord's"),
@@ -503,5 +511,30 @@ async fn registered(
             format!("not registered {scope}: /{}", missing.join(", /")),
             "start the bot once with `ambient run`: it registers them as it connects (global ones can take up to an hour to show)",
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    /// A clock a minute ahead reads 60 s wherever in Discord's second its
+    /// answer fell, and one that agrees reads the same second.
+    #[test]
+    fn a_minute_ahead_reads_sixty_seconds_wherever_the_second_turns() {
+        let ms = chrono::Duration::milliseconds;
+        let second = Utc.with_ymd_and_hms(2026, 11, 28, 12, 0, 0).unwrap();
+        for into in [0, 1, 499, 500, 998] {
+            // Discord reads its clock `into` ms into `second`; ours says a
+            // minute more, and the answer takes 20 ms there and back.
+            let read = second + ms(into);
+            let asked = read + ms(60_000 - 10);
+            let check = clock(Some(second), asked, asked + ms(20));
+            assert_eq!(check.detail, "60 s ahead of Discord's", "{into} ms in");
+            assert_eq!(check.status, super::super::Status::Fail);
+            let agreeing = clock(Some(second), read - ms(10), read + ms(10));
+            assert_eq!(agreeing.detail, "same second as Discord's", "{into} ms in");
+        }
     }
 }
