@@ -1,7 +1,9 @@
 //! What the running bot costs the machine: the pages only start-up ran are
 //! given back once start-up has settled (also when a server is still in an
 //! outage), and the bot runs on without them; its tasks run on one worker
-//! thread unless the operator asks for more.
+//! thread unless the operator asks for more. The bots that give pages back
+//! run their own copy of the binary (`Home::with_own_binary`): other tests'
+//! bots mapping the same file would keep its pages resident.
 
 use std::time::{Duration, Instant};
 
@@ -43,7 +45,15 @@ fn wait_settled(bot: &Bot) -> (f64, f64) {
 
 #[test]
 fn start_up_pages_are_given_back_once_settled_and_the_bot_answers_on() {
-    let bot = Bot::start(json!({}));
+    let bot = Bot::spawn_with(
+        FakeDiscord::start(),
+        json!({}),
+        &[],
+        "ambient=debug,serenity=warn,poise=warn",
+        |settings| Home::new(settings).with_own_binary(),
+    );
+    bot.wait_registered();
+    bot.wait_guild(GUILD);
     let (before, after) = wait_settled(&bot);
     assert!(
         after < before,
@@ -75,11 +85,12 @@ fn start_up_pages_are_given_back_once_settled_and_the_bot_answers_on() {
 fn start_up_settles_while_a_server_is_still_in_an_outage() {
     let discord = FakeDiscord::start();
     discord.with(|w| w.unavailable.push(GUILD));
-    let bot = Bot::spawn(
+    let bot = Bot::spawn_with(
         discord,
         json!({}),
         &[],
         "ambient=debug,serenity=warn,poise=warn",
+        |settings| Home::new(settings).with_own_binary(),
     );
     bot.wait_registered();
     let (before, after) = wait_settled(&bot);

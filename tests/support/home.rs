@@ -18,6 +18,8 @@ pub fn bin() -> &'static str {
 
 pub struct Home {
     pub dir: tempfile::TempDir,
+    /// The binary this home runs, when not [`bin`] (see [`Home::with_own_binary`]).
+    binary: Option<PathBuf>,
 }
 
 impl Home {
@@ -40,7 +42,23 @@ impl Home {
             serde_json::to_string_pretty(&settings).unwrap(),
         )
         .unwrap();
-        Self { dir }
+        Self { dir, binary: None }
+    }
+
+    /// This home runs its own copy of the binary. Pages of a file that
+    /// another process maps stay resident when the bot gives its start-up
+    /// pages back (`MADV_PAGEOUT` leaves shared pages), so a test of that
+    /// would see nothing given back while other tests' bots run the same
+    /// file. The copy is flushed first: its pages are then clean, as an
+    /// installed binary's are, and can be dropped.
+    pub fn with_own_binary(mut self) -> Self {
+        let own = self.path().join("ambient-own");
+        std::fs::copy(bin(), &own).expect("copy the binary under test");
+        std::fs::File::open(&own)
+            .and_then(|f| f.sync_all())
+            .expect("flush the copy");
+        self.binary = Some(own);
+        self
     }
 
     /// Changes `settings.json` as an editor saves it: `change` merged over
@@ -70,7 +88,7 @@ impl Home {
 
     /// `ambient ARGS` run in this home, with no secrets in its environment.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(bin());
+        let mut cmd = Command::new(self.binary.as_deref().unwrap_or(Path::new(bin())));
         cmd.args(args)
             .current_dir(self.path())
             .env_remove("DISCORD_TOKEN")
