@@ -152,7 +152,9 @@ pub struct Garden {
     /// Held by whoever reads the next wake, decides, and writes it back (a
     /// request, the loop's look, a conversation ending, a cycle's end,
     /// recovery): a request made between another's read and its write
-    /// would otherwise be overwritten by a wake decided without it.
+    /// would otherwise be overwritten by a wake decided without it. A
+    /// running cycle's own writes are not under it: a request made while
+    /// one runs is served by it or by the wake its end sets (`cycle_until`).
     deciding: Mutex<()>,
 }
 
@@ -812,7 +814,7 @@ impl Garden {
             self.notice_conversations_ending();
             // Listening before looking: a cycle that ends between the look
             // at `in_flight` and the wait below is still heard (its end
-            // notifies only those already waiting).
+            // notifies only the `Notified`s that exist by then).
             let done = self.cycle_done.notified();
             tokio::pin!(done);
             done.as_mut().enable();

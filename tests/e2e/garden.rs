@@ -135,7 +135,8 @@ async fn long_cycle(
     (Gate(open), task)
 }
 
-/// The garden's run loop, as the bot runs it; send `true` to stop it.
+/// The garden's run loop, as the bot runs it after `Garden::recover` (which
+/// a test calls itself when it needs it); send `true` to stop it.
 fn run_loop(
     w: &World,
 ) -> (
