@@ -203,7 +203,9 @@ fn token_check(me: &Result<Answer, ApiError>, base: &str) -> Check {
 /// Discord's clock read somewhere in the second `date` names, at a moment
 /// between asking and the answer: the two middles are compared, so a clock
 /// a minute off reads 60 s however the second falls (set against the moment
-/// of asking, a second that turned on the way read 59).
+/// of asking, a second that turned on the way read 59). The request's middle
+/// in whole seconds past `date`'s start is that comparison to the nearest
+/// second, a half rounded up.
 fn clock(date: Option<DateTime<Utc>>, asked: DateTime<Utc>, answered: DateTime<Utc>) -> Check {
     let name = "clock";
     let Some(date) = date else {
@@ -214,9 +216,7 @@ fn clock(date: Option<DateTime<Utc>>, asked: DateTime<Utc>, answered: DateTime<U
         );
     };
     let ours = asked + (answered - asked) / 2;
-    let theirs = date + chrono::Duration::milliseconds(500);
-    // To the nearest second, a half up: Discord's exact second is `date`'s start.
-    let skew = ((ours - theirs).num_milliseconds() as f64 / 1000.0 + 0.5).floor() as i64;
+    let skew = (ours - date).num_milliseconds().div_euclid(1000);
     let detail = match skew {
         0 => "same second as Discord's".to_string(),
         s if s > 0 => format!("{s} s ahead of Discord's"),
