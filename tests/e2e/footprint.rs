@@ -43,15 +43,21 @@ fn wait_settled(bot: &Bot) -> (f64, f64) {
     }
 }
 
-#[test]
-fn start_up_pages_are_given_back_once_settled_and_the_bot_answers_on() {
-    let bot = Bot::spawn_with(
-        FakeDiscord::start(),
+/// A bot against `discord` on its own copy of the binary (see the file
+/// comment), returned at once.
+fn on_own_binary(discord: FakeDiscord) -> Bot {
+    Bot::spawn_with(
+        discord,
         json!({}),
         &[],
         "ambient=debug,serenity=warn,poise=warn",
         |settings| Home::new(settings).with_own_binary(),
-    );
+    )
+}
+
+#[test]
+fn start_up_pages_are_given_back_once_settled_and_the_bot_answers_on() {
+    let bot = on_own_binary(FakeDiscord::start());
     bot.wait_registered();
     bot.wait_guild(GUILD);
     let (before, after) = wait_settled(&bot);
@@ -85,13 +91,7 @@ fn start_up_pages_are_given_back_once_settled_and_the_bot_answers_on() {
 fn start_up_settles_while_a_server_is_still_in_an_outage() {
     let discord = FakeDiscord::start();
     discord.with(|w| w.unavailable.push(GUILD));
-    let bot = Bot::spawn_with(
-        discord,
-        json!({}),
-        &[],
-        "ambient=debug,serenity=warn,poise=warn",
-        |settings| Home::new(settings).with_own_binary(),
-    );
+    let bot = on_own_binary(discord);
     bot.wait_registered();
     let (before, after) = wait_settled(&bot);
     assert!(

@@ -86,9 +86,14 @@ impl Home {
         self.dir.path().join("data")
     }
 
+    /// The binary this home runs: its own copy, if it has one, else [`bin`].
+    fn binary(&self) -> &Path {
+        self.binary.as_deref().unwrap_or(Path::new(bin()))
+    }
+
     /// `ambient ARGS` run in this home, with no secrets in its environment.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(self.binary.as_deref().unwrap_or(Path::new(bin())));
+        let mut cmd = Command::new(self.binary());
         cmd.args(args)
             .current_dir(self.path())
             .env_remove("DISCORD_TOKEN")
@@ -112,7 +117,7 @@ impl Home {
         let bin_dir = self.path().join("bin");
         if !bin_dir.join("ambient").exists() {
             std::fs::create_dir_all(&bin_dir).unwrap();
-            std::os::unix::fs::symlink(bin(), bin_dir.join("ambient")).unwrap();
+            std::os::unix::fs::symlink(self.binary(), bin_dir.join("ambient")).unwrap();
         }
         let path = format!(
             "{}:{}",
