@@ -147,11 +147,10 @@ impl WsClient {
                         why
                     })?;
                 if decompressed.len() > MAX_FRAME {
-                    warn!("a compressed gateway frame inflates past {MAX_FRAME} bytes: refused");
-                    return Err(Error::Io(std::io::Error::new(
-                        std::io::ErrorKind::InvalidData,
-                        format!("a compressed gateway frame inflates past {MAX_FRAME} bytes"),
-                    )));
+                    let why = format!("a compressed gateway frame inflates past {MAX_FRAME} bytes");
+                    warn!("{why}: refused");
+                    let why = std::io::Error::new(std::io::ErrorKind::InvalidData, why);
+                    return Err(Error::Io(why));
                 }
 
                 GatewayEvent::decode_frame(&decompressed).map_err(|why| {
